@@ -1,0 +1,36 @@
+"""The plugin manager for sources; built-in sources register like any other."""
+
+from __future__ import annotations
+
+import importlib
+
+import pluggy
+
+from . import hookspecs
+
+BUILTIN_SOURCES = (
+    "datasette_obelisk.sources.claude_code",
+    "datasette_obelisk.sources.codex",
+    "datasette_obelisk.sources.gemini",
+)
+
+pm = pluggy.PluginManager("obelisk")
+pm.add_hookspecs(hookspecs)
+pm.load_setuptools_entrypoints("obelisk")
+for _name in BUILTIN_SOURCES:
+    try:
+        _module = importlib.import_module(_name)
+    except ModuleNotFoundError as exc:  # a built-in not written yet
+        if exc.name != _name:
+            raise
+        continue
+    pm.register(_module, _name)
+
+
+def get_sources() -> dict:
+    """Every installed source by name, in registration order."""
+    found = {}
+    for batch in reversed(pm.hook.obelisk_sources()):
+        for source in batch:
+            found.setdefault(source.name, source)
+    return found

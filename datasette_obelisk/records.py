@@ -1,0 +1,210 @@
+"""Normalized records: what a source parser yields and the store writes.
+
+Sources turn bytes into these records and know nothing of SQLite; the store
+turns them into rows. Field names match the column names of the schema
+(see ``store/migrations.py``), so a record maps onto a row by ``asdict``.
+
+Every line of a source file ends up accounted for: it becomes a ``Message``
+(possibly ``is_meta`` / ``surface='log-only'``), is merged into another record
+(a ``Merged`` marker: duplicates, usage, titles, metadata), or is reported as
+a ``LineError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Position:
+    """Where a record came from: a line of a source file."""
+
+    line_no: int
+    byte_offset: int
+    byte_length: int
+
+
+@dataclass(slots=True)
+class Session:
+    """A conversation. Non-null fields are merged into an existing row."""
+
+    id: str
+    source: str
+    title: str | None = None
+    title_source: str | None = None
+    project: str | None = None
+    project_path: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    git_commit: str | None = None
+    repository: str | None = None
+    version: str | None = None
+    model: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    parent_session_id: str | None = None
+    relationship: str | None = None  # subagent | fork | continuation | workflow
+    agent_id: str | None = None
+    agent_type: str | None = None
+    originator: str | None = None
+    is_excluded: int | None = None  # guardian / auto-review threads
+
+
+@dataclass(slots=True)
+class Message:
+    """One log line that carries conversation or structure.
+
+    ``uuid`` is the source's own id when it has one (Claude ``uuid``), else a
+    deterministic id derived from the file and line, so re-reading a line
+    yields the same id.
+    """
+
+    uuid: str
+    session_id: str
+    source: str
+    type: str
+    position: Position
+    role: str | None = None
+    subtype: str | None = None
+    parent_uuid: str | None = None
+    logical_parent_uuid: str | None = None
+    timestamp: str | None = None
+    text: str = ""
+    content_type: str | None = None  # text|thinking|tool_use|tool_result|mixed|...
+    is_meta: int = 0
+    is_sidechain: int = 0
+    is_compact_summary: int = 0
+    surface: str | None = None  # preset surface; None lets the store derive it
+    agent_id: str | None = None
+    model: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    api_message_id: str | None = None
+    request_id: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    stop_reason: str | None = None
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    message_uuid: str
+    session_id: str
+    name: str
+    input_json: str
+    timestamp: str | None = None
+    file_paths: list[str] = field(default_factory=list)
+    presentation: str = "default"
+
+
+@dataclass(slots=True)
+class ToolResult:
+    tool_use_id: str
+    message_uuid: str
+    session_id: str
+    content: str
+    is_error: int = 0
+    outcome: str = "succeeded"  # succeeded | failed | blocked | cancelled
+    timestamp: str | None = None
+    agent_id: str | None = None  # the subagent a Task/Agent call started
+    exit_code: int | None = None
+
+
+@dataclass(slots=True)
+class TitleCandidate:
+    """A possible title; the store picks the winner by precedence."""
+
+    session_id: str
+    kind: str  # custom | ai | summary | index | first_prompt
+    title: str
+    timestamp: str | None = None
+    leaf_uuid: str | None = None
+    position: Position | None = None
+
+
+@dataclass(slots=True)
+class Summary:
+    id: str
+    session_id: str
+    kind: str  # away_summary | compaction | summary
+    content: str
+    timestamp: str | None = None
+    message_uuid: str | None = None
+
+
+@dataclass(slots=True)
+class Subagent:
+    agent_id: str
+    session_id: str  # the parent session
+    child_session_id: str | None = None
+    parent_tool_use_id: str | None = None
+    agent_type: str | None = None
+    description: str | None = None
+    duration_ms: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class Workflow:
+    run_id: str
+    session_id: str
+    parent_tool_use_id: str | None = None
+    task_id: str | None = None
+    script: str | None = None
+    result_json: str | None = None
+    timestamp: str | None = None
+    agent_count: int | None = None
+    duration_ms: int | None = None
+    total_tokens: int | None = None
+    status: str | None = None
+    workflow_name: str | None = None
+
+
+@dataclass(slots=True)
+class WorkflowAgent:
+    agent_id: str
+    run_id: str
+    session_id: str
+    agent_type: str | None = None
+    description: str | None = None
+    phase: str | None = None
+    label: str | None = None
+    model: str | None = None
+    state: str | None = None
+    duration_ms: int | None = None
+    tokens: int | None = None
+    tool_calls: int | None = None
+
+
+@dataclass(slots=True)
+class Merged:
+    """A line whose content went into another record (or was a replay)."""
+
+    position: Position
+    reason: str  # duplicate | metadata | usage | ...
+
+
+@dataclass(slots=True)
+class LineError:
+    """A line that could not be turned into data."""
+
+    position: Position
+    reason: str
+
+
+Record = (
+    Session
+    | Message
+    | ToolCall
+    | ToolResult
+    | TitleCandidate
+    | Summary
+    | Subagent
+    | Workflow
+    | WorkflowAgent
+    | Merged
+    | LineError
+)

@@ -1,0 +1,71 @@
+"""Read JSONL bytes line by line with byte positions and bounded memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
+
+from ..records import Position
+
+CHUNK = 1 << 20
+MAX_LINE = 64 << 20  # longer lines are skipped without being buffered
+
+
+@dataclass(slots=True)
+class Line:
+    data: bytes | None  # None when the line was longer than ``max_line``
+    position: Position
+    terminated: bool = True
+
+
+def read_lines(
+    stream: BinaryIO,
+    start: int = 0,
+    first_line_no: int = 1,
+    *,
+    max_line: int = MAX_LINE,
+    chunk: int = CHUNK,
+) -> Iterator[Line]:
+    """Yield the lines of ``stream`` from byte ``start`` (a line boundary).
+
+    A final line without a newline is yielded with ``terminated=False`` so the
+    caller can decide whether a writer is still busy with it. A line longer
+    than ``max_line`` is yielded with ``data=None`` and is never held whole.
+    """
+    offset = start
+    line_no = first_line_no
+    parts: list[bytes] = []
+    size = 0
+    oversized = False
+    while True:
+        block = stream.read(chunk)
+        if not block:
+            break
+        begin = 0
+        while True:
+            nl = block.find(b"\n", begin)
+            if nl < 0:
+                tail = block[begin:]
+                size += len(tail)
+                if size > max_line:
+                    oversized = True
+                    parts.clear()
+                elif tail:
+                    parts.append(tail)
+                break
+            piece = block[begin:nl]
+            length = size + len(piece)
+            if oversized or length > max_line:
+                data = None
+            else:
+                data = b"".join(parts) + piece if parts else piece
+            yield Line(data, Position(line_no, offset, length))
+            offset += length + 1
+            line_no += 1
+            parts.clear()
+            size = 0
+            oversized = False
+            begin = nl + 1
+    if size:
+        data = None if oversized else b"".join(parts)
+        yield Line(data, Position(line_no, offset, size), terminated=False)
