@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator
 
-from ..records import Position
+import orjson
+
+from ..records import LineError, Position
 
 CHUNK = 1 << 20
 MAX_LINE = 64 << 20  # longer lines are skipped without being buffered
@@ -69,3 +71,24 @@ def read_lines(
     if size:
         data = None if oversized else b"".join(parts)
         yield Line(data, Position(line_no, offset, size), terminated=False)
+
+
+def decode_object(line: Line) -> dict | LineError:
+    """The JSON object on ``line``, or a ``LineError`` saying why not.
+
+    Invalid UTF-8, lone surrogates, nesting deeper than orjson allows, a
+    value that is not an object and a line too long to hold all become
+    errors with a reason, never exceptions.
+    """
+    if line.data is None:
+        return LineError(
+            line.position,
+            f"line of {line.position.byte_length} bytes exceeds the {MAX_LINE} byte limit",
+        )
+    try:
+        value = orjson.loads(line.data)
+    except orjson.JSONDecodeError as exc:
+        return LineError(line.position, f"invalid JSON: {exc}")
+    if not isinstance(value, dict):
+        return LineError(line.position, f"not a JSON object: {type(value).__name__}")
+    return value
