@@ -86,6 +86,9 @@ class Message:
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
     stop_reason: str | None = None
+    # Small structured facts the store uses, e.g. a compaction's
+    # {"preserved_uuids": [...]}; stored as JSON in ``messages.meta_json``.
+    meta: dict | None = None
 
 
 @dataclass(slots=True)

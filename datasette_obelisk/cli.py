@@ -1,0 +1,151 @@
+"""The ``obelisk`` command line (also ``datasette obelisk`` and ``sqlite-utils obelisk-ingest``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .store.db import default_db_path
+
+DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
+
+
+def db_option(fn):
+    return click.option(
+        "--db",
+        "db_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=DB_OPTION_HELP,
+    )(fn)
+
+
+def resolve_db(db_path: Path | None) -> Path:
+    return db_path or default_db_path()
+
+
+@click.group()
+@click.version_option(package_name="datasette-obelisk")
+def cli():
+    """Archive and search the session logs of AI coding agents."""
+
+
+class Progress:
+    """A one-line progress report with rate and ETA, on a terminal only."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.started = time.perf_counter()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if now - self.last < 0.2 and done < total:
+            return
+        self.last = now
+        elapsed = max(now - self.started, 1e-6)
+        rate = done / elapsed
+        eta = (total - done) / rate if rate else 0
+        share = done / total if total else 1
+        self.stream.write(
+            f"\r{share:6.1%}  {done / 1e6:9.1f} / {total / 1e6:.1f} MB  "
+            f"{rate / 1e6:7.1f} MB/s  ETA {eta:5.0f}s "
+        )
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.write("\n")
+
+
+def source_roots(sources: dict, names, dirs: dict) -> dict:
+    """The folder to scan for each selected source."""
+    from .store.ingest import default_roots
+
+    selected = list(names) or list(sources)
+    unknown = [n for n in selected if n not in sources]
+    if unknown:
+        raise click.UsageError(
+            f"unknown source {', '.join(unknown)}; installed: {', '.join(sources)}"
+        )
+    explicit = {name: Path(path) for name, path in dirs.items() if path is not None}
+    if explicit and not names:
+        selected = list(explicit)
+    roots = default_roots({n: sources[n] for n in selected if n not in explicit})
+    for name, path in explicit.items():
+        if name not in selected:
+            continue
+        if not path.is_dir():
+            raise click.UsageError(f"--{name}-dir {path} is not a folder")
+        roots[name] = path
+    return roots
+
+
+@cli.command()
+@db_option
+@click.option("--claude-dir", type=click.Path(path_type=Path), help="Claude Code folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
+@click.option("--codex-dir", type=click.Path(path_type=Path), help="Codex folder (default: $CODEX_HOME, else ~/.codex)")
+@click.option("--gemini-dir", type=click.Path(path_type=Path), help="Gemini CLI folder (default: ~/.gemini)")
+@click.option("--source", "source_names", multiple=True, help="Only this source (repeatable); see `obelisk sources`")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON")
+@click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)")
+def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, progress):
+    """Ingest agent session logs into the database, reading only what changed.
+
+    Example:
+
+        obelisk ingest --db obelisk.db --claude-dir ~/.claude
+    """
+    from .plugins import get_sources
+    from .store.ingest import ingest as run_ingest
+
+    sources = get_sources()
+    roots = source_roots(
+        sources, source_names, {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
+    )
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = Progress() if show and not as_json else None
+    summary = run_ingest(resolve_db(db_path), roots, sources=sources, progress=bar)
+    if bar:
+        bar.close()
+    if as_json:
+        click.echo(json.dumps(dict(summary.as_dict(), db=str(resolve_db(db_path)), roots={k: str(v) for k, v in roots.items()}), indent=2))
+    else:
+        echo_summary(summary, roots)
+    sys.exit(1 if summary.errors else 0)
+
+
+def echo_summary(summary, roots) -> None:
+    if not roots:
+        click.echo("No agent log folders found (looked for the sources' default folders).", err=True)
+    click.echo(
+        f"{summary.files} files ({summary.files_read} read, {summary.files_skipped} unchanged, "
+        f"{summary.files_missing} gone from disk), {summary.lines} lines, "
+        f"{summary.sessions} sessions, {summary.messages} messages, "
+        f"{summary.errors} errors in {summary.seconds:.2f}s"
+    )
+    for sample in summary.error_samples[:10]:
+        path, line, reason = sample
+        where = f"{path}:{line}" if line else path
+        click.echo(f"  error: {where}: {reason}", err=True)
+    for path in summary.empty_files:
+        click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
+
+
+@cli.command()
+def sources():
+    """List the installed log sources and where each looks by default.
+
+    Example:
+
+        obelisk sources
+    """
+    from .plugins import get_sources
+
+    for name, source in get_sources().items():
+        root = source.default_root(os.environ)
+        click.echo(f"{name}\tparser v{source.parser_version}\t{root or '(no default folder found)'}")

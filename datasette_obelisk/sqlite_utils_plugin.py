@@ -1,0 +1,10 @@
+"""sqlite-utils hooks: ``sqlite-utils obelisk-ingest`` and the SQL functions."""
+
+import sqlite_utils
+
+
+@sqlite_utils.hookimpl
+def register_commands(cli):
+    from .cli import ingest
+
+    cli.add_command(ingest, name="obelisk-ingest")

@@ -1,0 +1,62 @@
+"""Opening the database: pragmas for concurrent reading, and migrations."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+
+from .migrations import migrations
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+def default_db_path(environ=os.environ) -> Path:
+    """``$OBELISK_DB``, else ``./obelisk.db``."""
+    return Path(environ.get("OBELISK_DB") or "obelisk.db")
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """A write connection in WAL mode so readers never wait for the ingester.
+
+    ``isolation_level=None`` leaves transactions to explicit ``BEGIN``.
+    """
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    migrations.apply(sqlite_utils.Database(conn, execute_plugins=False))
+
+
+def open_db(path: str | Path) -> sqlite3.Connection:
+    """Connect and bring the schema up to date."""
+    conn = connect(path)
+    migrate(conn)
+    return conn
+
+
+def has_schema(conn: sqlite3.Connection) -> bool:
+    """Whether ``conn`` holds an obelisk database."""
+    row = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages_fts'"
+    ).fetchone()
+    return row is not None
+
+
+def get_state(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:
+    row = conn.execute("SELECT value FROM obelisk_state WHERE key = ?", [key]).fetchone()
+    return row[0] if row else default
+
+
+def set_state(conn: sqlite3.Connection, key: str, value: str | None) -> None:
+    conn.execute(
+        "INSERT INTO obelisk_state (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [key, value],
+    )

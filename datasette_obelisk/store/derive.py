@@ -1,0 +1,362 @@
+"""Facts that need more than one line: recomputed per session after ingest.
+
+- inline sidechain lines (Claude ≤ 1.0) grouped into subagent sessions;
+- surfaces: rewound-away branches and compacted history are ``shadowed``,
+  with ``replaced_by`` naming what replaced them;
+- usage counted once per API message (Claude writes one line per block);
+- session aggregates, availability and the title by precedence;
+- subagents linked to the tool call that started them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+
+import orjson
+
+TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
+SPAWNING_TOOLS = ("Task", "Agent")
+
+
+def derive_sessions(conn: sqlite3.Connection, session_ids) -> None:
+    session_ids = set(session_ids)
+    session_ids |= summary_leaf_sessions(conn, session_ids)
+    for session_id in list(session_ids):
+        session_ids |= group_inline_sidechains(conn, session_id)
+    for session_id in sorted(session_ids):
+        derive_surfaces(conn, session_id)
+        count_usage_once(conn, session_id)
+        update_session(conn, session_id)
+    link_subagents(conn, session_ids)
+
+
+def summary_leaf_sessions(conn, session_ids) -> set[str]:
+    """Sessions whose leaf a ``summary`` title line (maybe elsewhere) names."""
+    found = set()
+    for session_id in session_ids:
+        found.update(
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT m.session_id FROM titles t JOIN messages m ON m.uuid = t.leaf_uuid "
+                "WHERE t.session_id = ? AND t.kind = 'summary'",
+                [session_id],
+            )
+        )
+    return found
+
+
+# -- inline sidechains ---------------------------------------------------
+
+
+def group_inline_sidechains(conn, session_id: str) -> set[str]:
+    """Move ≤1.0 inline sidechain lines into subagent sessions of their own.
+
+    Each sidechain root (a sidechain line whose parent is not a sidechain
+    line) starts an agent; its descendants follow it. The agent is linked to
+    the Task/Agent call whose prompt equals the root's text.
+    """
+    rows = conn.execute(
+        "SELECT id, uuid, parent_uuid, text FROM messages "
+        "WHERE session_id = ? AND is_sidechain = 1 AND agent_id IS NULL ORDER BY seq",
+        [session_id],
+    ).fetchall()
+    if not rows:
+        return set()
+    agent_of: dict[str, tuple[str, str]] = {}  # uuid -> (agent id, child session)
+    children = set()
+    for row_id, uuid, parent_uuid, text in rows:
+        owner = agent_of.get(parent_uuid) if parent_uuid else None
+        if owner is None and parent_uuid:
+            found = conn.execute(
+                "SELECT agent_id, session_id FROM messages WHERE uuid = ? AND is_sidechain = 1 "
+                "AND agent_id IS NOT NULL",
+                [parent_uuid],
+            ).fetchone()
+            owner = tuple(found) if found else None
+        if owner is None:
+            owner = start_inline_agent(conn, session_id, uuid, text)
+        agent_of[uuid] = owner
+        agent_id, child = owner
+        seq = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?", [child]
+        ).fetchone()[0]
+        conn.execute(
+            "UPDATE messages SET agent_id = ?, session_id = ?, seq = ? WHERE id = ?",
+            [agent_id, child, seq, row_id],
+        )
+        for table in ("tool_calls", "tool_results"):
+            conn.execute(
+                f"UPDATE {table} SET session_id = ? WHERE message_uuid = ?", [child, uuid]
+            )
+        children.add(child)
+    return children
+
+
+def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tuple[str, str]:
+    agent_id = "sidechain-" + root_uuid.replace("-", "")[:12]
+    child = f"{session_id}:agent-{agent_id}"
+    parent = conn.execute("SELECT source, project FROM sessions WHERE id = ?", [session_id]).fetchone()
+    conn.execute(
+        "INSERT OR IGNORE INTO sessions (id, source, project, parent_session_id, relationship, agent_id) "
+        "VALUES (?, ?, ?, ?, 'subagent', ?)",
+        [child, parent[0] if parent else "claude", parent[1] if parent else None, session_id, agent_id],
+    )
+    tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
+    conn.execute(
+        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
+        [agent_id, session_id, child, tool_use_id, agent_type, description],
+    )
+    return agent_id, child
+
+
+def spawning_call_for_prompt(conn, session_id: str, prompt: str):
+    """The Task/Agent call in ``session_id`` whose prompt is ``prompt``."""
+    for tool_id, input_json in conn.execute(
+        "SELECT id, input_json FROM tool_calls WHERE session_id = ? AND name IN (?, ?) ORDER BY timestamp",
+        [session_id, *SPAWNING_TOOLS],
+    ):
+        try:
+            spec = orjson.loads(input_json or "{}")
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(spec, dict) and (spec.get("prompt") or "").strip() == (prompt or "").strip():
+            return tool_id, spec.get("subagent_type"), spec.get("description")
+    return None, None, None
+
+
+# -- surfaces ------------------------------------------------------------
+
+
+def is_prompt(row) -> bool:
+    return (
+        row["role"] == "user"
+        and row["type"] == "user"
+        and not row["is_meta"]
+        and not row["is_compact_summary"]
+        and row["content_type"] != "tool_result"
+    )
+
+
+def derive_surfaces(conn, session_id: str) -> None:
+    """Mark rewound-away branches and compacted history as shadowed."""
+    rows = conn.execute(
+        "SELECT id, uuid, parent_uuid, type, subtype, role, timestamp, content_type, is_meta, "
+        "is_compact_summary, surface, visibility, replaced_by, meta_json FROM messages "
+        "WHERE session_id = ? ORDER BY seq",
+        [session_id],
+    ).fetchall()
+    if not rows:
+        return
+    surface = {}
+    visibility = {}
+    replaced_by = {}
+    children = defaultdict(list)
+    for row in rows:
+        if row["parent_uuid"]:
+            children[row["parent_uuid"]].append(row)
+        surface[row["uuid"]] = "log-only" if row["surface"] == "log-only" else "current"
+        visibility[row["uuid"]] = "hidden" if row["visibility"] == "hidden" else "visible"
+    # Rewinds: several prompts under one parent at different times.
+    for siblings in children.values():
+        prompts = [r for r in siblings if is_prompt(r)]
+        if len(prompts) < 2 or len({r["timestamp"] for r in prompts}) < 2:
+            continue
+        newest = max(prompts, key=lambda r: (r["timestamp"] or "", r["id"]))
+        for abandoned in prompts:
+            if abandoned is newest:
+                continue
+            for row in subtree(abandoned, children):
+                visibility[row["uuid"]] = "inactive"
+                replaced_by[row["uuid"]] = newest["uuid"]
+                if surface[row["uuid"]] != "log-only":
+                    surface[row["uuid"]] = "shadowed"
+    # Compaction: what the model saw before it is replaced by the summary.
+    preserved: set[str] = set()
+    pending_boundary = None
+    for index, row in enumerate(rows):
+        if row["subtype"] == "compact_boundary":
+            pending_boundary = row
+            meta = orjson.loads(row["meta_json"]) if row["meta_json"] else {}
+            preserved = set(meta.get("preserved_uuids") or ())
+            continue
+        if not row["is_compact_summary"]:
+            continue
+        replacer = row["uuid"]
+        for earlier in rows[:index]:
+            uuid = earlier["uuid"]
+            if surface[uuid] == "current" and uuid not in preserved:
+                surface[uuid] = "shadowed"
+                replaced_by.setdefault(uuid, replacer)
+        if pending_boundary is not None:
+            replaced_by.setdefault(pending_boundary["uuid"], replacer)
+        pending_boundary, preserved = None, set()
+    updates = [
+        (surface[r["uuid"]], visibility[r["uuid"]], replaced_by.get(r["uuid"]), r["id"])
+        for r in rows
+        if (surface[r["uuid"]], visibility[r["uuid"]], replaced_by.get(r["uuid"]))
+        != (r["surface"], r["visibility"], r["replaced_by"])
+    ]
+    conn.executemany(
+        "UPDATE messages SET surface = ?, visibility = ?, replaced_by = ? WHERE id = ?", updates
+    )
+
+
+def subtree(root, children):
+    stack = [root]
+    seen = set()
+    while stack:
+        row = stack.pop()
+        if row["uuid"] in seen:
+            continue
+        seen.add(row["uuid"])
+        yield row
+        stack.extend(children.get(row["uuid"], ()))
+
+
+# -- usage ---------------------------------------------------------------
+
+
+def count_usage_once(conn, session_id: str) -> None:
+    """Count tokens once per API message: the copy with the most output."""
+    rows = conn.execute(
+        "SELECT id, api_message_id, output_tokens, input_tokens, usage_counted FROM messages "
+        "WHERE session_id = ? AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL) ORDER BY seq",
+        [session_id],
+    ).fetchall()
+    best = {}
+    for row in rows:
+        key = row["api_message_id"] or ("row", row["id"])
+        current = best.get(key)
+        if current is None or (row["output_tokens"] or 0) >= (current["output_tokens"] or 0):
+            best[key] = row
+    counted = {row["id"] for row in best.values()}
+    conn.executemany(
+        "UPDATE messages SET usage_counted = ? WHERE id = ?",
+        [(int(r["id"] in counted), r["id"]) for r in rows if r["usage_counted"] != int(r["id"] in counted)],
+    )
+
+
+# -- sessions ------------------------------------------------------------
+
+
+def update_session(conn, session_id: str) -> None:
+    stats = conn.execute(
+        """SELECT COUNT(*) AS lines, MIN(timestamp) AS started_at, MAX(timestamp) AS ended_at,
+             SUM(role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible'
+                 AND COALESCE(content_type, '') NOT IN ('tool_result', 'tool_use')) AS message_count,
+             SUM(CASE WHEN usage_counted THEN COALESCE(input_tokens, 0) END) AS input_tokens,
+             SUM(CASE WHEN usage_counted THEN COALESCE(output_tokens, 0) END) AS output_tokens,
+             SUM(CASE WHEN usage_counted THEN COALESCE(cache_read_tokens, 0) END) AS cache_read_tokens,
+             SUM(CASE WHEN usage_counted THEN COALESCE(cache_creation_tokens, 0) END) AS cache_creation_tokens,
+             MIN(source) AS source
+           FROM messages WHERE session_id = ?""",
+        [session_id],
+    ).fetchone()
+    exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone()
+    if not exists:
+        if not stats["lines"]:
+            return
+        conn.execute("INSERT INTO sessions (id, source) VALUES (?, ?)", [session_id, stats["source"]])
+    title, title_source = choose_title(conn, session_id)
+    last = conn.execute(
+        """SELECT
+             (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
+              GROUP BY cwd ORDER BY COUNT(*) DESC, MAX(seq) DESC LIMIT 1) AS project_path,
+             (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
+              ORDER BY seq DESC LIMIT 1) AS git_branch,
+             (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
+              AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
+             (SELECT f.path FROM messages m JOIN source_files f ON f.id = m.file_id
+              WHERE m.session_id = :s ORDER BY m.seq LIMIT 1) AS jsonl_path,
+             (SELECT COUNT(*) FROM source_files f WHERE f.missing = 0 AND f.id IN
+              (SELECT DISTINCT file_id FROM messages WHERE session_id = :s)) AS live_files""",
+        {"s": session_id},
+    ).fetchone()
+    conn.execute(
+        """UPDATE sessions SET
+             started_at = COALESCE(?, started_at), ended_at = COALESCE(?, ended_at),
+             message_count = ?, input_tokens = ?, output_tokens = ?,
+             cache_read_tokens = ?, cache_creation_tokens = ?,
+             project_path = COALESCE(?, project_path),
+             project = COALESCE(project, ?),
+             git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
+             jsonl_path = COALESCE(?, jsonl_path),
+             title = COALESCE(?, title), title_source = COALESCE(?, title_source),
+             availability = CASE WHEN ? > 0 OR ? = 0 THEN 'live' ELSE 'archived' END,
+             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+           WHERE id = ?""",
+        [
+            stats["started_at"], stats["ended_at"], stats["message_count"] or 0,
+            stats["input_tokens"] or 0, stats["output_tokens"] or 0,
+            stats["cache_read_tokens"] or 0, stats["cache_creation_tokens"] or 0,
+            last["project_path"], project_slug(last["project_path"]),
+            last["git_branch"], last["model"], last["jsonl_path"],
+            title, title_source, last["live_files"], stats["lines"], session_id,
+        ],
+    )
+
+
+def project_slug(path: str | None) -> str | None:
+    """The folder name Claude Code gives a project: every other character a dash."""
+    if not path:
+        return None
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in path)
+
+
+def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
+    """The title by precedence: custom > ai > index > summary > first prompt.
+
+    Within a kind the newest wins, except the first prompt, which is first.
+    A ``summary`` line names its conversation by leaf uuid, and may sit in
+    another file.
+    """
+    candidates = conn.execute(
+        """SELECT kind, title, id FROM titles WHERE session_id = :s AND kind != 'summary'
+           UNION ALL
+           SELECT t.kind, t.title, t.id FROM titles t
+           WHERE t.kind = 'summary' AND t.leaf_uuid IN (SELECT uuid FROM messages WHERE session_id = :s)""",
+        {"s": session_id},
+    ).fetchall()
+    best = {}
+    for kind, title, row_id in candidates:
+        if not title or not title.strip():
+            continue
+        keep = best.get(kind)
+        if keep is None or (row_id < keep[1] if kind == "first_prompt" else row_id > keep[1]):
+            best[kind] = (title.strip(), row_id)
+    for kind in TITLE_PRECEDENCE:
+        if kind in best:
+            return best[kind][0], kind
+    row = conn.execute(
+        "SELECT description FROM subagents WHERE child_session_id = ? AND description IS NOT NULL",
+        [session_id],
+    ).fetchone()
+    if row:
+        return row[0], "subagent"
+    return None, None
+
+
+def link_subagents(conn, session_ids) -> None:
+    """Fill in what one file knows about a subagent and another does not."""
+    for session_id in session_ids:
+        conn.execute(
+            """UPDATE subagents SET parent_tool_use_id = (
+                   SELECT tr.tool_use_id FROM tool_results tr
+                   WHERE tr.agent_id = subagents.agent_id
+                     AND tr.session_id = subagents.session_id LIMIT 1)
+               WHERE parent_tool_use_id IS NULL AND (session_id = :s OR child_session_id = :s)""",
+            {"s": session_id},
+        )
+        conn.execute(
+            """UPDATE subagents SET
+                 duration_ms = COALESCE(duration_ms, (
+                   SELECT CAST(ROUND((julianday(MAX(timestamp)) - julianday(MIN(timestamp))) * 86400000) AS INTEGER)
+                   FROM messages WHERE session_id = subagents.child_session_id)),
+                 total_tokens = (
+                   SELECT input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens
+                   FROM sessions WHERE id = subagents.child_session_id)
+               WHERE child_session_id = :s""",
+            {"s": session_id},
+        )

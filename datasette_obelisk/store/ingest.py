@@ -1,0 +1,498 @@
+"""Incremental, crash-safe ingest of source files into the database.
+
+Each file is read from its byte cursor; rows, cursor, parser state and
+fingerprint are committed together in short ``BEGIN IMMEDIATE``
+transactions, so a crash at any moment loses nothing and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat as stat_module
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import orjson
+
+from ..records import LineError, Position
+from ..sources.base import Source, SourceFile
+from ..sources.lines import Line, decode_object, read_lines
+from . import derive
+from .db import get_state, open_db, set_state
+from .writer import Writer, delete_file_rows
+
+HASH_BYTES = 4096
+CHUNK_BYTES = 8 << 20
+SETTLE_SECONDS = 10.0
+
+
+@dataclass
+class IngestSummary:
+    files: int = 0
+    files_skipped: int = 0
+    files_read: int = 0
+    files_replayed: int = 0
+    files_missing: int = 0
+    bytes_read: int = 0
+    lines: int = 0
+    messages: int = 0
+    merged: int = 0
+    errors: int = 0
+    sessions: int = 0
+    seconds: float = 0.0
+    error_samples: list = field(default_factory=list)
+    empty_files: list = field(default_factory=list)  # lines read, no message stored
+
+    def as_dict(self) -> dict:
+        return {
+            "files": self.files,
+            "files_skipped": self.files_skipped,
+            "files_read": self.files_read,
+            "files_replayed": self.files_replayed,
+            "files_missing": self.files_missing,
+            "bytes_read": self.bytes_read,
+            "lines": self.lines,
+            "messages": self.messages,
+            "merged": self.merged,
+            "errors": self.errors,
+            "sessions": self.sessions,
+            "seconds": round(self.seconds, 3),
+            "error_samples": [
+                {"path": p, "line": n, "reason": r} for p, n, r in self.error_samples
+            ],
+            "files_without_messages": self.empty_files,
+        }
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _read_range(fp, start: int, end: int) -> bytes:
+    fp.seek(start)
+    return fp.read(end - start)
+
+
+@dataclass
+class Fingerprint:
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> "Fingerprint":
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def matches(self, row: sqlite3.Row) -> bool:
+        return (self.device, self.inode, self.size, self.mtime_ns) == (
+            row["device"], row["inode"], row["size"], row["mtime_ns"],
+        )
+
+
+def hashes_at(fp, cursor: int) -> tuple[str, str]:
+    """Hash of the head of the file and of the bytes just before ``cursor``."""
+    head = _read_range(fp, 0, min(HASH_BYTES, cursor))
+    tail = _read_range(fp, max(0, cursor - HASH_BYTES), cursor)
+    return _hash(head), _hash(tail)
+
+
+@contextmanager
+def open_stream(path: Path, compression: str | None) -> Iterator:
+    with open(path, "rb") as raw:
+        if compression == "zstd":
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                yield raw, stream
+        else:
+            yield raw, raw
+
+
+class Ingester:
+    """Ingest every file the given sources discover under their roots."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        sources: Mapping[str, Source],
+        roots: Mapping[str, Path],
+        *,
+        redact: Callable | None = None,
+        chunk_bytes: int = CHUNK_BYTES,
+        settle_seconds: float = SETTLE_SECONDS,
+        progress: Callable[[int, int], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ):
+        conn.row_factory = sqlite3.Row
+        self.conn = conn
+        self.sources = sources
+        self.roots = roots
+        self.redact = redact
+        self.chunk_bytes = chunk_bytes
+        self.settle_seconds = settle_seconds
+        self.progress = progress
+        self.clock = clock
+        self.summary = IngestSummary()
+        self._sessions: set[str] = set()
+
+    # -- the run -------------------------------------------------------
+
+    def discover(self) -> list[SourceFile]:
+        units = []
+        for name, root in self.roots.items():
+            units.extend(self.sources[name].discover(root))
+        units.sort(key=lambda u: (u.priority, str(u.path)))
+        return units
+
+    def run(self) -> IngestSummary:
+        started = time.perf_counter()
+        units = self.discover()
+        self.summary.files = len(units)
+        total = sum(_size(u.path) for u in units)
+        done = 0
+        self.derive_pending()  # left over by a run that was killed
+        for unit in units:
+            self.ingest_file(unit)
+            done += _size(unit.path)
+            if self.progress:
+                self.progress(done, total)
+        self.mark_missing({str(u.path) for u in units})
+        self.derive_pending()
+        self.summary.sessions = len(self._sessions)
+        self.summary.seconds = time.perf_counter() - started
+        return self.summary
+
+    def derive_pending(self) -> None:
+        while True:
+            batch = [
+                r[0] for r in self.conn.execute("SELECT session_id FROM derive_queue LIMIT 200")
+            ]
+            if not batch:
+                return
+            with self.transaction():
+                derive.derive_sessions(self.conn, batch)
+                self.conn.executemany(
+                    "DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch]
+                )
+
+    @contextmanager
+    def transaction(self):
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def mark_missing(self, seen: set[str]) -> None:
+        """Files gone from disk keep their rows; their sessions become archived."""
+        prefixes = tuple(str(root) for root in self.roots.values())
+        if not prefixes:
+            return
+        gone = [
+            row
+            for row in self.conn.execute(
+                "SELECT id, path FROM source_files WHERE missing = 0 AND source IN (%s)"
+                % ",".join("?" * len(self.roots)),
+                list(self.roots),
+            )
+            if row["path"].startswith(prefixes) and row["path"] not in seen
+        ]
+        if not gone:
+            return
+        with self.transaction():
+            for row in gone:
+                self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
+                self.queue_sessions_of_file(row["id"])
+            self.bump_generation()
+        self.summary.files_missing += len(gone)
+
+    def queue_sessions_of_file(self, file_id: int) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO derive_queue (session_id) "
+            "SELECT DISTINCT session_id FROM messages WHERE file_id = ?",
+            [file_id],
+        )
+
+    def bump_generation(self) -> None:
+        set_state(self.conn, "generation", str(int(get_state(self.conn, "generation", "0")) + 1))
+
+    # -- one file ------------------------------------------------------
+
+    def ingest_file(self, unit: SourceFile) -> None:
+        path = str(unit.path)
+        source = self.sources[unit.source]
+        row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [path]).fetchone()
+        try:
+            st = os.stat(unit.path)
+            if not stat_module.S_ISREG(st.st_mode):
+                raise OSError(f"not a regular file (mode {stat_module.filemode(st.st_mode)})")
+        except OSError as exc:
+            self.file_error(unit, row, f"cannot read file: {exc}")
+            return
+        fingerprint = Fingerprint.of(st)
+        if row is not None and self.is_unchanged(row, fingerprint, source, st):
+            self.summary.files_skipped += 1
+            return
+        try:
+            with open_stream(unit.path, unit.compression) as (raw, stream):
+                self.read_file(unit, source, row, fingerprint, raw, stream, st)
+        except OSError as exc:
+            self.file_error(unit, row, f"cannot read file: {exc}")
+
+    def is_unchanged(self, row, fingerprint: Fingerprint, source: Source, st) -> bool:
+        if row["parser_version"] != source.parser_version or row["missing"]:
+            return False
+        if not fingerprint.matches(row):
+            return False
+        # An unterminated last line is reported once its writer has gone quiet.
+        return not (row["pending_bytes"] and self.is_settled(st) and not row["last_error"])
+
+    def is_settled(self, st) -> bool:
+        return self.clock() - st.st_mtime_ns / 1e9 >= self.settle_seconds
+
+    def file_error(self, unit: SourceFile, row, reason: str) -> None:
+        with self.transaction():
+            file_id = self.ensure_file_row(unit, row)
+            writer = Writer(self.conn, file_id, str(unit.path))
+            writer.write([LineError(Position(0, 0, 0), reason)])
+            self.conn.execute("UPDATE source_files SET last_error = ? WHERE id = ?", [reason, file_id])
+        self.summary.errors += 1
+        self.summary.error_samples.append((str(unit.path), None, reason))
+
+    def ensure_file_row(self, unit: SourceFile, row) -> int:
+        if row is not None:
+            return row["id"]
+        cursor = self.conn.execute(
+            "INSERT INTO source_files (path, source, kind, layout, compression, first_seen_at) "
+            "VALUES (?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+            [str(unit.path), unit.source, unit.kind, unit.layout, unit.compression],
+        )
+        return cursor.lastrowid
+
+    def resume_point(self, row, fingerprint: Fingerprint, source: Source, unit: SourceFile, raw) -> tuple[int, int, Any, bool] | None:
+        """(cursor, line_no, parser state, open line) to continue from, or None to re-read."""
+        if row is None or row["parser_version"] != source.parser_version:
+            return None
+        if unit.layout != "jsonl" or unit.compression:
+            return None
+        cursor = row["cursor"]
+        if fingerprint.size < cursor or (fingerprint.device, fingerprint.inode) != (row["device"], row["inode"]):
+            return None
+        if hashes_at(raw, cursor) != (row["head_hash"], row["tail_hash"]):
+            return None
+        saved = orjson.loads(row["parser_state"]) if row["parser_state"] else {}
+        return cursor, row["line_no"], saved.get("parser"), bool(saved.get("open_line"))
+
+    def read_file(self, unit, source, row, fingerprint, raw, stream, st) -> None:
+        resume = self.resume_point(row, fingerprint, source, unit, raw)
+        replay = row is not None and resume is None
+        with self.transaction():
+            file_id = self.ensure_file_row(unit, row)
+            if replay:
+                self._sessions |= delete_file_rows(self.conn, file_id)
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)",
+                    [(s,) for s in self._sessions],
+                )
+                self.conn.execute(
+                    "UPDATE source_files SET lines_read = 0, lines_stored = 0, lines_merged = 0, "
+                    "lines_failed = 0, generation = generation + 1, missing = 0, last_error = NULL "
+                    "WHERE id = ?",
+                    [file_id],
+                )
+                self.summary.files_replayed += 1
+            elif row is not None and row["missing"]:
+                self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
+                self.queue_sessions_of_file(file_id)
+        cursor, line_no, state, open_line = resume or (0, 0, None, False)
+        self._file_cursor = cursor
+        parser = source.open_parser(unit, state)
+        self.summary.files_read += 1
+        if unit.layout == "document":
+            data = stream.read()
+            self.commit(unit, file_id, parser, self.document_records(parser, data), len(data), 1, raw, fingerprint, 1)
+            return
+        stream.seek(cursor) if stream is raw else _skip(stream, cursor)
+        if open_line and stream.read(1) != b"\n":
+            # The previous run consumed an unterminated line that has since
+            # been extended: the file was rewritten after all.
+            self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
+            return self.ingest_file(unit)
+        if open_line:
+            cursor += 1
+            self._file_cursor = cursor
+        self.read_lines(unit, file_id, parser, stream, cursor, line_no, raw, fingerprint, st)
+
+    def document_records(self, parser, data: bytes) -> Iterable:
+        try:
+            return list(parser.document(data))
+        except Exception as exc:  # a parser bug must not stop the run
+            return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
+
+    def read_lines(self, unit, file_id, parser, stream, cursor, line_no, raw, fingerprint, st) -> None:
+        batch: list = []
+        batch_bytes = 0
+        lines = 0
+        for line in read_lines(stream, cursor, line_no + 1):
+            end = line.position.byte_offset + line.position.byte_length
+            if not line.terminated:
+                if self.is_complete(line):
+                    batch.extend(self.feed(parser, line))
+                    self.commit(unit, file_id, parser, batch, end, line.position.line_no, raw, fingerprint, lines + 1, open_line=True)
+                else:
+                    self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines, pending=end - cursor)
+                    if self.is_settled(st):
+                        self.pending_error(unit, file_id, line)
+                return
+            if line.data is not None and not line.data.strip():
+                cursor, line_no = end + 1, line.position.line_no
+                continue
+            batch.extend(self.feed(parser, line))
+            lines += 1
+            batch_bytes += line.position.byte_length + 1
+            cursor, line_no = end + 1, line.position.line_no
+            if batch_bytes >= self.chunk_bytes:
+                self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines)
+                batch, batch_bytes, lines = [], 0, 0
+        self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines)
+
+    @staticmethod
+    def is_complete(line: Line) -> bool:
+        """Whether an unterminated last line already holds a whole JSON object."""
+        if line.data is None:
+            return False
+        try:
+            return isinstance(orjson.loads(line.data), dict)
+        except orjson.JSONDecodeError:
+            return False
+
+    def pending_error(self, unit, file_id: int, line: Line) -> None:
+        """Report an unterminated last line whose writer has gone quiet.
+
+        The cursor stays before it, so if the line is ever completed it is
+        still read whole; ``last_error`` keeps the file from being re-read
+        for this until it changes.
+        """
+        reason = "unterminated last line that is not valid JSON"
+        with self.transaction():
+            Writer(self.conn, file_id, str(unit.path)).write([LineError(line.position, reason)])
+            self.conn.execute("UPDATE source_files SET last_error = ? WHERE id = ?", [reason, file_id])
+        self.summary.errors += 1
+        self.summary.error_samples.append((str(unit.path), line.position.line_no, reason))
+
+    def feed(self, parser, line: Line) -> list:
+        if line.data is None:
+            return [decode_object(line)]
+        try:
+            return list(parser.feed(line.data, line.position))
+        except Exception as exc:  # a parser bug must not stop the run
+            return [LineError(line.position, f"parser error: {exc!r}")]
+
+    def commit(self, unit, file_id, parser, records, cursor, line_no, raw, fingerprint, lines=0, *, open_line=False, pending=0) -> None:
+        if self.redact is not None:
+            records = [self.redact(r) for r in records]
+        head_hash, tail_hash = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
+        with self.transaction():
+            self.conn.execute("INSERT OR REPLACE INTO obelisk_state (key, value) VALUES ('bulk', '1')")
+            watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+            watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
+            writer = Writer(self.conn, file_id, str(unit.path))
+            writer.write(records)
+            self.conn.execute(
+                "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ?",
+                [watermark_messages],
+            )
+            self.conn.execute(
+                "INSERT INTO tool_errors_fts (rowid, content) SELECT id, content FROM tool_results "
+                "WHERE id > ? AND outcome = 'failed'",
+                [watermark_results],
+            )
+            self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
+            counts = writer.counts
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)",
+                [(s,) for s in counts.sessions],
+            )
+            self.conn.execute(
+                """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?,
+                   head_hash = ?, tail_hash = ?, cursor = ?, line_no = ?, pending_bytes = ?,
+                   parser_version = ?, parser_state = ?, missing = 0,
+                   last_error = CASE WHEN ? THEN last_error END,
+                   lines_read = lines_read + ?, lines_stored = lines_stored + ?,
+                   lines_merged = lines_merged + ?, lines_failed = lines_failed + ?,
+                   ingested_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                   WHERE id = ?""",
+                [
+                    fingerprint.device, fingerprint.inode, fingerprint.size, fingerprint.mtime_ns,
+                    head_hash, tail_hash, cursor, line_no, pending,
+                    self.sources[unit.source].parser_version,
+                    orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
+                    bool(pending and not lines),
+                    lines,
+                    counts.stored, counts.merged, counts.failed, file_id,
+                ],
+            )
+            if records:
+                self.bump_generation()
+        self._sessions |= counts.sessions
+        s = self.summary
+        s.lines += lines
+        s.messages += counts.stored
+        s.merged += counts.merged
+        s.errors += counts.failed
+        s.bytes_read += max(0, cursor - self._file_cursor)
+        self._file_cursor = cursor
+        s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _skip(stream, count: int) -> None:
+    while count > 0:
+        block = stream.read(min(count, 1 << 20))
+        if not block:
+            return
+        count -= len(block)
+
+
+def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
+    """Each source's own folder, where it exists."""
+    roots = {}
+    for name, source in sources.items():
+        root = source.default_root(environ)
+        if root is not None and Path(root).exists():
+            roots[name] = Path(root)
+    return roots
+
+
+def ingest(
+    db_path: str | Path,
+    roots: Mapping[str, Path] | None = None,
+    *,
+    sources: Mapping[str, Source] | None = None,
+    **options,
+) -> IngestSummary:
+    """Ingest into the database at ``db_path``; the Python entry point."""
+    from ..plugins import get_sources
+
+    sources = sources or get_sources()
+    if roots is None:
+        roots = default_roots(sources)
+    conn = open_db(db_path)
+    try:
+        return Ingester(conn, sources, {k: Path(v) for k, v in roots.items()}, **options).run()
+    finally:
+        conn.close()

@@ -1,0 +1,365 @@
+"""The schema, built by numbered migrations.
+
+Table and column names follow the Obelisk helper contract where it names
+them, so SQL written against that contract runs unchanged here.
+"""
+
+from sqlite_utils import Migrations
+
+migrations = Migrations("datasette_obelisk")
+
+
+@migrations()
+def m001_create_tables(db):
+    # One row per source file: the byte cursor, the fingerprint that tells a
+    # grown file from a rewritten one, and the parser state at the cursor.
+    db.executescript(
+        """
+        CREATE TABLE source_files (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            layout TEXT NOT NULL DEFAULT 'jsonl',
+            compression TEXT,
+            device INTEGER,
+            inode INTEGER,
+            size INTEGER,
+            mtime_ns INTEGER,
+            head_hash TEXT,
+            tail_hash TEXT,
+            cursor INTEGER NOT NULL DEFAULT 0,
+            line_no INTEGER NOT NULL DEFAULT 0,
+            pending_bytes INTEGER NOT NULL DEFAULT 0,
+            parser_version INTEGER,
+            parser_state TEXT,
+            generation INTEGER NOT NULL DEFAULT 0,
+            missing INTEGER NOT NULL DEFAULT 0,
+            lines_read INTEGER NOT NULL DEFAULT 0,
+            lines_stored INTEGER NOT NULL DEFAULT 0,
+            lines_merged INTEGER NOT NULL DEFAULT 0,
+            lines_failed INTEGER NOT NULL DEFAULT 0,
+            first_seen_at TEXT,
+            ingested_at TEXT,
+            last_error TEXT
+        );
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,
+            title TEXT,
+            title_source TEXT,
+            project TEXT,
+            project_path TEXT,
+            cwd TEXT,
+            git_branch TEXT,
+            git_commit TEXT,
+            repository TEXT,
+            version TEXT,
+            model TEXT,
+            originator TEXT,
+            started_at TEXT,
+            ended_at TEXT,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            parent_session_id TEXT,
+            relationship TEXT,
+            agent_id TEXT,
+            agent_type TEXT,
+            is_excluded INTEGER,
+            availability TEXT NOT NULL DEFAULT 'live',
+            jsonl_path TEXT,
+            input_tokens INTEGER NOT NULL DEFAULT 0,
+            output_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
+            cache_creation_tokens INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT
+        );
+        -- An explicit integer key: external-content FTS is keyed by it, and
+        -- implicit rowids are not stable across VACUUM.
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY,
+            uuid TEXT NOT NULL UNIQUE,
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            type TEXT NOT NULL,
+            subtype TEXT,
+            role TEXT,
+            parent_uuid TEXT,
+            logical_parent_uuid TEXT,
+            timestamp TEXT,
+            text TEXT NOT NULL DEFAULT '',
+            text_length INTEGER NOT NULL DEFAULT 0,
+            content_type TEXT,
+            is_meta INTEGER NOT NULL DEFAULT 0,
+            visibility TEXT NOT NULL DEFAULT 'visible',
+            surface TEXT NOT NULL DEFAULT 'current',
+            replaced_by TEXT,
+            is_sidechain INTEGER NOT NULL DEFAULT 0,
+            is_compact_summary INTEGER NOT NULL DEFAULT 0,
+            agent_id TEXT,
+            model TEXT,
+            cwd TEXT,
+            git_branch TEXT,
+            api_message_id TEXT,
+            request_id TEXT,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            cache_read_tokens INTEGER,
+            cache_creation_tokens INTEGER,
+            usage_counted INTEGER NOT NULL DEFAULT 0,
+            stop_reason TEXT,
+            turn_duration_ms INTEGER,
+            meta_json TEXT,
+            file_id INTEGER NOT NULL,
+            line_no INTEGER NOT NULL,
+            byte_offset INTEGER NOT NULL,
+            byte_length INTEGER NOT NULL
+        );
+        CREATE TABLE tool_calls (
+            id TEXT PRIMARY KEY,
+            message_uuid TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            name TEXT NOT NULL,
+            presentation TEXT NOT NULL DEFAULT 'default',
+            input_json TEXT,
+            file_path TEXT,
+            timestamp TEXT,
+            file_id INTEGER NOT NULL
+        );
+        CREATE TABLE tool_call_files (
+            tool_call_id TEXT NOT NULL,
+            path TEXT NOT NULL,
+            PRIMARY KEY (tool_call_id, path)
+        );
+        CREATE TABLE tool_results (
+            id INTEGER PRIMARY KEY,
+            tool_use_id TEXT NOT NULL UNIQUE,
+            message_uuid TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            content_length INTEGER NOT NULL DEFAULT 0,
+            file_path TEXT,
+            is_error INTEGER NOT NULL DEFAULT 0,
+            outcome TEXT NOT NULL DEFAULT 'succeeded',
+            exit_code INTEGER,
+            agent_id TEXT,
+            timestamp TEXT,
+            file_id INTEGER NOT NULL
+        );
+        CREATE TABLE subagents (
+            id INTEGER PRIMARY KEY,
+            agent_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            child_session_id TEXT,
+            parent_tool_use_id TEXT,
+            agent_type TEXT,
+            description TEXT,
+            duration_ms INTEGER,
+            total_tokens INTEGER,
+            UNIQUE (session_id, agent_id)
+        );
+        CREATE TABLE workflows (
+            run_id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            parent_tool_use_id TEXT,
+            task_id TEXT,
+            script TEXT,
+            result_json TEXT,
+            timestamp TEXT,
+            agent_count INTEGER,
+            duration_ms INTEGER,
+            total_tokens INTEGER,
+            status TEXT,
+            workflow_name TEXT,
+            file_id INTEGER
+        );
+        CREATE TABLE workflow_agents (
+            agent_id TEXT PRIMARY KEY,
+            run_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            agent_type TEXT,
+            description TEXT,
+            phase TEXT,
+            label TEXT,
+            model TEXT,
+            state TEXT,
+            duration_ms INTEGER,
+            tokens INTEGER,
+            tool_calls INTEGER,
+            file_id INTEGER
+        );
+        -- summaries.source is the summary kind (away_summary, compaction),
+        -- not the agent that wrote the log.
+        CREATE TABLE summaries (
+            id TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            timestamp TEXT,
+            source TEXT NOT NULL,
+            content TEXT NOT NULL DEFAULT '',
+            visibility TEXT NOT NULL DEFAULT 'visible',
+            message_uuid TEXT,
+            file_id INTEGER NOT NULL
+        );
+        -- Every title a log offers; the store picks one by precedence.
+        CREATE TABLE titles (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            timestamp TEXT,
+            leaf_uuid TEXT,
+            file_id INTEGER NOT NULL
+        );
+        -- Memories are written by people, never derived from logs: the one
+        -- table a rebuild must not touch.
+        CREATE TABLE memories (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            session_id TEXT,
+            project TEXT,
+            message_start TEXT,
+            message_end TEXT,
+            path TEXT NOT NULL,
+            anchors TEXT,
+            summary TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            deleted_at TEXT,
+            deleted_reason TEXT
+        );
+        CREATE TABLE ingest_errors (
+            id INTEGER PRIMARY KEY,
+            file_id INTEGER,
+            path TEXT NOT NULL,
+            line_no INTEGER,
+            byte_offset INTEGER,
+            byte_length INTEGER,
+            reason TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (path, byte_offset)
+        );
+        -- Sessions whose derived fields (titles, surfaces, totals) must be
+        -- recomputed; filled in the same transaction as the rows that
+        -- changed them, so a crash never leaves a session underived.
+        CREATE TABLE derive_queue (
+            session_id TEXT PRIMARY KEY
+        );
+        CREATE TABLE obelisk_state (
+            key TEXT PRIMARY KEY,
+            value TEXT
+        );
+        """
+    )
+
+
+@migrations()
+def m002_create_fts(db):
+    # External-content FTS5 over message text, failed tool output and
+    # memories. Insert triggers are skipped while the ingester holds the
+    # 'bulk' flag inside its own transaction: it then indexes the new rows
+    # with one INSERT ... SELECT, which is several times faster than
+    # per-row trigger inserts. Other writers always go through the triggers.
+    db.executescript(
+        """
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            text, content='messages', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER messages_ai AFTER INSERT ON messages
+        WHEN NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk')
+        BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.id, old.text);
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+
+        CREATE VIRTUAL TABLE tool_errors_fts USING fts5(
+            content, content='tool_results', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results
+        WHEN new.outcome = 'failed'
+            AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk')
+        BEGIN
+            INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER tool_results_ad AFTER DELETE ON tool_results
+        WHEN old.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER tool_results_au_old AFTER UPDATE OF content, outcome ON tool_results
+        WHEN old.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER tool_results_au_new AFTER UPDATE OF content, outcome ON tool_results
+        WHEN new.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, new.content);
+        END;
+
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            path, summary, content='memories', content_rowid='pk',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, path, summary)
+            VALUES (new.pk, new.path, new.summary);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, path, summary)
+            VALUES ('delete', old.pk, old.path, old.summary);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF path, summary ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, path, summary)
+            VALUES ('delete', old.pk, old.path, old.summary);
+            INSERT INTO memories_fts (rowid, path, summary)
+            VALUES (new.pk, new.path, new.summary);
+        END;
+        """
+    )
+
+
+@migrations()
+def m003_create_indexes(db):
+    # The lookups the ingester and the query helpers make on every call.
+    db.executescript(
+        """
+        CREATE INDEX messages_session_seq ON messages (session_id, seq);
+        CREATE INDEX messages_session_time ON messages (session_id, timestamp);
+        CREATE INDEX messages_parent ON messages (parent_uuid);
+        CREATE INDEX messages_file ON messages (file_id, byte_offset);
+        CREATE INDEX messages_api_message ON messages (api_message_id)
+            WHERE api_message_id IS NOT NULL;
+        CREATE INDEX messages_timestamp ON messages (timestamp);
+        CREATE INDEX sessions_parent ON sessions (parent_session_id);
+        CREATE INDEX sessions_ended ON sessions (ended_at);
+        CREATE INDEX sessions_project ON sessions (project);
+        CREATE INDEX tool_calls_message ON tool_calls (message_uuid);
+        CREATE INDEX tool_calls_session ON tool_calls (session_id);
+        CREATE INDEX tool_calls_file ON tool_calls (file_id);
+        CREATE INDEX tool_call_files_path ON tool_call_files (path);
+        CREATE INDEX tool_results_message ON tool_results (message_uuid);
+        CREATE INDEX tool_results_session ON tool_results (session_id);
+        CREATE INDEX tool_results_file ON tool_results (file_id);
+        CREATE INDEX tool_results_agent ON tool_results (agent_id)
+            WHERE agent_id IS NOT NULL;
+        CREATE INDEX subagents_child ON subagents (child_session_id);
+        CREATE INDEX summaries_session ON summaries (session_id, timestamp);
+        CREATE INDEX summaries_file ON summaries (file_id);
+        CREATE INDEX titles_session ON titles (session_id);
+        CREATE INDEX titles_leaf ON titles (leaf_uuid) WHERE leaf_uuid IS NOT NULL;
+        CREATE INDEX titles_file ON titles (file_id);
+        CREATE INDEX ingest_errors_file ON ingest_errors (file_id);
+        CREATE INDEX memories_project ON memories (project);
+        """
+    )

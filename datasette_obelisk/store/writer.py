@@ -1,0 +1,251 @@
+"""Write a batch of records inside the caller's transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+
+import orjson
+
+from ..records import (
+    LineError,
+    Merged,
+    Message,
+    Session,
+    Subagent,
+    Summary,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+    Workflow,
+    WorkflowAgent,
+)
+
+MESSAGE_COLUMNS = (
+    "uuid session_id seq source type subtype role parent_uuid logical_parent_uuid "
+    "timestamp text text_length content_type is_meta surface is_sidechain "
+    "is_compact_summary agent_id model cwd git_branch api_message_id request_id "
+    "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
+    "file_id line_no byte_offset byte_length"
+).split()
+SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
+SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id")]
+WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
+WORKFLOW_AGENT_FIELDS = [f for f in WorkflowAgent.__dataclass_fields__ if f != "agent_id"]
+
+
+@dataclass
+class WriteCounts:
+    stored: int = 0
+    merged: int = 0
+    failed: int = 0
+    merged_reasons: Counter = field(default_factory=Counter)
+    sessions: set = field(default_factory=set)
+    errors: list = field(default_factory=list)
+
+
+def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=()) -> str:
+    """An upsert that fills columns from non-null values, keeping the rest.
+
+    Columns in ``last_wins`` take the newest non-null value; the others keep
+    the first one they got.
+    """
+    columns = keys + fields
+    sets = ", ".join(
+        f"{f} = COALESCE(excluded.{f}, {f})" if f in last_wins else f"{f} = COALESCE({f}, excluded.{f})"
+        for f in fields
+    )
+    return (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+        f"ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {sets}"
+    )
+
+
+SESSION_UPSERT = _upsert_sql(
+    "sessions",
+    ["id"],
+    SESSION_FIELDS,
+    last_wins={"cwd", "git_branch", "git_commit", "version", "model", "title", "title_source"},
+)
+SUBAGENT_UPSERT = _upsert_sql("subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS)
+WORKFLOW_UPSERT = _upsert_sql(
+    "workflows", ["run_id"], WORKFLOW_FIELDS + ["file_id"], last_wins=set(WORKFLOW_FIELDS)
+)
+WORKFLOW_AGENT_UPSERT = _upsert_sql(
+    "workflow_agents",
+    ["agent_id"],
+    WORKFLOW_AGENT_FIELDS + ["file_id"],
+    last_wins=set(WORKFLOW_AGENT_FIELDS),
+)
+MESSAGE_INSERT = (
+    f"INSERT OR IGNORE INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
+    f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
+)
+
+
+class Writer:
+    """Turns records into rows for one source file inside one transaction."""
+
+    def __init__(self, conn: sqlite3.Connection, file_id: int, path: str):
+        self.conn = conn
+        self.file_id = file_id
+        self.path = path
+        self.counts = WriteCounts()
+        self._next_seq: dict[str, int] = {}
+
+    def seq_for(self, session_id: str) -> int:
+        seq = self._next_seq.get(session_id)
+        if seq is None:
+            row = self.conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id]
+            ).fetchone()
+            seq = row[0] + 1
+        self._next_seq[session_id] = seq + 1
+        return seq
+
+    def write(self, records) -> None:
+        for record in records:
+            handler = self.handlers.get(type(record))
+            if handler is None:
+                raise TypeError(f"unknown record type {type(record).__name__}")
+            handler(self, record)
+
+    def _message(self, m: Message) -> None:
+        p = m.position
+        seq = self.seq_for(m.session_id)
+        cursor = self.conn.execute(
+            MESSAGE_INSERT,
+            (
+                m.uuid, m.session_id, seq, m.source, m.type, m.subtype, m.role,
+                m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, len(m.text),
+                m.content_type, m.is_meta, m.surface or "current", m.is_sidechain,
+                m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
+                m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,
+                m.cache_read_tokens, m.cache_creation_tokens, m.stop_reason,
+                orjson.dumps(m.meta).decode() if m.meta else None, self.file_id, p.line_no, p.byte_offset, p.byte_length,
+            ),
+        )
+        if cursor.rowcount:
+            self.counts.stored += 1
+            self.counts.sessions.add(m.session_id)
+        else:
+            # The uuid is already stored (a resumed session replaying history).
+            self._next_seq[m.session_id] = seq
+            self._merge("duplicate")
+
+    def _merge(self, reason: str) -> None:
+        self.counts.merged += 1
+        self.counts.merged_reasons[reason] += 1
+
+    def _merged(self, m: Merged) -> None:
+        self._merge(m.reason)
+
+    def _error(self, e: LineError) -> None:
+        p = e.position
+        self.counts.failed += 1
+        self.counts.errors.append((self.path, p.line_no, e.reason))
+        self.conn.execute(
+            "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+            "ON CONFLICT (path, byte_offset) DO UPDATE SET reason = excluded.reason, "
+            "line_no = excluded.line_no, byte_length = excluded.byte_length, file_id = excluded.file_id",
+            [self.file_id, self.path, p.line_no, p.byte_offset, p.byte_length, e.reason],
+        )
+
+    def _session(self, s: Session) -> None:
+        self.conn.execute(SESSION_UPSERT, [s.id] + [getattr(s, f) for f in SESSION_FIELDS])
+        self.counts.sessions.add(s.id)
+
+    def _tool_call(self, t: ToolCall) -> None:
+        cursor = self.conn.execute(
+            "INSERT OR IGNORE INTO tool_calls (id, message_uuid, session_id, name, presentation, "
+            "input_json, file_path, timestamp, file_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                t.id, t.message_uuid, t.session_id, t.name, t.presentation, t.input_json,
+                t.file_paths[0] if t.file_paths else None, t.timestamp, self.file_id,
+            ],
+        )
+        if cursor.rowcount and t.file_paths:
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO tool_call_files (tool_call_id, path) VALUES (?, ?)",
+                [(t.id, path) for path in t.file_paths],
+            )
+
+    def _tool_result(self, r: ToolResult) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
+            "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                r.tool_use_id, r.message_uuid, r.session_id, r.content, len(r.content),
+                r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
+            ],
+        )
+
+    def _title(self, t: TitleCandidate) -> None:
+        self.conn.execute(
+            "INSERT INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [t.session_id, t.kind, t.title, t.timestamp, t.leaf_uuid, self.file_id],
+        )
+        self.counts.sessions.add(t.session_id)
+
+    def _summary(self, s: Summary) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO summaries (id, session_id, timestamp, source, content, "
+            "message_uuid, file_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [s.id, s.session_id, s.timestamp, s.kind, s.content, s.message_uuid, self.file_id],
+        )
+
+    def _subagent(self, s: Subagent) -> None:
+        self.conn.execute(
+            SUBAGENT_UPSERT, [s.session_id, s.agent_id] + [getattr(s, f) for f in SUBAGENT_FIELDS]
+        )
+        self.counts.sessions.add(s.session_id)
+
+    def _workflow(self, w: Workflow) -> None:
+        self.conn.execute(
+            WORKFLOW_UPSERT, [w.run_id] + [getattr(w, f) for f in WORKFLOW_FIELDS] + [self.file_id]
+        )
+
+    def _workflow_agent(self, a: WorkflowAgent) -> None:
+        self.conn.execute(
+            WORKFLOW_AGENT_UPSERT,
+            [a.agent_id] + [getattr(a, f) for f in WORKFLOW_AGENT_FIELDS] + [self.file_id],
+        )
+
+    handlers = {
+        Message: _message,
+        Merged: _merged,
+        LineError: _error,
+        Session: _session,
+        ToolCall: _tool_call,
+        ToolResult: _tool_result,
+        TitleCandidate: _title,
+        Summary: _summary,
+        Subagent: _subagent,
+        Workflow: _workflow,
+        WorkflowAgent: _workflow_agent,
+    }
+
+
+def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
+    """Remove every row read from one file (before re-reading it).
+
+    Returns the sessions touched so their derived fields are recomputed.
+    """
+    sessions = {
+        row[0]
+        for row in conn.execute(
+            "SELECT DISTINCT session_id FROM messages WHERE file_id = ?", [file_id]
+        )
+    }
+    conn.execute(
+        "DELETE FROM tool_call_files WHERE tool_call_id IN "
+        "(SELECT id FROM tool_calls WHERE file_id = ?)",
+        [file_id],
+    )
+    for table in ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors"):
+        conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
+    return sessions

@@ -1,0 +1,28 @@
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+
+
+def pytest_report_header(config):
+    return f"sqlite: {sqlite3.sqlite_version}, corpus: {CORPUS if CORPUS.exists() else 'missing'}"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Never let a test see this machine's own agent folders."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.delenv("OBELISK_DB", raising=False)
+    return home
+
+
+@pytest.fixture
+def corpus():
+    if not CORPUS.exists():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS

@@ -1,0 +1,37 @@
+"""Compare two databases by content, ignoring row ids and ingest times."""
+
+import sqlite3
+
+VOLATILE = {"id", "file_id", "created_at", "ingested_at", "first_seen_at", "updated_at", "pk",
+            "mtime_ns", "inode", "device", "path", "jsonl_path"}
+TABLES = {
+    "sessions": "id",
+    "messages": "uuid",
+    "tool_calls": "id",
+    "tool_call_files": "tool_call_id, path",
+    "tool_results": "tool_use_id",
+    "subagents": "session_id, agent_id",
+    "summaries": "id",
+    "titles": "session_id, kind, title, leaf_uuid",
+    "ingest_errors": "line_no, byte_offset, reason",
+}
+
+
+def snapshot(db_path, keep_ids=("sessions", "tool_calls")) -> dict:
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    result = {}
+    for table, order in TABLES.items():
+        rows = conn.execute(f"SELECT * FROM {table} ORDER BY {order}").fetchall()
+        result[table] = [
+            {k: row[k] for k in row.keys() if k not in VOLATILE or (k == "id" and table in keep_ids)}
+            for row in rows
+        ]
+    result["fts"] = conn.execute(
+        "SELECT m.uuid FROM messages_fts f JOIN messages m ON m.id = f.rowid ORDER BY m.uuid"
+    ).fetchall()
+    result["fts_integrity"] = conn.execute(
+        "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"
+    ).fetchall()
+    conn.close()
+    return result

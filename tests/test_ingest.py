@@ -1,0 +1,279 @@
+import json
+import os
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.ingest import Ingester, ingest
+from toy_source import ToySource
+from dbsnapshot import snapshot
+
+SOURCES = {"toy": ToySource()}
+
+
+def line(**fields):
+    return (json.dumps(fields) + "\n").encode()
+
+
+def run(db, root, **options):
+    return ingest(db, {"toy": root}, sources=SOURCES, **options)
+
+
+@pytest.fixture
+def root(tmp_path):
+    path = tmp_path / "logs"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "obelisk.db"
+
+
+def rows(db, sql, params=()):
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def test_ingest_counts_every_line(db, root):
+    head = line(id="a", text="hello world", ts="2026-01-01T00:00:00Z") + line(kind="meta")
+    (root / "s1.jsonl").write_bytes(
+        head
+        + b"{not json\n"
+        + b"\n"
+        + line(id="b", parent="a", text="second line", ts="2026-01-01T00:01:00Z", tool="Read", paths=["/x.py"], output="boom", outcome="failed")
+    )
+    summary = run(db, root)
+    assert (summary.files, summary.lines, summary.messages, summary.merged, summary.errors) == (1, 4, 2, 1, 1)
+    assert rows(db, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [(4, 2, 1, 1)]
+    assert rows(db, "SELECT line_no, byte_offset, reason FROM ingest_errors") == [
+        (3, len(head), "invalid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)")
+    ]
+    assert rows(db, "SELECT uuid, seq, session_id FROM messages ORDER BY seq") == [("a", 1, "s1"), ("b", 2, "s1")]
+    assert rows(db, "SELECT m.uuid FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid WHERE messages_fts MATCH 'second'") == [("b",)]
+    assert rows(db, "SELECT t.tool_use_id FROM tool_errors_fts JOIN tool_results t ON t.id = tool_errors_fts.rowid WHERE tool_errors_fts MATCH 'boom'") == [("b:call",)]
+    assert rows(db, "SELECT path FROM tool_call_files") == [("/x.py",)]
+    assert rows(db, "SELECT id, title, title_source, started_at, ended_at, message_count FROM sessions") == [
+        ("s1", None, None, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 2)
+    ]
+
+
+def test_rerun_is_a_no_op(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
+    run(db, root)
+    before = snapshot(db)
+    summary = run(db, root)
+    assert (summary.files_skipped, summary.files_read, summary.lines) == (1, 0, 0)
+    assert snapshot(db) == before
+
+
+def test_appended_lines_are_read_from_the_cursor(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first"))
+    run(db, root)
+    with open(path, "ab") as fp:
+        fp.write(line(id="b", text="appended"))
+    summary = run(db, root)
+    assert (summary.files_replayed, summary.lines, summary.bytes_read) == (0, 1, len(line(id="b", text="appended")))
+    assert rows(db, "SELECT uuid, seq FROM messages ORDER BY seq") == [("a", 1), ("b", 2)]
+    assert rows(db, "SELECT count FROM (SELECT json_extract(parser_state, '$.parser.count') AS count FROM source_files)") == [(2,)]
+
+
+def test_rewritten_file_is_read_again(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first") + line(id="b", text="second"))
+    run(db, root)
+    path.write_bytes(line(id="c", text="rewritten entirely, and longer than before"))
+    summary = run(db, root)
+    assert summary.files_replayed == 1
+    assert rows(db, "SELECT uuid, seq FROM messages") == [("c", 1)]
+    assert rows(db, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'first'") == [(0,)]
+
+
+def test_truncated_file_is_read_again(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first") + line(id="b", text="second"))
+    run(db, root)
+    path.write_bytes(line(id="a", text="first"))
+    assert run(db, root).files_replayed == 1
+    assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+
+
+def test_parser_version_bump_replays(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
+    run(db, root)
+    newer = ToySource()
+    newer.parser_version = 2
+    summary = ingest(db, {"toy": root}, sources={"toy": newer})
+    assert (summary.files_replayed, summary.messages) == (1, 1)
+    assert rows(db, "SELECT parser_version FROM source_files") == [(2,)]
+
+
+def test_deleted_file_keeps_its_session_archived(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me"))
+    (root / "s2.jsonl").write_bytes(line(id="b", text="still here"))
+    run(db, root)
+    (root / "s1.jsonl").unlink()
+    summary = run(db, root)
+    assert summary.files_missing == 1
+    assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "archived"), ("s2", "live")]
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",)]
+    # It comes back to life if the file returns.
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me"))
+    run(db, root)
+    assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "live"), ("s2", "live")]
+
+
+def test_replayed_uuid_is_stored_once(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
+    (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))
+    summary = run(db, root)
+    assert (summary.messages, summary.merged) == (2, 1)
+    assert rows(db, "SELECT uuid, session_id FROM messages ORDER BY uuid") == [("a", "s1"), ("b", "s2")]
+
+
+def test_partial_last_line_waits_for_its_writer(db, root):
+    path = root / "s1.jsonl"
+    whole = line(id="a", text="first") + line(id="b", text="second")
+    path.write_bytes(whole[:-10])
+    summary = run(db, root)
+    assert (summary.messages, summary.errors) == (1, 0)
+    assert rows(db, "SELECT pending_bytes FROM source_files") == [(len(line(id="b", text="second")) - 10,)]
+    path.write_bytes(whole)
+    run(db, root)
+    assert rows(db, "SELECT uuid FROM messages ORDER BY seq") == [("a",), ("b",)]
+
+
+def test_settled_garbage_tail_is_reported_once(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first") + b'{"id": "b", "text": "trunc')
+    old = 1_000_000_000
+    os.utime(path, (old, old))
+    assert run(db, root).errors == 1
+    assert run(db, root).errors == 0  # unchanged since: not reported again
+    assert rows(db, "SELECT line_no, reason FROM ingest_errors") == [(2, "unterminated last line that is not valid JSON")]
+
+
+def chunks_of(data, sizes):
+    start = 0
+    for size in sizes:
+        yield data[start:start + size]
+        start += size
+    yield data[start:]
+
+
+def test_live_writer_in_random_chunks_gives_the_same_database(tmp_path, root):
+    import random
+
+    rng = random.Random(7)
+    data = b"".join(
+        line(id=f"m{i}", parent=f"m{i-1}" if i else None, text=f"message {i} " + "word " * rng.randint(0, 40), ts=f"2026-01-01T00:{i:02d}:00Z")
+        for i in range(60)
+    )
+    one = tmp_path / "one.db"
+    (root / "s.jsonl").write_bytes(data)
+    run(one, root)
+    expected = snapshot(one)
+
+    live_root = tmp_path / "live"
+    live_root.mkdir()
+    many = tmp_path / "many.db"
+    path = live_root / "s.jsonl"
+    cuts = sorted(rng.sample(range(1, len(data)), 40))
+    sizes = [b - a for a, b in zip([0] + cuts, cuts)]
+    with open(path, "wb") as fp:
+        for piece in chunks_of(data, sizes):
+            fp.write(piece)
+            fp.flush()
+            ingest(many, {"toy": live_root}, sources=SOURCES)
+    assert snapshot(many) == expected
+
+
+def test_small_chunks_commit_many_times_with_the_same_result(tmp_path, root):
+    data = b"".join(line(id=f"m{i}", text=f"row {i}") for i in range(100))
+    (root / "s.jsonl").write_bytes(data)
+    run(tmp_path / "a.db", root)
+    run(tmp_path / "b.db", root, chunk_bytes=100)
+    assert snapshot(tmp_path / "a.db") == snapshot(tmp_path / "b.db")
+
+
+BAD_LINES = [
+    (b"{not json", "invalid JSON"),
+    (b"[1, 2]", "not a JSON object: list"),
+    (b'"just a string"', "not a JSON object: str"),
+    (b'{"id": "x", "text": "\xff\xfe"}', "invalid JSON: str is not valid UTF-8"),
+    (b'{"id": "x", "text": "\\ud800"}', "invalid JSON"),
+    (b"[" * 5000 + b"]" * 5000, "invalid JSON: depth limit exceeded"),
+]
+
+
+def test_bad_lines_are_reported_with_file_and_line(db, root):
+    data = line(id="ok1", text="fine") + b"\n".join(bad for bad, _ in BAD_LINES) + b"\n" + line(id="ok2", text="fine")
+    (root / "bad.jsonl").write_bytes(data)
+    summary = run(db, root)
+    assert (summary.messages, summary.errors) == (2, len(BAD_LINES))
+    errors = rows(db, "SELECT path, line_no, reason FROM ingest_errors ORDER BY line_no")
+    assert [e[1] for e in errors] == list(range(2, 2 + len(BAD_LINES)))
+    assert all(e[0] == str(root / "bad.jsonl") for e in errors)
+    for (_, _, reason), (_, expected) in zip(errors, BAD_LINES):
+        assert reason.startswith(expected)
+
+
+def test_huge_line_is_reported_without_being_held(db, root, monkeypatch):
+    monkeypatch.setattr("datasette_obelisk.sources.lines.MAX_LINE", 1000)
+    from datasette_obelisk.sources import lines
+
+    monkeypatch.setattr(lines, "read_lines", lines.read_lines)
+    big = line(id="big", text="x" * 5000)
+    (root / "s.jsonl").write_bytes(line(id="a", text="small") + big + line(id="b", text="after"))
+    import datasette_obelisk.store.ingest as ingest_module
+
+    original = ingest_module.read_lines
+    monkeypatch.setattr(ingest_module, "read_lines", lambda *a, **k: original(*a, max_line=1000, **k))
+    summary = run(db, root)
+    assert (summary.messages, summary.errors) == (2, 1)
+    assert rows(db, "SELECT line_no, byte_length, reason FROM ingest_errors") == [
+        (2, len(big) - 1, f"line of {len(big) - 1} bytes exceeds the 1000 byte limit")
+    ]
+
+
+def test_unreadable_entries_are_reported(db, root):
+    (root / "ok.jsonl").write_bytes(line(id="a", text="fine"))
+    os.symlink(root / "loop.jsonl", root / "loop.jsonl")
+    os.mkfifo(root / "fifo.jsonl")
+    locked = root / "locked.jsonl"
+    locked.write_bytes(line(id="b", text="secret"))
+    locked.chmod(0)
+    summary = run(db, root)
+    reasons = dict(rows(db, "SELECT path, reason FROM ingest_errors"))
+    assert summary.messages == (1 if os.geteuid() != 0 else 2)
+    assert "Too many levels of symbolic links" in reasons[str(root / "loop.jsonl")]
+    assert "not a regular file" in reasons[str(root / "fifo.jsonl")]
+    if os.geteuid() != 0:  # root reads any file
+        assert "Permission denied" in reasons[str(locked)]
+
+
+def test_source_plugin_registers_through_the_hookspec(db, root):
+    import toy_source
+    from datasette_obelisk.plugins import get_sources, pm
+
+    pm.register(toy_source, "toy-test")
+    try:
+        assert "toy" in get_sources()
+        (root / "s.jsonl").write_bytes(line(id="a", text="via plugin"))
+        summary = ingest(db, {"toy": root})
+        assert summary.messages == 1
+    finally:
+        pm.unregister(toy_source)
+    assert "toy" not in get_sources()
+
+
+def test_schema_is_wal_with_busy_timeout(db):
+    conn = open_db(db)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
