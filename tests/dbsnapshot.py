@@ -35,3 +35,21 @@ def snapshot(db_path, keep_ids=("sessions", "tool_calls")) -> dict:
     ).fetchall()
     conn.close()
     return result
+
+
+def diff(a: dict, b: dict, limit=5) -> list:
+    """The first differing rows, for readable assertion messages."""
+    out = []
+    for table in a:
+        if a[table] != b.get(table):
+            rows_a, rows_b = a[table], b.get(table) or []
+            out.append((table, len(rows_a), len(rows_b)))
+            for x, y in zip(rows_a, rows_b):
+                if x != y:
+                    if isinstance(x, dict):
+                        out.append({k: (x[k], y.get(k)) for k in x if x[k] != y.get(k)} | {"key": next(iter(x.values()))})
+                    else:
+                        out.append((x, y))
+                    if len(out) > limit:
+                        return out
+    return out

@@ -360,7 +360,7 @@ class Ingester:
             batch_bytes += line.position.byte_length + 1
             cursor, line_no = end + 1, line.position.line_no
             if batch_bytes >= self.chunk_bytes:
-                self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines)
+                self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines, at_eof=False)
                 batch, batch_bytes, lines = [], 0, 0
         self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines)
 
@@ -396,7 +396,12 @@ class Ingester:
         except Exception as exc:  # a parser bug must not stop the run
             return [LineError(line.position, f"parser error: {exc!r}")]
 
-    def commit(self, unit, file_id, parser, records, cursor, line_no, raw, fingerprint, lines=0, *, open_line=False, pending=0) -> None:
+    def commit(self, unit, file_id, parser, records, cursor, line_no, raw, fingerprint, lines=0, *, open_line=False, pending=0, at_eof=True) -> None:
+        """Write ``records`` and move the file's cursor, in one transaction.
+
+        Before the end of the file is reached the stored fingerprint has no
+        mtime, so an interrupted run never mistakes the file for done.
+        """
         if self.redact is not None:
             records = [self.redact(r) for r in records]
         head_hash, tail_hash = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
@@ -431,7 +436,8 @@ class Ingester:
                    ingested_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
                    WHERE id = ?""",
                 [
-                    fingerprint.device, fingerprint.inode, fingerprint.size, fingerprint.mtime_ns,
+                    fingerprint.device, fingerprint.inode, fingerprint.size,
+                    fingerprint.mtime_ns if at_eof else None,
                     head_hash, tail_hash, cursor, line_no, pending,
                     self.sources[unit.source].parser_version,
                     orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),

@@ -1,0 +1,787 @@
+"""Claude Code: transcripts, subagents and workflows under ``~/.claude/projects``.
+
+Pure: bytes in, records out. Each line yields exactly one ``Message``,
+``Merged`` or ``LineError`` (plus tool, session, title, summary and subagent
+records). Everything that needs more than one line (title precedence,
+rewinds, compaction, usage per API message, subagent links) is left to the
+store.
+
+Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
+
+    <session>.jsonl                                  kind "session"
+    agent-<id>.jsonl                                 kind "subagent" (2.0.x)
+    <session>/subagents/agent-<id>.jsonl             kind "subagent" (2.1.x)
+    <session>/subagents/agent-<id>.meta.json         kind "subagent_meta"
+    <session>/subagents/workflows/<run>/agent-<id>.jsonl   kind "workflow_agent"
+    <session>/subagents/workflows/<run>/agent-<id>.meta.json  kind "subagent_meta"
+    <session>/subagents/workflows/<run>/journal.jsonl      kind "workflow_journal"
+    <session>/workflows/<run>.json                   kind "workflow"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import orjson
+
+from ..hookspecs import hookimpl
+from ..records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Record,
+    Session,
+    Subagent,
+    Summary,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+    Workflow,
+    WorkflowAgent,
+)
+from .base import SourceFile, home, walk_files
+from .lines import Line, decode_object
+
+SOURCE = "claude"
+
+ROLE_TYPES = frozenset({"user", "assistant"})
+STRUCTURAL_TYPES = frozenset({"system", "progress", "attachment"})
+AGENT_KINDS = frozenset({"subagent", "workflow_agent"})
+
+META_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command",
+    "<system-reminder>",
+    "<task-notification>",
+    "Caveat: The messages below were generated",
+)
+NOT_A_PROMPT = META_PREFIXES + ("<command-", "[Request interrupted by user")
+SKILL_PREFIX = "Base directory for this skill"
+INTERRUPTED = "[Request interrupted by user"
+
+# Tool results that say the tool never ran because permission was refused:
+# rejected or cancelled in the prompt, not granted in ``-p`` mode, or denied
+# by a rule or the working-directory sandbox.
+REFUSAL_PREFIXES = (
+    "The user doesn't want to proceed with this tool use",
+    "The user doesn't want to take this action right now",
+    "Claude requested permissions to ",
+    "Permission to use ",
+    "File is in a directory that is denied by your permission settings",
+)
+REFUSAL_MARKERS = (" requires approval", " was blocked. For security")
+
+FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit"})
+PATH_KEYS = ("file_path", "notebook_path")
+
+TITLE_KEYS = {
+    "custom-title": ("custom", "customTitle"),
+    "ai-title": ("ai", "aiTitle"),
+    "summary": ("summary", "summary"),
+}
+
+
+class ClaudeCodeSource:
+    """Claude Code sessions, subagents and workflow runs."""
+
+    name = SOURCE
+    parser_version = 1
+
+    def default_root(self, environ: Mapping[str, str]) -> Path | None:
+        """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when missing."""
+        configured = environ.get("CLAUDE_CONFIG_DIR")
+        root = Path(configured).expanduser() if configured else home(environ) / ".claude"
+        return root if root.is_dir() else None
+
+    def discover(self, root: Path) -> Iterator[SourceFile]:
+        """Every Claude file below ``root``.
+
+        ``root`` is either a config dir (``~/.claude``, which has a
+        ``projects/`` folder) or a ``projects``-like folder itself whose
+        children are project folders.
+        """
+        projects = root / "projects"
+        if not projects.is_dir():
+            projects = root
+        for path in walk_files(projects):
+            unit = classify(path, path.relative_to(projects).parts)
+            if unit is not None:
+                yield unit
+
+    def open_parser(self, unit: SourceFile, state: dict[str, Any] | None) -> ClaudeCodeParser:
+        return ClaudeCodeParser(unit, state)
+
+
+@hookimpl
+def obelisk_sources():
+    return [ClaudeCodeSource()]
+
+
+# Discovery
+
+
+def classify(path: Path, parts: tuple[str, ...]) -> SourceFile | None:
+    """The unit for a file at ``parts`` below ``projects/``, or None to skip it."""
+    name = parts[-1]
+    if len(parts) == 2:
+        return _project_file(path, parts[0], name)
+    if len(parts) == 4 and parts[2] == "subagents":
+        return _agent_file(path, name, parts[0], parts[1], run_id=None)
+    if len(parts) == 4 and parts[2] == "workflows" and name.endswith(".json"):
+        hints = {"run_id": name[: -len(".json")], "parent_session_id": parts[1], "project": parts[0]}
+        return _unit(path, "workflow", hints, priority=2, layout="document")
+    if len(parts) == 6 and parts[2] == "subagents" and parts[3] == "workflows":
+        if name == "journal.jsonl":
+            hints = {"run_id": parts[4], "parent_session_id": parts[1], "project": parts[0]}
+            return _unit(path, "workflow_journal", hints, priority=1)
+        return _agent_file(path, name, parts[0], parts[1], run_id=parts[4])
+    return None
+
+
+def _project_file(path: Path, project: str, name: str) -> SourceFile | None:
+    """A main session, or a 2.0.x flat ``agent-<id>.jsonl`` beside the sessions."""
+    if not name.endswith(".jsonl") or name == ".jsonl":
+        return None
+    agent_id = agent_id_from_name(name)
+    if agent_id:
+        return _unit(path, "subagent", {"agent_id": agent_id, "project": project}, priority=1)
+    return _unit(path, "session", {"session_id": name[: -len(".jsonl")], "project": project})
+
+
+def _agent_file(
+    path: Path, name: str, project: str, parent: str, run_id: str | None
+) -> SourceFile | None:
+    """``agent-<id>.jsonl`` / ``agent-<id>.meta.json`` below ``<session>/subagents/``."""
+    agent_id = agent_id_from_name(name)
+    if not agent_id:
+        return None
+    hints = {"agent_id": agent_id, "parent_session_id": parent, "project": project}
+    if run_id is not None:
+        hints["run_id"] = run_id
+    if name.endswith(".meta.json"):
+        return _unit(path, "subagent_meta", hints, priority=2, layout="document")
+    return _unit(path, "workflow_agent" if run_id is not None else "subagent", hints, priority=1)
+
+
+def agent_id_from_name(name: str) -> str | None:
+    """``a93ccab`` for ``agent-a93ccab.jsonl`` or ``agent-a93ccab.meta.json``."""
+    if not name.startswith("agent-"):
+        return None
+    for suffix in (".meta.json", ".jsonl"):
+        if name.endswith(suffix):
+            return name[len("agent-") : -len(suffix)] or None
+    return None
+
+
+def _unit(
+    path: Path, kind: str, hints: dict, *, priority: int = 0, layout: str = "jsonl"
+) -> SourceFile:
+    return SourceFile(path, SOURCE, kind, layout=layout, hints=hints, priority=priority)
+
+
+# Parsing
+
+
+class ClaudeCodeParser:
+    """Records for the lines (or the document) of one Claude Code file."""
+
+    def __init__(self, unit: SourceFile, state: dict[str, Any] | None = None):
+        state = state or {}
+        hints = unit.hints
+        self.kind = unit.kind
+        self.project = hints.get("project")
+        self.run_id = hints.get("run_id")
+        if self.run_id is None and unit.kind in ("workflow_agent", "workflow_journal"):
+            self.run_id = unit.path.parent.name
+        self.agent_id = hints.get("agent_id") or agent_id_from_name(unit.path.name)
+        self.parent = hints.get("parent_session_id") or state.get("parent")
+        self.own_id = hints.get("session_id") or unit.path.stem
+        self.cwd = state.get("cwd")
+        self.git_branch = state.get("git_branch")
+        self.version = state.get("version")
+        self.session_emitted = state.get("session", False)
+        self.first_prompt_emitted = state.get("first_prompt", False)
+        self.is_agent = self.kind in AGENT_KINDS
+        self.session_id = self._session_id()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "parent": self.parent,
+            "cwd": self.cwd,
+            "git_branch": self.git_branch,
+            "version": self.version,
+            "session": self.session_emitted,
+            "first_prompt": self.first_prompt_emitted,
+        }
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        obj = decode_object(Line(line, position))
+        if isinstance(obj, LineError):
+            return [obj]
+        try:
+            return self._line_records(obj, position)
+        except Exception as exc:  # a shape no rule foresaw must not stop the file
+            return [LineError(position, f"unexpected line shape: {type(exc).__name__}: {exc}")]
+
+    def document(self, data: bytes) -> list[Record]:
+        position = Position(1, 0, len(data))
+        obj = decode_object(Line(data, position))
+        if isinstance(obj, LineError):
+            return [obj]
+        records = self._workflow(obj) if self.kind == "workflow" else self._agent_meta(obj)
+        records.append(Merged(position, "metadata"))
+        return records
+
+    # Identity
+
+    def _session_id(self) -> str:
+        """The file's session: its name, or ``<parent>:agent-<id>`` for agents."""
+        if not self.is_agent:
+            return self.own_id
+        return f"{self.parent}:agent-{self.agent_id}" if self.parent else f"agent-{self.agent_id}"
+
+    @property
+    def root_session_id(self) -> str:
+        """The main session whose ``subagents/`` folder holds spawned agents."""
+        return (self.parent or "") if self.is_agent else self.own_id
+
+    def _child_session_id(self, agent_id: str) -> str:
+        return f"{self.root_session_id}:agent-{agent_id}"
+
+    def _adopt_parent(self, obj: dict) -> None:
+        """A 2.0.x flat agent file names its parent only in ``sessionId``."""
+        parent = _text(obj.get("sessionId"))
+        if parent:
+            self.parent = parent
+            self.session_id = self._session_id()
+
+    # Lines
+
+    def _line_records(self, obj: dict, position: Position) -> list[Record]:
+        if self.kind == "workflow_journal":
+            return self._journal_line(obj, position)
+        if self.is_agent and not self.parent:
+            self._adopt_parent(obj)
+        line_type = _text(obj.get("type"))
+        if line_type in ROLE_TYPES or line_type in STRUCTURAL_TYPES or _text(obj.get("uuid")):
+            return self._conversation_line(obj, line_type or "unknown", position)
+        return self._metadata_line(obj, line_type, position)
+
+    def _metadata_line(self, obj: dict, line_type: str | None, position: Position) -> list[Record]:
+        """A line without uuid (titles, snapshots, queue, modes, ...)."""
+        records: list[Record] = []
+        if line_type in TITLE_KEYS:
+            kind, key = TITLE_KEYS[line_type]
+            title = _text(obj.get(key))
+            if title:
+                leaf = _text(obj.get("leafUuid")) if kind == "summary" else None
+                records.append(
+                    TitleCandidate(
+                        self.session_id,
+                        kind,
+                        title,
+                        timestamp=_text(obj.get("timestamp")),
+                        leaf_uuid=leaf,
+                        position=position,
+                    )
+                )
+        records.append(Merged(position, "metadata"))
+        return records
+
+    def _journal_line(self, obj: dict, position: Position) -> list[Record]:
+        """A workflow ``journal.jsonl`` line (``started`` / ``result``)."""
+        records: list[Record] = []
+        agent_id = _text(obj.get("agentId"))
+        if agent_id:
+            records.append(WorkflowAgent(agent_id, self.run_id, self.parent or ""))
+        records.append(Merged(position, "metadata"))
+        return records
+
+    def _conversation_line(self, obj: dict, line_type: str, position: Position) -> list[Record]:
+        """A line with a uuid: one Message plus what its content states.
+
+        Parser state changes only after the line's records are built, so a
+        line that fails half-way leaves the state as it was.
+        """
+        uuid = _text(obj.get("uuid")) or f"{self.session_id}:{position.byte_offset}"
+        payload = obj.get("message")
+        payload = payload if isinstance(payload, dict) else None
+        if line_type in STRUCTURAL_TYPES or (payload is None and line_type not in ROLE_TYPES):
+            text, content_type, tools = _structural_text(obj, line_type), line_type, []
+        else:
+            content = payload.get("content") if payload else None
+            text, content_type, tools = self._content(content, obj, uuid)
+        message = self._message(obj, line_type, uuid, payload, text, content_type, position)
+        facts = list(self._line_facts(obj, message, payload, tools, position))
+        return [*self._session_records(obj), message, *tools, *facts]
+
+    def _session_records(self, obj: dict) -> list[Record]:
+        """The Session on the first conversation line, again when cwd/branch/version change.
+
+        Inline sidechain lines (<= 1.0.x main files) run in the subagent's
+        context, so they never change the session's.
+        """
+        if obj.get("isSidechain") is True and not self.is_agent:
+            context = (self.cwd, self.git_branch, self.version)
+        else:
+            context = (
+                _text(obj.get("cwd")) or self.cwd,
+                _text(obj.get("gitBranch")) or self.git_branch,
+                _text(obj.get("version")) or self.version,
+            )
+        if self.session_emitted and context == (self.cwd, self.git_branch, self.version):
+            return []
+        self.cwd, self.git_branch, self.version = context
+        records: list[Record] = [self._session()]
+        if not self.session_emitted and self.is_agent and self.parent:
+            records.append(self._agent_link())
+        self.session_emitted = True
+        return records
+
+    def _session(self) -> Session:
+        session = Session(
+            self.session_id,
+            SOURCE,
+            project=self.project,
+            cwd=self.cwd,
+            git_branch=self.git_branch,
+            version=self.version,
+        )
+        if self.is_agent:
+            session.parent_session_id = self.parent
+            session.relationship = "workflow" if self.kind == "workflow_agent" else "subagent"
+            session.agent_id = self.agent_id
+        return session
+
+    def _agent_link(self) -> Record:
+        """What ties an agent transcript to its parent session."""
+        if self.kind == "workflow_agent":
+            return WorkflowAgent(self.agent_id, self.run_id, self.parent)
+        return Subagent(self.agent_id, self.parent, child_session_id=self.session_id)
+
+    def _message(
+        self,
+        obj: dict,
+        line_type: str,
+        uuid: str,
+        payload: dict | None,
+        text: str,
+        content_type: str | None,
+        position: Position,
+    ) -> Message:
+        is_role = line_type in ROLE_TYPES
+        flagged_meta = obj.get("isMeta") is True
+        if flagged_meta and text.startswith(SKILL_PREFIX):
+            content_type = "skill_instructions"
+        message = Message(
+            uuid=uuid,
+            session_id=self.session_id,
+            source=SOURCE,
+            type=line_type,
+            position=position,
+            subtype=_subtype(obj, line_type),
+            parent_uuid=_text(obj.get("parentUuid")),
+            logical_parent_uuid=_text(obj.get("logicalParentUuid")),
+            timestamp=_text(obj.get("timestamp")),
+            text=text,
+            content_type=content_type,
+            is_meta=int(
+                flagged_meta
+                or not is_role
+                or (line_type == "user" and content_type == "text" and _looks_meta(text))
+            ),
+            is_sidechain=int(obj.get("isSidechain") is True),
+            is_compact_summary=int(obj.get("isCompactSummary") is True),
+            surface=None if is_role else "log-only",
+            agent_id=self._member_agent_id(obj),
+            cwd=_text(obj.get("cwd")) or None,
+            git_branch=_text(obj.get("gitBranch")) or None,
+            request_id=_text(obj.get("requestId")),
+        )
+        if payload:
+            _add_api_fields(message, payload)
+        return message
+
+    def _member_agent_id(self, obj: dict) -> str | None:
+        """The agent a line belongs to (not one it merely refers to)."""
+        if self.is_agent:
+            return self.agent_id
+        if obj.get("isSidechain") is True:
+            return _text(obj.get("agentId"))
+        return None
+
+    def _line_facts(
+        self,
+        obj: dict,
+        message: Message,
+        payload: dict | None,
+        tools: list,
+        position: Position,
+    ) -> Iterator[Record]:
+        """Summaries, the first prompt and subagent links a line states."""
+        if message.type == "system" and message.subtype == "away_summary":
+            yield self._summary(message, "away_summary")
+        if message.is_compact_summary:
+            yield self._summary(message, "compaction")
+        if message.type == "progress" and message.subtype == "agent_progress":
+            yield from self._progress_subagent(obj)
+        if tools:
+            yield from self._spawned_subagent(obj, tools)
+        if not self.first_prompt_emitted and message.type == "user":
+            title = self._first_prompt(message, payload)
+            if title:
+                self.first_prompt_emitted = True
+                yield TitleCandidate(
+                    self.session_id, "first_prompt", title, message.timestamp, position=position
+                )
+
+    def _summary(self, message: Message, kind: str) -> Summary:
+        return Summary(
+            message.uuid,
+            self.session_id,
+            kind,
+            message.text,
+            timestamp=message.timestamp,
+            message_uuid=message.uuid,
+        )
+
+    def _first_prompt(self, message: Message, payload: dict | None) -> str | None:
+        """The prompt text when this is a real human prompt, else None."""
+        if message.is_meta or message.is_compact_summary or payload is None:
+            return None
+        if message.is_sidechain and not self.is_agent:
+            return None
+        if message.content_type not in ("text", "mixed"):
+            return None
+        prompt = _prompt_text(payload.get("content")).strip()
+        if not prompt or prompt.startswith(NOT_A_PROMPT):
+            return None
+        return prompt
+
+    def _progress_subagent(self, obj: dict) -> Iterator[Subagent]:
+        """2.1.x ``agent_progress``: which Task/Agent call runs which agent."""
+        data = obj.get("data")
+        agent_id = _text(data.get("agentId")) if isinstance(data, dict) else None
+        if agent_id:
+            yield Subagent(
+                agent_id,
+                self.session_id,
+                child_session_id=self._child_session_id(agent_id),
+                parent_tool_use_id=_text(obj.get("parentToolUseID")),
+            )
+
+    def _spawned_subagent(self, obj: dict, tools: list) -> Iterator[Subagent]:
+        """A Task/Agent tool result naming the agent it ran (``toolUseResult.agentId``)."""
+        result = next((tool for tool in tools if isinstance(tool, ToolResult)), None)
+        if result is None or not result.agent_id:
+            return
+        details = obj.get("toolUseResult")
+        details = details if isinstance(details, dict) else {}
+        yield Subagent(
+            result.agent_id,
+            self.session_id,
+            child_session_id=self._child_session_id(result.agent_id),
+            parent_tool_use_id=result.tool_use_id,
+            agent_type=_text(details.get("agentType")),
+            description=_text(details.get("description")),
+            duration_ms=_int(details.get("totalDurationMs")),
+            total_tokens=_int(details.get("totalTokens")),
+        )
+
+    # Content
+
+    def _content(self, content: Any, obj: dict, uuid: str) -> tuple[str, str | None, list]:
+        """Searchable text, content type and tool records of ``message.content``."""
+        if isinstance(content, str):
+            return content, "text", []
+        if not isinstance(content, list):
+            return "", None, []
+        parts: list[str] = []
+        kinds: set[str] = set()
+        tools: list[ToolCall | ToolResult] = []
+        for index, block in enumerate(content):
+            if isinstance(block, str):
+                kinds.add("text")
+                parts.append(block)
+                continue
+            if not isinstance(block, dict):
+                continue
+            kind = _text(block.get("type")) or "unknown"
+            kinds.add(kind)
+            if kind == "tool_use":
+                call = self._tool_call(block, index, obj, uuid)
+                tools.append(call)
+                text = f"{call.name} {call.input_json}"
+            elif kind == "tool_result":
+                result = self._tool_result(block, index, obj, uuid)
+                tools.append(result)
+                text = result.content
+            else:
+                text = _block_text(block, kind)
+            if text:
+                parts.append(text)
+        content_type = next(iter(kinds)) if len(kinds) == 1 else ("mixed" if kinds else None)
+        return "\n".join(parts), content_type, tools
+
+    def _tool_call(self, block: dict, index: int, obj: dict, uuid: str) -> ToolCall:
+        name = _text(block.get("name")) or ""
+        tool_input = block.get("input")
+        return ToolCall(
+            id=_text(block.get("id")) or f"{uuid}:{index}",
+            message_uuid=uuid,
+            session_id=self.session_id,
+            name=name,
+            input_json=orjson.dumps({} if tool_input is None else tool_input).decode(),
+            timestamp=_text(obj.get("timestamp")),
+            file_paths=_file_paths(name, tool_input),
+            presentation="skill" if name == "Skill" else "default",
+        )
+
+    def _tool_result(self, block: dict, index: int, obj: dict, uuid: str) -> ToolResult:
+        content = _render_parts(block.get("content"))
+        is_error = block.get("is_error") is True
+        return ToolResult(
+            tool_use_id=_text(block.get("tool_use_id")) or f"{uuid}:{index}",
+            message_uuid=uuid,
+            session_id=self.session_id,
+            content=content,
+            is_error=int(is_error),
+            outcome=_outcome(content, is_error, obj),
+            timestamp=_text(obj.get("timestamp")),
+            agent_id=self._spawned_agent_id(obj),
+            exit_code=_exit_code(content),
+        )
+
+    def _spawned_agent_id(self, obj: dict) -> str | None:
+        """The agent a tool result refers to: ``toolUseResult.agentId``, or the
+        2.0.x trunk line's own ``agentId`` (a reference there, not membership)."""
+        details = obj.get("toolUseResult")
+        if isinstance(details, dict):
+            agent_id = _text(details.get("agentId"))
+            if agent_id:
+                return agent_id
+        if self.is_agent or obj.get("isSidechain") is True:
+            return None
+        return _text(obj.get("agentId"))
+
+    # Documents
+
+    def _agent_meta(self, doc: dict) -> list[Record]:
+        """``agent-<id>.meta.json``: type, description and spawning tool call."""
+        parent = self.parent or ""
+        agent_type = _text(doc.get("agentType"))
+        description = _text(doc.get("description"))
+        if self.run_id:
+            return [WorkflowAgent(self.agent_id, self.run_id, parent, agent_type, description)]
+        return [
+            Subagent(
+                self.agent_id,
+                parent,
+                child_session_id=f"{parent}:agent-{self.agent_id}",
+                parent_tool_use_id=_text(doc.get("toolUseId")),
+                agent_type=agent_type,
+                description=description,
+            )
+        ]
+
+    def _workflow(self, doc: dict) -> list[Record]:
+        """``workflows/<run>.json``: the run and the agents it fanned out to."""
+        run_id = _text(doc.get("runId")) or self.run_id or self.own_id
+        session_id = self.parent or ""
+        progress = doc.get("workflowProgress")
+        agents = [
+            item
+            for item in (progress if isinstance(progress, list) else ())
+            if isinstance(item, dict) and item.get("type") == "workflow_agent"
+        ]
+        result = doc.get("result")
+        records: list[Record] = [
+            Workflow(
+                run_id,
+                session_id,
+                parent_tool_use_id=_text(doc.get("toolUseId")),
+                task_id=_text(doc.get("taskId")),
+                script=_text(doc.get("script")),
+                result_json=None if result is None else orjson.dumps(result).decode(),
+                timestamp=_text(doc.get("timestamp")),
+                agent_count=_int(doc.get("agentCount"))
+                if "agentCount" in doc
+                else len(agents) if isinstance(progress, list) else None,
+                duration_ms=_int(doc.get("durationMs")),
+                total_tokens=_int(doc.get("totalTokens")),
+                status=_text(doc.get("status")),
+                workflow_name=_text(doc.get("workflowName")),
+            )
+        ]
+        for agent in agents:
+            agent_id = _text(agent.get("agentId"))
+            if agent_id:
+                records.append(
+                    WorkflowAgent(
+                        agent_id,
+                        run_id,
+                        session_id,
+                        phase=_text(agent.get("phaseTitle")),
+                        label=_text(agent.get("label")),
+                        model=_text(agent.get("model")),
+                        state=_text(agent.get("state")),
+                        duration_ms=_int(agent.get("durationMs")),
+                        tokens=_int(agent.get("tokens")),
+                        tool_calls=_int(agent.get("toolCalls")),
+                    )
+                )
+        return records
+
+
+# Line-local helpers
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _add_api_fields(message: Message, payload: dict) -> None:
+    """Role, model, API message id, stop reason and usage of ``message``."""
+    message.role = _text(payload.get("role"))
+    message.model = _text(payload.get("model"))
+    message.api_message_id = _text(payload.get("id"))
+    message.stop_reason = _text(payload.get("stop_reason"))
+    usage = payload.get("usage")
+    if isinstance(usage, dict):
+        message.input_tokens = _int(usage.get("input_tokens"))
+        message.output_tokens = _int(usage.get("output_tokens"))
+        message.cache_read_tokens = _int(usage.get("cache_read_input_tokens"))
+        message.cache_creation_tokens = _int(usage.get("cache_creation_input_tokens"))
+
+
+def _subtype(obj: dict, line_type: str) -> str | None:
+    """System subtype, attachment type or progress data type."""
+    if line_type == "attachment":
+        nested = obj.get("attachment")
+    elif line_type == "progress":
+        nested = obj.get("data")
+    else:
+        return _text(obj.get("subtype"))
+    return _text(nested.get("type")) if isinstance(nested, dict) else None
+
+
+def _structural_text(obj: dict, line_type: str) -> str:
+    """What is searchable on a system / attachment / progress / unknown line."""
+    if line_type == "progress":
+        return ""
+    if line_type == "attachment":
+        attachment = obj.get("attachment")
+        if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
+            return _render_parts(attachment.get("prompt"))
+        return ""
+    return _text(obj.get("content")) or ""
+
+
+def _looks_meta(text: str) -> bool:
+    return text[:64].lstrip().startswith(META_PREFIXES)
+
+
+def _block_text(block: dict, kind: str) -> str:
+    """The searchable text of a content block other than tool_use/tool_result."""
+    if kind == "thinking":
+        return _text(block.get("thinking")) or ""
+    if kind in ("image", "document"):
+        return _media_placeholder(block, kind)
+    if kind == "tool_reference":
+        return _text(block.get("tool_name")) or ""
+    return _text(block.get("text")) or ""
+
+
+def _render_parts(value: Any) -> str:
+    """A string, or a list of parts (tool result content, queued prompt) joined."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return ""
+    parts = []
+    for part in value:
+        if isinstance(part, str):
+            text = part
+        elif isinstance(part, dict):
+            text = _block_text(part, _text(part.get("type")) or "unknown")
+        else:
+            continue
+        if text:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _prompt_text(content: Any) -> str:
+    """The typed text of a user prompt (text blocks only; no tool results)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict):
+            kind = block.get("type")
+            if kind == "tool_result":
+                return ""
+            if kind == "text" and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+    return "\n".join(parts)
+
+
+def _media_placeholder(block: dict, kind: str) -> str:
+    """``[image image/png 1234 bytes]``: never the base64 payload itself."""
+    source = block.get("source")
+    if not isinstance(source, dict):
+        return f"[{kind}]"
+    media_type = _text(source.get("media_type")) or _text(source.get("type")) or ""
+    data = source.get("data")
+    if isinstance(data, str):
+        size = len(data) * 3 // 4 - data[-2:].count("=")
+        return f"[{kind} {media_type} {size} bytes]"
+    url = _text(source.get("url"))
+    return f"[{kind} {media_type} {url}]" if url else f"[{kind} {media_type}]"
+
+
+def _file_paths(name: str, tool_input: Any) -> list[str]:
+    if name not in FILE_TOOLS or not isinstance(tool_input, dict):
+        return []
+    return [path for key in PATH_KEYS if (path := _text(tool_input.get(key)))]
+
+
+def _outcome(content: str, is_error: bool, obj: dict) -> str:
+    """succeeded | failed | blocked (permission refused) | cancelled (interrupted)."""
+    if obj.get("toolDenialKind"):
+        return "blocked"
+    if content.startswith(INTERRUPTED):
+        return "cancelled"
+    if not is_error:
+        return "succeeded"
+    head = _without_error_prefix(content)[:240]
+    if head.startswith(REFUSAL_PREFIXES) or any(marker in head for marker in REFUSAL_MARKERS):
+        return "blocked"
+    return "failed"
+
+
+def _exit_code(content: str) -> int | None:
+    """N from a result starting ``Exit code N`` (Bash failures)."""
+    head = _without_error_prefix(content)
+    if not head.startswith("Exit code "):
+        return None
+    words = head[len("Exit code ") : 32].split(maxsplit=1)
+    try:
+        return int(words[0]) if words else None
+    except ValueError:
+        return None
+
+
+def _without_error_prefix(content: str) -> str:
+    return content[len("Error: ") :] if content.startswith("Error: ") else content

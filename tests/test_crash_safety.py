@@ -1,0 +1,65 @@
+"""Killing the ingester at any moment, then re-running, loses and duplicates nothing."""
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from dbsnapshot import diff, snapshot
+
+RUNNER = """
+import sys
+sys.path.insert(0, {tests!r})
+from datasette_obelisk.store.ingest import ingest
+from toy_source import ToySource
+ingest({db!r}, {{"toy": {root!r}}}, sources={{"toy": ToySource()}}, chunk_bytes=2000)
+"""
+
+
+def write_corpus(root: Path, rng: random.Random) -> None:
+    for f in range(12):
+        with open(root / f"s{f}.jsonl", "w") as fp:
+            for i in range(1000):
+                fp.write(json.dumps({
+                    "id": f"s{f}-m{i}",
+                    "parent": f"s{f}-m{i-1}" if i else None,
+                    "ts": f"2026-01-{f+1:02d}T00:{i // 60:02d}:{i % 60:02d}Z",
+                    "text": " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "pytest", "docker"]) for _ in range(rng.randint(1, 80))),
+                    **({"tool": "Bash", "output": "Exit code 1", "outcome": "failed"} if i % 17 == 0 else {}),
+                }) + "\n")
+
+
+def ingest_command(db, root):
+    code = RUNNER.format(tests=str(Path(__file__).parent), db=str(db), root=str(root))
+    return [sys.executable, "-c", code]
+
+
+def test_sigkill_at_random_moments_then_rerun(tmp_path):
+    rng = random.Random(11)
+    root = tmp_path / "logs"
+    root.mkdir()
+    write_corpus(root, rng)
+    clean = tmp_path / "clean.db"
+    started = time.perf_counter()
+    subprocess.run(ingest_command(clean, root), check=True)
+    duration = time.perf_counter() - started
+    expected = snapshot(clean)
+
+    killed = tmp_path / "killed.db"
+    kills = 0
+    for attempt in range(40):
+        if kills == 6:
+            break
+        proc = subprocess.Popen(ingest_command(killed, root))
+        time.sleep(rng.uniform(0.1, 0.6) * duration)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    subprocess.run(ingest_command(killed, root), check=True)
+    assert kills == 6, "the ingester finished before it could be killed; make the corpus larger"
+    got = snapshot(killed)
+    assert got == expected, diff(got, expected)
