@@ -1,0 +1,56 @@
+"""One closed taxonomy of error codes for every face (Python, CLI, HTTP).
+
+The ``SESSION_QUERY_*`` codes are the session-query contract's own; the
+``OBELISK_*`` codes cover the helper API and the history contract.
+"""
+
+from __future__ import annotations
+
+SESSION_QUERY_CODES = frozenset(
+    "SESSION_QUERY_" + name
+    for name in (
+        "ABORTED CORRUPT_SESSION EVENT_NOT_FOUND INDEX_FAILED INVALID_CONFIG "
+        "INVALID_CURSOR INVALID_FILTER INVALID_LIMIT INVALID_QUERY INVALID_LINEAGE "
+        "INVALID_SURFACE INVALID_WINDOW PERSISTENCE_FAILED SEARCH_DISABLED "
+        "SESSION_NOT_FOUND STALE_CURSOR SOURCE_CONFLICT"
+    ).split()
+)
+OBELISK_CODES = frozenset(
+    "OBELISK_" + name
+    for name in (
+        "INVALID_ARGUMENT NOT_FOUND READ_ONLY INVALID_SQL MEMORY_REFUSED "
+        "TIMEOUT SCRIPT_ERROR PERMISSION_DENIED PAYLOAD_TOO_LARGE"
+    ).split()
+)
+CODES = SESSION_QUERY_CODES | OBELISK_CODES
+
+# HTTP status for each code; anything not listed is a 400.
+STATUS = {
+    "SESSION_QUERY_SESSION_NOT_FOUND": 404,
+    "SESSION_QUERY_EVENT_NOT_FOUND": 404,
+    "OBELISK_NOT_FOUND": 404,
+    "OBELISK_PERMISSION_DENIED": 403,
+    "OBELISK_PAYLOAD_TOO_LARGE": 413,
+    "OBELISK_TIMEOUT": 504,
+    "SESSION_QUERY_INDEX_FAILED": 500,
+    "SESSION_QUERY_PERSISTENCE_FAILED": 500,
+    "SESSION_QUERY_CORRUPT_SESSION": 500,
+}
+
+
+class QueryError(Exception):
+    """An error with a machine code from ``CODES``."""
+
+    def __init__(self, code: str, message: str):
+        if code not in CODES:
+            raise ValueError(f"unknown error code {code!r}")
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+    @property
+    def status(self) -> int:
+        return STATUS.get(self.code, 400)
+
+    def as_dict(self) -> dict:
+        return {"ok": False, "error": {"code": self.code, "message": self.message}}
