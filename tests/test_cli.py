@@ -1,0 +1,76 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import toy_source
+from datasette_obelisk.cli import cli
+from datasette_obelisk.plugins import pm
+
+
+@pytest.fixture
+def toy_plugin():
+    pm.register(toy_source, "toy-cli")
+    yield
+    pm.unregister(toy_source)
+
+
+def write_logs(root, bad=False):
+    root.mkdir(exist_ok=True)
+    lines = [json.dumps({"id": "a", "text": "hello"}), json.dumps({"id": "b", "text": "world"})]
+    if bad:
+        lines.append("{broken")
+    (root / "s.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_ingest_json_summary_and_exit_zero(tmp_path, toy_plugin):
+    write_logs(tmp_path / "logs")
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy", "--json"], env={"OBELISK_DB": None})
+    # The toy source has no default folder, so nothing is found without a folder.
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["files"] == 0
+
+
+def test_ingest_exit_one_when_lines_fail(tmp_path, toy_plugin, monkeypatch):
+    write_logs(tmp_path / "logs", bad=True)
+    monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, env: tmp_path / "logs")
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy", "--json"])
+    assert result.exit_code == 1, result.output
+    summary = json.loads(result.output)
+    assert (summary["files"], summary["lines"], summary["messages"], summary["errors"]) == (1, 3, 2, 1)
+    assert summary["error_samples"] == [
+        {"path": str(tmp_path / "logs" / "s.jsonl"), "line": 3,
+         "reason": "invalid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"}
+    ]
+    again = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy", "--json"])
+    assert again.exit_code == 0
+    assert json.loads(again.output)["files_skipped"] == 1
+
+
+def test_db_defaults_to_obelisk_db_env(tmp_path, toy_plugin, monkeypatch):
+    write_logs(tmp_path / "logs")
+    monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, env: tmp_path / "logs")
+    monkeypatch.setenv("OBELISK_DB", str(tmp_path / "env.db"))
+    result = CliRunner().invoke(cli, ["ingest", "--source", "toy"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "env.db").exists()
+    assert "1 files (1 read, 0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors" in result.output
+
+
+def test_usage_errors_exit_two(tmp_path):
+    runner = CliRunner()
+    unknown = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--source", "nope"])
+    assert unknown.exit_code == 2
+    assert "unknown source nope" in unknown.output
+    missing = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "absent")])
+    assert missing.exit_code == 2
+    assert "is not a folder" in missing.output
+
+
+def test_sources_lists_the_built_ins():
+    result = CliRunner().invoke(cli, ["sources"])
+    assert result.exit_code == 0
+    names = [line.split("\t")[0] for line in result.output.splitlines()]
+    assert names[:3] == ["claude", "codex", "gemini"]
