@@ -2,9 +2,9 @@
 
 Pure: bytes in, records out. Each line yields exactly one ``Message``,
 ``Merged`` or ``LineError`` (plus tool, session, title, summary and subagent
-records). Everything that needs more than one line (title precedence,
-rewinds, compaction, usage per API message, subagent links) is left to the
-store.
+records); unknown line types and keys are kept, never fatal. Everything that
+needs more than one line (title precedence, rewinds, compaction, usage per API
+message, inline sidechains, subagent links) is left to the store.
 
 Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
 
@@ -58,9 +58,9 @@ META_PREFIXES = (
     "<task-notification>",
     "Caveat: The messages below were generated",
 )
-NOT_A_PROMPT = META_PREFIXES + ("<command-", "[Request interrupted by user")
-SKILL_PREFIX = "Base directory for this skill"
 INTERRUPTED = "[Request interrupted by user"
+NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
+SKILL_PREFIX = "Base directory for this skill"
 
 # Tool results that say the tool never ran because permission was refused:
 # rejected or cancelled in the prompt, not granted in ``-p`` mode, or denied
@@ -221,10 +221,7 @@ class ClaudeCodeParser:
         obj = decode_object(Line(line, position))
         if isinstance(obj, LineError):
             return [obj]
-        try:
-            return self._line_records(obj, position)
-        except Exception as exc:  # a shape no rule foresaw must not stop the file
-            return [LineError(position, f"unexpected line shape: {type(exc).__name__}: {exc}")]
+        return self._line_records(obj, position)
 
     def document(self, data: bytes) -> list[Record]:
         position = Position(1, 0, len(data))
@@ -241,15 +238,11 @@ class ClaudeCodeParser:
         """The file's session: its name, or ``<parent>:agent-<id>`` for agents."""
         if not self.is_agent:
             return self.own_id
-        return f"{self.parent}:agent-{self.agent_id}" if self.parent else f"agent-{self.agent_id}"
-
-    @property
-    def root_session_id(self) -> str:
-        """The main session whose ``subagents/`` folder holds spawned agents."""
-        return (self.parent or "") if self.is_agent else self.own_id
+        return self._child_session_id(self.agent_id) if self.parent else f"agent-{self.agent_id}"
 
     def _child_session_id(self, agent_id: str) -> str:
-        return f"{self.root_session_id}:agent-{agent_id}"
+        """An agent's session; every agent of a session sits in its ``subagents/``."""
+        return f"{self.parent or self.own_id}:agent-{agent_id}"
 
     def _adopt_parent(self, obj: dict) -> None:
         """A 2.0.x flat agent file names its parent only in ``sessionId``."""
@@ -403,6 +396,8 @@ class ClaudeCodeParser:
         )
         if payload:
             _add_api_fields(message, payload)
+        if message.subtype == "compact_boundary":
+            message.meta = _compaction_meta(obj)
         return message
 
     def _member_agent_id(self, obj: dict) -> str | None:
@@ -580,7 +575,7 @@ class ClaudeCodeParser:
             Subagent(
                 self.agent_id,
                 parent,
-                child_session_id=f"{parent}:agent-{self.agent_id}",
+                child_session_id=self._child_session_id(self.agent_id),
                 parent_tool_use_id=_text(doc.get("toolUseId")),
                 agent_type=agent_type,
                 description=description,
@@ -597,6 +592,9 @@ class ClaudeCodeParser:
             for item in (progress if isinstance(progress, list) else ())
             if isinstance(item, dict) and item.get("type") == "workflow_agent"
         ]
+        agent_count = _int(doc.get("agentCount"))
+        if agent_count is None and isinstance(progress, list):
+            agent_count = len(agents)
         result = doc.get("result")
         records: list[Record] = [
             Workflow(
@@ -607,9 +605,7 @@ class ClaudeCodeParser:
                 script=_text(doc.get("script")),
                 result_json=None if result is None else orjson.dumps(result).decode(),
                 timestamp=_text(doc.get("timestamp")),
-                agent_count=_int(doc.get("agentCount"))
-                if "agentCount" in doc
-                else len(agents) if isinstance(progress, list) else None,
+                agent_count=agent_count,
                 duration_ms=_int(doc.get("durationMs")),
                 total_tokens=_int(doc.get("totalTokens")),
                 status=_text(doc.get("status")),
@@ -659,6 +655,20 @@ def _add_api_fields(message: Message, payload: dict) -> None:
         message.output_tokens = _int(usage.get("output_tokens"))
         message.cache_read_tokens = _int(usage.get("cache_read_input_tokens"))
         message.cache_creation_tokens = _int(usage.get("cache_creation_input_tokens"))
+
+
+def _compaction_meta(obj: dict) -> dict | None:
+    """``{"preserved_uuids": [...]}``: lines a compaction kept verbatim."""
+    metadata = obj.get("compactMetadata")
+    kept = metadata.get("preservedMessages") if isinstance(metadata, dict) else None
+    if not isinstance(kept, dict):
+        return None
+    uuids = {}
+    for key in ("allUuids", "uuids"):
+        value = kept.get(key)
+        if isinstance(value, list):
+            uuids.update((uuid, None) for uuid in value if isinstance(uuid, str))
+    return {"preserved_uuids": list(uuids)} if uuids else None
 
 
 def _subtype(obj: dict, line_type: str) -> str | None:

@@ -1,0 +1,797 @@
+"""Parser-level tests of the Claude Code source (no database involved).
+
+The expected per-file counts below were derived by reading the corpus files
+with jq and by hand, not by running the parser.
+"""
+
+import base64
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Session,
+    Subagent,
+    Summary,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+    Workflow,
+    WorkflowAgent,
+)
+from datasette_obelisk.sources.base import SourceFile
+from datasette_obelisk.sources.claude_code import ClaudeCodeSource
+from datasette_obelisk.sources.lines import read_lines
+
+CORPUS = Path(__file__).parent.parent.parent / "shared" / "corpus"
+CLAUDE = CORPUS / "claude-code"
+needs_corpus = pytest.mark.skipif(
+    not CLAUDE.is_dir(), reason=f"the shared corpus is not at {CLAUDE}"
+)
+
+SOURCE = ClaudeCodeSource()
+
+# The corpus keeps the 2.0.x flat agent file under its fixture name, not
+# ``agent-<id>.jsonl``, so discovery sees a session: parse it as what it is.
+FLAT_AGENT = "handgemacht-ai__claude-code-log/sidechain_agent.jsonl"
+FLAT_AGENT_HINTS = {"agent_id": "e1c84ba5", "project": "handgemacht-ai__claude-code-log"}
+INLINE_1_0 = "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+MAIN_2_1 = "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+ALICE = "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2"
+JAZZY = "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f"
+JAZZY_AGENT = f"jazzyalex__agent-sessions/{JAZZY}/subagents/agent-a0ad4f44468bdf20d.jsonl"
+COMPACT_AGENT = "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-acompact-70d8e7.jsonl"
+
+COLUMNS = (
+    "messages merged errors tool_calls tool_results is_error"
+    " succeeded failed blocked cancelled subagents away_summary compaction"
+    " custom ai summary first_prompt split_api_ids"
+).split()
+
+# fmt: off
+EXPECTED = {
+    #                                                         msg mrg err calls res err  ok fail blk cxl sub away cmp cus ai sum fp split
+    "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl":
+                                                            (437, 1, 0, 167, 167, 23, 144, 23, 0, 0, 0, 0, 0, 0, 0, 1, 1, 88),
+    "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl":
+                                                            (12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0),
+    "daaain__claude-code-log/edge_cases.jsonl":             (14, 2, 3, 3, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0),
+    "handgemacht-ai__claude-code-log/2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl":
+                                                            (23, 1, 0, 9, 9, 6, 3, 0, 6, 0, 0, 0, 0, 0, 0, 0, 1, 2),
+    "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001.jsonl":
+                                                            (7, 0, 0, 2, 2, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
+    "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl":
+                                                            (3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl":
+                                                            (162, 18, 0, 40, 40, 0, 40, 0, 0, 0, 6, 2, 0, 0, 0, 0, 1, 16),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2.jsonl":
+                                                            (18, 0, 0, 7, 7, 0, 7, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 3),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2.meta.json":
+                                                            (0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
+    FLAT_AGENT:                                             (3, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1),
+    "handgemacht-ai__claude-code-log/sidechain_main.jsonl": (3, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl":
+                                                            (3, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl":
+                                                            (4, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json":
+                                                            (0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
+    "jazzyalex__agent-sessions/small.jsonl":                (71, 18, 0, 3, 3, 1, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1),
+    "kvsankar__agent-history/claude_forked_session.jsonl":  (14, 0, 0, 3, 3, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0),
+    # history.jsonl's shape (no type, no uuid): only metadata.
+    "kvsankar__agent-history/claude_history.jsonl":         (0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+    "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl":
+                                                            (116, 0, 0, 25, 25, 0, 25, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 10),
+    "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-acompact-70d8e7.jsonl":
+                                                            (15, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
+    "simonw__claude-code-transcripts/sample_session.jsonl": (7, 1, 0, 2, 2, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0),
+}
+# fmt: on
+
+
+# Helpers
+
+
+def corpus_units():
+    """Every corpus file as the unit it is parsed as, by path below the corpus."""
+    units = {str(unit.path.relative_to(CLAUDE)): unit for unit in SOURCE.discover(CLAUDE)}
+    units[FLAT_AGENT] = SourceFile(
+        CLAUDE / FLAT_AGENT, "claude", "subagent", hints=FLAT_AGENT_HINTS, priority=1
+    )
+    return units
+
+
+def line_items(path):
+    """(bytes, Position) of each non-blank line, as the ingester feeds them."""
+    with open(path, "rb") as stream:
+        return [(line.data, line.position) for line in read_lines(stream) if line.data.strip()]
+
+
+def parsed(name):
+    """Records of the corpus file ``name``."""
+    return parse_unit(corpus_units()[name])
+
+
+def parse_unit(unit_):
+    parser = SOURCE.open_parser(unit_, None)
+    if unit_.layout == "document":
+        return parser.document(unit_.path.read_bytes())
+    return [r for data, position in line_items(unit_.path) for r in parser.feed(data, position)]
+
+
+def unit(kind="session", name="s1.jsonl", layout="jsonl", **hints):
+    return SourceFile(Path("/projects/-p") / name, "claude", kind, layout, hints=hints)
+
+
+def feed_lines(objects, unit_=None, state=None):
+    """Records for JSON-able ``objects`` fed as consecutive lines."""
+    parser = SOURCE.open_parser(unit_ or unit(session_id="s1"), state)
+    records, offset = [], 0
+    for line_no, obj in enumerate(objects, 1):
+        data = obj if isinstance(obj, bytes) else orjson.dumps(obj)
+        records.extend(parser.feed(data, Position(line_no, offset, len(data))))
+        offset += len(data) + 1
+    return records
+
+
+def of_type(records, kind):
+    return [record for record in records if isinstance(record, kind)]
+
+
+def tally(records):
+    """The EXPECTED columns for ``records``."""
+    results = of_type(records, ToolResult)
+    outcomes = Counter(result.outcome for result in results)
+    summaries = Counter(summary.kind for summary in of_type(records, Summary))
+    titles = Counter(title.kind for title in of_type(records, TitleCandidate))
+    api_ids = Counter(m.api_message_id for m in of_type(records, Message) if m.api_message_id)
+    return (
+        len(of_type(records, Message)),
+        len(of_type(records, Merged)),
+        len(of_type(records, LineError)),
+        len(of_type(records, ToolCall)),
+        len(results),
+        sum(result.is_error for result in results),
+        outcomes["succeeded"],
+        outcomes["failed"],
+        outcomes["blocked"],
+        outcomes["cancelled"],
+        len(of_type(records, Subagent)),
+        summaries["away_summary"],
+        summaries["compaction"],
+        titles["custom"],
+        titles["ai"],
+        titles["summary"],
+        titles["first_prompt"],
+        sum(1 for count in api_ids.values() if count > 1),
+    )
+
+
+def user(uuid, content, **extra):
+    message = {"role": "user", "content": content}
+    return {"type": "user", "uuid": uuid, "sessionId": "s1", "message": message, **extra}
+
+
+def assistant(uuid, content, **extra):
+    message = {"role": "assistant", "content": content}
+    return {"type": "assistant", "uuid": uuid, "message": message, **extra}
+
+
+def tool_result(tool_use_id, content, is_error=None):
+    block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+    if is_error is not None:
+        block["is_error"] = is_error
+    return block
+
+
+# The corpus
+
+
+@needs_corpus
+def test_every_claude_file_in_the_corpus_has_expected_counts():
+    units = corpus_units()
+    assert sorted(units) == sorted(EXPECTED)
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_file_counts(name):
+    records = parsed(name)
+    assert dict(zip(COLUMNS, tally(records))) == dict(zip(COLUMNS, EXPECTED[name]))
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", [n for n in sorted(EXPECTED) if n.endswith(".jsonl")])
+def test_each_line_is_exactly_one_message_merged_or_error(name):
+    unit_ = corpus_units()[name]
+    parser = SOURCE.open_parser(unit_, None)
+    for data, position in line_items(unit_.path):
+        records = parser.feed(data, position)
+        accounted = [r for r in records if isinstance(r, (Message, Merged, LineError))]
+        assert len(accounted) == 1, position
+        assert all(getattr(r, "position", position) == position for r in accounted)
+
+
+@needs_corpus
+def test_compaction_keeps_its_preserved_segment():
+    records = parsed("daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl")
+    messages = {m.uuid: m for m in of_type(records, Message)}
+    boundary = messages["cb"]
+    assert (boundary.type, boundary.subtype, boundary.parent_uuid, boundary.logical_parent_uuid) == (
+        "system", "compact_boundary", None, "b2a2"
+    )
+    assert boundary.meta == {"preserved_uuids": ["b2a", "b2u2", "b2a2"]}
+    assert (boundary.is_meta, boundary.surface, boundary.text) == (1, "log-only", "Conversation compacted")
+    summary = messages["cs"]
+    assert (summary.is_compact_summary, summary.is_meta, summary.surface) == (1, 0, None)
+    assert of_type(records, Summary) == [
+        Summary("cs", "dag_compact_after_rewind_preserved", "compaction", summary.text, summary.timestamp, "cs")
+    ]
+
+
+@needs_corpus
+def test_2_1_line_fields():
+    records = parsed(MAIN_2_1)
+    messages = {m.uuid: m for m in of_type(records, Message)}
+    thinking = messages["226dc7e9-9f54-4066-8239-0b14974c9a4e"]
+    # Empty thinking with only a signature contributes no text.
+    assert (thinking.text, thinking.content_type) == ("", "thinking")
+    assert thinking.api_message_id == "msg_01XwTPVdM5y8bf1EDKvGBV35"
+    assert thinking.request_id == "req_011CaBJWhtEYGeXKSjCTPCH9"
+    assert (thinking.model, thinking.stop_reason, thinking.role) == ("claude-opus-4-7", "tool_use", "assistant")
+    assert (thinking.input_tokens, thinking.output_tokens) == (6, 2201)
+    assert (thinking.cache_read_tokens, thinking.cache_creation_tokens) == (0, 27860)
+    assert thinking.surface is None and thinking.is_meta == 0
+    tool_search = messages["6d26e720-e434-4a95-aeed-e4c2ed73ac3c"]
+    assert tool_search.text == "TaskCreate\nSendMessage\nTaskList\nTaskGet"
+    assert tool_search.content_type == "tool_result"
+    hook = messages["1a39b566-c11f-4d25-bf32-158094f07434"]
+    assert (hook.type, hook.subtype, hook.content_type) == ("attachment", "hook_success", "attachment")
+    assert (hook.is_meta, hook.surface, hook.text) == (1, "log-only", "")
+    away = messages["e8b0fd84-dfca-4e0c-85f8-8a4b212caf95"]
+    assert (away.subtype, away.is_meta, away.surface) == ("away_summary", 1, "log-only")
+    assert away.text.startswith("Running a teammate experiment")
+    assert [s.content for s in of_type(records, Summary)][0] == away.text
+    caveat = messages["b2ad0fde-4454-493e-8aed-0d5c4ae4be01"]
+    exit_command = messages["8b5a6508-dc77-49c6-a13d-239d5a7c69b1"]
+    assert caveat.is_meta == exit_command.is_meta == 1
+    spawned = {s.agent_id: s for s in of_type(records, Subagent)}
+    alice = spawned["a36efb2a1231c41e2"]
+    assert alice.session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    assert alice.child_session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2"
+    assert (alice.agent_type, alice.duration_ms, alice.total_tokens) == ("general-purpose", 227081, 29103)
+    agent_calls = {c.id for c in of_type(records, ToolCall) if c.name == "Agent"}
+    assert {s.parent_tool_use_id for s in spawned.values()} <= agent_calls
+    linked = [r for r in of_type(records, ToolResult) if r.agent_id]
+    assert sorted(r.agent_id for r in linked) == sorted(spawned)
+
+
+@needs_corpus
+def test_subagent_transcripts_are_sessions_of_their_own():
+    # 2.1.x: the parent comes from the path, even where lines say otherwise.
+    jazzy = parsed(JAZZY_AGENT)
+    child = f"{JAZZY}:agent-a0ad4f44468bdf20d"
+    [session] = of_type(jazzy, Session)
+    assert (session.id, session.parent_session_id) == (child, JAZZY)
+    assert (session.relationship, session.agent_id) == ("subagent", "a0ad4f44468bdf20d")
+    assert of_type(jazzy, Subagent) == [Subagent("a0ad4f44468bdf20d", JAZZY, child_session_id=child)]
+    assert {m.session_id for m in of_type(jazzy, Message)} == {child}
+    assert {m.agent_id for m in of_type(jazzy, Message)} == {"a0ad4f44468bdf20d"}
+    # 2.0.x flat file: the parent comes from the lines' sessionId.
+    [session] = of_type(parsed(FLAT_AGENT), Session)
+    assert session.id == "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
+    assert session.parent_session_id == "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"
+    # The compaction summariser is an agent like any other.
+    compact = parsed(COMPACT_AGENT)
+    assert of_type(compact, Session)[0].id == "fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7"
+    assert of_type(compact, TitleCandidate)[0].title.startswith("Your task is to create a detailed summary")
+
+
+@needs_corpus
+def test_2_0_trunk_tool_result_refers_to_its_agent():
+    records = parsed("handgemacht-ai__claude-code-log/sidechain_main.jsonl")
+    [result] = of_type(records, ToolResult)
+    assert result.agent_id == "e1c84ba5"
+    assert all(m.agent_id is None for m in of_type(records, Message))
+    [spawned] = of_type(records, Subagent)
+    assert (spawned.parent_tool_use_id, spawned.duration_ms, spawned.total_tokens) == (
+        "toolu_01JA2mLseQCAW3MdwPE4qWEk", 119249, 59967
+    )
+
+
+@needs_corpus
+def test_inline_sidechains_keep_their_lines_and_never_title_the_session():
+    records = parsed(INLINE_1_0)
+    messages = of_type(records, Message)
+    assert sum(m.is_sidechain for m in messages) == 405
+    assert all(m.agent_id is None for m in messages)
+    titles = {t.kind: t for t in of_type(records, TitleCandidate)}
+    assert titles["first_prompt"].title == "Thanks! Please update CLAUDE.md for current changes"
+    assert titles["summary"].leaf_uuid == "549b3502-6e30-4fa5-869f-c998df26c3f0"
+    multi_edit = [c for c in of_type(records, ToolCall) if c.name == "MultiEdit"]
+    assert multi_edit and all(len(c.file_paths) == 1 for c in multi_edit)
+
+
+@needs_corpus
+def test_meta_json_documents():
+    records = parsed(f"{ALICE}.meta.json")
+    data = (CLAUDE / f"{ALICE}.meta.json").read_bytes()
+    assert records == [
+        Subagent(
+            "a36efb2a1231c41e2",
+            "ef958aa1-0e93-49f0-bb71-150f63befcd1",
+            child_session_id="ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2",
+            agent_type="general-purpose",
+            description="Round 2: alice comparison",
+        ),
+        Merged(Position(1, 0, len(data)), "metadata"),
+    ]
+
+
+@needs_corpus
+def test_no_base64_in_corpus_text():
+    records = parsed("jazzyalex__agent-sessions/small.jsonl")
+    placeholders = [m.text for m in of_type(records, Message) if "[image " in m.text]
+    assert len(placeholders) == 2  # a prompt and a queued_command with images
+    for message in of_type(records, Message):
+        assert '"data"' not in message.text and "base64" not in message.text
+
+
+@needs_corpus
+@pytest.mark.parametrize(
+    "name",
+    [
+        "jazzyalex__agent-sessions/small.jsonl",
+        "daaain__claude-code-log/edge_cases.jsonl",
+        "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl",
+        "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl",
+        "handgemacht-ai__claude-code-log/sidechain_main.jsonl",
+        FLAT_AGENT,
+    ],
+)
+def test_resuming_from_saved_state_at_every_line_gives_the_same_records(name):
+    unit_ = corpus_units()[name]
+    items = line_items(unit_.path)
+    whole = parse_unit(unit_)
+    for split in range(len(items) + 1):
+        first = SOURCE.open_parser(unit_, None)
+        records = [r for data, pos in items[:split] for r in first.feed(data, pos)]
+        state = orjson.loads(orjson.dumps(first.state()))  # what the store keeps
+        second = SOURCE.open_parser(unit_, state)
+        records += [r for data, pos in items[split:] for r in second.feed(data, pos)]
+        assert records == whole, split
+
+
+# Mapping rules on hand-made lines
+
+
+def test_images_and_documents_become_placeholders():
+    payload = base64.b64encode(bytes(range(256)) * 12).decode()  # 3072 bytes
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": payload}}
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": payload}}
+    records = feed_lines(
+        [
+            user("u1", [image, {"type": "text", "text": "what is this?"}]),
+            user("u2", [tool_result("t1", [image, {"type": "text", "text": "shot"}])]),
+            {
+                "type": "attachment",
+                "uuid": "q1",
+                "attachment": {"type": "queued_command", "prompt": [pdf, {"type": "text", "text": "and this"}]},
+            },
+        ]
+    )
+    texts = [m.text for m in of_type(records, Message)]
+    assert texts == [
+        "[image image/png 3072 bytes]\nwhat is this?",
+        "[image image/png 3072 bytes]\nshot",
+        "[document application/pdf 3072 bytes]\nand this",
+    ]
+    assert of_type(records, ToolResult)[0].content == texts[1]
+    assert of_type(records, Message)[0].content_type == "mixed"
+    assert of_type(records, TitleCandidate)[0].title == "what is this?"
+    assert not any(payload[:40] in repr(r) for r in records)
+
+
+@pytest.mark.parametrize(
+    "content, is_error, extra, outcome, exit_code",
+    [
+        ("[Request interrupted by user for tool use]", True, {}, "cancelled", None),
+        ("The user doesn't want to proceed with this tool use. The tool use was rejected", True, {}, "blocked", None),
+        ("The user doesn't want to take this action right now. STOP what you are doing", True, {}, "blocked", None),
+        ("Permission to use Bash with command node --version has been denied.", True, {}, "blocked", None),
+        ("Claude requested permissions to use WebSearch, but you haven't granted it yet.", True, {}, "blocked", None),
+        ("Error: This command requires approval", True, {}, "blocked", None),
+        ("anything at all", True, {"toolDenialKind": "classifier"}, "blocked", None),
+        ("Exit code 2\nls: cannot access 'x'", True, {}, "failed", 2),
+        ("Error: Exit code 127\nbash: nope: command not found", True, {}, "failed", 127),
+        ("Exit code 0", False, {}, "succeeded", 0),
+        ("The user doesn't want to proceed with this tool use", False, {}, "succeeded", None),
+        ("fine", None, {}, "succeeded", None),
+    ],
+)
+def test_tool_result_outcomes(content, is_error, extra, outcome, exit_code):
+    records = feed_lines([user("u1", [tool_result("t1", content, is_error)], **extra)])
+    [result] = of_type(records, ToolResult)
+    assert (result.outcome, result.exit_code, result.is_error) == (outcome, exit_code, int(is_error is True))
+
+
+def test_tool_calls():
+    edit = {"type": "tool_use", "id": "t1", "name": "MultiEdit", "input": {"file_path": "/a.py", "edits": []}}
+    notebook = {"type": "tool_use", "id": "t2", "name": "NotebookEdit", "input": {"notebook_path": "/n.ipynb"}}
+    skill = {"type": "tool_use", "id": "t3", "name": "Skill", "input": {"skill": "pdf"}}
+    grep = {"type": "tool_use", "id": "t4", "name": "Grep", "input": {"path": "/src"}}
+    anonymous = {"type": "tool_use", "name": "bash", "input": {"command": "ls"}}
+    records = feed_lines([assistant("a1", [edit, notebook, skill, grep, anonymous], timestamp="T")])
+    calls = of_type(records, ToolCall)
+    assert [(c.id, c.file_paths, c.presentation) for c in calls] == [
+        ("t1", ["/a.py"], "default"),
+        ("t2", ["/n.ipynb"], "default"),
+        ("t3", [], "skill"),
+        ("t4", [], "default"),
+        ("a1:4", [], "default"),
+    ]
+    assert calls[0].input_json == '{"file_path":"/a.py","edits":[]}'
+    assert {(c.message_uuid, c.session_id, c.timestamp) for c in calls} == {("a1", "s1", "T")}
+    [message] = of_type(records, Message)
+    assert message.content_type == "tool_use"
+    assert message.text.splitlines()[0] == 'MultiEdit {"file_path":"/a.py","edits":[]}'
+
+
+def test_meta_detection_and_content_types():
+    records = feed_lines(
+        [
+            user("u1", "<command-name>/clear</command-name>"),
+            user("u2", [{"type": "text", "text": "<system-reminder>x</system-reminder>"}]),
+            user("u3", "<task-notification>\n<task-id>1</task-id>"),
+            user("u4", "Base directory for this skill: /skills/pdf", isMeta=True),
+            user("u5", "a real prompt"),
+            assistant("a1", [{"type": "thinking", "thinking": "hmm", "signature": "x"}, {"type": "text", "text": "ok"}]),
+            assistant("a2", [{"type": "redacted_thinking", "data": "opaque"}]),
+        ]
+    )
+    messages = {m.uuid: m for m in of_type(records, Message)}
+    assert [messages[u].is_meta for u in ("u1", "u2", "u3", "u4", "u5", "a1")] == [1, 1, 1, 1, 0, 0]
+    assert messages["u4"].content_type == "skill_instructions"
+    assert (messages["a1"].content_type, messages["a1"].text) == ("mixed", "hmm\nok")
+    assert (messages["a2"].content_type, messages["a2"].text) == ("redacted_thinking", "")
+
+
+def test_first_prompt_skips_everything_that_is_not_a_typed_prompt():
+    records = feed_lines(
+        [
+            {"type": "summary", "summary": "Old title", "leafUuid": "x"},
+            user("u0", "inline subagent task", isSidechain=True),
+            user("u1", "Caveat: The messages below were generated by the user", isMeta=True),
+            user("u2", "<command-name>/model</command-name>"),
+            user("u3", "[Request interrupted by user]"),
+            user("u4", [tool_result("t1", "out")]),
+            user("u5", "This session is being continued from a previous conversation", isCompactSummary=True),
+            user("u6", "   "),
+            user("u7", "  Fix the login bug  "),
+            user("u8", "second prompt"),
+        ]
+    )
+    titles = of_type(records, TitleCandidate)
+    assert [(t.kind, t.title) for t in titles] == [("summary", "Old title"), ("first_prompt", "Fix the login bug")]
+    assert titles[1].position.line_no == 9
+    assert [s.kind for s in of_type(records, Summary)] == ["compaction"]
+
+
+def test_titles_and_metadata_lines():
+    records = feed_lines(
+        [
+            {"type": "custom-title", "customTitle": "Mine", "sessionId": "s1"},
+            {"type": "ai-title", "aiTitle": "Theirs", "sessionId": "s1"},
+            {"type": "ai-title", "aiTitle": "", "sessionId": "s1"},
+            {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}},
+            {"type": "queue-operation", "operation": "enqueue", "content": "later"},
+            {"type": "last-prompt", "lastPrompt": "x"},
+        ]
+    )
+    assert [(t.kind, t.title, t.session_id) for t in of_type(records, TitleCandidate)] == [
+        ("custom", "Mine", "s1"),
+        ("ai", "Theirs", "s1"),
+    ]
+    assert [m.reason for m in of_type(records, Merged)] == ["metadata"] * 6
+    assert not of_type(records, Session)  # metadata alone makes no session
+
+
+def test_session_is_emitted_once_and_again_on_context_change():
+    context = {"cwd": "/a", "gitBranch": "main", "version": "2.1.1"}
+    records = feed_lines(
+        [
+            {"type": "permission-mode", "permissionMode": "default"},
+            user("u1", "hi", **context),
+            assistant("a1", "yo", **context),
+            assistant("a2", "sub", isSidechain=True, cwd="/a/sub"),
+            assistant("a3", "no context"),
+            user("u2", "moved", **{**context, "cwd": "/b"}),
+            user("u3", "upgraded", **{**context, "cwd": "/b", "version": "2.1.2"}),
+        ],
+        unit(session_id="s1", project="-a"),
+    )
+    sessions = of_type(records, Session)
+    assert [(s.cwd, s.git_branch, s.version) for s in sessions] == [
+        ("/a", "main", "2.1.1"),
+        ("/b", "main", "2.1.1"),
+        ("/b", "main", "2.1.2"),
+    ]
+    assert {(s.id, s.source, s.project, s.relationship) for s in sessions} == {("s1", "claude", "-a", None)}
+    assert of_type(records, Message)[2].cwd == "/a/sub"
+
+
+def test_lines_without_uuid_get_a_positional_id():
+    records = feed_lines([{"type": "user", "message": {"role": "user", "content": "hi"}}])
+    assert of_type(records, Message)[0].uuid == "s1:0"
+
+
+def test_agent_progress_links_a_tool_call_to_its_agent():
+    line = {
+        "type": "progress",
+        "uuid": "p1",
+        "data": {"type": "agent_progress", "agentId": "a93ccab", "message": {"type": "user"}},
+        "parentToolUseID": "toolu_1",
+        "toolUseID": "agent_msg_1",
+    }
+    records = feed_lines([line])
+    assert of_type(records, Subagent) == [
+        Subagent("a93ccab", "s1", child_session_id="s1:agent-a93ccab", parent_tool_use_id="toolu_1")
+    ]
+    [message] = of_type(records, Message)
+    assert (message.subtype, message.text, message.surface, message.is_meta) == ("agent_progress", "", "log-only", 1)
+
+
+def test_agent_ids_are_membership_in_agent_files_and_references_in_trunks():
+    trunk = user("u1", [tool_result("t1", "done")], agentId="e1c84ba5")
+    inline = assistant("a1", "sub", isSidechain=True, agentId="b2")
+    records = feed_lines([trunk, inline])
+    assert [m.agent_id for m in of_type(records, Message)] == [None, "b2"]
+    assert of_type(records, ToolResult)[0].agent_id == "e1c84ba5"
+    flat = unit("subagent", "agent-e1c84ba5.jsonl", agent_id="e1c84ba5")
+    records = feed_lines([{**trunk, "sessionId": "parent"}], flat)
+    assert of_type(records, Message)[0].agent_id == "e1c84ba5"
+    assert of_type(records, Message)[0].session_id == "parent:agent-e1c84ba5"
+    assert of_type(records, ToolResult)[0].agent_id is None
+
+
+def test_workflow_documents_journal_and_agents():
+    hints = {"run_id": "wf_1", "parent_session_id": "s1", "project": "-p"}
+    document = {
+        "runId": "wf_1",
+        "taskId": "task_1",
+        "status": "completed",
+        "workflowName": "docs-sweep",
+        "timestamp": "2026-06-28T09:00:00.000Z",
+        "durationMs": 2000,
+        "totalTokens": 101,
+        "script": "phase('Sweep')",
+        "result": {"pages": 2},
+        "workflowProgress": [
+            {"type": "workflow_phase", "index": 1, "title": "Sweep"},
+            {
+                "type": "workflow_agent",
+                "label": "sweep:a",
+                "phaseTitle": "Sweep",
+                "agentId": "w1",
+                "model": "claude-sonnet-4-6",
+                "state": "done",
+                "tokens": 101,
+                "toolCalls": 2,
+                "durationMs": 900,
+            },
+        ],
+    }
+    data = orjson.dumps(document)
+    parser = SOURCE.open_parser(unit("workflow", "s1/workflows/wf_1.json", "document", **hints), None)
+    assert parser.document(data) == [
+        Workflow(
+            "wf_1",
+            "s1",
+            task_id="task_1",
+            script="phase('Sweep')",
+            result_json='{"pages":2}',
+            timestamp="2026-06-28T09:00:00.000Z",
+            agent_count=1,
+            duration_ms=2000,
+            total_tokens=101,
+            status="completed",
+            workflow_name="docs-sweep",
+        ),
+        WorkflowAgent(
+            "w1", "wf_1", "s1", phase="Sweep", label="sweep:a", model="claude-sonnet-4-6",
+            state="done", duration_ms=900, tokens=101, tool_calls=2,
+        ),
+        Merged(Position(1, 0, len(data)), "metadata"),
+    ]
+    run = "s1/subagents/workflows/wf_1/"
+    journal = [
+        {"type": "started", "key": "v2:k", "agentId": "w1"},
+        {"type": "result", "key": "v2:k", "agentId": "w1", "result": "ok"},
+        {"type": "workflow_ledger_entry"},
+    ]
+    records = feed_lines(journal, unit("workflow_journal", run + "journal.jsonl", **hints))
+    assert of_type(records, WorkflowAgent) == [WorkflowAgent("w1", "wf_1", "s1")] * 2
+    assert len(of_type(records, Merged)) == 3
+    agent = unit("workflow_agent", run + "agent-w1.jsonl", agent_id="w1", **hints)
+    records = feed_lines([user("u1", "Sweep docs", isSidechain=True, sessionId="s1#agent-w1")], agent)
+    [session] = of_type(records, Session)
+    assert (session.id, session.parent_session_id, session.relationship) == ("s1:agent-w1", "s1", "workflow")
+    assert of_type(records, WorkflowAgent) == [WorkflowAgent("w1", "wf_1", "s1")]
+    meta = unit("subagent_meta", run + "agent-w1.meta.json", "document", agent_id="w1", **hints)
+    [agent_type, _] = SOURCE.open_parser(meta, None).document(b'{"agentType": "workflow-subagent"}')
+    assert agent_type == WorkflowAgent("w1", "wf_1", "s1", agent_type="workflow-subagent")
+
+
+def test_malformed_documents_are_one_error():
+    meta = unit("subagent_meta", "s1/subagents/agent-a1.meta.json", "document", agent_id="a1", parent_session_id="s1")
+    for data in (b"{not json", b"[1, 2]", b"\xff\xfe"):
+        [error] = SOURCE.open_parser(meta, None).document(data)
+        assert isinstance(error, LineError) and error.position == Position(1, 0, len(data))
+
+
+# Robustness
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"type": "user", "uuid": ',
+        b'"just a string"',
+        b"42",
+        b"[1]",
+        b'{"type": "user", "text": "caf\xe9"}',
+        b'{"type": "user", "uuid": "\\ud800"}',
+        b"[" * 5000 + b"]" * 5000,
+    ],
+    ids=["malformed", "string", "number", "array", "non-utf8", "lone-surrogate", "deep-nesting"],
+)
+def test_bad_lines_are_exactly_one_error(data):
+    records = feed_lines([data])
+    assert len(records) == 1 and isinstance(records[0], LineError)
+
+
+@pytest.mark.parametrize(
+    "line, accounted",
+    [
+        ({"type": "brand-new-thing", "uuid": "n1", "content": "some text"}, Message),
+        ({"type": "brand-new-thing", "whatever": [1, 2]}, Merged),
+        ({"uuid": "n2"}, Message),
+        ({"type": 7, "uuid": ["x"], "message": "oops"}, Merged),
+        ({"type": "assistant", "uuid": "n3", "message": {"content": [None, 3, {"type": 1}, {"no": "type"}]}}, Message),
+    ],
+)
+def test_unknown_shapes_are_never_fatal(line, accounted):
+    records = feed_lines([line])
+    assert [type(r) for r in records if isinstance(r, (Message, Merged, LineError))] == [accounted]
+    message = next(iter(of_type(records, Message)), None)
+    if message and message.type not in ("user", "assistant"):
+        assert (message.is_meta, message.surface) == (1, "log-only")
+
+
+KEYS = [
+    "type", "uuid", "parentUuid", "message", "content", "role", "isSidechain", "isMeta", "agentId",
+    "toolUseResult", "data", "attachment", "subtype", "sessionId", "cwd", "gitBranch", "version",
+    "isCompactSummary", "text", "tool_use_id", "is_error", "input", "name", "id", "usage", "source",
+    "summary", "customTitle", "aiTitle", "leafUuid", "prompt", "toolDenialKind", "timestamp",
+]
+TYPES = ["user", "assistant", "system", "progress", "attachment", "summary", "custom-title",
+         "ai-title", "tool_use", "tool_result", "text", "thinking", "image", "agent_progress",
+         "queued_command", "away_summary", "Edit", "Skill"]
+scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(TYPES) | st.text(max_size=8)
+json_values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS), inner, max_size=5),
+    max_leaves=12,
+)
+# Shaped like Claude lines so the fuzzing reaches content blocks, not just the envelope.
+BLOCK_KEYS = ["text", "thinking", "content", "tool_use_id", "is_error", "input", "name", "id", "source"]
+LINE_KEYS = ["isSidechain", "isMeta", "isCompactSummary", "agentId", "toolUseResult", "toolDenialKind",
+             "data", "attachment", "subtype", "content", "cwd", "sessionId", "compactMetadata"]
+blocks = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES)}, optional=dict.fromkeys(BLOCK_KEYS, json_values)
+)
+claude_lines = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES), "uuid": st.text(max_size=4)},
+    optional={
+        **dict.fromkeys(LINE_KEYS, json_values),
+        "message": st.fixed_dictionaries(
+            {}, optional={"content": st.lists(blocks, max_size=3) | json_values, "usage": json_values}
+        ),
+    },
+)
+any_lines = claude_lines | st.dictionaries(st.sampled_from(KEYS), json_values, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(any_lines, min_size=1, max_size=4))
+def test_fuzzed_lines_are_each_accounted_for_once(objects):
+    for kind, name, hints in [
+        ("session", "s1.jsonl", {"session_id": "s1"}),
+        ("subagent", "agent-a1.jsonl", {"agent_id": "a1"}),
+    ]:
+        parser = SOURCE.open_parser(unit(kind, name, **hints), None)
+        for line_no, obj in enumerate(objects, 1):
+            records = parser.feed(orjson.dumps(obj), Position(line_no, 0, 1))
+            accounted = [r for r in records if isinstance(r, (Message, Merged, LineError))]
+            assert len(accounted) == 1 and not isinstance(accounted[0], LineError)
+        orjson.dumps(parser.state())
+
+
+# Discovery and registration
+
+
+def make_tree(base):
+    """A temp tree laid out like a real ~/.claude, with all three subagent eras."""
+    project = base / "projects" / "-home-u-proj"
+    files = [
+        "s1.jsonl",  # main session
+        "agent-8f3e2a1b.jsonl",  # 2.0.x flat agent
+        "s1/subagents/agent-a93ccab.jsonl",  # 2.1.x agent
+        "s1/subagents/agent-a93ccab.meta.json",
+        "s1/subagents/agent-acompact-70d8e7.jsonl",
+        "s1/subagents/workflows/wf_1/agent-w1.jsonl",
+        "s1/subagents/workflows/wf_1/agent-w1.meta.json",
+        "s1/subagents/workflows/wf_1/journal.jsonl",
+        "s1/workflows/wf_1.json",
+        "s1/tool-results/toolu_1.txt",  # ignored from here on
+        "sessions-index.json",
+        "notes.txt",
+        "s1/subagents/notes.jsonl",
+        "s1/other/agent-x.jsonl",
+    ]
+    for name in files:
+        path = project / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}\n")
+    (base / "history.jsonl").write_text("{}\n")
+    return project
+
+
+def test_discovery_kinds_hints_and_priorities(tmp_path):
+    project = make_tree(tmp_path / ".claude")
+    found = {
+        str(u.path.relative_to(project)): (u.kind, u.layout, u.priority, u.hints)
+        for u in SOURCE.discover(tmp_path / ".claude")
+        if u.source == "claude"
+    }
+    p, s = {"project": "-home-u-proj"}, {"parent_session_id": "s1", "project": "-home-u-proj"}
+    run = "s1/subagents/workflows/wf_1/"
+    assert found == {
+        "s1.jsonl": ("session", "jsonl", 0, {"session_id": "s1", **p}),
+        "agent-8f3e2a1b.jsonl": ("subagent", "jsonl", 1, {"agent_id": "8f3e2a1b", **p}),
+        "s1/subagents/agent-a93ccab.jsonl": ("subagent", "jsonl", 1, {"agent_id": "a93ccab", **s}),
+        "s1/subagents/agent-a93ccab.meta.json": ("subagent_meta", "document", 2, {"agent_id": "a93ccab", **s}),
+        "s1/subagents/agent-acompact-70d8e7.jsonl": ("subagent", "jsonl", 1, {"agent_id": "acompact-70d8e7", **s}),
+        run + "agent-w1.jsonl": ("workflow_agent", "jsonl", 1, {"agent_id": "w1", "run_id": "wf_1", **s}),
+        run + "agent-w1.meta.json": ("subagent_meta", "document", 2, {"agent_id": "w1", "run_id": "wf_1", **s}),
+        run + "journal.jsonl": ("workflow_journal", "jsonl", 1, {"run_id": "wf_1", **s}),
+        "s1/workflows/wf_1.json": ("workflow", "document", 2, {"run_id": "wf_1", **s}),
+    }
+    # A projects-like folder given directly is read the same way.
+    direct = {str(u.path.relative_to(project)) for u in SOURCE.discover(tmp_path / ".claude" / "projects")}
+    assert direct == set(found)
+
+
+def test_default_root(tmp_path):
+    assert SOURCE.default_root({"HOME": str(tmp_path)}) is None
+    (tmp_path / ".claude").mkdir()
+    assert SOURCE.default_root({"HOME": str(tmp_path)}) == tmp_path / ".claude"
+    config = tmp_path / "elsewhere"
+    assert SOURCE.default_root({"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config)}) is None
+    config.mkdir()
+    assert SOURCE.default_root({"HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(config)}) == config
+
+
+def test_registered_through_the_hookspec():
+    source = get_sources()["claude"]
+    assert isinstance(source, ClaudeCodeSource)
+    assert (source.name, source.parser_version) == ("claude", 1)
