@@ -354,9 +354,15 @@ def link_subagents(conn, session_ids) -> None:
                  duration_ms = COALESCE(duration_ms, (
                    SELECT CAST(ROUND((julianday(MAX(timestamp)) - julianday(MIN(timestamp))) * 86400000) AS INTEGER)
                    FROM messages WHERE session_id = subagents.child_session_id)),
-                 total_tokens = (
+                 total_tokens = COALESCE(total_tokens, (
                    SELECT input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens
-                   FROM sessions WHERE id = subagents.child_session_id)
+                   FROM sessions WHERE id = subagents.child_session_id))
                WHERE child_session_id = :s""",
+            {"s": session_id},
+        )
+        conn.execute(
+            """UPDATE sessions SET agent_type = COALESCE(agent_type,
+                   (SELECT agent_type FROM subagents WHERE child_session_id = sessions.id))
+               WHERE id = :s AND relationship = 'subagent'""",
             {"s": session_id},
         )

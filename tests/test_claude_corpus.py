@@ -1,0 +1,211 @@
+"""The real Claude Code logs in ../shared/corpus ingest with exact, hand-checked results.
+
+Line counts were derived by reading the files with a separate script (every
+non-blank line is a message (first occurrence of a uuid), merged (a repeated
+uuid or a line without one that is not a conversation line) or an error
+(not a JSON object)); titles, surfaces and token totals by reading the lines.
+"""
+
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.store.ingest import ingest
+
+FILES = {
+    # path below corpus/claude-code: (lines, messages, merged, errors)
+    "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (438, 437, 1, 0),
+    "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl": (12, 12, 0, 0),
+    "daaain__claude-code-log/edge_cases.jsonl": (19, 12, 4, 3),
+    "handgemacht-ai__claude-code-log/2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl": (24, 23, 1, 0),
+    "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001.jsonl": (7, 7, 0, 0),
+    "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl": (3, 3, 0, 0),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl": (180, 162, 18, 0),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2.jsonl": (18, 18, 0, 0),
+    "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2.meta.json": (1, 0, 1, 0),
+    "handgemacht-ai__claude-code-log/sidechain_agent.jsonl": (3, 3, 0, 0),
+    "handgemacht-ai__claude-code-log/sidechain_main.jsonl": (3, 3, 0, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl": (3, 3, 0, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl": (4, 4, 0, 0),
+    "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json": (1, 0, 1, 0),
+    "jazzyalex__agent-sessions/small.jsonl": (89, 25, 64, 0),
+    "kvsankar__agent-history/claude_forked_session.jsonl": (14, 14, 0, 0),
+    "kvsankar__agent-history/claude_history.jsonl": (7, 0, 7, 0),
+    "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl": (116, 116, 0, 0),
+    "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-acompact-70d8e7.jsonl": (15, 15, 0, 0),
+    "simonw__claude-code-transcripts/sample_session.jsonl": (8, 7, 1, 0),
+}
+
+SESSIONS = [
+    # id, title source, title (first 40 characters), message count, parent, relationship
+    ('0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f', 'first_prompt', 'Delegate a repo search to a subagent', 2, None, None),
+    ('0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f:agent-a0ad4f44468bdf20d', 'first_prompt', 'Search the repo for TODO comments', 2, '0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f', 'subagent'),
+    ('2b4ed4c0-b905-41de-9238-273db3ec737a', 'first_prompt', 'Search if claude -p can make use of WebS', 4, None, None),
+    ('claude_forked_session', 'first_prompt', 'Help me implement a sorting algorithm', 8, None, None),
+    ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
+    ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
+    ('eb000000-0000-4000-8000-000000000001:agent-cccc333', 'first_prompt', 'Analyze the coverage gaps and report bac', 3, 'eb000000-0000-4000-8000-000000000001', 'subagent'),
+    ('edge_cases', 'summary', 'Tested various edge cases including mark', 5, None, None),
+    ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 24, None, None),
+    ('ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2', 'first_prompt', 'You are **alice** (round 2). You are NOT', 4, 'ef958aa1-0e93-49f0-bb71-150f63befcd1', 'subagent'),
+    ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-a93ccab', 'first_prompt', 'Explore the codebase to understand the c', 12, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
+    ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7', 'first_prompt', 'Your task is to create a detailed summar', 2, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'first_prompt', 'Thanks! Please update CLAUDE.md for curr', 8, None, None),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-0d692b0f17cb', 'subagent', 'Implement state management', 17, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-60dade7020bb', 'subagent', 'Setup Next.js project', 20, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-6690d10ef521', 'subagent', 'Build TODO components', 5, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4546a51ea10', 'subagent', 'Create data models', 20, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642', 'subagent', 'Create main page integration', 31, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
+    ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
+    ('sidechain_agent', None, None, 1, None, None),
+    ('sidechain_main', None, None, 1, None, None),
+    ('small', 'custom', 'Stage0 small fixture', 1, None, None),
+    ('small:agent-sidechain-sys1', None, None, 0, 'small', 'subagent'),
+    ('small:agent-sidechain-u2', None, None, 3, 'small', 'subagent'),
+    ('small:agent-sidechain-u2b', None, None, 0, 'small', 'subagent'),
+]
+
+SUBAGENT_LINKS = {
+    # (parent session, agent id): the tool call that started it
+    ("eb000000-0000-4000-8000-000000000001", "cccc333"): "tu_Task_async_001",
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "a36efb2a1231c41e2"): "toolu_017y4gSjMWeQ3L2DAKiygU2y",
+    # agents whose transcripts are not in the corpus, known from toolUseResult.agentId
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "a4ca7529859c158c2"): "toolu_01GmrK6tgdD9D5xD6W5X9UUy",
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "a52886dc180afb356"): "toolu_016neBD9WjCCZqzRTP3afGDT",
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "a6aa8ad077d9ea083"): "toolu_0151DrVyXBXfb63SXGNF1qDb",
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "ab1e6e141221a29ab"): "toolu_01EaAN7bPNQrMTGoKhbEjVrx",
+    ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "aef063ba534d73153"): "toolu_01N26s4U6vDxE1NRAH5CyCNf",
+    ("fe5e1c67-53e7-4862-81ae-d0e013e3270b", "sidechain-0d692b0f17cb"): "toolu_017rjDpjVPeNFmAEXNTkoP55",
+    ("fe5e1c67-53e7-4862-81ae-d0e013e3270b", "sidechain-60dade7020bb"): "toolu_014i9ThHMNShCHocf9xMKasf",
+    ("fe5e1c67-53e7-4862-81ae-d0e013e3270b", "sidechain-6690d10ef521"): "toolu_01LS6tcVd796SbQKmZqeVnWY",
+    ("fe5e1c67-53e7-4862-81ae-d0e013e3270b", "sidechain-f4546a51ea10"): "toolu_01EbxY94wRUAGyMLj5wh699C",
+    ("fe5e1c67-53e7-4862-81ae-d0e013e3270b", "sidechain-f4ab2bf6d642"): "toolu_01EPom7jESzNbU8coiKjzVGS",
+    ("sidechain_main", "e1c84ba5"): "toolu_01JA2mLseQCAW3MdwPE4qWEk",
+}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory, corpus_root):
+    path = tmp_path_factory.mktemp("claude") / "obelisk.db"
+    summary = ingest(path, {"claude": corpus_root / "claude-code"}, sources=None)
+    assert (summary.files, summary.errors) == (len(FILES), 3)
+    conn = sqlite3.connect(path)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def corpus_root():
+    from conftest import CORPUS
+
+    if not CORPUS.exists():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS
+
+
+def test_every_line_is_accounted_for(db, corpus_root):
+    prefix = str(corpus_root / "claude-code") + "/"
+    got = {
+        path.removeprefix(prefix): (read, stored, merged, failed)
+        for path, read, stored, merged, failed in db.execute(
+            "SELECT path, lines_read, lines_stored, lines_merged, lines_failed FROM source_files"
+        )
+    }
+    assert got == FILES
+
+
+def test_sessions_titles_and_lineage(db):
+    got = db.execute(
+        "SELECT id, title_source, substr(replace(title, char(10), ' '), 1, 40), message_count, "
+        "parent_session_id, relationship FROM sessions ORDER BY id"
+    ).fetchall()
+    assert got == SESSIONS
+
+
+def test_subagents_are_linked_to_their_tool_call(db):
+    got = {
+        (session, agent): tool
+        for session, agent, tool in db.execute(
+            "SELECT session_id, agent_id, parent_tool_use_id FROM subagents WHERE parent_tool_use_id IS NOT NULL"
+        )
+    }
+    assert got == SUBAGENT_LINKS
+    # Each linked call is a real Task/Agent call in the parent session.
+    for (session, _), tool in SUBAGENT_LINKS.items():
+        assert db.execute("SELECT name FROM tool_calls WHERE id = ? AND session_id = ?", [tool, session]).fetchone()[0] in ("Task", "Agent")
+
+
+def test_tool_results_and_outcomes(db):
+    assert db.execute(
+        "SELECT COUNT(*), SUM(is_error), SUM(outcome = 'failed'), SUM(outcome = 'blocked'), SUM(outcome = 'cancelled') FROM tool_results"
+    ).fetchone() == (262, 31, 24, 7, 0)
+    # The 1.0.98 session's 23 errored results stay with the sessions that made them.
+    assert db.execute(
+        "SELECT SUM(is_error) FROM tool_results WHERE session_id LIKE 'fe5e1c67-%'"
+    ).fetchone() == (23,)
+
+
+def test_summaries(db):
+    assert db.execute("SELECT source, session_id FROM summaries ORDER BY session_id, id").fetchall() == [
+        ("compaction", "dag_compact_after_rewind_preserved"),
+        ("away_summary", "ef958aa1-0e93-49f0-bb71-150f63befcd1"),
+        ("away_summary", "ef958aa1-0e93-49f0-bb71-150f63befcd1"),
+        ("compaction", "small"),
+    ]
+
+
+def test_ingest_errors_name_file_and_line(db):
+    assert db.execute("SELECT substr(path, -40), line_no, reason FROM ingest_errors ORDER BY line_no").fetchall() == [
+        ("daaain__claude-code-log/edge_cases.jsonl", 13, "not a JSON object: str"),
+        ("daaain__claude-code-log/edge_cases.jsonl", 15, "not a JSON object: int"),
+        ("daaain__claude-code-log/edge_cases.jsonl", 16, "not a JSON object: list"),
+    ]
+
+
+def test_rewind_then_compaction_surfaces(db):
+    got = db.execute(
+        "SELECT uuid, surface, visibility, replaced_by FROM messages "
+        "WHERE session_id = 'dag_compact_after_rewind_preserved' ORDER BY seq"
+    ).fetchall()
+    assert got == [
+        ("u1", "shadowed", "visible", "cs"),
+        ("a1", "shadowed", "visible", "cs"),
+        ("b1u", "shadowed", "inactive", "b2u"),   # the first attempt, rewound away
+        ("b1a", "shadowed", "inactive", "b2u"),
+        ("b2u", "shadowed", "visible", "cs"),
+        ("b2a", "current", "visible", None),      # preserved by the compaction
+        ("b2u2", "current", "visible", None),
+        ("cb", "log-only", "visible", "cs"),
+        ("cs", "current", "visible", None),
+        ("b2a2", "current", "visible", None),
+        ("p1u", "current", "visible", None),
+        ("p1a", "current", "visible", None),
+    ]
+
+
+def test_rewound_branch_is_kept_but_inactive(db):
+    inactive = db.execute(
+        "SELECT uuid FROM messages WHERE session_id = 'claude_forked_session' AND visibility = 'inactive' ORDER BY seq"
+    ).fetchall()
+    assert inactive == [("fu2a-fork",), ("fa2a-fork",), ("fu3a-fork",), ("fa3a-fork",)]
+
+
+def test_usage_counted_once_per_api_message(db):
+    # 88 API messages span several lines in this file; the trunk has 9 responses.
+    assert db.execute(
+        "SELECT input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens FROM sessions "
+        "WHERE id = 'fe5e1c67-53e7-4862-81ae-d0e013e3270b'"
+    ).fetchone() == (373, 2636, 161313, 6672)
+
+
+def test_full_text_search_finds_thinking_and_tool_output(db):
+    assert db.execute(
+        "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'orchestrator'"
+    ).fetchone()[0] > 0
+    assert db.execute(
+        "SELECT COUNT(*) FROM tool_errors_fts_docsize"
+    ).fetchone()[0] == 24
+
+
+def test_no_base64_is_stored(db):
+    assert db.execute("SELECT COUNT(*) FROM messages WHERE text LIKE '%iVBORw0KGgo%'").fetchone()[0] == 0
