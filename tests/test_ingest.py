@@ -7,7 +7,7 @@ import pytest
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import Ingester, ingest
 from toy_source import ToySource
-from dbsnapshot import snapshot
+from dbsnapshot import diff, snapshot
 
 SOURCES = {"toy": ToySource()}
 
@@ -277,3 +277,36 @@ def test_schema_is_wal_with_busy_timeout(db):
     conn = open_db(db)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 30000
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+        "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl",
+        "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+    ],
+)
+def test_real_log_written_in_random_chunks_gives_the_same_database(tmp_path, corpus, name):
+    import random
+
+    from datasette_obelisk.plugins import get_sources
+
+    sources = {"claude": get_sources()["claude"]}
+    data = (corpus / "claude-code" / name).read_bytes()
+    whole = tmp_path / "whole" / "project"
+    whole.mkdir(parents=True)
+    (whole / "session.jsonl").write_bytes(data)
+    ingest(tmp_path / "whole.db", {"claude": whole.parent}, sources=sources)
+
+    rng = random.Random(name)
+    live = tmp_path / "live" / "project"
+    live.mkdir(parents=True)
+    cuts = sorted(rng.sample(range(1, len(data)), 25))
+    with open(live / "session.jsonl", "wb") as fp:
+        for start, end in zip([0] + cuts, cuts + [len(data)]):
+            fp.write(data[start:end])
+            fp.flush()
+            ingest(tmp_path / "live.db", {"claude": live.parent}, sources=sources)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
+    assert got == expected, diff(got, expected)

@@ -90,7 +90,19 @@ def group_inline_sidechains(conn, session_id: str) -> set[str]:
                 f"UPDATE {table} SET session_id = ? WHERE message_uuid = ?", [child, uuid]
             )
         children.add(child)
+    renumber(conn, session_id)
     return children
+
+
+def renumber(conn, session_id: str) -> None:
+    """Close the gaps moved rows leave, keeping the order: seq stays contiguous."""
+    conn.execute(
+        """WITH ranked AS (
+               SELECT id, ROW_NUMBER() OVER (ORDER BY seq) AS n FROM messages WHERE session_id = :s)
+           UPDATE messages SET seq = ranked.n FROM ranked
+           WHERE messages.id = ranked.id AND messages.seq != ranked.n""",
+        {"s": session_id},
+    )
 
 
 def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tuple[str, str]:
@@ -339,7 +351,12 @@ def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
 
 
 def link_subagents(conn, session_ids) -> None:
-    """Fill in what one file knows about a subagent and another does not."""
+    """Fill in what one file knows about a subagent and another does not.
+
+    ``subagents`` keeps only what the logs say (durations and token totals
+    from the spawning call's result); figures computed from a transcript
+    belong to its session row.
+    """
     for session_id in session_ids:
         conn.execute(
             """UPDATE subagents SET parent_tool_use_id = (
@@ -347,17 +364,6 @@ def link_subagents(conn, session_ids) -> None:
                    WHERE tr.agent_id = subagents.agent_id
                      AND tr.session_id = subagents.session_id LIMIT 1)
                WHERE parent_tool_use_id IS NULL AND (session_id = :s OR child_session_id = :s)""",
-            {"s": session_id},
-        )
-        conn.execute(
-            """UPDATE subagents SET
-                 duration_ms = COALESCE(duration_ms, (
-                   SELECT CAST(ROUND((julianday(MAX(timestamp)) - julianday(MIN(timestamp))) * 86400000) AS INTEGER)
-                   FROM messages WHERE session_id = subagents.child_session_id)),
-                 total_tokens = COALESCE(total_tokens, (
-                   SELECT input_tokens + output_tokens + cache_read_tokens + cache_creation_tokens
-                   FROM sessions WHERE id = subagents.child_session_id))
-               WHERE child_session_id = :s""",
             {"s": session_id},
         )
         conn.execute(
