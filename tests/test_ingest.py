@@ -310,3 +310,17 @@ def test_real_log_written_in_random_chunks_gives_the_same_database(tmp_path, cor
             ingest(tmp_path / "live.db", {"claude": live.parent}, sources=sources)
     got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
     assert got == expected, diff(got, expected)
+
+
+def test_file_of_unknown_line_types_is_reported_as_drift(db, root, monkeypatch):
+    from datasette_obelisk.records import Merged
+
+    monkeypatch.setattr(
+        "toy_source.ToyParser.feed", lambda self, data, position: [Merged(position, "unknown-type")]
+    )
+    (root / "s.jsonl").write_bytes(line(kind="future") * 3)
+    summary = run(db, root)
+    assert (summary.messages, summary.errors, summary.empty_files) == (0, 1, [str(root / "s.jsonl")])
+    assert rows(db, "SELECT line_no, reason FROM ingest_errors") == [
+        (0, "none of the 3 lines has a type the toy parser knows: format drift? (0 messages ingested)")
+    ]

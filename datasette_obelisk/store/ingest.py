@@ -12,6 +12,7 @@ import os
 import sqlite3
 import stat as stat_module
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,6 +315,7 @@ class Ingester:
                 self.queue_sessions_of_file(file_id)
         cursor, line_no, state, open_line = resume or (0, 0, None, False)
         self._file_cursor = cursor
+        self._file_reasons = Counter()
         parser = source.open_parser(unit, state)
         self.summary.files_read += 1
         if unit.layout == "document":
@@ -330,6 +332,29 @@ class Ingester:
             cursor += 1
             self._file_cursor = cursor
         self.read_lines(unit, file_id, parser, stream, cursor, line_no, raw, fingerprint, st)
+        self.check_drift(unit, file_id)
+
+    def check_drift(self, unit: SourceFile, file_id: int) -> None:
+        """Say loudly when a file's lines are all of types the parser does not know.
+
+        A format change in a new agent version otherwise looks like an empty
+        but successful ingest.
+        """
+        row = self.conn.execute(
+            "SELECT lines_read, lines_stored, lines_failed FROM source_files WHERE id = ?", [file_id]
+        ).fetchone()
+        reasons = self._file_reasons
+        if row["lines_stored"] or not row["lines_read"] or set(reasons) != {"unknown-type"}:
+            return
+        reason = (
+            f"none of the {row['lines_read']} lines has a type the {unit.source} parser knows: "
+            "format drift? (0 messages ingested)"
+        )
+        with self.transaction():
+            Writer(self.conn, file_id, str(unit.path)).write([LineError(Position(0, 0, 0), reason)])
+        self.summary.errors += 1
+        self.summary.error_samples.append((str(unit.path), None, reason))
+        self.summary.empty_files.append(str(unit.path))
 
     def document_records(self, parser, data: bytes) -> Iterable:
         try:
@@ -449,6 +474,7 @@ class Ingester:
             if records:
                 self.bump_generation()
         self._sessions |= counts.sessions
+        self._file_reasons.update(counts.merged_reasons)
         s = self.summary
         s.lines += lines
         s.messages += counts.stored
