@@ -1,7 +1,8 @@
 """datasette-obelisk: agent session logs in SQLite, served by Datasette.
 
 This module holds the Datasette hook implementations; each delegates to a
-small module under ``web/``.
+small module under ``web/``. The imports are inside the hooks so that the
+ingester and the CLI, which import this package too, never load the web face.
 """
 
 from datasette import hookimpl
@@ -12,3 +13,69 @@ def register_commands(cli):
     from .cli import cli as obelisk
 
     cli.add_command(obelisk, name="obelisk")
+
+
+@hookimpl
+def prepare_connection(conn):
+    from .web.sql_functions import register_functions
+
+    register_functions(conn)
+
+
+@hookimpl
+def startup(datasette):
+    from .web.startup import configure
+
+    async def inner():
+        await configure(datasette)
+
+    return inner
+
+
+@hookimpl
+def register_actions(datasette):
+    from .web.actions import write_actions
+
+    return write_actions()
+
+
+@hookimpl
+def register_routes(datasette):
+    from .web.routes import routes
+
+    return routes(datasette)
+
+
+@hookimpl
+def menu_links(datasette, actor, request):
+    from .web.menus import menu_links
+
+    return menu_links(datasette, request)
+
+
+@hookimpl
+def database_actions(datasette, actor, database, request):
+    from .web.menus import database_actions
+
+    return database_actions(datasette, database)
+
+
+@hookimpl
+def table_actions(datasette, actor, database, table, request):
+    from .web.menus import table_actions
+
+    return table_actions(datasette, database, table)
+
+
+@hookimpl
+def view_actions(datasette, actor, database, view, request):
+    from .web.menus import table_actions
+
+    return table_actions(datasette, database, view)
+
+
+@hookimpl
+def row_actions(datasette, actor, request, database, table, row):
+    from .web.menus import row_actions
+
+    return row_actions(datasette, database, table, row)

@@ -363,3 +363,64 @@ def m003_create_indexes(db):
         CREATE INDEX memories_project ON memories (project);
         """
     )
+
+
+
+@migrations()
+def m004_create_session_index(db):
+    # The session-level search index (see store/session_index.py): one bag
+    # of words per session, counted per chunk of messages so an append only
+    # recounts the last chunk. Grouped search ranks sessions on it instead
+    # of ranking every matching message. Also the key that signs search
+    # cursors, so a cursor survives restarts but not edits.
+    from .session_index import rebuild_session_documents
+
+    db.executescript(
+        """
+        DROP TABLE IF EXISTS session_chunks_fts;
+        DROP TABLE IF EXISTS session_chunks;
+        CREATE TABLE session_chunks (
+            session_id TEXT NOT NULL,
+            chunk INTEGER NOT NULL,
+            first_id INTEGER NOT NULL,
+            last_id INTEGER NOT NULL,
+            messages INTEGER NOT NULL,
+            chars INTEGER NOT NULL,
+            meta_messages INTEGER NOT NULL,
+            body_words TEXT NOT NULL,
+            meta_words TEXT NOT NULL,
+            PRIMARY KEY (session_id, chunk)
+        );
+        CREATE TABLE session_docs (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL UNIQUE,
+            first_id INTEGER NOT NULL,
+            last_id INTEGER NOT NULL,
+            messages INTEGER NOT NULL,
+            chars INTEGER NOT NULL,
+            body_words TEXT NOT NULL,
+            meta_words TEXT NOT NULL,
+            body TEXT NOT NULL,
+            meta TEXT NOT NULL
+        );
+        CREATE VIRTUAL TABLE session_docs_fts USING fts5(
+            body, meta, content='session_docs', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER session_docs_ai AFTER INSERT ON session_docs BEGIN
+            INSERT INTO session_docs_fts (rowid, body, meta) VALUES (new.id, new.body, new.meta);
+        END;
+        CREATE TRIGGER session_docs_ad AFTER DELETE ON session_docs BEGIN
+            INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta)
+            VALUES ('delete', old.id, old.body, old.meta);
+        END;
+        CREATE TRIGGER session_docs_au AFTER UPDATE OF body, meta ON session_docs BEGIN
+            INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta)
+            VALUES ('delete', old.id, old.body, old.meta);
+            INSERT INTO session_docs_fts (rowid, body, meta) VALUES (new.id, new.body, new.meta);
+        END;
+        INSERT OR IGNORE INTO obelisk_state (key, value)
+        VALUES ('cursor_secret', lower(hex(randomblob(16))));
+        """
+    )
+    rebuild_session_documents(db.conn)

@@ -1,0 +1,325 @@
+"""``obelisk search / read / trace / sessions / failures / files / query / attune``.
+
+Each command prints readable text, or with ``--json`` the helper's exact
+return value. Exit codes: 0 ok, 1 a query error (its code is printed),
+2 a usage error.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .cli import cli, db_option, resolve_db
+from .query import fts, obelisk
+from .query.errors import QueryError
+from .query.readonly import connect_readonly
+from .query.runner import DEFAULT_TIMEOUT, run_script
+
+SNIPPET = 160
+
+
+def json_option(fn):
+    return click.option("--json", "as_json", is_flag=True, help="Print the helper's return value as JSON")(fn)
+
+
+def dumps(value) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def fail(exc: QueryError, as_json: bool):
+    """Print a query error (as JSON on stdout, or as text on stderr) and exit with 1."""
+    if as_json:
+        click.echo(json.dumps(exc.as_dict()))
+    else:
+        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+    sys.exit(1)
+
+
+def report_errors(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except QueryError as exc:
+            fail(exc, kwargs["as_json"])
+
+    return wrapper
+
+
+def call(db_path, helper, *args, **kwargs):
+    """Run one read helper on a read-only connection to the database."""
+    conn = connect_readonly(resolve_db(db_path))
+    try:
+        return helper(conn, *args, **kwargs)
+    finally:
+        conn.close()
+
+
+def given(**options) -> dict:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
+    """``text`` flattened to one line of at most ``width`` characters near ``around``."""
+    text = text or ""
+    start = max(0, around - width // 3) if len(text) > width else 0
+    flat = " ".join(text[start : start + 4 * width].split())
+    return ("…" if start else "") + (flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def scope_options(fn):
+    for option in reversed((
+        click.option("--project", help="SQL LIKE pattern over the session's project"),
+        click.option("--source", help="claude, codex or gemini"),
+        click.option("--after", help="ISO timestamp lower bound"),
+        click.option("--before", help="ISO timestamp upper bound"),
+    )):
+        fn = option(fn)
+    return fn
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=20, show_default=True, help="Most results")
+@click.option("--session", "session_id", help="Only this session")
+@scope_options
+@click.option("--mode", type=click.Choice(["terms", "phrase", "raw"]), default="terms", show_default=True,
+              help="terms: every term; phrase: the exact phrase; raw: FTS5 syntax")
+@db_option
+@json_option
+@report_errors
+def search(text, limit, session_id, project, source, after, before, mode, db_path, as_json):
+    """Full-text search of every message, best match first.
+
+    Example:
+
+    \b
+        obelisk search "database is locked" --project '%myapp%' --limit 5
+    """
+    hits = call(db_path, obelisk.search, text, given(
+        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before, mode=mode,
+    ))
+    if as_json:
+        return click.echo(dumps(hits))
+    if not hits:
+        return click.echo("No matches.")
+    terms = fts.tokens(text)
+    for number, hit in enumerate(hits, 1):
+        message, session = hit["message"], hit["session"]
+        click.echo(f"{number}. {one_line(session['title'], 80) or session['id']}  [{session['source']}] {session['project'] or ''}".rstrip())
+        click.echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}")
+        click.echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
+
+
+@cli.command()
+@click.argument("session_id", metavar="SESSION")
+@click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_THREAD), default=1000, show_default=True, help="Most messages")
+@click.option("--offset", type=click.IntRange(0), default=0, help="Skip this many messages")
+@db_option
+@json_option
+@report_errors
+def read(session_id, include_meta, limit, offset, db_path, as_json):
+    """Read a session as a transcript.
+
+    Example:
+
+    \b
+        obelisk read 0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f --limit 50
+    """
+    conn = connect_readonly(resolve_db(db_path))
+    try:
+        found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
+        if not found:
+            raise QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}")
+        messages = obelisk.thread(conn, session_id, {"includeMeta": include_meta, "limit": limit, "offset": offset})
+    finally:
+        conn.close()
+    if as_json:
+        return click.echo(dumps(messages))
+    session = found[0]
+    click.echo(f"# {one_line(session['title'], 120) or session_id}")
+    click.echo(f"{session_id} · {session['source']} · {session['project'] or '-'} · "
+               f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
+    for message in messages:
+        click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}"
+                   f"{' (' + message['content_type'] + ')' if message['content_type'] not in (None, 'text') else ''}:")
+        click.echo(message["text"].rstrip() or "(no text)")
+
+
+@cli.command()
+@click.argument("uuid")
+@db_option
+@json_option
+@report_errors
+def trace(uuid, db_path, as_json):
+    """The parent chain of a message, from the conversation root down to it.
+
+    Example:
+
+    \b
+        obelisk trace 3606d2b7-b8a0-4990-92cc-bfba4c19f8a0
+    """
+    chain = call(db_path, obelisk.trace, uuid)
+    if not chain:
+        raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
+    if as_json:
+        return click.echo(dumps(chain))
+    for depth, message in enumerate(chain):
+        click.echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}")
+        click.echo(f"     {one_line(message['text'])}")
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=50, show_default=True, help="Most sessions")
+@click.option("--branch", help="Exact git branch")
+@scope_options
+@db_option
+@json_option
+@report_errors
+def sessions(limit, branch, project, source, after, before, db_path, as_json):
+    """Sessions, most recently ended first (--after/--before bound the start).
+
+    Example:
+
+    \b
+        obelisk sessions --project '%myapp%' --limit 10
+    """
+    rows = call(db_path, obelisk.sessions, given(
+        limit=limit, branch=branch, project=project, source=source, after=after, before=before,
+    ))
+    if as_json:
+        return click.echo(dumps(rows))
+    if not rows:
+        return click.echo("No sessions.")
+    for row in rows:
+        click.echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
+                   f"{row['id']}  {one_line(row['title'], 80)}".rstrip())
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=50, show_default=True, help="Most failures")
+@click.option("--session", "session_id", help="Only this session")
+@scope_options
+@db_option
+@json_option
+@report_errors
+def failures(limit, session_id, project, source, after, before, db_path, as_json):
+    """Failed tool calls, newest first, with what happened next.
+
+    Example:
+
+    \b
+        obelisk failures --project '%myapp%' --limit 10
+    """
+    rows = call(db_path, obelisk.failures, given(
+        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
+    ))
+    if as_json:
+        return click.echo(dumps(rows))
+    if not rows:
+        return click.echo("No failures.")
+    for row in rows:
+        result, call_row, session = row["result"], row["toolCall"], row["session"]
+        click.echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
+                   f"{one_line(session['title'], 80)} ({session['id']})")
+        click.echo(f"   {one_line(result['content'])}")
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
+@click.option("--source", help="claude, codex or gemini")
+@click.option("--after", help="ISO timestamp lower bound")
+@click.option("--before", help="ISO timestamp upper bound")
+@db_option
+@json_option
+@report_errors
+def files(path, limit, source, after, before, db_path, as_json):
+    """Every tool call that read or changed a file, oldest first.
+
+    Example:
+
+    \b
+        obelisk files /home/me/myapp/src/app.py
+    """
+    rows = call(db_path, obelisk.file_history, path, given(limit=limit, source=source, after=after, before=before))
+    if as_json:
+        return click.echo(dumps(rows))
+    if not rows:
+        return click.echo(f"No tool call touched {path}.")
+    for row in rows:
+        session = row["session"]
+        click.echo(f"{row['timestamp'] or '-':<24}  {row['toolCall']['name']:<12}  {session['id']}  "
+                   f"{one_line(session['title'], 80)}".rstrip())
+
+
+def script_source(file, code) -> str:
+    if (file is None) == (code is None):
+        raise click.UsageError("give a script FILE or -c CODE (one of the two)")
+    return code if code is not None else file.read()
+
+
+def script_command(fn):
+    for option in reversed((
+        click.argument("file", type=click.File("r"), required=False),
+        click.option("-c", "--code", help="The script text instead of a FILE"),
+        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT,
+                     show_default=True, help="Seconds before the script is stopped"),
+        db_option,
+        click.option("--json", "as_json", is_flag=True, help="Accepted for symmetry: output is always JSON"),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def emit_script(code, db_path, **options) -> None:
+    try:
+        result = run_script(code, resolve_db(db_path), **options)
+    except QueryError as exc:
+        fail(exc, as_json=True)
+    click.echo(dumps(result))
+
+
+@cli.command()
+@script_command
+def query(file, code, timeout, db_path, as_json):
+    """Run a Python script against the archive, read-only, and print its JSON.
+
+    The script is a function body: `return` emits the result. Its globals
+    are the helpers sql, search, context, trace, thread, raw, overview,
+    sessions, recent, summaries, memories, subagents, workflows,
+    workflowTree, fileHistory and failures (see SKILL.md).
+
+    Example:
+
+    \b
+        obelisk query -c 'return [h["message"]["text"][:200] for h in search("flaky test", {"limit": 5})]'
+    """
+    emit_script(script_source(file, code), db_path, mode="query", timeout=timeout)
+
+
+@cli.command()
+@script_command
+@click.option("--memory-root", "memory_roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+              help="A folder memory files may come from (repeatable; default $OBELISK_MEMORY_ROOTS)")
+def attune(file, code, timeout, db_path, as_json, memory_roots):
+    """Run a script that registers or archives memories (remember/forget only).
+
+    Only files inside a memory root can be registered: --memory-root, or
+    $OBELISK_MEMORY_ROOTS (separated by the OS path separator).
+
+    Example:
+
+    \b
+        obelisk attune --memory-root ~/notes -c 'return remember({"path": "/home/me/notes/db.md", "summary": "Why the ingester uses WAL"})'
+    """
+    roots = list(memory_roots) or [r for r in os.environ.get("OBELISK_MEMORY_ROOTS", "").split(os.pathsep) if r]
+    roots = [Path(r).expanduser() for r in roots]
+    emit_script(script_source(file, code), db_path, mode="attune", timeout=timeout, memory_roots=roots)

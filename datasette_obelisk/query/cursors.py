@@ -1,0 +1,88 @@
+"""Opaque continuation cursors, bound to a request and to an index generation.
+
+    fingerprint(request) -> str
+        A short hash of the canonical JSON of a normalized request.
+    current_generation(conn) -> int
+        ``obelisk_state.generation``: bumped by every commit that changes data.
+    encode_cursor(conn, scope, request_fingerprint, generation, position) -> str
+    decode_cursor(conn, token, scope, request_fingerprint, generation) -> position
+        A cursor is base64url JSON ``{"v", "scope", "fp", "gen", "pos", "mac"}``
+        signed with the database's ``cursor_secret``. Garbage, an edited
+        cursor, or one from another request or scope raises
+        ``SESSION_QUERY_INVALID_CURSOR``; a cursor from an older generation
+        raises ``SESSION_QUERY_STALE_CURSOR`` (search again from the start).
+        ``generation=None`` skips the staleness check (keyset cursors that
+        stay valid while the data grows).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+
+from .errors import QueryError
+
+VERSION = 1
+MAX_CURSOR_CHARS = 2048
+
+
+def canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fingerprint(request: dict) -> str:
+    return hashlib.sha256(canonical(request).encode()).hexdigest()[:24]
+
+
+def current_generation(conn) -> int:
+    row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'generation'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _secret(conn) -> bytes:
+    row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'cursor_secret'").fetchone()
+    return (row[0] if row and row[0] else "datasette-obelisk").encode()
+
+
+def _mac(conn, body: dict) -> str:
+    return hmac.new(_secret(conn), canonical(body).encode(), hashlib.sha256).hexdigest()[:24]
+
+
+def encode_cursor(conn, scope: str, request_fingerprint: str, generation, position) -> str:
+    body = {"v": VERSION, "scope": scope, "fp": request_fingerprint, "gen": generation, "pos": position}
+    body["mac"] = _mac(conn, body)
+    return base64.urlsafe_b64encode(canonical(body).encode()).decode().rstrip("=")
+
+
+def invalid(message: str) -> QueryError:
+    return QueryError("SESSION_QUERY_INVALID_CURSOR", message)
+
+
+def decode_cursor(conn, token, scope: str, request_fingerprint: str, generation):
+    if not isinstance(token, str) or not token or len(token) > MAX_CURSOR_CHARS:
+        raise invalid("the cursor is not one this service returned")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise invalid("the cursor is not one this service returned") from None
+    if not isinstance(body, dict) or set(body) != {"v", "scope", "fp", "gen", "pos", "mac"}:
+        raise invalid("the cursor is not one this service returned")
+    mac = body.pop("mac")
+    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(conn, body)):
+        raise invalid("the cursor was altered")
+    if body["v"] != VERSION or body["scope"] != scope:
+        raise invalid(f"the cursor belongs to another kind of request, not {scope}")
+    if body["fp"] != request_fingerprint:
+        raise invalid("the cursor belongs to a different request: repeat the same query, filters and limit")
+    if generation is not None and body["gen"] != generation:
+        raise QueryError(
+            "SESSION_QUERY_STALE_CURSOR",
+            "the index changed since this cursor was issued: run the search again without a cursor",
+        )
+    return body["pos"]

@@ -1,0 +1,138 @@
+"""Numbers for the overview dashboard: totals and activity over time.
+
+Pure functions over a sqlite3 connection; they return plain dicts and lists.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import date, timedelta
+
+ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
+
+
+def totals(conn: sqlite3.Connection) -> dict:
+    """Sessions, messages, tool calls and failures, overall and by source and project."""
+    row = conn.execute(
+        """SELECT
+             (SELECT COUNT(*) FROM sessions) AS sessions,
+             (SELECT COUNT(*) FROM messages) AS messages,
+             (SELECT COUNT(*) FROM tool_calls) AS tool_calls,
+             (SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed') AS failures,
+             (SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL) AS memories"""
+    ).fetchone()
+    by_source = _dicts(conn.execute(
+        """SELECT source, COUNT(*) AS sessions, SUM(message_count) AS messages,
+                  SUM(input_tokens + output_tokens) AS tokens, MAX(ended_at) AS last_session_at
+           FROM sessions GROUP BY source ORDER BY sessions DESC"""
+    ))
+    by_project = _dicts(conn.execute(
+        """SELECT project, source, COUNT(*) AS sessions, SUM(message_count) AS messages,
+                  MAX(ended_at) AS last_session_at
+           FROM sessions GROUP BY project, source ORDER BY last_session_at DESC"""
+    ))
+    return {
+        **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "memories"))},
+        "by_source": by_source,
+        "by_project": by_project,
+    }
+
+
+def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
+    """Sessions started and messages written per day and source.
+
+    Days while the archive spans at most ``max_buckets`` days, else weeks
+    (starting Monday), else months, so a long archive still fits one chart.
+    Returns ``{"unit", "buckets": [start day...], "sources",
+    "sessions": {source: [count per bucket]}, "messages": {...}}``.
+    """
+    first, last = conn.execute(
+        f"SELECT MIN(substr(timestamp, 1, 10)), MAX(substr(timestamp, 1, 10)) FROM messages "
+        f"WHERE timestamp GLOB {ISO_DAY}"
+    ).fetchone()
+    if not first:
+        return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}}
+    first, last = date.fromisoformat(first), date.fromisoformat(last)
+    unit, bucket_of = _bucketing(first, last, max_buckets)
+    buckets = []
+    day = bucket_of(first)
+    while day <= last:
+        buckets.append(day.isoformat())
+        day = _next(day, unit)
+    index = {b: i for i, b in enumerate(buckets)}
+    queries = {
+        "sessions": f"SELECT substr(started_at, 1, 10), source, COUNT(*) FROM sessions "
+        f"WHERE started_at GLOB {ISO_DAY} GROUP BY 1, 2",
+        "messages": f"SELECT substr(timestamp, 1, 10), source, COUNT(*) FROM messages "
+        f"WHERE timestamp GLOB {ISO_DAY} AND is_meta = 0 GROUP BY 1, 2",
+    }
+    counts = {kind: {} for kind in queries}
+    for kind, sql in queries.items():
+        for day_text, source, count in conn.execute(sql):
+            try:
+                bucket = bucket_of(date.fromisoformat(day_text)).isoformat()
+            except ValueError:
+                continue
+            if bucket in index:
+                counts[kind].setdefault(source, [0] * len(buckets))[index[bucket]] += count
+    sources = sorted(set(counts["sessions"]) | set(counts["messages"]))
+    return {
+        "unit": unit,
+        "buckets": buckets,
+        "sources": sources,
+        **{kind: {s: per.get(s, [0] * len(buckets)) for s in sources} for kind, per in counts.items()},
+    }
+
+
+def _bucketing(first: date, last: date, max_buckets: int):
+    span = (last - first).days + 1
+    if span <= max_buckets:
+        return "day", lambda d: d
+    if span <= max_buckets * 7:
+        return "week", lambda d: d - timedelta(days=d.weekday())
+    return "month", lambda d: d.replace(day=1)
+
+
+def _next(day: date, unit: str) -> date:
+    if unit == "day":
+        return day + timedelta(days=1)
+    if unit == "week":
+        return day + timedelta(days=7)
+    return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+
+
+def tool_usage(conn: sqlite3.Connection, limit: int = 15) -> list[dict]:
+    """The most used tools with their call and failure counts."""
+    rows = conn.execute(
+        """SELECT c.name, COUNT(*) AS calls,
+                  SUM(r.outcome = 'failed') AS failed
+           FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
+           GROUP BY c.name ORDER BY calls DESC, c.name LIMIT ?""",
+        [limit],
+    ).fetchall()
+    return [{"name": name, "calls": calls, "failed": failed or 0} for name, calls, failed in rows]
+
+
+def _dicts(cursor) -> list[dict]:
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
+def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: int = 50) -> list[dict]:
+    """Paths tool calls touched most, optionally those containing ``contains``."""
+    where, params = "", []
+    if contains:
+        where, params = "WHERE f.path LIKE ? ESCAPE '\\'", ["%" + _like_escape(contains) + "%"]
+    return _dicts(
+        conn.execute(
+            f"""SELECT f.path, COUNT(*) AS calls, COUNT(DISTINCT c.session_id) AS sessions,
+                       MAX(c.timestamp) AS last_at
+                FROM tool_call_files f JOIN tool_calls c ON c.id = f.tool_call_id
+                {where} GROUP BY f.path ORDER BY calls DESC, f.path LIMIT ?""",
+            [*params, limit],
+        )
+    )
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

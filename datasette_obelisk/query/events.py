@@ -1,0 +1,93 @@
+"""Messages as events: the event type vocabulary and the row shapes.
+
+Every ``messages`` row is one event of its session, ordered by ``seq``. Its
+``type`` is derived from the row, in this order of precedence:
+
+=====================  ========================================================
+``compaction/summary``  the summary a compaction put in place of older context
+``tool/call``          a tool-use line (``content_type = 'tool_use'``)
+``tool/result``        a tool-result line (``content_type = 'tool_result'``)
+``assistant/reasoning`` thinking / reasoning text
+``<role>/message``     any other conversation line: ``user/message``,
+                       ``assistant/message``, ``system/message``, ...
+``<type>/<subtype>``   a structural line (``surface = 'log-only'``), e.g.
+                       ``system/compact_boundary``, ``progress/agent_progress``
+``<type>``             a structural line without a subtype
+=====================  ========================================================
+
+The same expression (``event_type_sql``) computes the type in SQL filters and
+in results, so a ``type`` filter always agrees with what is returned.
+
+Semantic text (the ``text`` of a search document) is the message text for
+conversation events and empty for structural (``log-only``) ones.
+"""
+
+from __future__ import annotations
+
+from .text import to_ms
+
+EVENT_COLUMNS = (
+    "id uuid session_id seq type subtype role content_type is_meta is_compact_summary "
+    "surface visibility timestamp replaced_by parent_uuid"
+).split()
+
+
+def event_type_sql(alias: str = "m") -> str:
+    a = alias
+    return (
+        f"(CASE WHEN {a}.is_compact_summary THEN 'compaction/summary' "
+        f"WHEN {a}.surface != 'log-only' AND {a}.content_type = 'tool_use' THEN 'tool/call' "
+        f"WHEN {a}.surface != 'log-only' AND {a}.content_type = 'tool_result' THEN 'tool/result' "
+        f"WHEN {a}.surface != 'log-only' AND {a}.content_type = 'thinking' THEN 'assistant/reasoning' "
+        f"WHEN {a}.surface != 'log-only' AND {a}.role IS NOT NULL THEN {a}.role || '/message' "
+        f"WHEN {a}.subtype IS NOT NULL THEN {a}.type || '/' || {a}.subtype "
+        f"ELSE {a}.type END)"
+    )
+
+
+def event_select(alias: str = "m", text: bool = False) -> str:
+    """The columns ``event_record`` and ``full_event`` read."""
+    columns = [f"{alias}.{c}" for c in EVENT_COLUMNS]
+    columns.append(f"{event_type_sql(alias)} AS event_type")
+    if text:
+        columns.append(f"{alias}.text AS text")
+    return ", ".join(columns)
+
+
+def semantic_text(row) -> str:
+    return "" if row["surface"] == "log-only" else (row["text"] or "")
+
+
+def event_record(row) -> dict:
+    """The contract's ``SessionEventRecord``."""
+    return {
+        "sessionId": row["session_id"],
+        "seq": row["seq"],
+        "type": row["event_type"],
+        "time": to_ms(row["timestamp"]),
+        "surface": row["surface"],
+    }
+
+
+def full_event(row, tools: dict | None = None) -> dict:
+    """A ``SessionEvent``: the record plus the row's identity and payload."""
+    event = event_record(row)
+    event.update(
+        {
+            "id": row["uuid"],
+            "visibility": row["visibility"],
+            "data": {
+                "role": row["role"],
+                "rawType": row["type"],
+                "subtype": row["subtype"],
+                "contentType": row["content_type"],
+                "isMeta": bool(row["is_meta"]),
+                "parentId": row["parent_uuid"],
+                "replacedBy": row["replaced_by"],
+                "text": row["text"],
+            },
+        }
+    )
+    if tools:
+        event["data"].update(tools)
+    return event

@@ -1,0 +1,274 @@
+"""Session and event predicates: validated once, turned into SQL, fingerprinted.
+
+    Filters(...)                      keyword form used by query/search.py
+    Filters.from_contract(session_filters, event_filters)
+                                      the session-query contract's
+                                      ``[{kind: ...}]`` arrays (text excluded)
+    filters.session_sql("s")          -> (sql, params) over ``sessions``
+    filters.event_sql("m")            -> (sql, params) over ``messages``
+    filters.normalized()              -> dict for cursor fingerprints
+    ms_sql(column)                    SQL for an ISO column as epoch ms
+
+Lists are ORed within one clause, clauses are ANDed, ranges are inclusive.
+``None`` in ``cwds``/``parents`` means "no cwd" / "no parent" (root sessions).
+``availability``: ``live`` = the source log file still exists, ``persisted``
+= the session survives only in the archive. Invalid values raise
+``SESSION_QUERY_INVALID_FILTER``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .errors import QueryError
+from .events import event_type_sql
+from .text import to_ms
+
+SURFACES = ("current", "shadowed", "log-only")
+AVAILABILITY = {"live": "live", "persisted": "archived"}
+SESSION_KINDS = ("id", "cwd", "created-at", "parent", "availability")
+EVENT_KINDS = ("seq", "time", "type", "surface")
+MAX_VALUES = 1000
+
+
+def ms_sql(column: str) -> str:
+    return f"CAST(ROUND((julianday({column}) - 2440587.5) * 86400000) AS INTEGER)"
+
+
+def invalid(message: str) -> QueryError:
+    return QueryError("SESSION_QUERY_INVALID_FILTER", message)
+
+
+def _strings(name: str, values, nullable: bool = False) -> tuple | None:
+    if values is None:
+        return None
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        values = [values]
+    values = list(values)
+    if len(values) > MAX_VALUES:
+        raise invalid(f"{name}: at most {MAX_VALUES} values")
+    for value in values:
+        if value is None and nullable:
+            continue
+        if not isinstance(value, str) or not value:
+            raise invalid(f"{name}: values must be non-empty strings{' or null' if nullable else ''}")
+    return tuple(sorted(set(values), key=lambda v: (v is not None, v or "")))
+
+
+def _bound(name: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise invalid(f"{name}: expected a number or an ISO-8601 time")
+    ms = to_ms(value)
+    if ms is None:
+        raise invalid(f"{name}: expected a number or an ISO-8601 time, got {value!r}")
+    return ms
+
+
+def _seq(name: str, value) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise invalid(f"{name}: expected an integer")
+    return int(value)
+
+
+def _range(name: str, low, high) -> None:
+    if low is not None and high is not None and low > high:
+        raise invalid(f"{name}: the range is empty (from > to)")
+
+
+@dataclass(frozen=True)
+class Filters:
+    sources: tuple | None = None
+    projects: tuple | None = None
+    cwds: tuple | None = None
+    session_ids: tuple | None = None
+    parents: tuple | None = None
+    availability: tuple | None = None
+    created_from: int | None = None
+    created_to: int | None = None
+    time_from: int | None = None
+    time_to: int | None = None
+    seq_from: int | None = None
+    seq_to: int | None = None
+    types: tuple | None = None
+    roles: tuple | None = None
+    surfaces: tuple | None = None
+    include_meta: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        sources=None, projects=None, cwds=None, session_ids=None, parents=None,
+        availability=None, created_from=None, created_to=None, time_from=None,
+        time_to=None, seq_from=None, seq_to=None, types=None, roles=None,
+        surfaces=None, include_meta=False, check_ranges=True,
+    ) -> "Filters":
+        built = cls(
+            sources=_strings("sources", sources),
+            projects=_strings("projects", projects),
+            cwds=_strings("cwds", cwds, nullable=True),
+            session_ids=_strings("session_ids", session_ids),
+            parents=_strings("parents", parents, nullable=True),
+            availability=_strings("availability", availability),
+            created_from=_bound("created_from", created_from),
+            created_to=_bound("created_to", created_to),
+            time_from=_bound("time_from", time_from),
+            time_to=_bound("time_to", time_to),
+            seq_from=_seq("seq_from", seq_from),
+            seq_to=_seq("seq_to", seq_to),
+            types=_strings("types", types),
+            roles=_strings("roles", roles),
+            surfaces=_strings("surfaces", surfaces),
+            include_meta=bool(include_meta),
+        )
+        for value in built.availability or ():
+            if value not in AVAILABILITY:
+                raise invalid(f"availability: {value!r} is not one of live, persisted")
+        for value in built.surfaces or ():
+            if value not in SURFACES:
+                raise invalid(f"surfaces: {value!r} is not one of {', '.join(SURFACES)}")
+        if check_ranges:
+            _range("created-at", built.created_from, built.created_to)
+            _range("time", built.time_from, built.time_to)
+            _range("seq", built.seq_from, built.seq_to)
+        return built
+
+    @classmethod
+    def from_contract(cls, session_filters=None, event_filters=None, include_meta=True) -> "Filters":
+        options: dict = {"include_meta": include_meta, "check_ranges": False}
+        for clause in _clauses(session_filters, "sessionFilters"):
+            kind = clause.get("kind")
+            if kind == "created-at":
+                _merge_range(options, "created", clause)
+            elif kind in ("id", "cwd", "parent", "availability"):
+                name = {"id": "session_ids", "cwd": "cwds", "parent": "parents", "availability": "availability"}[kind]
+                _merge_values(options, name, _values(clause, kind))
+            else:
+                raise invalid(f"sessionFilters: unknown kind {kind!r}; use one of {', '.join(SESSION_KINDS)}")
+        for clause in _clauses(event_filters, "eventFilters"):
+            kind = clause.get("kind")
+            if kind in ("seq", "time"):
+                _merge_range(options, kind, clause)
+            elif kind in ("type", "surface"):
+                _merge_values(options, "types" if kind == "type" else "surfaces", _values(clause, kind))
+            elif kind == "text":
+                raise invalid("eventFilters: a text scan is not a search filter; use filterEvents for it")
+            else:
+                raise invalid(f"eventFilters: unknown kind {kind!r}; use one of {', '.join(EVENT_KINDS)}")
+        return cls.build(**options)
+
+    def normalized(self) -> dict:
+        return {
+            f.name: list(v) if isinstance(v, tuple) else v
+            for f in fields(self)
+            if (v := getattr(self, f.name)) not in (None, ())
+        }
+
+    @property
+    def has_event_filters(self) -> bool:
+        return any(
+            getattr(self, name) is not None
+            for name in ("time_from", "time_to", "seq_from", "seq_to", "types", "roles", "surfaces")
+        ) or not self.include_meta
+
+    def session_sql(self, s: str = "s") -> tuple[str, list]:
+        where = _Where()
+        where.values(f"{s}.source", self.sources)
+        if self.projects:
+            marks = ", ".join("?" * len(self.projects))
+            where.add(f"({s}.project IN ({marks}) OR {s}.project_path IN ({marks}))", [*self.projects, *self.projects])
+        where.values(f"COALESCE({s}.cwd, {s}.project_path)", self.cwds)
+        where.values(f"{s}.id", self.session_ids)
+        where.values(f"{s}.parent_session_id", self.parents)
+        if self.availability:
+            where.values(f"{s}.availability", tuple(AVAILABILITY[v] for v in self.availability))
+        where.bounds(ms_sql(f"{s}.started_at"), self.created_from, self.created_to)
+        # Sessions whose time span cannot overlap the event time range.
+        if self.time_from is not None:
+            where.add(f"({s}.ended_at IS NULL OR {ms_sql(f'{s}.ended_at')} >= ?)", [self.time_from])
+        if self.time_to is not None:
+            where.add(f"({s}.started_at IS NULL OR {ms_sql(f'{s}.started_at')} <= ?)", [self.time_to])
+        return where.sql(), where.params
+
+    def event_sql(self, m: str = "m") -> tuple[str, list]:
+        where = _Where()
+        where.bounds(ms_sql(f"{m}.timestamp"), self.time_from, self.time_to)
+        where.bounds(f"{m}.seq", self.seq_from, self.seq_to)
+        where.values(event_type_sql(m), self.types)
+        where.values(f"{m}.role", self.roles)
+        where.values(f"{m}.surface", self.surfaces)
+        if not self.include_meta:
+            where.add(f"{m}.is_meta = 0 AND {m}.visibility != 'hidden'")
+        return where.sql(), where.params
+
+
+class _Where:
+    def __init__(self):
+        self.clauses: list[str] = []
+        self.params: list = []
+
+    def add(self, clause: str, params=()) -> None:
+        self.clauses.append(clause)
+        self.params.extend(params)
+
+    def values(self, column: str, values) -> None:
+        if values is None:
+            return
+        present = [v for v in values if v is not None]
+        parts = []
+        if present:
+            parts.append(f"{column} IN ({', '.join('?' * len(present))})")
+        if len(present) < len(values):
+            parts.append(f"{column} IS NULL")
+        self.add("(" + " OR ".join(parts) + ")" if parts else "0", present)
+
+    def bounds(self, expression: str, low, high) -> None:
+        if low is not None:
+            self.add(f"{expression} >= ?", [low])
+        if high is not None:
+            self.add(f"{expression} <= ?", [high])
+
+    def sql(self) -> str:
+        return " AND ".join(self.clauses) or "1"
+
+
+def _clauses(filters, name: str) -> list[dict]:
+    if filters is None:
+        return []
+    if not isinstance(filters, (list, tuple)):
+        raise invalid(f"{name} must be an array of filter clauses")
+    for clause in filters:
+        if not isinstance(clause, dict):
+            raise invalid(f"{name}: every clause must be an object with a kind")
+    return list(filters)
+
+
+def _values(clause: dict, kind: str) -> list:
+    values = clause.get("values")
+    if not isinstance(values, (list, tuple)):
+        raise invalid(f"{kind}: values must be an array")
+    return list(values)
+
+
+def _merge_values(options: dict, name: str, values: list) -> None:
+    if name in options:  # two clauses of one kind are ANDed: keep the intersection
+        keep = set(options[name]) & set(values)
+        options[name] = [v for v in options[name] if v in keep]
+    else:
+        options[name] = values
+
+
+def _merge_range(options: dict, prefix: str, clause: dict) -> None:
+    low, high = clause.get("from"), clause.get("to")
+    for value in (low, high):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise invalid(f"{clause.get('kind')}: from/to must be numbers")
+    _range(clause.get("kind"), low, high)
+    lows = [v for v in (options.get(f"{prefix}_from"), low) if v is not None]
+    highs = [v for v in (options.get(f"{prefix}_to"), high) if v is not None]
+    options[f"{prefix}_from"] = max(lows) if lows else None
+    options[f"{prefix}_to"] = min(highs) if highs else None

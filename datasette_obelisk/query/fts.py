@@ -1,0 +1,167 @@
+"""User text to safe FTS5 expressions.
+
+    parse_query(text, mode="terms", prefix=False) -> FtsQuery
+        ``terms`` (default): every whitespace-separated term must match; a
+        term with punctuation inside (``foo-bar``, ``/src/x.py``, ``don't``)
+        must match as written, i.e. as the phrase of its tokens.
+        ``phrase``: the whole text as one phrase.
+        ``raw``: FTS5 syntax, passed through after a syntax check.
+        ``prefix=True`` makes the last term a prefix (``term*``).
+        Blank text raises ``QueryError("SESSION_QUERY_INVALID_QUERY")``; so
+        does a raw expression FTS5 cannot parse. Ordinary text never raises in
+        ``terms`` or ``phrase`` mode: text without any indexable character
+        (only emoji or punctuation) gives ``expression=None``, which matches
+        nothing.
+    validate_raw(expression, columns=("text",)) -> None
+        Raise INVALID_QUERY unless FTS5 parses ``expression`` (checked against
+        an empty in-memory table, so it costs nothing).
+    tokens(text) -> list[str]
+        Lower-cased tokens as FTS5's unicode61 tokenizer splits ``text``.
+    normalize_text(text) -> str
+        Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
+    quote(text) -> str
+        ``text`` as one FTS5 string (``"..."`` with quotes doubled).
+
+``FtsQuery.expression`` is for ``messages_fts`` (exact); ``FtsQuery.candidates``
+is an expression over the session bags of ``session_docs_fts`` (every token
+of the query, ANDed) that matches every session the exact expression can
+match (None when the query cannot be lifted that way, as in raw mode).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import unicodedata
+from dataclasses import dataclass
+
+from .errors import QueryError
+
+MODES = ("terms", "phrase", "raw")
+MAX_QUERY_CHARS = 1000
+MARK_START = "\ufdd0"
+MARK_END = "\ufdd1"
+
+
+@dataclass(frozen=True)
+class FtsQuery:
+    text: str
+    mode: str
+    prefix: bool
+    expression: str | None
+    candidates: str | None
+    terms: tuple[str, ...]
+    pieces: tuple[str, ...] = ()
+
+    @property
+    def matches_nothing(self) -> bool:
+        return self.expression is None
+
+    @property
+    def prefix_term(self) -> str | None:
+        """The token that is a prefix (the last one) when ``prefix`` is on."""
+        return self.terms[-1] if self.prefix and self.terms and self.mode != "raw" else None
+
+    def expanded(self, words) -> str | None:
+        """The exact expression with the prefix term replaced by each of ``words``.
+
+        FTS5 answers ``term*`` by merging the doclists of every matching
+        term over the whole table; a search that already knows which words
+        a session holds asks for those words instead.
+        """
+        if self.prefix_term is None:
+            return self.expression
+        words = [w for w in words if w]
+        if not words:
+            return None
+        head = [quote(piece) for piece in self.pieces[:-1]]
+        last = tokens(self.pieces[-1])[:-1]
+        options = " OR ".join(quote(" ".join([*last, word])) for word in words)
+        return " AND ".join([*head, f"({options})"])
+
+    def normalized(self) -> dict:
+        """What identifies the query in a cursor fingerprint."""
+        return {"text": self.text, "mode": self.mode, "prefix": self.prefix}
+
+
+def normalize_text(text: str) -> str:
+    text = text.replace("\x00", " ").replace(MARK_START, "\ufffd").replace(MARK_END, "\ufffd")
+    return " ".join(text.split())
+
+
+def is_token_char(char: str) -> bool:
+    if char < "\x80":
+        return char.isalnum()
+    category = unicodedata.category(char)
+    return category[0] in "LN" or category == "Co"
+
+
+def tokens(text: str) -> list[str]:
+    found: list[str] = []
+    current: list[str] = []
+    for char in text:
+        if is_token_char(char):
+            current.append(char)
+        elif current:
+            found.append("".join(current).lower())
+            current = []
+    if current:
+        found.append("".join(current).lower())
+    return found
+
+
+def quote(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuery:
+    if mode not in MODES:
+        raise QueryError(
+            "SESSION_QUERY_INVALID_QUERY", f"unknown query mode {mode!r}; use one of {', '.join(MODES)}"
+        )
+    if not isinstance(text, str):
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query must be a string")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(
+            "SESSION_QUERY_INVALID_QUERY", f"the query is longer than {MAX_QUERY_CHARS} characters"
+        )
+    normalized = normalize_text(text)
+    if not normalized:
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", "a search needs a query: the text is blank")
+    if mode == "raw":
+        validate_raw(normalized)
+        return FtsQuery(normalized, mode, False, normalized, None, tuple(tokens(normalized)), (normalized,))
+    pieces = normalized.split() if mode == "terms" else [normalized]
+    kept = [(piece, tokens(piece)) for piece in pieces]
+    kept = [(piece, words) for piece, words in kept if words]
+    if not kept:
+        return FtsQuery(normalized, mode, prefix, None, None, ())
+    terms = tuple(word for _, words in kept for word in words)
+    phrases = [quote(piece) for piece, _ in kept]
+    bag_terms = [quote(word) for word in terms]
+    if prefix:
+        phrases[-1] += "*"
+        bag_terms[-1] += "*"
+    return FtsQuery(
+        normalized, mode, prefix, " AND ".join(phrases), " AND ".join(bag_terms), terms,
+        tuple(piece for piece, _ in kept),
+    )
+
+
+_checker = threading.local()
+
+
+def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
+    conn = getattr(_checker, "conn", None)
+    if conn is None:
+        conn = _checker.conn = sqlite3.connect(":memory:")
+        _checker.tables = {}
+    table = _checker.tables.get(columns)
+    if table is None:
+        table = f"check_{len(_checker.tables)}"
+        conn.execute(f"CREATE VIRTUAL TABLE {table} USING fts5({', '.join(columns)})")
+        _checker.tables[columns] = table
+    try:
+        conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ?", [expression]).fetchall()
+    except sqlite3.Error as exc:
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {expression!r}: {exc}") from None

@@ -1,0 +1,42 @@
+"""The lineage page's model: a session's whole forest, and one event's chains.
+
+    session_forest(conn, session_id) -> dict
+        ``trace``: the contract's ``traceSession`` of the session;
+        ``tree``: the forest from the topmost known ancestor down, as nested
+        ``{"session": record, "descendants": [...]}`` (the contract's node
+        shape); ``rows``: the ``sessions`` row (title, counts) of every id in
+        it, by id.
+    event_chains(conn, session_id, seq) -> dict
+        ``trace``: the contract's ``traceEvent``; ``parent_chain``: the
+        message's ancestors root first then the message (helper ``trace``),
+        each with the session and seq it lives at.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from . import obelisk
+from .session_query import SessionQuery
+
+
+def session_forest(conn: sqlite3.Connection, session_id: str) -> dict:
+    service = SessionQuery(conn)
+    trace = service.trace_session(session_id)
+    top = service.trace_session(trace["ancestors"][-1]["header"]["id"]) if trace["ancestors"] else trace
+    tree = {"session": top["target"], "descendants": top["descendants"]}
+    ids = list(_ids(tree))
+    rows = obelisk.sessions(conn, {"sessions": ids, "limit": max(1, min(len(ids), obelisk.MAX_LIMIT))})
+    return {"trace": trace, "tree": tree, "rows": {row["id"]: row for row in rows}}
+
+
+def _ids(node: dict):
+    yield node["session"]["header"]["id"]
+    for child in node["descendants"]:
+        yield from _ids(child)
+
+
+def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
+    trace = SessionQuery(conn).trace_event({"sessionId": session_id, "seq": seq})
+    uuid = conn.execute("SELECT uuid FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq]).fetchone()[0]
+    return {"trace": trace, "parent_chain": obelisk.trace(conn, uuid)}

@@ -1,0 +1,869 @@
+"""The Obelisk helper API: plain functions over a (read-only) sqlite3 connection.
+
+Names, options, defaults, ordering and return shapes follow the Obelisk
+helper reference. Every helper takes the connection first, then the
+reference's arguments; options come as a dict (the reference's camelCase
+keys, e.g. ``{"sessionId": ..., "includeMeta": True}``) and/or as keyword
+arguments (``session_id=...``). A string where options are expected means
+``sessionId`` (``project`` for ``overview``), a number means ``limit``.
+Unknown option names are refused, so a typo never widens a query silently.
+
+``helpers(conn)`` returns the same functions bound to ``conn`` under the
+reference's exact global names, for ``obelisk query`` scripts.
+
+Texts longer than ``MAX_TEXT`` characters are clipped (a search hit around
+its first matching term); ``raw()`` re-reads the whole original line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from ..store.ingest import hashes_at, open_stream
+from . import fts
+from .errors import QueryError
+from .readonly import error_for, run_sql, translated_errors
+
+MAX_LIMIT = 1_000
+MAX_THREAD = 10_000
+MAX_CHAIN = 10_000
+MAX_TEXT = 10_000
+NEIGHBOUR_TEXT = 2_000
+NEIGHBOURS = 6
+NEIGHBOUR_WINDOW = 200  # lines either side of a hit searched for neighbours
+SAFE_TOKENS = 12
+RAW_LIMIT = 10_000
+MAX_RAW_LIMIT = 10_000_000
+BRANCHES_PER_PROJECT = 3
+
+MESSAGE_FIELDS = ("uuid", "text", "content_type", "is_meta", "role", "timestamp", "model", "cwd", "source")
+OVERVIEW_SESSION_FIELDS = (
+    "id", "title", "project", "project_path", "started_at", "ended_at", "git_branch", "message_count", "source",
+)
+MEMORY_FIELDS = (
+    "id", "session_id", "project", "message_start", "message_end", "path", "anchors", "summary",
+    "created_at", "deleted_at", "deleted_reason",
+)
+OVERVIEW_MEMORY_FIELDS = ("id", "path", "anchors", "summary", "session_id", "project", "created_at")
+
+# Sessions people start; subagent and workflow transcripts are reached
+# through subagents() / workflowTree(), guardian threads not at all.
+TOP_LEVEL = "COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') AND COALESCE(s.is_excluded, 0) = 0"
+NOT_EXCLUDED = "COALESCE(s.is_excluded, 0) = 0"
+
+
+# -- options -------------------------------------------------------------
+
+CAMEL = {
+    "sessionId": "session_id",
+    "includeMeta": "include_meta",
+    "projectLimit": "project_limit",
+    "memoryLimit": "memory_limit",
+}
+SNAKE_TO_CAMEL = {v: k for k, v in CAMEL.items()}
+OPTION_TYPES = {
+    "limit": int, "offset": int, "project_limit": int, "memory_limit": int,
+    "session_id": str, "project": str, "after": str, "before": str, "cwd": str,
+    "source": str, "branch": str, "query": str, "mode": str,
+    "include_meta": bool, "sessions": list,
+}
+LIMIT_KEYS = ("limit", "project_limit", "memory_limit")
+
+
+def options(helper: str, given, kwargs: dict, defaults: dict, keys=(), *, string_key="session_id", max_limit=MAX_LIMIT) -> dict:
+    """Normalise a helper's options: shorthands, camelCase, types and bounds."""
+    if given is None:
+        given = {}
+    elif isinstance(given, bool):
+        raise invalid(f"{helper}() options must be a dict, a string or a number")
+    elif isinstance(given, int):
+        given = {"limit": given}
+    elif isinstance(given, str) and string_key:
+        given = {string_key: given}
+    elif not isinstance(given, dict):
+        raise invalid(f"{helper}() options must be a dict, a string or a number")
+    allowed = set(defaults) | set(keys)
+    result = dict(defaults)
+    for key, value in {**given, **kwargs}.items():
+        name = CAMEL.get(key, key)
+        if name not in allowed:
+            names = ", ".join(sorted(SNAKE_TO_CAMEL.get(k, k) for k in allowed))
+            raise invalid(f"{helper}() has no option {key!r}; its options are: {names}")
+        if value is not None:
+            result[name] = check_type(helper, name, value, max_limit)
+    return result
+
+
+def check_type(helper: str, name: str, value, max_limit: int):
+    expected = OPTION_TYPES.get(name, object)
+    display = SNAKE_TO_CAMEL.get(name, name)
+    if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise invalid(f"{helper}(): {display} must be an integer")
+    if expected is list:
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set)):
+            raise invalid(f"{helper}(): {display} must be a list of strings")
+        value = [str(v) for v in value]
+    elif not isinstance(value, expected):
+        raise invalid(f"{helper}(): {display} must be a {expected.__name__}")
+    if name in LIMIT_KEYS and not 1 <= value <= max_limit:
+        raise invalid(f"{helper}(): {display} must be between 1 and {max_limit}")
+    if name == "offset" and value < 0:
+        raise invalid(f"{helper}(): offset must not be negative")
+    return value
+
+
+def invalid(message: str) -> QueryError:
+    return QueryError("OBELISK_INVALID_ARGUMENT", message)
+
+
+def require_text(helper: str, name: str, value) -> str:
+    if not isinstance(value, str) or not value:
+        raise invalid(f"{helper}() needs {name} as a non-empty string")
+    return value
+
+
+# -- filters -------------------------------------------------------------
+
+OPERATORS = {
+    "session_id": "{} = ?", "project": "{} LIKE ?", "cwd": "{} LIKE ?",
+    "after": "{} >= ?", "before": "{} <= ?", "branch": "{} = ?", "source": "{} = ?",
+}
+
+
+class Where:
+    """AND-ed SQL conditions and their parameters."""
+
+    def __init__(self, *clauses: str):
+        self.clauses = list(clauses)
+        self.params: list = []
+
+    def add(self, clause: str, *params) -> "Where":
+        self.clauses.append(clause)
+        self.params.extend(params)
+        return self
+
+    def scope(self, opts: dict, columns: dict[str, str]) -> "Where":
+        """Conditions for the scope options a helper maps onto columns."""
+        for name, column in columns.items():
+            value = opts.get(name)
+            if value is None:
+                continue
+            if name == "sessions":
+                self.add(f"{column} IN ({', '.join('?' * len(value))})" if value else "0", *value)
+            else:
+                self.add(OPERATORS[name].format(column), value)
+        return self
+
+    def __str__(self) -> str:
+        return " AND ".join(f"({c})" for c in self.clauses) or "1"
+
+
+def rows(conn, sql: str, params=()) -> list[sqlite3.Row]:
+    with translated_errors():
+        return conn.execute(sql, params).fetchall()
+
+
+def one(conn, sql: str, params=()) -> sqlite3.Row | None:
+    with translated_errors():
+        return conn.execute(sql, params).fetchone()
+
+
+# -- text ----------------------------------------------------------------
+
+
+def safe_match(text: str) -> str | None:
+    """Every token double-quoted, AND-ed: an FTS5 query that cannot fail.
+
+    Tokens split as FTS5's unicode61 tokenizer does; at most ``SAFE_TOKENS``.
+    """
+    found = fts.tokens(text)[:SAFE_TOKENS]
+    return " ".join(fts.quote(t) for t in found) if found else None
+
+
+def clip(text: str | None, limit: int = MAX_TEXT, around: int = 0) -> str | None:
+    """At most ``limit`` characters of ``text``, centred on ``around``."""
+    if text is None or len(text) <= limit:
+        return text
+    start = max(0, min(around - limit // 2, len(text) - limit))
+    head = "…" if start else ""
+    tail = f"…[+{len(text) - start - limit} chars]" if start + limit < len(text) else ""
+    return head + text[start : start + limit] + tail
+
+
+def first_hit(text: str, terms: list[str]) -> int:
+    """Where the first of ``terms`` occurs in ``text`` (0 when none does)."""
+    found = [m.start() for t in terms if (m := re.search(re.escape(t), text, re.IGNORECASE))]
+    return min(found) if found else 0
+
+
+def message_row(row: sqlite3.Row | None) -> dict | None:
+    """A full ``messages`` row with its text clipped."""
+    if row is None:
+        return None
+    result = dict(row)
+    result["text"] = clip(result.get("text"))
+    return result
+
+
+def compact_message(row, text_limit: int = MAX_TEXT, around: int = 0) -> dict:
+    """The reference's message shape: ``uuid, text, content_type, ... source``."""
+    result = {name: row[name] for name in MESSAGE_FIELDS}
+    result["text"] = clip(result["text"], text_limit, around)
+    return result
+
+
+def parse_json(value):
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def memory_row(row, fields=MEMORY_FIELDS) -> dict:
+    result = {name: row[name] for name in fields}
+    result["anchors"] = parse_json(result["anchors"])
+    return result
+
+
+# -- core helpers --------------------------------------------------------
+
+
+def search(conn, text, opts=None, **kwargs) -> list[dict]:
+    """Full-text search over message text, best FTS5 rank first.
+
+    ``text`` is tried as an FTS5 expression; when FTS5 rejects it, its
+    letter/digit tokens are quoted and AND-ed instead, so ordinary text never
+    errors. ``mode`` (an extension) forces one form of ``fts.parse_query``:
+    ``terms`` (every term), ``phrase`` or ``raw`` (FTS5 syntax, errors
+    reported as ``SESSION_QUERY_INVALID_QUERY``).
+    """
+    o = options(
+        "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
+        ("session_id", "project", "after", "before", "cwd", "source"),
+    )
+    if not isinstance(text, str):
+        raise invalid("search() needs the query text as a string")
+    where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
+        "session_id": "m.session_id", "project": "s.project", "after": "m.timestamp",
+        "before": "m.timestamp", "cwd": "m.cwd", "source": "m.source",
+    })
+    if not o["include_meta"]:
+        where.add("m.is_meta = 0")
+    # Rank and cut on ids first: sorting every match with its text is slow.
+    sql = f"""WITH hits AS (
+        SELECT m.id, messages_fts.rank AS rank, m.timestamp
+        FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+        LEFT JOIN sessions s ON s.id = m.session_id
+        WHERE {where} ORDER BY messages_fts.rank, m.timestamp DESC, m.id DESC LIMIT ?
+      )
+      SELECT m.id, m.session_id, m.seq, {', '.join('m.' + f for f in MESSAGE_FIELDS)},
+        s.title AS session_title, s.project AS session_project, s.started_at AS session_started_at,
+        s.source AS session_source, hits.rank
+      FROM hits JOIN messages m ON m.id = hits.id LEFT JOIN sessions s ON s.id = m.session_id
+      ORDER BY hits.rank, hits.timestamp DESC, hits.id DESC"""
+    found = match_rows(conn, sql, text, o["mode"], where.params + [o["limit"]])
+    terms = fts.tokens(text)
+    return [search_hit(conn, row, terms, o["include_meta"]) for row in found]
+
+
+def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> list:
+    """Run ``sql`` with the MATCH expression ``text`` gives in ``mode``.
+
+    Without a mode, ``text`` is tried as FTS5 syntax first and quoted token
+    by token when FTS5 rejects it; a mode uses ``fts.parse_query``.
+    """
+    if mode is not None:
+        expression = fts.parse_query(text, mode).expression
+        return rows(conn, sql, [expression, *params]) if expression else []
+    try:
+        return conn.execute(sql, [text, *params]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_ERROR:
+            raise error_for(exc) from None
+    expression = safe_match(text)
+    return rows(conn, sql, [expression, *params]) if expression else []
+
+
+def search_hit(conn, row, terms: list[str], include_meta: bool) -> dict:
+    return {
+        "message": compact_message(row, MAX_TEXT, first_hit(row["text"], terms)),
+        "session": {
+            "id": row["session_id"],
+            "title": row["session_title"],
+            "project": row["session_project"],
+            "started_at": row["session_started_at"],
+            "source": row["session_source"],
+        },
+        "rank": row["rank"],
+        "context": neighbours(conn, row, include_meta),
+    }
+
+
+def neighbours(conn, hit, include_meta: bool) -> list[dict]:
+    """Up to six messages of the hit's session closest to it in time, in log order.
+
+    Lines without a usable timestamp come last; without one on the hit, the
+    nearest lines of the log are taken.
+    """
+    meta = "" if include_meta else "AND is_meta = 0"
+    found = rows(
+        conn,
+        f"""SELECT seq, {', '.join(MESSAGE_FIELDS)} FROM messages
+            WHERE session_id = :session AND seq BETWEEN :seq - :window AND :seq + :window
+              AND id != :id {meta}
+            ORDER BY julianday(timestamp) IS NULL, ABS(julianday(timestamp) - julianday(:ts)),
+                     ABS(seq - :seq) LIMIT :n""",
+        {"session": hit["session_id"], "seq": hit["seq"], "window": NEIGHBOUR_WINDOW,
+         "id": hit["id"], "ts": hit["timestamp"], "n": NEIGHBOURS},
+    )
+    found.sort(key=lambda r: r["seq"])
+    return [compact_message(r, NEIGHBOUR_TEXT) for r in found]
+
+
+def context(conn, uuid) -> dict | None:
+    """The message, its ancestors (root first), its session and agent metadata."""
+    require_text("context", "a message uuid", uuid)
+    row = one(conn, "SELECT * FROM messages WHERE uuid = ?", [uuid])
+    if row is None:
+        return None
+    session = one(conn, "SELECT * FROM sessions WHERE id = ?", [row["session_id"]])
+    subagent = one(conn, "SELECT * FROM subagents WHERE child_session_id = ?", [row["session_id"]])
+    return {
+        "message": message_row(row),
+        "parentChain": [message_row(r) for r in ancestors(conn, row)],
+        "session": dict(session) if session else None,
+        "subagent": dict(subagent) if subagent else None,
+        "workflow": workflow_of(conn, session),
+    }
+
+
+def workflow_of(conn, session) -> dict | None:
+    """The workflow agent a session is the transcript of, with its run."""
+    if session is None or session["relationship"] != "workflow" or not session["agent_id"]:
+        return None
+    agent = one(
+        conn,
+        "SELECT * FROM workflow_agents WHERE agent_id = ? AND session_id = ?",
+        [session["agent_id"], session["parent_session_id"]],
+    )
+    if agent is None:
+        return None
+    run = one(
+        conn,
+        "SELECT run_id, session_id, workflow_name, status, timestamp, agent_count, duration_ms, total_tokens "
+        "FROM workflows WHERE run_id = ?",
+        [agent["run_id"]],
+    )
+    return {**dict(agent), "run": dict(run) if run else None}
+
+
+def ancestors(conn, row) -> list[sqlite3.Row]:
+    """Parents up to the root, root first; a compact boundary's logical parent counts."""
+    chain = []
+    seen = {row["uuid"]}
+    parent = row["parent_uuid"] or row["logical_parent_uuid"]
+    while parent and parent not in seen and len(chain) < MAX_CHAIN:
+        seen.add(parent)
+        found = one(conn, "SELECT * FROM messages WHERE uuid = ?", [parent])
+        if found is None:
+            break
+        chain.append(found)
+        parent = found["parent_uuid"] or found["logical_parent_uuid"]
+    chain.reverse()
+    return chain
+
+
+def sql(conn, query, *params) -> list[dict]:
+    """Rows of one read-only statement; ``?`` bindings, or one dict for ``:name``."""
+    if len(params) == 1 and isinstance(params[0], dict):
+        return run_sql(conn, query, params[0])
+    return run_sql(conn, query, params)
+
+
+# -- structural expansion ----------------------------------------------------
+
+
+def trace(conn, uuid) -> list[dict]:
+    """The parent chain from the root down to the message itself."""
+    require_text("trace", "a message uuid", uuid)
+    row = one(conn, "SELECT * FROM messages WHERE uuid = ?", [uuid])
+    if row is None:
+        return []
+    return [message_row(r) for r in ancestors(conn, row) + [row]]
+
+
+def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
+    """A session's messages in log order (timestamps follow it)."""
+    require_text("thread", "a session id", session_id)
+    o = options("thread", opts, kwargs, {"include_meta": False, "limit": 1_000, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
+    meta = "" if o["include_meta"] else "AND is_meta = 0"
+    found = rows(
+        conn,
+        f"SELECT * FROM messages WHERE session_id = ? {meta} ORDER BY seq LIMIT ? OFFSET ?",
+        [session_id, o["limit"], o["offset"]],
+    )
+    return [message_row(r) for r in found]
+
+
+def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
+    """A character window of the original log line of a message.
+
+    The line is re-read by seeking to its byte offset (streaming through a
+    ``.zst`` file). None for an unknown uuid; ``OBELISK_NOT_FOUND`` when the
+    source file is gone or was rewritten since it was indexed. The line is
+    the source's own, unredacted: pass ``redact`` (text -> text) to apply the
+    database's redaction to it.
+    """
+    require_text("raw", "a message uuid", uuid)
+    o = options("raw", opts, kwargs, {"offset": 0, "limit": RAW_LIMIT}, string_key=None, max_limit=MAX_RAW_LIMIT)
+    row = one(
+        conn,
+        """SELECT m.byte_offset, m.byte_length, f.path, f.compression, f.layout, f.cursor,
+                  f.head_hash, f.tail_hash
+           FROM messages m JOIN source_files f ON f.id = m.file_id WHERE m.uuid = ?""",
+        [uuid],
+    )
+    if row is None:
+        return None
+    text = read_line(row, uuid).decode("utf-8", errors="replace")
+    if redact is not None:
+        text = redact(text)
+    offset, limit = o["offset"], o["limit"]
+    return {
+        "text": text[offset : offset + limit],
+        "totalLength": len(text),
+        "offset": offset,
+        "limit": limit,
+        "hasMore": offset + limit < len(text),
+    }
+
+
+def read_line(row, uuid: str) -> bytes:
+    path = Path(row["path"])
+    try:
+        with open_stream(path, row["compression"]) as (fp, stream):
+            if row["layout"] == "jsonl" and not row["compression"] and row["head_hash"]:
+                if hashes_at(fp, row["cursor"]) != (row["head_hash"], row["tail_hash"]):
+                    raise line_gone(uuid, path, "was rewritten since it was indexed")
+            stream.seek(row["byte_offset"])
+            data = stream.read(row["byte_length"])
+    except OSError:
+        raise line_gone(uuid, path, "is no longer on disk") from None
+    if len(data) != row["byte_length"]:
+        raise line_gone(uuid, path, "was rewritten since it was indexed")
+    return data
+
+
+def line_gone(uuid: str, path: Path, why: str) -> QueryError:
+    return QueryError(
+        "OBELISK_NOT_FOUND",
+        f"raw(): the source file of message {uuid} {why}: {path} "
+        "(its indexed text is still available through search/context/thread)",
+    )
+
+
+# -- orientation and lists ---------------------------------------------------
+
+
+def overview(conn, opts=None, **kwargs) -> dict:
+    """A compact map for choosing scope: the current project, projects, totals.
+
+    Without ``project`` the current project is looked up from the working
+    directory (``cwd``, an extension, overrides ``os.getcwd()``):
+
+    1. a session whose ``project_path`` is the cwd: ``cwd_project_path``, ``exact``;
+    2. a message that ran in exactly the cwd: ``cwd_messages``, ``inferred``;
+    3. a session whose ``project_path`` contains the cwd: ``cwd_project_path``, ``inferred``.
+
+    A given ``project`` (slug or LIKE pattern) is ``opts``: ``exact`` when a
+    session has exactly that project, ``inferred`` when the pattern matched
+    (the most recently active project wins), ``unknown`` when nothing did.
+    """
+    o = options(
+        "overview", opts, kwargs, {"limit": 8, "project_limit": 20, "memory_limit": 100},
+        ("project", "cwd"), string_key="project",
+    )
+    cwd = o.get("cwd") or os.getcwd()
+    current = (
+        project_from_option(conn, o["project"]) if o.get("project") is not None else project_from_cwd(conn, cwd)
+    )
+    return {
+        "current": {"cwd": cwd, "project": current},
+        "current_project": project_detail(conn, current, o["limit"], o["memory_limit"]) if current else None,
+        "projects": project_list(conn, o["project_limit"]),
+        "totals": totals(conn),
+    }
+
+
+def scope_result(row, source: str, confidence: str) -> dict:
+    return {"project": row["project"], "project_path": row["project_path"], "source": source, "confidence": confidence}
+
+
+def project_from_option(conn, project: str) -> dict:
+    latest = "ORDER BY s.ended_at DESC LIMIT 1"
+    row = one(conn, f"SELECT s.project, s.project_path FROM sessions s WHERE s.project = ? {latest}", [project])
+    if row is not None:
+        return scope_result(row, "opts", "exact")
+    row = one(conn, f"SELECT s.project, s.project_path FROM sessions s WHERE s.project LIKE ? {latest}", [project])
+    if row is not None:
+        return scope_result(row, "opts", "inferred")
+    return {"project": project, "project_path": None, "source": "opts", "confidence": "unknown"}
+
+
+def project_from_cwd(conn, cwd: str) -> dict | None:
+    known = "s.project IS NOT NULL ORDER BY s.ended_at DESC LIMIT 1"
+    row = one(conn, f"SELECT s.project, s.project_path FROM sessions s WHERE s.project_path = ? AND {known}", [cwd])
+    if row is not None:
+        return scope_result(row, "cwd_project_path", "exact")
+    row = one(
+        conn,
+        f"SELECT s.project, s.project_path FROM messages m JOIN sessions s ON s.id = m.session_id "
+        f"WHERE m.cwd = ? AND {known}",
+        [cwd],
+    )
+    if row is not None:
+        return scope_result(row, "cwd_messages", "inferred")
+    for parent in Path(cwd).parents:
+        row = one(conn, f"SELECT s.project, s.project_path FROM sessions s WHERE s.project_path = ? AND {known}", [str(parent)])
+        if row is not None:
+            return scope_result(row, "cwd_project_path", "inferred")
+    return None
+
+
+def project_detail(conn, current: dict, limit: int, memory_limit: int) -> dict:
+    project = current["project"]
+    in_project = f"s.project = ? AND {TOP_LEVEL}"
+    session_rows = rows(
+        conn,
+        f"SELECT {', '.join('s.' + f for f in OVERVIEW_SESSION_FIELDS)} FROM sessions s "
+        f"WHERE {in_project} ORDER BY s.ended_at DESC, s.id LIMIT ?",
+        [project, limit],
+    )
+    memory_rows = rows(
+        conn,
+        f"SELECT {', '.join(OVERVIEW_MEMORY_FIELDS)} FROM memories WHERE project = ? AND deleted_at IS NULL "
+        "ORDER BY created_at DESC, pk DESC LIMIT ?",
+        [project, memory_limit],
+    )
+    return {
+        "project": project,
+        "project_path": current["project_path"] or project_path_of(conn, project),
+        "session_total": one(conn, f"SELECT COUNT(*) FROM sessions s WHERE {in_project}", [project])[0],
+        "sessions": [dict(r) for r in session_rows],
+        "memory_total": one(
+            conn, "SELECT COUNT(*) FROM memories WHERE project = ? AND deleted_at IS NULL", [project]
+        )[0],
+        "memories": [memory_row(r, OVERVIEW_MEMORY_FIELDS) for r in memory_rows],
+    }
+
+
+def project_path_of(conn, project: str) -> str | None:
+    """The folder most of a project's sessions ran in."""
+    row = one(
+        conn,
+        f"SELECT s.project_path FROM sessions s WHERE s.project = ? AND s.project_path IS NOT NULL "
+        f"AND {TOP_LEVEL} GROUP BY s.project_path ORDER BY COUNT(*) DESC, MAX(s.ended_at) DESC LIMIT 1",
+        [project],
+    )
+    return row[0] if row else None
+
+
+def project_list(conn, limit: int) -> list[dict]:
+    found = rows(
+        conn,
+        f"""WITH p AS (
+              SELECT s.project, COUNT(*) AS session_count, MAX(COALESCE(s.ended_at, s.started_at)) AS last_session_at
+              FROM sessions s WHERE s.project IS NOT NULL AND {TOP_LEVEL} GROUP BY s.project
+            ), m AS (
+              SELECT project, COUNT(*) AS memory_count, MAX(created_at) AS last_memory_at
+              FROM memories WHERE deleted_at IS NULL AND project IS NOT NULL GROUP BY project
+            ), names AS (SELECT project FROM p UNION SELECT project FROM m)
+            SELECT names.project, COALESCE(p.session_count, 0) AS session_count,
+                   COALESCE(m.memory_count, 0) AS memory_count, p.last_session_at, m.last_memory_at
+            FROM names LEFT JOIN p ON p.project = names.project LEFT JOIN m ON m.project = names.project
+            ORDER BY MAX(COALESCE(p.last_session_at, ''), COALESCE(m.last_memory_at, '')) DESC, names.project
+            LIMIT ?""",
+        [limit],
+    )
+    return [
+        {
+            "project": r["project"],
+            "project_path": project_path_of(conn, r["project"]),
+            "session_count": r["session_count"],
+            "memory_count": r["memory_count"],
+            "last_session_at": r["last_session_at"],
+            "last_memory_at": r["last_memory_at"],
+            "recent_branches": recent_branches(conn, r["project"]),
+        }
+        for r in found
+    ]
+
+
+def recent_branches(conn, project: str) -> list[str]:
+    found = rows(
+        conn,
+        f"SELECT s.git_branch FROM sessions s WHERE s.project = ? AND s.git_branch IS NOT NULL "
+        f"AND s.git_branch != '' AND {TOP_LEVEL} GROUP BY s.git_branch ORDER BY MAX(s.ended_at) DESC LIMIT ?",
+        [project, BRANCHES_PER_PROJECT],
+    )
+    return [r[0] for r in found]
+
+
+def totals(conn) -> dict:
+    sources = rows(
+        conn,
+        f"SELECT s.source, COUNT(*) AS session_count, MAX(COALESCE(s.ended_at, s.started_at)) AS last_session_at "
+        f"FROM sessions s WHERE {TOP_LEVEL} GROUP BY s.source ORDER BY s.source",
+    )
+    return {
+        "projects": one(
+            conn,
+            f"SELECT COUNT(*) FROM (SELECT s.project FROM sessions s WHERE s.project IS NOT NULL AND {TOP_LEVEL} "
+            "UNION SELECT project FROM memories WHERE deleted_at IS NULL AND project IS NOT NULL)",
+        )[0],
+        "sessions": one(conn, f"SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}")[0],
+        "memories": one(conn, "SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")[0],
+        "sources": [dict(r) for r in sources],
+    }
+
+
+def sessions(conn, opts=None, **kwargs) -> list[dict]:
+    """Session rows, most recently ended first.
+
+    Subagent and workflow transcripts (sessions of their own here) are left
+    out unless asked for by ``sessionId`` / ``sessions``.
+    """
+    o = options(
+        "sessions", opts, kwargs, {"limit": 50},
+        ("project", "after", "before", "branch", "source", "session_id", "sessions"),
+    )
+    where = Where().scope(o, {
+        "project": "s.project", "after": "s.started_at", "before": "s.started_at", "branch": "s.git_branch",
+        "source": "s.source", "session_id": "s.id", "sessions": "s.id",
+    })
+    if o.get("session_id") is None and o.get("sessions") is None:
+        where.add(TOP_LEVEL)
+    found = rows(conn, f"SELECT s.* FROM sessions s WHERE {where} ORDER BY s.ended_at DESC, s.id LIMIT ?", where.params + [o["limit"]])
+    return [dict(r) for r in found]
+
+
+def recent(conn, n=10) -> list[dict]:
+    """The ``n`` most recently ended sessions."""
+    return sessions(conn, {"limit": n})
+
+
+def summaries(conn, opts=None, **kwargs) -> list[dict]:
+    """Summary rows with their session's title and project, newest first."""
+    o = options(
+        "summaries", opts, kwargs, {"limit": 100},
+        ("session_id", "sessions", "project", "after", "before", "branch", "source"),
+    )
+    where = Where().scope(o, {
+        "session_id": "su.session_id", "sessions": "su.session_id", "project": "s.project",
+        "after": "su.timestamp", "before": "su.timestamp", "branch": "s.git_branch", "source": "s.source",
+    })
+    found = rows(
+        conn,
+        f"SELECT su.*, s.title AS session_title, s.project AS project FROM summaries su "
+        f"LEFT JOIN sessions s ON s.id = su.session_id WHERE {where} "
+        "ORDER BY su.timestamp DESC, su.id LIMIT ?",
+        where.params + [o["limit"]],
+    )
+    result = [dict(r) for r in found]
+    for row in result:
+        row["content"] = clip(row["content"])
+    return result
+
+
+def memories(conn, opts=None, **kwargs) -> list[dict]:
+    """Active memories: newest first, or FTS-ranked by an English ``query``."""
+    o = options(
+        "memories", opts, kwargs, {"limit": 50},
+        ("query", "project", "session_id", "sessions", "after", "before", "branch", "source"),
+    )
+    where = Where("mem.deleted_at IS NULL").scope(o, {
+        "project": "mem.project", "session_id": "mem.session_id", "sessions": "mem.session_id",
+        "after": "mem.created_at", "before": "mem.created_at", "branch": "s.git_branch", "source": "s.source",
+    })
+    columns = ", ".join("mem." + f for f in MEMORY_FIELDS)
+    joins = "FROM memories mem LEFT JOIN sessions s ON s.id = mem.session_id"
+    if o.get("query") is None:
+        found = rows(
+            conn, f"SELECT {columns} {joins} WHERE {where} ORDER BY mem.created_at DESC, mem.pk DESC LIMIT ?",
+            where.params + [o["limit"]],
+        )
+        return [memory_row(r) for r in found]
+    expression = safe_match(o["query"])
+    if expression is None:
+        return []
+    found = rows(
+        conn,
+        f"SELECT {columns}, memories_fts.rank AS rank {joins} JOIN memories_fts ON memories_fts.rowid = mem.pk "
+        f"WHERE memories_fts MATCH ? AND {where} ORDER BY memories_fts.rank, mem.created_at DESC LIMIT ?",
+        [expression, *where.params, o["limit"]],
+    )
+    return [{**memory_row(r), "rank": r["rank"]} for r in found]
+
+
+# -- agents and workflows ----------------------------------------------------
+
+
+def subagents(conn, opts=None, **kwargs) -> list[dict]:
+    """Subagent rows with the number of messages in their transcript."""
+    o = options("subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source"))
+    where = Where().scope(o, {"session_id": "sa.session_id", "project": "s.project", "source": "s.source"})
+    found = rows(
+        conn,
+        f"""SELECT sa.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = sa.child_session_id) AS messageCount
+            FROM subagents sa LEFT JOIN sessions s ON s.id = sa.session_id
+            LEFT JOIN sessions c ON c.id = sa.child_session_id
+            WHERE {where} ORDER BY c.started_at DESC, sa.id DESC LIMIT ?""",
+        where.params + [o["limit"]],
+    )
+    return [dict(r) for r in found]
+
+
+def workflows(conn, opts=None, **kwargs) -> list[dict]:
+    """Workflow runs, newest first."""
+    o = options("workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source"))
+    where = Where().scope(o, {
+        "session_id": "w.session_id", "project": "s.project", "after": "w.timestamp",
+        "before": "w.timestamp", "source": "s.source",
+    })
+    found = rows(
+        conn,
+        f"SELECT w.* FROM workflows w LEFT JOIN sessions s ON s.id = w.session_id WHERE {where} "
+        "ORDER BY w.timestamp DESC, w.run_id LIMIT ?",
+        where.params + [o["limit"]],
+    )
+    return [dict(r) for r in found]
+
+
+def workflow_tree(conn, run_id) -> dict | None:
+    """A workflow run, its parsed result and its agents with message counts."""
+    require_text("workflowTree", "a run id", run_id)
+    run = one(conn, "SELECT * FROM workflows WHERE run_id = ?", [run_id])
+    if run is None:
+        return None
+    agents = rows(
+        conn,
+        """SELECT wa.*, (SELECT COUNT(*) FROM sessions c JOIN messages m ON m.session_id = c.id
+                         WHERE c.parent_session_id = wa.session_id AND c.agent_id = wa.agent_id
+                           AND c.relationship = 'workflow') AS messageCount
+           FROM workflow_agents wa WHERE wa.run_id = ? ORDER BY wa.rowid""",
+        [run_id],
+    )
+    result = parse_json(run["result_json"])
+    return {
+        **dict(run),
+        "result": result if isinstance(result, (dict, list)) else None,
+        "agents": [dict(a) for a in agents],
+    }
+
+
+# -- evidence ----------------------------------------------------------------
+
+
+def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
+    """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first."""
+    require_text("fileHistory", "an absolute file path", file_path)
+    o = options("fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source"), string_key=None)
+    at = "COALESCE(tc.timestamp, m.timestamp)"
+    where = Where("f.path = ?").scope(o, {"after": at, "before": at, "source": "s.source"})
+    found = rows(
+        conn,
+        f"""SELECT tc.id, tc.message_uuid, tc.name, tc.input_json, tc.session_id, s.title, s.project,
+                   {at} AS at
+            FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool_call_id
+            LEFT JOIN messages m ON m.uuid = tc.message_uuid
+            LEFT JOIN sessions s ON s.id = tc.session_id
+            WHERE {where} ORDER BY at, tc.id LIMIT ?""",
+        [file_path, *where.params, o["limit"]],
+    )
+    return [
+        {
+            "toolCall": tool_call(r),
+            "session": {"id": r["session_id"], "title": r["title"], "project": r["project"]},
+            "timestamp": r["at"],
+        }
+        for r in found
+    ]
+
+
+def tool_call(row) -> dict:
+    return {"id": row["id"], "message_uuid": row["message_uuid"], "name": row["name"], "input_json": row["input_json"]}
+
+
+def failures(conn, opts=None, **kwargs) -> list[dict]:
+    """Failed tool results with their call, session and the next three messages; newest first."""
+    o = options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source"))
+    at = "COALESCE(tr.timestamp, m.timestamp)"
+    where = Where("tr.outcome = 'failed' OR tr.is_error = 1").scope(o, {
+        "session_id": "tr.session_id", "project": "s.project", "after": at, "before": at, "source": "s.source",
+    })
+    found = rows(
+        conn,
+        f"""SELECT tr.*, m.seq AS message_seq, m.session_id AS message_session, s.title AS session_title,
+                   s.project AS session_project
+            FROM tool_results tr LEFT JOIN messages m ON m.uuid = tr.message_uuid
+            LEFT JOIN sessions s ON s.id = tr.session_id
+            WHERE {where} ORDER BY {at} DESC, tr.id DESC LIMIT ?""",
+        where.params + [o["limit"]],
+    )
+    return [failure(conn, r) for r in found]
+
+
+def failure(conn, row) -> dict:
+    result = {k: row[k] for k in row.keys() if k not in ("message_seq", "message_session", "session_title", "session_project")}
+    result["content"] = clip(result["content"])
+    call = one(conn, "SELECT id, message_uuid, name, input_json FROM tool_calls WHERE id = ?", [row["tool_use_id"]])
+    following = rows(
+        conn,
+        f"SELECT {', '.join(MESSAGE_FIELDS)} FROM messages WHERE session_id = ? AND seq > ? AND is_meta = 0 "
+        "ORDER BY seq LIMIT 3",
+        [row["message_session"], row["message_seq"]],
+    ) if row["message_seq"] is not None else []
+    return {
+        "toolCall": tool_call(call) if call else None,
+        "result": result,
+        "session": {"id": row["session_id"], "title": row["session_title"], "project": row["session_project"]},
+        "nextMessages": [compact_message(r) for r in following],
+    }
+
+
+# -- the seed's names ------------------------------------------------------------
+
+workflowTree = workflow_tree
+fileHistory = file_history
+
+HELPERS = {
+    "sql": sql, "search": search, "context": context, "trace": trace, "thread": thread, "raw": raw,
+    "overview": overview, "sessions": sessions, "recent": recent, "summaries": summaries,
+    "memories": memories, "subagents": subagents, "workflows": workflows,
+    "workflowTree": workflow_tree, "fileHistory": file_history, "failures": failures,
+}
+
+
+def helpers(conn: sqlite3.Connection, *, redact=None) -> dict[str, Any]:
+    """The read helpers bound to ``conn``, under the reference's global names.
+
+    ``redact`` is applied to what ``raw()`` re-reads; the bound ``raw``
+    takes no ``redact`` argument of its own, so a script cannot turn it off.
+    """
+    bound = {name: functools.update_wrapper(functools.partial(fn, conn), fn) for name, fn in HELPERS.items()}
+    if redact is not None:
+
+        def redacted_raw(uuid, opts=None, **kwargs):
+            kwargs.pop("redact", None)
+            return raw(conn, uuid, opts, redact=redact, **kwargs)
+
+        bound["raw"] = functools.update_wrapper(redacted_raw, raw)
+    return bound

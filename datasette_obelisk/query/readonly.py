@@ -1,0 +1,129 @@
+"""Read-only access to the database: the connection the query helpers run on.
+
+Three independent locks, so no single mistake opens a write path:
+
+- the file is opened through a ``file:...?mode=ro`` URI;
+- ``PRAGMA query_only`` is on and ``ATTACH`` is limited to zero databases;
+- a SQLite authorizer allows reading only: SELECT, reads, functions,
+  recursive CTEs and a short list of introspection pragmas. Writes, DDL,
+  ATTACH/DETACH, transactions, savepoints, VACUUM, ANALYZE and REINDEX
+  are refused while the statement is prepared.
+
+``sql()`` runs one statement only: Python's sqlite3 refuses a second one
+(a trailing comment or ``;`` is fine).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+from ..store.db import BUSY_TIMEOUT_MS, has_schema
+from .errors import QueryError
+
+MAX_SQL_ROWS = 10_000
+PROGRESS_STEPS = 1_000
+
+# Pragmas that only report. The first set takes an argument naming a table
+# or index; the second is allowed only in its reading form (no argument).
+INTROSPECTION_PRAGMAS = frozenset(
+    "table_info table_xinfo table_list index_list index_info index_xinfo "
+    "foreign_key_list".split()
+)
+READING_PRAGMAS = frozenset(
+    "data_version user_version schema_version application_id page_count page_size "
+    "freelist_count encoding journal_mode database_list collation_list function_list "
+    "module_list pragma_list compile_options".split()
+)
+ALLOWED_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
+)
+# Virtual tables (FTS5) are connected by an internal UPDATE of the schema
+# table; SQLite itself refuses that statement from users.
+SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_schema"})
+
+
+def authorizer(action, arg1, arg2, db_name, trigger_or_view):
+    """Allow what reads; deny everything else."""
+    if action in ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = (arg1 or "").lower()
+        if name in INTROSPECTION_PRAGMAS or (name in READING_PRAGMAS and arg2 is None):
+            return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_UPDATE and arg1 in SCHEMA_TABLES:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
+    """A read-only connection to an existing obelisk database."""
+    path = Path(db_path)
+    if not path.is_file():
+        raise QueryError("OBELISK_NOT_FOUND", f"database not found: {path} (run `obelisk ingest` first)")
+    uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = 1")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.set_authorizer(authorizer)
+    conn.row_factory = sqlite3.Row
+    with translated_errors():
+        if not has_schema(conn):
+            conn.close()
+            raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database")
+    return conn
+
+
+def set_deadline(conn: sqlite3.Connection, seconds: float | None) -> None:
+    """Interrupt any statement still running ``seconds`` from now (None: never)."""
+    if seconds is None:
+        conn.set_progress_handler(None, 0)
+        return
+    deadline = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
+
+
+@contextmanager
+def translated_errors():
+    """Turn sqlite3 errors into ``QueryError`` with a code from the taxonomy."""
+    try:
+        yield
+    except QueryError:
+        raise
+    except sqlite3.Error as exc:
+        raise error_for(exc) from None
+
+
+def error_for(exc: sqlite3.Error) -> QueryError:
+    code = getattr(exc, "sqlite_errorcode", None)
+    message = str(exc)
+    if "one statement at a time" in message:
+        return QueryError("OBELISK_INVALID_SQL", "sql() runs exactly one statement")
+    if code == sqlite3.SQLITE_INTERRUPT or message == "interrupted":
+        return QueryError("OBELISK_TIMEOUT", "the query ran past its time limit and was stopped")
+    if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in message or "authorization denied" in message:
+        return QueryError("OBELISK_READ_ONLY", f"read-only: only SELECT/WITH statements may run ({message})")
+    return QueryError("OBELISK_INVALID_SQL", message)
+
+
+def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[dict]:
+    """Rows of one read-only statement as dicts, at most ``MAX_SQL_ROWS``.
+
+    ``params`` binds ``?`` placeholders (a tuple) or ``:name`` ones (a dict).
+    """
+    if not isinstance(query, str):
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "sql() takes the SQL text as its first argument")
+    with translated_errors():
+        cursor = conn.execute(query, params)
+        columns = [d[0] for d in cursor.description or ()]
+        rows = cursor.fetchmany(MAX_SQL_ROWS + 1)
+    if len(rows) > MAX_SQL_ROWS:
+        raise QueryError(
+            "OBELISK_PAYLOAD_TOO_LARGE",
+            f"sql() returns at most {MAX_SQL_ROWS} rows: add a LIMIT or aggregate in SQL",
+        )
+    return [dict(zip(columns, row)) for row in rows]

@@ -1,0 +1,264 @@
+"""Run ``obelisk query`` and ``obelisk attune`` scripts.
+
+A script is the body of a Python function: ``return`` emits its JSON
+result. ``query`` scripts see the read helpers (``sql``, ``search``, ...,
+``failures``) bound to a read-only connection; ``attune`` scripts see only
+``remember`` and ``forget`` on a write connection.
+
+The script runs in a child process (forked when the process has one thread,
+so nothing is imported twice; spawned otherwise) and the parent is the watchdog: when the time
+limit passes it kills the child. That stops everything, a slow SQL
+statement, a ``while True: pass``, a long C call or a script that catches
+its own exceptions, which a signal-based alarm in the same process cannot
+promise. Inside the child a SQLite progress handler also interrupts SQL at
+the deadline, so a slow query usually ends with a clean error first.
+
+The globals are a guard-rail, not a security boundary: no ``open``,
+``exec``/``eval`` or imports beyond a list of pure modules, ``print`` goes
+to stderr. Database safety does not rest on them but on the read-only
+connection (``readonly.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import builtins
+import datetime
+import decimal
+import fractions
+import json
+import multiprocessing
+import os
+import sqlite3
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import memories as memory_writes
+from .errors import QueryError
+from .obelisk import helpers
+from .readonly import connect_readonly, set_deadline
+
+DEFAULT_TIMEOUT = 30.0
+KILL_GRACE = 0.25  # the child's own SQL interrupt gets this head start
+MAX_OUTPUT = 32 << 20
+SCRIPT_NAME = "<script>"
+MODES = ("query", "attune")
+
+QUERY_GLOBALS = (
+    "sql", "search", "context", "trace", "thread", "raw", "overview", "sessions", "recent",
+    "summaries", "memories", "subagents", "workflows", "workflowTree", "fileHistory", "failures",
+)
+ATTUNE_GLOBALS = ("remember", "forget")
+IMPORTABLE = frozenset(
+    "json re math cmath statistics datetime time calendar zoneinfo collections itertools functools "
+    "operator textwrap difflib string heapq bisect decimal fractions random typing dataclasses enum "
+    "unicodedata pprint copy _strptime".split()
+)
+REMOVED_BUILTINS = ("open", "exec", "eval", "compile", "input", "breakpoint", "help", "exit", "quit", "__import__")
+
+
+# -- compiling and running, inside the child -----------------------------------
+
+
+def compile_script(code: str):
+    """Compile a function body (where ``return`` is allowed) to a code object."""
+    if not isinstance(code, str):
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "the script must be text")
+    try:
+        body = ast.parse(code, SCRIPT_NAME).body
+        fields = {"type_params": []} if sys.version_info >= (3, 12) else {}
+        function = ast.FunctionDef(
+            name="script",
+            args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=body or [ast.Pass()],
+            decorator_list=[],
+            returns=None,
+            **fields,
+        )
+        module = ast.fix_missing_locations(ast.Module(body=[function], type_ignores=[]))
+        return compile(module, SCRIPT_NAME, "exec")
+    except SyntaxError as exc:
+        raise QueryError("OBELISK_SCRIPT_ERROR", f"SyntaxError: {exc.msg} (line {exc.lineno})") from None
+
+
+def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+    if level or name.partition(".")[0] not in IMPORTABLE:
+        raise ImportError(f"import of {name!r} is not available in obelisk scripts")
+    return builtins.__import__(name, globals, locals, fromlist, level)
+
+
+def stderr_print(*args, **kwargs):
+    kwargs.setdefault("file", sys.stderr)
+    builtins.print(*args, **kwargs)
+
+
+def script_builtins() -> dict:
+    allowed = {k: v for k, v in vars(builtins).items() if k not in REMOVED_BUILTINS}
+    return {**allowed, "__import__": guarded_import, "print": stderr_print}
+
+
+def execute_script(code: str, names: dict[str, Any]) -> Any:
+    """Run ``code`` as a function body with ``names`` as its globals."""
+    compiled = compile_script(code)
+    namespace = {"__builtins__": script_builtins(), "__name__": "obelisk_script", "QueryError": QueryError, **names}
+    exec(compiled, namespace)
+    try:
+        return namespace["script"]()
+    except QueryError:
+        raise
+    except Exception as exc:
+        raise QueryError("OBELISK_SCRIPT_ERROR", describe(exc)) from None
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message (line N)``, N being the script's own line."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == SCRIPT_NAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    where = f" (line {line})" if line else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def jsonable(value):
+    """JSON for what ``json`` does not know: sets, dates, bytes, rows, numbers."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"$base64": True, "encoded": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, sqlite3.Row):
+        return dict(value)
+    if isinstance(value, (decimal.Decimal, fractions.Fraction)):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def encode_result(result) -> str:
+    try:
+        return json.dumps({"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value is not JSON: {exc}") from None
+
+
+def script_names(job: dict) -> tuple[dict[str, Any], sqlite3.Connection]:
+    """The globals of a job's mode and the connection behind them."""
+    if job["mode"] == "query":
+        conn = connect_readonly(job["db_path"])
+        set_deadline(conn, job["timeout"])
+        bound = helpers(conn)
+        return {name: bound[name] for name in QUERY_GLOBALS}, conn
+    conn = connect_for_memories(job["db_path"])
+    set_deadline(conn, job["timeout"])
+    roots, cwd = job["memory_roots"], job["cwd"]
+    return {
+        "remember": lambda record: memory_writes.remember(conn, record, memory_roots=roots, cwd=cwd),
+        "forget": lambda record: memory_writes.forget(conn, record),
+    }, conn
+
+
+def connect_for_memories(db_path: str) -> sqlite3.Connection:
+    from ..store.db import connect, has_schema
+
+    if not Path(db_path).is_file():
+        raise QueryError("OBELISK_NOT_FOUND", f"database not found: {db_path} (run `obelisk ingest` first)")
+    conn = connect(db_path)
+    if not has_schema(conn):
+        conn.close()
+        raise QueryError("OBELISK_NOT_FOUND", f"{db_path} is not an obelisk database")
+    return conn
+
+
+def run_job(job: dict) -> str:
+    """The JSON envelope for one job: ``{"ok": true, "result": ...}`` or the error."""
+    conn = None
+    try:
+        names, conn = script_names(job)
+        return encode_result(execute_script(job["code"], names))
+    except QueryError as exc:
+        return json.dumps(exc.as_dict())
+    except BaseException as exc:  # a script raising SystemExit, a MemoryError, ...
+        return json.dumps(QueryError("OBELISK_SCRIPT_ERROR", describe(exc)).as_dict())
+    finally:
+        if conn is not None:
+            conn.close()
+
+
+def child_main(job: dict, channel) -> None:
+    channel.send_bytes(run_job(job).encode())
+    channel.close()
+
+
+# -- the watchdog, in the parent ---------------------------------------------------
+
+
+def run_script(
+    code: str,
+    db_path: str | Path,
+    *,
+    mode: str = "query",
+    timeout: float = DEFAULT_TIMEOUT,
+    memory_roots: Iterable = (),
+    cwd: str | None = None,
+) -> Any:
+    """Run a script in a child process and return its result (or raise ``QueryError``)."""
+    if mode not in MODES:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"mode must be one of {', '.join(MODES)}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "timeout must be a positive number of seconds")
+    job = {
+        "code": code,
+        "db_path": str(db_path),
+        "mode": mode,
+        "timeout": float(timeout),
+        "memory_roots": [str(root) for root in memory_roots],
+        "cwd": cwd or os.getcwd(),
+    }
+    context = multiprocessing.get_context(start_method())
+    receiver, sender = context.Pipe(duplex=False)
+    started = time.monotonic()
+    process = context.Process(target=child_main, args=(job, sender), daemon=True)
+    process.start()
+    sender.close()
+    try:
+        payload = receive(receiver, started + timeout + KILL_GRACE, timeout, process)
+    finally:
+        receiver.close()
+        if process.is_alive():
+            process.kill()
+        process.join()
+    envelope = json.loads(payload)
+    if not envelope["ok"]:
+        error = envelope["error"]
+        raise QueryError(error["code"], error["message"])
+    return envelope["result"]
+
+
+def start_method() -> str:
+    """Fork when it is safe (one thread, POSIX): nothing is imported again."""
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
+def receive(receiver, deadline: float, timeout: float, process) -> bytes:
+    if not receiver.poll(max(0.0, deadline - time.monotonic())):
+        raise QueryError("OBELISK_TIMEOUT", f"the script ran past its {timeout:g} s time limit and was stopped")
+    try:
+        return receiver.recv_bytes(MAX_OUTPUT)
+    except EOFError:
+        process.join(1)
+        raise QueryError(
+            "OBELISK_SCRIPT_ERROR", f"the script process ended without a result (exit code {process.exitcode})"
+        ) from None
+    except OSError:
+        raise QueryError(
+            "OBELISK_PAYLOAD_TOO_LARGE", f"the result is larger than {MAX_OUTPUT >> 20} MB: return less"
+        ) from None

@@ -1,0 +1,114 @@
+"""Facet counts for a search, and the facets ``search.py`` cannot filter by itself.
+
+    facet_counts(conn, query, *, mode="terms", narrowing=None, per_facet=8,
+                 **filter_options) -> dict
+        ``{"facets": {name: [{"value", "count"}]}, "sampled": bool}``: for
+        each facet (source, project, branch, model, role, tool, day) the
+        values found among the matching messages and how many *sessions*
+        have a match with that value, most first. At most ``HIT_SAMPLE``
+        matches are counted (``sampled`` says the limit was reached).
+    narrowed_session_ids(conn, query, *, mode="terms", narrowing,
+                         **filter_options) -> list[str] | None
+        ``narrowing`` is ``{"branch": [...], "model": [...], "tool": [...]}``
+        (values ORed within a facet, facets ANDed): the sessions that have a
+        match satisfying it, to pass to ``search_sessions(session_ids=...)``.
+        None when there is nothing to narrow by.
+
+``filter_options`` are those of ``search.search_sessions`` (``Filters.build``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from .filters import MAX_VALUES, Filters
+from .fts import parse_query
+
+HIT_SAMPLE = 50_000
+TOOL_NAME = (
+    "COALESCE((SELECT c.name FROM tool_calls c WHERE c.message_uuid = m.uuid LIMIT 1),"
+    " (SELECT c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id"
+    "  WHERE r.message_uuid = m.uuid LIMIT 1))"
+)
+FACETS = {
+    "source": "s.source",
+    "project": "s.project",
+    "branch": "COALESCE(NULLIF(m.git_branch, ''), s.git_branch)",
+    "model": "m.model",
+    "role": "m.role",
+    "tool": TOOL_NAME,
+    "day": "substr(m.timestamp, 1, 10)",
+}
+NARROWING = ("branch", "model", "tool")
+
+
+def _hits(expression: str, filters: Filters, narrowing: dict | None) -> tuple[str, list]:
+    """The matching messages (at most HIT_SAMPLE + 1) with every facet's value."""
+    event_where, event_params = filters.event_sql("m")
+    session_where, session_params = filters.session_sql("s")
+    columns = ", ".join(f"{sql} AS {name}" for name, sql in FACETS.items())
+    where, params = [], []
+    for name, values in (narrowing or {}).items():
+        if values:
+            where.append(f"{name} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    sql = f"""SELECT * FROM (
+          SELECT m.session_id, {columns}
+          FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
+          WHERE messages_fts MATCH ? AND {event_where} AND {session_where}
+          LIMIT {HIT_SAMPLE + 1}
+        ) WHERE {' AND '.join(where) or '1'}"""
+    return sql, [expression, *event_params, *session_params, *params]
+
+
+def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
+                 per_facet: int = 8, **filter_options) -> dict:
+    fts = parse_query(query, mode)
+    result = {"facets": {name: [] for name in FACETS}, "sampled": False}
+    if fts.matches_nothing:
+        return result
+    hits_sql, params = _hits(fts.expression, Filters.build(**filter_options), narrowing)
+    rows = conn.execute(f"SELECT session_id, {', '.join(FACETS)} FROM ({hits_sql})", params).fetchall()
+    result["sampled"] = len(rows) > HIT_SAMPLE
+    for index, name in enumerate(FACETS, start=1):
+        sessions: dict = {}
+        for row in rows[:HIT_SAMPLE]:
+            value = row[index]
+            if value not in (None, ""):
+                sessions.setdefault(value, set()).add(row[0])
+        counted = sorted(((len(ids), value) for value, ids in sessions.items()), key=lambda c: (-c[0], str(c[1])))
+        result["facets"][name] = [{"value": value, "count": count} for count, value in counted[:per_facet]]
+    return result
+
+
+def narrowed_session_ids(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None,
+                         **filter_options) -> list[str] | None:
+    narrowing = {name: list(values) for name, values in (narrowing or {}).items() if name in NARROWING and values}
+    if not narrowing:
+        return None
+    fts = parse_query(query, mode)
+    if fts.matches_nothing:
+        return []
+    hits_sql, params = _hits(fts.expression, Filters.build(**filter_options), narrowing)
+    found = conn.execute(
+        f"SELECT DISTINCT session_id FROM ({hits_sql}) LIMIT {MAX_VALUES}", params
+    ).fetchall()
+    return [row[0] for row in found]
+
+
+def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
+                   limit: int = 20, cursor: str | None = None, **filter_options) -> dict:
+    """One page of grouped search (``search.search_sessions``) and the facet counts beside it.
+
+    ``{"page": {"items", "next_cursor", ...}, "facets": {...}, "sampled"}``.
+    """
+    from .search import search_sessions
+
+    session_ids = narrowed_session_ids(conn, query, mode=mode, narrowing=narrowing, **filter_options)
+    if session_ids == []:
+        page = {"items": [], "next_cursor": None}
+    else:
+        narrowed = {} if session_ids is None else {"session_ids": session_ids}
+        page = search_sessions(conn, query, mode=mode, limit=limit, cursor=cursor, **filter_options, **narrowed)
+    counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, **filter_options)
+    return {"page": page, **counts}

@@ -1,0 +1,592 @@
+"""The session-query contract (``ctx.sessionQuery``) over the archive.
+
+    sq = SessionQuery(conn)             # conn: a read connection
+    sq.list_sessions()                  / sq.listSessions()
+    sq.read_session(id)                 / sq.readSession(id)
+    sq.filter_sessions(filters)         / sq.filterSessions(filters)
+    sq.read_title(id)                   / sq.readTitle(id)
+    sq.read_title_snapshot(id)          / sq.readTitleSnapshot(id)
+    sq.read_title_snapshots(ids)        / sq.readTitleSnapshots(ids)
+    sq.list_events(id)                  / sq.listEvents(id)
+    sq.filter_events(id, filters)       / sq.filterEvents(id, filters)
+    sq.read_surface(id)                 / sq.readSurface(id)
+    sq.trace_session(id)                / sq.traceSession(id)
+    sq.trace_event(request)             / sq.traceEvent(request)
+    sq.read_event(request)              / sq.readEvent(request)
+    sq.search_sessions(request)         / sq.searchSessions(request)
+    sq.search_events(request)           / sq.searchEvents(request)
+
+Results are plain dicts with the contract's camelCase keys. Every method
+accepts ``signal=`` (anything with a true ``aborted`` attribute, or a set
+``threading.Event``, cancels with ``SESSION_QUERY_ABORTED``).
+
+How the archive maps onto the contract:
+
+- A *session* is a ``sessions`` row. ``SessionHeader`` is ``{version: 1, id,
+  createdAt, cwd?, parentSession?}`` plus ``source`` and, for subagents and
+  forks, ``relationship`` and ``agentPreset`` (the agent type).
+  ``createdAt`` is the first message time in epoch ms.
+- ``live``: the session's source log file still exists; ``persisted``: it
+  survives only in this archive (its file is gone). The ``availability``
+  filter uses the same two words.
+- An *event* is a ``messages`` row, ``seq`` its position in the session;
+  ``type`` is described in query/events.py; ``time`` is epoch ms (``None``
+  for the rare line without a timestamp); ``surface`` is the stored one:
+  ``shadowed`` for context a compaction replaced and for branches a rewind
+  abandoned, ``log-only`` for structural lines.
+- ``traceEvent``: ``replacedBy`` is the event named by the row's
+  ``replaced_by`` (the compaction summary, or the prompt that replaced a
+  rewound branch); ``replacementChain`` follows those links to the end;
+  ``replacedEventSeqs`` are the events whose ``replaced_by`` names the
+  target; ``sourceEventSeqs`` are the tool calls a tool result answers, and
+  ``derivedEventSeqs`` the results that answer a tool call.
+- Titles: ``{title, source, kind, messageSeqs, eventSeq, updatedAt}`` where
+  ``kind`` is the archive's title kind (custom, ai, index, summary,
+  first_prompt, subagent) and ``source`` the contract's word for it
+  (``user`` for custom titles, ``fallback`` for the first prompt or a
+  subagent description, ``provider`` otherwise). Title lines are not events:
+  ``eventSeq`` is the first prompt's seq, else the last event at or before
+  the title's time.
+- Search queries are data, never FTS5 syntax (``mode`` may be ``terms``,
+  the default, or ``phrase``); all surfaces and meta lines are searchable;
+  hits carry ``snippet`` (plain text) and ``snippetMatches`` (``[start, end)``
+  code-point offsets into it).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from contextlib import contextmanager
+
+from . import search as search_core
+from .errors import QueryError
+from .events import event_record, event_select, full_event, semantic_text
+from .filters import Filters
+from .search import rows
+from .text import literal_pattern, to_ms
+
+HEADER_VERSION = 1
+READ_WINDOW_MAX = 50
+TITLE_SOURCES = {
+    "custom": "user",
+    "first_prompt": "fallback",
+    "subagent": "fallback",
+}
+NEWEST_FIRST = "ORDER BY (s.started_at IS NULL), s.started_at DESC, s.id"
+
+
+def header(row: dict) -> dict:
+    result = {
+        "version": HEADER_VERSION,
+        "id": row["id"],
+        "createdAt": to_ms(row["started_at"]) or to_ms(row["updated_at"]) or 0,
+    }
+    cwd = row["cwd"] or row["project_path"]
+    if cwd:
+        result["cwd"] = cwd
+    if row["parent_session_id"]:
+        result["parentSession"] = row["parent_session_id"]
+    result["source"] = row["source"]
+    if row["relationship"]:
+        result["relationship"] = row["relationship"]
+    if row["agent_type"]:
+        result["agentPreset"] = row["agent_type"]
+    return result
+
+
+def record(row: dict) -> dict:
+    return {
+        "header": header(row),
+        "live": row["availability"] == "live",
+        "persisted": row["availability"] != "live",
+    }
+
+
+def _cancelled(signal) -> bool:
+    if signal is None:
+        return False
+    if isinstance(signal, threading.Event):
+        return signal.is_set()
+    return bool(getattr(signal, "aborted", False))
+
+
+class SessionQuery:
+    """The contract's service over one read connection."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        *,
+        search: bool = True,
+        read_window_max: int = READ_WINDOW_MAX,
+        default_limit: int = search_core.DEFAULT_LIMIT,
+        max_limit: int = search_core.MAX_LIMIT,
+    ):
+        for name, value in (("read_window_max", read_window_max), ("default_limit", default_limit), ("max_limit", max_limit)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise QueryError("SESSION_QUERY_INVALID_CONFIG", f"{name} must be a positive integer")
+        if default_limit > max_limit:
+            raise QueryError("SESSION_QUERY_INVALID_CONFIG", "default_limit is larger than max_limit")
+        self.conn = conn
+        self.search_enabled = search
+        self.read_window_max = read_window_max
+        self.default_limit = default_limit
+        self.max_limit = max_limit
+
+    # -- plumbing ----------------------------------------------------------
+
+    @contextmanager
+    def _reading(self, signal=None, index: bool = False):
+        """Cancellation before the work; SQLite failures as contract codes."""
+        if _cancelled(signal):
+            raise QueryError("SESSION_QUERY_ABORTED", "the operation was cancelled")
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise QueryError("SESSION_QUERY_ABORTED", "the operation was interrupted") from exc
+            code = "SESSION_QUERY_INDEX_FAILED" if index else "SESSION_QUERY_PERSISTENCE_FAILED"
+            raise QueryError(code, f"reading the archive failed: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            code = "SESSION_QUERY_INDEX_FAILED" if index else "SESSION_QUERY_PERSISTENCE_FAILED"
+            raise QueryError(code, f"reading the archive failed: {exc}") from exc
+
+    def _session(self, session_id) -> dict:
+        return search_core.session_row(self.conn, session_id)
+
+    def _events(self, session_id: str, where: str = "1", params=(), text: bool = False) -> list[dict]:
+        return rows(
+            self.conn,
+            f"SELECT {event_select('m', text=text)} FROM messages m "
+            f"WHERE m.session_id = ? AND {where} ORDER BY m.seq",
+            [session_id, *params],
+        )
+
+    # -- sessions ----------------------------------------------------------
+
+    def list_sessions(self, signal=None) -> list[dict]:
+        return self.filter_sessions([], signal)
+
+    def filter_sessions(self, filters, signal=None) -> list[dict]:
+        with self._reading(signal):
+            where, params = Filters.from_contract(session_filters=filters).session_sql("s")
+            found = rows(self.conn, f"SELECT s.* FROM sessions s WHERE {where} {NEWEST_FIRST}", params)
+            return [record(row) for row in found]
+
+    def read_session(self, session_id, signal=None) -> dict:
+        with self._reading(signal):
+            session = self._session(session_id)
+            events = self._events(session_id, text=True)
+            _check_replay(session, events, self.conn)
+            tools = _tools_by_message(self.conn, session_id)
+            return {
+                "session": header(session),
+                "events": [full_event(row, tools.get(row["uuid"])) for row in events],
+            }
+
+    # -- titles ------------------------------------------------------------
+
+    def read_title(self, session_id, signal=None) -> dict | None:
+        return self.read_title_snapshot(session_id, signal).get("title")
+
+    def read_title_snapshot(self, session_id, signal=None) -> dict:
+        with self._reading(signal):
+            session = self._session(session_id)
+            result = {"session": header(session)}
+            title = _title_snapshot(self.conn, session)
+            if title is not None:
+                result["title"] = title
+            return result
+
+    def read_title_snapshots(self, session_ids, signal=None) -> list[dict]:
+        if isinstance(session_ids, str) or not hasattr(session_ids, "__iter__"):
+            raise QueryError("SESSION_QUERY_INVALID_FILTER", "session ids must be an array")
+        results = []
+        for session_id in dict.fromkeys(session_ids):
+            if _cancelled(signal):
+                raise QueryError("SESSION_QUERY_ABORTED", "the operation was cancelled")
+            try:
+                value = self.read_title_snapshot(session_id)
+            except QueryError as exc:
+                results.append({"sessionId": session_id, "status": "rejected", "reason": exc.as_dict()["error"]})
+            else:
+                results.append({"sessionId": session_id, "status": "fulfilled", "value": value})
+        return results
+
+    # -- events ------------------------------------------------------------
+
+    def list_events(self, session_id, signal=None) -> list[dict]:
+        with self._reading(signal):
+            self._session(session_id)
+            return [event_record(row) for row in self._events(session_id)]
+
+    def filter_events(self, session_id, filters, signal=None) -> list[dict]:
+        with self._reading(signal):
+            self._session(session_id)
+            scans, metadata = _split_text_clauses(filters)
+            where, params = Filters.from_contract(event_filters=metadata).event_sql("m")
+            documents = []
+            for row in self._events(session_id, where, params, text=True):
+                text = semantic_text(row)
+                if all(pattern.search(text) for pattern in scans):
+                    documents.append({**event_record(row), "text": text})
+            return documents
+
+    def read_surface(self, session_id, signal=None) -> dict:
+        with self._reading(signal):
+            session = self._session(session_id)
+            events = self._events(session_id, text=True)
+            _check_surface(events)
+            tools = _tools_by_message(self.conn, session_id)
+            return {
+                "session": header(session),
+                "capturedThroughSeq": events[-1]["seq"] if events else None,
+                "events": [full_event(row, tools.get(row["uuid"])) for row in events if row["surface"] == "current"],
+            }
+
+    def read_event(self, request, signal=None) -> dict:
+        with self._reading(signal):
+            session_id, seq = _event_request(request)
+            before = _window_size(request, "before", self.read_window_max)
+            after = _window_size(request, "after", self.read_window_max)
+            session = self._session(session_id)
+            target = self._events(session_id, "m.seq = ?", [seq], text=True)
+            if not target:
+                raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
+            earlier = rows(
+                self.conn,
+                f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq < ? "
+                "ORDER BY m.seq DESC LIMIT ?",
+                [session_id, seq, before],
+            )
+            later = rows(
+                self.conn,
+                f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq > ? "
+                "ORDER BY m.seq LIMIT ?",
+                [session_id, seq, after],
+            )
+            window = [*reversed(earlier), target[0], *later]
+            tools = _tools_by_message(self.conn, session_id, [row["uuid"] for row in window])
+            events = [full_event(row, tools.get(row["uuid"])) for row in window]
+            return {
+                "session": header(session),
+                "target": events[len(earlier)],
+                "events": events,
+                "startSeq": window[0]["seq"],
+                "endSeq": window[-1]["seq"],
+            }
+
+    # -- lineage -----------------------------------------------------------
+
+    def trace_session(self, session_id, signal=None) -> dict:
+        with self._reading(signal):
+            target = self._session(session_id)
+            ancestors = []
+            seen = {target["id"]}
+            parent_id = target["parent_session_id"]
+            unresolved = None
+            while parent_id:
+                if parent_id in seen:
+                    raise QueryError(
+                        "SESSION_QUERY_INVALID_LINEAGE", f"the parents of {session_id!r} form a cycle through {parent_id!r}"
+                    )
+                seen.add(parent_id)
+                found = rows(self.conn, "SELECT * FROM sessions WHERE id = ?", [parent_id])
+                if not found:
+                    unresolved = parent_id
+                    break
+                ancestors.append(found[0])
+                parent_id = found[0]["parent_session_id"]
+            trace = {
+                "target": record(target),
+                "ancestors": [record(row) for row in ancestors],
+                "descendants": self._descendants(target["id"], {target["id"]}),
+            }
+            if unresolved is None:
+                trace.update({"complete": True, "root": record(ancestors[-1] if ancestors else target)})
+            else:
+                trace.update({"complete": False, "unresolvedParentId": unresolved})
+            return trace
+
+    def _descendants(self, session_id: str, seen: set) -> list[dict]:
+        children = rows(
+            self.conn,
+            f"SELECT s.* FROM sessions s WHERE s.parent_session_id = ? {NEWEST_FIRST.replace('DESC', 'ASC')}",
+            [session_id],
+        )
+        nodes = []
+        for child in children:
+            if child["id"] in seen:
+                raise QueryError("SESSION_QUERY_INVALID_LINEAGE", f"session {child['id']!r} is its own descendant")
+            seen.add(child["id"])
+            nodes.append({"session": record(child), "descendants": self._descendants(child["id"], seen)})
+        return nodes
+
+    def trace_event(self, request, signal=None) -> dict:
+        with self._reading(signal):
+            session_id, seq = _event_request(request)
+            session = self._session(session_id)
+            events = self._events(session_id)
+            _check_surface(events)
+            by_uuid = {row["uuid"]: row for row in events}
+            target = next((row for row in events if row["seq"] == seq), None)
+            if target is None:
+                raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
+            chain = []
+            current = target
+            while current["replaced_by"] in by_uuid:
+                current = by_uuid[current["replaced_by"]]
+                chain.append(current["seq"])
+            sources, derived = _tool_links(self.conn, session_id, target["uuid"], by_uuid)
+            trace = {
+                "session": header(session),
+                "target": event_record(target),
+                "replacementChain": chain,
+                "replacedEventSeqs": [row["seq"] for row in events if row["replaced_by"] == target["uuid"]],
+                "sourceEventSeqs": sources,
+                "derivedEventSeqs": derived,
+            }
+            if chain:
+                trace["replacedBy"] = chain[0]
+            return trace
+
+    # -- search ------------------------------------------------------------
+
+    def _search_options(self, request, scope: str) -> dict:
+        if not self.search_enabled:
+            raise QueryError("SESSION_QUERY_SEARCH_DISABLED", "full-text search is disabled for this service")
+        if not isinstance(request, dict):
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"{scope} needs a request object")
+        query = request.get("query")
+        if not isinstance(query, str):
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a string")
+        mode = request.get("mode", "terms")
+        if mode not in ("terms", "phrase"):
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", "mode must be terms or phrase: queries are data, never FTS5 syntax")
+        limit = request.get("limit")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= self.max_limit):
+            raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer from 1 to {self.max_limit}")
+        return {"query": query, "mode": mode, "limit": limit or self.default_limit, "cursor": request.get("cursor")}
+
+    def search_sessions(self, request, signal=None) -> dict:
+        options = self._search_options(request, "searchSessions")
+        filters = Filters.from_contract(request.get("sessionFilters"), request.get("eventFilters"))
+        with self._reading(signal, index=True):
+            page = search_core.search_sessions(self.conn, **options, snippets=1, filters=filters)
+            result = {
+                "items": [
+                    {**record(item["session"]), "bestMatch": _hit(item["best"])} for item in page["items"]
+                ]
+            }
+            if page["next_cursor"]:
+                result["nextCursor"] = page["next_cursor"]
+            return result
+
+    def search_events(self, request, signal=None) -> dict:
+        options = self._search_options(request, "searchEvents")
+        filters = Filters.from_contract(event_filters=request.get("filters"))
+        with self._reading(signal, index=True):
+            page = search_core.search_events(self.conn, request.get("sessionId"), **options, filters=filters)
+            result = {"session": header(page["session"]), "items": [_hit(hit) for hit in page["items"]]}
+            if page["next_cursor"]:
+                result["nextCursor"] = page["next_cursor"]
+            return result
+
+    # camelCase names of the contract
+    listSessions = list_sessions
+    readSession = read_session
+    filterSessions = filter_sessions
+    readTitle = read_title
+    readTitleSnapshot = read_title_snapshot
+    readTitleSnapshots = read_title_snapshots
+    listEvents = list_events
+    filterEvents = filter_events
+    readSurface = read_surface
+    traceSession = trace_session
+    traceEvent = trace_event
+    readEvent = read_event
+    searchSessions = search_sessions
+    searchEvents = search_events
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+def _hit(hit: dict) -> dict:
+    return {
+        "sessionId": hit["session_id"],
+        "seq": hit["seq"],
+        "type": hit["type"],
+        "time": hit["time"],
+        "surface": hit["surface"],
+        "snippet": hit["snippet"]["text"],
+        "snippetMatches": hit["snippet"]["matches"],
+    }
+
+
+def _event_request(request) -> tuple[str, int]:
+    if not isinstance(request, dict):
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "the request must be an object with sessionId and seq")
+    seq = request.get("seq")
+    if isinstance(seq, bool) or not isinstance(seq, int):
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "seq must be an integer")
+    return request.get("sessionId"), seq
+
+
+def _window_size(request: dict, name: str, maximum: int) -> int:
+    value = request.get(name, 0)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", f"{name} must be an integer from 0 to {maximum}")
+    return value
+
+
+def _split_text_clauses(filters):
+    if filters is None:
+        return [], []
+    if not isinstance(filters, (list, tuple)):
+        raise QueryError("SESSION_QUERY_INVALID_FILTER", "filters must be an array of clauses")
+    scans, metadata = [], []
+    for clause in filters:
+        if isinstance(clause, dict) and clause.get("kind") == "text":
+            text = clause.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise QueryError("SESSION_QUERY_INVALID_FILTER", "text: a non-blank string is required")
+            scans.append(literal_pattern(text))
+        else:
+            metadata.append(clause)
+    return scans, metadata
+
+
+def _check_replay(session: dict, events: list[dict], conn) -> None:
+    seqs = [row["seq"] for row in events]
+    if any(seq < 1 for seq in seqs) or len(set(seqs)) != len(seqs):
+        raise QueryError(
+            "SESSION_QUERY_CORRUPT_SESSION", f"session {session['id']!r} has repeated or invalid event seqs"
+        )
+    sources = {row[0] for row in conn.execute("SELECT DISTINCT source FROM messages WHERE session_id = ?", [session["id"]])}
+    if sources - {session["source"]}:
+        raise QueryError(
+            "SESSION_QUERY_SOURCE_CONFLICT",
+            f"session {session['id']!r} is recorded as {session['source']} but has events from {', '.join(sorted(sources))}",
+        )
+
+
+def _check_surface(events: list[dict]) -> None:
+    by_uuid = {row["uuid"]: row for row in events}
+    for row in events:
+        link = row["replaced_by"]
+        if link is None:
+            continue
+        if row["surface"] == "current" or link not in by_uuid:
+            raise QueryError(
+                "SESSION_QUERY_INVALID_SURFACE",
+                f"event {row['seq']} is {row['surface']} but names {link!r} as its replacement",
+            )
+    for row in events:
+        seen = {row["uuid"]}
+        current = row
+        while current["replaced_by"] is not None:
+            current = by_uuid[current["replaced_by"]]
+            if current["uuid"] in seen:
+                raise QueryError("SESSION_QUERY_INVALID_SURFACE", f"event {row['seq']} is replaced in a cycle")
+            seen.add(current["uuid"])
+
+
+def _tools_by_message(conn, session_id: str, uuids=None) -> dict[str, dict]:
+    """``{message uuid: {"toolCalls": [...], "toolResults": [...]}}`` for a session."""
+    limit = ""
+    params: list = [session_id]
+    if uuids is not None:
+        limit = f" AND message_uuid IN ({', '.join('?' * len(uuids))})"
+        params += list(uuids)
+    tools: dict[str, dict] = {}
+    for row in conn.execute(
+        f"SELECT message_uuid, id, name, input_json FROM tool_calls WHERE session_id = ?{limit} ORDER BY rowid",
+        params,
+    ):
+        tools.setdefault(row[0], {}).setdefault("toolCalls", []).append(
+            {"id": row[1], "name": row[2], "input": _json(row[3])}
+        )
+    for row in conn.execute(
+        f"SELECT message_uuid, tool_use_id, outcome, is_error, exit_code FROM tool_results "
+        f"WHERE session_id = ?{limit} ORDER BY id",
+        params,
+    ):
+        tools.setdefault(row[0], {}).setdefault("toolResults", []).append(
+            {"toolUseId": row[1], "outcome": row[2], "isError": bool(row[3]), "exitCode": row[4]}
+        )
+    return tools
+
+
+def _tool_links(conn, session_id: str, uuid: str, by_uuid: dict) -> tuple[list[int], list[int]]:
+    """Seqs of the calls a result answers, and of the results answering a call."""
+    sources = [
+        by_uuid[row[0]]["seq"]
+        for row in conn.execute(
+            "SELECT c.message_uuid FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
+            "WHERE r.message_uuid = ? AND r.session_id = ? ORDER BY r.id",
+            [uuid, session_id],
+        )
+        if row[0] in by_uuid and by_uuid[row[0]]["seq"] < by_uuid[uuid]["seq"]
+    ]
+    derived = sorted(
+        {
+            by_uuid[row[0]]["seq"]
+            for row in conn.execute(
+                "SELECT r.message_uuid FROM tool_calls c JOIN tool_results r ON r.tool_use_id = c.id "
+                "WHERE c.message_uuid = ? AND c.session_id = ?",
+                [uuid, session_id],
+            )
+            if row[0] in by_uuid and by_uuid[row[0]]["seq"] > by_uuid[uuid]["seq"]
+        }
+    )
+    return list(dict.fromkeys(sources)), derived
+
+
+def _title_snapshot(conn, session: dict) -> dict | None:
+    title, kind = session["title"], session["title_source"]
+    if not title:
+        return None
+    moment = None
+    message_seqs: list[int] = []
+    if kind == "first_prompt":
+        row = conn.execute(
+            "SELECT MIN(seq), MIN(timestamp) FROM messages WHERE session_id = ? AND role = 'user' "
+            "AND is_meta = 0 AND type = 'user' AND COALESCE(content_type, 'text') IN ('text', 'mixed')",
+            [session["id"]],
+        ).fetchone()
+        event_seq = row[0]
+        message_seqs = [row[0]] if row[0] is not None else []
+        moment = row[1]
+    else:
+        found = conn.execute(
+            "SELECT timestamp FROM titles WHERE session_id = ? AND kind = ? AND title = ? "
+            "ORDER BY id DESC LIMIT 1",
+            [session["id"], kind, title],
+        ).fetchone()
+        moment = found[0] if found else None
+        event_seq = conn.execute(
+            "SELECT MAX(seq) FROM messages WHERE session_id = ? AND (? IS NULL OR timestamp <= ?)",
+            [session["id"], moment, moment],
+        ).fetchone()[0]
+    return {
+        "title": title,
+        "messageSeqs": message_seqs,
+        "source": TITLE_SOURCES.get(kind, "provider"),
+        "kind": kind,
+        "eventSeq": event_seq,
+        "updatedAt": to_ms(moment),
+    }
+
+
+def _json(value):
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

@@ -1,0 +1,1265 @@
+"""OpenAI Codex CLI rollouts: ``$CODEX_HOME/sessions/**/rollout-*.jsonl``.
+
+All four generations are read by one parser:
+
+1. the TypeScript CLI's single JSON document ``{session, items}``
+   (``rollout-*.json``, layout ``document``);
+2. pre-envelope JSONL: a bare ``{id, timestamp, instructions, git}`` first
+   line, ``{"record_type": "state"}`` markers and bare response items;
+3. the ``{timestamp, type, payload}`` envelope;
+4. the same envelope with ``ordinal`` and ``history_mode``/``history_base``.
+
+Mapping decisions (see the tests for the counts they give on the corpus):
+
+* Line accounting: conversation lines, tool calls and outputs, compactions
+  and structural events worth reading (aborts, errors, reviews, plans,
+  usage) are Messages (structural ones ``is_meta``, surface ``log-only``);
+  the rest is ``Merged`` with reason ``duplicate`` (the other form of a
+  message, tool events repeating a response item), ``metadata``
+  (session_meta, turn_context, task events, encrypted-only reasoning, …),
+  ``usage``, ``title``, ``replay`` or ``unknown-type``.
+* Identity: the first ``session_meta`` of a file names the session
+  (``payload.id``; ``session_id`` names the root thread in subagents).
+* Message ids are ``codex:<thread>:<byte offset>``, so a ``.zst`` copy or an
+  archived copy of a rollout yields the same ids.
+* Duplicates: Codex writes user text, agent text and reasoning summaries
+  both as an ``event_msg`` (or ``item_completed``) and as a ``response_item``,
+  in either order and next to each other but for structural lines
+  (``task_started``, ``turn_context``, ``token_count``, …) in between; some
+  versions write only one of the two. The first of such an event/item pair of
+  the same kind becomes the Message, the second is ``Merged("duplicate")``.
+  Text is not compared: the two forms differ legitimately (image markers,
+  redaction).
+* Usage: ``token_count`` events repeat the same totals (after compaction,
+  on rate-limit updates). An event whose ``total_token_usage`` differs from
+  the previous one is a new API response: it becomes an ``is_meta`` Message
+  of its own (surface ``log-only``) carrying ``last_token_usage``; repeats and
+  ``info: null`` events are ``Merged("usage")``. Summing the usage Messages
+  gives the rollout's final ``total_token_usage`` exactly.
+* Outcomes: non-zero exit code → failed; ``aborted`` output or an aborted
+  turn → cancelled; a rejection by the user, or an escalation request
+  (``sandbox_permissions: require_escalated``) left unanswered when the
+  turn moves on or is aborted → blocked; otherwise succeeded.
+* Compaction: ``compacted`` lines are recognised from the line prefix and
+  their ``replacement_history`` is never decoded; ``context_compacted`` right
+  after one is its duplicate, alone it marks a compaction of its own.
+* Lineage and replay: forks (``forked_from_id``, ``history_base``) and
+  spawned threads (``source.subagent.thread_spawn``) name their parent. The
+  parent history they copy is ``Merged("replay")``: lines older than the
+  child's creation, lines of turns whose UUIDv7 turn id predates it, and
+  everything after a copied foreign ``session_meta`` until the child's own
+  first turn (a UUIDv7 turn id minted after its creation, the first line not
+  older than the child after old-timestamped copies, or a pause of more
+  than two seconds after a re-stamped copy burst).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import orjson
+
+from ..hookspecs import hookimpl
+from ..records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Record,
+    Session,
+    Subagent,
+    Summary,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+)
+from .base import SourceFile, home, walk_files
+from .common import (
+    as_int,
+    as_json,
+    blob_note,
+    decode_line,
+    dig,
+    first_prompt_title,
+    first_text,
+    iso_ms,
+    loads_or_none,
+    looks_complete,
+    normalize_repository,
+    patch_paths,
+    shell_written_paths,
+    unique,
+    usage_fields,
+    uuid7_ms,
+)
+
+SOURCE = "codex"
+
+# -- line prefix probing ----------------------------------------------------
+
+PROBE_BYTES = 256
+_ENVELOPE = re.compile(
+    rb'^\{"timestamp":"([^"\\]{0,64})",(?:"ordinal":-?\d+,)?"type":"([a-z_]{1,64})"'
+)
+HISTORY_KEY = b',"replacement_history":'
+_HISTORY_ITEM = re.compile(
+    rb'\{"type":"(?:message|reasoning|function_call|function_call_output|'
+    rb"custom_tool_call|custom_tool_call_output|local_shell_call|web_search_call|"
+    rb"tool_search_call|tool_search_output|image_generation_call|ghost_snapshot|"
+    rb'compaction|context_compaction|agent_message)"'
+)
+
+# Top-level types that carry no conversation: merged without being decoded.
+UNDECODED_METADATA = {"world_state", "inter_agent_communication_metadata", "inter_agent_communication"}
+
+# -- vocabularies -----------------------------------------------------------
+
+EVENT_TWINS = {
+    "user_message": "user",
+    "agent_message": "assistant",
+    "agent_reasoning": "thinking",
+    "agent_reasoning_raw_content": "thinking",
+}
+# Tool events repeating a response item (``collab_*`` events too, see _event).
+TOOL_EVENT_DUPLICATES = {
+    "exec_command_begin",
+    "exec_command_end",
+    "patch_apply_begin",
+    "patch_apply_end",
+    "mcp_tool_call_begin",
+    "mcp_tool_call_end",
+    "web_search_begin",
+    "web_search_end",
+    "image_generation_begin",
+    "image_generation_end",
+    "view_image_tool_call",
+    "dynamic_tool_call_request",
+    "dynamic_tool_call_response",
+}
+METADATA_EVENTS = {
+    "task_started",
+    "task_complete",
+    "turn_started",
+    "turn_complete",
+    "thread_settings_applied",
+    "thread_goal_updated",
+    "guardian_assessment",
+    "sub_agent_activity",
+    "session_configured",
+    "mcp_startup_update",
+    "mcp_startup_complete",
+    "background_event",
+    "plan_update",
+    "turn_diff",
+    "stream_error",
+    "shutdown_complete",
+    "deprecation_notice",
+    "exec_approval_request",
+    "apply_patch_approval_request",
+    "request_user_input",
+    "elicitation_request",
+    "agent_message_delta",
+    "agent_reasoning_delta",
+    "agent_reasoning_section_break",
+    "raw_response_item",
+    "get_history_entry_response",
+    "list_custom_prompts_response",
+    "conversation_path",
+    "entered_plan_mode",
+}
+LOG_ONLY_EVENTS = {
+    "turn_aborted",
+    "error",
+    "warning",
+    "entered_review_mode",
+    "exited_review_mode",
+    "thread_rolled_back",
+    "undo_started",
+    "undo_completed",
+}
+MESSAGE_ROLES = {"user", "assistant", "developer", "system"}
+SPAWN_EVENTS = {"collab_agent_spawn_end", "collab_tool_call", "sub_agent_activity"}
+COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Reasoning": "thinking"}
+CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
+IMMEDIATE_CALL_ITEMS = {"web_search_call", "image_generation_call"}
+OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+COMPACTION_ITEMS = {"compaction", "context_compaction", "compaction_summary"}
+SHELL_TOOLS = {"shell", "shell_command", "exec_command", "local_shell", "container.exec", "bash"}
+INJECTED_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<turn_aborted>",
+    "<codex_internal_context>",
+    "<collaboration_mode>",
+    "<skills_instructions>",
+    "<skill>",
+    "<subagent_notification>",
+    "<user_shell_command>",
+    "<personality_spec>",
+    "<app-context>",
+)
+REJECTION_MARKERS = ("rejected by user", "rejected by the user", "denied by user", "declined by user")
+_EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
+EXIT_SCAN_CHARS = 1024
+REPLAY_PAUSE_MS = 2000
+MAX_OPEN_CALLS = 64
+_THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+
+
+# -- the source -------------------------------------------------------------
+
+
+class CodexSource:
+    name = SOURCE
+    parser_version = 1
+
+    def default_root(self, environ: Mapping[str, str]) -> Path | None:
+        root = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home(environ) / ".codex"
+        return root if root.is_dir() else None
+
+    def discover(self, root: Path) -> Iterator[SourceFile]:
+        root = Path(root)
+        index = root / "session_index.jsonl"
+        if index.is_file():
+            yield SourceFile(index, SOURCE, kind="session_index", priority=2)
+        folders = [(root / "sessions", 0), (root / "archived_sessions", 1)]
+        if not any(folder.is_dir() for folder, _ in folders):
+            folders = [(root, 0)]  # pointed at a sessions folder itself
+        for folder, priority in folders:
+            for path in walk_files(folder):
+                unit = rollout_unit(path, priority)
+                if unit is not None:
+                    yield unit
+
+    def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
+        if unit.kind == "session_index":
+            return SessionIndexParser()
+        return CodexParser(unit, state)
+
+
+def rollout_unit(path: Path, priority: int = 0) -> SourceFile | None:
+    """The unit for a rollout file name, or None for anything else."""
+    name = path.name
+    if not name.startswith("rollout-"):
+        return None
+    if name.endswith(".jsonl"):
+        stem, layout, compression = name[: -len(".jsonl")], "jsonl", None
+    elif name.endswith(".jsonl.zst"):
+        stem, layout, compression = name[: -len(".jsonl.zst")], "jsonl", "zstd"
+    elif name.endswith(".json"):
+        stem, layout, compression = name[: -len(".json")], "document", None
+    else:
+        return None
+    hints = {}
+    match = _THREAD_ID.search(stem)
+    if match:
+        hints["thread_id"] = match.group(1).lower()
+    return SourceFile(
+        path, SOURCE, kind="rollout", layout=layout, compression=compression, hints=hints, priority=priority
+    )
+
+
+@hookimpl
+def obelisk_sources():
+    return [CodexSource()]
+
+
+# -- session_index.jsonl ----------------------------------------------------
+
+
+class SessionIndexParser:
+    """``session_index.jsonl``: one ``{id, thread_name, updated_at}`` a line."""
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        data = decode_line(line, position)
+        if isinstance(data, LineError):
+            return [data]
+        thread, title = data.get("id"), data.get("thread_name")
+        if not (isinstance(thread, str) and isinstance(title, str) and title.strip()):
+            return [Merged(position, "unknown-type")]
+        return [
+            TitleCandidate(
+                session_id=f"codex:{thread}",
+                kind="index",
+                title=title.strip(),
+                timestamp=first_text(data.get("updated_at")),
+                position=position,
+            ),
+            Merged(position, "title"),
+        ]
+
+    def document(self, data: bytes) -> list[Record]:
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+
+# -- rollouts ---------------------------------------------------------------
+
+
+@dataclass
+class CodexState:
+    """Everything a rollout parser needs to resume after a line: small."""
+
+    thread: str = ""
+    identity_seen: bool = False
+    session_emitted: bool = False
+    created_ms: int | None = None
+    parent: str | None = None  # parent thread id
+    relationship: str | None = None
+    is_subagent: bool = False
+    excluded: bool = False
+    agent_id: str | None = None
+    # replay of copied parent history
+    replaying: bool = False
+    replay_old_timestamps: bool = False
+    last_replay_ms: int | None = None
+    own_content: bool = False
+    # context
+    cwd: str | None = None
+    model: str | None = None
+    git_branch: str | None = None
+    last_uuid: str | None = None
+    first_prompt_seen: bool = False
+    previous: list | None = None  # ["twin", kind, form] | ["compacted"]
+    last_total: list | None = None  # previous total_token_usage
+    open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
+    closed_calls: list = field(default_factory=list)  # synthetic results already given
+    last_spawn: list | None = None  # [call_id, new thread id]
+
+
+class CodexParser:
+    """Feeds one rollout line at a time; see the module docstring."""
+
+    def __init__(self, unit: SourceFile, state: dict[str, Any] | None = None):
+        self.unit = unit
+        if state:
+            self.s = CodexState(**state)
+        else:
+            self.s = CodexState(thread=unit.hints.get("thread_id") or _fallback_thread(unit.path))
+
+    def state(self) -> dict[str, Any]:
+        return asdict(self.s)
+
+    @property
+    def session_id(self) -> str:
+        return f"codex:{self.s.thread}"
+
+    # -- entry points -------------------------------------------------------
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        out: list[Record] = []
+        self._line(line, position, out)
+        return out
+
+    def document(self, data: bytes) -> list[Record]:
+        """The TypeScript CLI's ``{session: {...}, items: [...]}`` rollout."""
+        whole = Position(0, 0, len(data))
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            return [LineError(whole, f"invalid JSON: {exc}")]
+        if not isinstance(value, dict) or not isinstance(value.get("items"), list):
+            return [LineError(whole, "not a Codex rollout document")]
+        out: list[Record] = []
+        meta = value.get("session") if isinstance(value.get("session"), dict) else {}
+        self._identity(meta, meta.get("timestamp"), out)
+        for index, item in enumerate(value["items"], start=1):
+            position = Position(index, 0, len(data))
+            if not isinstance(item, dict):
+                out.append(LineError(position, "item is not a JSON object"))
+                continue
+            self._item(item, None, position, out, uuid=f"{self.session_id}:item-{index}")
+        return out
+
+    # -- one line -----------------------------------------------------------
+
+    def _line(self, line: bytes | None, position: Position, out: list) -> None:
+        probe = _ENVELOPE.match(line[:PROBE_BYTES]) if line is not None else None
+        if probe:
+            kind = probe.group(2).decode()
+            timestamp = probe.group(1).decode()
+            if kind == "compacted":
+                self._compacted(line, timestamp, position, out)
+                return
+            if kind in UNDECODED_METADATA:
+                self._undecoded_metadata(line, timestamp, position, out)
+                return
+        data = decode_line(line, position)
+        if isinstance(data, LineError):
+            out.append(data)
+            return
+        self._record(data, position, out)
+
+    def _record(self, data: dict, position: Position, out: list) -> None:
+        kind = data.get("type")
+        payload = data.get("payload")
+        timestamp = first_text(data.get("timestamp"))
+        if isinstance(kind, str) and isinstance(payload, dict):  # envelope
+            if kind == "session_meta":
+                self._session_meta(payload, timestamp, position, out)
+            elif self._is_replay(timestamp, payload):
+                self._replayed(kind, payload, position, out)
+            elif kind == "response_item":
+                self._item(payload, timestamp, position, out)
+            elif kind == "event_msg":
+                self._event(payload, timestamp, position, out)
+            elif kind == "turn_context":
+                self._turn_context(payload, position, out)
+            elif kind == "compacted":  # only reached by lines the probe missed
+                self._compaction_message(
+                    position, timestamp, _compaction_text(payload), out, type="compacted"
+                )
+            elif kind in UNDECODED_METADATA:
+                self._ensure_session(out)
+                out.append(Merged(position, "metadata"))
+            elif kind == "token_usage_record":
+                self._ensure_session(out)
+                out.append(Merged(position, "usage"))
+            else:
+                self._ensure_session(out)
+                out.append(Merged(position, "unknown-type"))
+        elif "record_type" in data:  # pre-envelope state marker
+            self._ensure_session(out)
+            out.append(Merged(position, "metadata"))
+        elif not self.s.identity_seen and "type" not in data and "id" in data:
+            self._identity(data, timestamp, out)
+            out.append(Merged(position, "metadata"))
+        elif isinstance(kind, str):  # pre-envelope bare response item
+            self._item(data, None, position, out)
+        else:
+            self._ensure_session(out)
+            out.append(Merged(position, "unknown-type"))
+
+    # -- identity and lineage ----------------------------------------------
+
+    def _session_meta(self, meta: dict, timestamp, position: Position, out: list) -> None:
+        thread = meta.get("id")
+        if not self.s.identity_seen:
+            self._identity(meta, timestamp, out)
+            out.append(Merged(position, "metadata"))
+        elif thread != self.s.thread and (self.s.replaying or not self.s.own_content):
+            self._start_replay(thread, timestamp, out)
+            out.append(Merged(position, "replay"))
+        else:
+            out.append(Merged(position, "metadata"))
+
+    def _identity(self, meta: dict, timestamp, out: list) -> None:
+        s = self.s
+        s.identity_seen = True
+        if isinstance(meta.get("id"), str) and meta["id"]:
+            s.thread = meta["id"]
+        started = first_text(meta.get("timestamp"), timestamp)
+        s.created_ms = uuid7_ms(s.thread) or iso_ms(started)
+        s.cwd = first_text(meta.get("cwd"))
+        git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
+        s.git_branch = first_text(git.get("branch"))
+        s.model = first_text(meta.get("model"))
+        lineage = lineage_of(meta)
+        s.parent, s.relationship = lineage.parent, lineage.relationship
+        s.is_subagent, s.excluded = lineage.is_subagent, lineage.excluded
+        s.agent_id = s.thread if lineage.is_subagent else None
+        parent = lineage.parent
+        out.append(
+            Session(
+                id=self.session_id,
+                source=SOURCE,
+                cwd=s.cwd,
+                git_branch=s.git_branch,
+                git_commit=first_text(git.get("commit_hash")),
+                repository=normalize_repository(git.get("repository_url")),
+                version=first_text(meta.get("cli_version")),
+                originator=first_text(meta.get("originator")),
+                model=s.model,
+                started_at=started,
+                parent_session_id=f"codex:{parent}" if parent else None,
+                relationship=s.relationship,
+                agent_id=s.agent_id,
+                agent_type=lineage.agent_type,
+                is_excluded=1 if s.excluded else None,
+            )
+        )
+        s.session_emitted = True
+        if s.relationship == "subagent":
+            out.append(
+                Subagent(
+                    agent_id=s.thread,
+                    session_id=f"codex:{parent}",
+                    child_session_id=self.session_id,
+                    parent_tool_use_id=f"codex:{parent}:{lineage.spawn_call}" if lineage.spawn_call else None,
+                    agent_type=lineage.agent_type,
+                    description=lineage.nickname,
+                )
+            )
+
+    def _ensure_session(self, out: list) -> None:
+        if not self.s.session_emitted:
+            self.s.session_emitted = True
+            out.append(Session(id=self.session_id, source=SOURCE))
+
+    def _start_replay(self, foreign_thread, timestamp, out: list) -> None:
+        s = self.s
+        if not s.replaying:
+            s.replaying = True
+            s.last_replay_ms = iso_ms(timestamp)
+        if s.parent is None and isinstance(foreign_thread, str) and foreign_thread:
+            s.parent, s.relationship = foreign_thread, "fork"
+            parent_id = f"codex:{foreign_thread}"
+            out.append(Session(self.session_id, SOURCE, parent_session_id=parent_id, relationship="fork"))
+
+    def _is_replay(self, timestamp, payload: dict | None = None) -> bool:
+        """Whether this line is parent history copied into a fork or child."""
+        s = self.s
+        created = s.created_ms
+        if not s.replaying and (s.parent is None or created is None):
+            return False
+        line_ms = iso_ms(timestamp)
+        turn_ms = uuid7_ms(_turn_id(payload)) if payload else None
+        if not s.replaying:
+            old_line = line_ms is not None and line_ms < created
+            old_turn = turn_ms is not None and turn_ms < created
+            return old_line or old_turn
+        if turn_ms is not None and created is not None:
+            ended = turn_ms >= created
+        elif line_ms is None:
+            ended = False
+        elif created is not None and line_ms < created:
+            s.replay_old_timestamps = True
+            ended = False
+        elif s.replay_old_timestamps:
+            ended = True
+        else:
+            ended = s.last_replay_ms is not None and line_ms - s.last_replay_ms > REPLAY_PAUSE_MS
+        if ended:
+            s.replaying = False
+            return False
+        if line_ms is not None:
+            s.last_replay_ms = line_ms
+        return True
+
+    def _replayed(self, kind: str, payload: dict, position: Position, out: list) -> None:
+        """Copied parent history: only the usage baseline moves on."""
+        self._ensure_session(out)
+        if kind == "event_msg" and payload.get("type") == "token_count":
+            total = dig(payload, "info", "total_token_usage")
+            if isinstance(total, dict):
+                self.s.last_total = _usage_key(total)
+        out.append(Merged(position, "replay"))
+
+    # -- messages -----------------------------------------------------------
+
+    def _message(
+        self, position: Position, type: str, timestamp, *, uuid=None, structural=False, **fields
+    ) -> Message:
+        """A Message of this session; any Message but a structural (log-only)
+        one ends the window in which an event/item twin can follow."""
+        s = self.s
+        if not structural:
+            s.previous = None
+        uuid = uuid or f"{self.session_id}:{position.byte_offset}"
+        message = Message(
+            uuid=uuid,
+            session_id=self.session_id,
+            source=SOURCE,
+            type=type,
+            position=position,
+            parent_uuid=s.last_uuid,
+            timestamp=timestamp,
+            cwd=s.cwd,
+            git_branch=s.git_branch,
+            agent_id=s.agent_id,
+            **fields,
+        )
+        if message.role == "assistant" and message.model is None:
+            message.model = s.model
+        s.last_uuid = uuid
+        s.own_content = True
+        return message
+
+    def _conversation(self, out, position, timestamp, twin, form, **fields) -> Message:
+        """A user, assistant or thinking Message, remembered so that its twin
+        in the other form (``form`` is "event" or "item") merges into it."""
+        message = self._message(position, fields.pop("type"), timestamp, **fields)
+        out.append(message)
+        if twin and not message.is_meta:
+            self.s.previous = ["twin", twin, form]
+        if message.role == "user" and not message.is_meta and message.content_type == "text":
+            self._user_turn(out)
+            self._first_prompt(message, out)
+        return message
+
+    def _first_prompt(self, message: Message, out: list) -> None:
+        if message.text.strip() and not self.s.first_prompt_seen:
+            self.s.first_prompt_seen = True
+            out.append(first_prompt_title(message))
+
+    def _is_twin(self, twin: str, form: str) -> bool:
+        """Whether this line repeats the last conversation Message in its
+        other form (event vs response item); consumes the pairing."""
+        previous = self.s.previous
+        if previous and previous[0] == "twin" and previous[1] == twin and previous[2] != form:
+            self.s.previous = None
+            return True
+        return False
+
+    def _log_only(self, out, position, type, subtype, timestamp, text="", role=None, **fields) -> Message:
+        message = self._message(
+            position, type, timestamp, structural=True, subtype=subtype, role=role, text=text, is_meta=1,
+            surface="log-only", **fields
+        )
+        out.append(message)
+        return message
+
+    # -- response items -----------------------------------------------------
+
+    def _item(self, item: dict, timestamp, position: Position, out: list, uuid: str | None = None) -> None:
+        self._ensure_session(out)
+        kind = first_text(item.get("type"))
+        if kind == "message":
+            self._item_message(item, timestamp, position, out, uuid)
+        elif kind == "reasoning":
+            text = _reasoning_text(item)
+            if not text:
+                out.append(Merged(position, "metadata"))  # encrypted only
+            elif self._is_twin("thinking", "item"):
+                out.append(Merged(position, "duplicate"))
+            else:
+                self._conversation(
+                    out, position, timestamp, "thinking", "item", type="response_item", subtype="reasoning",
+                    role="assistant", text=text, content_type="thinking", uuid=uuid,
+                )
+        elif kind in CALL_ITEMS or kind in IMMEDIATE_CALL_ITEMS:
+            self._tool_call(item, kind, timestamp, position, out, uuid)
+        elif kind in OUTPUT_ITEMS:
+            self._tool_output(item, kind, timestamp, position, out, uuid)
+        elif kind == "agent_message":
+            text = _parts_text(item.get("content"))
+            author, recipient = first_text(item.get("author")), first_text(item.get("recipient"))
+            header = f"[{author or '?'} → {recipient or '?'}]\n" if author or recipient else ""
+            out.append(
+                self._message(
+                    position, "response_item", timestamp, uuid=uuid, subtype=kind, role="user",
+                    text=header + text, content_type="text",
+                )
+            )
+        elif kind in COMPACTION_ITEMS:
+            self._compaction_message(
+                position, timestamp, "[remote compaction: encrypted summary not stored]", out,
+                type="response_item", subtype=kind, is_meta=1, uuid=uuid,
+            )
+        elif kind == "ghost_snapshot":
+            out.append(Merged(position, "metadata"))
+        else:
+            out.append(Merged(position, "unknown-type"))
+
+    def _item_message(self, item, timestamp, position, out, uuid) -> None:
+        role = first_text(item.get("role"))
+        role = role if role in MESSAGE_ROLES else "user"
+        text = _parts_text(item.get("content"))
+        injected = role in {"developer", "system"} or (role == "user" and _is_injected(text))
+        twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
+        if twin and self._is_twin(twin, "item"):
+            out.append(Merged(position, "duplicate"))
+            return
+        self._conversation(
+            out, position, timestamp, twin, "item", type="response_item", subtype="message", role=role,
+            text=text, content_type="text", uuid=uuid, is_meta=int(injected),
+        )
+
+    # -- tools --------------------------------------------------------------
+
+    def _tool_call(self, item: dict, kind: str, timestamp, position, out, uuid) -> None:
+        name, arguments = _tool_name_and_input(item, kind)
+        call_id = first_text(item.get("call_id"), item.get("id")) or f"call@{position.byte_offset}"
+        tool_use_id = f"{self.session_id}:{call_id}"
+        message = self._message(
+            position, "response_item", timestamp, uuid=uuid, subtype=kind, role="assistant",
+            text=_tool_use_text(name, arguments), content_type="tool_use",
+        )
+        out.append(message)
+        decoded = loads_or_none(arguments)
+        out.append(
+            ToolCall(
+                id=tool_use_id,
+                message_uuid=message.uuid,
+                session_id=self.session_id,
+                name=name,
+                input_json=_input_json(arguments, decoded),
+                timestamp=timestamp,
+                file_paths=_file_paths(name, arguments, decoded),
+            )
+        )
+        if kind in IMMEDIATE_CALL_ITEMS:
+            outcome = _status_outcome(item.get("status"))
+            if outcome:
+                out.append(
+                    ToolResult(
+                        tool_use_id=tool_use_id,
+                        message_uuid=message.uuid,
+                        session_id=self.session_id,
+                        content=_immediate_result_text(item),
+                        is_error=int(outcome == "failed"),
+                        outcome=outcome,
+                        timestamp=timestamp,
+                    )
+                )
+            return
+        escalated = isinstance(decoded, dict) and (
+            decoded.get("sandbox_permissions") == "require_escalated"
+            or decoded.get("with_escalated_permissions") is True
+        )
+        self.s.open_calls = (self.s.open_calls + [[call_id, message.uuid, escalated]])[-MAX_OPEN_CALLS:]
+
+    def _tool_output(self, item: dict, kind: str, timestamp, position, out, uuid) -> None:
+        call_id = first_text(item.get("call_id"), item.get("id")) or f"call@{position.byte_offset}"
+        content, exit_code = _output_text(item)
+        closed = call_id in self.s.closed_calls
+        message = self._message(
+            position, "response_item", timestamp, uuid=uuid, subtype=kind, role="user",
+            text=content, content_type="tool_result",
+        )
+        out.append(message)
+        self.s.open_calls = [call for call in self.s.open_calls if call[0] != call_id]
+        if closed:  # a synthetic result was already given when the turn ended
+            self.s.closed_calls.remove(call_id)
+            return
+        outcome = _output_outcome(content, exit_code, item)
+        spawned = self.s.last_spawn[1] if self.s.last_spawn and self.s.last_spawn[0] == call_id else None
+        out.append(
+            ToolResult(
+                tool_use_id=f"{self.session_id}:{call_id}",
+                message_uuid=message.uuid,
+                session_id=self.session_id,
+                content=content,
+                is_error=int(outcome in {"failed", "blocked"}),
+                outcome=outcome,
+                timestamp=timestamp,
+                agent_id=spawned,
+                exit_code=exit_code,
+            )
+        )
+
+    def _close_open_calls(self, out: list, timestamp, *, aborted: bool, new_turn: bool = False) -> None:
+        """Results for calls a turn left without output.
+
+        An aborted turn cancels them; an escalation request that got no
+        answer was refused (blocked). Other calls stay open while their turn
+        may still go on (a user can steer a running turn); a new turn
+        forgets them, without a result.
+        """
+        still_open = []
+        for call_id, message_uuid, escalated in self.s.open_calls:
+            if not (aborted or escalated):
+                if not new_turn:
+                    still_open.append([call_id, message_uuid, escalated])
+                continue
+            outcome = "blocked" if escalated else "cancelled"
+            note = "escalation not granted" if escalated else "turn aborted"
+            out.append(
+                ToolResult(
+                    tool_use_id=f"{self.session_id}:{call_id}",
+                    message_uuid=message_uuid,
+                    session_id=self.session_id,
+                    content=f"[no output: {note}]",
+                    is_error=int(outcome == "blocked"),
+                    outcome=outcome,
+                    timestamp=timestamp,
+                )
+            )
+            self.s.closed_calls = (self.s.closed_calls + [call_id])[-MAX_OPEN_CALLS:]
+        self.s.open_calls = still_open
+
+    def _user_turn(self, out: list) -> None:
+        """A new user prompt: pending escalations were not granted."""
+        if self.s.open_calls:
+            self._close_open_calls(out, None, aborted=False)
+
+    # -- events -------------------------------------------------------------
+
+    def _event(self, payload: dict, timestamp, position: Position, out: list) -> None:
+        self._ensure_session(out)
+        kind = first_text(payload.get("type"))
+        if kind in EVENT_TWINS:
+            self._event_twin(payload, kind, timestamp, position, out)
+        elif kind == "token_count":
+            self._token_count(payload, timestamp, position, out)
+        elif kind == "context_compacted":
+            if self.s.previous == ["compacted"]:
+                self.s.previous = None
+                out.append(Merged(position, "duplicate"))
+            else:
+                self._compaction_message(
+                    position, timestamp, "[context compacted]", out, type="event_msg", subtype=kind, is_meta=1
+                )
+        elif kind == "thread_name_updated":
+            name = first_text(payload.get("thread_name"), payload.get("name"))
+            if name and name.strip():
+                title = TitleCandidate(self.session_id, "custom", name.strip(), timestamp, position=position)
+                out.append(title)
+            out.append(Merged(position, "title"))
+        elif kind in SPAWN_EVENTS and _spawned_thread(payload):
+            self._spawn_event(payload, position, out)
+        elif kind in LOG_ONLY_EVENTS:
+            self._log_event(payload, kind, timestamp, position, out)
+        elif kind == "item_completed":
+            self._item_completed(payload, timestamp, position, out)
+        elif kind == "task_started":
+            self._close_open_calls(out, timestamp, aborted=False, new_turn=True)
+            out.append(Merged(position, "metadata"))
+        elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
+            out.append(Merged(position, "duplicate"))
+        elif kind in METADATA_EVENTS:
+            out.append(Merged(position, "metadata"))
+        else:
+            out.append(Merged(position, "unknown-type"))
+
+    def _event_twin(self, payload, kind, timestamp, position, out) -> None:
+        twin = EVENT_TWINS[kind]
+        if self._is_twin(twin, "event"):
+            out.append(Merged(position, "duplicate"))
+            return
+        if twin == "thinking":
+            text, role, content_type = first_text(payload.get("text")) or "", "assistant", "thinking"
+        else:
+            text = first_text(payload.get("message")) or ""
+            text += _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
+            role, content_type = twin, "text"
+        self._conversation(
+            out, position, timestamp, twin, "event", type="event_msg", subtype=kind, role=role, text=text,
+            content_type=content_type, is_meta=int(role == "user" and _is_injected(text)),
+        )
+
+    def _token_count(self, payload, timestamp, position, out) -> None:
+        info = payload.get("info") if isinstance(payload.get("info"), dict) else None
+        total = info.get("total_token_usage") if info else None
+        if not isinstance(total, dict):
+            out.append(Merged(position, "usage"))
+            return
+        key = _usage_key(total)
+        repeated = key == self.s.last_total
+        self.s.last_total = key
+        last = info.get("last_token_usage")
+        if not isinstance(last, dict):
+            last = total
+        if repeated or not any(as_int(v) for v in _usage_key(last)):
+            out.append(Merged(position, "usage"))
+            return
+        usage = usage_fields(
+            input_total=as_int(last.get("input_tokens")),
+            cached=as_int(last.get("cached_input_tokens")),
+            output=as_int(last.get("output_tokens")),
+            cache_write=as_int(last.get("cache_write_input_tokens")),
+        )
+        self._log_only(
+            out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
+            **usage,
+        )
+
+    def _spawn_event(self, payload, position, out) -> None:
+        thread = _spawned_thread(payload)
+        call_id = first_text(payload.get("call_id"), payload.get("id"))
+        out.append(
+            Subagent(
+                agent_id=thread,
+                session_id=self.session_id,
+                child_session_id=f"codex:{thread}",
+                parent_tool_use_id=f"{self.session_id}:{call_id}" if call_id else None,
+                agent_type=first_text(payload.get("new_agent_role"), payload.get("agent_role")),
+                description=first_text(payload.get("new_agent_nickname"), payload.get("agent_nickname")),
+            )
+        )
+        if call_id:
+            self.s.last_spawn = [call_id, thread]
+        out.append(Merged(position, "metadata"))
+
+    def _log_event(self, payload, kind, timestamp, position, out) -> None:
+        if kind == "turn_aborted":
+            text = f"turn aborted: {payload.get('reason') or ''}".strip()
+            message = self._log_only(out, position, "event_msg", kind, timestamp, text=text)
+            self._close_open_calls(out, message.timestamp, aborted=True)
+            return
+        self._log_only(out, position, "event_msg", kind, timestamp, text=_event_text(payload, kind))
+
+    def _item_completed(self, payload, timestamp, position, out) -> None:
+        """``item_completed`` (0.149+): messages are twins of response items,
+        a Plan is kept, tool items repeat their response items."""
+        item = payload.get("item") if isinstance(payload.get("item"), dict) else {}
+        kind = first_text(item.get("type"))
+        twin = COMPLETED_ITEM_TWINS.get(kind)
+        if kind == "Plan":
+            text = first_text(item.get("text")) or ""
+            self._log_only(out, position, "event_msg", "item_completed", timestamp, text=text)
+        elif twin is None:
+            out.append(Merged(position, "duplicate"))
+        else:
+            text = _completed_item_text(item, twin)
+            if not text:
+                out.append(Merged(position, "metadata"))
+            elif self._is_twin(twin, "event"):
+                out.append(Merged(position, "duplicate"))
+            else:
+                role = "user" if twin == "user" else "assistant"
+                content_type = "thinking" if twin == "thinking" else "text"
+                self._conversation(
+                    out, position, timestamp, twin, "event", type="event_msg", subtype="item_completed",
+                    role=role, text=text, content_type=content_type,
+                )
+
+    # -- turn context and compaction ---------------------------------------
+
+    def _turn_context(self, payload: dict, position: Position, out: list) -> None:
+        self._ensure_session(out)
+        s = self.s
+        s.cwd = first_text(payload.get("cwd")) or s.cwd
+        model = first_text(payload.get("model"), dig(payload, "collaboration_mode", "settings", "model"))
+        update = {}
+        if model and model != s.model:
+            s.model = update["model"] = model
+        if s.is_subagent and not s.excluded and model and model.startswith("codex-auto-review"):
+            s.excluded = True
+            update["is_excluded"] = 1
+        if update:
+            out.append(Session(id=self.session_id, source=SOURCE, **update))
+        out.append(Merged(position, "metadata"))
+
+    def _compacted(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
+        """A ``compacted`` line, read without decoding ``replacement_history``."""
+        if not looks_complete(line):
+            out.append(LineError(position, "truncated compacted record"))
+            return
+        if self._is_replay(timestamp):
+            self._ensure_session(out)
+            out.append(Merged(position, "replay"))
+            return
+        cut = line.find(HISTORY_KEY)
+        if cut < 0:
+            data = decode_line(line, position)
+            if isinstance(data, LineError):
+                out.append(data)
+                return
+            payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
+            text = _compaction_text(payload)
+        else:
+            try:
+                head = orjson.loads(line[:cut] + b"}}")
+            except orjson.JSONDecodeError:
+                head = None
+            payload = dig(head, "payload") if isinstance(dig(head, "payload"), dict) else {}
+            items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut))
+            size = len(line.rstrip()) - cut - len(HISTORY_KEY) - len(b"}}")
+            text = _compaction_text(payload, items=items, size=size)
+        self._compaction_message(position, timestamp, text, out, type="compacted")
+
+    def _compaction_message(
+        self, position, timestamp, text, out, *, type, subtype=None, is_meta=0, uuid=None
+    ) -> None:
+        self._ensure_session(out)
+        message = self._message(
+            position, type, timestamp, uuid=uuid, subtype=subtype, role="user", text=text,
+            content_type="text", is_compact_summary=1, is_meta=is_meta,
+        )
+        out.append(message)
+        out.append(
+            Summary(
+                id=message.uuid,
+                session_id=self.session_id,
+                kind="compaction",
+                content=text,
+                timestamp=timestamp,
+                message_uuid=message.uuid,
+            )
+        )
+        self.s.previous = ["compacted"]
+
+    def _undecoded_metadata(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
+        if not looks_complete(line):
+            out.append(LineError(position, "truncated record"))
+            return
+        self._ensure_session(out)
+        replay = self._is_replay(timestamp)
+        out.append(Merged(position, "replay" if replay else "metadata"))
+
+
+# -- pure helpers -----------------------------------------------------------
+
+
+@dataclass
+class Lineage:
+    parent: str | None = None  # parent thread id
+    relationship: str | None = None  # subagent | fork
+    is_subagent: bool = False
+    excluded: bool = False  # guardian / auto-review threads
+    agent_type: str | None = None
+    nickname: str | None = None
+    spawn_call: str | None = None
+
+
+def lineage_of(meta: dict) -> Lineage:
+    """Where a thread comes from, as its ``session_meta`` says.
+
+    Spawned threads name their parent in ``source.subagent.thread_spawn``
+    (or ``parent_thread_id``); forks in ``forked_from_id`` or, in paginated
+    history mode, ``history_base.thread_id``. Guardian (auto-review) threads
+    are ``source.subagent.other == "guardian"``.
+    """
+    subagent = dig(meta, "source", "subagent")
+    spawn = dig(subagent, "thread_spawn") if isinstance(subagent, dict) else None
+    spawn = spawn if isinstance(spawn, dict) else {}
+    other = first_text(dig(subagent, "other")) if isinstance(subagent, dict) else None
+    is_subagent = bool(subagent) or meta.get("thread_source") == "subagent"
+    parent = first_text(spawn.get("parent_thread_id"), meta.get("parent_thread_id"))
+    if parent and is_subagent:
+        relationship = "subagent"
+    else:
+        parent = first_text(meta.get("forked_from_id"), dig(meta, "history_base", "thread_id"), parent)
+        relationship = "fork" if parent else None
+    agent_type = first_text(meta.get("agent_role"), spawn.get("agent_role"), other, subagent)
+    return Lineage(
+        parent=parent,
+        relationship=relationship,
+        is_subagent=is_subagent,
+        excluded=bool(other) and ("guardian" in other or ("auto" in other and "review" in other)),
+        agent_type=agent_type if is_subagent else None,
+        nickname=first_text(meta.get("agent_nickname"), spawn.get("agent_nickname")),
+        spawn_call=first_text(spawn.get("spawn_call_id")),
+    )
+
+
+def _fallback_thread(path: Path) -> str:
+    name = path.name.split(".", 1)[0]
+    return name[len("rollout-") :] if name.startswith("rollout-") else name
+
+
+def _turn_id(payload: dict) -> Any:
+    return (
+        payload.get("turn_id")
+        or dig(payload, "internal_chat_message_metadata_passthrough", "turn_id")
+        or dig(payload, "metadata", "turn_id")
+    )
+
+
+USAGE_KEYS = (
+    "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"
+)
+
+
+def _usage_key(usage: dict) -> list:
+    return [as_int(usage.get(key)) for key in USAGE_KEYS]
+
+
+def _is_injected(text: str) -> bool:
+    return text.lstrip().startswith(INJECTED_PREFIXES)
+
+
+def _image_notes(images: Any) -> str:
+    if not isinstance(images, list) or not images:
+        return ""
+    return "".join(f"\n{_image_note(image)}" for image in images)
+
+
+def _image_note(url: Any) -> str:
+    """A placeholder for an image: inline data by size, links by address."""
+    if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
+        return blob_note(url)
+    return f"[image: {url}]" if isinstance(url, str) and url else "[image]"
+
+
+def _parts_text(content: Any) -> str:
+    """Text of a content list; images become placeholders."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif not isinstance(part, dict):
+            continue
+        elif isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        elif first_text(part.get("type")) in {"input_image", "image", "output_image"}:
+            texts.append(_image_note(part.get("image_url") or part.get("data")))
+    return "\n".join(texts)
+
+
+def _reasoning_text(item: dict) -> str:
+    """Summary (and raw content) texts of a reasoning item; never the
+    encrypted content."""
+    texts = []
+    for key in ("summary", "content"):
+        parts = item.get(key)
+        if isinstance(parts, list):
+            texts.extend(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return "\n\n".join(t for t in texts if t)
+
+
+def _completed_item_text(item: dict, twin: str) -> str:
+    if twin == "thinking":
+        texts = [text for key in ("summary_text", "raw_content") for text in _strings(item.get(key))]
+        return "\n\n".join(text for text in texts if text)
+    return _parts_text(item.get("content"))
+
+
+def _compaction_text(payload: dict, items: int | None = None, size: int | None = None) -> str:
+    summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+    if items is None and isinstance(payload.get("replacement_history"), list):
+        history = payload["replacement_history"]
+        items, size = len(history), len(orjson.dumps(history))
+    if items is None:
+        return summary
+    note = f"[replacement_history: {items} items, {size} bytes, not stored]"
+    return f"{summary}\n\n{note}" if summary else note
+
+
+def _tool_name_and_input(item: dict, kind: str) -> tuple[str, Any]:
+    if kind == "function_call":
+        name = first_text(item.get("name")) or "function"
+        namespace = first_text(item.get("namespace"))
+        return (f"{namespace}.{name}" if namespace else name), item.get("arguments")
+    if kind == "custom_tool_call":
+        return first_text(item.get("name")) or "custom_tool", item.get("input")
+    if kind == "local_shell_call":
+        return "local_shell", item.get("action")
+    if kind == "tool_search_call":
+        return "tool_search", item.get("arguments")
+    if kind == "web_search_call":
+        return "web_search", item.get("action")
+    return kind.removesuffix("_call"), {"revised_prompt": item.get("revised_prompt")}
+
+
+def _tool_use_text(name: str, arguments: Any) -> str:
+    if arguments in (None, "", {}):
+        return name
+    return f"{name}\n{arguments if isinstance(arguments, str) else as_json(arguments)}"
+
+
+def _input_json(arguments: Any, decoded: Any) -> str:
+    """Tool input as JSON text: JSON argument strings are kept verbatim."""
+    if isinstance(arguments, str) and (decoded is not None or arguments.strip() == "null"):
+        return arguments
+    return as_json(arguments)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+
+
+def _shell_command(decoded: Any) -> str | None:
+    """The script a shell-like tool runs (``bash -lc <script>`` unwrapped)."""
+    if not isinstance(decoded, dict):
+        return None
+    command = decoded.get("cmd") or decoded.get("command")
+    if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        if len(command) >= 3 and command[-2] in {"-c", "-lc"}:
+            return command[-1]
+        return " ".join(command)
+    return command if isinstance(command, str) else None
+
+
+def _file_paths(name: str, arguments: Any, decoded: Any) -> list[str]:
+    """apply_patch header paths, plus files a shell command obviously writes."""
+    if isinstance(arguments, str) and decoded is None:
+        text = arguments
+    else:
+        text = "\n".join(_strings(decoded or arguments))
+    paths = patch_paths(text)
+    if name in SHELL_TOOLS or name.rsplit(".", 1)[-1] in SHELL_TOOLS:
+        script = _shell_command(decoded if isinstance(decoded, dict) else arguments)
+        if script and "*** Begin Patch" not in script:
+            paths += shell_written_paths(script)
+    return unique(paths)
+
+
+def _output_text(item: dict) -> tuple[str, int | None]:
+    """The readable output of a tool and its exit code when it states one."""
+    output = item.get("output")
+    if item.get("type") == "tool_search_output" and output is None:
+        output = item.get("tools")
+    exit_code = None
+    if isinstance(output, str):
+        wrapped = loads_or_none(output) if output.startswith('{"output"') else None
+        if isinstance(wrapped, dict) and isinstance(wrapped.get("output"), str):
+            code = dig(wrapped, "metadata", "exit_code")
+            return wrapped["output"], code if isinstance(code, int) else None
+        text = output
+    elif isinstance(output, dict) and ("text" in output or output.get("type")):
+        text = _parts_text([output])
+    elif isinstance(output, list):
+        text = _parts_text(output)
+    elif isinstance(output, dict) and isinstance(output.get("content"), (str, list)):
+        text = _parts_text(output["content"])
+    elif output is None:
+        text = ""
+    else:
+        text = as_json(output)
+    match = _EXIT_CODE.search(text[:EXIT_SCAN_CHARS])
+    if match:
+        exit_code = int(match.group(1))
+    return text, exit_code
+
+
+def _output_outcome(text: str, exit_code: int | None, item: dict) -> str:
+    head = text[:EXIT_SCAN_CHARS].lower()
+    if text.strip() == "aborted" or head.startswith("aborted by user"):
+        return "cancelled"
+    if any(marker in head for marker in REJECTION_MARKERS):
+        return "blocked"
+    if exit_code not in (None, 0) or item.get("success") is False:
+        return "failed"
+    return "succeeded"
+
+
+def _status_outcome(status: Any) -> str | None:
+    status = first_text(status)
+    if status in {"completed", "succeeded", "success"}:
+        return "succeeded"
+    if status in {"failed", "incomplete", "error"}:
+        return "failed"
+    if status in {"cancelled", "canceled", "aborted"}:
+        return "cancelled"
+    return None
+
+
+def _immediate_result_text(item: dict) -> str:
+    if item.get("type") == "web_search_call":
+        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        return first_text(action.get("query"), action.get("url"), action.get("pattern")) or ""
+    return first_text(item.get("revised_prompt")) or ""
+
+
+def _spawned_thread(payload: dict) -> str | None:
+    if payload.get("type") == "sub_agent_activity" and payload.get("kind") != "started":
+        return None
+    return first_text(payload.get("new_thread_id"), payload.get("agent_thread_id"))
+
+
+def _event_text(payload: dict, kind: str) -> str:
+    if kind == "exited_review_mode":
+        review = payload.get("review_output") if isinstance(payload.get("review_output"), dict) else {}
+        findings = review.get("findings") if isinstance(review.get("findings"), list) else []
+        lines = [
+            "\n".join(t for t in (f.get("title"), f.get("body")) if isinstance(t, str))
+            for f in findings
+            if isinstance(f, dict)
+        ]
+        return "\n\n".join([*lines, first_text(review.get("overall_explanation")) or ""]).strip()
+    if kind == "entered_review_mode":
+        return first_text(payload.get("user_facing_hint"), payload.get("prompt")) or ""
+    if kind == "thread_rolled_back":
+        return f"rolled back {payload.get('num_turns', '?')} turns"
+    return first_text(payload.get("message"), payload.get("text")) or ""

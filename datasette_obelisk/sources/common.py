@@ -1,0 +1,277 @@
+"""Helpers shared by the line-oriented sources (Codex, Gemini).
+
+Everything here is pure: bytes and strings in, values out.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+from urllib.parse import urlsplit
+
+import orjson
+
+from ..records import LineError, Message, Position, TitleCandidate
+from .lines import Line, decode_object
+
+# -- decoding ---------------------------------------------------------------
+
+BLOB_MIN_CHARS = 1024  # a base64 run at least this long is a blob
+BLOB_SCAN_MIN_LINE = BLOB_MIN_CHARS + 2  # shorter lines cannot hold one
+
+_BLOB = re.compile(
+    rb'"(?:data:([A-Za-z0-9.+/-]{1,64});base64,)?([A-Za-z0-9+/]{%d,}={0,2})"'
+    % BLOB_MIN_CHARS
+)
+
+
+def base64_size(text: str | bytes) -> int:
+    """Decoded size of a base64 text."""
+    pad = text[-2:].count("=" if isinstance(text, str) else b"=")
+    return len(text) * 3 // 4 - pad
+
+
+def blob_label(mime: str | None, size: int) -> str:
+    """``[image image/png 1234 bytes]``: what inline data was, and its
+    decoded size; never the data itself."""
+    kind = "image" if mime and mime.startswith("image/") else "data"
+    return f"[{kind} {mime} {size} bytes]" if mime else f"[{kind} {size} bytes]"
+
+
+_UNLABELLED_BLOB = re.compile(r"^\[data (\d+) bytes\]$")
+
+
+def _blob_placeholder(match: re.Match) -> bytes:
+    mime = match.group(1)
+    return b'"%s"' % blob_label(mime.decode() if mime else None, base64_size(match.group(2))).encode()
+
+
+def strip_inline_blobs(line: bytes) -> bytes:
+    """``line`` with every long base64 string (inline images, data URLs)
+    replaced by a ``"[image image/png N bytes]"`` placeholder.
+
+    Works on the raw bytes so the blobs are never decoded or held as Python
+    strings; short lines are returned unchanged without scanning.
+    """
+    if len(line) < BLOB_SCAN_MIN_LINE:
+        return line
+    return _BLOB.sub(_blob_placeholder, line)
+
+
+def blob_note(value: Any, mime: Any = None) -> str:
+    """The placeholder for an inline data value or ``data:`` URL (values
+    already replaced by ``strip_inline_blobs`` are returned as they are)."""
+    mime = mime if isinstance(mime, str) and mime else None
+    if not isinstance(value, str):
+        return blob_label(mime, 0)
+    unlabelled = _UNLABELLED_BLOB.match(value)
+    if unlabelled and mime:  # stripped before its mime type was known
+        return blob_label(mime, int(unlabelled.group(1)))
+    if value.startswith("[") and value.endswith("]"):
+        return value
+    if value.startswith("data:"):
+        header, _, value = value[5:].partition(",")
+        mime = header.split(";", 1)[0] or mime
+    return blob_label(mime, base64_size(value))
+
+
+def decode_line(line: bytes | None, position: Position) -> dict | LineError:
+    """The JSON object on ``line`` (inline blobs replaced), or a LineError
+    (also for ``None``, the reader's stand-in for an oversized line)."""
+    return decode_object(Line(strip_inline_blobs(line) if line is not None else None, position))
+
+
+def looks_complete(line: bytes) -> bool:
+    """Cheap check that a line we skip without decoding is not truncated."""
+    return line.rstrip().endswith(b"}")
+
+
+def as_json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def loads_or_none(text: Any) -> Any:
+    if not isinstance(text, (str, bytes)):
+        return None
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def first_prompt_title(message: Message) -> TitleCandidate:
+    """The title candidate made of a session's first real prompt."""
+    return TitleCandidate(
+        message.session_id,
+        "first_prompt",
+        message.text.strip(),
+        timestamp=message.timestamp,
+        leaf_uuid=message.uuid,
+        position=message.position,
+    )
+
+
+# -- time and ids -----------------------------------------------------------
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def iso_ms(value: Any) -> int | None:
+    """Milliseconds since the epoch of an ISO 8601 timestamp, else None."""
+    if not isinstance(value, str) or len(value) < 10:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return (moment - EPOCH) // timedelta(milliseconds=1)
+
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-([0-9a-fA-F])[0-9a-fA-F]{3}-")
+
+
+def uuid7_ms(value: Any) -> int | None:
+    """The creation time (ms) embedded in a UUIDv7 string, else None."""
+    if not isinstance(value, str):
+        return None
+    match = _UUID.match(value)
+    if not match or match.group(1) != "7":
+        return None
+    return int(value[:8] + value[9:13], 16)
+
+
+def first_text(*values: Any) -> str | None:
+    """The first value that is a non-empty string."""
+    for value in values:
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def dig(value: Any, *keys: str) -> Any:
+    """``value[k1][k2]…`` or None when any step is missing or not a dict."""
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+# -- repositories -----------------------------------------------------------
+
+_SCP_LIKE = re.compile(r"^(?:[^@/\s]+@)?([^:/\s]+):(?!//)([^\s]+)$")
+
+
+def normalize_repository(url: Any) -> str | None:
+    """``host/owner/repo`` for a git remote URL (https, ssh, scp-like).
+
+    Credentials, ports and a trailing ``.git`` are dropped; the host is
+    lower-cased. Values that are not URLs give None.
+    """
+    if not isinstance(url, str):
+        return None
+    url = url.strip()
+    if not url or any(c.isspace() for c in url):
+        return None
+    if "://" in url:
+        parts = urlsplit(url)
+        host, path = (parts.hostname or ""), parts.path
+    else:
+        match = _SCP_LIKE.match(url)
+        if not match:
+            return None
+        host, path = match.group(1), match.group(2)
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    path = path.rstrip("/")
+    if not host or not path:
+        return None
+    return f"{host.lower()}/{path}"
+
+
+# -- file paths -------------------------------------------------------------
+
+_PATCH_HEADER = re.compile(
+    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.MULTILINE
+)
+
+
+def patch_paths(text: str) -> list[str]:
+    """Every path named by an apply_patch header in ``text``."""
+    if "*** " not in text:
+        return []
+    return _PATCH_HEADER.findall(text)
+
+
+_REDIRECTS = {">", ">>", ">|"}
+SHELL_SCAN_CHARS = 8192  # commands that write files say so early
+
+
+def shell_written_paths(command: str) -> list[str]:
+    """Files a shell command obviously writes.
+
+    Only output redirections (``> f``, ``>> f``) and ``tee f`` are
+    recognised, outside quotes; ``/dev/*`` targets are ignored. Heredoc
+    bodies are never scanned, nor anything after the first 8 KB.
+    """
+    head = _before_heredoc_body(command)[:SHELL_SCAN_CHARS]
+    if ">" not in head and "tee" not in head:
+        return []
+    lexer = shlex.shlex(head, posix=True, punctuation_chars=True)
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        return []
+    found = []
+    for i, token in enumerate(tokens[:-1]):
+        if token in _REDIRECTS:
+            found.append(tokens[i + 1])
+        elif token == "tee":
+            rest = [t for t in tokens[i + 1 :] if not t.startswith("-")]
+            if rest and rest[0] not in {"|", "&&", ";", "||"}:
+                found.append(rest[0])
+    return [p for p in found if not p.startswith(("/dev/", "&")) and p not in {"|", ";"}]
+
+
+def _before_heredoc_body(command: str) -> str:
+    """``command`` up to the end of the line that opens its first heredoc."""
+    start = command.find("<<")
+    if start < 0:
+        return command
+    end = command.find("\n", start)
+    return command if end < 0 else command[:end]
+
+
+def unique(values: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in values:
+        if value:
+            seen.setdefault(value, None)
+    return list(seen)
+
+
+# -- usage ------------------------------------------------------------------
+
+
+def usage_fields(
+    *, input_total: int, cached: int, output: int, cache_write: int = 0
+) -> dict[str, int | None]:
+    """Token counts in the ``Message`` convention (Anthropic's):
+    ``input_tokens`` excludes cache reads and writes, which are counted in
+    ``cache_read_tokens`` / ``cache_creation_tokens``."""
+    return {
+        "input_tokens": max(input_total - cached - cache_write, 0),
+        "output_tokens": output,
+        "cache_read_tokens": cached,
+        "cache_creation_tokens": cache_write or None,
+    }
+
+
+def as_int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,0 +1,443 @@
+"""Gemini CLI chats: ``$HOME/.gemini/tmp/<project hash>/chats/``.
+
+Two layouts:
+
+* legacy ``session-*.json``: one ``ConversationRecord`` document
+  ``{sessionId, projectHash, startTime, lastUpdated, messages[], summary?}``
+  rewritten on every update (layout ``document``);
+* ``session-*.jsonl`` (and subagent chats ``chats/<parent id>/<id>.jsonl``):
+  an append log of a metadata line, message records, ``{"$set": {...}}``
+  metadata updates and ``{"$rewindTo": <message id>}`` markers.
+
+Message ids are ``gemini:<session id>:<message id>``, so migrating a legacy
+``.json`` chat to ``.jsonl`` (which copies every message) yields the same
+ids. Gemini re-appends the last message when it gains token counts or tool
+results: the re-append keeps only what is new (see ``_reappended``), so
+usage is counted once. ``$set`` updates that rewrite the whole ``messages``
+list are recognised from the line prefix and merged without being decoded.
+``logs.json`` (the prompt log) is not a session and is never discovered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+import orjson
+
+from ..hookspecs import hookimpl
+from ..records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Record,
+    Session,
+    Subagent,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+)
+from .base import SourceFile, home, walk_files
+from .common import (
+    as_int,
+    as_json,
+    blob_note,
+    decode_line,
+    first_prompt_title,
+    first_text,
+    looks_complete,
+    shell_written_paths,
+    unique,
+    usage_fields,
+)
+
+SOURCE = "gemini"
+HISTORY_SYNC_PREFIX = b'{"$set":{"messages":'
+CONVERSATION_TYPES = {"user": "user", "gemini": "assistant"}
+TOOL_OUTCOMES = {"success": "succeeded", "error": "failed", "cancelled": "cancelled"}
+PATH_ARGUMENTS = ("file_path", "absolute_path")
+SHELL_TOOLS = {"run_shell_command", "shell"}
+
+
+class GeminiSource:
+    name = SOURCE
+    parser_version = 1
+
+    def default_root(self, environ: Mapping[str, str]) -> Path | None:
+        root = home(environ) / ".gemini"
+        return root if root.is_dir() else None
+
+    def discover(self, root: Path) -> Iterator[SourceFile]:
+        root = Path(root)
+        folder = root / "tmp" if (root / "tmp").is_dir() else root
+        for path in walk_files(folder):
+            unit = chat_unit(path)
+            if unit is not None:
+                yield unit
+
+    def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
+        return GeminiParser(unit, state)
+
+
+def chat_unit(path: Path) -> SourceFile | None:
+    """The unit for a chat file, or None (``logs.json``, checkpoints, …)."""
+    name, parent = path.name, path.parent
+    if parent.name == "chats" and name.startswith("session-"):
+        if name.endswith(".jsonl"):
+            return SourceFile(path, SOURCE, kind="chat")
+        if name.endswith(".json"):
+            return SourceFile(path, SOURCE, kind="chat", layout="document")
+        return None
+    if parent.parent.name == "chats" and name.endswith(".jsonl"):
+        hints = {"session_id": name[: -len(".jsonl")], "parent_session_id": parent.name}
+        return SourceFile(path, SOURCE, kind="subagent_chat", hints=hints, priority=1)
+    return None
+
+
+@hookimpl
+def obelisk_sources():
+    return [GeminiSource()]
+
+
+@dataclass
+class GeminiState:
+    """What a chat parser needs to resume after a line."""
+
+    session: str = ""
+    session_emitted: bool = False
+    first_prompt_seen: bool = False
+    last_uuid: str | None = None
+    last_message: list | None = None  # [message id, has token counts]
+
+
+class GeminiParser:
+    """Records for the lines (or the legacy document) of one chat file."""
+
+    def __init__(self, unit: SourceFile, state: dict[str, Any] | None = None):
+        self.unit = unit
+        self.parent = unit.hints.get("parent_session_id")
+        if state:
+            self.s = GeminiState(**state)
+        else:
+            self.s = GeminiState(session=unit.hints.get("session_id") or unit.path.name.split(".", 1)[0])
+
+    def state(self) -> dict[str, Any]:
+        return asdict(self.s)
+
+    @property
+    def session_id(self) -> str:
+        return f"gemini:{self.s.session}"
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        out: list[Record] = []
+        if line is not None and line.startswith(HISTORY_SYNC_PREFIX):  # the whole history, again
+            if not looks_complete(line):
+                return [LineError(position, "truncated record")]
+            self._ensure_session(out)
+            out.append(Merged(position, "history-sync"))
+            return out
+        data = decode_line(line, position)
+        if isinstance(data, LineError):
+            return [data]
+        self._record(data, position, out)
+        return out
+
+    def document(self, data: bytes) -> list[Record]:
+        """A legacy ``session-*.json`` ConversationRecord."""
+        whole = Position(0, 0, len(data))
+        try:
+            record = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            return [LineError(whole, f"invalid JSON: {exc}")]
+        if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
+            return [LineError(whole, "not a Gemini chat document")]
+        out: list[Record] = []
+        self._metadata(record, out)
+        for index, message in enumerate(record["messages"], start=1):
+            position = Position(index, 0, len(data))
+            if isinstance(message, dict) and isinstance(message.get("id"), str):
+                self._message_record(message, position, out)
+            else:
+                out.append(LineError(position, "message is not a message record"))
+        return out
+
+    # -- records ------------------------------------------------------------
+
+    def _record(self, data: dict, position: Position, out: list) -> None:
+        if isinstance(data.get("$rewindTo"), str):
+            self._rewind(data["$rewindTo"], position, out)
+        elif isinstance(data.get("id"), str):
+            self._message_record(data, position, out)
+        elif isinstance(data.get("$set"), dict):
+            self._update(data["$set"], position, out)
+        elif isinstance(data.get("sessionId"), str):
+            self._metadata(data, out)
+            out.append(Merged(position, "metadata"))
+        else:
+            self._ensure_session(out)
+            out.append(Merged(position, "unknown-type"))
+
+    def _metadata(self, record: dict, out: list) -> None:
+        """The chat's identity (first line, or the legacy document)."""
+        s = self.s
+        s.session = first_text(record.get("sessionId")) or s.session
+        parent = self.parent
+        subagent = bool(parent) or record.get("kind") == "subagent"
+        directories = record.get("directories") if isinstance(record.get("directories"), list) else []
+        out.append(
+            Session(
+                id=self.session_id,
+                source=SOURCE,
+                cwd=first_text(*directories[:1]),
+                started_at=first_text(record.get("startTime")),
+                parent_session_id=f"gemini:{parent}" if parent else None,
+                relationship="subagent" if parent else None,
+                agent_id=s.session if subagent else None,
+                agent_type="subagent" if subagent else None,
+            )
+        )
+        s.session_emitted = True
+        if parent:
+            out.append(Subagent(s.session, session_id=f"gemini:{parent}", child_session_id=self.session_id))
+        self._summary(record, out)
+
+    def _summary(self, record: dict, out: list, position: Position | None = None) -> None:
+        summary = (first_text(record.get("summary")) or "").strip()
+        if summary:
+            updated = first_text(record.get("lastUpdated"))
+            out.append(TitleCandidate(self.session_id, "summary", summary, updated, position=position))
+
+    def _ensure_session(self, out: list) -> None:
+        if not self.s.session_emitted:
+            self.s.session_emitted = True
+            out.append(Session(id=self.session_id, source=SOURCE))
+
+    def _update(self, update: dict, position: Position, out: list) -> None:
+        self._ensure_session(out)
+        self._summary(update, out, position)
+        out.append(Merged(position, "history-sync" if "messages" in update else "metadata"))
+
+    def _rewind(self, target: str, position: Position, out: list) -> None:
+        """``$rewindTo``: the messages from ``target`` on were taken back."""
+        self._ensure_session(out)
+        self.s.last_message = None
+        out.append(
+            self._message(
+                position,
+                "rewind",
+                None,
+                text=f"rewind to {target}",
+                is_meta=1,
+                surface="log-only",
+                logical_parent_uuid=f"{self.session_id}:{target}",
+                uuid=f"{self.session_id}:rewind@{position.byte_offset}",
+            )
+        )
+
+    def _message(self, position: Position, type: str, timestamp, *, uuid: str, **fields) -> Message:
+        message = Message(
+            uuid=uuid,
+            session_id=self.session_id,
+            source=SOURCE,
+            type=type,
+            position=position,
+            parent_uuid=self.s.last_uuid,
+            timestamp=timestamp,
+            agent_id=self.s.session if self.parent else None,
+            **fields,
+        )
+        self.s.last_uuid = uuid
+        return message
+
+    def _message_record(self, record: dict, position: Position, out: list) -> None:
+        self._ensure_session(out)
+        if self.s.last_message and self.s.last_message[0] == record["id"]:
+            self._reappended(record, position, out)
+            return
+        kind = first_text(record.get("type")) or "unknown"
+        role = CONVERSATION_TYPES.get(kind)
+        uuid = f"{self.session_id}:{record['id']}"
+        timestamp = first_text(record.get("timestamp"))
+        usage = _usage(record.get("tokens"))
+        self.s.last_message = [record["id"], bool(usage)]
+        if role is None:  # info / warning / error notices
+            notice = self._message(
+                position, kind, timestamp, uuid=uuid, text=_parts_text(record.get("content")),
+                content_type="text", is_meta=1, surface="log-only",
+            )
+            out.append(notice)
+            return
+        content = _parts_text(record.get("content"))
+        thoughts = _thoughts_text(record.get("thoughts"))
+        calls = _tool_calls(record)
+        text = "\n\n".join(t for t in (thoughts, content) if t) or "\n".join(map(_call_summary, calls))
+        message = self._message(
+            position,
+            kind,
+            timestamp,
+            uuid=uuid,
+            role=role,
+            text=text,
+            content_type=_content_type(content, thoughts, calls),
+            model=first_text(record.get("model")),
+            **usage,
+        )
+        out.append(message)
+        if role == "user" and content.strip() and not self.s.first_prompt_seen:
+            self.s.first_prompt_seen = True
+            out.append(first_prompt_title(message))
+        for index, call in enumerate(calls):
+            self._tool_call(call, index, uuid, timestamp, out)
+
+    def _reappended(self, record: dict, position: Position, out: list) -> None:
+        """The previous message again, with token counts or tool results
+        added: only what is new is kept (the first copy stays the Message).
+
+        Token counts the first copy lacked become a log-only usage Message;
+        otherwise the line is ``Merged("update")``. Tool calls and results
+        are repeated under the same ids (the store keeps the first of each).
+        """
+        uuid = f"{self.session_id}:{record['id']}"
+        timestamp = first_text(record.get("timestamp"))
+        usage = _usage(record.get("tokens"))
+        if usage and not self.s.last_message[1]:
+            self.s.last_message[1] = True
+            counts = self._message(
+                position, first_text(record.get("type")) or "unknown", timestamp, uuid=f"{uuid}:usage",
+                subtype="usage", role="assistant", model=first_text(record.get("model")), is_meta=1,
+                surface="log-only", **usage,
+            )
+            out.append(counts)
+        else:
+            out.append(Merged(position, "update"))
+        for index, call in enumerate(_tool_calls(record)):
+            self._tool_call(call, index, uuid, timestamp, out)
+
+    def _tool_call(self, call: dict, index: int, message_uuid: str, timestamp, out: list) -> None:
+        call_id = first_text(call.get("id")) or f"{message_uuid}#{index}"
+        tool_use_id = f"{self.session_id}:{call_id}"
+        name = first_text(call.get("name")) or "tool"
+        args = call.get("args") if isinstance(call.get("args"), dict) else {}
+        timestamp = first_text(call.get("timestamp"), timestamp)
+        out.append(
+            ToolCall(
+                id=tool_use_id,
+                message_uuid=message_uuid,
+                session_id=self.session_id,
+                name=name,
+                input_json=as_json(args),
+                timestamp=timestamp,
+                file_paths=_file_paths(name, args),
+            )
+        )
+        outcome = TOOL_OUTCOMES.get(first_text(call.get("status")))
+        if outcome:
+            out.append(
+                ToolResult(
+                    tool_use_id=tool_use_id,
+                    message_uuid=message_uuid,
+                    session_id=self.session_id,
+                    content=_result_text(call),
+                    is_error=int(outcome == "failed"),
+                    outcome=outcome,
+                    timestamp=timestamp,
+                    agent_id=first_text(call.get("agentId")),
+                )
+            )
+
+
+# -- pure helpers -----------------------------------------------------------
+
+
+def _parts_text(content: Any) -> str:
+    """Text of a Gemini ``PartListUnion`` (string, part, or list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict):
+            if isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            elif isinstance(part.get("inlineData"), dict):
+                data = part["inlineData"]
+                texts.append(blob_note(data.get("data"), data.get("mimeType")))
+            elif isinstance(part.get("fileData"), dict):
+                texts.append(f"[file: {part['fileData'].get('fileUri') or ''}]")
+    return "\n".join(texts)
+
+
+def _thoughts_text(thoughts: Any) -> str:
+    if not isinstance(thoughts, list):
+        return ""
+    texts = []
+    for thought in thoughts:
+        if isinstance(thought, dict):
+            parts = (thought.get("subject"), thought.get("description"))
+            texts.append(": ".join(part for part in parts if isinstance(part, str) and part))
+    return "\n\n".join(text for text in texts if text)
+
+
+def _content_type(content: str, thoughts: str, calls: list) -> str:
+    kinds = [k for k, present in (("text", content), ("thinking", thoughts), ("tool_use", calls)) if present]
+    if len(kinds) > 1:
+        return "mixed"
+    return kinds[0] if kinds else "text"
+
+
+def _tool_calls(record: dict) -> list[dict]:
+    calls = record.get("toolCalls")
+    return [call for call in calls if isinstance(call, dict)] if isinstance(calls, list) else []
+
+
+def _call_summary(call: dict) -> str:
+    args = call.get("args")
+    return f"{call.get('name') or 'tool'} {as_json(args)}" if args else str(call.get("name") or "tool")
+
+
+def _usage(tokens: Any) -> dict:
+    if not isinstance(tokens, dict):
+        return {}
+    fields = usage_fields(
+        input_total=as_int(tokens.get("input")) + as_int(tokens.get("tool")),
+        cached=as_int(tokens.get("cached")),
+        output=as_int(tokens.get("output")) + as_int(tokens.get("thoughts")),
+    )
+    return fields
+
+
+def _file_paths(name: str, args: dict) -> list[str]:
+    paths = [args[key] for key in PATH_ARGUMENTS if isinstance(args.get(key), str)]
+    if isinstance(args.get("paths"), list):
+        paths += [p for p in args["paths"] if isinstance(p, str)]
+    if name in SHELL_TOOLS and isinstance(args.get("command"), str):
+        paths += shell_written_paths(args["command"])
+    return unique(paths)
+
+
+def _result_text(call: dict) -> str:
+    result = call.get("result")
+    texts = []
+    parts = result if isinstance(result, list) else [result]
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+            response = part["functionResponse"].get("response")
+            if isinstance(response, dict):
+                value = response.get("output", response.get("error", response))
+                texts.append(value if isinstance(value, str) else as_json(value))
+            elif response is not None:
+                texts.append(as_json(response))
+        elif isinstance(part, dict) and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+    if not texts and isinstance(call.get("resultDisplay"), str):
+        texts.append(call["resultDisplay"])
+    return "\n".join(texts)

@@ -1,0 +1,95 @@
+"""``/-/obelisk/api/session-query/...`` and ``/-/obelisk/api/history/...``: the two contracts over HTTP.
+
+Each endpoint builds the contract's request object from the query string
+(structured values such as filter arrays are JSON) and calls
+``query/session_query.py`` or ``query/history.py``; the answer is the
+contract's own shape.
+"""
+
+from __future__ import annotations
+
+from ..query.session_query import SessionQuery
+from . import schemas as s
+from .endpoints import Endpoint, Param
+
+INVALID_LIMIT = "SESSION_QUERY_INVALID_LIMIT"
+INVALID_FILTER = "SESSION_QUERY_INVALID_FILTER"
+INVALID_WINDOW = "SESSION_QUERY_INVALID_WINDOW"
+
+
+def search_request(params, *names: str) -> dict:
+    """The contract's search request: query, mode, limit, cursor and the named filter arrays."""
+    request = {"query": params.text("query", default=""), "limit": params.integer("limit", code=INVALID_LIMIT)}
+    for name in ("mode", "cursor", "sessionId"):
+        if params.text(name) is not None:
+            request[name] = params.text(name)
+    for name in names:
+        request[name] = params.json(name, code=INVALID_FILTER)
+    return {key: value for key, value in request.items() if value is not None}
+
+
+def event_request(params, **extra) -> dict:
+    return {"sessionId": params.path("session_id"), "seq": params.path_int("seq", code=INVALID_WINDOW), **extra}
+
+
+def sessions(conn, params):
+    filters = params.json("filters", code=INVALID_FILTER)
+    service = SessionQuery(conn)
+    return service.filter_sessions(filters) if filters is not None else service.list_sessions()
+
+
+def session_events(conn, params):
+    filters = params.json("filters", code=INVALID_FILTER)
+    service = SessionQuery(conn)
+    session_id = params.path("session_id")
+    return service.filter_events(session_id, filters) if filters is not None else service.list_events(session_id)
+
+
+def read_event(conn, params):
+    window = {
+        name: params.integer(name, code=INVALID_WINDOW) for name in ("before", "after") if params.text(name) is not None
+    }
+    return SessionQuery(conn).read_event(event_request(params, **window))
+
+
+SESSION_ID = "{session_id}"
+FILTERS_JSON = "JSON array of the contract's filter clauses"
+QUERY = Param("query", required=True, description="search text: data, never FTS5 syntax")
+MODE = Param("mode", description="terms (default) or phrase")
+PAGE = (Param("limit", "integer"), Param("cursor", description="nextCursor of the previous page"))
+
+
+def sq(path, handler, summary, params=(), response=None) -> Endpoint:
+    return Endpoint("/session-query" + path, handler, summary, "session-query", tuple(params), response or {"type": "object"})
+
+
+SESSION_QUERY_ENDPOINTS = [
+    sq("/sessions", sessions, "listSessions / filterSessions: every session, newest first",
+       [Param("filters", "json", "SessionResultFilter[] (" + FILTERS_JSON + ")")], s.array(s.SESSION_RECORD)),
+    sq("/sessions/search", lambda conn, p: SessionQuery(conn).search_sessions(search_request(p, "sessionFilters", "eventFilters")),
+       "searchSessions: sessions grouped by their strongest matching event",
+       [QUERY, MODE, Param("sessionFilters", "json", FILTERS_JSON), Param("eventFilters", "json", FILTERS_JSON), *PAGE],
+       s.page(s.SESSION_SEARCH_HIT)),
+    sq("/events/search", lambda conn, p: SessionQuery(conn).search_events(search_request(p, "filters")),
+       "searchEvents: events of one session",
+       [Param("sessionId", required=True), QUERY, MODE, Param("filters", "json", FILTERS_JSON), *PAGE],
+       s.EVENT_SEARCH_PAGE),
+    sq(f"/session/{SESSION_ID}", lambda conn, p: SessionQuery(conn).read_session(p.path("session_id")),
+       "readSession: the session's complete raw log", response=s.LOG_SNAPSHOT),
+    sq(f"/session/{SESSION_ID}/surface", lambda conn, p: SessionQuery(conn).read_surface(p.path("session_id")),
+       "readSurface: the current model surface", response=s.SURFACE_SNAPSHOT),
+    sq(f"/session/{SESSION_ID}/events", session_events, "listEvents / filterEvents: event records in seq order",
+       [Param("filters", "json", "SessionEventResultFilter[] (" + FILTERS_JSON + ")")], s.array(s.EVENT_RECORD)),
+    sq(f"/session/{SESSION_ID}/trace", lambda conn, p: SessionQuery(conn).trace_session(p.path("session_id")),
+       "traceSession: ancestors and the descendant forest", response=s.LINEAGE_TRACE),
+    sq(f"/event/{SESSION_ID}/{{seq}}", read_event, "readEvent: one event and a raw-log window",
+       [Param("before", "integer"), Param("after", "integer")], s.EVENT_WINDOW),
+    sq(f"/event/{SESSION_ID}/{{seq}}/trace", lambda conn, p: SessionQuery(conn).trace_event(event_request(p)),
+       "traceEvent: replacements and cited source events", response=s.EVENT_TRACE),
+]
+
+
+def contract_endpoints() -> list[Endpoint]:
+    from .api_history import HISTORY_ENDPOINTS
+
+    return SESSION_QUERY_ENDPOINTS + HISTORY_ENDPOINTS

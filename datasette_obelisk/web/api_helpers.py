@@ -1,0 +1,143 @@
+"""``/-/obelisk/api/<helper>``: the Obelisk helper vocabulary over HTTP.
+
+Each endpoint calls the helper of ``query/obelisk.py`` with the same name.
+Options are query-string parameters under the helper reference's names
+(``sessionId``, ``includeMeta``, ``limit``...), typed by the helper's own
+option table; a list (``sessions``) is JSON. Unknown options are refused by
+the helper itself. A helper that answers ``null`` (an unknown uuid or run)
+answers 404 here.
+"""
+
+from __future__ import annotations
+
+from ..query import obelisk
+from ..query.errors import QueryError
+from . import schemas as s
+from .endpoints import Endpoint, Param
+
+RESERVED = {"db"}
+SCOPE = (
+    Param("project", description="SQL LIKE pattern over the session's project"),
+    Param("source", description="claude, codex, gemini ..."),
+)
+TIME = (Param("after", description="ISO lower bound"), Param("before", description="ISO upper bound"))
+LIMIT = Param("limit", "integer", "maximum rows")
+SESSION_ID = Param("sessionId", description="restrict to one session")
+SESSIONS = Param("sessions", "json", 'restrict to these session ids (JSON array)')
+
+
+def helper_options(params, skip: set[str]) -> dict:
+    """Every non-empty query-string parameter, typed by the helper option table."""
+    found = {}
+    for key in params.args.keys():
+        if key in skip or key in RESERVED or params.args.get(key) == "":
+            continue
+        kind = obelisk.OPTION_TYPES.get(obelisk.CAMEL.get(key, key), str)
+        if kind is int:
+            found[key] = params.integer(key)
+        elif kind is bool:
+            found[key] = params.boolean(key)
+        elif kind is list:
+            found[key] = params.json(key)
+        else:
+            found[key] = params.text(key)
+    return found
+
+
+def calling(helper, positional: str | None = None, takes_options: bool = True, not_found: str | None = None):
+    """A handler that calls ``helper`` with the request's options."""
+
+    def handler(conn, params):
+        args = [params.text(positional, required=True)] if positional else []
+        if takes_options:
+            args.append(helper_options(params, {positional} if positional else set()))
+        result = helper(conn, *args)
+        if result is None and not_found:
+            raise QueryError("OBELISK_NOT_FOUND", not_found.format(params.text(positional)))
+        return result
+
+    return handler
+
+
+def endpoint(path, helper, summary, params=(), response=None, **calling_options) -> Endpoint:
+    return Endpoint(
+        path=path,
+        handler=calling(helper, **calling_options),
+        summary=summary,
+        tag="helpers",
+        params=tuple(params),
+        response=response or {"type": "object"},
+    )
+
+
+HELPER_ENDPOINTS = [
+    endpoint(
+        "/search", obelisk.search, "Full-text search over message text, best rank first",
+        [Param("q", required=True, description="the search text (FTS5 syntax honoured; falls back to safe quoting)"),
+         Param("mode", description="terms | phrase | raw (force one query form)"), LIMIT, SESSION_ID, *SCOPE, *TIME,
+         Param("cwd", description="SQL LIKE pattern over messages.cwd"),
+         Param("includeMeta", "boolean", "include is_meta rows")],
+        s.array(s.SEARCH_HIT), positional="q",
+    ),
+    endpoint(
+        "/context", obelisk.context, "One message with its parent chain, session, subagent and workflow",
+        [Param("uuid", required=True)], s.CONTEXT, positional="uuid", takes_options=False,
+        not_found="no message {!r}",
+    ),
+    endpoint(
+        "/trace", obelisk.trace, "The parent chain of a message, root first",
+        [Param("uuid", required=True)], s.array(s.MESSAGE_ROW), positional="uuid", takes_options=False,
+    ),
+    endpoint(
+        "/thread", obelisk.thread, "A session's messages in order",
+        [Param("sessionId", required=True), Param("includeMeta", "boolean"), LIMIT,
+         Param("offset", "integer")],
+        s.array(s.MESSAGE_ROW), positional="sessionId",
+    ),
+    endpoint(
+        "/raw", obelisk.raw, "A character window of a message's original log line",
+        [Param("uuid", required=True), Param("offset", "integer"), LIMIT], s.RAW, positional="uuid",
+        not_found="no message {!r}",
+    ),
+    endpoint(
+        "/overview", obelisk.overview, "Projects, totals and the current project's sessions and memories",
+        [Param("project", description="project slug or LIKE pattern"), Param("cwd"), LIMIT,
+         Param("projectLimit", "integer"), Param("memoryLimit", "integer")],
+        s.OVERVIEW,
+    ),
+    endpoint(
+        "/sessions", obelisk.sessions, "Sessions, most recently ended first",
+        [*SCOPE, *TIME, Param("branch"), SESSION_ID, SESSIONS, LIMIT], s.array(s.SESSION_ROW),
+    ),
+    endpoint(
+        "/summaries", obelisk.summaries, "Away and compaction summaries, newest first",
+        [SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), LIMIT], s.array(s.SUMMARY_ROW),
+    ),
+    endpoint(
+        "/memories", obelisk.memories, "Active memories; with query, FTS-ranked",
+        [Param("query", description="English recall query"), SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), LIMIT],
+        s.array(s.MEMORY_ROW),
+    ),
+    endpoint(
+        "/subagents", obelisk.subagents, "Subagents with their transcript's message count",
+        [SESSION_ID, *SCOPE, LIMIT], s.array(s.SUBAGENT_ROW),
+    ),
+    endpoint(
+        "/workflows", obelisk.workflows, "Workflow runs, newest first",
+        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array({"type": "object", "required": ["run_id", "session_id"]}),
+    ),
+    endpoint(
+        "/workflow-tree", obelisk.workflow_tree, "One workflow run with its parsed result and agents",
+        [Param("runId", required=True)], s.WORKFLOW_TREE, positional="runId", takes_options=False,
+        not_found="no workflow run {!r}",
+    ),
+    endpoint(
+        "/file-history", obelisk.file_history, "Tool calls that touched a file, oldest first",
+        [Param("path", required=True, description="absolute file path"), *TIME, Param("source"), LIMIT],
+        s.array(s.FILE_HISTORY_ITEM), positional="path",
+    ),
+    endpoint(
+        "/failures", obelisk.failures, "Failed tool results with the next three messages",
+        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array(s.FAILURE),
+    ),
+]

@@ -1,0 +1,54 @@
+"""Zero-config search and facets on Datasette's own table and view pages.
+
+Our FTS tables are declared ``content='messages'`` (single quotes), which
+Datasette's detection does not recognise, and views are never detected. At
+startup the plugin adds this table configuration for each obelisk database,
+under whatever the user configured: their ``datasette.yaml`` always wins.
+"""
+
+from __future__ import annotations
+
+import copy
+
+DATE = {"date": "timestamp"}
+
+TABLE_DEFAULTS = {
+    "messages": {"fts_table": "messages_fts", "fts_pk": "id"},
+    "tool_results": {"fts_table": "tool_errors_fts", "fts_pk": "id"},
+    "memories": {"fts_table": "memories_fts", "fts_pk": "pk"},
+    "sessions": {"label_column": "title", "sort_desc": "ended_at"},
+    "browse_messages": {
+        "fts_table": "messages_fts",
+        "fts_pk": "id",
+        "facets": ["source", "project", "role", DATE],
+        "sort_desc": "timestamp",
+    },
+    "browse_tool_calls": {
+        "fts_table": "tool_errors_fts",
+        "fts_pk": "result_id",
+        "facets": ["tool_name", "outcome", "source", "project", DATE],
+        "sort_desc": "timestamp",
+    },
+    "derive_queue": {"hidden": True},
+    "obelisk_state": {"hidden": True},
+    "_sqlite_migrations": {"hidden": True},
+}
+
+
+def with_browse_defaults(config: dict | None, database: str, present: set[str]) -> dict:
+    """``config`` plus our defaults for the tables and views ``present`` in ``database``."""
+    merged = copy.deepcopy(config or {})
+    tables = merged.setdefault("databases", {}).setdefault(database, {}).setdefault("tables", {})
+    for name, defaults in TABLE_DEFAULTS.items():
+        if name not in present:
+            continue
+        table = tables.setdefault(name, {})
+        for key, value in defaults.items():
+            table.setdefault(key, copy.deepcopy(value))
+    return merged
+
+
+async def apply_browse_defaults(datasette, database: str) -> None:
+    db = datasette.get_database(database)
+    present = set(await db.table_names()) | set(await db.view_names())
+    datasette.config = with_browse_defaults(datasette.config, database, present)

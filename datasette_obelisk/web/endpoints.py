@@ -1,0 +1,37 @@
+"""The description of a JSON endpoint: one record feeds its route and its OpenAPI entry."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+API_ROOT = "/-/obelisk/api"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str = "string"  # string | integer | boolean | json
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str  # below API_ROOT, OpenAPI style: "/session-query/session/{sessionId}"
+    handler: Callable  # (conn, Params) -> JSON-able result
+    summary: str
+    tag: str
+    params: tuple[Param, ...] = ()
+    response: dict = field(default_factory=lambda: {"type": "object"})
+    method: str = "get"
+
+    @property
+    def path_params(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.path)
+
+    @property
+    def regex(self) -> str:
+        pattern = re.sub(r"{(\w+)}", r"(?P<\1>[^/]+)", self.path)
+        return "^" + API_ROOT + pattern + "$"

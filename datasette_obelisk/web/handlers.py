@@ -1,0 +1,86 @@
+"""The two view shapes every route uses: a JSON read and an HTML page.
+
+Both resolve the database, check that the actor may view it, run the
+work on a Datasette read connection and turn a ``QueryError`` into the
+right response. Handlers themselves only parse parameters and call
+``query/``.
+"""
+
+from __future__ import annotations
+
+from datasette.resources import DatabaseResource
+from datasette.utils.asgi import Response
+
+from ..query.errors import QueryError
+from .databases import database_for
+from .params import Params
+from .responses import json_error, json_ok, method_not_allowed
+from .template_helpers import TemplateHelpers
+
+
+async def readable_database(datasette, request):
+    db = await database_for(datasette, request)
+    if not await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=request.actor):
+        raise QueryError("OBELISK_PERMISSION_DENIED", f"you may not view database {db.name!r}")
+    return db
+
+
+def json_view(endpoint):
+    """A GET endpoint: ``endpoint.handler(conn, params)`` returns the JSON-able result.
+
+    Parameters the endpoint does not document are refused, so the OpenAPI
+    description is the whole truth about what a request may say.
+    """
+    accepted = {param.name for param in endpoint.params} | {"db"}
+
+    async def view(datasette, request):
+        if request.method not in ("GET", "HEAD"):
+            return method_not_allowed("GET")
+        try:
+            unknown = sorted(set(request.args.keys()) - accepted)
+            if unknown:
+                raise QueryError(
+                    "OBELISK_INVALID_ARGUMENT",
+                    f"unknown parameter {', '.join(unknown)}; this endpoint takes {', '.join(sorted(accepted))}",
+                )
+            db = await readable_database(datasette, request)
+            params = Params.from_request(request)
+            result = await db.execute_fn(lambda conn: endpoint.handler(conn, params))
+        except QueryError as error:
+            return json_error(error)
+        return json_ok(result)
+
+    return view
+
+
+def page_view(template: str, build):
+    """A GET page: ``await build(datasette, request, db, params)`` returns the template context."""
+
+    async def view(datasette, request):
+        if request.method not in ("GET", "HEAD"):
+            return Response.text("GET only", status=405, headers={"Allow": "GET"})
+        try:
+            db = await readable_database(datasette, request)
+            params = Params.from_request(request)
+            context = await build(datasette, request, db, params)
+        except QueryError as error:
+            return await error_page(datasette, request, error)
+        context = {
+            "database": db.name,
+            "db_param": request.args.get("db"),
+            "ob": TemplateHelpers(datasette, request.args.get("db")),
+            **context,
+        }
+        html = await datasette.render_template(template, context, request=request)
+        return Response.html(html)
+
+    return view
+
+
+async def error_page(datasette, request, error: QueryError) -> Response:
+    html = await datasette.render_template(
+        "obelisk/error.html",
+        {"error": error, "db_param": request.args.get("db"), "ob": TemplateHelpers(datasette, request.args.get("db"))},
+        request=request,
+    )
+    return Response.html(html, status=error.status)

@@ -1,0 +1,83 @@
+"""Menu links and table/row actions that lead from Datasette's pages to ours."""
+
+from __future__ import annotations
+
+from .databases import obelisk_databases
+from .urls import event_url, lineage_url, obelisk_url, session_url
+
+# Which of our pages a table (or browse view) leads to.
+TABLE_PAGES = {
+    "sessions": ("", "Search sessions in Obelisk"),
+    "messages": ("", "Search messages in Obelisk"),
+    "browse_messages": ("", "Search messages in Obelisk"),
+    "tool_calls": ("/files", "File history in Obelisk"),
+    "tool_call_files": ("/files", "File history in Obelisk"),
+    "browse_tool_calls": ("/files", "File history in Obelisk"),
+    "tool_results": ("/failures", "Failures in Obelisk"),
+    "memories": ("/memories", "Memories in Obelisk"),
+    "summaries": ("/overview", "Obelisk overview"),
+}
+
+
+def menu_links(datasette, request):
+    async def inner():
+        if not await obelisk_databases(datasette):
+            return []
+        return [
+            {"href": obelisk_url(datasette), "label": "Obelisk: search"},
+            {"href": obelisk_url(datasette, "/overview"), "label": "Obelisk: overview"},
+        ]
+
+    return inner
+
+
+def database_actions(datasette, database):
+    async def inner():
+        if database not in await obelisk_databases(datasette):
+            return []
+        return [
+            {"href": obelisk_url(datasette, db=database), "label": "Search in Obelisk"},
+            {"href": obelisk_url(datasette, "/overview", db=database), "label": "Obelisk overview"},
+        ]
+
+    return inner
+
+
+def table_actions(datasette, database, table):
+    async def inner():
+        if table not in TABLE_PAGES or database not in await obelisk_databases(datasette):
+            return []
+        path, label = TABLE_PAGES[table]
+        return [{"href": obelisk_url(datasette, path, db=database), "label": label}]
+
+    return inner
+
+
+def row_actions(datasette, database, table, row):
+    async def inner():
+        if database not in await obelisk_databases(datasette):
+            return []
+        return row_links(datasette, database, table, dict(row))
+
+    return inner
+
+
+def row_links(datasette, database: str, table: str, row: dict) -> list[dict]:
+    if table == "sessions":
+        return [
+            {"href": session_url(datasette, row["id"], db=database), "label": "Open transcript"},
+            {"href": lineage_url(datasette, row["id"], db=database), "label": "Lineage"},
+        ]
+    if table in ("messages", "browse_messages") and row.get("session_id") and row.get("seq") is not None:
+        return [
+            {"href": event_url(datasette, row["session_id"], row["seq"], db=database), "label": "Open event"},
+            {"href": session_url(datasette, row["session_id"], db=database), "label": "Open transcript"},
+        ]
+    if table in ("tool_calls", "browse_tool_calls", "tool_results", "summaries", "subagents", "workflows") and row.get(
+        "session_id"
+    ):
+        links = [{"href": session_url(datasette, row["session_id"], db=database), "label": "Open transcript"}]
+        if row.get("file_path"):
+            links.append({"href": obelisk_url(datasette, "/files", db=database, path=row["file_path"]), "label": "File history"})
+        return links
+    return []

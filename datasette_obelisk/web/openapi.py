@@ -1,0 +1,128 @@
+"""The OpenAPI 3.1 description of ``/-/obelisk/api/``, built from the endpoint records.
+
+A test requests every route it lists and checks the answers against it, so
+it stays true.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from . import schemas
+from .config import settings
+from .endpoints import API_ROOT
+
+PARAM_SCHEMAS = {
+    "string": {"type": "string"},
+    "integer": {"type": "integer"},
+    "boolean": {"type": "boolean"},
+    "json": {"type": "string", "contentMediaType": "application/json"},
+}
+DB_PARAM = {
+    "name": "db",
+    "in": "query",
+    "required": False,
+    "description": "which attached obelisk database (default: the configured one, else the first)",
+    "schema": {"type": "string"},
+}
+ERRORS = {
+    status: {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    for status, description in (
+        ("400", "invalid request (code names the problem)"),
+        ("404", "unknown session, event, message or database"),
+    )
+}
+
+
+def package_version() -> str:
+    try:
+        return version("datasette-obelisk")
+    except PackageNotFoundError:
+        return "0"
+
+
+def parameter(param) -> dict:
+    return {
+        "name": param.name,
+        "in": "query",
+        "required": param.required,
+        "description": param.description,
+        "schema": PARAM_SCHEMAS[param.type],
+    }
+
+
+def operation(endpoint) -> dict:
+    path_params = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in endpoint.path_params
+    ]
+    return {
+        "summary": endpoint.summary,
+        "tags": [endpoint.tag],
+        "operationId": endpoint.tag + endpoint.path.replace("/", "_").replace("{", "").replace("}", ""),
+        "parameters": path_params + [parameter(p) for p in endpoint.params] + [DB_PARAM],
+        "responses": {
+            "200": {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}},
+            **ERRORS,
+        },
+    }
+
+
+def openapi_document(datasette) -> dict:
+    from .api import read_endpoints
+
+    endpoints = list(read_endpoints())
+    if not settings(datasette).read_only:
+        from .writes import WRITE_ENDPOINTS
+
+        endpoints += WRITE_ENDPOINTS
+    paths: dict = {}
+    for endpoint in endpoints:
+        paths.setdefault(datasette.urls.path(API_ROOT + endpoint.path), {})[endpoint.method] = (
+            write_operation(endpoint) if endpoint.method == "post" else operation(endpoint)
+        )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "datasette-obelisk",
+            "version": package_version(),
+            "description": "Read-only JSON over agent session logs: the Obelisk helpers, the session-query "
+            "contract and the history contract. Parameters are query strings (JSON-encoded where structured). "
+            "A success returns the contract's shape as is; an error returns "
+            '{"ok": false, "error": {"code", "message"}} with a 4xx status.',
+        },
+        "paths": paths,
+        "components": {
+            "schemas": schemas.COMPONENTS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a Datasette API token"}},
+        },
+    }
+
+
+def write_operation(endpoint) -> dict:
+    body_schema = {"type": "object", "properties": {p.name: PARAM_SCHEMAS[p.type] for p in endpoint.params},
+                   "required": [p.name for p in endpoint.params if p.required]}
+    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {
+        "summary": endpoint.summary,
+        "tags": [endpoint.tag],
+        "operationId": endpoint.tag + endpoint.path.replace("/", "_"),
+        "parameters": [DB_PARAM],
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": body_schema},
+                "application/x-www-form-urlencoded": {"schema": body_schema},
+            },
+        },
+        "responses": {
+            "200": {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}},
+            "400": {"description": "invalid record, refused path, no memory root configured", **error},
+            "403": {"description": "the actor lacks the action, or a cross-site request", **error},
+            "404": {"description": "unknown memory or session", **error},
+            "413": {"description": "body over the size cap", **error},
+        },
+        "security": [{"bearer": []}, {}],
+    }

@@ -1,0 +1,140 @@
+"""The HTML pages under ``/-/obelisk``: parse the request, call ``query/``, render.
+
+Each ``*_page`` function returns a template context; ``page_routes`` wires
+them to their URL and template through ``handlers.page_view``.
+"""
+
+from __future__ import annotations
+
+from ..query import dashboard, lineage, obelisk, search_facets, transcript
+from ..query.session_query import SessionQuery
+from . import charts
+from .actions import FORGET, REMEMBER, allowed
+from .config import settings
+from .search_form import SearchForm
+
+TRANSCRIPT_PAGE = 500
+
+
+async def search_page(datasette, request, db, params):
+    form = SearchForm.from_params(params)
+    context = {"form": form, "active_tab": "Search"}
+    if not form.query:
+        context["recent"] = await db.execute_fn(lambda conn: obelisk.sessions(conn, {"limit": 15}))
+        return context
+    result = await db.execute_fn(
+        lambda conn: search_facets.faceted_search(
+            conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
+            cursor=form.cursor, **form.filter_options()
+        )
+    )
+    context.update(result=result, facets=form.facet_links(result["facets"]))
+    return context
+
+
+async def session_page(datasette, request, db, params):
+    session_id = params.path("session_id")
+    options = {
+        "start": params.integer("start", 1),
+        "limit": TRANSCRIPT_PAGE,
+        "rewound": params.boolean("shadowed"),
+        "meta": params.boolean("meta"),
+        "log": params.boolean("log"),
+    }
+    data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
+    return {"t": data, "options": options, "session_id": session_id}
+
+
+async def lineage_page(datasette, request, db, params):
+    session_id = params.path("session_id")
+    seq = params.integer("seq", code="SESSION_QUERY_INVALID_WINDOW")
+
+    def load(conn):
+        found = {"forest": lineage.session_forest(conn, session_id)}
+        if seq is not None:
+            found["event"] = lineage.event_chains(conn, session_id, seq)
+        return found
+
+    return {"session_id": session_id, "seq": seq, **await db.execute_fn(load)}
+
+
+async def event_page(datasette, request, db, params):
+    session_id = params.path("session_id")
+    seq = params.path_int("seq", code="SESSION_QUERY_INVALID_WINDOW")
+    window = {"sessionId": session_id, "seq": seq, "before": 3, "after": 3}
+
+    def load(conn):
+        return {"window": SessionQuery(conn).read_event(window), **lineage.event_chains(conn, session_id, seq)}
+
+    return {"session_id": session_id, "seq": seq, **await db.execute_fn(load)}
+
+
+async def overview_page(datasette, request, db, params):
+    def numbers(conn):
+        return {
+            "totals": dashboard.totals(conn),
+            "activity": dashboard.activity(conn),
+            "tools": dashboard.tool_usage(conn),
+        }
+
+    data = await db.execute_fn(numbers)
+    activity = data["activity"]
+    unit = activity["unit"]
+    return {
+        "active_tab": "Overview",
+        "data": data,
+        "charts": [
+            charts.stacked_bars(f"Sessions started per {unit}, by source", activity["buckets"], activity["sessions"]),
+            charts.stacked_bars(f"Messages per {unit}, by source", activity["buckets"], activity["messages"]),
+            charts.horizontal_bars("Tool calls by tool", [(t["name"], t["calls"]) for t in data["tools"]]),
+        ],
+    }
+
+
+async def files_page(datasette, request, db, params):
+    path = params.text("path")
+    contains = params.text("contains")
+    if path:
+        history = await db.execute_fn(lambda conn: obelisk.file_history(conn, path, {"limit": 1000}))
+        return {"active_tab": "Files", "path": path, "history": history}
+    files = await db.execute_fn(lambda conn: dashboard.touched_files(conn, contains))
+    return {"active_tab": "Files", "contains": contains, "files": files}
+
+
+async def failures_page(datasette, request, db, params):
+    options = {key: value for key, value in params.values("project", "source", "sessionId").items()}
+    options["limit"] = params.integer("limit", 50)
+    found = await db.execute_fn(lambda conn: obelisk.failures(conn, options))
+    return {"active_tab": "Failures", "failures": found, "filters": options}
+
+
+async def memories_page(datasette, request, db, params):
+    query = params.text("q")
+    options = {"limit": 200, **({"query": query} if query else {})}
+    found = await db.execute_fn(lambda conn: obelisk.memories(conn, options))
+    config = settings(datasette)
+    writable = not config.read_only and db.is_mutable
+    return {
+        "active_tab": "Memories",
+        "q": query,
+        "memories": found,
+        "can_remember": writable and await allowed(datasette, request.actor, REMEMBER, db.name),
+        "can_forget": writable and await allowed(datasette, request.actor, FORGET, db.name),
+        "memory_roots": [str(root) for root in config.memory_roots],
+    }
+
+
+def page_routes() -> list:
+    from .handlers import page_view
+
+    session = r"(?P<session_id>[^/]+)"
+    return [
+        (r"^/-/obelisk/?$", page_view("obelisk/search.html", search_page)),
+        (rf"^/-/obelisk/session/{session}$", page_view("obelisk/session.html", session_page)),
+        (rf"^/-/obelisk/session/{session}/lineage$", page_view("obelisk/lineage.html", lineage_page)),
+        (rf"^/-/obelisk/event/{session}/(?P<seq>[^/]+)$", page_view("obelisk/event.html", event_page)),
+        (r"^/-/obelisk/overview$", page_view("obelisk/overview.html", overview_page)),
+        (r"^/-/obelisk/files$", page_view("obelisk/files.html", files_page)),
+        (r"^/-/obelisk/failures$", page_view("obelisk/failures.html", failures_page)),
+        (r"^/-/obelisk/memories$", page_view("obelisk/memories.html", memories_page)),
+    ]

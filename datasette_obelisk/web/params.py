@@ -1,0 +1,84 @@
+"""Request parameters, parsed in one place.
+
+Query strings carry scalars as text and structured values as JSON
+(``filters=[{"kind":"cwd","values":["/x"]}]``). Path parts arrive
+percent-encoded and are decoded here. A value that cannot be parsed is a
+``QueryError`` with the code the caller names (``OBELISK_INVALID_ARGUMENT``
+unless the contract has a more precise one).
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import unquote
+
+from ..query.errors import QueryError
+
+INVALID = "OBELISK_INVALID_ARGUMENT"
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off", ""}
+
+
+class Params:
+    def __init__(self, args, url_vars: dict | None = None):
+        self.args = args
+        self.url_vars = {k: unquote(v) for k, v in (url_vars or {}).items()}
+
+    @classmethod
+    def from_request(cls, request) -> "Params":
+        return cls(request.args, request.url_vars)
+
+    def path(self, name: str) -> str:
+        return self.url_vars[name]
+
+    def path_int(self, name: str, code: str = INVALID) -> int:
+        return _integer(name, self.url_vars[name], code)
+
+    def text(self, name: str, default: str | None = None, required: bool = False, code: str = INVALID):
+        value = self.args.get(name)
+        if value is None or value == "":
+            if required:
+                raise QueryError(code, f"missing required parameter {name!r}")
+            return default
+        return value
+
+    def texts(self, name: str) -> list[str]:
+        """Every value of a repeated parameter (``?source=a&source=b``), blanks dropped."""
+        return [v for v in self.args.getlist(name) if v != ""]
+
+    def integer(self, name: str, default: int | None = None, code: str = INVALID) -> int | None:
+        value = self.args.get(name)
+        if value is None or value == "":
+            return default
+        return _integer(name, value, code)
+
+    def boolean(self, name: str, default: bool = False, code: str = INVALID) -> bool:
+        value = self.args.get(name)
+        if value is None:
+            return default
+        lowered = value.strip().lower()
+        if lowered in TRUE:
+            return True
+        if lowered in FALSE:
+            return False
+        raise QueryError(code, f"{name} must be true or false, not {value!r}")
+
+    def json(self, name: str, default=None, code: str = INVALID):
+        value = self.args.get(name)
+        if value is None or value == "":
+            return default
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise QueryError(code, f"{name} must be JSON: {exc}") from None
+
+    def values(self, *names: str) -> dict:
+        """The given text parameters that are present, by name."""
+        return {name: self.args.get(name) for name in names if self.args.get(name) not in (None, "")}
+
+
+def _integer(name: str, value: str, code: str) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise QueryError(code, f"{name} must be an integer, not {value!r}") from None

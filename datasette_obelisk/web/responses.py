@@ -1,0 +1,47 @@
+"""The one place that turns results and ``QueryError``s into HTTP responses."""
+
+from __future__ import annotations
+
+import json
+
+from datasette.utils.asgi import Response
+
+from ..query.errors import QueryError
+
+JSON_HEADERS = {"Cache-Control": "no-store"}
+
+
+def _default(value):
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if hasattr(value, "as_dict"):
+        return value.as_dict()
+    if hasattr(value, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(value)
+    return str(value)
+
+
+def json_ok(data, status: int = 200) -> Response:
+    """The result itself (the contract's shape), never wrapped."""
+    body = json.dumps(data, default=_default, ensure_ascii=False)
+    return Response(body, status=status, headers=JSON_HEADERS, content_type="application/json; charset=utf-8")
+
+
+def json_error(error: QueryError, status: int | None = None, headers=None) -> Response:
+    """``{"ok": false, "error": {"code", "message"}}`` with the code's HTTP status."""
+    body = json.dumps(error.as_dict(), ensure_ascii=False)
+    return Response(
+        body,
+        status=status or error.status,
+        headers={**JSON_HEADERS, **(headers or {})},
+        content_type="application/json; charset=utf-8",
+    )
+
+
+def method_not_allowed(allowed: str) -> Response:
+    error = QueryError("OBELISK_INVALID_ARGUMENT", f"this endpoint accepts {allowed} only")
+    return json_error(error, status=405, headers={"Allow": allowed})

@@ -1,0 +1,115 @@
+"""The search page's state: read from the query string, written back into links.
+
+Facet values are repeated parameters (``?source=claude&source=codex``,
+ORed); ``from`` / ``to`` are days (``YYYY-MM-DD``, inclusive). Every link
+the page draws (facet value, filter chip, next page) is this state with
+one change, so the page works without JavaScript.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from urllib.parse import urlencode
+
+from ..query.errors import QueryError
+
+MODES = ("terms", "phrase", "raw")
+LIST_FIELDS = ("source", "project", "branch", "model", "role", "tool")
+FACET_LABELS = {
+    "source": "Source", "project": "Project", "branch": "Branch", "model": "Model",
+    "role": "Role", "tool": "Tool", "day": "Date",
+}
+PAGE_SIZE = 20
+
+
+@dataclass(frozen=True)
+class SearchForm:
+    query: str = ""
+    mode: str = "terms"
+    lists: dict = field(default_factory=dict)  # facet name -> tuple of values
+    day_from: str | None = None
+    day_to: str | None = None
+    cursor: str | None = None
+    db: str | None = None
+    limit: int = PAGE_SIZE
+
+    @classmethod
+    def from_params(cls, params) -> "SearchForm":
+        mode = params.text("mode", "terms")
+        if mode not in MODES:
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"mode must be one of {', '.join(MODES)}")
+        return cls(
+            query=(params.text("q") or "").strip(),
+            mode=mode,
+            lists={name: tuple(params.texts(name)) for name in LIST_FIELDS if params.texts(name)},
+            day_from=params.text("from"),
+            day_to=params.text("to"),
+            cursor=params.text("cursor"),
+            db=params.text("db"),
+        )
+
+    # -- what the query layer gets ------------------------------------------
+
+    def filter_options(self) -> dict:
+        options = {}
+        for name, option in (("source", "sources"), ("project", "projects"), ("role", "roles")):
+            if self.lists.get(name):
+                options[option] = list(self.lists[name])
+        if self.day_from:
+            options["time_from"] = f"{self.day_from}T00:00:00.000Z"
+        if self.day_to:
+            options["time_to"] = f"{self.day_to}T23:59:59.999Z"
+        return options
+
+    def narrowing(self) -> dict:
+        return {name: list(self.lists[name]) for name in ("branch", "model", "tool") if self.lists.get(name)}
+
+    # -- links -----------------------------------------------------------
+
+    def query_string(self, **changes) -> str:
+        state = replace(self, **changes)
+        pairs = [("q", state.query)]
+        if state.mode != "terms":
+            pairs.append(("mode", state.mode))
+        for name in LIST_FIELDS:
+            pairs += [(name, value) for value in state.lists.get(name, ())]
+        pairs += [("from", state.day_from), ("to", state.day_to), ("cursor", state.cursor), ("db", state.db)]
+        return "?" + urlencode([(k, v) for k, v in pairs if v])
+
+    def with_value(self, name: str, value, on: bool) -> str:
+        """The link that adds (``on``) or removes one facet value, back on page one."""
+        if name == "day":
+            day = value if on else None
+            return self.query_string(day_from=day, day_to=day, cursor=None)
+        values = [v for v in self.lists.get(name, ()) if v != value] + ([value] if on else [])
+        return self.query_string(lists={**self.lists, name: tuple(values)}, cursor=None)
+
+    def chips(self) -> list[dict]:
+        """Each active filter with the link that removes it."""
+        found = [
+            {"label": f"{FACET_LABELS[name]}: {value}", "url": self.with_value(name, value, False)}
+            for name in LIST_FIELDS
+            for value in self.lists.get(name, ())
+        ]
+        if self.day_from or self.day_to:
+            span = self.day_from if self.day_from == self.day_to else f"{self.day_from or '…'} – {self.day_to or '…'}"
+            found.append({"label": f"Date: {span}", "url": self.query_string(day_from=None, day_to=None, cursor=None)})
+        return found
+
+    def facet_links(self, facets: dict) -> list[dict]:
+        """Facets in display order, each value with its count and toggle link."""
+        shown = []
+        for name, label in FACET_LABELS.items():
+            selected = set(self.lists.get(name, ())) if name != "day" else {self.day_from} & {self.day_to}
+            values = [
+                {
+                    "value": item["value"],
+                    "count": item["count"],
+                    "selected": item["value"] in selected,
+                    "url": self.with_value(name, item["value"], item["value"] not in selected),
+                }
+                for item in facets.get(name, [])
+            ]
+            if values:
+                shown.append({"name": name, "label": label, "values": values})
+        return shown

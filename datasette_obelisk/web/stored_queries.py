@@ -1,0 +1,232 @@
+"""Stored queries for the helper vocabulary, registered for every obelisk database.
+
+They are plain SQL over our schema (the SQL functions ``obelisk_fts``,
+``obelisk_snippet`` and ``obelisk_trace`` included), so they run from the
+Datasette UI and as ``/DB/obelisk_search.json?q=...``. Every parameter is
+optional: an empty value means "no filter". They are trusted (they run
+where arbitrary SQL is off) and read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from datasette.utils import named_parameters
+
+
+@dataclass(frozen=True)
+class StoredQuery:
+    name: str
+    title: str
+    description: str
+    sql: str
+
+    @property
+    def parameters(self) -> list[str]:
+        return list(dict.fromkeys(named_parameters(self.sql)))
+
+
+# Shared filters. Values are strings from the form; '' disables a filter.
+PROJECT = "(:project = '' OR s.project LIKE :project)"
+SOURCE = "(:source = '' OR s.source = :source)"
+SESSION = "(:session_id = '' OR {col} = :session_id)"
+LIMIT = "LIMIT COALESCE(NULLIF(:limit, ''), {default})"
+
+QUERIES = [
+    StoredQuery(
+        "obelisk_search",
+        "Search messages",
+        "Full-text search over message text. Every term must match (mode 'phrase' for an exact phrase); "
+        "ordinary text never causes an FTS syntax error. Filters: project (LIKE), source, session_id.",
+        f"""
+select m.uuid, m.session_id, s.title as session_title, s.project, m.source, m.role,
+  m.timestamp, obelisk_snippet(m.text, :q) as snippet, messages_fts.rank as rank
+from messages_fts
+join messages m on m.id = messages_fts.rowid
+join sessions s on s.id = m.session_id
+where messages_fts match obelisk_fts(:q, coalesce(nullif(:mode, ''), 'terms'))
+  and m.is_meta = 0 and {PROJECT} and {SOURCE} and {SESSION.format(col="m.session_id")}
+order by rank, m.timestamp desc
+{LIMIT.format(default=20)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_context",
+        "Message context",
+        "One message with its session, its depth in the parent chain, and the subagent or workflow it belongs to.",
+        """
+select m.uuid, m.session_id, m.seq, m.role, m.type, m.timestamp, m.model, m.surface,
+  s.title as session_title, s.project, s.source,
+  json_array_length(obelisk_trace(m.uuid)) - 1 as depth,
+  sa.agent_type as subagent_type, sa.description as subagent_description,
+  wa.run_id as workflow_run_id, m.text
+from messages m
+join sessions s on s.id = m.session_id
+left join subagents sa on sa.child_session_id = m.session_id
+left join workflow_agents wa on wa.agent_id = m.agent_id
+where m.uuid = :uuid
+""",
+    ),
+    StoredQuery(
+        "obelisk_trace",
+        "Parent chain",
+        "The parent_uuid chain of one message, root first (built by the obelisk_trace() SQL function).",
+        """
+select chain.key as depth, m.uuid, m.role, m.type, m.timestamp, m.surface,
+  substr(m.text, 1, 500) as text
+from json_each(obelisk_trace(:uuid)) as chain
+join messages m on m.uuid = chain.value
+order by chain.key
+""",
+    ),
+    StoredQuery(
+        "obelisk_thread",
+        "Session thread",
+        "The messages of one session in order. include_meta=1 adds injected and structural lines.",
+        """
+select m.seq, m.uuid, m.role, m.type, m.content_type, m.timestamp, m.surface,
+  substr(m.text, 1, 1000) as text
+from messages m
+where m.session_id = :session_id
+  and (m.is_meta = 0 or coalesce(nullif(:include_meta, ''), '0') not in ('0', 'false'))
+order by m.seq
+""",
+    ),
+    StoredQuery(
+        "obelisk_overview",
+        "Overview by source and project",
+        "Sessions, messages, tokens and last activity per source and project.",
+        f"""
+select s.source, s.project, count(*) as sessions, sum(s.message_count) as messages,
+  sum(s.input_tokens + s.output_tokens) as tokens, max(s.ended_at) as last_session_at,
+  (select count(*) from memories mem where mem.project = s.project and mem.deleted_at is null) as memories
+from sessions s
+where s.parent_session_id is null and {PROJECT} and {SOURCE}
+group by s.source, s.project
+order by last_session_at desc
+""",
+    ),
+    StoredQuery(
+        "obelisk_sessions",
+        "Sessions",
+        "Sessions, newest first. Filters: project (LIKE), source, branch, started after/before (ISO).",
+        f"""
+select s.id, s.title, s.source, s.project, s.git_branch, s.model, s.started_at, s.ended_at,
+  s.message_count, s.relationship, s.parent_session_id, s.availability
+from sessions s
+where {PROJECT} and {SOURCE}
+  and (:branch = '' or s.git_branch = :branch)
+  and (:after = '' or s.started_at >= :after)
+  and (:before = '' or s.started_at <= :before)
+order by s.ended_at desc
+{LIMIT.format(default=50)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_summaries",
+        "Summaries",
+        "Away and compaction summaries, newest first, with their session.",
+        f"""
+select su.id, su.session_id, su.timestamp, su.source as kind, s.title as session_title,
+  s.project, su.content
+from summaries su
+join sessions s on s.id = su.session_id
+where {SESSION.format(col="su.session_id")} and {PROJECT} and {SOURCE}
+order by su.timestamp desc
+{LIMIT.format(default=100)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_memories",
+        "Memories",
+        "Active memories, newest first; with q, those whose path or summary match every term.",
+        f"""
+select mem.id, mem.path, mem.summary, mem.anchors, mem.project, mem.session_id, mem.created_at
+from memories mem
+where mem.deleted_at is null
+  and (:project = '' or mem.project like :project)
+  and (:q = '' or mem.pk in (
+    select rowid from memories_fts where memories_fts match obelisk_fts(:q)))
+order by mem.created_at desc
+{LIMIT.format(default=50)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_subagents",
+        "Subagents",
+        "Subagents with the session that started them and their message counts.",
+        f"""
+select sa.agent_id, sa.session_id, sa.child_session_id, sa.agent_type, sa.description,
+  sa.duration_ms, sa.total_tokens,
+  (select count(*) from messages m where m.session_id = sa.child_session_id) as message_count
+from subagents sa
+join sessions s on s.id = sa.session_id
+where {SESSION.format(col="sa.session_id")} and {PROJECT} and {SOURCE}
+order by sa.id
+{LIMIT.format(default=100)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_workflows",
+        "Workflow runs",
+        "Workflow runs, newest first, with their agent counts.",
+        f"""
+select w.run_id, w.session_id, w.workflow_name, w.status, w.timestamp, w.agent_count,
+  w.duration_ms, w.total_tokens
+from workflows w
+join sessions s on s.id = w.session_id
+where {SESSION.format(col="w.session_id")} and {PROJECT} and {SOURCE}
+order by w.timestamp desc
+{LIMIT.format(default=100)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_file_history",
+        "File history",
+        "Every tool call that touched a path (exact, or a LIKE pattern), across sessions and agents, oldest first.",
+        f"""
+select c.timestamp, c.name as tool, r.outcome, c.session_id, s.title as session_title,
+  s.source, s.project, f.path, c.id as tool_call_id, c.message_uuid
+from tool_call_files f
+join tool_calls c on c.id = f.tool_call_id
+join sessions s on s.id = c.session_id
+left join tool_results r on r.tool_use_id = c.id
+where f.path like :path and {SOURCE}
+order by c.timestamp
+{LIMIT.format(default=200)}
+""",
+    ),
+    StoredQuery(
+        "obelisk_failures",
+        "Failures",
+        "Failed tool calls with their error output and the next message after the failure.",
+        f"""
+select r.timestamp, c.name as tool, r.exit_code, r.session_id, s.title as session_title,
+  s.project, s.source, substr(r.content, 1, 500) as error,
+  (select substr(n.text, 1, 300) from messages n join messages rm on rm.uuid = r.message_uuid
+   where n.session_id = rm.session_id and n.seq > rm.seq and n.is_meta = 0 and n.text != ''
+   order by n.seq limit 1) as next_message,
+  r.tool_use_id
+from tool_results r
+join sessions s on s.id = r.session_id
+left join tool_calls c on c.id = r.tool_use_id
+where r.outcome = 'failed' and {SESSION.format(col="r.session_id")} and {PROJECT} and {SOURCE}
+order by r.timestamp desc
+{LIMIT.format(default=50)}
+""",
+    ),
+]
+
+
+async def register_stored_queries(datasette, database: str) -> None:
+    for query in QUERIES:
+        await datasette.add_query(
+            database,
+            query.name,
+            query.sql.strip(),
+            title=query.title,
+            description=query.description,
+            parameters=query.parameters,
+            is_trusted=True,
+            replace=True,
+        )

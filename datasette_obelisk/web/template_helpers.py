@@ -1,0 +1,60 @@
+"""What templates may call: links that keep ``?db=``, safe snippets, small formatting."""
+
+from __future__ import annotations
+
+import json
+
+from . import urls
+from .highlight import snippet_html
+
+
+class TemplateHelpers:
+    def __init__(self, datasette, db: str | None):
+        self.datasette = datasette
+        self.db = db
+
+    def page(self, _where: str = "", **query) -> str:
+        """A page of ours: ``page('/files', path=...)``."""
+        return urls.obelisk_url(self.datasette, _where, db=self.db, **query)
+
+    def session(self, session_id, **query) -> str:
+        return urls.session_url(self.datasette, session_id, db=self.db, **query)
+
+    def lineage(self, session_id, **query) -> str:
+        return urls.lineage_url(self.datasette, session_id, db=self.db, **query)
+
+    def event(self, session_id, seq, **query) -> str:
+        return urls.event_url(self.datasette, session_id, seq, db=self.db, **query)
+
+    def api(self, _name: str, *parts, **query) -> str:
+        """An API endpoint: ``api('raw', uuid=...)``, ``api('session-query/session', session_id)``."""
+        tail = "".join("/" + urls.segment(part) for part in parts)
+        return urls.obelisk_url(self.datasette, "/api/" + _name + tail, db=self.db, **query)
+
+    def table(self, database: str, table: str, **query) -> str:
+        from urllib.parse import urlencode
+
+        url = self.datasette.urls.table(database, table)
+        return url + ("?" + urlencode(query) if query else "")
+
+    snippet = staticmethod(snippet_html)
+
+    @staticmethod
+    def when(timestamp) -> str:
+        """``2026-01-02 03:04`` from an ISO timestamp (as given when it is not one)."""
+        if not timestamp:
+            return ""
+        text = str(timestamp)
+        return text[:16].replace("T", " ") if len(text) >= 16 and text[4] == "-" else text
+
+    @staticmethod
+    def pretty_json(text) -> str:
+        try:
+            return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+        except (TypeError, ValueError):
+            return text or ""
+
+    @staticmethod
+    def clip(text, length: int = 300) -> str:
+        text = text or ""
+        return text if len(text) <= length else text[: length - 1] + "…"

@@ -1,0 +1,147 @@
+"""``POST /-/obelisk/api/remember`` and ``/forget``: the only writes, guarded.
+
+In order: POST only; the actor must hold the action on the database
+(``obelisk-remember`` / ``obelisk-forget``, denied by default); the
+database must be mutable and have the audit table; the body (JSON, or a
+form from our memories page) is capped at ``max_body_bytes``. Then
+``query/memories.py`` writes, confined to the configured memory roots, and
+``query/audit.py`` records who did it. Datasette's CSRF protection runs
+before any of this and refuses cross-site browser requests.
+
+A form post from a browser is answered with a redirect to the memories
+page and a message; everything else with JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl
+
+from datasette.utils.asgi import PayloadTooLarge, Response
+
+from ..query import audit, memories
+from ..query.errors import QueryError
+from . import schemas
+from .actions import FORGET, REMEMBER, allowed
+from .config import settings
+from .databases import database_for
+from .endpoints import API_ROOT, Endpoint, Param
+from .responses import json_error, json_ok, method_not_allowed
+from .urls import obelisk_url
+
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+async def read_record(request, max_bytes: int) -> dict:
+    try:
+        body = await request.post_body(max_bytes=max_bytes)
+    except PayloadTooLarge:
+        raise QueryError("OBELISK_PAYLOAD_TOO_LARGE", f"the request body is over {max_bytes} bytes") from None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body is not UTF-8") from None
+    if is_form(request):
+        return {key: value for key, value in parse_qsl(text, keep_blank_values=True) if value != ""}
+    try:
+        record = json.loads(text)
+    except ValueError:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object or a form") from None
+    if not isinstance(record, dict):
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object")
+    return record
+
+
+def is_form(request) -> bool:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower() in FORM_TYPES
+
+
+def wants_redirect(request) -> bool:
+    return is_form(request) and "application/json" not in request.headers.get("accept", "")
+
+
+def remember(conn, record, actor, database, roots):
+    audit.require_audit_table(conn)
+    cwd = str(roots[0]) if roots else None
+    result = memories.remember(conn, record, memory_roots=roots, cwd=cwd)
+    detail = {"path": result["path"], "project": result["project"], "session_id": record.get("session_id")}
+    audit.record_write(conn, actor=actor, action=REMEMBER, database=database, memory_id=result["id"], detail=detail)
+    return result
+
+
+def forget(conn, record, actor, database, roots):
+    audit.require_audit_table(conn)
+    result = memories.forget(conn, record)
+    if not result.get("already_deleted"):
+        audit.record_write(
+            conn, actor=actor, action=FORGET, database=database, memory_id=result["id"], reason=result["deleted_reason"]
+        )
+    return result
+
+
+def write_view(action: str, perform, done: str):
+    async def view(datasette, request):
+        if request.method != "POST":
+            return method_not_allowed("POST")
+        config = settings(datasette)
+        try:
+            db = await database_for(datasette, request)
+            if not await allowed(datasette, request.actor, action, db.name):
+                raise QueryError("OBELISK_PERMISSION_DENIED", f"{action} is not granted to you on {db.name!r}")
+            if not db.is_mutable:
+                raise QueryError("OBELISK_READ_ONLY", f"database {db.name!r} is served immutable")
+            record = await read_record(request, config.max_body_bytes)
+            roots = list(config.memory_roots)
+            actor = request.actor
+            result = await db.execute_write_fn(
+                lambda conn: perform(conn, record, actor, db.name, roots), transaction=False
+            )
+        except QueryError as error:
+            if wants_redirect(request):
+                return back_to_memories(datasette, request, f"{error.code}: {error.message}", datasette.ERROR)
+            return json_error(error)
+        if wants_redirect(request):
+            return back_to_memories(datasette, request, done.format(**result), datasette.INFO)
+        return json_ok(result)
+
+    return view
+
+
+def back_to_memories(datasette, request, message: str, kind) -> Response:
+    datasette.add_message(request, message, kind)
+    return Response.redirect(obelisk_url(datasette, "/memories", db=request.args.get("db")))
+
+
+WRITE_ENDPOINTS = [
+    Endpoint(
+        "/remember",
+        handler=remember,
+        summary="Register a markdown memory file (action obelisk-remember)",
+        tag="writes",
+        method="post",
+        params=(
+            Param("path", required=True, description="existing markdown file inside a configured memory root"),
+            Param("summary", required=True, description="English retrieval summary"),
+            Param("session_id"), Param("message_start"), Param("message_end"), Param("project"),
+            Param("anchors", "json", "JSON array of recall anchors"),
+        ),
+        response=schemas.REMEMBERED,
+    ),
+    Endpoint(
+        "/forget",
+        handler=forget,
+        summary="Archive a memory (action obelisk-forget)",
+        tag="writes",
+        method="post",
+        params=(Param("id", required=True), Param("reason", required=True)),
+        response=schemas.FORGOTTEN,
+    ),
+]
+ACTIONS = {"/remember": (REMEMBER, "Remembered {path} as {id}"), "/forget": (FORGET, "Archived memory {id}")}
+
+
+def write_routes() -> list:
+    return [
+        (endpoint.regex, write_view(ACTIONS[endpoint.path][0], endpoint.handler, ACTIONS[endpoint.path][1]))
+        for endpoint in WRITE_ENDPOINTS
+    ]

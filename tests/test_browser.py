@@ -1,0 +1,156 @@
+"""Real-browser tests: Debian's chromium driven by Playwright against a served Datasette.
+
+Screenshots of the search, transcript, lineage and overview pages are saved
+in a folder printed at the start of the run (``$OBELISK_SCREENSHOTS`` to
+choose it).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from web_fixtures import XSS_SESSION, web_db  # noqa: F401 (fixture)
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+WORD = "TypeScript"  # in the shared corpus (d-kimuson's session)
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(web_db):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "datasette", "serve", str(web_db), "-h", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"datasette did not start: {process.stderr.read().decode()[-2000:]}")
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory, request):
+    folder = Path(os.environ.get("OBELISK_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
+    folder.mkdir(parents=True, exist_ok=True)
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    reporter.write_line(f"\nscreenshots: {folder}")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors
+    yield page
+    context.close()
+
+
+def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
+    page.goto(server + "/-/obelisk")
+    page.fill("input[name=q]", WORD)
+    page.click("button[type=submit]")
+    page.wait_for_selector(".ob-result")
+    assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
+    page.screenshot(path=str(screenshots / "search.png"), full_page=True)
+
+    page.click("a[data-facet=source] >> text=claude")
+    page.wait_for_selector(".ob-chip")
+    assert "source=claude" in page.url
+    assert "Source: claude" in page.locator(".ob-chips").inner_text()
+
+    page.click(".ob-result h2 a >> nth=0")
+    page.wait_for_selector(".ob-transcript")
+    assert "/-/obelisk/session/" in page.url
+    tool = page.locator("details.ob-tool").first
+    assert tool.get_attribute("open") is None
+    tool.locator("summary").click()
+    assert tool.get_attribute("open") is not None
+    assert tool.locator("pre.ob-pre").first.is_visible()
+    page.screenshot(path=str(screenshots / "transcript.png"), full_page=False)
+
+    page.click(".ob-toolbar >> text=Lineage")
+    page.wait_for_selector(".ob-tree")
+    assert page.url.endswith("/lineage")
+    assert page.locator(".ob-tree li.current").count() == 1
+    page.screenshot(path=str(screenshots / "lineage.png"), full_page=True)
+    assert page.js_errors == []
+
+
+def test_payloads_in_a_transcript_stay_text(server, page):
+    page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
+    page.wait_for_selector(".ob-transcript")
+    page.locator("details.ob-tool summary").first.click()
+    assert page.evaluate("window.__pwned") is None
+    text = page.locator(".ob-transcript").inner_text()
+    assert "<script>window.__pwned = 1</script>" in text
+    assert '<img src=x onerror="window.__pwned = 2">' in text
+    assert page.locator(".ob-transcript script, .ob-transcript img").count() == 0
+    page.goto(f"{server}/-/obelisk?q=pwned")
+    page.wait_for_selector(".ob-result")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator(".ob-results script, .ob-results img").count() == 0
+
+
+def test_overview_draws_charts(server, page, screenshots):
+    page.goto(server + "/-/obelisk/overview")
+    assert page.locator("svg.chart").count() == 3
+    assert page.locator("svg.chart rect").count() > 5
+    page.screenshot(path=str(screenshots / "overview.png"), full_page=True)
+    assert page.js_errors == []
+
+
+def test_pages_work_without_javascript(server, browser):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{server}/-/obelisk?q={WORD}")
+    page.click("a[data-facet=source] >> nth=0")
+    assert "source=" in page.url and page.locator(".ob-result").count() > 0
+    page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
+    page.locator("details.ob-tool summary").first.click()  # <details> needs no script
+    assert page.locator("details.ob-tool").first.get_attribute("open") is not None
+    context.close()

@@ -1,0 +1,704 @@
+"""Parser-level tests of the Codex CLI source (no database).
+
+The expected per-file counts were derived by reading the corpus files with
+jq and throwaway scripts, line by line, against the mapping documented in
+``datasette_obelisk/sources/codex.py``.
+"""
+
+import base64
+import functools
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+
+from datasette_obelisk.records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Session,
+    Subagent,
+    Summary,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+)
+from datasette_obelisk.sources import codex
+from datasette_obelisk.sources.base import SourceFile
+from datasette_obelisk.sources.codex import CodexSource, rollout_unit
+from datasette_obelisk.sources.common import normalize_repository, patch_paths, shell_written_paths
+from datasette_obelisk.sources.lines import read_lines
+
+CORPUS = Path(__file__).parent.parent.parent / "shared" / "corpus"
+CODEX = CORPUS / "codex"
+ACCOUNTING = (Message, Merged, LineError)
+
+DAAAIN = "daaain__claude-code-log"
+MADSHN = "madshn__localpush"
+FILE_1 = f"{DAAAIN}/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+PARENT = f"{DAAAIN}/sessions/2026/01/03/rollout-2026-01-03T04-05-06-22222222-2222-4222-8222-222222222222.jsonl"
+CHILD = f"{DAAAIN}/sessions/2026/01/03/rollout-2026-01-03T04-05-10-33333333-3333-4333-8333-333333333333.jsonl"
+FLAT = f"{DAAAIN}/sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl"
+MALFORMED = f"{DAAAIN}/malformed/rollout-66666666-6666-4666-8666-666666666666.jsonl"
+SMALL = "jazzyalex__agent-sessions/small.jsonl"
+ESCALATION = "kvsankar__agent-history/codex_with_escalation.jsonl"
+COMPACTION = "kvsankar__agent-history/session_with_compaction.jsonl"
+BIG = f"{MADSHN}/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+INTERRUPTED = f"{MADSHN}/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+
+# lines, Messages, Merged by reason, LineErrors, tool calls, results by
+# outcome, apply_patch/shell file paths, compactions, (parent, relationship),
+# Subagent records
+EXPECTED = {
+    FILE_1: dict(
+        lines=14, messages=9, merged={"duplicate": 2, "metadata": 2, "unknown-type": 1}, errors=0,
+        tool_calls=3, outcomes={"succeeded": 3}, paths=["gamma.txt"], compactions=0, lineage=None, subagents=0,
+    ),
+    PARENT: dict(
+        lines=5, messages=3, merged={"metadata": 2}, errors=0, tool_calls=1, outcomes={"succeeded": 1},
+        paths=[], compactions=0, lineage=None, subagents=1,
+    ),
+    CHILD: dict(
+        lines=5, messages=2, merged={"metadata": 1, "replay": 2}, errors=0, tool_calls=0, outcomes={},
+        paths=[], compactions=0, lineage=("codex:22222222-2222-4222-8222-222222222222", "subagent"), subagents=1,
+    ),
+    FLAT: dict(
+        lines=3, messages=2, merged={"metadata": 1}, errors=0, tool_calls=0, outcomes={}, paths=[],
+        compactions=0, lineage=None, subagents=0,
+    ),
+    MALFORMED: dict(
+        lines=3, messages=1, merged={"metadata": 1}, errors=1, tool_calls=0, outcomes={}, paths=[],
+        compactions=0, lineage=None, subagents=0,
+    ),
+    SMALL: dict(
+        lines=118, messages=46, merged={"duplicate": 31, "metadata": 38, "usage": 2, "title": 1}, errors=0,
+        tool_calls=8, outcomes={"succeeded": 6, "cancelled": 1}, paths=[], compactions=7, lineage=None,
+        subagents=1,
+    ),
+    ESCALATION: dict(
+        lines=21, messages=19, merged={"metadata": 2}, errors=0, tool_calls=4,
+        outcomes={"succeeded": 2, "blocked": 2}, paths=["test.txt", "test.txt"], compactions=0, lineage=None,
+        subagents=0,
+    ),
+    COMPACTION: dict(
+        lines=20, messages=18, merged={"metadata": 2}, errors=0, tool_calls=2, outcomes={"succeeded": 2},
+        paths=["src/middleware/auth.py"], compactions=1, lineage=None, subagents=0,
+    ),
+    BIG: dict(
+        lines=2722, messages=1569, merged={"duplicate": 493, "metadata": 373, "usage": 287}, errors=0,
+        tool_calls=372, outcomes={"succeeded": 372}, paths=[], compactions=1, lineage=None, subagents=0,
+    ),
+    INTERRUPTED: dict(
+        lines=19, messages=12, merged={"duplicate": 3, "metadata": 3, "usage": 1}, errors=0, tool_calls=1,
+        outcomes={}, paths=[], compactions=0, lineage=None, subagents=0,
+    ),
+}
+
+
+def corpus_file(relative: str) -> Path:
+    path = CODEX / relative
+    if not path.exists():
+        pytest.skip(f"shared corpus not found at {CODEX} (expected next to the repository)")
+    return path
+
+
+def unit_for(path: Path) -> SourceFile:
+    return rollout_unit(path) or SourceFile(path, "codex", kind="rollout")
+
+
+def lines_of(data: bytes) -> list:
+    return [line for line in read_lines(io.BytesIO(data)) if line.data.strip()]
+
+
+def feed_all(lines, unit=None, *, restore_every_line=False) -> list:
+    """Records of ``lines``; optionally through a JSON round trip of the
+    parser state after every line (a crash and resume at each boundary)."""
+    unit = unit or SourceFile(Path("rollout-test.jsonl"), "codex", kind="rollout")
+    parser = CodexSource().open_parser(unit, None)
+    records = []
+    for line in lines:
+        out = list(parser.feed(line.data, line.position))
+        assert sum(isinstance(r, ACCOUNTING) for r in out) == 1, (line.position, out)
+        records.extend(out)
+        if restore_every_line:
+            parser = CodexSource().open_parser(unit, json.loads(json.dumps(parser.state())))
+    return records
+
+
+def parse(relative: str, **kwargs) -> list:
+    path = corpus_file(relative)
+    if not kwargs:
+        return list(_parsed(relative))
+    return feed_all(lines_of(path.read_bytes()), unit_for(path), **kwargs)
+
+
+@functools.cache
+def _parsed(relative: str) -> tuple:
+    path = CODEX / relative
+    return tuple(feed_all(lines_of(path.read_bytes()), unit_for(path)))
+
+
+def envelope(type_: str, payload: dict, timestamp: str = "2026-03-01T10:00:00.000Z") -> bytes:
+    return orjson.dumps({"timestamp": timestamp, "type": type_, "payload": payload})
+
+
+def feed_raw(raw_lines: list[bytes], unit=None) -> list:
+    return feed_all(lines_of(b"\n".join(raw_lines) + b"\n"), unit)
+
+
+def of(records, kind) -> list:
+    return [r for r in records if isinstance(r, kind)]
+
+
+# -- the corpus ---------------------------------------------------------------
+
+
+def test_every_corpus_rollout_has_expected_counts():
+    corpus_file(FILE_1)
+    rollouts = {str(p.relative_to(CODEX)) for p in CODEX.rglob("*.jsonl") if p.name != "codex_history.jsonl"}
+    assert rollouts == set(EXPECTED)
+
+
+@pytest.mark.parametrize("relative", sorted(EXPECTED))
+def test_corpus_counts(relative):
+    expected = EXPECTED[relative]
+    records = parse(relative)
+    assert sum(isinstance(r, ACCOUNTING) for r in records) == expected["lines"]
+    assert len(of(records, Message)) == expected["messages"]
+    assert Counter(r.reason for r in of(records, Merged)) == expected["merged"]
+    assert len(of(records, LineError)) == expected["errors"]
+    assert len(of(records, ToolCall)) == expected["tool_calls"]
+    assert Counter(r.outcome for r in of(records, ToolResult)) == expected["outcomes"]
+    assert [p for call in of(records, ToolCall) for p in call.file_paths] == expected["paths"]
+    assert len([m for m in of(records, Message) if m.is_compact_summary]) == expected["compactions"]
+    assert len(of(records, Summary)) == expected["compactions"]
+    linked = [(s.parent_session_id, s.relationship) for s in of(records, Session) if s.parent_session_id]
+    assert linked == ([expected["lineage"]] if expected["lineage"] else [])
+    assert len(of(records, Subagent)) == expected["subagents"]
+    assert all(m.session_id == of(records, Session)[0].id for m in of(records, Message))
+
+
+@pytest.mark.parametrize("relative", sorted(EXPECTED))
+def test_resuming_after_every_line_gives_the_same_records(relative):
+    assert parse(relative, restore_every_line=True) == parse(relative)
+
+
+def test_message_ids_are_byte_offsets_of_the_thread():
+    records = parse(FILE_1)
+    data = corpus_file(FILE_1).read_bytes()
+    for message in of(records, Message):
+        assert message.uuid == f"codex:11111111-1111-4111-8111-111111111111:{message.position.byte_offset}"
+        assert data[message.position.byte_offset - 1 : message.position.byte_offset] in (b"\n", b"")
+
+
+def test_session_identity_and_repository():
+    session = of(parse(SMALL), Session)[0]
+    assert session.id == "codex:019fc8be-3658-7ca3-9e29-000000000000"
+    assert (session.cwd, session.git_branch, session.version, session.originator) == (
+        "/tmp/repo", "main", "0.146.0", "codex_cli_rs",
+    )
+    assert session.git_commit == "0" * 40
+    assert session.repository == "example.invalid/repo"
+    assert session.started_at == "2026-08-03T10:48:56.000Z"
+    models = [s.model for s in of(parse(SMALL), Session) if s.model]
+    assert models[0] == "gpt-5.6-luna" and models[-1] == "gpt-5.6-sol"
+
+
+def test_event_and_item_twins_are_stored_once():
+    texts = [m.text for m in of(parse(FILE_1), Message) if m.role in ("user", "assistant") and m.content_type == "text"]
+    assert texts == ["List the synthetic files.", "The synthetic files are alpha.txt and beta.txt."]
+    # 0.146 writes task_started between the user event and its item
+    first = of(parse(SMALL), Message)[0]
+    assert (first.type, first.subtype, first.text) == ("event_msg", "user_message", "List the files")
+
+
+def test_reasoning_summary_is_searchable_and_encrypted_content_never_stored():
+    records = parse(FILE_1)
+    thinking = [m for m in of(records, Message) if m.content_type == "thinking"]
+    assert [m.text for m in thinking] == ["I will inspect the synthetic directory."]
+    assert not any("SYNTHETIC_ENCRYPTED" in repr(r) for r in records)
+
+
+def test_injected_context_is_meta():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-1", "timestamp": "2026-03-01T10:00:00.000Z"}),
+        envelope("response_item", {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions instructions>sandbox</permissions instructions>"}]}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>\n<cwd>/x</cwd>\n</environment_context>"}]}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>"}]}),
+        envelope("event_msg", {"type": "user_message", "message": "Fix the bug"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "Fix the bug"}]}),
+    ])
+    messages = of(records, Message)
+    assert [(m.role, m.is_meta) for m in messages] == [("developer", 1), ("user", 1), ("user", 1), ("user", 0)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["Fix the bug"]
+
+
+# -- usage ----------------------------------------------------------------------
+
+
+def test_usage_is_counted_once_per_api_response():
+    records = parse(BIG)
+    usage = [m for m in of(records, Message) if m.subtype == "token_count"]
+    assert len(usage) == 286
+    assert all(m.is_meta and m.surface == "log-only" for m in usage)
+    final_total = {"input_tokens": 33810485, "cached_input_tokens": 31621504, "output_tokens": 133999}
+    assert sum(m.input_tokens + m.cache_read_tokens for m in usage) == final_total["input_tokens"]
+    assert sum(m.cache_read_tokens for m in usage) == final_total["cached_input_tokens"]
+    assert sum(m.output_tokens for m in usage) == final_total["output_tokens"]
+    assert {m.model for m in usage} == {"gpt-5.3-codex"}
+
+
+# -- tools --------------------------------------------------------------------
+
+
+def test_calls_and_outputs_pair_by_call_id():
+    records = parse(FILE_1)
+    calls = {c.id: c for c in of(records, ToolCall)}
+    results = {r.tool_use_id: r for r in of(records, ToolResult)}
+    assert set(calls) == set(results) == {
+        "codex:11111111-1111-4111-8111-111111111111:call-structured-001",
+        "codex:11111111-1111-4111-8111-111111111111:call-custom-001",
+        "codex:11111111-1111-4111-8111-111111111111:call-mcp-001",
+    }
+    assert results["codex:11111111-1111-4111-8111-111111111111:call-custom-001"].content == "Done!"
+    assert calls["codex:11111111-1111-4111-8111-111111111111:call-mcp-001"].name == "mcp__synthetic__lookup"
+
+
+def test_outcomes_from_exit_codes_rejections_and_aborts():
+    call = lambda cid, name="shell", args=None: envelope("response_item", {  # noqa: E731
+        "type": "function_call", "name": name, "arguments": json.dumps(args or {"command": ["ls"]}), "call_id": cid})
+    output = lambda cid, text: envelope("response_item", {  # noqa: E731
+        "type": "function_call_output", "call_id": cid, "output": text})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-2"}),
+        call("a"), output("a", json.dumps({"output": "boom", "metadata": {"exit_code": 2, "duration_seconds": 0.1}})),
+        call("b"), output("b", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok"),
+        call("c", "exec_command", {"cmd": "false"}),
+        output("c", "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 1\nOutput:\n"),
+        call("d"), output("d", "exec command rejected by user"),
+        call("e"), output("e", "aborted"),
+        call("f"),
+        call("g", args={"command": ["rm", "x"], "sandbox_permissions": "require_escalated"}),
+        envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        output("f", "aborted"),  # a late output of an aborted call gives no second result
+    ])
+    results = {r.tool_use_id.rsplit(":", 1)[1]: r for r in of(records, ToolResult)}
+    assert {k: r.outcome for k, r in results.items()} == {
+        "a": "failed", "b": "succeeded", "c": "failed", "d": "blocked", "e": "cancelled", "f": "cancelled",
+        "g": "blocked",
+    }
+    assert (results["a"].exit_code, results["a"].content, results["a"].is_error) == (2, "boom", 1)
+    assert results["c"].exit_code == 1
+    assert len(of(records, ToolResult)) == 7
+
+
+def test_unanswered_escalation_is_blocked():
+    records = parse(ESCALATION)
+    blocked = [r.tool_use_id for r in of(records, ToolResult) if r.outcome == "blocked"]
+    assert blocked == ["codex:rejection-codex-001:call_esc_002", "codex:rejection-codex-001:call_esc_004"]
+
+
+def test_apply_patch_paths():
+    patch = (
+        "*** Begin Patch\n*** Add File: docs/new.md\n+hi\n*** Update File: src/app.py\n"
+        "*** Move to: src/main.py\n@@\n-a\n+b\n*** Delete File: old.txt\n*** End Patch"
+    )
+    expected = ["docs/new.md", "src/app.py", "src/main.py", "old.txt"]
+    assert patch_paths(patch) == expected
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-3"}),
+        envelope("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": patch, "call_id": "c1"}),
+        envelope("response_item", {"type": "function_call", "name": "apply_patch",
+                                   "arguments": json.dumps({"input": patch}), "call_id": "c2"}),
+        envelope("response_item", {"type": "function_call", "name": "shell",
+                                   "arguments": json.dumps({"command": ["apply_patch", patch]}), "call_id": "c3"}),
+        envelope("response_item", {"type": "function_call", "name": "exec_command",
+                                   "arguments": json.dumps({"cmd": "apply_patch <<'EOF'\n" + patch + "\nEOF\n"}),
+                                   "call_id": "c4"}),
+        envelope("response_item", {"type": "local_shell_call", "call_id": "c5", "status": "completed",
+                                   "action": {"type": "exec", "command": ["bash", "-lc", "echo hi > notes.txt"]}}),
+    ])
+    assert [c.file_paths for c in of(records, ToolCall)] == [expected] * 4 + [["notes.txt"]]
+
+
+def test_shell_write_detection_is_conservative():
+    assert shell_written_paths("echo hi > a.txt && sort b | tee -a c.log") == ["a.txt", "c.log"]
+    assert shell_written_paths("python -c 'print(1 > 2)' 2>/dev/null") == []
+    assert shell_written_paths("cat > f.py << 'EOF'\nif a > b: pass\nEOF") == ["f.py"]
+    assert shell_written_paths("ls -la && cat x") == []
+
+
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("https://github.com/simonw/llm.git", "github.com/simonw/llm"),
+        ("https://github.com/simonw/llm", "github.com/simonw/llm"),
+        ("git@github.com:simonw/llm.git", "github.com/simonw/llm"),
+        ("ssh://git@GitHub.com:22/simonw/llm.git/", "github.com/simonw/llm"),
+        ("https://user:token@gitlab.example.com/group/sub/repo.git", "gitlab.example.com/group/sub/repo"),
+        ("https://example.invalid/repo.git", "example.invalid/repo"),
+        ("/home/user/repo", None),
+        ("[trimmed for fixture]", None),
+        (None, None),
+    ],
+)
+def test_repository_url_normalization(url, expected):
+    assert normalize_repository(url) == expected
+
+
+# -- compaction and large payloads ----------------------------------------------
+
+
+def test_compacted_replacement_history_is_never_decoded(monkeypatch):
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x" * 4000}]}
+    history = orjson.dumps([item] * 1000)  # 4 MB
+    # invalid JSON inside the history proves it is not parsed
+    history = history[:-1] + b',{"type":"message","role":"user","content":[ broken ]}]'
+    line = (
+        b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"compacted","payload":{"message":"We fixed the parser.",'
+        b'"replacement_history":' + history + b"}}"
+    )
+    decoded_sizes = []
+    real_loads = orjson.loads
+
+    def spy(data, *args):
+        decoded_sizes.append(len(data))
+        return real_loads(data, *args)
+
+    parser = CodexSource().open_parser(SourceFile(Path("rollout-x.jsonl"), "codex", kind="rollout"), None)
+    parser.feed(envelope("session_meta", {"id": "t-4"}), Position(1, 0, 10))
+    monkeypatch.setattr(orjson, "loads", spy)
+    out = list(parser.feed(line, Position(2, 11, len(line))))
+    assert max(decoded_sizes) < 1000
+    message = of(out, Message)[0]
+    assert message.type == "compacted" and message.is_compact_summary == 1
+    assert message.text == (
+        f"We fixed the parser.\n\n[replacement_history: 1001 items, {len(history)} bytes, not stored]"
+    )
+    assert of(out, Summary)[0].content == message.text
+    assert of(out, Summary)[0].kind == "compaction"
+
+
+def test_context_compacted_after_compacted_is_its_duplicate():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-5"}),
+        envelope("compacted", {"message": "summary", "replacement_history": []}),
+        envelope("event_msg", {"type": "context_compacted"}),
+        envelope("event_msg", {"type": "context_compacted"}),  # a compaction of its own
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate"]
+    assert [m.is_compact_summary for m in of(records, Message)] == [1, 1]
+
+
+def test_inline_images_are_replaced_by_placeholders():
+    image = base64.b64encode(b"\x89PNG" + bytes(60_000)).decode()
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-6"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "What is on the screen?"},
+            {"type": "input_image", "image_url": "data:image/png;base64," + image}]}),
+        envelope("event_msg", {"type": "user_message", "message": "small", "images": ["data:image/png;base64,iVBORw=="]}),
+    ])
+    texts = [m.text for m in of(records, Message)]
+    assert texts[0] == "What is on the screen?\n[image image/png 60004 bytes]"
+    assert not any(image[:100] in repr(r) for r in records)
+    assert "iVBOR" not in repr(records)
+
+
+# -- lineage --------------------------------------------------------------------
+
+
+def test_spawned_thread_replays_parent_history_only_once():
+    parent, child = parse(PARENT), parse(CHILD)
+    stored = [(m.session_id, m.text) for m in of(parent + child, Message)]
+    assert stored.count(("codex:22222222-2222-4222-8222-222222222222", "Spawn a synthetic researcher.")) == 1
+    assert not any("Spawn a synthetic researcher." in text for sid, text in stored if "3333" in sid)
+    assert [text for sid, text in stored if "3333" in sid] == ["Inspect fixtures.", "The fixtures are fully synthetic."]
+    assert len(of(parent + child, ToolCall)) == 1
+    link = of(child, Subagent)[0]
+    assert (link.session_id, link.child_session_id, link.parent_tool_use_id) == (
+        "codex:22222222-2222-4222-8222-222222222222",
+        "codex:33333333-3333-4333-8333-333333333333",
+        "codex:22222222-2222-4222-8222-222222222222:call-spawn-001",
+    )
+    assert of(parent, ToolResult)[0].agent_id == "33333333-3333-4333-8333-333333333333"
+    assert of(parent, Subagent)[0].child_session_id == link.child_session_id
+
+
+PARENT_ID = "019bd000-0000-7000-8000-000000000001"  # minted 2026-01-18T07:26:59.584Z
+CHILD_ID = "019c1000-0000-7000-8000-000000000002"  # minted 2026-01-30T17:42:41.408Z
+OLD_TURN = "019bd000-1000-7000-8000-000000000003"  # a parent turn, before the fork
+NEW_TURN = "019c1000-1000-7000-8000-000000000004"  # the child's own turn
+FORK_TIME = "2026-01-30T17:42:41.408Z"
+COPY_TIME = "2026-01-30T17:42:41.430Z"  # copies are re-stamped at the fork
+OWN_TIME = "2026-01-30T17:47:00.000Z"
+
+
+def copied_parent(stamp: str, turn: str | None) -> list[bytes]:
+    """The parent's lines as a legacy fork copies them: re-stamped."""
+    turn_fields = {"turn_id": turn} if turn else {}
+    total = {"input_tokens": 100, "cached_input_tokens": 0, "output_tokens": 10, "reasoning_output_tokens": 0,
+             "total_tokens": 110}
+    return [
+        envelope("session_meta", {"id": PARENT_ID, "timestamp": "2026-01-18T07:26:59.584Z"}, stamp),
+        envelope("event_msg", {"type": "task_started", **turn_fields}, stamp),
+        envelope("turn_context", {"model": "gpt-parent", "cwd": "/p", **turn_fields}, stamp),
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "parent prompt"}]}, stamp),
+        envelope("event_msg", {"type": "user_message", "message": "parent prompt"}, stamp),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "p1"}, stamp),
+        envelope("response_item", {"type": "function_call_output", "call_id": "p1", "output": "ok"}, stamp),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total,
+                                                               "last_token_usage": total}}, stamp),
+    ]
+
+
+def own_turn(stamp: str, turn: str | None) -> list[bytes]:
+    turn_fields = {"turn_id": turn} if turn else {}
+    total = {"input_tokens": 150, "cached_input_tokens": 0, "output_tokens": 15, "reasoning_output_tokens": 0,
+             "total_tokens": 165}
+    last = {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 5, "reasoning_output_tokens": 0,
+            "total_tokens": 55}
+    return [
+        envelope("event_msg", {"type": "task_started", **turn_fields}, stamp),
+        envelope("turn_context", {"model": "gpt-child", "cwd": "/c", **turn_fields}, stamp),
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "child prompt"}]}, stamp),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total,
+                                                               "last_token_usage": last}}, stamp),
+    ]
+
+
+@pytest.mark.parametrize("turns", [True, False], ids=["uuid7-turn-ids", "pause-after-copy"])
+def test_legacy_fork_replay_is_merged(turns):
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, FORK_TIME),
+        *copied_parent(COPY_TIME, OLD_TURN if turns else None),
+        *own_turn(OWN_TIME, NEW_TURN if turns else None),
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 2
+    messages = of(records, Message)
+    assert [m.text for m in messages if m.role == "user"] == ["child prompt"]
+    assert not of(records, ToolCall)
+    usage = [m for m in messages if m.subtype == "token_count"]
+    assert [(m.input_tokens, m.output_tokens, m.model) for m in usage] == [(50, 5, "gpt-child")]
+    sessions = of(records, Session)
+    assert (sessions[0].parent_session_id, sessions[0].relationship) == (f"codex:{PARENT_ID}", "fork")
+
+
+def test_fork_without_forked_from_id_is_recognised_by_the_copied_meta():
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME}, FORK_TIME),
+        *copied_parent(COPY_TIME, OLD_TURN),
+        *own_turn(OWN_TIME, NEW_TURN),
+    ])
+    assert [m.text for m in of(records, Message) if m.role == "user"] == ["child prompt"]
+    link = [s for s in of(records, Session) if s.parent_session_id]
+    assert [(s.parent_session_id, s.relationship) for s in link] == [(f"codex:{PARENT_ID}", "fork")]
+
+
+def test_history_base_fork_links_without_replay():
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "history_mode": "paginated",
+                                  "history_base": {"thread_id": PARENT_ID, "end_ordinal_exclusive": 10}}),
+        *own_turn(OWN_TIME, NEW_TURN),
+    ])
+    assert (of(records, Session)[0].parent_session_id, of(records, Session)[0].relationship) == (
+        f"codex:{PARENT_ID}", "fork",
+    )
+    assert not [r for r in of(records, Merged) if r.reason == "replay"]
+
+
+def test_foreign_session_meta_after_own_turns_is_not_a_replay():
+    records = parse(SMALL)
+    assert not [r for r in of(records, Merged) if r.reason == "replay"]
+
+
+def test_guardian_and_auto_review_threads_are_excluded():
+    guardian = feed_raw([envelope("session_meta", {
+        "id": "g-1", "parent_thread_id": "p-1", "source": {"subagent": {"other": "guardian"}},
+        "thread_source": "subagent"})])
+    session = of(guardian, Session)[0]
+    assert (session.is_excluded, session.relationship, session.parent_session_id) == (1, "subagent", "codex:p-1")
+    reviewer = feed_raw([
+        envelope("session_meta", {"id": "r-1", "thread_source": "subagent",
+                                  "source": {"subagent": {"thread_spawn": {"parent_thread_id": "p-1"}}}}),
+        envelope("turn_context", {"model": "codex-auto-review", "cwd": "/x"}),
+    ])
+    assert [s.is_excluded for s in of(reviewer, Session)] == [None, 1]
+    main = feed_raw([envelope("session_meta", {"id": "m-1"}), envelope("turn_context", {"model": "codex-auto-review"})])
+    assert {s.is_excluded for s in of(main, Session)} == {None}
+
+
+# -- generations and odd files ---------------------------------------------------
+
+
+def test_pre_envelope_rollout_with_state_markers():
+    records = feed_raw([
+        b'{"id":"c27a914d","timestamp":"2025-08-20T13:20:47.060Z","instructions":null,"git":{"branch":"main",'
+        b'"repository_url":"git@github.com:o/r.git"}}',
+        b'{"record_type":"state"}',
+        b'{"type":"message","id":null,"role":"user","content":[{"type":"input_text","text":"hello"}]}',
+        b'{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"opaque"}',
+        b'{"type":"function_call","id":"fc_1","name":"shell","arguments":"{\\"command\\":[\\"ls\\"]}","call_id":"call_1"}',
+        b'{"type":"function_call_output","call_id":"call_1","output":"README.md"}',
+        b'{"record_type":"state"}',
+    ])
+    session = of(records, Session)[0]
+    assert (session.id, session.git_branch, session.repository) == ("codex:c27a914d", "main", "github.com/o/r")
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "metadata", "metadata"]
+    assert [m.text for m in of(records, Message)] == ["hello", 'shell\n{"command":["ls"]}', "README.md"]
+    assert [r.outcome for r in of(records, ToolResult)] == ["succeeded"]
+
+
+def test_typescript_json_rollout_document():
+    document = json.dumps({
+        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": "ts-1", "instructions": ""},
+        "items": [
+            {"id": "m1", "type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+            {"id": "fc1", "type": "function_call", "call_id": "c1", "name": "shell",
+             "arguments": json.dumps({"command": ["apply_patch", "*** Begin Patch\n*** Add File: a.py\n*** End Patch"]})},
+            {"type": "function_call_output", "call_id": "c1",
+             "output": json.dumps({"output": "error", "metadata": {"exit_code": 1, "duration_seconds": 0.1}})},
+            {"id": "m2", "type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
+        ],
+    }, indent=2).encode()
+    unit = rollout_unit(Path("rollout-2025-04-20-ts-1.json"))
+    assert unit.layout == "document"
+    records = CodexSource().open_parser(unit, None).document(document)
+    assert of(records, Session)[0].id == "codex:ts-1"
+    assert [m.uuid for m in of(records, Message)] == [f"codex:ts-1:item-{i}" for i in (1, 2, 3, 4)]
+    assert of(records, ToolCall)[0].file_paths == ["a.py"]
+    assert [(r.outcome, r.exit_code) for r in of(records, ToolResult)] == [("failed", 1)]
+
+
+def test_unknown_types_yield_no_messages():
+    records = feed_raw([
+        envelope("future_a", {"x": 1}),
+        envelope("event_msg", {"type": "future_event"}),
+        envelope("response_item", {"type": "future_item"}),
+        b'{"something":"else"}',
+    ])
+    assert not of(records, Message)
+    assert [r.reason for r in of(records, Merged)] == ["unknown-type"] * 4
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"{synthetic malformed json",
+        b"[1, 2, 3]",
+        b'"a string"',
+        b'{"timestamp":"x","type":"event_msg","payload":{"type":"user_message","message":"\xff"}}',
+        b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"compacted","payload":{"message":"s","replacement_history":[{"ty',
+        b'{"timestamp":"2026-03-01T10:00:00.000Z","type":"world_state","payload":{"full":tr',
+    ],
+)
+def test_each_bad_line_is_one_line_error(bad):
+    records = feed_raw([envelope("session_meta", {"id": "t-7"}), bad, envelope("event_msg", {"type": "task_started"})])
+    assert len(of(records, LineError)) == 1
+    assert of(records, LineError)[0].position.line_no == 2
+    assert len(of(records, Merged)) == 2
+
+
+def test_thread_names_and_first_prompt_are_title_candidates():
+    records = parse(SMALL)
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [
+        ("first_prompt", "List the files"),
+        ("custom", "[trimmed for fixture]"),
+    ]
+
+
+def test_session_index_lines_are_index_titles(tmp_path):
+    index = tmp_path / "session_index.jsonl"
+    index.write_text(
+        '{"id":"019c8a59-e9dd-71f0-9ae3-4079fe9726a9","thread_name":"Fix the parser","updated_at":"2026-02-23T12:00:00Z"}\n'
+        "not json\n"
+        '{"id":"x"}\n'
+    )
+    unit = next(iter(CodexSource().discover(tmp_path)))
+    parser = CodexSource().open_parser(unit, None)
+    records = [r for line in lines_of(index.read_bytes()) for r in parser.feed(line.data, line.position)]
+    titles = of(records, TitleCandidate)
+    assert [(t.session_id, t.kind, t.title) for t in titles] == [
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "index", "Fix the parser")
+    ]
+    assert [type(r).__name__ for r in records if isinstance(r, ACCOUNTING)] == ["Merged", "LineError", "Merged"]
+
+
+# -- discovery ----------------------------------------------------------------
+
+
+def test_discovery_in_a_codex_home(tmp_path):
+    thread = "019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
+    files = {
+        f"sessions/2026/02/23/rollout-2026-02-23T12-54-34-{thread}.jsonl": b"",
+        f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst": b"",
+        "sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl": b"",
+        "sessions/rollout-2025-04-20-abc.json": b"{}",
+        "archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl": b"",
+        "session_index.jsonl": b"",
+        "history.jsonl": b"",
+        "sessions/2026/02/23/notes.txt": b"",
+        "log/codex-tui.log": b"",
+        "state_5.sqlite": b"",
+    }
+    for name, data in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    units = {str(u.path.relative_to(tmp_path)): u for u in CodexSource().discover(tmp_path)}
+    assert set(units) == {
+        "session_index.jsonl",
+        f"sessions/2026/02/23/rollout-2026-02-23T12-54-34-{thread}.jsonl",
+        f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst",
+        "sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl",
+        "sessions/rollout-2025-04-20-abc.json",
+        "archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
+    }
+    assert units["session_index.jsonl"].kind == "session_index"
+    zst = units[f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst"]
+    assert (zst.compression, zst.layout, zst.hints) == ("zstd", "jsonl", {"thread_id": thread})
+    assert units["sessions/rollout-2025-04-20-abc.json"].layout == "document"
+    assert units["archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl"].priority == 1
+    assert all(u.source == "codex" for u in units.values())
+
+
+def test_prompt_history_files_are_not_rollouts():
+    assert rollout_unit(CODEX / "kvsankar__agent-history" / "codex_history.jsonl") is None
+    assert rollout_unit(Path("history.jsonl")) is None
+    assert rollout_unit(Path("session_index.jsonl")) is None
+
+
+def test_a_zstd_copy_yields_the_same_records():
+    path = corpus_file(FILE_1)
+    compressed = zstandard.ZstdCompressor().compress(path.read_bytes())
+    copy = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(compressed)).read()
+    zst_unit = rollout_unit(path.with_name(path.name + ".zst"))
+    assert feed_all(lines_of(copy), zst_unit) == parse(FILE_1)
+
+
+def test_default_root(tmp_path):
+    source = CodexSource()
+    assert source.default_root({"HOME": str(tmp_path)}) is None
+    (tmp_path / ".codex").mkdir()
+    assert source.default_root({"HOME": str(tmp_path)}) == tmp_path / ".codex"
+    (tmp_path / "elsewhere").mkdir()
+    assert source.default_root({"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / "elsewhere")}) == (
+        tmp_path / "elsewhere"
+    )
+
+
+def test_registered_through_the_hookspec():
+    sources = codex.obelisk_sources()
+    assert [type(s) for s in sources] == [CodexSource]
+    assert sources[0].name == "codex"

@@ -1,0 +1,269 @@
+"""Parser-level tests of the Gemini CLI source (no database).
+
+Expected counts were derived by reading the corpus files by hand.
+"""
+
+import base64
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pytest
+
+from datasette_obelisk.records import (
+    LineError,
+    Merged,
+    Message,
+    Position,
+    Session,
+    Subagent,
+    TitleCandidate,
+    ToolCall,
+    ToolResult,
+)
+from datasette_obelisk.sources import gemini
+from datasette_obelisk.sources.base import SourceFile
+from datasette_obelisk.sources.gemini import GeminiSource, chat_unit
+from datasette_obelisk.sources.lines import read_lines
+
+CORPUS = Path(__file__).parent.parent.parent / "shared" / "corpus"
+GEMINI = CORPUS / "gemini"
+ACCOUNTING = (Message, Merged, LineError)
+JSONL = "jazzyalex__agent-sessions/jsonl_v040.jsonl"
+LEGACY = "jazzyalex__agent-sessions/small.json"
+PROMPT_LOG = "kvsankar__agent-history/gemini_logs.json"
+
+
+def corpus_file(relative: str) -> Path:
+    path = GEMINI / relative
+    if not path.exists():
+        pytest.skip(f"shared corpus not found at {GEMINI} (expected next to the repository)")
+    return path
+
+
+def chat(name="session-2026-04-29T21-39-abcdef12.jsonl", **hints) -> SourceFile:
+    layout = "document" if name.endswith(".json") else "jsonl"
+    return SourceFile(Path("/x/tmp/hash/chats") / name, "gemini", kind="chat", layout=layout, hints=hints)
+
+
+def feed_all(data: bytes, unit=None, *, restore_every_line=False) -> list:
+    unit = unit or chat()
+    parser = GeminiSource().open_parser(unit, None)
+    records = []
+    for line in read_lines(io.BytesIO(data)):
+        if not line.data.strip():
+            continue
+        out = list(parser.feed(line.data, line.position))
+        assert sum(isinstance(r, ACCOUNTING) for r in out) == 1, (line.position, out)
+        records.extend(out)
+        if restore_every_line:
+            parser = GeminiSource().open_parser(unit, json.loads(json.dumps(parser.state())))
+    return records
+
+
+def jsonl(*records) -> bytes:
+    return b"\n".join(orjson.dumps(r) for r in records) + b"\n"
+
+
+def of(records, kind) -> list:
+    return [r for r in records if isinstance(r, kind)]
+
+
+META = {"sessionId": "s-1", "projectHash": "abc", "startTime": "2026-04-29T21:39:22.319Z", "kind": "main"}
+
+
+def test_jsonl_chat_counts():
+    records = feed_all(corpus_file(JSONL).read_bytes())
+    assert len(of(records, Message)) == 3
+    assert Counter(r.reason for r in of(records, Merged)) == {"metadata": 2}
+    assert not of(records, LineError)
+    session = of(records, Session)[0]
+    assert (session.id, session.started_at) == ("gemini:gemini_stage0_jsonl", "2026-04-29T21:39:22.319Z")
+    messages = of(records, Message)
+    assert [(m.uuid, m.role, m.content_type) for m in messages] == [
+        ("gemini:gemini_stage0_jsonl:g-user-1", "user", "text"),
+        ("gemini:gemini_stage0_jsonl:g-assistant-1", "assistant", "tool_use"),
+        ("gemini:gemini_stage0_jsonl:g-assistant-2", "assistant", "text"),
+    ]
+    assert [(m.input_tokens, m.cache_read_tokens, m.output_tokens) for m in messages] == [
+        (None, None, None), (11855, 0, 81), (567, 11502, 147),
+    ]
+    assert messages[1].model == "gemini-3-flash-preview"
+    call, result = of(records, ToolCall)[0], of(records, ToolResult)[0]
+    assert (call.id, call.name, json.loads(call.input_json)["command"]) == (
+        "gemini:gemini_stage0_jsonl:run_shell_command_stage0", "run_shell_command", "ls -F",
+    )
+    assert (result.tool_use_id, result.outcome) == (call.id, "succeeded")
+    assert result.content == "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345"
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Say hello and list files.")]
+
+
+def test_legacy_json_chat_document():
+    path = corpus_file(LEGACY)
+    unit = chat_unit(Path("/h/.gemini/tmp/abc/chats/session-2026-01-16T18-34-3739ef95.json"))
+    records = GeminiSource().open_parser(unit, None).document(path.read_bytes())
+    assert of(records, Session)[0].id == "gemini:session-2026-01-16T18-34-3739ef95"
+    messages = of(records, Message)
+    assert [(m.role, m.content_type, m.text) for m in messages] == [
+        ("user", "text", "Hello"),
+        ("assistant", "mixed", "Short reasoning placeholder.\n\nHi!"),
+    ]
+    assert (messages[1].input_tokens, messages[1].output_tokens) == (10, 5)
+    assert not of(records, LineError)
+
+
+def test_prompt_log_is_not_a_session():
+    path = corpus_file(PROMPT_LOG)
+    assert chat_unit(Path("/h/.gemini/tmp/abc/logs.json")) is None
+    records = GeminiSource().open_parser(chat("session-x.json"), None).document(path.read_bytes())
+    assert [type(r) for r in records] == [LineError]
+
+
+@pytest.mark.parametrize("name", ["corpus", "updated"])
+def test_resuming_after_every_line_gives_the_same_records(name):
+    data = corpus_file(JSONL).read_bytes() if name == "corpus" else UPDATED_CHAT
+    assert feed_all(data, restore_every_line=True) == feed_all(data)
+
+
+def test_history_sync_is_merged_without_decoding(monkeypatch):
+    messages = [{"id": f"m{i}", "type": "user", "content": "x" * 1000} for i in range(2000)]
+    big = orjson.dumps({"$set": {"messages": messages, "lastUpdated": "2026-01-01T00:00:00Z"}})
+    parser = GeminiSource().open_parser(chat(), None)
+    parser.feed(orjson.dumps(META), Position(1, 0, 10))
+    calls = []
+    monkeypatch.setattr(orjson, "loads", lambda *a: calls.append(a))
+    out = list(parser.feed(big, Position(2, 11, len(big))))
+    assert calls == []
+    assert [r.reason for r in of(out, Merged)] == ["history-sync"]
+
+
+def updated_chat() -> bytes:
+    """A chat with a re-appended message, updates, a rewind and a notice."""
+    call = {"id": "c1", "name": "replace", "args": {"file_path": "/w/a.py"}, "status": "executing"}
+    failed = {**call, "status": "error",
+              "result": [{"functionResponse": {"id": "c1", "name": "replace", "response": {"error": "no match"}}}]}
+    tokens = {"input": 100, "output": 7, "cached": 40, "thoughts": 3, "tool": 0, "total": 110}
+    g1 = {"id": "g1", "timestamp": "2026-04-29T21:40:05Z", "type": "gemini", "content": "", "model": "gemini-x"}
+    return jsonl(
+        META,
+        {"id": "u1", "timestamp": "2026-04-29T21:40:00Z", "type": "user", "content": [{"text": "Edit the file"}]},
+        {**g1, "toolCalls": [call]},
+        {"$set": {"lastUpdated": "2026-04-29T21:40:06Z"}},
+        {**g1, "toolCalls": [failed], "tokens": tokens},  # re-appended: result and tokens
+        {**g1, "toolCalls": [failed], "tokens": tokens},  # again: nothing new
+        {"$set": {"summary": "Editing a.py", "lastUpdated": "2026-04-29T21:41:00Z"}},
+        {"$rewindTo": "g1"},
+        {"id": "i1", "timestamp": "2026-04-29T21:42:00Z", "type": "info", "content": "Request cancelled."},
+        {"unexpected": True},
+    )
+
+
+UPDATED_CHAT = updated_chat()
+
+
+def test_updates_rewinds_and_reappended_messages():
+    records = feed_all(UPDATED_CHAT)
+    messages = of(records, Message)
+    rewind_uuid = f"gemini:s-1:rewind@{messages[3].position.byte_offset}"
+    assert [m.uuid for m in messages] == [
+        "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:g1:usage", rewind_uuid, "gemini:s-1:i1",
+    ]
+    usage = messages[2]
+    assert (usage.is_meta, usage.surface, usage.model) == (1, "log-only", "gemini-x")
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (60, 40, 10)
+    assert sum(m.output_tokens or 0 for m in messages) == 10
+    rewind = messages[3]
+    assert (rewind.type, rewind.is_meta, rewind.surface, rewind.logical_parent_uuid) == (
+        "rewind", 1, "log-only", "gemini:s-1:g1",
+    )
+    assert (messages[4].is_meta, messages[4].surface, messages[4].role) == (1, "log-only", None)
+    assert {c.id for c in of(records, ToolCall)} == {"gemini:s-1:c1"}
+    assert [c.file_paths for c in of(records, ToolCall)] == [["/w/a.py"]] * 3
+    assert [(r.outcome, r.content, r.message_uuid) for r in of(records, ToolResult)] == [
+        ("failed", "no match", "gemini:s-1:g1")
+    ] * 2
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [
+        ("first_prompt", "Edit the file"), ("summary", "Editing a.py"),
+    ]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "update", "metadata", "unknown-type"]
+
+
+def test_migrated_legacy_chat_yields_the_same_message_ids():
+    legacy = {**META, "lastUpdated": "x", "messages": [
+        {"id": "u1", "timestamp": "t", "type": "user", "content": "Hi"},
+        {"id": "g1", "timestamp": "t", "type": "gemini", "content": "Hello"},
+    ]}
+    from_document = GeminiSource().open_parser(chat("session-x.json"), None).document(orjson.dumps(legacy))
+    from_log = feed_all(jsonl(META, *legacy["messages"], {"id": "u2", "type": "user", "content": "More"}))
+    uuids = lambda records: [m.uuid for m in of(records, Message)]  # noqa: E731
+    assert uuids(from_log)[:2] == uuids(from_document) == ["gemini:s-1:u1", "gemini:s-1:g1"]
+
+
+def test_subagent_chat_is_linked_to_its_parent():
+    unit = chat_unit(Path("/h/.gemini/tmp/abc/chats/parent-1234/child-5678.jsonl"))
+    assert (unit.kind, unit.hints) == ("subagent_chat", {"session_id": "child-5678", "parent_session_id": "parent-1234"})
+    records = feed_all(jsonl({"sessionId": "child-5678", "projectHash": "abc", "kind": "subagent",
+                              "directories": ["/w"]},
+                             {"id": "u1", "type": "user", "content": "Investigate"}), unit)
+    session = of(records, Session)[0]
+    assert (session.id, session.parent_session_id, session.relationship, session.agent_id, session.cwd) == (
+        "gemini:child-5678", "gemini:parent-1234", "subagent", "child-5678", "/w",
+    )
+    link = of(records, Subagent)[0]
+    assert (link.session_id, link.child_session_id) == ("gemini:parent-1234", "gemini:child-5678")
+    assert of(records, Message)[0].agent_id == "child-5678"
+
+
+def test_inline_data_is_never_stored():
+    image = base64.b64encode(bytes(30_000)).decode()
+    small = base64.b64encode(bytes(30)).decode()
+    records = feed_all(jsonl(META, {"id": "u1", "type": "user", "content": [
+        {"text": "Look"}, {"inlineData": {"mimeType": "image/png", "data": image}},
+        {"inlineData": {"mimeType": "image/jpeg", "data": small}}]}))
+    assert of(records, Message)[0].text == "Look\n[image image/png 30000 bytes]\n[image image/jpeg 30 bytes]"
+    assert image[:50] not in repr(records) and small not in repr(records)
+
+
+@pytest.mark.parametrize("bad", [b"{broken", b"[]", b"42", b'{"$set":{"messages":[{"id":"m1"'])
+def test_each_bad_line_is_one_line_error(bad):
+    records = feed_all(jsonl(META) + bad + b"\n" + jsonl({"$set": {"lastUpdated": "x"}}))
+    assert len(of(records, LineError)) == 1 and of(records, LineError)[0].position.line_no == 2
+    assert len(of(records, Merged)) == 2
+
+
+def test_discovery_in_a_gemini_home(tmp_path):
+    files = [
+        "tmp/0b7d/chats/session-2026-01-16T18-34-3739ef95.json",
+        "tmp/0b7d/chats/session-2026-04-29T21-39-abcdef12.jsonl",
+        "tmp/0b7d/chats/abcdef12-0000-4000-8000-000000000000/child-1.jsonl",
+        "tmp/0b7d/logs.json",
+        "tmp/0b7d/checkpoint-mytag.json",
+        "tmp/0b7d/chats/notes.txt",
+        "tmp/0b7d/shell_history",
+        "settings.json",
+        "history/abc/file.txt",
+    ]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    units = {str(u.path.relative_to(tmp_path)): u for u in GeminiSource().discover(tmp_path)}
+    assert set(units) == set(files[:3])
+    assert units[files[0]].layout == "document"
+    assert units[files[1]].layout == "jsonl"
+    assert units[files[2]].hints["parent_session_id"] == "abcdef12-0000-4000-8000-000000000000"
+    assert all(u.source == "gemini" for u in units.values())
+
+
+def test_default_root(tmp_path):
+    source = GeminiSource()
+    assert source.default_root({"HOME": str(tmp_path)}) is None
+    (tmp_path / ".gemini").mkdir()
+    assert source.default_root({"HOME": str(tmp_path)}) == tmp_path / ".gemini"
+
+
+def test_registered_through_the_hookspec():
+    sources = gemini.obelisk_sources()
+    assert [type(s) for s in sources] == [GeminiSource]
+    assert sources[0].name == "gemini"

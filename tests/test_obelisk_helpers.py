@@ -1,0 +1,665 @@
+"""The Obelisk helpers: shapes pinned to the reference, values read from the corpus files."""
+
+import os
+import shutil
+import sqlite3
+
+import pytest
+import zstandard
+
+from datasette_obelisk.query import obelisk as o
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.memories import remember
+from datasette_obelisk.query.readonly import connect_readonly
+from datasette_obelisk.store.db import connect
+from datasette_obelisk.store.ingest import ingest
+from helper_fixtures import (  # noqa: F401 (fixtures)
+    CLAUDE,
+    CODEX,
+    SEED,
+    build_toy_db,
+    corpus_db,
+    corpus_line,
+    execute,
+    line_offset,
+    ro,
+)
+
+SAMPLE = CLAUDE / "simonw__claude-code-transcripts" / "sample_session.jsonl"
+EDGE = CLAUDE / "daaain__claude-code-log" / "edge_cases.jsonl"
+EXPLORE = CLAUDE / "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl"
+ROLLOUT = CODEX / "daaain__claude-code-log/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+ROLLOUT_THREAD = "codex:11111111-1111-4111-8111-111111111111"
+
+# The shapes, as the reference writes them (checked against its text below).
+MESSAGE_KEYS = "uuid, text, content_type, is_meta, role, timestamp, model, cwd, source"
+SEARCH_SESSION_KEYS = "id, title, project, started_at, source"
+SEARCH_KEYS = "message, session, rank, context"
+CONTEXT_KEYS = "message, parentChain, session, subagent, workflow"
+RAW_KEYS = "text, totalLength, offset, limit, hasMore"
+OVERVIEW_PROJECT_KEYS = "project, project_path, source, confidence"
+OVERVIEW_SESSION_KEYS = "id, title, project, project_path, started_at, ended_at, git_branch, message_count, source"
+OVERVIEW_MEMORY_KEYS = "id, path, anchors, summary, session_id, project, created_at"
+TOOL_CALL_KEYS = "id, message_uuid, name, input_json"
+FILE_SESSION_KEYS = "id, title, project"
+FAILURE_KEYS = "toolCall, result, session, nextMessages"
+GLOBALS = (
+    "sql, search, context, trace, thread, raw,\n"
+    "overview, sessions, recent, summaries, memories,\n"
+    "subagents, workflows, workflowTree, fileHistory, failures"
+)
+
+
+def keys(text: str) -> set[str]:
+    return {k.strip() for k in text.replace("\n", " ").split(",")}
+
+
+def uuids(messages) -> list[str]:
+    return [m["uuid"] for m in messages]
+
+
+# -- the shapes match the reference -------------------------------------------
+
+
+@pytest.mark.skipif(not SEED.exists(), reason="seed text not available")
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "message: { " + MESSAGE_KEYS + " }",
+        "session: { " + SEARCH_SESSION_KEYS + " }",
+        "{ " + CONTEXT_KEYS + " } | null",
+        "{ " + RAW_KEYS + " } | null",
+        "toolCall: { " + TOOL_CALL_KEYS + " }",
+        "session: { " + FILE_SESSION_KEYS + " }",
+        "Array<{ " + FAILURE_KEYS + " }>",
+        "{ " + OVERVIEW_SESSION_KEYS + " }",
+        "{ " + OVERVIEW_MEMORY_KEYS + " }",
+        GLOBALS,
+    ],
+)
+def test_pinned_shapes_are_the_references(fragment):
+    assert fragment in SEED.read_text()
+
+
+def test_helpers_are_bound_under_the_references_names(ro):
+    bound = o.helpers(ro)
+    assert set(bound) == keys(GLOBALS)
+    assert bound["recent"](1) == o.recent(ro, 1)
+
+
+# -- search -------------------------------------------------------------------
+
+
+def test_search_hit_shape_and_values(ro):
+    hits = o.search(ro, "goodbye", {"source": "claude"})
+    assert len(hits) == 1
+    hit = hits[0]
+    assert set(hit) == keys(SEARCH_KEYS)
+    assert set(hit["message"]) == keys(MESSAGE_KEYS)
+    assert set(hit["session"]) == keys(SEARCH_SESSION_KEYS)
+    assert hit["message"] == {
+        "uuid": "msg-006",
+        "text": "Now add a goodbye function",
+        "content_type": "text",
+        "is_meta": 0,
+        "role": "user",
+        "timestamp": "2025-12-24T10:01:00.000Z",
+        "model": None,
+        "cwd": None,
+        "source": "claude",
+    }
+    assert hit["session"] == {
+        "id": "sample_session",
+        "title": "Create a hello world function",  # the summary line names a leaf that is not in the file
+        "project": "simonw__claude-code-transcripts",
+        "started_at": "2025-12-24T10:00:00.000Z",
+        "source": "claude",
+    }
+    assert isinstance(hit["rank"], float) and hit["rank"] < 0
+    # The six nearest messages in time, in order: everything else in the session.
+    assert uuids(hit["context"]) == ["msg-001", "msg-002", "msg-003", "msg-004", "msg-005", "msg-007"]
+    assert all(set(m) == keys(MESSAGE_KEYS) for m in hit["context"])
+
+
+def test_search_filters(ro):
+    for source in ("claude", "codex"):
+        hits = o.search(ro, "file", {"source": source, "limit": 50})
+        assert hits and {h["message"]["source"] for h in hits} == {source}
+    assert "msg-006" in uuids(h["message"] for h in o.search(ro, "goodbye"))
+    assert o.search(ro, "goodbye", {"sessionId": "edge_cases"}) == []
+    assert uuids(h["message"] for h in o.search(ro, "goodbye", "sample_session")) == ["msg-006"]
+    assert uuids(h["message"] for h in o.search(ro, "goodbye", {"project": "simonw%"})) == ["msg-006"]
+    assert o.search(ro, "goodbye", {"project": "simonw%", "after": "2025-12-24T10:01:01Z"}) == []
+    assert uuids(h["message"] for h in o.search(ro, "goodbye", {"project": "simonw%", "before": "2025-12-25"})) == ["msg-006"]
+    assert o.search(ro, "goodbye", {"project": "simonw%", "before": "2025-12-24T10:00:59Z"}) == []
+    assert o.search(ro, "goodbye", {"cwd": "/nowhere%"}) == []
+    assert uuids(h["message"] for h in o.search(ro, "synthetic files", {"cwd": "/workspace/%", "source": "codex"}))
+
+
+def test_search_limit_orders_by_rank(ro):
+    hits = o.search(ro, "hello", 3)
+    assert len(hits) == 3
+    assert [h["rank"] for h in hits] == sorted(h["rank"] for h in hits)
+
+
+def test_search_skips_meta_lines_unless_asked(ro):
+    # edge_006 starts with "Caveat: The messages below were generated": injected text.
+    assert o.search(ro, "Caveat", "edge_cases") == []
+    assert uuids(h["message"] for h in o.search(ro, "Caveat", {"sessionId": "edge_cases", "includeMeta": True})) == ["edge_006"]
+    assert o.search(ro, "Caveat", session_id="edge_cases", include_meta=True)[0]["message"]["is_meta"] == 1
+
+
+def test_search_honours_fts5_syntax(ro):
+    assert uuids(h["message"] for h in o.search(ro, '"goodbye function"')) == ["msg-006"]
+    found = uuids(h["message"] for h in o.search(ro, "goodbye OR ready", {"sessionId": "sample_session"}))
+    assert sorted(found) == ["msg-006", "msg-007"]
+
+
+def test_search_finds_unicode_text(tmp_path):
+    db = build_toy_db(tmp_path, {"s1": [
+        {"id": "a", "text": "Testing special characters: café, naïve, résumé, 中文, 🎉 emojis"},
+        {"id": "b", "text": "plain ascii"},
+    ]})
+    with connect_readonly(db) as conn:
+        assert uuids(h["message"] for h in o.search(conn, "中文")) == ["a"]
+        assert uuids(h["message"] for h in o.search(conn, "naive resume")) == ["a"]
+        assert uuids(h["message"] for h in o.search(conn, "café 🎉")) == ["a"]
+        assert o.search(conn, "🎉") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["foo-bar", "c++", '"quotes', "/src/x.py", "don't", "🎉", "日本語", "", "   ", "NOT", "a AND", "x:y", "((", "*", "^", "NEAR(", "\x00", "'; DROP TABLE messages; --"],
+)
+def test_awkward_search_text_never_raises(ro, text):
+    assert isinstance(o.search(ro, text), list)
+
+
+def test_awkward_text_falls_back_to_its_tokens(ro):
+    # FTS5 rejects /project/hello.py; its tokens find the Write call in msg-002.
+    assert "msg-002" in uuids(h["message"] for h in o.search(ro, "/project/hello.py"))
+    assert "edge_002" in uuids(h["message"] for h in o.search(ro, '"Great example'))
+
+
+def test_search_modes(ro):
+    assert uuids(h["message"] for h in o.search(ro, "goodbye function", {"mode": "phrase"})) == ["msg-006"]
+    assert uuids(h["message"] for h in o.search(ro, "function goodbye", {"mode": "terms"})) == ["msg-006"]
+    assert o.search(ro, "function goodbye", {"mode": "phrase"}) == []
+    with pytest.raises(QueryError) as error:
+        o.search(ro, "foo-bar", {"mode": "raw"})
+    assert error.value.code == "SESSION_QUERY_INVALID_QUERY"
+
+
+def test_long_hits_are_clipped_around_the_match(tmp_path):
+    text = "filler " * 3000 + "needle in the middle " + "filler " * 3000
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": text, "ts": "2026-01-01T00:00:00Z"}]})
+    with connect_readonly(db) as conn:
+        hit = o.search(conn, "needle")[0]["message"]["text"]
+    assert len(hit) < o.MAX_TEXT + 40
+    assert hit.startswith("…") and "needle in the middle" in hit and hit.endswith("chars]")
+
+
+@pytest.mark.parametrize(
+    "opts, message",
+    [
+        ({"sesionId": "x"}, "search() has no option 'sesionId'"),
+        ({"limit": 0}, "limit must be between 1 and 1000"),
+        ({"limit": "5"}, "limit must be an integer"),
+        ({"includeMeta": "yes"}, "includeMeta must be a bool"),
+        (True, "options must be a dict"),
+    ],
+)
+def test_bad_options_are_refused(ro, opts, message):
+    with pytest.raises(QueryError) as error:
+        o.search(ro, "hello", opts)
+    assert error.value.code == "OBELISK_INVALID_ARGUMENT"
+    assert message in error.value.message
+
+
+# -- context, trace, thread ----------------------------------------------------
+
+
+def test_context_of_a_message_after_compaction(ro):
+    found = o.context(ro, "p1a")
+    assert set(found) == keys(CONTEXT_KEYS)
+    assert found["message"]["uuid"] == "p1a" and found["message"]["text"] == "Final answer"
+    # p1a -> p1u -> b2a2 -> cs -> cb, whose logical parent b2a2 closes the loop.
+    assert uuids(found["parentChain"]) == ["cb", "cs", "b2a2", "p1u"]
+    assert found["session"]["id"] == "dag_compact_after_rewind_preserved"
+    assert (found["subagent"], found["workflow"]) == (None, None)
+
+
+def test_context_of_a_subagent_message(ro):
+    found = o.context(ro, "ec72d4f9-49fc-499c-bef2-a4cdf59307ad")  # first line of agent-a36efb2a1231c41e2.jsonl
+    assert found["parentChain"] == []
+    assert found["session"]["id"] == "ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2"
+    assert found["subagent"]["agent_id"] == "a36efb2a1231c41e2"
+    assert found["subagent"]["description"] == "Round 2: alice comparison"  # from the .meta.json
+
+
+def test_context_of_an_unknown_message_is_none(ro):
+    assert o.context(ro, "no-such-uuid") is None
+
+
+def test_trace_is_root_first_and_includes_the_message(ro):
+    assert uuids(o.trace(ro, "p1a")) == ["cb", "cs", "b2a2", "p1u", "p1a"]
+    assert uuids(o.trace(ro, "b1a")) == ["u1", "a1", "b1u", "b1a"]  # a rewound branch still traces
+    assert uuids(o.trace(ro, "msg-007")) == ["msg-007"]  # no parentUuid in this file
+    assert o.trace(ro, "no-such-uuid") == []
+
+
+def test_trace_crosses_a_compact_boundary_by_its_logical_parent(tmp_path):
+    def line(**fields):
+        base = {"sessionId": "s", "cwd": "/w", "version": "2.0.0"}
+        return __import__("json").dumps({**base, **fields})
+
+    lines = [
+        line(type="user", uuid="u1", parentUuid=None, timestamp="2026-01-01T00:00:00Z", message={"role": "user", "content": "start"}),
+        line(type="assistant", uuid="a1", parentUuid="u1", timestamp="2026-01-01T00:00:01Z", message={"role": "assistant", "content": [{"type": "text", "text": "ok"}]}),
+        line(type="system", subtype="compact_boundary", uuid="cb", parentUuid=None, logicalParentUuid="a1", timestamp="2026-01-01T00:01:00Z", content="Conversation compacted"),
+        line(type="user", uuid="cs", parentUuid="cb", isCompactSummary=True, timestamp="2026-01-01T00:01:01Z", message={"role": "user", "content": "summary of before"}),
+        line(type="assistant", uuid="a2", parentUuid="cs", timestamp="2026-01-01T00:01:02Z", message={"role": "assistant", "content": [{"type": "text", "text": "after"}]}),
+    ]
+    project = tmp_path / "projects" / "-w"
+    project.mkdir(parents=True)
+    (project / "s.jsonl").write_text("\n".join(lines) + "\n")
+    db = tmp_path / "c.db"
+    ingest(db, {"claude": tmp_path / "projects"})
+    with connect_readonly(db) as conn:
+        assert uuids(o.trace(conn, "a2")) == ["u1", "a1", "cb", "cs", "a2"]
+
+
+def test_thread_is_the_session_in_order(ro):
+    messages = o.thread(ro, "sample_session")
+    assert uuids(messages) == [f"msg-00{n}" for n in range(1, 8)]
+    assert messages[0]["text"] == "Create a hello world function"
+    assert uuids(o.thread(ro, "sample_session", {"limit": 2, "offset": 5})) == ["msg-006", "msg-007"]
+    # edge_006..008 are injected text: only with includeMeta.
+    assert "edge_007" not in uuids(o.thread(ro, "edge_cases"))
+    assert "edge_007" in uuids(o.thread(ro, "edge_cases", {"includeMeta": True}))
+    assert o.thread(ro, "no-such-session") == []
+
+
+# -- raw --------------------------------------------------------------------------
+
+
+def test_raw_returns_the_original_line(ro):
+    original = corpus_line(SAMPLE, 4).decode()  # msg-003, the first tool result
+    found = o.raw(ro, "msg-003")
+    assert set(found) == keys(RAW_KEYS)
+    assert found == {"text": original, "totalLength": len(original), "offset": 0, "limit": 10_000, "hasMore": False}
+
+
+def test_raw_windows_by_characters(ro):
+    original = corpus_line(EXPLORE, 6).decode()  # 2740 bytes, 2640 characters ("→" and friends)
+    uuid = "3e72c6d8-d33e-4ddf-bf77-ee3b4b3f898d"
+    total = len(original)
+    assert total < len(original.encode())
+    first = o.raw(ro, uuid, {"limit": 1000})
+    assert first == {"text": original[:1000], "totalLength": total, "offset": 0, "limit": 1000, "hasMore": True}
+    rest = o.raw(ro, uuid, {"offset": 1000, "limit": total})
+    assert first["text"] + rest["text"] == original and rest["hasMore"] is False
+    assert o.raw(ro, uuid, offset=total)["text"] == ""
+
+
+def test_raw_of_a_replayed_uuid_is_the_stored_line(ro):
+    # edge_011 appears on lines 11 and 12; the first is the message, the second is merged.
+    assert o.raw(ro, "edge_011")["text"] == corpus_line(EDGE, 11).decode()
+
+
+def test_raw_of_a_codex_line(ro):
+    uuid = f"{ROLLOUT_THREAD}:{line_offset(ROLLOUT, 8)}"  # the apply_patch call
+    assert o.raw(ro, uuid)["text"] == corpus_line(ROLLOUT, 8).decode()
+
+
+def test_raw_streams_through_zstd(tmp_path):
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    (folder / (ROLLOUT.stem + ".jsonl.zst")).write_bytes(zstandard.ZstdCompressor().compress(ROLLOUT.read_bytes()))
+    db = tmp_path / "z.db"
+    ingest(db, {"codex": tmp_path})
+    with connect_readonly(db) as conn:
+        uuid = f"{ROLLOUT_THREAD}:{line_offset(ROLLOUT, 8)}"
+        assert o.raw(conn, uuid)["text"] == corpus_line(ROLLOUT, 8).decode()
+
+
+def test_raw_can_be_redacted(ro):
+    original = corpus_line(SAMPLE, 4).decode()
+    assert o.raw(ro, "msg-003", redact=str.upper)["text"] == original.upper()
+    bound = o.helpers(ro, redact=str.upper)["raw"]
+    assert bound("msg-003", {"limit": 20}, redact=None)["text"] == original.upper()[:20]
+
+
+def test_raw_of_an_unknown_message_is_none(ro):
+    assert o.raw(ro, "no-such-uuid") is None
+
+
+def test_raw_says_when_the_file_is_gone_or_rewritten(tmp_path):
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "first line"}, {"id": "b", "text": "second"}]})
+    path = tmp_path / "logs" / "s1.jsonl"
+    with connect_readonly(db) as conn:
+        assert o.raw(conn, "b")["text"] == '{"id": "b", "text": "second"}'
+        path.write_bytes(b'{"id": "x"}\n' * 5)
+        with pytest.raises(QueryError) as rewritten:
+            o.raw(conn, "b")
+        path.unlink()
+        with pytest.raises(QueryError) as gone:
+            o.raw(conn, "b")
+    assert (rewritten.value.code, gone.value.code) == ("OBELISK_NOT_FOUND", "OBELISK_NOT_FOUND")
+    assert "rewritten since it was indexed" in rewritten.value.message
+    assert "is no longer on disk" in gone.value.message and str(path) in gone.value.message
+
+
+# -- sql ----------------------------------------------------------------------------
+
+
+def test_sql_returns_dicts_with_bindings(ro):
+    assert o.sql(ro, "SELECT uuid, role FROM messages WHERE session_id = ? AND seq <= ? ORDER BY seq", "sample_session", 2) == [
+        {"uuid": "msg-001", "role": "user"},
+        {"uuid": "msg-002", "role": "assistant"},
+    ]
+    assert o.sql(ro, "SELECT :a + :b AS n", {"a": 1, "b": 2}) == [{"n": 3}]
+    assert o.sql(ro, "WITH x AS (SELECT 1 AS n) SELECT n FROM x; -- trailing comment") == [{"n": 1}]
+
+
+@pytest.mark.parametrize(
+    "statement, code",
+    [
+        ("DELETE FROM messages", "OBELISK_READ_ONLY"),
+        ("SELECT 1; SELECT 2", "OBELISK_INVALID_SQL"),
+        ("SELEKT 1", "OBELISK_INVALID_SQL"),
+        ("SELECT * FROM no_such_table", "OBELISK_INVALID_SQL"),
+    ],
+)
+def test_sql_refusals(ro, statement, code):
+    with pytest.raises(QueryError) as error:
+        o.sql(ro, statement)
+    assert error.value.code == code
+
+
+# -- orientation --------------------------------------------------------------------
+
+
+def test_overview_from_an_exact_project_path(ro):
+    found = o.overview(ro, {"cwd": "/project"})  # sample_session ran in /project
+    assert set(found) == {"current", "current_project", "projects", "totals"}
+    assert set(found["current"]["project"]) == keys(OVERVIEW_PROJECT_KEYS)
+    assert found["current"] == {
+        "cwd": "/project",
+        "project": {
+            "project": "simonw__claude-code-transcripts",
+            "project_path": "/project",
+            "source": "cwd_project_path",
+            "confidence": "exact",
+        },
+    }
+    current = found["current_project"]
+    assert set(current) == {"project", "project_path", "session_total", "sessions", "memory_total", "memories"}
+    assert (current["session_total"], current["memory_total"], current["memories"]) == (1, 0, [])
+    assert current["sessions"] == [
+        {
+            "id": "sample_session",
+            "title": "Create a hello world function",
+            "project": "simonw__claude-code-transcripts",
+            "project_path": "/project",
+            "started_at": "2025-12-24T10:00:00.000Z",
+            "ended_at": "2025-12-24T10:01:05.000Z",
+            "git_branch": "main",
+            "message_count": 4,  # two prompts, two answers; tool calls and results are not messages
+            "source": "claude",
+        }
+    ]
+    assert set(current["sessions"][0]) == keys(OVERVIEW_SESSION_KEYS)
+
+
+def test_overview_inferences(ro):
+    inside = o.overview(ro, {"cwd": "/project/src/deep"})["current"]["project"]
+    assert (inside["project"], inside["source"], inside["confidence"]) == ("simonw__claude-code-transcripts", "cwd_project_path", "inferred")
+    assert o.overview(ro, {"cwd": "/nowhere/at/all"})["current"] == {"cwd": "/nowhere/at/all", "project": None}
+    assert o.overview(ro, {"cwd": "/nowhere/at/all"})["current_project"] is None
+    given = o.overview(ro, "simonw__claude-code-transcripts")["current"]["project"]
+    assert (given["source"], given["confidence"], given["project_path"]) == ("opts", "exact", "/project")
+    pattern = o.overview(ro, "simonw%")["current"]["project"]
+    assert (pattern["project"], pattern["confidence"]) == ("simonw__claude-code-transcripts", "inferred")
+    unknown = o.overview(ro, {"project": "no-such-project"})
+    assert unknown["current"]["project"] == {"project": "no-such-project", "project_path": None, "source": "opts", "confidence": "unknown"}
+    assert unknown["current_project"]["sessions"] == []
+
+
+def test_overview_from_message_cwd(tmp_path):
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "x", "ts": "2026-01-01T00:00:00Z"}]})
+    execute(db, "UPDATE sessions SET project = 'toy', project_path = '/repo'")
+    execute(db, "UPDATE messages SET cwd = '/elsewhere/tmp'")
+    with connect_readonly(db) as conn:
+        found = o.overview(conn, cwd="/elsewhere/tmp")["current"]["project"]
+        assert found == {"project": "toy", "project_path": "/repo", "source": "cwd_messages", "confidence": "inferred"}
+        assert o.overview(conn, cwd="/repo", limit=1)["current_project"]["project_path"] == "/repo"
+
+
+def test_overview_projects_and_totals(ro):
+    found = o.overview(ro, {"cwd": "/nowhere", "projectLimit": 3})
+    assert len(found["projects"]) == 3
+    assert all(
+        set(p) == {"project", "project_path", "session_count", "memory_count", "last_session_at", "last_memory_at", "recent_branches"}
+        for p in found["projects"]
+    )
+    totals = found["totals"]
+    assert set(totals) == {"projects", "sessions", "memories", "sources"}
+    assert [s["source"] for s in totals["sources"]] == sorted(s["source"] for s in totals["sources"])
+    assert {"claude", "codex"} <= {s["source"] for s in totals["sources"]}
+    assert all(set(s) == {"source", "session_count", "last_session_at"} for s in totals["sources"])
+    assert totals["sessions"] == sum(s["session_count"] for s in totals["sources"])
+    simonw = [p for p in o.overview(ro, {"cwd": "/nowhere", "projectLimit": 100})["projects"] if p["project"].startswith("simonw")]
+    assert simonw == [{
+        "project": "simonw__claude-code-transcripts", "project_path": "/project", "session_count": 1, "memory_count": 0,
+        "last_session_at": "2025-12-24T10:01:05.000Z", "last_memory_at": None, "recent_branches": ["main"],
+    }]
+
+
+# -- lists ---------------------------------------------------------------------------
+
+
+def test_sessions_newest_first_with_filters(ro):
+    rows = o.sessions(ro)
+    ended = [r["ended_at"] for r in rows if r["ended_at"]]
+    assert ended == sorted(ended, reverse=True)
+    assert not any(r["relationship"] in ("subagent", "workflow") for r in rows)
+    assert [r["id"] for r in o.sessions(ro, {"project": "simonw%"})] == ["sample_session"]
+    assert [r["id"] for r in o.sessions(ro, {"project": "simonw%", "branch": "main"})] == ["sample_session"]
+    assert o.sessions(ro, {"project": "simonw%", "branch": "dev"}) == []
+    assert o.sessions(ro, {"project": "simonw%", "after": "2025-12-25"}) == []
+    assert [r["id"] for r in o.sessions(ro, {"source": "codex", "sessionId": ROLLOUT_THREAD})] == [ROLLOUT_THREAD]
+    assert o.sessions(ro, {"source": "claude", "sessionId": ROLLOUT_THREAD}) == []
+    assert {r["id"] for r in o.sessions(ro, {"sessions": ["sample_session", "edge_cases"]})} == {"sample_session", "edge_cases"}
+    assert len(o.sessions(ro, 2)) == 2
+    child = "ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2"
+    assert [r["relationship"] for r in o.sessions(ro, child)] == ["subagent"]
+
+
+def test_recent_is_sessions_with_a_limit(ro):
+    assert o.recent(ro) == o.sessions(ro, {"limit": 10})
+    assert o.recent(ro, 3) == o.sessions(ro, 3)
+
+
+def test_summaries(ro):
+    rows = o.summaries(ro, "dag_compact_after_rewind_preserved")
+    assert [(r["id"], r["source"], r["session_title"], r["project"]) for r in rows] == [
+        ("cs", "compaction", "Start", "daaain__claude-code-log")
+    ]
+    assert rows[0]["content"].startswith("This session is being continued from a previous conversation")
+    times = [r["timestamp"] for r in o.summaries(ro)]
+    assert times == sorted(times, reverse=True)
+    assert o.summaries(ro, {"source": "codex", "sessionId": "dag_compact_after_rewind_preserved"}) == []
+
+
+def test_memories_recall(tmp_path, corpus_db):
+    db = tmp_path / "copy.db"
+    shutil.copy(corpus_db, db)
+    root = tmp_path / "notes"
+    root.mkdir()
+    for name in ("wal.md", "hello.md"):
+        (root / name).write_text("# note\n")
+    write = connect(db)
+    first = remember(write, {"path": str(root / "wal.md"), "summary": "Why the ingester uses WAL mode"}, memory_roots=[root])
+    second = remember(write, {"path": str(root / "hello.md"), "summary": "The hello world function", "session_id": "sample_session"}, memory_roots=[root])
+    write.close()
+    with connect_readonly(db) as conn:
+        newest = o.memories(conn)
+        assert [m["id"] for m in newest] == [second["id"], first["id"]]
+        assert set(newest[0]) == {"id", "session_id", "project", "message_start", "message_end", "path", "anchors", "summary", "created_at", "deleted_at", "deleted_reason"}
+        ranked = o.memories(conn, {"query": "wal ingester"})
+        assert [m["id"] for m in ranked] == [first["id"]] and ranked[0]["rank"] < 0
+        assert [m["id"] for m in o.memories(conn, "sample_session")] == [second["id"]]
+        assert [m["id"] for m in o.memories(conn, {"project": "simonw%"})] == [second["id"]]
+        assert [m["id"] for m in o.memories(conn, {"source": "claude"})] == [second["id"]]
+        assert o.memories(conn, {"query": "🎉"}) == []
+        assert o.memories(conn, {"query": "foo-bar c++"}) == []
+        overview = o.overview(conn, {"cwd": "/project"})["current_project"]
+        assert overview["memory_total"] == 1 and set(overview["memories"][0]) == keys(OVERVIEW_MEMORY_KEYS)
+
+
+# -- agents and workflows -------------------------------------------------------------
+
+
+def test_subagents_with_message_counts(ro):
+    rows = o.subagents(ro, "ef958aa1-0e93-49f0-bb71-150f63befcd1")
+    # Six Agent calls name an agentId; one transcript (18 lines) was saved.
+    assert [(r["agent_id"], r["messageCount"]) for r in rows] == [
+        ("a36efb2a1231c41e2", 18),
+        ("a6aa8ad077d9ea083", 0),
+        ("aef063ba534d73153", 0),
+        ("a4ca7529859c158c2", 0),
+        ("a52886dc180afb356", 0),
+        ("ab1e6e141221a29ab", 0),
+    ]
+    assert rows[0]["agent_type"] == "general-purpose"
+    assert rows[0]["child_session_id"] == "ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2"
+    assert len(o.subagents(ro, {"sessionId": "ef958aa1-0e93-49f0-bb71-150f63befcd1", "limit": 2})) == 2
+    assert o.subagents(ro, {"sessionId": "ef958aa1-0e93-49f0-bb71-150f63befcd1", "source": "codex"}) == []
+
+
+@pytest.fixture
+def workflow_db(tmp_path):
+    db = build_toy_db(tmp_path, {
+        "parent": [{"id": "p1", "text": "run the workflow", "ts": "2026-01-01T00:00:00Z"}],
+        "child": [{"id": "c1", "text": "agent work", "ts": "2026-01-01T00:00:01Z"}, {"id": "c2", "text": "done", "ts": "2026-01-01T00:00:02Z"}],
+    })
+    execute(db, "UPDATE sessions SET relationship = 'workflow', parent_session_id = 'parent', agent_id = 'ag1' WHERE id = 'child'")
+    execute(db, "INSERT INTO workflows (run_id, session_id, result_json, timestamp, status, workflow_name) "
+                "VALUES ('run1', 'parent', '{\"ok\": true}', '2026-01-01T00:00:03Z', 'completed', 'review')")
+    execute(db, "INSERT INTO workflows (run_id, session_id, result_json, timestamp) VALUES ('run0', 'parent', 'not json', '2025-12-31T00:00:00Z')")
+    execute(db, "INSERT INTO workflow_agents (agent_id, run_id, session_id, label) VALUES ('ag1', 'run1', 'parent', 'first')")
+    execute(db, "INSERT INTO workflow_agents (agent_id, run_id, session_id, label) VALUES ('ag2', 'run1', 'parent', 'second')")
+    return db
+
+
+def test_workflows_and_tree(workflow_db):
+    with connect_readonly(workflow_db) as conn:
+        assert [w["run_id"] for w in o.workflows(conn)] == ["run1", "run0"]
+        assert [w["run_id"] for w in o.workflows(conn, {"after": "2026-01-01"})] == ["run1"]
+        assert o.workflows(conn, "other") == []
+        tree = o.workflowTree(conn, "run1")
+        assert tree["result"] == {"ok": True} and tree["workflow_name"] == "review"
+        assert [(a["agent_id"], a["label"], a["messageCount"]) for a in tree["agents"]] == [("ag1", "first", 2), ("ag2", "second", 0)]
+        assert o.workflow_tree(conn, "run0")["result"] is None
+        assert o.workflowTree(conn, "nope") is None
+        found = o.context(conn, "c2")
+        assert found["workflow"]["agent_id"] == "ag1" and found["workflow"]["run"]["workflow_name"] == "review"
+
+
+# -- evidence ----------------------------------------------------------------------------
+
+
+def test_file_history_of_a_claude_write(ro):
+    rows = o.fileHistory(ro, "/project/hello.py")
+    assert rows == [{
+        "toolCall": {
+            "id": "toolu_001",
+            "message_uuid": "msg-002",
+            "name": "Write",
+            "input_json": '{"file_path":"/project/hello.py","content":"def hello():\\n    return \'Hello, World!\'\\n"}',
+        },
+        "session": {"id": "sample_session", "title": "Create a hello world function", "project": "simonw__claude-code-transcripts"},
+        "timestamp": "2025-12-24T10:00:05.000Z",
+    }]
+    assert set(rows[0]["toolCall"]) == keys(TOOL_CALL_KEYS) and set(rows[0]["session"]) == keys(FILE_SESSION_KEYS)
+    assert o.file_history(ro, "/project/hello.py", {"source": "codex"}) == []
+    assert o.file_history(ro, "/project/hello.py", {"after": "2025-12-25"}) == []
+
+
+def test_file_history_of_a_codex_patch(ro):
+    rows = o.file_history(ro, "gamma.txt")  # "*** Add File: gamma.txt"
+    assert [(r["toolCall"]["id"], r["toolCall"]["name"], r["toolCall"]["message_uuid"], r["timestamp"]) for r in rows] == [
+        (f"{ROLLOUT_THREAD}:call-custom-001", "apply_patch", f"{ROLLOUT_THREAD}:{line_offset(ROLLOUT, 8)}", "2026-01-02T03:04:11.000Z")
+    ]
+    assert "*** Add File: gamma.txt" in rows[0]["toolCall"]["input_json"]
+    assert rows[0]["session"] == {"id": ROLLOUT_THREAD, "title": "List the synthetic files.", "project": "-workspace-synthetic-project"}
+
+
+def test_file_history_is_oldest_first(ro):
+    rows = o.file_history(ro, "/path/to/Demo/todo-app/src/app/page.tsx")
+    times = [r["timestamp"] for r in rows]
+    assert len(rows) > 1 and times == sorted(times)
+
+
+def test_failures_of_a_session(ro):
+    rows = o.failures(ro, "edge_cases")
+    assert len(rows) == 1
+    failure = rows[0]
+    assert set(failure) == keys(FAILURE_KEYS)
+    assert failure["toolCall"] == {
+        "id": "tool_edge_001", "message_uuid": "edge_004", "name": "FailingTool",
+        "input_json": '{"test_param":"This tool will fail to demonstrate error handling"}',
+    }
+    result = failure["result"]
+    assert (result["tool_use_id"], result["message_uuid"], result["is_error"], result["outcome"], result["timestamp"]) == (
+        "tool_edge_001", "edge_005", 1, "failed", "2025-06-14T11:01:31Z"
+    )
+    assert result["content"] == "Error: Tool execution failed with error: Command not found"
+    assert failure["session"] == {
+        "id": "edge_cases",
+        "title": "Tested various edge cases including markdown formatting, long text, tool errors, system messages, command outputs, special characters and emojis. All message types render correctly in the transcript viewer.",
+        "project": "daaain__claude-code-log",
+    }
+    # edge_006..008 are injected text; the next real messages follow.
+    assert uuids(failure["nextMessages"]) == ["edge_009", "edge_010", "edge_011"]
+    assert all(set(m) == keys(MESSAGE_KEYS) for m in failure["nextMessages"])
+
+
+def test_failures_newest_first_and_filtered(ro):
+    rows = o.failures(ro, {"limit": 50})
+    times = [r["result"]["timestamp"] for r in rows]
+    assert times == sorted(times, reverse=True)
+    assert all(r["result"]["outcome"] == "failed" or r["result"]["is_error"] == 1 for r in rows)
+    assert all(r["session"]["project"] == "daaain__claude-code-log" for r in o.failures(ro, {"project": "daaain%"}))
+    assert o.failures(ro, {"sessionId": "edge_cases", "before": "2025-06-14T11:01"}) == []
+    assert len(o.failures(ro, 3)) == 3
+
+
+def test_helpers_leave_the_corpus_database_unchanged(corpus_db):
+    before = os.stat(corpus_db).st_mtime_ns, corpus_db.read_bytes()
+    with connect_readonly(corpus_db) as conn:
+        for helper in (o.recent, o.sessions, o.summaries, o.memories, o.subagents, o.workflows, o.failures):
+            helper(conn)
+        o.search(conn, "hello")
+        o.overview(conn)
+    assert (os.stat(corpus_db).st_mtime_ns, corpus_db.read_bytes()) == before
+
+
+def test_readonly_connection_refuses_writes_even_without_the_authorizer(corpus_db):
+    conn = connect_readonly(corpus_db)
+    conn.set_authorizer(None)
+    with pytest.raises(sqlite3.OperationalError, match="readonly|query_only|read-only"):
+        conn.execute("DELETE FROM messages")
+    conn.close()
+
+
+def test_neighbours_prefer_timed_lines_and_keep_log_order(tmp_path):
+    lines = [{"id": f"m{n}", "text": f"line {n}", "ts": f"2026-01-01T00:00:0{n}Z"} for n in range(8)]
+    lines[1]["ts"] = None  # an untimed line is never nearer than a timed one
+    lines[4]["text"] = "the needle"
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with connect_readonly(db) as conn:
+        [hit] = o.search(conn, "needle")
+    # m3/m5 are 1 s away, m2/m6 2 s, m7 3 s, m0 4 s; m1 has no timestamp.
+    assert uuids(hit["context"]) == ["m0", "m2", "m3", "m5", "m6", "m7"]

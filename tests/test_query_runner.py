@@ -1,0 +1,355 @@
+"""obelisk query / attune: the sandbox, read-only SQL, the timeout, and the CLI commands."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from datasette_obelisk.cli import cli
+from datasette_obelisk.query import obelisk as o
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.readonly import connect_readonly
+from datasette_obelisk.query.runner import ATTUNE_GLOBALS, QUERY_GLOBALS, compile_script, execute_script, run_script
+from helper_fixtures import corpus_db, table_counts  # noqa: F401 (fixtures)
+
+SLOW_SQL = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r"
+
+
+def error_of(code, db, **options) -> QueryError:
+    with pytest.raises(QueryError) as error:
+        run_script(code, db, **options)
+    return error.value
+
+
+# -- scripts ---------------------------------------------------------------------
+
+
+def test_a_script_is_a_function_body():
+    assert execute_script("x = 2\nreturn x * 21", {}) == 42
+    assert execute_script("pass", {}) is None
+    assert execute_script("", {}) is None
+    assert execute_script("def f(n):\n    return [n] * n\nreturn f(2)", {}) == [2, 2]
+
+
+def test_syntax_errors_name_the_line():
+    with pytest.raises(QueryError) as error:
+        compile_script("x = 1\nreturn (")
+    assert error.value.code == "OBELISK_SCRIPT_ERROR" and "(line 2)" in error.value.message
+
+
+def test_query_scripts_see_exactly_the_read_helpers(corpus_db):
+    names = run_script("return sorted(k for k in globals() if not k.startswith('__'))", corpus_db)
+    assert names == sorted([*QUERY_GLOBALS, "QueryError", "script"])
+    assert set(QUERY_GLOBALS) == set(o.HELPERS)
+
+
+def test_attune_scripts_see_only_remember_and_forget(corpus_db):
+    names = run_script("return sorted(k for k in globals() if not k.startswith('__'))", corpus_db, mode="attune")
+    assert names == sorted([*ATTUNE_GLOBALS, "QueryError", "script"])
+    assert error_of("return sql('SELECT 1')", corpus_db, mode="attune").message == "NameError: name 'sql' is not defined (line 1)"
+
+
+def test_helpers_run_inside_scripts(corpus_db):
+    with connect_readonly(corpus_db) as conn:
+        expected = o.search(conn, "goodbye", {"source": "claude"})
+    assert run_script('return search("goodbye", {"source": "claude"})', corpus_db) == json.loads(json.dumps(expected))
+    assert run_script('return [m["uuid"] for m in trace("p1a")]', corpus_db) == ["cb", "cs", "b2a2", "p1u", "p1a"]
+    assert run_script('return fileHistory("/project/hello.py")[0]["toolCall"]["name"]', corpus_db) == "Write"
+    assert run_script('return workflowTree("nope")', corpus_db) is None
+
+
+def test_helper_errors_keep_their_code(corpus_db):
+    error = error_of('return search("x", {"sesionId": "s"})', corpus_db)
+    assert error.code == "OBELISK_INVALID_ARGUMENT"
+
+
+def test_script_errors_name_the_line(corpus_db):
+    error = error_of("x = 1\ny = {}\nreturn y['missing']", corpus_db)
+    assert (error.code, error.message) == ("OBELISK_SCRIPT_ERROR", "KeyError: 'missing' (line 3)")
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import os", "import sqlite3", "from pathlib import Path", "return open('/etc/hostname').read()", "return eval('1')", "exec('x=1')", "__import__('os')"],
+)
+def test_scripts_cannot_reach_the_filesystem_by_accident(corpus_db, code):
+    assert error_of(code, corpus_db).code == "OBELISK_SCRIPT_ERROR"
+
+
+def test_pure_modules_can_be_imported(corpus_db):
+    code = "import json, re, math, statistics\nfrom collections import Counter\nimport datetime\n" \
+           "return [Counter('aab')['a'], math.floor(2.5), statistics.mean([1, 3]), datetime.datetime.strptime('2026', '%Y').year]"
+    assert run_script(code, corpus_db) == [2, 2, 2, 2026]
+
+
+def test_results_become_json(corpus_db):
+    assert run_script("return {'s': {3, 1}, 't': (1, 2), 'b': b'hi'}", corpus_db) == {
+        "s": [1, 3], "t": [1, 2], "b": {"$base64": True, "encoded": "aGk="},
+    }
+    assert error_of("return object()", corpus_db).code == "OBELISK_SCRIPT_ERROR"
+    assert "not JSON" in error_of("return float('nan')", corpus_db).message
+
+
+# -- read-only ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "INSERT INTO memories (id, path, summary, created_at) VALUES ('m', '/x', 'x', 'now')",
+        "UPDATE sessions SET title = 'x'",
+        "DELETE FROM messages",
+        "REPLACE INTO obelisk_state VALUES ('k', 'v')",
+        "WITH x AS (SELECT 1) INSERT INTO obelisk_state SELECT 'k', 'v' FROM x",
+        "CREATE TABLE evil (x)",
+        "CREATE TEMP TABLE evil (x)",
+        "CREATE INDEX evil ON messages (text)",
+        "CREATE VIEW evil AS SELECT 1",
+        "CREATE TRIGGER evil AFTER INSERT ON messages BEGIN SELECT 1; END",
+        "DROP TABLE messages",
+        "ALTER TABLE messages ADD COLUMN evil",
+        "ATTACH DATABASE ':memory:' AS evil",
+        "ATTACH DATABASE '/tmp/obelisk-evil.db' AS evil",
+        "DETACH DATABASE main",
+        "PRAGMA user_version = 7",
+        "PRAGMA journal_mode = DELETE",
+        "PRAGMA writable_schema = ON",
+        "PRAGMA query_only = 0",
+        "VACUUM",
+        "VACUUM INTO '/tmp/obelisk-evil-copy.db'",
+        "REINDEX",
+        "ANALYZE",
+        "BEGIN IMMEDIATE",
+        "SAVEPOINT evil",
+        "INSERT INTO messages_fts (messages_fts) VALUES ('delete-all')",
+        "SELECT load_extension('evil')",
+    ],
+)
+def test_sql_cannot_write(corpus_db, statement):
+    before = table_counts(corpus_db)
+    error = error_of(f"return sql({statement!r})", corpus_db)
+    assert error.code == "OBELISK_READ_ONLY", error.message
+    assert table_counts(corpus_db) == before
+    assert not Path("/tmp/obelisk-evil-copy.db").exists() and not Path("/tmp/obelisk-evil.db").exists()
+
+
+def test_reading_pragmas_are_allowed(corpus_db):
+    assert run_script("return sql('PRAGMA table_info(memories)')[1]['name']", corpus_db) == "id"
+    assert run_script("return sql('SELECT name FROM pragma_table_info(?) LIMIT 1', 'sessions')", corpus_db) == [{"name": "id"}]
+    assert run_script("return sql('PRAGMA user_version')", corpus_db) == [{"user_version": 0}]
+
+
+def test_multiple_statements_are_refused(corpus_db):
+    for statement in ("SELECT 1; DELETE FROM messages", "SELECT 1; SELECT 2", "SELECT 1; ;"):
+        assert error_of(f"return sql({statement!r})", corpus_db).code == "OBELISK_INVALID_SQL"
+
+
+def test_a_script_that_swallows_errors_still_cannot_write(corpus_db):
+    before = table_counts(corpus_db)
+    code = "out = []\nfor s in ['DELETE FROM messages', 'DROP TABLE sessions']:\n" \
+           "    try:\n        sql(s)\n    except QueryError as e:\n        out.append(e.code)\nreturn out"
+    assert run_script(code, corpus_db) == ["OBELISK_READ_ONLY", "OBELISK_READ_ONLY"]
+    assert table_counts(corpus_db) == before
+
+
+# -- the timeout ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        f"return sql({SLOW_SQL!r})",
+        "while True:\n    pass",
+        "x = 0\nwhile True:\n    try:\n        x += 1\n    except BaseException:\n        pass",
+        f"while True:\n    try:\n        sql({SLOW_SQL!r})\n    except QueryError:\n        pass",
+        "return sum(range(10 ** 12))",
+    ],
+    ids=["slow sql", "python loop", "loop that swallows exceptions", "sql retried forever", "long C call"],
+)
+def test_the_timeout_stops_everything(corpus_db, code):
+    started = time.monotonic()
+    error = error_of(code, corpus_db, timeout=1)
+    elapsed = time.monotonic() - started
+    assert error.code == "OBELISK_TIMEOUT"
+    assert 0.9 < elapsed < 3
+
+
+def test_scripts_also_run_in_a_spawned_process(corpus_db, monkeypatch):
+    from datasette_obelisk.query import runner
+
+    monkeypatch.setattr(runner, "start_method", lambda: "spawn")
+    assert run_script('return [m["uuid"] for m in trace("p1a")]', corpus_db) == ["cb", "cs", "b2a2", "p1u", "p1a"]
+    started = time.monotonic()
+    assert error_of("while True: pass", corpus_db, timeout=2).code == "OBELISK_TIMEOUT"
+    assert time.monotonic() - started < 4
+
+
+def test_timeout_must_be_positive(corpus_db):
+    assert error_of("return 1", corpus_db, timeout=0).code == "OBELISK_INVALID_ARGUMENT"
+
+
+def test_a_missing_database_is_reported(tmp_path):
+    error = error_of("return 1", tmp_path / "nope.db")
+    assert error.code == "OBELISK_NOT_FOUND" and "nope.db" in error.message
+    assert error_of("return 1", tmp_path / "nope.db", mode="attune").code == "OBELISK_NOT_FOUND"
+    assert not (tmp_path / "nope.db").exists()
+
+
+# -- attune ------------------------------------------------------------------------------
+
+
+def test_attune_writes_memories(tmp_path, corpus_db):
+    import shutil
+
+    db = tmp_path / "copy.db"
+    shutil.copy(corpus_db, db)
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "note.md").write_text("# note\n")
+    memory = run_script('return remember({"path": "note.md", "summary": "A note"})', db, mode="attune", memory_roots=[root], cwd=str(root))
+    assert memory["path"] == str(root.resolve() / "note.md")
+    assert run_script("return [m['id'] for m in memories()]", db) == [memory["id"]]
+    refused = error_of('return remember({"path": "/etc/hostname", "summary": "x"})', db, mode="attune", memory_roots=[root])
+    assert refused.code == "OBELISK_MEMORY_REFUSED"
+    archived = run_script(f'return forget({{"id": "{memory["id"]}", "reason": "test"}})', db, mode="attune")
+    assert archived["deleted_reason"] == "test"
+    assert run_script("return memories()", db) == []
+
+
+# -- the CLI ------------------------------------------------------------------------------
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(cli, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def helpers_of(corpus_db):
+    conn = connect_readonly(corpus_db)
+    yield lambda name, *args: json.loads(json.dumps(o.HELPERS[name](conn, *args), default=str))
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    "args, helper, helper_args",
+    [
+        (["search", "goodbye", "--source", "claude"], "search", ("goodbye", {"source": "claude", "mode": "terms"})),
+        (["search", "hello", "--limit", "3", "--project", "simonw%"], "search", ("hello", {"limit": 3, "project": "simonw%", "mode": "terms"})),
+        (["search", "goodbye function", "--mode", "phrase", "--session", "sample_session"], "search", ("goodbye function", {"sessionId": "sample_session", "mode": "phrase"})),
+        (["read", "sample_session"], "thread", ("sample_session",)),
+        (["read", "edge_cases", "--include-meta", "--limit", "3", "--offset", "1"], "thread", ("edge_cases", {"includeMeta": True, "limit": 3, "offset": 1})),
+        (["trace", "p1a"], "trace", ("p1a",)),
+        (["sessions"], "sessions", ()),
+        (["sessions", "--project", "daaain%", "--limit", "2"], "sessions", ({"project": "daaain%", "limit": 2},)),
+        (["failures", "--session", "edge_cases"], "failures", ({"sessionId": "edge_cases"},)),
+        (["failures", "--limit", "2", "--source", "claude"], "failures", ({"limit": 2, "source": "claude"},)),
+        (["files", "/project/hello.py"], "fileHistory", ("/project/hello.py",)),
+        (["files", "gamma.txt", "--source", "codex"], "fileHistory", ("gamma.txt", {"source": "codex"})),
+    ],
+)
+def test_json_output_is_the_helpers_value(corpus_db, helpers_of, args, helper, helper_args):
+    result = invoke(*args, "--db", corpus_db, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == helpers_of(helper, *helper_args)
+
+
+def test_search_prints_readable_text(corpus_db):
+    result = invoke("search", "goodbye", "--source", "claude", "--db", corpus_db)
+    assert result.exit_code == 0
+    assert result.stdout == (
+        "1. Create a hello world function  [claude] simonw__claude-code-transcripts\n"
+        "   2025-12-24T10:01:00.000Z  user  msg-006\n"
+        "   Now add a goodbye function\n"
+    )
+    assert invoke("search", "zzzyxw", "--db", corpus_db).stdout == "No matches.\n"
+
+
+def test_read_prints_a_transcript(corpus_db):
+    result = invoke("read", "sample_session", "--limit", "2", "--db", corpus_db)
+    assert result.stdout.startswith(
+        "# Create a hello world function\n"
+        "sample_session · claude · simonw__claude-code-transcripts · 2025-12-24T10:00:00.000Z → 2025-12-24T10:01:05.000Z\n"
+        "\n[2025-12-24T10:00:00.000Z] user:\nCreate a hello world function\n"
+        "\n[2025-12-24T10:00:05.000Z] assistant (mixed):\nI'll create that function for you.\n"
+    )
+
+
+def test_trace_files_sessions_and_failures_print_text(corpus_db):
+    assert invoke("trace", "msg-007", "--db", corpus_db).stdout == (
+        "  0. [2025-12-24T10:01:05.000Z] assistant  msg-007\n     Done! The hello function is ready.\n"
+    )
+    assert invoke("files", "/project/hello.py", "--db", corpus_db).stdout == (
+        "2025-12-24T10:00:05.000Z  Write         sample_session  Create a hello world function\n"
+    )
+    assert invoke("sessions", "--project", "simonw%", "--db", corpus_db).stdout == (
+        "2025-12-24T10:01:05.000Z  claude      4 msgs  sample_session  Create a hello world function\n"
+    )
+    failures = invoke("failures", "--session", "edge_cases", "--db", corpus_db).stdout
+    assert failures.startswith("2025-06-14T11:01:31Z  FailingTool  Tested various edge cases")
+    assert failures.endswith("(edge_cases)\n   Error: Tool execution failed with error: Command not found\n")
+
+
+@pytest.mark.parametrize("args", [["read", "no-such-session"], ["trace", "no-such-uuid"]])
+def test_unknown_ids_exit_1_with_the_code(corpus_db, args):
+    result = invoke(*args, "--db", corpus_db)
+    assert result.exit_code == 1 and "OBELISK_NOT_FOUND" in result.stderr
+    as_json = invoke(*args, "--db", corpus_db, "--json")
+    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["error"]["code"] == "OBELISK_NOT_FOUND"
+
+
+def test_query_errors_exit_1(corpus_db, tmp_path):
+    result = invoke("search", "foo-bar", "--mode", "raw", "--db", corpus_db)
+    assert result.exit_code == 1 and result.stderr.startswith("Error: SESSION_QUERY_INVALID_QUERY: ")
+    missing = invoke("sessions", "--db", tmp_path / "nope.db", "--json")
+    assert missing.exit_code == 1 and json.loads(missing.stdout)["error"]["code"] == "OBELISK_NOT_FOUND"
+
+
+def test_usage_errors_exit_2(corpus_db):
+    assert invoke("search", "x", "--mode", "fuzzy", "--db", corpus_db).exit_code == 2
+    assert invoke("query", "--db", corpus_db).exit_code == 2
+    assert invoke("sessions", "--limit", "0", "--db", corpus_db).exit_code == 2
+
+
+def test_query_command(corpus_db, tmp_path):
+    result = invoke("query", "--db", corpus_db, "-c", 'return [m["uuid"] for m in trace("p1a")]')
+    assert result.exit_code == 0 and json.loads(result.stdout) == ["cb", "cs", "b2a2", "p1u", "p1a"]
+    script = tmp_path / "script.py"
+    script.write_text('print("to stderr, not into the JSON")\nreturn recent(1)[0]["id"]\n')
+    from_file = invoke("query", script, "--db", corpus_db, "--json")
+    assert from_file.exit_code == 0 and json.loads(from_file.stdout) == o.recent(connect_readonly(corpus_db), 1)[0]["id"]
+    both = invoke("query", script, "-c", "return 1", "--db", corpus_db)
+    assert both.exit_code == 2
+
+
+def test_query_command_errors_are_json(corpus_db):
+    result = invoke("query", "--db", corpus_db, "-c", "return sql('DELETE FROM messages')")
+    assert result.exit_code == 1
+    assert json.loads(result.stdout) == {
+        "ok": False,
+        "error": {"code": "OBELISK_READ_ONLY", "message": "read-only: only SELECT/WITH statements may run (not authorized)"},
+    }
+    slow = invoke("query", "--db", corpus_db, "--timeout", "0.5", "-c", "while True: pass")
+    assert slow.exit_code == 1 and json.loads(slow.stdout)["error"]["code"] == "OBELISK_TIMEOUT"
+
+
+def test_attune_command_roots(tmp_path, corpus_db):
+    import shutil
+
+    db = tmp_path / "copy.db"
+    shutil.copy(corpus_db, db)
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "n.md").write_text("# n\n")
+    code = 'return remember({"path": "%s", "summary": "note"})["path"]'
+    refused = invoke("attune", "--db", db, "-c", code % (first / "n.md"))
+    assert refused.exit_code == 1 and json.loads(refused.stdout)["error"]["code"] == "OBELISK_MEMORY_REFUSED"
+    by_option = invoke("attune", "--db", db, "--memory-root", first, "-c", code % (first / "n.md"))
+    assert by_option.exit_code == 0 and json.loads(by_option.stdout) == str(first.resolve() / "n.md")
+    env = {"OBELISK_MEMORY_ROOTS": f"{first}:{second}"}
+    by_env = invoke("attune", "--db", db, "-c", code % (second / "n.md"), env=env)
+    assert by_env.exit_code == 0 and json.loads(by_env.stdout) == str(second.resolve() / "n.md")
+    no_reads = invoke("attune", "--db", db, "--memory-root", first, "-c", "return recent()")
+    assert no_reads.exit_code == 1 and "NameError" in json.loads(no_reads.stdout)["error"]["message"]

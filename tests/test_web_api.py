@@ -1,0 +1,213 @@
+"""The read-only JSON endpoints: answers, error codes and cursor paging over HTTP."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from web_fixtures import WORKFLOW_RUN, XSS_SESSION, copy_db, ds, make_datasette, web_db  # noqa: F401 (fixtures)
+
+API = "/-/obelisk/api"
+SQ = f"{API}/session-query"
+
+
+async def get(ds, _url, status=200, **params):
+    response = await ds.client.get(_url, params=params)
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"].startswith("application/json")
+    return response.json()
+
+
+async def error(ds, _url, status, code, **params):
+    body = await get(ds, _url, status, **params)
+    assert body["ok"] is False and body["error"]["code"] == code, body
+    return body["error"]["message"]
+
+
+# -- the Obelisk helpers ------------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_search_finds_the_session_and_honours_filters(ds):
+    hits = await get(ds, f"{API}/search", q="zebrafish")
+    assert {hit["session"]["id"] for hit in hits} == {XSS_SESSION}
+    assert all(hit["message"]["source"] == "claude" for hit in hits)
+    assert await get(ds, f"{API}/search", q="zebrafish", source="codex") == []
+    assert len(await get(ds, f"{API}/search", q="zebrafish", limit=1)) == 1
+    # Ordinary text with FTS punctuation never errors.
+    await get(ds, f"{API}/search", q='foo-bar "unbalanced c++ /x.py')
+
+
+@pytest.mark.asyncio
+async def test_context_trace_thread_and_raw(ds):
+    context = await get(ds, f"{API}/context", uuid="xss-a2")
+    assert [m["uuid"] for m in context["parentChain"]] == ["xss-u1", "xss-a1"]
+    assert context["session"]["id"] == XSS_SESSION
+    assert [m["uuid"] for m in await get(ds, f"{API}/trace", uuid="xss-a2")] == ["xss-u1", "xss-a1", "xss-a2"]
+    thread = await get(ds, f"{API}/thread", sessionId=XSS_SESSION)
+    assert [m["seq"] for m in thread] == [1, 2, 3, 4, 5]
+    raw = await get(ds, f"{API}/raw", uuid="xss-a1", limit=20)
+    assert raw["text"].startswith('{"type"') and raw["hasMore"] is True and raw["limit"] == 20
+
+
+@pytest.mark.asyncio
+async def test_lists(ds):
+    sessions = await get(ds, f"{API}/sessions", source="codex")
+    assert sessions and {s["source"] for s in sessions} == {"codex"}
+    assert [s["id"] for s in await get(ds, f"{API}/sessions", sessions=f'["{XSS_SESSION}"]')] == [XSS_SESSION]
+    memories = await get(ds, f"{API}/memories", query="zebrafish")
+    assert [m["summary"] for m in memories] == ["How zebrafish commands fail"]
+    failures = await get(ds, f"{API}/failures", sessionId=XSS_SESSION)
+    assert len(failures) == 1 and failures[0]["toolCall"]["name"] == "Bash"
+    assert [m["uuid"] for m in failures[0]["nextMessages"]] == ["xss-a3"]
+    tree = await get(ds, f"{API}/workflow-tree", runId=WORKFLOW_RUN)
+    assert tree["result"] == {"ok": True} and [a["agent_id"] for a in tree["agents"]] == ["wf-agent-1"]
+    assert [w["run_id"] for w in await get(ds, f"{API}/workflows", sessionId=XSS_SESSION)] == [WORKFLOW_RUN]
+    overview = await get(ds, f"{API}/overview")
+    assert {s["source"] for s in overview["totals"]["sources"]} >= {"claude", "codex"}
+    history = await get(ds, f"{API}/file-history", path="/path/to/Demo/types/index.ts")
+    assert history and {h["toolCall"]["name"] for h in history} >= {"Write"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,params,status,code",
+    [
+        ("/search", {}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": "x", "limit": "many"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": "x", "limit": "0"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": "x", "includeMeta": "perhaps"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": "x", "mode": "raw"}, 200, None),
+        ("/search", {"q": "AND (", "mode": "raw"}, 400, "SESSION_QUERY_INVALID_QUERY"),
+        ("/sessions", {"surprise": "1"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/sessions", {"sessions": "not json"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/context", {"uuid": "no-such-uuid"}, 404, "OBELISK_NOT_FOUND"),
+        ("/raw", {"uuid": "no-such-uuid"}, 404, "OBELISK_NOT_FOUND"),
+        ("/workflow-tree", {"runId": "no-such-run"}, 404, "OBELISK_NOT_FOUND"),
+        ("/trace", {}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/sessions", {"db": "nope"}, 404, "OBELISK_NOT_FOUND"),
+    ],
+)
+async def test_helper_errors(ds, path, params, status, code):
+    body = await get(ds, API + path, status, **params)
+    if code:
+        assert body["error"]["code"] == code
+
+
+@pytest.mark.asyncio
+async def test_read_endpoints_refuse_other_methods(ds):
+    response = await ds.client.post(f"{API}/sessions", json={})
+    assert response.status_code == 405 and response.headers["allow"] == "GET"
+    assert response.json()["error"]["code"] == "OBELISK_INVALID_ARGUMENT"
+
+
+@pytest.mark.asyncio
+async def test_a_database_the_actor_may_not_view_is_refused(web_db):
+    ds = make_datasette(web_db, config={"databases": {"obelisk": {"allow": {"id": "root"}}}})
+    await ds.invoke_startup()
+    await error(ds, f"{API}/sessions", 403, "OBELISK_PERMISSION_DENIED")
+    response = await ds.client.get(f"{API}/sessions", actor={"id": "root"})
+    assert response.status_code == 200
+
+
+# -- the session-query contract -------------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_session_query_reads(ds):
+    records = await get(ds, f"{SQ}/sessions")
+    assert XSS_SESSION in {r["header"]["id"] for r in records}
+    only = await get(ds, f"{SQ}/sessions", filters=f'[{{"kind": "id", "values": ["{XSS_SESSION}"]}}]')
+    assert [r["header"]["id"] for r in only] == [XSS_SESSION]
+    log = await get(ds, f"{SQ}/session/{XSS_SESSION}")
+    assert [e["seq"] for e in log["events"]] == [1, 2, 3, 4, 5]
+    surface = await get(ds, f"{SQ}/session/{XSS_SESSION}/surface")
+    assert surface["capturedThroughSeq"] == 5
+    events = await get(ds, f"{SQ}/session/{XSS_SESSION}/events", filters='[{"kind": "type", "values": ["tool/call"]}]')
+    assert [e["seq"] for e in events] == [3]
+    trace = await get(ds, f"{SQ}/session/{XSS_SESSION}/trace")
+    assert trace["complete"] is True and trace["root"]["header"]["id"] == XSS_SESSION
+    window = await get(ds, f"{SQ}/event/{XSS_SESSION}/3", before=1, after=1)
+    assert (window["startSeq"], window["endSeq"], window["target"]["seq"]) == (2, 4, 3)
+    event_trace = await get(ds, f"{SQ}/event/{XSS_SESSION}/4/trace")
+    assert event_trace["sourceEventSeqs"] == [3]
+
+
+@pytest.mark.asyncio
+async def test_session_ids_with_colons_and_slashes_in_paths(ds):
+    records = await get(ds, f"{SQ}/sessions")
+    codex = next(r["header"]["id"] for r in records if r["header"]["id"].startswith("codex:"))
+    assert (await get(ds, f"{SQ}/session/{codex}/trace"))["target"]["header"]["id"] == codex
+    encoded = codex.replace(":", "%3A")
+    assert (await get(ds, f"{SQ}/session/{encoded}/trace"))["target"]["header"]["id"] == codex
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,params,status,code",
+    [
+        ("/session/no-such-session", {}, 404, "SESSION_QUERY_SESSION_NOT_FOUND"),
+        (f"/event/{XSS_SESSION}/99", {}, 404, "SESSION_QUERY_EVENT_NOT_FOUND"),
+        (f"/event/{XSS_SESSION}/x", {}, 400, "SESSION_QUERY_INVALID_WINDOW"),
+        (f"/event/{XSS_SESSION}/2", {"before": "1000"}, 400, "SESSION_QUERY_INVALID_WINDOW"),
+        ("/sessions/search", {}, 400, "SESSION_QUERY_INVALID_QUERY"),
+        ("/sessions/search", {"query": "x", "mode": "raw"}, 400, "SESSION_QUERY_INVALID_QUERY"),
+        ("/sessions/search", {"query": "x", "limit": "0"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
+        ("/sessions/search", {"query": "x", "limit": "ten"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
+        ("/sessions/search", {"query": "x", "cursor": "garbage"}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/sessions/search", {"query": "x", "sessionFilters": "{bad"}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/sessions/search", {"query": "x", "sessionFilters": '[{"kind": "nope"}]'}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/events/search", {"sessionId": "no-such-session", "query": "x"}, 404, "SESSION_QUERY_SESSION_NOT_FOUND"),
+    ],
+)
+async def test_session_query_errors(ds, path, params, status, code):
+    await error(ds, SQ + path, status, code, **params)
+
+
+async def every_page(ds, _url, **params) -> list[dict]:
+    """Follow nextCursor to the end; each page asks with the identical request."""
+    pages = []
+    cursor = None
+    while True:
+        page = await get(ds, _url, **params, **({"cursor": cursor} if cursor else {}))
+        pages.append(page)
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return pages
+        assert len(pages) < 100
+
+
+@pytest.mark.asyncio
+async def test_cursor_paging_of_session_search(ds):
+    whole = await get(ds, f"{SQ}/sessions/search", query="the", limit=100)
+    assert "nextCursor" not in whole
+    pages = await every_page(ds, f"{SQ}/sessions/search", query="the", limit=3)
+    assert len(pages) > 2
+    assert all(len(page["items"]) <= 3 for page in pages)
+    paged = [item["header"]["id"] for page in pages for item in page["items"]]
+    assert paged == [item["header"]["id"] for item in whole["items"]]
+    assert len(set(paged)) == len(paged)
+
+
+@pytest.mark.asyncio
+async def test_cursor_paging_of_event_search(ds):
+    session = (await get(ds, f"{SQ}/sessions/search", query="the", limit=1))["items"][0]["header"]["id"]
+    whole = await get(ds, f"{SQ}/events/search", sessionId=session, query="the", limit=100)
+    pages = await every_page(ds, f"{SQ}/events/search", sessionId=session, query="the", limit=2)
+    assert [(h["seq"]) for p in pages for h in p["items"]] == [h["seq"] for h in whole["items"]]
+    assert all(page["session"]["id"] == session for page in pages)
+
+
+@pytest.mark.asyncio
+async def test_a_cursor_belongs_to_its_request_and_generation(web_db, tmp_path):
+    db = copy_db(web_db, tmp_path / "obelisk.db")
+    ds = make_datasette(db)
+    first = await get(ds, f"{SQ}/sessions/search", query="the", limit=2)
+    cursor = first["nextCursor"]
+    await error(ds, f"{SQ}/sessions/search", 400, "SESSION_QUERY_INVALID_CURSOR", query="file", limit=2, cursor=cursor)
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE obelisk_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+    conn.commit()
+    conn.close()
+    await error(ds, f"{SQ}/sessions/search", 400, "SESSION_QUERY_STALE_CURSOR", query="the", limit=2, cursor=cursor)

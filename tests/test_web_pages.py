@@ -1,0 +1,181 @@
+"""The HTML pages: they render, they link to each other, and transcript text is only ever text."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
+
+FORKED = "claude_forked_session"  # a rewind: two prompts under one parent
+COMPACTED = "dag_compact_after_rewind_preserved"
+WITH_SUBAGENTS = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+
+
+async def page(ds, url: str, status: int = 200, **params) -> str:
+    response = await ds.client.get(url, **({"params": params} if params else {}))
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"].startswith("text/html")
+    return response.text
+
+
+def assert_no_payload(html: str) -> None:
+    """The payloads appear only escaped: no live tag, no handler attribute."""
+    assert "<script>window.__pwned" not in html
+    assert "<img src=x" not in html
+    assert not re.search(r"<[^>]+onerror=", html)
+
+
+def links(html: str) -> list[str]:
+    return [unescape(href) for href in re.findall(r'href="([^"]+)"', html)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "url,params",
+    [
+        ("/-/obelisk", {}),
+        ("/-/obelisk", {"q": "zebrafish"}),
+        ("/-/obelisk", {"q": "pwned"}),
+        (f"/-/obelisk/session/{XSS_SESSION}", {}),
+        (f"/-/obelisk/session/{XSS_SESSION}", {"shadowed": "1", "meta": "1", "log": "1"}),
+        (f"/-/obelisk/session/{XSS_SESSION}/lineage", {"seq": "4"}),
+        (f"/-/obelisk/event/{XSS_SESSION}/4", {}),
+        ("/-/obelisk/failures", {}),
+        ("/-/obelisk/files", {}),
+        ("/-/obelisk/memories", {}),
+        ("/-/obelisk/overview", {}),
+    ],
+)
+async def test_payloads_render_as_text(ds, url, params):
+    html = await page(ds, url, **params)
+    assert_no_payload(html)
+
+
+@pytest.mark.asyncio
+async def test_transcript_shows_the_payload_escaped(ds):
+    html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}")
+    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=" in html
+    assert unescape(html).count(SCRIPT) >= 2 and IMG in unescape(html)
+
+
+@pytest.mark.asyncio
+async def test_search_page_groups_highlights_and_facets(ds):
+    html = await page(ds, "/-/obelisk", q="zebrafish")
+    assert f"/-/obelisk/session/{XSS_SESSION}" in html
+    assert "<mark>zebrafish</mark>" in html
+    facet_links = [href for href in links(html) if "tool=" in href or "source=" in href or "branch=" in href]
+    assert "?q=zebrafish&source=claude" in facet_links
+    assert any("branch=xss-branch" in href for href in facet_links)
+
+
+@pytest.mark.asyncio
+async def test_search_filters_are_chips_that_remove_themselves(ds):
+    html = await page(ds, "/-/obelisk", q="pwned", source="claude", tool="Bash")
+    assert 'class="ob-chip"' in html and "Source: claude" in html and "Tool: Bash" in html
+    assert "?q=pwned&tool=Bash" in links(html)  # the chip that removes source=claude
+    assert f"/-/obelisk/session/{XSS_SESSION}" in html
+    assert "No session matches" in await page(ds, "/-/obelisk", q="zebrafish", source="codex")
+
+
+@pytest.mark.asyncio
+async def test_search_page_cursor_paging(ds):
+    first = await page(ds, "/-/obelisk", q="the")
+    next_links = re.findall(r'<a rel="next" href="([^"]+)"', first)
+    assert next_links
+    second = await page(ds, "/-/obelisk" + unescape(next_links[0]))
+    sessions = lambda html: set(re.findall(r'<h2><a href="/-/obelisk/session/([^"]+)"', html))  # noqa: E731
+    assert sessions(first) and sessions(second) and not sessions(first) & sessions(second)
+    assert "« First page" in second
+
+
+@pytest.mark.asyncio
+async def test_search_reports_bad_input_without_crashing(ds):
+    html = await page(ds, "/-/obelisk", 400, q="AND (", mode="raw")
+    assert "SESSION_QUERY_INVALID_QUERY" in html
+    await page(ds, "/-/obelisk", q='foo-bar "c++ /x.py')
+
+
+@pytest.mark.asyncio
+async def test_transcript_folds_tool_calls_with_outcome_and_preview(ds):
+    html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}")
+    tool = re.search(r'<details class="ob-tool" id="tool-toolu_xss1">\s*<summary>(.*?)</summary>', html, re.S)
+    assert tool and "Bash" in tool.group(1) and "failed" in tool.group(1) and "echo" in tool.group(1)
+    assert html.count('id="m4"') == 0  # the result line is folded into its call
+    assert f"/-/obelisk/api/raw?uuid=xss-a1" in links(html)
+    assert f"/-/obelisk/session/{XSS_SESSION}/lineage" in links(html)
+
+
+@pytest.mark.asyncio
+async def test_transcript_rewinds_compactions_and_subagents(ds):
+    forked = await page(ds, f"/-/obelisk/session/{FORKED}")
+    assert "on a rewound branch" in forked
+    assert "on a rewound branch" not in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
+    assert "· rewound" in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
+    assert "Context compacted here" in await page(ds, f"/-/obelisk/session/{COMPACTED}")
+    parent = await page(ds, f"/-/obelisk/session/{WITH_SUBAGENTS}")
+    assert re.search(rf'Subagent[^<]*: <a href="/-/obelisk/session/{WITH_SUBAGENTS}:agent-', parent)
+
+
+@pytest.mark.asyncio
+async def test_lineage_shows_the_forest_and_event_chains(ds):
+    child = f"{WITH_SUBAGENTS}:agent-a36efb2a1231c41e2"
+    html = await page(ds, f"/-/obelisk/session/{child}/lineage")
+    assert f"/-/obelisk/session/{WITH_SUBAGENTS}" in links(html)
+    assert '<li class="current">' in html and "subagent" in html
+    event = await page(ds, f"/-/obelisk/session/{XSS_SESSION}/lineage", seq="4")
+    assert "Parent chain" in event and "Replacement chain" in event
+    assert [f"/-/obelisk/event/{XSS_SESSION}/{n}" in links(event) for n in (1, 2, 3)] == [True] * 3
+
+
+@pytest.mark.asyncio
+async def test_event_page(ds):
+    html = await page(ds, f"/-/obelisk/event/{XSS_SESSION}/3")
+    assert "tool/call" in html and f"/-/obelisk/session/{XSS_SESSION}/lineage?seq=3#event" in links(html)
+    await page(ds, f"/-/obelisk/event/{XSS_SESSION}/99", 404)
+    await page(ds, f"/-/obelisk/event/{XSS_SESSION}/x", 400)
+
+
+@pytest.mark.asyncio
+async def test_files_failures_memories_overview(ds):
+    files = await page(ds, "/-/obelisk/files", contains="types")
+    assert "/-/obelisk/files?path=%2Fpath%2Fto%2FDemo%2Ftypes%2Findex.ts" in files
+    history = await page(ds, "/-/obelisk/files", path="/path/to/Demo/types/index.ts")
+    assert "Write" in history and "#tool-" in history
+    failures = await page(ds, "/-/obelisk/failures")
+    assert "The zebrafish command failed." in failures
+    memories = await page(ds, "/-/obelisk/memories", q="zebrafish")
+    assert "How zebrafish commands fail" in memories and "Remember a file" not in memories
+    overview = await page(ds, "/-/obelisk/overview")
+    assert overview.count('<svg class="chart"') == 3 and "Sessions started per" in overview
+    assert "claude" in overview and "codex" in overview
+
+
+@pytest.mark.asyncio
+async def test_unknown_session_is_a_404_page(ds):
+    html = await page(ds, "/-/obelisk/session/no-such-session", 404)
+    assert "OBELISK_NOT_FOUND" in html
+
+
+@pytest.mark.asyncio
+async def test_datasette_pages_link_to_ours(ds):
+    home = await page(ds, "/")
+    assert "/-/obelisk" in links(home)
+    row = await page(ds, f"/obelisk/sessions/{XSS_SESSION}")
+    assert f"/-/obelisk/session/{XSS_SESSION}?db=obelisk" in links(row)
+    assert f"/-/obelisk/session/{XSS_SESSION}/lineage?db=obelisk" in links(row)
+    sessions_table = await page(ds, "/obelisk/sessions")
+    assert "/-/obelisk?db=obelisk" in links(sessions_table)
+    database = await page(ds, "/obelisk")
+    assert "/-/obelisk/overview?db=obelisk" in links(database)
+
+
+@pytest.mark.asyncio
+async def test_pages_keep_the_database_in_their_links(ds):
+    html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}", db="obelisk")
+    menu = {"/-/obelisk", "/-/obelisk/overview"}  # Datasette's global menu, the same on every page
+    ours = [href for href in links(html) if href.startswith("/-/obelisk") and href not in menu]
+    assert ours and all("db=obelisk" in href for href in ours)

@@ -1,0 +1,212 @@
+"""SQL functions, stored queries and the browse views, through Datasette's own JSON API."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from datasette_obelisk.web.sql_functions import register_functions
+from datasette_obelisk.web.stored_queries import QUERIES
+from web_fixtures import WORKFLOW_RUN, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
+
+DOCS = Path(__file__).parent.parent / "docs" / "web.md"
+
+
+async def sql(ds, query: str, **params) -> list[dict]:
+    response = await ds.client.get("/obelisk/-/query.json", params={"sql": query, "_shape": "array", **params})
+    assert response.status_code == 200, response.text[:500]
+    return response.json()
+
+
+@pytest.mark.asyncio
+async def test_obelisk_trace(ds):
+    rows = await sql(ds, "select obelisk_trace(:u) as chain, obelisk_trace('nope') as none", u="xss-a2")
+    assert json.loads(rows[0]["chain"]) == ["xss-u1", "xss-a1", "xss-a2"]
+    assert json.loads(rows[0]["none"]) == []
+
+
+@pytest.mark.asyncio
+async def test_obelisk_snippet(ds):
+    text = "word " * 100 + "zebrafish " + "word " * 100
+    rows = await sql(ds, "select obelisk_snippet(:t, 'zebrafish', 40) as s, obelisk_snippet(:t, 'zebrafish') as d", t=text)
+    assert "zebrafish" in rows[0]["s"] and len(rows[0]["s"]) <= 42
+    assert len(rows[0]["d"]) <= 242
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "text,mode,expected",
+    [
+        ("zebrafish command", "terms", {XSS_SESSION}),
+        ("command failed", "phrase", {XSS_SESSION}),
+        ('foo-bar "c++ /x.py', "terms", set()),
+        ("", "terms", set()),
+        ("!!!", "phrase", set()),
+    ],
+)
+async def test_obelisk_fts_never_errors(ds, text, mode, expected):
+    rows = await sql(
+        ds,
+        "select distinct m.session_id from messages_fts join messages m on m.id = messages_fts.rowid "
+        "where messages_fts match obelisk_fts(:q, :mode)",
+        q=text,
+        mode=mode,
+    )
+    assert {row["session_id"] for row in rows} >= expected
+    if not expected:
+        assert rows == [] or text.startswith("foo")
+
+
+@pytest.mark.asyncio
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_obelisk_fts_refuses_raw_mode(ds):
+    response = await ds.client.get("/obelisk/-/query.json", params={"sql": "select obelisk_fts('x', 'raw')"})
+    assert response.status_code == 400
+
+
+@pytest.mark.asyncio
+async def test_the_documented_examples_run(ds):
+    examples = re.findall(r"```sql\n(.*?)```", DOCS.read_text(), re.S)
+    assert len(examples) >= 4
+    for example in examples:
+        assert await sql(ds, example), example
+
+
+def test_functions_are_registered_for_sqlite_utils(web_db):
+    db = sqlite_utils.Database(web_db)
+    register_functions(db.conn)  # what the sqlite-utils plugin's prepare_connection does
+    assert json.loads(db.execute("select obelisk_trace('xss-a1')").fetchone()[0]) == ["xss-u1", "xss-a1"]
+    assert db.execute("select obelisk_fts('a-b')").fetchone()[0] == '"a-b"'
+
+
+# -- stored queries ------------------------------------------------------------
+
+EXPECTED = {
+    "obelisk_search": ({"q": "zebrafish"}, lambda rows: {r["session_id"] for r in rows} == {XSS_SESSION}),
+    "obelisk_context": ({"uuid": "xss-a2"}, lambda rows: rows[0]["depth"] == 2 and rows[0]["session_id"] == XSS_SESSION),
+    "obelisk_trace": ({"uuid": "xss-a2"}, lambda rows: [r["uuid"] for r in rows] == ["xss-u1", "xss-a1", "xss-a2"]),
+    "obelisk_thread": ({"session_id": XSS_SESSION}, lambda rows: [r["seq"] for r in rows] == [1, 2, 3, 4, 5]),
+    "obelisk_overview": ({"source": "codex"}, lambda rows: rows and {r["source"] for r in rows} == {"codex"}),
+    "obelisk_sessions": ({"branch": "xss-branch"}, lambda rows: [r["id"] for r in rows] == [XSS_SESSION]),
+    "obelisk_summaries": ({}, lambda rows: all("kind" in r for r in rows)),
+    "obelisk_memories": ({"q": "zebrafish"}, lambda rows: [r["summary"] for r in rows] == ["How zebrafish commands fail"]),
+    "obelisk_subagents": ({}, lambda rows: rows and all(r["child_session_id"] for r in rows)),
+    "obelisk_workflows": ({"session_id": XSS_SESSION}, lambda rows: [r["run_id"] for r in rows] == [WORKFLOW_RUN]),
+    "obelisk_file_history": ({"path": "%/types/index.ts"}, lambda rows: rows and {r["tool"] for r in rows} >= {"Write"}),
+    "obelisk_failures": ({"session_id": XSS_SESSION}, lambda rows: [r["tool"] for r in rows] == ["Bash"]),
+}
+
+
+def test_every_stored_query_is_tested():
+    assert {q.name for q in QUERIES} == set(EXPECTED)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+async def test_stored_query_runs_as_json(ds, name):
+    params, check = EXPECTED[name]
+    response = await ds.client.get(f"/obelisk/{name}.json", params={**params, "_shape": "array"})
+    assert response.status_code == 200, response.text[:500]
+    assert check(response.json()), response.json()[:3]
+
+
+@pytest.mark.asyncio
+async def test_stored_queries_are_listed_with_titles_and_parameters(ds):
+    page = await ds.client.get("/obelisk/obelisk_sessions")
+    assert page.status_code == 200
+    assert "Sessions, newest first" in page.text and 'name="branch"' in page.text
+    for query in QUERIES:
+        stored = await ds.get_query("obelisk", query.name)
+        assert stored.title and stored.description
+        assert stored.is_trusted
+
+
+@pytest.mark.asyncio
+async def test_stored_queries_run_where_arbitrary_sql_is_off(web_db):
+    from web_fixtures import make_datasette
+
+    ds = make_datasette(web_db, settings={"default_allow_sql": False})
+    await ds.invoke_startup()
+    assert (await ds.client.get("/obelisk/-/query.json", params={"sql": "select 1"})).status_code == 403
+    response = await ds.client.get("/obelisk/obelisk_search.json", params={"q": "zebrafish", "_shape": "array"})
+    assert response.status_code == 200 and response.json()
+
+
+@pytest.mark.asyncio
+async def test_databases_without_our_schema_get_nothing(tmp_path):
+    from web_fixtures import make_datasette
+
+    other = tmp_path / "other.db"
+    sqlite_utils.Database(other)["things"].insert({"id": 1})
+    ds = make_datasette(other)
+    await ds.invoke_startup()
+    assert await ds.get_query("other", "obelisk_search") is None
+    page = await ds.client.get("/-/obelisk")
+    assert page.status_code == 404 and "obelisk ingest" in page.text
+
+
+# -- zero-config search and facets on tables and views ---------------------------
+
+
+async def table(ds, path: str, **params) -> dict:
+    response = await ds.client.get(path, params=params)
+    assert response.status_code == 200, response.text[:500]
+    return response.json()
+
+
+def facet_values(body: dict, name: str) -> set:
+    return {item["value"] for item in body["facet_results"]["results"][name]["results"]}
+
+
+@pytest.mark.asyncio
+async def test_search_on_tables_without_configuration(ds):
+    messages = await table(ds, "/obelisk/messages.json", _search="zebrafish")
+    assert {row["session_id"] for row in messages["rows"]} == {XSS_SESSION}
+    failed = await table(ds, "/obelisk/tool_results.json", _search="pwned")
+    assert [row["session_id"] for row in failed["rows"]] == [XSS_SESSION]
+    memories = await table(ds, "/obelisk/memories.json", _search="zebrafish")
+    assert len(memories["rows"]) == 1
+
+
+@pytest.mark.asyncio
+async def test_facets_on_the_message_view(ds):
+    body = await table(
+        ds, "/obelisk/browse_messages.json", _search="zebrafish", _extra="facet_results",
+        _facet=["source", "project", "branch", "role", "content_type", "model", "tool_name", "outcome"],
+        _facet_date="timestamp",
+    )
+    assert {row["session_id"] for row in body["rows"]} == {XSS_SESSION}
+    assert facet_values(body, "source") == {"claude"}
+    assert facet_values(body, "branch") == {"xss-branch"}
+    assert facet_values(body, "role") == {"user", "assistant"}
+    assert facet_values(body, "model") == {"claude-test"}
+    assert facet_values(body, "timestamp") == {"2026-03-01"}
+    everything = await table(ds, "/obelisk/browse_messages.json", _extra="facet_results", _facet=["tool_name", "outcome"])
+    assert "Bash" in facet_values(everything, "tool_name")
+    assert {"succeeded", "failed"} <= facet_values(everything, "outcome")
+
+
+@pytest.mark.asyncio
+async def test_facets_on_the_tool_call_view_and_tables(ds):
+    calls = await table(ds, "/obelisk/browse_tool_calls.json", _extra="facet_results", _facet=["tool_name", "outcome", "model"])
+    assert "Bash" in facet_values(calls, "tool_name") and "failed" in facet_values(calls, "outcome")
+    failed_bash = await table(ds, "/obelisk/browse_tool_calls.json", _search="pwned", tool_name="Bash")
+    assert [row["session_id"] for row in failed_bash["rows"]] == [XSS_SESSION]
+    sessions = await table(ds, "/obelisk/sessions.json", _extra="facet_results", _facet=["source", "project", "model"])
+    assert {"claude", "codex"} <= facet_values(sessions, "source")
+
+
+@pytest.mark.asyncio
+async def test_user_configuration_wins_over_ours(web_db):
+    from web_fixtures import make_datasette
+
+    config = {"databases": {"obelisk": {"tables": {"browse_messages": {"facets": ["role"]}}}}}
+    ds = make_datasette(web_db, config=config)
+    await ds.invoke_startup()
+    body = await table(ds, "/obelisk/browse_messages.json", _extra="facet_results", _size="1")
+    assert list(body["facet_results"]["results"]) == ["role"]
+    assert config["databases"]["obelisk"]["tables"]["browse_messages"] == {"facets": ["role"]}  # not mutated

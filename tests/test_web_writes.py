@@ -1,0 +1,311 @@
+"""POST /-/obelisk/api/remember and /forget: who may write, and that a refusal writes nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from datasette.tokens import TokenRestrictions
+
+from web_fixtures import copy_db, make_datasette, rows, web_db  # noqa: F401 (fixture)
+
+REMEMBER = "/-/obelisk/api/remember"
+FORGET = "/-/obelisk/api/forget"
+SECRET = "test-secret-for-tokens"
+
+
+@pytest.fixture
+def memory_root(tmp_path):
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "decision.md").write_text("# We chose SQLite\n")
+    return root
+
+
+@pytest.fixture
+def db(web_db, tmp_path):
+    return copy_db(web_db, tmp_path / "obelisk.db")
+
+
+def plugin_config(memory_root, grant_alice: bool = True, **extra) -> dict:
+    """Memory roots, and (by default) both actions granted to alice in config.
+
+    A ``permissions`` block that names alice denies everyone else, root
+    included (Datasette's rule), so root's own cases run without it.
+    """
+    config = {"plugins": {"datasette-obelisk": {"memory_roots": [str(memory_root)], **extra}}}
+    if grant_alice:
+        config["permissions"] = {"obelisk-remember": {"id": "alice"}, "obelisk-forget": {"id": "alice"}}
+    return config
+
+
+def config_for(memory_root, how: dict, **extra) -> dict:
+    return plugin_config(memory_root, grant_alice=(how.get("actor") or {}).get("id") != "root", **extra)
+
+
+async def started(db, config, **options):
+    ds = make_datasette(db, config=config, secret=SECRET, **options)
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    return ds
+
+
+def counts(db) -> tuple[int, int, int]:
+    """(memories, archived memories, audit rows)."""
+    return rows(
+        db,
+        "SELECT (SELECT COUNT(*) FROM memories), (SELECT COUNT(*) FROM memories WHERE deleted_at IS NOT NULL), "
+        "(SELECT COUNT(*) FROM audit_log)",
+    )[0]
+
+
+def record(memory_root) -> dict:
+    return {"path": str(memory_root / "decision.md"), "summary": "Why the archive is SQLite"}
+
+
+async def token(ds, actor_id: str, *actions: str) -> dict:
+    restrictions = TokenRestrictions()
+    for action in actions:
+        restrictions.allow_all(action)
+    value = await ds.create_token(actor_id, restrictions=restrictions if actions else None)
+    return {"Authorization": f"Bearer {value}"}
+
+
+ROOT = {"id": "root"}
+CROSS_SITE = {"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}
+
+REMEMBER_CASES = [
+    # (name, how the request is made, expected status)
+    ("anonymous", {}, 403),
+    ("signed in, not granted", {"actor": {"id": "bob"}}, 403),
+    ("granted in config", {"actor": {"id": "alice"}}, 200),
+    ("root", {"actor": ROOT}, 200),
+    ("root, same-origin browser", {"actor": ROOT, "headers": {"Sec-Fetch-Site": "same-origin"}}, 200),
+    ("root, cross-site browser", {"actor": ROOT, "headers": CROSS_SITE}, 403),
+    ("root, foreign Origin only", {"actor": ROOT, "headers": {"Origin": "https://evil.example"}}, 403),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name,how,status", REMEMBER_CASES, ids=[c[0] for c in REMEMBER_CASES])
+async def test_remember_permission_matrix(db, memory_root, name, how, status):
+    ds = await started(db, config_for(memory_root, how))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json=record(memory_root), **how)
+    assert response.status_code == status, response.text
+    if status == 200:
+        body = response.json()
+        assert body["path"] == str((memory_root / "decision.md").resolve())
+        assert counts(db) == (before[0] + 1, before[1], before[2] + 1)
+        actor_id = (how.get("actor") or {}).get("id")
+        assert rows(db, "SELECT actor_id, action, memory_id, database_name FROM audit_log") == [
+            (actor_id, "obelisk-remember", body["id"], "obelisk")
+        ]
+    else:
+        assert counts(db) == before
+        if "headers" not in how:  # CSRF refusals are Datasette's own HTML page
+            assert response.json()["error"]["code"] == "OBELISK_PERMISSION_DENIED"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "actor_id,actions,status",
+    [
+        ("root", ["obelisk-remember"], 200),
+        ("alice", ["obelisk-remember"], 200),
+        ("root", [], 200),  # an unrestricted token acts as its actor
+        ("root", ["view-instance"], 403),  # a token without the action
+        ("root", ["obelisk-forget"], 403),
+        ("bob", ["obelisk-remember"], 403),  # a token never grants more than its actor has
+    ],
+)
+async def test_remember_with_api_tokens(db, memory_root, actor_id, actions, status):
+    ds = await started(db, config_for(memory_root, {"actor": {"id": actor_id}}))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json=record(memory_root), headers=await token(ds, actor_id, *actions))
+    assert response.status_code == status, response.text
+    assert counts(db)[0] == before[0] + (1 if status == 200 else 0)
+    assert counts(db)[2] == before[2] + (1 if status == 200 else 0)
+
+
+@pytest.mark.asyncio
+async def test_token_with_cookie_from_another_site_is_refused(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    headers = {**await token(ds, "root", "obelisk-remember"), **CROSS_SITE}
+    response = await ds.client.post(REMEMBER, json=record(memory_root), headers=headers, actor=ROOT)
+    assert response.status_code == 403
+    assert "CSRF" in response.text or "Sec-Fetch-Site" in response.text
+    assert counts(db) == before
+
+
+async def remembered(ds, memory_root) -> str:
+    response = await ds.client.post(REMEMBER, json=record(memory_root), skip_permission_checks=True)
+    assert response.status_code == 200, response.text
+    return response.json()["id"]
+
+
+FORGET_CASES = [
+    ("anonymous", {}, 403),
+    ("signed in, not granted", {"actor": {"id": "bob"}}, 403),
+    ("granted in config", {"actor": {"id": "alice"}}, 200),
+    ("root", {"actor": ROOT}, 200),
+    ("root, cross-site browser", {"actor": ROOT, "headers": CROSS_SITE}, 403),
+]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name,how,status", FORGET_CASES, ids=[c[0] for c in FORGET_CASES])
+async def test_forget_permission_matrix(db, memory_root, name, how, status):
+    ds = await started(db, config_for(memory_root, how))
+    memory_id = await remembered(ds, memory_root)
+    before = counts(db)
+    response = await ds.client.post(FORGET, json={"id": memory_id, "reason": "superseded"}, **how)
+    assert response.status_code == status, response.text
+    if status == 200:
+        assert response.json()["deleted_reason"] == "superseded"
+        assert counts(db) == (before[0], before[1] + 1, before[2] + 1)
+        assert rows(db, "SELECT action, memory_id, reason FROM audit_log ORDER BY id DESC LIMIT 1") == [
+            ("obelisk-forget", memory_id, "superseded")
+        ]
+    else:
+        assert counts(db) == before
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "actor_id,actions,status",
+    [("root", ["obelisk-forget"], 200), ("root", ["obelisk-remember"], 403), ("bob", ["obelisk-forget"], 403)],
+)
+async def test_forget_with_api_tokens(db, memory_root, actor_id, actions, status):
+    ds = await started(db, config_for(memory_root, {"actor": {"id": actor_id}}))
+    memory_id = await remembered(ds, memory_root)
+    before = counts(db)
+    response = await ds.client.post(
+        FORGET, json={"id": memory_id, "reason": "wrong"}, headers=await token(ds, actor_id, *actions)
+    )
+    assert response.status_code == status, response.text
+    assert counts(db)[1] == before[1] + (1 if status == 200 else 0)
+
+
+@pytest.mark.asyncio
+async def test_forget_twice_reports_already_deleted_and_audits_once(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    memory_id = await remembered(ds, memory_root)
+    for _ in range(2):
+        response = await ds.client.post(FORGET, json={"id": memory_id, "reason": "old"}, actor=ROOT)
+        assert response.status_code == 200
+    assert response.json()["already_deleted"] is True
+    assert rows(db, "SELECT COUNT(*) FROM audit_log WHERE action = 'obelisk-forget'") == [(1,)]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "body,status,code",
+    [
+        ({"summary": "no path"}, 400, "OBELISK_MEMORY_REFUSED"),
+        ({"path": "/etc/passwd", "summary": "outside the root"}, 400, "OBELISK_MEMORY_REFUSED"),
+        ({"path": "decision.md"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ({"path": "decision.md", "summary": "x", "surprise": 1}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ({"path": "decision.md", "summary": "x", "session_id": "no-such-session"}, 404, "OBELISK_NOT_FOUND"),
+    ],
+)
+async def test_remember_rejects_bad_records_without_writing(db, memory_root, body, status, code):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json=body, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (status, code)
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+async def test_relative_paths_resolve_inside_the_first_memory_root(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    response = await ds.client.post(REMEMBER, json={"path": "decision.md", "summary": "relative"}, actor=ROOT)
+    assert response.status_code == 200, response.text
+    assert response.json()["path"] == str((memory_root / "decision.md").resolve())
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_writable_without_memory_roots(db, memory_root):
+    config = plugin_config(memory_root, grant_alice=False)
+    config["plugins"]["datasette-obelisk"] = {}
+    ds = await started(db, config)
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_MEMORY_REFUSED")
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+async def test_body_size_is_capped(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False, max_body_bytes=200))
+    before = counts(db)
+    body = {**record(memory_root), "summary": "x" * 500}
+    response = await ds.client.post(REMEMBER, json=body, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (413, "OBELISK_PAYLOAD_TOO_LARGE")
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("raw,code", [(b"not json", "OBELISK_INVALID_ARGUMENT"), (b"[1, 2]", "OBELISK_INVALID_ARGUMENT")])
+async def test_bodies_must_be_json_objects(db, memory_root, raw, code):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    response = await ds.client.post(REMEMBER, content=raw, headers={"content-type": "application/json"}, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, code)
+
+
+@pytest.mark.asyncio
+async def test_form_posts_redirect_back_with_a_message(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    response = await ds.client.post(
+        REMEMBER, data={"path": str(memory_root / "decision.md"), "summary": "from the form", "project": ""}, actor=ROOT
+    )
+    assert response.status_code == 302
+    assert response.headers["location"] == "/-/obelisk/memories"
+    assert rows(db, "SELECT summary FROM memories") == [("from the form",)]
+
+
+@pytest.mark.asyncio
+async def test_get_is_not_allowed_on_write_endpoints(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    for path in (REMEMBER, FORGET):
+        response = await ds.client.get(path, actor=ROOT)
+        assert response.status_code == 405
+        assert response.headers["allow"] == "POST"
+
+
+@pytest.mark.asyncio
+async def test_writes_are_refused_when_the_audit_table_is_missing(db, memory_root):
+    conn = sqlite3.connect(db)
+    conn.execute("DROP TABLE audit_log")
+    conn.commit()
+    conn.close()
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_READ_ONLY")
+    assert "obelisk ingest" in response.json()["error"]["message"]
+    assert rows(db, "SELECT COUNT(*) FROM memories") == [(0,)]
+
+
+@pytest.mark.asyncio
+async def test_immutable_databases_are_not_written(db, memory_root):
+    ds = make_datasette(None, config=plugin_config(memory_root, grant_alice=False), immutables=[str(db)])
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_READ_ONLY")
+
+
+@pytest.mark.asyncio
+async def test_read_only_instances_register_no_write_route(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False, read_only=True))
+    before = counts(db)
+    for path in (REMEMBER, FORGET):
+        response = await ds.client.post(path, json=record(memory_root), actor=ROOT)
+        assert response.status_code == 404
+    assert counts(db) == before
+    spec = (await ds.client.get("/-/obelisk/api/openapi.json")).json()
+    assert not [path for path in spec["paths"] if path.endswith(("/remember", "/forget"))]
+    page = await ds.client.get("/-/obelisk/memories", actor=ROOT)
+    assert "Remember a file" not in page.text and "Forget</button>" not in page.text
