@@ -317,6 +317,15 @@ def project_slug(path: str | None) -> str | None:
     return "".join(c if c.isascii() and c.isalnum() else "-" for c in path)
 
 
+TITLE_CHARS = 200
+
+
+def shorten(title: str) -> str:
+    """A title fit for a list: whitespace folded, at most ``TITLE_CHARS``."""
+    folded = " ".join(title.split())
+    return folded if len(folded) <= TITLE_CHARS else folded[: TITLE_CHARS - 1] + "…"
+
+
 def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
     """The title by precedence: custom > ai > index > summary > first prompt.
 
@@ -340,7 +349,7 @@ def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
             best[kind] = (title.strip(), row_id)
     for kind in TITLE_PRECEDENCE:
         if kind in best:
-            return best[kind][0], kind
+            return shorten(best[kind][0]), kind
     row = conn.execute(
         "SELECT description FROM subagents WHERE child_session_id = ? AND description IS NOT NULL",
         [session_id],

@@ -341,6 +341,7 @@ def m003_create_indexes(db):
         CREATE INDEX messages_api_message ON messages (api_message_id)
             WHERE api_message_id IS NOT NULL;
         CREATE INDEX messages_timestamp ON messages (timestamp);
+        CREATE INDEX messages_cwd ON messages (cwd);
         CREATE INDEX sessions_parent ON sessions (parent_session_id);
         CREATE INDEX sessions_ended ON sessions (ended_at);
         CREATE INDEX sessions_project ON sessions (project);
