@@ -443,7 +443,7 @@ def test_tool_calls():
     assert {(c.message_uuid, c.session_id, c.timestamp) for c in calls} == {("a1", "s1", "T")}
     [message] = of_type(records, Message)
     assert message.content_type == "tool_use"
-    assert message.text.splitlines()[0] == 'MultiEdit {"file_path":"/a.py","edits":[]}'
+    assert message.text.splitlines()[:3] == ['MultiEdit', '/a.py', 'NotebookEdit']
 
 
 def test_meta_detection_and_content_types():

@@ -42,6 +42,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, home, walk_files
+from .common import strings_in
 from .lines import Line, decode_object
 
 SOURCE = "claude"
@@ -509,7 +510,9 @@ class ClaudeCodeParser:
             if kind == "tool_use":
                 call = self._tool_call(block, index, obj, uuid)
                 tools.append(call)
-                text = f"{call.name} {call.input_json}"
+                # Raw strings, not JSON: escaped newlines and quotes would
+                # glue words together for search and hide secrets from redaction.
+                text = "\n".join([call.name, *strings_in(block.get("input"))])
             elif kind == "tool_result":
                 result = self._tool_result(block, index, obj, uuid)
                 tools.append(result)

@@ -91,6 +91,7 @@ from .common import (
     normalize_repository,
     patch_paths,
     shell_written_paths,
+    strings_in,
     unique,
     usage_fields,
     uuid7_ms,
@@ -1103,7 +1104,7 @@ def _reasoning_text(item: dict) -> str:
 
 def _completed_item_text(item: dict, twin: str) -> str:
     if twin == "thinking":
-        texts = [text for key in ("summary_text", "raw_content") for text in _strings(item.get(key))]
+        texts = [text for key in ("summary_text", "raw_content") for text in strings_in(item.get(key))]
         return "\n\n".join(text for text in texts if text)
     return _parts_text(item.get("content"))
 
@@ -1148,17 +1149,6 @@ def _input_json(arguments: Any, decoded: Any) -> str:
     return as_json(arguments)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-
-
 def _shell_command(decoded: Any) -> str | None:
     """The script a shell-like tool runs (``bash -lc <script>`` unwrapped)."""
     if not isinstance(decoded, dict):
@@ -1176,7 +1166,7 @@ def _file_paths(name: str, arguments: Any, decoded: Any) -> list[str]:
     if isinstance(arguments, str) and decoded is None:
         text = arguments
     else:
-        text = "\n".join(_strings(decoded or arguments))
+        text = "\n".join(strings_in(decoded or arguments))
     paths = patch_paths(text)
     if name in SHELL_TOOLS or name.rsplit(".", 1)[-1] in SHELL_TOOLS:
         script = _shell_command(decoded if isinstance(decoded, dict) else arguments)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 import shlex
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 from urllib.parse import urlsplit
 
 import orjson
@@ -86,6 +86,18 @@ def decode_line(line: bytes | None, position: Position) -> dict | LineError:
 def looks_complete(line: bytes) -> bool:
     """Cheap check that a line we skip without decoding is not truncated."""
     return line.rstrip().endswith(b"}")
+
+
+def strings_in(value: Any) -> Iterator[str]:
+    """Every string inside nested lists and dicts, in order, unescaped."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from strings_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from strings_in(v)
 
 
 def as_json(value: Any) -> str:

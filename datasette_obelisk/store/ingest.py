@@ -23,7 +23,7 @@ import orjson
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile
 from ..sources.lines import Line, decode_object, read_lines
-from . import derive
+from . import derive, redacting
 from .db import get_state, open_db, set_state
 from .writer import Writer, delete_file_rows
 
@@ -182,15 +182,8 @@ class Ingester:
                     "DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch]
                 )
 
-    @contextmanager
     def transaction(self):
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+        return transaction(self.conn)
 
     def mark_missing(self, seen: set[str]) -> None:
         """Files gone from disk keep their rows; their sessions become archived."""
@@ -515,9 +508,15 @@ def ingest(
     roots: Mapping[str, Path] | None = None,
     *,
     sources: Mapping[str, Source] | None = None,
+    redact: bool = True,
     **options,
 ) -> IngestSummary:
-    """Ingest into the database at ``db_path``; the Python entry point."""
+    """Ingest into the database at ``db_path``; the Python entry point.
+
+    With ``redact`` (the default) every stored text passes through the
+    secret redactor first; ``redact=False`` is recorded in the database so a
+    publish step can refuse it.
+    """
     from ..plugins import get_sources
 
     sources = sources or get_sources()
@@ -525,6 +524,42 @@ def ingest(
         roots = default_roots(sources)
     conn = open_db(db_path)
     try:
-        return Ingester(conn, sources, {k: Path(v) for k, v in roots.items()}, **options).run()
+        record_redactor = None
+        with transaction(conn):
+            rules_changed = redacting.prepare(conn, redact)
+        if redact:
+            redactor = redacting.redactor_for(db_path)
+            record_redactor = redacting.RecordRedactor(redactor)
+            if rules_changed:
+                apply_new_rules(conn, redactor)
+        ingester = Ingester(
+            conn, sources, {k: Path(v) for k, v in roots.items()}, redact=record_redactor, **options
+        )
+        return ingester.run()
     finally:
         conn.close()
+
+
+def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
+    """New redaction rules: files still on disk are read again, the rest redacted in place."""
+    with transaction(conn):
+        conn.execute("UPDATE source_files SET parser_version = NULL WHERE missing = 0")
+        gone = [row[0] for row in conn.execute("SELECT id FROM source_files WHERE missing = 1")]
+        if gone:
+            redacting.redact_stored_rows(conn, redactor, gone)
+            conn.execute(
+                "INSERT OR IGNORE INTO derive_queue (session_id) SELECT DISTINCT session_id "
+                f"FROM messages WHERE file_id IN ({','.join('?' * len(gone))})",
+                gone,
+            )
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection):
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

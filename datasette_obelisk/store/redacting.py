@@ -1,0 +1,153 @@
+"""Redaction in the ingest pipeline: between parsing and storing.
+
+The HMAC key lives in a file beside the database (``<db>.redaction-key``,
+mode 0600), never inside it, so a published copy of the database does not
+carry the key that would let anyone test guesses against its markers.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from collections import Counter
+from pathlib import Path
+
+import orjson
+
+from ..records import Message, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent
+from .db import get_state, set_state
+from .redaction import RULESET_VERSION, Redactor
+
+TEXT_FIELDS = {
+    Message: ("text",),
+    ToolResult: ("content",),
+    Summary: ("content",),
+    TitleCandidate: ("title",),
+    Session: ("title",),
+    Subagent: ("description",),
+    WorkflowAgent: ("description",),
+    Workflow: ("script",),
+}
+JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
+# Stored text columns, for re-redacting rows whose source file is gone and
+# for `obelisk redact --check`.
+STORED_TEXT = {
+    "messages": ("id", "text"),
+    "tool_calls": ("id", "input_json"),
+    "tool_results": ("id", "content"),
+    "summaries": ("id", "content"),
+    "titles": ("id", "title"),
+    "sessions": ("id", "title"),
+    "subagents": ("id", "description"),
+    "workflows": ("run_id", "script"),
+    "workflow_agents": ("agent_id", "description"),
+}
+
+
+def key_path(db_path: str | Path) -> Path:
+    return Path(f"{db_path}.redaction-key")
+
+
+def load_key(db_path: str | Path) -> bytes:
+    """The database's HMAC key, created on first use."""
+    path = key_path(db_path)
+    try:
+        return bytes.fromhex(path.read_text().strip())
+    except FileNotFoundError:
+        key = secrets.token_bytes(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fp:
+            fp.write(key.hex() + "\n")
+        return key
+
+
+def redactor_for(db_path: str | Path) -> Redactor:
+    return Redactor(key=load_key(db_path))
+
+
+class RecordRedactor:
+    """Redacts every stored text field of a record, in place."""
+
+    def __init__(self, redactor: Redactor):
+        self.redactor = redactor
+
+    def __call__(self, record):
+        kind = type(record)
+        for name in TEXT_FIELDS.get(kind, ()):
+            value = getattr(record, name)
+            if value:
+                setattr(record, name, self.redactor.redact(value))
+        for name in JSON_FIELDS.get(kind, ()):
+            value = getattr(record, name)
+            if value:
+                setattr(record, name, self.redact_json(value))
+        return record
+
+    def redact_json(self, text: str) -> str:
+        """Redact a JSON document's decoded strings, so it stays valid JSON.
+
+        Secrets inside escaped strings are only recognisable once decoded.
+        """
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return self.redactor.redact(text)
+        redacted = self.redactor.redact_value(value)
+        return text if redacted == value else orjson.dumps(redacted).decode()
+
+
+def prepare(conn: sqlite3.Connection, enabled: bool) -> bool:
+    """Record how this ingest redacts; True when stored rows need the new rules.
+
+    A database ingested even once without redaction stays marked, so a
+    publish step can refuse it.
+    """
+    if not enabled:
+        set_state(conn, "unredacted_ingest", "1")
+        return False
+    stored = get_state(conn, "redaction_ruleset")
+    set_state(conn, "redaction_ruleset", str(RULESET_VERSION))
+    has_rows = conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None
+    return stored != str(RULESET_VERSION) and has_rows
+
+
+def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=None) -> int:
+    """Apply the current rules to stored rows (all, or those of ``file_ids``)."""
+    record_redactor = RecordRedactor(redactor)
+    changed = 0
+    for table, (key, column) in STORED_TEXT.items():
+        where, params = "", []
+        if file_ids is not None and table in ("messages", "tool_calls", "tool_results", "summaries", "titles"):
+            where = f" WHERE file_id IN ({','.join('?' * len(file_ids))})"
+            params = list(file_ids)
+        elif file_ids is not None:
+            continue
+        updates = []
+        for row_key, value in conn.execute(f"SELECT {key}, {column} FROM {table}{where}", params):
+            if not value:
+                continue
+            new = record_redactor.redact_json(value) if column.endswith("_json") else redactor.redact(value)
+            if new != value:
+                updates.append((new, row_key))
+        conn.executemany(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", updates)
+        changed += len(updates)
+    return changed
+
+
+def check(conn: sqlite3.Connection, redactor: Redactor) -> dict:
+    """What the current rules would still find, by table and rule; never the secrets."""
+    report = {}
+    for table, (key, column) in STORED_TEXT.items():
+        rules: Counter = Counter()
+        rows = []
+        for row_key, value in conn.execute(f"SELECT {key}, {column} FROM {table}"):
+            if not value:
+                continue
+            findings = redactor.scan(value)
+            if findings:
+                rules.update(f.rule for f in findings)
+                rows.append(row_key)
+        if rows:
+            report[f"{table}.{column}"] = {"rows": len(rows), "findings": dict(rules), "first_rows": rows[:10]}
+    return report

@@ -1,0 +1,152 @@
+"""Secrets never reach the database, its FTS index or its WAL."""
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from datasette_obelisk.cli import cli
+from datasette_obelisk.store import redacting
+from datasette_obelisk.store.ingest import ingest
+from secret_samples import labelled_samples
+
+
+def claude_line(uuid, parent, role, content, **extra):
+    return json.dumps({
+        "type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+        "timestamp": "2026-03-01T10:00:00Z", "cwd": "/work/app",
+        "message": {"role": role, "content": content}, **extra,
+    })
+
+
+def write_session(root, samples):
+    """Plant every sample as a prompt, a Bash command and its JSON-escaped output."""
+    project = root / "projects" / "-work-app"
+    project.mkdir(parents=True, exist_ok=True)
+    lines, parent = [], None
+    for i, sample in enumerate(samples):
+        call = f"toolu_{i:05d}"
+        lines.append(claude_line(f"u{i}", parent, "user", sample.text))
+        lines.append(claude_line(f"a{i}", f"u{i}", "assistant", [
+            {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": f"echo {json.dumps(sample.text)}"}}
+        ]))
+        lines.append(claude_line(f"r{i}", f"a{i}", "user", [
+            {"type": "tool_result", "tool_use_id": call, "content": json.dumps({"stdout": sample.text})}
+        ]))
+        parent = f"r{i}"
+    (project / "s1.jsonl").write_text("\n".join(lines) + "\n")
+    return project / "s1.jsonl"
+
+
+def database_bytes(db):
+    return b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*") if not p.name.endswith("redaction-key"))
+
+
+@pytest.fixture(scope="module")
+def samples():
+    return labelled_samples(seed=3, per_context=1)
+
+
+def test_no_planted_secret_reaches_the_database_or_wal(tmp_path, samples):
+    write_session(tmp_path / ".claude", samples)
+    db = tmp_path / "o.db"
+    from datasette_obelisk.store.db import open_db
+
+    reader = open_db(db)  # an open reader keeps the WAL file in place
+    reader.execute("SELECT 1 FROM messages").fetchall()
+    summary = ingest(db, {"claude": tmp_path / ".claude"})
+    assert summary.messages == 3 * len(samples)
+    assert (tmp_path / "o.db-wal").stat().st_size > 0
+    data = database_bytes(db)
+    reader.close()
+    leaked = [s for sample in samples for s in sample.secrets if s.encode() in data]
+    assert leaked == []
+    conn = sqlite3.connect(db)
+    markers = conn.execute("SELECT COUNT(*) FROM messages WHERE text LIKE '%[REDACTED:%'").fetchone()[0]
+    assert markers == 3 * len(samples)
+    # Tool inputs stay valid JSON after redaction.
+    for (input_json,) in conn.execute("SELECT input_json FROM tool_calls"):
+        json.loads(input_json)
+
+
+def test_same_secret_same_marker_within_a_database(tmp_path, samples):
+    write_session(tmp_path / ".claude", samples[:1] * 2)
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    conn = sqlite3.connect(db)
+    texts = [t for (t,) in conn.execute("SELECT text FROM messages WHERE type = 'user' AND uuid LIKE 'u%' ORDER BY seq")]
+    assert len(texts) == 2 and texts[0] == texts[1] and "[REDACTED:" in texts[0]
+
+
+def test_key_lives_beside_the_database_not_inside(tmp_path, samples):
+    write_session(tmp_path / ".claude", samples[:2])
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    key = redacting.key_path(db)
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    assert bytes.fromhex(key.read_text().strip()) not in database_bytes(db)
+
+
+def test_no_redact_is_recorded_and_publish_refuses(tmp_path, samples):
+    write_session(tmp_path / ".claude", samples[:3])
+    db = tmp_path / "o.db"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["ingest", "--db", str(db), "--claude-dir", str(tmp_path / ".claude"), "--no-redact"])
+    assert result.exit_code == 0, result.output
+    assert samples[0].secrets[0].encode() in database_bytes(db)
+    check = runner.invoke(cli, ["redact", "--check", "--db", str(db), "--json"])
+    assert check.exit_code == 1
+    report = json.loads(check.output)
+    assert report["messages.text"]["rows"] >= 3
+    assert samples[0].secrets[0] not in check.output
+    publish = runner.invoke(cli, ["publish-config", "--db", str(db)])
+    assert publish.exit_code == 1
+    assert "ingested with --no-redact" in publish.output
+
+
+def test_redacted_database_checks_clean_and_publishes(tmp_path, samples):
+    write_session(tmp_path / ".claude", samples)
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    runner = CliRunner()
+    check = runner.invoke(cli, ["redact", "--check", "--db", str(db)])
+    assert (check.exit_code, check.output) == (0, "No secrets found by the current rules.\n")
+    publish = runner.invoke(cli, ["publish-config", "--db", str(db), "-o", str(tmp_path / "publish.yaml")])
+    assert publish.exit_code == 0, publish.output
+    import yaml
+
+    assert yaml.safe_load((tmp_path / "publish.yaml").read_text()) == {
+        "settings": {"allow_download": False, "default_allow_sql": False, "allow_signed_tokens": False, "allow_csv_stream": False},
+        "plugins": {"datasette-obelisk": {"read_only": True}},
+    }
+
+
+def test_new_rules_replay_live_files_and_redact_archived_rows(tmp_path, samples, monkeypatch):
+    from datasette_obelisk.store.redaction import Redactor, load_rules
+
+    github = next(s for s in samples if s.kind.startswith("github"))
+    fewer = [r for r in load_rules() if r.id == "jwt"]
+    monkeypatch.setattr(redacting, "redactor_for", lambda db: Redactor(key=redacting.load_key(db), rules=fewer))
+    live = write_session(tmp_path / "live" / ".claude", [github])
+    gone = write_session(tmp_path / "gone" / ".claude", [github])
+    gone.rename(gone.with_name("s2.jsonl"))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "live" / ".claude"})
+    # The second file is ingested under another root, then deleted.
+    text = gone.with_name("s2.jsonl").read_text().replace('"s1"', '"s2"').replace('"u0"', '"v0"').replace('"a0"', '"b0"').replace('"r0"', '"q0"').replace('toolu_00000', 'toolu_x0000').replace('"parentUuid": "u0"', '"parentUuid": "v0"').replace('"parentUuid": "a0"', '"parentUuid": "b0"')
+    gone.with_name("s2.jsonl").write_text(text)
+    ingest(db, {"claude": tmp_path / "gone" / ".claude"})
+    gone.with_name("s2.jsonl").unlink()
+    ingest(db, {"claude": tmp_path / "gone" / ".claude"})
+    assert github.secrets[0].encode() in database_bytes(db)
+
+    monkeypatch.undo()
+    monkeypatch.setattr(redacting, "RULESET_VERSION", redacting.RULESET_VERSION + 1)
+    summary = ingest(db, {"claude": tmp_path / "live" / ".claude"})
+    assert summary.files_replayed == 1
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.close()
+    assert github.secrets[0].encode() not in database_bytes(db)
