@@ -57,7 +57,7 @@ INTERRUPTED = f"{MADSHN}/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30
 EXPECTED = {
     FILE_1: dict(
         lines=14, messages=9, merged={"duplicate": 2, "metadata": 2, "unknown-type": 1}, errors=0,
-        tool_calls=3, outcomes={"succeeded": 3}, paths=["gamma.txt"], compactions=0, lineage=None, subagents=0,
+        tool_calls=3, outcomes={"succeeded": 3}, paths=["/workspace/synthetic-project/gamma.txt"], compactions=0, lineage=None, subagents=0,
     ),
     PARENT: dict(
         lines=5, messages=3, merged={"metadata": 2}, errors=0, tool_calls=1, outcomes={"succeeded": 1},
@@ -82,12 +82,12 @@ EXPECTED = {
     ),
     ESCALATION: dict(
         lines=21, messages=19, merged={"metadata": 2}, errors=0, tool_calls=4,
-        outcomes={"succeeded": 2, "blocked": 2}, paths=["test.txt", "test.txt"], compactions=0, lineage=None,
+        outcomes={"succeeded": 2, "blocked": 2}, paths=["/home/testuser/codex-rejection-project/test.txt", "/home/testuser/codex-rejection-project/test.txt"], compactions=0, lineage=None,
         subagents=0,
     ),
     COMPACTION: dict(
         lines=20, messages=18, merged={"metadata": 2}, errors=0, tool_calls=2, outcomes={"succeeded": 2},
-        paths=["src/middleware/auth.py"], compactions=1, lineage=None, subagents=0,
+        paths=["/home/testuser/codex-compact-project/src/middleware/auth.py"], compactions=1, lineage=None, subagents=0,
     ),
     BIG: dict(
         lines=2722, messages=1569, merged={"duplicate": 493, "metadata": 373, "usage": 287}, errors=0,

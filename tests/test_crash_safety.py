@@ -50,11 +50,11 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path):
 
     killed = tmp_path / "killed.db"
     kills = 0
-    for attempt in range(40):
+    for attempt in range(60):
         if kills == 6:
             break
         proc = subprocess.Popen(ingest_command(killed, root))
-        time.sleep(rng.uniform(0.1, 0.6) * duration)
+        time.sleep(rng.uniform(0.05, 0.6) * duration)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1

@@ -588,7 +588,7 @@ def test_file_history_of_a_claude_write(ro):
 
 
 def test_file_history_of_a_codex_patch(ro):
-    rows = o.file_history(ro, "gamma.txt")  # "*** Add File: gamma.txt"
+    rows = o.file_history(ro, "/workspace/synthetic-project/gamma.txt")  # "*** Add File: gamma.txt" in that cwd
     assert [(r["toolCall"]["id"], r["toolCall"]["name"], r["toolCall"]["message_uuid"], r["timestamp"]) for r in rows] == [
         (f"{ROLLOUT_THREAD}:call-custom-001", "apply_patch", f"{ROLLOUT_THREAD}:{line_offset(ROLLOUT, 8)}", "2026-01-02T03:04:11.000Z")
     ]

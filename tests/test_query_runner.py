@@ -246,7 +246,7 @@ def helpers_of(corpus_db):
         (["failures", "--session", "edge_cases"], "failures", ({"sessionId": "edge_cases"},)),
         (["failures", "--limit", "2", "--source", "claude"], "failures", ({"limit": 2, "source": "claude"},)),
         (["files", "/project/hello.py"], "fileHistory", ("/project/hello.py",)),
-        (["files", "gamma.txt", "--source", "codex"], "fileHistory", ("gamma.txt", {"source": "codex"})),
+        (["files", "/workspace/synthetic-project/gamma.txt", "--source", "codex"], "fileHistory", ("/workspace/synthetic-project/gamma.txt", {"source": "codex"})),
     ],
 )
 def test_json_output_is_the_helpers_value(corpus_db, helpers_of, args, helper, helper_args):

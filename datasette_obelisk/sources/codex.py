@@ -78,6 +78,7 @@ from ..records import (
 )
 from .base import SourceFile, home, walk_files
 from .common import (
+    absolute_path,
     as_int,
     as_json,
     blob_note,
@@ -694,7 +695,7 @@ class CodexParser:
                 name=name,
                 input_json=_input_json(arguments, decoded),
                 timestamp=timestamp,
-                file_paths=_file_paths(name, arguments, decoded),
+                file_paths=_file_paths(name, arguments, decoded, self.s.cwd),
             )
         )
         if kind in IMMEDIATE_CALL_ITEMS:
@@ -1161,8 +1162,13 @@ def _shell_command(decoded: Any) -> str | None:
     return command if isinstance(command, str) else None
 
 
-def _file_paths(name: str, arguments: Any, decoded: Any) -> list[str]:
-    """apply_patch header paths, plus files a shell command obviously writes."""
+def _file_paths(name: str, arguments: Any, decoded: Any, cwd: str | None) -> list[str]:
+    """apply_patch header paths, plus files a shell command obviously writes.
+
+    Relative paths are resolved against the call's working folder (its
+    ``workdir`` argument, else the turn's cwd), so file history can be
+    asked for by absolute path.
+    """
     if isinstance(arguments, str) and decoded is None:
         text = arguments
     else:
@@ -1172,7 +1178,9 @@ def _file_paths(name: str, arguments: Any, decoded: Any) -> list[str]:
         script = _shell_command(decoded if isinstance(decoded, dict) else arguments)
         if script and "*** Begin Patch" not in script:
             paths += shell_written_paths(script)
-    return unique(paths)
+    workdir = dig(decoded, "workdir") if isinstance(decoded, dict) else None
+    base = workdir if isinstance(workdir, str) and workdir.startswith("/") else cwd
+    return unique(absolute_path(path, base) for path in paths)
 
 
 def _output_text(item: dict) -> tuple[str, int | None]:

@@ -5,6 +5,7 @@ Everything here is pure: bytes and strings in, values out.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from datetime import datetime, timedelta, timezone
@@ -86,6 +87,17 @@ def decode_line(line: bytes | None, position: Position) -> dict | LineError:
 def looks_complete(line: bytes) -> bool:
     """Cheap check that a line we skip without decoding is not truncated."""
     return line.rstrip().endswith(b"}")
+
+
+def absolute_path(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` when it is relative and cwd is known."""
+    if not cwd or path.startswith(("/", "~")) or ntpath_like(path):
+        return path
+    return posixpath.normpath(posixpath.join(cwd, path))
+
+
+def ntpath_like(path: str) -> bool:
+    return len(path) > 2 and path[1] == ":" and path[2] in "\\/"
 
 
 def strings_in(value: Any) -> Iterator[str]:
