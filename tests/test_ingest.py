@@ -324,3 +324,12 @@ def test_file_of_unknown_line_types_is_reported_as_drift(db, root, monkeypatch):
     assert rows(db, "SELECT line_no, reason FROM ingest_errors") == [
         (0, "none of the 3 lines has a type the toy parser knows: format drift? (0 messages ingested)")
     ]
+
+
+def test_commits_in_the_middle_of_a_file_do_not_disturb_reading(db, root):
+    # A chunk commit hashes the file it is reading; that must not move the read position.
+    data = b"".join(line(id=f"m{i}", text="x" * (i * 300)) for i in range(80))
+    (root / "s.jsonl").write_bytes(data)
+    summary = run(db, root, chunk_bytes=5000)
+    assert (summary.messages, summary.errors) == (80, 0)
+    assert rows(db, "SELECT SUM(text_length) FROM messages") == [(sum(i * 300 for i in range(80)),)]

@@ -75,8 +75,11 @@ def _hash(data: bytes) -> str:
 
 
 def _read_range(fp, start: int, end: int) -> bytes:
-    fp.seek(start)
-    return fp.read(end - start)
+    """Bytes ``start:end`` of an open file, without moving its position.
+
+    The ingester hashes ranges of the file it is in the middle of reading.
+    """
+    return os.pread(fp.fileno(), end - start, start)
 
 
 @dataclass
