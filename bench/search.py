@@ -50,7 +50,7 @@ only after into before error module user model index query table column row
 server client request response message event session token cache source update
 """.split()
 SOURCES = ("claude", "claude", "claude", "codex")
-BUILD_VERSION = 3
+BUILD_VERSION = 4
 
 
 def vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -181,23 +181,30 @@ def ensure_db(db_path: Path, messages: int, seed: int) -> None:
 # -- queries ---------------------------------------------------------------
 
 
-def vocabulary_by_frequency(conn) -> list[tuple[str, int]]:
-    """Terms of messages_fts with their document counts, most frequent first."""
-    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.bench_vocab USING fts5vocab(main, 'messages_fts', 'row')")
-    return conn.execute("SELECT term, doc FROM temp.bench_vocab ORDER BY doc DESC").fetchall()
+def document_count(conn, word: str) -> int:
+    return conn.execute(
+        "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1000)",
+        [f'"{word}"'],
+    ).fetchone()[0]
 
 
 def query_classes(conn, count: int, seed: int) -> dict[str, list[tuple[str, dict]]]:
-    rng = random.Random(seed)
-    ranked = [(t, d) for t, d in vocabulary_by_frequency(conn) if t.isalpha() and len(t) >= 4]
-    common = [t for t, _ in ranked[5:80]]
-    rare = [t for t, d in ranked if 3 <= d <= 60]
-    middle = [t for t, _ in ranked[100:3000]]
+    """Queries per class, from the words the corpus was built from (by Zipf rank)."""
+    words = vocabulary(random.Random(seed), 60_000)  # the build's first draw
+    rng = random.Random(seed + 1)
+    common = [w for w in words[:80] if len(w) >= 3]
+    middle = words[200:3000]
+    rare = []
+    for word in words[20_000:]:
+        if 1 <= document_count(conn, word) <= 100:
+            rare.append(word)
+        if len(rare) == count:
+            break
     classes: dict[str, list[tuple[str, dict]]] = {
         "common": [(rng.choice(common), {}) for _ in range(count)],
-        "rare": [(rng.choice(rare), {}) for _ in range(count)],
+        "rare": [(word, {}) for word in rare],
         "two-term": [(f"{rng.choice(middle)} {rng.choice(common)}", {}) for _ in range(count)],
-        "prefix": [(rng.choice(common)[:4], {"prefix": True}) for _ in range(count)],
+        "prefix": [(rng.choice([w for w in common if len(w) >= 5])[:4], {"prefix": True}) for _ in range(count)],
     }
     phrases = []
     max_id = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0]
@@ -226,7 +233,7 @@ def percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), p95
 
 
-def run(db_path: Path, queries: int, seed: int, limit: int) -> list[dict]:
+def run(db_path: Path, queries: int, seed: int, limit: int, repeat: int = 3) -> list[dict]:
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     conn.execute("PRAGMA cache_size = -262144")
     messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
@@ -241,13 +248,13 @@ def run(db_path: Path, queries: int, seed: int, limit: int) -> list[dict]:
             expression = parse_query(text, **options).expression
             conn.execute(raw_sql, [expression, limit]).fetchall()  # warm both
             search_sessions(conn, text, limit=limit, **options)
-            raw.append(timed(lambda: conn.execute(raw_sql, [expression, limit]).fetchall()))
+            raw.append(timed(lambda: conn.execute(raw_sql, [expression, limit]).fetchall(), repeat))
             page = {}
 
             def grouped_search():
                 page["value"] = search_sessions(conn, text, limit=limit, **options)
 
-            grouped.append(timed(grouped_search))
+            grouped.append(timed(grouped_search, repeat))
             sizes.append(len(page["value"]["items"]))
         raw_p50, raw_p95 = percentiles(raw)
         grouped_p50, grouped_p95 = percentiles(grouped)

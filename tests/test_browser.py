@@ -64,8 +64,8 @@ def server(web_db):
 def screenshots(tmp_path_factory, request):
     folder = Path(os.environ.get("OBELISK_SCREENSHOTS") or tmp_path_factory.mktemp("screenshots"))
     folder.mkdir(parents=True, exist_ok=True)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    reporter.write_line(f"\nscreenshots: {folder}")
+    with request.config.pluginmanager.getplugin("capturemanager").global_and_fixture_disabled():
+        print(f"\nscreenshots: {folder}", flush=True)
     return folder
 
 
@@ -96,7 +96,7 @@ def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
     page.click("button[type=submit]")
     page.wait_for_selector(".ob-result")
     assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
-    page.screenshot(path=str(screenshots / "search.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "search.png"))
 
     page.click("a[data-facet=source] >> text=claude")
     page.wait_for_selector(".ob-chip")

@@ -358,17 +358,16 @@ def test_rules_file_is_documented():
         assert not re.search(r"\\[swdb]", rule.regex), rule.id  # differ between RE2 and re
 
 
-def test_every_match_contains_a_keyword(redactor, samples, benign):
+def test_every_match_contains_a_keyword(samples, benign):
     """The prefilter is safe: a rule's regex never matches where none of its keywords is."""
+    re2 = pytest.importorskip("re2")
     texts = [sample.text for sample in samples] + benign
-    for compiled in redactor._compiled:
-        rule = compiled.rule
+    for rule in load_rules():
+        regex = re2.compile(rule.regex)
         keywords = rule.keywords if rule.case_sensitive else [k.lower() for k in rule.keywords]
         for text in texts:
-            data = redactor._engine.encode(text)
-            for match in compiled.regex.finditer(data):
-                found = match.group().decode()
-                found = found if rule.case_sensitive else found.lower()
+            for match in regex.finditer(text):
+                found = match.group() if rule.case_sensitive else match.group().lower()
                 assert any(k in found for k in keywords), (rule.id, found[:80])
 
 

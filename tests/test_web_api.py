@@ -172,7 +172,7 @@ async def every_page(ds, _url, **params) -> list[dict]:
     while True:
         page = await get(ds, _url, **params, **({"cursor": cursor} if cursor else {}))
         pages.append(page)
-        cursor = page.get("nextCursor")
+        cursor = page.get("nextCursor")  # the session-query and history contracts name it alike
         if not cursor:
             return pages
         assert len(pages) < 100
@@ -211,3 +211,57 @@ async def test_a_cursor_belongs_to_its_request_and_generation(web_db, tmp_path):
     conn.commit()
     conn.close()
     await error(ds, f"{SQ}/sessions/search", 400, "SESSION_QUERY_STALE_CURSOR", query="the", limit=2, cursor=cursor)
+
+
+# -- the history contract ------------------------------------------------------
+
+HISTORY = f"{API}/history"
+
+
+@pytest.mark.asyncio
+async def test_history_search_and_read(ds):
+    found = await get(ds, f"{HISTORY}/search", query="zebrafish")
+    assert [s["sessionId"] for s in found["sessions"]] == [XSS_SESSION]
+    session = found["sessions"][0]
+    assert session["attributes"]["source"] == "claude" and session["snippets"]
+    assert session["updatedAt"] >= session["createdAt"]
+    narrowed = await get(ds, f"{HISTORY}/search", query="zebrafish", attributes='{"source": "codex"}')
+    assert narrowed["sessions"] == []
+    contains = await get(ds, f"{HISTORY}/search", attributes='{"branch": {"contains": "xss"}}')
+    assert [s["sessionId"] for s in contains["sessions"]] == [XSS_SESSION]
+    read = await get(ds, f"{HISTORY}/read", sessionId=XSS_SESSION)
+    kinds = [entry["type"] for entry in read["entries"]]
+    assert kinds == ["user", "assistant", "tool", "assistant"]
+    tool = read["entries"][2]
+    assert (tool["name"], tool["outcome"]) == ("Bash", "failed")
+    assert "nextCursor" not in read
+
+
+@pytest.mark.asyncio
+async def test_history_paging(ds):
+    recent = await get(ds, f"{HISTORY}/search", limit=75)
+    pages = await every_page(ds, f"{HISTORY}/search", limit=4)
+    assert len(pages) > 2
+    assert [s["sessionId"] for p in pages for s in p["sessions"]] == [s["sessionId"] for s in recent["sessions"]]
+    whole = await get(ds, f"{HISTORY}/read", sessionId=XSS_SESSION, limit=100)
+    entries = await every_page(ds, f"{HISTORY}/read", sessionId=XSS_SESSION, limit=1)
+    assert [e["id"] for p in entries for e in p["entries"]] == [e["id"] for e in whole["entries"]]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,params,status,code",
+    [
+        ("/read", {"sessionId": "no-such-session"}, 404, "SESSION_QUERY_SESSION_NOT_FOUND"),
+        ("/read", {}, 400, None),
+        ("/read", {"sessionId": XSS_SESSION, "limit": "101"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
+        ("/read", {"sessionId": XSS_SESSION, "cursor": "nope"}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/search", {"limit": "76"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
+        ("/search", {"limit": "x"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
+        ("/search", {"attributes": "{nope"}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/search", {"cursor": "nope"}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+    ],
+)
+async def test_history_errors(ds, path, params, status, code):
+    body = await get(ds, HISTORY + path, status, **params)
+    assert body["ok"] is False and (code is None or body["error"]["code"] == code), body

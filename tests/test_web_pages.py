@@ -179,3 +179,33 @@ async def test_pages_keep_the_database_in_their_links(ds):
     menu = {"/-/obelisk", "/-/obelisk/overview"}  # Datasette's global menu, the same on every page
     ours = [href for href in links(html) if href.startswith("/-/obelisk") and href not in menu]
     assert ours and all("db=obelisk" in href for href in ours)
+
+
+@pytest.mark.asyncio
+async def test_search_date_range(ds):
+    inside = await page(ds, "/-/obelisk", q="zebrafish", **{"from": "2026-03-01", "to": "2026-03-01"})
+    assert f"/-/obelisk/session/{XSS_SESSION}" in inside and "Date: 2026-03-01" in inside
+    outside = await page(ds, "/-/obelisk", q="zebrafish", **{"from": "2026-03-02"})
+    assert "No session matches" in outside
+    await page(ds, "/-/obelisk", 400, q="zebrafish", **{"from": "yesterday"})
+
+
+@pytest.mark.asyncio
+async def test_several_databases(web_db, tmp_path):
+    import sqlite_utils
+
+    from datasette.app import Datasette
+
+    from web_fixtures import copy_db
+
+    plain = tmp_path / "plain.db"
+    sqlite_utils.Database(plain)["things"].insert({"id": 1})
+    second = copy_db(web_db, tmp_path / "second.db")
+    ds = Datasette([str(plain), str(web_db), str(second)])
+    await ds.invoke_startup()
+    assert "Obelisk overview" not in await page(ds, "/plain")
+    html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}", db="second")
+    assert f"/-/obelisk/session/{XSS_SESSION}/lineage?db=second" in links(html)
+    await page(ds, "/-/obelisk", 404, db="plain")
+    assert await ds.get_query("second", "obelisk_search") is not None
+    assert await ds.get_query("plain", "obelisk_search") is None

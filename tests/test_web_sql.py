@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import sqlite_utils
 
-from datasette_obelisk.web.sql_functions import register_functions
 from datasette_obelisk.web.stored_queries import QUERIES
 from web_fixtures import WORKFLOW_RUN, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
 
@@ -77,8 +76,10 @@ async def test_the_documented_examples_run(ds):
 
 
 def test_functions_are_registered_for_sqlite_utils(web_db):
-    db = sqlite_utils.Database(web_db)
-    register_functions(db.conn)  # what the sqlite-utils plugin's prepare_connection does
+    from sqlite_utils.plugins import get_plugins
+
+    assert any("prepare_connection" in plugin["hooks"] for plugin in get_plugins() if "obelisk" in plugin["name"])
+    db = sqlite_utils.Database(web_db)  # the plugin's prepare_connection hook runs here
     assert json.loads(db.execute("select obelisk_trace('xss-a1')").fetchone()[0]) == ["xss-u1", "xss-a1"]
     assert db.execute("select obelisk_fts('a-b')").fetchone()[0] == '"a-b"'
 

@@ -263,7 +263,7 @@ async def test_form_posts_redirect_back_with_a_message(db, memory_root):
     )
     assert response.status_code == 302
     assert response.headers["location"] == "/-/obelisk/memories"
-    assert rows(db, "SELECT summary FROM memories") == [("from the form",)]
+    assert rows(db, "SELECT summary FROM memories ORDER BY pk DESC LIMIT 1") == [("from the form",)]
 
 
 @pytest.mark.asyncio
@@ -282,10 +282,11 @@ async def test_writes_are_refused_when_the_audit_table_is_missing(db, memory_roo
     conn.commit()
     conn.close()
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = rows(db, "SELECT COUNT(*) FROM memories")
     response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
     assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_READ_ONLY")
     assert "obelisk ingest" in response.json()["error"]["message"]
-    assert rows(db, "SELECT COUNT(*) FROM memories") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM memories") == before
 
 
 @pytest.mark.asyncio
@@ -309,3 +310,20 @@ async def test_read_only_instances_register_no_write_route(db, memory_root):
     assert not [path for path in spec["paths"] if path.endswith(("/remember", "/forget"))]
     page = await ds.client.get("/-/obelisk/memories", actor=ROOT)
     assert "Remember a file" not in page.text and "Forget</button>" not in page.text
+
+
+@pytest.mark.asyncio
+async def test_the_published_configuration_serves_read_only(db):
+    from datasette_obelisk.cli import publish_settings
+
+    ds = make_datasette(None, config=publish_settings(), immutables=[str(db)])
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    before = counts(db)
+    for path in (REMEMBER, FORGET):
+        assert (await ds.client.post(path, json={}, actor=ROOT)).status_code == 404
+    assert counts(db) == before
+    # Reads still work, stored queries included, though arbitrary SQL is off.
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "zebrafish"})).status_code == 200
+    assert (await ds.client.get("/obelisk/obelisk_search.json", params={"q": "zebrafish"})).status_code == 200
+    assert (await ds.client.get("/-/obelisk", params={"q": "zebrafish"})).status_code == 200

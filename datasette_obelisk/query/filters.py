@@ -25,6 +25,17 @@ from .events import event_type_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
+# Session attributes (the history contract's word) and where they live.
+ATTRIBUTES = {
+    "source": "{s}.source",
+    "repository": "{s}.repository",
+    "cwd": "COALESCE({s}.cwd, {s}.project_path)",
+    "project": "{s}.project",
+    "branch": "{s}.git_branch",
+    "model": "{s}.model",
+    "relationship": "{s}.relationship",
+    "parent": "{s}.parent_session_id",
+}
 AVAILABILITY = {"live": "live", "persisted": "archived"}
 SESSION_KINDS = ("id", "cwd", "created-at", "parent", "availability")
 EVENT_KINDS = ("seq", "time", "type", "surface")
@@ -97,6 +108,7 @@ class Filters:
     roles: tuple | None = None
     surfaces: tuple | None = None
     include_meta: bool = False
+    attributes: tuple | None = None
 
     @classmethod
     def build(
@@ -105,7 +117,7 @@ class Filters:
         sources=None, projects=None, cwds=None, session_ids=None, parents=None,
         availability=None, created_from=None, created_to=None, time_from=None,
         time_to=None, seq_from=None, seq_to=None, types=None, roles=None,
-        surfaces=None, include_meta=False, check_ranges=True,
+        surfaces=None, include_meta=False, attributes=None, check_ranges=True,
     ) -> "Filters":
         built = cls(
             sources=_strings("sources", sources),
@@ -124,6 +136,7 @@ class Filters:
             roles=_strings("roles", roles),
             surfaces=_strings("surfaces", surfaces),
             include_meta=bool(include_meta),
+            attributes=_attributes(attributes),
         )
         for value in built.availability or ():
             if value not in AVAILABILITY:
@@ -187,6 +200,14 @@ class Filters:
         if self.availability:
             where.values(f"{s}.availability", tuple(AVAILABILITY[v] for v in self.availability))
         where.bounds(ms_sql(f"{s}.started_at"), self.created_from, self.created_to)
+        for key, op, value in self.attributes or ():
+            column = ATTRIBUTES.get(key)
+            if column is None:
+                where.add("0")  # an attribute no session has
+            elif op == "equals":
+                where.add(f"{column.format(s=s)} = ?", [value])
+            else:
+                where.add(f"instr({column.format(s=s)}, ?) > 0", [value])
         # Sessions whose time span cannot overlap the event time range.
         if self.time_from is not None:
             where.add(f"({s}.ended_at IS NULL OR {ms_sql(f'{s}.ended_at')} >= ?)", [self.time_from])
@@ -234,6 +255,23 @@ class _Where:
 
     def sql(self) -> str:
         return " AND ".join(self.clauses) or "1"
+
+
+def _attributes(attributes) -> tuple | None:
+    """``{key: "exact"}`` / ``{key: {"contains": "part"}}`` as sorted (key, op, value)."""
+    if attributes is None:
+        return None
+    if not isinstance(attributes, dict):
+        raise invalid("attributes must be an object")
+    found = []
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            found.append((key, "equals", value))
+        elif isinstance(value, dict) and set(value) == {"contains"} and isinstance(value["contains"], str):
+            found.append((key, "contains", value["contains"]))
+        else:
+            raise invalid(f"attribute {key!r}: use a string or {{\"contains\": string}}")
+    return tuple(sorted(found))
 
 
 def _clauses(filters, name: str) -> list[dict]:

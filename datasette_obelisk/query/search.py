@@ -1,46 +1,54 @@
 """Full-text search: sessions grouped by their best event, and events of one session.
 
     search_sessions(conn, query, *, mode="terms", prefix=False, limit=20,
-                    cursor=None, snippets=3, **filters) -> dict
-        ``{"items": [{"session", "rank", "best", "hits"}], "next_cursor",
-        "generation"}``. ``session`` is the ``sessions`` row, ``best`` the
-        session's strongest matching event and ``hits`` up to ``snippets``
-        strongest events (``best`` first), each with a plain-text snippet.
+                    cursor=None, snippets=3, filters=None, **filter_options) -> dict
+        ``{"items": [{"session", "score", "best", "hits"}], "next_cursor",
+        "generation"}``: ``session`` is the ``sessions`` row, ``best`` the
+        session's strongest matching event and ``hits`` its strongest
+        ``snippets`` events (``best`` first), each with a plain-text snippet.
     search_events(conn, session_id, query, *, mode="terms", prefix=False,
-                  limit=20, cursor=None, **filters) -> dict
-        ``{"session", "items", "next_cursor", "generation"}`` — the session row
-        is returned even when nothing matches.
+                  limit=20, cursor=None, filters=None, **filter_options) -> dict
+        ``{"session", "items", "next_cursor", "generation"}``; the session row
+        is there even when nothing matches.
     session_row(conn, session_id) -> dict        (SESSION_QUERY_SESSION_NOT_FOUND)
     session_generation(conn, session_id) -> str  changes whenever the session does
+    check_limit(limit, default, maximum) -> int  (SESSION_QUERY_INVALID_LIMIT)
 
-``filters=`` (a ``query.filters.Filters``) or its keyword arguments
-(``sources, projects, cwds, session_ids, parents, availability,
-created_from/to, time_from/to, seq_from/to, types, roles, surfaces,
-include_meta``) are applied before ranking. By default meta and hidden
-lines are left out (``include_meta=False``). Limits are 1–100.
+Queries go through ``query.fts.parse_query`` (modes ``terms``, ``phrase``,
+``raw``; ``prefix``). Filters — a ``query.filters.Filters`` as ``filters=``
+or its keyword arguments (``sources, projects, cwds, session_ids, parents,
+availability, created_from/to, time_from/to, seq_from/to, types, roles,
+surfaces, include_meta``) — are applied before ranking. By default meta and
+hidden lines are left out (``include_meta=False``). Limits are 1–100.
 
-An event hit: ``{"id", "uuid", "session_id", "seq", "type", "raw_type",
+An event hit is ``{"id", "uuid", "session_id", "seq", "type", "raw_type",
 "role", "content_type", "timestamp", "time", "surface", "visibility",
-"is_meta", "rank", "snippet": {"text", "matches"}}``; ``rank`` is FTS5's
-bm25 rank (lower is better), ``matches`` are ``[start, end)`` code-point
-offsets into the plain snippet text.
+"is_meta", "score", "snippet": {"text", "matches"}}``. Scores are higher
+for better matches; ``matches`` are ``[start, end)`` code-point offsets into
+the plain snippet text. Cursors of ``search_sessions`` are bound to the
+request and to ``obelisk_state.generation``; those of ``search_events`` to
+the request and to the target session only, so they survive changes to
+other sessions.
 
-How grouped search stays fast: ranking every matching message costs time
-linear in the matches. Instead, sessions are ranked by bm25 over the session
-index (``session_chunks_fts``: bags of words per chunk of a session, see
-store/session_index.py), best chunk first, recency breaking ties; then each
-candidate is confirmed with ``messages_fts`` inside its best chunk's id
-range, where its strongest events are ranked with the exact expression and
-every event filter. A bag can promise more than the exact query keeps
-(terms of a phrase far apart, or only in filtered-out events): such a
-candidate is skipped. One page examines at most ``MAX_CANDIDATES`` candidates
-and then returns what it found with a cursor, so no page runs away. Raw FTS5
-expressions cannot be lifted to bags (``NOT`` would wrongly exclude) and use
-the direct shape: rank all matching events and keep each session's best.
+How grouped search stays fast (bench/README.md has the numbers): ranking
+every matching message costs time linear in the matches, so sessions are
+ranked by bm25 over the session index instead (``session_docs_fts``: one
+bag of words per session, store/session_index.py), recency breaking ties.
+Each candidate is then confirmed with ``messages_fts`` inside the session's
+id range, where its events are scored (query/ranking.py) under every event
+filter. When the exact query matches few messages (at most ``EXACT_MAX``)
+the sessions holding them are found first and only those are ranked; when
+it matches many, candidates come straight from the bags, and one whose bag
+promised more than its events hold (terms in different messages, a phrase
+broken up, only filtered-out events) is skipped. A page examines at most
+``MAX_CANDIDATES`` candidates, then returns what it has with a cursor. Raw
+FTS5 expressions cannot be lifted to bags (``NOT`` would exclude wrongly):
+they rank every matching message, the slow shape.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
@@ -48,14 +56,18 @@ from .errors import QueryError
 from .events import event_select
 from .filters import Filters
 from .fts import MARK_END, MARK_START, FtsQuery, parse_query
-from .ranking import TF_WINDOW, EventScorer
+from .ranking import EventScorer
 from .text import approximate_snippet, snippet, to_ms
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 MAX_SNIPPETS = 3
-MAX_CANDIDATES = 400
-HIGHLIGHT_MAX_CHARS = 100_000
+MAX_CANDIDATES = 200
+EXACT_MAX = 4000
+SCAN_MAX = 2000
+SHORTLIST = 12
+MAX_EXPANSIONS = 24
+HIGHLIGHT_MAX_CHARS = 50_000
 
 
 def rows(conn: sqlite3.Connection, sql: str, params=()) -> list[dict]:
@@ -89,6 +101,15 @@ def session_generation(conn: sqlite3.Connection, session_id: str) -> str:
     return f"{count}:{last}:{updated[0] if updated else ''}"
 
 
+def _position(conn, cursor, scope: str, request: str, generation) -> int:
+    if cursor is None:
+        return 0
+    position = decode_cursor(conn, cursor, scope, request, generation)
+    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+    return position
+
+
 # -- grouped search --------------------------------------------------------
 
 
@@ -110,41 +131,50 @@ def search_sessions(
         raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"snippets must be an integer from 0 to {MAX_SNIPPETS}")
     filters = filters or Filters.build(**filter_options)
     generation = current_generation(conn)
-    request = fingerprint({"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets})
+    request = fingerprint(
+        {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
+    )
     position = _position(conn, cursor, "sessions", request, generation)
     page = {"items": [], "next_cursor": None, "generation": generation}
     if fts.matches_nothing:
         return page
-    finder = _RawSessions(conn, fts, filters) if fts.candidates is None else _BaggedSessions(conn, fts, filters)
+    finder = _finder(conn, fts, filters)
     items, next_position = finder.page(position, limit, max(1, snippets))
     for item in items:
-        _add_snippets(conn, fts, item["hits"][:snippets])
         item["hits"] = item["hits"][:snippets]
+        _finish_hits(conn, item.pop("expression"), fts, item["hits"])
     page["items"] = items
     if next_position is not None:
         page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, next_position)
     return page
 
 
-def _position(conn, cursor, scope: str, request: str, generation) -> int:
-    if cursor is None:
-        return 0
-    position = decode_cursor(conn, cursor, scope, request, generation)
-    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
-        raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
-    return position
+def _finder(conn, fts: FtsQuery, filters: Filters) -> "_Candidates":
+    if fts.candidates is None:
+        return _AllMatches(conn, fts, filters)
+    if fts.prefix_term is None:
+        found = conn.execute(
+            "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+            [fts.expression, EXACT_MAX + 1],
+        ).fetchone()[0]
+        if found <= EXACT_MAX:
+            return _FewMatches(conn, fts, filters)
+    return _ManyMatches(conn, fts, filters)
 
 
-class _SessionFinder:
-    """Walks candidate sessions in rank order and keeps those with a real hit."""
+class _Candidates:
+    """Candidate sessions in rank order; those with a confirmed hit make the page."""
 
-    batch = 64
+    batch = 48
 
     def __init__(self, conn, fts: FtsQuery, filters: Filters):
         self.conn = conn
         self.fts = fts
         self.filters = filters
         self.scorer = EventScorer(conn, fts)
+        self.bag_expression = (
+            fts.candidates if filters.include_meta or fts.candidates is None else f"{{body}} : ({fts.candidates})"
+        )
 
     def page(self, position: int, limit: int, per_session: int) -> tuple[list[dict], int | None]:
         items: list[dict] = []
@@ -152,108 +182,154 @@ class _SessionFinder:
         offset = position
         while True:
             candidates = self.candidates(offset, self.batch)
+            sessions = _sessions_by_id(self.conn, [c["session_id"] for c in candidates])
             for candidate in candidates:
                 if examined == MAX_CANDIDATES:
                     return items, offset
                 examined += 1
-                hits = self.confirm(candidate, per_session)
-                if hits:
+                expression = self.expression_for(candidate)
+                hits = self.best_events(candidate, expression, per_session) if expression else []
+                if hits and candidate["session_id"] in sessions:
                     if len(items) == limit:
                         return items, offset  # one more session matches: the next page starts there
-                    items.append({"session": candidate["session"], "score": candidate["score"], "best": hits[0], "hits": hits})
+                    items.append({
+                        "session": sessions[candidate["session_id"]],
+                        "score": round(-candidate["rank"], 6),
+                        "best": hits[0],
+                        "hits": hits,
+                        "expression": expression,
+                    })
                 offset += 1
             if len(candidates) < self.batch:
                 return items, None
 
+    def expression_for(self, candidate: dict) -> str | None:
+        """The exact expression for one session: a prefix becomes the session's own words."""
+        if self.fts.prefix_term is None:
+            return self.fts.expression
+        columns = "body_words || meta_words" if self.filters.include_meta else "body_words"
+        words = self.conn.execute(
+            f"SELECT {columns} FROM session_docs WHERE session_id = ?", [candidate["session_id"]]
+        ).fetchone()
+        return self.fts.expanded(prefix_words(words[0] if words else "", self.fts.prefix_term))
+
+    def best_events(self, candidate: dict, expression: str, count: int) -> list[dict]:
+        return best_events(
+            self.conn, expression, self.scorer, self.filters, candidate["session_id"],
+            candidate["first_id"], candidate["last_id"], candidate["avg_length"], count,
+        )
+
     def session_clause(self) -> tuple[str, list]:
         return self.filters.session_sql("s")
 
-    def best_events(self, session_id: str, chunk: tuple, count: int) -> list[dict]:
-        first_id, last_id, avg_length = chunk
-        found = matching_events(self.conn, self.fts, self.filters, session_id, first_id, last_id)
-        return self.scorer.rank(found, avg_length, count)
 
+class _ManyMatches(_Candidates):
+    """Candidates straight from the session bags, best bm25 first."""
 
-class _BaggedSessions(_SessionFinder):
     def candidates(self, offset: int, count: int) -> list[dict]:
         where, params = self.session_clause()
-        expression = self.fts.candidates if self.filters.include_meta else f"{{body}} : ({self.fts.candidates})"
-        found = rows(
+        if where == "1":
+            # No session filter: let FTS5 sort by rank itself, then join.
+            ranked = (
+                "(SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? "
+                "ORDER BY rank LIMIT ?) f"
+            )
+            params = [self.bag_expression, offset + count]
+        else:
+            ranked = "session_docs_fts f"
+            where = f"session_docs_fts MATCH ? AND {where}"
+            params = [self.bag_expression, *params]
+        return rows(
             self.conn,
-            f"""WITH hits AS MATERIALIZED (
-                  SELECT c.session_id, c.first_id, c.last_id, c.chars * 1.0 / c.messages AS avg_length,
-                    f.rank AS rank
-                  FROM session_chunks_fts f JOIN session_chunks c ON c.id = f.rowid
-                  WHERE session_chunks_fts MATCH ?
-                ),
-                best AS (SELECT session_id, MIN(rank) AS rank FROM hits GROUP BY session_id),
-                page AS (
-                  SELECT b.session_id, b.rank, s.ended_at FROM best b JOIN sessions s ON s.id = b.session_id
-                  WHERE {where}
-                  ORDER BY b.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?
-                )
-                SELECT p.session_id, p.rank AS session_rank, h.first_id, h.last_id, h.avg_length, h.rank
-                FROM page p JOIN hits h ON h.session_id = p.session_id
-                ORDER BY p.rank, p.ended_at DESC, p.session_id, h.rank""",
-            [expression, *params, count, offset],
+            f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+                  f.rank AS rank
+                FROM {ranked} JOIN session_docs d ON d.id = f.rowid
+                JOIN sessions s ON s.id = d.session_id
+                WHERE {where}
+                ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+            [*params, count, offset],
         )
-        return _group_chunks(self.conn, found)
-
-    def confirm(self, candidate: dict, per_session: int) -> list[dict]:
-        for chunk in candidate["chunks"]:
-            hits = self.best_events(candidate["session"]["id"], chunk, per_session)
-            if hits:
-                return hits
-        return []
 
 
-class _RawSessions(_SessionFinder):
+class _FewMatches(_Candidates):
+    """The sessions holding the (few) exact matches, ranked by their bags."""
+
     def candidates(self, offset: int, count: int) -> list[dict]:
-        session_where, session_params = self.session_clause()
+        where, params = self.session_clause()
         event_where, event_params = self.filters.event_sql("m")
-        found = rows(
+        return rows(
+            self.conn,
+            f"""WITH matched AS MATERIALIZED (
+                  SELECT DISTINCT m.session_id FROM messages_fts x JOIN messages m ON m.id = x.rowid
+                  WHERE messages_fts MATCH ? AND {event_where}
+                )
+                SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+                  f.rank AS rank
+                FROM session_docs_fts f JOIN session_docs d ON d.id = f.rowid
+                JOIN sessions s ON s.id = d.session_id
+                WHERE session_docs_fts MATCH ? AND d.session_id IN (SELECT session_id FROM matched)
+                  AND {where}
+                ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+            [self.fts.expression, *event_params, self.bag_expression, *params, count, offset],
+        )
+
+
+class _AllMatches(_Candidates):
+    """Raw FTS5: rank every matching message, keep each session's best."""
+
+    def candidates(self, offset: int, count: int) -> list[dict]:
+        where, params = self.session_clause()
+        event_where, event_params = self.filters.event_sql("m")
+        return rows(
             self.conn,
             f"""WITH hits AS MATERIALIZED (
-                  SELECT m.session_id, f.rank AS rank
-                  FROM messages_fts f JOIN messages m ON m.id = f.rowid
+                  SELECT m.session_id, x.rank AS rank FROM messages_fts x JOIN messages m ON m.id = x.rowid
                   WHERE messages_fts MATCH ? AND {event_where}
                 ),
-                best AS (SELECT session_id, MIN(rank) AS rank FROM hits GROUP BY session_id),
-                page AS (
-                  SELECT b.session_id, b.rank, s.ended_at FROM best b JOIN sessions s ON s.id = b.session_id
-                  WHERE {session_where}
-                  ORDER BY b.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?
-                )
-                SELECT p.session_id, p.rank AS session_rank, MIN(c.first_id) AS first_id,
-                  MAX(c.last_id) AS last_id, SUM(c.chars) * 1.0 / SUM(c.messages) AS avg_length
-                FROM page p JOIN session_chunks c ON c.session_id = p.session_id
-                GROUP BY p.session_id
-                ORDER BY p.rank, p.ended_at DESC, p.session_id""",
-            [self.fts.expression, *event_params, *session_params, count, offset],
+                best AS (SELECT session_id, MIN(rank) AS rank FROM hits GROUP BY session_id)
+                SELECT b.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+                  b.rank AS rank
+                FROM best b JOIN session_docs d ON d.session_id = b.session_id
+                JOIN sessions s ON s.id = b.session_id
+                WHERE {where}
+                ORDER BY b.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+            [self.fts.expression, *event_params, *params, count, offset],
         )
-        return _group_chunks(self.conn, found)
-
-    def confirm(self, candidate: dict, per_session: int) -> list[dict]:
-        (chunk,) = candidate["chunks"]
-        return self.best_events(candidate["session"]["id"], chunk, per_session)
 
 
-def _group_chunks(conn, found: list[dict]) -> list[dict]:
-    """Rows of (session, chunk) in rank order to one candidate per session."""
-    order: list[str] = []
-    chunks: dict[str, list] = {}
-    scores: dict[str, float] = {}
-    for row in found:
-        session_id = row["session_id"]
-        if session_id not in chunks:
-            order.append(session_id)
-            chunks[session_id] = []
-            scores[session_id] = round(-row["session_rank"], 6)
-        chunks[session_id].append((row["first_id"], row["last_id"], row["avg_length"] or 1.0))
-    sessions = _sessions_by_id(conn, order)
-    return [
-        {"session": sessions[s], "score": scores[s], "chunks": chunks[s]} for s in order if s in sessions
-    ]
+def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, session_id: str,
+                first_id: int, last_id: int, avg_length: float, count: int) -> list[dict]:
+    """The best-scoring matching events of one session.
+
+    Among the session's first ``SCAN_MAX`` matches (FTS5 reads a doclist
+    backwards slowly), the ``SHORTLIST`` shortest are scored: bm25 favours
+    short messages, and scoring reads the text, which can be megabytes.
+    """
+    where, params = filters.event_sql("m")
+    score, score_params = scorer.sql(avg_length)
+    return rows(
+        conn,
+        f"""SELECT {event_select("m")}, m.text_length, {score} AS score FROM messages m
+            WHERE m.id IN (
+              SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+                                AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}) x
+              JOIN messages m INDEXED BY messages_session_rows ON m.session_id = ? AND m.id = x.rowid
+              WHERE {where} ORDER BY m.text_length, m.id DESC LIMIT {SHORTLIST})
+            ORDER BY score DESC, m.id DESC LIMIT ?""",
+        [*score_params, expression, first_id, last_id, session_id, *params, count],
+    )
+
+
+def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> list[str]:
+    """The most frequent words starting with ``prefix`` in a ``{word: count}`` JSON text.
+
+    Words never hold a quote or a backslash (those split words), so the JSON
+    text can be scanned as it is.
+    """
+    found: dict[str, int] = {}
+    for word, count in re.findall(r'"(' + re.escape(prefix) + r'[^"]*)":(\d+)', counts_json):
+        found[word] = found.get(word, 0) + int(count)
+    return sorted(found, key=lambda w: (-found[w], w))[:limit]
 
 
 def _sessions_by_id(conn, ids: list[str]) -> dict[str, dict]:
@@ -285,61 +361,67 @@ def search_events(
     filters = filters or Filters.build(**filter_options)
     session = session_row(conn, session_id)
     generation = session_generation(conn, session_id)
-    request = fingerprint({"session": session_id, "query": fts.normalized(), "filters": filters.normalized(), "limit": limit})
+    request = fingerprint(
+        {"session": session_id, "query": fts.normalized(), "filters": filters.normalized(), "limit": limit}
+    )
     position = _position(conn, cursor, "events", request, generation)
     page = {"session": session, "items": [], "next_cursor": None, "generation": generation}
     if fts.matches_nothing:
         return page
-    ranges = conn.execute(
+    first_id, last_id, avg_length = conn.execute(
         "SELECT MIN(id), MAX(id), AVG(text_length) FROM messages WHERE session_id = ?", [session_id]
     ).fetchone()
-    if ranges[0] is None:
+    if first_id is None:
         return page
-    first_id, last_id, avg_length = ranges
-    found = matching_events(conn, fts, filters, session_id, first_id, last_id)
-    ranked = EventScorer(conn, fts).rank(found, avg_length, len(found))
-    page["items"] = ranked[position : position + limit]
-    _add_snippets(conn, fts, page["items"])
-    if len(ranked) > position + limit:
+    where, params = filters.event_sql("m")
+    score, score_params = EventScorer(conn, fts).sql(avg_length)
+    found = rows(
+        conn,
+        f"""SELECT {event_select("m")}, m.text_length, {score} AS score
+            FROM messages_fts x JOIN messages m ON m.id = x.rowid
+            WHERE messages_fts MATCH ? AND x.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where}
+            ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?""",
+        [*score_params, fts.expression, first_id, last_id, session_id, *params, limit + 1, position],
+    )
+    page["items"] = found[:limit]
+    _finish_hits(conn, fts.expression, fts, page["items"])
+    if len(found) > limit:
         page["next_cursor"] = encode_cursor(conn, "events", request, generation, position + limit)
     return page
-
-
-def matching_events(conn, fts: FtsQuery, filters: Filters, session_id: str, first_id: int, last_id: int) -> list[dict]:
-    """Events of one session within an id range that match, with their text for scoring."""
-    where, params = filters.event_sql("m")
-    return rows(
-        conn,
-        f"""SELECT {event_select("m")}, m.text_length, substr(m.text, 1, {TF_WINDOW}) AS text
-            FROM messages_fts f JOIN messages m ON m.id = f.rowid
-            WHERE messages_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where}""",
-        [fts.expression, first_id, last_id, session_id, *params],
-    )
 
 
 # -- hits and snippets -----------------------------------------------------
 
 
-def _add_snippets(conn, fts: FtsQuery, hits: list[dict]) -> None:
+def _finish_hits(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> None:
+    snippets = _snippets(conn, expression, fts, hits)
     for hit in hits:
-        hit["snippet"] = _snippet_for(conn, fts, hit)
+        hit["snippet"] = snippets[hit["id"]]
         hit["raw_type"] = hit.pop("type")
         hit["type"] = hit.pop("event_type")
         hit["time"] = to_ms(hit["timestamp"])
         hit["is_meta"] = bool(hit["is_meta"])
+        hit["score"] = round(hit["score"], 6)
         for name in ("subtype", "is_compact_summary", "replaced_by", "parent_uuid", "text_length"):
             hit.pop(name, None)
 
 
-def _snippet_for(conn, fts: FtsQuery, hit: dict) -> dict:
-    if hit["text_length"] <= HIGHLIGHT_MAX_CHARS:
-        row = conn.execute(
-            "SELECT highlight(messages_fts, 0, ?, ?) FROM messages_fts "
-            "WHERE messages_fts MATCH ? AND rowid = ?",
-            [MARK_START, MARK_END, fts.expression, hit["id"]],
-        ).fetchone()
-        marked = row[0] if row else None
-        if marked is not None and marked.count(MARK_START) > 0:
-            return snippet(marked)
-    text = conn.execute("SELECT text FROM messages WHERE id = ?", [hit["id"]]).fetchone()[0]
-    return approximate_snippet(text or "", fts.terms)
+def _snippets(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> dict[int, dict]:
+    """Hit-centred snippets: FTS5 marks the matches, unless the text is huge."""
+    found: dict[int, dict] = {}
+    small = [hit["id"] for hit in hits if hit["text_length"] <= HIGHLIGHT_MAX_CHARS]
+    if small:
+        for rowid, marked in conn.execute(
+            "SELECT rowid, highlight(messages_fts, 0, ?, ?) FROM messages_fts "
+            f"WHERE messages_fts MATCH ? AND rowid IN ({', '.join('?' * len(small))})",
+            [MARK_START, MARK_END, expression, *small],
+        ):
+            if marked and MARK_START in marked:
+                found[rowid] = snippet(marked)
+    for hit in hits:
+        if hit["id"] not in found:
+            text = conn.execute(
+                "SELECT substr(text, 1, 200000) FROM messages WHERE id = ?", [hit["id"]]
+            ).fetchone()[0]
+            found[hit["id"]] = approximate_snippet(text or "", fts.terms)
+    return found

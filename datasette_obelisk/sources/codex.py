@@ -19,7 +19,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   (session_meta, turn_context, task events, encrypted-only reasoning, …),
   ``usage``, ``title``, ``replay`` or ``unknown-type``.
 * Identity: the first ``session_meta`` of a file names the session
-  (``payload.id``; ``session_id`` names the root thread in subagents).
+  (``payload.id``; ``session_id`` names the root thread in subagents); its
+  ``cwd`` names the project (as Claude Code's ``projects/`` folder would), so
+  the project does not move with the folders later turns work in.
 * Message ids are ``codex:<thread>:<byte offset>``, so a ``.zst`` copy or an
   archived copy of a rollout yields the same ids.
 * Duplicates: Codex writes user text, agent text and reasoning summaries
@@ -91,6 +93,7 @@ from .common import (
     looks_complete,
     normalize_repository,
     patch_paths,
+    project_slug,
     shell_written_paths,
     strings_in,
     unique,
@@ -474,6 +477,7 @@ class CodexParser:
                 id=self.session_id,
                 source=SOURCE,
                 cwd=s.cwd,
+                project=project_slug(s.cwd),
                 git_branch=s.git_branch,
                 git_commit=first_text(git.get("commit_hash")),
                 repository=normalize_repository(git.get("repository_url")),

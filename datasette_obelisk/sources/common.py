@@ -89,6 +89,20 @@ def looks_complete(line: bytes) -> bool:
     return line.rstrip().endswith(b"}")
 
 
+def project_slug(path: Any) -> str | None:
+    """The project name Claude Code would give a working folder (its
+    ``projects/`` folder name: every character but ASCII letters and digits
+    a dash), so sessions of every source group by the same key.
+
+    Sources that know where a session started name its project with it; the
+    store only falls back to the most used folder, which moves as a live
+    file grows.
+    """
+    if not isinstance(path, str) or not path:
+        return None
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in path)
+
+
 def absolute_path(path: str, cwd: str | None) -> str:
     """``path`` made absolute against ``cwd`` when it is relative and cwd is known."""
     if not cwd or path.startswith(("/", "~")) or ntpath_like(path):

@@ -48,6 +48,7 @@ from .common import (
     first_prompt_title,
     first_text,
     looks_complete,
+    project_slug,
     shell_written_paths,
     unique,
     usage_fields,
@@ -154,13 +155,14 @@ class GeminiParser:
         if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
             return [LineError(whole, "not a Gemini chat document")]
         out: list[Record] = []
-        self._metadata(record, out)
+        self._metadata(record, out, summary=False)
         for index, message in enumerate(record["messages"], start=1):
             position = Position(index, 0, len(data))
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 self._message_record(message, position, out)
             else:
                 out.append(LineError(position, "message is not a message record"))
+        self._summary(record, out)
         return out
 
     # -- records ------------------------------------------------------------
@@ -179,18 +181,20 @@ class GeminiParser:
             self._ensure_session(out)
             out.append(Merged(position, "unknown-type"))
 
-    def _metadata(self, record: dict, out: list) -> None:
+    def _metadata(self, record: dict, out: list, *, summary: bool = True) -> None:
         """The chat's identity (first line, or the legacy document)."""
         s = self.s
         s.session = first_text(record.get("sessionId")) or s.session
         parent = self.parent
         subagent = bool(parent) or record.get("kind") == "subagent"
         directories = record.get("directories") if isinstance(record.get("directories"), list) else []
+        cwd = first_text(*directories[:1])
         out.append(
             Session(
                 id=self.session_id,
                 source=SOURCE,
-                cwd=first_text(*directories[:1]),
+                cwd=cwd,
+                project=project_slug(cwd),
                 started_at=first_text(record.get("startTime")),
                 parent_session_id=f"gemini:{parent}" if parent else None,
                 relationship="subagent" if parent else None,
@@ -201,13 +205,25 @@ class GeminiParser:
         s.session_emitted = True
         if parent:
             out.append(Subagent(s.session, session_id=f"gemini:{parent}", child_session_id=self.session_id))
-        self._summary(record, out)
+        if summary:
+            self._summary(record, out)
 
     def _summary(self, record: dict, out: list, position: Position | None = None) -> None:
+        """The chat's ``summary`` as a title candidate.
+
+        The store takes a ``summary`` title for the session that holds its
+        leaf message (Claude's summary lines name one), so the summary names
+        the newest message read so far; one given before any message has no
+        leaf and cannot be placed.
+        """
         summary = (first_text(record.get("summary")) or "").strip()
         if summary:
             updated = first_text(record.get("lastUpdated"))
-            out.append(TitleCandidate(self.session_id, "summary", summary, updated, position=position))
+            out.append(
+                TitleCandidate(
+                    self.session_id, "summary", summary, updated, leaf_uuid=self.s.last_uuid, position=position
+                )
+            )
 
     def _ensure_session(self, out: list) -> None:
         if not self.s.session_emitted:

@@ -420,8 +420,80 @@ def m004_create_session_index(db):
             VALUES ('delete', old.id, old.body, old.meta);
             INSERT INTO session_docs_fts (rowid, body, meta) VALUES (new.id, new.body, new.meta);
         END;
+        -- The columns grouped search filters a session's matches by, and the
+        -- session index counts, without reading past the (long) text.
+        CREATE INDEX IF NOT EXISTS messages_session_rows
+            ON messages (session_id, id, text_length, is_meta, visibility);
         INSERT OR IGNORE INTO obelisk_state (key, value)
         VALUES ('cursor_secret', lower(hex(randomblob(16))));
         """
     )
     rebuild_session_documents(db.conn)
+
+
+@migrations()
+def m005_create_audit_log(db):
+    # Every write made through the web face (remember/forget) leaves a row
+    # here: who, when, what and why. It is append-only and, like memories,
+    # never touched by a rebuild, so a published database can show who
+    # changed its memories. The web endpoints refuse to write without it.
+    db.executescript(
+        """
+        CREATE TABLE audit_log (
+            id INTEGER PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            actor_id TEXT,
+            actor_json TEXT,
+            action TEXT NOT NULL,
+            database_name TEXT,
+            memory_id TEXT,
+            reason TEXT,
+            detail_json TEXT
+        );
+        CREATE INDEX audit_log_memory ON audit_log (memory_id);
+        """
+    )
+
+
+@migrations()
+def m006_create_browse_views(db):
+    # Datasette computes facets and full-text search only on tables and
+    # views, not on stored queries. These two views put the columns people
+    # filter by (source, project, branch, role, model, tool, outcome, date)
+    # beside each message and each tool call, so Datasette's own table pages
+    # facet and search them with no configuration; the plugin points their
+    # `_search` at messages_fts / tool_errors_fts through `id` / `result_id`.
+    db.executescript(
+        """
+        CREATE VIEW browse_messages AS
+        SELECT
+            m.id, m.uuid, m.session_id, m.seq, m.timestamp, m.source,
+            s.project, COALESCE(m.git_branch, s.git_branch) AS branch,
+            m.role, m.type, m.content_type, m.model, m.surface, m.is_meta,
+            COALESCE(
+                (SELECT c.name FROM tool_calls c WHERE c.message_uuid = m.uuid LIMIT 1),
+                (SELECT c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id
+                 WHERE r.message_uuid = m.uuid LIMIT 1)
+            ) AS tool_name,
+            COALESCE(
+                (SELECT r.outcome FROM tool_results r WHERE r.message_uuid = m.uuid LIMIT 1),
+                (SELECT r.outcome FROM tool_calls c JOIN tool_results r ON r.tool_use_id = c.id
+                 WHERE c.message_uuid = m.uuid LIMIT 1)
+            ) AS outcome,
+            s.title AS session_title, m.text
+        FROM messages m
+        LEFT JOIN sessions s ON s.id = m.session_id;
+
+        CREATE VIEW browse_tool_calls AS
+        SELECT
+            c.id, c.session_id, c.timestamp, s.source, s.project,
+            s.git_branch AS branch, m.model, c.name AS tool_name, r.outcome,
+            r.exit_code, c.file_path, c.message_uuid, r.id AS result_id,
+            c.input_json, substr(r.content, 1, 2000) AS result_preview,
+            s.title AS session_title
+        FROM tool_calls c
+        LEFT JOIN tool_results r ON r.tool_use_id = c.id
+        LEFT JOIN sessions s ON s.id = c.session_id
+        LEFT JOIN messages m ON m.uuid = c.message_uuid;
+        """
+    )

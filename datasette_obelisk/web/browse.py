@@ -4,6 +4,8 @@ Our FTS tables are declared ``content='messages'`` (single quotes), which
 Datasette's detection does not recognise, and views are never detected. At
 startup the plugin adds this table configuration for each obelisk database,
 under whatever the user configured: their ``datasette.yaml`` always wins.
+The views get no default sort: sorting every match of a common word
+would cost more than a page, while unsorted pages stop at the page size.
 """
 
 from __future__ import annotations
@@ -21,13 +23,11 @@ TABLE_DEFAULTS = {
         "fts_table": "messages_fts",
         "fts_pk": "id",
         "facets": ["source", "project", "role", DATE],
-        "sort_desc": "timestamp",
     },
     "browse_tool_calls": {
         "fts_table": "tool_errors_fts",
         "fts_pk": "result_id",
         "facets": ["tool_name", "outcome", "source", "project", DATE],
-        "sort_desc": "timestamp",
     },
     "derive_queue": {"hidden": True},
     "obelisk_state": {"hidden": True},

@@ -52,9 +52,12 @@ def stacked_bars(title: str, days: list[str], series: dict[str, list[int]], widt
                 f'<rect x="{x + 0.5:.1f}" y="{y:.1f}" width="{max(bar_w - 1, 1):.1f}" height="{h:.1f}" '
                 f'fill="{colours[name]}"><title>{escape(day)} {escape(name)}: {value}</title></rect>'
             )
-    for i in _label_positions(len(days)):
+    positions = _label_positions(len(days))
+    for i in positions:
         x = left + i * bar_w + bar_w / 2
-        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="middle">{escape(days[i])}</text>')
+        anchor = "start" if i == positions[0] else "end" if i == positions[-1] else "middle"
+        x = left if anchor == "start" else left + (i + 1) * bar_w if anchor == "end" else x
+        parts.append(f'<text x="{x:.1f}" y="{top + plot_h + 14}" class="tick" text-anchor="{anchor}">{escape(days[i])}</text>')
     parts += _legend(colours, left, height - 4)
     parts.append("</svg>")
     return Markup("".join(parts))

@@ -102,8 +102,7 @@ async def files_page(datasette, request, db, params):
 
 
 async def failures_page(datasette, request, db, params):
-    options = {key: value for key, value in params.values("project", "source", "sessionId").items()}
-    options["limit"] = params.integer("limit", 50)
+    options = {**params.values("project", "source", "sessionId"), "limit": params.integer("limit", 50)}
     found = await db.execute_fn(lambda conn: obelisk.failures(conn, options))
     return {"active_tab": "Failures", "failures": found, "filters": options}
 

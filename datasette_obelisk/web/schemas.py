@@ -137,3 +137,20 @@ EVENT_TRACE = obj(
 )
 EVENT_TRACE["properties"]["replacedBy"] = INTEGER
 COMPONENTS = {"Error": ERROR, "LineageNode": LINEAGE_NODE}
+
+# -- history contract ------------------------------------------------------------
+
+DESCRIPTOR = obj(
+    {"sessionId": STRING, "attributes": {"type": "object", "additionalProperties": STRING},
+     "createdAt": INTEGER, "updatedAt": INTEGER, "snippets": array(STRING)}
+)
+DESCRIPTOR["properties"]["digest"] = obj({"title": STRING, "summary": STRING, "updatedThroughEntryId": STRING})
+TEXT_ENTRY = obj({"id": STRING, "sourceIds": array(STRING), "type": {"enum": ["user", "assistant"]},
+                  "timestamp": INTEGER, "content": ANY})
+TOOL_ENTRY = obj({"id": STRING, "sourceIds": array(STRING), "type": {"const": "tool"}, "timestamp": INTEGER,
+                  "name": STRING, "arguments": ANY, "result": ANY,
+                  "outcome": {"enum": ["succeeded", "failed", "blocked", "cancelled"]}})
+HISTORY_SEARCH = obj({"sessions": array(DESCRIPTOR)})
+HISTORY_SEARCH["properties"]["nextCursor"] = STRING
+HISTORY_READ = obj({"session": DESCRIPTOR, "entries": array({"oneOf": [TEXT_ENTRY, TOOL_ENTRY]})})
+HISTORY_READ["properties"]["nextCursor"] = STRING

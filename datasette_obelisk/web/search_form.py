@@ -11,9 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlencode
 
-from ..query.errors import QueryError
-
-MODES = ("terms", "phrase", "raw")
 LIST_FIELDS = ("source", "project", "branch", "model", "role", "tool")
 FACET_LABELS = {
     "source": "Source", "project": "Project", "branch": "Branch", "model": "Model",
@@ -35,12 +32,9 @@ class SearchForm:
 
     @classmethod
     def from_params(cls, params) -> "SearchForm":
-        mode = params.text("mode", "terms")
-        if mode not in MODES:
-            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"mode must be one of {', '.join(MODES)}")
         return cls(
             query=(params.text("q") or "").strip(),
-            mode=mode,
+            mode=params.text("mode", "terms"),
             lists={name: tuple(params.texts(name)) for name in LIST_FIELDS if params.texts(name)},
             day_from=params.text("from"),
             day_to=params.text("to"),

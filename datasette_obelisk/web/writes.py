@@ -25,7 +25,7 @@ from . import schemas
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
 from .databases import database_for
-from .endpoints import API_ROOT, Endpoint, Param
+from .endpoints import Endpoint, Param
 from .responses import json_error, json_ok, method_not_allowed
 from .urls import obelisk_url
 

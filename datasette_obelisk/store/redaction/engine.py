@@ -14,7 +14,10 @@ linear in its length:
 A secret becomes ``[REDACTED:<rule>:<hmac8>]``, where ``hmac8`` is the first 8
 hex digits of HMAC-SHA256(key, secret): the same secret gets the same marker
 within one database, and the marker tells nothing to anyone without the key.
-No rule can match a marker, so redaction is idempotent.
+
+Redaction is idempotent: nothing inside a marker is redacted again, and
+``redact`` repeats its pass until the text stops changing (a replacement can
+change a neighbour's context), at most ``MAX_PASSES`` times.
 
 google-re2 is used when it can be imported. Otherwise the engine falls back to
 Python ``re``, with every open-ended repeat bounded. That is slower, and only
@@ -228,8 +231,12 @@ class _Re2Engine:
     def prefilter(self, slots: list[tuple[tuple[str, ...], bool]]):
         return _SetPrefilter(slots, self.options)
 
-    def char_offsets(self, data: bytes, positions: list[int]) -> dict[int, int]:
-        if len(data) == len(self.decode(data)):
+    def sample(self, secret: bytes) -> str:
+        """The first ENTROPY_SAMPLE characters of ``secret``, as str."""
+        return secret[: 4 * ENTROPY_SAMPLE].decode("utf-8", "replace")[:ENTROPY_SAMPLE]
+
+    def char_offsets(self, data: bytes, text: str, positions: list[int]) -> dict[int, int]:
+        if len(data) == len(text):  # all ASCII: byte offsets are str offsets
             return {p: p for p in positions}
         offsets, chars, last = {}, 0, 0
         for p in sorted(set(positions)):
@@ -260,7 +267,10 @@ class _ReEngine:
     def prefilter(self, slots: list[tuple[tuple[str, ...], bool]]):
         return _KeywordPrefilter(slots)
 
-    def char_offsets(self, data: str, positions: list[int]) -> dict[int, int]:
+    def sample(self, secret: str) -> str:
+        return secret[:ENTROPY_SAMPLE]
+
+    def char_offsets(self, data: str, text: str, positions: list[int]) -> dict[int, int]:
         return {p: p for p in positions}
 
 
@@ -329,10 +339,11 @@ def _make_engine(name: str | None):
 
 
 class _CompiledRule:
-    __slots__ = ("rule", "regex", "allow", "stopwords", "group_count")
+    __slots__ = ("rule", "engine", "regex", "allow", "stopwords", "group_count")
 
     def __init__(self, rule: Rule, engine):
         self.rule = rule
+        self.engine = engine
         try:
             self.regex = engine.compile(rule.regex)
             self.allow = self.stopwords = None
@@ -358,7 +369,8 @@ class _CompiledRule:
 
     def rejects(self, secret) -> bool:
         """True if ``secret`` is a known non-secret: low entropy, stopword, allowlisted."""
-        if self.rule.min_entropy and shannon_entropy(secret) < self.rule.min_entropy:
+        min_entropy = self.rule.min_entropy
+        if min_entropy and shannon_entropy(self.engine.sample(secret)) < min_entropy:
             return True
         if self.stopwords is not None and self.stopwords.search(secret) is not None:
             return True
@@ -448,12 +460,14 @@ class Redactor:
         return text
 
     def scan(self, text: str) -> list[Finding]:
-        """The secrets ``redact`` would replace first, as (rule, start, end) in ``text``."""
+        """The secrets ``redact`` replaces in its first pass, as (rule, start, end)
+        str offsets into ``text``. Home paths are not reported."""
         data = self._engine.encode(text)
         spans = self._find(data)
         if not spans:
             return []
-        offsets = self._engine.char_offsets(data, [p for s, e, _ in spans for p in (s, e)])
+        positions = [p for start, end, _ in spans for p in (start, end)]
+        offsets = self._engine.char_offsets(data, text, positions)
         return [Finding(self.rules[i].id, offsets[s], offsets[e]) for s, e, i in spans]
 
     def redact_value(self, value: Any) -> Any:

@@ -1,0 +1,411 @@
+"""The history contract: ``history.search`` and ``history.read`` over the archive.
+
+    history_search(conn, options=None, **options) -> {"sessions": [...], "nextCursor"?}
+    history_read(conn, options=None, **options) -> {"session", "entries", "nextCursor"?}
+    History(conn).search(options) / .read(options)   the same, as ``history.*``
+
+``search({query, attributes, limit, cursor})``
+    Every term of ``query`` must occur in one transcript entry, or in the
+    session's digest. Sessions whose digest holds every term come first
+    (newest first), then sessions ranked by grouped full-text search (bm25,
+    recency breaking ties). ``attributes`` filter before ranking: a string
+    must equal the attribute, ``{"contains": s}`` must occur in it (case
+    sensitive). No query and no attributes: the most recently updated
+    sessions. ``limit`` 1–75 (default 10). A session carries up to three
+    snippets (plain text; matches are in ``snippetMatches``).
+``read({sessionId, limit, cursor})``
+    The active flat conversation in transcript order: ``user`` and
+    ``assistant`` text entries, and one ``tool`` entry per tool call with
+    its result (``outcome`` succeeded | failed | blocked | cancelled,
+    ``sourceIds`` = [call message, result message]). Content a rewind
+    abandoned (``visibility = 'inactive'``), meta and hidden lines,
+    reasoning, compaction summaries and structural lines are not entries;
+    compaction removes nothing. ``limit`` 1–100 (default 50); a page also
+    stops before ``READ_BUDGET_BYTES`` of JSON (always at least one entry).
+    Only the absence of ``nextCursor`` ends the transcript.
+
+Descriptors: ``{sessionId, attributes, createdAt, updatedAt, digest?,
+snippets}``. ``attributes`` are the session's ``source`` (the agent:
+claude, codex, gemini), ``repository``, ``cwd``, ``project``, ``branch``,
+``model``, ``relationship`` and ``parent`` when known. ``updatedAt`` is the
+last message time. The ``digest`` is the session's own title and its latest
+agent-written summary (compaction or away summary), with
+``updatedThroughEntryId`` the entry that summary was written at (else the
+last entry). Errors: SESSION_QUERY_INVALID_QUERY / _INVALID_FILTER /
+_INVALID_LIMIT / _INVALID_CURSOR / _STALE_CURSOR / _SESSION_NOT_FOUND, and
+OBELISK_INVALID_ARGUMENT for a malformed request.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+from . import search as search_core
+from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
+from .errors import QueryError
+from .filters import Filters
+from .fts import MAX_QUERY_CHARS, normalize_text, parse_query
+from .search import rows
+from .text import to_ms
+
+SEARCH_DEFAULT_LIMIT = 10
+SEARCH_MAX_LIMIT = 75
+READ_DEFAULT_LIMIT = 50
+READ_MAX_LIMIT = 100
+READ_BUDGET_BYTES = 1 << 20
+MAX_ATTRIBUTES = 32
+MAX_ATTRIBUTE_KEY = 64
+MAX_ATTRIBUTE_VALUE = 1024
+MAX_SESSION_ID = 256
+SNIPPETS = 3
+INNER_LIMIT = 25
+DIGEST_SCAN_MAX = 5000
+
+
+def _options(options, kwargs: dict, allowed: set, name: str) -> dict:
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"history.{name}() takes an options object")
+    merged = {**options, **kwargs}
+    unknown = set(merged) - allowed
+    if unknown:
+        raise QueryError(
+            "OBELISK_INVALID_ARGUMENT", f"history.{name}(): unknown option {', '.join(sorted(unknown))}"
+        )
+    return merged
+
+
+def _limit(value, default: int, maximum: int) -> int:
+    try:
+        return search_core.check_limit(value, default, maximum)
+    except QueryError:
+        raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer from 1 to {maximum}") from None
+
+
+# -- descriptors -----------------------------------------------------------
+
+
+def attributes_of(session: dict) -> dict:
+    values = {
+        "source": session["source"],
+        "repository": session["repository"],
+        "cwd": session["cwd"] or session["project_path"],
+        "project": session["project"],
+        "branch": session["git_branch"],
+        "model": session["model"],
+        "relationship": session["relationship"],
+        "parent": session["parent_session_id"],
+    }
+    return {key: value for key, value in values.items() if value}
+
+
+def descriptor(conn, session: dict, snippets=()) -> dict:
+    result = {
+        "sessionId": session["id"],
+        "attributes": attributes_of(session),
+        "createdAt": to_ms(session["started_at"]) or 0,
+        "updatedAt": to_ms(session["ended_at"]) or to_ms(session["started_at"]) or 0,
+    }
+    digest = _digest(conn, session)
+    if digest is not None:
+        result["digest"] = digest
+    result["snippets"] = [s["text"] for s in snippets]
+    result["snippetMatches"] = [s["matches"] for s in snippets]
+    return result
+
+
+def _digest(conn, session: dict) -> dict | None:
+    summary = conn.execute(
+        "SELECT content, message_uuid FROM summaries WHERE session_id = ? AND visibility = 'visible' "
+        "ORDER BY timestamp DESC, rowid DESC LIMIT 1",
+        [session["id"]],
+    ).fetchone()
+    if not session["title"] and summary is None:
+        return None
+    through = summary[1] if summary is not None and summary[1] else _last_entry_id(conn, session["id"])
+    return {
+        "title": session["title"] or "",
+        "summary": summary[0] if summary is not None else "",
+        "updatedThroughEntryId": through or "",
+    }
+
+
+# -- search ----------------------------------------------------------------
+
+
+def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
+    o = _options(options, kwargs, {"query", "attributes", "limit", "cursor"}, "search")
+    query = o.get("query")
+    if query is not None:
+        if not isinstance(query, str) or not normalize_text(query):
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a non-blank string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"query is longer than {MAX_QUERY_CHARS} characters")
+    attributes = _check_attributes(o.get("attributes"))
+    limit = _limit(o.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)
+    filters = Filters.build(attributes=attributes)
+    generation = current_generation(conn)
+    request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
+    position = {"digest": 0, "search": None}
+    if o.get("cursor") is not None:
+        position = decode_cursor(conn, o["cursor"], "history.search", request, generation)
+        if not isinstance(position, dict) or set(position) != {"digest", "search"}:
+            raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+    if query is None:
+        found, next_position = _recent(conn, filters, position, limit)
+    else:
+        found, next_position = _matching(conn, query, filters, position, limit)
+    result = {"sessions": [descriptor(conn, session, snippets) for session, snippets in found]}
+    if next_position is not None:
+        result["nextCursor"] = encode_cursor(conn, "history.search", request, generation, next_position)
+    return result
+
+
+def _check_attributes(attributes) -> dict | None:
+    if attributes is None:
+        return None
+    if not isinstance(attributes, dict) or len(attributes) > MAX_ATTRIBUTES:
+        raise QueryError("SESSION_QUERY_INVALID_FILTER", f"attributes must be an object of at most {MAX_ATTRIBUTES} filters")
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_ATTRIBUTE_KEY:
+            raise QueryError("SESSION_QUERY_INVALID_FILTER", f"attribute names are 1 to {MAX_ATTRIBUTE_KEY} characters")
+        text = value.get("contains") if isinstance(value, dict) else value
+        if not isinstance(text, str) or len(text) > MAX_ATTRIBUTE_VALUE or (isinstance(value, dict) and set(value) != {"contains"}):
+            raise QueryError(
+                "SESSION_QUERY_INVALID_FILTER",
+                f"attribute {key!r}: a string or {{contains: string}} of at most {MAX_ATTRIBUTE_VALUE} characters",
+            )
+    return attributes
+
+
+def _recent(conn, filters: Filters, position: dict, limit: int):
+    where, params = filters.session_sql("s")
+    offset = position["digest"]
+    found = rows(
+        conn,
+        f"SELECT s.* FROM sessions s WHERE {where} "
+        "ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id LIMIT ? OFFSET ?",
+        [*params, limit + 1, offset],
+    )
+    next_position = {"digest": offset + limit, "search": None} if len(found) > limit else None
+    return [(session, []) for session in found[:limit]], next_position
+
+
+def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
+    """Digest matches first (newest first), then grouped transcript search.
+
+    The position is ``{"digest": n, "search": [inner cursor, skip]}``: the
+    inner search always pages by ``INNER_LIMIT``, so a caller may change
+    ``limit`` between pages.
+    """
+    fts = parse_query(query)
+    digests = _digest_matches(conn, fts, filters)
+    found = []
+    offset = position["digest"]
+    for session in digests[offset : offset + limit]:
+        hits = search_core.search_events(conn, session["id"], query, limit=SNIPPETS, filters=filters)["items"]
+        found.append((session, [hit["snippet"] for hit in hits]))
+    if offset + limit < len(digests):
+        return found, {"digest": offset + limit, "search": None}
+    seen = {session["id"] for session in digests}
+    cursor, skip = position["search"] or (None, 0)
+    while True:
+        page = search_core.search_sessions(
+            conn, query, limit=INNER_LIMIT, cursor=cursor, snippets=SNIPPETS, filters=filters
+        )
+        items = page["items"]
+        while skip < len(items) and len(found) < limit:
+            item = items[skip]
+            skip += 1
+            if item["session"]["id"] not in seen:
+                found.append((item["session"], [hit["snippet"] for hit in item["hits"]]))
+        if skip < len(items):
+            return found, {"digest": len(digests), "search": [cursor, skip]}
+        if page["next_cursor"] is None:
+            return found, None
+        cursor, skip = page["next_cursor"], 0
+        if len(found) >= limit:
+            return found, {"digest": len(digests), "search": [cursor, 0]}
+
+
+def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
+    """Sessions whose title and summaries together hold every query term."""
+    if not fts.terms:
+        return []
+    where, params = filters.session_sql("s")
+    digest = (
+        "lower(COALESCE(s.title, '') || ' ' || COALESCE((SELECT group_concat(content, ' ') FROM summaries "
+        "WHERE session_id = s.id AND visibility = 'visible'), ''))"
+    )
+    likes = " AND ".join(f"{digest} LIKE ? ESCAPE '\\'" for _ in fts.terms)
+    found = rows(
+        conn,
+        f"SELECT s.*, {digest} AS digest_text FROM sessions s WHERE {where} AND {likes} "
+        f"ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id LIMIT {DIGEST_SCAN_MAX}",
+        [*params, *("%" + _escape_like(term) + "%" for term in fts.terms)],
+    )
+    patterns = [word_start(term) for term in fts.terms]
+    matches = []
+    for session in found:
+        text = session.pop("digest_text")
+        if all(p.search(text) for p in patterns):
+            matches.append(session)
+    return matches
+
+
+def word_start(term: str):
+    return re.compile(r"(?<![^\W_])" + re.escape(term), re.IGNORECASE)
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# -- read --------------------------------------------------------------------
+
+
+def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
+    o = _options(options, kwargs, {"sessionId", "limit", "cursor"}, "read")
+    session_id = o.get("sessionId")
+    if not isinstance(session_id, str) or not 1 <= len(session_id) <= MAX_SESSION_ID:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"sessionId must be a string of 1 to {MAX_SESSION_ID} characters")
+    limit = _limit(o.get("limit"), READ_DEFAULT_LIMIT, READ_MAX_LIMIT)
+    session = search_core.session_row(conn, session_id)
+    request = fingerprint({"sessionId": session_id})
+    after = None
+    if o.get("cursor") is not None:
+        after = decode_cursor(conn, o["cursor"], "history.read", request, None)
+        if not (isinstance(after, list) and len(after) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in after)):
+            raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+    entries, more = _page(conn, session_id, after, limit, READ_BUDGET_BYTES)
+    positions = [entry.pop("_position") for entry in entries]
+    result = {"session": descriptor(conn, session), "entries": entries}
+    if more:
+        result["nextCursor"] = encode_cursor(conn, "history.read", request, None, positions[-1])
+    return result
+
+
+ENTRY_WHERE = (
+    "m.session_id = ? AND m.visibility = 'visible' AND m.surface != 'log-only' AND m.is_meta = 0 "
+    "AND m.is_compact_summary = 0 AND m.role IN ('user', 'assistant') "
+    "AND COALESCE(m.content_type, '') NOT IN ('thinking', 'tool_result')"
+)
+
+
+def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[dict], bool]:
+    """Up to ``limit`` entries after the ``(seq, part)`` position within ``budget`` bytes."""
+    entries: list[dict] = []
+    used = 0
+    seq, part = after if after is not None else (0, -1)
+    clock = None
+    while True:
+        batch = rows(
+            conn,
+            f"SELECT m.uuid, m.seq, m.role, m.content_type, m.timestamp, m.text FROM messages m "
+            f"WHERE {ENTRY_WHERE} AND m.seq >= ? ORDER BY m.seq LIMIT ?",
+            [session_id, seq, limit + 1],
+        )
+        if not batch:
+            return entries, False
+        tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch])
+        for row in batch:
+            clock = to_ms(row["timestamp"]) or clock
+            for index, entry in enumerate(_message_entries(conn, session_id, row, tools.get(row["uuid"], []), clock)):
+                if (row["seq"], index) <= (seq, part):
+                    continue
+                size = len(json.dumps(entry, ensure_ascii=False).encode())
+                if len(entries) == limit or (entries and used + size > budget):
+                    return entries, True
+                used += size
+                entry["_position"] = [row["seq"], index]
+                entries.append(entry)
+        seq, part = batch[-1]["seq"], 1 << 30
+        if len(batch) <= limit:
+            return entries, False
+
+
+def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock) -> list[dict]:
+    entries = []
+    if row["content_type"] != "tool_use" and row["text"]:
+        entries.append({
+            "id": row["uuid"],
+            "sourceIds": [row["uuid"]],
+            "type": row["role"],
+            "timestamp": clock or 0,
+            "content": row["text"],
+        })
+    for tool in tools:
+        if tool["outcome"] is None and not _conversation_moved_on(conn, session_id, row["seq"]):
+            continue  # still running: it becomes an entry when its result arrives
+        entries.append({
+            "id": tool["id"],
+            "sourceIds": [s for s in (row["uuid"], tool["result_message"]) if s],
+            "type": "tool",
+            "timestamp": to_ms(tool["timestamp"]) or clock or 0,
+            "name": tool["name"],
+            "arguments": _json(tool["input_json"]),
+            "result": tool["content"],
+            "outcome": tool["outcome"] or "cancelled",
+        })
+    return entries
+
+
+def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dict]]:
+    marks = ", ".join("?" * len(uuids))
+    found: dict[str, list[dict]] = {}
+    for row in rows(
+        conn,
+        f"""SELECT c.message_uuid, c.id, c.name, c.input_json, c.timestamp, r.content, r.outcome,
+               r.message_uuid AS result_message
+            FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
+            WHERE c.session_id = ? AND c.message_uuid IN ({marks}) ORDER BY c.rowid""",
+        [session_id, *uuids],
+    ):
+        found.setdefault(row["message_uuid"], []).append(row)
+    return found
+
+
+def _conversation_moved_on(conn, session_id: str, seq: int) -> bool:
+    return conn.execute(
+        f"SELECT 1 FROM messages m WHERE {ENTRY_WHERE} AND m.seq > ? LIMIT 1", [session_id, seq]
+    ).fetchone() is not None
+
+
+def _last_entry_id(conn, session_id: str) -> str | None:
+    row = conn.execute(
+        f"SELECT m.uuid, m.content_type FROM messages m WHERE {ENTRY_WHERE} ORDER BY m.seq DESC LIMIT 1",
+        [session_id],
+    ).fetchone()
+    if row is None:
+        return None
+    if row[1] == "tool_use":
+        call = conn.execute(
+            "SELECT id FROM tool_calls WHERE message_uuid = ? ORDER BY rowid DESC LIMIT 1", [row[0]]
+        ).fetchone()
+        return call[0] if call else row[0]
+    return row[0]
+
+
+def _json(value):
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+class History:
+    """``history.search`` / ``history.read`` bound to one connection."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def search(self, options=None, **kwargs) -> dict:
+        return history_search(self.conn, options, **kwargs)
+
+    def read(self, options=None, **kwargs) -> dict:
+        return history_read(self.conn, options, **kwargs)

@@ -1,0 +1,97 @@
+"""Live-preferred answers: tail-ingest logs that grew since the last ingest.
+
+    refresh(conn, session_ids=None, *, enabled=True, sources=None) -> list[str]
+        Before answering for ``session_ids`` (every known file when None),
+        compare each of their source files' ``os.stat`` size and mtime with
+        its ``source_files`` row; a file that changed is ingested again —
+        the ingester reads only the bytes after its cursor when the file
+        just grew — and the derivations (surfaces, titles, the session index)
+        are brought up to date. Returns the paths re-read.
+
+``conn`` must be a *write* connection (``store.db.open_db``); everything
+else in query/ reads only. ``enabled=False`` makes this a no-op, for faces
+that serve a published read-only copy. If another writer holds the database
+longer than ``WAIT_SECONDS`` the refresh is skipped and the answer comes
+from what is already stored. Files that are gone are left alone: their
+sessions are served from the archive. New files are not discovered here;
+that is ``obelisk ingest``'s job.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from ..sources.base import SourceFile
+from ..store.db import BUSY_TIMEOUT_MS
+from ..store.ingest import Ingester
+
+WAIT_SECONDS = 2.0
+
+
+def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
+    """``source_files`` rows whose file on disk no longer has the stored size and mtime."""
+    if session_ids is None:
+        sql, params = "SELECT * FROM source_files WHERE missing = 0", []
+    else:
+        ids = list(dict.fromkeys(session_ids))
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        sql = (
+            "SELECT * FROM source_files WHERE missing = 0 AND id IN "
+            f"(SELECT DISTINCT file_id FROM messages WHERE session_id IN ({marks}))"
+        )
+        params = ids
+    cursor = conn.execute(sql, params)
+    names = [d[0] for d in cursor.description]
+    changed = []
+    for values in cursor.fetchall():
+        row = dict(zip(names, values))
+        try:
+            st = os.stat(row["path"])
+        except OSError:
+            continue  # gone: the archive answers; `obelisk ingest` marks it missing
+        if (st.st_size, st.st_mtime_ns) != (row["size"], row["mtime_ns"]):
+            changed.append(row)
+    return changed
+
+
+def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None) -> list[str]:
+    if not enabled:
+        return []
+    rows = changed_files(conn, session_ids)
+    if not rows:
+        return []
+    if sources is None:
+        from ..plugins import get_sources
+
+        sources = get_sources()
+    rows = [row for row in rows if row["source"] in sources]
+    previous_factory = conn.row_factory
+    conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
+    try:
+        ingester = Ingester(conn, sources, {})
+        for row in rows:
+            ingester.ingest_file(unit_for(row))
+        ingester.derive_pending()
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc) and "busy" not in str(exc):
+            raise
+        return []  # another writer is busy: answer from what is stored
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.row_factory = previous_factory
+    return [row["path"] for row in rows]
+
+
+def unit_for(row: dict) -> SourceFile:
+    """The ingest unit of a ``source_files`` row.
+
+    Discovery hints are not stored; parsers resume from the state saved
+    with the cursor, which carries what they learnt from the file's start.
+    """
+    return SourceFile(
+        Path(row["path"]), row["source"], row["kind"], layout=row["layout"], compression=row["compression"]
+    )

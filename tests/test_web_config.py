@@ -1,0 +1,28 @@
+"""The example metadata.yml and datasette.yaml at the top of the repository load and serve."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from web_fixtures import make_datasette, web_db  # noqa: F401 (fixture)
+
+TOP = Path(__file__).parent.parent
+
+
+@pytest.mark.asyncio
+async def test_example_configuration_serves_every_page(web_db):
+    metadata = yaml.safe_load((TOP / "metadata.yml").read_text())
+    config = yaml.safe_load((TOP / "datasette.yaml").read_text())
+    ds = make_datasette(web_db, config=config, metadata=metadata)
+    await ds.invoke_startup()
+    for path in ("/", "/-/obelisk", "/-/obelisk/overview", "/obelisk/browse_messages"):
+        response = await ds.client.get(path)
+        assert response.status_code == 200, (path, response.text[response.text.find("<h1"):][:300])
+    assert "Obelisk" in (await ds.client.get("/")).text
+    # Example memory_roots is empty: nothing is writable, even for root.
+    ds.root_enabled = True
+    response = await ds.client.post("/-/obelisk/api/remember", json={"path": "/x.md", "summary": "x"}, actor={"id": "root"})
+    assert response.json()["error"]["code"] == "OBELISK_MEMORY_REFUSED"
