@@ -39,11 +39,6 @@ async def test_every_page_and_endpoint_answers(ingested):
 
 
 @pytest.mark.asyncio
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ingester does not yet maintain the session index (store/session_index.update_session_documents "
-    "is not called by derive), so grouped search is empty after a plain `obelisk ingest`",
-)
 async def test_search_finds_sessions_right_after_ingest(ingested):
     ds = make_datasette(ingested)
     helper = (await ds.client.get("/-/obelisk/api/search", params={"q": WORD})).json()

@@ -15,6 +15,8 @@ from collections import Counter, defaultdict
 
 import orjson
 
+from .session_index import update_session_documents
+
 TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 SPAWNING_TOOLS = ("Task", "Agent")
 
@@ -29,6 +31,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids) -> None:
         count_usage_once(conn, session_id)
         update_session(conn, session_id)
     link_subagents(conn, session_ids)
+    update_session_documents(conn, session_ids)
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:
@@ -349,7 +352,8 @@ def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
             best[kind] = (title.strip(), row_id)
     for kind in TITLE_PRECEDENCE:
         if kind in best:
-            return shorten(best[kind][0]), kind
+            title = best[kind][0]
+            return (shorten(title) if kind == "first_prompt" else title), kind
     row = conn.execute(
         "SELECT description FROM subagents WHERE child_session_id = ? AND description IS NOT NULL",
         [session_id],
