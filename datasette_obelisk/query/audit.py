@@ -4,8 +4,8 @@
         Raise ``OBELISK_READ_ONLY`` when the database predates the
         ``audit_log`` migration: writes are refused rather than unrecorded.
     record_write(conn, *, actor, action, database, memory_id, reason, detail)
-        Append one row (actor, time, action, ids, reason) in its own
-        ``BEGIN IMMEDIATE`` transaction.
+        Append one row (actor, time, action, ids, reason): its own
+        transaction, or a savepoint of the caller's when one is open.
 """
 
 from __future__ import annotations

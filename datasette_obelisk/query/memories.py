@@ -196,15 +196,26 @@ def check_no_symlinks(candidate: str, given_roots: list[str]) -> None:
 
 
 class write_transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (rolled back on any error)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error.
+
+    Inside a transaction that is already open it is a savepoint instead, so
+    a memory write and its audit row can commit together.
+    """
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        self.nested = False
 
     def __enter__(self):
-        self.conn.execute("BEGIN IMMEDIATE")
+        self.nested = self.conn.in_transaction
+        self.conn.execute("SAVEPOINT obelisk_write" if self.nested else "BEGIN IMMEDIATE")
         return self.conn
 
     def __exit__(self, exc_type, exc, tb):
-        self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+        if self.nested:
+            if exc_type:
+                self.conn.execute("ROLLBACK TO obelisk_write")
+            self.conn.execute("RELEASE obelisk_write")
+        else:
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
         return False

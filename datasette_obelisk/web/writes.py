@@ -61,21 +61,26 @@ def wants_redirect(request) -> bool:
 
 
 def remember(conn, record, actor, database, roots):
+    """Register a memory and its audit row in one transaction."""
     audit.require_audit_table(conn)
     cwd = str(roots[0]) if roots else None
-    result = memories.remember(conn, record, memory_roots=roots, cwd=cwd)
-    detail = {"path": result["path"], "project": result["project"], "session_id": record.get("session_id")}
-    audit.record_write(conn, actor=actor, action=REMEMBER, database=database, memory_id=result["id"], detail=detail)
+    with memories.write_transaction(conn):
+        result = memories.remember(conn, record, memory_roots=roots, cwd=cwd)
+        detail = {"path": result["path"], "project": result["project"], "session_id": record.get("session_id")}
+        audit.record_write(conn, actor=actor, action=REMEMBER, database=database, memory_id=result["id"], detail=detail)
     return result
 
 
 def forget(conn, record, actor, database, roots):
+    """Archive a memory and write its audit row in one transaction."""
     audit.require_audit_table(conn)
-    result = memories.forget(conn, record)
-    if not result.get("already_deleted"):
-        audit.record_write(
-            conn, actor=actor, action=FORGET, database=database, memory_id=result["id"], reason=result["deleted_reason"]
-        )
+    with memories.write_transaction(conn):
+        result = memories.forget(conn, record)
+        if not result.get("already_deleted"):
+            audit.record_write(
+                conn, actor=actor, action=FORGET, database=database, memory_id=result["id"],
+                reason=result["deleted_reason"],
+            )
     return result
 
 
