@@ -1,0 +1,181 @@
+"""The schema, pinned: tables and their columns, FTS tables, triggers and views."""
+
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.migrations import migrations
+
+
+@pytest.fixture
+def conn(tmp_path):
+    return open_db(tmp_path / "schema.db")
+
+
+def columns(conn, table):
+    return [row[1] for row in conn.execute(f"PRAGMA table_info('{table}')")]
+
+
+def test_migrations_in_order(conn):
+    assert [m.name for m in migrations._migrations] == [
+        "m001_create_tables",
+        "m002_create_fts",
+        "m003_create_indexes",
+        "m004_create_session_index",
+        "m005_create_audit_log",
+        "m006_create_browse_views",
+    ]
+    applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
+    assert applied == [m.name for m in migrations._migrations]
+
+
+def test_tables_and_columns(conn):
+    tables = {
+        name: columns(conn, name)
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
+            "AND name NOT LIKE 'sqlite_%' AND name != '_sqlite_migrations' ORDER BY name"
+        )
+    }
+    assert tables == EXPECTED_TABLES
+
+
+def test_fts_tables(conn):
+    sql = {
+        name: " ".join(sql.split())
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name"
+        )
+    }
+    assert sql == {
+        "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
+        "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='session_docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_results', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+    }
+
+
+def test_triggers(conn):
+    triggers = {
+        name: (table, " ".join(sql.split()))
+        for name, table, sql in conn.execute(
+            "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name"
+        )
+    }
+    assert {name: table for name, (table, _) in triggers.items()} == {
+        "memories_ad": "memories", "memories_ai": "memories", "memories_au": "memories",
+        "messages_ad": "messages", "messages_ai": "messages", "messages_au": "messages",
+        "session_docs_ad": "session_docs", "session_docs_ai": "session_docs", "session_docs_au": "session_docs",
+        "tool_results_ad": "tool_results", "tool_results_ai": "tool_results",
+        "tool_results_au_new": "tool_results", "tool_results_au_old": "tool_results",
+    }
+    assert triggers["messages_ai"][1] == (
+        "CREATE TRIGGER messages_ai AFTER INSERT ON messages "
+        "WHEN NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk') BEGIN "
+        "INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text); END"
+    )
+    assert triggers["tool_results_ai"][1] == (
+        "CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results WHEN new.outcome = 'failed' "
+        "AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk') BEGIN "
+        "INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, new.content); END"
+    )
+
+
+def test_views(conn):
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")] == [
+        "browse_messages", "browse_tool_calls",
+    ]
+
+
+def test_triggers_keep_fts_in_step_with_other_writers(conn):
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, byte_length) "
+                 "VALUES ('u1', 's', 1, 'x', 'user', 'zebra crossing', 0, 1, 0, 1)")
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'zebra'").fetchall() == [(1,)]
+    conn.execute("UPDATE messages SET text = 'giraffe' WHERE uuid = 'u1'")
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'zebra'").fetchall() == []
+    conn.execute("DELETE FROM messages")
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'giraffe'").fetchone() == (0,)
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+EXPECTED_TABLES = {
+    'audit_log': [
+        'id', 'created_at', 'actor_id', 'actor_json', 'action', 'database_name', 'memory_id',
+        'reason', 'detail_json',
+    ],
+    'derive_queue': [
+        'session_id',
+    ],
+    'ingest_errors': [
+        'id', 'file_id', 'path', 'line_no', 'byte_offset', 'byte_length', 'reason', 'created_at',
+    ],
+    'memories': [
+        'pk', 'id', 'session_id', 'project', 'message_start', 'message_end', 'path', 'anchors',
+        'summary', 'created_at', 'deleted_at', 'deleted_reason',
+    ],
+    'messages': [
+        'id', 'uuid', 'session_id', 'seq', 'source', 'type', 'subtype', 'role', 'parent_uuid',
+        'logical_parent_uuid', 'timestamp', 'text', 'text_length', 'content_type', 'is_meta',
+        'visibility', 'surface', 'replaced_by', 'is_sidechain', 'is_compact_summary', 'agent_id',
+        'model', 'cwd', 'git_branch', 'api_message_id', 'request_id', 'input_tokens',
+        'output_tokens', 'cache_read_tokens', 'cache_creation_tokens', 'usage_counted',
+        'stop_reason', 'turn_duration_ms', 'meta_json', 'file_id', 'line_no', 'byte_offset',
+        'byte_length',
+    ],
+    'obelisk_state': [
+        'key', 'value',
+    ],
+    'session_chunks': [
+        'session_id', 'chunk', 'first_id', 'last_id', 'messages', 'chars', 'meta_messages',
+        'body_words', 'meta_words',
+    ],
+    'session_docs': [
+        'id', 'session_id', 'first_id', 'last_id', 'messages', 'chars', 'body_words', 'meta_words',
+        'body', 'meta',
+    ],
+    'sessions': [
+        'id', 'source', 'title', 'title_source', 'project', 'project_path', 'cwd', 'git_branch',
+        'git_commit', 'repository', 'version', 'model', 'originator', 'started_at', 'ended_at',
+        'message_count', 'parent_session_id', 'relationship', 'agent_id', 'agent_type',
+        'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
+        'cache_read_tokens', 'cache_creation_tokens', 'updated_at',
+    ],
+    'source_files': [
+        'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',
+        'mtime_ns', 'head_hash', 'tail_hash', 'cursor', 'line_no', 'pending_bytes',
+        'parser_version', 'parser_state', 'generation', 'missing', 'lines_read', 'lines_stored',
+        'lines_merged', 'lines_failed', 'first_seen_at', 'ingested_at', 'last_error',
+    ],
+    'subagents': [
+        'id', 'agent_id', 'session_id', 'child_session_id', 'parent_tool_use_id', 'agent_type',
+        'description', 'duration_ms', 'total_tokens',
+    ],
+    'summaries': [
+        'id', 'session_id', 'timestamp', 'source', 'content', 'visibility', 'message_uuid',
+        'file_id',
+    ],
+    'titles': [
+        'id', 'session_id', 'kind', 'title', 'timestamp', 'leaf_uuid', 'file_id',
+    ],
+    'tool_call_files': [
+        'tool_call_id', 'path',
+    ],
+    'tool_calls': [
+        'id', 'message_uuid', 'session_id', 'name', 'presentation', 'input_json', 'file_path',
+        'timestamp', 'file_id',
+    ],
+    'tool_results': [
+        'id', 'tool_use_id', 'message_uuid', 'session_id', 'content', 'content_length', 'file_path',
+        'is_error', 'outcome', 'exit_code', 'agent_id', 'timestamp', 'file_id',
+    ],
+    'workflow_agents': [
+        'agent_id', 'run_id', 'session_id', 'agent_type', 'description', 'phase', 'label', 'model',
+        'state', 'duration_ms', 'tokens', 'tool_calls', 'file_id',
+    ],
+    'workflows': [
+        'run_id', 'session_id', 'parent_tool_use_id', 'task_id', 'script', 'result_json',
+        'timestamp', 'agent_count', 'duration_ms', 'total_tokens', 'status', 'workflow_name',
+        'file_id',
+    ],
+}
