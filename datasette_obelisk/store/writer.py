@@ -79,7 +79,7 @@ WORKFLOW_AGENT_UPSERT = _upsert_sql(
     last_wins=set(WORKFLOW_AGENT_FIELDS),
 )
 MESSAGE_INSERT = (
-    f"INSERT OR IGNORE INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
+    f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
 )
 
@@ -105,34 +105,60 @@ class Writer:
         return seq
 
     def write(self, records) -> None:
+        """Write ``records``; messages go in one ``executemany`` at the end."""
+        self._pending: list[Message] = []
         for record in records:
             handler = self.handlers.get(type(record))
             if handler is None:
                 raise TypeError(f"unknown record type {type(record).__name__}")
             handler(self, record)
+        self._insert_messages(self._pending)
 
     def _message(self, m: Message) -> None:
-        p = m.position
-        seq = self.seq_for(m.session_id)
-        cursor = self.conn.execute(
-            MESSAGE_INSERT,
-            (
-                m.uuid, m.session_id, seq, m.source, m.type, m.subtype, m.role,
+        self._pending.append(m)
+
+    def _insert_messages(self, messages: list[Message]) -> None:
+        """Insert the messages whose uuid is new; count the rest as replays.
+
+        Known uuids are looked up first, so sequence numbers stay contiguous
+        and the many rows go through a single ``executemany``.
+        """
+        if not messages:
+            return
+        known = self._stored_uuids([m.uuid for m in messages])
+        rows = []
+        for m in messages:
+            if m.uuid in known:
+                # Already stored: a resumed session replaying history.
+                self._merge("duplicate")
+                continue
+            known.add(m.uuid)
+            p = m.position
+            rows.append((
+                m.uuid, m.session_id, self.seq_for(m.session_id), m.source, m.type, m.subtype, m.role,
                 m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, len(m.text),
                 m.content_type, m.is_meta, m.surface or "current", m.is_sidechain,
                 m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
                 m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,
                 m.cache_read_tokens, m.cache_creation_tokens, m.stop_reason,
-                orjson.dumps(m.meta).decode() if m.meta else None, self.file_id, p.line_no, p.byte_offset, p.byte_length,
-            ),
-        )
-        if cursor.rowcount:
-            self.counts.stored += 1
+                orjson.dumps(m.meta).decode() if m.meta else None,
+                self.file_id, p.line_no, p.byte_offset, p.byte_length,
+            ))
             self.counts.sessions.add(m.session_id)
-        else:
-            # The uuid is already stored (a resumed session replaying history).
-            self._next_seq[m.session_id] = seq
-            self._merge("duplicate")
+        self.conn.executemany(MESSAGE_INSERT, rows)
+        self.counts.stored += len(rows)
+
+    def _stored_uuids(self, uuids: list[str]) -> set[str]:
+        found = set()
+        for start in range(0, len(uuids), 500):
+            part = uuids[start:start + 500]
+            found.update(
+                row[0]
+                for row in self.conn.execute(
+                    f"SELECT uuid FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
+                )
+            )
+        return found
 
     def _merge(self, reason: str) -> None:
         self.counts.merged += 1
