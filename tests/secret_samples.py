@@ -315,6 +315,33 @@ def simple(name, rule, make_value, env, field, provider=True):
     return Kind(name, rule, provider, token(make_value), token_snippet(env, field))
 
 
+def digits(rng: random.Random, n: int) -> str:
+    return chars(rng, "0123456789", n)
+
+
+def make_slack_token(rng: random.Random) -> str:
+    return rng.choice([
+        f"xoxb-{digits(rng, 12)}-{digits(rng, 13)}-{chars(rng, ALNUM, 24)}",
+        "xoxp-" + "-".join(digits(rng, 12) for _ in range(3)) + "-" + chars(rng, HEX, 32),
+        f"xapp-1-A{chars(rng, UPPER_DIGITS, 10)}-{digits(rng, 13)}-{chars(rng, HEX, 64)}",
+    ])
+
+
+def make_slack_webhook(rng: random.Random) -> Secret:
+    path = f"T{chars(rng, UPPER_DIGITS, 10)}/B{chars(rng, UPPER_DIGITS, 10)}/{chars(rng, ALNUM, 24)}"
+    return Secret("https://hooks.slack.com/services/" + path, (path,))
+
+
+def azure_snippet(rng, value, style):
+    if style in ("env", "log"):
+        return (
+            "AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;"
+            f"AccountName=acme{rng.randrange(99)};AccountKey={value};EndpointSuffix=core.windows.net"
+        )
+    names = assignment_snippet(["AZURE_STORAGE_KEY"], ["AccountKey", "account_key", "storageAccountKey"])
+    return names(rng, value, style)
+
+
 KINDS: list[Kind] = [
     simple("aws-access-key-id", "aws-access-key-id",
            lambda r: r.choice(["AKIA", "ASIA"]) + chars(r, BASE32, 16),
@@ -323,26 +350,22 @@ KINDS: list[Kind] = [
          token(lambda r: chars(r, ALNUM + "/+", 40)),
          assignment_snippet(["AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY"],
                             ["aws_secret_access_key", "SecretAccessKey", "awsSecretKey"])),
-    simple("github-pat", "github-pat", lambda r: "ghp_" + chars(r, ALNUM, 36), "GITHUB_TOKEN", "github_token"),
-    simple("github-oauth", "github-oauth-token", lambda r: "gho_" + chars(r, ALNUM, 36), "GH_TOKEN", "oauth_token"),
-    simple("github-app", "github-app-token", lambda r: r.choice(["ghs_", "ghu_"]) + chars(r, ALNUM, 36),
+    simple("github-pat", "github-pat",
+           lambda r: "ghp_" + chars(r, ALNUM, 36), "GITHUB_TOKEN", "github_token"),
+    simple("github-oauth", "github-oauth-token",
+           lambda r: "gho_" + chars(r, ALNUM, 36), "GH_TOKEN", "oauth_token"),
+    simple("github-app", "github-app-token",
+           lambda r: r.choice(["ghs_", "ghu_"]) + chars(r, ALNUM, 36),
            "GITHUB_APP_TOKEN", "installation_token"),
-    simple("github-refresh", "github-refresh-token", lambda r: "ghr_" + chars(r, ALNUM, 76),
-           "GITHUB_REFRESH_TOKEN", "refresh_token"),
+    simple("github-refresh", "github-refresh-token",
+           lambda r: "ghr_" + chars(r, ALNUM, 76), "GITHUB_REFRESH_TOKEN", "refresh_token"),
     simple("github-fine-grained", "github-fine-grained-pat",
            lambda r: "github_pat_" + chars(r, ALNUM, 22) + "_" + chars(r, ALNUM, 59),
            "GITHUB_PAT", "pat"),
-    simple("gitlab-pat", "gitlab-token", lambda r: "glpat-" + chars(r, B64URL, 20), "GITLAB_TOKEN", "private_token"),
-    simple("slack-token", "slack-token",
-           lambda r: r.choice([
-               "xoxb-" + chars(r, "0123456789", 12) + "-" + chars(r, "0123456789", 13) + "-" + chars(r, ALNUM, 24),
-               "xoxp-" + "-".join(chars(r, "0123456789", 12) for _ in range(3)) + "-" + chars(r, HEX, 32),
-               "xapp-1-A" + chars(r, UPPER_DIGITS, 10) + "-" + chars(r, "0123456789", 13) + "-" + chars(r, HEX, 64),
-           ]),
-           "SLACK_BOT_TOKEN", "slack_token"),
-    Kind("slack-webhook", "slack-webhook", True,
-         lambda r: (lambda path: Secret("https://hooks.slack.com/services/" + path, (path,)))(
-             "T" + chars(r, UPPER_DIGITS, 10) + "/B" + chars(r, UPPER_DIGITS, 10) + "/" + chars(r, ALNUM, 24)),
+    simple("gitlab-pat", "gitlab-token",
+           lambda r: "glpat-" + chars(r, B64URL, 20), "GITLAB_TOKEN", "private_token"),
+    simple("slack-token", "slack-token", make_slack_token, "SLACK_BOT_TOKEN", "slack_token"),
+    Kind("slack-webhook", "slack-webhook", True, make_slack_webhook,
          token_snippet("SLACK_WEBHOOK_URL", "webhook_url")),
     simple("stripe-key", "stripe-key",
            lambda r: r.choice(["sk_live_", "rk_live_", "sk_test_"]) + chars(r, ALNUM, r.choice([24, 99])),
@@ -353,33 +376,35 @@ KINDS: list[Kind] = [
     simple("anthropic-oauth-token", "anthropic-oauth-token",
            lambda r: r.choice(["sk-ant-oat01-", "sk-ant-ort01-"]) + chars(r, B64URL, 93) + "AA",
            "CLAUDE_CODE_OAUTH_TOKEN", "accessToken"),
-    simple("google-api-key", "google-api-key", lambda r: "AIza" + chars(r, B64URL, 35), "GOOGLE_API_KEY", "apiKey"),
+    simple("google-api-key", "google-api-key",
+           lambda r: "AIza" + chars(r, B64URL, 35), "GOOGLE_API_KEY", "apiKey"),
     Kind("gcp-service-account", "private-key", True, make_service_account, service_account_snippet),
-    Kind("azure-storage-key", "azure-storage-key", True,
-         token(lambda r: b64(r, 64)),
-         lambda r, v, style: assignment_snippet(
-             ["AZURE_STORAGE_KEY"], ["AccountKey", "account_key", "storageAccountKey"])(r, v, style)
-         if style not in ("env", "log") else
-         f"AZURE_STORAGE_CONNECTION_STRING=DefaultEndpointsProtocol=https;AccountName=acme{r.randrange(99)};"
-         f"AccountKey={v};EndpointSuffix=core.windows.net"),
-    simple("npm-token", "npm-token", lambda r: "npm_" + chars(r, ALNUM, 36), "NPM_TOKEN", "npmToken"),
-    simple("pypi-token", "pypi-token", lambda r: "pypi-AgEIcHlwaS5vcmc" + chars(r, B64URL, r.randint(120, 180)),
+    Kind("azure-storage-key", "azure-storage-key", True, token(lambda r: b64(r, 64)), azure_snippet),
+    simple("npm-token", "npm-token",
+           lambda r: "npm_" + chars(r, ALNUM, 36), "NPM_TOKEN", "npmToken"),
+    simple("pypi-token", "pypi-token",
+           lambda r: "pypi-AgEIcHlwaS5vcmc" + chars(r, B64URL, r.randint(120, 180)),
            "TWINE_PASSWORD", "pypi_token"),
-    simple("twilio-api-key", "twilio-api-key", lambda r: "SK" + chars(r, HEX, 32), "TWILIO_API_KEY", "twilio_key_sid"),
+    simple("twilio-api-key", "twilio-api-key",
+           lambda r: "SK" + chars(r, HEX, 32), "TWILIO_API_KEY", "twilio_key_sid"),
     simple("sendgrid-api-key", "sendgrid-api-key",
-           lambda r: "SG." + chars(r, B64URL, 22) + "." + chars(r, B64URL, 43), "SENDGRID_API_KEY", "sendgrid_key"),
+           lambda r: "SG." + chars(r, B64URL, 22) + "." + chars(r, B64URL, 43),
+           "SENDGRID_API_KEY", "sendgrid_key"),
     simple("datasette-token", "datasette-token", make_datasette_token, "DATASETTE_TOKEN", "datasette_token"),
-    simple("huggingface-token", "huggingface-token", lambda r: "hf_" + chars(r, string.ascii_letters, 34),
-           "HF_TOKEN", "hf_token"),
-    simple("vault-token", "vault-token", lambda r: "hvs." + chars(r, B64URL, r.randint(90, 120)), "VAULT_TOKEN", "vault_token"),
-    simple("digitalocean-token", "digitalocean-token", lambda r: "dop_v1_" + chars(r, HEX, 64),
-           "DIGITALOCEAN_TOKEN", "do_token"),
-    simple("databricks-token", "databricks-token", lambda r: "dapi" + chars(r, HEX, 32), "DATABRICKS_TOKEN", "db_token"),
+    simple("huggingface-token", "huggingface-token",
+           lambda r: "hf_" + chars(r, string.ascii_letters, 34), "HF_TOKEN", "hf_token"),
+    simple("vault-token", "vault-token",
+           lambda r: "hvs." + chars(r, B64URL, r.randint(90, 120)), "VAULT_TOKEN", "vault_token"),
+    simple("digitalocean-token", "digitalocean-token",
+           lambda r: "dop_v1_" + chars(r, HEX, 64), "DIGITALOCEAN_TOKEN", "do_token"),
+    simple("databricks-token", "databricks-token",
+           lambda r: "dapi" + chars(r, HEX, 32), "DATABRICKS_TOKEN", "db_token"),
     simple("telegram-bot-token", "telegram-bot-token",
-           lambda r: chars(r, "123456789", 1) + chars(r, "0123456789", 9) + ":AA" + chars(r, B64URL, 33),
+           lambda r: chars(r, "123456789", 1) + digits(r, 9) + ":AA" + chars(r, B64URL, 33),
            "TELEGRAM_BOT_TOKEN", "bot_token"),
     simple("jwt", "jwt", make_jwt, "ACCESS_TOKEN", "id_token", provider=False),
-    Kind("private-key", "private-key", False, make_private_key, multiline_snippet("SSH_PRIVATE_KEY", "private_key")),
+    Kind("private-key", "private-key", False, make_private_key,
+         multiline_snippet("SSH_PRIVATE_KEY", "private_key")),
     Kind("bearer-header", "authorization-header", False, make_bearer, bearer_snippet),
     Kind("url-credentials", "url-credentials", False, make_url_password, url_credentials_snippet),
     Kind("generic-password", "generic-password", False, make_password,

@@ -8,7 +8,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from datasette_obelisk.store.redaction import Redactor
-from secret_samples import ALNUM, KINDS, Sample, labelled_samples
+from secret_samples import ALNUM, KINDS, labelled_samples
+
+# Deterministic examples, and no example database written into the work tree.
+settings.register_profile("redaction", derandomize=True, database=None)
+DETERMINISTIC = settings.get_profile("redaction")
 
 KEY = b"property-key"
 REDACTOR = Redactor(key=KEY)
@@ -57,21 +61,21 @@ pieces = st.one_of(
 texts = st.lists(pieces, max_size=25).map("".join)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_redaction_is_idempotent(text):
     once = REDACTOR.redact(text)
     assert REDACTOR.redact(once) == once
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_redaction_with_home_rewriting_is_idempotent(text):
     once = HOME_REDACTOR.redact(text)
     assert HOME_REDACTOR.redact(once) == once
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_fallback_engine_agrees(text):
     # RE2 folds case the Unicode way (s ~ ſ, k ~ K = Kelvin); Python's ASCII mode does not.
@@ -80,7 +84,7 @@ def test_fallback_engine_agrees(text):
     assert FALLBACK.redact(text) == REDACTOR.redact(text)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(DETERMINISTIC, max_examples=150, deadline=None)
 @given(texts)
 def test_redaction_only_replaces_with_markers(text):
     """What is left after taking the markers out is the input with pieces taken out, in order."""
@@ -92,11 +96,17 @@ def test_redaction_only_replaces_with_markers(text):
         position = found + len(kept)
 
 
+@settings(DETERMINISTIC, max_examples=100, deadline=None)
+@given(st.lists(texts | st.sampled_from(["user", "tool_result", "input_tokens"]), max_size=80))
+def test_redact_many_is_redact_of_each(many):
+    assert Redactor(key=KEY).redact_many(many) == [REDACTOR.redact(text) for text in many]
+
+
 # Characters that end a token: whitespace, quotes, punctuation, JSON escapes.
 DELIMITERS = [" ", "\n", "\t", '"', "'", "`", "=", ":", ",", ";", "(", ")", "<", ">", "{", "|", "\\n", "\\t", '\\"']
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     prefix=texts,
     token=planted_token(),
@@ -121,7 +131,7 @@ def covered(findings, start, end):
     return start >= end
 
 
-@settings(max_examples=200, deadline=None)
+@settings(DETERMINISTIC, max_examples=200, deadline=None)
 @given(prefix=key_like(0, 30), token=planted_token(), suffix=key_like(0, 30))
 def test_token_glued_to_key_like_text_is_removed(prefix, token, suffix):
     """Without a delimiter, tokens with a distinctive prefix are still found."""
@@ -140,34 +150,32 @@ HOSTILE_UNITS = [
 
 
 def seconds_per_char(text: str, redactor: Redactor) -> float:
+    """Best CPU time per character of three runs (CPU time: other jobs do not count)."""
     best = float("inf")
     for _ in range(3):
-        start = time.perf_counter()
+        start = time.process_time()
         redactor.redact(text)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best / len(text)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from(HOSTILE_UNITS) | key_like(1, 12), min_size=1, max_size=4).map("".join))
 def test_time_per_megabyte_is_linear(unit):
     small = (unit * (100_000 // len(unit) + 1))[:100_000]
     large = (unit * (800_000 // len(unit) + 1))[:800_000]
     per_char_small = seconds_per_char(small, REDACTOR)
     per_char_large = seconds_per_char(large, REDACTOR)
-    # Linear: the same time per character at 8x the size (quadratic would be 8x).
-    assert per_char_large < 2.5 * per_char_small + 2e-8, (unit, per_char_small, per_char_large)
+    # Linear: about the same time per character at 8 times the size, where a
+    # quadratic engine would take 8 times as long per character.
+    assert per_char_large < 2.5 * per_char_small + 2e-9, (unit, per_char_small, per_char_large)
 
 
 def test_hostile_inputs_stay_fast():
-    """Each hostile input of 1 MB is redacted in well under a second."""
+    """Each hostile input of 1 MB takes under 2 s of CPU (the slowest, about 0.3 s here)."""
     for unit in HOSTILE_UNITS:
         text = (unit * (1_000_000 // len(unit) + 1))[:1_000_000]
-        start = time.perf_counter()
+        start = time.process_time()
         REDACTOR.redact(text)
-        assert time.perf_counter() - start < 2.0, unit
+        assert time.process_time() - start < 2.0, unit
 
-
-def test_samples_are_plain_dataclasses():
-    sample = TOKENS[0]
-    assert isinstance(sample, Sample) and sample.context == "log-line"

@@ -3,6 +3,7 @@
     from datasette_obelisk.store.redaction import Redactor
     redactor = Redactor(key=database_key)
     redactor.redact(text)          # str -> str, idempotent
+    redactor.redact_many(texts)    # list of str, faster for many short ones
     redactor.redact_value(obj)     # nested dicts / lists of str
     redactor.scan(text)            # [Finding(rule, start, end)]
 """
