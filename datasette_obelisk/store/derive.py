@@ -269,7 +269,7 @@ def update_session(conn, session_id: str) -> None:
            FROM messages WHERE session_id = ?""",
         [session_id],
     ).fetchone()
-    exists = conn.execute("SELECT 1 FROM sessions WHERE id = ?", [session_id]).fetchone()
+    exists = conn.execute("SELECT project_source FROM sessions WHERE id = ?", [session_id]).fetchone()
     if not exists:
         if not stats["lines"]:
             return
@@ -283,19 +283,21 @@ def update_session(conn, session_id: str) -> None:
               ORDER BY seq DESC LIMIT 1) AS git_branch,
              (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
               AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
-             (SELECT f.path FROM messages m JOIN source_files f ON f.id = m.file_id
-              WHERE m.session_id = :s ORDER BY m.seq LIMIT 1) AS jsonl_path,
-             (SELECT COUNT(*) FROM source_files f WHERE f.missing = 0 AND f.id IN
-              (SELECT DISTINCT file_id FROM messages WHERE session_id = :s)) AS live_files""",
+             (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
+              WHERE fs.session_id = :s ORDER BY f.missing, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
+             (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
+              WHERE fs.session_id = :s AND f.missing = 0) AS live_files""",
         {"s": session_id},
     ).fetchone()
     conn.execute(
         """UPDATE sessions SET
-             started_at = COALESCE(?, started_at), ended_at = COALESCE(?, ended_at),
+             started_at = CASE WHEN started_at IS NULL OR ?1 < started_at THEN ?1 ELSE started_at END,
+             ended_at = COALESCE(?, ended_at),
              message_count = ?, input_tokens = ?, output_tokens = ?,
              cache_read_tokens = ?, cache_creation_tokens = ?,
              project_path = COALESCE(?, project_path),
-             project = COALESCE(project, ?),
+             project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?, project) END,
+             project_source = COALESCE(project_source, 'cwd'),
              git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
              jsonl_path = COALESCE(?, jsonl_path),
              title = COALESCE(?, title), title_source = COALESCE(?, title_source),

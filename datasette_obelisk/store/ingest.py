@@ -241,7 +241,7 @@ class Ingester:
     def queue_sessions_of_file(self, file_id: int) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO derive_queue (session_id) "
-            "SELECT DISTINCT session_id FROM messages WHERE file_id = ?",
+            "SELECT session_id FROM file_sessions WHERE file_id = ?",
             [file_id],
         )
 
@@ -336,6 +336,12 @@ class Ingester:
             elif row is not None and row["missing"]:
                 self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
                 self.queue_sessions_of_file(file_id)
+            if resume is not None:
+                # Errors past the cursor were about an unfinished last line,
+                # which is about to be read again.
+                self.conn.execute(
+                    "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, resume[0]]
+                )
         cursor, line_no, state, open_line = resume or (0, 0, None, False)
         self._file_cursor = cursor
         self._file_reasons = Counter()
@@ -471,9 +477,11 @@ class Ingester:
             )
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
+            if unit.layout == "document":  # one file, many items: count the items
+                lines = counts.stored + counts.merged + counts.failed
             self.conn.executemany(
                 "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)",
-                [(s,) for s in counts.sessions],
+                [(s,) for s in counts.sessions | counts.mentioned],
             )
             self.conn.execute(
                 """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?,

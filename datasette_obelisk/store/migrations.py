@@ -370,28 +370,14 @@ def m003_create_indexes(db):
 @migrations()
 def m004_create_session_index(db):
     # The session-level search index (see store/session_index.py): one bag
-    # of words per session, counted per chunk of messages so an append only
-    # recounts the last chunk. Grouped search ranks sessions on it instead
-    # of ranking every matching message. Also the key that signs search
+    # of words per session, so grouped search ranks sessions on it instead
+    # of ranking every matching message; a covering index for the columns
+    # search filters a session's matches by; and the key that signs search
     # cursors, so a cursor survives restarts but not edits.
     from .session_index import rebuild_session_documents
 
     db.executescript(
         """
-        DROP TABLE IF EXISTS session_chunks_fts;
-        DROP TABLE IF EXISTS session_chunks;
-        CREATE TABLE session_chunks (
-            session_id TEXT NOT NULL,
-            chunk INTEGER NOT NULL,
-            first_id INTEGER NOT NULL,
-            last_id INTEGER NOT NULL,
-            messages INTEGER NOT NULL,
-            chars INTEGER NOT NULL,
-            meta_messages INTEGER NOT NULL,
-            body_words TEXT NOT NULL,
-            meta_words TEXT NOT NULL,
-            PRIMARY KEY (session_id, chunk)
-        );
         CREATE TABLE session_docs (
             id INTEGER PRIMARY KEY,
             session_id TEXT NOT NULL UNIQUE,
@@ -399,29 +385,14 @@ def m004_create_session_index(db):
             last_id INTEGER NOT NULL,
             messages INTEGER NOT NULL,
             chars INTEGER NOT NULL,
+            meta_messages INTEGER NOT NULL,
             body_words TEXT NOT NULL,
-            meta_words TEXT NOT NULL,
-            body TEXT NOT NULL,
-            meta TEXT NOT NULL
+            meta_words TEXT NOT NULL
         );
+        -- Contentless: the bags are rebuilt from body_words / meta_words.
         CREATE VIRTUAL TABLE session_docs_fts USING fts5(
-            body, meta, content='session_docs', content_rowid='id',
-            tokenize='porter unicode61 remove_diacritics 2'
+            body, meta, content='', tokenize='porter unicode61 remove_diacritics 2'
         );
-        CREATE TRIGGER session_docs_ai AFTER INSERT ON session_docs BEGIN
-            INSERT INTO session_docs_fts (rowid, body, meta) VALUES (new.id, new.body, new.meta);
-        END;
-        CREATE TRIGGER session_docs_ad AFTER DELETE ON session_docs BEGIN
-            INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta)
-            VALUES ('delete', old.id, old.body, old.meta);
-        END;
-        CREATE TRIGGER session_docs_au AFTER UPDATE OF body, meta ON session_docs BEGIN
-            INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta)
-            VALUES ('delete', old.id, old.body, old.meta);
-            INSERT INTO session_docs_fts (rowid, body, meta) VALUES (new.id, new.body, new.meta);
-        END;
-        -- The columns grouped search filters a session's matches by, and the
-        -- session index counts, without reading past the (long) text.
         CREATE INDEX IF NOT EXISTS messages_session_rows
             ON messages (session_id, id, text_length, is_meta, visibility);
         INSERT OR IGNORE INTO obelisk_state (key, value)
@@ -495,5 +466,36 @@ def m006_create_browse_views(db):
         LEFT JOIN tool_results r ON r.tool_use_id = c.id
         LEFT JOIN sessions s ON s.id = c.session_id
         LEFT JOIN messages m ON m.uuid = c.message_uuid;
+        """
+    )
+
+
+@migrations()
+def m007_create_file_sessions(db):
+    # Which files mention which sessions, replays included. A rollout moved
+    # to archived_sessions/ stores no new message (each one is a replay), yet
+    # its session is still on disk: availability and jsonl_path follow this
+    # table, not just the file each message was first read from. Title
+    # candidates become unique so reading the same lines again adds none.
+    # A project derived from the working folder is told from one the log
+    # names, so the derived one can follow the folder as the log grows.
+    db.executescript(
+        """
+        CREATE TABLE file_sessions (
+            file_id INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            PRIMARY KEY (file_id, session_id)
+        );
+        CREATE INDEX file_sessions_session ON file_sessions (session_id);
+        INSERT OR IGNORE INTO file_sessions (file_id, session_id)
+            SELECT DISTINCT file_id, session_id FROM messages;
+        DELETE FROM titles WHERE id NOT IN (
+            SELECT MIN(id) FROM titles GROUP BY session_id, kind, title, ifnull(leaf_uuid, '')
+        );
+        CREATE UNIQUE INDEX titles_unique ON titles (session_id, kind, title, ifnull(leaf_uuid, ''));
+        -- 'log' when the source named the project, 'cwd' when derived from
+        -- the session's main folder (and so recomputed as the log grows).
+        ALTER TABLE sessions ADD COLUMN project_source TEXT;
+        UPDATE sessions SET project_source = 'log' WHERE project IS NOT NULL;
         """
     )

@@ -42,6 +42,7 @@ class WriteCounts:
     failed: int = 0
     merged_reasons: Counter = field(default_factory=Counter)
     sessions: set = field(default_factory=set)
+    mentioned: set = field(default_factory=set)  # sessions with a line in this file, replays too
     errors: list = field(default_factory=list)
 
 
@@ -113,6 +114,10 @@ class Writer:
                 raise TypeError(f"unknown record type {type(record).__name__}")
             handler(self, record)
         self._insert_messages(self._pending)
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO file_sessions (file_id, session_id) VALUES (?, ?)",
+            [(self.file_id, s) for s in self.counts.mentioned | self.counts.sessions],
+        )
 
     def _message(self, m: Message) -> None:
         self._pending.append(m)
@@ -127,6 +132,7 @@ class Writer:
             return
         known = self._stored_uuids([m.uuid for m in messages])
         rows = []
+        self.counts.mentioned.update(m.session_id for m in messages)
         for m in messages:
             if m.uuid in known:
                 # Already stored: a resumed session replaying history.
@@ -181,6 +187,12 @@ class Writer:
 
     def _session(self, s: Session) -> None:
         self.conn.execute(SESSION_UPSERT, [s.id] + [getattr(s, f) for f in SESSION_FIELDS])
+        if s.project:
+            self.conn.execute(
+                "UPDATE sessions SET project = ?, project_source = 'log' WHERE id = ? "
+                "AND project_source IS NOT 'log'",
+                [s.project, s.id],
+            )
         self.counts.sessions.add(s.id)
 
     def _tool_call(self, t: ToolCall) -> None:
@@ -211,7 +223,7 @@ class Writer:
 
     def _title(self, t: TitleCandidate) -> None:
         self.conn.execute(
-            "INSERT INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
+            "INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             [t.session_id, t.kind, t.title, t.timestamp, t.leaf_uuid, self.file_id],
         )
@@ -264,7 +276,9 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     sessions = {
         row[0]
         for row in conn.execute(
-            "SELECT DISTINCT session_id FROM messages WHERE file_id = ?", [file_id]
+            "SELECT session_id FROM file_sessions WHERE file_id = ? "
+            "UNION SELECT DISTINCT session_id FROM messages WHERE file_id = ?",
+            [file_id, file_id],
         )
     }
     conn.execute(
@@ -272,6 +286,6 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
         "(SELECT id FROM tool_calls WHERE file_id = ?)",
         [file_id],
     )
-    for table in ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors"):
+    for table in ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors", "file_sessions"):
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     return sessions

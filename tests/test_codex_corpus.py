@@ -1,0 +1,891 @@
+"""The real Codex rollouts in ../shared/corpus ingest with exact, hand-checked
+results at the database level.
+
+The corpus files are symlinked into a temporary ``$CODEX_HOME`` under the
+names Codex itself gives them (``sessions/YYYY/MM/DD/rollout-<time>-<thread
+id>.jsonl``, the flat pre-envelope ``sessions/rollout-<id>.jsonl``, and
+``history.jsonl`` for the prompt log, which is not a rollout), so discovery
+finds them the way it finds a user's own.
+
+How the expected figures were derived: every line of every file was read
+(by eye for the small ones, with a throwaway ``json`` tally by line type for
+the 2722-line localpush rollout and the 118-line schema sampler) and
+classified by the mapping documented in ``sources/codex.py``: a conversation
+or structural line is one ``messages`` row, an event that repeats its
+response item (or the reverse), ``session_meta``/``turn_context``/task
+events, repeated usage totals and copied parent history are merged, and a
+line that is not JSON is an ``ingest_errors`` row. ``message_count`` counts
+the user, assistant and reasoning rows that are neither meta nor tool calls
+or outputs; token totals are the sums of ``last_token_usage`` over the
+``token_count`` events whose ``total_token_usage`` moved (cross-checked
+against the file's final total below). Values quoted as
+``[trimmed for fixture]`` are the sampler's placeholders: its tool calls and
+outputs share that id, so the database keeps one row per distinct id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+import zstandard
+from click.testing import CliRunner
+
+from datasette_obelisk.cli import cli
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.store.ingest import ingest
+from dbsnapshot import diff, snapshot
+
+DAAAIN = "daaain__claude-code-log"
+MADSHN = "madshn__localpush"
+FILE_1 = f"{DAAAIN}/sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl"
+PARENT = f"{DAAAIN}/sessions/2026/01/03/rollout-2026-01-03T04-05-06-22222222-2222-4222-8222-222222222222.jsonl"
+CHILD = f"{DAAAIN}/sessions/2026/01/03/rollout-2026-01-03T04-05-10-33333333-3333-4333-8333-333333333333.jsonl"
+FLAT = f"{DAAAIN}/sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl"
+MALFORMED = f"{DAAAIN}/malformed/rollout-66666666-6666-4666-8666-666666666666.jsonl"
+SMALL = "jazzyalex__agent-sessions/small.jsonl"
+ESCALATION = "kvsankar__agent-history/codex_with_escalation.jsonl"
+COMPACTION = "kvsankar__agent-history/session_with_compaction.jsonl"
+BIG = f"{MADSHN}/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+INTERRUPTED = f"{MADSHN}/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+PROMPT_LOG = "kvsankar__agent-history/codex_history.jsonl"
+
+# corpus file -> where Codex would have written it, below $CODEX_HOME. Files
+# saved under another name get the rollout name of their session_meta (date
+# and time of its timestamp, then its id).
+LAYOUT = {
+    FILE_1: "sessions/2026/01/02/rollout-2026-01-02T03-04-05-11111111-1111-4111-8111-111111111111.jsonl",
+    PARENT: "sessions/2026/01/03/rollout-2026-01-03T04-05-06-22222222-2222-4222-8222-222222222222.jsonl",
+    CHILD: "sessions/2026/01/03/rollout-2026-01-03T04-05-10-33333333-3333-4333-8333-333333333333.jsonl",
+    FLAT: "sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl",
+    MALFORMED: "sessions/2026/02/01/rollout-2026-02-01T00-00-00-66666666-6666-4666-8666-666666666666.jsonl",
+    SMALL: "sessions/2026/08/03/rollout-2026-08-03T10-48-56-019fc8be-3658-7ca3-9e29-000000000000.jsonl",
+    ESCALATION: "sessions/2025/12/05/rollout-2025-12-05T11-00-00-rejection-codex-001.jsonl",
+    COMPACTION: "sessions/2025/10/28/rollout-2025-10-28T04-00-00-compact-codex-001.jsonl",
+    BIG: "sessions/2026/02/23/rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl",
+    INTERRUPTED: "sessions/2026/02/23/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl",
+    PROMPT_LOG: "history.jsonl",
+}
+ROLLOUTS = sorted(k for k in LAYOUT if k != PROMPT_LOG)
+
+# Codex home path: (lines_read, lines_stored, lines_merged, lines_failed).
+FILES = {
+    # session_meta, turn_context, the user item and agent item that repeat
+    # their events, and the unknown future record are merged.
+    LAYOUT[FILE_1]: (14, 9, 5, 0),
+    # session_meta; the collab_tool_call event is the spawn link (a subagents row).
+    LAYOUT[PARENT]: (5, 3, 2, 0),
+    # session_meta; lines 2-3 are the parent's, copied (older than the child).
+    LAYOUT[CHILD]: (5, 2, 3, 0),
+    # the bare {id, timestamp} first line.
+    LAYOUT[FLAT]: (3, 2, 1, 0),
+    # session_meta; line 3 is not JSON.
+    LAYOUT[MALFORMED]: (3, 1, 1, 1),
+    # 31 repeats (twins, tool events, item_completed of tool items), 38
+    # metadata lines, 2 token_count without new usage, 1 thread name.
+    LAYOUT[SMALL]: (118, 46, 72, 0),
+    LAYOUT[ESCALATION]: (21, 19, 2, 0),
+    LAYOUT[COMPACTION]: (20, 18, 2, 0),
+    # 493 repeats (255 agent_message, 199 agent_reasoning, 38 user_message,
+    # 1 context_compacted), 373 metadata (1 session_meta, 286 turn_context,
+    # 66 task events, 20 encrypted-only reasoning), 287 token_count repeats.
+    LAYOUT[BIG]: (2722, 1569, 1153, 0),
+    # task_started, session_meta, turn_context; 3 twins; 1 token_count without info.
+    LAYOUT[INTERRUPTED]: (19, 12, 7, 0),
+}
+
+REDACTED_BIG = "[REDACTED_TEXT len=3021 sha=dc9e82a0]"
+REDACTED_INTERRUPTED = "[REDACTED_TEXT len=3017 sha=f3ffd0ed]"
+
+SESSIONS = [
+    # id, title source, title (40 chars), parent, relationship, repository, git
+    # branch, cwd, project, project path, message count, input, output, cache
+    # read, cache creation tokens, availability.
+    # localpush: every text is redacted, so the AGENTS.md/environment context
+    # the user items start with no longer looks injected and titles the session.
+    ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "first_prompt", REDACTED_BIG, None, None, "url/454be97b1a",
+     "main", "/redacted/path/59b923df4d", "-redacted-path-59b923df4d", "/redacted/path/59b923df4d",
+     # 46 user + 255 assistant + 199 reasoning items + 1 compaction summary
+     501, 2188981, 133999, 31621504, 0, "live"),
+    ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "first_prompt", REDACTED_INTERRUPTED, None, None, "url/d18f1190d0",
+     "main", "/redacted/path/da0ba47443", "-redacted-path-da0ba47443", "/redacted/path/da0ba47443",
+     6, 34469 - 3456, 431, 3456, 0, "live"),
+    # project from session_meta's cwd; the most used message cwd is the
+    # sampler's placeholder.
+    ("codex:019fc8be-3658-7ca3-9e29-000000000000", "custom", "[trimmed for fixture]", None, None,
+     "example.invalid/repo", "main", "/tmp/repo", "-tmp-repo", "[trimmed for fixture]",
+     16, 16341 - 3584, 81, 3584, 0, "live"),
+    ("codex:11111111-1111-4111-8111-111111111111", "first_prompt", "List the synthetic files.", None, None, None,
+     None, "/workspace/synthetic-project", "-workspace-synthetic-project", "/workspace/synthetic-project",
+     3, 0, 0, 0, 0, "live"),
+    ("codex:22222222-2222-4222-8222-222222222222", "first_prompt", "Spawn a synthetic researcher.", None, None,
+     None, None, "/workspace/synthetic-project", "-workspace-synthetic-project", "/workspace/synthetic-project",
+     1, 0, 0, 0, 0, "live"),
+    ("codex:33333333-3333-4333-8333-333333333333", "first_prompt", "Inspect fixtures.",
+     "codex:22222222-2222-4222-8222-222222222222", "subagent", None, None, "/workspace/synthetic-project",
+     "-workspace-synthetic-project", "/workspace/synthetic-project", 2, 0, 0, 0, 0, "live"),
+    ("codex:44444444-4444-4444-8444-444444444444", "first_prompt", "Open the synthetic legacy session.", None,
+     None, None, None, None, None, None, 2, 0, 0, 0, 0, "live"),
+    ("codex:66666666-6666-4666-8666-666666666666", "first_prompt", "Safe line before malformed input.", None,
+     None, None, None, "/workspace/synthetic-project", "-workspace-synthetic-project",
+     "/workspace/synthetic-project", 1, 0, 0, 0, 0, "live"),
+    # 4 prompts, 6 answers, 2 reasoning summaries, 1 compaction summary
+    ("codex:compact-codex-001", "first_prompt", "Help me build the API endpoints", None, None, None,
+     "feature/api", "/home/testuser/codex-compact-project", "-home-testuser-codex-compact-project",
+     "/home/testuser/codex-compact-project", 13, 2000 - 500, 1000, 500, 0, "live"),
+    ("codex:rejection-codex-001", "first_prompt", "Create a test file", None, None, None, "main",
+     "/home/testuser/codex-rejection-project", "-home-testuser-codex-rejection-project",
+     "/home/testuser/codex-rejection-project", 11, 200 - 50, 100, 50, 0, "live"),
+]
+
+TOOLS = {
+    # session: (tool_calls rows, {outcome: tool_results rows})
+    "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9": (372, {"succeeded": 372}),  # 316 exec, 49 apply_patch, 7 web search
+    # the exec_command call was interrupted: no output, and its turn never ended
+    "codex:019c8a70-dda7-7f33-98ea-f30553347322": (1, {}),
+    # call-1 cancelled by turn_aborted; call-2, call-3 (tool search), ws-1
+    # (web search) succeeded; the five "[trimmed for fixture]" calls and three
+    # outputs share one id, so one row each
+    "codex:019fc8be-3658-7ca3-9e29-000000000000": (5, {"succeeded": 4, "cancelled": 1}),
+    "codex:11111111-1111-4111-8111-111111111111": (3, {"succeeded": 3}),
+    "codex:22222222-2222-4222-8222-222222222222": (1, {"succeeded": 1}),
+    "codex:compact-codex-001": (2, {"succeeded": 2}),
+    # call_esc_002 asked for escalation and the user moved on; call_esc_004
+    # asked for it and the turn was aborted
+    "codex:rejection-codex-001": (4, {"succeeded": 2, "blocked": 2}),
+}
+
+TOOL_CALL_FILES = [
+    # apply_patch "*** Add File: gamma.txt", resolved against the turn's cwd
+    ("codex:11111111-1111-4111-8111-111111111111:call-custom-001", "/workspace/synthetic-project/gamma.txt"),
+    # cat > src/middleware/auth.py << 'EOF'
+    ("codex:compact-codex-001:call_compact_002", "/home/testuser/codex-compact-project/src/middleware/auth.py"),
+    # echo 'Hello World' > test.txt, then printf 'Goodbye World\n' > test.txt
+    ("codex:rejection-codex-001:call_esc_001", "/home/testuser/codex-rejection-project/test.txt"),
+    ("codex:rejection-codex-001:call_esc_002", "/home/testuser/codex-rejection-project/test.txt"),
+]
+
+SUBAGENTS = [
+    # agent id, parent session, child session, spawning call, agent type, description
+    ("33333333-3333-4333-8333-333333333333", "codex:22222222-2222-4222-8222-222222222222",
+     "codex:33333333-3333-4333-8333-333333333333", "codex:22222222-2222-4222-8222-222222222222:call-spawn-001",
+     None, None),
+    # collab_agent_spawn_end in the sampler, every value trimmed
+    ("[trimmed for fixture]", "codex:019fc8be-3658-7ca3-9e29-000000000000", "codex:[trimmed for fixture]",
+     "codex:019fc8be-3658-7ca3-9e29-000000000000:[trimmed for fixture]", "[trimmed for fixture]",
+     "[trimmed for fixture]"),
+]
+
+MALFORMED_ERROR = "invalid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"
+
+
+# -- fixtures -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def corpus_root():
+    from conftest import CORPUS
+
+    if not CORPUS.exists():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS / "codex"
+
+
+def codex_home(root: Path, corpus_root: Path, files=tuple(LAYOUT)) -> Path:
+    """A Codex home holding ``files`` (symlinks to the corpus), by their Codex names."""
+    for relative in files:
+        path = root / LAYOUT[relative]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(corpus_root / relative, path)
+    return root
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, corpus_root):
+    return codex_home(tmp_path_factory.mktemp("codex") / ".codex", corpus_root)
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory, home):
+    path = tmp_path_factory.mktemp("codex-db") / "obelisk.db"
+    summary = ingest(path, {"codex": home})
+    conn = sqlite3.connect(path)
+    yield conn, summary
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def db(ingested):
+    return ingested[0]
+
+
+def rows(db_path, sql, params=()):
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def codex_sources():
+    return {"codex": get_sources()["codex"]}
+
+
+def envelope(type_: str, payload: dict, timestamp: str) -> bytes:
+    return orjson.dumps({"timestamp": timestamp, "type": type_, "payload": payload}) + b"\n"
+
+
+# -- the corpus, every file ------------------------------------------------------
+
+
+def test_summary_of_the_run(ingested, home):
+    _, summary = ingested
+    assert (summary.files, summary.files_read, summary.lines, summary.messages, summary.merged, summary.errors) == (
+        10, 10, 2930, 1681, 1248, 1,
+    )
+    assert summary.sessions == 10
+    assert summary.error_samples == [(str(home / LAYOUT[MALFORMED]), 3, MALFORMED_ERROR)]
+    assert summary.empty_files == []
+
+
+def test_every_line_is_accounted_for(db, home, corpus_root):
+    got = {
+        path.removeprefix(f"{home}/"): counts
+        for path, *counts in db.execute(
+            "SELECT path, lines_read, lines_stored, lines_merged, lines_failed FROM source_files"
+        )
+    }
+    assert got == {path: list(counts) for path, counts in FILES.items()}
+    # The prompt log is not a rollout; every line of every rollout is read.
+    for relative in ROLLOUTS:
+        assert FILES[LAYOUT[relative]][0] == (corpus_root / relative).read_bytes().count(b"\n")
+    assert db.execute(
+        "SELECT COUNT(*) FROM source_files WHERE lines_read != lines_stored + lines_merged + lines_failed "
+        "OR cursor != size OR pending_bytes OR missing"
+    ).fetchone() == (0,)
+    assert db.execute("SELECT source, kind, layout, compression FROM source_files GROUP BY 1, 2, 3, 4").fetchall() == [
+        ("codex", "rollout", "jsonl", None)
+    ]
+
+
+def test_messages_are_rows_of_their_own_lines(db):
+    # One row per stored line; ids are the thread and the line's byte offset.
+    assert db.execute("SELECT COUNT(*), COUNT(DISTINCT uuid) FROM messages").fetchone() == (1681, 1681)
+    assert db.execute(
+        "SELECT COUNT(*) FROM messages WHERE uuid != session_id || ':' || byte_offset"
+    ).fetchone() == (0,)
+    per_session = dict(db.execute("SELECT session_id, COUNT(*) FROM messages GROUP BY 1"))
+    assert per_session == {
+        "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9": 1569,
+        "codex:019c8a70-dda7-7f33-98ea-f30553347322": 12,
+        "codex:019fc8be-3658-7ca3-9e29-000000000000": 46,
+        "codex:11111111-1111-4111-8111-111111111111": 9,
+        "codex:22222222-2222-4222-8222-222222222222": 3,
+        "codex:33333333-3333-4333-8333-333333333333": 2,
+        "codex:44444444-4444-4444-8444-444444444444": 2,
+        "codex:66666666-6666-4666-8666-666666666666": 1,
+        "codex:compact-codex-001": 18,
+        "codex:rejection-codex-001": 19,
+    }
+
+
+def test_sessions(db):
+    got = db.execute(
+        "SELECT id, title_source, substr(replace(title, char(10), ' '), 1, 40), parent_session_id, relationship, "
+        "repository, git_branch, cwd, project, project_path, message_count, input_tokens, output_tokens, "
+        "cache_read_tokens, cache_creation_tokens, availability FROM sessions ORDER BY id"
+    ).fetchall()
+    assert got == SESSIONS
+
+
+def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
+    """The stored usage of a real rollout adds up to its last running total
+    (``total_token_usage`` of its last token_count event that has one)."""
+    for relative in (BIG, INTERRUPTED, SMALL):
+        final = None
+        for line in (corpus_root / relative).read_bytes().splitlines():
+            record = json.loads(line)
+            payload = record["payload"]
+            if payload.get("type") == "token_count" and payload.get("info"):
+                if any(payload["info"]["total_token_usage"].values()):
+                    final = payload["info"]["total_token_usage"]
+        got = db.execute(
+            "SELECT s.input_tokens + s.cache_read_tokens, s.cache_read_tokens, s.output_tokens FROM sessions s "
+            "WHERE s.id = (SELECT m.session_id FROM messages m JOIN source_files f ON f.id = m.file_id "
+            "WHERE f.path = ? LIMIT 1)",
+            [str(home / LAYOUT[relative])],
+        ).fetchone()
+        assert got == (final["input_tokens"], final["cached_input_tokens"], final["output_tokens"]), relative
+    # The synthetic ones have a single token_count: its last_token_usage counts.
+    assert db.execute(
+        "SELECT id, input_tokens, cache_read_tokens, output_tokens FROM sessions WHERE id LIKE '%-codex-001' ORDER BY id"
+    ).fetchall() == [("codex:compact-codex-001", 1500, 500, 1000), ("codex:rejection-codex-001", 150, 50, 100)]
+
+
+def test_tool_calls_and_results_by_outcome(db):
+    calls = dict(db.execute("SELECT session_id, COUNT(*) FROM tool_calls GROUP BY 1"))
+    outcomes = {}
+    for session, outcome, count in db.execute(
+        "SELECT session_id, outcome, COUNT(*) FROM tool_results GROUP BY 1, 2"
+    ):
+        outcomes.setdefault(session, {})[outcome] = count
+    assert {s: (calls.get(s, 0), outcomes.get(s, {})) for s in set(calls) | set(outcomes)} == TOOLS
+    # Every result answers a call of its own session; blocked results are errors.
+    assert db.execute(
+        "SELECT COUNT(*) FROM tool_results r LEFT JOIN tool_calls c ON c.id = r.tool_use_id "
+        "WHERE c.id IS NULL OR c.session_id != r.session_id"
+    ).fetchone() == (0,)
+    assert db.execute("SELECT outcome, is_error, COUNT(*) FROM tool_results GROUP BY 1, 2").fetchall() == [
+        ("blocked", 1, 2), ("cancelled", 0, 1), ("succeeded", 0, 372 + 4 + 3 + 1 + 2 + 2),
+    ]
+    assert db.execute(
+        "SELECT tool_use_id, content FROM tool_results WHERE outcome IN ('blocked', 'cancelled') ORDER BY 1"
+    ).fetchall() == [
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000:call-1", "[no output: turn aborted]"),
+        ("codex:rejection-codex-001:call_esc_002", "[no output: escalation not granted]"),
+        ("codex:rejection-codex-001:call_esc_004", "[no output: escalation not granted]"),
+    ]
+
+
+def test_file_paths_from_patches_and_shell_writes(db):
+    assert db.execute("SELECT tool_call_id, path FROM tool_call_files ORDER BY 1, 2").fetchall() == TOOL_CALL_FILES
+    assert db.execute(
+        "SELECT id, file_path FROM tool_calls WHERE file_path IS NOT NULL ORDER BY 1"
+    ).fetchall() == TOOL_CALL_FILES
+
+
+def test_ingest_errors_name_file_line_and_reason(db, home):
+    assert db.execute("SELECT path, line_no, byte_offset, byte_length, reason FROM ingest_errors").fetchall() == [
+        (str(home / LAYOUT[MALFORMED]), 3, 323, 25, MALFORMED_ERROR)
+    ]
+
+
+def test_compactions(db):
+    got = db.execute(
+        "SELECT s.session_id, m.type, COALESCE(m.subtype, ''), m.line_no FROM summaries s "
+        "JOIN messages m ON m.uuid = s.message_uuid WHERE s.source = 'compaction' ORDER BY 1, 4"
+    ).fetchall()
+    assert got == [
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "compacted", "", 1788),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "event_msg", "context_compacted", 19),
+        *[("codex:019fc8be-3658-7ca3-9e29-000000000000", "compacted", "", n) for n in (26, 47, 69, 81, 89, 111)],
+        ("codex:compact-codex-001", "compacted", "", 13),
+    ]
+    # What the summary replaced is shadowed; the replacement history is never stored.
+    assert db.execute(
+        "SELECT surface, COUNT(*) FROM messages WHERE session_id = 'codex:compact-codex-001' GROUP BY 1"
+    ).fetchall() == [("current", 7), ("log-only", 1), ("shadowed", 10)]  # lines 13-19 | 20 | 3-12
+    assert db.execute(
+        "SELECT COUNT(*) FROM messages WHERE text LIKE '%\"replacement_history\"%'"
+    ).fetchone() == (0,)
+
+
+def test_titles(db):
+    assert db.execute("SELECT session_id, kind, title FROM titles WHERE kind != 'first_prompt'").fetchall() == [
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "custom", "[trimmed for fixture]")
+    ]
+
+
+# -- lineage: the spawned subagent in the corpus, and a fork of a real rollout ----
+
+
+def test_spawned_subagent_lineage_both_ways(db):
+    parent, child = "codex:22222222-2222-4222-8222-222222222222", "codex:33333333-3333-4333-8333-333333333333"
+    assert db.execute("SELECT agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description "
+                      "FROM subagents ORDER BY session_id DESC").fetchall() == SUBAGENTS
+    assert db.execute(
+        "SELECT parent_session_id, relationship, agent_id FROM sessions WHERE id = ?", [child]
+    ).fetchone() == (parent, "subagent", "33333333-3333-4333-8333-333333333333")
+    # From the parent: its children, and the spawning call's result names the agent.
+    assert db.execute("SELECT id FROM sessions WHERE parent_session_id = ?", [parent]).fetchall() == [(child,)]
+    assert db.execute(
+        "SELECT r.agent_id, c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
+        "WHERE r.tool_use_id = ?",
+        [f"{parent}:call-spawn-001"],
+    ).fetchone() == ("33333333-3333-4333-8333-333333333333", "spawn_agent")
+
+
+def test_spawned_subagent_parent_messages_are_stored_once(db):
+    parent, child = "codex:22222222-2222-4222-8222-222222222222", "codex:33333333-3333-4333-8333-333333333333"
+    # The child replays the parent's prompt and spawn call (lines 2-3): merged.
+    assert db.execute(
+        "SELECT session_id, line_no FROM messages WHERE text = 'Spawn a synthetic researcher.'"
+    ).fetchall() == [(parent, 2)]
+    assert db.execute("SELECT id, session_id FROM tool_calls WHERE name = 'spawn_agent'").fetchall() == [
+        (f"{parent}:call-spawn-001", parent)
+    ]
+    assert db.execute(
+        "SELECT line_no, role, text, agent_id FROM messages WHERE session_id = ? ORDER BY seq", [child]
+    ).fetchall() == [
+        (4, "user", "Inspect fixtures.", "33333333-3333-4333-8333-333333333333"),
+        (5, "assistant", "The fixtures are fully synthetic.", "33333333-3333-4333-8333-333333333333"),
+    ]
+    assert db.execute("SELECT COUNT(*) FROM messages WHERE session_id = ? AND agent_id IS NOT NULL", [parent]).fetchone() == (0,)
+
+
+FORK_PARENT = "019c8a70-dda7-7f33-98ea-f30553347322"
+FORK_ID = "019c8a83-8100-7000-8000-00000000f0a1"  # UUIDv7 minted 2026-02-23T12:40:00.000Z
+FORK_TURN = "019c8a84-6b60-7000-8000-00000000f0a2"  # UUIDv7 minted 2026-02-23T12:41:00.000Z
+FORK_TIME = "2026-02-23T12:40:00.000Z"
+COPY_TIME = "2026-02-23T12:40:00.012Z"
+
+
+def fork_of(parent: bytes) -> bytes:
+    """A fork of the interrupted localpush rollout, as Codex writes one: its
+    own session_meta (``forked_from_id``), the parent's lines copied and
+    re-stamped with the fork time (its session_meta first), then a turn of
+    its own (6 lines)."""
+    meta = {"id": FORK_ID, "timestamp": FORK_TIME, "cwd": "/redacted/path/da0ba47443", "originator": "Codex Desktop",
+            "cli_version": "0.104.0-alpha.1", "source": "vscode", "forked_from_id": FORK_PARENT,
+            "git": {"branch": "try-again", "repository_url": "redacted://url/d18f1190d0"}}
+    copied = b"".join(
+        line[:14] + COPY_TIME.encode() + line[14 + len(COPY_TIME):] + b"\n" for line in parent.splitlines()
+    )
+    last = {"input_tokens": 1000, "cached_input_tokens": 500, "output_tokens": 50, "reasoning_output_tokens": 0,
+            "total_tokens": 1050}
+    total = {"input_tokens": 35469, "cached_input_tokens": 3956, "output_tokens": 481, "reasoning_output_tokens": 264,
+             "total_tokens": 35950}
+    own = [
+        envelope("event_msg", {"type": "task_started", "turn_id": FORK_TURN}, "2026-02-23T12:41:00.000Z"),
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "Try the other approach."}]},
+                 "2026-02-23T12:41:00.001Z"),
+        envelope("event_msg", {"type": "user_message", "message": "Try the other approach."}, "2026-02-23T12:41:00.001Z"),
+        envelope("event_msg", {"type": "agent_message", "message": "Trying the other approach."},
+                 "2026-02-23T12:41:05.000Z"),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Trying the other approach."}]},
+                 "2026-02-23T12:41:05.000Z"),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}},
+                 "2026-02-23T12:41:05.100Z"),
+    ]
+    return envelope("session_meta", meta, FORK_TIME) + copied + b"".join(own)
+
+
+@pytest.fixture(scope="module")
+def fork_db(tmp_path_factory, corpus_root):
+    root = tmp_path_factory.mktemp("fork")
+    home = codex_home(root / ".codex", corpus_root, [INTERRUPTED])
+    parent = (corpus_root / INTERRUPTED).read_bytes()
+    path = home / f"sessions/2026/02/23/rollout-2026-02-23T12-40-00-{FORK_ID}.jsonl"
+    path.write_bytes(fork_of(parent))
+    db_path = root / "obelisk.db"
+    ingest(db_path, {"codex": home})
+    alone = root / "parent-alone.db"
+    ingest(alone, {"codex": codex_home(root / "alone", corpus_root, [INTERRUPTED])})
+    return db_path, alone, path
+
+
+def test_fork_every_parent_line_once(fork_db):
+    db_path, alone, path = fork_db
+    fork, parent = f"codex:{FORK_ID}", f"codex:{FORK_PARENT}"
+    # 1 session_meta + 19 copied lines (merged) + 6 own lines: 2 twins and task_started merged
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files WHERE path = ?",
+                [str(path)]) == [(26, 3, 23, 0)]
+    # The parent's rows are exactly those it has when ingested alone.
+    columns = "uuid, session_id, seq, type, subtype, role, text, is_meta, line_no, byte_offset"
+    assert rows(db_path, f"SELECT {columns} FROM messages WHERE session_id = ? ORDER BY seq", [parent]) == rows(
+        alone, f"SELECT {columns} FROM messages ORDER BY seq"
+    )
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork]) == [(0,)]
+    assert rows(db_path, "SELECT id, session_id FROM tool_calls") == [(f"{parent}:call_UtYwHmwWekzvq83m8Rb9K8jJ", parent)]
+    # The fork's own turn, attributed to the fork.
+    assert rows(db_path, "SELECT line_no, role, subtype, text, input_tokens, output_tokens FROM messages "
+                         "WHERE session_id = ? ORDER BY seq", [fork]) == [
+        (22, "user", "message", "Try the other approach.", None, None),
+        (24, "assistant", "agent_message", "Trying the other approach.", None, None),
+        (26, "assistant", "token_count", "", 500, 50),
+    ]
+    # No parent text is stored twice.
+    assert rows(db_path, "SELECT text, COUNT(*) FROM messages WHERE text != '' GROUP BY text HAVING COUNT(*) > 1") == []
+
+
+def test_fork_lineage_both_ways(fork_db):
+    db_path, _, _ = fork_db
+    fork, parent = f"codex:{FORK_ID}", f"codex:{FORK_PARENT}"
+    assert rows(db_path, "SELECT id, title, title_source, parent_session_id, relationship, git_branch, project, "
+                         "message_count, input_tokens, output_tokens, cache_read_tokens FROM sessions ORDER BY id") == [
+        (parent, REDACTED_INTERRUPTED, "first_prompt", None, None, "main", "-redacted-path-da0ba47443",
+         6, 31013, 431, 3456),
+        (fork, "Try the other approach.", "first_prompt", parent, "fork", "try-again", "-redacted-path-da0ba47443",
+         2, 500, 50, 500),
+    ]
+    assert rows(db_path, "SELECT id FROM sessions WHERE parent_session_id = ?", [parent]) == [(fork,)]
+    assert rows(db_path, "SELECT COUNT(*) FROM subagents") == [(0,)]  # a fork is not a subagent
+
+
+# -- the malformed and the truncated rollout ---------------------------------------
+
+
+def test_malformed_rollout_keeps_the_good_lines(db):
+    session = "codex:66666666-6666-4666-8666-666666666666"
+    assert db.execute("SELECT line_no, role, text FROM messages WHERE session_id = ?", [session]).fetchall() == [
+        (2, "user", "Safe line before malformed input.")
+    ]
+
+
+def test_truncated_rollout(tmp_path, corpus_root):
+    """A rollout cut in the middle of a line (a crash), then resumed on a new
+    line, and cut again at its end."""
+    lines = (corpus_root / COMPACTION).read_bytes().splitlines(keepends=True)
+    cut_compacted = lines[12][: len(lines[12]) // 2] + b"\n"  # the writer died half-way through line 13
+    cut_last = lines[19][:100]  # and in the middle of the last one, with no newline
+    data = b"".join(lines[:12]) + cut_compacted + b"".join(lines[13:19]) + cut_last
+    path = tmp_path / ".codex" / LAYOUT[COMPACTION]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    db_path = tmp_path / "obelisk.db"
+    # While the writer may still be busy the unfinished last line is waited for...
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert (summary.lines, summary.messages, summary.errors) == (19, 16, 1)
+    assert rows(db_path, "SELECT line_no, byte_offset, byte_length, reason FROM ingest_errors") == [
+        (13, sum(map(len, lines[:12])), len(cut_compacted) - 1, "truncated compacted record"),
+    ]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed, pending_bytes FROM source_files") == [
+        (19, 16, 2, 1, 100)
+    ]
+    # ...and reported once it has been quiet for a while.
+    past = time.time() - 3600
+    os.utime(path, (past, past))
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert summary.error_samples == [(str(path), 20, "unterminated last line that is not valid JSON")]
+    assert rows(db_path, "SELECT line_no, byte_offset, byte_length, reason FROM ingest_errors ORDER BY line_no") == [
+        (13, sum(map(len, lines[:12])), len(cut_compacted) - 1, "truncated compacted record"),
+        (20, len(data) - 100, 100, "unterminated last line that is not valid JSON"),
+    ]
+    # Everything else is there: no compaction, the rest of the conversation.
+    assert rows(db_path, "SELECT message_count FROM sessions") == [(12,)]
+    assert rows(db_path, "SELECT COUNT(*) FROM summaries") == [(0,)]
+    assert rows(db_path, "SELECT COUNT(*), SUM(outcome = 'succeeded') FROM tool_results") == [(2, 2)]
+
+
+def test_completed_last_line_clears_its_error(tmp_path, corpus_root):
+    data = (corpus_root / FILE_1).read_bytes()
+    path = tmp_path / ".codex" / LAYOUT[FILE_1]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data[:-40])
+    past = time.time() - 3600
+    os.utime(path, (past, past))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert rows(db_path, "SELECT line_no FROM ingest_errors") == [(14,)]
+    path.write_bytes(data)
+    ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert rows(db_path, "SELECT lines_read, lines_failed FROM source_files") == [(14, 0)]
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == []
+
+
+# -- format drift ------------------------------------------------------------------
+
+
+def drifted_rollout(tmp_path) -> Path:
+    """A rollout of a future Codex whose every line has a type nobody knows."""
+    thread = "0195a000-0000-7000-8000-000000000001"
+    path = tmp_path / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        envelope("session_header", {"id": thread, "cwd": "/w"}, "2026-03-01T10:00:00.000Z")
+        + envelope("event_msg", {"type": "user_turn", "message": "hello"}, "2026-03-01T10:00:01.000Z")
+        + envelope("response_item", {"type": "message_v2", "role": "assistant", "text": "hi"}, "2026-03-01T10:00:02.000Z")
+        + b'{"kind":"checkpoint","at":"2026-03-01T10:00:03.000Z"}\n'
+    )
+    return path
+
+
+def test_format_drift_is_reported_loudly(tmp_path):
+    path = drifted_rollout(tmp_path)
+    db_path = tmp_path / "obelisk.db"
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    reason = "none of the 4 lines has a type the codex parser knows: format drift? (0 messages ingested)"
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (4, 0, 4, 1)
+    assert summary.empty_files == [str(path)]
+    assert summary.error_samples == [(str(path), None, reason)]
+    assert rows(db_path, "SELECT path, line_no, byte_offset, reason FROM ingest_errors") == [(str(path), 0, 0, reason)]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged FROM source_files") == [(4, 0, 4)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages") == [(0,)]
+
+
+def test_format_drift_fails_the_cli(tmp_path):
+    path = drifted_rollout(tmp_path)
+    db_path = tmp_path / "obelisk.db"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db_path), "--codex-dir", str(tmp_path / ".codex"), "--json"])
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.output)
+    assert (out["files"], out["messages"], out["errors"], out["roots"]) == (1, 0, 1, {"codex": str(tmp_path / ".codex")})
+    assert out["files_without_messages"] == [str(path)]
+    assert [(e["path"], e["line"]) for e in out["error_samples"]] == [(str(path), None)]
+    assert out["error_samples"][0]["reason"] == (
+        "none of the 4 lines has a type the codex parser knows: format drift? (0 messages ingested)"
+    )
+
+
+# -- compressed and archived copies ------------------------------------------------
+
+
+@pytest.mark.parametrize("relative", ROLLOUTS)
+def test_zstd_copy_gives_the_same_rows(tmp_path, corpus_root, relative):
+    data = (corpus_root / relative).read_bytes()
+    plain = tmp_path / "plain" / LAYOUT[relative]
+    packed = tmp_path / "packed" / (LAYOUT[relative] + ".zst")
+    for path in (plain, packed):
+        path.parent.mkdir(parents=True)
+    plain.write_bytes(data)
+    packed.write_bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    ingest(tmp_path / "plain.db", {"codex": tmp_path / "plain"}, sources=codex_sources(), redact=False)
+    ingest(tmp_path / "packed.db", {"codex": tmp_path / "packed"}, sources=codex_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "packed.db"), snapshot(tmp_path / "plain.db")
+    assert got == expected, diff(got, expected)
+    counts = "SELECT lines_read, lines_stored, lines_merged, lines_failed, compression FROM source_files"
+    assert rows(tmp_path / "packed.db", counts) == [(*FILES[LAYOUT[relative]], "zstd")]
+    assert rows(tmp_path / "plain.db", counts) == [(*FILES[LAYOUT[relative]], None)]
+
+
+def archive(tmp_path, corpus_root, relative=COMPACTION):
+    """Ingest a rollout, move it to archived_sessions/ as Codex does, ingest again."""
+    home = tmp_path / ".codex"
+    live = home / LAYOUT[relative]
+    live.parent.mkdir(parents=True)
+    shutil.copy(corpus_root / relative, live)
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    before = snapshot(db_path)
+    archived = home / "archived_sessions" / live.name
+    archived.parent.mkdir()
+    os.rename(live, archived)
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    return db_path, before, summary, archived
+
+
+def test_archived_rollout_keeps_its_session(tmp_path, corpus_root):
+    db_path, before, summary, archived = archive(tmp_path, corpus_root)
+    after = snapshot(db_path)
+    # The moved file is read again, every line merges into what is stored.
+    assert (summary.files, summary.files_missing, summary.messages, summary.merged, summary.errors) == (1, 1, 0, 20, 0)
+    for table in ("messages", "tool_calls", "tool_call_files", "tool_results", "summaries", "ingest_errors"):
+        assert after[table] == before[table], table
+    assert after["titles"][0] == before["titles"][0]  # the same title (see below for the extra row)
+    session = {k: v for k, v in after["sessions"][0].items() if k not in ("availability", "updated_at")}
+    assert session == {k: v for k, v in before["sessions"][0].items() if k not in ("availability", "updated_at")}
+    assert len(after["sessions"]) == 1
+    assert rows(db_path, "SELECT COUNT(*), COUNT(DISTINCT uuid) FROM messages") == [(18, 18)]
+
+
+def test_archived_rollout_stays_live(tmp_path, corpus_root):
+    db_path, _, _, _ = archive(tmp_path, corpus_root)
+    assert rows(db_path, "SELECT availability FROM sessions") == [("live",)]
+
+
+def test_archived_rollout_adds_no_title_rows(tmp_path, corpus_root):
+    db_path, before, _, _ = archive(tmp_path, corpus_root)
+    assert snapshot(db_path)["titles"] == before["titles"]
+
+
+def test_archived_rollout_path_follows_the_file(tmp_path, corpus_root):
+    db_path, _, _, archived = archive(tmp_path, corpus_root)
+    assert rows(db_path, "SELECT jsonl_path FROM sessions") == [(str(archived),)]
+
+
+# -- session index titles ---------------------------------------------------------
+
+
+def test_session_index_names_a_thread_even_before_its_rollout(tmp_path, corpus_root):
+    home = tmp_path / ".codex"
+    home.mkdir()
+    index = home / "session_index.jsonl"
+    index.write_bytes(
+        b'{"id":"019c8a70-dda7-7f33-98ea-f30553347322","thread_name":"Sync the push queue",'
+        b'"updated_at":"2026-02-23T12:30:00Z"}\n'
+        # a thread whose rollout names itself (thread_name_updated): that title wins
+        b'{"id":"019fc8be-3658-7ca3-9e29-000000000000","thread_name":"Index name",'
+        b'"updated_at":"2026-08-03T11:00:00Z"}\n'
+    )
+    db_path = tmp_path / "obelisk.db"
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert (summary.lines, summary.merged, summary.messages) == (2, 2, 0)
+    assert rows(db_path, "SELECT COUNT(*) FROM sessions") == [(0,)]  # nothing to show yet
+    codex_home(home, corpus_root, [INTERRUPTED, SMALL])
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    titles = "SELECT id, title, title_source FROM sessions ORDER BY id"
+    assert rows(db_path, titles) == [
+        ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "Sync the push queue", "index"),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "[trimmed for fixture]", "custom"),
+    ]
+    # A rename appends to the index: the newest name wins.
+    with open(index, "ab") as fp:
+        fp.write(b'{"id":"019c8a70-dda7-7f33-98ea-f30553347322","thread_name":"Sync the push queue, take two",'
+                 b'"updated_at":"2026-02-24T09:00:00Z"}\n')
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert rows(db_path, titles)[0] == ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "Sync the push queue, take two", "index")
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files WHERE kind = "
+                         "'session_index'") == [(3, 0, 3, 0)]
+
+
+# -- incremental and crash-safe ---------------------------------------------------
+
+
+def file_counts(db_path):
+    return rows(db_path, "SELECT path, cursor, line_no, lines_read, lines_stored, lines_merged, lines_failed, "
+                         "pending_bytes FROM source_files ORDER BY path")
+
+
+@pytest.mark.parametrize("relative", ROLLOUTS)
+def test_rollout_written_in_random_chunks_gives_the_same_database(tmp_path, corpus_root, relative):
+    data = (corpus_root / relative).read_bytes()
+    whole = tmp_path / "whole" / ".codex"
+    live = tmp_path / "live" / ".codex"
+    for home in (whole, live):
+        (home / LAYOUT[relative]).parent.mkdir(parents=True)
+    (whole / LAYOUT[relative]).write_bytes(data)
+    ingest(tmp_path / "whole.db", {"codex": whole}, sources=codex_sources(), redact=False)
+
+    rng = random.Random(relative)
+    cuts = sorted(rng.sample(range(1, len(data)), 25))
+    with open(live / LAYOUT[relative], "wb") as fp:
+        for start, end in zip([0] + cuts, cuts + [len(data)]):
+            fp.write(data[start:end])
+            fp.flush()
+            ingest(tmp_path / "live.db", {"codex": live}, sources=codex_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
+    assert got == expected, diff(got, expected)
+    assert [r[1:] for r in file_counts(tmp_path / "live.db")] == [r[1:] for r in file_counts(tmp_path / "whole.db")]
+
+
+def test_project_is_where_the_session_started_however_the_file_is_read(tmp_path, corpus_root):
+    # The sampler's later turns work in another folder (its placeholder):
+    # read whole or line by line, the project stays session_meta's cwd.
+    data = (corpus_root / SMALL).read_bytes()
+    home = tmp_path / ".codex"
+    path = home / LAYOUT[SMALL]
+    path.parent.mkdir(parents=True)
+    with open(path, "wb") as fp:
+        for line in data.splitlines(keepends=True):
+            fp.write(line)
+            fp.flush()
+            ingest(tmp_path / "obelisk.db", {"codex": home}, sources=codex_sources(), redact=False)
+    assert rows(tmp_path / "obelisk.db", "SELECT project, project_path FROM sessions") == [
+        ("-tmp-repo", "[trimmed for fixture]")
+    ]
+
+
+def test_derived_project_does_not_depend_on_how_the_file_was_read(tmp_path):
+    # A rollout whose session_meta has no cwd (the project is derived from the turns).
+    thread = "0195a000-0000-7000-8000-0000000000aa"
+    lines = [envelope("session_meta", {"id": thread}, "2026-03-01T10:00:00.000Z")]
+    for folder, prompts in (("/w/first", 2), ("/w/second", 4)):
+        lines.append(envelope("turn_context", {"cwd": folder, "model": "m"}, "2026-03-01T10:00:01.000Z"))
+        lines += [envelope("event_msg", {"type": "user_message", "message": f"{folder} {i}"}, "2026-03-01T10:00:02.000Z")
+                  for i in range(prompts)]
+    for name, parts in (("whole", [b"".join(lines)]), ("split", [b"".join(lines[:4]), b"".join(lines[4:])])):
+        path = tmp_path / name / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
+        path.parent.mkdir(parents=True)
+        for part in parts:
+            with open(path, "ab") as fp:
+                fp.write(part)
+            ingest(tmp_path / f"{name}.db", {"codex": tmp_path / name / ".codex"}, sources=codex_sources())
+    assert rows(tmp_path / "whole.db", "SELECT project, project_path FROM sessions") == [("-w-second", "/w/second")]
+    assert rows(tmp_path / "split.db", "SELECT project, project_path FROM sessions") == [("-w-second", "/w/second")]
+
+
+def test_small_commits_give_the_same_database(tmp_path, corpus_root):
+    """Commits in the middle of a file (every 64 KB here, every 8 MB by
+    default) neither re-read nor skip a line: Codex message ids are byte
+    offsets, so a line read twice would be a second message."""
+    home = codex_home(tmp_path / ".codex", corpus_root, [BIG])
+    ingest(tmp_path / "one.db", {"codex": home}, sources=codex_sources(), redact=False)
+    ingest(tmp_path / "many.db", {"codex": home}, sources=codex_sources(), redact=False, chunk_bytes=64 << 10)
+    assert file_counts(tmp_path / "many.db") == file_counts(tmp_path / "one.db")
+    got, expected = snapshot(tmp_path / "many.db"), snapshot(tmp_path / "one.db")
+    assert got == expected, diff(got, expected)
+
+
+RUNNER = """
+import sys, time
+from pathlib import Path
+from datasette_obelisk.store.ingest import ingest
+root = Path({root!r})
+print("ready", flush=True)
+started = time.perf_counter()
+ingest({db!r}, {{"claude": root / ".claude", "codex": root / ".codex"}}, chunk_bytes={chunk})
+print(time.perf_counter() - started, flush=True)
+"""
+CRASH_CHUNK_BYTES = 6000  # a commit every few lines: hundreds of transactions
+
+
+def start_ingest(db_path: Path, root: Path) -> subprocess.Popen:
+    code = RUNNER.format(root=str(root), db=str(db_path), chunk=CRASH_CHUNK_BYTES)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"  # imports done: the ingest starts now
+    return proc
+
+
+def unfinished(db_path: Path, total: int) -> bool:
+    """Whether an ingester killed in ``db_path`` left work for the next run:
+    no schema yet, messages missing, or sessions still to derive."""
+    if not db_path.exists():
+        return True
+    try:
+        (messages, queued), = rows(db_path, "SELECT (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM derive_queue)")
+    except sqlite3.OperationalError:  # killed before or while creating the schema
+        return True
+    return messages < total or queued > 0
+
+
+def test_sigkill_at_random_moments_then_rerun_gives_the_clean_database(tmp_path):
+    """The real Claude Code and Codex sources on a generated corpus (subagents,
+    a fork, a spawned thread, compaction), killed at random points of the
+    ingest, then run to the end: the same database as one clean run."""
+    from datasette_obelisk.demo.generator import generate
+
+    root = tmp_path / "logs"
+    stats = generate(root, seed=3, target_bytes=1_200_000)
+    assert (stats.codex.forks, stats.codex.subagent_transcripts) >= (1, 1)
+    clean = tmp_path / "clean.db"
+    proc = start_ingest(clean, root)
+    duration = float(proc.stdout.readline())
+    assert proc.wait() == 0
+    expected, expected_files = snapshot(clean), file_counts(clean)
+    assert rows(clean, "SELECT COUNT(*) FROM source_files") == [(stats.claude.files + stats.codex.files,)]
+    # Hundreds of small commits give what one commit per file gives.
+    key = Path(f"{clean}.redaction-key")
+    shutil.copy(key, tmp_path / "one.db.redaction-key")
+    ingest(tmp_path / "one.db", {"claude": root / ".claude", "codex": root / ".codex"})
+    assert snapshot(tmp_path / "one.db") == expected, diff(snapshot(tmp_path / "one.db"), expected)
+    assert file_counts(tmp_path / "one.db") == expected_files
+
+    killed = tmp_path / "killed.db"
+    rng = random.Random(11)
+    total = rows(clean, "SELECT COUNT(*) FROM messages")[0][0]
+    kills = attempts = 0
+    while kills < 4 and attempts < 40:
+        attempts += 1
+        shutil.copy(key, f"{killed}.redaction-key")  # the same secret markers as the clean run
+        proc = start_ingest(killed, root)
+        time.sleep(rng.uniform(0.05, 0.9) * duration)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        if proc.returncode == -signal.SIGKILL and unfinished(killed, total):
+            kills += 1  # killed with work left: later runs must finish it
+        else:
+            # It got to the end first: start over, so the next kill lands in work.
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{killed}{suffix}").unlink(missing_ok=True)
+    assert kills >= 3, f"only {kills} of {attempts} kills landed before the ingester finished"
+    proc = start_ingest(killed, root)
+    proc.stdout.readline()
+    assert proc.wait() == 0
+    proc.stdout.close()
+    got = snapshot(killed)
+    assert got == expected, diff(got, expected)
+    assert file_counts(killed) == expected_files

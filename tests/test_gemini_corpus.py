@@ -1,0 +1,349 @@
+"""The Gemini CLI chats in ../shared/corpus ingest with exact, hand-checked
+results at the database level.
+
+The corpus files are symlinked into a temporary ``~/.gemini`` the way Gemini
+CLI lays chats out: ``tmp/<project hash>/chats/session-<start>-<first 8
+characters of the session id>.jsonl`` for the JSONL log, the legacy
+single-JSON chat under its own ``session-….json`` name, and the prompt log as
+``tmp/<project hash>/logs.json`` (never discovered: it is not a chat).
+
+Derivation, by reading the files:
+
+* ``jsonl_v040.jsonl`` (5 lines): the metadata line and the
+  ``{"$set": {"lastUpdated"}}`` update are merged; the user prompt and the
+  two ``gemini`` records are messages. The first ``gemini`` record only calls
+  ``run_shell_command`` (content ``""``: a tool_use row, not counted in
+  ``message_count``) whose result is in the same record (``status:
+  success``). Tokens: input is ``input + tool - cached``, output is
+  ``output + thoughts``: 11855/81/0 and 12069-11502/147/11502.
+* ``small.json`` (one document, two messages): the user's "Hello" and a
+  ``gemini`` answer with a thought (``mixed``), 10 input and 5 output tokens.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+
+import orjson
+import pytest
+
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.store.ingest import ingest
+from dbsnapshot import diff, snapshot
+
+JSONL = "jazzyalex__agent-sessions/jsonl_v040.jsonl"
+LEGACY = "jazzyalex__agent-sessions/small.json"
+PROMPT_LOG = "kvsankar__agent-history/gemini_logs.json"
+PROJECT = "0b7dfb1274ee51b336813b17f2ddab1f56b6591f723e7314126bbd502c69e9c9"
+CHATS = f"tmp/{PROJECT}/chats"
+LAYOUT = {
+    JSONL: f"{CHATS}/session-2026-04-29T21-39-gemini_s.jsonl",
+    LEGACY: f"{CHATS}/session-2026-01-16T18-34-3739ef95.json",
+    PROMPT_LOG: f"tmp/{PROJECT}/logs.json",
+}
+JSONL_SESSION = "gemini:gemini_stage0_jsonl"
+LEGACY_SESSION = "gemini:session-2026-01-16T18-34-3739ef95"
+
+FILES = {
+    # path: (layout, lines_read, lines_stored, lines_merged, lines_failed)
+    LAYOUT[JSONL]: ("jsonl", 5, 3, 2, 0),
+    # A document is read as one "line" whose messages are one row each (see
+    # test_document_lines_add_up).
+    LAYOUT[LEGACY]: ("document", 2, 2, 0, 0),  # a document counts its items
+}
+
+SESSIONS = [
+    # id, title source, title, parent, relationship, cwd, project, project path, message count,
+    # input, output, cache read, cache creation tokens, availability, model
+    (JSONL_SESSION, "first_prompt", "Say hello and list files.", None, None, None, None, None,
+     2, 11855 + (12069 - 11502), 81 + 147, 11502, 0, "live", "gemini-3-flash-preview"),
+    (LEGACY_SESSION, "first_prompt", "Hello", None, None, None, None, None,
+     2, 10, 5, 0, 0, "live", "gemini-3-flash-preview"),
+]
+
+MESSAGES = [
+    # uuid, session, seq, type, role, content type, line, input, output, cache read tokens, text
+    ("gemini:gemini_stage0_jsonl:g-user-1", JSONL_SESSION, 1, "user", "user", "text", 2, None, None, None,
+     "Say hello and list files."),
+    ("gemini:gemini_stage0_jsonl:g-assistant-1", JSONL_SESSION, 2, "gemini", "assistant", "tool_use", 4,
+     11855, 81, 0, 'run_shell_command {"command":"ls -F","description":"List files in the current directory."}'),
+    ("gemini:gemini_stage0_jsonl:g-assistant-2", JSONL_SESSION, 3, "gemini", "assistant", "text", 5,
+     567, 147, 11502, "Hello! I listed the files."),
+    ("gemini:session-2026-01-16T18-34-3739ef95:m1", LEGACY_SESSION, 1, "user", "user", "text", 1, None, None, None,
+     "Hello"),
+    ("gemini:session-2026-01-16T18-34-3739ef95:m2", LEGACY_SESSION, 2, "gemini", "assistant", "mixed", 2, 10, 5, 0,
+     "Short reasoning placeholder.\n\nHi!"),
+]
+
+
+@pytest.fixture(scope="module")
+def corpus_root():
+    from conftest import CORPUS
+
+    if not CORPUS.exists():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS / "gemini"
+
+
+def gemini_home(root: Path, corpus_root: Path, files=tuple(LAYOUT)) -> Path:
+    for relative in files:
+        path = root / LAYOUT[relative]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(corpus_root / relative, path)
+    return root
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, corpus_root):
+    return gemini_home(tmp_path_factory.mktemp("gemini") / ".gemini", corpus_root)
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory, home):
+    path = tmp_path_factory.mktemp("gemini-db") / "obelisk.db"
+    summary = ingest(path, {"gemini": home})
+    conn = sqlite3.connect(path)
+    yield conn, summary
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def db(ingested):
+    return ingested[0]
+
+
+def gemini_sources():
+    return {"gemini": get_sources()["gemini"]}
+
+
+def rows(db_path, sql, params=()):
+    conn = sqlite3.connect(db_path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def jsonl(*records) -> bytes:
+    return b"".join(orjson.dumps(r) + b"\n" for r in records)
+
+
+def test_summary_of_the_run(ingested):
+    _, summary = ingested
+    assert (summary.files, summary.files_read, summary.lines, summary.messages, summary.merged, summary.errors) == (
+        2, 2, 7, 5, 2, 0,
+    )
+    assert (summary.sessions, summary.error_samples, summary.empty_files) == (2, [], [])
+
+
+def test_every_line_is_accounted_for(db, home):
+    got = {
+        path.removeprefix(f"{home}/"): tuple(counts)
+        for path, *counts in db.execute(
+            "SELECT path, layout, lines_read, lines_stored, lines_merged, lines_failed FROM source_files"
+        )
+    }
+    assert got == FILES  # logs.json, the prompt log, is not a chat
+    assert db.execute("SELECT COUNT(*) FROM ingest_errors").fetchone() == (0,)
+
+
+def test_sessions(db):
+    got = db.execute(
+        "SELECT id, title_source, title, parent_session_id, relationship, cwd, project, project_path, "
+        "message_count, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, availability, "
+        "model FROM sessions ORDER BY id"
+    ).fetchall()
+    assert got == SESSIONS
+
+
+def test_messages(db):
+    got = db.execute(
+        "SELECT uuid, session_id, seq, type, role, content_type, line_no, input_tokens, output_tokens, "
+        "cache_read_tokens, text FROM messages ORDER BY session_id, seq"
+    ).fetchall()
+    assert got == MESSAGES
+    # Byte positions of the JSONL lines; the legacy document has none of its own.
+    assert db.execute(
+        "SELECT byte_offset, byte_length FROM messages WHERE session_id = ? ORDER BY seq", [JSONL_SESSION]
+    ).fetchall() == [(211, 119), (383, 731), (1115, 252)]
+
+
+def test_tool_calls_and_results(db):
+    call = f"{JSONL_SESSION}:run_shell_command_stage0"
+    assert db.execute("SELECT id, message_uuid, name, timestamp FROM tool_calls").fetchall() == [
+        (call, f"{JSONL_SESSION}:g-assistant-1", "run_shell_command", "2026-04-29T21:39:35.364Z")
+    ]
+    assert db.execute("SELECT tool_use_id, outcome, is_error, content FROM tool_results").fetchall() == [
+        (call, "succeeded", 0, "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345")
+    ]
+    assert db.execute("SELECT COUNT(*) FROM tool_call_files").fetchone() == (0,)  # ls -F writes nothing
+
+
+def test_document_lines_add_up(db):
+    assert db.execute(
+        "SELECT lines_read - lines_stored - lines_merged - lines_failed FROM source_files WHERE layout = 'document'"
+    ).fetchall() == [(0,)]
+
+
+# -- $set updates, re-appended messages, rewinds -------------------------------
+
+
+def updated_chat(corpus_root) -> bytes:
+    """The corpus log as Gemini goes on writing it (lines 6-12): an answer
+    that calls a tool, re-appended when the call failed and its tokens came
+    in, then re-appended again with nothing new; a summary; a rewind to that
+    answer; a new answer; and a ``$set`` of the whole history."""
+    pending = {"id": "replace_1", "name": "replace", "status": "executing",
+               "args": {"file_path": "/work/README.md", "old_string": "a", "new_string": "b"}}
+    failed = {**pending, "status": "error",
+              "result": [{"functionResponse": {"id": "replace_1", "name": "replace",
+                                               "response": {"error": "0 occurrences found"}}}]}
+    answer = {"id": "g-assistant-3", "timestamp": "2026-04-29T21:39:50.000Z", "type": "gemini", "content": "",
+              "model": "gemini-3-flash-preview"}
+    tokens = {"input": 12300, "output": 30, "cached": 12000, "thoughts": 4, "tool": 0, "total": 12334}
+    return (corpus_root / JSONL).read_bytes() + jsonl(
+        {**answer, "toolCalls": [pending]},
+        {**answer, "toolCalls": [failed], "tokens": tokens},
+        {**answer, "toolCalls": [failed], "tokens": tokens},
+        {"$set": {"summary": "Listing the stage0 files", "lastUpdated": "2026-04-29T21:40:00.000Z"}},
+        {"$rewindTo": "g-assistant-3"},
+        {"id": "g-assistant-4", "timestamp": "2026-04-29T21:40:10.000Z", "type": "gemini", "content": "Hi again.",
+         "tokens": {"input": 12400, "output": 20, "cached": 12200, "thoughts": 5, "tool": 0, "total": 12425},
+         "model": "gemini-3-flash-preview"},
+        {"$set": {"messages": [{"id": "g-user-1"}], "lastUpdated": "2026-04-29T21:40:11.000Z"}},
+    )
+
+
+def test_jsonl_log_with_updates(tmp_path, corpus_root):
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(updated_chat(corpus_root))
+    db_path = tmp_path / "obelisk.db"
+    summary = ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    # merged: the metadata line, the two $set updates of lastUpdated/summary,
+    # the second re-append (nothing new) and the history $set
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 7, 5, 0)
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (12, 7, 5, 0)
+    ]
+    # (The rewind marker is kept as a log-only row; what it took back is not
+    # shadowed: the parent chain does not say so, see the report.)
+    assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
+                         "cache_read_tokens, logical_parent_uuid FROM messages ORDER BY seq") == [
+        (2, f"{JSONL_SESSION}:g-user-1", "user", None, 0, None, None, None, None),
+        (4, f"{JSONL_SESSION}:g-assistant-1", "gemini", None, 0, 11855, 81, 0, None),
+        (5, f"{JSONL_SESSION}:g-assistant-2", "gemini", None, 0, 567, 147, 11502, None),
+        (6, f"{JSONL_SESSION}:g-assistant-3", "gemini", None, 0, None, None, None, None),
+        # the re-append brought the tokens the first copy lacked
+        (7, f"{JSONL_SESSION}:g-assistant-3:usage", "gemini", "usage", 1, 300, 34, 12000, None),
+        (10, f"{JSONL_SESSION}:rewind@{rewind_offset(path)}", "rewind", None, 1, None, None, None,
+         f"{JSONL_SESSION}:g-assistant-3"),
+        (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
+    ]
+    # The $set summary titles the session; tokens are counted once.
+    assert rows(db_path, "SELECT title, title_source, message_count, input_tokens, output_tokens, cache_read_tokens "
+                         "FROM sessions") == [
+        ("Listing the stage0 files", "summary", 3, 11855 + 567 + 300 + 200, 81 + 147 + 34 + 25,
+         11502 + 12000 + 12200)
+    ]
+    assert rows(db_path, "SELECT tool_use_id, outcome, is_error, content, message_uuid FROM tool_results ORDER BY 1") == [
+        (f"{JSONL_SESSION}:replace_1", "failed", 1, "0 occurrences found", f"{JSONL_SESSION}:g-assistant-3"),
+        (f"{JSONL_SESSION}:run_shell_command_stage0", "succeeded", 0,
+         "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345", f"{JSONL_SESSION}:g-assistant-1"),
+    ]
+    assert rows(db_path, "SELECT tool_call_id, path FROM tool_call_files") == [
+        (f"{JSONL_SESSION}:replace_1", "/work/README.md")
+    ]
+
+
+def rewind_offset(path: Path) -> int:
+    data = path.read_bytes()
+    return data.index(b'{"$rewindTo"')
+
+
+def test_legacy_chat_summary_is_its_title(tmp_path, corpus_root):
+    document = orjson.loads((corpus_root / LEGACY).read_bytes())
+    document["summary"] = "Greeting"
+    path = tmp_path / ".gemini" / LAYOUT[LEGACY]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(orjson.dumps(document))
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(tmp_path / "obelisk.db", "SELECT title, title_source FROM sessions") == [("Greeting", "summary")]
+
+
+def test_legacy_chat_rewritten_with_more_messages(tmp_path, corpus_root):
+    """Gemini rewrites the whole document on every update: read again, no
+    duplicate rows, the same database as reading the final document once."""
+    document = orjson.loads((corpus_root / LEGACY).read_bytes())
+    grown = {**document, "lastUpdated": "2026-01-16T18:35:00.000Z", "messages": document["messages"] + [
+        {"id": "m3", "timestamp": "2026-01-16T18:34:30.000Z", "type": "user", "content": "And goodbye"},
+        {"id": "m4", "timestamp": "2026-01-16T18:34:31.000Z", "type": "gemini", "content": "Bye!",
+         "tokens": {"input": 20, "output": 2, "cached": 8, "thoughts": 0, "tool": 0, "total": 22}},
+    ]}
+    live, once = tmp_path / "live" / LAYOUT[LEGACY], tmp_path / "once" / LAYOUT[LEGACY]
+    for path in (live, once):
+        path.parent.mkdir(parents=True)
+    shutil.copy(corpus_root / LEGACY, live)
+    ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
+    live.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    summary = ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
+    assert (summary.files_replayed, summary.messages) == (1, 4)
+    once.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    ingest(tmp_path / "once.db", {"gemini": tmp_path / "once"}, sources=gemini_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "once.db")
+    assert got == expected, diff(got, expected)
+    assert rows(tmp_path / "live.db", "SELECT message_count, input_tokens, output_tokens, cache_read_tokens "
+                                      "FROM sessions") == [(4, 10 + 12, 5 + 2, 8)]
+
+
+def test_jsonl_log_written_in_random_chunks_gives_the_same_database(tmp_path, corpus_root):
+    data = updated_chat(corpus_root)
+    whole, live = tmp_path / "whole" / LAYOUT[JSONL], tmp_path / "live" / LAYOUT[JSONL]
+    for path in (whole, live):
+        path.parent.mkdir(parents=True)
+    whole.write_bytes(data)
+    ingest(tmp_path / "whole.db", {"gemini": tmp_path / "whole"}, sources=gemini_sources(), redact=False)
+    rng = random.Random(7)
+    cuts = sorted(rng.sample(range(1, len(data)), 25))
+    with open(live, "wb") as fp:
+        for start, end in zip([0] + cuts, cuts + [len(data)]):
+            fp.write(data[start:end])
+            fp.flush()
+            ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
+    assert got == expected, diff(got, expected)
+
+
+def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
+    """A subagent's chat beside its parent's: ``chats/<parent id>/<id>.jsonl``."""
+    home = gemini_home(tmp_path / ".gemini", corpus_root, [JSONL])
+    child = home / CHATS / "gemini_stage0_jsonl" / "investigator-1.jsonl"
+    child.parent.mkdir()
+    child.write_bytes(jsonl(
+        {"sessionId": "investigator-1", "projectHash": PROJECT, "startTime": "2026-04-29T21:39:36.000Z",
+         "kind": "subagent", "directories": ["/work/agent-sessions"]},
+        {"id": "s-user-1", "timestamp": "2026-04-29T21:39:36.100Z", "type": "user", "content": "Find the README."},
+        {"id": "s-gemini-1", "timestamp": "2026-04-29T21:39:38.000Z", "type": "gemini", "content": "It is README.md.",
+         "tokens": {"input": 900, "output": 12, "cached": 0, "thoughts": 0, "tool": 0, "total": 912}},
+    ))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": home}, sources=gemini_sources())
+    assert rows(db_path, "SELECT id, parent_session_id, relationship, agent_id, cwd, project, message_count "
+                         "FROM sessions ORDER BY id") == [
+        ("gemini:gemini_stage0_jsonl", None, None, None, None, None, 2),
+        ("gemini:investigator-1", "gemini:gemini_stage0_jsonl", "subagent", "investigator-1",
+         "/work/agent-sessions", "-work-agent-sessions", 2),
+    ]
+    assert rows(db_path, "SELECT id FROM sessions WHERE parent_session_id = ?", [JSONL_SESSION]) == [
+        ("gemini:investigator-1",)
+    ]
+    assert rows(db_path, "SELECT agent_id, session_id, child_session_id FROM subagents") == [
+        ("investigator-1", JSONL_SESSION, "gemini:investigator-1")
+    ]
+    assert rows(db_path, "SELECT session_id, COUNT(*), COUNT(agent_id) FROM messages GROUP BY 1 ORDER BY 1") == [
+        (JSONL_SESSION, 3, 0), ("gemini:investigator-1", 2, 2),
+    ]
