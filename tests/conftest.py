@@ -26,3 +26,6 @@ def corpus():
     if not CORPUS.exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")
     return CORPUS
+
+
+from query_fixtures import corpus_db, generated_db  # noqa: E402,F401  (built once per run)

@@ -25,6 +25,7 @@ def test_migrations_in_order(conn):
         "m004_create_session_index",
         "m005_create_audit_log",
         "m006_create_browse_views",
+        "m007_create_file_sessions",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -51,7 +52,7 @@ def test_fts_tables(conn):
     assert sql == {
         "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
         "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
-        "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='session_docs', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='', tokenize='porter unicode61 remove_diacritics 2' )",
         "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_results', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
     }
 
@@ -66,7 +67,6 @@ def test_triggers(conn):
     assert {name: table for name, (table, _) in triggers.items()} == {
         "memories_ad": "memories", "memories_ai": "memories", "memories_au": "memories",
         "messages_ad": "messages", "messages_ai": "messages", "messages_au": "messages",
-        "session_docs_ad": "session_docs", "session_docs_ai": "session_docs", "session_docs_au": "session_docs",
         "tool_results_ad": "tool_results", "tool_results_ai": "tool_results",
         "tool_results_au_new": "tool_results", "tool_results_au_old": "tool_results",
     }
@@ -107,6 +107,9 @@ EXPECTED_TABLES = {
     'derive_queue': [
         'session_id',
     ],
+    'file_sessions': [
+        'file_id', 'session_id',
+    ],
     'ingest_errors': [
         'id', 'file_id', 'path', 'line_no', 'byte_offset', 'byte_length', 'reason', 'created_at',
     ],
@@ -126,20 +129,16 @@ EXPECTED_TABLES = {
     'obelisk_state': [
         'key', 'value',
     ],
-    'session_chunks': [
-        'session_id', 'chunk', 'first_id', 'last_id', 'messages', 'chars', 'meta_messages',
-        'body_words', 'meta_words',
-    ],
     'session_docs': [
-        'id', 'session_id', 'first_id', 'last_id', 'messages', 'chars', 'body_words', 'meta_words',
-        'body', 'meta',
+        'id', 'session_id', 'first_id', 'last_id', 'messages', 'chars', 'meta_messages',
+        'body_words', 'meta_words',
     ],
     'sessions': [
         'id', 'source', 'title', 'title_source', 'project', 'project_path', 'cwd', 'git_branch',
         'git_commit', 'repository', 'version', 'model', 'originator', 'started_at', 'ended_at',
         'message_count', 'parent_session_id', 'relationship', 'agent_id', 'agent_type',
         'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
-        'cache_read_tokens', 'cache_creation_tokens', 'updated_at',
+        'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source',
     ],
     'source_files': [
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',

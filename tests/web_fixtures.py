@@ -65,7 +65,6 @@ def build_web_db(folder: Path) -> Path:
     db = folder / "obelisk.db"
     ingest(db, {"claude": CORPUS / "claude-code", "codex": CORPUS / "codex", "gemini": CORPUS / "gemini"})
     ingest(db, {"claude": write_xss_logs(folder / "xss")})
-    ensure_session_index(db)
     add_memory_and_workflow(db, folder / "notes")
     return db
 
@@ -95,25 +94,6 @@ def add_memory_and_workflow(db: Path, notes: Path) -> None:
             "VALUES ('wf-agent-1', ?, ?, 'general-purpose', 'completed', 0)",
             [WORKFLOW_RUN, XSS_SESSION],
         )
-    finally:
-        conn.close()
-
-
-def ensure_session_index(db: Path) -> None:
-    """Build the grouped-search index when the ingester left it empty.
-
-    Until the ingester maintains ``session_chunks`` itself this keeps the
-    web tests about the web face; it is a no-op once it does.
-    """
-    from datasette_obelisk.store.session_index import rebuild_session_documents
-
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    try:
-        if conn.execute("SELECT COUNT(*) FROM session_chunks").fetchone()[0] == 0:
-            conn.execute("BEGIN IMMEDIATE")
-            rebuild_session_documents(conn)
-            conn.execute("COMMIT")
     finally:
         conn.close()
 

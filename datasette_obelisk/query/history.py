@@ -12,7 +12,8 @@
     must equal the attribute, ``{"contains": s}`` must occur in it (case
     sensitive). No query and no attributes: the most recently updated
     sessions. ``limit`` 1–75 (default 10). A session carries up to three
-    snippets (plain text; matches are in ``snippetMatches``).
+    snippets: plain text, with the ``[start, end)`` offsets of the matches
+    in each in ``snippetMatches`` (an addition to the contract).
 ``read({sessionId, limit, cursor})``
     The active flat conversation in transcript order: ``user`` and
     ``assistant`` text entries, and one ``tool`` entry per tool call with
@@ -42,6 +43,7 @@ import json
 import re
 import sqlite3
 
+from ..sources.common import strings_in
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
 from .errors import QueryError
@@ -76,13 +78,6 @@ def _options(options, kwargs: dict, allowed: set, name: str) -> dict:
             "OBELISK_INVALID_ARGUMENT", f"history.{name}(): unknown option {', '.join(sorted(unknown))}"
         )
     return merged
-
-
-def _limit(value, default: int, maximum: int) -> int:
-    try:
-        return search_core.check_limit(value, default, maximum)
-    except QueryError:
-        raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit must be an integer from 1 to {maximum}") from None
 
 
 # -- descriptors -----------------------------------------------------------
@@ -125,7 +120,7 @@ def _digest(conn, session: dict) -> dict | None:
     ).fetchone()
     if not session["title"] and summary is None:
         return None
-    through = summary[1] if summary is not None and summary[1] else _last_entry_id(conn, session["id"])
+    through = _last_entry_id(conn, session["id"], _seq_of(conn, summary[1]) if summary is not None else None)
     return {
         "title": session["title"] or "",
         "summary": summary[0] if summary is not None else "",
@@ -145,7 +140,7 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
         if len(query) > MAX_QUERY_CHARS:
             raise QueryError("SESSION_QUERY_INVALID_QUERY", f"query is longer than {MAX_QUERY_CHARS} characters")
     attributes = _check_attributes(o.get("attributes"))
-    limit = _limit(o.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)
+    limit = search_core.check_limit(o.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)
     filters = Filters.build(attributes=attributes)
     generation = current_generation(conn)
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
@@ -272,7 +267,7 @@ def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     session_id = o.get("sessionId")
     if not isinstance(session_id, str) or not 1 <= len(session_id) <= MAX_SESSION_ID:
         raise QueryError("OBELISK_INVALID_ARGUMENT", f"sessionId must be a string of 1 to {MAX_SESSION_ID} characters")
-    limit = _limit(o.get("limit"), READ_DEFAULT_LIMIT, READ_MAX_LIMIT)
+    limit = search_core.check_limit(o.get("limit"), READ_DEFAULT_LIMIT, READ_MAX_LIMIT)
     session = search_core.session_row(conn, session_id)
     request = fingerprint({"sessionId": session_id})
     after = None
@@ -329,13 +324,14 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
 
 def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock) -> list[dict]:
     entries = []
-    if row["content_type"] != "tool_use" and row["text"]:
+    content = _without_tool_calls(row["text"] or "", tools) if row["content_type"] != "tool_use" else ""
+    if content:
         entries.append({
             "id": row["uuid"],
             "sourceIds": [row["uuid"]],
             "type": row["role"],
             "timestamp": clock or 0,
-            "content": row["text"],
+            "content": content,
         })
     for tool in tools:
         if tool["outcome"] is None and not _conversation_moved_on(conn, session_id, row["seq"]):
@@ -351,6 +347,24 @@ def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock)
             "outcome": tool["outcome"] or "cancelled",
         })
     return entries
+
+
+def _without_tool_calls(text: str, tools: list[dict]) -> str:
+    """A message's text without the searchable rendering of its tool calls.
+
+    A line holding both prose and tool calls (Claude) stores them as one
+    text; the calls are tool entries of their own, so they are cut out
+    (the sources render a call as its name and the strings of its input).
+    """
+    for tool in tools:
+        arguments = _json(tool["input_json"])
+        for rendered in (
+            "\n".join([tool["name"], *strings_in(arguments)]),
+            f"{tool['name']} {tool['input_json']}",
+        ):
+            if rendered:
+                text = text.replace(rendered, "")
+    return text.strip()
 
 
 def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dict]]:
@@ -374,10 +388,17 @@ def _conversation_moved_on(conn, session_id: str, seq: int) -> bool:
     ).fetchone() is not None
 
 
-def _last_entry_id(conn, session_id: str) -> str | None:
+def _seq_of(conn, uuid: str | None) -> int | None:
+    row = conn.execute("SELECT seq FROM messages WHERE uuid = ?", [uuid]).fetchone() if uuid else None
+    return row[0] if row else None
+
+
+def _last_entry_id(conn, session_id: str, up_to_seq: int | None = None) -> str | None:
+    """The id of the last transcript entry (at or before ``up_to_seq``)."""
     row = conn.execute(
-        f"SELECT m.uuid, m.content_type FROM messages m WHERE {ENTRY_WHERE} ORDER BY m.seq DESC LIMIT 1",
-        [session_id],
+        f"SELECT m.uuid, m.content_type FROM messages m WHERE {ENTRY_WHERE} AND m.seq <= ? "
+        "ORDER BY m.seq DESC LIMIT 1",
+        [session_id, up_to_seq if up_to_seq is not None else 1 << 62],
     ).fetchone()
     if row is None:
         return None

@@ -75,8 +75,11 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
         ingester = Ingester(conn, sources, {})
         for row in rows:
             ingester.ingest_file(unit_for(row))
+        ingester.flush(force=True)  # commit the batch the ingester keeps open across files
         ingester.derive_pending()
     except sqlite3.OperationalError as exc:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         if "locked" not in str(exc) and "busy" not in str(exc):
             raise
         return []  # another writer is busy: answer from what is stored

@@ -63,7 +63,7 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 MAX_SNIPPETS = 3
 MAX_CANDIDATES = 200
-EXACT_MAX = 4000
+EXACT_MAX = 500
 SCAN_MAX = 2000
 SHORTLIST = 12
 MAX_EXPANSIONS = 24
@@ -194,7 +194,7 @@ class _Candidates:
                         return items, offset  # one more session matches: the next page starts there
                     items.append({
                         "session": sessions[candidate["session_id"]],
-                        "score": round(-candidate["rank"], 6),
+                        "score": -candidate["rank"],
                         "best": hits[0],
                         "hits": hits,
                         "expression": expression,

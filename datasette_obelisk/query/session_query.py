@@ -75,6 +75,7 @@ TITLE_SOURCES = {
     "subagent": "fallback",
 }
 NEWEST_FIRST = "ORDER BY (s.started_at IS NULL), s.started_at DESC, s.id"
+OLDEST_FIRST = "ORDER BY (s.started_at IS NULL), s.started_at, s.id"
 
 
 def header(row: dict) -> dict:
@@ -313,7 +314,7 @@ class SessionQuery:
     def _descendants(self, session_id: str, seen: set) -> list[dict]:
         children = rows(
             self.conn,
-            f"SELECT s.* FROM sessions s WHERE s.parent_session_id = ? {NEWEST_FIRST.replace('DESC', 'ASC')}",
+            f"SELECT s.* FROM sessions s WHERE s.parent_session_id = ? {OLDEST_FIRST}",
             [session_id],
         )
         nodes = []

@@ -93,6 +93,11 @@ def group_inline_sidechains(conn, session_id: str) -> set[str]:
                 f"UPDATE {table} SET session_id = ? WHERE message_uuid = ?", [child, uuid]
             )
         children.add(child)
+    conn.executemany(
+        "INSERT OR IGNORE INTO file_sessions (file_id, session_id) "
+        "SELECT DISTINCT file_id, ? FROM messages WHERE session_id = ?",
+        [(child, child) for child in children],
+    )
     renumber(conn, session_id)
     return children
 

@@ -1,0 +1,228 @@
+"""history.search / history.read (seed 003) over the archive."""
+
+import pytest
+
+from datasette_obelisk.query import history as history_module
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.history import History, history_read, history_search
+from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
+
+DESCRIPTOR_KEYS = {"sessionId", "attributes", "createdAt", "updatedAt", "snippets", "snippetMatches"}
+
+
+def code_of(call):
+    with pytest.raises(QueryError) as info:
+        call()
+    return info.value.code
+
+
+def line(id, text, ts, **extra):
+    return {"id": id, "text": text, "ts": ts, **extra}
+
+
+@pytest.fixture
+def logs(toy):
+    toy.write(
+        "s1",
+        line("a1", "plan the database migration", "2026-01-01T00:00:00Z", cwd="/w/alpha"),
+        line("a2", "running it", "2026-01-01T00:05:00Z", role="assistant", type="assistant",
+             tool="Bash", output="migrated 3 tables", outcome="succeeded"),
+        line("a3", "done", "2026-01-01T00:06:00Z", role="assistant", type="assistant"),
+    )
+    toy.write(
+        "s2",
+        line("b1", "database backups", "2026-01-02T00:00:00Z", cwd="/w/beta"),
+        line("b2", "migration later", "2026-01-02T00:01:00Z", role="assistant", type="assistant"),
+    )
+    toy.write("s3", line("c1", "nothing related", "2026-01-03T00:00:00Z", cwd="/w/beta"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET title = 'Database work', repository = 'github.com/acme/app' WHERE id = 's3'")
+    toy.sql(
+        "INSERT INTO summaries (id, session_id, timestamp, source, content, message_uuid, file_id) "
+        "VALUES ('sum1', 's3', '2026-01-03T00:00:00Z', 'away_summary', 'Talked about a migration plan', 'c1', 1)"
+    )
+    return toy
+
+
+def session_ids(page):
+    return [s["sessionId"] for s in page["sessions"]]
+
+
+def test_search_shape_and_digest(logs):
+    page = history_search(logs.conn(), {"query": "database migration"})
+    assert set(page) == {"sessions"}
+    assert session_ids(page) == ["s3", "s1"]  # s3's digest holds both terms; s2 never in one entry
+    digest_hit, entry_hit = page["sessions"]
+    assert set(digest_hit) == DESCRIPTOR_KEYS | {"digest"}
+    assert digest_hit["digest"] == {
+        "title": "Database work", "summary": "Talked about a migration plan", "updatedThroughEntryId": "c1",
+    }
+    assert digest_hit["attributes"] == {"source": "toy", "repository": "github.com/acme/app", "cwd": "/w/beta"}
+    assert digest_hit["snippets"] == []  # no single entry of s3 holds both terms
+    assert set(entry_hit) == DESCRIPTOR_KEYS
+    assert (entry_hit["createdAt"], entry_hit["updatedAt"]) == (1767225600000, 1767225960000)
+    assert entry_hit["snippets"] == ["plan the database migration"]
+    assert entry_hit["snippetMatches"] == [[[9, 17], [18, 27]]]
+
+
+def test_no_query_lists_recently_updated_sessions(logs):
+    assert session_ids(history_search(logs.conn())) == ["s3", "s2", "s1"]
+    assert session_ids(history_search(logs.conn(), limit=2)) == ["s3", "s2"]
+
+
+def test_attributes_filter_exactly_or_by_substring(logs):
+    conn = logs.conn()
+    assert session_ids(history_search(conn, attributes={"cwd": "/w/beta"})) == ["s3", "s2"]
+    assert session_ids(history_search(conn, attributes={"repository": {"contains": "acme/app"}})) == ["s3"]
+    assert session_ids(history_search(conn, attributes={"repository": {"contains": "ACME"}})) == []
+    assert session_ids(history_search(conn, attributes={"source": "toy", "cwd": {"contains": "alpha"}})) == ["s1"]
+    assert session_ids(history_search(conn, attributes={"ticket": "X-1"})) == []
+    assert session_ids(history_search(conn, query="database", attributes={"cwd": "/w/beta"})) == ["s3", "s2"]
+
+
+def test_search_validation(logs):
+    conn = logs.conn()
+    assert code_of(lambda: history_search(conn, limit=0)) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: history_search(conn, limit=76)) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: history_search(conn, query="  ")) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: history_search(conn, query="x" * 1001)) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: history_search(conn, attributes={"source": 3})) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: history_search(conn, attributes={"source": {"like": "x"}})) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: history_search(conn, attributes={f"k{n}": "v" for n in range(33)})) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: history_search(conn, attributes={"x" * 65: "v"})) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: history_search(conn, sort="newest")) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_search(conn, cursor="nope")) == "SESSION_QUERY_INVALID_CURSOR"
+    assert len(history_search(conn, limit=75)["sessions"]) == 3
+
+
+def pages(call, **options):
+    found, cursor = [], None
+    while True:
+        page = call(**options, **({"cursor": cursor} if cursor else {}))
+        found.append(page)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return found
+
+
+def test_search_pages_concatenate_across_digest_and_transcript_tiers(toy):
+    for n in range(5):
+        toy.write(f"t{n}", line(f"t{n}a", f"gamma topic {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET title = 'gamma notes' WHERE id IN ('t1', 't3')")
+    conn = toy.conn()
+    full = session_ids(history_search(conn, query="gamma", limit=75))
+    assert full[:2] == ["t3", "t1"] and sorted(full) == ["t0", "t1", "t2", "t3", "t4"]
+    split = pages(lambda **o: history_search(conn, query="gamma", **o), limit=2)
+    assert [len(p["sessions"]) for p in split] == [2, 2, 1]
+    assert [s for p in split for s in session_ids(p)] == full
+
+
+def test_search_cursor_is_bound_to_query_and_generation(toy):
+    for n in range(3):
+        toy.write(f"t{n}", line(f"t{n}a", f"delta {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    first = history_search(toy.conn(), query="delta", limit=1)
+    assert code_of(lambda: history_search(toy.conn(), query="other", limit=1, cursor=first["nextCursor"])) == (
+        "SESSION_QUERY_INVALID_CURSOR"
+    )
+    toy.write("t0", line("late", "delta again", "2026-02-01T00:00:00Z"), append=True)
+    toy.ingest()
+    assert code_of(lambda: history_search(toy.conn(), query="delta", limit=1, cursor=first["nextCursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
+
+# -- read ------------------------------------------------------------------------
+
+
+def test_read_entries(logs):
+    page = history_read(logs.conn(), sessionId="s1")
+    assert set(page) == {"session", "entries"}
+    assert page["session"]["sessionId"] == "s1"
+    assert page["entries"] == [
+        {"id": "a1", "sourceIds": ["a1"], "type": "user", "timestamp": 1767225600000, "content": "plan the database migration"},
+        {"id": "a2", "sourceIds": ["a2"], "type": "assistant", "timestamp": 1767225900000, "content": "running it"},
+        {"id": "a2:call", "sourceIds": ["a2", "a2"], "type": "tool", "timestamp": 1767225900000, "name": "Bash",
+         "arguments": {}, "result": "migrated 3 tables", "outcome": "succeeded"},
+        {"id": "a3", "sourceIds": ["a3"], "type": "assistant", "timestamp": 1767225960000, "content": "done"},
+    ]
+
+
+def test_read_pages_by_limit_and_cursor(logs):
+    conn = logs.conn()
+    full = history_read(conn, sessionId="s1")["entries"]
+    split = pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=1)
+    assert [len(p["entries"]) for p in split] == [1, 1, 1, 1]
+    assert [e for p in split for e in p["entries"]] == full
+    cursor = split[0]["nextCursor"]
+    assert code_of(lambda: history_read(conn, sessionId="s2", cursor=cursor)) == "SESSION_QUERY_INVALID_CURSOR"
+
+
+def test_read_pages_stop_at_the_byte_budget(logs, monkeypatch):
+    monkeypatch.setattr(history_module, "READ_BUDGET_BYTES", 150)
+    conn = logs.conn()
+    split = pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=100)
+    assert [len(p["entries"]) for p in split] == [1, 1, 1, 1]
+    assert "nextCursor" in split[0] and "nextCursor" not in split[-1]
+
+
+def test_a_tool_call_without_a_result(logs):
+    logs.sql("DELETE FROM tool_results")
+    entries = history_read(logs.conn(), sessionId="s1")["entries"]
+    assert (entries[2]["id"], entries[2]["outcome"], entries[2]["result"]) == ("a2:call", "cancelled", None)
+    logs.sql("DELETE FROM messages WHERE uuid = 'a3'")
+    assert [e["id"] for e in history_read(logs.conn(), sessionId="s1")["entries"]] == ["a1", "a2"]  # still running
+
+
+def test_read_validation(logs):
+    conn = logs.conn()
+    assert code_of(lambda: history_read(conn, sessionId="nope")) == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert code_of(lambda: history_read(conn, sessionId="")) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_read(conn, sessionId="x" * 257)) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_read(conn, {})) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_read(conn, sessionId="s1", limit=101)) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: history_read(conn, sessionId="s1", limit=0)) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: history_read(conn, sessionId="s1", cursor="x")) == "SESSION_QUERY_INVALID_CURSOR"
+    assert History(conn).read({"sessionId": "s1", "limit": 2})["entries"][1]["id"] == "a2"
+
+
+def test_rewound_content_is_absent_and_compacted_content_kept(read_conn):
+    # The file: b1u/b1a were rewound; the compaction replaced u1, a1, b2u in the
+    # model's context but the transcript keeps them. The summary (cs) and the
+    # boundary (cb) are not conversation entries.
+    entries = history_read(read_conn, sessionId="dag_compact_after_rewind_preserved")["entries"]
+    assert [(e["id"], e["type"], e["content"]) for e in entries] == [
+        ("u1", "user", "Start"), ("a1", "assistant", "Ready"), ("b2u", "user", "Second attempt"),
+        ("b2a", "assistant", "Second answer"), ("b2u2", "user", "Keep going"), ("b2a2", "assistant", "Kept going"),
+        ("p1u", "user", "After compaction"), ("p1a", "assistant", "Final answer"),
+    ]
+
+
+def test_forked_session_reads_the_active_branch_with_tool_entries(read_conn):
+    entries = history_read(read_conn, sessionId="claude_forked_session")["entries"]
+    assert [(e["type"], e["id"]) for e in entries] == [
+        ("user", "fu1-fork"), ("assistant", "fa1-fork"), ("user", "fu2b-fork"), ("assistant", "fa2b-fork"),
+        ("tool", "toolu_f002"), ("assistant", "fa3b-fork"), ("user", "fu4b-fork"), ("assistant", "fa4b-fork"),
+        ("tool", "toolu_f003"), ("assistant", "fa5b-fork"),
+    ]
+    assert entries[3]["content"] == "Good choice for stable sorting! Here's MergeSort:"
+    write = entries[4]
+    assert (write["name"], write["outcome"], write["result"], write["sourceIds"]) == (
+        "Write", "succeeded", "File created successfully", ["fa2b-fork", "fu3b-fork"],
+    )
+    assert write["arguments"]["file_path"] == "/home/testuser/fork-project/mergesort.py"
+
+
+def test_codex_compaction_keeps_the_original_entries(tmp_path):
+    db, _ = copy_corpus(tmp_path, "codex/kvsankar__agent-history/session_with_compaction.jsonl")
+    page = history_read(connect(db), sessionId="codex:compact-codex-001")
+    assert [e["type"] for e in page["entries"]] == [
+        "user", "assistant", "tool", "assistant", "user", "assistant", "user", "assistant",
+        "user", "assistant", "tool", "assistant",
+    ]
+    assert page["entries"][0]["content"] == "Help me build the API endpoints"
+    assert page["entries"][2]["arguments"] == {"command": "cat src/routes.py"}
+    digest = page["session"]["digest"]
+    assert digest["summary"].startswith("**Progress + Plan Status**")
+    assert digest["updatedThroughEntryId"] == page["entries"][7]["id"]  # the last entry before the compaction

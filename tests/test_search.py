@@ -1,0 +1,445 @@
+"""Safe FTS5 expressions, grouped and within-session search, snippets, cursors."""
+
+import base64
+import json
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.query import search as search_module
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.fts import parse_query, tokens, validate_raw
+from datasette_obelisk.query.search import search_events, search_sessions
+from datasette_obelisk.query.text import approximate_snippet, literal_pattern, middle_truncate, snippet
+from query_fixtures import connect, corpus_db, generated_db, read_conn, toy  # noqa: F401
+
+AWKWARD = [
+    "foo-bar", "c++", '"quotes', "/src/x.py", "don't", "😀", "fix 😀", "数据库 迁移", "AND OR NOT",
+    "NEAR(a b)", "x*", "^start", "col:value", "(unbalanced", "'single'", "a\tb\nc", "émigré café",
+    "\x00nul", "-", "***", "foo AND", 'say "hi" twice',
+]
+
+
+def code_of(call):
+    with pytest.raises(QueryError) as info:
+        call()
+    return info.value.code
+
+
+# -- fts ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,expression,candidates",
+    [
+        ("foo-bar", '"foo-bar"', '"foo" AND "bar"'),
+        ("c++", '"c++"', '"c"'),
+        ('"quotes', '"""quotes"', '"quotes"'),
+        ("/src/x.py", '"/src/x.py"', '"src" AND "x" AND "py"'),
+        ("don't", '"don\'t"', '"don" AND "t"'),
+        ("😀", None, None),
+        ("fix 😀", '"fix"', '"fix"'),
+        ("数据库 迁移", '"数据库" AND "迁移"', '"数据库" AND "迁移"'),
+        ("AND OR NOT", '"AND" AND "OR" AND "NOT"', '"and" AND "or" AND "not"'),
+        ("  database   migration ", '"database" AND "migration"', '"database" AND "migration"'),
+    ],
+)
+def test_terms_mode_quotes_every_term(text, expression, candidates):
+    query = parse_query(text)
+    assert (query.expression, query.candidates) == (expression, candidates)
+
+
+def test_phrase_and_prefix_expressions():
+    assert parse_query("foo-bar baz", mode="phrase").expression == '"foo-bar baz"'
+    assert parse_query("database migr", prefix=True).expression == '"database" AND "migr"*'
+    assert parse_query("database migr", prefix=True).candidates == '"database" AND "migr"*'
+    assert parse_query("run the migr", mode="phrase", prefix=True).expression == '"run the migr"*'
+    assert parse_query("foo-ba", prefix=True).expanded(["bar", "baz"]) == '("foo bar" OR "foo baz")'
+    assert parse_query("x ba", prefix=True).expanded([]) is None
+
+
+def test_tokens_split_like_unicode61():
+    assert tokens("Foo_bar-BAZ 數據 café/x.py 😀 don't") == ["foo", "bar", "baz", "數據", "café", "x", "py", "don", "t"]
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+@pytest.mark.parametrize("mode", ["terms", "phrase"])
+@pytest.mark.parametrize("prefix", [False, True])
+def test_awkward_text_never_raises(read_conn, text, mode, prefix):
+    query = parse_query(text, mode, prefix)
+    if query.expression is not None:
+        read_conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?", [query.expression]).fetchone()
+        read_conn.execute(
+            "SELECT COUNT(*) FROM session_docs_fts WHERE session_docs_fts MATCH ?", [query.candidates]
+        ).fetchone()
+    page = search_sessions(read_conn, text, mode=mode, prefix=prefix)
+    assert set(page) == {"items", "next_cursor", "generation"}
+    assert set(search_events(read_conn, "claude_forked_session", text, mode=mode, prefix=prefix)) == {
+        "session", "items", "next_cursor", "generation",
+    }
+
+
+def test_text_without_indexable_characters_matches_nothing(read_conn):
+    assert parse_query("😀 !!").expression is None
+    assert search_sessions(read_conn, "😀 !!")["items"] == []
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\x00"])
+def test_blank_query_is_invalid(read_conn, text):
+    assert code_of(lambda: parse_query(text)) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: search_sessions(read_conn, text)) == "SESSION_QUERY_INVALID_QUERY"
+
+
+def test_other_invalid_queries():
+    assert code_of(lambda: parse_query("x" * 1001)) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: parse_query("x", mode="fuzzy")) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: parse_query(42)) == "SESSION_QUERY_INVALID_QUERY"
+
+
+@pytest.mark.parametrize("expression", ["foo AND", '"unterminated', "NEAR(", "nosuchcolumn: foo", "(a OR"])
+def test_raw_syntax_errors_are_invalid_query(expression):
+    assert code_of(lambda: parse_query(expression, mode="raw")) == "SESSION_QUERY_INVALID_QUERY"
+
+
+def test_raw_expressions_pass_through():
+    query = parse_query('text: (alpha OR "beta gamma") NOT delta', mode="raw")
+    assert (query.expression, query.candidates) == ('text: (alpha OR "beta gamma") NOT delta', None)
+    validate_raw("content: boom", columns=("content",))
+    assert code_of(lambda: validate_raw("text: boom", columns=("content",))) == "SESSION_QUERY_INVALID_QUERY"
+
+
+# -- text helpers --------------------------------------------------------------
+
+
+def test_snippet_centres_the_first_match_and_reports_offsets():
+    marked = "word " * 100 + "\ufdd0Needle\ufdd1 in   the\n\nhaystack " + "tail " * 100
+    result = snippet(marked, width=60)
+    assert result == {"text": "…word word word word Needle in the haystack tail tail tail ta…", "matches": [[21, 27]]}
+    assert result["text"][21:27] == "Needle"
+
+
+def test_snippet_of_short_text_is_whole():
+    assert snippet("<b>x</b> \ufdd0y\ufdd1") == {"text": "<b>x</b> y", "matches": [[9, 10]]}
+
+
+def test_approximate_snippet_finds_word_starts():
+    result = approximate_snippet("nothing here. Migrations ran; remigration not", ["migration"], width=60)
+    assert result == {"text": "nothing here. Migrations ran; remigration not", "matches": [[14, 24]]}
+
+
+def test_literal_pattern_is_case_insensitive_and_whitespace_flexible():
+    pattern = literal_pattern("Hello  (world)")
+    assert pattern.search("say hello\n\t(WORLD) now")
+    assert not pattern.search("hello world")
+
+
+def test_middle_truncate_says_how_much_was_cut():
+    assert middle_truncate("abc", 10) == "abc"
+    cut = middle_truncate("x" * 100, 40)
+    assert cut == "x" * 9 + "\n…82 chars truncated…\n" + "x" * 9  # the seed's excerpt() arithmetic
+    assert len(cut) == 40
+
+
+# -- grouped search ------------------------------------------------------------
+
+
+def line(id, text, ts, **extra):
+    return {"id": id, "text": text, "ts": ts, **extra}
+
+
+@pytest.fixture
+def logs(toy):
+    toy.write(
+        "s1",
+        line("a1", "The database migration failed", "2026-01-01T00:00:00Z", cwd="/p/one"),
+        line("a2", "I will fix the database migration now. The migration script was broken.",
+             "2026-01-01T00:01:00Z", role="assistant", type="assistant", parent="a1"),
+    )
+    toy.write(
+        "s2",
+        line("b1", "database tuning", "2026-02-01T00:00:00Z", cwd="/p/two"),
+        line("b2", "migration of the cache", "2026-02-01T00:01:00Z", role="assistant", type="assistant"),
+    )
+    toy.write("s3", line("c1", "A <b>database</b> migration, again", "2026-03-01T00:00:00Z", cwd="/p/two"))
+    toy.ingest()
+    return toy
+
+
+def ids(page):
+    return [item["session"]["id"] for item in page["items"]]
+
+
+def test_grouped_search_shape(logs):
+    page = search_sessions(logs.conn(), "database migration")
+    assert set(page) == {"items", "next_cursor", "generation"}
+    assert ids(page) == ["s1", "s3"]  # s1 says both words more often
+    item = page["items"][0]
+    assert set(item) == {"session", "score", "best", "hits"}
+    assert item["best"] == item["hits"][0]
+    assert [(h["uuid"], h["seq"]) for h in item["hits"]] == [("a1", 1), ("a2", 2)]
+    assert item["best"] == {
+        "id": 1, "uuid": "a1", "session_id": "s1", "seq": 1, "type": "user/message", "raw_type": "user",
+        "role": "user", "content_type": "text", "timestamp": "2026-01-01T00:00:00Z", "time": 1767225600000,
+        "surface": "current", "visibility": "visible", "is_meta": False, "score": item["best"]["score"],
+        "snippet": {"text": "The database migration failed", "matches": [[4, 12], [13, 22]]},
+    }
+    assert item["hits"][0]["score"] > item["hits"][1]["score"]
+    assert page["next_cursor"] is None
+
+
+def test_every_term_must_match_in_one_event(logs):
+    # s2 has both words, but never in the same message.
+    assert "s2" not in ids(search_sessions(logs.conn(), "database migration"))
+    assert ids(search_sessions(logs.conn(), "database")) == ["s1", "s3", "s2"]
+
+
+def test_snippets_are_plain_text_with_offsets(logs):
+    best = search_sessions(logs.conn(), "database migration", session_ids=["s3"])["items"][0]["best"]
+    assert best["snippet"] == {"text": "A <b>database</b> migration, again", "matches": [[5, 13], [18, 27]]}
+
+
+def test_phrase_and_prefix_modes(logs):
+    assert ids(search_sessions(logs.conn(), "database migration", mode="phrase")) == ["s1"]
+    assert ids(search_sessions(logs.conn(), "databa", prefix=True)) == ["s1", "s3", "s2"]
+    hits = search_sessions(logs.conn(), "the migr", prefix=True)["items"]
+    assert {item["session"]["id"]: item["best"]["uuid"] for item in hits} == {"s1": "a2", "s2": "b2"}
+
+
+def test_raw_mode_ranks_all_matches(logs):
+    page = search_sessions(logs.conn(), "database NOT migration", mode="raw")
+    assert ids(page) == ["s2"]
+    assert page["items"][0]["best"]["uuid"] == "b1"
+
+
+def test_few_and_many_match_paths_agree(logs, monkeypatch):
+    few = search_sessions(logs.conn(), "database")
+    monkeypatch.setattr(search_module, "EXACT_MAX", 0)
+    assert isinstance(search_module._finder(logs.conn(), parse_query("database"), search_module.Filters()), search_module._ManyMatches)
+    assert search_sessions(logs.conn(), "database")["items"] == few["items"]
+
+
+def test_filters_apply_before_ranking(logs):
+    conn = logs.conn()
+    assert ids(search_sessions(conn, "database", cwds=["/p/two"])) == ["s3", "s2"]
+    assert ids(search_sessions(conn, "database", session_ids=["s1", "s2"])) == ["s1", "s2"]
+    assert ids(search_sessions(conn, "database", sources=["claude"])) == []
+    assert ids(search_sessions(conn, "database", parents=[None])) == ["s1", "s3", "s2"]
+    assert ids(search_sessions(conn, "database", created_from="2026-01-15T00:00:00Z")) == ["s3", "s2"]
+    assert ids(search_sessions(conn, "migration", types=["assistant/message"])) == ["s1", "s2"]
+    assert ids(search_sessions(conn, "migration", roles=["user"])) == ["s1", "s3"]
+    page = search_sessions(conn, "migration", time_from=1767225660000, time_to=1767225660000)
+    assert [(i["session"]["id"], i["best"]["uuid"]) for i in page["items"]] == [("s1", "a2")]
+    assert ids(search_sessions(conn, "database", surfaces=["shadowed"])) == []
+    assert code_of(lambda: search_sessions(conn, "x", surfaces=["gone"])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: search_sessions(conn, "x", availability=["offline"])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: search_sessions(conn, "x", time_from=5, time_to=1)) == "SESSION_QUERY_INVALID_FILTER"
+
+
+def test_meta_lines_are_searched_only_when_asked(logs):
+    logs.sql("UPDATE messages SET is_meta = 1 WHERE uuid = 'c1'")
+    write = logs.write_conn()
+    from datasette_obelisk.store.session_index import rebuild_session_documents
+
+    rebuild_session_documents(write)
+    assert ids(search_sessions(logs.conn(), "database migration")) == ["s1"]
+    assert ids(search_sessions(logs.conn(), "database migration", include_meta=True)) == ["s1", "s3"]
+
+
+@pytest.mark.parametrize("limit", [0, 101, "5", True, 2.5])
+def test_invalid_limits(logs, limit):
+    assert code_of(lambda: search_sessions(logs.conn(), "database", limit=limit)) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: search_events(logs.conn(), "s1", "database", limit=limit)) == "SESSION_QUERY_INVALID_LIMIT"
+
+
+# -- cursors -------------------------------------------------------------------
+
+
+@pytest.fixture
+def many(toy):
+    for n in range(7):
+        toy.write(f"m{n}", line(f"m{n}a", f"alpha note {n}" + " pad" * n, f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    return toy
+
+
+def all_pages(call, **options):
+    pages, cursor = [], None
+    while True:
+        page = call(cursor=cursor, **options)
+        pages.append(page)
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return pages
+
+
+def test_pages_concatenate_to_the_full_result(many):
+    conn = many.conn()
+    full = ids(search_sessions(conn, "alpha", limit=100))
+    assert len(full) == 7
+    pages = all_pages(lambda **o: search_sessions(conn, "alpha", **o), limit=3)
+    assert [len(p["items"]) for p in pages] == [3, 3, 1]
+    assert [i for p in pages for i in ids(p)] == full
+
+
+def test_event_pages_concatenate(toy):
+    toy.write("one", *[line(f"e{n}", f"beta {n}", f"2026-01-01T00:0{n}:00Z") for n in range(5)])
+    toy.ingest()
+    conn = toy.conn()
+    full = [h["uuid"] for h in search_events(conn, "one", "beta")["items"]]
+    pages = all_pages(lambda **o: search_events(conn, "one", "beta", **o), limit=2)
+    assert [h["uuid"] for p in pages for h in p["items"]] == full
+    assert len(full) == 5
+
+
+def test_a_cursor_goes_stale_when_the_index_changes(many):
+    first = search_sessions(many.conn(), "alpha", limit=3)
+    many.write("m0", line("late", "alpha again", "2026-02-01T00:00:00Z"), append=True)
+    many.ingest()
+    assert code_of(lambda: search_sessions(many.conn(), "alpha", limit=3, cursor=first["next_cursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
+
+def test_event_cursors_follow_their_own_session(toy):
+    toy.write("one", *[line(f"e{n}", f"beta {n}", f"2026-01-01T00:0{n}:00Z") for n in range(5)])
+    toy.write("other", line("o1", "beta elsewhere", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    first = search_events(toy.conn(), "one", "beta", limit=2)
+    toy.write("other", line("o2", "more beta", "2026-01-03T00:00:00Z"), append=True)
+    toy.ingest()
+    second = search_events(toy.conn(), "one", "beta", limit=2, cursor=first["next_cursor"])
+    assert len(second["items"]) == 2
+    toy.write("one", line("e9", "beta late", "2026-01-04T00:00:00Z"), append=True)
+    toy.ingest()
+    assert code_of(lambda: search_events(toy.conn(), "one", "beta", limit=2, cursor=first["next_cursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
+
+def tampered(cursor: str, **changes) -> str:
+    body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    body.update(changes)
+    return base64.urlsafe_b64encode(json.dumps(body).encode()).decode().rstrip("=")
+
+
+def test_a_cursor_is_invalid_for_another_request_or_when_edited(many):
+    conn = many.conn()
+    cursor = search_sessions(conn, "alpha", limit=3)["next_cursor"]
+    for call in (
+        lambda: search_sessions(conn, "note", limit=3, cursor=cursor),
+        lambda: search_sessions(conn, "alpha", limit=4, cursor=cursor),
+        lambda: search_sessions(conn, "alpha", limit=3, cursor=cursor, cwds=["/x"]),
+        lambda: search_sessions(conn, "alpha", limit=3, cursor=tampered(cursor, pos=1)),
+        lambda: search_sessions(conn, "alpha", limit=3, cursor=cursor[:-2]),
+        lambda: search_sessions(conn, "alpha", limit=3, cursor="not a cursor"),
+        lambda: search_events(conn, "m1", "alpha", limit=3, cursor=cursor),
+    ):
+        assert code_of(call) == "SESSION_QUERY_INVALID_CURSOR"
+    assert len(search_sessions(conn, "alpha", limit=3, cursor=cursor)["items"]) == 3
+
+
+# -- within one session --------------------------------------------------------
+
+
+def test_event_search_returns_the_header_without_hits(logs):
+    page = search_events(logs.conn(), "s2", "nothing matches this")
+    assert page["items"] == [] and page["next_cursor"] is None
+    assert page["session"]["id"] == "s2"
+
+
+def test_event_search_ranks_within_the_session(logs):
+    page = search_events(logs.conn(), "s1", "migration")
+    assert [(h["uuid"], h["snippet"]["text"]) for h in page["items"]] == [
+        ("a2", "I will fix the database migration now. The migration script was broken."),
+        ("a1", "The database migration failed"),
+    ]
+
+
+def test_event_search_of_an_unknown_session(logs):
+    assert code_of(lambda: search_events(logs.conn(), "nope", "x")) == "SESSION_QUERY_SESSION_NOT_FOUND"
+
+
+def test_corpus_search_finds_claude_and_codex(read_conn):
+    page = search_sessions(read_conn, "quicksort")
+    assert ids(page) == ["claude_forked_session"]
+    assert page["items"][0]["best"]["type"] in ("assistant/message", "tool/call", "user/message", "tool/result")
+
+
+@pytest.mark.parametrize("query", ["the", "file error", "test", "src/"])
+def test_generated_corpus_pages_hold_each_session_once_with_real_hits(generated_db, query):
+    conn = connect(generated_db)
+    pages = all_pages(lambda **o: search_sessions(conn, query, **o), limit=4)
+    found = [i for p in pages for i in ids(p)]
+    assert found and len(found) == len(set(found))
+    assert found == ids(search_sessions(conn, query, limit=100))
+    expression = parse_query(query).expression
+    for page in pages:
+        for item in page["items"]:
+            assert len(item["hits"]) <= 3
+            for hit in item["hits"]:
+                assert hit["session_id"] == item["session"]["id"] and not hit["is_meta"]
+                assert conn.execute(
+                    "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?", [expression, hit["id"]]
+                ).fetchone()[0] == 1
+    matching = {
+        row[0] for row in conn.execute(
+            "SELECT DISTINCT m.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+            "WHERE messages_fts MATCH ? AND m.is_meta = 0 AND m.visibility != 'hidden'", [expression],
+        )
+    }
+    assert set(found) == matching
+
+
+# -- the session index -----------------------------------------------------------
+
+
+def documents(toy):
+    conn = toy.conn()
+    return {
+        row[0]: row[1:]
+        for row in conn.execute(
+            "SELECT session_id, first_id, last_id, messages, chars, meta_messages, body_words, meta_words "
+            "FROM session_docs ORDER BY session_id"
+        )
+    }
+
+
+def test_session_documents_grow_incrementally_and_match_a_rebuild(toy):
+    from datasette_obelisk.store.session_index import bag, count_words, rebuild_session_documents
+
+    toy.write("g", line("g1", "Alpha beta, alpha!", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    assert json.loads(documents(toy)["g"][5]) == {"alpha": 2, "beta": 1}
+    toy.write("g", line("g2", "beta gamma/δέλτα", "2026-01-01T00:01:00Z"), append=True)
+    toy.ingest()
+    grown = documents(toy)
+    assert json.loads(grown["g"][5]) == {"alpha": 2, "beta": 2, "gamma": 1, "δέλτα": 1}
+    assert grown["g"][:5] == (1, 2, 2, 34, 0)
+    terms = ("alpha", "beta", "gamma", "δέλτα")
+    matching = [toy.conn().execute("SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ?", [t]).fetchall() for t in terms]
+    write = toy.write_conn()
+    rebuild_session_documents(write)
+    assert documents(toy) == grown
+    rebuilt = [toy.conn().execute("SELECT 1, rank FROM session_docs_fts WHERE session_docs_fts MATCH ?", [t]).fetchall() for t in terms]
+    assert [[r[1] for r in m] for m in matching] == [[r[1] for r in m] for m in rebuilt]  # same bm25 as a fresh index
+    assert count_words(["Foo_bar x.PY Émigré"]) == {"foo": 1, "bar": 1, "x": 1, "py": 1, "émigré": 1}
+    assert sorted(bag({"a": 1, "b": 2, "c": 1000}).split()) == ["a", "b", "b"] + ["c"] * 8
+
+
+def test_session_documents_recount_when_rows_change(toy):
+    toy.write("h", line("h1", "one two", "2026-01-01T00:00:00Z"), line("h2", "three", "2026-01-01T00:01:00Z"))
+    toy.ingest()
+    toy.write("h", line("h1", "four", "2026-01-01T00:00:00Z"))  # rewritten: the file is read again
+    toy.ingest()
+    assert json.loads(documents(toy)["h"][5]) == {"four": 1}
+    assert ids(search_sessions(toy.conn(), "three")) == []
+    bags = lambda word: toy.conn().execute(  # noqa: E731
+        "SELECT COUNT(*) FROM session_docs_fts WHERE session_docs_fts MATCH ?", [word]
+    ).fetchone()[0]
+    assert [bags(word) for word in ("one", "two", "three", "four")] == [0, 0, 0, 1]  # old bag deleted exactly
+    (toy.root / "h.jsonl").unlink()
+    toy.sql("DELETE FROM messages")
+    from datasette_obelisk.store.session_index import update_session_documents
+
+    assert update_session_documents(toy.write_conn(), ["h"]) == 1
+    assert documents(toy) == {}

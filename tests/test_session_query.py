@@ -1,0 +1,376 @@
+"""The session-query contract over the archive (seed 001), on real fixtures."""
+
+import threading
+
+import pytest
+
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.session_query import SessionQuery
+from query_fixtures import copy_corpus, corpus_db, read_conn, toy  # noqa: F401
+
+DAG = "dag_compact_after_rewind_preserved"
+FORK = "claude_forked_session"
+HEADER_KEYS = {"version", "id", "createdAt", "cwd", "source"}
+RECORD_KEYS = {"sessionId", "seq", "type", "time", "surface"}
+
+
+def code_of(call):
+    with pytest.raises(QueryError) as info:
+        call()
+    return info.value.code
+
+
+@pytest.fixture
+def sq(read_conn):
+    return SessionQuery(read_conn)
+
+
+# -- shapes --------------------------------------------------------------------
+
+
+def test_session_records(sq):
+    records = sq.listSessions()
+    assert len(records) == 32
+    record = next(r for r in records if r["header"]["id"] == FORK)
+    assert record == {
+        "header": {"version": 1, "id": FORK, "createdAt": 1765357200000, "cwd": "/home/testuser/fork-project", "source": "claude"},
+        "live": True,
+        "persisted": False,
+    }
+    created = [r["header"]["createdAt"] for r in records]
+    assert created == sorted(created, reverse=True)  # newest first
+    assert sq.list_sessions() == records
+
+
+def test_read_session_returns_every_event_with_one_header(sq):
+    snapshot = sq.readSession(FORK)
+    assert set(snapshot) == {"session", "events"}
+    assert set(snapshot["session"]) == HEADER_KEYS
+    assert [e["seq"] for e in snapshot["events"]] == list(range(1, 15))
+    call = snapshot["events"][7]
+    assert set(call) == RECORD_KEYS | {"id", "visibility", "data"}
+    assert (call["id"], call["type"], call["surface"]) == ("fa2b-fork", "assistant/message", "current")
+    assert call["data"]["toolCalls"] == [{
+        "id": "toolu_f002", "name": "Write",
+        "input": {"file_path": "/home/testuser/fork-project/mergesort.py", "content": call["data"]["toolCalls"][0]["input"]["content"]},
+    }]
+    result = snapshot["events"][8]
+    assert result["data"]["toolResults"] == [
+        {"toolUseId": "toolu_f002", "outcome": "succeeded", "isError": False, "exitCode": None}
+    ]
+
+
+def test_event_records_map_rewinds_onto_surfaces(sq):
+    # Lines 3-6 of the file answer "Let's go with QuickSort", a prompt the user
+    # rewound: line 7 is a newer prompt under the same parent (fa1-fork).
+    assert [(e["seq"], e["type"], e["surface"]) for e in sq.listEvents(FORK)] == [
+        (1, "user/message", "current"), (2, "assistant/message", "current"),
+        (3, "user/message", "shadowed"), (4, "assistant/message", "shadowed"),
+        (5, "tool/result", "shadowed"), (6, "assistant/message", "shadowed"),
+        (7, "user/message", "current"), (8, "assistant/message", "current"),
+        (9, "tool/result", "current"), (10, "assistant/message", "current"),
+        (11, "user/message", "current"), (12, "assistant/message", "current"),
+        (13, "tool/result", "current"), (14, "assistant/message", "current"),
+    ]
+    assert sq.listEvents(FORK)[0] == {"sessionId": FORK, "seq": 1, "type": "user/message", "time": 1765357200000, "surface": "current"}
+
+
+def test_compaction_after_rewind(sq):
+    # Reading the file: b1u/b1a were rewound (b2u is newer under a1); the
+    # compaction (cb + summary cs) keeps b2a, b2u2, b2a2 and replaces the rest.
+    events = sq.readSession(DAG)["events"]
+    assert [(e["seq"], e["id"], e["type"], e["surface"], e["visibility"]) for e in events] == [
+        (1, "u1", "user/message", "shadowed", "visible"),
+        (2, "a1", "assistant/message", "shadowed", "visible"),
+        (3, "b1u", "user/message", "shadowed", "inactive"),
+        (4, "b1a", "assistant/message", "shadowed", "inactive"),
+        (5, "b2u", "user/message", "shadowed", "visible"),
+        (6, "b2a", "assistant/message", "current", "visible"),
+        (7, "b2u2", "user/message", "current", "visible"),
+        (8, "cb", "system/compact_boundary", "log-only", "visible"),
+        (9, "cs", "compaction/summary", "current", "visible"),
+        (10, "b2a2", "assistant/message", "current", "visible"),
+        (11, "p1u", "user/message", "current", "visible"),
+        (12, "p1a", "assistant/message", "current", "visible"),
+    ]
+    surface = sq.readSurface(DAG)
+    assert surface["capturedThroughSeq"] == 12
+    assert [e["id"] for e in surface["events"]] == ["b2a", "b2u2", "cs", "b2a2", "p1u", "p1a"]
+
+
+def test_trace_event_follows_replacements(sq):
+    rewound = sq.traceEvent({"sessionId": DAG, "seq": 3})
+    assert {k: v for k, v in rewound.items() if k != "session"} == {
+        "target": {"sessionId": DAG, "seq": 3, "type": "user/message", "time": 1751364120000, "surface": "shadowed"},
+        "replacedBy": 5,
+        "replacementChain": [5, 9],
+        "replacedEventSeqs": [],
+        "sourceEventSeqs": [],
+        "derivedEventSeqs": [],
+    }
+    summary = sq.trace_event({"sessionId": DAG, "seq": 9})
+    assert "replacedBy" not in summary
+    assert (summary["replacementChain"], summary["replacedEventSeqs"]) == ([], [1, 2, 5, 8])
+    assert sq.traceEvent({"sessionId": DAG, "seq": 5})["replacedEventSeqs"] == [3, 4]
+    assert sq.traceEvent({"sessionId": DAG, "seq": 12})["replacementChain"] == []
+
+
+def test_trace_event_links_tool_calls_and_results(sq):
+    assert sq.traceEvent({"sessionId": FORK, "seq": 9})["sourceEventSeqs"] == [8]
+    assert sq.traceEvent({"sessionId": FORK, "seq": 8})["derivedEventSeqs"] == [9]
+    abandoned = sq.traceEvent({"sessionId": FORK, "seq": 5})
+    assert (abandoned["replacedBy"], abandoned["sourceEventSeqs"]) == (7, [4])
+    assert sq.traceEvent({"sessionId": FORK, "seq": 7})["replacedEventSeqs"] == [3, 4, 5, 6]
+
+
+def test_codex_compaction_shadows_what_it_replaced(tmp_path):
+    db, _ = copy_corpus(tmp_path, "codex/kvsankar__agent-history/session_with_compaction.jsonl")
+    from query_fixtures import connect
+
+    sq = SessionQuery(connect(db))
+    sid = "codex:compact-codex-001"
+    events = sq.listEvents(sid)
+    # Ten items precede the `compacted` line, which is event 11.
+    assert [e["surface"] for e in events[:10]] == ["shadowed"] * 10
+    assert (events[10]["type"], events[10]["surface"]) == ("compaction/summary", "current")
+    assert [e["surface"] for e in events[11:17]] == ["current"] * 6
+    assert (events[17]["type"], events[17]["surface"]) == ("event_msg/token_count", "log-only")
+    assert sq.traceEvent({"sessionId": sid, "seq": 4})["replacementChain"] == [11]
+    assert sq.traceEvent({"sessionId": sid, "seq": 11})["replacedEventSeqs"] == list(range(1, 11))
+    assert sq.traceEvent({"sessionId": sid, "seq": 5})["sourceEventSeqs"] == [4]
+
+
+def test_read_event_window(sq):
+    window = sq.readEvent({"sessionId": FORK, "seq": 8, "before": 1, "after": 2})
+    assert set(window) == {"session", "target", "events", "startSeq", "endSeq"}
+    assert (window["startSeq"], window["endSeq"]) == (7, 10)
+    assert [e["seq"] for e in window["events"]] == [7, 8, 9, 10]
+    assert window["target"] == window["events"][1]
+    edge = sq.readEvent({"sessionId": FORK, "seq": 1, "before": 5})
+    assert (edge["startSeq"], edge["endSeq"], len(edge["events"])) == (1, 1, 1)
+
+
+def test_titles(sq):
+    assert sq.readTitle(FORK) == {
+        "title": "Help me implement a sorting algorithm", "messageSeqs": [1], "source": "fallback",
+        "kind": "first_prompt", "eventSeq": 1, "updatedAt": 1765357200000,
+    }
+    assert sq.readTitle("small:agent-sidechain-sys1") is None
+    assert "title" not in sq.readTitleSnapshot("small:agent-sidechain-sys1")
+    results = sq.readTitleSnapshots([FORK, "nope", FORK, DAG])
+    assert [(r["sessionId"], r["status"]) for r in results] == [(FORK, "fulfilled"), ("nope", "rejected"), (DAG, "fulfilled")]
+    assert results[1]["reason"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert results[0]["value"] == sq.readTitleSnapshot(FORK)
+    assert results[2]["value"]["title"]["title"] == "Start"
+
+
+def test_trace_session(sq):
+    child = "eb000000-0000-4000-8000-000000000001:agent-cccc333"
+    parent = "eb000000-0000-4000-8000-000000000001"
+    trace = sq.traceSession(child)
+    assert (trace["complete"], trace["root"]["header"]["id"]) == (True, parent)
+    assert [a["header"]["id"] for a in trace["ancestors"]] == [parent]
+    assert trace["target"]["header"]["parentSession"] == parent
+    down = sq.traceSession(parent)
+    assert [(n["session"]["header"]["id"], n["descendants"]) for n in down["descendants"]] == [(child, [])]
+    assert (down["complete"], down["root"]["header"]["id"], down["ancestors"]) == (True, parent, [])
+    orphan = sq.traceSession("fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-a93ccab")
+    assert (orphan["complete"], orphan["unresolvedParentId"], "root" in orphan) == (
+        False, "fa812bfe-b295-4cca-9c2f-fdf01028cb46", False,
+    )
+
+
+def test_filter_sessions(sq):
+    ids = lambda filters: [r["header"]["id"] for r in sq.filterSessions(filters)]  # noqa: E731
+    assert ids([{"kind": "id", "values": [FORK, DAG, "nope"]}]) == [FORK, DAG]
+    assert ids([{"kind": "cwd", "values": ["/home/testuser/fork-project"]}]) == [FORK]
+    assert ids([{"kind": "parent", "values": ["eb000000-0000-4000-8000-000000000001"]}]) == [
+        "eb000000-0000-4000-8000-000000000001:agent-cccc333"
+    ]
+    roots = ids([{"kind": "parent", "values": [None]}])
+    assert FORK in roots and "eb000000-0000-4000-8000-000000000001:agent-cccc333" not in roots
+    assert ids([{"kind": "created-at", "from": 1765357200000, "to": 1765357200000}]) == [FORK]
+    assert ids([{"kind": "availability", "values": ["live"]}, {"kind": "id", "values": [FORK, DAG]}]) == [FORK, DAG]
+    assert ids([{"kind": "availability", "values": ["persisted"]}, {"kind": "id", "values": [FORK]}]) == []
+    assert ids([{"kind": "id", "values": [FORK, DAG]}, {"kind": "id", "values": [DAG]}]) == [DAG]
+
+
+def test_every_corpus_session_is_live(sq):
+    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "availability", "values": ["persisted"]}])] == []
+
+
+def test_filter_events(sq):
+    seqs = lambda filters: [d["seq"] for d in sq.filterEvents(FORK, filters)]  # noqa: E731
+    assert seqs([{"kind": "seq", "from": 2, "to": 4}]) == [2, 3, 4]
+    assert seqs([{"kind": "type", "values": ["tool/result"]}]) == [5, 9, 13]
+    assert seqs([{"kind": "surface", "values": ["shadowed"]}]) == [3, 4, 5, 6]
+    assert seqs([{"kind": "time", "from": 1765357260000, "to": 1765357272000}]) == [7, 8, 9]
+    assert seqs([{"kind": "text", "text": "MergeSort, instead"}]) == []
+    assert seqs([{"kind": "text", "text": "try  MERGESORT\ninstead"}]) == [7]
+    assert seqs([{"kind": "text", "text": "created"}, {"kind": "surface", "values": ["current"]}]) == [9, 10]
+    document = sq.filterEvents(FORK, [{"kind": "seq", "from": 11, "to": 11}])[0]
+    assert document == {
+        "sessionId": FORK, "seq": 11, "type": "user/message", "time": 1765357290000, "surface": "current",
+        "text": "Can you add type hints?",
+    }
+    boundary = sq.filterEvents(DAG, [{"kind": "type", "values": ["system/compact_boundary"]}])
+    assert boundary[0]["text"] == ""  # structural events carry no semantic text
+
+
+def test_search_sessions_contract_shape(sq):
+    page = sq.searchSessions({"query": "mergesort stable"})
+    assert set(page) == {"items"}
+    hit = page["items"][0]
+    assert set(hit) == {"header", "live", "persisted", "bestMatch"}
+    assert hit["header"]["id"] == FORK
+    assert set(hit["bestMatch"]) == RECORD_KEYS | {"snippet", "snippetMatches"}
+    snippet = hit["bestMatch"]["snippet"]
+    assert [snippet[s:e].lower() for s, e in hit["bestMatch"]["snippetMatches"]][:2] in (
+        ["mergesort", "stable"], ["stable", "mergesort"],
+    )
+
+
+def test_search_events_returns_header_without_hits(sq):
+    page = sq.searchEvents({"sessionId": FORK, "query": "no such words anywhere"})
+    assert page == {"session": sq.readSession(FORK)["session"], "items": []}
+    found = sq.searchEvents({"sessionId": FORK, "query": "quicksort", "filters": [{"kind": "surface", "values": ["shadowed"]}]})
+    assert [item["seq"] for item in found["items"]] == [3, 4, 6]
+
+
+def test_search_paging_through_the_contract(sq):
+    first = sq.searchSessions({"query": "the", "limit": 2})
+    second = sq.searchSessions({"query": "the", "limit": 2, "cursor": first["nextCursor"]})
+    everything = sq.searchSessions({"query": "the", "limit": 4})
+    assert [i["header"]["id"] for i in first["items"] + second["items"]] == [i["header"]["id"] for i in everything["items"]]
+    assert code_of(lambda: sq.searchSessions({"query": "a", "limit": 2, "cursor": first["nextCursor"]})) == (
+        "SESSION_QUERY_INVALID_CURSOR"
+    )
+
+
+# -- errors --------------------------------------------------------------------
+
+
+def test_request_validation_errors(sq):
+    assert code_of(lambda: sq.readSession("nope")) == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert code_of(lambda: sq.readSession(None)) == "SESSION_QUERY_SESSION_NOT_FOUND"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 99})) == "SESSION_QUERY_EVENT_NOT_FOUND"
+    assert code_of(lambda: sq.traceEvent({"sessionId": FORK, "seq": 0})) == "SESSION_QUERY_EVENT_NOT_FOUND"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 1, "before": 51})) == "SESSION_QUERY_INVALID_WINDOW"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 1, "after": -1})) == "SESSION_QUERY_INVALID_WINDOW"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": "1"})) == "SESSION_QUERY_INVALID_WINDOW"
+    assert code_of(lambda: sq.filterSessions([{"kind": "title", "values": []}])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.filterSessions([{"kind": "id", "values": FORK}])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.filterSessions([{"kind": "created-at", "from": 5, "to": 1}])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "text", "text": "  "}])) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "surface", "values": ["hidden"]}])) == "SESSION_QUERY_INVALID_FILTER"
+    text_filter = [{"kind": "text", "text": "x"}]
+    assert code_of(lambda: sq.searchSessions({"query": "x", "eventFilters": text_filter})) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.searchSessions({"query": "x", "limit": 0})) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: sq.searchEvents({"sessionId": FORK, "query": "x", "limit": 101})) == "SESSION_QUERY_INVALID_LIMIT"
+    assert code_of(lambda: sq.searchSessions({"query": "  "})) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: sq.searchSessions({"query": "a NOT b", "mode": "raw"})) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: sq.searchSessions({"query": "x", "cursor": "garbage"})) == "SESSION_QUERY_INVALID_CURSOR"
+    assert code_of(lambda: sq.searchEvents({"sessionId": "nope", "query": "x"})) == "SESSION_QUERY_SESSION_NOT_FOUND"
+
+
+def test_configuration_and_cancellation(read_conn):
+    assert code_of(lambda: SessionQuery(read_conn, read_window_max=0)) == "SESSION_QUERY_INVALID_CONFIG"
+    assert code_of(lambda: SessionQuery(read_conn, default_limit=50, max_limit=10)) == "SESSION_QUERY_INVALID_CONFIG"
+    disabled = SessionQuery(read_conn, search=False)
+    assert code_of(lambda: disabled.searchSessions({"query": "x"})) == "SESSION_QUERY_SEARCH_DISABLED"
+    assert disabled.readTitle(FORK)["title"] == "Help me implement a sorting algorithm"  # exact reads still work
+    cancelled = threading.Event()
+    cancelled.set()
+    sq = SessionQuery(read_conn)
+    assert code_of(lambda: sq.readSession(FORK, signal=cancelled)) == "SESSION_QUERY_ABORTED"
+    assert code_of(lambda: sq.readTitleSnapshots([FORK, DAG], signal=cancelled)) == "SESSION_QUERY_ABORTED"
+
+    class Signal:
+        aborted = True
+
+    assert code_of(lambda: sq.searchSessions({"query": "x"}, signal=Signal())) == "SESSION_QUERY_ABORTED"
+
+
+def line(id, text, ts, **extra):
+    return {"id": id, "text": text, "ts": ts, **extra}
+
+
+@pytest.fixture
+def pair(toy):
+    toy.write("p", line("p1", "parent words", "2026-01-01T00:00:00Z"), line("p2", "more", "2026-01-01T00:01:00Z", parent="p1"))
+    toy.write("c", line("c1", "child words", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    return toy
+
+
+def test_lineage_cycles_are_invalid(pair):
+    pair.sql("UPDATE sessions SET parent_session_id = 'p' WHERE id = 'c'")
+    pair.sql("UPDATE sessions SET parent_session_id = 'c' WHERE id = 'p'")
+    assert code_of(lambda: SessionQuery(pair.conn()).traceSession("c")) == "SESSION_QUERY_INVALID_LINEAGE"
+
+
+def test_broken_surfaces_are_invalid(pair):
+    pair.sql("UPDATE messages SET replaced_by = 'p2' WHERE uuid = 'p1'")  # current, yet replaced
+    sq = SessionQuery(pair.conn())
+    assert code_of(lambda: sq.readSurface("p")) == "SESSION_QUERY_INVALID_SURFACE"
+    pair.sql("UPDATE messages SET surface = 'shadowed', replaced_by = 'elsewhere' WHERE uuid = 'p1'")
+    assert code_of(lambda: sq.traceEvent({"sessionId": "p", "seq": 1})) == "SESSION_QUERY_INVALID_SURFACE"
+    pair.sql("UPDATE messages SET surface = 'shadowed', replaced_by = 'p1' WHERE uuid = 'p2'")
+    pair.sql("UPDATE messages SET replaced_by = 'p2' WHERE uuid = 'p1'")
+    assert code_of(lambda: sq.traceEvent({"sessionId": "p", "seq": 2})) == "SESSION_QUERY_INVALID_SURFACE"
+
+
+def test_corrupt_and_conflicting_logs(pair):
+    sq = SessionQuery(pair.conn())
+    pair.sql("UPDATE messages SET seq = 1 WHERE uuid = 'p2'")
+    assert code_of(lambda: sq.readSession("p")) == "SESSION_QUERY_CORRUPT_SESSION"
+    pair.sql("UPDATE messages SET source = 'codex' WHERE uuid = 'c1'")
+    assert code_of(lambda: sq.readSession("c")) == "SESSION_QUERY_SOURCE_CONFLICT"
+
+
+def test_storage_failures(pair):
+    sq = SessionQuery(pair.conn())
+    pair.sql("ALTER TABLE tool_calls RENAME TO tool_calls_gone")
+    assert code_of(lambda: sq.readSession("p")) == "SESSION_QUERY_PERSISTENCE_FAILED"
+    pair.sql("DROP TABLE session_docs_fts")
+    assert code_of(lambda: sq.searchSessions({"query": "words"})) == "SESSION_QUERY_INDEX_FAILED"
+
+
+def test_archived_sessions_are_persisted_not_live(pair):
+    (pair.root / "c.jsonl").unlink()
+    pair.ingest()
+    sq = SessionQuery(pair.conn())
+    assert [(r["header"]["id"], r["live"], r["persisted"]) for r in sq.listSessions()] == [
+        ("c", False, True), ("p", True, False),
+    ]
+    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "availability", "values": ["persisted"]}])] == ["c"]
+    assert sq.readSession("c")["events"][0]["data"]["text"] == "child words"
+
+
+# -- live-preferred answers ------------------------------------------------------
+
+
+def test_refresh_tail_ingests_a_grown_log(pair):
+    from datasette_obelisk.query.live import changed_files, refresh
+
+    write = pair.write_conn()
+    sources = pair.sources
+    assert refresh(write, ["p"], sources=sources) == []
+    path = pair.write("p", line("p3", "fresh words", "2026-01-01T00:02:00Z", parent="p2"), append=True)
+    assert [row["path"] for row in changed_files(write, ["p"])] == [str(path)]
+    assert changed_files(write, ["c"]) == []
+    assert refresh(write, ["p"], sources=sources, enabled=False) == []
+    assert [e["seq"] for e in SessionQuery(pair.conn()).listEvents("p")] == [1, 2]
+    assert refresh(write, ["p"], sources=sources) == [str(path)]
+    sq = SessionQuery(pair.conn())
+    assert [e["seq"] for e in sq.listEvents("p")] == [1, 2, 3]
+    assert [i["header"]["id"] for i in sq.searchSessions({"query": "fresh"})["items"]] == ["p"]
+    assert refresh(write, None, sources=sources) == []
+
+
+def test_refresh_leaves_vanished_files_to_the_archive(pair):
+    from datasette_obelisk.query.live import refresh
+
+    (pair.root / "c.jsonl").unlink()
+    assert refresh(pair.write_conn(), None, sources=pair.sources) == []
+    assert SessionQuery(pair.conn()).readSession("c")["events"][0]["data"]["text"] == "child words"
