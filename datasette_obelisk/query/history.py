@@ -50,7 +50,7 @@ from .errors import QueryError
 from .filters import Filters
 from .fts import MAX_QUERY_CHARS, normalize_text, parse_query
 from .search import rows
-from .text import to_ms
+from .text import parse_json, to_ms
 
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 75
@@ -342,7 +342,7 @@ def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock)
             "type": "tool",
             "timestamp": to_ms(tool["timestamp"]) or clock or 0,
             "name": tool["name"],
-            "arguments": _json(tool["input_json"]),
+            "arguments": parse_json(tool["input_json"]),
             "result": tool["content"],
             "outcome": tool["outcome"] or "cancelled",
         })
@@ -357,7 +357,7 @@ def _without_tool_calls(text: str, tools: list[dict]) -> str:
     (the sources render a call as its name and the strings of its input).
     """
     for tool in tools:
-        arguments = _json(tool["input_json"])
+        arguments = parse_json(tool["input_json"])
         for rendered in (
             "\n".join([tool["name"], *strings_in(arguments)]),
             f"{tool['name']} {tool['input_json']}",
@@ -410,13 +410,6 @@ def _last_entry_id(conn, session_id: str, up_to_seq: int | None = None) -> str |
     return row[0]
 
 
-def _json(value):
-    if value is None:
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 class History:

@@ -55,7 +55,6 @@ How the archive maps onto the contract:
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -65,7 +64,7 @@ from .errors import QueryError
 from .events import event_record, event_select, full_event, semantic_text
 from .filters import Filters
 from .search import rows
-from .text import literal_pattern, to_ms
+from .text import literal_pattern, parse_json, to_ms
 
 HEADER_VERSION = 1
 READ_WINDOW_MAX = 50
@@ -510,7 +509,7 @@ def _tools_by_message(conn, session_id: str, uuids=None) -> dict[str, dict]:
         params,
     ):
         tools.setdefault(row[0], {}).setdefault("toolCalls", []).append(
-            {"id": row[1], "name": row[2], "input": _json(row[3])}
+            {"id": row[1], "name": row[2], "input": parse_json(row[3])}
         )
     for row in conn.execute(
         f"SELECT message_uuid, tool_use_id, outcome, is_error, exit_code FROM tool_results "
@@ -584,10 +583,3 @@ def _title_snapshot(conn, session: dict) -> dict | None:
     }
 
 
-def _json(value):
-    if value is None:
-        return None
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value

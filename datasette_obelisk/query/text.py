@@ -13,9 +13,12 @@
 Snippets are plain text, never HTML. ``matches`` are ``[start, end)`` offsets
 in code points (Python string indices) into ``text``; callers escape the text
 and highlight those ranges.
+    parse_json(text) -> value               JSON text decoded; undecodable text as it is
 """
 
 from __future__ import annotations
+
+import json
 
 import re
 from datetime import datetime, timezone
@@ -117,3 +120,13 @@ def middle_truncate(text: str, max_chars: int) -> str:
     head = (kept + 1) // 2
     tail = kept - head
     return text[:head] + marker + (text[-tail:] if tail else "")
+
+
+def parse_json(value):
+    """JSON text decoded; None stays None and undecodable text is returned as is."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value

@@ -89,6 +89,7 @@ from .common import (
     first_prompt_title,
     first_text,
     iso_ms,
+    load_document,
     loads_or_none,
     looks_complete,
     normalize_repository,
@@ -366,13 +367,9 @@ class CodexParser:
 
     def document(self, data: bytes) -> list[Record]:
         """The TypeScript CLI's ``{session: {...}, items: [...]}`` rollout."""
-        whole = Position(0, 0, len(data))
-        try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            return [LineError(whole, f"invalid JSON: {exc}")]
-        if not isinstance(value, dict) or not isinstance(value.get("items"), list):
-            return [LineError(whole, "not a Codex rollout document")]
+        value = load_document(data, "items", "Codex rollout")
+        if isinstance(value, LineError):
+            return [value]
         out: list[Record] = []
         meta = value.get("session") if isinstance(value.get("session"), dict) else {}
         self._identity(meta, meta.get("timestamp"), out)

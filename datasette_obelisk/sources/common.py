@@ -114,6 +114,18 @@ def ntpath_like(path: str) -> bool:
     return len(path) > 2 and path[1] == ":" and path[2] in "\\/"
 
 
+def load_document(data: bytes, items_key: str, what: str) -> dict | LineError:
+    """A whole-file JSON document holding a list under ``items_key``, or why not."""
+    whole = Position(0, 0, len(data))
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return LineError(whole, f"invalid JSON: {exc}")
+    if not isinstance(value, dict) or not isinstance(value.get(items_key), list):
+        return LineError(whole, f"not a {what} document")
+    return value
+
+
 def strings_in(value: Any) -> Iterator[str]:
     """Every string inside nested lists and dicts, in order, unescaped."""
     if isinstance(value, str):

@@ -24,7 +24,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import orjson
 
 from ..hookspecs import hookimpl
 from ..records import (
@@ -47,6 +46,7 @@ from .common import (
     decode_line,
     first_prompt_title,
     first_text,
+    load_document,
     looks_complete,
     project_slug,
     shell_written_paths,
@@ -147,13 +147,9 @@ class GeminiParser:
 
     def document(self, data: bytes) -> list[Record]:
         """A legacy ``session-*.json`` ConversationRecord."""
-        whole = Position(0, 0, len(data))
-        try:
-            record = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            return [LineError(whole, f"invalid JSON: {exc}")]
-        if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
-            return [LineError(whole, "not a Gemini chat document")]
+        record = load_document(data, "messages", "Gemini chat")
+        if isinstance(record, LineError):
+            return [record]
         out: list[Record] = []
         self._metadata(record, out, summary=False)
         for index, message in enumerate(record["messages"], start=1):
