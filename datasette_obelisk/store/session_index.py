@@ -48,10 +48,25 @@ IS_META_SQL = "(is_meta != 0 OR visibility = 'hidden')"
 _SEPARATORS = bytes(c if chr(c).isalnum() or c >= 128 else 32 for c in range(256))
 
 
+SLICE_BYTES = 1 << 20
+
+
 def count_words(texts: Iterable[str]) -> Counter:
-    data = " ".join(texts).encode("utf-8", "replace").lower().translate(_SEPARATORS)
+    """Word counts of ``texts``, read in slices so a multi-MB text stays cheap in memory."""
+    raw: Counter = Counter()
+    for text in texts:
+        data = text.encode("utf-8", "replace")
+        start = 0
+        while start < len(data):
+            end = min(start + SLICE_BYTES, len(data))
+            piece = data[start:end].lower().translate(_SEPARATORS)
+            cut = piece.rfind(b" ") if end < len(data) else -1
+            if cut > 0:  # end the slice between words
+                piece, end = piece[:cut], start + cut
+            raw.update(piece.split())
+            start = end
     counts: Counter = Counter()
-    for word, count in Counter(data.split()).items():
+    for word, count in raw.items():
         counts[word.decode("utf-8", "replace").lower()] += count
     return counts
 
