@@ -327,3 +327,29 @@ async def test_the_published_configuration_serves_read_only(db):
     assert (await ds.client.get("/-/obelisk/api/search", params={"q": "zebrafish"})).status_code == 200
     assert (await ds.client.get("/obelisk/obelisk_search.json", params={"q": "zebrafish"})).status_code == 200
     assert (await ds.client.get("/-/obelisk", params={"q": "zebrafish"})).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_the_published_configuration_refuses_sql_downloads_and_writes(db):
+    from datasette_obelisk.cli import publish_settings
+
+    ds = make_datasette(None, config=publish_settings(), immutables=[str(db)])
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    before = counts(db)
+    assert (await ds.client.get("/obelisk/-/query.json", params={"sql": "select 1"})).status_code == 403
+    assert (await ds.client.get("/obelisk.db")).status_code in (403, 404)
+    writes = {
+        "/obelisk/memories/-/insert": {"row": {"id": "m", "path": "/x", "summary": "s", "created_at": "t"}},
+        "/obelisk/-/create": {"table": "x", "columns": [{"name": "a"}]},
+        "/obelisk/memories/-/drop": {"confirm": True},
+    }
+    for path, body in writes.items():
+        response = await ds.client.post(path, json=body, actor=ROOT)
+        # Refused by permissions, or by Datasette itself for an immutable file.
+        assert response.status_code in (400, 403, 404), (path, response.status_code)
+        assert response.json()["ok"] is False
+    assert (await ds.client.post("/-/create-token", data={}, actor=ROOT)).status_code in (403, 404)
+    assert counts(db) == before
+    tables = await ds.client.get("/obelisk.json")
+    assert "x" not in [t["name"] for t in tables.json()["tables"]]
