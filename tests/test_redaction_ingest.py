@@ -150,3 +150,18 @@ def test_new_rules_replay_live_files_and_redact_archived_rows(tmp_path, samples,
     conn.execute("VACUUM")
     conn.close()
     assert github.secrets[0].encode() not in database_bytes(db)
+
+
+def test_raw_lines_reread_from_disk_are_redacted(tmp_path, samples):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    write_session(tmp_path / ".claude", samples)
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    conn = connect_readonly(db)
+    stored = conn.execute("SELECT text FROM messages WHERE uuid = 'u0'").fetchone()[0]
+    line = obelisk.raw(conn, "u0", {"limit": 100000})["text"]
+    assert samples[0].secrets[0] not in line and "[REDACTED:" in line
+    # Same key, same marker as the stored text.
+    assert set(redacting.Redactor.marker_re.findall(stored)) <= set(redacting.Redactor.marker_re.findall(line))

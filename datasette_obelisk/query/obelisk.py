@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..store.ingest import hashes_at, open_stream
+from ..store.redacting import redaction_for_connection
 from . import fts
 from .errors import QueryError
 from .readonly import error_for, run_sql, translated_errors
@@ -418,9 +419,9 @@ def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
 
     The line is re-read by seeking to its byte offset (streaming through a
     ``.zst`` file). None for an unknown uuid; ``OBELISK_NOT_FOUND`` when the
-    source file is gone or was rewritten since it was indexed. The line is
-    the source's own, unredacted: pass ``redact`` (text -> text) to apply the
-    database's redaction to it.
+    source file is gone or was rewritten since it was indexed. The source's
+    line goes through the database's secret redaction (``redact``, text ->
+    text, overrides it) unless the database was ingested with --no-redact.
     """
     require_text("raw", "a message uuid", uuid)
     o = options("raw", opts, kwargs, {"offset": 0, "limit": RAW_LIMIT}, string_key=None, max_limit=MAX_RAW_LIMIT)
@@ -434,6 +435,8 @@ def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
     if row is None:
         return None
     text = read_line(row, uuid).decode("utf-8", errors="replace")
+    if redact is None:
+        redact = redaction_for_connection(conn)
     if redact is not None:
         text = redact(text)
     offset, limit = o["offset"], o["limit"]

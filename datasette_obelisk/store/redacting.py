@@ -7,6 +7,7 @@ carry the key that would let anyone test guesses against its markers.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import sqlite3
@@ -64,6 +65,28 @@ def load_key(db_path: str | Path) -> bytes:
 
 def redactor_for(db_path: str | Path) -> Redactor:
     return Redactor(key=load_key(db_path))
+
+
+@functools.lru_cache(maxsize=8)
+def _redactor_with_key(key: bytes) -> Redactor:
+    return Redactor(key=key)
+
+
+def redaction_for_connection(conn: sqlite3.Connection):
+    """The ``text -> text`` redaction for text re-read from source files (``raw()``).
+
+    None for a database ingested with ``--no-redact``. Uses the database's
+    key when its file is readable (markers then match the stored ones), else
+    a one-off key: the secrets are removed either way.
+    """
+    if get_state(conn, "unredacted_ingest"):
+        return None
+    main = next((row for row in conn.execute("PRAGMA database_list") if row[1] == "main"), None)
+    try:
+        key = bytes.fromhex(key_path(main[2]).read_text().strip())
+    except (OSError, ValueError, TypeError):
+        key = secrets.token_bytes(32)
+    return _redactor_with_key(key).redact
 
 
 class RecordRedactor:
