@@ -10,16 +10,18 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
 import click
 
 from .cli import cli, db_option, resolve_db
-from .query import fts, obelisk
+from .query import fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
 from .query.runner import DEFAULT_TIMEOUT, run_script
+from .store.db import open_db
 
 SNIPPET = 160
 
@@ -52,9 +54,31 @@ def report_errors(fn):
     return wrapper
 
 
+def fresh_connection(db_path):
+    """A read-only connection, after tail-ingesting the logs that grew since the last ingest.
+
+    Answers are never older than the logs (live-preferred); a database that
+    cannot be written to is read as it is.
+    """
+    db = resolve_db(db_path)
+    if db.is_file():
+        try:
+            writer = open_db(db)
+        except sqlite3.Error:
+            writer = None
+        if writer is not None:
+            try:
+                live.refresh(writer)
+            except sqlite3.Error:
+                pass  # read-only file or a busy writer: answer from what is stored
+            finally:
+                writer.close()
+    return connect_readonly(db)
+
+
 def call(db_path, helper, *args, **kwargs):
-    """Run one read helper on a read-only connection to the database."""
-    conn = connect_readonly(resolve_db(db_path))
+    """Run one read helper on a fresh read-only connection to the database."""
+    conn = fresh_connection(db_path)
     try:
         return helper(conn, *args, **kwargs)
     finally:
@@ -133,7 +157,7 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     \b
         obelisk read 0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f --limit 50
     """
-    conn = connect_readonly(resolve_db(db_path))
+    conn = fresh_connection(db_path)
     try:
         found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
         if not found:
@@ -281,6 +305,8 @@ def script_command(fn):
 
 def emit_script(code, db_path, **options) -> None:
     try:
+        if options.get("mode", "query") == "query":
+            fresh_connection(db_path).close()
         result = run_script(code, resolve_db(db_path), **options)
     except QueryError as exc:
         fail(exc, as_json=True)

@@ -353,3 +353,25 @@ def test_attune_command_roots(tmp_path, corpus_db):
     assert by_env.exit_code == 0 and json.loads(by_env.stdout) == str(second.resolve() / "n.md")
     no_reads = invoke("attune", "--db", db, "--memory-root", first, "-c", "return recent()")
     assert no_reads.exit_code == 1 and "NameError" in json.loads(no_reads.stdout)["error"]["message"]
+
+
+def test_cli_answers_include_lines_appended_since_the_last_ingest(tmp_path):
+    """Live-preferred: a line appended to a session is found without `obelisk ingest`."""
+    import json as _json
+
+    from datasette_obelisk.store.ingest import ingest as run_ingest
+
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    log = project / "s1.jsonl"
+    def line(uuid, parent, text):
+        return _json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                            "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": text}}) + "\n"
+    log.write_text(line("a", None, "first words"))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / ".claude"})
+    with open(log, "a") as fp:
+        fp.write(line("b", "a", "a quokka appears"))
+    result = invoke("search", "quokka", "--db", str(db), "--json")
+    assert result.exit_code == 0, result.output
+    assert [r["message"]["uuid"] for r in _json.loads(result.stdout)] == ["b"]
