@@ -13,6 +13,7 @@ from datasette.utils.asgi import Response
 
 from ..query.errors import QueryError
 from .databases import database_for
+from .live import refresh_if_live
 from .params import Params
 from .responses import json_error, json_ok, method_not_allowed
 from .template_helpers import TemplateHelpers
@@ -44,6 +45,7 @@ def json_view(endpoint):
                     f"unknown parameter {', '.join(unknown)}; this endpoint takes {', '.join(sorted(accepted))}",
                 )
             db = await readable_database(datasette, request)
+            await refresh_if_live(datasette, db)
             params = Params.from_request(request)
             result = await db.execute_fn(lambda conn: endpoint.handler(conn, params))
         except QueryError as error:
@@ -61,6 +63,7 @@ def page_view(template: str, build):
             return Response.text("GET only", status=405, headers={"Allow": "GET"})
         try:
             db = await readable_database(datasette, request)
+            await refresh_if_live(datasette, db)
             params = Params.from_request(request)
             context = await build(datasette, request, db, params)
         except QueryError as error:

@@ -1,0 +1,50 @@
+"""The JSON API answers from the log as it is now, not as it was at the last ingest."""
+
+import json
+
+import pytest
+
+from datasette_obelisk.store.ingest import ingest
+from datasette_obelisk.web import live as web_live
+from web_fixtures import make_datasette
+
+
+def line(uuid, parent, text):
+    return json.dumps({
+        "type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+        "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": text},
+    }) + "\n"
+
+
+@pytest.mark.asyncio
+async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
+    monkeypatch.setattr(web_live, "MIN_INTERVAL_SECONDS", 0)
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    log = project / "s1.jsonl"
+    log.write_text(line("a", None, "first words"))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
+    with open(log, "a") as fp:
+        fp.write(line("b", "a", "a wombat wanders in"))
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]
+
+
+@pytest.mark.asyncio
+async def test_read_only_instances_do_not_write(tmp_path, monkeypatch):
+    monkeypatch.setattr(web_live, "MIN_INTERVAL_SECONDS", 0)
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    log = project / "s1.jsonl"
+    log.write_text(line("a", None, "first words"))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    ds = make_datasette(db, config={"plugins": {"datasette-obelisk": {"read_only": True}}})
+    await ds.invoke_startup()
+    with open(log, "a") as fp:
+        fp.write(line("b", "a", "a wombat wanders in"))
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
