@@ -271,7 +271,7 @@ def run(db_path: Path, queries: int, seed: int, limit: int, repeat: int = 3) -> 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", type=Path, default=Path("/tmp/obelisk-bench-search.db"))
+    parser.add_argument("--db", type=Path, default=Path("bench/out/search.db"))
     parser.add_argument("--messages", type=int, default=2_100_000)
     parser.add_argument("--queries", type=int, default=50, help="queries per class")
     parser.add_argument("--limit", type=int, default=20)
