@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/search.py                 # 2.1M messages, builds once
     .venv/bin/python bench/search.py --queries 50    # more queries per class
-    .venv/bin/python bench/search.py --messages 300000 --db /tmp/small.db
+    .venv/bin/python bench/search.py --messages 300000 --db bench/out/small.db
 
 The corpus is written straight into the schema (no JSONL, no parser): the
 demo generator would take hours to produce and ingest two million messages,
