@@ -2,7 +2,7 @@
 
 The baseline is the fastest honest pipeline: orjson parse of every line,
 text extraction, ``executemany`` into one table, then one FTS5 rebuild.
-Each phase runs in a forked child so its peak RSS is its own.
+Each phase runs in a freshly spawned interpreter so its peak RSS is its own.
 
     python bench/ingest.py --size 500MB
 """
@@ -10,7 +10,7 @@ Each phase runs in a forked child so its peak RSS is its own.
 from __future__ import annotations
 
 import argparse
-import json
+import multiprocessing
 import os
 import resource
 import shutil
@@ -107,25 +107,28 @@ def run_obelisk(corpus: Path, db_path: Path) -> dict:
     return {"lines": summary.lines, "messages": summary.messages, "errors": summary.errors}
 
 
+def _child(fn, args, queue) -> None:
+    started = time.perf_counter()
+    result = fn(*args)
+    result["seconds"] = time.perf_counter() - started
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    queue.put(result)
+
+
 def in_child(fn, *args) -> dict:
-    """Run ``fn`` in a forked child; return its result, seconds and peak RSS."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        started = time.perf_counter()
-        result = fn(*args)
-        result["seconds"] = time.perf_counter() - started
-        os.write(write_end, json.dumps(result).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
-    _, status, usage = os.wait4(pid, 0)
-    if status != 0:
-        raise SystemExit(f"benchmark child failed with status {status}")
-    result = json.loads(data)
-    result["peak_rss_mb"] = usage.ru_maxrss / 1024  # Linux reports KiB
+    """Run ``fn`` in a fresh (spawned) interpreter; return its result, seconds and peak RSS.
+
+    Spawned, not forked, so the peak RSS is the child's own and not the
+    benchmark process's memory inherited at the fork.
+    """
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_child, args=(fn, args, queue))
+    process.start()
+    result = queue.get()
+    process.join()
+    if process.exitcode != 0:
+        raise SystemExit(f"benchmark child failed with status {process.exitcode}")
     return result
 
 
