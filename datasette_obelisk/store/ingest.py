@@ -321,10 +321,10 @@ class Ingester:
         with self.transaction():
             file_id = self.ensure_file_row(unit, row)
             if replay:
-                self._sessions |= delete_file_rows(self.conn, file_id)
+                touched = delete_file_rows(self.conn, file_id)
+                self._sessions |= touched
                 self.conn.executemany(
-                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)",
-                    [(s,) for s in self._sessions],
+                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
                 )
                 self.conn.execute(
                     "UPDATE source_files SET lines_read = 0, lines_stored = 0, lines_merged = 0, "
