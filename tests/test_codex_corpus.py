@@ -38,6 +38,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from corpus_layout import lay_out
 import zstandard
 from click.testing import CliRunner
 
@@ -203,11 +204,7 @@ def corpus_root():
 
 def codex_home(root: Path, corpus_root: Path, files=tuple(LAYOUT)) -> Path:
     """A Codex home holding ``files`` (symlinks to the corpus), by their Codex names."""
-    for relative in files:
-        path = root / LAYOUT[relative]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(corpus_root / relative, path)
-    return root
+    return lay_out(root, corpus_root, LAYOUT, files)
 
 
 @pytest.fixture(scope="module")

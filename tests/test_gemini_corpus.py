@@ -22,7 +22,6 @@ Derivation, by reading the files:
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import sqlite3
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from corpus_layout import lay_out
 
 from datasette_obelisk.plugins import get_sources
 from datasette_obelisk.store.ingest import ingest
@@ -90,11 +90,7 @@ def corpus_root():
 
 
 def gemini_home(root: Path, corpus_root: Path, files=tuple(LAYOUT)) -> Path:
-    for relative in files:
-        path = root / LAYOUT[relative]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(corpus_root / relative, path)
-    return root
+    return lay_out(root, corpus_root, LAYOUT, files)
 
 
 @pytest.fixture(scope="module")
