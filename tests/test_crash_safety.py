@@ -5,8 +5,11 @@ import random
 import signal
 import subprocess
 import sys
+import sqlite3
 import time
 from pathlib import Path
+
+import pytest
 
 from dbsnapshot import diff, snapshot
 
@@ -15,7 +18,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
-ingest({db!r}, {{"toy": {root!r}}}, sources={{"toy": ToySource()}}, chunk_bytes=2000)
+ingest({db!r}, {{"toy": {root!r}}}, sources={{"toy": ToySource()}}, chunk_bytes=2000, cold_load_bytes={cold})
 """
 
 
@@ -32,12 +35,23 @@ def write_corpus(root: Path, rng: random.Random) -> None:
                 }) + "\n")
 
 
-def ingest_command(db, root):
-    code = RUNNER.format(tests=str(Path(__file__).parent), db=str(db), root=str(root))
+def ingest_command(db, root, cold=None):
+    code = RUNNER.format(tests=str(Path(__file__).parent), db=str(db), root=str(root), cold=cold)
     return [sys.executable, "-c", code]
 
 
-def test_sigkill_at_random_moments_then_rerun(tmp_path):
+def schema(db) -> list:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name").fetchall()
+    finally:
+        conn.close()
+
+
+# cold_load_bytes=0: the killed runs are cold loads (indexes dropped, FTS
+# deferred) that the next run must finish.
+@pytest.mark.parametrize("cold", [None, 0])
+def test_sigkill_at_random_moments_then_rerun(tmp_path, cold):
     rng = random.Random(11)
     root = tmp_path / "logs"
     root.mkdir()
@@ -53,13 +67,14 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path):
     for attempt in range(60):
         if kills == 6:
             break
-        proc = subprocess.Popen(ingest_command(killed, root))
+        proc = subprocess.Popen(ingest_command(killed, root, cold))
         time.sleep(rng.uniform(0.05, 0.6) * duration)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-    subprocess.run(ingest_command(killed, root), check=True)
+    subprocess.run(ingest_command(killed, root, cold), check=True)
     assert kills >= 3, f"only {kills} kills landed before the ingester finished"
     got = snapshot(killed)
     assert got == expected, diff(got, expected)
+    assert schema(killed) == schema(clean)

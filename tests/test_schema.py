@@ -26,6 +26,7 @@ def test_migrations_in_order(conn):
         "m005_create_audit_log",
         "m006_create_browse_views",
         "m007_create_file_sessions",
+        "m008_clip_stored_tool_output",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -44,6 +44,7 @@ import re
 import sqlite3
 
 from ..sources.common import strings_in
+from ..store.tool_output import full_content_sql
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
 from .errors import QueryError
@@ -372,7 +373,7 @@ def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dic
     found: dict[str, list[dict]] = {}
     for row in rows(
         conn,
-        f"""SELECT c.message_uuid, c.id, c.name, c.input_json, c.timestamp, r.content, r.outcome,
+        f"""SELECT c.message_uuid, c.id, c.name, c.input_json, c.timestamp, {full_content_sql('r')} AS content, r.outcome,
                r.message_uuid AS result_message
             FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
             WHERE c.session_id = ? AND c.message_uuid IN ({marks}) ORDER BY c.rowid""",

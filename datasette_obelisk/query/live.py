@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..sources.base import SourceFile
 from ..store.db import BUSY_TIMEOUT_MS
+from ..store import cold_load
 from ..store.ingest import Ingester
 
 WAIT_SECONDS = 2.0
@@ -61,6 +62,8 @@ def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
 def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None) -> list[str]:
     if not enabled:
         return []
+    if cold_load.active(conn):
+        return []  # a first ingest is still loading: answer from what is stored
     rows = changed_files(conn, session_ids)
     if not rows:
         return []

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..store.ingest import hashes_at, open_stream
 from ..store.redacting import redaction_for_connection
+from ..store.tool_output import full_content_sql
 from . import fts
 from .errors import QueryError
 from .readonly import error_for, run_sql, translated_errors
@@ -814,7 +815,7 @@ def failures(conn, opts=None, **kwargs) -> list[dict]:
     })
     found = rows(
         conn,
-        f"""SELECT tr.*, m.seq AS message_seq, m.session_id AS message_session, s.title AS session_title,
+        f"""SELECT tr.*, {full_content_sql('tr')} AS whole_content, m.seq AS message_seq, m.session_id AS message_session, s.title AS session_title,
                    s.project AS session_project
             FROM tool_results tr LEFT JOIN messages m ON m.uuid = tr.message_uuid
             LEFT JOIN sessions s ON s.id = tr.session_id
@@ -825,8 +826,9 @@ def failures(conn, opts=None, **kwargs) -> list[dict]:
 
 
 def failure(conn, row) -> dict:
-    result = {k: row[k] for k in row.keys() if k not in ("message_seq", "message_session", "session_title", "session_project")}
-    result["content"] = clip(result["content"])
+    hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project")
+    result = {k: row[k] for k in row.keys() if k not in hidden}
+    result["content"] = clip(row["whole_content"])
     call = one(conn, "SELECT id, message_uuid, name, input_json FROM tool_calls WHERE id = ?", [row["tool_use_id"]])
     following = rows(
         conn,

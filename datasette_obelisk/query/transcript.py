@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from ..store.tool_output import full_content_sql
 from .errors import QueryError
 
 PREVIEW_CHARS = 160
@@ -113,7 +114,7 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
         conn,
         f"""SELECT c.id, c.message_uuid, c.name, c.input_json, c.file_path, c.timestamp,
                    r.message_uuid AS result_uuid, r.outcome, r.exit_code,
-                   substr(r.content, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
+                   substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
                    sa.child_session_id, sa.agent_type, sa.description AS agent_description,
                    w.run_id AS workflow_run_id, w.workflow_name
             FROM tool_calls c

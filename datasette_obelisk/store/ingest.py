@@ -23,12 +23,13 @@ import orjson
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile
 from ..sources.lines import Line, decode_object, read_lines
-from . import derive, redacting
+from . import cold_load, derive, redacting
 from .db import get_state, open_db, set_state
 from .writer import Writer, delete_file_rows
 
 HASH_BYTES = 4096
 CHUNK_BYTES = 8 << 20
+COLD_LOAD_BYTES = 64 << 20
 SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
@@ -131,6 +132,7 @@ class Ingester:
         *,
         redact: Callable | None = None,
         chunk_bytes: int = CHUNK_BYTES,
+        cold_load_bytes: int | None = COLD_LOAD_BYTES,
         settle_seconds: float = SETTLE_SECONDS,
         progress: Callable[[int, int], None] | None = None,
         clock: Callable[[], float] = time.time,
@@ -143,6 +145,7 @@ class Ingester:
         self.roots = roots
         self.redact = redact
         self.chunk_bytes = chunk_bytes
+        self.cold_load_bytes = cold_load_bytes
         self.settle_seconds = settle_seconds
         self.progress = progress
         self.clock = clock
@@ -164,7 +167,9 @@ class Ingester:
         self.summary.files = len(units)
         total = sum(_size(u.path) for u in units)
         done = 0
-        self.derive_pending()  # left over by a run that was killed
+        self.finish_cold_load()  # left over by a run that was killed
+        self.derive_pending()
+        self.begin_cold_load(total)
         for unit in units:
             self.ingest_file(unit)
             done += _size(unit.path)
@@ -172,10 +177,22 @@ class Ingester:
                 self.progress(done, total)
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
+        self.finish_cold_load()
         self.derive_pending()
         self.summary.sessions = len(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
+
+    def begin_cold_load(self, total_bytes: int) -> None:
+        """Defer index upkeep when this run loads many bytes into an empty database."""
+        if self.cold_load_bytes is None or total_bytes < self.cold_load_bytes:
+            return
+        with self.transaction():
+            cold_load.begin(self.conn)
+
+    def finish_cold_load(self) -> None:
+        with self.transaction():
+            cold_load.finish(self.conn)
 
     def derive_pending(self) -> None:
         while True:
@@ -321,6 +338,7 @@ class Ingester:
         with self.transaction():
             file_id = self.ensure_file_row(unit, row)
             if replay:
+                cold_load.index_pending_text(self.conn)
                 touched = delete_file_rows(self.conn, file_id)
                 self._sessions |= touched
                 self.conn.executemany(
@@ -462,19 +480,14 @@ class Ingester:
         self.begin_batch()
         try:
             self.conn.execute("INSERT OR REPLACE INTO obelisk_state (key, value) VALUES ('bulk', '1')")
-            watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
-            watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
+            deferred = cold_load.active(self.conn)  # then the cold load indexes the text at its end
+            if not deferred:
+                watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+                watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
             writer = Writer(self.conn, file_id, str(unit.path))
             writer.write(records)
-            self.conn.execute(
-                "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ?",
-                [watermark_messages],
-            )
-            self.conn.execute(
-                "INSERT INTO tool_errors_fts (rowid, content) SELECT id, content FROM tool_results "
-                "WHERE id > ? AND outcome = 'failed'",
-                [watermark_results],
-            )
+            if not deferred:
+                cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
             if unit.layout == "document":  # one file, many items: count the items
@@ -570,6 +583,7 @@ def ingest(
     try:
         record_redactor = None
         with transaction(conn):
+            cold_load.finish(conn)  # a killed cold load is finished before stored text changes
             rules_changed = redacting.prepare(conn, redact)
         if redact:
             redactor = redacting.redactor_for(db_path)

@@ -499,3 +499,14 @@ def m007_create_file_sessions(db):
         UPDATE sessions SET project_source = 'log' WHERE project IS NOT NULL;
         """
     )
+
+
+@migrations()
+def m008_clip_stored_tool_output(db):
+    # Tool output was stored twice: whole in messages.text and again in
+    # tool_results.content, which doubled the largest part of every database
+    # and of every ingest. Where the output is the message's whole text,
+    # content now keeps its first 10,000 characters (see store/tool_output.py).
+    from .tool_output import CLIP_STORED_SQL
+
+    db.execute(CLIP_STORED_SQL)

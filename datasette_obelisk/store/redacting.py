@@ -94,18 +94,26 @@ class RecordRedactor:
 
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
+        self._last = ("", "")  # a tool result's output is usually its message's text again
 
     def __call__(self, record):
         kind = type(record)
         for name in TEXT_FIELDS.get(kind, ()):
             value = getattr(record, name)
             if value:
-                setattr(record, name, self.redactor.redact(value))
+                setattr(record, name, self.redact_text(value))
         for name in JSON_FIELDS.get(kind, ()):
             value = getattr(record, name)
             if value:
                 setattr(record, name, self.redact_json(value))
         return record
+
+    def redact_text(self, text: str) -> str:
+        if text == self._last[0]:
+            return self._last[1]
+        redacted = self.redactor.redact(text)
+        self._last = (text, redacted)
+        return redacted
 
     def redact_json(self, text: str) -> str:
         """Redact a JSON document's decoded strings, so it stays valid JSON.

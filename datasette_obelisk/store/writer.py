@@ -21,6 +21,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
+from .tool_output import stored_content
 
 MESSAGE_COLUMNS = (
     "uuid session_id seq source type subtype role parent_uuid logical_parent_uuid "
@@ -108,6 +109,7 @@ class Writer:
     def write(self, records) -> None:
         """Write ``records``; messages go in one ``executemany`` at the end."""
         self._pending: list[Message] = []
+        self._texts: dict[str, str] = {}
         for record in records:
             handler = self.handlers.get(type(record))
             if handler is None:
@@ -121,6 +123,7 @@ class Writer:
 
     def _message(self, m: Message) -> None:
         self._pending.append(m)
+        self._texts[m.uuid] = m.text
 
     def _insert_messages(self, messages: list[Message]) -> None:
         """Insert the messages whose uuid is new; count the rest as replays.
@@ -216,7 +219,8 @@ class Writer:
             "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                r.tool_use_id, r.message_uuid, r.session_id, r.content, len(r.content),
+                r.tool_use_id, r.message_uuid, r.session_id,
+                stored_content(r.content, r.outcome, self._texts.get(r.message_uuid)), len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
             ],
         )

@@ -1,0 +1,105 @@
+"""Cold loads: the first ingest of many bytes into an empty database.
+
+Keeping every secondary index and the full-text index current row by row
+costs several times more than building them once at the end, so a cold load
+drops the indexes nothing reads while it loads, leaves new rows out of the
+FTS tables, and then indexes everything in one pass.
+
+The deferral is recorded in ``obelisk_state`` (key ``cold_load``: the index
+SQL to restore and the id up to which the FTS tables are complete) in the
+same transaction that drops the indexes, so a run killed half-way is
+finished by the next one before it does anything else. While the key
+exists, every ingester (also a concurrent tail-ingest) leaves FTS to the
+finishing pass.
+
+    begin(conn) -> bool
+        Drop the deferrable indexes of an empty database; True when done.
+    active(conn) -> bool
+    index_pending_text(conn)
+        Bring the FTS tables up to date now (before rows are deleted: the
+        delete triggers must find what they remove in the index).
+    finish(conn)
+        Index the pending text, restore the indexes, clear the key.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import orjson
+
+from .db import get_state, set_state
+
+STATE_KEY = "cold_load"
+# Kept during the load: the lookups the ingester itself makes (sequence
+# numbers per session, rows of a file being re-read) and indexes whose keys
+# only grow, which cost nothing to maintain.
+KEPT = {"messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file"}
+TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
+
+
+def active(conn: sqlite3.Connection) -> bool:
+    return get_state(conn, STATE_KEY) is not None
+
+
+def begin(conn: sqlite3.Connection) -> bool:
+    """Inside the caller's transaction: start a cold load if the database holds no message."""
+    if active(conn) or conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone():
+        return False
+    indexes = [
+        (name, sql)
+        for name, sql in conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
+            f"AND tbl_name IN ({','.join('?' * len(TABLES))}) ORDER BY name",
+            TABLES,
+        )
+        if name not in KEPT
+    ]
+    state = {"indexes": [sql for _, sql in indexes], **_high_water(conn)}
+    set_state(conn, STATE_KEY, orjson.dumps(state).decode())
+    for name, _ in indexes:
+        conn.execute(f"DROP INDEX {name}")
+    return True
+
+
+def _high_water(conn: sqlite3.Connection) -> dict:
+    return {
+        "messages": conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0],
+        "tool_results": conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0],
+    }
+
+
+def index_pending_text(conn: sqlite3.Connection) -> None:
+    """Inside the caller's transaction: add the rows the FTS tables miss."""
+    raw = get_state(conn, STATE_KEY)
+    if raw is None:
+        return
+    state = orjson.loads(raw)
+    index_text_after(conn, state["messages"], state["tool_results"])
+    state.update(_high_water(conn))
+    set_state(conn, STATE_KEY, orjson.dumps(state).decode())
+
+
+def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int) -> None:
+    """Index message text and failed tool output of rows with larger ids."""
+    conn.execute(
+        "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ?",
+        [message_id],
+    )
+    conn.execute(
+        "INSERT INTO tool_errors_fts (rowid, content) SELECT id, content FROM tool_results "
+        "WHERE id > ? AND outcome = 'failed'",
+        [result_id],
+    )
+
+
+def finish(conn: sqlite3.Connection) -> bool:
+    """Inside the caller's transaction: end the cold load; False when none was running."""
+    raw = get_state(conn, STATE_KEY)
+    if raw is None:
+        return False
+    index_pending_text(conn)
+    for sql in orjson.loads(raw)["indexes"]:
+        conn.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
+    conn.execute("DELETE FROM obelisk_state WHERE key = ?", [STATE_KEY])
+    return True

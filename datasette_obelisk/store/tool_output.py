@@ -1,0 +1,35 @@
+"""Tool output is stored once.
+
+A tool result's output is nearly always also the whole text of the message
+that carries it, and it is the bulk of every log. ``tool_results.content``
+then keeps only its first ``CLIP_CHARS`` characters (as the Obelisk seed
+does) while ``content_length`` keeps the full length; the whole output is
+that message's ``text``. Failed output is always kept whole: it is what
+``tool_errors_fts`` indexes.
+"""
+
+from __future__ import annotations
+
+CLIP_CHARS = 10_000
+
+
+def stored_content(content: str, outcome: str | None, message_text: str | None) -> str:
+    """What ``tool_results.content`` holds for ``content``."""
+    if len(content) <= CLIP_CHARS or outcome == "failed" or content != message_text:
+        return content
+    return content[:CLIP_CHARS]
+
+
+def full_content_sql(alias: str = "r") -> str:
+    """A SQL expression for the whole output of the tool result row ``alias``."""
+    return (
+        f"CASE WHEN {alias}.content_length > {CLIP_CHARS} AND length({alias}.content) < {alias}.content_length "
+        f"THEN (SELECT text FROM messages WHERE uuid = {alias}.message_uuid) ELSE {alias}.content END"
+    )
+
+
+CLIP_STORED_SQL = f"""
+UPDATE tool_results SET content = substr(content, 1, {CLIP_CHARS})
+WHERE content_length > {CLIP_CHARS} AND outcome != 'failed'
+  AND content = (SELECT text FROM messages WHERE uuid = tool_results.message_uuid)
+"""

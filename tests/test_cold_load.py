@@ -1,0 +1,113 @@
+"""A cold load (first ingest of many bytes) builds indexes once, at the end, and ends as any other ingest."""
+
+import sqlite3
+
+import pytest
+
+from dbsnapshot import diff, snapshot
+from query_fixtures import CORPUS, corpus_roots
+
+from datasette_obelisk.demo.generator import generate
+from datasette_obelisk.store import cold_load
+from datasette_obelisk.store.db import get_state, open_db
+from datasette_obelisk.store.ingest import Ingester, ingest
+from datasette_obelisk.plugins import get_sources
+
+
+def schema(db) -> list:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name").fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cold") / "logs"
+    generate(root, seed=5, target_bytes=900_000)
+    return {"claude": root / ".claude", "codex": root / ".codex"}
+
+
+def test_cold_load_equals_a_row_by_row_load(tmp_path, logs):
+    ingest(tmp_path / "rows.db", logs, cold_load_bytes=None)
+    ingest(tmp_path / "cold.db", logs, cold_load_bytes=0)
+    assert snapshot(tmp_path / "cold.db") == snapshot(tmp_path / "rows.db")
+    assert schema(tmp_path / "cold.db") == schema(tmp_path / "rows.db")
+    conn = open_db(tmp_path / "cold.db")
+    assert get_state(conn, cold_load.STATE_KEY) is None
+    assert conn.execute("SELECT COUNT(*) FROM tool_errors_fts_docsize").fetchone()[0] == conn.execute(
+        "SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed'"
+    ).fetchone()[0] > 0
+    session_docs = conn.execute("SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1").fetchall()
+    assert session_docs == open_db(tmp_path / "rows.db").execute(
+        "SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1"
+    ).fetchall()
+
+
+def test_cold_load_of_the_shared_corpus(tmp_path):
+    if not CORPUS.exists():
+        pytest.skip("shared corpus not found")
+    ingest(tmp_path / "rows.db", corpus_roots(), cold_load_bytes=None)
+    ingest(tmp_path / "cold.db", corpus_roots(), cold_load_bytes=0)
+    assert snapshot(tmp_path / "cold.db") == snapshot(tmp_path / "rows.db")
+
+
+def test_small_first_ingest_and_later_runs_are_not_cold(tmp_path, logs):
+    db = tmp_path / "o.db"
+    conn = open_db(db)
+    ingester = Ingester(conn, get_sources(), logs, cold_load_bytes=10 << 20)
+    ingester.begin_cold_load(1 << 20)
+    assert not cold_load.active(conn)
+    ingester.run()
+    assert not cold_load.active(conn)
+    with_indexes = schema(db)
+    # A database that holds messages never starts a cold load again.
+    ingester = Ingester(conn, get_sources(), logs, cold_load_bytes=0)
+    ingester.begin_cold_load(1 << 40)
+    assert not cold_load.active(conn)
+    assert schema(db) == with_indexes
+
+
+def test_during_a_cold_load_indexes_are_dropped_and_text_waits(tmp_path, logs):
+    db = tmp_path / "o.db"
+    conn = open_db(db)
+    full = {row[1] for row in schema(db) if row[0] == "index"}
+    ingester = Ingester(conn, get_sources(), {"claude": logs["claude"]}, cold_load_bytes=0)
+    ingester.begin_cold_load(1)
+    for unit in ingester.discover():
+        ingester.ingest_file(unit)
+    ingester.flush(force=True)
+    during = {row[1] for row in schema(db) if row[0] == "index"}
+    assert full - during == {
+        "messages_api_message", "messages_cwd", "messages_parent", "messages_session_rows",
+        "messages_session_time", "messages_timestamp", "tool_call_files_path", "tool_calls_message",
+        "tool_calls_session", "tool_results_agent", "tool_results_message", "tool_results_session",
+    }
+    stored = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    assert stored > 0
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'the'").fetchone()[0] == 0
+    # The next run (here: after a crash) finishes the load before anything else.
+    Ingester(conn, get_sources(), {"claude": logs["claude"]}).run()
+    assert {row[1] for row in schema(db) if row[0] == "index"} == full
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == stored
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_file_read_again_during_a_cold_load_keeps_the_index_whole(tmp_path, logs):
+    """Rows deleted mid-load must be in the FTS index first, or their delete triggers corrupt it."""
+    db = tmp_path / "o.db"
+    conn = open_db(db)
+    ingester = Ingester(conn, get_sources(), {"claude": logs["claude"]}, cold_load_bytes=0)
+    ingester.begin_cold_load(1)
+    units = ingester.discover()
+    for unit in units:
+        ingester.ingest_file(unit)
+    conn.execute("UPDATE source_files SET parser_version = 0 WHERE path = ?", [str(units[0].path)])
+    ingester.ingest_file(units[0])  # replayed: its rows are deleted and read again
+    ingester.flush(force=True)
+    ingester.finish_cold_load()
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == conn.execute(
+        "SELECT COUNT(*) FROM messages"
+    ).fetchone()[0]
