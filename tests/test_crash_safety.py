@@ -18,7 +18,7 @@ import sys
 sys.path.insert(0, {tests!r})
 from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
-ingest({db!r}, {{"toy": {root!r}}}, sources={{"toy": ToySource()}}, chunk_bytes=2000, cold_load_bytes={cold})
+ingest({db!r}, {{"toy": {root!r}}}, sources={{"toy": ToySource()}}, chunk_bytes=2000, cold_load_bytes={cold}, read_ahead_bytes={ahead})
 """
 
 
@@ -35,8 +35,8 @@ def write_corpus(root: Path, rng: random.Random) -> None:
                 }) + "\n")
 
 
-def ingest_command(db, root, cold=None):
-    code = RUNNER.format(tests=str(Path(__file__).parent), db=str(db), root=str(root), cold=cold)
+def ingest_command(db, root, cold=None, ahead=None):
+    code = RUNNER.format(tests=str(Path(__file__).parent), db=str(db), root=str(root), cold=cold, ahead=ahead)
     return [sys.executable, "-c", code]
 
 
@@ -48,10 +48,11 @@ def schema(db) -> list:
         conn.close()
 
 
-# cold_load_bytes=0: the killed runs are cold loads (indexes dropped, FTS
-# deferred) that the next run must finish.
-@pytest.mark.parametrize("cold", [None, 0])
-def test_sigkill_at_random_moments_then_rerun(tmp_path, cold):
+# cold=0: the killed runs are cold loads (indexes dropped, FTS deferred)
+# that the next run must finish. ahead=0: a forked reader process parses
+# ahead of the writer, and is killed with it.
+@pytest.mark.parametrize("cold, ahead", [(None, None), (0, None), (0, 0)])
+def test_sigkill_at_random_moments_then_rerun(tmp_path, cold, ahead):
     rng = random.Random(11)
     root = tmp_path / "logs"
     root.mkdir()
@@ -67,13 +68,13 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path, cold):
     for attempt in range(60):
         if kills == 6:
             break
-        proc = subprocess.Popen(ingest_command(killed, root, cold))
+        proc = subprocess.Popen(ingest_command(killed, root, cold, ahead))
         time.sleep(rng.uniform(0.05, 0.6) * duration)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
         proc.wait()
-    subprocess.run(ingest_command(killed, root, cold), check=True)
+    subprocess.run(ingest_command(killed, root, cold, ahead), check=True)
     assert kills >= 3, f"only {kills} kills landed before the ingester finished"
     got = snapshot(killed)
     assert got == expected, diff(got, expected)

@@ -231,10 +231,10 @@ def test_huge_line_is_reported_without_being_held(db, root, monkeypatch):
     monkeypatch.setattr(lines, "read_lines", lines.read_lines)
     big = line(id="big", text="x" * 5000)
     (root / "s.jsonl").write_bytes(line(id="a", text="small") + big + line(id="b", text="after"))
-    import datasette_obelisk.store.ingest as ingest_module
+    import datasette_obelisk.store.reader as reader_module
 
-    original = ingest_module.read_lines
-    monkeypatch.setattr(ingest_module, "read_lines", lambda *a, **k: original(*a, max_line=1000, **k))
+    original = reader_module.read_lines
+    monkeypatch.setattr(reader_module, "read_lines", lambda *a, **k: original(*a, max_line=1000, **k))
     summary = run(db, root)
     assert (summary.messages, summary.errors) == (2, 1)
     assert rows(db, "SELECT line_no, byte_length, reason FROM ingest_errors") == [

@@ -25,7 +25,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from ..store.ingest import hashes_at, open_stream
+from ..store.fingerprint import hashes_at
+from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from . import fts

@@ -21,7 +21,9 @@ TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 SPAWNING_TOOLS = ("Task", "Agent")
 
 
-def derive_sessions(conn: sqlite3.Connection, session_ids) -> None:
+def derive_sessions(conn: sqlite3.Connection, session_ids, words=None) -> None:
+    """Recompute what depends on more than one line; ``words`` are the reader's
+    word counts for the session index (see ``session_index``)."""
     session_ids = set(session_ids)
     session_ids |= summary_leaf_sessions(conn, session_ids)
     for session_id in list(session_ids):
@@ -31,7 +33,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids) -> None:
         count_usage_once(conn, session_id)
         update_session(conn, session_id)
     link_subagents(conn, session_ids)
-    update_session_documents(conn, session_ids)
+    update_session_documents(conn, session_ids, words)
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:

@@ -7,7 +7,6 @@ transactions, so a crash at any moment loses nothing and duplicates nothing.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import stat as stat_module
@@ -16,20 +15,23 @@ from collections import Counter
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import orjson
 
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile
-from ..sources.lines import Line, decode_object, read_lines
 from . import cold_load, derive, redacting
 from .db import get_state, open_db, set_state
+from .fingerprint import Fingerprint, hashes_at
+from .reader import Batch, Job, JobStream, PendingLine, ReadFailed, Reader, Reopen, open_stream
+from .session_index import SessionWords
 from .writer import Writer, delete_file_rows
 
-HASH_BYTES = 4096
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
+READ_AHEAD_BYTES = 32 << 20
+PRECOUNT_WORDS = 1_000_000  # word counts kept for the session index, at most
 SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
@@ -73,52 +75,16 @@ class IngestSummary:
         }
 
 
-def _hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _read_range(fp, start: int, end: int) -> bytes:
-    """Bytes ``start:end`` of an open file, without moving its position.
-
-    The ingester hashes ranges of the file it is in the middle of reading.
-    """
-    return os.pread(fp.fileno(), end - start, start)
-
-
 @dataclass
-class Fingerprint:
-    device: int
-    inode: int
-    size: int
-    mtime_ns: int
+class Plan:
+    """What to do with one file, decided before any of it is read."""
 
-    @classmethod
-    def of(cls, st: os.stat_result) -> "Fingerprint":
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-    def matches(self, row: sqlite3.Row) -> bool:
-        return (self.device, self.inode, self.size, self.mtime_ns) == (
-            row["device"], row["inode"], row["size"], row["mtime_ns"],
-        )
-
-
-def hashes_at(fp, cursor: int) -> tuple[str, str]:
-    """Hash of the head of the file and of the bytes just before ``cursor``."""
-    head = _read_range(fp, 0, min(HASH_BYTES, cursor))
-    tail = _read_range(fp, max(0, cursor - HASH_BYTES), cursor)
-    return _hash(head), _hash(tail)
-
-
-@contextmanager
-def open_stream(path: Path, compression: str | None) -> Iterator:
-    with open(path, "rb") as raw:
-        if compression == "zstd":
-            import zstandard
-
-            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                yield raw, stream
-        else:
-            yield raw, raw
+    unit: SourceFile
+    row: dict | None
+    fingerprint: Fingerprint | None = None
+    resume: tuple | None = None  # (cursor, line_no, parser state, open line)
+    error: str | None = None
+    job: Job | None = None
 
 
 class Ingester:
@@ -133,6 +99,7 @@ class Ingester:
         redact: Callable | None = None,
         chunk_bytes: int = CHUNK_BYTES,
         cold_load_bytes: int | None = COLD_LOAD_BYTES,
+        read_ahead_bytes: int | None = READ_AHEAD_BYTES,
         settle_seconds: float = SETTLE_SECONDS,
         progress: Callable[[int, int], None] | None = None,
         clock: Callable[[], float] = time.time,
@@ -143,14 +110,17 @@ class Ingester:
         self.conn = conn
         self.sources = sources
         self.roots = roots
-        self.redact = redact
+        self.reader = Reader(sources, redact, chunk_bytes)
         self.chunk_bytes = chunk_bytes
         self.cold_load_bytes = cold_load_bytes
+        self.read_ahead_bytes = read_ahead_bytes
         self.settle_seconds = settle_seconds
         self.progress = progress
         self.clock = clock
         self.summary = IngestSummary()
         self._sessions: set[str] = set()
+        self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
+        self._words_size = 0
 
     # -- the run -------------------------------------------------------
 
@@ -166,15 +136,19 @@ class Ingester:
         units = self.discover()
         self.summary.files = len(units)
         total = sum(_size(u.path) for u in units)
-        done = 0
         self.finish_cold_load()  # left over by a run that was killed
         self.derive_pending()
-        self.begin_cold_load(total)
-        for unit in units:
-            self.ingest_file(unit)
-            done += _size(unit.path)
-            if self.progress:
-                self.progress(done, total)
+        plans = [plan for plan in map(self.plan, units) if plan is not None]
+        to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
+        self.begin_cold_load(to_read)
+        ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
+        done = total - sum(_size(plan.unit.path) for plan in plans)
+        with JobStream(self.reader, [plan.job for plan in plans if plan.job], ahead=ahead) as stream:
+            for plan in plans:
+                self.apply(plan, stream.items(plan.job) if plan.job else iter(()))
+                done += _size(plan.unit.path)
+                if self.progress:
+                    self.progress(done, total)
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
         self.finish_cold_load()
@@ -202,10 +176,12 @@ class Ingester:
             if not batch:
                 return
             with self.transaction():
-                derive.derive_sessions(self.conn, batch)
+                derive.derive_sessions(self.conn, batch, self.words)
                 self.conn.executemany(
                     "DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch]
                 )
+            for session_id in batch:
+                self._words_size -= self.words.pop(session_id, SessionWords()).size()
 
     def transaction(self):
         """A transaction, or a part of the batch already open."""
@@ -268,25 +244,91 @@ class Ingester:
     # -- one file ------------------------------------------------------
 
     def ingest_file(self, unit: SourceFile) -> None:
-        path = str(unit.path)
-        source = self.sources[unit.source]
-        row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [path]).fetchone()
+        """Ingest one file now, reading it in this process."""
+        plan = self.plan(unit)
+        if plan is not None:
+            self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
+
+    def plan(self, unit: SourceFile) -> Plan | None:
+        """Where to read ``unit`` from; None when it is unchanged."""
+        row = self.file_row(unit)
         try:
             st = os.stat(unit.path)
             if not stat_module.S_ISREG(st.st_mode):
                 raise OSError(f"not a regular file (mode {stat_module.filemode(st.st_mode)})")
         except OSError as exc:
-            self.file_error(unit, row, f"cannot read file: {exc}")
-            return
+            return Plan(unit, row, error=f"cannot read file: {exc}")
         fingerprint = Fingerprint.of(st)
+        source = self.sources[unit.source]
         if row is not None and self.is_unchanged(row, fingerprint, source, st):
             self.summary.files_skipped += 1
-            return
+            return None
         try:
-            with open_stream(unit.path, unit.compression) as (raw, stream):
-                self.read_file(unit, source, row, fingerprint, raw, stream, st)
+            with open(unit.path, "rb") as raw:
+                resume = self.resume_point(row, fingerprint, source, unit, raw)
         except OSError as exc:
-            self.file_error(unit, row, f"cannot read file: {exc}")
+            return Plan(unit, row, error=f"cannot read file: {exc}")
+        cursor, line_no, state, open_line = resume or (0, 0, None, False)
+        job = Job(unit, cursor, line_no, state, open_line, settled=self.is_settled(st))
+        return Plan(unit, row, fingerprint, resume, job=job)
+
+    def file_row(self, unit: SourceFile) -> dict | None:
+        row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [str(unit.path)]).fetchone()
+        return dict(row) if row is not None else None
+
+    def apply(self, plan: Plan, items) -> None:
+        """Write what was read for ``plan``'s file, in order."""
+        unit, row = plan.unit, plan.row
+        if plan.error is not None:
+            self.file_error(unit, row, plan.error)
+            return
+        if self.file_row(unit) != row:  # another ingester got there first: plan again
+            for _ in items:
+                pass
+            return self.ingest_file(unit)
+        replay = row is not None and plan.resume is None
+        with self.transaction():
+            file_id = self.ensure_file_row(unit, row)
+            if replay:
+                cold_load.index_pending_text(self.conn)
+                touched = delete_file_rows(self.conn, file_id)
+                self._sessions |= touched
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
+                )
+                self.conn.execute(
+                    "UPDATE source_files SET lines_read = 0, lines_stored = 0, lines_merged = 0, "
+                    "lines_failed = 0, generation = generation + 1, missing = 0, last_error = NULL "
+                    "WHERE id = ?",
+                    [file_id],
+                )
+                self.summary.files_replayed += 1
+            elif row is not None and row["missing"]:
+                self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
+                self.queue_sessions_of_file(file_id)
+            if plan.resume is not None:
+                # Errors past the cursor were about an unfinished last line,
+                # which is about to be read again.
+                self.conn.execute(
+                    "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, plan.job.cursor]
+                )
+        self._file_cursor = plan.job.cursor
+        self._file_reasons = Counter()
+        self.summary.files_read += 1
+        for item in items:
+            if isinstance(item, Batch):
+                self.commit(unit, file_id, plan.fingerprint, item)
+            elif isinstance(item, PendingLine):
+                self.pending_error(unit, file_id, item.position)
+            elif isinstance(item, ReadFailed):
+                self.file_error(unit, row, item.reason)
+            elif isinstance(item, Reopen):
+                # The previous run consumed an unterminated line that has since
+                # been extended: the file was rewritten after all.
+                self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
+                return self.ingest_file(unit)
+        if unit.layout != "document":
+            self.check_drift(unit, file_id)
 
     def is_unchanged(self, row, fingerprint: Fingerprint, source: Source, st) -> bool:
         if row["parser_version"] != source.parser_version or row["missing"]:
@@ -311,6 +353,9 @@ class Ingester:
     def ensure_file_row(self, unit: SourceFile, row) -> int:
         if row is not None:
             return row["id"]
+        found = self.conn.execute("SELECT id FROM source_files WHERE path = ?", [str(unit.path)]).fetchone()
+        if found is not None:
+            return found[0]
         cursor = self.conn.execute(
             "INSERT INTO source_files (path, source, kind, layout, compression, first_seen_at) "
             "VALUES (?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
@@ -331,55 +376,6 @@ class Ingester:
             return None
         saved = orjson.loads(row["parser_state"]) if row["parser_state"] else {}
         return cursor, row["line_no"], saved.get("parser"), bool(saved.get("open_line"))
-
-    def read_file(self, unit, source, row, fingerprint, raw, stream, st) -> None:
-        resume = self.resume_point(row, fingerprint, source, unit, raw)
-        replay = row is not None and resume is None
-        with self.transaction():
-            file_id = self.ensure_file_row(unit, row)
-            if replay:
-                cold_load.index_pending_text(self.conn)
-                touched = delete_file_rows(self.conn, file_id)
-                self._sessions |= touched
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
-                )
-                self.conn.execute(
-                    "UPDATE source_files SET lines_read = 0, lines_stored = 0, lines_merged = 0, "
-                    "lines_failed = 0, generation = generation + 1, missing = 0, last_error = NULL "
-                    "WHERE id = ?",
-                    [file_id],
-                )
-                self.summary.files_replayed += 1
-            elif row is not None and row["missing"]:
-                self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
-                self.queue_sessions_of_file(file_id)
-            if resume is not None:
-                # Errors past the cursor were about an unfinished last line,
-                # which is about to be read again.
-                self.conn.execute(
-                    "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, resume[0]]
-                )
-        cursor, line_no, state, open_line = resume or (0, 0, None, False)
-        self._file_cursor = cursor
-        self._file_reasons = Counter()
-        parser = source.open_parser(unit, state)
-        self.summary.files_read += 1
-        if unit.layout == "document":
-            data = stream.read()
-            self.commit(unit, file_id, parser, self.document_records(parser, data), len(data), 1, raw, fingerprint, 1)
-            return
-        stream.seek(cursor) if stream is raw else _skip(stream, cursor)
-        if open_line and stream.read(1) != b"\n":
-            # The previous run consumed an unterminated line that has since
-            # been extended: the file was rewritten after all.
-            self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
-            return self.ingest_file(unit)
-        if open_line:
-            cursor += 1
-            self._file_cursor = cursor
-        self.read_lines(unit, file_id, parser, stream, cursor, line_no, raw, fingerprint, st)
-        self.check_drift(unit, file_id)
 
     def check_drift(self, unit: SourceFile, file_id: int) -> None:
         """Say loudly when a file's lines are all of types the parser does not know.
@@ -403,50 +399,7 @@ class Ingester:
         self.summary.error_samples.append((str(unit.path), None, reason))
         self.summary.empty_files.append(str(unit.path))
 
-    def document_records(self, parser, data: bytes) -> Iterable:
-        try:
-            return list(parser.document(data))
-        except Exception as exc:  # a parser bug must not stop the run
-            return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
-
-    def read_lines(self, unit, file_id, parser, stream, cursor, line_no, raw, fingerprint, st) -> None:
-        batch: list = []
-        batch_bytes = 0
-        lines = 0
-        for line in read_lines(stream, cursor, line_no + 1):
-            end = line.position.byte_offset + line.position.byte_length
-            if not line.terminated:
-                if self.is_complete(line):
-                    batch.extend(self.feed(parser, line))
-                    self.commit(unit, file_id, parser, batch, end, line.position.line_no, raw, fingerprint, lines + 1, open_line=True)
-                else:
-                    self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines, pending=end - cursor)
-                    if self.is_settled(st):
-                        self.pending_error(unit, file_id, line)
-                return
-            if line.data is not None and not line.data.strip():
-                cursor, line_no = end + 1, line.position.line_no
-                continue
-            batch.extend(self.feed(parser, line))
-            lines += 1
-            batch_bytes += line.position.byte_length + 1
-            cursor, line_no = end + 1, line.position.line_no
-            if batch_bytes >= self.chunk_bytes:
-                self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines, at_eof=False)
-                batch, batch_bytes, lines = [], 0, 0
-        self.commit(unit, file_id, parser, batch, cursor, line_no, raw, fingerprint, lines)
-
-    @staticmethod
-    def is_complete(line: Line) -> bool:
-        """Whether an unterminated last line already holds a whole JSON object."""
-        if line.data is None:
-            return False
-        try:
-            return isinstance(orjson.loads(line.data), dict)
-        except orjson.JSONDecodeError:
-            return False
-
-    def pending_error(self, unit, file_id: int, line: Line) -> None:
+    def pending_error(self, unit, file_id: int, position: Position) -> None:
         """Report an unterminated last line whose writer has gone quiet.
 
         The cursor stays before it, so if the line is ever completed it is
@@ -455,28 +408,18 @@ class Ingester:
         """
         reason = "unterminated last line that is not valid JSON"
         with self.transaction():
-            Writer(self.conn, file_id, str(unit.path)).write([LineError(line.position, reason)])
+            Writer(self.conn, file_id, str(unit.path)).write([LineError(position, reason)])
             self.conn.execute("UPDATE source_files SET last_error = ? WHERE id = ?", [reason, file_id])
         self.summary.errors += 1
-        self.summary.error_samples.append((str(unit.path), line.position.line_no, reason))
+        self.summary.error_samples.append((str(unit.path), position.line_no, reason))
 
-    def feed(self, parser, line: Line) -> list:
-        if line.data is None:
-            return [decode_object(line)]
-        try:
-            return list(parser.feed(line.data, line.position))
-        except Exception as exc:  # a parser bug must not stop the run
-            return [LineError(line.position, f"parser error: {exc!r}")]
-
-    def commit(self, unit, file_id, parser, records, cursor, line_no, raw, fingerprint, lines=0, *, open_line=False, pending=0, at_eof=True) -> None:
-        """Write ``records`` and move the file's cursor, in one transaction.
+    def commit(self, unit: SourceFile, file_id: int, fingerprint: Fingerprint, batch: Batch) -> None:
+        """Write a batch's records and move the file's cursor, in one transaction.
 
         Before the end of the file is reached the stored fingerprint has no
         mtime, so an interrupted run never mistakes the file for done.
         """
-        if self.redact is not None:
-            records = [self.redact(r) for r in records]
-        head_hash, tail_hash = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
+        records, cursor, lines = batch.records, batch.cursor, batch.lines
         self.begin_batch()
         try:
             self.conn.execute("INSERT OR REPLACE INTO obelisk_state (key, value) VALUES ('bulk', '1')")
@@ -507,11 +450,10 @@ class Ingester:
                    WHERE id = ?""",
                 [
                     fingerprint.device, fingerprint.inode, fingerprint.size,
-                    fingerprint.mtime_ns if at_eof else None,
-                    head_hash, tail_hash, cursor, line_no, pending,
-                    self.sources[unit.source].parser_version,
-                    orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
-                    bool(pending and not lines),
+                    fingerprint.mtime_ns if batch.at_eof else None,
+                    batch.head_hash, batch.tail_hash, cursor, batch.line_no, batch.pending,
+                    self.sources[unit.source].parser_version, batch.parser_state,
+                    bool(batch.pending and not lines),
                     lines,
                     counts.stored, counts.merged, counts.failed, file_id,
                 ],
@@ -525,6 +467,7 @@ class Ingester:
         self.flush()
         self._sessions |= counts.sessions
         self._file_reasons.update(counts.merged_reasons)
+        self.keep_words(batch.words)
         s = self.summary
         s.lines += lines
         s.messages += counts.stored
@@ -534,20 +477,24 @@ class Ingester:
         self._file_cursor = cursor
         s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
 
+    def keep_words(self, words: dict[str, SessionWords]) -> None:
+        """Keep the reader's word counts for the session index, within ``PRECOUNT_WORDS``."""
+        for session_id, counted in words.items():
+            kept = self.words.get(session_id)
+            if kept is None:
+                if self._words_size + counted.size() > PRECOUNT_WORDS:
+                    continue  # this session's words are counted again from its stored text
+                kept = self.words[session_id] = SessionWords()
+            before = kept.size()
+            kept.add(counted)
+            self._words_size += kept.size() - before
+
 
 def _size(path: Path) -> int:
     try:
         return os.stat(path).st_size
     except OSError:
         return 0
-
-
-def _skip(stream, count: int) -> None:
-    while count > 0:
-        block = stream.read(min(count, 1 << 20))
-        if not block:
-            return
-        count -= len(block)
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:

@@ -28,13 +28,20 @@ candidate with ``messages_fts`` inside the session's id range.
         ``obelisk_state.generation``.
     rebuild_session_documents(conn) -> int
         Every session from scratch (migration, repair, benchmarks).
+
+Counting words is the costly part, so the ingester's reader counts the
+words of the messages it reads (``count_session_words``) and passes them
+in as ``precounted``: they are used when they cover exactly the messages
+the session gained (same number, characters and meta messages); otherwise
+the session's stored text is counted again.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
 
 import orjson
 
@@ -79,8 +86,54 @@ def bag(counts: dict) -> str:
     return " ".join(counts) + (" " + repeats if repeats else "")
 
 
-def update_session_documents(conn: sqlite3.Connection, session_ids: Iterable[str]) -> int:
-    changed = sum(_update_session(conn, session_id) for session_id in sorted(set(session_ids)))
+@dataclass
+class SessionWords:
+    """Word counts of some messages of a session, and which messages they cover."""
+
+    body: Counter = field(default_factory=Counter)
+    meta: Counter = field(default_factory=Counter)
+    messages: int = 0
+    chars: int = 0
+    meta_messages: int = 0
+
+    def add(self, other: "SessionWords") -> None:
+        self.body.update(other.body)
+        self.meta.update(other.meta)
+        self.messages += other.messages
+        self.chars += other.chars
+        self.meta_messages += other.meta_messages
+
+    def size(self) -> int:
+        return len(self.body) + len(self.meta)
+
+
+def count_session_words(messages) -> dict[str, SessionWords]:
+    """Word counts per session of message records (``session_id``, ``text``, ``is_meta``)."""
+    texts: dict[str, tuple[list, list]] = {}
+    found: dict[str, SessionWords] = {}
+    for m in messages:
+        words = found.get(m.session_id)
+        if words is None:
+            words = found[m.session_id] = SessionWords()
+            texts[m.session_id] = ([], [])
+        words.messages += 1
+        words.chars += len(m.text)
+        if m.is_meta:
+            words.meta_messages += 1
+        texts[m.session_id][1 if m.is_meta else 0].append(m.text)
+    for session_id, (body, meta) in texts.items():
+        found[session_id].body = count_words(body)
+        found[session_id].meta = count_words(meta)
+    return found
+
+
+def update_session_documents(
+    conn: sqlite3.Connection, session_ids: Iterable[str], precounted: Mapping[str, SessionWords] | None = None
+) -> int:
+    precounted = precounted or {}
+    changed = sum(
+        _update_session(conn, session_id, precounted.get(session_id)) for session_id in sorted(set(session_ids))
+    )
     if changed:
         conn.execute(
             "INSERT INTO obelisk_state (key, value) VALUES ('generation', '1') "
@@ -105,7 +158,7 @@ def _stats(conn, session_id: str, up_to: int | None = None) -> tuple:
     ).fetchone()
 
 
-def _update_session(conn: sqlite3.Connection, session_id: str) -> int:
+def _update_session(conn: sqlite3.Connection, session_id: str, precounted: SessionWords | None = None) -> int:
     stats = _stats(conn, session_id)
     old = conn.execute(
         "SELECT id, first_id, last_id, messages, chars, meta_messages, body_words, meta_words "
@@ -124,7 +177,11 @@ def _update_session(conn: sqlite3.Connection, session_id: str) -> int:
     grew = old is not None and tuple(old[1:6]) == tuple(_stats(conn, session_id, old[2]))
     body = Counter(orjson.loads(old[6])) if grew else Counter()
     meta = Counter(orjson.loads(old[7])) if grew else Counter()
-    new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
+    gained = (stats[2] - old[3], stats[3] - old[4], stats[4] - old[5]) if grew else tuple(stats[2:])
+    if precounted is not None and (precounted.messages, precounted.chars, precounted.meta_messages) == gained:
+        new_body, new_meta = precounted.body, precounted.meta
+    else:
+        new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
     body.update(new_body)
     meta.update(new_meta)
     body_words = orjson.dumps(dict(sorted(body.items()))).decode()

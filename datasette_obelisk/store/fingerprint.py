@@ -1,0 +1,42 @@
+"""What tells a grown file from a rewritten one: stat fields and hashes around the cursor."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from dataclasses import dataclass
+
+HASH_BYTES = 4096
+
+
+@dataclass
+class Fingerprint:
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> "Fingerprint":
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def matches(self, row: sqlite3.Row) -> bool:
+        return (self.device, self.inode, self.size, self.mtime_ns) == (
+            row["device"], row["inode"], row["size"], row["mtime_ns"],
+        )
+
+
+def hashes_at(fp, cursor: int) -> tuple[str, str]:
+    """Hash of the head of the file and of the bytes just before ``cursor``.
+
+    Read with ``pread``, so the position of a file being read does not move.
+    """
+    head = os.pread(fp.fileno(), min(HASH_BYTES, cursor), 0)
+    start = max(0, cursor - HASH_BYTES)
+    tail = os.pread(fp.fileno(), cursor - start, start)
+    return _hash(head), _hash(tail)
+
+
+def _hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

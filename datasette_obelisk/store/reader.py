@@ -1,0 +1,276 @@
+"""Reading source files into batches of redacted records: ingest's half that needs no database.
+
+The ingester plans each file (where to resume, with which parser state),
+then consumes what ``read_job`` yields for it: ``Batch``es to commit, and at
+most one closing ``PendingLine``, ``Reopen`` or ``ReadFailed``. Every item
+carries what the commit needs (cursor, parser state, hashes at the cursor),
+so reading can run ahead of writing: ``JobStream`` reads in this process for
+small runs, or in a forked reader process that parses, redacts and counts
+words on the second core while this one writes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import queue as queue_module
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping
+
+import orjson
+
+from ..records import LineError, Message, Position
+from ..sources.base import Source, SourceFile
+from ..sources.lines import Line, decode_object, read_lines
+from .fingerprint import hashes_at
+from .session_index import SessionWords, count_session_words
+
+QUEUE_DEPTH = 3
+POLL_SECONDS = 0.5
+
+
+@dataclass
+class Job:
+    """Where to read one file from."""
+
+    unit: SourceFile
+    cursor: int = 0
+    line_no: int = 0
+    state: Any = None
+    open_line: bool = False
+    settled: bool = False  # an unterminated last line has gone quiet
+
+
+@dataclass
+class Batch:
+    """Records for the lines up to ``cursor``, and the file's state there."""
+
+    records: list
+    cursor: int
+    line_no: int
+    lines: int
+    parser_state: str  # JSON, taken when the batch was cut
+    head_hash: str | None = None
+    tail_hash: str | None = None
+    pending: int = 0  # bytes of an unfinished last line left after the cursor
+    at_eof: bool = True
+    words: dict[str, SessionWords] = field(default_factory=dict)
+
+
+@dataclass
+class PendingLine:
+    """An unterminated last line that is not JSON, whose writer went quiet."""
+
+    position: Position
+
+
+@dataclass
+class Reopen:
+    """The line left open last time was extended: the file must be read anew."""
+
+
+@dataclass
+class ReadFailed:
+    reason: str
+
+
+@dataclass
+class Reader:
+    """How to read: the sources, the redactor and the batch size."""
+
+    sources: Mapping[str, Source]
+    redact: Callable | None
+    chunk_bytes: int
+
+    def read_job(self, job: Job) -> Iterator:
+        try:
+            with open_stream(job.unit.path, job.unit.compression) as (raw, stream):
+                yield from self._read(job, raw, stream)
+        except OSError as exc:
+            yield ReadFailed(f"cannot read file: {exc}")
+
+    def _read(self, job: Job, raw, stream) -> Iterator:
+        unit = job.unit
+        parser = self.sources[unit.source].open_parser(unit, job.state)
+        if unit.layout == "document":
+            data = stream.read()
+            yield self.batch(unit, parser, raw, self.document_records(parser, data), len(data), 1, 1)
+            return
+        cursor, line_no = job.cursor, job.line_no
+        stream.seek(cursor) if stream is raw else _skip(stream, cursor)
+        if job.open_line:
+            if stream.read(1) != b"\n":
+                yield Reopen()
+                return
+            cursor += 1
+        records: list = []
+        size = lines = 0
+        for line in read_lines(stream, cursor, line_no + 1):
+            end = line.position.byte_offset + line.position.byte_length
+            if not line.terminated:
+                if is_complete(line):
+                    records.extend(self.feed(parser, line))
+                    yield self.batch(unit, parser, raw, records, end, line.position.line_no, lines + 1, open_line=True)
+                else:
+                    yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=end - cursor)
+                    if job.settled:
+                        yield PendingLine(line.position)
+                return
+            if line.data is not None and not line.data.strip():
+                cursor, line_no = end + 1, line.position.line_no
+                continue
+            records.extend(self.feed(parser, line))
+            lines += 1
+            size += line.position.byte_length + 1
+            cursor, line_no = end + 1, line.position.line_no
+            if size >= self.chunk_bytes:
+                yield self.batch(unit, parser, raw, records, cursor, line_no, lines, at_eof=False)
+                records, size, lines = [], 0, 0
+        yield self.batch(unit, parser, raw, records, cursor, line_no, lines)
+
+    def batch(self, unit, parser, raw, records, cursor, line_no, lines, *, open_line=False, pending=0, at_eof=True) -> Batch:
+        if self.redact is not None:
+            records = [self.redact(r) for r in records]
+        hashes = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
+        return Batch(
+            records, cursor, line_no, lines,
+            orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
+            *hashes, pending=pending, at_eof=at_eof,
+            words=count_session_words(r for r in records if type(r) is Message),
+        )
+
+    @staticmethod
+    def feed(parser, line: Line) -> list:
+        if line.data is None:
+            return [decode_object(line)]
+        try:
+            return list(parser.feed(line.data, line.position))
+        except Exception as exc:  # a parser bug must not stop the run
+            return [LineError(line.position, f"parser error: {exc!r}")]
+
+    @staticmethod
+    def document_records(parser, data: bytes) -> list:
+        try:
+            return list(parser.document(data))
+        except Exception as exc:  # a parser bug must not stop the run
+            return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
+
+
+def is_complete(line: Line) -> bool:
+    """Whether an unterminated last line already holds a whole JSON object."""
+    if line.data is None:
+        return False
+    try:
+        return isinstance(orjson.loads(line.data), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
+@contextmanager
+def open_stream(path, compression: str | None) -> Iterator:
+    with open(path, "rb") as raw:
+        if compression == "zstd":
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                yield raw, stream
+        else:
+            yield raw, raw
+
+
+def _skip(stream, count: int) -> None:
+    while count > 0:
+        block = stream.read(min(count, 1 << 20))
+        if not block:
+            return
+        count -= len(block)
+
+
+# -- reading ahead --------------------------------------------------------
+
+
+class _End:
+    """Marks the end of one job's items."""
+
+
+class JobStream:
+    """The items of jobs, in order; read here or by a forked reader process.
+
+    ``items(job)`` must be called for the jobs in the order they were given,
+    each drained before the next. Closing stops the reader process.
+    """
+
+    def __init__(self, reader: Reader, jobs: list[Job], *, ahead: bool):
+        self.reader = reader
+        self.jobs = jobs
+        self.process = None
+        if ahead and jobs and "fork" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("fork")
+            self.queue = context.Queue(QUEUE_DEPTH)
+            self.process = context.Process(target=self._work, args=(os.getpid(),), daemon=True)
+            self.process.start()
+
+    def items(self, job: Job) -> Iterator:
+        if self.process is None:
+            yield from self.reader.read_job(job)
+            return
+        while True:
+            item = self._get()
+            if isinstance(item, _End):
+                return
+            yield item
+
+    def _get(self):
+        while True:
+            try:
+                payload = self.queue.get(timeout=POLL_SECONDS)
+            except queue_module.Empty:
+                if not self.process.is_alive():
+                    raise RuntimeError(f"the reader process died (exit status {self.process.exitcode})")
+                continue
+            item = pickle.loads(payload)
+            if isinstance(item, _Crash):
+                raise RuntimeError(f"the reader process failed:\n{item.text}")
+            return item
+
+    def _work(self, parent: int) -> None:
+        try:
+            for job in self.jobs:
+                for item in self.reader.read_job(job):
+                    self._put(item, parent)
+                self._put(_End(), parent)
+        except BaseException:
+            self._put(_Crash(traceback.format_exc()), parent)
+
+    def _put(self, item, parent: int) -> None:
+        # Pickled now, not later by the queue's thread: the parser may still
+        # change records it has already returned.
+        payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+        while True:
+            try:
+                self.queue.put(payload, timeout=POLL_SECONDS)
+                return
+            except queue_module.Full:
+                if os.getppid() != parent:  # the ingester is gone
+                    os._exit(0)
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.join()
+            self.queue.close()
+            self.process = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@dataclass
+class _Crash:
+    text: str

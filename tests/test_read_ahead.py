@@ -1,0 +1,96 @@
+"""A forked reader process parses ahead of the writer; the database is the same as reading inline."""
+
+import sqlite3
+
+import pytest
+
+from dbsnapshot import snapshot
+from query_fixtures import CORPUS, corpus_roots
+
+from datasette_obelisk.demo.generator import generate
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.store import reader as reader_module
+from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.ingest import ingest
+from datasette_obelisk.store.reader import Batch, Job, JobStream, ReadFailed, Reader
+from datasette_obelisk.store.session_index import rebuild_session_documents
+
+
+def session_docs(db) -> list:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "SELECT session_id, first_id, last_id, messages, chars, meta_messages, body_words, meta_words "
+            "FROM session_docs ORDER BY session_id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ahead") / "logs"
+    generate(root, seed=9, target_bytes=1_200_000)
+    return {"claude": root / ".claude", "codex": root / ".codex"}
+
+
+def test_reading_ahead_gives_the_same_database(tmp_path, logs):
+    ingest(tmp_path / "inline.db", logs, read_ahead_bytes=None, chunk_bytes=50_000)
+    ingest(tmp_path / "ahead.db", logs, read_ahead_bytes=0, chunk_bytes=50_000)
+    assert snapshot(tmp_path / "ahead.db") == snapshot(tmp_path / "inline.db")
+    assert session_docs(tmp_path / "ahead.db") == session_docs(tmp_path / "inline.db")
+
+
+def test_reading_ahead_the_shared_corpus(tmp_path):
+    if not CORPUS.exists():
+        pytest.skip("shared corpus not found")
+    ingest(tmp_path / "inline.db", corpus_roots(), read_ahead_bytes=None)
+    ingest(tmp_path / "ahead.db", corpus_roots(), read_ahead_bytes=0, cold_load_bytes=0)
+    assert snapshot(tmp_path / "ahead.db") == snapshot(tmp_path / "inline.db")
+    assert session_docs(tmp_path / "ahead.db") == session_docs(tmp_path / "inline.db")
+
+
+def test_counted_words_equal_a_recount(tmp_path, logs):
+    """The session index built from the reader's counts equals one counted from stored text."""
+    db = tmp_path / "o.db"
+    ingest(db, logs, read_ahead_bytes=0)
+    built = session_docs(db)
+    conn = open_db(db)
+    with conn:
+        rebuild_session_documents(conn)
+    conn.close()
+    assert session_docs(db) == built
+    assert len(built) > 20
+
+
+def test_reader_items_carry_what_the_commit_needs(logs):
+    unit = next(u for u in get_sources()["claude"].discover(logs["claude"]) if u.layout == "jsonl")
+    size = unit.path.stat().st_size
+    items = list(Reader(get_sources(), None, 4000).read_job(Job(unit)))
+    assert all(isinstance(i, Batch) for i in items) and len(items) > 1
+    assert items[-1].cursor == size and items[-1].at_eof and not any(i.at_eof for i in items[:-1])
+    assert [i.cursor for i in items] == sorted(i.cursor for i in items)
+    lines = unit.path.read_bytes().count(b"\n")
+    assert sum(i.lines for i in items) == lines and items[-1].line_no == lines
+    counted = sum(w.messages for i in items for w in i.words.values())
+    assert counted == sum(1 for i in items for r in i.records if type(r).__name__ == "Message")
+
+
+def test_a_file_gone_before_it_is_read_is_reported(tmp_path):
+    from datasette_obelisk.sources.base import SourceFile
+
+    items = list(Reader(get_sources(), None, 4000).read_job(Job(SourceFile(tmp_path / "gone.jsonl", "claude", "session"))))
+    assert len(items) == 1 and isinstance(items[0], ReadFailed)
+    assert items[0].reason.startswith("cannot read file: [Errno 2] No such file or directory")
+
+
+def test_a_reader_that_fails_stops_the_ingest(tmp_path, logs, monkeypatch):
+    def broken(self, job):
+        raise ValueError("reader bug")
+        yield
+
+    monkeypatch.setattr(reader_module.Reader, "read_job", broken)
+    units = list(get_sources()["claude"].discover(logs["claude"]))
+    with JobStream(Reader(get_sources(), None, 4000), [Job(u) for u in units], ahead=True) as stream:
+        with pytest.raises(RuntimeError, match="reader bug"):
+            list(stream.items(Job(units[0])))
