@@ -112,6 +112,8 @@ def _child(fn, args, queue) -> None:
     result = fn(*args)
     result["seconds"] = time.perf_counter() - started
     result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    # The largest of its own child processes (obelisk's readers), if any.
+    result["child_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     queue.put(result)
 
 
@@ -187,11 +189,12 @@ def main(argv=None) -> None:
 
     base, ours = results["baseline"], results["obelisk"]
     print(f"corpus: {mb:.1f} MB of JSONL, {base['lines']:,} lines (seed {args.seed}, one {huge / 1e6:.0f} MB line)")
-    print(f"{'':10} {'MB/s':>8} {'lines/s':>10} {'peak RSS':>10} {'DB/JSONL':>9} {'seconds':>8}")
+    print(f"{'':10} {'MB/s':>8} {'lines/s':>10} {'peak RSS':>10} {'reader RSS':>11} {'DB/JSONL':>9} {'seconds':>8}")
     for name, r in results.items():
+        readers = f"{r['child_rss_mb']:9.0f}MB" if r["child_rss_mb"] else f"{'-':>11}"
         print(
             f"{name:10} {mb / r['seconds']:8.1f} {r['lines'] / r['seconds']:10,.0f} "
-            f"{r['peak_rss_mb']:8.0f}MB {r['db_mb'] / mb:9.2f} {r['seconds']:8.1f}"
+            f"{r['peak_rss_mb']:8.0f}MB {readers} {r['db_mb'] / mb:9.2f} {r['seconds']:8.1f}"
         )
     print(f"ratio obelisk / baseline throughput: {base['seconds'] / ours['seconds']:.2f}")
     print(f"no-op re-ingest: {noop_seconds:.3f} s ({noop_seconds / (total / 1e9):.3f} s per GB, {noop.files_skipped} files skipped)")

@@ -90,7 +90,7 @@ def test_a_reader_that_fails_stops_the_ingest(tmp_path, logs, monkeypatch):
         yield
 
     monkeypatch.setattr(reader_module.Reader, "read_job", broken)
-    units = list(get_sources()["claude"].discover(logs["claude"]))
-    with JobStream(Reader(get_sources(), None, 4000), [Job(u) for u in units], ahead=True) as stream:
+    jobs = [Job(u) for u in get_sources()["claude"].discover(logs["claude"])]
+    with JobStream(Reader(get_sources(), None, 4000), jobs, ahead=True) as stream:
         with pytest.raises(RuntimeError, match="reader bug"):
-            list(stream.items(Job(units[0])))
+            list(stream.items(jobs[0]))

@@ -15,9 +15,11 @@ finishing pass.
     begin(conn) -> bool
         Drop the deferrable indexes of an empty database; True when done.
     active(conn) -> bool
-    index_pending_text(conn)
+    index_pending_text(conn, limit=None) -> bool
         Bring the FTS tables up to date now (before rows are deleted: the
-        delete triggers must find what they remove in the index).
+        delete triggers must find what they remove in the index), or only
+        the next ``limit`` messages (while the writer waits for the reader);
+        True when text is still left for later.
     finish(conn)
         Index the pending text, restore the indexes, clear the key.
 """
@@ -34,7 +36,7 @@ STATE_KEY = "cold_load"
 # Kept during the load: the lookups the ingester itself makes (sequence
 # numbers per session, rows of a file being re-read) and indexes whose keys
 # only grow, which cost nothing to maintain.
-KEPT = {"messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file"}
+KEPT = {"messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file", "tool_results_agent"}
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 
 
@@ -69,22 +71,27 @@ def _high_water(conn: sqlite3.Connection) -> dict:
     }
 
 
-def index_pending_text(conn: sqlite3.Connection) -> None:
+def index_pending_text(conn: sqlite3.Connection, limit: int | None = None) -> bool:
     """Inside the caller's transaction: add the rows the FTS tables miss."""
     raw = get_state(conn, STATE_KEY)
     if raw is None:
-        return
+        return False
     state = orjson.loads(raw)
-    index_text_after(conn, state["messages"], state["tool_results"])
-    state.update(_high_water(conn))
+    high = _high_water(conn)
+    if limit is not None:
+        high["messages"] = min(high["messages"], state["messages"] + limit)
+    index_text_after(conn, state["messages"], state["tool_results"], high["messages"])
+    left = conn.execute("SELECT 1 FROM messages WHERE id > ?", [high["messages"]]).fetchone() is not None
+    state.update(high)
     set_state(conn, STATE_KEY, orjson.dumps(state).decode())
+    return left
 
 
-def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int) -> None:
-    """Index message text and failed tool output of rows with larger ids."""
+def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, up_to: int = 1 << 62) -> None:
+    """Index message text (up to id ``up_to``) and failed tool output of rows with larger ids."""
     conn.execute(
-        "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ?",
-        [message_id],
+        "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?",
+        [message_id, up_to],
     )
     conn.execute(
         "INSERT INTO tool_errors_fts (rowid, content) SELECT id, content FROM tool_results "

@@ -32,6 +32,8 @@ CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
 READ_AHEAD_BYTES = 32 << 20
 PRECOUNT_WORDS = 1_000_000  # word counts kept for the session index, at most
+IDLE_MESSAGES = 500  # messages indexed per step while waiting for the reader
+IDLE_SESSIONS = 10  # sessions derived per step while waiting for the reader
 SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
@@ -120,6 +122,7 @@ class Ingester:
         self.summary = IngestSummary()
         self._sessions: set[str] = set()
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
+        self._reading: set[str] = set()  # sessions of the file being written
         self._words_size = 0
 
     # -- the run -------------------------------------------------------
@@ -143,7 +146,8 @@ class Ingester:
         self.begin_cold_load(to_read)
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
         done = total - sum(_size(plan.unit.path) for plan in plans)
-        with JobStream(self.reader, [plan.job for plan in plans if plan.job], ahead=ahead) as stream:
+        jobs = [plan.job for plan in plans if plan.job]
+        with JobStream(self.reader, jobs, ahead=ahead, idle=self.work_while_waiting) as stream:
             for plan in plans:
                 self.apply(plan, stream.items(plan.job) if plan.job else iter(()))
                 done += _size(plan.unit.path)
@@ -168,20 +172,39 @@ class Ingester:
         with self.transaction():
             cold_load.finish(self.conn)
 
+    def work_while_waiting(self) -> bool:
+        """Do a step of the end-of-run work while the reader is busy; False when none is left.
+
+        The step indexes text a cold load deferred, or derives sessions no
+        file being read still adds to (one that gains lines later is
+        derived again).
+        """
+        self.begin_batch()
+        left = cold_load.index_pending_text(self.conn, IDLE_MESSAGES)
+        if not left:
+            left = self.derive_some(IDLE_SESSIONS, skip=self._reading)
+        self.flush()
+        return left
+
     def derive_pending(self) -> None:
-        while True:
-            batch = [
-                r[0] for r in self.conn.execute("SELECT session_id FROM derive_queue LIMIT 200")
-            ]
-            if not batch:
-                return
-            with self.transaction():
-                derive.derive_sessions(self.conn, batch, self.words)
-                self.conn.executemany(
-                    "DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch]
-                )
-            for session_id in batch:
-                self._words_size -= self.words.pop(session_id, SessionWords()).size()
+        while self.derive_some(200):
+            pass
+
+    def derive_some(self, limit: int, skip=frozenset()) -> bool:
+        """Derive up to ``limit`` queued sessions not in ``skip``; False when there were none."""
+        batch = [
+            r[0]
+            for r in self.conn.execute("SELECT session_id FROM derive_queue LIMIT ?", [limit + len(skip)])
+            if r[0] not in skip
+        ][:limit]
+        if not batch:
+            return False
+        with self.transaction():
+            derive.derive_sessions(self.conn, batch, self.words)
+            self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch])
+        for session_id in batch:
+            self._words_size -= self.words.pop(session_id, SessionWords()).size()
+        return True
 
     def transaction(self):
         """A transaction, or a part of the batch already open."""
@@ -315,6 +338,7 @@ class Ingester:
         self._file_cursor = plan.job.cursor
         self._file_reasons = Counter()
         self.summary.files_read += 1
+        self._reading = set()
         for item in items:
             if isinstance(item, Batch):
                 self.commit(unit, file_id, plan.fingerprint, item)
@@ -466,6 +490,7 @@ class Ingester:
         self._batch_bytes += max(0, cursor - self._file_cursor)
         self.flush()
         self._sessions |= counts.sessions
+        self._reading |= counts.sessions | counts.mentioned
         self._file_reasons.update(counts.merged_reasons)
         self.keep_words(batch.words)
         s = self.summary

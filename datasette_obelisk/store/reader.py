@@ -29,6 +29,7 @@ from .fingerprint import hashes_at
 from .session_index import SessionWords, count_session_words
 
 QUEUE_DEPTH = 3
+READERS = 2
 POLL_SECONDS = 0.5
 
 
@@ -197,72 +198,89 @@ class _End:
 
 
 class JobStream:
-    """The items of jobs, in order; read here or by a forked reader process.
+    """The items of jobs, in order; read here or by forked reader processes.
 
+    With ``ahead``, ``readers`` processes take the jobs in turn (job ``i``
+    goes to reader ``i % readers``), each through its own bounded queue;
+    while a queue is empty, ``idle`` is called for work that can be done
+    meanwhile.
     ``items(job)`` must be called for the jobs in the order they were given,
-    each drained before the next. Closing stops the reader process.
+    each drained before the next. Closing stops the readers.
     """
 
-    def __init__(self, reader: Reader, jobs: list[Job], *, ahead: bool):
+    def __init__(self, reader: Reader, jobs: list[Job], *, ahead: bool, readers: int = READERS,
+                 idle: Callable[[], bool] | None = None):
         self.reader = reader
         self.jobs = jobs
-        self.process = None
+        self.idle = idle  # work to do while waiting; returns False when there is none
+        self.workers: list[tuple] = []
+        self.taken = 0
         if ahead and jobs and "fork" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("fork")
-            self.queue = context.Queue(QUEUE_DEPTH)
-            self.process = context.Process(target=self._work, args=(os.getpid(),), daemon=True)
-            self.process.start()
+            count = max(1, min(readers, len(jobs)))
+            for k in range(count):
+                queue = context.Queue(QUEUE_DEPTH)
+                process = context.Process(target=self._work, args=(jobs[k::count], queue, os.getpid()), daemon=True)
+                process.start()
+                self.workers.append((process, queue))
 
     def items(self, job: Job) -> Iterator:
-        if self.process is None:
+        if not self.workers:
             yield from self.reader.read_job(job)
             return
+        assert self.jobs[self.taken] is job, "jobs must be taken in the order given"
+        process, queue = self.workers[self.taken % len(self.workers)]
+        self.taken += 1
         while True:
-            item = self._get()
+            item = self._get(process, queue)
             if isinstance(item, _End):
                 return
             yield item
 
-    def _get(self):
+    def _get(self, process, queue):
         while True:
+            if self.idle is not None:
+                while queue.empty() and self.idle():
+                    pass
             try:
-                payload = self.queue.get(timeout=POLL_SECONDS)
+                payload = queue.get(timeout=POLL_SECONDS)
             except queue_module.Empty:
-                if not self.process.is_alive():
-                    raise RuntimeError(f"the reader process died (exit status {self.process.exitcode})")
+                if not process.is_alive():
+                    raise RuntimeError(f"a reader process died (exit status {process.exitcode})")
                 continue
             item = pickle.loads(payload)
             if isinstance(item, _Crash):
-                raise RuntimeError(f"the reader process failed:\n{item.text}")
+                raise RuntimeError(f"a reader process failed:\n{item.text}")
             return item
 
-    def _work(self, parent: int) -> None:
+    def _work(self, jobs: list[Job], queue, parent: int) -> None:
         try:
-            for job in self.jobs:
+            for job in jobs:
                 for item in self.reader.read_job(job):
-                    self._put(item, parent)
-                self._put(_End(), parent)
+                    self._put(item, queue, parent)
+                self._put(_End(), queue, parent)
         except BaseException:
-            self._put(_Crash(traceback.format_exc()), parent)
+            self._put(_Crash(traceback.format_exc()), queue, parent)
 
-    def _put(self, item, parent: int) -> None:
+    @staticmethod
+    def _put(item, queue, parent: int) -> None:
         # Pickled now, not later by the queue's thread: the parser may still
         # change records it has already returned.
         payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
         while True:
             try:
-                self.queue.put(payload, timeout=POLL_SECONDS)
+                queue.put(payload, timeout=POLL_SECONDS)
                 return
             except queue_module.Full:
                 if os.getppid() != parent:  # the ingester is gone
                     os._exit(0)
 
     def close(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.join()
-            self.queue.close()
-            self.process = None
+        for process, queue in self.workers:
+            process.terminate()
+            process.join()
+            queue.close()
+        self.workers = []
 
     def __enter__(self):
         return self

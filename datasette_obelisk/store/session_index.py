@@ -184,8 +184,8 @@ def _update_session(conn: sqlite3.Connection, session_id: str, precounted: Sessi
         new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
     body.update(new_body)
     meta.update(new_meta)
-    body_words = orjson.dumps(dict(sorted(body.items()))).decode()
-    meta_words = orjson.dumps(dict(sorted(meta.items()))).decode()
+    body, meta = dict(sorted(body.items())), dict(sorted(meta.items()))
+    body_words, meta_words = orjson.dumps(body).decode(), orjson.dumps(meta).decode()
     if old is None:
         doc_id = conn.execute(
             "INSERT INTO session_docs (first_id, last_id, messages, chars, meta_messages, body_words, "
@@ -201,7 +201,7 @@ def _update_session(conn: sqlite3.Connection, session_id: str, precounted: Sessi
         )
     conn.execute(
         "INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)",
-        [doc_id, _bag_of(body_words), _bag_of(meta_words)],
+        [doc_id, bag(body), bag(meta)],  # as _bag_of would rebuild them from the JSON
     )
     return 1
 
