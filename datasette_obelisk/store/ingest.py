@@ -503,10 +503,17 @@ class Ingester:
         s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
 
     def keep_words(self, words: dict[str, SessionWords]) -> None:
-        """Keep the reader's word counts for the session index, within ``PRECOUNT_WORDS``."""
+        """Keep the reader's word counts for the session index, within ``PRECOUNT_WORDS``.
+
+        When they would not fit, sessions no file being read adds to are
+        derived now, which frees their counts.
+        """
         for session_id, counted in words.items():
             kept = self.words.get(session_id)
             if kept is None:
+                while self._words_size + counted.size() > PRECOUNT_WORDS:
+                    if not self.derive_some(IDLE_SESSIONS, skip=self._reading | {session_id}):
+                        break
                 if self._words_size + counted.size() > PRECOUNT_WORDS:
                     continue  # this session's words are counted again from its stored text
                 kept = self.words[session_id] = SessionWords()
