@@ -81,8 +81,8 @@ def test_during_a_cold_load_indexes_are_dropped_and_text_waits(tmp_path, logs):
     during = {row[1] for row in schema(db) if row[0] == "index"}
     assert full - during == {
         "messages_api_message", "messages_cwd", "messages_parent", "messages_session_rows",
-        "messages_session_time", "messages_timestamp", "tool_call_files_path", "tool_calls_message",
-        "tool_calls_session", "tool_results_message", "tool_results_session",
+        "messages_session_time", "messages_timestamp", "tool_call_files_path",
+        "tool_calls_session", "tool_results_session",
     }
     stored = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     assert stored > 0

@@ -33,10 +33,14 @@ import orjson
 from .db import get_state, set_state
 
 STATE_KEY = "cold_load"
-# Kept during the load: the lookups the ingester itself makes (sequence
-# numbers per session, rows of a file being re-read) and indexes whose keys
-# only grow, which cost nothing to maintain.
-KEPT = {"messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file", "tool_results_agent"}
+# Kept during the load: the lookups the ingester and the derivations it
+# runs meanwhile make (a session's messages in order, a file's rows, the
+# tool rows of a message, the result naming an agent), and indexes whose
+# keys only grow, which cost little to maintain.
+KEPT = {
+    "messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file",
+    "tool_results_agent", "tool_calls_message", "tool_results_message",
+}
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 
 

@@ -81,10 +81,11 @@ def count_words(texts: Iterable[str]) -> Counter:
 
 def bag(counts: dict) -> str:
     """Each word ``1 + log2(count)`` times (at most ``MAX_REPEAT``); order is irrelevant to FTS5."""
-    repeats = " ".join(
-        " ".join([word] * (min(MAX_REPEAT, count.bit_length()) - 1)) for word, count in counts.items() if count > 1
-    )
-    return " ".join(counts) + (" " + repeats if repeats else "")
+    words = list(counts)
+    for word, count in counts.items():
+        if count > 1:
+            words += [word] * (min(MAX_REPEAT, count.bit_length()) - 1)
+    return " ".join(words)
 
 
 @dataclass
@@ -183,9 +184,7 @@ def _update_session(conn: sqlite3.Connection, session_id: str, precounted: Sessi
         new_body, new_meta = precounted.body, precounted.meta
     else:
         new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
-    body.update(new_body)
-    meta.update(new_meta)
-    body, meta = dict(sorted(body.items())), dict(sorted(meta.items()))
+    body, meta = _merged(body, new_body), _merged(meta, new_meta)
     body_words, meta_words = orjson.dumps(body).decode(), orjson.dumps(meta).decode()
     if old is None:
         doc_id = conn.execute(
@@ -205,6 +204,14 @@ def _update_session(conn: sqlite3.Connection, session_id: str, precounted: Sessi
         [doc_id, bag(body), bag(meta)],  # as _bag_of would rebuild them from the JSON
     )
     return 1
+
+
+def _merged(counts: Counter, more: Counter) -> dict:
+    """``counts`` plus ``more``, sorted by word."""
+    if counts:
+        counts.update(more)
+        more = counts
+    return dict(sorted(more.items()))
 
 
 def _bag_of(words_json: str) -> str:

@@ -80,6 +80,11 @@ WORKFLOW_AGENT_UPSERT = _upsert_sql(
     WORKFLOW_AGENT_FIELDS + ["file_id"],
     last_wins=set(WORKFLOW_AGENT_FIELDS),
 )
+RESULT_INSERT = (
+    "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
+    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
 MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
@@ -107,8 +112,9 @@ class Writer:
         return seq
 
     def write(self, records) -> None:
-        """Write ``records``; messages go in one ``executemany`` at the end."""
+        """Write ``records``; messages and tool results go in one ``executemany`` each at the end."""
         self._pending: list[Message] = []
+        self._results: list[tuple] = []
         self._texts: dict[str, str] = {}
         for record in records:
             handler = self.handlers.get(type(record))
@@ -116,6 +122,7 @@ class Writer:
                 raise TypeError(f"unknown record type {type(record).__name__}")
             handler(self, record)
         self._insert_messages(self._pending)
+        self.conn.executemany(RESULT_INSERT, self._results)
         self.conn.executemany(
             "INSERT OR IGNORE INTO file_sessions (file_id, session_id) VALUES (?, ?)",
             [(self.file_id, s) for s in self.counts.mentioned | self.counts.sessions],
@@ -214,15 +221,12 @@ class Writer:
             )
 
     def _tool_result(self, r: ToolResult) -> None:
-        self.conn.execute(
-            "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
-            "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
+        self._results.append(
+            (
                 r.tool_use_id, r.message_uuid, r.session_id,
                 stored_content(r.content, r.outcome, self._texts.get(r.message_uuid)), len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
-            ],
+            )
         )
 
     def _title(self, t: TitleCandidate) -> None:
