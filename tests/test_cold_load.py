@@ -73,6 +73,7 @@ def test_during_a_cold_load_indexes_are_dropped_and_text_waits(tmp_path, logs):
     db = tmp_path / "o.db"
     conn = open_db(db)
     full = {row[1] for row in schema(db) if row[0] == "index"}
+    triggers = {row[1] for row in schema(db) if row[0] == "trigger"}
     ingester = Ingester(conn, get_sources(), {"claude": logs["claude"]}, cold_load_bytes=0)
     ingester.begin_cold_load(1)
     for unit in ingester.discover():
@@ -84,12 +85,14 @@ def test_during_a_cold_load_indexes_are_dropped_and_text_waits(tmp_path, logs):
         "messages_session_time", "messages_timestamp", "tool_call_files_path",
         "tool_calls_session", "tool_results_session",
     }
+    assert triggers - {row[1] for row in schema(db) if row[0] == "trigger"} == {"messages_ai", "tool_results_ai"}
     stored = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     assert stored > 0
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'the'").fetchone()[0] == 0
     # The next run (here: after a crash) finishes the load before anything else.
     Ingester(conn, get_sources(), {"claude": logs["claude"]}).run()
     assert {row[1] for row in schema(db) if row[0] == "index"} == full
+    assert {row[1] for row in schema(db) if row[0] == "trigger"} == triggers
     assert conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == stored
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
 

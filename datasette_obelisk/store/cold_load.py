@@ -3,17 +3,21 @@
 Keeping every secondary index and the full-text index current row by row
 costs several times more than building them once at the end, so a cold load
 drops the indexes nothing reads while it loads, leaves new rows out of the
-FTS tables, and then indexes everything in one pass.
+FTS tables, and then indexes everything in one pass. It also drops the
+insert triggers that keep the FTS tables in step with other writers: a
+trigger that reads ``new.text`` costs a copy of every row inserted, even
+when its ``WHEN`` clause is false, and the finishing pass indexes every row
+past the high-water mark, whoever wrote it.
 
-The deferral is recorded in ``obelisk_state`` (key ``cold_load``: the index
-SQL to restore and the id up to which the FTS tables are complete) in the
-same transaction that drops the indexes, so a run killed half-way is
-finished by the next one before it does anything else. While the key
-exists, every ingester (also a concurrent tail-ingest) leaves FTS to the
-finishing pass.
+The deferral is recorded in ``obelisk_state`` (key ``cold_load``: the SQL
+to restore and the id up to which the FTS tables are complete) in the same
+transaction that drops the indexes, so a run killed half-way is finished by
+the next one before it does anything else. While the key exists, every
+ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
 
     begin(conn) -> bool
-        Drop the deferrable indexes of an empty database; True when done.
+        Drop the deferrable indexes and insert triggers of an empty
+        database; True when done.
     active(conn) -> bool
     index_pending_text(conn, limit=None) -> bool
         Bring the FTS tables up to date now (before rows are deleted: the
@@ -21,7 +25,7 @@ finishing pass.
         the next ``limit`` messages (while the writer waits for the reader);
         True when text is still left for later.
     finish(conn)
-        Index the pending text, restore the indexes, clear the key.
+        Index the pending text, restore indexes and triggers, clear the key.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ KEPT = {
     "tool_results_agent", "tool_calls_message", "tool_results_message",
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
+TRIGGERS = ("messages_ai", "tool_results_ai")
 
 
 def active(conn: sqlite3.Connection) -> bool:
@@ -52,19 +57,20 @@ def begin(conn: sqlite3.Connection) -> bool:
     """Inside the caller's transaction: start a cold load if the database holds no message."""
     if active(conn) or conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone():
         return False
-    indexes = [
-        (name, sql)
-        for name, sql in conn.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL "
-            f"AND tbl_name IN ({','.join('?' * len(TABLES))}) ORDER BY name",
-            TABLES,
+    dropped = [
+        (kind, name, sql)
+        for kind, name, sql in conn.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND ("
+            f"(type = 'index' AND tbl_name IN ({','.join('?' * len(TABLES))})) "
+            f"OR (type = 'trigger' AND name IN ({','.join('?' * len(TRIGGERS))}))) ORDER BY type, name",
+            [*TABLES, *TRIGGERS],
         )
         if name not in KEPT
     ]
-    state = {"indexes": [sql for _, sql in indexes], **_high_water(conn)}
+    state = {"schema": [sql for _, _, sql in dropped], **_high_water(conn)}
     set_state(conn, STATE_KEY, orjson.dumps(state).decode())
-    for name, _ in indexes:
-        conn.execute(f"DROP INDEX {name}")
+    for kind, name, _ in dropped:
+        conn.execute(f"DROP {kind.upper()} {name}")
     return True
 
 
@@ -110,7 +116,9 @@ def finish(conn: sqlite3.Connection) -> bool:
     if raw is None:
         return False
     index_pending_text(conn)
-    for sql in orjson.loads(raw)["indexes"]:
-        conn.execute(sql.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
+    for sql in orjson.loads(raw)["schema"]:
+        for kind in ("INDEX", "TRIGGER"):
+            sql = sql.replace(f"CREATE {kind} ", f"CREATE {kind} IF NOT EXISTS ", 1)
+        conn.execute(sql)
     conn.execute("DELETE FROM obelisk_state WHERE key = ?", [STATE_KEY])
     return True
