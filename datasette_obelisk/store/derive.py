@@ -12,28 +12,32 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from dataclasses import dataclass
 
 import orjson
 
-from .session_index import update_session_documents
+from .session_index import SessionWords, count_session_words, update_session_documents
 
 TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 SPAWNING_TOOLS = ("Task", "Agent")
 
 
-def derive_sessions(conn: sqlite3.Connection, session_ids, words=None) -> None:
-    """Recompute what depends on more than one line; ``words`` are the reader's
-    word counts for the session index (see ``session_index``)."""
+def derive_sessions(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
+    """Recompute what depends on more than one line; returns the sessions derived.
+
+    ``words`` are the reader's word counts for the session index (see
+    ``session_index``)."""
     session_ids = set(session_ids)
     session_ids |= summary_leaf_sessions(conn, session_ids)
     for session_id in list(session_ids):
-        session_ids |= group_inline_sidechains(conn, session_id)
+        session_ids |= group_inline_sidechains(conn, session_id, words)
     for session_id in sorted(session_ids):
         derive_surfaces(conn, session_id)
         count_usage_once(conn, session_id)
         update_session(conn, session_id)
     link_subagents(conn, session_ids)
     update_session_documents(conn, session_ids, words)
+    return session_ids
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:
@@ -54,15 +58,16 @@ def summary_leaf_sessions(conn, session_ids) -> set[str]:
 # -- inline sidechains ---------------------------------------------------
 
 
-def group_inline_sidechains(conn, session_id: str) -> set[str]:
+def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords] | None = None) -> set[str]:
     """Move ≤1.0 inline sidechain lines into subagent sessions of their own.
 
     Each sidechain root (a sidechain line whose parent is not a sidechain
     line) starts an agent; its descendants follow it. The agent is linked to
-    the Task/Agent call whose prompt equals the root's text.
+    the Task/Agent call whose prompt equals the root's text. Word counts the
+    reader made for the session index move with the lines.
     """
     rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, text FROM messages "
+        "SELECT id, uuid, parent_uuid, text, is_meta FROM messages "
         "WHERE session_id = ? AND is_sidechain = 1 AND agent_id IS NULL ORDER BY seq",
         [session_id],
     ).fetchall()
@@ -70,7 +75,8 @@ def group_inline_sidechains(conn, session_id: str) -> set[str]:
         return set()
     agent_of: dict[str, tuple[str, str]] = {}  # uuid -> (agent id, child session)
     children = set()
-    for row_id, uuid, parent_uuid, text in rows:
+    moved = []
+    for row_id, uuid, parent_uuid, text, is_meta in rows:
         owner = agent_of.get(parent_uuid) if parent_uuid else None
         if owner is None and parent_uuid:
             found = conn.execute(
@@ -95,13 +101,25 @@ def group_inline_sidechains(conn, session_id: str) -> set[str]:
                 f"UPDATE {table} SET session_id = ? WHERE message_uuid = ?", [child, uuid]
             )
         children.add(child)
+        moved.append(_Moved(child, text, is_meta))
     conn.executemany(
         "INSERT OR IGNORE INTO file_sessions (file_id, session_id) "
         "SELECT DISTINCT file_id, ? FROM messages WHERE session_id = ?",
         [(child, child) for child in children],
     )
     renumber(conn, session_id)
+    if words is not None and session_id in words:
+        for child, counted in count_session_words(moved).items():
+            words[session_id].remove(counted)
+            words.setdefault(child, SessionWords()).add(counted)
     return children
+
+
+@dataclass(slots=True)
+class _Moved:
+    session_id: str
+    text: str
+    is_meta: int
 
 
 def renumber(conn, session_id: str) -> None:

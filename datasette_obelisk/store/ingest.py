@@ -200,10 +200,11 @@ class Ingester:
         if not batch:
             return False
         with self.transaction():
-            derive.derive_sessions(self.conn, batch, self.words)
+            derived = derive.derive_sessions(self.conn, batch, self.words)
             self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch])
-        for session_id in batch:
-            self._words_size -= self.words.pop(session_id, SessionWords()).size()
+        for session_id in derived:
+            self.words.pop(session_id, None)
+        self._words_size = sum(words.size() for words in self.words.values())
         return True
 
     def transaction(self):

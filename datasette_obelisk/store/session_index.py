@@ -105,6 +105,14 @@ class SessionWords:
         self.chars += other.chars
         self.meta_messages += other.meta_messages
 
+    def remove(self, other: "SessionWords") -> None:
+        self.body.subtract(other.body)
+        self.meta.subtract(other.meta)
+        self.body, self.meta = +self.body, +self.meta  # drop words no longer counted
+        self.messages -= other.messages
+        self.chars -= other.chars
+        self.meta_messages -= other.meta_messages
+
     def size(self) -> int:
         return len(self.body) + len(self.meta)
 
