@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 import resource
 import shutil
 import sqlite3

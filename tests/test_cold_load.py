@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from dbsnapshot import diff, snapshot
+from dbsnapshot import snapshot
 from query_fixtures import CORPUS, corpus_roots
 
 from datasette_obelisk.demo.generator import generate

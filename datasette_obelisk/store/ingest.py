@@ -24,7 +24,7 @@ from ..sources.base import Source, SourceFile
 from . import cold_load, derive, redacting
 from .db import get_state, open_db, set_state
 from .fingerprint import Fingerprint, hashes_at
-from .reader import Batch, Job, JobStream, PendingLine, ReadFailed, Reader, Reopen, open_stream
+from .reader import Batch, Job, JobStream, PendingLine, ReadFailed, Reader, Reopen
 from .session_index import SessionWords
 from .writer import Writer, delete_file_rows
 
