@@ -102,3 +102,51 @@ def test_a_reader_that_fails_stops_the_ingest(tmp_path, logs, monkeypatch):
     with JobStream(Reader(get_sources(), None, 4000), jobs, ahead=True) as stream:
         with pytest.raises(RuntimeError, match="reader bug"):
             list(stream.items(jobs[0]))
+
+
+def test_a_plan_made_stale_by_another_ingester_is_made_again(tmp_path, logs):
+    """Another ingester moved a file's cursor between planning and writing: nothing is written twice."""
+    from datasette_obelisk.store.ingest import Ingester
+
+    db = tmp_path / "o.db"
+    ingest(db, logs)
+    unit = max(
+        (u for u in get_sources()["claude"].discover(logs["claude"]) if u.layout == "jsonl"),
+        key=lambda u: u.path.stat().st_size,
+    )
+    lines = unit.path.read_bytes().splitlines(keepends=True)
+    before = snapshot(db)
+    unit.path.write_bytes(b"".join(lines[: len(lines) // 2]))  # the file is rewritten shorter …
+    ingest(db, logs)
+    unit.path.write_bytes(b"".join(lines))  # … then grows back
+    conn = open_db(db)
+    first = Ingester(conn, get_sources(), logs)
+    plan = first.plan(unit)
+    other = Ingester(open_db(db), get_sources(), logs)
+    other.ingest_file(unit)
+    other.flush(force=True)
+    first.apply(plan, first.reader.read_job(plan.job))
+    first.flush(force=True)
+    first.derive_pending()
+    assert first.summary.files_skipped == 1  # planned again, and found unchanged
+    assert snapshot(db) == before
+
+
+def test_readers_stop_when_the_writer_fails(tmp_path, logs, monkeypatch):
+    from datasette_obelisk.store import ingest as ingest_module
+
+    started = []
+    original = JobStream.__init__
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        started.append(self)
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(JobStream, "__init__", keep)
+    monkeypatch.setattr(ingest_module.Ingester, "commit", broken)
+    with pytest.raises(OSError, match="disk full"):
+        ingest(tmp_path / "o.db", logs, read_ahead_bytes=0)
+    assert len(started) == 1 and started[0].workers == []
