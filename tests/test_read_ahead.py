@@ -1,4 +1,4 @@
-"""A forked reader process parses ahead of the writer; the database is the same as reading inline."""
+"""Forked reader processes parse ahead of the writer; the database is the same as reading inline."""
 
 import sqlite3
 
@@ -12,7 +12,8 @@ from datasette_obelisk.plugins import get_sources
 from datasette_obelisk.store import reader as reader_module
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
-from datasette_obelisk.store.reader import Batch, Job, JobStream, ReadFailed, Reader
+from datasette_obelisk.store.read_ahead import JobStream
+from datasette_obelisk.store.reader import Batch, Job, ReadFailed, Reader
 from datasette_obelisk.store.session_index import rebuild_session_documents
 
 

@@ -24,7 +24,8 @@ from ..sources.base import Source, SourceFile
 from . import cold_load, derive, redacting
 from .db import get_state, open_db, set_state
 from .fingerprint import Fingerprint, hashes_at
-from .reader import Batch, Job, JobStream, PendingLine, ReadFailed, Reader, Reopen
+from .read_ahead import JobStream
+from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .session_index import SessionWords
 from .writer import Writer, delete_file_rows
 
@@ -179,12 +180,13 @@ class Ingester:
         file being read still adds to (one that gains lines later is
         derived again).
         """
-        self.begin_batch()
-        left = cold_load.index_pending_text(self.conn, IDLE_MESSAGES)
-        if not left:
-            left = self.derive_some(IDLE_SESSIONS, skip=self._reading)
-        self.flush()
-        return left
+        if cold_load.active(self.conn):
+            self.begin_batch()
+            left = cold_load.index_pending_text(self.conn, IDLE_MESSAGES)
+            self.flush()
+            if left:
+                return True
+        return self.derive_some(IDLE_SESSIONS, skip=self._reading)
 
     def derive_pending(self) -> None:
         while self.derive_some(200):
@@ -336,7 +338,7 @@ class Ingester:
                 self.conn.execute(
                     "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, plan.job.cursor]
                 )
-        self._file_cursor = plan.job.cursor
+        self._file_cursor = plan.job.cursor + plan.job.open_line  # the reader steps over the newline
         self._file_reasons = Counter()
         self.summary.files_read += 1
         self._reading = set()

@@ -1,42 +1,25 @@
 """Reading source files into batches of redacted records: ingest's half that needs no database.
 
 The ingester plans each file (where to resume, with which parser state),
-then consumes what ``read_job`` yields for it: ``Batch``es to commit, and at
-most one closing ``PendingLine``, ``Reopen`` or ``ReadFailed``. Every item
-carries what the commit needs (cursor, parser state, hashes at the cursor),
-so reading can run ahead of writing: ``JobStream`` reads in this process for
-small runs, or in a forked reader process that parses, redacts and counts
-words on the second core while this one writes.
+then consumes what ``Reader.read_job`` yields for it: ``Batch``es to commit,
+and at most one closing ``PendingLine``, ``Reopen`` or ``ReadFailed``. Every
+item carries what the commit needs (cursor, parser state, hashes at the
+cursor), so reading can run ahead of writing (see ``read_ahead``).
 """
 
 from __future__ import annotations
 
-import copyreg
-import dataclasses
-import functools
-import multiprocessing
-import operator
-import os
-import pickle
-import queue as queue_module
-import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
 import orjson
 
-from .. import records as record_types
 from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
 from ..sources.lines import Line, decode_object, read_lines
 from .fingerprint import hashes_at
 from .session_index import SessionWords, count_session_words
-
-READERS = 2
-BUFFER_MB = 48  # what one reader may have read ahead of the writer
-POLL_SECONDS = 0.5
-
 
 @dataclass
 class Job:
@@ -193,123 +176,3 @@ def _skip(stream, count: int) -> None:
         if not block:
             return
         count -= len(block)
-
-
-# -- reading ahead --------------------------------------------------------
-
-
-class _End:
-    """Marks the end of one job's items."""
-
-
-def _pickle_records_as_tuples() -> None:
-    """Pickle records as their field values: several times faster than the
-    dataclass default, which builds a list of fields per object."""
-    for cls in vars(record_types).values():
-        if dataclasses.is_dataclass(cls) and isinstance(cls, type):
-            values = operator.attrgetter(*[f.name for f in dataclasses.fields(cls)])
-            copyreg.pickle(cls, lambda record, cls=cls, values=values: (cls, values(record)))
-
-
-_pickle_records_as_tuples()
-
-
-class JobStream:
-    """The items of jobs, in order; read here or by forked reader processes.
-
-    With ``ahead``, ``readers`` processes take the jobs in turn (job ``i``
-    goes to reader ``i % readers``), each through its own queue holding at
-    most about ``BUFFER_MB`` of pickled items; while a queue is empty,
-    ``idle`` is called for work that can be done meanwhile.
-    ``items(job)`` must be called for the jobs in the order they were given,
-    each drained before the next. Closing stops the readers.
-    """
-
-    def __init__(self, reader: Reader, jobs: list[Job], *, ahead: bool, readers: int = READERS,
-                 idle: Callable[[], bool] | None = None):
-        self.reader = reader
-        self.jobs = jobs
-        self.idle = idle  # work to do while waiting; returns False when there is none
-        self.workers: list[tuple] = []
-        self.taken = 0
-        if ahead and jobs and "fork" in multiprocessing.get_all_start_methods():
-            context = multiprocessing.get_context("fork")
-            count = max(1, min(readers, len(jobs)))
-            for k in range(count):
-                queue, room = context.Queue(), context.Semaphore(BUFFER_MB)
-                process = context.Process(
-                    target=self._work, args=(jobs[k::count], queue, room, os.getpid()), daemon=True
-                )
-                process.start()
-                self.workers.append((process, queue, room))
-
-    def items(self, job: Job) -> Iterator:
-        if not self.workers:
-            yield from self.reader.read_job(job)
-            return
-        assert self.jobs[self.taken] is job, "jobs must be taken in the order given"
-        process, queue, room = self.workers[self.taken % len(self.workers)]
-        self.taken += 1
-        while True:
-            item = self._get(process, queue, room)
-            if isinstance(item, _End):
-                return
-            yield item
-
-    def _get(self, process, queue, room):
-        while True:
-            if self.idle is not None:
-                while queue.empty() and self.idle():
-                    pass
-            try:
-                size, payload = queue.get(timeout=POLL_SECONDS)
-            except queue_module.Empty:
-                if not process.is_alive():
-                    raise RuntimeError(f"a reader process died (exit status {process.exitcode})")
-                continue
-            for _ in range(size):
-                room.release()
-            item = pickle.loads(payload)
-            if isinstance(item, _Crash):
-                raise RuntimeError(f"a reader process failed:\n{item.text}")
-            return item
-
-    def _work(self, jobs: list[Job], queue, room, parent: int) -> None:
-        put = functools.partial(self._put, queue=queue, room=room, parent=parent)
-        try:
-            for job in jobs:
-                for item in self.reader.read_job(job):
-                    put(item)
-                put(_End())
-        except BaseException:
-            put(_Crash(traceback.format_exc()))
-
-    @staticmethod
-    def _put(item, *, queue, room, parent: int) -> None:
-        # Pickled now, not later by the queue's thread: the parser may still
-        # change records it has already returned.
-        payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-        size = min(BUFFER_MB, 1 + (len(payload) >> 20))
-        for _ in range(size):
-            while not room.acquire(timeout=POLL_SECONDS):
-                if os.getppid() != parent:  # the ingester is gone
-                    os._exit(0)
-        queue.put((size, payload))
-
-    def close(self) -> None:
-        for process, queue, _ in self.workers:
-            process.terminate()
-            process.join()
-            queue.close()
-        self.workers = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-@dataclass
-class _Crash:
-    text: str
