@@ -455,7 +455,7 @@ class Ingester:
                 watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
                 watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
             writer = Writer(self.conn, file_id, str(unit.path))
-            writer.write(records)
+            writer.write(records, batch.message_rows)
             if not deferred:
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
@@ -485,7 +485,7 @@ class Ingester:
                     counts.stored, counts.merged, counts.failed, file_id,
                 ],
             )
-            if records:
+            if records or batch.message_rows:
                 self.bump_generation()
         except BaseException:
             self.conn.execute("ROLLBACK")

@@ -20,6 +20,7 @@ from ..sources.base import Source, SourceFile
 from ..sources.lines import Line, decode_object, read_lines
 from .fingerprint import hashes_at
 from .session_index import SessionWords, count_session_words
+from .writer import message_row
 
 @dataclass
 class Job:
@@ -37,7 +38,7 @@ class Job:
 class Batch:
     """Records for the lines up to ``cursor``, and the file's state there."""
 
-    records: list
+    records: list  # every record but messages
     cursor: int
     line_no: int
     lines: int
@@ -47,6 +48,7 @@ class Batch:
     pending: int = 0  # bytes of an unfinished last line left after the cursor
     at_eof: bool = True
     words: dict[str, SessionWords] = field(default_factory=dict)
+    message_rows: list[tuple] = field(default_factory=list)  # see writer.message_row
 
 
 @dataclass
@@ -123,12 +125,15 @@ class Reader:
     def batch(self, unit, parser, raw, records, cursor, line_no, lines, *, open_line=False, pending=0, at_eof=True) -> Batch:
         if self.redact is not None:
             records = [self.redact(r) for r in records]
+        messages = [r for r in records if type(r) is Message]
         hashes = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
         return Batch(
-            records, cursor, line_no, lines,
+            [r for r in records if type(r) is not Message] if messages else records,
+            cursor, line_no, lines,
             orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
             *hashes, pending=pending, at_eof=at_eof,
-            words=count_session_words(r for r in records if type(r) is Message),
+            words=count_session_words(messages),
+            message_rows=[message_row(m) for m in messages],
         )
 
     @staticmethod

@@ -23,13 +23,16 @@ from ..records import (
 )
 from .tool_output import stored_content
 
+# A message row as the reader builds it (``message_row``); the writer adds
+# ``seq`` and ``file_id``, which only the database knows.
 MESSAGE_COLUMNS = (
-    "uuid session_id seq source type subtype role parent_uuid logical_parent_uuid "
+    "uuid session_id source type subtype role parent_uuid logical_parent_uuid "
     "timestamp text text_length content_type is_meta surface is_sidechain "
     "is_compact_summary agent_id model cwd git_branch api_message_id request_id "
     "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
-    "file_id line_no byte_offset byte_length"
+    "line_no byte_offset byte_length seq file_id"
 ).split()
+TEXT = MESSAGE_COLUMNS.index("text")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
 SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id")]
 WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
@@ -111,11 +114,14 @@ class Writer:
         self._next_seq[session_id] = seq + 1
         return seq
 
-    def write(self, records) -> None:
-        """Write ``records``; messages and tool results go in one ``executemany`` each at the end."""
-        self._pending: list[Message] = []
+    def write(self, records, message_rows=()) -> None:
+        """Write ``records`` and ``message_rows`` (messages the reader turned into rows).
+
+        Messages and tool results go in one ``executemany`` each, at the end.
+        """
+        self._pending: list[tuple] = list(message_rows)
         self._results: list[tuple] = []
-        self._texts: dict[str, str] = {}
+        self._texts: dict[str, str] = {row[0]: row[TEXT] for row in self._pending}
         for record in records:
             handler = self.handlers.get(type(record))
             if handler is None:
@@ -129,38 +135,29 @@ class Writer:
         )
 
     def _message(self, m: Message) -> None:
-        self._pending.append(m)
+        row = message_row(m)
+        self._pending.append(row)
         self._texts[m.uuid] = m.text
 
-    def _insert_messages(self, messages: list[Message]) -> None:
-        """Insert the messages whose uuid is new; count the rest as replays.
+    def _insert_messages(self, messages: list[tuple]) -> None:
+        """Insert the message rows whose uuid is new; count the rest as replays.
 
         Known uuids are looked up first, so sequence numbers stay contiguous
         and the many rows go through a single ``executemany``.
         """
         if not messages:
             return
-        known = self._stored_uuids([m.uuid for m in messages])
+        known = self._stored_uuids([row[0] for row in messages])
         rows = []
-        self.counts.mentioned.update(m.session_id for m in messages)
-        for m in messages:
-            if m.uuid in known:
+        self.counts.mentioned.update(row[1] for row in messages)
+        for row in messages:
+            if row[0] in known:
                 # Already stored: a resumed session replaying history.
                 self._merge("duplicate")
                 continue
-            known.add(m.uuid)
-            p = m.position
-            rows.append((
-                m.uuid, m.session_id, self.seq_for(m.session_id), m.source, m.type, m.subtype, m.role,
-                m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, len(m.text),
-                m.content_type, m.is_meta, m.surface or "current", m.is_sidechain,
-                m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
-                m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,
-                m.cache_read_tokens, m.cache_creation_tokens, m.stop_reason,
-                orjson.dumps(m.meta).decode() if m.meta else None,
-                self.file_id, p.line_no, p.byte_offset, p.byte_length,
-            ))
-            self.counts.sessions.add(m.session_id)
+            known.add(row[0])
+            rows.append(row + (self.seq_for(row[1]), self.file_id))
+            self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
 
@@ -274,6 +271,21 @@ class Writer:
         Workflow: _workflow,
         WorkflowAgent: _workflow_agent,
     }
+
+
+def message_row(m: Message) -> tuple:
+    """The row of a message, but for ``seq`` and ``file_id`` (see ``MESSAGE_COLUMNS``)."""
+    p = m.position
+    return (
+        m.uuid, m.session_id, m.source, m.type, m.subtype, m.role,
+        m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, len(m.text),
+        m.content_type, m.is_meta, m.surface or "current", m.is_sidechain,
+        m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
+        m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,
+        m.cache_read_tokens, m.cache_creation_tokens, m.stop_reason,
+        orjson.dumps(m.meta).decode() if m.meta else None,
+        p.line_no, p.byte_offset, p.byte_length,
+    )
 
 
 def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
