@@ -16,6 +16,7 @@ import operator
 import os
 import pickle
 import queue as queue_module
+import sys
 import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -62,7 +63,8 @@ class JobStream:
         self.idle = idle  # work to do while waiting; returns False when there is none
         self.workers: list[tuple] = []
         self.taken = 0
-        if ahead and jobs and "fork" in multiprocessing.get_all_start_methods():
+        # Forking is safe on Linux; elsewhere (macOS frameworks, Windows) read inline.
+        if ahead and jobs and sys.platform.startswith("linux"):
             context = multiprocessing.get_context("fork")
             count = max(1, min(readers, len(jobs)))
             for k in range(count):
