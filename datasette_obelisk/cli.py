@@ -38,8 +38,8 @@ def cli():
 class Progress:
     """A one-line progress report with rate and ETA, on a terminal only."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
         self.started = time.perf_counter()
         self.last = 0.0
 
@@ -56,6 +56,12 @@ class Progress:
             f"\r{share:6.1%}  {done / 1e6:9.1f} / {total / 1e6:.1f} MB  "
             f"{rate / 1e6:7.1f} MB/s  ETA {eta:5.0f}s "
         )
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        """Say what the ingester does once every byte is read (indexes, derivations)."""
+        elapsed = time.perf_counter() - self.started
+        self.stream.write(f"\r{text:<60} {elapsed:6.0f}s ")
         self.stream.flush()
 
     def close(self) -> None:

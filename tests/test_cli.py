@@ -74,3 +74,20 @@ def test_sources_lists_the_built_ins():
     assert result.exit_code == 0
     names = [line.split("\t")[0] for line in result.output.splitlines()]
     assert names[:3] == ["claude", "codex", "gemini"]
+
+
+def test_ingest_progress_bar_reports_rate_eta_and_the_last_steps(tmp_path):
+    from datasette_obelisk.demo.generator import generate
+
+    generate(tmp_path / "logs", seed=2, target_bytes=400_000)
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, [
+        "ingest", "--db", str(db), "--claude-dir", str(tmp_path / "logs" / ".claude"),
+        "--codex-dir", str(tmp_path / "logs" / ".codex"), "--progress",
+    ])
+    assert result.exit_code == 0, result.output
+    updates = result.stderr.split("\r")
+    total = sum(p.stat().st_size for p in (tmp_path / "logs").rglob("*.jsonl")) / 1e6
+    assert any(u.startswith("100.0%") and f"/ {total:.1f} MB" in u and "MB/s" in u and "ETA" in u for u in updates)
+    assert updates[-1].startswith("deriving sessions")
+    assert "sessions" in result.stdout

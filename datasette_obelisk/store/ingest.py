@@ -104,7 +104,7 @@ class Ingester:
         cold_load_bytes: int | None = COLD_LOAD_BYTES,
         read_ahead_bytes: int | None = READ_AHEAD_BYTES,
         settle_seconds: float = SETTLE_SECONDS,
-        progress: Callable[[int, int], None] | None = None,
+        progress: Callable[[int, int], None] | None = None,  # may also have note(text)
         clock: Callable[[], float] = time.time,
     ):
         conn.row_factory = sqlite3.Row
@@ -125,6 +125,7 @@ class Ingester:
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self._reading: set[str] = set()  # sessions of the file being written
         self._words_size = 0
+        self._progress = (0, 0)  # (bytes done before the file being read, bytes in all)
 
     # -- the run -------------------------------------------------------
 
@@ -150,17 +151,27 @@ class Ingester:
         jobs = [plan.job for plan in plans if plan.job]
         with JobStream(self.reader, jobs, ahead=ahead, idle=self.work_while_waiting) as stream:
             for plan in plans:
+                self._progress = (done - (plan.job.cursor if plan.job else 0), total)
                 self.apply(plan, stream.items(plan.job) if plan.job else iter(()))
                 done += _size(plan.unit.path)
-                if self.progress:
-                    self.progress(done, total)
+                self.report(done)
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
+        self.note("building indexes" if cold_load.active(self.conn) else "deriving sessions")
         self.finish_cold_load()
+        self.note("deriving sessions")
         self.derive_pending()
         self.summary.sessions = len(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
+
+    def report(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress(min(done, self._progress[1]), self._progress[1])
+
+    def note(self, text: str) -> None:
+        if hasattr(self.progress, "note"):
+            self.progress.note(text)
 
     def begin_cold_load(self, total_bytes: int) -> None:
         """Defer index upkeep when this run loads many bytes into an empty database."""
@@ -496,6 +507,7 @@ class Ingester:
         self._reading |= counts.sessions | counts.mentioned
         self._file_reasons.update(counts.merged_reasons)
         self.keep_words(batch.words)
+        self.report(self._progress[0] + cursor)
         s = self.summary
         s.lines += lines
         s.messages += counts.stored
