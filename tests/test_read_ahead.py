@@ -152,3 +152,23 @@ def test_readers_stop_when_the_writer_fails(tmp_path, logs, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         ingest(tmp_path / "o.db", logs, read_ahead_bytes=0)
     assert len(started) == 1 and started[0].workers == []
+
+
+@pytest.mark.parametrize("read_ahead_bytes", [None, 0])
+def test_empty_columns_are_stored_as_null(tmp_path, logs, read_ahead_bytes):
+    # Rows are bound with NaN for None (writer.NULL); SQLite must store NULL, never a float.
+    db = tmp_path / "nulls.db"
+    ingest(db, logs, read_ahead_bytes=read_ahead_bytes, chunk_bytes=50_000)
+    conn = sqlite3.connect(db)
+    try:
+        for table in ("messages", "tool_calls", "tool_results"):
+            columns = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            reals = conn.execute(
+                f"SELECT COUNT(*) FROM {table} WHERE "
+                + " OR ".join(f"typeof({c}) = 'real'" for c in columns)
+            ).fetchone()[0]
+            assert reals == 0, table
+        assert conn.execute("SELECT COUNT(*) FROM messages WHERE meta_json IS NULL").fetchone()[0] > 0
+        assert conn.execute("SELECT COUNT(*) FROM tool_calls WHERE file_path IS NULL").fetchone()[0] > 0
+    finally:
+        conn.close()
