@@ -226,8 +226,7 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
         (12, 7, 5, 0)
     ]
-    # (The rewind marker is kept as a log-only row; what it took back is not
-    # shadowed: the parent chain does not say so, see the report.)
+    # The rewind marker is kept as a log-only row.
     assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
                          "cache_read_tokens, logical_parent_uuid FROM messages ORDER BY seq") == [
         (2, f"{JSONL_SESSION}:g-user-1", "user", None, 0, None, None, None, None),
@@ -239,6 +238,18 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
         (10, f"{JSONL_SESSION}:rewind@{rewind_offset(path)}", "rewind", None, 1, None, None, None,
          f"{JSONL_SESSION}:g-assistant-3"),
         (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
+    ]
+    # It took back g-assistant-3 and its usage row: kept and searchable, but
+    # shadowed, inactive and replaced by the marker. What came after is current.
+    rewind = f"{JSONL_SESSION}:rewind@{rewind_offset(path)}"
+    assert rows(db_path, "SELECT line_no, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
+        (2, "current", "visible", None),
+        (4, "current", "visible", None),
+        (5, "current", "visible", None),
+        (6, "shadowed", "inactive", rewind),
+        (7, "log-only", "inactive", rewind),  # an accounting row stays log-only
+        (10, "log-only", "visible", None),
+        (11, "current", "visible", None),
     ]
     # The $set summary titles the session; tokens are counted once.
     assert rows(db_path, "SELECT title, title_source, message_count, input_tokens, output_tokens, cache_read_tokens "
@@ -343,3 +354,40 @@ def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
     assert rows(db_path, "SELECT session_id, COUNT(*), COUNT(agent_id) FROM messages GROUP BY 1 ORDER BY 1") == [
         (JSONL_SESSION, 3, 0), ("gemini:investigator-1", 2, 2),
     ]
+
+
+def test_a_later_rewind_to_an_earlier_message_takes_back_more(tmp_path):
+    """Rewound twice: the second ``$rewindTo`` reaches past the first marker.
+    Each taken-back row names the marker that took it back first."""
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+
+    def message(id, type, text, minute):
+        return {"id": id, "timestamp": f"2026-05-01T10:{minute:02d}:00.000Z", "type": type, "content": text}
+
+    path.write_bytes(jsonl(
+        {"sessionId": "twice", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z",
+         "lastUpdated": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        message("u1", "user", "first question", 1),
+        message("g1", "gemini", "first answer", 2),
+        message("u2", "user", "second question", 3),
+        message("g2", "gemini", "second answer", 4),
+        {"$rewindTo": "u2"},
+        message("u3", "user", "second question again", 5),
+        {"$rewindTo": "g1"},
+        message("g3", "gemini", "another first answer", 6),
+    ))
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    data = path.read_bytes()
+    first, second = (f"gemini:twice:rewind@{data.index(jsonl({'$rewindTo': t}))}" for t in ("u2", "g1"))
+    assert rows(tmp_path / "obelisk.db", "SELECT uuid, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
+        ("gemini:twice:u1", "current", "visible", None),
+        ("gemini:twice:g1", "shadowed", "inactive", second),
+        ("gemini:twice:u2", "shadowed", "inactive", first),
+        ("gemini:twice:g2", "shadowed", "inactive", first),
+        (first, "log-only", "inactive", second),
+        ("gemini:twice:u3", "shadowed", "inactive", second),
+        (second, "log-only", "visible", None),
+        ("gemini:twice:g3", "current", "visible", None),
+    ]
+    assert rows(tmp_path / "obelisk.db", "SELECT message_count FROM sessions") == [(2,)]

@@ -182,8 +182,8 @@ def is_prompt(row) -> bool:
 def derive_surfaces(conn, session_id: str) -> None:
     """Mark rewound-away branches and compacted history as shadowed."""
     rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, type, subtype, role, timestamp, content_type, is_meta, "
-        "is_compact_summary, surface, visibility, replaced_by, meta_json FROM messages "
+        "SELECT id, uuid, parent_uuid, logical_parent_uuid, type, subtype, role, timestamp, content_type, "
+        "is_meta, is_compact_summary, surface, visibility, replaced_by, meta_json FROM messages "
         "WHERE session_id = ? ORDER BY seq",
         [session_id],
     ).fetchall()
@@ -212,6 +212,17 @@ def derive_surfaces(conn, session_id: str) -> None:
                 replaced_by[row["uuid"]] = newest["uuid"]
                 if surface[row["uuid"]] != "log-only":
                     surface[row["uuid"]] = "shadowed"
+    # Rewind markers (Gemini's ``$rewindTo``): the rows from the marker's
+    # target up to the marker were taken back; the marker replaced them.
+    index_of = {row["uuid"]: index for index, row in enumerate(rows)}
+    for index, row in enumerate(rows):
+        start = index_of.get(row["logical_parent_uuid"]) if row["type"] == "rewind" else None
+        for taken in rows[start:index] if start is not None else ():
+            uuid = taken["uuid"]
+            visibility[uuid] = "inactive"
+            replaced_by.setdefault(uuid, row["uuid"])
+            if surface[uuid] != "log-only":
+                surface[uuid] = "shadowed"
     # Compaction: what the model saw before it is replaced by the summary.
     preserved: set[str] = set()
     pending_boundary = None
