@@ -154,6 +154,25 @@ def test_readers_stop_when_the_writer_fails(tmp_path, logs, monkeypatch):
     assert len(started) == 1 and started[0].workers == []
 
 
+def test_a_threaded_caller_reads_inline(logs):
+    import threading
+
+    jobs = [Job(u) for u in get_sources()["claude"].discover(logs["claude"])]
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        with JobStream(Reader(get_sources(), None, 4000), jobs, ahead=True) as stream:
+            assert stream.workers == []
+            items = [item for job in jobs for item in stream.items(job)]
+    finally:
+        stop.set()
+        thread.join()
+    with JobStream(Reader(get_sources(), None, 4000), jobs, ahead=True) as stream:
+        assert len(stream.workers) == 2
+        assert [type(i) for job in jobs for i in stream.items(job)] == [type(i) for i in items]
+
+
 @pytest.mark.parametrize("read_ahead_bytes", [None, 0])
 def test_empty_columns_are_stored_as_null(tmp_path, logs, read_ahead_bytes):
     # Rows are bound with NaN for None (writer.NULL); SQLite must store NULL, never a float.

@@ -17,6 +17,7 @@ import os
 import pickle
 import queue as queue_module
 import sys
+import threading
 import traceback
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -63,8 +64,10 @@ class JobStream:
         self.idle = idle  # work to do while waiting; returns False when there is none
         self.workers: list[tuple] = []
         self.taken = 0
-        # Forking is safe on Linux; elsewhere (macOS frameworks, Windows) read inline.
-        if ahead and jobs and sys.platform.startswith("linux"):
+        # Forking is safe on Linux in a process with no other thread (a child
+        # inherits locks other threads may hold); otherwise (macOS frameworks,
+        # Windows, a threaded caller) read inline.
+        if ahead and jobs and sys.platform.startswith("linux") and threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
             count = max(1, min(readers, len(jobs)))
             for k in range(count):
