@@ -424,6 +424,7 @@ def test_session_documents_grow_incrementally_and_match_a_rebuild(toy):
     assert [[r[1] for r in m] for m in matching] == [[r[1] for r in m] for m in rebuilt]  # same bm25 as a fresh index
     assert count_words(["Foo_bar x.PY Émigré"]) == {"foo": 1, "bar": 1, "x": 1, "py": 1, "émigré": 1}
     assert sorted(bag({"a": 1, "b": 2, "c": 1000}).split()) == ["a", "b", "b"] + ["c"] * 8
+    assert bag({"a": 1, "b": 2, "c": 1000, "d": 255, "e": 256}) == "a b c d e b" + " c" * 7 + " d" * 7 + " e" * 7
 
 
 def test_session_documents_recount_when_rows_change(toy):

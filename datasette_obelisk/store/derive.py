@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections import defaultdict
+from collections import defaultdict, namedtuple
 from dataclasses import dataclass
 
 import orjson
@@ -169,24 +169,31 @@ def spawning_call_for_prompt(conn, session_id: str, prompt: str):
 # -- surfaces ------------------------------------------------------------
 
 
-def is_prompt(row) -> bool:
+SurfaceRow = namedtuple(
+    "SurfaceRow",
+    "id uuid parent_uuid logical_parent_uuid type subtype role timestamp content_type "
+    "is_meta is_compact_summary surface visibility replaced_by meta_json",
+)
+
+
+def is_prompt(row: SurfaceRow) -> bool:
     return (
-        row["role"] == "user"
-        and row["type"] == "user"
-        and not row["is_meta"]
-        and not row["is_compact_summary"]
-        and row["content_type"] != "tool_result"
+        row.role == "user"
+        and row.type == "user"
+        and not row.is_meta
+        and not row.is_compact_summary
+        and row.content_type != "tool_result"
     )
 
 
 def derive_surfaces(conn, session_id: str) -> None:
     """Mark rewound-away branches and compacted history as shadowed."""
-    rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, logical_parent_uuid, type, subtype, role, timestamp, content_type, "
-        "is_meta, is_compact_summary, surface, visibility, replaced_by, meta_json FROM messages "
-        "WHERE session_id = ? ORDER BY seq",
+    cursor = conn.cursor()
+    cursor.row_factory = None  # named tuples: cheaper than sqlite3.Row on every line of the session
+    rows = list(map(SurfaceRow._make, cursor.execute(
+        f"SELECT {', '.join(SurfaceRow._fields)} FROM messages WHERE session_id = ? ORDER BY seq",
         [session_id],
-    ).fetchall()
+    )))
     if not rows:
         return
     surface = {}
@@ -194,76 +201,74 @@ def derive_surfaces(conn, session_id: str) -> None:
     replaced_by = {}
     children = defaultdict(list)
     for row in rows:
-        if row["parent_uuid"]:
-            children[row["parent_uuid"]].append(row)
-        surface[row["uuid"]] = "log-only" if row["surface"] == "log-only" else "current"
-        visibility[row["uuid"]] = "hidden" if row["visibility"] == "hidden" else "visible"
+        if row.parent_uuid:
+            children[row.parent_uuid].append(row)
+        surface[row.uuid] = "log-only" if row.surface == "log-only" else "current"
+        visibility[row.uuid] = "hidden" if row.visibility == "hidden" else "visible"
     # Rewinds: several prompts under one parent at different times.
     for siblings in children.values():
         prompts = [r for r in siblings if is_prompt(r)]
-        if len(prompts) < 2 or len({r["timestamp"] for r in prompts}) < 2:
+        if len(prompts) < 2 or len({r.timestamp for r in prompts}) < 2:
             continue
-        newest = max(prompts, key=lambda r: (r["timestamp"] or "", r["id"]))
+        newest = max(prompts, key=lambda r: (r.timestamp or "", r.id))
         for abandoned in prompts:
             if abandoned is newest:
                 continue
             for row in subtree(abandoned, children):
-                visibility[row["uuid"]] = "inactive"
-                replaced_by[row["uuid"]] = newest["uuid"]
-                if surface[row["uuid"]] != "log-only":
-                    surface[row["uuid"]] = "shadowed"
+                visibility[row.uuid] = "inactive"
+                replaced_by[row.uuid] = newest.uuid
+                if surface[row.uuid] != "log-only":
+                    surface[row.uuid] = "shadowed"
     # Rewind markers (Gemini's ``$rewindTo``): the rows from the marker's
     # target up to the marker were taken back; the marker replaced them.
-    index_of = {row["uuid"]: index for index, row in enumerate(rows)}
+    index_of = {row.uuid: index for index, row in enumerate(rows)}
     for index, row in enumerate(rows):
-        start = index_of.get(row["logical_parent_uuid"]) if row["type"] == "rewind" else None
+        start = index_of.get(row.logical_parent_uuid) if row.type == "rewind" else None
         for taken in rows[start:index] if start is not None else ():
-            uuid = taken["uuid"]
-            visibility[uuid] = "inactive"
-            replaced_by.setdefault(uuid, row["uuid"])
-            if surface[uuid] != "log-only":
-                surface[uuid] = "shadowed"
+            visibility[taken.uuid] = "inactive"
+            replaced_by.setdefault(taken.uuid, row.uuid)
+            if surface[taken.uuid] != "log-only":
+                surface[taken.uuid] = "shadowed"
     # Compaction: what the model saw before it is replaced by the summary.
     preserved: set[str] = set()
     pending_boundary = None
     for index, row in enumerate(rows):
-        if row["subtype"] == "compact_boundary":
+        if row.subtype == "compact_boundary":
             pending_boundary = row
-            meta = orjson.loads(row["meta_json"]) if row["meta_json"] else {}
+            meta = orjson.loads(row.meta_json) if row.meta_json else {}
             preserved = set(meta.get("preserved_uuids") or ())
             continue
-        if not row["is_compact_summary"]:
+        if not row.is_compact_summary:
             continue
-        replacer = row["uuid"]
         for earlier in rows[:index]:
-            uuid = earlier["uuid"]
+            uuid = earlier.uuid
             if surface[uuid] == "current" and uuid not in preserved:
                 surface[uuid] = "shadowed"
-                replaced_by.setdefault(uuid, replacer)
+                replaced_by.setdefault(uuid, row.uuid)
         if pending_boundary is not None:
-            replaced_by.setdefault(pending_boundary["uuid"], replacer)
+            replaced_by.setdefault(pending_boundary.uuid, row.uuid)
         pending_boundary, preserved = None, set()
     updates = [
-        (surface[r["uuid"]], visibility[r["uuid"]], replaced_by.get(r["uuid"]), r["id"])
+        new + (r.id,)
         for r in rows
-        if (surface[r["uuid"]], visibility[r["uuid"]], replaced_by.get(r["uuid"]))
-        != (r["surface"], r["visibility"], r["replaced_by"])
+        if (new := (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)))
+        != (r.surface, r.visibility, r.replaced_by)
     ]
     conn.executemany(
         "UPDATE messages SET surface = ?, visibility = ?, replaced_by = ? WHERE id = ?", updates
     )
 
 
-def subtree(root, children):
+def subtree(root: SurfaceRow, children):
     stack = [root]
     seen = set()
     while stack:
         row = stack.pop()
-        if row["uuid"] in seen:
+        if row.uuid in seen:
             continue
-        seen.add(row["uuid"])
+        seen.add(row.uuid)
         yield row
-        stack.extend(children.get(row["uuid"], ()))
+        stack.extend(children.get(row.uuid, ()))
 
 
 # -- usage ---------------------------------------------------------------

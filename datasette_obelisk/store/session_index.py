@@ -79,13 +79,20 @@ def count_words(texts: Iterable[str]) -> Counter:
     return counts
 
 
+# Extra copies of a word counted n times, for n below 2 ** MAX_REPEAT (above: MAX_REPEAT - 1).
+_REPEATS = [min(MAX_REPEAT, n.bit_length()) - 1 for n in range(1 << MAX_REPEAT)]
+
+
 def bag(counts: dict) -> str:
-    """Each word ``1 + log2(count)`` times (at most ``MAX_REPEAT``); order is irrelevant to FTS5."""
-    words = list(counts)
-    for word, count in counts.items():
-        if count > 1:
-            words += [word] * (min(MAX_REPEAT, count.bit_length()) - 1)
-    return " ".join(words)
+    """Each word ``1 + log2(count)`` times (at most ``MAX_REPEAT``); order is irrelevant to FTS5.
+
+    Every word once, then the extra copies, word by word."""
+    extra = [
+        (" " + word) * (_REPEATS[count] if count < len(_REPEATS) else MAX_REPEAT - 1)
+        for word, count in counts.items()
+        if count > 1
+    ]
+    return " ".join(counts) + "".join(extra)
 
 
 @dataclass
