@@ -431,7 +431,7 @@ def env_dump(rng, snippet):
         "FEATURE_FLAGS=search,export",
     ]
     rng.shuffle(lines)
-    return f"$ cat .env\n" + "\n".join(lines) + "\n"
+    return "$ cat .env\n" + "\n".join(lines) + "\n"
 
 
 def curl_command(rng, snippet):

@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 
 from datasette_obelisk.store.db import open_db
-from datasette_obelisk.store.ingest import Ingester, ingest
+from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
 from dbsnapshot import diff, snapshot
 

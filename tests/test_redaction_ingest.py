@@ -128,7 +128,7 @@ def test_new_rules_replay_live_files_and_redact_archived_rows(tmp_path, samples,
     github = next(s for s in samples if s.kind.startswith("github"))
     fewer = [r for r in load_rules() if r.id == "jwt"]
     monkeypatch.setattr(redacting, "redactor_for", lambda db: Redactor(key=redacting.load_key(db), rules=fewer))
-    live = write_session(tmp_path / "live" / ".claude", [github])
+    write_session(tmp_path / "live" / ".claude", [github])
     gone = write_session(tmp_path / "gone" / ".claude", [github])
     gone.rename(gone.with_name("s2.jsonl"))
     db = tmp_path / "o.db"

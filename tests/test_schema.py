@@ -1,6 +1,5 @@
 """The schema, pinned: tables and their columns, FTS tables, triggers and views."""
 
-import sqlite3
 
 import pytest
 

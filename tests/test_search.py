@@ -2,7 +2,6 @@
 
 import base64
 import json
-import sqlite3
 
 import pytest
 

@@ -105,7 +105,7 @@ async def test_transcript_folds_tool_calls_with_outcome_and_preview(ds):
     tool = re.search(r'<details class="ob-tool" id="tool-toolu_xss1">\s*<summary>(.*?)</summary>', html, re.S)
     assert tool and "Bash" in tool.group(1) and "failed" in tool.group(1) and "echo" in tool.group(1)
     assert html.count('id="m4"') == 0  # the result line is folded into its call
-    assert f"/-/obelisk/api/raw?uuid=xss-a1" in links(html)
+    assert "/-/obelisk/api/raw?uuid=xss-a1" in links(html)
     assert f"/-/obelisk/session/{XSS_SESSION}/lineage" in links(html)
 
 

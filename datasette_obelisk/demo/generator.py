@@ -800,7 +800,7 @@ class _Shell:
     def _docker(self, cmd: str, ok: bool) -> str:
         rng = self.rng
         if not ok:
-            return f"[+] Running 2/3\n ✔ Network app_default  Created\n ✘ Container app-db-1   Error\nError response from daemon: driver failed programming external connectivity on endpoint app-db-1: Bind for 0.0.0.0:5432 failed: port is already allocated"
+            return "[+] Running 2/3\n ✔ Network app_default  Created\n ✘ Container app-db-1   Error\nError response from daemon: driver failed programming external connectivity on endpoint app-db-1: Bind for 0.0.0.0:5432 failed: port is already allocated"
         services = ["db", "redis", "api", "worker", "web"][: rng.randint(2, 5)]
         return "\n".join(f" ✔ Container app-{s}-1  {rng.choice(['Started', 'Healthy', 'Running'])}" for s in services)
 
