@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import resource
 import shutil
 import sqlite3
@@ -138,9 +139,12 @@ def corpus_bytes(corpus: Path) -> int:
     return sum(p.stat().st_size for p in jsonl_files(corpus))
 
 
-def append_lines(corpus: Path, count: int) -> None:
-    """Append ``count`` copies of a session's last user line, as a live writer would."""
+def append_lines(corpus: Path, count: int) -> tuple[Path, int]:
+    """Append ``count`` copies of a session's last user line, as a live writer would.
+
+    Returns the file and its size before, to cut the lines off again."""
     path = max(jsonl_files(corpus / ".claude"), key=lambda p: p.stat().st_size)
+    size = path.stat().st_size
     with open(path, "rb") as fp:
         fp.seek(max(0, path.stat().st_size - 200_000))
         tail = [line for line in fp.read().splitlines() if b'"type":"user"' in line]
@@ -149,6 +153,7 @@ def append_lines(corpus: Path, count: int) -> None:
         for i in range(count):
             template["uuid"] = f"bench-append-{time.time_ns()}-{i}"
             fp.write(orjson.dumps(template) + b"\n")
+    return path, size
 
 
 def main(argv=None) -> None:
@@ -191,10 +196,13 @@ def main(argv=None) -> None:
     started = time.perf_counter()
     noop = ingest(db, {"claude": corpus / ".claude", "codex": corpus / ".codex"})
     noop_seconds = time.perf_counter() - started
-    append_lines(corpus, 10)
-    started = time.perf_counter()
-    tail = ingest(db, {"claude": corpus / ".claude", "codex": corpus / ".codex"})
-    tail_seconds = time.perf_counter() - started
+    appended, size = append_lines(corpus, 10)
+    try:
+        started = time.perf_counter()
+        tail = ingest(db, {"claude": corpus / ".claude", "codex": corpus / ".codex"})
+        tail_seconds = time.perf_counter() - started
+    finally:
+        os.truncate(appended, size)  # the next run measures the same corpus
 
     base, ours = results["baseline"], results["obelisk"]
     print(f"corpus: {mb:.1f} MB of JSONL, {base['lines']:,} lines (seed {args.seed}, one {huge / 1e6:.0f} MB line)")
