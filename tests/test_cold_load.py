@@ -8,8 +8,8 @@ from dbsnapshot import snapshot
 from query_fixtures import CORPUS, corpus_roots
 
 from datasette_obelisk.demo.generator import generate
-from datasette_obelisk.store import cold_load
-from datasette_obelisk.store.db import get_state, open_db
+from datasette_obelisk.store import cold_load, derive
+from datasette_obelisk.store.db import get_state, open_db, transaction
 from datasette_obelisk.store.ingest import Ingester, ingest
 from datasette_obelisk.plugins import get_sources
 
@@ -43,6 +43,74 @@ def test_cold_load_equals_a_row_by_row_load(tmp_path, logs):
     assert session_docs == open_db(tmp_path / "rows.db").execute(
         "SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1"
     ).fetchall()
+
+
+@pytest.mark.parametrize("corpus_logs", ["generated", "shared"])
+def test_derivations_planned_while_indexes_build_equal_those_worked_out_later(
+    tmp_path, logs, monkeypatch, corpus_logs
+):
+    """Every queued session planned before the indexes are built (the builder
+    thread otherwise decides how many): the database is the same."""
+    if corpus_logs == "shared" and not CORPUS.exists():
+        pytest.skip("shared corpus not found")
+    roots = logs if corpus_logs == "generated" else corpus_roots()
+    planned, used = [], []
+    plan_session, derive_sessions = derive.plan_session, derive.derive_sessions
+
+    def plan_all_then_finish(conn, step):
+        while step():
+            pass
+        with transaction(conn):
+            cold_load.finish(conn)
+
+    def counting_plan(conn, session_id, words=None):
+        planned.append(session_id)
+        return plan_session(conn, session_id, words)
+
+    def counting_derive(conn, session_ids, words=None, plans=None):
+        before = set(plans or ())
+        derived = derive_sessions(conn, session_ids, words, plans)
+        used.extend(before - set(plans or ()))
+        return derived
+
+    monkeypatch.setattr(cold_load, "finish_alongside", plan_all_then_finish)
+    monkeypatch.setattr(derive, "plan_session", counting_plan)
+    monkeypatch.setattr(derive, "derive_sessions", counting_derive)
+    ingest(tmp_path / "rows.db", roots, cold_load_bytes=None)
+    ingest(tmp_path / "cold.db", roots, cold_load_bytes=0, read_ahead_bytes=None)
+    sessions = {row[0] for row in open_db(tmp_path / "cold.db").execute("SELECT id FROM sessions")}
+    assert len(planned) == len(set(planned)) and set(planned) >= sessions  # (a queued id may have no rows)
+    assert sorted(used) == sorted(planned)
+    assert snapshot(tmp_path / "cold.db") == snapshot(tmp_path / "rows.db")
+
+
+def test_a_plan_made_stale_by_new_rows_is_worked_out_again(tmp_path, logs):
+    db = tmp_path / "o.db"
+    ingest(db, logs)
+    conn = open_db(db)
+    conn.row_factory = sqlite3.Row
+    session_id = conn.execute(
+        "SELECT session_id FROM messages GROUP BY session_id ORDER BY COUNT(*) DESC LIMIT 1"
+    ).fetchone()[0]
+    plans = {session_id: derive.plan_session(conn, session_id)}
+    with transaction(conn):  # a compaction summary arrives before the plan is used
+        conn.execute(
+            "INSERT INTO messages (uuid, session_id, seq, source, type, role, text, text_length, "
+            "is_compact_summary, file_id, line_no, byte_offset, byte_length) "
+            "SELECT 'late-summary', session_id, MAX(seq) + 1, source, 'user', 'user', 'summary so far', 14, "
+            "1, file_id, MAX(line_no) + 1, MAX(byte_offset) + 1, 1 FROM messages WHERE session_id = ?",
+            [session_id],
+        )
+        derive.derive_sessions(conn, [session_id], plans=plans)
+    assert plans == {}
+    shadowed = conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE session_id = ? AND surface = 'shadowed' AND replaced_by = 'late-summary'",
+        [session_id],
+    ).fetchone()[0]
+    assert shadowed > 0
+    assert conn.execute(
+        "SELECT messages FROM session_docs WHERE session_id = ?", [session_id]
+    ).fetchone()[0] == conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id]).fetchone()[0]
 
 
 def test_cold_load_of_the_shared_corpus(tmp_path):

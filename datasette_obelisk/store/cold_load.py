@@ -26,15 +26,21 @@ ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
         True when text is still left for later.
     finish(conn)
         Index the pending text, restore indexes and triggers, clear the key.
+    finish_alongside(conn, step)
+        The same in a transaction of its own on a second connection, while
+        ``step()`` does read-only work on this one (SQLite leaves Python's
+        lock while it builds, so both cores work).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from typing import Callable
 
 import orjson
 
-from .db import get_state, set_state
+from .db import connect, database_path, get_state, set_state, transaction
 
 STATE_KEY = "cold_load"
 # Kept during the load: the lookups the ingester and the derivations it
@@ -122,3 +128,37 @@ def finish(conn: sqlite3.Connection) -> bool:
         conn.execute(sql)
     conn.execute("DELETE FROM obelisk_state WHERE key = ?", [STATE_KEY])
     return True
+
+
+def finish_alongside(conn: sqlite3.Connection, step: Callable[[], bool]) -> None:
+    """Finish on a second connection; meanwhile call ``step()`` until it returns False.
+
+    ``conn`` must be outside a transaction and ``step`` must only read. An
+    in-memory database has no second connection: it finishes here.
+    """
+    path = database_path(conn)
+    if not path:
+        with transaction(conn):
+            finish(conn)
+        return
+    failures: list[BaseException] = []
+
+    def build() -> None:
+        other = connect(path)
+        try:
+            with transaction(other):
+                finish(other)
+        except BaseException as exc:  # raised again in the calling thread
+            failures.append(exc)
+        finally:
+            other.close()
+
+    builder = threading.Thread(target=build, name="obelisk-cold-load", daemon=True)
+    builder.start()
+    try:
+        while builder.is_alive() and step():
+            pass
+    finally:
+        builder.join()
+    if failures:
+        raise failures[0]

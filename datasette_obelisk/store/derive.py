@@ -6,6 +6,9 @@
 - usage counted once per API message (Claude writes one line per block);
 - session aggregates, availability and the title by precedence;
 - subagents linked to the tool call that started them.
+
+What a session's rows and search document need can be planned ahead
+(``plan_session`` only reads) and written by ``derive_sessions`` later.
 """
 
 from __future__ import annotations
@@ -16,28 +19,77 @@ from dataclasses import dataclass
 
 import orjson
 
-from .session_index import SessionWords, count_session_words, update_session_documents
+from .session_index import (
+    DocumentPlan,
+    SessionWords,
+    count_session_words,
+    plan_document,
+    session_stats,
+    update_session_documents,
+)
 
 TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 SPAWNING_TOOLS = ("Task", "Agent")
 
 
-def derive_sessions(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
+def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=None) -> set[str]:
     """Recompute what depends on more than one line; returns the sessions derived.
 
     ``words`` are the reader's word counts for the session index (see
-    ``session_index``)."""
+    ``session_index``). ``plans`` maps sessions to ``plan_session`` results
+    worked out ahead; those looked at are removed from it, and used when the
+    session's rows are still the ones planned for.
+    """
+    session_ids = regroup(conn, session_ids, words)
+    ahead = {}
+    for session_id in session_ids & plans.keys() if plans else ():
+        plan = plans.pop(session_id)
+        if plan.stats == session_stats(conn, session_id):
+            ahead[session_id] = plan
+    for session_id in sorted(session_ids):
+        plan = ahead.get(session_id)
+        conn.executemany(SURFACE_UPDATE, plan.surfaces if plan else surface_updates(conn, session_id))
+        conn.executemany(USAGE_UPDATE, plan.usage if plan else usage_updates(conn, session_id))
+        update_session(conn, session_id)
+    link_subagents(conn, session_ids)
+    update_session_documents(conn, session_ids, words, {s: plan.document for s, plan in ahead.items()})
+    return session_ids
+
+
+def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
+    """``session_ids`` and the sessions deriving them involves, once inline sidechain lines moved out."""
     session_ids = set(session_ids)
     session_ids |= summary_leaf_sessions(conn, session_ids)
     for session_id in list(session_ids):
         session_ids |= group_inline_sidechains(conn, session_id, words)
-    for session_id in sorted(session_ids):
-        derive_surfaces(conn, session_id)
-        count_usage_once(conn, session_id)
-        update_session(conn, session_id)
-    link_subagents(conn, session_ids)
-    update_session_documents(conn, session_ids, words)
     return session_ids
+
+
+@dataclass(slots=True)
+class SessionPlan:
+    """What deriving a regrouped session writes to its messages and document."""
+
+    stats: tuple  # session_stats when planned
+    surfaces: list
+    usage: list
+    document: DocumentPlan | None
+
+    def size(self) -> int:
+        """Roughly, the bytes it holds."""
+        rows = len(self.surfaces) + len(self.usage)
+        return 100 * rows + (self.document.size() if self.document else 0)
+
+
+def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> SessionPlan:
+    """Read only: the row updates and document ``derive_sessions`` would write for a regrouped
+    session. Valid while no other write touches the session (surfaces, usage and the
+    document depend on its rows alone, not on each other)."""
+    return SessionPlan(
+        session_stats(conn, session_id),
+        surface_updates(conn, session_id),
+        usage_updates(conn, session_id),
+        plan_document(conn, session_id, (words or {}).get(session_id)),
+    )
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:
@@ -186,8 +238,12 @@ def is_prompt(row: SurfaceRow) -> bool:
     )
 
 
-def derive_surfaces(conn, session_id: str) -> None:
-    """Mark rewound-away branches and compacted history as shadowed."""
+SURFACE_UPDATE = "UPDATE messages SET surface = ?, visibility = ?, replaced_by = ? WHERE id = ?"
+USAGE_UPDATE = "UPDATE messages SET usage_counted = ? WHERE id = ?"
+
+
+def surface_updates(conn, session_id: str) -> list[tuple]:
+    """``SURFACE_UPDATE`` rows marking rewound-away branches and compacted history as shadowed."""
     cursor = conn.cursor()
     cursor.row_factory = None  # named tuples: cheaper than sqlite3.Row on every line of the session
     rows = list(map(SurfaceRow._make, cursor.execute(
@@ -195,7 +251,7 @@ def derive_surfaces(conn, session_id: str) -> None:
         [session_id],
     )))
     if not rows:
-        return
+        return []
     surface = {}
     visibility = {}
     replaced_by = {}
@@ -248,15 +304,12 @@ def derive_surfaces(conn, session_id: str) -> None:
         if pending_boundary is not None:
             replaced_by.setdefault(pending_boundary.uuid, row.uuid)
         pending_boundary, preserved = None, set()
-    updates = [
+    return [
         new + (r.id,)
         for r in rows
         if (new := (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)))
         != (r.surface, r.visibility, r.replaced_by)
     ]
-    conn.executemany(
-        "UPDATE messages SET surface = ?, visibility = ?, replaced_by = ? WHERE id = ?", updates
-    )
 
 
 def subtree(root: SurfaceRow, children):
@@ -274,8 +327,8 @@ def subtree(root: SurfaceRow, children):
 # -- usage ---------------------------------------------------------------
 
 
-def count_usage_once(conn, session_id: str) -> None:
-    """Count tokens once per API message: the copy with the most output."""
+def usage_updates(conn, session_id: str) -> list[tuple]:
+    """``USAGE_UPDATE`` rows counting tokens once per API message: the copy with the most output."""
     rows = conn.execute(
         "SELECT id, api_message_id, output_tokens, input_tokens, usage_counted FROM messages "
         "WHERE session_id = ? AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL) ORDER BY seq",
@@ -288,10 +341,7 @@ def count_usage_once(conn, session_id: str) -> None:
         if current is None or (row["output_tokens"] or 0) >= (current["output_tokens"] or 0):
             best[key] = row
     counted = {row["id"] for row in best.values()}
-    conn.executemany(
-        "UPDATE messages SET usage_counted = ? WHERE id = ?",
-        [(int(r["id"] in counted), r["id"]) for r in rows if r["usage_counted"] != int(r["id"] in counted)],
-    )
+    return [(int(r["id"] in counted), r["id"]) for r in rows if r["usage_counted"] != int(r["id"] in counted)]
 
 
 # -- sessions ------------------------------------------------------------

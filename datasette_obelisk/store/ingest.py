@@ -12,7 +12,7 @@ import sqlite3
 import stat as stat_module
 import time
 from collections import Counter
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -22,7 +22,7 @@ import orjson
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile
 from . import cold_load, derive, redacting
-from .db import get_state, open_db, set_state
+from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
@@ -35,6 +35,7 @@ READ_AHEAD_BYTES = 32 << 20
 PRECOUNT_WORDS = 1_000_000  # word counts kept for the session index, at most
 IDLE_MESSAGES = 500  # messages indexed per step while waiting for the reader
 IDLE_SESSIONS = 10  # sessions derived per step while waiting for the reader
+PLAN_BYTES = 32 << 20  # derivations planned ahead while a cold load builds its indexes, at most
 SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
@@ -123,6 +124,7 @@ class Ingester:
         self.summary = IngestSummary()
         self._sessions: set[str] = set()
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
+        self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
         self._words_size = 0
         self._progress = (0, 0)  # (bytes done before the file being read, bytes in all)
@@ -157,10 +159,12 @@ class Ingester:
                 self.report(done)
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
-        self.note("building indexes" if cold_load.active(self.conn) else "deriving sessions")
-        self.finish_cold_load()
+        if cold_load.active(self.conn):
+            self.note("building indexes")
+            self.finish_cold_load_while_planning()
         self.note("deriving sessions")
         self.derive_pending()
+        self.plans.clear()
         self.summary.sessions = len(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
@@ -183,6 +187,29 @@ class Ingester:
     def finish_cold_load(self) -> None:
         with self.transaction():
             cold_load.finish(self.conn)
+
+    def finish_cold_load_while_planning(self) -> None:
+        """End the cold load on a second connection while this one plans the
+        queued derivations (reading only), within ``PLAN_BYTES``."""
+        with self.transaction():
+            queued = [row[0] for row in self.conn.execute("SELECT session_id FROM derive_queue")]
+            sessions = sorted(derive.regroup(self.conn, queued, self.words))  # it moves lines: not later
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in sessions]
+            )
+        todo = iter(sessions)
+        planned = 0
+
+        def plan_one() -> bool:
+            nonlocal planned
+            session_id = next(todo, None)
+            if session_id is None or planned >= PLAN_BYTES:
+                return False
+            plan = self.plans[session_id] = derive.plan_session(self.conn, session_id, self.words)
+            planned += plan.size()
+            return True
+
+        cold_load.finish_alongside(self.conn, plan_one)
 
     def work_while_waiting(self) -> bool:
         """Do a step of the end-of-run work while the reader is busy; False when none is left.
@@ -213,8 +240,8 @@ class Ingester:
         if not batch:
             return False
         with self.transaction():
-            derived = derive.derive_sessions(self.conn, batch, self.words)
-            self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in batch])
+            derived = derive.derive_sessions(self.conn, batch, self.words, self.plans)
+            self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in derived])
         for session_id in derived:
             self.words.pop(session_id, None)
         self._words_size = sum(words.size() for words in self.words.values())
@@ -605,13 +632,3 @@ def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
                 gone,
             )
 
-
-@contextmanager
-def transaction(conn: sqlite3.Connection):
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")

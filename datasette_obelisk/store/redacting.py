@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from ..records import Message, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent
-from .db import get_state, set_state
+from .db import database_path, get_state, set_state
 from .redaction import RULESET_VERSION, Redactor
 
 TEXT_FIELDS = {
@@ -81,9 +81,8 @@ def redaction_for_connection(conn: sqlite3.Connection):
     """
     if get_state(conn, "unredacted_ingest"):
         return None
-    main = next((row for row in conn.execute("PRAGMA database_list") if row[1] == "main"), None)
     try:
-        key = bytes.fromhex(key_path(main[2]).read_text().strip())
+        key = bytes.fromhex(key_path(database_path(conn)).read_text().strip())
     except (OSError, ValueError, TypeError):
         key = secrets.token_bytes(32)
     return _redactor_with_key(key).redact

@@ -28,6 +28,10 @@ candidate with ``messages_fts`` inside the session's id range.
         ``obelisk_state.generation``.
     rebuild_session_documents(conn) -> int
         Every session from scratch (migration, repair, benchmarks).
+    plan_document(conn, session_id, precounted) -> DocumentPlan | None
+    write_document(conn, plan) -> int
+        The two halves of one update. Planning only reads (and does the
+        counting and JSON), so it can run while another connection writes.
 
 Counting words is the costly part, so the ingester's reader counts the
 words of the messages it reads (``count_session_words``) and passes them
@@ -145,11 +149,21 @@ def count_session_words(messages) -> dict[str, SessionWords]:
 
 
 def update_session_documents(
-    conn: sqlite3.Connection, session_ids: Iterable[str], precounted: Mapping[str, SessionWords] | None = None
+    conn: sqlite3.Connection,
+    session_ids: Iterable[str],
+    precounted: Mapping[str, SessionWords] | None = None,
+    planned: Mapping[str, "DocumentPlan | None"] | None = None,
 ) -> int:
+    """``planned``: documents ``plan_document`` worked out ahead, used as they are."""
     precounted = precounted or {}
+    planned = planned or {}
     changed = sum(
-        _update_session(conn, session_id, precounted.get(session_id)) for session_id in sorted(set(session_ids))
+        write_document(
+            conn,
+            planned[session_id] if session_id in planned
+            else plan_document(conn, session_id, precounted.get(session_id)),
+        )
+        for session_id in sorted(set(session_ids))
     )
     if changed:
         conn.execute(
@@ -166,58 +180,91 @@ def rebuild_session_documents(conn: sqlite3.Connection) -> int:
     return update_session_documents(conn, sessions)
 
 
-def _stats(conn, session_id: str, up_to: int | None = None) -> tuple:
+def session_stats(conn, session_id: str, up_to: int | None = None) -> tuple:
     """(first id, last id, messages, chars, meta messages) of a session, up to an id."""
-    return conn.execute(
+    return tuple(conn.execute(
         f"SELECT MIN(id), MAX(id), COUNT(*), COALESCE(SUM(text_length), 0), "
         f"COALESCE(SUM({IS_META_SQL}), 0) FROM messages WHERE session_id = ? AND id <= ?",
         [session_id, up_to if up_to is not None else 1 << 62],
-    ).fetchone()
+    ).fetchone())
 
 
-def _update_session(conn: sqlite3.Connection, session_id: str, precounted: SessionWords | None = None) -> int:
-    stats = _stats(conn, session_id)
+@dataclass(slots=True)
+class DocumentPlan:
+    """What bringing one session's document up to date writes (see ``plan_document``)."""
+
+    session_id: str
+    old: tuple | None  # (id, body bag, meta bag) of the stored document, to unindex
+    stats: tuple  # first id, last id, messages, chars, meta messages
+    words: tuple[str, str] | None = None  # body and meta counts as JSON; None: no messages left
+    bags: tuple[str, str] | None = None
+
+    def size(self) -> int:
+        """Roughly, the bytes its texts hold."""
+        return sum(len(text) for pair in (self.words, self.bags, self.old and self.old[1:]) if pair for text in pair)
+
+
+def plan_document(
+    conn: sqlite3.Connection, session_id: str, precounted: SessionWords | None = None
+) -> DocumentPlan | None:
+    """Read only: how the session's document changes, or None when it is up to date."""
+    stats = session_stats(conn, session_id)
     old = conn.execute(
         "SELECT id, first_id, last_id, messages, chars, meta_messages, body_words, meta_words "
         "FROM session_docs WHERE session_id = ?",
         [session_id],
     ).fetchone()
-    if old is not None and tuple(old[1:6]) == tuple(stats):
-        return 0
-    if old is not None:
-        _unindex(conn, old[0], old[6], old[7])
+    if old is not None and tuple(old[1:6]) == stats:
+        return None
+    if not stats[2] and old is None:
+        return None
+    unindex = (old[0], _bag_of(old[6]), _bag_of(old[7])) if old is not None else None
     if not stats[2]:
-        if old is None:
-            return 0
-        conn.execute("DELETE FROM session_docs WHERE id = ?", [old[0]])
-        return 1
-    grew = old is not None and tuple(old[1:6]) == tuple(_stats(conn, session_id, old[2]))
+        return DocumentPlan(session_id, unindex, stats)
+    grew = old is not None and tuple(old[1:6]) == session_stats(conn, session_id, old[2])
     body = Counter(orjson.loads(old[6])) if grew else Counter()
     meta = Counter(orjson.loads(old[7])) if grew else Counter()
-    gained = (stats[2] - old[3], stats[3] - old[4], stats[4] - old[5]) if grew else tuple(stats[2:])
+    gained = (stats[2] - old[3], stats[3] - old[4], stats[4] - old[5]) if grew else stats[2:]
     if precounted is not None and (precounted.messages, precounted.chars, precounted.meta_messages) == gained:
         new_body, new_meta = precounted.body, precounted.meta
     else:
         new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
     body, meta = _merged(body, new_body), _merged(meta, new_meta)
-    body_words, meta_words = orjson.dumps(body).decode(), orjson.dumps(meta).decode()
-    if old is None:
+    return DocumentPlan(
+        session_id,
+        unindex,
+        stats,
+        (orjson.dumps(body).decode(), orjson.dumps(meta).decode()),
+        (bag(body), bag(meta)),  # as _bag_of would rebuild them from the JSON
+    )
+
+
+def write_document(conn: sqlite3.Connection, plan: DocumentPlan | None) -> int:
+    """Write a planned document inside the caller's transaction; 1 when something changed."""
+    if plan is None:
+        return 0
+    if plan.old is not None:
+        conn.execute(
+            "INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta) VALUES ('delete', ?, ?, ?)",
+            plan.old,
+        )
+    if plan.words is None:
+        conn.execute("DELETE FROM session_docs WHERE id = ?", [plan.old[0]])
+        return 1
+    if plan.old is None:
         doc_id = conn.execute(
             "INSERT INTO session_docs (first_id, last_id, messages, chars, meta_messages, body_words, "
             "meta_words, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [*stats, body_words, meta_words, session_id],
+            [*plan.stats, *plan.words, plan.session_id],
         ).lastrowid
     else:
-        doc_id = old[0]
+        doc_id = plan.old[0]
         conn.execute(
             "UPDATE session_docs SET first_id = ?, last_id = ?, messages = ?, chars = ?, "
             "meta_messages = ?, body_words = ?, meta_words = ? WHERE id = ?",
-            [*stats, body_words, meta_words, doc_id],
+            [*plan.stats, *plan.words, doc_id],
         )
-    conn.execute(
-        "INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)",
-        [doc_id, bag(body), bag(meta)],  # as _bag_of would rebuild them from the JSON
-    )
+    conn.execute("INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)", [doc_id, *plan.bags])
     return 1
 
 
@@ -233,13 +280,6 @@ def _bag_of(words_json: str) -> str:
     """The bag indexed for stored counts: always rebuilt from the same JSON,
     so the contentless index can be told exactly what to delete."""
     return bag(orjson.loads(words_json))
-
-
-def _unindex(conn, doc_id: int, body_words: str, meta_words: str) -> None:
-    conn.execute(
-        "INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta) VALUES ('delete', ?, ?, ?)",
-        [doc_id, _bag_of(body_words), _bag_of(meta_words)],
-    )
 
 
 def _count(conn, session_id: str, after: int | None) -> tuple[Counter, Counter]:
