@@ -41,18 +41,15 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     session's rows are still the ones planned for.
     """
     session_ids = regroup(conn, session_ids, words)
-    ahead = {}
-    for session_id in session_ids & plans.keys() if plans else ():
-        plan = plans.pop(session_id)
-        if plan.stats == session_stats(conn, session_id):
-            ahead[session_id] = plan
+    documents = {}
     for session_id in sorted(session_ids):
-        plan = ahead.get(session_id)
-        conn.executemany(SURFACE_UPDATE, plan.surfaces if plan else surface_updates(conn, session_id))
-        conn.executemany(USAGE_UPDATE, plan.usage if plan else usage_updates(conn, session_id))
-        update_session(conn, session_id)
+        plan = plans.pop(session_id, None) if plans else None
+        if plan is None or plan.stats != session_stats(conn, session_id):
+            plan = plan_session(conn, session_id, words)
+        write_session(conn, session_id, plan)
+        documents[session_id] = plan.document
     link_subagents(conn, session_ids)
-    update_session_documents(conn, session_ids, words, {s: plan.document for s, plan in ahead.items()})
+    update_session_documents(conn, session_ids, words, documents)
     return session_ids
 
 
@@ -67,29 +64,46 @@ def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
 
 @dataclass(slots=True)
 class SessionPlan:
-    """What deriving a regrouped session writes to its messages and document."""
+    """What deriving a regrouped session writes: its rows' surfaces and usage, its
+    ``sessions`` row and its search document."""
 
     stats: tuple  # session_stats when planned
-    surfaces: list
-    usage: list
+    surfaces: list  # SURFACE_UPDATE rows
+    usage: list  # USAGE_UPDATE rows
+    session: list  # SESSION_UPDATE values
+    source: str | None  # for a sessions row still to create; None: no lines, no row
     document: DocumentPlan | None
 
     def size(self) -> int:
         """Roughly, the bytes it holds."""
         rows = len(self.surfaces) + len(self.usage)
-        return 100 * rows + (self.document.size() if self.document else 0)
+        return 100 * rows + 500 + (self.document.size() if self.document else 0)
 
 
 def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> SessionPlan:
-    """Read only: the row updates and document ``derive_sessions`` would write for a regrouped
-    session. Valid while no other write touches the session (surfaces, usage and the
-    document depend on its rows alone, not on each other)."""
+    """Read only: what ``derive_sessions`` writes for a regrouped session.
+
+    Valid while no other write touches the session: everything here follows
+    from its rows, titles, subagents and files, read once."""
+    rows = session_rows(conn, session_id)
+    surfaces = surfaces_of(rows)
+    counted = counted_usage(rows)
     return SessionPlan(
         session_stats(conn, session_id),
-        surface_updates(conn, session_id),
-        usage_updates(conn, session_id),
+        [new + (r.id,) for r in rows if (new := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
+        [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)],
+        session_values(conn, session_id, rows, surfaces, counted),
+        min((r.source for r in rows if r.source is not None), default=None),
         plan_document(conn, session_id, (words or {}).get(session_id)),
     )
+
+
+def write_session(conn: sqlite3.Connection, session_id: str, plan: SessionPlan) -> None:
+    conn.executemany(SURFACE_UPDATE, plan.surfaces)
+    conn.executemany(USAGE_UPDATE, plan.usage)
+    if plan.source is not None:
+        conn.execute("INSERT OR IGNORE INTO sessions (id, source) VALUES (?, ?)", [session_id, plan.source])
+    conn.execute(SESSION_UPDATE, plan.session)
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:
@@ -221,14 +235,25 @@ def spawning_call_for_prompt(conn, session_id: str, prompt: str):
 # -- surfaces ------------------------------------------------------------
 
 
-SurfaceRow = namedtuple(
-    "SurfaceRow",
+SessionRow = namedtuple(
+    "SessionRow",
     "id uuid parent_uuid logical_parent_uuid type subtype role timestamp content_type "
-    "is_meta is_compact_summary surface visibility replaced_by meta_json",
+    "is_meta is_compact_summary surface visibility replaced_by meta_json source "
+    "api_message_id input_tokens output_tokens cache_read_tokens cache_creation_tokens usage_counted",
 )
 
 
-def is_prompt(row: SurfaceRow) -> bool:
+def session_rows(conn, session_id: str) -> list[SessionRow]:
+    """A session's messages in order, as named tuples (cheaper than ``sqlite3.Row``)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return list(map(SessionRow._make, cursor.execute(
+        f"SELECT {', '.join(SessionRow._fields)} FROM messages WHERE session_id = ? ORDER BY seq",
+        [session_id],
+    )))
+
+
+def is_prompt(row: SessionRow) -> bool:
     return (
         row.role == "user"
         and row.type == "user"
@@ -242,16 +267,9 @@ SURFACE_UPDATE = "UPDATE messages SET surface = ?, visibility = ?, replaced_by =
 USAGE_UPDATE = "UPDATE messages SET usage_counted = ? WHERE id = ?"
 
 
-def surface_updates(conn, session_id: str) -> list[tuple]:
-    """``SURFACE_UPDATE`` rows marking rewound-away branches and compacted history as shadowed."""
-    cursor = conn.cursor()
-    cursor.row_factory = None  # named tuples: cheaper than sqlite3.Row on every line of the session
-    rows = list(map(SurfaceRow._make, cursor.execute(
-        f"SELECT {', '.join(SurfaceRow._fields)} FROM messages WHERE session_id = ? ORDER BY seq",
-        [session_id],
-    )))
-    if not rows:
-        return []
+def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
+    """(surface, visibility, replaced_by) of each row: rewound-away branches and
+    compacted history are shadowed."""
     surface = {}
     visibility = {}
     replaced_by = {}
@@ -304,15 +322,10 @@ def surface_updates(conn, session_id: str) -> list[tuple]:
         if pending_boundary is not None:
             replaced_by.setdefault(pending_boundary.uuid, row.uuid)
         pending_boundary, preserved = None, set()
-    return [
-        new + (r.id,)
-        for r in rows
-        if (new := (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)))
-        != (r.surface, r.visibility, r.replaced_by)
-    ]
+    return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
 
 
-def subtree(root: SurfaceRow, children):
+def subtree(root: SessionRow, children):
     stack = [root]
     seen = set()
     while stack:
@@ -327,44 +340,55 @@ def subtree(root: SurfaceRow, children):
 # -- usage ---------------------------------------------------------------
 
 
-def usage_updates(conn, session_id: str) -> list[tuple]:
-    """``USAGE_UPDATE`` rows counting tokens once per API message: the copy with the most output."""
-    rows = conn.execute(
-        "SELECT id, api_message_id, output_tokens, input_tokens, usage_counted FROM messages "
-        "WHERE session_id = ? AND (input_tokens IS NOT NULL OR output_tokens IS NOT NULL) ORDER BY seq",
-        [session_id],
-    ).fetchall()
+def has_usage(row: SessionRow) -> bool:
+    return row.input_tokens is not None or row.output_tokens is not None
+
+
+def counted_usage(rows: list[SessionRow]) -> set[int]:
+    """The rows whose tokens count: per API message, the copy with the most output."""
     best = {}
-    for row in rows:
-        key = row["api_message_id"] or ("row", row["id"])
+    for row in filter(has_usage, rows):
+        key = row.api_message_id or ("row", row.id)
         current = best.get(key)
-        if current is None or (row["output_tokens"] or 0) >= (current["output_tokens"] or 0):
+        if current is None or (row.output_tokens or 0) >= (current.output_tokens or 0):
             best[key] = row
-    counted = {row["id"] for row in best.values()}
-    return [(int(r["id"] in counted), r["id"]) for r in rows if r["usage_counted"] != int(r["id"] in counted)]
+    return {row.id for row in best.values()}
 
 
 # -- sessions ------------------------------------------------------------
 
 
-def update_session(conn, session_id: str) -> None:
-    stats = conn.execute(
-        """SELECT COUNT(*) AS lines, MIN(timestamp) AS started_at, MAX(timestamp) AS ended_at,
-             SUM(role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible'
-                 AND COALESCE(content_type, '') NOT IN ('tool_result', 'tool_use')) AS message_count,
-             SUM(CASE WHEN usage_counted THEN COALESCE(input_tokens, 0) END) AS input_tokens,
-             SUM(CASE WHEN usage_counted THEN COALESCE(output_tokens, 0) END) AS output_tokens,
-             SUM(CASE WHEN usage_counted THEN COALESCE(cache_read_tokens, 0) END) AS cache_read_tokens,
-             SUM(CASE WHEN usage_counted THEN COALESCE(cache_creation_tokens, 0) END) AS cache_creation_tokens,
-             MIN(source) AS source
-           FROM messages WHERE session_id = ?""",
-        [session_id],
-    ).fetchone()
-    exists = conn.execute("SELECT project_source FROM sessions WHERE id = ?", [session_id]).fetchone()
-    if not exists:
-        if not stats["lines"]:
-            return
-        conn.execute("INSERT INTO sessions (id, source) VALUES (?, ?)", [session_id, stats["source"]])
+SESSION_UPDATE = """UPDATE sessions SET
+     started_at = CASE WHEN started_at IS NULL OR ?1 < started_at THEN ?1 ELSE started_at END,
+     ended_at = COALESCE(?, ended_at),
+     message_count = ?, input_tokens = ?, output_tokens = ?,
+     cache_read_tokens = ?, cache_creation_tokens = ?,
+     project_path = COALESCE(?, project_path),
+     project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?, project) END,
+     project_source = COALESCE(project_source, 'cwd'),
+     git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
+     jsonl_path = COALESCE(?, jsonl_path),
+     title = COALESCE(?, title), title_source = COALESCE(?, title_source),
+     availability = CASE WHEN ? > 0 OR ? = 0 THEN 'live' ELSE 'archived' END,
+     updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+   WHERE id = ?"""
+
+
+def is_conversation(row: SessionRow, visibility: str) -> bool:
+    """A user or assistant message that counts in ``message_count``."""
+    return (
+        row.role in ("user", "assistant")
+        and row.is_meta == 0
+        and visibility == "visible"
+        and (row.content_type or "") not in ("tool_result", "tool_use")
+    )
+
+
+def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
+    """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
+    them, the title, and the last cwd, branch and model."""
+    timestamps = [r.timestamp for r in rows if r.timestamp is not None]
+    used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id)
     last = conn.execute(
         """SELECT
@@ -380,30 +404,14 @@ def update_session(conn, session_id: str) -> None:
               WHERE fs.session_id = :s AND f.missing = 0) AS live_files""",
         {"s": session_id},
     ).fetchone()
-    conn.execute(
-        """UPDATE sessions SET
-             started_at = CASE WHEN started_at IS NULL OR ?1 < started_at THEN ?1 ELSE started_at END,
-             ended_at = COALESCE(?, ended_at),
-             message_count = ?, input_tokens = ?, output_tokens = ?,
-             cache_read_tokens = ?, cache_creation_tokens = ?,
-             project_path = COALESCE(?, project_path),
-             project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?, project) END,
-             project_source = COALESCE(project_source, 'cwd'),
-             git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
-             jsonl_path = COALESCE(?, jsonl_path),
-             title = COALESCE(?, title), title_source = COALESCE(?, title_source),
-             availability = CASE WHEN ? > 0 OR ? = 0 THEN 'live' ELSE 'archived' END,
-             updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-           WHERE id = ?""",
-        [
-            stats["started_at"], stats["ended_at"], stats["message_count"] or 0,
-            stats["input_tokens"] or 0, stats["output_tokens"] or 0,
-            stats["cache_read_tokens"] or 0, stats["cache_creation_tokens"] or 0,
-            last["project_path"], project_slug(last["project_path"]),
-            last["git_branch"], last["model"], last["jsonl_path"],
-            title, title_source, last["live_files"], stats["lines"], session_id,
-        ],
-    )
+    return [
+        min(timestamps, default=None), max(timestamps, default=None),
+        sum(is_conversation(r, surfaces[r.id][1]) for r in rows),
+        sum(r.input_tokens or 0 for r in used), sum(r.output_tokens or 0 for r in used),
+        sum(r.cache_read_tokens or 0 for r in used), sum(r.cache_creation_tokens or 0 for r in used),
+        last[0], project_slug(last[0]), last[1], last[2], last[3],
+        title, title_source, last[4], len(rows), session_id,
+    ]
 
 
 def project_slug(path: str | None) -> str | None:
