@@ -26,6 +26,7 @@ def test_migrations_in_order(conn):
         "m006_create_browse_views",
         "m007_create_file_sessions",
         "m008_clip_stored_tool_output",
+        "m009_index_ungrouped_sidechains",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -178,3 +179,26 @@ EXPECTED_TABLES = {
         'file_id',
     ],
 }
+
+
+def test_indexes(conn):
+    assert [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' "
+            "AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
+        )
+    ] == [
+        "messages_api_message", "messages_cwd", "messages_file", "messages_parent",
+        "messages_session_rows", "messages_session_seq", "messages_session_time",
+        "messages_timestamp", "messages_ungrouped_sidechain",
+    ]
+    # Deriving a session reads only its inline sidechain lines still to group.
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT id FROM messages "
+        "WHERE session_id = ? AND is_sidechain = 1 AND agent_id IS NULL ORDER BY seq",
+        ["s"],
+    ).fetchall()
+    assert [row[3] for row in plan] == [
+        "SEARCH messages USING INDEX messages_ungrouped_sidechain (session_id=?)"
+    ]

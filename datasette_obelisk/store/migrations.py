@@ -510,3 +510,15 @@ def m008_clip_stored_tool_output(db):
     from .tool_output import CLIP_STORED_SQL
 
     db.execute(CLIP_STORED_SQL)
+
+
+@migrations()
+def m009_index_ungrouped_sidechains(db):
+    # Deriving a session first looks for its inline sidechain lines (Claude
+    # <= 1.0) not yet grouped into a subagent session. Through the
+    # (session_id, seq) index that read every row of the session; this
+    # partial index holds only the lines still to group, usually none.
+    db.execute(
+        """CREATE INDEX messages_ungrouped_sidechain ON messages (session_id, seq)
+           WHERE is_sidechain = 1 AND agent_id IS NULL"""
+    )
