@@ -64,7 +64,7 @@ def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
 
 @dataclass(slots=True)
 class SessionPlan:
-    """What deriving a regrouped session writes: its rows' surfaces and usage, its
+    """What deriving a session writes: its rows' surfaces and usage, its
     ``sessions`` row and its search document."""
 
     stats: tuple  # session_stats when planned
@@ -81,10 +81,11 @@ class SessionPlan:
 
 
 def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> SessionPlan:
-    """Read only: what ``derive_sessions`` writes for a regrouped session.
+    """Read only: what ``derive_sessions`` writes for a session.
 
     Valid while no other write touches the session: everything here follows
-    from its rows, titles, subagents and files, read once."""
+    from its rows, titles, subagents and files, read once. (Regrouping inline
+    sidechain lines changes the rows, so ``derive_sessions`` plans again.)"""
     rows = session_rows(conn, session_id)
     surfaces = surfaces_of(rows)
     counted = counted_usage(rows)

@@ -190,13 +190,11 @@ class Ingester:
 
     def finish_cold_load_while_planning(self) -> None:
         """End the cold load on a second connection while this one plans the
-        queued derivations (reading only), within ``PLAN_BYTES``."""
-        with self.transaction():
-            queued = [row[0] for row in self.conn.execute("SELECT session_id FROM derive_queue")]
-            sessions = sorted(derive.regroup(self.conn, queued, self.words))  # it moves lines: not later
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in sessions]
-            )
+        queued derivations (reading only), within ``PLAN_BYTES``.
+
+        A plan that regrouping inline sidechain lines makes stale (the
+        session's rows change) is worked out again when it is written."""
+        sessions = sorted(row[0] for row in self.conn.execute("SELECT session_id FROM derive_queue"))
         todo = iter(sessions)
         planned = 0
 
