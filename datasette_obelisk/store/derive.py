@@ -125,6 +125,14 @@ def summary_leaf_sessions(conn, session_ids) -> set[str]:
 # -- inline sidechains ---------------------------------------------------
 
 
+UNGROUPED_SIDECHAIN = "session_id = ? AND is_sidechain = 1 AND agent_id IS NULL"  # m009's partial index
+
+
+def has_ungrouped_sidechain(conn, session_id: str) -> bool:
+    """Whether the session has inline sidechain lines still to move out."""
+    return conn.execute(f"SELECT 1 FROM messages WHERE {UNGROUPED_SIDECHAIN} LIMIT 1", [session_id]).fetchone() is not None
+
+
 def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords] | None = None) -> set[str]:
     """Move ≤1.0 inline sidechain lines into subagent sessions of their own.
 
@@ -134,8 +142,7 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
     reader made for the session index move with the lines.
     """
     rows = conn.execute(
-        "SELECT id, uuid, parent_uuid, text, is_meta FROM messages "
-        "WHERE session_id = ? AND is_sidechain = 1 AND agent_id IS NULL ORDER BY seq",
+        f"SELECT id, uuid, parent_uuid, text, is_meta FROM messages WHERE {UNGROUPED_SIDECHAIN} ORDER BY seq",
         [session_id],
     ).fetchall()
     if not rows:

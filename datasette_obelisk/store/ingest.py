@@ -192,19 +192,23 @@ class Ingester:
         """End the cold load on a second connection while this one plans the
         queued derivations (reading only), within ``PLAN_BYTES``.
 
-        A plan that regrouping inline sidechain lines makes stale (the
-        session's rows change) is worked out again when it is written."""
-        sessions = sorted(row[0] for row in self.conn.execute("SELECT session_id FROM derive_queue"))
-        todo = iter(sessions)
+        Sessions with inline sidechain lines still to regroup are left to
+        ``derive_sessions``: moving those lines would make their plans stale.
+        A plan takes over its session's word counts, which are let go.
+        """
+        sessions = iter(sorted(row[0] for row in self.conn.execute("SELECT session_id FROM derive_queue")))
         planned = 0
 
         def plan_one() -> bool:
             nonlocal planned
-            session_id = next(todo, None)
+            session_id = next(sessions, None)
             if session_id is None or planned >= PLAN_BYTES:
                 return False
-            plan = self.plans[session_id] = derive.plan_session(self.conn, session_id, self.words)
-            planned += plan.size()
+            if not derive.has_ungrouped_sidechain(self.conn, session_id):
+                plan = self.plans[session_id] = derive.plan_session(self.conn, session_id, self.words)
+                planned += plan.size()
+                words = self.words.pop(session_id, None)
+                self._words_size -= words.size() if words else 0
             return True
 
         cold_load.finish_alongside(self.conn, plan_one)
