@@ -130,7 +130,8 @@ UNGROUPED_SIDECHAIN = "session_id = ? AND is_sidechain = 1 AND agent_id IS NULL"
 
 def has_ungrouped_sidechain(conn, session_id: str) -> bool:
     """Whether the session has inline sidechain lines still to move out."""
-    return conn.execute(f"SELECT 1 FROM messages WHERE {UNGROUPED_SIDECHAIN} LIMIT 1", [session_id]).fetchone() is not None
+    found = conn.execute(f"SELECT 1 FROM messages WHERE {UNGROUPED_SIDECHAIN} LIMIT 1", [session_id])
+    return found.fetchone() is not None
 
 
 def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords] | None = None) -> set[str]:
