@@ -89,13 +89,14 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
     rows = session_rows(conn, session_id)
     surfaces = surfaces_of(rows)
     counted = counted_usage(rows)
+    stats = session_stats(conn, session_id)
     return SessionPlan(
-        session_stats(conn, session_id),
+        stats,
         [new + (r.id,) for r in rows if (new := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
         [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)],
         session_values(conn, session_id, rows, surfaces, counted),
         min((r.source for r in rows if r.source is not None), default=None),
-        plan_document(conn, session_id, (words or {}).get(session_id)),
+        plan_document(conn, session_id, (words or {}).get(session_id), stats),
     )
 
 

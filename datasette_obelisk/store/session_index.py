@@ -205,10 +205,12 @@ class DocumentPlan:
 
 
 def plan_document(
-    conn: sqlite3.Connection, session_id: str, precounted: SessionWords | None = None
+    conn: sqlite3.Connection, session_id: str, precounted: SessionWords | None = None, stats: tuple | None = None
 ) -> DocumentPlan | None:
-    """Read only: how the session's document changes, or None when it is up to date."""
-    stats = session_stats(conn, session_id)
+    """Read only: how the session's document changes, or None when it is up to date.
+
+    ``stats``: the session's ``session_stats``, when the caller has them."""
+    stats = stats or session_stats(conn, session_id)
     old = conn.execute(
         "SELECT id, first_id, last_id, messages, chars, meta_messages, body_words, meta_words "
         "FROM session_docs WHERE session_id = ?",
