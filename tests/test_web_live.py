@@ -16,8 +16,8 @@ def line(uuid, parent, text):
     }) + "\n"
 
 
-@pytest.mark.asyncio
-async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
+def ingested_log(tmp_path, monkeypatch):
+    """A one-line session log, ingested; live refresh allowed on every request."""
     monkeypatch.setattr(web_live, "MIN_INTERVAL_SECONDS", 0)
     project = tmp_path / ".claude" / "projects" / "-w"
     project.mkdir(parents=True)
@@ -25,6 +25,12 @@ async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
     log.write_text(line("a", None, "first words"))
     db = tmp_path / "obelisk.db"
     ingest(db, {"claude": tmp_path / ".claude"})
+    return log, db
+
+
+@pytest.mark.asyncio
+async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
+    log, db = ingested_log(tmp_path, monkeypatch)
     ds = make_datasette(db)
     await ds.invoke_startup()
     assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
@@ -36,13 +42,7 @@ async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
 
 @pytest.mark.asyncio
 async def test_read_only_instances_do_not_write(tmp_path, monkeypatch):
-    monkeypatch.setattr(web_live, "MIN_INTERVAL_SECONDS", 0)
-    project = tmp_path / ".claude" / "projects" / "-w"
-    project.mkdir(parents=True)
-    log = project / "s1.jsonl"
-    log.write_text(line("a", None, "first words"))
-    db = tmp_path / "obelisk.db"
-    ingest(db, {"claude": tmp_path / ".claude"})
+    log, db = ingested_log(tmp_path, monkeypatch)
     ds = make_datasette(db, config={"plugins": {"datasette-obelisk": {"read_only": True}}})
     await ds.invoke_startup()
     with open(log, "a") as fp:
