@@ -101,6 +101,7 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
 
 
 def write_session(conn: sqlite3.Connection, session_id: str, plan: SessionPlan) -> None:
+    """Write a plan's row updates and ``sessions`` row, inside the caller's transaction."""
     conn.executemany(SURFACE_UPDATE, plan.surfaces)
     conn.executemany(USAGE_UPDATE, plan.usage)
     if plan.source is not None:
