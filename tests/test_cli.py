@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -67,6 +69,13 @@ def test_usage_errors_exit_two(tmp_path):
     missing = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "absent")])
     assert missing.exit_code == 2
     assert "is not a folder" in missing.output
+
+
+def test_cli_does_not_import_datasette():
+    # Agents script the CLI: each call should not pay for loading the web face.
+    code = "import sys, datasette_obelisk.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'datasette'))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 def test_sources_lists_the_built_ins():
