@@ -1,9 +1,13 @@
 """The schema, pinned: tables and their columns, FTS tables, triggers and views."""
 
 
-import pytest
+import subprocess
+import sys
 
-from datasette_obelisk.store.db import open_db
+import pytest
+import sqlite_utils
+
+from datasette_obelisk.store.db import LATEST_MIGRATION, is_current, open_db
 from datasette_obelisk.store.migrations import migrations
 
 
@@ -30,6 +34,29 @@ def test_migrations_in_order(conn):
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
+    assert LATEST_MIGRATION == migrations._migrations[-1].name
+
+
+def test_an_older_database_is_brought_up_to_date(tmp_path):
+    path = tmp_path / "old.db"
+    migrations.apply(sqlite_utils.Database(path), stop_before=LATEST_MIGRATION)
+    older = sqlite_utils.Database(path)
+    assert not is_current(older.conn)
+    older.close()
+    conn = open_db(path)
+    assert is_current(conn)
+    assert conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()[0] == len(migrations._migrations)
+
+
+def test_opening_a_current_database_loads_no_migrations(tmp_path):
+    open_db(tmp_path / "current.db").close()
+    code = (
+        "import sys; from datasette_obelisk.store.db import open_db; "
+        f"open_db({str(tmp_path / 'current.db')!r}); "
+        "print(sorted(m for m in sys.modules if m.startswith(('sqlite_utils', 'datasette_obelisk.store.migrations'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
 
 
 def test_tables_and_columns(conn):
