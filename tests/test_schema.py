@@ -35,6 +35,7 @@ def test_migrations_in_order(conn):
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
     assert LATEST_MIGRATION == migrations._migrations[-1].name
+    assert [m.name[:4] for m in migrations._migrations] == [f"m{n:03}" for n in range(1, len(migrations._migrations) + 1)]
 
 
 def test_an_older_database_is_brought_up_to_date(tmp_path):

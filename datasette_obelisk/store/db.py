@@ -62,15 +62,17 @@ def migrate(conn: sqlite3.Connection) -> None:
 
 
 def is_current(conn: sqlite3.Connection) -> bool:
-    """Whether every migration has been applied to ``conn``'s database."""
+    """Whether every migration has been applied to ``conn``'s database.
+
+    Migrations are numbered from m001 without gaps, so all are there when
+    the latest is and there are as many as its number."""
     try:
-        row = conn.execute(
-            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = 'datasette_obelisk' AND name = ?",
-            [LATEST_MIGRATION],
+        count, latest = conn.execute(
+            "SELECT count(*), max(name) FROM _sqlite_migrations WHERE migration_set = 'datasette_obelisk'"
         ).fetchone()
     except sqlite3.OperationalError:  # no migrations table yet
         return False
-    return row is not None
+    return latest == LATEST_MIGRATION and count == int(LATEST_MIGRATION[1:4])
 
 
 def open_db(path: str | Path) -> sqlite3.Connection:
