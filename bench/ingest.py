@@ -139,6 +139,17 @@ def corpus_bytes(corpus: Path) -> int:
     return sum(p.stat().st_size for p in jsonl_files(corpus))
 
 
+def bench_corpus(workdir: Path, size: str, seed: int, huge_line: str) -> Path:
+    """The generated corpus for these settings, generated on first use."""
+    corpus = workdir / f"corpus-{size}-{seed}"
+    if not (corpus / ".complete").exists():
+        shutil.rmtree(corpus, ignore_errors=True)
+        print(f"generating {size} corpus in {corpus} …", file=sys.stderr)
+        generate(corpus, seed=seed, target_bytes=parse_size(size), huge_line_bytes=parse_size(huge_line))
+        (corpus / ".complete").write_text("ok\n")
+    return corpus
+
+
 def append_lines(corpus: Path, count: int) -> tuple[Path, int]:
     """Append ``count`` copies of a session's last user line, as a live writer would.
 
@@ -165,13 +176,8 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=1, help="baseline/obelisk pairs to run; the median pair is shown")
     args = parser.parse_args(argv)
 
-    size, huge = parse_size(args.size), parse_size(args.huge_line)
-    corpus = args.workdir / f"corpus-{args.size}-{args.seed}"
-    if not (corpus / ".complete").exists():
-        shutil.rmtree(corpus, ignore_errors=True)
-        print(f"generating {args.size} corpus in {corpus} …", file=sys.stderr)
-        generate(corpus, seed=args.seed, target_bytes=size, huge_line_bytes=huge)
-        (corpus / ".complete").write_text("ok\n")
+    huge = parse_size(args.huge_line)
+    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line)
     total = corpus_bytes(corpus)
     mb = total / 1e6
 

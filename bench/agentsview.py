@@ -1,0 +1,270 @@
+"""Ingest beside agentsview: the same logs, each tool in its own process, in one run.
+
+agentsview (``pip install agentsview``) archives Claude Code and Codex logs
+into SQLite too. Each tool gets a private HOME (``CLAUDE_CONFIG_DIR`` and
+``CODEX_HOME`` point into it as well), so neither reads the agent folders
+of the machine it runs on, and both find the logs the way they would for a
+user.
+
+    pip install agentsview
+    python bench/agentsview.py --size 500MB --rounds 3   # speed, on a generated corpus
+    python bench/agentsview.py --shared ../shared/corpus  # what each keeps of the public logs
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ingest import append_lines, bench_corpus, corpus_bytes
+
+
+@dataclass
+class Run:
+    seconds: float
+    cpu: float  # user + system seconds, the process and the children it waited for
+    peak_rss_mb: float  # its largest process
+    output: str
+
+
+def timed(command: list[str], env: dict) -> Run:
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    output = process.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode not in (0, 1):  # obelisk exits 1 when it reported bad lines
+        raise SystemExit(f"{command[0]} failed with status {process.returncode}:\n{output}")
+    return Run(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, output)
+
+
+def link_generated(corpus: Path):
+    """Fill a home with links to a generated corpus's ``.claude`` and ``.codex``."""
+
+    def populate(home: Path) -> None:
+        for folder in (".claude", ".codex"):
+            (home / folder).symlink_to((corpus / folder).resolve())
+
+    return populate
+
+
+def copy_shared(corpus: Path):
+    """Fill a home with copies of ../shared/corpus laid out where each agent writes.
+
+    Copies, not links: agentsview skips symlinked files. Files saved under
+    another name get the name their agent gives them (``rollout-…``,
+    ``session-…``); a ``sessions/`` part of the saved path is kept.
+    """
+
+    def place(source: Path, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+
+    def populate(home: Path) -> None:
+        shutil.copytree(corpus / "claude-code", home / ".claude" / "projects")
+        for path in sorted((corpus / "codex").rglob("*.jsonl")):
+            relative = path.relative_to(corpus / "codex")
+            if path.name.endswith("history.jsonl"):
+                target = Path("history.jsonl")
+            elif "sessions" in relative.parts:
+                target = Path(*relative.parts[relative.parts.index("sessions"):])
+            else:
+                name = path.name if path.name.startswith("rollout-") else f"rollout-2026-01-01T00-00-00-{path.name}"
+                target = Path("sessions", "2026", "01", "01", name)
+            place(path, home / ".codex" / target)
+        for path in sorted((corpus / "gemini").rglob("*.json*")):
+            owner = path.relative_to(corpus / "gemini").parts[0]
+            name = "logs.json" if path.name.endswith("logs.json") else f"session-{path.name}"
+            folder = "" if name == "logs.json" else "chats"
+            place(path, home / ".gemini" / "tmp" / owner / folder / name)
+
+    return populate
+
+
+class Tool:
+    name = ""
+
+    def __init__(self, executable: str, home: Path, populate):
+        home = home.absolute()
+        self.executable, self.home = executable, home
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        populate(home)
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(home),
+            "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+            "CODEX_HOME": str(home / ".codex"),
+            "LANG": "C.UTF-8",
+        }
+
+    def db_mb(self) -> float:
+        return sum(Path(f"{self.db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{self.db}{s}").exists()) / 1e6
+
+    def query(self, sql: str) -> list[tuple]:
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+    def counts(self) -> dict:
+        return {name: self.query(sql)[0][0] for name, sql in self.count_sql.items()}
+
+    def per_file(self) -> dict[str, tuple[int, int]]:
+        """Sessions and messages kept from each file, by path below the home."""
+        return {
+            str(Path(path).relative_to(self.home)): (sessions, messages)
+            for path, sessions, messages in self.query(self.per_file_sql)
+            if path
+        }
+
+
+class Obelisk(Tool):
+    name = "obelisk"
+    count_sql = {
+        "sessions": "SELECT count(*) FROM sessions",
+        "messages": "SELECT count(*) FROM messages",
+        "linked": "SELECT count(*) FROM sessions WHERE parent_session_id IS NOT NULL",
+    }
+    per_file_sql = (
+        "SELECT f.path, count(DISTINCT m.session_id), count(m.id) "
+        "FROM source_files f LEFT JOIN messages m ON m.file_id = f.id GROUP BY f.id"
+    )
+
+    @property
+    def db(self) -> Path:
+        return self.home / "obelisk.db"
+
+    def sync(self) -> Run:
+        return timed([self.executable, "ingest", "--db", str(self.db), "--json"], self.env)
+
+    def files(self) -> int:
+        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT count(*) FROM source_files WHERE path NOT LIKE '%.meta.json'").fetchone()[0]
+        finally:
+            conn.close()
+
+
+class AgentsView(Tool):
+    name = "agentsview"
+    count_sql = {
+        "sessions": "SELECT count(*) FROM sessions",
+        "messages": "SELECT count(*) FROM messages",
+        "linked": "SELECT count(*) FROM sessions WHERE coalesce(parent_session_id, '') != ''",
+    }
+    per_file_sql = (
+        "SELECT s.file_path, count(DISTINCT s.id), count(m.id) "
+        "FROM sessions s LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.file_path"
+    )
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.env["AGENTSVIEW_NO_DAEMON"] = "1"  # a one-shot sync, no background server
+
+    @property
+    def db(self) -> Path:
+        return self.home / ".agentsview" / "sessions.db"
+
+    def sync(self) -> Run:
+        return timed([self.executable, "sync"], self.env)
+
+    def files(self) -> int:
+        log = (self.home / ".agentsview" / "debug.log").read_text()
+        found = re.findall(r"discovered (\d+) files", log)
+        return int(found[0]) if found else -1
+
+
+def obelisk_executable() -> str:
+    script = Path(sys.executable).with_name("obelisk")
+    return str(script) if script.exists() else shutil.which("obelisk")
+
+
+def coverage(shared: Path, agentsview: str, workdir: Path) -> None:
+    """Per file of the public logs: the sessions and messages each tool kept."""
+    tools = [
+        Obelisk(obelisk_executable(), workdir / "shared-obelisk", copy_shared(shared)),
+        AgentsView(agentsview, workdir / "shared-agentsview", copy_shared(shared)),
+    ]
+    for tool in tools:
+        tool.sync()
+    ours, theirs = (tool.per_file() for tool in tools)
+    files = sorted(p for p in ours.keys() | theirs.keys() if not p.endswith(".meta.json"))
+    print(f"{'file (below HOME)':<100} {'obelisk':>15} {'agentsview':>15}")
+    print(f"{'':<100} {'sessions  msgs':>15} {'sessions  msgs':>15}")
+    for path in files:
+        cells = [f"{c[0]:8} {c[1]:5}" if c else f"{'not read':>14}" for c in (ours.get(path), theirs.get(path))]
+        print(f"{path:<100} {cells[0]:>15} {cells[1]:>15}")
+    for tool in tools:
+        counts = tool.counts()
+        kept = sum(1 for path in files if tool.per_file().get(path, (0, 0))[1])
+        print(f"{tool.name}: {kept} of {len(files)} files gave messages; {counts['sessions']} sessions, "
+              f"{counts['messages']} messages, {counts['linked']} sessions linked to a parent")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--huge-line", default="50MB", help="one tool output line of this size")
+    parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
+    parser.add_argument("--rounds", type=int, default=1, help="cold-run pairs; the median pair is shown")
+    parser.add_argument("--agentsview", default=shutil.which("agentsview"), help="the agentsview executable")
+    parser.add_argument("--shared", type=Path, help="compare what each keeps of this corpus folder instead")
+    args = parser.parse_args(argv)
+    if not args.agentsview:
+        raise SystemExit("agentsview not found: pip install agentsview, or pass --agentsview PATH")
+    if args.shared:
+        coverage(args.shared, args.agentsview, args.workdir)
+        return
+
+    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line)
+    mb = corpus_bytes(corpus) / 1e6
+    runs = args.workdir / "side-by-side"
+    rounds = []
+    for number in range(1, args.rounds + 1):
+        tools = [
+            Obelisk(obelisk_executable(), runs / "obelisk", link_generated(corpus)),
+            AgentsView(args.agentsview, runs / "agentsview", link_generated(corpus)),
+        ]
+        cold = {tool.name: tool.sync() for tool in tools}
+        ratio = cold["agentsview"].seconds / cold["obelisk"].seconds
+        print(f"round {number}: obelisk {cold['obelisk'].seconds:.1f} s, agentsview "
+              f"{cold['agentsview'].seconds:.1f} s, obelisk {ratio:.2f}x as fast", file=sys.stderr)
+        rounds.append((ratio, cold, tools))
+    # The homes of the last round are the ones on disk for the runs below.
+    tools = rounds[-1][2]
+    ratio, cold, _ = sorted(rounds, key=lambda r: r[0])[(len(rounds) - 1) // 2]
+    noop = {tool.name: tool.sync() for tool in tools}
+    appended, size = append_lines(corpus, 10)
+    try:
+        tail = {tool.name: tool.sync() for tool in tools}
+    finally:
+        os.truncate(appended, size)  # the next run measures the same corpus
+
+    print(f"corpus: {mb:.1f} MB of JSONL (seed {args.seed}), cold runs: median of {len(rounds)}")
+    print(f"{'':11} {'seconds':>8} {'CPU s':>7} {'MB/s':>6} {'peak RSS':>9} {'DB MB':>7} "
+          f"{'files':>6} {'sessions':>9} {'messages':>9} {'no-op s':>8} {'+10 lines s':>12}")
+    for tool in tools:
+        run, counts = cold[tool.name], tool.counts()
+        print(
+            f"{tool.name:11} {run.seconds:8.1f} {run.cpu:7.1f} {mb / run.seconds:6.1f} {run.peak_rss_mb:7.0f}MB "
+            f"{tool.db_mb():7.0f} {tool.files():6} {counts['sessions']:9,} {counts['messages']:9,} "
+            f"{noop[tool.name].seconds:8.2f} {tail[tool.name].seconds:12.2f}"
+        )
+    ratios = ", ".join(f"{r:.2f}" for r, _, _ in rounds)
+    print(f"obelisk cold ingest {ratio:.2f}x as fast as agentsview" + (f" (median of {ratios})" if len(rounds) > 1 else ""))
+
+
+if __name__ == "__main__":
+    main()
