@@ -1,6 +1,10 @@
 """Forked reader processes parse ahead of the writer; the database is the same as reading inline."""
 
 import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -171,6 +175,42 @@ def test_a_threaded_caller_reads_inline(logs):
     with JobStream(Reader(get_sources(), None, 4000), jobs, ahead=True) as stream:
         assert len(stream.workers) == 2
         assert [type(i) for job in jobs for i in stream.items(job)] == [type(i) for i in items]
+
+
+READERS_OF_A_KILLED_INGESTER = """
+import sys, time
+from pathlib import Path
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.store.read_ahead import JobStream
+from datasette_obelisk.store.reader import Job, Reader
+jobs = [Job(u) for u in get_sources()["claude"].discover(Path(sys.argv[1]))]
+stream = JobStream(Reader(get_sources(), None, 1 << 20), jobs, ahead=True)  # few items, many bytes
+print(*[process.pid for process, _, _ in stream.workers], flush=True)
+time.sleep(600)  # never reads: the readers fill their pipes, then this process is killed
+"""
+
+
+def exited(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="readers are forked on Linux only")
+def test_readers_exit_when_the_ingester_is_killed(logs):
+    ingester = subprocess.Popen(
+        [sys.executable, "-c", READERS_OF_A_KILLED_INGESTER, str(logs["claude"])], stdout=subprocess.PIPE, text=True
+    )
+    readers = [int(pid) for pid in ingester.stdout.readline().split()]
+    assert len(readers) == 2
+    time.sleep(1)  # they read everything they can
+    ingester.kill()
+    ingester.wait()
+    deadline = time.monotonic() + 10
+    while not all(exited(pid) for pid in readers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [pid for pid in readers if not exited(pid)] == []
 
 
 @pytest.mark.parametrize("read_ahead_bytes", [None, 0])

@@ -110,7 +110,8 @@ class JobStream:
             return item
 
     def _work(self, jobs: list[Job], queue, room, parent: int) -> None:
-        put = functools.partial(self._put, queue=queue, room=room, parent=parent)
+        take = functools.partial(self._take_room, room=room, parent=parent)
+        put = functools.partial(self._put, queue=queue, take=take)
         try:
             for job in jobs:
                 for item in self.reader.read_job(job):
@@ -118,17 +119,26 @@ class JobStream:
                 put(_End())
         except BaseException:
             put(_Crash(traceback.format_exc()))
+        # Leave once the ingester has taken every item: on the way out the
+        # queue waits until its pipe is drained, which a killed ingester never
+        # does, and the reader would be left hanging forever.
+        take(BUFFER_MB)
 
     @staticmethod
-    def _put(item, *, queue, room, parent: int) -> None:
+    def _take_room(megabytes: int, *, room, parent: int) -> None:
+        """Wait until the ingester has taken enough items; exit if it is gone."""
+        for _ in range(megabytes):
+            while not room.acquire(timeout=POLL_SECONDS):
+                if os.getppid() != parent:
+                    os._exit(0)
+
+    @staticmethod
+    def _put(item, *, queue, take) -> None:
         # Pickled now, not later by the queue's thread: the parser may still
         # change records it has already returned.
         payload = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
         size = min(BUFFER_MB, 1 + (len(payload) >> 20))
-        for _ in range(size):
-            while not room.acquire(timeout=POLL_SECONDS):
-                if os.getppid() != parent:  # the ingester is gone
-                    os._exit(0)
+        take(size)
         queue.put((size, payload))
 
     def close(self) -> None:
