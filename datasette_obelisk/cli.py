@@ -100,8 +100,14 @@ def source_roots(sources: dict, names, dirs: dict) -> dict:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)")
 @click.option("--no-redact", is_flag=True, help="Store secrets as they are (local databases only; publish refuses them)")
-def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, progress, no_redact):
+@click.option("--watch", is_flag=True, help="Keep ingesting what changes until interrupted (or until the calling process exits)")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=2.0, show_default=True, help="Seconds between --watch passes (at least)")
+@click.option("--parent", type=int, hidden=True, help="With --watch: stop once process PARENT is no longer this one's parent")
+def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, progress, no_redact, watch, interval, parent):
     """Ingest agent session logs into the database, reading only what changed.
+
+    With --watch, ingest again every few seconds and print a line for each
+    pass that read something (one JSON object per line with --json).
 
     Example:
 
@@ -114,16 +120,46 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     roots = source_roots(
         sources, source_names, {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
     )
+    db = resolve_db(db_path)
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
-    summary = run_ingest(resolve_db(db_path), roots, sources=sources, progress=bar, redact=not no_redact)
+    summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
     if bar:
         bar.close()
     if as_json:
-        click.echo(json.dumps(dict(summary.as_dict(), db=str(resolve_db(db_path)), roots={k: str(v) for k, v in roots.items()}), indent=2))
+        described = dict(summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()})
+        click.echo(json.dumps(described, indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
+    if watch:
+        keep_watching(db, roots, interval, as_json, parent or os.getppid(), sources=sources, redact=not no_redact)
+        sys.exit(0)
     sys.exit(1 if summary.errors else 0)
+
+
+def keep_watching(db: Path, roots: dict, interval: float, as_json: bool, parent: int, **options) -> None:
+    """Ingest every ``interval`` seconds until Ctrl-C or until process ``parent`` is no longer our parent.
+
+    (A process whose parent exits gets another parent at once, even before
+    the old one is reaped.)"""
+    from .store.watch import watch
+
+    def report(summary) -> None:
+        if not (summary.files_read or summary.errors):
+            return
+        if as_json:
+            click.echo(json.dumps(dict(summary.as_dict(), at=time.strftime("%Y-%m-%dT%H:%M:%S"))))
+            return
+        click.echo(
+            f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
+            f"{summary.messages} messages, {summary.errors} errors"
+        )
+        echo_errors(summary.error_samples)
+
+    try:
+        watch(db, roots, interval=interval, report=report, should_stop=lambda: os.getppid() != parent, **options)
+    except KeyboardInterrupt:
+        pass
 
 
 def echo_summary(summary, roots) -> None:
@@ -135,12 +171,15 @@ def echo_summary(summary, roots) -> None:
         f"{summary.sessions} sessions, {summary.messages} messages, "
         f"{summary.errors} errors in {summary.seconds:.2f}s"
     )
-    for sample in summary.error_samples[:10]:
-        path, line, reason = sample
-        where = f"{path}:{line}" if line else path
-        click.echo(f"  error: {where}: {reason}", err=True)
+    echo_errors(summary.error_samples)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
+
+
+def echo_errors(samples) -> None:
+    for path, line, reason in samples[:10]:
+        where = f"{path}:{line}" if line else path
+        click.echo(f"  error: {where}: {reason}", err=True)
 
 
 @cli.command()
@@ -166,8 +205,12 @@ def sources():
 @click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-logs"), show_default=True, help="Where the demo corpus goes when there are no logs")
 @click.option("-p", "--port", default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
 @click.option("--serve/--no-serve", default=True, help="Start Datasette after ingesting")
-def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve):
+@click.option("--watch/--no-watch", default=True, help="While serving, keep ingesting new and grown logs")
+def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch):
     """Ingest your agent logs (or a generated demo corpus) and serve them.
+
+    While Datasette serves, a second process ingests what changes every few
+    seconds (``obelisk ingest --watch``), so new sessions show up by themselves.
 
     Example:
 
@@ -185,8 +228,26 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve):
     summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None)
     echo_summary(summary, roots)
     if serve:
+        if watch:
+            start_watcher(db, roots)
         click.echo(f"Serving {db} on http://127.0.0.1:{port}/-/obelisk", err=True)
         os.execvp(sys.executable, [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
+
+
+def start_watcher(db: Path, roots: dict) -> None:
+    """``obelisk ingest --watch`` over ``roots``, in a process that stops when this one does.
+
+    This process then becomes Datasette (``exec``), so the watcher's parent is
+    the server: it exits when the server does."""
+    import subprocess
+
+    command = [sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
+               "--parent", str(os.getpid())]
+    for name, root in roots.items():
+        command += ["--source", name]
+        if name in ("claude", "codex", "gemini"):
+            command += [f"--{name}-dir", str(root)]
+    subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
 def demo_roots(demo_dir: Path) -> dict:

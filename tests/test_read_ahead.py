@@ -4,11 +4,11 @@ import sqlite3
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from dbsnapshot import snapshot
+from processes import exited
 from query_fixtures import CORPUS, corpus_roots
 
 from datasette_obelisk.demo.generator import generate
@@ -188,13 +188,6 @@ stream = JobStream(Reader(get_sources(), None, 1 << 20), jobs, ahead=True)  # fe
 print(*[process.pid for process, _, _ in stream.workers], flush=True)
 time.sleep(600)  # never reads: the readers fill their pipes, then this process is killed
 """
-
-
-def exited(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="readers are forked on Linux only")

@@ -1,0 +1,151 @@
+"""Watching: `obelisk ingest --watch` and `obelisk up` keep the database current by themselves."""
+
+import json
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from datasette_obelisk.store import watch as watch_module
+from datasette_obelisk.store.ingest import IngestSummary
+from processes import children, exited
+
+OBELISK = [sys.executable, "-m", "datasette_obelisk"]
+
+
+def add_prompts(path: Path, session: str, prompts: list[str]) -> Path:
+    """Append user prompts to a Claude Code session log, each line written whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    previous = None
+    if path.exists():
+        previous = json.loads(path.read_text().splitlines()[-1])["uuid"]
+    with open(path, "a") as fp:
+        for text in prompts:
+            uuid = f"{session}-{text.replace(' ', '-')}"
+            line = {
+                "type": "user", "uuid": uuid, "parentUuid": previous, "sessionId": session,
+                "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/tmp/watched",
+                "message": {"role": "user", "content": text},
+            }
+            fp.write(json.dumps(line) + "\n")
+            fp.flush()
+            previous = uuid
+    return path
+
+
+def stored(db: Path) -> set:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return set(conn.execute("SELECT session_id, text FROM messages"))
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # not created yet
+        return set()
+
+
+def until(predicate, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def project(isolated_home) -> Path:
+    return isolated_home / ".claude" / "projects" / "-tmp-watched"
+
+
+def test_watch_passes_until_told_to_stop(monkeypatch):
+    passes = []
+
+    def fake_ingest(db, roots, **options):
+        passes.append(options)
+        return IngestSummary(files_read=1)
+
+    monkeypatch.setattr(watch_module, "ingest", fake_ingest)
+    reports = []
+    watch_module.watch("x.db", {}, interval=0.01, report=reports.append,
+                       should_stop=lambda: len(passes) == 3, redact=False)
+    assert passes == [{"redact": False}] * 3
+    assert [r.files_read for r in reports] == [1, 1, 1]
+
+
+def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
+    first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
+    db = tmp_path / "o.db"
+    process = subprocess.Popen(
+        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--source", "claude", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        until(lambda: stored(db) == {("s1", "hello one")})
+        add_prompts(first, "s1", ["hello two"])
+        add_prompts(project / "s2.jsonl", "s2", ["a new session"])
+        until(lambda: stored(db) == {("s1", "hello one"), ("s1", "hello two"), ("s2", "a new session")})
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("1 files (1 read, 0 unchanged, 0 gone from disk), 1 lines, 1 sessions, 1 messages, 0 errors")
+    passes = [re.fullmatch(r"\d\d:\d\d:\d\d (\d+) files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[1:]]
+    assert all(passes), lines
+    assert sum(int(p[2]) for p in passes) == 2 and sum(int(p[3]) for p in passes) == 2
+
+
+def test_watch_stops_when_its_parent_exits(tmp_path, project):
+    # The parent starts the watcher and exits at once; the watcher's output
+    # pipe stays open until the watcher is gone, so this returns only then.
+    add_prompts(project / "s1.jsonl", "s1", ["hello"])
+    starter = "import os, subprocess, sys; subprocess.Popen(sys.argv[1:] + ['--parent', str(os.getpid())])"
+    db = tmp_path / "o.db"
+    result = subprocess.run(
+        [sys.executable, "-c", starter] + OBELISK
+        + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--source", "claude", "--json"],
+        capture_output=True, text=True, timeout=60,
+    )
+    first = json.loads(result.stdout.splitlines()[0])
+    assert (first["files"], first["messages"], first["db"]) == (1, 1, str(db))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the watcher through /proc")
+def test_up_serves_sessions_written_after_it_started(tmp_path, project):
+    add_prompts(project / "s1.jsonl", "s1", ["before serving"])
+    port, db = free_port(), tmp_path / "obelisk.db"
+    server = subprocess.Popen(
+        OBELISK + ["up", "--db", str(db), "--claude-dir", str(project.parent.parent), "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+
+    def session_ids() -> list:
+        url = f"http://127.0.0.1:{port}/obelisk/sessions.json?_shape=array&_col=id&_sort=id"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                return [row["id"] for row in json.load(response)]
+        except OSError:
+            return []
+
+    try:
+        until(lambda: session_ids() == ["s1"], timeout=60)
+        [watcher] = children(server.pid)
+        add_prompts(project / "s2.jsonl", "s2", ["after serving"])
+        until(lambda: session_ids() == ["s1", "s2"])
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
+    until(lambda: exited(watcher))
