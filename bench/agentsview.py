@@ -14,13 +14,19 @@ user.
 from __future__ import annotations
 
 import argparse
+import collections
+import json
 import os
 import re
+import socket
+import statistics
 import shutil
 import sqlite3
 import subprocess
 import sys
 import time
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +154,16 @@ class Obelisk(Tool):
     def sync(self) -> Run:
         return timed([self.executable, "ingest", "--db", str(self.db), "--json"], self.env)
 
+    def serve_command(self, port: int) -> list[str]:
+        return [sys.executable, "-m", "datasette", "serve", str(self.db), "-h", "127.0.0.1", "-p", str(port)]
+
+    def search_path(self, word: str, limit: int) -> str:
+        return f"/-/obelisk/api/session-query/sessions/search?{urllib.parse.urlencode({'query': word, 'limit': limit})}"
+
+    @staticmethod
+    def found(payload) -> int:
+        return len(payload["items"])
+
     def files(self) -> int:
         conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
         try:
@@ -179,6 +195,16 @@ class AgentsView(Tool):
     def sync(self) -> Run:
         return timed([self.executable, "sync"], self.env)
 
+    def serve_command(self, port: int) -> list[str]:
+        return [self.executable, "serve", "--no-sync", "--host", "127.0.0.1", "--port", str(port)]
+
+    def search_path(self, word: str, limit: int) -> str:
+        return f"/api/v1/search?{urllib.parse.urlencode({'q': word, 'limit': limit})}"
+
+    @staticmethod
+    def found(payload) -> int:
+        return len(payload.get("results") or payload.get("sessions") or [])
+
     def files(self) -> int:
         log = (self.home / ".agentsview" / "debug.log").read_text()
         found = re.findall(r"discovered (\d+) files", log)
@@ -188,6 +214,73 @@ class AgentsView(Tool):
 def obelisk_executable() -> str:
     script = Path(sys.executable).with_name("obelisk")
     return str(script) if script.exists() else shutil.which("obelisk")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def get_json(url: str):
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return json.load(response)
+
+
+def query_words(obelisk: Obelisk, per_class: int) -> dict[str, list[str]]:
+    """Words to search for: frequent ones (among the most common words of
+    every 50th message) and rare ones (in one to five sessions)."""
+    seen = collections.Counter()
+    for (text,) in obelisk.query("SELECT substr(text, 1, 20000) FROM messages WHERE id % 50 = 0"):
+        seen.update(set(re.findall(r"\b[a-z]{5,12}\b", text.lower())))
+    rare = []
+    for word in sorted(w for w, count in seen.items() if count == 1):
+        sessions = obelisk.query(
+            "SELECT count(DISTINCT session_id) FROM messages WHERE id IN "
+            f"(SELECT rowid FROM messages_fts WHERE messages_fts MATCH '\"{word}\"')"
+        )[0][0]
+        if 1 <= sessions <= 5:
+            rare.append(word)
+        if len(rare) == per_class:
+            break
+    return {"frequent": [word for word, _ in seen.most_common()][10:10 + per_class], "rare": rare}
+
+
+def search_speed(tools: list, words: dict[str, list[str]], limit: int = 20) -> dict:
+    """Per tool and class: p50 and p95 milliseconds (best of three per query) and median sessions found."""
+    results = {}
+    for tool in tools:
+        port = free_port()
+        server = subprocess.Popen(tool.serve_command(port), env=tool.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise SystemExit(f"{tool.name} did not start serving")
+                    time.sleep(0.2)
+            for kind, queries in words.items():
+                times, found = [], []
+                for word in queries:
+                    url = f"http://127.0.0.1:{port}{tool.search_path(word, limit)}"
+                    found.append(tool.found(get_json(url)))  # also warms the caches
+                    best = float("inf")
+                    for _ in range(3):
+                        started = time.perf_counter()
+                        get_json(url)
+                        best = min(best, time.perf_counter() - started)
+                    times.append(best * 1000)
+                times.sort()
+                results[tool.name, kind] = (
+                    statistics.median(times), times[min(len(times) - 1, int(0.95 * len(times)))], statistics.median(found)
+                )
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return results
 
 
 def coverage(shared: Path, agentsview: str, workdir: Path) -> None:
@@ -220,6 +313,7 @@ def main(argv=None) -> None:
     parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
     parser.add_argument("--rounds", type=int, default=1, help="cold-run pairs; the median pair is shown")
     parser.add_argument("--agentsview", default=shutil.which("agentsview"), help="the agentsview executable")
+    parser.add_argument("--queries", type=int, default=20, help="searches per class (0: no search timing)")
     parser.add_argument("--shared", type=Path, help="compare what each keeps of this corpus folder instead")
     args = parser.parse_args(argv)
     if not args.agentsview:
@@ -264,6 +358,13 @@ def main(argv=None) -> None:
         )
     ratios = ", ".join(f"{r:.2f}" for r, _, _ in rounds)
     print(f"obelisk cold ingest {ratio:.2f}x as fast as agentsview" + (f" (median of {ratios})" if len(rounds) > 1 else ""))
+    if args.queries:
+        words = query_words(tools[0], args.queries)
+        speed = search_speed(tools, words)
+        print(f"session search over HTTP, {args.queries} words per class, limit 20 (best of 3 per word):")
+        print(f"{'':11} {'class':>9} {'p50 ms':>8} {'p95 ms':>8} {'sessions found (median)':>24}")
+        for (name, kind), (p50, p95, found) in speed.items():
+            print(f"{name:11} {kind:>9} {p50:8.1f} {p95:8.1f} {found:24.0f}")
 
 
 if __name__ == "__main__":
