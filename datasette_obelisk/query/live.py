@@ -26,7 +26,6 @@ from pathlib import Path
 from ..sources.base import SourceFile
 from ..store.db import BUSY_TIMEOUT_MS
 from ..store import cold_load
-from ..store.ingest import Ingester
 
 WAIT_SECONDS = 2.0
 
@@ -67,6 +66,8 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     rows = changed_files(conn, session_ids)
     if not rows:
         return []
+    from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
+
     if sources is None:
         from ..plugins import get_sources
 
