@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -69,6 +70,24 @@ def test_usage_errors_exit_two(tmp_path):
     missing = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "absent")])
     assert missing.exit_code == 2
     assert "is not a folder" in missing.output
+
+
+@pytest.mark.parametrize("command", [["datasette", "obelisk", "ingest"], ["sqlite-utils", "obelisk-ingest"]])
+def test_ingest_is_also_a_datasette_and_sqlite_utils_command(tmp_path, command):
+    # The installed entry points, run as a user would.
+    claude = tmp_path / ".claude" / "projects" / "-tmp-p"
+    claude.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+            "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "hello"}}
+    (claude / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    executable = str(Path(sys.executable).with_name(command[0]))
+    result = subprocess.run(
+        [executable, *command[1:], "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / ".claude"), "--json"],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["files"], summary["sessions"], summary["messages"]) == (1, 1, 1)
 
 
 def test_cli_does_not_import_datasette():
