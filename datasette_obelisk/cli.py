@@ -230,6 +230,7 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch)
     if serve:
         if watch:
             start_watcher(db, roots)
+            click.echo("New and grown logs are ingested every few seconds while it serves (--no-watch: not).", err=True)
         click.echo(f"Serving {db} on http://127.0.0.1:{port}/-/obelisk", err=True)
         os.execvp(sys.executable, [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
 
