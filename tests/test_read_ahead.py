@@ -1,5 +1,6 @@
 """Forked reader processes parse ahead of the writer; the database is the same as reading inline."""
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -224,3 +225,40 @@ def test_empty_columns_are_stored_as_null(tmp_path, logs, read_ahead_bytes):
         assert conn.execute("SELECT COUNT(*) FROM tool_calls WHERE file_path IS NULL").fetchone()[0] > 0
     finally:
         conn.close()
+
+
+def claude_prompt(session: str, n: int) -> bytes:
+    return json.dumps({
+        "type": "user", "uuid": f"{session}-{n}", "parentUuid": f"{session}-{n - 1}" if n else None,
+        "sessionId": session, "timestamp": f"2026-03-01T10:00:{n:02d}.000Z",
+        "message": {"role": "user", "content": f"prompt {n} of {session}"},
+    }).encode()
+
+
+@pytest.mark.parametrize("read_ahead_bytes", [None, 0])
+def test_a_reopened_file_leaves_the_next_jobs_in_step(tmp_path, read_ahead_bytes):
+    # s0's last line was whole but had no newline when first read; then the
+    # agent went on writing it, so s0 must be read again from the start. With
+    # readers ahead, the reader that sent that news still has the rest of
+    # s0's job queued, and s2 is its next job.
+    project = tmp_path / ".claude" / "projects" / "-tmp-p"
+    project.mkdir(parents=True)
+    names = [f"s{k}" for k in range(4)]
+    for name in names:
+        (project / f"{name}.jsonl").write_bytes(b"\n".join(claude_prompt(name, n) for n in range(3)))
+    roots = {"claude": tmp_path / ".claude"}
+    db = tmp_path / "o.db"
+    ingest(db, roots, read_ahead_bytes=read_ahead_bytes, cold_load_bytes=None)
+    with open(project / "s0.jsonl", "ab") as fp:
+        fp.write(b', "more": true}\n' + claude_prompt("s0", 3) + b"\n")
+    for name in names[1:]:
+        with open(project / f"{name}.jsonl", "ab") as fp:
+            fp.write(b"\n" + claude_prompt(name, 3) + b"\n")
+    ingest(db, roots, read_ahead_bytes=read_ahead_bytes, cold_load_bytes=None)
+    ingest(tmp_path / "fresh.db", roots, read_ahead_bytes=None)
+    assert snapshot(db) == snapshot(tmp_path / "fresh.db")
+    conn = sqlite3.connect(db)
+    # 4 files of 4 prompts; s0's third line is now one bad line (an error, not a message)
+    assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 15
+    assert conn.execute("SELECT line_no FROM ingest_errors").fetchall() == [(3,)]
+    conn.close()

@@ -391,7 +391,11 @@ class Ingester:
                 self.file_error(unit, row, item.reason)
             elif isinstance(item, Reopen):
                 # The previous run consumed an unterminated line that has since
-                # been extended: the file was rewritten after all.
+                # been extended: the file was rewritten after all. The job's
+                # items are taken to their end first, so that a reader working
+                # ahead hands over its next job from that job's start.
+                for _ in items:
+                    pass
                 self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
                 return self.ingest_file(unit)
         if unit.layout != "document":
