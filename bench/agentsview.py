@@ -30,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from ingest import append_lines, bench_corpus, corpus_bytes
+from ingest import add_corpus_options, append_lines, bench_corpus, corpus_bytes
 
 
 @dataclass
@@ -165,11 +165,7 @@ class Obelisk(Tool):
         return len(payload["items"])
 
     def files(self) -> int:
-        conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
-        try:
-            return conn.execute("SELECT count(*) FROM source_files WHERE path NOT LIKE '%.meta.json'").fetchone()[0]
-        finally:
-            conn.close()
+        return self.query("SELECT count(*) FROM source_files WHERE path NOT LIKE '%.meta.json'")[0][0]
 
 
 class AgentsView(Tool):
@@ -307,10 +303,7 @@ def coverage(shared: Path, agentsview: str, workdir: Path) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--huge-line", default="50MB", help="one tool output line of this size")
-    parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
+    add_corpus_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="cold-run pairs; the median pair is shown")
     parser.add_argument("--agentsview", default=shutil.which("agentsview"), help="the agentsview executable")
     parser.add_argument("--queries", type=int, default=20, help="searches per class (0: no search timing)")

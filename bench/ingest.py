@@ -139,6 +139,14 @@ def corpus_bytes(corpus: Path) -> int:
     return sum(p.stat().st_size for p in jsonl_files(corpus))
 
 
+def add_corpus_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose (and generate) the benchmark corpus."""
+    parser.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--huge-line", default="50MB", help="one tool output line of this size")
+    parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
+
+
 def bench_corpus(workdir: Path, size: str, seed: int, huge_line: str) -> Path:
     """The generated corpus for these settings, generated on first use."""
     corpus = workdir / f"corpus-{size}-{seed}"
@@ -169,10 +177,7 @@ def append_lines(corpus: Path, count: int) -> tuple[Path, int]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--size", default="500MB", help="corpus size (default 500MB)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--huge-line", default="50MB", help="one tool output line of this size")
-    parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
+    add_corpus_options(parser)
     parser.add_argument("--rounds", type=int, default=1, help="baseline/obelisk pairs to run; the median pair is shown")
     args = parser.parse_args(argv)
 
