@@ -221,10 +221,12 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch)
 
     sources = get_sources()
     roots = source_roots(sources, (), {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir})
+    db = resolve_db(db_path)
     if not roots:
         roots = demo_roots(demo_dir)
-        click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/", err=True)
-    db = resolve_db(db_path)
+        if db_path is None and not os.environ.get("OBELISK_DB"):
+            db = DEMO_DB  # never mixed into the database your own logs will go to
+        click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db}", err=True)
     summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None)
     echo_summary(summary, roots)
     if serve:
@@ -249,6 +251,9 @@ def start_watcher(db: Path, roots: dict) -> None:
         if name in ("claude", "codex", "gemini"):
             command += [f"--{name}-dir", str(root)]
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+DEMO_DB = Path("obelisk-demo.db")
 
 
 def demo_roots(demo_dir: Path) -> dict:

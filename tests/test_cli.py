@@ -1,4 +1,5 @@
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -119,3 +120,29 @@ def test_ingest_progress_bar_reports_rate_eta_and_the_last_steps(tmp_path):
     assert any(u.startswith("100.0%") and f"/ {total:.1f} MB" in u and "MB/s" in u and "ETA" in u for u in updates)
     assert updates[-1].startswith("deriving sessions")
     assert "sessions" in result.stdout
+
+
+def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, monkeypatch, isolated_home):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["up", "--no-serve"])
+    assert result.exit_code == 0, result.output
+    assert "No agent logs found: using a generated demo corpus in demo-logs/, in obelisk-demo.db" in result.output
+    conn = sqlite3.connect(tmp_path / "obelisk-demo.db")
+    sources = dict(conn.execute("SELECT source, count(*) FROM sessions GROUP BY source"))
+    errors = conn.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+    conn.close()
+    assert set(sources) == {"claude", "codex"} and min(sources.values()) > 10 and errors == 0
+    assert not (tmp_path / "obelisk.db").exists()
+
+    # Once there are logs, they go to obelisk.db, without the demo sessions.
+    project = isolated_home / ".claude" / "projects" / "-tmp-p"
+    project.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "mine",
+            "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "hello"}}
+    (project / "mine.jsonl").write_text(json.dumps(line) + "\n")
+    result = CliRunner().invoke(cli, ["up", "--no-serve"])
+    assert result.exit_code == 0, result.output
+    assert "demo" not in result.output
+    conn = sqlite3.connect(tmp_path / "obelisk.db")
+    assert conn.execute("SELECT id FROM sessions").fetchall() == [("mine",)]
+    conn.close()
