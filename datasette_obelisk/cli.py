@@ -117,9 +117,8 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
-    roots = source_roots(
-        sources, source_names, {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
-    )
+    dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
+    roots = source_roots(sources, source_names, dirs)
     db = resolve_db(db_path)
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
@@ -132,12 +131,14 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     else:
         echo_summary(summary, roots)
     if watch:
-        keep_watching(db, roots, interval, as_json, parent or os.getppid(), sources=sources, redact=not no_redact)
+        # Each pass looks for the folders again: a default one may appear later.
+        keep_watching(db, lambda: source_roots(sources, source_names, dirs), interval, as_json,
+                      parent or os.getppid(), sources=sources, redact=not no_redact)
         sys.exit(0)
     sys.exit(1 if summary.errors else 0)
 
 
-def keep_watching(db: Path, roots: dict, interval: float, as_json: bool, parent: int, **options) -> None:
+def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, **options) -> None:
     """Ingest every ``interval`` seconds until Ctrl-C or until process ``parent`` is no longer our parent.
 
     (A process whose parent exits gets another parent at once, even before

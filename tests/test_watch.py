@@ -68,14 +68,14 @@ def test_watch_passes_until_told_to_stop(monkeypatch):
     passes = []
 
     def fake_ingest(db, roots, **options):
-        passes.append(options)
+        passes.append((roots, options))
         return IngestSummary(files_read=1)
 
     monkeypatch.setattr(watch_module, "ingest", fake_ingest)
     reports = []
-    watch_module.watch("x.db", {}, interval=0.01, report=reports.append,
+    watch_module.watch("x.db", lambda: {"claude": len(passes)}, interval=0.01, report=reports.append,
                        should_stop=lambda: len(passes) == 3, redact=False)
-    assert passes == [{"redact": False}] * 3
+    assert passes == [({"claude": n}, {"redact": False}) for n in range(3)]
     assert [r.files_read for r in reports] == [1, 1, 1]
 
 
@@ -100,6 +100,24 @@ def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
     passes = [re.fullmatch(r"\d\d:\d\d:\d\d (\d+) files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[1:]]
     assert all(passes), lines
     assert sum(int(p[2]) for p in passes) == 2 and sum(int(p[3]) for p in passes) == 2
+
+
+def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
+    db = tmp_path / "o.db"
+    process = subprocess.Popen(
+        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        until(lambda: db.exists())
+        add_prompts(project / "s1.jsonl", "s1", ["first words"])  # creates ~/.claude
+        until(lambda: stored(db) == {("s1", "first words")})
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0
+    assert "No agent log folders found" in err
+    assert out.splitlines()[0].startswith("0 files")
 
 
 def test_watch_stops_when_its_parent_exits(tmp_path, project):

@@ -8,6 +8,7 @@ are spaced so that watching takes at most ``BUSY_SHARE`` of one core.
     watch(db, roots, interval=2.0, report=print, should_stop=lambda: False)
         Run passes until ``should_stop()`` is true (checked every
         ``TICK`` seconds while waiting); ``report`` gets each pass's summary.
+        ``roots`` is called before each pass for the folders to read.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ TICK = 0.2
 
 def watch(
     db,
-    roots: dict,
+    roots: Callable[[], dict],
     *,
     interval: float,
     report: Callable[[IngestSummary], None],
@@ -32,7 +33,7 @@ def watch(
 ) -> None:
     while not should_stop():
         started = time.monotonic()
-        report(ingest(db, roots, **options))
+        report(ingest(db, roots(), **options))
         took = time.monotonic() - started
         resume = started + max(interval, took / BUSY_SHARE)
         while not should_stop():
