@@ -1,6 +1,13 @@
-"""Looking at other processes through /proc (Linux)."""
+"""Other processes: a free port to serve on, and what /proc says of them (Linux)."""
 
+import socket
 from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def state(pid: int) -> tuple[str, int] | None:

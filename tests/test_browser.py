@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from processes import free_port
 from web_fixtures import XSS_SESSION, web_db  # noqa: F401 (fixture)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -29,12 +30,6 @@ pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 import json
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import pytest
 
 from datasette_obelisk.store import watch as watch_module
 from datasette_obelisk.store.ingest import IngestSummary
-from processes import children, exited
+from processes import children, exited, free_port
 
 OBELISK = [sys.executable, "-m", "datasette_obelisk"]
 
@@ -135,19 +134,14 @@ def test_watch_stops_when_its_parent_exits(tmp_path, project):
     assert (first["files"], first["messages"], first["db"]) == (1, 1, str(db))
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the watcher through /proc")
 def test_up_serves_sessions_written_after_it_started(tmp_path, project):
     add_prompts(project / "s1.jsonl", "s1", ["before serving"])
     port, db = free_port(), tmp_path / "obelisk.db"
+    log = open(tmp_path / "server.log", "w")  # a file: an unread pipe would fill with access lines
     server = subprocess.Popen(
         OBELISK + ["up", "--db", str(db), "--claude-dir", str(project.parent.parent), "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        stdout=log, stderr=log,
     )
 
     def session_ids() -> list:
@@ -166,4 +160,5 @@ def test_up_serves_sessions_written_after_it_started(tmp_path, project):
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
+        log.close()
     until(lambda: exited(watcher))
