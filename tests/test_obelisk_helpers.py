@@ -8,6 +8,7 @@ import pytest
 import zstandard
 
 from datasette_obelisk.query import obelisk as o
+from datasette_obelisk.query.dashboard import totals
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.memories import remember
 from datasette_obelisk.query.readonly import connect_readonly
@@ -24,6 +25,7 @@ from helper_fixtures import (  # noqa: F401 (fixtures)
     line_offset,
     ro,
 )
+from toy_source import ToySource
 
 SAMPLE = CLAUDE / "simonw__claude-code-transcripts" / "sample_session.jsonl"
 EDGE = CLAUDE / "daaain__claude-code-log" / "edge_cases.jsonl"
@@ -664,3 +666,16 @@ def test_neighbours_prefer_timed_lines_and_keep_log_order(tmp_path):
         [hit] = o.search(conn, "needle")
     # m3/m5 are 1 s away, m2/m6 2 s, m7 3 s, m0 4 s; m1 has no timestamp.
     assert uuids(hit["context"]) == ["m0", "m2", "m3", "m5", "m6", "m7"]
+
+
+def test_dashboard_counts_files_gone_from_disk_and_unreadable_lines(tmp_path):
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "x"}], "s2": [{"id": "b", "text": "y"}]})
+    with open(tmp_path / "logs" / "s1.jsonl", "ab") as fp:
+        fp.write(b"{broken\n")
+    (tmp_path / "logs" / "s2.jsonl").unlink()
+    ingest(db, {"toy": tmp_path / "logs"}, sources={"toy": ToySource()})
+    with connect_readonly(db) as conn:
+        files = totals(conn)["files"]
+        [(last,)] = conn.execute("SELECT max(ingested_at) FROM source_files").fetchall()
+    assert files == {"files": 2, "gone": 1, "bad_lines": 1, "last_ingest_at": last}
+    assert last is not None

@@ -7,7 +7,7 @@ from html import unescape
 
 import pytest
 
-from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
+from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, rows, web_db  # noqa: F401 (fixtures)
 
 FORKED = "claude_forked_session"  # a rewind: two prompts under one parent
 COMPACTED = "dag_compact_after_rewind_preserved"
@@ -140,7 +140,7 @@ async def test_event_page(ds):
 
 
 @pytest.mark.asyncio
-async def test_files_failures_memories_overview(ds):
+async def test_files_failures_memories_overview(ds, web_db):
     files = await page(ds, "/-/obelisk/files", contains="types")
     assert "/-/obelisk/files?path=%2Fpath%2Fto%2FDemo%2Ftypes%2Findex.ts" in files
     history = await page(ds, "/-/obelisk/files", path="/path/to/Demo/types/index.ts")
@@ -152,6 +152,11 @@ async def test_files_failures_memories_overview(ds):
     overview = await page(ds, "/-/obelisk/overview")
     assert overview.count('<svg class="chart"') == 3 and "Sessions started per" in overview
     assert "claude" in overview and "codex" in overview
+    [(last,)] = rows(web_db, "SELECT max(ingested_at) FROM source_files")
+    assert (
+        f"Last ingest {last[:16].replace('T', ' ')} UTC, from 28 log files; "
+        '<a href="/obelisk/ingest_errors">4 lines could not be read</a>.'
+    ) in overview
 
 
 @pytest.mark.asyncio

@@ -12,7 +12,9 @@ ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
 
 
 def totals(conn: sqlite3.Connection) -> dict:
-    """Sessions, messages, tool calls and failures, overall and by source and project."""
+    """Sessions, messages, tool calls and failures, overall and by source and project,
+    and the source files: how many, how many are gone from disk, their unreadable
+    lines and when the last one was ingested."""
     row = conn.execute(
         """SELECT
              (SELECT COUNT(*) FROM sessions) AS sessions,
@@ -31,10 +33,15 @@ def totals(conn: sqlite3.Connection) -> dict:
                   MAX(ended_at) AS last_session_at
            FROM sessions GROUP BY project, source ORDER BY last_session_at DESC"""
     ))
+    files = conn.execute(
+        """SELECT COUNT(*), COALESCE(SUM(missing), 0), COALESCE(SUM(lines_failed), 0), MAX(ingested_at)
+           FROM source_files"""
+    ).fetchone()
     return {
         **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "memories"))},
         "by_source": by_source,
         "by_project": by_project,
+        "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)),
     }
 
 
