@@ -98,6 +98,7 @@ def copy_shared(corpus: Path):
 
 class Tool:
     name = ""
+    count_sql = {"sessions": "SELECT count(*) FROM sessions", "messages": "SELECT count(*) FROM messages"}
 
     def __init__(self, executable: str, home: Path, populate):
         home = home.absolute()
@@ -137,11 +138,7 @@ class Tool:
 
 class Obelisk(Tool):
     name = "obelisk"
-    count_sql = {
-        "sessions": "SELECT count(*) FROM sessions",
-        "messages": "SELECT count(*) FROM messages",
-        "linked": "SELECT count(*) FROM sessions WHERE parent_session_id IS NOT NULL",
-    }
+    count_sql = {**Tool.count_sql, "linked": "SELECT count(*) FROM sessions WHERE parent_session_id IS NOT NULL"}
     per_file_sql = (
         "SELECT f.path, count(DISTINCT m.session_id), count(m.id) "
         "FROM source_files f LEFT JOIN messages m ON m.file_id = f.id GROUP BY f.id"
@@ -170,11 +167,7 @@ class Obelisk(Tool):
 
 class AgentsView(Tool):
     name = "agentsview"
-    count_sql = {
-        "sessions": "SELECT count(*) FROM sessions",
-        "messages": "SELECT count(*) FROM messages",
-        "linked": "SELECT count(*) FROM sessions WHERE coalesce(parent_session_id, '') != ''",
-    }
+    count_sql = {**Tool.count_sql, "linked": "SELECT count(*) FROM sessions WHERE coalesce(parent_session_id, '') != ''"}
     per_file_sql = (
         "SELECT s.file_path, count(DISTINCT s.id), count(m.id) "
         "FROM sessions s LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.file_path"
