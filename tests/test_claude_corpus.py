@@ -122,6 +122,21 @@ def test_sessions_titles_and_lineage(db):
     assert got == SESSIONS
 
 
+def test_session_times_skip_placeholder_timestamps(db):
+    # jazzyalex's small.jsonl has 48 lines whose timestamp is "[trimmed for
+    # fixture]"; its real ones run from 00:00:03.200 (the session's own lines)
+    # to 2026-04-16T20:10:42.522Z. Placeholders stay on the messages.
+    assert db.execute("SELECT started_at, ended_at FROM sessions WHERE id = 'small'").fetchone() == (
+        "2025-12-16T00:00:03.200Z", "2026-04-16T20:10:42.522Z"
+    )
+    assert db.execute(
+        "SELECT count(*) FROM sessions WHERE started_at NOT GLOB '2*' OR ended_at NOT GLOB '2*'"
+    ).fetchone() == (0,)
+    assert db.execute(
+        "SELECT count(*) FROM messages WHERE session_id = 'small' AND timestamp = '[trimmed for fixture]'"
+    ).fetchone()[0] > 0
+
+
 def test_subagents_are_linked_to_their_tool_call(db):
     got = {
         (session, agent): tool

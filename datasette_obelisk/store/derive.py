@@ -398,7 +398,7 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
     """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
     them, the title, and the last cwd, branch and model."""
-    timestamps = [r.timestamp for r in rows if r.timestamp is not None]
+    timestamps = [r.timestamp for r in rows if is_moment(r.timestamp)]
     used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id)
     last = conn.execute(
@@ -423,6 +423,12 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
         last[0], project_slug(last[0]), last[1], last[2], last[3],
         title, title_source, last[4], len(rows), session_id,
     ]
+
+
+def is_moment(timestamp: str | None) -> bool:
+    """Whether a stored timestamp is a date and time (``2026-01-02T…``): a log's
+    placeholder (``[trimmed]``) must not become a session's start or end."""
+    return bool(timestamp) and timestamp[:4].isdigit() and timestamp[4:5] == "-"
 
 
 def project_slug(path: str | None) -> str | None:
