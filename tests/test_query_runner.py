@@ -154,6 +154,54 @@ def test_a_script_that_swallows_errors_still_cannot_write(corpus_db):
     assert table_counts(corpus_db) == before
 
 
+def landlock_works() -> bool:
+    """Whether the kernel lets a process forbid itself file writes (checked in a child)."""
+    import multiprocessing
+
+    from datasette_obelisk.query.no_writes import forbid_file_writes
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(forbid_file_writes)
+
+
+# Python cannot hide the connection from a script: this one climbs out of its
+# own frame into the runner's globals, the way a hostile script would.
+ESCAPE = """
+try:
+    raise ValueError
+except ValueError as exc:
+    runner = exc.__traceback__.tb_frame.f_back.f_globals
+os, sqlite3 = runner["os"], runner["sqlite3"]
+tried = []
+try:
+    conn = sqlite3.connect(DB)
+    conn.execute("UPDATE sessions SET title = 'changed'")
+    conn.commit()
+    tried.append("database written")
+except sqlite3.Error as exc:
+    tried.append("database: " + str(exc))
+try:
+    os.close(os.open(DB + ".new", os.O_CREAT | os.O_WRONLY))
+    tried.append("file created")
+except OSError as exc:
+    tried.append("file: " + exc.strerror)
+return tried
+"""
+
+
+@pytest.mark.skipif(not landlock_works(), reason="Linux Landlock is not available here")
+def test_a_script_that_escapes_the_guard_rails_still_cannot_write(corpus_db, tmp_path):
+    db = tmp_path / "copy.db"
+    db.write_bytes(Path(corpus_db).read_bytes())
+    before = table_counts(db)
+    assert run_script(ESCAPE.replace("DB", repr(str(db))), db) == [
+        "database: attempt to write a readonly database",
+        "file: Permission denied",
+    ]
+    assert table_counts(db) == before
+    assert not Path(f"{db}.new").exists()
+
+
 # -- the timeout ----------------------------------------------------------------------
 
 

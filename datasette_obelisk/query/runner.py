@@ -16,7 +16,9 @@ the deadline, so a slow query usually ends with a clean error first.
 The globals are a guard-rail, not a security boundary: no ``open``,
 ``exec``/``eval`` or imports beyond a list of pure modules, ``print`` goes
 to stderr. Database safety does not rest on them but on the read-only
-connection (``readonly.py``).
+connection (``readonly.py``) and, since a script could reach that
+connection and undo its locks, on the kernel: a query script's process may
+not write any file (``no_writes.py``, Linux).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from typing import Any, Iterable
 from . import memories as memory_writes
 from .errors import QueryError
 from .obelisk import helpers
-from .readonly import connect_readonly, set_deadline
+from .no_writes import forbid_file_writes
+from .readonly import authorizer, connect_readonly, set_deadline
 
 DEFAULT_TIMEOUT = 30.0
 KILL_GRACE = 0.25  # the child's own SQL interrupt gets this head start
@@ -148,11 +151,17 @@ def encode_result(result) -> str:
         raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value is not JSON: {exc}") from None
 
 
-def script_names(job: dict) -> tuple[dict[str, Any], sqlite3.Connection]:
-    """The globals of a job's mode and the connection behind them."""
+def script_names(job: dict, *, confine: bool = False) -> tuple[dict[str, Any], sqlite3.Connection]:
+    """The globals of a job's mode and the connection behind them.
+
+    ``confine`` (in the script's own process only): for a query script, have
+    the kernel refuse every file write from here on (see ``no_writes``)."""
     if job["mode"] == "query":
         conn = connect_readonly(job["db_path"])
         set_deadline(conn, job["timeout"])
+        if confine:
+            keep_temporary_tables_in_memory(conn)
+            forbid_file_writes()
         bound = helpers(conn)
         return {name: bound[name] for name in QUERY_GLOBALS}, conn
     conn = connect_for_memories(job["db_path"])
@@ -162,6 +171,13 @@ def script_names(job: dict) -> tuple[dict[str, Any], sqlite3.Connection]:
         "remember": lambda record: memory_writes.remember(conn, record, memory_roots=roots, cwd=cwd),
         "forget": lambda record: memory_writes.forget(conn, record),
     }, conn
+
+
+def keep_temporary_tables_in_memory(conn: sqlite3.Connection) -> None:
+    """Sorts and temporary indexes in memory: no temporary file is needed, or allowed."""
+    conn.set_authorizer(None)
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.set_authorizer(authorizer)
 
 
 def connect_for_memories(db_path: str) -> sqlite3.Connection:
@@ -176,11 +192,11 @@ def connect_for_memories(db_path: str) -> sqlite3.Connection:
     return conn
 
 
-def run_job(job: dict) -> str:
+def run_job(job: dict, *, confine: bool = False) -> str:
     """The JSON envelope for one job: ``{"ok": true, "result": ...}`` or the error."""
     conn = None
     try:
-        names, conn = script_names(job)
+        names, conn = script_names(job, confine=confine)
         return encode_result(execute_script(job["code"], names))
     except QueryError as exc:
         return json.dumps(exc.as_dict())
@@ -192,7 +208,7 @@ def run_job(job: dict) -> str:
 
 
 def child_main(job: dict, channel) -> None:
-    channel.send_bytes(run_job(job).encode())
+    channel.send_bytes(run_job(job, confine=True).encode())
     channel.close()
 
 
