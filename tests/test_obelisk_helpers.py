@@ -330,7 +330,11 @@ def test_raw_can_be_redacted(ro):
     original = corpus_line(SAMPLE, 4).decode()
     assert o.raw(ro, "msg-003", redact=str.upper)["text"] == original.upper()
     bound = o.helpers(ro, redact=str.upper)["raw"]
-    assert bound("msg-003", {"limit": 20}, redact=None)["text"] == original.upper()[:20]
+    assert bound("msg-003", {"limit": 20})["text"] == original.upper()[:20]
+    for helpers in (o.helpers(ro, redact=str.upper), o.helpers(ro)):
+        with pytest.raises(QueryError) as error:
+            helpers["raw"]("msg-003", redact=None)
+        assert error.value.code == "OBELISK_INVALID_ARGUMENT"
 
 
 def test_raw_of_an_unknown_message_is_none(ro):

@@ -861,15 +861,16 @@ HELPERS = {
 def helpers(conn: sqlite3.Connection, *, redact=None) -> dict[str, Any]:
     """The read helpers bound to ``conn``, under the reference's global names.
 
-    ``redact`` is applied to what ``raw()`` re-reads; the bound ``raw``
-    takes no ``redact`` argument of its own, so a script cannot turn it off.
+    ``redact`` is applied to what ``raw()`` re-reads (default: the database's
+    own redaction). The bound ``raw`` refuses a ``redact`` argument, so a
+    script cannot turn redaction off.
     """
     bound = {name: functools.update_wrapper(functools.partial(fn, conn), fn) for name, fn in HELPERS.items()}
-    if redact is not None:
 
-        def redacted_raw(uuid, opts=None, **kwargs):
-            kwargs.pop("redact", None)
-            return raw(conn, uuid, opts, redact=redact, **kwargs)
+    def redacted_raw(uuid, opts=None, **kwargs):
+        if "redact" in kwargs:
+            raise QueryError("OBELISK_INVALID_ARGUMENT", "raw() has no redact option: the database decides")
+        return raw(conn, uuid, opts, redact=redact, **kwargs)
 
-        bound["raw"] = functools.update_wrapper(redacted_raw, raw)
+    bound["raw"] = functools.update_wrapper(redacted_raw, raw)
     return bound
