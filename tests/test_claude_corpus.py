@@ -150,6 +150,18 @@ def test_subagents_are_linked_to_their_tool_call(db):
         assert db.execute("SELECT name FROM tool_calls WHERE id = ? AND session_id = ?", [tool, session]).fetchone()[0] in ("Task", "Agent")
 
 
+def test_subagents_belong_to_their_parents_project(db):
+    # The five inline sidechain agents of d-kimuson's 1.0 log ran in
+    # /path/to/Demo/todo-app, but the log sits in the d-kimuson project folder.
+    assert db.execute(
+        "SELECT COUNT(*) FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+        "WHERE c.relationship = 'subagent' AND c.project IS NOT p.project"
+    ).fetchone() == (0,)
+    assert db.execute(
+        "SELECT project, COUNT(*) FROM sessions WHERE id LIKE 'fe5e1c67-%' GROUP BY project"
+    ).fetchall() == [("d-kimuson__claude-code-viewer", 6)]
+
+
 def test_tool_results_and_outcomes(db):
     assert db.execute(
         "SELECT COUNT(*), SUM(is_error), SUM(outcome = 'failed'), SUM(outcome = 'blocked'), SUM(outcome = 'cancelled') FROM tool_results"

@@ -213,11 +213,14 @@ def renumber(conn, session_id: str) -> None:
 def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tuple[str, str]:
     agent_id = "sidechain-" + root_uuid.replace("-", "")[:12]
     child = f"{session_id}:agent-{agent_id}"
-    parent = conn.execute("SELECT source, project FROM sessions WHERE id = ?", [session_id]).fetchone()
+    # The agent belongs to its parent's project, also when the parent's comes
+    # from the log's folder and the agent ran in another directory.
+    parent = conn.execute("SELECT source, project, project_source FROM sessions WHERE id = ?", [session_id]).fetchone()
     conn.execute(
-        "INSERT OR IGNORE INTO sessions (id, source, project, parent_session_id, relationship, agent_id) "
-        "VALUES (?, ?, ?, ?, 'subagent', ?)",
-        [child, parent[0] if parent else "claude", parent[1] if parent else None, session_id, agent_id],
+        "INSERT INTO sessions (id, source, project, project_source, parent_session_id, relationship, agent_id) "
+        "VALUES (?, ?, ?, ?, ?, 'subagent', ?) ON CONFLICT (id) DO UPDATE SET "
+        "project = excluded.project, project_source = excluded.project_source WHERE excluded.project_source = 'log'",
+        [child, *(parent or ("claude", None, None)), session_id, agent_id],
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
     conn.execute(
