@@ -3,6 +3,7 @@
 import os
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 import zstandard
@@ -290,6 +291,16 @@ def test_raw_returns_the_original_line(ro):
     found = o.raw(ro, "msg-003")
     assert set(found) == keys(RAW_KEYS)
     assert found == {"text": original, "totalLength": len(original), "offset": 0, "limit": 10_000, "hasMore": False}
+
+
+def test_raw_finds_files_ingested_from_a_relative_folder(tmp_path, monkeypatch):
+    shutil.copytree(SAMPLE.parent, tmp_path / "logs" / "projects" / "p")
+    monkeypatch.chdir(tmp_path)
+    ingest(tmp_path / "rel.db", {"claude": Path("logs")})
+    monkeypatch.chdir(tmp_path / "logs")  # somewhere else, as Datasette may be
+    with connect_readonly(tmp_path / "rel.db") as conn:
+        assert o.raw(conn, "msg-003")["text"] == corpus_line(SAMPLE, 4).decode()
+        assert {Path(path).is_absolute() for (path,) in conn.execute("SELECT path FROM source_files")} == {True}
 
 
 def test_raw_windows_by_characters(ro):

@@ -617,8 +617,9 @@ def ingest(
             record_redactor = redacting.RecordRedactor(redactor)
             if rules_changed:
                 apply_new_rules(conn, redactor)
+        # Absolute, so raw() and the web face find the files from any directory.
         ingester = Ingester(
-            conn, sources, {k: Path(v) for k, v in roots.items()}, redact=record_redactor, **options
+            conn, sources, {k: Path(v).absolute() for k, v in roots.items()}, redact=record_redactor, **options
         )
         return ingester.run()
     finally:
