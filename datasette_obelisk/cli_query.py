@@ -113,8 +113,9 @@ def scope_options(fn):
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=20, show_default=True, help="Most results")
 @click.option("--session", "session_id", help="Only this session")
 @scope_options
-@click.option("--mode", type=click.Choice(["terms", "phrase", "raw"]), default="terms", show_default=True,
-              help="terms: every term; phrase: the exact phrase; raw: FTS5 syntax")
+@click.option("--mode", type=click.Choice(["fts", "terms", "phrase", "raw"]), default="fts", show_default=True,
+              help="fts: FTS5 syntax, quoted word by word when FTS5 rejects it (as the search() helper); "
+                   "terms: every term; phrase: the exact phrase; raw: FTS5 syntax, errors reported")
 @db_option
 @json_option
 @report_errors
@@ -127,7 +128,8 @@ def search(text, limit, session_id, project, source, after, before, mode, db_pat
         obelisk search "database is locked" --project '%myapp%' --limit 5
     """
     hits = call(db_path, obelisk.search, text, given(
-        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before, mode=mode,
+        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
+        mode=None if mode == "fts" else mode,
     ))
     if as_json:
         return click.echo(dumps(hits))

@@ -283,8 +283,11 @@ def helpers_of(corpus_db):
 @pytest.mark.parametrize(
     "args, helper, helper_args",
     [
-        (["search", "goodbye", "--source", "claude"], "search", ("goodbye", {"source": "claude", "mode": "terms"})),
-        (["search", "hello", "--limit", "3", "--project", "simonw%"], "search", ("hello", {"limit": 3, "project": "simonw%", "mode": "terms"})),
+        (["search", "goodbye", "--source", "claude"], "search", ("goodbye", {"source": "claude"})),
+        (["search", "hello", "--limit", "3", "--project", "simonw%"], "search", ("hello", {"limit": 3, "project": "simonw%"})),
+        (["search", "goodbye OR hello"], "search", ("goodbye OR hello",)),
+        (["search", "todo-app"], "search", ("todo-app",)),
+        (["search", "goodbye OR hello", "--mode", "terms"], "search", ("goodbye OR hello", {"mode": "terms"})),
         (["search", "goodbye function", "--mode", "phrase", "--session", "sample_session"], "search", ("goodbye function", {"sessionId": "sample_session", "mode": "phrase"})),
         (["read", "sample_session"], "thread", ("sample_session",)),
         (["read", "edge_cases", "--include-meta", "--limit", "3", "--offset", "1"], "thread", ("edge_cases", {"includeMeta": True, "limit": 3, "offset": 1})),
