@@ -273,6 +273,36 @@ def test_request_validation_errors(sq):
     assert code_of(lambda: sq.searchEvents({"sessionId": "nope", "query": "x"})) == "SESSION_QUERY_SESSION_NOT_FOUND"
 
 
+UNREPRESENTABLE = (float("nan"), float("inf"), float("-inf"), 99999999999999999999999, -1e20, 2**63)
+
+
+def test_range_bounds_must_be_finite_64_bit_numbers(sq):
+    def invalid(call):
+        return code_of(call) == "SESSION_QUERY_INVALID_FILTER"
+
+    for value in UNREPRESENTABLE:
+        for end in ("from", "to"):
+            created = [{"kind": "created-at", end: value}]
+            assert invalid(lambda: sq.filterSessions(created))
+            assert invalid(lambda: sq.searchSessions({"query": "the", "sessionFilters": created}))
+            for kind in ("seq", "time"):
+                event = [{"kind": kind, end: value}]
+                assert invalid(lambda: sq.filterEvents(FORK, event))
+                assert invalid(lambda: sq.searchSessions({"query": "the", "eventFilters": event}))
+                assert invalid(lambda: sq.searchEvents({"sessionId": FORK, "query": "the", "filters": event}))
+    # The widest bounds SQLite holds are ranges like any other.
+    assert [d["seq"] for d in sq.filterEvents(FORK, [{"kind": "seq", "from": 14, "to": 2**63 - 1}])] == [14]
+    assert sq.filterSessions([{"kind": "created-at", "to": -(2**63 - 1)}]) == []
+    assert sq.searchEvents({"sessionId": FORK, "query": "the", "filters": [{"kind": "time", "from": 9.2e18}]})["items"] == []
+
+
+def test_event_seqs_must_be_64_bit_integers(sq):
+    for seq in (99999999999999999999999, -(2**63)):
+        assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": seq})) == "SESSION_QUERY_INVALID_WINDOW"
+        assert code_of(lambda: sq.traceEvent({"sessionId": FORK, "seq": seq})) == "SESSION_QUERY_INVALID_WINDOW"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 2**63 - 1})) == "SESSION_QUERY_EVENT_NOT_FOUND"
+
+
 def test_configuration_and_cancellation(read_conn):
     assert code_of(lambda: SessionQuery(read_conn, read_window_max=0)) == "SESSION_QUERY_INVALID_CONFIG"
     assert code_of(lambda: SessionQuery(read_conn, default_limit=50, max_limit=10)) == "SESSION_QUERY_INVALID_CONFIG"

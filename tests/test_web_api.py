@@ -165,6 +165,29 @@ async def test_session_query_errors(ds, path, params, status, code):
     await error(ds, SQ + path, status, code, **params)
 
 
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path,params",
+    [
+        ("/sessions", {"filters": '[{"kind":"created-at","from":NaN}]'}),
+        ("/sessions", {"filters": '[{"kind":"created-at","to":Infinity}]'}),
+        ("/sessions/search", {"query": "the", "sessionFilters": '[{"kind":"created-at","from":-Infinity}]'}),
+        ("/sessions/search", {"query": "the", "eventFilters": '[{"kind":"seq","from":99999999999999999999999}]'}),
+        (f"/session/{XSS_SESSION}/events", {"filters": '[{"kind":"time","from":-1e20}]'}),
+        (f"/session/{XSS_SESSION}/events", {"filters": '[{"kind":"seq","to":NaN}]'}),
+        ("/events/search", {"sessionId": XSS_SESSION, "query": "the", "filters": '[{"kind":"time","to":1e300}]'}),
+    ],
+)
+async def test_unrepresentable_filter_numbers_are_invalid_filters(ds, path, params):
+    await error(ds, SQ + path, 400, "SESSION_QUERY_INVALID_FILTER", **params)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/event/{}/99999999999999999999999", "/event/{}/-99999999999999999999999/trace"])
+async def test_unrepresentable_event_seqs_are_invalid_windows(ds, path):
+    await error(ds, SQ + path.format(XSS_SESSION), 400, "SESSION_QUERY_INVALID_WINDOW")
+
+
 async def every_page(ds, _url, **params) -> list[dict]:
     """Follow nextCursor to the end; each page asks with the identical request."""
     pages = []

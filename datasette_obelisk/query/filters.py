@@ -13,11 +13,14 @@ Lists are ORed within one clause, clauses are ANDed, ranges are inclusive.
 ``None`` in ``cwds``/``parents`` means "no cwd" / "no parent" (root sessions).
 ``availability``: ``live`` = the source log file still exists, ``persisted``
 = the session survives only in the archive. Invalid values raise
-``SESSION_QUERY_INVALID_FILTER``.
+``SESSION_QUERY_INVALID_FILTER``, as do range bounds that are not finite
+numbers SQLite can compare as 64-bit integers (``NaN``, ``Infinity``,
+``1e20``).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
@@ -40,6 +43,12 @@ AVAILABILITY = {"live": "live", "persisted": "archived"}
 SESSION_KINDS = ("id", "cwd", "created-at", "parent", "availability")
 EVENT_KINDS = ("seq", "time", "type", "surface")
 MAX_VALUES = 1000
+INT64_MAX = 2**63 - 1
+
+
+def is_int64(value) -> bool:
+    """A finite number within SQLite's 64-bit integer range."""
+    return math.isfinite(value) and -INT64_MAX <= value <= INT64_MAX
 
 
 def ms_sql(column: str) -> str:
@@ -66,11 +75,22 @@ def _strings(name: str, values, nullable: bool = False) -> tuple | None:
     return tuple(sorted(set(values), key=lambda v: (v is not None, v or "")))
 
 
+def _number(name: str, value):
+    """``value`` when it is a number SQLite can compare as an integer."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(f"{name}: expected a number")
+    if not is_int64(value):
+        raise invalid(f"{name}: {value!r} is not a finite number from -{INT64_MAX} to {INT64_MAX}")
+    return value
+
+
 def _bound(name: str, value) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
         raise invalid(f"{name}: expected a number or an ISO-8601 time")
+    if isinstance(value, (int, float)):
+        _number(name, value)
     ms = to_ms(value)
     if ms is None:
         raise invalid(f"{name}: expected a number or an ISO-8601 time, got {value!r}")
@@ -80,7 +100,8 @@ def _bound(name: str, value) -> int | None:
 def _seq(name: str, value) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    _number(name, value)
+    if value != int(value):
         raise invalid(f"{name}: expected an integer")
     return int(value)
 
@@ -301,11 +322,12 @@ def _merge_values(options: dict, name: str, values: list) -> None:
 
 
 def _merge_range(options: dict, prefix: str, clause: dict) -> None:
+    kind = clause.get("kind")
     low, high = clause.get("from"), clause.get("to")
-    for value in (low, high):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise invalid(f"{clause.get('kind')}: from/to must be numbers")
-    _range(clause.get("kind"), low, high)
+    for end, value in (("from", low), ("to", high)):
+        if value is not None:
+            _number(f"{kind}: {end}", value)
+    _range(kind, low, high)
     lows = [v for v in (options.get(f"{prefix}_from"), low) if v is not None]
     highs = [v for v in (options.get(f"{prefix}_to"), high) if v is not None]
     options[f"{prefix}_from"] = max(lows) if lows else None

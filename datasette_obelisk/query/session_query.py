@@ -62,7 +62,7 @@ from contextlib import contextmanager
 from . import search as search_core
 from .errors import QueryError
 from .events import event_record, event_select, full_event, semantic_text
-from .filters import Filters
+from .filters import Filters, is_int64
 from .search import rows
 from .text import literal_pattern, parse_json, to_ms
 
@@ -430,8 +430,8 @@ def _event_request(request) -> tuple[str, int]:
     if not isinstance(request, dict):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "the request must be an object with sessionId and seq")
     seq = request.get("seq")
-    if isinstance(seq, bool) or not isinstance(seq, int):
-        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "seq must be an integer")
+    if isinstance(seq, bool) or not isinstance(seq, int) or not is_int64(seq):
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "seq must be a 64-bit integer")
     return request.get("sessionId"), seq
 
 
