@@ -234,6 +234,12 @@ def test_filters_apply_before_ranking(logs):
     assert code_of(lambda: search_sessions(conn, "x", time_from=5, time_to=1)) == "SESSION_QUERY_INVALID_FILTER"
 
 
+def test_an_empty_list_matches_nothing(logs):
+    lists = ("sources", "projects", "cwds", "session_ids", "parents", "availability", "types", "roles", "surfaces")
+    for name in lists:
+        assert ids(search_sessions(logs.conn(), "database", **{name: []})) == [], name
+
+
 def test_meta_lines_are_searched_only_when_asked(logs):
     logs.sql("UPDATE messages SET is_meta = 1 WHERE uuid = 'c1'")
     write = logs.write_conn()

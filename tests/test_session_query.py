@@ -195,6 +195,26 @@ def test_filter_sessions(sq):
     assert ids([{"kind": "id", "values": [FORK, DAG]}, {"kind": "id", "values": [DAG]}]) == [DAG]
 
 
+def test_empty_and_disjoint_lists_match_nothing(sq):
+    ids = lambda filters: [r["header"]["id"] for r in sq.filterSessions(filters)]  # noqa: E731
+    found = lambda filters: sq.searchSessions({"query": "the", "sessionFilters": filters})["items"]  # noqa: E731
+    disjoint = [{"kind": "availability", "values": ["live"]}, {"kind": "availability", "values": ["persisted"]}]
+    for kind in ("availability", "id", "cwd", "parent"):
+        assert ids([{"kind": kind, "values": []}]) == []
+        assert found([{"kind": kind, "values": []}]) == []
+    assert ids(disjoint) == [] and found(disjoint) == []
+    assert ids([{"kind": "id", "values": [FORK]}, {"kind": "id", "values": [DAG]}]) == []
+    assert len(ids([{"kind": "availability", "values": ["live"]}])) == 32
+    for kind in ("type", "surface"):
+        assert sq.filterEvents(FORK, [{"kind": kind, "values": []}]) == []
+        assert sq.searchSessions({"query": "the", "eventFilters": [{"kind": kind, "values": []}]})["items"] == []
+        assert sq.searchEvents({"sessionId": FORK, "query": "the", "filters": [{"kind": kind, "values": []}]})["items"] == []
+    # An empty list is a different request from no list: a cursor of one is refused by the other.
+    cursor = sq.searchSessions({"query": "the", "limit": 2})["nextCursor"]
+    request = {"query": "the", "limit": 2, "cursor": cursor, "sessionFilters": [{"kind": "availability", "values": []}]}
+    assert code_of(lambda: sq.searchSessions(request)) == "SESSION_QUERY_INVALID_CURSOR"
+
+
 def test_every_corpus_session_is_live(sq):
     assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "availability", "values": ["persisted"]}])] == []
 

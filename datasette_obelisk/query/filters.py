@@ -10,6 +10,8 @@
     ms_sql(column)                    SQL for an ISO column as epoch ms
 
 Lists are ORed within one clause, clauses are ANDed, ranges are inclusive.
+An empty list, or two clauses of one kind with no value in common, match
+nothing; only a missing list leaves its attribute unconstrained.
 ``None`` in ``cwds``/``parents`` means "no cwd" / "no parent" (root sessions).
 ``availability``: ``live`` = the source log file still exists, ``persisted``
 = the session survives only in the archive. Invalid values raise
@@ -196,10 +198,11 @@ class Filters:
         return cls.build(**options)
 
     def normalized(self) -> dict:
+        """Every set field; an empty list stays: it matches nothing, unlike no list."""
         return {
             f.name: list(v) if isinstance(v, tuple) else v
             for f in fields(self)
-            if (v := getattr(self, f.name)) not in (None, ())
+            if (v := getattr(self, f.name)) is not None
         }
 
     @property
@@ -212,13 +215,13 @@ class Filters:
     def session_sql(self, s: str = "s") -> tuple[str, list]:
         where = _Where()
         where.values(f"{s}.source", self.sources)
-        if self.projects:
+        if self.projects is not None:  # an empty list matches no session (IN () is false)
             marks = ", ".join("?" * len(self.projects))
             where.add(f"({s}.project IN ({marks}) OR {s}.project_path IN ({marks}))", [*self.projects, *self.projects])
         where.values(f"COALESCE({s}.cwd, {s}.project_path)", self.cwds)
         where.values(f"{s}.id", self.session_ids)
         where.values(f"{s}.parent_session_id", self.parents)
-        if self.availability:
+        if self.availability is not None:
             where.values(f"{s}.availability", tuple(AVAILABILITY[v] for v in self.availability))
         where.bounds(ms_sql(f"{s}.started_at"), self.created_from, self.created_to)
         for key, op, value in self.attributes or ():
@@ -279,8 +282,8 @@ class _Where:
 
 
 def _attributes(attributes) -> tuple | None:
-    """``{key: "exact"}`` / ``{key: {"contains": "part"}}`` as sorted (key, op, value)."""
-    if attributes is None:
+    """``{key: "exact"}`` / ``{key: {"contains": "part"}}`` as sorted (key, op, value); ``{}`` is none."""
+    if attributes is None or attributes == {}:
         return None
     if not isinstance(attributes, dict):
         raise invalid("attributes must be an object")
