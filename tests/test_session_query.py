@@ -35,7 +35,7 @@ def test_session_records(sq):
     assert record == {
         "header": {"version": 1, "id": FORK, "createdAt": 1765357200000, "cwd": "/home/testuser/fork-project", "source": "claude"},
         "live": True,
-        "persisted": False,
+        "persisted": True,
     }
     created = [r["header"]["createdAt"] for r in records]
     assert created == sorted(created, reverse=True)  # newest first
@@ -191,20 +191,19 @@ def test_filter_sessions(sq):
     assert FORK in roots and "eb000000-0000-4000-8000-000000000001:agent-cccc333" not in roots
     assert ids([{"kind": "created-at", "from": 1765357200000, "to": 1765357200000}]) == [FORK]
     assert ids([{"kind": "availability", "values": ["live"]}, {"kind": "id", "values": [FORK, DAG]}]) == [FORK, DAG]
-    assert ids([{"kind": "availability", "values": ["persisted"]}, {"kind": "id", "values": [FORK]}]) == []
+    assert ids([{"kind": "availability", "values": ["persisted"]}, {"kind": "id", "values": [FORK]}]) == [FORK]
     assert ids([{"kind": "id", "values": [FORK, DAG]}, {"kind": "id", "values": [DAG]}]) == [DAG]
 
 
 def test_empty_and_disjoint_lists_match_nothing(sq):
     ids = lambda filters: [r["header"]["id"] for r in sq.filterSessions(filters)]  # noqa: E731
     found = lambda filters: sq.searchSessions({"query": "the", "sessionFilters": filters})["items"]  # noqa: E731
-    disjoint = [{"kind": "availability", "values": ["live"]}, {"kind": "availability", "values": ["persisted"]}]
+    disjoint = [{"kind": "id", "values": [FORK]}, {"kind": "id", "values": [DAG]}]
     for kind in ("availability", "id", "cwd", "parent"):
         assert ids([{"kind": kind, "values": []}]) == []
         assert found([{"kind": kind, "values": []}]) == []
     assert ids(disjoint) == [] and found(disjoint) == []
-    assert ids([{"kind": "id", "values": [FORK]}, {"kind": "id", "values": [DAG]}]) == []
-    assert len(ids([{"kind": "availability", "values": ["live"]}])) == 32
+    assert ids([{"kind": "availability", "values": ["live"]}, {"kind": "availability", "values": []}]) == []
     for kind in ("type", "surface"):
         assert sq.filterEvents(FORK, [{"kind": kind, "values": []}]) == []
         assert sq.searchSessions({"query": "the", "eventFilters": [{"kind": kind, "values": []}]})["items"] == []
@@ -215,8 +214,11 @@ def test_empty_and_disjoint_lists_match_nothing(sq):
     assert code_of(lambda: sq.searchSessions(request)) == "SESSION_QUERY_INVALID_CURSOR"
 
 
-def test_every_corpus_session_is_live(sq):
-    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "availability", "values": ["persisted"]}])] == []
+def test_every_corpus_session_is_live_and_persisted(sq):
+    records = sq.listSessions()
+    assert len(records) == 32 and all(r["live"] and r["persisted"] for r in records)
+    for values in (["live"], ["persisted"], ["live", "persisted"]):
+        assert sq.filterSessions([{"kind": "availability", "values": values}]) == records
 
 
 def test_filter_events(sq):
@@ -386,14 +388,20 @@ def test_storage_failures(pair):
     assert code_of(lambda: sq.searchSessions({"query": "words"})) == "SESSION_QUERY_INDEX_FAILED"
 
 
-def test_archived_sessions_are_persisted_not_live(pair):
+def test_an_archived_session_is_persisted_but_no_longer_live(pair):
     (pair.root / "c.jsonl").unlink()
     pair.ingest()
     sq = SessionQuery(pair.conn())
     assert [(r["header"]["id"], r["live"], r["persisted"]) for r in sq.listSessions()] == [
-        ("c", False, True), ("p", True, False),
+        ("c", False, True), ("p", True, True),
     ]
-    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "availability", "values": ["persisted"]}])] == ["c"]
+    ids = lambda *values: [r["header"]["id"] for r in sq.filterSessions(  # noqa: E731
+        [{"kind": "availability", "values": v} for v in values]
+    )]
+    assert ids(["persisted"]) == ids(["live", "persisted"]) == ["c", "p"]
+    assert ids(["live"]) == ids(["live"], ["persisted"]) == ["p"]
+    found = sq.searchSessions({"query": "words", "sessionFilters": [{"kind": "availability", "values": ["persisted"]}]})
+    assert [(i["header"]["id"], i["live"], i["persisted"]) for i in found["items"]] == [("c", False, True), ("p", True, True)]
     assert sq.readSession("c")["events"][0]["data"]["text"] == "child words"
 
 

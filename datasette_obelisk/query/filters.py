@@ -13,8 +13,11 @@ Lists are ORed within one clause, clauses are ANDed, ranges are inclusive.
 An empty list, or two clauses of one kind with no value in common, match
 nothing; only a missing list leaves its attribute unconstrained.
 ``None`` in ``cwds``/``parents`` means "no cwd" / "no parent" (root sessions).
-``availability``: ``live`` = the source log file still exists, ``persisted``
-= the session survives only in the archive. Invalid values raise
+``availability`` holds ``sessions.availability`` states: ``live`` (the
+source log file still exists) and ``archived`` (it is gone, the session
+survives in the archive). The contract's words map onto them in
+``from_contract``: ``live`` admits live sessions, ``persisted`` every stored
+one (see ``AVAILABILITY``). Invalid values raise
 ``SESSION_QUERY_INVALID_FILTER``, as do range bounds that are not finite
 numbers SQLite can compare as 64-bit integers (``NaN``, ``Infinity``,
 ``1e20``).
@@ -41,7 +44,10 @@ ATTRIBUTES = {
     "relationship": "{s}.relationship",
     "parent": "{s}.parent_session_id",
 }
-AVAILABILITY = {"live": "live", "persisted": "archived"}
+STATES = ("live", "archived")
+# The contract's availability words and the states each admits: the archive
+# materializes every session it stores, so each one is persisted.
+AVAILABILITY = {"live": ("live",), "persisted": STATES}
 SESSION_KINDS = ("id", "cwd", "created-at", "parent", "availability")
 EVENT_KINDS = ("seq", "time", "type", "surface")
 MAX_VALUES = 1000
@@ -162,8 +168,8 @@ class Filters:
             attributes=_attributes(attributes),
         )
         for value in built.availability or ():
-            if value not in AVAILABILITY:
-                raise invalid(f"availability: {value!r} is not one of live, persisted")
+            if value not in STATES:
+                raise invalid(f"availability: {value!r} is not one of {', '.join(STATES)}")
         for value in built.surfaces or ():
             if value not in SURFACES:
                 raise invalid(f"surfaces: {value!r} is not one of {', '.join(SURFACES)}")
@@ -180,9 +186,11 @@ class Filters:
             kind = clause.get("kind")
             if kind == "created-at":
                 _merge_range(options, "created", clause)
-            elif kind in ("id", "cwd", "parent", "availability"):
-                name = {"id": "session_ids", "cwd": "cwds", "parent": "parents", "availability": "availability"}[kind]
+            elif kind in ("id", "cwd", "parent"):
+                name = {"id": "session_ids", "cwd": "cwds", "parent": "parents"}[kind]
                 _merge_values(options, name, _values(clause, kind))
+            elif kind == "availability":
+                _merge_values(options, "availability", _admitted(_values(clause, kind)))
             else:
                 raise invalid(f"sessionFilters: unknown kind {kind!r}; use one of {', '.join(SESSION_KINDS)}")
         for clause in _clauses(event_filters, "eventFilters"):
@@ -221,8 +229,7 @@ class Filters:
         where.values(f"COALESCE({s}.cwd, {s}.project_path)", self.cwds)
         where.values(f"{s}.id", self.session_ids)
         where.values(f"{s}.parent_session_id", self.parents)
-        if self.availability is not None:
-            where.values(f"{s}.availability", tuple(AVAILABILITY[v] for v in self.availability))
+        where.values(f"{s}.availability", self.availability)
         where.bounds(ms_sql(f"{s}.started_at"), self.created_from, self.created_to)
         for key, op, value in self.attributes or ():
             column = ATTRIBUTES.get(key)
@@ -314,6 +321,14 @@ def _values(clause: dict, kind: str) -> list:
     if not isinstance(values, (list, tuple)):
         raise invalid(f"{kind}: values must be an array")
     return list(values)
+
+
+def _admitted(words: list) -> list:
+    """The states any of a clause's availability words admits."""
+    for word in words:
+        if not isinstance(word, str) or word not in AVAILABILITY:
+            raise invalid(f"availability: {word!r} is not one of {', '.join(AVAILABILITY)}")
+    return [state for state in STATES if any(state in AVAILABILITY[word] for word in words)]
 
 
 def _merge_values(options: dict, name: str, values: list) -> None:

@@ -26,9 +26,9 @@ How the archive maps onto the contract:
   createdAt, cwd?, parentSession?}`` plus ``source`` and, for subagents and
   forks, ``relationship`` and ``agentPreset`` (the agent type).
   ``createdAt`` is the first message time in epoch ms.
-- ``live``: the session's source log file still exists; ``persisted``: it
-  survives only in this archive (its file is gone). The ``availability``
-  filter uses the same two words.
+- ``live``: the session's source log file still exists; ``persisted``:
+  always true, as this archive keeps every session it stored, also once its
+  file is gone. The ``availability`` filter's words match those flags.
 - An *event* is a ``messages`` row, ``seq`` its position in the session;
   ``type`` is described in query/events.py; ``time`` is epoch ms (``None``
   for the rare line without a timestamp); ``surface`` is the stored one:
@@ -97,11 +97,16 @@ def header(row: dict) -> dict:
 
 
 def record(row: dict) -> dict:
-    return {
-        "header": header(row),
-        "live": row["availability"] == "live",
-        "persisted": row["availability"] != "live",
-    }
+    """A ``SessionRecord``.
+
+    ``live`` is the contract's "the id currently exists in ``ctx.sessions``":
+    the agent's own session store, which for these agents is the log file;
+    while it is on disk the agent can list, resume or extend the session.
+    ``persisted`` is "the active persistence backend currently materializes
+    the id": this archive is that backend, and a session it lists is a row it
+    holds, its events kept after the log file is deleted.
+    """
+    return {"header": header(row), "live": row["availability"] == "live", "persisted": True}
 
 
 def _cancelled(signal) -> bool:
