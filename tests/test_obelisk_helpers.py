@@ -219,6 +219,30 @@ def test_bad_options_are_refused(ro, opts, message):
     assert message in error.value.message
 
 
+@pytest.mark.parametrize(
+    "helper, args, options, message",
+    [
+        ("raw", ("msg-003",), "msg-003", "raw() options must be a dict or an integer (its limit)"),
+        ("thread", ("sample_session",), "sample_session", "thread() options must be a dict or an integer (its limit)"),
+        ("fileHistory", ("/project/hello.py",), "Write", "fileHistory() options must be a dict or an integer (its limit)"),
+        ("fileHistory", ("/project/hello.py",), False, "fileHistory() options must be a dict or an integer (its limit)"),
+        ("search", ("hello",), 2.5, "search() options must be a dict, a string (its sessionId) or an integer (its limit)"),
+        ("overview", (), ["x"], "overview() options must be a dict, a string (its project) or an integer (its limit)"),
+    ],
+)
+def test_wrong_typed_options_name_what_the_helper_takes(ro, helper, args, options, message):
+    with pytest.raises(QueryError) as error:
+        o.HELPERS[helper](ro, *args, options)
+    assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", message)
+
+
+def test_the_forms_named_are_accepted(ro):
+    assert o.raw(ro, "msg-003", 5)["text"] == corpus_line(SAMPLE, 4).decode()[:5]
+    assert uuids(o.thread(ro, "sample_session", 2)) == ["msg-001", "msg-002"]
+    assert len(o.file_history(ro, "/project/hello.py", 1)) == 1
+    assert o.overview(ro, "simonw%")["current"]["project"]["project"] == "simonw__claude-code-transcripts"
+
+
 # -- context, trace, thread ----------------------------------------------------
 
 

@@ -84,13 +84,13 @@ def options(helper: str, given, kwargs: dict, defaults: dict, keys=(), *, string
     if given is None:
         given = {}
     elif isinstance(given, bool):
-        raise invalid(f"{helper}() options must be a dict, a string or a number")
+        raise invalid(f"{helper}() options must be {option_forms(string_key)}")
     elif isinstance(given, int):
         given = {"limit": given}
     elif isinstance(given, str) and string_key:
         given = {string_key: given}
     elif not isinstance(given, dict):
-        raise invalid(f"{helper}() options must be a dict, a string or a number")
+        raise invalid(f"{helper}() options must be {option_forms(string_key)}")
     allowed = set(defaults) | set(keys)
     result = dict(defaults)
     for key, value in {**given, **kwargs}.items():
@@ -101,6 +101,13 @@ def options(helper: str, given, kwargs: dict, defaults: dict, keys=(), *, string
         if value is not None:
             result[name] = check_type(helper, name, value, max_limit)
     return result
+
+
+def option_forms(string_key: str | None) -> str:
+    """What a helper takes in place of its options dict, for error messages."""
+    if string_key is None:
+        return "a dict or an integer (its limit)"
+    return f"a dict, a string (its {SNAKE_TO_CAMEL.get(string_key, string_key)}) or an integer (its limit)"
 
 
 def check_type(helper: str, name: str, value, max_limit: int):
