@@ -184,6 +184,24 @@ def test_awkward_text_falls_back_to_its_tokens(ro):
     assert "edge_002" in uuids(h["message"] for h in o.search(ro, '"Great example'))
 
 
+def test_the_fallback_keeps_every_word(ro):
+    # FTS5 rejects "todo-app": the fallback ANDs every token, the last one too.
+    words = "todo-app" + " todo" * 11
+    assert o.search(ro, words)
+    assert o.search(ro, words + " zzqqxnonexistent") == []
+    assert o.safe_match(words + " zzqqxnonexistent") == '"todo" "app" "zzqqxnonexistent"'
+
+
+def test_the_fallback_matches_on_a_thirteenth_word(tmp_path):
+    words = [f"w{n}" for n in range(13)]
+    db = build_toy_db(tmp_path, {"s1": [
+        {"id": "all", "text": " ".join(words)},
+        {"id": "twelve", "text": " ".join(words[:12])},
+    ]})
+    with connect_readonly(db) as conn:
+        assert uuids(h["message"] for h in o.search(conn, "w0-w1 " + " ".join(words[2:]))) == ["all"]
+
+
 def test_search_modes(ro):
     assert uuids(h["message"] for h in o.search(ro, "goodbye function", {"mode": "phrase"})) == ["msg-006"]
     assert uuids(h["message"] for h in o.search(ro, "function goodbye", {"mode": "terms"})) == ["msg-006"]
@@ -556,6 +574,9 @@ def test_memories_recall(tmp_path, corpus_db):
         assert [m["id"] for m in o.memories(conn, {"source": "claude"})] == [second["id"]]
         assert o.memories(conn, {"query": "🎉"}) == []
         assert o.memories(conn, {"query": "foo-bar c++"}) == []
+        twelve = "why the ingester uses wal mode why the ingester uses wal mode"
+        assert [m["id"] for m in o.memories(conn, {"query": twelve})] == [first["id"]]
+        assert o.memories(conn, {"query": twelve + " zzqqxnonexistent"}) == []
         overview = o.overview(conn, {"cwd": "/project"})["current_project"]
         assert overview["memory_total"] == 1 and set(overview["memories"][0]) == keys(OVERVIEW_MEMORY_KEYS)
 

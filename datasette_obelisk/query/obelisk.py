@@ -40,7 +40,6 @@ MAX_TEXT = 10_000
 NEIGHBOUR_TEXT = 2_000
 NEIGHBOURS = 6
 NEIGHBOUR_WINDOW = 200  # lines either side of a hit searched for neighbours
-SAFE_TOKENS = 12
 RAW_LIMIT = 10_000
 MAX_RAW_LIMIT = 10_000_000
 BRANCHES_PER_PROJECT = 3
@@ -190,9 +189,10 @@ def one(conn, sql: str, params=()) -> sqlite3.Row | None:
 def safe_match(text: str) -> str | None:
     """Every token double-quoted, AND-ed: an FTS5 query that cannot fail.
 
-    Tokens split as FTS5's unicode61 tokenizer does; at most ``SAFE_TOKENS``.
+    Tokens split as FTS5's unicode61 tokenizer does. None is dropped (a
+    repeated token is quoted once: AND-ing it again changes nothing).
     """
-    found = fts.tokens(text)[:SAFE_TOKENS]
+    found = dict.fromkeys(fts.tokens(text))
     return " ".join(fts.quote(t) for t in found) if found else None
 
 
