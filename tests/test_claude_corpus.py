@@ -6,12 +6,14 @@ uuid or a line without one that is not a conversation line) or an error
 (not a JSON object)); titles, surfaces and token totals by reading the lines.
 """
 
+import shutil
 import sqlite3
 
 import pytest
 
 from datasette_obelisk.store.ingest import ingest
 
+DAG = "dag_compact_after_rewind_preserved"
 FILES = {
     # path below corpus/claude-code: (lines, messages, merged, errors)
     "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (438, 437, 1, 0),
@@ -202,12 +204,37 @@ def test_rewind_then_compaction_surfaces(db):
         ("b2u", "shadowed", "visible", "cs"),
         ("b2a", "current", "visible", None),      # preserved by the compaction
         ("b2u2", "current", "visible", None),
-        ("cb", "log-only", "visible", "cs"),
+        ("cb", "log-only", "visible", None),       # the boundary was never context: nothing replaced it
         ("cs", "current", "visible", None),
         ("b2a2", "current", "visible", None),
         ("p1u", "current", "visible", None),
         ("p1a", "current", "visible", None),
     ]
+
+
+def test_a_boundary_linked_by_an_older_derivation_is_derived_again(tmp_path, corpus_root):
+    from datasette_obelisk.store.db import open_db
+
+    logs = tmp_path / "claude" / "daaain__claude-code-log"
+    logs.mkdir(parents=True)
+    shutil.copyfile(corpus_root / "claude-code" / "daaain__claude-code-log" / f"{DAG}.jsonl", logs / f"{DAG}.jsonl")
+    path = tmp_path / "obelisk.db"
+    ingest(path, {"claude": tmp_path / "claude"})
+    (logs / f"{DAG}.jsonl").unlink()  # archived: only derivation can mend it
+    ingest(path, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("UPDATE messages SET replaced_by = 'cs' WHERE uuid = 'cb'")  # as derived before m010
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm010_rederive_compaction_boundaries'")
+    conn.close()
+    open_db(path).close()
+    boundary = "SELECT replaced_by FROM messages WHERE uuid = 'cb'"
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT session_id FROM derive_queue").fetchall() == [(DAG,)]
+    assert conn.execute(boundary).fetchall() == [("cs",)]
+    ingest(path, {"claude": tmp_path / "claude"})
+    assert conn.execute(boundary).fetchall() == [(None,)]
+    assert conn.execute("SELECT COUNT(*) FROM derive_queue").fetchone() == (0,)
+    assert conn.execute("SELECT availability FROM sessions").fetchall() == [("archived",)]
 
 
 def test_rewound_branch_is_kept_but_inactive(db):

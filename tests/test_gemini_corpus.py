@@ -356,9 +356,8 @@ def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
     ]
 
 
-def test_a_later_rewind_to_an_earlier_message_takes_back_more(tmp_path):
-    """Rewound twice: the second ``$rewindTo`` reaches past the first marker.
-    Each taken-back row names the marker that took it back first."""
+def rewound_twice(tmp_path) -> tuple[Path, str, str]:
+    """A chat rewound twice, ingested: the database and the two markers' uuids."""
     path = tmp_path / ".gemini" / LAYOUT[JSONL]
     path.parent.mkdir(parents=True)
 
@@ -380,7 +379,14 @@ def test_a_later_rewind_to_an_earlier_message_takes_back_more(tmp_path):
     ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
     data = path.read_bytes()
     first, second = (f"gemini:twice:rewind@{data.index(jsonl({'$rewindTo': t}))}" for t in ("u2", "g1"))
-    assert rows(tmp_path / "obelisk.db", "SELECT uuid, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
+    return tmp_path / "obelisk.db", first, second
+
+
+def test_a_later_rewind_to_an_earlier_message_takes_back_more(tmp_path):
+    """Rewound twice: the second ``$rewindTo`` reaches past the first marker.
+    Each taken-back row names the marker that took it back first."""
+    db, first, second = rewound_twice(tmp_path)
+    assert rows(db, "SELECT uuid, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
         ("gemini:twice:u1", "current", "visible", None),
         ("gemini:twice:g1", "shadowed", "inactive", second),
         ("gemini:twice:u2", "shadowed", "inactive", first),
@@ -390,4 +396,18 @@ def test_a_later_rewind_to_an_earlier_message_takes_back_more(tmp_path):
         (second, "log-only", "visible", None),
         ("gemini:twice:g3", "current", "visible", None),
     ]
-    assert rows(tmp_path / "obelisk.db", "SELECT message_count FROM sessions") == [(2,)]
+    assert rows(db, "SELECT message_count FROM sessions") == [(2,)]
+
+
+def test_trace_event_replaces_only_shadowed_events(tmp_path):
+    """The first marker (seq 5), taken back by the second (seq 7), is log-only:
+    traceEvent gives it no replacement, and a chain through it ends there."""
+    from datasette_obelisk.query.session_query import SessionQuery
+
+    db, _, _ = rewound_twice(tmp_path)
+    sq = SessionQuery(sqlite3.connect(db))
+    trace = lambda seq: {k: v for k, v in sq.traceEvent({"sessionId": "gemini:twice", "seq": seq}).items()  # noqa: E731
+                         if k in ("replacedBy", "replacementChain", "replacedEventSeqs")}
+    assert trace(3) == {"replacedBy": 5, "replacementChain": [5], "replacedEventSeqs": []}
+    assert trace(5) == {"replacementChain": [], "replacedEventSeqs": [3, 4]}
+    assert trace(7) == {"replacementChain": [], "replacedEventSeqs": [2, 6]}

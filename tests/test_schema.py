@@ -31,6 +31,7 @@ def test_migrations_in_order(conn):
         "m007_create_file_sessions",
         "m008_clip_stored_tool_output",
         "m009_index_ungrouped_sidechains",
+        "m010_rederive_compaction_boundaries",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

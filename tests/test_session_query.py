@@ -110,7 +110,16 @@ def test_trace_event_follows_replacements(sq):
     }
     summary = sq.trace_event({"sessionId": DAG, "seq": 9})
     assert "replacedBy" not in summary
-    assert (summary["replacementChain"], summary["replacedEventSeqs"]) == ([], [1, 2, 5, 8])
+    assert (summary["replacementChain"], summary["replacedEventSeqs"]) == ([], [1, 2, 5])
+    # The compact boundary is log-only: it was never context, so nothing replaced it.
+    boundary = sq.traceEvent({"sessionId": DAG, "seq": 8})
+    assert {k: v for k, v in boundary.items() if k != "session"} == {
+        "target": {"sessionId": DAG, "seq": 8, "type": "system/compact_boundary", "time": 1751365800000, "surface": "log-only"},
+        "replacementChain": [],
+        "replacedEventSeqs": [],
+        "sourceEventSeqs": [],
+        "derivedEventSeqs": [],
+    }
     assert sq.traceEvent({"sessionId": DAG, "seq": 5})["replacedEventSeqs"] == [3, 4]
     assert sq.traceEvent({"sessionId": DAG, "seq": 12})["replacementChain"] == []
 

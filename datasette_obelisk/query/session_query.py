@@ -34,11 +34,12 @@ How the archive maps onto the contract:
   for the rare line without a timestamp); ``surface`` is the stored one:
   ``shadowed`` for context a compaction replaced and for branches a rewind
   abandoned, ``log-only`` for structural lines.
-- ``traceEvent``: ``replacedBy`` is the event named by the row's
-  ``replaced_by`` (the compaction summary, or the prompt that replaced a
-  rewound branch); ``replacementChain`` follows those links to the end;
-  ``replacedEventSeqs`` are the events whose ``replaced_by`` names the
-  target; ``sourceEventSeqs`` are the tool calls a tool result answers, and
+- ``traceEvent``: ``replacedBy`` is, for a shadowed event, the event named
+  by the row's ``replaced_by`` (the compaction summary, or the prompt that
+  replaced a rewound branch); ``replacementChain`` follows those links while
+  they lead through shadowed events; ``replacedEventSeqs`` are the shadowed
+  events whose ``replaced_by`` names the target (log-only rows are never
+  replaced); ``sourceEventSeqs`` are the tool calls a tool result answers, and
   ``derivedEventSeqs`` the results that answer a tool call.
 - Titles: ``{title, source, kind, messageSeqs, eventSeq, updatedAt}`` where
   ``kind`` is the archive's title kind (custom, ai, index, summary,
@@ -340,16 +341,16 @@ class SessionQuery:
             if target is None:
                 raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
             chain = []
-            current = target
-            while current["replaced_by"] in by_uuid:
-                current = by_uuid[current["replaced_by"]]
+            current = _replacer(target, by_uuid)
+            while current is not None:
                 chain.append(current["seq"])
+                current = _replacer(current, by_uuid)
             sources, derived = _tool_links(self.conn, session_id, target["uuid"], by_uuid)
             trace = {
                 "session": header(session),
                 "target": event_record(target),
                 "replacementChain": chain,
-                "replacedEventSeqs": [row["seq"] for row in events if row["replaced_by"] == target["uuid"]],
+                "replacedEventSeqs": [row["seq"] for row in events if _replacer(row, by_uuid) is target],
                 "sourceEventSeqs": sources,
                 "derivedEventSeqs": derived,
             }
@@ -429,6 +430,15 @@ def _hit(hit: dict) -> dict:
         "snippet": hit["snippet"]["text"],
         "snippetMatches": hit["snippet"]["matches"],
     }
+
+
+def _replacer(row: dict, by_uuid: dict) -> dict | None:
+    """The event that replaced ``row`` on the surface: only a shadowed row was.
+
+    A log-only row a rewind took back keeps the stored link to what took it
+    back, but it was never surface, so nothing replaced it there.
+    """
+    return by_uuid.get(row["replaced_by"]) if row["surface"] == "shadowed" else None
 
 
 def _event_request(request) -> tuple[str, int]:

@@ -318,11 +318,10 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             if surface[taken.uuid] != "log-only":
                 surface[taken.uuid] = "shadowed"
     # Compaction: what the model saw before it is replaced by the summary.
+    # The boundary line itself was never model context: nothing replaces it.
     preserved: set[str] = set()
-    pending_boundary = None
     for index, row in enumerate(rows):
         if row.subtype == "compact_boundary":
-            pending_boundary = row
             meta = orjson.loads(row.meta_json) if row.meta_json else {}
             preserved = set(meta.get("preserved_uuids") or ())
             continue
@@ -333,9 +332,7 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             if surface[uuid] == "current" and uuid not in preserved:
                 surface[uuid] = "shadowed"
                 replaced_by.setdefault(uuid, row.uuid)
-        if pending_boundary is not None:
-            replaced_by.setdefault(pending_boundary.uuid, row.uuid)
-        pending_boundary, preserved = None, set()
+        preserved = set()
     return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
 
 

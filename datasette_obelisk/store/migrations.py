@@ -522,3 +522,16 @@ def m009_index_ungrouped_sidechains(db):
         """CREATE INDEX messages_ungrouped_sidechain ON messages (session_id, seq)
            WHERE is_sidechain = 1 AND agent_id IS NULL"""
     )
+
+
+@migrations()
+def m010_rederive_compaction_boundaries(db):
+    # A compaction's boundary line was stored as replaced by the summary,
+    # though it was never model context and nothing replaced it. Derivation
+    # no longer links it; the sessions holding such a link are derived again
+    # by the next ingest, archived ones too (no file is read for that).
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT DISTINCT session_id FROM messages
+           WHERE subtype = 'compact_boundary' AND surface = 'log-only' AND replaced_by IS NOT NULL"""
+    )
