@@ -437,6 +437,34 @@ def test_sql_refusals(ro, statement, code):
     assert error.value.code == code
 
 
+def test_sql_binds_one_list_of_values(ro):
+    assert o.sql(ro, "SELECT ? AS a, ? AS b", [1, "x"]) == [{"a": 1, "b": "x"}]
+    assert o.sql(ro, "SELECT ? AS a", (None,)) == [{"a": None}]
+
+
+BINDS = "SQLite binds None, integers, floats, text and bytes"
+
+
+@pytest.mark.parametrize(
+    "query, params, code, message",
+    [
+        ("select ? a", ([1, 2],), "OBELISK_INVALID_SQL",
+         "Incorrect number of bindings supplied. The current statement uses 1, and there are 2 supplied."),
+        ("select ? a", ([[1]],), "OBELISK_INVALID_ARGUMENT", f"sql(): binding 1 is a list; {BINDS}"),
+        ("select ? a", (2**63,), "OBELISK_INVALID_ARGUMENT",
+         f"sql(): binding 1 is an integer out of SQLite's 64-bit range; {BINDS}"),
+        ("select :x a", ({"x": {1}},), "OBELISK_INVALID_ARGUMENT", f"sql(): binding :x is a set; {BINDS}"),
+    ],
+)
+def test_sql_reports_its_own_binding_error_after_a_failed_statement(ro, query, params, code, message):
+    o.sql(ro, query, {"x": 1} if ":x" in query else 1)  # now in the statement cache
+    with pytest.raises(QueryError):
+        o.sql(ro, "SELEKT 1")
+    with pytest.raises(QueryError) as error:
+        o.sql(ro, query, *params)
+    assert (error.value.code, error.value.message) == (code, message)
+
+
 # -- orientation --------------------------------------------------------------------
 
 

@@ -146,6 +146,15 @@ def test_multiple_statements_are_refused(corpus_db):
         assert error_of(f"return sql({statement!r})", corpus_db).code == "OBELISK_INVALID_SQL"
 
 
+def test_a_binding_mismatch_after_a_failed_statement_is_reported_as_such(corpus_db):
+    code = "sql('select ? a', 1)\ntry:\n    sql('SELEKT 1')\nexcept QueryError:\n    pass\nreturn sql('select ? a', [1, 2])"
+    error = error_of(code, corpus_db)
+    assert (error.code, error.message) == (
+        "OBELISK_INVALID_SQL", "Incorrect number of bindings supplied. The current statement uses 1, and there are 2 supplied."
+    )
+    assert run_script("return sql('select ? a, ? b', [1, 2])", corpus_db) == [{"a": 1, "b": 2}]
+
+
 def test_a_script_that_swallows_errors_still_cannot_write(corpus_db):
     before = table_counts(corpus_db)
     code = "out = []\nfor s in ['DELETE FROM messages', 'DROP TABLE sessions']:\n" \

@@ -392,9 +392,15 @@ def ancestors(conn, row) -> list[sqlite3.Row]:
 
 
 def sql(conn, query, *params) -> list[dict]:
-    """Rows of one read-only statement; ``?`` bindings, or one dict for ``:name``."""
+    """Rows of one read-only statement.
+
+    ``?`` bindings are the arguments after ``query``, or one list (or
+    tuple) of them; one dict binds ``:name`` placeholders.
+    """
     if len(params) == 1 and isinstance(params[0], dict):
         return run_sql(conn, query, params[0])
+    if len(params) == 1 and isinstance(params[0], (list, tuple)):
+        params = tuple(params[0])
     return run_sql(conn, query, params)
 
 

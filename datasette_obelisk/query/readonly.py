@@ -25,6 +25,7 @@ from ..store.db import BUSY_TIMEOUT_MS, has_schema
 from .errors import QueryError
 
 MAX_SQL_ROWS = 10_000
+SQLITE_INTEGERS = range(-(2**63), 2**63)
 PROGRESS_STEPS = 1_000
 
 # Pragmas that only report. The first set takes an argument naming a table
@@ -117,6 +118,7 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
     """
     if not isinstance(query, str):
         raise QueryError("OBELISK_INVALID_ARGUMENT", "sql() takes the SQL text as its first argument")
+    check_bindings(params)
     with translated_errors():
         cursor = conn.execute(query, params)
         columns = [d[0] for d in cursor.description or ()]
@@ -127,3 +129,28 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
             f"sql() returns at most {MAX_SQL_ROWS} rows: add a LIMIT or aggregate in SQL",
         )
     return [dict(zip(columns, row)) for row in rows]
+
+
+def check_bindings(params: tuple | dict) -> None:
+    """Refuse a value SQLite cannot bind before the statement runs.
+
+    sqlite3 reports such a value with the connection's last error message,
+    which is an earlier statement's when the statement comes from its cache.
+    """
+    named = isinstance(params, dict)
+    for key, value in params.items() if named else enumerate(params, 1):
+        if not bindable(value):
+            kind = "an integer out of SQLite's 64-bit range" if isinstance(value, int) else f"a {type(value).__name__}"
+            raise QueryError(
+                "OBELISK_INVALID_ARGUMENT",
+                f"sql(): binding {':' if named else ''}{key} is {kind}; "
+                "SQLite binds None, integers, floats, text and bytes",
+            )
+
+
+def bindable(value) -> bool:
+    if isinstance(value, int):
+        return value in SQLITE_INTEGERS
+    if value is None or isinstance(value, (float, str, bytes, bytearray, memoryview)):
+        return True
+    return (type(value), sqlite3.PrepareProtocol) in sqlite3.adapters
