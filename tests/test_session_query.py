@@ -268,6 +268,23 @@ def test_search_events_returns_header_without_hits(sq):
     assert [item["seq"] for item in found["items"]] == [3, 4, 6]
 
 
+def test_search_finds_only_semantic_text_as_the_text_scan_does(sq, read_conn):
+    from datasette_obelisk.query.search import search_sessions
+
+    # seq 8 of DAG is the compact boundary (log-only), the only line saying
+    # "Conversation compacted"; seq 105 of ef958aa1 an away_summary recap.
+    for phrase, session, seq in (("Conversation compacted", DAG, 8), ("teammate experiment", "ef958aa1-0e93-49f0-bb71-150f63befcd1", 105)):
+        assert sq.searchSessions({"query": phrase, "mode": "phrase"}) == {"items": []}
+        assert sq.searchEvents({"sessionId": session, "query": phrase, "mode": "phrase"})["items"] == []
+        assert sq.filterEvents(session, [{"kind": "text", "text": phrase}]) == []
+        # The helper search, another face, still finds the line.
+        page = search_sessions(read_conn, phrase, mode="phrase", include_meta=True)
+        assert [(i["session"]["id"], i["best"]["seq"]) for i in page["items"]] == [(session, seq)]
+    log_only = [{"kind": "surface", "values": ["log-only"]}]
+    assert sq.searchEvents({"sessionId": DAG, "query": "compacted", "filters": log_only})["items"] == []
+    assert [i["seq"] for i in sq.searchEvents({"sessionId": DAG, "query": "compacted"})["items"]] == [11]  # "After compaction"
+
+
 def test_search_paging_through_the_contract(sq):
     first = sq.searchSessions({"query": "the", "limit": 2})
     second = sq.searchSessions({"query": "the", "limit": 2, "cursor": first["nextCursor"]})

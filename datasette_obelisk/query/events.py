@@ -19,7 +19,9 @@ The same expression (``event_type_sql``) computes the type in SQL filters and
 in results, so a ``type`` filter always agrees with what is returned.
 
 Semantic text (the ``text`` of a search document) is the message text for
-conversation events and empty for structural (``log-only``) ones.
+conversation events and empty for structural (``log-only``) ones; the
+session-query search looks only at events with semantic text
+(``semantic_sql``), so it finds what a text scan of ``filterEvents`` finds.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def event_select(alias: str = "m", text: bool = False) -> str:
     if text:
         columns.append(f"{alias}.text AS text")
     return ", ".join(columns)
+
+
+def semantic_sql(alias: str = "m") -> str:
+    """SQL true for an event whose text is semantic (see ``semantic_text``)."""
+    return f"{alias}.surface != 'log-only'"
 
 
 def semantic_text(row) -> str:

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import event_type_sql
+from .events import event_type_sql, semantic_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -138,6 +138,7 @@ class Filters:
     surfaces: tuple | None = None
     include_meta: bool = False
     attributes: tuple | None = None
+    semantic_only: bool = False  # only events with semantic text (the session-query search)
 
     @classmethod
     def build(
@@ -146,7 +147,7 @@ class Filters:
         sources=None, projects=None, cwds=None, session_ids=None, parents=None,
         availability=None, created_from=None, created_to=None, time_from=None,
         time_to=None, seq_from=None, seq_to=None, types=None, roles=None,
-        surfaces=None, include_meta=False, attributes=None, check_ranges=True,
+        surfaces=None, include_meta=False, attributes=None, semantic_only=False, check_ranges=True,
     ) -> "Filters":
         built = cls(
             sources=_strings("sources", sources),
@@ -166,6 +167,7 @@ class Filters:
             surfaces=_strings("surfaces", surfaces),
             include_meta=bool(include_meta),
             attributes=_attributes(attributes),
+            semantic_only=bool(semantic_only),
         )
         for value in built.availability or ():
             if value not in STATES:
@@ -180,8 +182,8 @@ class Filters:
         return built
 
     @classmethod
-    def from_contract(cls, session_filters=None, event_filters=None, include_meta=True) -> "Filters":
-        options: dict = {"include_meta": include_meta, "check_ranges": False}
+    def from_contract(cls, session_filters=None, event_filters=None, include_meta=True, semantic_only=False) -> "Filters":
+        options: dict = {"include_meta": include_meta, "semantic_only": semantic_only, "check_ranges": False}
         for clause in _clauses(session_filters, "sessionFilters"):
             kind = clause.get("kind")
             if kind == "created-at":
@@ -218,7 +220,7 @@ class Filters:
         return any(
             getattr(self, name) is not None
             for name in ("time_from", "time_to", "seq_from", "seq_to", "types", "roles", "surfaces")
-        ) or not self.include_meta
+        ) or not self.include_meta or self.semantic_only
 
     def session_sql(self, s: str = "s") -> tuple[str, list]:
         where = _Where()
@@ -255,6 +257,8 @@ class Filters:
         where.values(f"{m}.surface", self.surfaces)
         if not self.include_meta:
             where.add(f"{m}.is_meta = 0 AND {m}.visibility != 'hidden'")
+        if self.semantic_only:
+            where.add(semantic_sql(m))
         return where.sql(), where.params
 
 

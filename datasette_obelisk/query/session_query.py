@@ -49,7 +49,9 @@ How the archive maps onto the contract:
   ``eventSeq`` is the first prompt's seq, else the last event at or before
   the title's time.
 - Search queries are data, never FTS5 syntax (``mode`` may be ``terms``,
-  the default, or ``phrase``); all surfaces and meta lines are searchable;
+  the default, or ``phrase``); every surface is searched, but only events
+  with semantic text (query/events.py): a structural line's text is found
+  neither by search nor by a ``text`` scan, though other faces search it;
   hits carry ``snippet`` (plain text) and ``snippetMatches`` (``[start, end)``
   code-point offsets into it).
 """
@@ -378,7 +380,7 @@ class SessionQuery:
 
     def search_sessions(self, request, signal=None) -> dict:
         options = self._search_options(request, "searchSessions")
-        filters = Filters.from_contract(request.get("sessionFilters"), request.get("eventFilters"))
+        filters = Filters.from_contract(request.get("sessionFilters"), request.get("eventFilters"), semantic_only=True)
         with self._reading(signal, index=True):
             page = search_core.search_sessions(self.conn, **options, snippets=1, filters=filters)
             result = {
@@ -392,7 +394,7 @@ class SessionQuery:
 
     def search_events(self, request, signal=None) -> dict:
         options = self._search_options(request, "searchEvents")
-        filters = Filters.from_contract(event_filters=request.get("filters"))
+        filters = Filters.from_contract(event_filters=request.get("filters"), semantic_only=True)
         with self._reading(signal, index=True):
             page = search_core.search_events(self.conn, request.get("sessionId"), **options, filters=filters)
             result = {"session": header(page["session"]), "items": [_hit(hit) for hit in page["items"]]}
