@@ -11,7 +11,9 @@ from datasette_obelisk.cli import cli
 from datasette_obelisk.query import obelisk as o
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.readonly import connect_readonly
-from datasette_obelisk.query.runner import ATTUNE_GLOBALS, QUERY_GLOBALS, compile_script, execute_script, run_script
+from datasette_obelisk.query.session_query import SessionQuery
+from datasette_obelisk.query.history import History
+from datasette_obelisk.query.runner import ATTUNE_GLOBALS, CONTRACT_GLOBALS, QUERY_GLOBALS, compile_script, execute_script, run_script
 from helper_fixtures import corpus_db, table_counts  # noqa: F401 (fixtures)
 
 SLOW_SQL = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT COUNT(*) FROM r"
@@ -41,7 +43,7 @@ def test_syntax_errors_name_the_line():
 
 def test_query_scripts_see_exactly_the_read_helpers(corpus_db):
     names = run_script("return sorted(k for k in globals() if not k.startswith('__'))", corpus_db)
-    assert names == sorted([*QUERY_GLOBALS, "QueryError", "script"])
+    assert names == sorted([*QUERY_GLOBALS, *CONTRACT_GLOBALS, "QueryError", "script"])
     assert set(QUERY_GLOBALS) == set(o.HELPERS)
 
 
@@ -58,6 +60,25 @@ def test_helpers_run_inside_scripts(corpus_db):
     assert run_script('return [m["uuid"] for m in trace("p1a")]', corpus_db) == ["cb", "cs", "b2a2", "p1u", "p1a"]
     assert run_script('return fileHistory("/project/hello.py")[0]["toolCall"]["name"]', corpus_db) == "Write"
     assert run_script('return workflowTree("nope")', corpus_db) is None
+
+
+def test_scripts_reach_the_history_and_session_query_contracts(corpus_db):
+    conn = connect_readonly(corpus_db)
+    expected = {
+        "history": History(conn).search({"query": "goodbye"}),
+        "read": History(conn).read({"sessionId": "sample_session", "limit": 3}),
+        "sessions": SessionQuery(conn).search_sessions({"query": "goodbye", "limit": 2}),
+    }
+    conn.close()
+    got = run_script(
+        'return {"history": history.search({"query": "goodbye"}), '
+        '"read": history.read({"sessionId": "sample_session", "limit": 3}), '
+        '"sessions": session_query.search_sessions({"query": "goodbye", "limit": 2})}',
+        corpus_db,
+    )
+    assert got == json.loads(json.dumps(expected))
+    assert [s["sessionId"] for s in got["history"]["sessions"]] == ["sample_session"]
+    assert len(got["read"]["entries"]) == 3
 
 
 def test_helper_errors_keep_their_code(corpus_db):

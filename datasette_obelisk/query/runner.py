@@ -2,7 +2,8 @@
 
 A script is the body of a Python function: ``return`` emits its JSON
 result. ``query`` scripts see the read helpers (``sql``, ``search``, ...,
-``failures``) bound to a read-only connection; ``attune`` scripts see only
+``failures``), ``history`` (``.search``, ``.read``) and ``session_query``
+(``.search_sessions``, ``.read_session``, ...) bound to a read-only connection; ``attune`` scripts see only
 ``remember`` and ``forget`` on a write connection.
 
 The script runs in a child process (forked when the process has one thread,
@@ -41,9 +42,11 @@ from typing import Any, Iterable
 
 from . import memories as memory_writes
 from .errors import QueryError
+from .history import History
 from .obelisk import helpers
 from .no_writes import forbid_file_writes
 from .readonly import authorizer, connect_readonly, set_deadline
+from .session_query import SessionQuery
 
 DEFAULT_TIMEOUT = 30.0
 KILL_GRACE = 0.25  # the child's own SQL interrupt gets this head start
@@ -55,6 +58,8 @@ QUERY_GLOBALS = (
     "sql", "search", "context", "trace", "thread", "raw", "overview", "sessions", "recent",
     "summaries", "memories", "subagents", "workflows", "workflowTree", "fileHistory", "failures",
 )
+# The other two contracts, as objects: ``history.search({...})``, ``session_query.search_sessions({...})``.
+CONTRACT_GLOBALS = ("history", "session_query")
 ATTUNE_GLOBALS = ("remember", "forget")
 IMPORTABLE = frozenset(
     "json re math cmath statistics datetime time calendar zoneinfo collections itertools functools "
@@ -163,7 +168,8 @@ def script_names(job: dict, *, confine: bool = False) -> tuple[dict[str, Any], s
             keep_temporary_tables_in_memory(conn)
             forbid_file_writes()
         bound = helpers(conn)
-        return {name: bound[name] for name in QUERY_GLOBALS}, conn
+        contracts = {"history": History(conn), "session_query": SessionQuery(conn)}
+        return {**{name: bound[name] for name in QUERY_GLOBALS}, **contracts}, conn
     conn = connect_for_memories(job["db_path"])
     set_deadline(conn, job["timeout"])
     roots, cwd = job["memory_roots"], job["cwd"]
