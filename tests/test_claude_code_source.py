@@ -239,6 +239,28 @@ def test_compaction_keeps_its_preserved_segment():
 
 
 @needs_corpus
+def test_refusals_and_errors_keep_their_details():
+    messages = {m.uuid: m for m in of_type(parsed("jazzyalex__agent-sessions/small.jsonl"), Message)}
+    # line 20: "content": "refusal", "apiRefusalExplanation": "Refused for policy reasons."
+    refusal = messages["s3"]
+    assert (refusal.subtype, refusal.surface, refusal.text) == ("api_refusal", "log-only", "refusal\nRefused for policy reasons.")
+    # line 31: no content; "error": {"message": "[trimmed for fixture]", "status": 429, "formatted": ...}
+    error = messages["sys-nested-1"]
+    assert (error.subtype, error.surface, error.text) == ("error", "log-only", "[trimmed for fixture]\nstatus 429")
+    # Other system lines keep their content alone.
+    assert messages["s4"].text == "compacted"
+
+
+def test_an_api_error_says_what_each_wrapped_error_says():
+    line = {"type": "system", "subtype": "api_error", "uuid": "e1", "timestamp": "2026-01-01T00:00:00Z",
+            "error": {"status": 529, "error": {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}}}
+    (message,) = of_type(feed_lines([line]), Message)
+    assert message.text == "status 529\nerror\nOverloaded\noverloaded_error"
+    unknown = {**line, "uuid": "e2", "error": "not an object", "content": "Retrying"}
+    assert of_type(feed_lines([unknown]), Message)[0].text == "Retrying"
+
+
+@needs_corpus
 def test_2_1_line_fields():
     records = parsed(MAIN_2_1)
     messages = {m.uuid: m for m in of_type(records, Message)}
@@ -794,4 +816,4 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 1)
+    assert (source.name, source.parser_version) == ("claude", 2)

@@ -285,6 +285,24 @@ def test_search_finds_only_semantic_text_as_the_text_scan_does(sq, read_conn):
     assert [i["seq"] for i in sq.searchEvents({"sessionId": DAG, "query": "compacted"})["items"]] == [11]  # "After compaction"
 
 
+def test_failure_and_status_details_are_semantic_text(sq):
+    # small.jsonl line 20 (seq 3) is an api_refusal, line 31 (seq 7) an error with status 429.
+    assert sq.filterEvents("small", [{"kind": "text", "text": "refusal"}]) == [{
+        "sessionId": "small", "seq": 3, "type": "system/api_refusal", "time": 1765843206000, "surface": "log-only",
+        "text": "refusal\nRefused for policy reasons.",
+    }]
+    assert [(d["seq"], d["text"]) for d in sq.filterEvents("small", [{"kind": "text", "text": "STATUS 429"}])] == [
+        (7, "[trimmed for fixture]\nstatus 429")
+    ]
+    found = sq.searchSessions({"query": "Refused for policy reasons", "mode": "phrase"})["items"]
+    assert [(i["header"]["id"], i["bestMatch"]["seq"], i["bestMatch"]["type"]) for i in found] == [("small", 3, "system/api_refusal")]
+    assert [i["seq"] for i in sq.searchEvents({"sessionId": "small", "query": "429"})["items"]] == [7]
+    # Structural lines still contribute nothing, though the boundary stores "compacted".
+    structural = sq.filterEvents("small", [{"kind": "type", "values": ["system/stop_hook_summary", "system/compact_boundary"]}])
+    assert [(d["seq"], d["text"]) for d in structural] == [(1, ""), (4, "")]
+    assert sq.searchEvents({"sessionId": "small", "query": "compacted"})["items"] == []
+
+
 def test_search_paging_through_the_contract(sq):
     first = sq.searchSessions({"query": "the", "limit": 2})
     second = sq.searchSessions({"query": "the", "limit": 2, "cursor": first["nextCursor"]})
@@ -379,6 +397,18 @@ def pair(toy):
     toy.write("c", line("c1", "child words", "2026-01-02T00:00:00Z"))
     toy.ingest()
     return toy
+
+
+def test_search_and_text_scan_agree_on_log_only_events(toy):
+    toy.write("s", *(line(f"l{n}", f"needle {n}", f"2026-01-01T00:0{n}:00Z") for n in range(1, 6)))
+    toy.ingest()
+    for uuid, type, subtype in (("l1", "event_msg", "error"), ("l2", "event_msg", "token_count"),
+                                ("l3", "warning", None), ("l4", "system", "compact_boundary")):
+        toy.sql("UPDATE messages SET surface = 'log-only', type = ?, subtype = ? WHERE uuid = ?", [type, subtype, uuid])
+    sq = SessionQuery(toy.conn())
+    scanned = [(d["seq"], d["type"]) for d in sq.filterEvents("s", [{"kind": "text", "text": "needle"}])]
+    searched = sorted((i["seq"], i["type"]) for i in sq.searchEvents({"sessionId": "s", "query": "needle"})["items"])
+    assert scanned == searched == [(1, "event_msg/error"), (3, "warning"), (5, "user/message")]
 
 
 def test_lineage_cycles_are_invalid(pair):

@@ -18,15 +18,32 @@ Every ``messages`` row is one event of its session, ordered by ``seq``. Its
 The same expression (``event_type_sql``) computes the type in SQL filters and
 in results, so a ``type`` filter always agrees with what is returned.
 
-Semantic text (the ``text`` of a search document) is the message text for
-conversation events and empty for structural (``log-only``) ones; the
-session-query search looks only at events with semantic text
-(``semantic_sql``), so it finds what a text scan of ``filterEvents`` finds.
+Semantic text (the ``text`` of a search document) is the contract's:
+messages, reasoning, tool calls and results, and failure or status details
+contribute; structural events and stream chunks do not. Here it is the text
+of every conversation event and of the log-only events in ``DETAIL_TYPES``;
+other log-only events (boundaries, hooks, accounting, rewind markers,
+progress) have none. The session-query search looks only at events with
+semantic text (``semantic_sql``), so it finds what a text scan finds.
 """
 
 from __future__ import annotations
 
 from .text import to_ms
+
+# Log-only events whose text is semantic: failures and status notices, a
+# Codex plan (its todo list) and review, and a prompt queued while the agent
+# was busy.
+DETAIL_TYPES = (
+    # Claude Code
+    "system/api_error", "system/api_refusal", "system/error", "system/model_refusal_fallback",
+    "attachment/queued_command",
+    # Codex
+    "event_msg/error", "event_msg/warning", "event_msg/turn_aborted", "event_msg/item_completed",
+    "event_msg/entered_review_mode", "event_msg/exited_review_mode",
+    # Gemini CLI notices
+    "error", "warning", "info",
+)
 
 EVENT_COLUMNS = (
     "id uuid session_id seq type subtype role content_type is_meta is_compact_summary "
@@ -58,11 +75,15 @@ def event_select(alias: str = "m", text: bool = False) -> str:
 
 def semantic_sql(alias: str = "m") -> str:
     """SQL true for an event whose text is semantic (see ``semantic_text``)."""
-    return f"{alias}.surface != 'log-only'"
+    types = ", ".join(f"'{name}'" for name in DETAIL_TYPES)
+    return f"({alias}.surface != 'log-only' OR {event_type_sql(alias)} IN ({types}))"
 
 
 def semantic_text(row) -> str:
-    return "" if row["surface"] == "log-only" else (row["text"] or "")
+    """The event's text, or "" for a structural event (``row`` has ``event_type``)."""
+    if row["surface"] == "log-only" and row["event_type"] not in DETAIL_TYPES:
+        return ""
+    return row["text"] or ""
 
 
 def event_record(row) -> dict:

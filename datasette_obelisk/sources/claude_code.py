@@ -89,7 +89,7 @@ class ClaudeCodeSource:
     """Claude Code sessions, subagents and workflow runs."""
 
     name = SOURCE
-    parser_version = 1
+    parser_version = 2  # 2: a system line's text keeps its refusal and API error details
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when missing."""
@@ -694,7 +694,18 @@ def _structural_text(obj: dict, line_type: str) -> str:
         if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
             return _render_parts(attachment.get("prompt"))
         return ""
-    return _text(obj.get("content")) or ""
+    parts = [_text(obj.get("content")), _text(obj.get("apiRefusalExplanation")), *_error_details(obj.get("error"))]
+    return "\n".join(dict.fromkeys(part for part in parts if part))
+
+
+def _error_details(error: Any) -> Iterator[str | None]:
+    """Message, type and HTTP status of an API error and of the errors it wraps."""
+    while isinstance(error, dict):
+        status = _int(error.get("status"))
+        yield _text(error.get("message"))
+        yield _text(error.get("type"))
+        yield f"status {status}" if status else None
+        error = error.get("error")
 
 
 def _looks_meta(text: str) -> bool:
