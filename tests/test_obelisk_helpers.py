@@ -727,6 +727,92 @@ def test_failures_newest_first_and_filtered(ro):
     assert len(o.failures(ro, 3)) == 3
 
 
+# -- time bounds ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bounds, found",
+    [
+        ({"before": "2025-06-14T11:01:31.000Z"}, ["edge_005"]),  # the same instant as its stored ...31Z
+        ({"after": "2025-06-14T11:01:31.000Z"}, ["edge_005"]),
+        ({"after": "2025-06-14T11:01:31.900Z"}, []),  # later
+        ({"after": "2025-06-14T12:00:00+02:00"}, ["edge_005"]),  # 10:00Z, earlier
+        ({"before": "2025-06-14T13:01:30.999+02:00"}, []),  # a millisecond earlier
+        ({"after": "2025-06-14T13:01:31+02:00", "before": "2025-06-14T11:01:31Z"}, ["edge_005"]),
+        ({"after": "2025-06-14"}, ["edge_005"]),
+        ({"before": "2025-06"}, []),
+    ],
+)
+def test_the_edge_case_failure_is_bounded_by_instants(ro, bounds, found):
+    rows = o.failures(ro, {"sessionId": "edge_cases", **bounds})
+    assert [r["result"]["message_uuid"] for r in rows] == found
+    assert rows == [] or rows[0]["result"]["timestamp"] == "2025-06-14T11:01:31Z"  # returned as stored
+
+
+# One line per session, at instants whose text order (b, a, d, c) is not their time order (a, d, b, c).
+STAMPS = {
+    "a": "2025-06-14T11:01:31Z",
+    "b": "2025-06-14T11:01:31.500Z",
+    "c": "2025-06-14T13:01:32+02:00",
+    "d": "2025-06-14T12:01:31.200+01:00",
+}
+
+
+@pytest.fixture(scope="module")
+def stamped_db(tmp_path_factory):
+    db = build_toy_db(tmp_path_factory.mktemp("stamped"), {
+        name: [{"id": name, "text": "needle", "ts": ts, "tool": "Bash", "paths": ["/f.txt"], "outcome": "failed"}]
+        for name, ts in STAMPS.items()
+    })
+    for name, ts in STAMPS.items():
+        execute(db, "INSERT INTO summaries (id, session_id, timestamp, source, content, file_id) "
+                    "VALUES (?, ?, ?, 'away_summary', 'x', 0)", [name, name, ts])
+        execute(db, "INSERT INTO workflows (run_id, session_id, timestamp) VALUES (?, ?, ?)", [name, name, ts])
+        execute(db, "INSERT INTO memories (id, session_id, path, summary, created_at) VALUES (?, ?, '/m.md', 'x', ?)",
+                [name, name, ts])
+    return db
+
+
+BOUNDED = {
+    "search": lambda conn, b: [h["message"]["uuid"] for h in o.search(conn, "needle", b)],
+    "sessions": lambda conn, b: [r["id"] for r in o.sessions(conn, b)],
+    "summaries": lambda conn, b: [r["id"] for r in o.summaries(conn, b)],
+    "memories": lambda conn, b: [r["id"] for r in o.memories(conn, b)],
+    "workflows": lambda conn, b: [r["run_id"] for r in o.workflows(conn, b)],
+    "fileHistory": lambda conn, b: [r["toolCall"]["message_uuid"] for r in o.file_history(conn, "/f.txt", b)],
+    "failures": lambda conn, b: [r["result"]["message_uuid"] for r in o.failures(conn, b)],
+}
+
+
+@pytest.mark.parametrize("helper", BOUNDED)
+@pytest.mark.parametrize(
+    "bounds, found",
+    [
+        ({}, "abcd"),
+        ({"before": "2025-06-14T11:01:31.000Z"}, "a"),
+        ({"after": "2025-06-14T11:01:31.100Z"}, "bcd"),
+        ({"after": "2025-06-14T11:01:31.2Z", "before": "2025-06-14T11:01:31.5Z"}, "bd"),
+        ({"after": "2025-06-14T13:01:31.5+02:00"}, "bc"),
+        ({"before": "2025-06-14T11:01:31.999"}, "abd"),  # no offset: UTC
+        ({"after": "2025-06-14T11:01:32Z"}, "c"),
+    ],
+)
+def test_time_bounds_compare_instants_in_every_helper(stamped_db, helper, bounds, found):
+    with connect_readonly(stamped_db) as conn:
+        assert sorted(BOUNDED[helper](conn, bounds)) == list(found)
+
+
+@pytest.mark.parametrize("helper", BOUNDED)
+@pytest.mark.parametrize("name, value", [("after", "yesterday"), ("before", "2025-13-01"), ("after", "now"), ("before", "")])
+def test_a_bound_that_is_no_time_is_refused(stamped_db, helper, name, value):
+    with connect_readonly(stamped_db) as conn, pytest.raises(QueryError) as error:
+        BOUNDED[helper](conn, {name: value})
+    assert (error.value.code, error.value.message) == (
+        "OBELISK_INVALID_ARGUMENT",
+        f"{helper}(): {name} must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not {value!r}",
+    )
+
+
 def test_helpers_leave_the_corpus_database_unchanged(corpus_db):
     before = os.stat(corpus_db).st_mtime_ns, corpus_db.read_bytes()
     with connect_readonly(corpus_db) as conn:

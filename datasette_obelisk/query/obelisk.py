@@ -7,6 +7,8 @@ keys, e.g. ``{"sessionId": ..., "includeMeta": True}``) and/or as keyword
 arguments (``session_id=...``). A string where options are expected means
 ``sessionId`` (``project`` for ``overview``), a number means ``limit``.
 Unknown option names are refused, so a typo never widens a query silently.
+``after`` / ``before`` are ISO 8601 dates or times, compared with stored
+timestamps as instants (``moments.py``); anything else is refused.
 
 ``helpers(conn)`` returns the same functions bound to ``conn`` under the
 reference's exact global names, for ``obelisk query`` scripts.
@@ -29,7 +31,7 @@ from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
-from . import fts
+from . import fts, moments
 from .errors import QueryError
 from .readonly import error_for, run_sql, translated_errors
 
@@ -76,6 +78,7 @@ OPTION_TYPES = {
     "include_meta": bool, "sessions": list,
 }
 LIMIT_KEYS = ("limit", "project_limit", "memory_limit")
+TIME_BOUNDS = ("after", "before")
 
 
 def options(helper: str, given, kwargs: dict, defaults: dict, keys=(), *, string_key="session_id", max_limit=MAX_LIMIT) -> dict:
@@ -124,7 +127,20 @@ def check_type(helper: str, name: str, value, max_limit: int):
         raise invalid(f"{helper}(): {display} must be between 1 and {max_limit}")
     if name == "offset" and value < 0:
         raise invalid(f"{helper}(): offset must not be negative")
+    if name in TIME_BOUNDS:
+        return time_bound(helper, display, value)
     return value
+
+
+def time_bound(helper: str, display: str, value: str) -> str:
+    """An ``after`` / ``before`` value as the canonical instant stored times are compared with."""
+    moment = moments.canonical(value)
+    if moment is None:
+        raise invalid(
+            f"{helper}(): {display} must be an ISO 8601 date or time, such as 2025-06-14 or "
+            f"2025-06-14T11:01:31Z, not {value!r}"
+        )
+    return moment
 
 
 def invalid(message: str) -> QueryError:
@@ -139,9 +155,11 @@ def require_text(helper: str, name: str, value) -> str:
 
 # -- filters -------------------------------------------------------------
 
+# after / before compare instants: the column's canonical form (see moments.py).
 OPERATORS = {
     "session_id": "{} = ?", "project": "{} LIKE ?", "cwd": "{} LIKE ?",
-    "after": "{} >= ?", "before": "{} <= ?", "branch": "{} = ?", "source": "{} = ?",
+    "after": moments.moment_sql("{}") + " >= ?", "before": moments.moment_sql("{}") + " <= ?",
+    "branch": "{} = ?", "source": "{} = ?",
 }
 
 

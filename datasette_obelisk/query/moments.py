@@ -1,0 +1,47 @@
+"""Points in time: how the helpers bound and sort by time.
+
+Timestamps are stored as the logs wrote them, and logs write one instant
+several ways (``…31Z``, ``…31.000Z``, ``…+02:00``), so text order is not
+time order. Every time bound and time sort goes through one canonical form,
+UTC ``YYYY-MM-DDTHH:MM:SS.fffZ``, which sorts as text in time order:
+
+- ``moment_sql(column)``: a stored value in that form, by SQLite's
+  ``strftime``; NULL when the value is not a date and time (a log's
+  ``[trimmed]`` placeholder), so such a row is outside every bound.
+- ``canonical(text)``: a caller's ISO 8601 value in that form, read as
+  SQLite reads stored ones: without an offset it is UTC, a date alone is its
+  midnight (a year or a month alone, its first day), and a fraction is
+  rounded to the millisecond. Anything else is not a time: None.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+CANONICAL = "%Y-%m-%dT%H:%M:%fZ"
+YEAR_OR_MONTH = re.compile(r"\d{4}(-\d{2})?")
+
+
+def moment_sql(column: str) -> str:
+    """SQL for the canonical form of a stored timestamp ``column`` (NULL if it is none)."""
+    return f"strftime('{CANONICAL}', {column})"
+
+
+def canonical(text: str) -> str | None:
+    """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None."""
+    text = text.strip()
+    if YEAR_OR_MONTH.fullmatch(text):
+        text += "-01" * (2 - text.count("-"))
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    millis = (moment.microsecond + 500) // 1000
+    try:
+        moment = moment.replace(microsecond=0).astimezone(timezone.utc) + timedelta(milliseconds=millis)
+    except OverflowError:
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
