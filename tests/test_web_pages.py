@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from html import unescape
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -107,6 +109,51 @@ async def test_transcript_folds_tool_calls_with_outcome_and_preview(ds):
     assert html.count('id="m4"') == 0  # the result line is folded into its call
     assert "/-/obelisk/api/raw?uuid=xss-a1" in links(html)
     assert f"/-/obelisk/session/{XSS_SESSION}/lineage" in links(html)
+
+
+@pytest.mark.asyncio
+async def test_transcript_folds_tool_calls_on_mixed_lines(ds):
+    html = await page(ds, f"/-/obelisk/session/{FORKED}")
+    entry = re.search(r'<li class="ob-entry role-assistant kind-tool surface-current" id="m8">(.*?)</li>', html, re.S)
+    assert entry, "line 8 (text and a Write call) is a tool entry"
+    body = entry.group(1)
+    assert re.findall(r'<div class="ob-text">(.*?)</div>', body, re.S) == ["Good choice for stable sorting! Here&#39;s MergeSort:"]
+    summary = re.search(r'<details class="ob-tool" id="tool-toolu_f002">\s*<summary>(.*?)</summary>', body, re.S).group(1)
+    assert '<span class="name">Write</span>' in summary and '<span class="ob-outcome succeeded">succeeded</span>' in summary
+    assert '<span class="preview">/home/testuser/fork-project/mergesort.py</span>' in summary
+    assert "File created successfully" in body and 'id="m9"' not in html  # the result line is folded into the call
+    shadowed = await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
+    assert [c for c in ("toolu_f001", "toolu_f002", "toolu_f003") if f'id="tool-{c}"' in shadowed] == [
+        "toolu_f001", "toolu_f002", "toolu_f003"
+    ]
+
+
+def tool_links(html: str) -> list[str]:
+    return [href for href in links(html) if "#tool-" in href]
+
+
+async def anchors_on(ds, url: str, seen: dict) -> set[str]:
+    if url not in seen:
+        seen[url] = set(re.findall(r'id="([^"]+)"', unescape(await page(ds, url))))
+    return seen[url]
+
+
+@pytest.mark.asyncio
+async def test_every_tool_link_from_files_and_failures_reaches_its_anchor(ds, web_db):
+    paths = [path for (path,) in rows(web_db, "SELECT DISTINCT path FROM tool_call_files ORDER BY path")]
+    sources = [await page(ds, "/-/obelisk/files", path=path) for path in paths]
+    sources.append(await page(ds, "/-/obelisk/failures", limit="1000"))
+    checked, seen = [], {}
+    for href in (href for html in sources for href in tool_links(html)):
+        target = urlsplit(href)
+        anchor = unquote(target.fragment)
+        assert anchor in await anchors_on(ds, f"{target.path}?{target.query}", seen), href
+        checked.append(anchor)
+    assert {"tool-toolu_f001", "tool-toolu_f002", "tool-toolu_f003", "tool-toolu_xss1"} <= set(checked)
+    quicksort = await page(ds, "/-/obelisk/files", path="/home/testuser/fork-project/quicksort.py")
+    assert tool_links(quicksort) == [f"/-/obelisk/session/{FORKED}?shadowed=1#tool-toolu_f001"]  # a rewound branch
+    mergesort = await page(ds, "/-/obelisk/files", path="/home/testuser/fork-project/mergesort.py")
+    assert tool_links(mergesort) == [f"/-/obelisk/session/{FORKED}#tool-toolu_f00{n}" for n in (2, 3)]
 
 
 @pytest.mark.asyncio
@@ -214,3 +261,17 @@ async def test_several_databases(web_db, tmp_path):
     await page(ds, "/-/obelisk", 404, db="plain")
     assert await ds.get_query("second", "obelisk_search") is not None
     assert await ds.get_query("plain", "obelisk_search") is None
+
+
+def test_tool_anchors_name_the_transcript_page_that_shows_the_call(web_db):
+    from datasette_obelisk.query import transcript
+
+    conn = sqlite3.connect(web_db)
+    try:
+        anchors = transcript.tool_anchors(conn, ["toolu_f001", "toolu_f002", "no-such-call"], limit=5)
+        later = transcript.transcript(conn, FORKED, start=6, limit=5)["entries"]
+    finally:
+        conn.close()
+    plain = {"start": None, "rewound": False, "meta": False, "log": False}
+    assert anchors == {"toolu_f001": {**plain, "rewound": True}, "toolu_f002": {**plain, "start": 6}}
+    assert [c["id"] for e in later if e["kind"] == "tool" for c in e["calls"]] == ["toolu_f002"]

@@ -8,10 +8,11 @@
 
         - ``{"kind": "message", "message": row}``: a prompt or an answer;
         - ``{"kind": "thinking", "message": row}``;
-        - ``{"kind": "tool", "message": row, "calls": [call...]}``: a tool-use
-          line with each call's name, input, outcome, result and the
-          subagent or workflow it started. The result line is folded into
-          it and not listed again;
+        - ``{"kind": "tool", "message": row, "calls": [call...], "text": str}``:
+          a line that made tool calls, with each call's name, input, outcome,
+          result and the subagent or workflow it started, and ``text``, what
+          the line said besides its calls (a "mixed" line's prose, else "").
+          A result line is folded into its call and not listed again;
         - ``{"kind": "compaction", "message": row}``: a compact boundary or
           the summary that replaced the context before it;
         - ``{"kind": "rewound", "count", "first_seq", "last_seq"}``: a run
@@ -22,6 +23,11 @@
         (``surface = 'log-only'``). Entries cover seqs ``start`` .. ``start +
         limit - 1``; ``next_start`` is where the next page begins (None at
         the end). Unknown session: ``OBELISK_NOT_FOUND``.
+
+    tool_anchors(conn, tool_call_ids, *, limit=500) -> {id: options}
+        For each call that has an entry, the ``transcript`` options (``start``,
+        ``rewound``, ``meta``, ``log``) of the page that shows its
+        ``#tool-{id}`` anchor; calls whose line has no entry are left out.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from ..sources.common import strings_in
 from ..store.tool_output import full_content_sql
 from .errors import QueryError
 
@@ -52,7 +59,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
     )
     next_start = rows[limit]["seq"] if len(rows) > limit else None
     rows = rows[:limit]
-    calls = tool_calls(conn, session_id, [r["uuid"] for r in rows if r["content_type"] == TOOL_USE])
+    calls = tool_calls(conn, session_id, [r["uuid"] for r in rows])
     folded = {call["result_uuid"] for group in calls.values() for call in group if call["result_uuid"]}
     entries = []
     for row in rows:
@@ -80,19 +87,51 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
 
 
 def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> dict | None:
-    if row["subtype"] == "compact_boundary" or row["is_compact_summary"] or row["type"] == "compacted":
+    if is_compaction(row):
         return {"kind": "compaction", "message": row}
-    if row["is_meta"] and not meta:
+    if not shown(row, meta=meta, log=log):
         return None
-    if row["surface"] == "log-only" and not log:
-        return None
-    if row["content_type"] == TOOL_USE and calls.get(row["uuid"]):
-        return {"kind": "tool", "message": row, "calls": calls[row["uuid"]]}
+    if calls.get(row["uuid"]):
+        made = calls[row["uuid"]]
+        return {"kind": "tool", "message": row, "calls": made, "text": text_besides(row, made)}
     if row["content_type"] == TOOL_RESULT and row["uuid"] in folded:
         return None
     if row["content_type"] == "thinking":
         return {"kind": "thinking", "message": row}
     return {"kind": "message", "message": row}
+
+
+def is_compaction(row: dict) -> bool:
+    return bool(row["subtype"] == "compact_boundary" or row["is_compact_summary"] or row["type"] == "compacted")
+
+
+def shown(row: dict, *, meta: bool, log: bool) -> bool:
+    if row["is_meta"] and not meta:
+        return False
+    return log or row["surface"] != "log-only"
+
+
+def text_besides(row: dict, calls: list[dict]) -> str:
+    """A line's text without the part each tool call contributed (its name and input strings)."""
+    if row["content_type"] == TOOL_USE:
+        return ""
+    text = row["text"] or ""
+    for call in calls:
+        part = call_text(call)
+        for piece in ("\n" + part, part + "\n", part):
+            if piece in text:
+                text = text.replace(piece, "", 1)
+                break
+    return text.strip()
+
+
+def call_text(call: dict) -> str:
+    """The searchable text a source stores for a call: its name, then every string of its input."""
+    try:
+        data = json.loads(call["input_json"] or "null")
+    except ValueError:
+        data = None
+    return "\n".join([call["name"], *strings_in(data)])
 
 
 def fold_rewound(entries: list, row: dict) -> None:
@@ -121,12 +160,56 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
             LEFT JOIN tool_results r ON r.tool_use_id = c.id
             LEFT JOIN subagents sa ON sa.parent_tool_use_id = c.id AND sa.session_id = c.session_id
             LEFT JOIN workflows w ON w.parent_tool_use_id = c.id
-            WHERE c.message_uuid IN ({marks}) ORDER BY c.rowid""",
-        message_uuids,
+            WHERE c.session_id = ? AND c.message_uuid IN ({marks}) ORDER BY c.rowid""",
+        [session_id, *message_uuids],
     ):
         row["preview"] = preview(row["input_json"])
         found.setdefault(row["message_uuid"], []).append(row)
     return found
+
+
+def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[str, dict]:
+    ids = sorted(set(tool_call_ids))
+    if not ids:
+        return {}
+    rows = _all(
+        conn,
+        f"""SELECT c.id AS call_id, m.*,
+                   (SELECT COUNT(*) FROM messages b WHERE b.session_id = m.session_id AND b.seq < m.seq)
+                     / :page * :page AS page_offset
+            FROM tool_calls c JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = c.session_id
+            WHERE c.id IN ({", ".join(f":id{i}" for i in range(len(ids)))})""",
+        {"page": limit, **{f"id{i}": value for i, value in enumerate(ids)}},
+    )
+    found = {}
+    for row in rows:
+        options = options_showing(row)
+        if options is None:
+            continue
+        if row["page_offset"]:
+            options["start"] = _seq_at(conn, row["session_id"], row["page_offset"])
+        found[row["call_id"]] = options
+    return found
+
+
+def _seq_at(conn, session_id: str, offset: int) -> int:
+    """The seq of a session's line at ``offset``: where the transcript page holding it starts."""
+    return conn.execute(
+        "SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET ?", [session_id, offset]
+    ).fetchone()[0]
+
+
+def options_showing(row: dict) -> dict | None:
+    """The fewest transcript options under which ``row`` is listed as an entry of its own."""
+    if is_compaction(row):
+        return None
+    flags = next(
+        ({"meta": meta, "log": log} for meta in (False, True) for log in (False, True) if shown(row, meta=meta, log=log)),
+        None,
+    )
+    if flags is None:
+        return None
+    return {"start": None, "rewound": row["visibility"] == "inactive", **flags}
 
 
 def preview(input_json: str | None) -> str:

@@ -95,16 +95,28 @@ async def files_page(datasette, request, db, params):
     path = params.text("path")
     contains = params.text("contains")
     if path:
-        history = await db.execute_fn(lambda conn: obelisk.file_history(conn, path, {"limit": 1000}))
-        return {"active_tab": "Files", "path": path, "history": history}
+        def load(conn):
+            history = obelisk.file_history(conn, path, {"limit": 1000})
+            return {"history": history, "anchors": anchors_for(conn, [h["toolCall"] for h in history])}
+
+        return {"active_tab": "Files", "path": path, **await db.execute_fn(load)}
     files = await db.execute_fn(lambda conn: dashboard.touched_files(conn, contains))
     return {"active_tab": "Files", "contains": contains, "files": files}
 
 
 async def failures_page(datasette, request, db, params):
     options = {**params.values("project", "source", "sessionId"), "limit": params.integer("limit", 50)}
-    found = await db.execute_fn(lambda conn: obelisk.failures(conn, options))
-    return {"active_tab": "Failures", "failures": found, "filters": options}
+
+    def load(conn):
+        found = obelisk.failures(conn, options)
+        return {"failures": found, "anchors": anchors_for(conn, [f["toolCall"] for f in found])}
+
+    return {"active_tab": "Failures", "filters": options, **await db.execute_fn(load)}
+
+
+def anchors_for(conn, calls: list) -> dict:
+    """Where each of these tool calls is shown on its transcript (``ob.tool_call`` links there)."""
+    return transcript.tool_anchors(conn, [c["id"] for c in calls if c], limit=TRANSCRIPT_PAGE)
 
 
 async def memories_page(datasette, request, db, params):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from . import urls
 from .highlight import snippet_html
@@ -19,6 +20,16 @@ class TemplateHelpers:
 
     def session(self, session_id, **query) -> str:
         return urls.session_url(self.datasette, session_id, db=self.db, **query)
+
+    def tool_call(self, session_id, call_id, anchors: dict) -> str:
+        """The transcript page showing a call, at its ``#tool-`` anchor; the session's start when it has none."""
+        options = anchors.get(call_id)
+        if options is None:
+            return self.session(session_id)
+        url = self.session(
+            session_id, start=options["start"], shadowed=options["rewound"], meta=options["meta"], log=options["log"]
+        )
+        return url + "#tool-" + quote(str(call_id), safe="")
 
     def lineage(self, session_id, **query) -> str:
         return urls.lineage_url(self.datasette, session_id, db=self.db, **query)
