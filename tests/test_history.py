@@ -167,12 +167,62 @@ def test_read_pages_stop_at_the_byte_budget(logs, monkeypatch):
     assert "nextCursor" in split[0] and "nextCursor" not in split[-1]
 
 
-def test_a_tool_call_without_a_result(logs):
+def test_a_tool_call_without_a_result_is_a_cancelled_entry(logs):
     logs.sql("DELETE FROM tool_results")
     entries = history_read(logs.conn(), sessionId="s1")["entries"]
     assert (entries[2]["id"], entries[2]["outcome"], entries[2]["result"]) == ("a2:call", "cancelled", None)
     logs.sql("DELETE FROM messages WHERE uuid = 'a3'")
-    assert [e["id"] for e in history_read(logs.conn(), sessionId="s1")["entries"]] == ["a1", "a2"]  # still running
+    page = history_read(logs.conn(), sessionId="s1")
+    assert [(e["id"], e.get("outcome")) for e in page["entries"]] == [("a1", None), ("a2", None), ("a2:call", "cancelled")]
+    assert "nextCursor" not in page
+
+
+def read_everything(conn, session_id):
+    found, cursor = [], None
+    while True:
+        page = history_read(conn, sessionId=session_id, limit=100, **({"cursor": cursor} if cursor else {}))
+        found += page["entries"]
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return page["session"], found
+
+
+def test_updated_through_names_the_last_entry_when_the_log_ends_on_an_unanswered_call(read_conn):
+    session_id = "codex:019c8a70-dda7-7f33-98ea-f30553347322"
+    session, entries = read_everything(read_conn, session_id)
+    last = entries[-1]
+    assert (last["id"], last["type"], last["outcome"], last["result"]) == (
+        f"{session_id}:call_UtYwHmwWekzvq83m8Rb9K8jJ", "tool", "cancelled", None,
+    )
+    assert session["digest"]["updatedThroughEntryId"] == last["id"]
+    _, sidechain = read_everything(read_conn, "sidechain_agent")
+    assert (sidechain[-1]["name"], sidechain[-1]["outcome"]) == ("Grep", "cancelled")
+
+
+def test_updated_through_is_always_an_entry_read_returns(read_conn):
+    digests = [s for s in history_search(read_conn, limit=75)["sessions"] if "digest" in s]
+    assert len(digests) > 10
+    for found in digests:
+        _, entries = read_everything(read_conn, found["sessionId"])
+        assert found["digest"]["updatedThroughEntryId"] in {e["id"] for e in entries}, found["sessionId"]
+    small = history_search(read_conn, attributes={"source": "claude"}, limit=75)
+    digest = next(s["digest"] for s in small["sessions"] if s["sessionId"] == "small")
+    # The compaction summary's line is not in this session: the digest covers it all.
+    assert digest["updatedThroughEntryId"] == read_everything(read_conn, "small")[1][-1]["id"]
+
+
+def test_updated_through_a_summary_before_every_entry_is_the_first_entry(logs):
+    logs.sql("UPDATE summaries SET message_uuid = 'a1', session_id = 's1' WHERE id = 'sum1'")
+    logs.sql("UPDATE messages SET seq = -1 WHERE uuid = 'a1'")
+    logs.sql("UPDATE messages SET is_meta = 1 WHERE uuid = 'a1'")
+    digest = history_search(logs.conn(), query="migration plan")["sessions"][0]
+    assert digest["sessionId"] == "s1" and digest["digest"]["updatedThroughEntryId"] == "a2"
+
+
+def test_updated_through_a_line_with_text_and_a_call_is_the_call(logs):
+    logs.sql("UPDATE summaries SET message_uuid = 'a2', session_id = 's1' WHERE id = 'sum1'")
+    digest = history_search(logs.conn(), query="migration plan")["sessions"][0]
+    assert digest["sessionId"] == "s1" and digest["digest"]["updatedThroughEntryId"] == "a2:call"
 
 
 def test_read_validation(logs):

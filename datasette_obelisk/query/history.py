@@ -18,7 +18,8 @@
     The active flat conversation in transcript order: ``user`` and
     ``assistant`` text entries, and one ``tool`` entry per tool call with
     its result (``outcome`` succeeded | failed | blocked | cancelled,
-    ``sourceIds`` = [call message, result message]). Content a rewind
+    ``sourceIds`` = [call message, result message]); a call with no result
+    is ``cancelled`` with a ``null`` result. Content a rewind
     abandoned (``visibility = 'inactive'``), meta and hidden lines,
     reasoning, compaction summaries and structural lines are not entries;
     compaction removes nothing. ``limit`` 1–100 (default 50); a page also
@@ -31,8 +32,10 @@ claude, codex, gemini), ``repository``, ``cwd``, ``project``, ``branch``,
 ``model``, ``relationship`` and ``parent`` when known. ``updatedAt`` is the
 last message time. The ``digest`` is the session's own title and its latest
 agent-written summary (compaction or away summary), with
-``updatedThroughEntryId`` the entry that summary was written at (else the
-last entry). Errors: SESSION_QUERY_INVALID_QUERY / _INVALID_FILTER /
+``updatedThroughEntryId`` the last entry read returns at or before that
+summary's line (the first entry if none precedes it; the last entry without
+a summary or when its line is not in the session; "" for a session without
+entries). Errors: SESSION_QUERY_INVALID_QUERY / _INVALID_FILTER /
 _INVALID_LIMIT / _INVALID_CURSOR / _STALE_CURSOR / _SESSION_NOT_FOUND, and
 OBELISK_INVALID_ARGUMENT for a malformed request.
 """
@@ -121,12 +124,25 @@ def _digest(conn, session: dict) -> dict | None:
     ).fetchone()
     if not session["title"] and summary is None:
         return None
-    through = _last_entry_id(conn, session["id"], _seq_of(conn, summary[1]) if summary is not None else None)
     return {
         "title": session["title"] or "",
         "summary": summary[0] if summary is not None else "",
-        "updatedThroughEntryId": through or "",
+        "updatedThroughEntryId": _covered_through(conn, session["id"], summary[1] if summary is not None else None),
     }
+
+
+def _covered_through(conn, session_id: str, summary_uuid: str | None) -> str:
+    """The id of the last entry a digest covers; "" only when the session has no entry.
+
+    That is the last entry at or before the summary's line, the first entry
+    when the summary precedes them all, and the last entry when there is no
+    summary or its line is not in this session.
+    """
+    seq = _seq_of(conn, session_id, summary_uuid)
+    through = _last_entry_id(conn, session_id, seq)
+    if through is None and seq is not None:
+        through = _first_entry_id(conn, session_id)
+    return through or ""
 
 
 # -- search ----------------------------------------------------------------
@@ -289,6 +305,30 @@ ENTRY_WHERE = (
     "AND m.is_compact_summary = 0 AND m.role IN ('user', 'assistant') "
     "AND COALESCE(m.content_type, '') NOT IN ('thinking', 'tool_result')"
 )
+LAST_ENTRY_BATCH = 20
+
+
+def _entry_rows(conn, session_id: str, condition: str, params, order: str = "m.seq", limit: int = -1) -> list[dict]:
+    """The messages that may hold transcript entries (``ENTRY_WHERE``) and meet ``condition``."""
+    return rows(
+        conn,
+        f"SELECT m.id, m.uuid, m.seq, m.role, m.content_type, m.timestamp, m.text FROM messages m "
+        f"WHERE {ENTRY_WHERE} AND {condition} ORDER BY {order} LIMIT ?",
+        [session_id, *params, limit],
+    )
+
+
+def _entries(conn, session_id: str, batch: list[dict], clock=None):
+    """``(row, index, entry)`` for every entry of the message rows in ``batch``.
+
+    ``clock`` is the time an entry gets when its line has none; each
+    timestamped row moves it on.
+    """
+    tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch])
+    for row in batch:
+        clock = to_ms(row["timestamp"]) or clock
+        for index, entry in enumerate(_message_entries(row, tools.get(row["uuid"], []), clock)):
+            yield row, index, entry
 
 
 def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[dict], bool]:
@@ -296,34 +336,31 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
     entries: list[dict] = []
     used = 0
     seq, part = after if after is not None else (0, -1)
-    clock = None
     while True:
-        batch = rows(
-            conn,
-            f"SELECT m.uuid, m.seq, m.role, m.content_type, m.timestamp, m.text FROM messages m "
-            f"WHERE {ENTRY_WHERE} AND m.seq >= ? ORDER BY m.seq LIMIT ?",
-            [session_id, seq, limit + 1],
-        )
+        batch = _entry_rows(conn, session_id, "m.seq >= ?", [seq], limit=limit + 1)
         if not batch:
             return entries, False
-        tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch])
-        for row in batch:
-            clock = to_ms(row["timestamp"]) or clock
-            for index, entry in enumerate(_message_entries(conn, session_id, row, tools.get(row["uuid"], []), clock)):
-                if (row["seq"], index) <= (seq, part):
-                    continue
-                size = len(json.dumps(entry, ensure_ascii=False).encode())
-                if len(entries) == limit or (entries and used + size > budget):
-                    return entries, True
-                used += size
-                entry["_position"] = [row["seq"], index]
-                entries.append(entry)
+        for row, index, entry in _entries(conn, session_id, batch):
+            if (row["seq"], index) <= (seq, part):
+                continue
+            size = len(json.dumps(entry, ensure_ascii=False).encode())
+            if len(entries) == limit or (entries and used + size > budget):
+                return entries, True
+            used += size
+            entry["_position"] = [row["seq"], index]
+            entries.append(entry)
         seq, part = batch[-1]["seq"], 1 << 30
         if len(batch) <= limit:
             return entries, False
 
 
-def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock) -> list[dict]:
+def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
+    """A message's text entry (if any text is left) and one entry per tool call.
+
+    A call without a result is ``cancelled`` with a ``null`` result: the
+    contract has no outcome for a call still running, and a result that
+    arrives later is ingested into the same entry.
+    """
     entries = []
     content = _without_tool_calls(row["text"] or "", tools) if row["content_type"] != "tool_use" else ""
     if content:
@@ -335,8 +372,6 @@ def _message_entries(conn, session_id: str, row: dict, tools: list[dict], clock)
             "content": content,
         })
     for tool in tools:
-        if tool["outcome"] is None and not _conversation_moved_on(conn, session_id, row["seq"]):
-            continue  # still running: it becomes an entry when its result arrives
         entries.append({
             "id": tool["id"],
             "sourceIds": [s for s in (row["uuid"], tool["result_message"]) if s],
@@ -383,34 +418,29 @@ def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dic
     return found
 
 
-def _conversation_moved_on(conn, session_id: str, seq: int) -> bool:
-    return conn.execute(
-        f"SELECT 1 FROM messages m WHERE {ENTRY_WHERE} AND m.seq > ? LIMIT 1", [session_id, seq]
-    ).fetchone() is not None
-
-
-def _seq_of(conn, uuid: str | None) -> int | None:
-    row = conn.execute("SELECT seq FROM messages WHERE uuid = ?", [uuid]).fetchone() if uuid else None
+def _seq_of(conn, session_id: str, uuid: str | None) -> int | None:
+    row = conn.execute(
+        "SELECT seq FROM messages WHERE session_id = ? AND uuid = ?", [session_id, uuid]
+    ).fetchone() if uuid else None
     return row[0] if row else None
 
 
 def _last_entry_id(conn, session_id: str, up_to_seq: int | None = None) -> str | None:
-    """The id of the last transcript entry (at or before ``up_to_seq``)."""
-    row = conn.execute(
-        f"SELECT m.uuid, m.content_type FROM messages m WHERE {ENTRY_WHERE} AND m.seq <= ? "
-        "ORDER BY m.seq DESC LIMIT 1",
-        [session_id, up_to_seq if up_to_seq is not None else 1 << 62],
-    ).fetchone()
-    if row is None:
-        return None
-    if row[1] == "tool_use":
-        call = conn.execute(
-            "SELECT id FROM tool_calls WHERE message_uuid = ? ORDER BY rowid DESC LIMIT 1", [row[0]]
-        ).fetchone()
-        return call[0] if call else row[0]
-    return row[0]
+    """The id of the last entry read returns at or before ``up_to_seq`` (None: of all)."""
+    before = up_to_seq if up_to_seq is not None else 1 << 62
+    while True:
+        batch = _entry_rows(conn, session_id, "m.seq <= ?", [before], "m.seq DESC", LAST_ENTRY_BATCH)
+        if not batch:
+            return None
+        entries = [entry for _, _, entry in _entries(conn, session_id, batch[::-1])]
+        if entries:
+            return entries[-1]["id"]
+        before = batch[-1]["seq"] - 1
 
 
+def _first_entry_id(conn, session_id: str) -> str | None:
+    entries, _ = _page(conn, session_id, None, 1, READ_BUDGET_BYTES)
+    return entries[0]["id"] if entries else None
 
 
 class History:
