@@ -225,6 +225,24 @@ def test_updated_through_a_line_with_text_and_a_call_is_the_call(logs):
     assert digest["sessionId"] == "s1" and digest["digest"]["updatedThroughEntryId"] == "a2:call"
 
 
+def test_an_entry_without_a_time_takes_the_last_time_before_it_on_every_page(logs):
+    logs.sql("UPDATE messages SET timestamp = NULL WHERE uuid = 'a3'")
+    conn = logs.conn()
+    whole = history_read(conn, sessionId="s1")["entries"]
+    split = [e for p in pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=1) for e in p["entries"]]
+    assert [e["timestamp"] for e in split] == [e["timestamp"] for e in whole] == [
+        1767225600000, 1767225900000, 1767225900000, 1767225900000,
+    ]
+    logs.sql("UPDATE messages SET timestamp = NULL WHERE session_id = 's1'")
+    assert {e["timestamp"] for e in history_read(logs.conn(), sessionId="s1")["entries"]} == {1767225600000}
+
+
+def test_codex_lines_without_a_time_take_the_session_start(read_conn):
+    page = history_read(read_conn, sessionId="codex:44444444-4444-4444-8444-444444444444")
+    assert page["session"]["createdAt"] == 1767503167000
+    assert [(e["type"], e["timestamp"]) for e in page["entries"]] == [("user", 1767503167000), ("assistant", 1767503167000)]
+
+
 def test_read_validation(logs):
     conn = logs.conn()
     assert code_of(lambda: history_read(conn, sessionId="nope")) == "SESSION_QUERY_SESSION_NOT_FOUND"

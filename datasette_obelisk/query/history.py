@@ -24,7 +24,9 @@
     reasoning, compaction summaries and structural lines are not entries;
     compaction removes nothing. ``limit`` 1–100 (default 50); a page also
     stops before ``READ_BUDGET_BYTES`` of JSON (always at least one entry).
-    Only the absence of ``nextCursor`` ends the transcript.
+    Only the absence of ``nextCursor`` ends the transcript. An entry whose
+    line has no time takes that of the last timestamped entry before it, or
+    the session's ``createdAt``.
 
 Descriptors: ``{sessionId, attributes, createdAt, updatedAt, digest?,
 snippets}``. ``attributes`` are the session's ``source`` (the agent:
@@ -340,7 +342,7 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
         batch = _entry_rows(conn, session_id, "m.seq >= ?", [seq], limit=limit + 1)
         if not batch:
             return entries, False
-        for row, index, entry in _entries(conn, session_id, batch):
+        for row, index, entry in _entries(conn, session_id, batch, _clock_before(conn, session_id, batch[0]["seq"])):
             if (row["seq"], index) <= (seq, part):
                 continue
             size = len(json.dumps(entry, ensure_ascii=False).encode())
@@ -352,6 +354,19 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
         seq, part = batch[-1]["seq"], 1 << 30
         if len(batch) <= limit:
             return entries, False
+
+
+def _clock_before(conn, session_id: str, seq: int) -> int | None:
+    """The time of the last timestamped entry line before ``seq``, else the session's start."""
+    for (timestamp,) in conn.execute(
+        f"SELECT m.timestamp FROM messages m WHERE {ENTRY_WHERE} AND m.seq < ? AND m.timestamp IS NOT NULL "
+        "ORDER BY m.seq DESC",
+        [session_id, seq],
+    ):
+        if to_ms(timestamp) is not None:
+            return to_ms(timestamp)
+    started = conn.execute("SELECT started_at FROM sessions WHERE id = ?", [session_id]).fetchone()
+    return to_ms(started[0]) if started else None
 
 
 def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
