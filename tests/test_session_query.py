@@ -369,6 +369,23 @@ def test_event_seqs_must_be_64_bit_integers(sq):
     assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 2**63 - 1})) == "SESSION_QUERY_EVENT_NOT_FOUND"
 
 
+def test_list_items_of_the_wrong_type_are_invalid(sq):
+    def invalid(call):
+        return code_of(call) == "SESSION_QUERY_INVALID_FILTER"
+
+    for ids in ([[1]], [FORK, {"id": FORK}], [None], FORK):
+        assert invalid(lambda: sq.readTitleSnapshots(ids))
+    # Two clauses of one kind are intersected: their values must be strings first.
+    twice = lambda kind, value: [{"kind": kind, "values": [value]}, {"kind": kind, "values": [value]}]  # noqa: E731
+    for kind in ("id", "cwd", "parent", "availability"):
+        assert invalid(lambda: sq.filterSessions(twice(kind, [1])))
+        assert invalid(lambda: sq.searchSessions({"query": "x", "sessionFilters": twice(kind, {"a": 1})}))
+    for kind in ("type", "surface"):
+        assert invalid(lambda: sq.filterEvents(FORK, twice(kind, [1])))
+        assert invalid(lambda: sq.searchEvents({"sessionId": FORK, "query": "x", "filters": twice(kind, {"a": 1})}))
+    assert invalid(lambda: sq.filterSessions([{"kind": ["id"], "values": [FORK]}]))
+
+
 def test_configuration_and_cancellation(read_conn):
     assert code_of(lambda: SessionQuery(read_conn, read_window_max=0)) == "SESSION_QUERY_INVALID_CONFIG"
     assert code_of(lambda: SessionQuery(read_conn, default_limit=50, max_limit=10)) == "SESSION_QUERY_INVALID_CONFIG"

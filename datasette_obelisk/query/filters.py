@@ -324,13 +324,15 @@ def _values(clause: dict, kind: str) -> list:
     values = clause.get("values")
     if not isinstance(values, (list, tuple)):
         raise invalid(f"{kind}: values must be an array")
+    if not all(value is None or isinstance(value, str) for value in values):
+        raise invalid(f"{kind}: values must be strings")
     return list(values)
 
 
 def _admitted(words: list) -> list:
     """The states any of a clause's availability words admits."""
     for word in words:
-        if not isinstance(word, str) or word not in AVAILABILITY:
+        if word not in AVAILABILITY:
             raise invalid(f"availability: {word!r} is not one of {', '.join(AVAILABILITY)}")
     return [state for state in STATES if any(state in AVAILABILITY[word] for word in words)]
 

@@ -211,6 +211,9 @@ class SessionQuery:
     def read_title_snapshots(self, session_ids, signal=None) -> list[dict]:
         if isinstance(session_ids, str) or not hasattr(session_ids, "__iter__"):
             raise QueryError("SESSION_QUERY_INVALID_FILTER", "session ids must be an array")
+        session_ids = list(session_ids)
+        if not all(isinstance(session_id, str) for session_id in session_ids):
+            raise QueryError("SESSION_QUERY_INVALID_FILTER", "session ids must be strings")
         results = []
         for session_id in dict.fromkeys(session_ids):
             if _cancelled(signal):
