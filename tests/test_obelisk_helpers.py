@@ -325,6 +325,34 @@ def test_thread_is_the_session_in_order(ro):
     assert o.thread(ro, "no-such-session") == []
 
 
+def test_thread_is_ordered_by_time_not_by_log_line(ro):
+    # b2a2 (10:21) is logged after the compaction (cb 10:30, cs 10:30:01).
+    assert uuids(o.thread(ro, "dag_compact_after_rewind_preserved")) == [
+        "u1", "a1", "b1u", "b1a", "b2u", "b2a", "b2u2", "b2a2", "cs", "p1u", "p1a",
+    ]
+    assert uuids(o.thread(ro, "dag_compact_after_rewind_preserved", {"includeMeta": True})) == [
+        "u1", "a1", "b1u", "b1a", "b2u", "b2a", "b2u2", "b2a2", "cb", "cs", "p1u", "p1a",
+    ]
+    # assistant_004 (10:02) is the last line of the file, and the earliest.
+    assert uuids(o.thread(ro, "edge_cases"))[:2] == ["assistant_004", "edge_001"]
+
+
+def test_thread_places_untimed_lines_by_log_order(tmp_path):
+    stamps = {
+        "u0": None,  # before any timestamp: first
+        "t1": "2026-01-01T10:00:05Z",
+        "u2": None,  # right after t1
+        "t3": "2026-01-01T10:00:01.000Z",
+        "x4": "[trimmed]",  # no usable time: right after t3
+        "t5": "2026-01-01T11:00:03+01:00",  # 10:00:03Z
+        "t6": "2026-01-01T10:00:05.000Z",  # t1's instant: log order decides
+    }
+    db = build_toy_db(tmp_path, {"s1": [{"id": uuid, "text": uuid, "ts": ts} for uuid, ts in stamps.items()]})
+    with connect_readonly(db) as conn:
+        assert uuids(o.thread(conn, "s1")) == ["u0", "t3", "x4", "t5", "t1", "u2", "t6"]
+        assert uuids(o.thread(conn, "s1", {"limit": 3, "offset": 2})) == ["x4", "t5", "t1"]
+
+
 # -- raw --------------------------------------------------------------------------
 
 

@@ -434,16 +434,35 @@ def trace(conn, uuid) -> list[dict]:
     return [message_row(r) for r in ancestors(conn, row) + [row]]
 
 
+# A session's messages by instant, then log order. An untimed row takes the
+# instant of the last timed row before it in the log: each timed row starts
+# a run (COUNT of instants so far), and the run's instant is its first row's.
+THREAD_SQL = f"""WITH timed AS (
+    SELECT id, seq, is_meta, {moments.moment_sql('timestamp')} AS at,
+           COUNT({moments.moment_sql('timestamp')}) OVER (ORDER BY seq) AS run
+    FROM messages WHERE session_id = :session
+  ), placed AS (
+    SELECT id, seq, is_meta, MAX(at) OVER (PARTITION BY run) AS at FROM timed
+  )
+  SELECT m.* FROM placed JOIN messages m ON m.id = placed.id
+  WHERE placed.is_meta = 0 OR :include_meta
+  ORDER BY placed.at, placed.seq LIMIT :limit OFFSET :offset"""
+
+
 def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
-    """A session's messages in log order (timestamps follow it)."""
+    """A session's messages ordered by timestamp.
+
+    Timestamps compare as instants (``moments.py``); log order breaks ties.
+    A message without a usable timestamp stays right after the message it
+    follows in the log (the session's first messages, before any timestamp,
+    come first). Meta rows count for that placement whether or not
+    ``includeMeta`` shows them, so it never reorders the other messages.
+    """
     require_text("thread", "a session id", session_id)
     o = options("thread", opts, kwargs, {"include_meta": False, "limit": 1_000, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
-    meta = "" if o["include_meta"] else "AND is_meta = 0"
-    found = rows(
-        conn,
-        f"SELECT * FROM messages WHERE session_id = ? {meta} ORDER BY seq LIMIT ? OFFSET ?",
-        [session_id, o["limit"], o["offset"]],
-    )
+    found = rows(conn, THREAD_SQL, {
+        "session": session_id, "include_meta": o["include_meta"], "limit": o["limit"], "offset": o["offset"],
+    })
     return [message_row(r) for r in found]
 
 
