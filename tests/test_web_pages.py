@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from html import unescape
@@ -9,7 +10,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, rows, web_db  # noqa: F401 (fixtures)
+from query_fixtures import copy_corpus
+from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, make_datasette, rows, web_db  # noqa: F401 (fixtures)
 
 FORKED = "claude_forked_session"  # a rewind: two prompts under one parent
 COMPACTED = "dag_compact_after_rewind_preserved"
@@ -275,3 +277,61 @@ def test_tool_anchors_name_the_transcript_page_that_shows_the_call(web_db):
     plain = {"start": None, "rewound": False, "meta": False, "log": False}
     assert anchors == {"toolu_f001": {**plain, "rewound": True}, "toolu_f002": {**plain, "start": 6}}
     assert [c["id"] for e in later if e["kind"] == "tool" for c in e["calls"]] == ["toolu_f002"]
+
+
+SMALL = "claude-code/jazzyalex__agent-sessions/small.jsonl"
+FLAGS = [(), ("log",), ("meta",), ("log", "meta")]
+
+
+def raw_lines(relative: str) -> dict[int, dict]:
+    from query_fixtures import CORPUS
+
+    lines = (CORPUS / relative).read_text().splitlines()
+    return {n: json.loads(line) for n, line in enumerate(lines, 1) if line.strip()}
+
+
+def blocks(line: dict, kind: str) -> list[dict]:
+    content = (line.get("message") or {}).get("content")
+    return [b for b in content if isinstance(b, dict) and b.get("type") == kind] if isinstance(content, list) else []
+
+
+def listed_from_raw(raw: dict, stored: list[tuple[int, int]], flags: tuple) -> list[int]:
+    """The seqs a transcript lists, from the raw lines alone: a compaction always; a line that is
+    not a user or assistant message with ?log=1; an isMeta message with ?meta=1; a line of only
+    tool results answering this session's calls never (it is folded into the call)."""
+    calls = {b["id"] for _, n in stored for b in blocks(raw[n], "tool_use") if b.get("id")}
+    listed = []
+    for seq, n in stored:
+        line = raw[n]
+        results = blocks(line, "tool_result")
+        if line.get("subtype") == "compact_boundary" or line.get("isCompactSummary"):
+            listed.append(seq)
+        elif line["type"] not in ("user", "assistant"):
+            listed += [seq] if "log" in flags else []
+        elif line.get("isMeta") is True and "meta" not in flags:
+            continue
+        elif not (results and len(results) == len(line["message"]["content"]) and all(b.get("tool_use_id") in calls for b in results)):
+            listed.append(seq)
+    return listed
+
+
+@pytest.mark.asyncio
+async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
+    db, _ = copy_corpus(tmp_path, SMALL)
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    raw = raw_lines(SMALL)
+    shown = {}
+    for session in ("small", "small:agent-sidechain-sys1"):  # small.jsonl holds both
+        stored = rows(db, "SELECT seq, line_no FROM messages WHERE session_id = ? ORDER BY seq", [session])
+        for flags in FLAGS:
+            html = await page(datasette, f"/-/obelisk/session/{session}", **{flag: "1" for flag in flags})
+            shown[session, flags] = [int(n) for n in re.findall(r'<li class="ob-[a-z]+[^"]*" id="m(\d+)"', html)]
+            assert shown[session, flags] == listed_from_raw(raw, stored, flags), (session, flags)
+    structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 1
+    # small: the compact boundary (raw line 21), the Bash call of line 29 (its result, line 30,
+    # folded), the answer of line 55; every other stored line is structural, none injected.
+    assert [len(shown["small", flags]) for flags in FLAGS] == [3, 3 + structural, 3, 3 + structural]
+    # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
+    # are structural; the isMeta tool results 9 and 10 answer no stored call.
+    assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]

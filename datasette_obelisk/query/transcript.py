@@ -19,8 +19,10 @@
           of messages a rewind abandoned, folded (``rewound=True`` lists them
           instead, each marked by its ``visibility``).
 
-        ``meta`` adds injected lines (``is_meta``), ``log`` structural ones
-        (``surface = 'log-only'``). Entries cover seqs ``start`` .. ``start +
+        Which lines are listed (``shown``): a structural line (``surface =
+        'log-only'``) only with ``log``, whatever its ``is_meta``; another
+        injected line (``is_meta``) only with ``meta``; compaction markers
+        always. Entries cover seqs ``start`` .. ``start +
         limit - 1``; ``next_start`` is where the next page begins (None at
         the end). Unknown session: ``OBELISK_NOT_FOUND``.
 
@@ -106,9 +108,10 @@ def is_compaction(row: dict) -> bool:
 
 
 def shown(row: dict, *, meta: bool, log: bool) -> bool:
-    if row["is_meta"] and not meta:
-        return False
-    return log or row["surface"] != "log-only"
+    """Structural lines need ``log``; other injected lines need ``meta``."""
+    if row["surface"] == "log-only":
+        return log
+    return meta or not row["is_meta"]
 
 
 def text_besides(row: dict, calls: list[dict]) -> str:
