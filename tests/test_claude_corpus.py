@@ -18,7 +18,9 @@ FILES = {
     # path below corpus/claude-code: (lines, messages, merged, errors)
     "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (438, 437, 1, 0),
     "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl": (12, 12, 0, 0),
-    "daaain__claude-code-log/edge_cases.jsonl": (19, 12, 4, 3),
+    # edge_010 and edge_011 each come twice, a damaged line before the real
+    # one: both copies are kept ("wow error", the special-characters prompt).
+    "daaain__claude-code-log/edge_cases.jsonl": (19, 14, 2, 3),
     "handgemacht-ai__claude-code-log/2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl": (24, 23, 1, 0),
     "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001.jsonl": (7, 7, 0, 0),
     "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl": (3, 3, 0, 0),
@@ -30,7 +32,10 @@ FILES = {
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl": (3, 3, 0, 0),
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl": (4, 4, 0, 0),
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json": (1, 0, 1, 0),
-    "jazzyalex__agent-sessions/small.jsonl": (89, 25, 64, 0),
+    # u1 and a1 are also uuids of dag_compact_after_rewind_preserved, with
+    # other text: kept as u1@1752 and a1@2219. Of the 48 lines whose uuid is
+    # "[trimmed for fixture]", the 5 with distinct text are kept.
+    "jazzyalex__agent-sessions/small.jsonl": (89, 31, 58, 0),
     "kvsankar__agent-history/claude_forked_session.jsonl": (14, 14, 0, 0),
     "kvsankar__agent-history/claude_history.jsonl": (7, 0, 7, 0),
     "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl": (116, 116, 0, 0),
@@ -47,7 +52,7 @@ SESSIONS = [
     ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
     ('eb000000-0000-4000-8000-000000000001:agent-cccc333', 'first_prompt', 'Analyze the coverage gaps and report bac', 3, 'eb000000-0000-4000-8000-000000000001', 'subagent'),
-    ('edge_cases', 'summary', 'Tested various edge cases including mark', 5, None, None),
+    ('edge_cases', 'summary', 'Tested various edge cases including mark', 7, None, None),
     ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 24, None, None),
     ('ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2', 'first_prompt', 'You are **alice** (round 2). You are NOT', 4, 'ef958aa1-0e93-49f0-bb71-150f63befcd1', 'subagent'),
     ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-a93ccab', 'first_prompt', 'Explore the codebase to understand the c', 12, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
@@ -61,10 +66,9 @@ SESSIONS = [
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_agent', None, None, 1, None, None),
     ('sidechain_main', None, None, 1, None, None),
-    ('small', 'custom', 'Stage0 small fixture', 1, None, None),
-    ('small:agent-sidechain-sys1', None, None, 0, 'small', 'subagent'),
-    ('small:agent-sidechain-u2', None, None, 3, 'small', 'subagent'),
-    ('small:agent-sidechain-u2b', None, None, 0, 'small', 'subagent'),
+    ('small', 'custom', 'Stage0 small fixture', 2, None, None),
+    # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3, u3 count).
+    ('small:agent-sidechain-sys1', None, None, 5, 'small', 'subagent'),
 ]
 
 SUBAGENT_LINKS = {
@@ -162,6 +166,23 @@ def test_subagents_belong_to_their_parents_project(db):
     assert db.execute(
         "SELECT project, COUNT(*) FROM sessions WHERE id LIKE 'fe5e1c67-%' GROUP BY project"
     ).fetchall() == [("d-kimuson__claude-code-viewer", 6)]
+
+
+def test_a_repeated_uuid_with_other_text_is_kept_and_its_children_follow_it(db):
+    assert db.execute(
+        "SELECT uuid, substr(text, 1, 27) FROM messages WHERE uuid LIKE 'edge_01%' ORDER BY line_no"
+    ).fetchall() == [
+        ("edge_010", ""), ("edge_011", ""),
+        ("edge_011@7861", "Testing special characters:"), ("edge_010@9179", "wow error"),
+    ]
+    chain = db.execute(
+        "SELECT uuid, parent_uuid FROM messages WHERE uuid IN ('u1@1752', 'a1@2219', 'u2', 'u2b') ORDER BY line_no"
+    ).fetchall()
+    assert chain == [("u1@1752", "sys1"), ("a1@2219", "u1@1752"), ("u2", "a1@2219"), ("u2b", "a1@2219")]
+    assert db.execute("SELECT uuid, stored_as FROM message_aliases ORDER BY stored_as").fetchall() == [
+        ("[trimmed for fixture]", "[trimmed for fixture]@26623"),
+        ("a1", "a1@2219"), ("edge_010", "edge_010@9179"), ("edge_011", "edge_011@7861"), ("u1", "u1@1752"),
+    ]
 
 
 def test_tool_results_and_outcomes(db):

@@ -137,6 +137,24 @@ def test_replayed_uuid_is_stored_once(db, root):
     assert rows(db, "SELECT uuid, session_id FROM messages ORDER BY uuid") == [("a", "s1"), ("b", "s2")]
 
 
+def test_a_repeated_uuid_with_other_text_is_kept_and_later_children_point_to_it(db, root):
+    first = line(id="a", text="damaged") + line(id="b", parent="a", text="child of the first")
+    (root / "s1.jsonl").write_bytes(first + line(id="a", text="the real line"))
+    summary = run(db, root)
+    assert (summary.messages, summary.merged) == (3, 0)
+    with open(root / "s1.jsonl", "ab") as fp:  # a later run: the link is remembered
+        fp.write(line(id="c", parent="a", text="child of the second") + line(id="a", text="the real line"))
+    summary = run(db, root)
+    assert (summary.messages, summary.merged) == (1, 1)
+    second = f"a@{len(first)}"
+    assert rows(db, "SELECT uuid, parent_uuid, text FROM messages ORDER BY seq") == [
+        ("a", None, "damaged"),
+        ("b", "a", "child of the first"),
+        (second, None, "the real line"),
+        ("c", second, "child of the second"),
+    ]
+
+
 def test_partial_last_line_waits_for_its_writer(db, root):
     path = root / "s1.jsonl"
     whole = line(id="a", text="first") + line(id="b", text="second")
@@ -284,7 +302,9 @@ def test_schema_is_wal_with_busy_timeout(db):
     [
         "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
         "daaain__claude-code-log/dag_compact_after_rewind_preserved.jsonl",
+        "daaain__claude-code-log/edge_cases.jsonl",
         "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl",
+        "jazzyalex__agent-sessions/small.jsonl",
     ],
 )
 def test_real_log_written_in_random_chunks_gives_the_same_database(tmp_path, corpus, name):

@@ -32,6 +32,7 @@ def test_migrations_in_order(conn):
         "m008_clip_stored_tool_output",
         "m009_index_ungrouped_sidechains",
         "m010_rederive_compaction_boundaries",
+        "m011_create_message_aliases",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -134,6 +135,7 @@ EXPECTED_TABLES = {
         'id', 'created_at', 'actor_id', 'actor_json', 'action', 'database_name', 'memory_id',
         'reason', 'detail_json',
     ],
+    'message_aliases': ['file_id', 'uuid', 'stored_as'],
     'derive_queue': [
         'session_id',
     ],

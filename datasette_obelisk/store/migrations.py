@@ -535,3 +535,18 @@ def m010_rederive_compaction_boundaries(db):
            SELECT DISTINCT session_id FROM messages
            WHERE subtype = 'compact_boundary' AND surface = 'log-only' AND replaced_by IS NOT NULL"""
     )
+
+
+@migrations()
+def m011_create_message_aliases(db):
+    # A uuid repeated with another text is not a replay: the later line is
+    # stored as "<uuid>@<byte offset>", and the file's later lines naming
+    # that uuid as parent mean that copy. The link outlives the batch here.
+    db.execute(
+        """CREATE TABLE message_aliases (
+               file_id INTEGER NOT NULL,
+               uuid TEXT NOT NULL,
+               stored_as TEXT NOT NULL,
+               PRIMARY KEY (file_id, uuid)
+           ) WITHOUT ROWID"""
+    )

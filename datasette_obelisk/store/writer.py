@@ -45,6 +45,8 @@ MESSAGE_COLUMNS = (
     "line_no byte_offset byte_length seq file_id"
 ).split()
 TEXT = MESSAGE_COLUMNS.index("text")
+BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
+PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
 SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id")]
 WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
@@ -109,6 +111,10 @@ RESULT_INSERT = (
     "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+ALIAS_UPSERT = (
+    "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
+    "ON CONFLICT (file_id, uuid) DO UPDATE SET stored_as = excluded.stored_as"
+)
 MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
@@ -168,35 +174,56 @@ class Writer:
     def _insert_messages(self, messages: list[tuple]) -> None:
         """Insert the message rows whose uuid is new; count the rest as replays.
 
+        A repeated uuid with the same text is a resumed session replaying
+        history: stored once. With another text it is no replay (a damaged
+        line before the real one, an id reused by hand): it is stored too, as
+        ``<uuid>@<byte offset>``, so no text is lost, and from there on the
+        file's lines that name that uuid as their parent point to this copy
+        (``message_aliases`` keeps the link for later batches).
         Known uuids are looked up first, so sequence numbers stay contiguous
         and the many rows go through a single ``executemany``.
         """
         if not messages:
             return
-        known = self._stored_uuids([row[0] for row in messages])
+        texts = self._stored_texts([row[0] for row in messages])
+        aliases = self._aliases()
         rows = []
         self.counts.mentioned.update(row[1] for row in messages)
         for row in messages:
-            if row[0] in known:
-                # Already stored: a resumed session replaying history.
+            if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
+                row = _with_parents(row, aliases)
+            uuid, text = row[0], row[TEXT]
+            copies = texts.setdefault(uuid, set())
+            if text in copies:
                 self._merge("duplicate")
                 continue
-            known.add(row[0])
+            if copies:
+                row = (f"{uuid}@{row[BYTE_OFFSET]}",) + row[1:]
+                aliases[uuid] = row[0]
+                self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
+            copies.add(text)
             rows.append(row + (self.seq_for(row[1]), self.file_id))
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
 
-    def _stored_uuids(self, uuids: list[str]) -> set[str]:
-        found = set()
+    def _aliases(self) -> dict[str, str]:
+        """The uuids this file's later copies took over (see ``_insert_messages``)."""
+        return dict(self.conn.execute("SELECT uuid, stored_as FROM message_aliases WHERE file_id = ?", [self.file_id]))
+
+    def _stored_texts(self, uuids: list[str]) -> dict[str, set[str]]:
+        """The texts stored under each of ``uuids`` that is known, and under its ``@`` copies."""
+        found: dict[str, set[str]] = {}
         for start in range(0, len(uuids), 500):
             part = uuids[start:start + 500]
-            found.update(
-                row[0]
-                for row in self.conn.execute(
-                    f"SELECT uuid FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
-                )
-            )
+            for uuid, text in self.conn.execute(
+                f"SELECT uuid, text FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
+            ):
+                found[uuid] = {text}
+        for uuid, copies in found.items():
+            copies.update(text for (text,) in self.conn.execute(
+                "SELECT text FROM messages WHERE uuid > ? AND uuid < ?", [uuid + "@", uuid + "A"]
+            ))
         return found
 
     def _merge(self, reason: str) -> None:
@@ -308,6 +335,14 @@ def message_row(m: Message) -> tuple:
     ))
 
 
+def _with_parents(row: tuple, aliases: dict[str, str]) -> tuple:
+    """``row`` with its parent uuids replaced by the copies they now stand for."""
+    values = list(row)
+    for index in (PARENT, LOGICAL_PARENT):
+        values[index] = aliases.get(values[index], values[index])
+    return tuple(values)
+
+
 def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     """Remove every row read from one file (before re-reading it).
 
@@ -326,6 +361,7 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
         "(SELECT id FROM tool_calls WHERE file_id = ?)",
         [file_id],
     )
-    for table in ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors", "file_sessions"):
+    tables = ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors", "file_sessions", "message_aliases")
+    for table in tables:
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     return sessions
