@@ -16,6 +16,7 @@ from web_fixtures import IMG, SCRIPT, XSS_SESSION, ds, make_datasette, rows, web
 FORKED = "claude_forked_session"  # a rewind: two prompts under one parent
 COMPACTED = "dag_compact_after_rewind_preserved"
 WITH_SUBAGENTS = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+SAMPLE = "sample_session"
 
 
 async def page(ds, url: str, status: int = 200, **params) -> str:
@@ -206,6 +207,34 @@ async def test_files_failures_memories_overview(ds, web_db):
         f"Last ingest {last[:16].replace('T', ' ')} UTC, from 28 log files; "
         '<a href="/obelisk/ingest_errors">4 lines could not be read</a>.'
     ) in overview
+
+
+HUGE = "99999999999999999999999"
+INT64_PAST = str(2**63)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "url,params,message",
+    [
+        (f"/-/obelisk/event/{SAMPLE}/{INT64_PAST}", {}, f"seq must be between {-(2**63)} and {2**63 - 1}, not {INT64_PAST}"),
+        (f"/-/obelisk/event/{SAMPLE}/-{INT64_PAST}1", {}, "seq must be between"),
+        (f"/-/obelisk/session/{SAMPLE}", {"start": HUGE}, f"start must be between 1 and {2**63 - 1}, not {HUGE}"),
+        (f"/-/obelisk/session/{SAMPLE}", {"start": "0"}, f"start must be between 1 and {2**63 - 1}, not 0"),
+        (f"/-/obelisk/session/{SAMPLE}/lineage", {"seq": HUGE}, "seq must be between"),
+        ("/-/obelisk/failures", {"limit": HUGE}, "limit must be between"),
+    ],
+)
+async def test_out_of_range_integers_are_a_400_page(ds, url, params, message):
+    html = await page(ds, url, 400, **params)
+    assert "<h1>Cannot show this</h1>" in html and message in html
+
+
+@pytest.mark.asyncio
+async def test_integer_bounds_are_inclusive(ds):
+    await page(ds, f"/-/obelisk/event/{SAMPLE}/{2**63 - 1}", 404)
+    response = await ds.client.get(f"/-/obelisk/api/session-query/event/{SAMPLE}/{INT64_PAST}")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "SESSION_QUERY_INVALID_WINDOW"
 
 
 @pytest.mark.asyncio

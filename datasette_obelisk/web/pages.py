@@ -35,7 +35,7 @@ async def search_page(datasette, request, db, params):
 async def session_page(datasette, request, db, params):
     session_id = params.path("session_id")
     options = {
-        "start": params.integer("start", 1),
+        "start": params.integer("start", 1, minimum=1),
         "limit": TRANSCRIPT_PAGE,
         "rewound": params.boolean("shadowed"),
         "meta": params.boolean("meta"),

@@ -4,7 +4,8 @@ Query strings carry scalars as text and structured values as JSON
 (``filters=[{"kind":"cwd","values":["/x"]}]``). Path parts arrive
 percent-encoded and are decoded here. A value that cannot be parsed is a
 ``QueryError`` with the code the caller names (``OBELISK_INVALID_ARGUMENT``
-unless the contract has a more precise one).
+unless the contract has a more precise one). Integers are bounded: by the
+caller's ``minimum`` / ``maximum``, and always by SQLite's 64-bit range.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ..query.errors import QueryError
 INVALID = "OBELISK_INVALID_ARGUMENT"
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 class Params:
@@ -31,8 +33,8 @@ class Params:
     def path(self, name: str) -> str:
         return self.url_vars[name]
 
-    def path_int(self, name: str, code: str = INVALID) -> int:
-        return _integer(name, self.url_vars[name], code)
+    def path_int(self, name: str, code: str = INVALID, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:
+        return _integer(name, self.url_vars[name], code, minimum, maximum)
 
     def text(self, name: str, default: str | None = None, required: bool = False, code: str = INVALID):
         value = self.args.get(name)
@@ -46,11 +48,12 @@ class Params:
         """Every value of a repeated parameter (``?source=a&source=b``), blanks dropped."""
         return [v for v in self.args.getlist(name) if v != ""]
 
-    def integer(self, name: str, default: int | None = None, code: str = INVALID) -> int | None:
+    def integer(self, name: str, default: int | None = None, code: str = INVALID,
+                minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int | None:
         value = self.args.get(name)
         if value is None or value == "":
             return default
-        return _integer(name, value, code)
+        return _integer(name, value, code, minimum, maximum)
 
     def boolean(self, name: str, default: bool = False, code: str = INVALID) -> bool:
         value = self.args.get(name)
@@ -77,8 +80,17 @@ class Params:
         return {name: self.args.get(name) for name in names if self.args.get(name) not in (None, "")}
 
 
-def _integer(name: str, value: str, code: str) -> int:
+def _integer(name: str, value: str, code: str, minimum: int, maximum: int) -> int:
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
-        raise QueryError(code, f"{name} must be an integer, not {value!r}") from None
+        raise QueryError(code, f"{name} must be an integer, not {_clip(value)!r}") from None
+    low, high = max(minimum, INT64_MIN), min(maximum, INT64_MAX)
+    if not low <= number <= high:
+        raise QueryError(code, f"{name} must be between {low} and {high}, not {_clip(value)}")
+    return number
+
+
+def _clip(value, length: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= length else text[: length - 1] + "…"
