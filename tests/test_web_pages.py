@@ -166,8 +166,42 @@ async def test_transcript_rewinds_compactions_and_subagents(ds):
     assert "on a rewound branch" not in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
     assert "· rewound" in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
     assert "Context compacted here" in await page(ds, f"/-/obelisk/session/{COMPACTED}")
-    parent = await page(ds, f"/-/obelisk/session/{WITH_SUBAGENTS}")
-    assert re.search(rf'Subagent[^<]*: <a href="/-/obelisk/session/{WITH_SUBAGENTS}:agent-', parent)
+
+
+UNARCHIVED_AGENTS = {
+    WITH_SUBAGENTS: ["a4ca7529859c158c2", "a52886dc180afb356", "a6aa8ad077d9ea083", "ab1e6e141221a29ab", "aef063ba534d73153"],
+    "sidechain_main": ["e1c84ba5"],
+}
+
+
+def unarchived_agents(html: str) -> list[str]:
+    return sorted(re.findall(r'<div class="ob-child ob-unarchived" data-agent-id="([^"]+)">', html))
+
+
+async def session_links_resolve(ds, html: str) -> list[str]:
+    """The sessions ``html`` links to; each must be a page, not a 404."""
+    targets = sorted({urlsplit(h).path for h in links(html) if h.startswith("/-/obelisk/session/")})
+    for target in targets:
+        await page(ds, target)
+    return targets
+
+
+@pytest.mark.asyncio
+async def test_subagents_link_only_when_their_session_is_stored(ds):
+    transcript = await page(ds, f"/-/obelisk/session/{WITH_SUBAGENTS}")
+    assert re.search(
+        rf'Subagent \(general-purpose\):\s*<a href="/-/obelisk/session/{WITH_SUBAGENTS}:agent-a36efb2a1231c41e2">', transcript
+    )
+    for session, agents in UNARCHIVED_AGENTS.items():
+        transcript = await page(ds, f"/-/obelisk/session/{session}")
+        lineage = await page(ds, f"/-/obelisk/session/{session}/lineage")
+        assert unarchived_agents(transcript) == unarchived_agents(lineage) == agents
+        for agent in agents:
+            assert f"/-/obelisk/session/{session}:agent-{agent}" not in await session_links_resolve(ds, transcript + lineage)
+    event = await page(ds, "/-/obelisk/event/sidechain_main/1")
+    assert unarchived_agents(event) == ["e1c84ba5"]
+    assert "started by Task call <code>toolu_01JA2mLseQCAW3MdwPE4qWEk</code> · not archived" in event
+    await session_links_resolve(ds, event)
 
 
 @pytest.mark.asyncio

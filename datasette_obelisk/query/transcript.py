@@ -10,7 +10,8 @@
         - ``{"kind": "thinking", "message": row}``;
         - ``{"kind": "tool", "message": row, "calls": [call...], "text": str}``:
           a line that made tool calls, with each call's name, input, outcome,
-          result and the subagent or workflow it started, and ``text``, what
+          result and the subagent (``child_archived`` when its session is
+          stored) or workflow it started, and ``text``, what
           the line said besides its calls (a "mixed" line's prose, else "").
           A result line is folded into its call and not listed again;
         - ``{"kind": "compaction", "message": row}``: a compact boundary or
@@ -25,6 +26,9 @@
         always. Entries cover seqs ``start`` .. ``start +
         limit - 1``; ``next_start`` is where the next page begins (None at
         the end). Unknown session: ``OBELISK_NOT_FOUND``.
+
+    subagents(conn, session_id) -> [subagent...]
+        The subagents a session started, archived or not.
 
     tool_anchors(conn, tool_call_ids, *, limit=500) -> {id: options}
         For each call that has an entry, the ``transcript`` options (``start``,
@@ -146,6 +150,25 @@ def fold_rewound(entries: list, row: dict) -> None:
         entries.append({"kind": "rewound", "count": 1, "first_seq": row["seq"], "last_seq": row["seq"]})
 
 
+SUBAGENT_COLUMNS = """sa.agent_id, sa.child_session_id, sa.agent_type, sa.description AS agent_description,
+    EXISTS (SELECT 1 FROM sessions cs WHERE cs.id = sa.child_session_id) AS child_archived"""
+
+
+def subagents(conn, session_id: str) -> list[dict]:
+    """The subagents a session started, in log order: agent id, type, description, the call
+    that started it (``tool_use_id``, ``tool_name``, ``tool_seq``) and ``child_archived``,
+    whether the agent's own session is stored."""
+    return _all(
+        conn,
+        f"""SELECT {SUBAGENT_COLUMNS}, sa.parent_tool_use_id AS tool_use_id, c.name AS tool_name, m.seq AS tool_seq
+            FROM subagents sa
+            LEFT JOIN tool_calls c ON c.id = sa.parent_tool_use_id AND c.session_id = sa.session_id
+            LEFT JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = c.session_id
+            WHERE sa.session_id = ? ORDER BY m.seq IS NULL, m.seq, sa.id""",
+        [session_id],
+    )
+
+
 def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, list[dict]]:
     """The calls each tool-use line made, with result, outcome and any child session."""
     if not message_uuids:
@@ -157,7 +180,7 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
         f"""SELECT c.id, c.message_uuid, c.name, c.input_json, c.file_path, c.timestamp,
                    r.message_uuid AS result_uuid, r.outcome, r.exit_code,
                    substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
-                   sa.child_session_id, sa.agent_type, sa.description AS agent_description,
+                   c.id AS tool_use_id, c.name AS tool_name, {SUBAGENT_COLUMNS},
                    w.run_id AS workflow_run_id, w.workflow_name
             FROM tool_calls c
             LEFT JOIN tool_results r ON r.tool_use_id = c.id

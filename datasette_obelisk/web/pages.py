@@ -50,7 +50,7 @@ async def lineage_page(datasette, request, db, params):
     seq = params.integer("seq", code="SESSION_QUERY_INVALID_WINDOW")
 
     def load(conn):
-        found = {"forest": lineage.session_forest(conn, session_id)}
+        found = {"forest": lineage.session_forest(conn, session_id), "subagents": transcript.subagents(conn, session_id)}
         if seq is not None:
             found["event"] = lineage.event_chains(conn, session_id, seq)
         return found
@@ -64,7 +64,11 @@ async def event_page(datasette, request, db, params):
     window = {"sessionId": session_id, "seq": seq, "before": 3, "after": 3}
 
     def load(conn):
-        return {"window": SessionQuery(conn).read_event(window), **lineage.event_chains(conn, session_id, seq)}
+        return {
+            "window": SessionQuery(conn).read_event(window),
+            "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
+            **lineage.event_chains(conn, session_id, seq),
+        }
 
     return {"session_id": session_id, "seq": seq, **await db.execute_fn(load)}
 
