@@ -146,13 +146,16 @@ def search(text, limit, session_id, project, source, after, before, mode, db_pat
 @cli.command()
 @click.argument("session_id", metavar="SESSION")
 @click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
-@click.option("--limit", type=click.IntRange(1, obelisk.MAX_THREAD), default=1000, show_default=True, help="Most messages")
+@click.option("--limit", type=click.IntRange(1, obelisk.MAX_THREAD), help="Most messages  [default: the whole session]")
 @click.option("--offset", type=click.IntRange(0), default=0, help="Skip this many messages")
 @db_option
 @json_option
 @report_errors
 def read(session_id, include_meta, limit, offset, db_path, as_json):
-    """Read a session as a transcript.
+    """Read a session as a transcript, ordered by time.
+
+    With --limit, a page: what remains is named at the end (on stderr with
+    --json).
 
     Example:
 
@@ -164,19 +167,30 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
         found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
         if not found:
             raise QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}")
-        messages = obelisk.thread(conn, session_id, {"includeMeta": include_meta, "limit": limit, "offset": offset})
+        page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
     finally:
         conn.close()
     if as_json:
-        return click.echo(dumps(messages))
-    session = found[0]
-    click.echo(f"# {one_line(session['title'], 120) or session_id}")
-    click.echo(f"{session_id} · {session['source']} · {session['project'] or '-'} · "
+        click.echo(dumps(page.items))
+    else:
+        print_transcript(found[0], page.items)
+    if page.remaining:
+        click.echo(more_messages(page), err=as_json)
+
+
+def print_transcript(session: dict, messages: list[dict]) -> None:
+    click.echo(f"# {one_line(session['title'], 120) or session['id']}")
+    click.echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
                f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
     for message in messages:
         click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}"
                    f"{' (' + message['content_type'] + ')' if message['content_type'] not in (None, 'text') else ''}:")
         click.echo(message["text"].rstrip() or "(no text)")
+
+
+def more_messages(page) -> str:
+    end = page.offset + len(page.items)
+    return f"\n[messages {page.offset + 1}-{end} of {page.total}; {page.remaining} more: --offset {end}]"
 
 
 @cli.command()

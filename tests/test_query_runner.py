@@ -355,6 +355,33 @@ def test_read_prints_a_transcript(corpus_db):
         "\n[2025-12-24T10:00:00.000Z] user:\nCreate a hello world function\n"
         "\n[2025-12-24T10:00:05.000Z] assistant (mixed):\nI'll create that function for you.\n"
     )
+    assert result.stdout.endswith("\n\n[messages 1-2 of 7; 5 more: --offset 2]\n")
+    whole = invoke("read", "sample_session", "--db", corpus_db).stdout
+    assert whole.endswith("\n[2025-12-24T10:01:05.000Z] assistant:\nDone! The hello function is ready.\n")
+    assert invoke("read", "sample_session", "--offset", "5", "--limit", "2", "--db", corpus_db).stdout.endswith(
+        "Done! The hello function is ready.\n"
+    )
+
+
+LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,238 messages
+
+
+def test_read_gives_the_whole_session_and_pages_say_what_remains(corpus_db):
+    whole = invoke("read", LONG_THREAD, "--db", corpus_db, "--json")
+    assert (len(json.loads(whole.stdout)), whole.stderr) == (1238, "")
+    first = invoke("read", LONG_THREAD, "--limit", "1000", "--db", corpus_db, "--json")
+    assert json.loads(first.stdout) == json.loads(whole.stdout)[:1000]
+    assert first.stderr == "\n[messages 1-1000 of 1238; 238 more: --offset 1000]\n"
+    last = invoke("read", LONG_THREAD, "--limit", "1000", "--offset", "1000", "--db", corpus_db, "--json")
+    assert (json.loads(last.stdout), last.stderr) == (json.loads(whole.stdout)[1000:], "")
+
+
+def test_read_over_the_cap_asks_to_page(corpus_db, monkeypatch):
+    monkeypatch.setattr(o, "MAX_THREAD", 1000)
+    result = invoke("read", LONG_THREAD, "--db", corpus_db)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: OBELISK_PAYLOAD_TOO_LARGE: thread(): session ")
+    assert result.stderr.endswith("has 1238 messages, more than the 1000 one call returns: page through it with limit and offset\n")
 
 
 def test_trace_files_sessions_and_failures_print_text(corpus_db):

@@ -25,7 +25,7 @@ import os
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
@@ -36,7 +36,7 @@ from .errors import QueryError
 from .readonly import error_for, run_sql, translated_errors
 
 MAX_LIMIT = 1_000
-MAX_THREAD = 10_000
+MAX_THREAD = 10_000  # messages one thread() call returns
 MAX_CHAIN = 10_000
 MAX_TEXT = 10_000
 NEIGHBOUR_TEXT = 2_000
@@ -449,21 +449,56 @@ THREAD_SQL = f"""WITH timed AS (
   ORDER BY placed.at, placed.seq LIMIT :limit OFFSET :offset"""
 
 
+class Page(NamedTuple):
+    """Part of a list: its items, where they start, and how long the whole list is."""
+
+    items: list
+    offset: int
+    total: int
+
+    @property
+    def remaining(self) -> int:
+        """How many items come after this page."""
+        return max(0, self.total - self.offset - len(self.items))
+
+
 def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
-    """A session's messages ordered by timestamp.
+    """A session's messages ordered by timestamp: the whole session.
 
     Timestamps compare as instants (``moments.py``); log order breaks ties.
     A message without a usable timestamp stays right after the message it
     follows in the log (the session's first messages, before any timestamp,
     come first). Meta rows count for that placement whether or not
     ``includeMeta`` shows them, so it never reorders the other messages.
+
+    ``limit`` / ``offset`` (extensions) take a page; ``thread_page()`` also
+    says how many messages there are. Without a ``limit``, more than
+    ``MAX_THREAD`` messages is ``OBELISK_PAYLOAD_TOO_LARGE``: never a cut.
     """
+    return thread_page(conn, session_id, opts, **kwargs).items
+
+
+def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
+    """``thread()`` as a ``Page``: the messages, their offset and the session's total."""
     require_text("thread", "a session id", session_id)
-    o = options("thread", opts, kwargs, {"include_meta": False, "limit": 1_000, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
+    o = options("thread", opts, kwargs, {"include_meta": False, "limit": None, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
+    total = one(conn, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND (is_meta = 0 OR ?)",
+                [session_id, o["include_meta"]])[0]
+    if o["limit"] is None and total - o["offset"] > MAX_THREAD:
+        raise too_long_a_thread(session_id, total, o["offset"])
     found = rows(conn, THREAD_SQL, {
-        "session": session_id, "include_meta": o["include_meta"], "limit": o["limit"], "offset": o["offset"],
+        "session": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
-    return [message_row(r) for r in found]
+    return Page([message_row(r) for r in found], o["offset"], total)
+
+
+def too_long_a_thread(session_id: str, total: int, offset: int) -> QueryError:
+    after = f" ({total - offset} from offset {offset})" if offset else ""
+    return QueryError(
+        "OBELISK_PAYLOAD_TOO_LARGE",
+        f"thread(): session {session_id!r} has {total} messages{after}, more than the {MAX_THREAD} "
+        "one call returns: page through it with limit and offset",
+    )
 
 
 def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:

@@ -5,7 +5,9 @@ Options are query-string parameters under the helper reference's names
 (``sessionId``, ``includeMeta``, ``limit``...), typed by the helper's own
 option table; a list (``sessions``) is JSON. Unknown options are refused by
 the helper itself. A helper that answers ``null`` (an unknown uuid or run)
-answers 404 here.
+answers 404 here. ``thread`` answers the whole session, or with ``limit`` a
+page; its ``X-Total-Count`` and ``Link: <...>; rel="next"`` headers say
+what remains.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def calling(helper, positional: str | None = None, takes_options: bool = True, n
     return handler
 
 
-def endpoint(path, helper, summary, params=(), response=None, **calling_options) -> Endpoint:
+def endpoint(path, helper, summary, params=(), response=None, paged=False, **calling_options) -> Endpoint:
     return Endpoint(
         path=path,
         handler=calling(helper, **calling_options),
@@ -67,6 +69,7 @@ def endpoint(path, helper, summary, params=(), response=None, **calling_options)
         tag="helpers",
         params=tuple(params),
         response=response or {"type": "object"},
+        paged=paged,
     )
 
 
@@ -89,10 +92,11 @@ HELPER_ENDPOINTS = [
         [Param("uuid", required=True)], s.array(s.MESSAGE_ROW), positional="uuid", takes_options=False,
     ),
     endpoint(
-        "/thread", obelisk.thread, "A session's messages in order",
-        [Param("sessionId", required=True), Param("includeMeta", "boolean"), LIMIT,
-         Param("offset", "integer")],
-        s.array(s.MESSAGE_ROW), positional="sessionId",
+        "/thread", obelisk.thread_page, "A session's messages ordered by time: the whole session, or a page",
+        [Param("sessionId", required=True), Param("includeMeta", "boolean"),
+         Param("limit", "integer", "a page of at most this many (default: the whole session)"),
+         Param("offset", "integer", "skip this many")],
+        s.array(s.MESSAGE_ROW), positional="sessionId", paged=True,
     ),
     endpoint(
         "/raw", obelisk.raw, "A character window of a message's original log line",

@@ -26,6 +26,7 @@ class Endpoint:
     params: tuple[Param, ...] = ()
     response: dict = field(default_factory=lambda: {"type": "object"})
     method: str = "get"
+    paged: bool = False  # answers a Page: its place in the whole list goes in headers
 
     @property
     def path_params(self) -> list[str]:

@@ -15,7 +15,7 @@ from ..query.errors import QueryError
 from .databases import database_for
 from .live import refresh_if_live
 from .params import Params
-from .responses import json_error, json_ok, method_not_allowed
+from .responses import json_error, json_ok, json_page, method_not_allowed
 from .template_helpers import TemplateHelpers
 
 
@@ -50,7 +50,7 @@ def json_view(endpoint):
             result = await db.execute_fn(lambda conn: endpoint.handler(conn, params))
         except QueryError as error:
             return json_error(error)
-        return json_ok(result)
+        return json_page(result, request) if endpoint.paged else json_ok(result)
 
     return view
 

@@ -44,6 +44,16 @@ def package_version() -> str:
         return "0"
 
 
+PAGE_HEADERS = {
+    "X-Total-Count": {"description": "how many items the whole list has", "schema": {"type": "integer"}},
+    "Link": {"description": 'while items remain: <this request at the next offset>; rel="next"', "schema": {"type": "string"}},
+}
+TOO_LARGE = {
+    "description": "more than one answer returns: page with limit and offset",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
+
 def parameter(param) -> dict:
     return {
         "name": param.name,
@@ -63,11 +73,15 @@ def operation(endpoint) -> dict:
         "tags": [endpoint.tag],
         "operationId": endpoint.tag + endpoint.path.replace("/", "_").replace("{", "").replace("}", ""),
         "parameters": path_params + [parameter(p) for p in endpoint.params] + [DB_PARAM],
-        "responses": {
-            "200": {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}},
-            **ERRORS,
-        },
+        "responses": responses(endpoint),
     }
+
+
+def responses(endpoint) -> dict:
+    ok = {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}}
+    if not endpoint.paged:
+        return {"200": ok, **ERRORS}
+    return {"200": {**ok, "headers": PAGE_HEADERS}, **ERRORS, "413": TOO_LARGE}
 
 
 def openapi_document(datasette) -> dict:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qsl, urlencode
 
 from datasette.utils.asgi import Response
 
@@ -25,10 +26,26 @@ def _default(value):
     return str(value)
 
 
-def json_ok(data, status: int = 200) -> Response:
+def json_ok(data, status: int = 200, headers=None) -> Response:
     """The result itself (the contract's shape), never wrapped."""
     body = json.dumps(data, default=_default, ensure_ascii=False)
-    return Response(body, status=status, headers=JSON_HEADERS, content_type="application/json; charset=utf-8")
+    return Response(
+        body, status=status, headers={**JSON_HEADERS, **(headers or {})}, content_type="application/json; charset=utf-8"
+    )
+
+
+def json_page(page, request) -> Response:
+    """A page of a list: the items as the body, their place in the whole in headers.
+
+    ``X-Total-Count`` is the length of the whole list; while items remain,
+    ``Link`` (``rel="next"``) is this request with the next page's offset.
+    """
+    headers = {"X-Total-Count": str(page.total)}
+    if page.remaining:
+        args = [(k, v) for k, v in parse_qsl(request.query_string, keep_blank_values=True) if k != "offset"]
+        args.append(("offset", str(page.offset + len(page.items))))
+        headers["Link"] = f'<{request.path}?{urlencode(args)}>; rel="next"'
+    return json_ok(page.items, headers=headers)
 
 
 def json_error(error: QueryError, status: int | None = None, headers=None) -> Response:

@@ -1,0 +1,53 @@
+"""The helper endpoints over HTTP: whole threads, pages that say what remains."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasette_obelisk.query import obelisk
+from web_fixtures import ds, web_db  # noqa: F401 (fixtures)
+
+API = "/-/obelisk/api"
+LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,238 messages, 1,569 with meta rows
+
+
+async def get(ds, path, status=200, **params):
+    response = await ds.client.get(API + path, params=params)
+    assert response.status_code == status, response.text[:500]
+    assert response.headers["content-type"].startswith("application/json")
+    return response
+
+
+@pytest.mark.asyncio
+async def test_thread_answers_the_whole_session(ds):
+    response = await get(ds, "/thread", sessionId=LONG_THREAD)
+    assert len(response.json()) == 1238
+    assert response.headers["x-total-count"] == "1238" and "link" not in response.headers
+    with_meta = await get(ds, "/thread", sessionId=LONG_THREAD, includeMeta="true")
+    assert len(with_meta.json()) == 1569 and with_meta.headers["x-total-count"] == "1569"
+
+
+@pytest.mark.asyncio
+async def test_a_thread_page_links_to_the_next(ds):
+    whole = (await get(ds, "/thread", sessionId=LONG_THREAD)).json()
+    first = await get(ds, "/thread", sessionId=LONG_THREAD, limit="1000")
+    assert first.json() == whole[:1000]
+    assert first.headers["x-total-count"] == "1238"
+    assert first.headers["link"] == (
+        "</-/obelisk/api/thread?sessionId=codex%3A019c8a59-e9dd-71f0-9ae3-4079fe9726a9&limit=1000&offset=1000>; "
+        'rel="next"'
+    )
+    second = await ds.client.get(first.headers["link"][1 : first.headers["link"].index(">")])
+    assert second.json() == whole[1000:] and "link" not in second.headers
+
+
+@pytest.mark.asyncio
+async def test_a_thread_over_the_cap_is_refused_with_a_code(ds, monkeypatch):
+    monkeypatch.setattr(obelisk, "MAX_THREAD", 1000)
+    response = await get(ds, "/thread", 413, sessionId=LONG_THREAD)
+    assert response.json() == {"ok": False, "error": {
+        "code": "OBELISK_PAYLOAD_TOO_LARGE",
+        "message": f"thread(): session {LONG_THREAD!r} has 1238 messages, more than the 1000 one call returns: "
+                   "page through it with limit and offset",
+    }}
+    assert len((await get(ds, "/thread", sessionId=LONG_THREAD, limit="1000")).json()) == 1000
