@@ -631,6 +631,12 @@ def test_sessions_newest_first_with_filters(ro):
 def test_recent_is_sessions_with_a_limit(ro):
     assert o.recent(ro) == o.sessions(ro, {"limit": 10})
     assert o.recent(ro, 3) == o.sessions(ro, 3)
+    for n in (0, 1001, "3", True):
+        with pytest.raises(QueryError) as error:
+            o.recent(ro, n)
+        assert (error.value.code, error.value.message) == (
+            "OBELISK_INVALID_ARGUMENT", f"recent(): n must be an integer between 1 and 1000, not {n!r}"
+        )
 
 
 def test_summaries(ro):

@@ -51,3 +51,45 @@ async def test_a_thread_over_the_cap_is_refused_with_a_code(ds, monkeypatch):
                    "page through it with limit and offset",
     }}
     assert len((await get(ds, "/thread", sessionId=LONG_THREAD, limit="1000")).json()) == 1000
+
+
+# -- recent, and paths no endpoint has -------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_recent_is_sessions_with_a_limit(ds):
+    assert (await get(ds, "/recent")).json() == (await get(ds, "/sessions", limit="10")).json()
+    two = (await get(ds, "/recent", n="2")).json()
+    assert len(two) == 2 and two == (await get(ds, "/sessions", limit="2")).json()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"n": "0"}, "recent(): n must be an integer between 1 and 1000, not 0"),
+        ({"n": "many"}, "n must be an integer, not 'many'"),
+        ({"limit": "2"}, "unknown parameter limit; this endpoint takes db, n"),
+    ],
+)
+async def test_recent_refuses_a_bad_n(ds, params, message):
+    body = (await get(ds, "/recent", 400, **params)).json()
+    assert body == {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json", ""])
+@pytest.mark.parametrize("method", ["get", "post"])
+async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):
+    response = await getattr(ds.client, method)(API + path)
+    assert response.status_code == 404 and response.headers["content-type"].startswith("application/json")
+    assert response.json() == {"ok": False, "error": {
+        "code": "OBELISK_NOT_FOUND",
+        "message": f"no endpoint {API}{path}; {API}/openapi.json lists them",
+    }}
+
+
+@pytest.mark.asyncio
+async def test_a_trailing_slash_still_redirects(ds):
+    response = await ds.client.get(f"{API}/sessions/")
+    assert (response.status_code, response.headers["location"]) == (302, f"{API}/sessions")

@@ -747,6 +747,8 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
 
 def recent(conn, n=10) -> list[dict]:
     """The ``n`` most recently ended sessions."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LIMIT:
+        raise invalid(f"recent(): n must be an integer between 1 and {MAX_LIMIT}, not {n!r}")
     return sessions(conn, {"limit": n})
 
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from ..query.errors import QueryError
 from .endpoints import API_ROOT
 from .handlers import json_view
-from .responses import json_ok
+from .responses import json_error, json_ok
+
+# Any other path under the API root, but one ending in "/": Datasette
+# redirects that to the path without it.
+UNKNOWN_PATH = "^" + API_ROOT + "(?:/.*[^/])?$"
 
 
 def read_endpoints() -> list:
@@ -25,3 +30,14 @@ def api_routes() -> list:
     routes = [(endpoint.regex, json_view(endpoint)) for endpoint in read_endpoints()]
     routes.append(("^" + API_ROOT + "/openapi.json$", openapi_view))
     return routes
+
+
+async def unknown_path_view(datasette, request):
+    """A path no endpoint has: the JSON error shape, not Datasette's HTML page."""
+    listing = datasette.urls.path(API_ROOT + "/openapi.json")
+    return json_error(QueryError("OBELISK_NOT_FOUND", f"no endpoint {request.path}; {listing} lists them"))
+
+
+def api_fallback() -> tuple:
+    """The route for unknown API paths: it must come after every other one."""
+    return (UNKNOWN_PATH, unknown_path_view)

@@ -61,6 +61,10 @@ def calling(helper, positional: str | None = None, takes_options: bool = True, n
     return handler
 
 
+def recent_sessions(conn, params):
+    return obelisk.recent(conn, params.integer("n", default=10))
+
+
 def endpoint(path, helper, summary, params=(), response=None, paged=False, **calling_options) -> Endpoint:
     return Endpoint(
         path=path,
@@ -112,6 +116,10 @@ HELPER_ENDPOINTS = [
     endpoint(
         "/sessions", obelisk.sessions, "Sessions, most recently ended first",
         [*SCOPE, *TIME, Param("branch"), SESSION_ID, SESSIONS, LIMIT], s.array(s.SESSION_ROW),
+    ),
+    Endpoint(
+        "/recent", recent_sessions, "The n most recently ended sessions: sessions with limit n", "helpers",
+        (Param("n", "integer", "how many sessions, default 10"),), s.array(s.SESSION_ROW),
     ),
     endpoint(
         "/summaries", obelisk.summaries, "Away and compaction summaries, newest first",

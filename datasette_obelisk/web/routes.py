@@ -1,4 +1,7 @@
-"""Every route the plugin registers; write routes only when the instance is not read-only."""
+"""Every route the plugin registers; write routes only when the instance is not read-only.
+
+The last one answers any other path under the API root with a JSON 404.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from .config import settings
 
 
 def routes(datasette) -> list:
-    from .api import api_routes
+    from .api import api_fallback, api_routes
     from .pages import page_routes
 
     found = page_routes() + api_routes()
@@ -14,4 +17,4 @@ def routes(datasette) -> list:
         from .writes import write_routes
 
         found += write_routes()
-    return found
+    return found + [api_fallback()]
