@@ -271,6 +271,31 @@ async def test_integer_bounds_are_inclusive(ds):
     assert response.status_code == 400 and response.json()["error"]["code"] == "SESSION_QUERY_INVALID_WINDOW"
 
 
+def numbers(cells: list[str]) -> list[int]:
+    return [int(cell.replace(",", "")) for cell in cells]
+
+
+@pytest.mark.asyncio
+async def test_overview_counts_one_thing_per_label(ds, web_db):
+    html = await page(ds, "/-/obelisk/overview")
+    cards = dict((label, int(value.replace(",", ""))) for value, label in re.findall(
+        r'<div class="value">([\d,]+)</div><div class="label">([^<]+)</div>', html))
+    [(conversation,)] = rows(web_db, "SELECT SUM(message_count) FROM sessions")
+    [(every_line,)] = rows(web_db, "SELECT COUNT(*) FROM messages")
+    assert cards["conversation messages"] == conversation != every_line
+    source_table, project_table = re.findall(r"<h2>By (?:source|project)</h2>\s*<table.*?</table>", html, re.S)
+    assert sum(numbers(re.findall(r'</td><td class="num">[\d,]+</td><td class="num">([\d,]+)</td>', source_table))) == conversation
+    assert sum(numbers(re.findall(r'<td class="num">[\d,]+</td><td class="num">([\d,]+)</td><td>', project_table))) == conversation
+    chart = re.search(r"<svg[^>]*><title>Conversation messages per \w+, by source</title>.*?</svg>", html, re.S).group(0)
+    charted = sum(numbers(re.findall(r"<title>\S+ \S+: (\d+)</title>", chart)))
+    undated = re.search(r"([\d,]+) conversation messages? without a date (?:is|are) not charted", html)
+    assert charted + (int(undated.group(1)) if undated else 0) == conversation
+    failures = await page(ds, "/-/obelisk/failures", limit="1000")
+    listed = failures.count('<li class="ob-result">')
+    blocked = failures.count('<span class="ob-outcome failed">blocked</span>')
+    assert blocked and cards[f"failed tool calls ({blocked} blocked)"] == listed
+
+
 @pytest.mark.asyncio
 async def test_unknown_session_is_a_404_page(ds):
     html = await page(ds, "/-/obelisk/session/no-such-session", 404)

@@ -1,6 +1,10 @@
 """Numbers for the overview dashboard: totals and activity over time.
 
 Pure functions over a sqlite3 connection; they return plain dicts and lists.
+Two definitions hold everywhere: "messages" are conversation messages, the
+rows ``sessions.message_count`` counts (``CONVERSATION``), and "failed" tool
+calls are the results the Failures page lists (``failed()``: a failed outcome
+or marked as an error, which includes blocked calls).
 """
 
 from __future__ import annotations
@@ -9,18 +13,30 @@ import sqlite3
 from datetime import date, timedelta
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
+CONVERSATION = (
+    "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
+    "AND COALESCE(content_type, '') NOT IN ('tool_result', 'tool_use')"
+)
+
+
+def failed(table: str = "") -> str:
+    """A tool result the Failures page lists (``table``: an alias to qualify with)."""
+    column = f"{table}." if table else ""
+    return f"({column}outcome = 'failed' OR {column}is_error = 1)"
 
 
 def totals(conn: sqlite3.Connection) -> dict:
-    """Sessions, messages, tool calls and failures, overall and by source and project,
-    and the source files: how many, how many are gone from disk, their unreadable
-    lines and when the last one was ingested."""
+    """Sessions, conversation messages, tool calls and failures (``blocked``: how many
+    of them were blocked), overall and by source and project, and the source files:
+    how many, how many are gone from disk, their unreadable lines and when the last
+    one was ingested."""
     row = conn.execute(
-        """SELECT
+        f"""SELECT
              (SELECT COUNT(*) FROM sessions) AS sessions,
-             (SELECT COUNT(*) FROM messages) AS messages,
+             (SELECT COALESCE(SUM(message_count), 0) FROM sessions) AS messages,
              (SELECT COUNT(*) FROM tool_calls) AS tool_calls,
-             (SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed') AS failures,
+             (SELECT COUNT(*) FROM tool_results WHERE {failed()}) AS failures,
+             (SELECT COUNT(*) FROM tool_results WHERE {failed()} AND outcome = 'blocked') AS blocked,
              (SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL) AS memories"""
     ).fetchone()
     by_source = _dicts(conn.execute(
@@ -38,7 +54,7 @@ def totals(conn: sqlite3.Connection) -> dict:
            FROM source_files"""
     ).fetchone()
     return {
-        **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "memories"))},
+        **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "blocked", "memories"))},
         "by_source": by_source,
         "by_project": by_project,
         "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)),
@@ -46,19 +62,20 @@ def totals(conn: sqlite3.Connection) -> dict:
 
 
 def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
-    """Sessions started and messages written per day and source.
+    """Sessions started and conversation messages written per day and source.
 
     Days while the archive spans at most ``max_buckets`` days, else weeks
     (starting Monday), else months, so a long archive still fits one chart.
     Returns ``{"unit", "buckets": [start day...], "sources",
-    "sessions": {source: [count per bucket]}, "messages": {...}}``.
+    "sessions": {source: [count per bucket]}, "messages": {...},
+    "undated": conversation messages without a date, so not charted}``.
     """
     first, last = conn.execute(
         f"SELECT MIN(substr(timestamp, 1, 10)), MAX(substr(timestamp, 1, 10)) FROM messages "
         f"WHERE timestamp GLOB {ISO_DAY}"
     ).fetchone()
     if not first:
-        return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}}
+        return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": _undated(conn)}
     first, last = date.fromisoformat(first), date.fromisoformat(last)
     unit, bucket_of = _bucketing(first, last, max_buckets)
     buckets = []
@@ -71,7 +88,7 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         "sessions": f"SELECT substr(started_at, 1, 10), source, COUNT(*) FROM sessions "
         f"WHERE started_at GLOB {ISO_DAY} GROUP BY 1, 2",
         "messages": f"SELECT substr(timestamp, 1, 10), source, COUNT(*) FROM messages "
-        f"WHERE timestamp GLOB {ISO_DAY} AND is_meta = 0 GROUP BY 1, 2",
+        f"WHERE timestamp GLOB {ISO_DAY} AND {CONVERSATION} GROUP BY 1, 2",
     }
     counts = {kind: {} for kind in queries}
     for kind, sql in queries.items():
@@ -88,7 +105,14 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         "buckets": buckets,
         "sources": sources,
         **{kind: {s: per.get(s, [0] * len(buckets)) for s in sources} for kind, per in counts.items()},
+        "undated": _undated(conn),
     }
+
+
+def _undated(conn) -> int:
+    return conn.execute(
+        f"SELECT COUNT(*) FROM messages WHERE {CONVERSATION} AND NOT COALESCE(timestamp GLOB {ISO_DAY}, 0)"
+    ).fetchone()[0]
 
 
 def _bucketing(first: date, last: date, max_buckets: int):
@@ -109,10 +133,10 @@ def _next(day: date, unit: str) -> date:
 
 
 def tool_usage(conn: sqlite3.Connection, limit: int = 15) -> list[dict]:
-    """The most used tools with their call and failure counts."""
+    """The most used tools with their call and failure (``failed()``) counts."""
     rows = conn.execute(
-        """SELECT c.name, COUNT(*) AS calls,
-                  SUM(r.outcome = 'failed') AS failed
+        f"""SELECT c.name, COUNT(*) AS calls,
+                  SUM({failed("r")}) AS failed
            FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
            GROUP BY c.name ORDER BY calls DESC, c.name LIMIT ?""",
         [limit],

@@ -89,7 +89,7 @@ async def overview_page(datasette, request, db, params):
         "data": data,
         "charts": [
             charts.stacked_bars(f"Sessions started per {unit}, by source", activity["buckets"], activity["sessions"]),
-            charts.stacked_bars(f"Messages per {unit}, by source", activity["buckets"], activity["messages"]),
+            charts.stacked_bars(f"Conversation messages per {unit}, by source", activity["buckets"], activity["messages"]),
             charts.horizontal_bars("Tool calls by tool", [(t["name"], t["calls"]) for t in data["tools"]]),
         ],
     }
