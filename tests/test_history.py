@@ -1,10 +1,13 @@
 """history.search / history.read (seed 003) over the archive."""
 
+import sqlite3
+
 import pytest
 
 from datasette_obelisk.query import history as history_module
 from datasette_obelisk.query.errors import QueryError
-from datasette_obelisk.query.history import History, history_read, history_search
+from datasette_obelisk.query.fts import TOKENIZER, parse_query
+from datasette_obelisk.query.history import History, history_read, history_search, searchable
 from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
 
 DESCRIPTOR_KEYS = {"sessionId", "attributes", "createdAt", "updatedAt", "snippets", "snippetMatches"}
@@ -131,6 +134,60 @@ def test_search_cursor_is_bound_to_query_and_generation(toy):
     assert code_of(lambda: history_search(toy.conn(), query="delta", limit=1, cursor=first["nextCursor"])) == (
         "SESSION_QUERY_STALE_CURSOR"
     )
+
+
+def entry_index(conn):
+    """Every entry read returns, as search matches it, in an in-memory FTS5 table ``e(session, a, b)``."""
+    index = sqlite3.connect(":memory:")
+    index.execute(f"CREATE VIRTUAL TABLE e USING fts5(session UNINDEXED, a, b, tokenize='{TOKENIZER}')")
+    for (session_id,) in conn.execute("SELECT id FROM sessions"):
+        texts = [searchable(e) for e in read_everything(conn, session_id)[1]]
+        index.executemany("INSERT INTO e VALUES (?, ?, ?)", [(session_id, *t) for t in texts])
+    return index
+
+
+def test_search_does_not_match_rewound_lines_or_compaction_summaries(read_conn):
+    assert session_ids(history_search(read_conn, query="quicksort.py")) == []
+    assert "dag_compact_after_rewind_preserved" not in session_ids(history_search(read_conn, query="First answer"))
+    final = history_search(read_conn, query="Final answer", attributes={"source": "claude"})["sessions"]
+    assert [s["snippets"] for s in final if s["sessionId"] == "dag_compact_after_rewind_preserved"] == [["Final answer"]]
+    continued = history_search(read_conn, query="continued previous conversation")["sessions"]
+    by_digest = next(s for s in continued if s["sessionId"] == "dag_compact_after_rewind_preserved")
+    assert by_digest["digest"]["summary"].startswith("This session is being continued")
+    assert by_digest["snippets"] == []  # the summary is the digest, not an entry
+
+
+def test_search_matches_an_unanswered_call_read_returns(read_conn):
+    found = history_search(read_conn, query="files_with_matches data-border-color")["sessions"]
+    assert [(s["sessionId"], s["snippets"]) for s in found] == [
+        ("sidechain_agent", ["Grep data-border-color files_with_matches"]),
+    ]
+    codex = history_search(read_conn, query="df6be51a")["sessions"]
+    assert [(s["sessionId"], s["snippets"]) for s in codex] == [
+        ("codex:019c8a70-dda7-7f33-98ea-f30553347322", ["exec_command [REDACTED_ARGUMENTS len=456 sha=df6be51a]"]),
+    ]
+
+
+AUDIT_QUERIES = ["quicksort.py", "First answer", "Final answer", "teammates", "coverage", "edge", "todo", "session history"]
+
+
+def test_search_finds_exactly_the_sessions_whose_entries_match_and_quotes_them(read_conn):
+    index = entry_index(read_conn)
+    words = sorted({w for (t,) in read_conn.execute("SELECT text FROM messages WHERE text_length < 400") for w in t.split()
+                    if w.isalpha() and len(w) > 3})
+    for query in AUDIT_QUERIES + words[:: max(1, len(words) // 40)]:
+        expression = parse_query(query).expression
+        found = history_search(read_conn, query=query, limit=75)["sessions"]
+        assert {s["sessionId"] for s in found if s["snippets"]} == {
+            row[0] for row in index.execute("SELECT DISTINCT session FROM e WHERE e MATCH ?", [expression])
+        }, query
+        for session in found:
+            sources = [
+                " ".join(f"{a}\n{b}".split())
+                for a, b in index.execute("SELECT a, b FROM e WHERE session = ?", [session["sessionId"]])
+            ]
+            for text in session["snippets"]:
+                assert any(text.strip("…") in source for source in sources), (query, text)
 
 
 # -- read ------------------------------------------------------------------------

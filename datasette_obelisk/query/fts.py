@@ -21,6 +21,10 @@
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
     quote(text) -> str
         ``text`` as one FTS5 string (``"..."`` with quotes doubled).
+    match_documents(expression, documents) -> list[(index, marked columns)]
+        Which of ``documents`` (pairs of texts) ``expression`` matches, best
+        first, tokenized as ``messages_fts`` is (``TOKENIZER``), with the
+        matches of each column between ``MARK_START`` and ``MARK_END``.
 
 ``FtsQuery.expression`` is for ``messages_fts`` (exact); ``FtsQuery.candidates``
 is an expression over the session bags of ``session_docs_fts`` (every token
@@ -41,6 +45,7 @@ MODES = ("terms", "phrase", "raw")
 MAX_QUERY_CHARS = 1000
 MARK_START = "\ufdd0"
 MARK_END = "\ufdd1"
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
 @dataclass(frozen=True)
@@ -151,11 +156,18 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuer
 _checker = threading.local()
 
 
-def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
+def _scratch() -> sqlite3.Connection:
+    """This thread's private in-memory database."""
     conn = getattr(_checker, "conn", None)
     if conn is None:
-        conn = _checker.conn = sqlite3.connect(":memory:")
+        conn = _checker.conn = sqlite3.connect(":memory:", isolation_level=None)
         _checker.tables = {}
+        conn.execute(f"CREATE VIRTUAL TABLE documents USING fts5(a, b, tokenize='{TOKENIZER}')")
+    return conn
+
+
+def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
+    conn = _scratch()
     table = _checker.tables.get(columns)
     if table is None:
         table = f"check_{len(_checker.tables)}"
@@ -165,3 +177,22 @@ def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
         conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ?", [expression]).fetchall()
     except sqlite3.Error as exc:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {expression!r}: {exc}") from None
+
+
+def match_documents(expression: str, documents: list[tuple[str, str]]) -> list[tuple[int, tuple[str, str]]]:
+    """``(index, (marked a, marked b))`` of each document ``expression`` matches, best first."""
+    if not documents:
+        return []
+    conn = _scratch()
+    conn.executemany("INSERT INTO documents (rowid, a, b) VALUES (?, ?, ?)", [(n, *d) for n, d in enumerate(documents)])
+    try:
+        return [
+            (rowid, (a, b))
+            for rowid, a, b in conn.execute(
+                "SELECT rowid, highlight(documents, 0, ?, ?), highlight(documents, 1, ?, ?) FROM documents "
+                "WHERE documents MATCH ? ORDER BY rank, rowid",
+                [MARK_START, MARK_END, MARK_START, MARK_END, expression],
+            )
+        ]
+    finally:
+        conn.execute("DELETE FROM documents")

@@ -5,12 +5,14 @@
     History(conn).search(options) / .read(options)   the same, as ``history.*``
 
 ``search({query, attributes, limit, cursor})``
-    Every term of ``query`` must occur in one transcript entry, or in the
-    session's digest. Sessions whose digest holds every term come first
-    (newest first), then sessions ranked by grouped full-text search (bm25,
-    recency breaking ties). ``attributes`` filter before ranking: a string
-    must equal the attribute, ``{"contains": s}`` must occur in it (case
-    sensitive). No query and no attributes: the most recently updated
+    Every term of ``query`` must occur in one entry ``read`` returns (a
+    text entry's content, or a tool entry's name, argument strings and
+    result), or in the session's digest. Sessions whose digest holds every
+    term come first (newest first), then sessions with a matching entry,
+    ranked by their session bag (bm25, recency breaking ties). Snippets
+    quote matching entries only. ``attributes`` filter before ranking: a
+    string must equal the attribute, ``{"contains": s}`` must occur in it
+    (case sensitive). No query and no attributes: the most recently updated
     sessions. ``limit`` 1–75 (default 10). A session carries up to three
     snippets: plain text, with the ``[start, end)`` offsets of the matches
     in each in ``snippetMatches`` (an addition to the contract).
@@ -54,9 +56,9 @@ from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
 from .errors import QueryError
 from .filters import Filters
-from .fts import MAX_QUERY_CHARS, normalize_text, parse_query
+from .fts import MAX_QUERY_CHARS, match_documents, normalize_text, parse_query, quote
 from .search import rows
-from .text import parse_json, to_ms
+from .text import parse_json, snippet, to_ms
 
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 75
@@ -68,7 +70,8 @@ MAX_ATTRIBUTE_KEY = 64
 MAX_ATTRIBUTE_VALUE = 1024
 MAX_SESSION_ID = 256
 SNIPPETS = 3
-INNER_LIMIT = 25
+CANDIDATE_BATCH = 48
+HIT_BATCH = 24
 DIGEST_SCAN_MAX = 5000
 
 
@@ -209,40 +212,95 @@ def _recent(conn, filters: Filters, position: dict, limit: int):
 
 
 def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
-    """Digest matches first (newest first), then grouped transcript search.
+    """Digest matches first (newest first), then sessions with a matching entry.
 
-    The position is ``{"digest": n, "search": [inner cursor, skip]}``: the
-    inner search always pages by ``INNER_LIMIT``, so a caller may change
-    ``limit`` between pages.
+    The position is ``{"digest": n, "search": m}``: ``m`` counts the
+    candidate sessions (best bag rank first) already examined.
     """
     fts = parse_query(query)
     digests = _digest_matches(conn, fts, filters)
-    found = []
     offset = position["digest"]
-    for session in digests[offset : offset + limit]:
-        hits = search_core.search_events(conn, session["id"], query, limit=SNIPPETS, filters=filters)["items"]
-        found.append((session, [hit["snippet"] for hit in hits]))
+    found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[offset : offset + limit]]
     if offset + limit < len(digests):
         return found, {"digest": offset + limit, "search": None}
+    if fts.matches_nothing:
+        return found, None
     seen = {session["id"] for session in digests}
-    cursor, skip = position["search"] or (None, 0)
+    candidate = position["search"] or 0
+    examined = 0
     while True:
-        page = search_core.search_sessions(
-            conn, query, limit=INNER_LIMIT, cursor=cursor, snippets=SNIPPETS, filters=filters
-        )
-        items = page["items"]
-        while skip < len(items) and len(found) < limit:
-            item = items[skip]
-            skip += 1
-            if item["session"]["id"] not in seen:
-                found.append((item["session"], [hit["snippet"] for hit in item["hits"]]))
-        if skip < len(items):
-            return found, {"digest": len(digests), "search": [cursor, skip]}
-        if page["next_cursor"] is None:
+        batch = search_core.bag_sessions(conn, fts.candidates, filters, candidate, CANDIDATE_BATCH)
+        for session_id in (row["session_id"] for row in batch):
+            if examined == search_core.MAX_CANDIDATES:
+                return found, {"digest": len(digests), "search": candidate}
+            examined += 1
+            hits = [] if session_id in seen else _entry_hits(conn, fts, session_id)
+            if hits:
+                if len(found) == limit:
+                    return found, {"digest": len(digests), "search": candidate}
+                found.append((search_core.session_row(conn, session_id), hits))
+            candidate += 1
+        if len(batch) < CANDIDATE_BATCH:
             return found, None
-        cursor, skip = page["next_cursor"], 0
-        if len(found) >= limit:
-            return found, {"digest": len(digests), "search": [cursor, 0]}
+
+
+def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]:
+    """Snippets of up to ``count`` entries read returns that hold every query term.
+
+    Candidates (shortest lines first) are the entry lines whose indexed
+    text holds every term; each is then matched as the entry read returns.
+    """
+    if fts.matches_nothing:
+        return []
+    lines = _candidate_lines(conn, fts, session_id)
+    hits: list[dict] = []
+    for start in range(0, len(lines), HIT_BATCH):
+        entries = [entry for _, _, entry in _entries(conn, session_id, lines[start : start + HIT_BATCH])]
+        for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries]):
+            hits.append(snippet("\n".join(column for column in marked if column)))
+        if len(hits) >= count:
+            break
+    return hits[:count]
+
+
+def searchable(entry: dict) -> tuple[str, str]:
+    """What search matches in an entry: its content, or a call's name and arguments and its result."""
+    if entry["type"] != "tool":
+        return entry["content"], ""
+    return "\n".join([entry["name"], *strings_in(entry["arguments"])]), "\n".join(strings_in(entry["result"]))
+
+
+def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
+    """Entry lines holding every term, with the call lines whose result line does."""
+    first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
+    if first is None:
+        return []
+    every = set.intersection(*(_lines_matching(conn, quote(piece), first, last) for piece in fts.pieces))
+    wanted = every | {call for call, result in _call_lines(conn, session_id) if result in every}
+    return _entry_rows(
+        conn, session_id, "m.id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(wanted))],
+        "m.text_length, m.seq",
+    )
+
+
+def _lines_matching(conn, expression: str, first: int, last: int) -> set[int]:
+    return {
+        rowid
+        for (rowid,) in conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
+            [expression, first, last],
+        )
+    }
+
+
+def _call_lines(conn, session_id: str) -> list[tuple[int, int | None]]:
+    """``(call line, result line)`` message ids of the session's tool calls."""
+    return conn.execute(
+        "SELECT cm.id, rm.id FROM tool_calls c JOIN messages cm ON cm.uuid = c.message_uuid "
+        "LEFT JOIN tool_results r ON r.tool_use_id = c.id LEFT JOIN messages rm ON rm.uuid = r.message_uuid "
+        "WHERE c.session_id = ?",
+        [session_id],
+    ).fetchall()
 
 
 def _digest_matches(conn, fts, filters: Filters) -> list[dict]:

@@ -227,28 +227,36 @@ class _ManyMatches(_Candidates):
     """Candidates straight from the session bags, best bm25 first."""
 
     def candidates(self, offset: int, count: int) -> list[dict]:
-        where, params = self.session_clause()
-        if where == "1":
-            # No session filter: let FTS5 sort by rank itself, then join.
-            ranked = (
-                "(SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) f"
-            )
-            params = [self.bag_expression, offset + count]
-        else:
-            ranked = "session_docs_fts f"
-            where = f"session_docs_fts MATCH ? AND {where}"
-            params = [self.bag_expression, *params]
-        return rows(
-            self.conn,
-            f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
-                  f.rank AS rank
-                FROM {ranked} JOIN session_docs d ON d.id = f.rowid
-                JOIN sessions s ON s.id = d.session_id
-                WHERE {where}
-                ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
-            [*params, count, offset],
+        return bag_sessions(self.conn, self.bag_expression, self.filters, offset, count)
+
+
+def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count: int) -> list[dict]:
+    """Sessions whose bag matches ``bag_expression`` under ``filters``, best bm25 then newest first.
+
+    Each is ``{"session_id", "first_id", "last_id", "avg_length", "rank"}``.
+    """
+    where, params = filters.session_sql("s")
+    if where == "1":
+        # No session filter: let FTS5 sort by rank itself, then join.
+        ranked = (
+            "(SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) f"
         )
+        params = [bag_expression, offset + count]
+    else:
+        ranked = "session_docs_fts f"
+        where = f"session_docs_fts MATCH ? AND {where}"
+        params = [bag_expression, *params]
+    return rows(
+        conn,
+        f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+              f.rank AS rank
+            FROM {ranked} JOIN session_docs d ON d.id = f.rowid
+            JOIN sessions s ON s.id = d.session_id
+            WHERE {where}
+            ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+        [*params, count, offset],
+    )
 
 
 class _FewMatches(_Candidates):
