@@ -149,3 +149,15 @@ def test_pages_work_without_javascript(server, browser):
     page.locator("details.ob-tool summary").first.click()  # <details> needs no script
     assert page.locator("details.ob-tool").first.get_attribute("open") is not None
     context.close()
+
+
+def test_a_refused_query_is_corrected_in_place(server, page):
+    response = page.goto(server + "/-/obelisk?q=AND+(&mode=raw")
+    assert response.status == 400 and "SESSION_QUERY_INVALID_QUERY" in page.locator(".ob-error").inner_text()
+    assert page.input_value("input[name=q]") == "AND ("
+    page.fill("input[name=q]", WORD)
+    page.check("input[name=mode][value=terms]")
+    page.click("button[type=submit]")
+    page.wait_for_selector(".ob-result")
+    assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
+    assert page.js_errors == []

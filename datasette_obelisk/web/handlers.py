@@ -55,19 +55,22 @@ def json_view(endpoint):
     return view
 
 
-def page_view(template: str, build):
-    """A GET page: ``await build(datasette, request, db, params)`` returns the template context."""
+def page_view(template: str, build, on_error=None):
+    """A GET page: ``await build(datasette, request, db, params)`` returns the template context.
+
+    When it fails, ``on_error(params)`` (if given) adds to the error page's context.
+    """
 
     async def view(datasette, request):
         if request.method not in ("GET", "HEAD"):
             return Response.text("GET only", status=405, headers={"Allow": "GET"})
+        params = Params.from_request(request)
         try:
             db = await readable_database(datasette, request)
             await refresh_if_live(datasette, db)
-            params = Params.from_request(request)
             context = await build(datasette, request, db, params)
         except QueryError as error:
-            return await error_page(datasette, request, error)
+            return await error_page(datasette, request, error, on_error(params) if on_error else {})
         context = {
             "database": db.name,
             "db_param": request.args.get("db"),
@@ -80,10 +83,11 @@ def page_view(template: str, build):
     return view
 
 
-async def error_page(datasette, request, error: QueryError) -> Response:
+async def error_page(datasette, request, error: QueryError, extra: dict | None = None) -> Response:
+    db = request.args.get("db")
     html = await datasette.render_template(
         "obelisk/error.html",
-        {"error": error, "db_param": request.args.get("db"), "ob": TemplateHelpers(datasette, request.args.get("db"))},
+        {**(extra or {}), "error": error, "db_param": db, "ob": TemplateHelpers(datasette, db)},
         request=request,
     )
     return Response.html(html, status=error.status)

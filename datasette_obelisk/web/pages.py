@@ -32,6 +32,11 @@ async def search_page(datasette, request, db, params):
     return context
 
 
+def search_error(params) -> dict:
+    """The search form, as submitted, so a query the search refused can be corrected in place."""
+    return {"form": SearchForm.from_params(params), "active_tab": "Search"}
+
+
 async def session_page(datasette, request, db, params):
     session_id = params.path("session_id")
     options = {
@@ -144,7 +149,7 @@ def page_routes() -> list:
 
     session = r"(?P<session_id>[^/]+)"
     return [
-        (r"^/-/obelisk/?$", page_view("obelisk/search.html", search_page)),
+        (r"^/-/obelisk/?$", page_view("obelisk/search.html", search_page, on_error=search_error)),
         (rf"^/-/obelisk/session/{session}$", page_view("obelisk/session.html", session_page)),
         (rf"^/-/obelisk/session/{session}/lineage$", page_view("obelisk/lineage.html", lineage_page)),
         (rf"^/-/obelisk/event/{session}/(?P<seq>[^/]+)$", page_view("obelisk/event.html", event_page)),
