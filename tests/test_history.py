@@ -6,7 +6,7 @@ import pytest
 
 from datasette_obelisk.query import history as history_module
 from datasette_obelisk.query.errors import QueryError
-from datasette_obelisk.query.fts import TOKENIZER, parse_query
+from datasette_obelisk.query.fts import TOKENIZER, match_documents, parse_query
 from datasette_obelisk.query.history import History, history_read, history_search, searchable
 from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
 
@@ -168,7 +168,20 @@ def test_search_matches_an_unanswered_call_read_returns(read_conn):
     ]
 
 
-AUDIT_QUERIES = ["quicksort.py", "First answer", "Final answer", "teammates", "coverage", "edge", "todo", "session history"]
+def test_a_tool_entry_matches_terms_spread_over_its_arguments_and_result(read_conn):
+    found = {s["sessionId"]: s["snippets"] for s in history_search(read_conn, query="completes Generate", limit=75)["sessions"]}
+    assert found["sidechain_main"] == [
+        "Task general-purpose Research data-border-color usage and CSS class mat... Research how data-border-color "
+        "is used in the code... Perfect! Now I have a complete understanding. Let ...",
+    ]
+    assert found["ef958aa1-0e93-49f0-bb71-150f63befcd1"]
+    task = next(e for e in read_everything(read_conn, "sidechain_main")[1] if e["id"] == "toolu_01JA2mLseQCAW3MdwPE4qWEk")
+    call, result = searchable(task)
+    expression = parse_query("completes Generate").expression
+    assert [len(match_documents(expression, [doc])) for doc in ((call, ""), (result, ""), (call, result))] == [0, 0, 1]
+
+
+AUDIT_QUERIES = ["completes Generate", "Tools ide", "capture Later", "workflow attempt", "quicksort.py", "First answer", "Final answer", "teammates", "coverage", "edge", "todo", "session history"]
 
 
 def test_search_finds_exactly_the_sessions_whose_entries_match_and_quotes_them(read_conn):

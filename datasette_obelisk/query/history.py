@@ -271,12 +271,14 @@ def searchable(entry: dict) -> tuple[str, str]:
 
 
 def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
-    """Entry lines holding every term, with the call lines whose result line does."""
+    """Entry lines holding every term, and call lines whose call and result lines hold them between them."""
     first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
     if first is None:
         return []
-    every = set.intersection(*(_lines_matching(conn, quote(piece), first, last) for piece in fts.pieces))
-    wanted = every | {call for call, result in _call_lines(conn, session_id) if result in every}
+    holding = [_lines_matching(conn, quote(piece), first, last) for piece in fts.pieces]
+    wanted = set.intersection(*holding) | {
+        call for call, result in _call_lines(conn, session_id) if all(call in h or result in h for h in holding)
+    }
     return _entry_rows(
         conn, session_id, "m.id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(wanted))],
         "m.text_length, m.seq",
