@@ -873,6 +873,13 @@ def test_time_bounds_compare_instants_in_every_helper(stamped_db, helper, bounds
 
 
 @pytest.mark.parametrize("helper", BOUNDED)
+def test_lists_come_in_time_order_not_text_order(stamped_db, helper):
+    # Newest first (search: equal ranks, then newest), but fileHistory: oldest first.
+    with connect_readonly(stamped_db) as conn:
+        assert "".join(BOUNDED[helper](conn, {})) == ("adbc" if helper == "fileHistory" else "cbda")
+
+
+@pytest.mark.parametrize("helper", BOUNDED)
 @pytest.mark.parametrize("name, value", [("after", "yesterday"), ("before", "2025-13-01"), ("after", "now"), ("before", "")])
 def test_a_bound_that_is_no_time_is_refused(stamped_db, helper, name, value):
     with connect_readonly(stamped_db) as conn, pytest.raises(QueryError) as error:

@@ -8,7 +8,8 @@ arguments (``session_id=...``). A string where options are expected means
 ``sessionId`` (``project`` for ``overview``), a number means ``limit``.
 Unknown option names are refused, so a typo never widens a query silently.
 ``after`` / ``before`` are ISO 8601 dates or times, compared with stored
-timestamps as instants (``moments.py``); anything else is refused.
+timestamps as instants (``moments.py``); anything else is refused. Lists
+ordered by time are ordered by those instants too.
 
 ``helpers(conn)`` returns the same functions bound to ``conn`` under the
 reference's exact global names, for ``obelisk query`` scripts.
@@ -31,8 +32,9 @@ from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
-from . import fts, moments
+from . import fts
 from .errors import QueryError
+from .moments import canonical, moment_sql
 from .readonly import error_for, run_sql, translated_errors
 
 MAX_LIMIT = 1_000
@@ -134,13 +136,13 @@ def check_type(helper: str, name: str, value, max_limit: int):
 
 def time_bound(helper: str, display: str, value: str) -> str:
     """An ``after`` / ``before`` value as the canonical instant stored times are compared with."""
-    moment = moments.canonical(value)
-    if moment is None:
+    instant = canonical(value)
+    if instant is None:
         raise invalid(
             f"{helper}(): {display} must be an ISO 8601 date or time, such as 2025-06-14 or "
             f"2025-06-14T11:01:31Z, not {value!r}"
         )
-    return moment
+    return instant
 
 
 def invalid(message: str) -> QueryError:
@@ -158,7 +160,7 @@ def require_text(helper: str, name: str, value) -> str:
 # after / before compare instants: the column's canonical form (see moments.py).
 OPERATORS = {
     "session_id": "{} = ?", "project": "{} LIKE ?", "cwd": "{} LIKE ?",
-    "after": moments.moment_sql("{}") + " >= ?", "before": moments.moment_sql("{}") + " <= ?",
+    "after": moment_sql("{}") + " >= ?", "before": moment_sql("{}") + " <= ?",
     "branch": "{} = ?", "source": "{} = ?",
 }
 
@@ -287,16 +289,16 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
         where.add("m.is_meta = 0")
     # Rank and cut on ids first: sorting every match with its text is slow.
     sql = f"""WITH hits AS (
-        SELECT m.id, messages_fts.rank AS rank, m.timestamp
+        SELECT m.id, messages_fts.rank AS rank, {moment_sql('m.timestamp')} AS at
         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
         LEFT JOIN sessions s ON s.id = m.session_id
-        WHERE {where} ORDER BY messages_fts.rank, m.timestamp DESC, m.id DESC LIMIT ?
+        WHERE {where} ORDER BY messages_fts.rank, at DESC, m.id DESC LIMIT ?
       )
       SELECT m.id, m.session_id, m.seq, {', '.join('m.' + f for f in MESSAGE_FIELDS)},
         s.title AS session_title, s.project AS session_project, s.started_at AS session_started_at,
         s.source AS session_source, hits.rank
       FROM hits JOIN messages m ON m.id = hits.id LEFT JOIN sessions s ON s.id = m.session_id
-      ORDER BY hits.rank, hits.timestamp DESC, hits.id DESC"""
+      ORDER BY hits.rank, hits.at DESC, hits.id DESC"""
     found = match_rows(conn, sql, text, o["mode"], where.params + [o["limit"]])
     terms = fts.tokens(text)
     return [search_hit(conn, row, terms, o["include_meta"]) for row in found]
@@ -438,8 +440,8 @@ def trace(conn, uuid) -> list[dict]:
 # instant of the last timed row before it in the log: each timed row starts
 # a run (COUNT of instants so far), and the run's instant is its first row's.
 THREAD_SQL = f"""WITH timed AS (
-    SELECT id, seq, is_meta, {moments.moment_sql('timestamp')} AS at,
-           COUNT({moments.moment_sql('timestamp')}) OVER (ORDER BY seq) AS run
+    SELECT id, seq, is_meta, {moment_sql('timestamp')} AS at,
+           COUNT({moment_sql('timestamp')}) OVER (ORDER BY seq) AS run
     FROM messages WHERE session_id = :session
   ), placed AS (
     SELECT id, seq, is_meta, MAX(at) OVER (PARTITION BY run) AS at FROM timed
@@ -741,7 +743,10 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     })
     if o.get("session_id") is None and o.get("sessions") is None:
         where.add(TOP_LEVEL)
-    found = rows(conn, f"SELECT s.* FROM sessions s WHERE {where} ORDER BY s.ended_at DESC, s.id LIMIT ?", where.params + [o["limit"]])
+    found = rows(
+        conn, f"SELECT s.* FROM sessions s WHERE {where} ORDER BY {moment_sql('s.ended_at')} DESC, s.id LIMIT ?",
+        where.params + [o["limit"]],
+    )
     return [dict(r) for r in found]
 
 
@@ -766,7 +771,7 @@ def summaries(conn, opts=None, **kwargs) -> list[dict]:
         conn,
         f"SELECT su.*, s.title AS session_title, s.project AS project FROM summaries su "
         f"LEFT JOIN sessions s ON s.id = su.session_id WHERE {where} "
-        "ORDER BY su.timestamp DESC, su.id LIMIT ?",
+        f"ORDER BY {moment_sql('su.timestamp')} DESC, su.id LIMIT ?",
         where.params + [o["limit"]],
     )
     result = [dict(r) for r in found]
@@ -787,9 +792,10 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
     })
     columns = ", ".join("mem." + f for f in MEMORY_FIELDS)
     joins = "FROM memories mem LEFT JOIN sessions s ON s.id = mem.session_id"
+    newest = f"{moment_sql('mem.created_at')} DESC"
     if o.get("query") is None:
         found = rows(
-            conn, f"SELECT {columns} {joins} WHERE {where} ORDER BY mem.created_at DESC, mem.pk DESC LIMIT ?",
+            conn, f"SELECT {columns} {joins} WHERE {where} ORDER BY {newest}, mem.pk DESC LIMIT ?",
             where.params + [o["limit"]],
         )
         return [memory_row(r) for r in found]
@@ -799,7 +805,7 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
     found = rows(
         conn,
         f"SELECT {columns}, memories_fts.rank AS rank {joins} JOIN memories_fts ON memories_fts.rowid = mem.pk "
-        f"WHERE memories_fts MATCH ? AND {where} ORDER BY memories_fts.rank, mem.created_at DESC LIMIT ?",
+        f"WHERE memories_fts MATCH ? AND {where} ORDER BY memories_fts.rank, {newest} LIMIT ?",
         [expression, *where.params, o["limit"]],
     )
     return [{**memory_row(r), "rank": r["rank"]} for r in found]
@@ -833,7 +839,7 @@ def workflows(conn, opts=None, **kwargs) -> list[dict]:
     found = rows(
         conn,
         f"SELECT w.* FROM workflows w LEFT JOIN sessions s ON s.id = w.session_id WHERE {where} "
-        "ORDER BY w.timestamp DESC, w.run_id LIMIT ?",
+        f"ORDER BY {moment_sql('w.timestamp')} DESC, w.run_id LIMIT ?",
         where.params + [o["limit"]],
     )
     return [dict(r) for r in found]
@@ -877,7 +883,7 @@ def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
             FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool_call_id
             LEFT JOIN messages m ON m.uuid = tc.message_uuid
             LEFT JOIN sessions s ON s.id = tc.session_id
-            WHERE {where} ORDER BY at, tc.id LIMIT ?""",
+            WHERE {where} ORDER BY {moment_sql(at)}, tc.id LIMIT ?""",
         [file_path, *where.params, o["limit"]],
     )
     return [
@@ -907,7 +913,7 @@ def failures(conn, opts=None, **kwargs) -> list[dict]:
                    s.project AS session_project
             FROM tool_results tr LEFT JOIN messages m ON m.uuid = tr.message_uuid
             LEFT JOIN sessions s ON s.id = tr.session_id
-            WHERE {where} ORDER BY {at} DESC, tr.id DESC LIMIT ?""",
+            WHERE {where} ORDER BY {moment_sql(at)} DESC, tr.id DESC LIMIT ?""",
         where.params + [o["limit"]],
     )
     return [failure(conn, r) for r in found]
