@@ -98,6 +98,28 @@ def test_search_validation(logs):
     assert len(history_search(conn, limit=75)["sessions"]) == 3
 
 
+def test_digests_match_whole_stemmed_terms_as_transcript_search_does(logs, read_conn):
+    conn = logs.conn()
+    assert session_ids(history_search(conn, query="works migrations")) == ["s3"]  # "Database work", "migration plan"
+    assert session_ids(history_search(conn, query="migr")) == []
+    assert session_ids(history_search(conn, query="datab")) == []
+    for query in ("edges", "include"):
+        found = history_search(read_conn, query=query, limit=75)["sessions"]
+        assert found[0]["sessionId"] == "edge_cases" and found[0]["snippets"] == []
+    for query in ("cov", "backgro", "prev"):
+        assert [s["sessionId"] for s in history_search(read_conn, query=query, limit=75)["sessions"] if not s["snippets"]] == []
+
+
+def test_a_digest_matches_the_summary_it_shows(logs):
+    logs.sql(
+        "INSERT INTO summaries (id, session_id, timestamp, source, content, message_uuid, file_id) "
+        "VALUES ('sum0', 's3', '2026-01-02T00:00:00Z', 'away_summary', 'An older zeppelin summary', 'c1', 1)"
+    )
+    conn = logs.conn()
+    assert session_ids(history_search(conn, query="zeppelin")) == []
+    assert history_search(conn, query="plan")["sessions"][0]["digest"]["summary"] == "Talked about a migration plan"
+
+
 def pages(call, **options):
     found, cursor = [], None
     while True:

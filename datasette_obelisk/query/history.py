@@ -7,8 +7,10 @@
 ``search({query, attributes, limit, cursor})``
     Every term of ``query`` must occur in one entry ``read`` returns (a
     text entry's content, or a tool entry's name, argument strings and
-    result), or in the session's digest. Sessions whose digest holds every
-    term come first (newest first), then sessions with a matching entry,
+    result), or in the session's digest (its title and summary). Both
+    are matched as FTS5 matches ``messages_fts``: whole tokens, Porter
+    stemmed (``edges`` finds "edge", ``cov`` does not find "coverage").
+    Sessions whose digest holds every term come first (newest first), then sessions with a matching entry,
     ranked by their session bag (bm25, recency breaking ties). Snippets
     quote matching entries only. ``attributes`` filter before ranking: a
     string must equal the attribute, ``{"contains": s}`` must occur in it
@@ -47,7 +49,6 @@ OBELISK_INVALID_ARGUMENT for a malformed request.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 
 from ..sources.common import strings_in
@@ -73,6 +74,10 @@ SNIPPETS = 3
 CANDIDATE_BATCH = 48
 HIT_BATCH = 24
 DIGEST_SCAN_MAX = 5000
+LATEST_SUMMARY = (
+    "SELECT {columns} FROM summaries WHERE session_id = {session} AND visibility = 'visible' "
+    "ORDER BY timestamp DESC, rowid DESC LIMIT 1"
+)
 
 
 def _options(options, kwargs: dict, allowed: set, name: str) -> dict:
@@ -122,11 +127,7 @@ def descriptor(conn, session: dict, snippets=()) -> dict:
 
 
 def _digest(conn, session: dict) -> dict | None:
-    summary = conn.execute(
-        "SELECT content, message_uuid FROM summaries WHERE session_id = ? AND visibility = 'visible' "
-        "ORDER BY timestamp DESC, rowid DESC LIMIT 1",
-        [session["id"]],
-    ).fetchone()
+    summary = conn.execute(LATEST_SUMMARY.format(columns="content, message_uuid", session="?"), [session["id"]]).fetchone()
     if not session["title"] and summary is None:
         return None
     return {
@@ -306,36 +307,23 @@ def _call_lines(conn, session_id: str) -> list[tuple[int, int | None]]:
 
 
 def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
-    """Sessions whose title and summaries together hold every query term."""
-    if not fts.terms:
+    """Sessions whose digest holds every query term, newest first.
+
+    The digest's title and summary are matched as one document under the
+    same tokenizer and stemming as transcript entries.
+    """
+    if fts.matches_nothing:
         return []
     where, params = filters.session_sql("s")
-    digest = (
-        "lower(COALESCE(s.title, '') || ' ' || COALESCE((SELECT group_concat(content, ' ') FROM summaries "
-        "WHERE session_id = s.id AND visibility = 'visible'), ''))"
-    )
-    likes = " AND ".join(f"{digest} LIKE ? ESCAPE '\\'" for _ in fts.terms)
     found = rows(
         conn,
-        f"SELECT s.*, {digest} AS digest_text FROM sessions s WHERE {where} AND {likes} "
-        f"ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id LIMIT {DIGEST_SCAN_MAX}",
-        [*params, *("%" + _escape_like(term) + "%" for term in fts.terms)],
+        f"SELECT * FROM (SELECT s.*, ({LATEST_SUMMARY.format(columns='content', session='s.id')}) AS digest_summary "
+        f"FROM sessions s WHERE {where}) WHERE COALESCE(title, '') != '' OR digest_summary IS NOT NULL "
+        "ORDER BY COALESCE(ended_at, started_at) DESC, id LIMIT ?",
+        [*params, DIGEST_SCAN_MAX],
     )
-    patterns = [word_start(term) for term in fts.terms]
-    matches = []
-    for session in found:
-        text = session.pop("digest_text")
-        if all(p.search(text) for p in patterns):
-            matches.append(session)
-    return matches
-
-
-def word_start(term: str):
-    return re.compile(r"(?<![^\W_])" + re.escape(term), re.IGNORECASE)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    digests = [(session["title"] or "", session.pop("digest_summary") or "") for session in found]
+    return [found[index] for index in sorted(index for index, _ in match_documents(fts.expression, digests))]
 
 
 # -- read --------------------------------------------------------------------
