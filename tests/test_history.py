@@ -73,6 +73,15 @@ def test_no_query_lists_recently_updated_sessions(logs):
     assert session_ids(history_search(logs.conn(), limit=2)) == ["s3", "s2"]
 
 
+def test_a_blank_query_is_no_query(logs):
+    conn = logs.conn()
+    recent = history_search(conn, limit=2)
+    assert history_search(conn, {"query": ""}, limit=2) == history_search(conn, query=" \n ", limit=2) == recent
+    follow = history_search(conn, query="", limit=2, cursor=recent["nextCursor"])
+    assert session_ids(follow) == ["s1"]
+    assert session_ids(history_search(conn, query="", attributes={"cwd": "/w/beta"})) == ["s3", "s2"]
+
+
 def test_attributes_filter_exactly_or_by_substring(logs):
     conn = logs.conn()
     assert session_ids(history_search(conn, attributes={"cwd": "/w/beta"})) == ["s3", "s2"]
@@ -87,7 +96,7 @@ def test_search_validation(logs):
     conn = logs.conn()
     assert code_of(lambda: history_search(conn, limit=0)) == "SESSION_QUERY_INVALID_LIMIT"
     assert code_of(lambda: history_search(conn, limit=76)) == "SESSION_QUERY_INVALID_LIMIT"
-    assert code_of(lambda: history_search(conn, query="  ")) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: history_search(conn, query=3)) == "SESSION_QUERY_INVALID_QUERY"
     assert code_of(lambda: history_search(conn, query="x" * 1001)) == "SESSION_QUERY_INVALID_QUERY"
     assert code_of(lambda: history_search(conn, attributes={"source": 3})) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: history_search(conn, attributes={"source": {"like": "x"}})) == "SESSION_QUERY_INVALID_FILTER"

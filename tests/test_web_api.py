@@ -261,6 +261,13 @@ async def test_history_search_and_read(ds):
 
 
 @pytest.mark.asyncio
+async def test_history_blank_query_lists_recent_sessions_as_in_python(ds):
+    recent = await get(ds, f"{HISTORY}/search", limit=5)
+    assert await get(ds, f"{HISTORY}/search", limit=5, query="") == recent
+    assert await get(ds, f"{HISTORY}/search", limit=5, query="  ") == recent
+
+
+@pytest.mark.asyncio
 async def test_history_paging(ds):
     recent = await get(ds, f"{HISTORY}/search", limit=75)
     pages = await every_page(ds, f"{HISTORY}/search", limit=4)

@@ -14,8 +14,8 @@
     ranked by their session bag (bm25, recency breaking ties). Snippets
     quote matching entries only. ``attributes`` filter before ranking: a
     string must equal the attribute, ``{"contains": s}`` must occur in it
-    (case sensitive). No query and no attributes: the most recently updated
-    sessions. ``limit`` 1–75 (default 10). A session carries up to three
+    (case sensitive). No query (or a blank one) and no attributes: the most
+    recently updated sessions. ``limit`` 1–75 (default 10). A session carries up to three
     snippets: plain text, with the ``[start, end)`` offsets of the matches
     in each in ``snippetMatches`` (an addition to the contract).
 ``read({sessionId, limit, cursor})``
@@ -156,12 +156,7 @@ def _covered_through(conn, session_id: str, summary_uuid: str | None) -> str:
 
 def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     o = _options(options, kwargs, {"query", "attributes", "limit", "cursor"}, "search")
-    query = o.get("query")
-    if query is not None:
-        if not isinstance(query, str) or not normalize_text(query):
-            raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a non-blank string")
-        if len(query) > MAX_QUERY_CHARS:
-            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"query is longer than {MAX_QUERY_CHARS} characters")
+    query = _check_query(o.get("query"))
     attributes = _check_attributes(o.get("attributes"))
     limit = search_core.check_limit(o.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)
     filters = Filters.build(attributes=attributes)
@@ -180,6 +175,17 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     if next_position is not None:
         result["nextCursor"] = encode_cursor(conn, "history.search", request, generation, next_position)
     return result
+
+
+def _check_query(query) -> str | None:
+    """The query text, or None for none: a blank query is no query, as over HTTP."""
+    if query is None:
+        return None
+    if not isinstance(query, str):
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"query is longer than {MAX_QUERY_CHARS} characters")
+    return query if normalize_text(query) else None
 
 
 def _check_attributes(attributes) -> dict | None:
