@@ -422,8 +422,9 @@ def test_raw_windows_by_characters(ro):
 
 
 def test_raw_of_a_replayed_uuid_is_the_stored_line(ro):
-    # edge_011 appears on lines 11 and 12; the first is the message, the second is merged.
+    # edge_011 appears on lines 11 and 12 with other text: the second is kept under its offset.
     assert o.raw(ro, "edge_011")["text"] == corpus_line(EDGE, 11).decode()
+    assert o.raw(ro, f"edge_011@{line_offset(EDGE, 12)}")["text"] == corpus_line(EDGE, 12).decode()
 
 
 def test_raw_of_a_codex_line(ro):
