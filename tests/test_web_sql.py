@@ -116,6 +116,38 @@ async def test_stored_query_runs_as_json(ds, name):
 
 
 @pytest.mark.asyncio
+async def test_stored_thread_is_in_the_helpers_time_order(ds, web_db):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    for include_meta in ("", "1"):
+        response = await ds.client.get("/obelisk/obelisk_thread.json", params={
+            "session_id": "dag_compact_after_rewind_preserved", "include_meta": include_meta, "_shape": "array",
+        })
+        with connect_readonly(web_db) as conn:
+            helper = obelisk.thread(conn, "dag_compact_after_rewind_preserved", {"includeMeta": bool(include_meta)})
+        assert [r["uuid"] for r in response.json()] == [m["uuid"] for m in helper]
+    assert [r["uuid"] for r in response.json()][7:9] == ["b2a2", "cb"]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "bounds, found",
+    [
+        ({"before": "2025-06-14T10:02:00.000Z"}, True),  # edge_cases started at ...10:02:00Z: the same instant
+        ({"after": "2025-06-14T12:02:00+02:00"}, True),
+        ({"after": "2025-06-14T10:02:00.001Z"}, False),
+        ({"after": "yesterday"}, False),
+    ],
+)
+async def test_stored_sessions_bound_by_instants(ds, bounds, found):
+    response = await ds.client.get("/obelisk/obelisk_sessions.json", params={
+        "project": "daaain%", "after": "", "before": "", **bounds, "_shape": "array",
+    })
+    assert ("edge_cases" in [r["id"] for r in response.json()]) is found
+
+
+@pytest.mark.asyncio
 async def test_stored_queries_are_listed_with_titles_and_parameters(ds):
     page = await ds.client.get("/obelisk/obelisk_sessions")
     assert page.status_code == 200

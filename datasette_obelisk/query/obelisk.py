@@ -436,16 +436,18 @@ def trace(conn, uuid) -> list[dict]:
     return [message_row(r) for r in ancestors(conn, row) + [row]]
 
 
-# A session's messages by instant, then log order. An untimed row takes the
-# instant of the last timed row before it in the log: each timed row starts
-# a run (COUNT of instants so far), and the run's instant is its first row's.
-THREAD_SQL = f"""WITH timed AS (
+# The messages of session :session_id with the instant a thread sorts them by
+# (then by seq). An untimed row takes the instant of the last timed row
+# before it in the log: each timed row starts a run (COUNT of instants so
+# far), and the run's instant is its first row's.
+THREAD_PLACEMENT = f"""WITH timed AS (
     SELECT id, seq, is_meta, {moment_sql('timestamp')} AS at,
            COUNT({moment_sql('timestamp')}) OVER (ORDER BY seq) AS run
-    FROM messages WHERE session_id = :session
+    FROM messages WHERE session_id = :session_id
   ), placed AS (
     SELECT id, seq, is_meta, MAX(at) OVER (PARTITION BY run) AS at FROM timed
-  )
+  )"""
+THREAD_SQL = THREAD_PLACEMENT + """
   SELECT m.* FROM placed JOIN messages m ON m.id = placed.id
   WHERE placed.is_meta = 0 OR :include_meta
   ORDER BY placed.at, placed.seq LIMIT :limit OFFSET :offset"""
@@ -489,7 +491,7 @@ def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
     if o["limit"] is None and total - o["offset"] > MAX_THREAD:
         raise too_long_a_thread(session_id, total, o["offset"])
     found = rows(conn, THREAD_SQL, {
-        "session": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
+        "session_id": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
     return Page([message_row(r) for r in found], o["offset"], total)
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from datasette.utils import named_parameters
 
+from ..query.moments import moment_sql
+from ..query.obelisk import THREAD_PLACEMENT
+
 
 @dataclass(frozen=True)
 class StoredQuery:
@@ -82,14 +85,15 @@ order by chain.key
     StoredQuery(
         "obelisk_thread",
         "Session thread",
-        "The messages of one session in order. include_meta=1 adds injected and structural lines.",
-        """
+        "The messages of one session ordered by time, as thread() orders them. "
+        "include_meta=1 adds injected and structural lines.",
+        f"""
+{THREAD_PLACEMENT}
 select m.seq, m.uuid, m.role, m.type, m.content_type, m.timestamp, m.surface,
   substr(m.text, 1, 1000) as text
-from messages m
-where m.session_id = :session_id
-  and (m.is_meta = 0 or coalesce(nullif(:include_meta, ''), '0') not in ('0', 'false'))
-order by m.seq
+from placed join messages m on m.id = placed.id
+where (m.is_meta = 0 or coalesce(nullif(:include_meta, ''), '0') not in ('0', 'false'))
+order by placed.at, placed.seq
 """,
     ),
     StoredQuery(
@@ -109,16 +113,17 @@ order by last_session_at desc
     StoredQuery(
         "obelisk_sessions",
         "Sessions",
-        "Sessions, newest first. Filters: project (LIKE), source, branch, started after/before (ISO).",
+        "Sessions, newest first. Filters: project (LIKE), source, branch, started after/before "
+        "(ISO, compared as instants; a bound that is no time matches nothing).",
         f"""
 select s.id, s.title, s.source, s.project, s.git_branch, s.model, s.started_at, s.ended_at,
   s.message_count, s.relationship, s.parent_session_id, s.availability
 from sessions s
 where {PROJECT} and {SOURCE}
   and (:branch = '' or s.git_branch = :branch)
-  and (:after = '' or s.started_at >= :after)
-  and (:before = '' or s.started_at <= :before)
-order by s.ended_at desc
+  and (:after = '' or {moment_sql('s.started_at')} >= {moment_sql(':after')})
+  and (:before = '' or {moment_sql('s.started_at')} <= {moment_sql(':before')})
+order by {moment_sql('s.ended_at')} desc
 {LIMIT.format(default=50)}
 """,
     ),
