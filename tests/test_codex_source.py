@@ -542,6 +542,17 @@ def test_guardian_and_auto_review_threads_are_excluded():
 # -- generations and odd files ---------------------------------------------------
 
 
+def test_a_call_is_searchable_by_the_strings_of_its_arguments():
+    # As JSON, "ls\ncat notes.txt" would index "ncat": the word after a newline was lost.
+    arguments = json.dumps({"cmd": "ls\ncat notes.txt", "timeout_ms": 5000, "env": {"LANG": "C"}})
+    records = feed_raw([
+        b'{"id":"c27a914d","timestamp":"2025-08-20T13:20:47.060Z","instructions":null}',
+        json.dumps({"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": "c1"}).encode(),
+        json.dumps({"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n", "call_id": "c2"}).encode(),
+    ])
+    assert [m.text for m in of(records, Message)] == ["exec_command\nls\ncat notes.txt\nC", "apply_patch\n*** Begin Patch\n"]
+
+
 def test_pre_envelope_rollout_with_state_markers():
     records = feed_raw([
         b'{"id":"c27a914d","timestamp":"2025-08-20T13:20:47.060Z","instructions":null,"git":{"branch":"main",'
@@ -556,7 +567,7 @@ def test_pre_envelope_rollout_with_state_markers():
     session = of(records, Session)[0]
     assert (session.id, session.git_branch, session.repository) == ("codex:c27a914d", "main", "github.com/o/r")
     assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "metadata", "metadata"]
-    assert [m.text for m in of(records, Message)] == ["hello", 'shell\n{"command":["ls"]}', "README.md"]
+    assert [m.text for m in of(records, Message)] == ["hello", "shell\nls", "README.md"]
     assert [r.outcome for r in of(records, ToolResult)] == ["succeeded"]
 
 

@@ -70,7 +70,7 @@ MESSAGES = [
     ("gemini:gemini_stage0_jsonl:g-user-1", JSONL_SESSION, 1, "user", "user", "text", 2, None, None, None,
      "Say hello and list files."),
     ("gemini:gemini_stage0_jsonl:g-assistant-1", JSONL_SESSION, 2, "gemini", "assistant", "tool_use", 4,
-     11855, 81, 0, 'run_shell_command {"command":"ls -F","description":"List files in the current directory."}'),
+     11855, 81, 0, 'run_shell_command\nls -F\nList files in the current directory.'),
     ("gemini:gemini_stage0_jsonl:g-assistant-2", JSONL_SESSION, 3, "gemini", "assistant", "text", 5,
      567, 147, 11502, "Hello! I listed the files."),
     ("gemini:session-2026-01-16T18-34-3739ef95:m1", LEGACY_SESSION, 1, "user", "user", "text", 1, None, None, None,

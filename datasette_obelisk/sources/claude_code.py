@@ -42,7 +42,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, home, walk_files
-from .common import strings_in
+from .common import call_text
 from .lines import Line, decode_object
 
 SOURCE = "claude"
@@ -512,7 +512,7 @@ class ClaudeCodeParser:
                 tools.append(call)
                 # Raw strings, not JSON: escaped newlines and quotes would
                 # glue words together for search and hide secrets from redaction.
-                text = "\n".join([call.name, *strings_in(block.get("input"))])
+                text = call_text(call.name, block.get("input"))
             elif kind == "tool_result":
                 result = self._tool_result(block, index, obj, uuid)
                 tools.append(result)

@@ -82,6 +82,7 @@ from .base import SourceFile, home, walk_files
 from .common import (
     absolute_path,
     as_int,
+    call_text,
     as_json,
     blob_note,
     decode_line,
@@ -223,7 +224,7 @@ _THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA
 
 class CodexSource:
     name = SOURCE
-    parser_version = 1
+    parser_version = 2  # 2: a call's text holds its argument strings, not their JSON
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home(environ) / ".codex"
@@ -684,7 +685,7 @@ class CodexParser:
         tool_use_id = f"{self.session_id}:{call_id}"
         message = self._message(
             position, "response_item", timestamp, uuid=uuid, subtype=kind, role="assistant",
-            text=_tool_use_text(name, arguments), content_type="tool_use",
+            text=call_text(name, arguments), content_type="tool_use",
         )
         out.append(message)
         decoded = loads_or_none(arguments)
@@ -1136,12 +1137,6 @@ def _tool_name_and_input(item: dict, kind: str) -> tuple[str, Any]:
     if kind == "web_search_call":
         return "web_search", item.get("action")
     return kind.removesuffix("_call"), {"revised_prompt": item.get("revised_prompt")}
-
-
-def _tool_use_text(name: str, arguments: Any) -> str:
-    if arguments in (None, "", {}):
-        return name
-    return f"{name}\n{arguments if isinstance(arguments, str) else as_json(arguments)}"
 
 
 def _input_json(arguments: Any, decoded: Any) -> str:

@@ -138,6 +138,20 @@ def strings_in(value: Any) -> Iterator[str]:
             yield from strings_in(v)
 
 
+def call_text(name: str, arguments: Any) -> str:
+    """A tool call's searchable text: its name, then each string of its arguments on a line.
+
+    Arguments given as JSON text are decoded first: indexed as JSON, an
+    escaped newline would glue the next word to an ``n`` (``\\ncat``).
+    Text that is not JSON (a patch, a shell line) is kept as it is.
+    """
+    if isinstance(arguments, str):
+        decoded = loads_or_none(arguments)
+        if isinstance(decoded, (dict, list)):
+            arguments = decoded
+    return "\n".join([name, *strings_in(arguments)])
+
+
 def as_json(value: Any) -> str:
     return orjson.dumps(value).decode()
 

@@ -41,6 +41,7 @@ from ..records import (
 from .base import SourceFile, home, walk_files
 from .common import (
     as_int,
+    call_text,
     as_json,
     blob_note,
     decode_line,
@@ -64,7 +65,7 @@ SHELL_TOOLS = {"run_shell_command", "shell"}
 
 class GeminiSource:
     name = SOURCE
-    parser_version = 1
+    parser_version = 2  # 2: a call's text holds its argument strings, not their JSON
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = home(environ) / ".gemini"
@@ -411,7 +412,7 @@ def _tool_calls(record: dict) -> list[dict]:
 
 def _call_summary(call: dict) -> str:
     args = call.get("args")
-    return f"{call.get('name') or 'tool'} {as_json(args)}" if args else str(call.get("name") or "tool")
+    return call_text(str(call.get("name") or "tool"), args)
 
 
 def _usage(tokens: Any) -> dict:
