@@ -114,6 +114,10 @@ class ToolResult:
     timestamp: str | None = None
     agent_id: str | None = None  # the subagent a Task/Agent call started
     exit_code: int | None = None
+    # What the log says the started agent took, also when it names no agent
+    # (Claude <= 1.0, whose inline agents get their id in the store).
+    agent_duration_ms: int | None = None
+    agent_tokens: int | None = None
 
 
 @dataclass(slots=True)

@@ -156,6 +156,20 @@ def test_subagents_are_linked_to_their_tool_call(db):
         assert db.execute("SELECT name FROM tool_calls WHERE id = ? AND session_id = ?", [tool, session]).fetchone()[0] in ("Task", "Agent")
 
 
+def test_inline_agents_take_their_totals_from_the_task_result(db):
+    # d-kimuson's five Task results (toolUseResult.totalDurationMs / totalTokens); 1.0 logs name no agent.
+    assert db.execute(
+        "SELECT description, duration_ms, total_tokens FROM subagents "
+        "WHERE session_id LIKE 'fe5e1c67-%' ORDER BY description"
+    ).fetchall() == [
+        ("Build TODO components", 45626, 14957),
+        ("Create data models", 210145, 29323),
+        ("Create main page integration", 271604, 43077),
+        ("Implement state management", 173228, 26946),
+        ("Setup Next.js project", 174655, 41466),
+    ]
+
+
 def test_subagents_belong_to_their_parents_project(db):
     # The five inline sidechain agents of d-kimuson's 1.0 log ran in
     # /path/to/Demo/todo-app, but the log sits in the d-kimuson project folder.

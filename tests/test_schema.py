@@ -33,6 +33,7 @@ def test_migrations_in_order(conn):
         "m009_index_ungrouped_sidechains",
         "m010_rederive_compaction_boundaries",
         "m011_create_message_aliases",
+        "m012_add_agent_totals_to_tool_results",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -198,7 +199,7 @@ EXPECTED_TABLES = {
     ],
     'tool_results': [
         'id', 'tool_use_id', 'message_uuid', 'session_id', 'content', 'content_length', 'file_path',
-        'is_error', 'outcome', 'exit_code', 'agent_id', 'timestamp', 'file_id',
+        'is_error', 'outcome', 'exit_code', 'agent_id', 'timestamp', 'file_id', 'agent_duration_ms', 'agent_tokens',
     ],
     'workflow_agents': [
         'agent_id', 'run_id', 'session_id', 'agent_type', 'description', 'phase', 'label', 'model',

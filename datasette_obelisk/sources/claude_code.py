@@ -89,7 +89,9 @@ class ClaudeCodeSource:
     """Claude Code sessions, subagents and workflow runs."""
 
     name = SOURCE
-    parser_version = 2  # 2: a system line's text keeps its refusal and API error details
+    # 2: a system line's text keeps its refusal and API error details; a
+    # Task/Agent result keeps the started agent's duration and tokens
+    parser_version = 2
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when missing."""
@@ -541,6 +543,8 @@ class ClaudeCodeParser:
     def _tool_result(self, block: dict, index: int, obj: dict, uuid: str) -> ToolResult:
         content = _render_parts(block.get("content"))
         is_error = block.get("is_error") is True
+        details = obj.get("toolUseResult")
+        details = details if isinstance(details, dict) else {}
         return ToolResult(
             tool_use_id=_text(block.get("tool_use_id")) or f"{uuid}:{index}",
             message_uuid=uuid,
@@ -551,6 +555,8 @@ class ClaudeCodeParser:
             timestamp=_text(obj.get("timestamp")),
             agent_id=self._spawned_agent_id(obj),
             exit_code=_exit_code(content),
+            agent_duration_ms=_int(details.get("totalDurationMs")),
+            agent_tokens=_int(details.get("totalTokens")),
         )
 
     def _spawned_agent_id(self, obj: dict) -> str | None:

@@ -223,10 +223,13 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
         [child, *(parent or ("claude", None, None)), session_id, agent_id],
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
+    totals = conn.execute(
+        "SELECT agent_duration_ms, agent_tokens FROM tool_results WHERE tool_use_id = ?", [tool_use_id]
+    ).fetchone()
     conn.execute(
-        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
-        [agent_id, session_id, child, tool_use_id, agent_type, description],
+        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description, "
+        "duration_ms, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
+        [agent_id, session_id, child, tool_use_id, agent_type, description, *(totals or (None, None))],
     )
     return agent_id, child
 

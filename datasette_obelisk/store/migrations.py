@@ -550,3 +550,13 @@ def m011_create_message_aliases(db):
                PRIMARY KEY (file_id, uuid)
            ) WITHOUT ROWID"""
     )
+
+
+@migrations()
+def m012_add_agent_totals_to_tool_results(db):
+    # A Task/Agent result records how long the agent it started ran and the
+    # tokens it used. Claude <= 1.0 names no agent there (its inline agents
+    # get their id when derived), so the totals wait on the result for them.
+    # Claude's parser version 2 reads the files again to fill them.
+    db.execute("ALTER TABLE tool_results ADD COLUMN agent_duration_ms INTEGER")
+    db.execute("ALTER TABLE tool_results ADD COLUMN agent_tokens INTEGER")

@@ -108,8 +108,8 @@ CALL_FILE_INSERT = (
 )
 RESULT_INSERT = (
     "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
-    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
@@ -270,6 +270,7 @@ class Writer:
                 r.tool_use_id, r.message_uuid, r.session_id,
                 stored_content(r.content, r.outcome, self._texts.get(r.message_uuid)), len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
+                r.agent_duration_ms, r.agent_tokens,
             ))
         )
 
