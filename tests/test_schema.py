@@ -34,6 +34,7 @@ def test_migrations_in_order(conn):
         "m010_rederive_compaction_boundaries",
         "m011_create_message_aliases",
         "m012_add_agent_totals_to_tool_results",
+        "m013_create_session_digests",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -85,6 +86,7 @@ def test_fts_tables(conn):
         "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
         "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='', tokenize='porter unicode61 remove_diacritics 2' )",
+        "session_digests_fts": "CREATE VIRTUAL TABLE session_digests_fts USING fts5( title, summary, content='session_digests', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_results', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
     }
 
@@ -99,6 +101,9 @@ def test_triggers(conn):
     assert {name: table for name, (table, _) in triggers.items()} == {
         "memories_ad": "memories", "memories_ai": "memories", "memories_au": "memories",
         "messages_ad": "messages", "messages_ai": "messages", "messages_au": "messages",
+        "session_digests_ad": "session_digests", "session_digests_ai": "session_digests", "session_digests_au": "session_digests",
+        "sessions_digest_ai": "sessions", "sessions_digest_au": "sessions",
+        "summaries_digest_ad": "summaries", "summaries_digest_ai": "summaries", "summaries_digest_au": "summaries",
         "tool_results_ad": "tool_results", "tool_results_ai": "tool_results",
         "tool_results_au_new": "tool_results", "tool_results_au_old": "tool_results",
     }
@@ -137,6 +142,7 @@ EXPECTED_TABLES = {
         'reason', 'detail_json',
     ],
     'message_aliases': ['file_id', 'uuid', 'stored_as'],
+    'session_digests': ['id', 'session_id', 'title', 'summary'],
     'derive_queue': [
         'session_id',
     ],

@@ -52,6 +52,7 @@ import json
 import sqlite3
 
 from ..sources.common import strings_in
+from ..store.digests import LATEST_SUMMARY
 from ..store.tool_output import full_content_sql
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
@@ -73,11 +74,6 @@ MAX_SESSION_ID = 256
 SNIPPETS = 3
 CANDIDATE_BATCH = 48
 HIT_BATCH = 24
-DIGEST_SCAN_MAX = 5000
-LATEST_SUMMARY = (
-    "SELECT {columns} FROM summaries WHERE session_id = {session} AND visibility = 'visible' "
-    "ORDER BY timestamp DESC, rowid DESC LIMIT 1"
-)
 
 
 def _options(options, kwargs: dict, allowed: set, name: str) -> dict:
@@ -315,21 +311,20 @@ def _call_lines(conn, session_id: str) -> list[tuple[int, int | None]]:
 def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
     """Sessions whose digest holds every query term, newest first.
 
-    The digest's title and summary are matched as one document under the
-    same tokenizer and stemming as transcript entries.
+    The digest's title and summary are matched as one document in
+    ``session_digests_fts``, under the same tokenizer and stemming as
+    transcript entries.
     """
     if fts.matches_nothing:
         return []
     where, params = filters.session_sql("s")
-    found = rows(
+    return rows(
         conn,
-        f"SELECT * FROM (SELECT s.*, ({LATEST_SUMMARY.format(columns='content', session='s.id')}) AS digest_summary "
-        f"FROM sessions s WHERE {where}) WHERE COALESCE(title, '') != '' OR digest_summary IS NOT NULL "
-        "ORDER BY COALESCE(ended_at, started_at) DESC, id LIMIT ?",
-        [*params, DIGEST_SCAN_MAX],
+        "SELECT s.* FROM session_digests_fts f JOIN session_digests d ON d.id = f.rowid "
+        f"JOIN sessions s ON s.id = d.session_id WHERE session_digests_fts MATCH ? AND {where} "
+        "ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id",
+        [fts.expression, *params],
     )
-    digests = [(session["title"] or "", session.pop("digest_summary") or "") for session in found]
-    return [found[index] for index in sorted(index for index, _ in match_documents(fts.expression, digests))]
 
 
 # -- read --------------------------------------------------------------------

@@ -560,3 +560,48 @@ def m012_add_agent_totals_to_tool_results(db):
     # Claude's parser version 2 reads the files again to fill them.
     db.execute("ALTER TABLE tool_results ADD COLUMN agent_duration_ms INTEGER")
     db.execute("ALTER TABLE tool_results ADD COLUMN agent_tokens INTEGER")
+
+
+@migrations()
+def m013_create_session_digests(db):
+    # history.search matches each session's digest (title and latest visible
+    # summary). Scanning every session's digest per query cost ~0.1 s on a
+    # 500 MB archive and had to stop somewhere; an index of their own makes it
+    # one MATCH. Triggers follow titles and summaries; the last statement
+    # fills the index for the sessions already stored.
+    from .digests import digest_rows_sql, refresh_sql
+
+    db.executescript(
+        f"""
+        CREATE TABLE session_digests (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL UNIQUE,
+            title TEXT NOT NULL,
+            summary TEXT NOT NULL
+        );
+        CREATE VIRTUAL TABLE session_digests_fts USING fts5(
+            title, summary, content='session_digests', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER session_digests_ai AFTER INSERT ON session_digests BEGIN
+            INSERT INTO session_digests_fts (rowid, title, summary) VALUES (new.id, new.title, new.summary);
+        END;
+        CREATE TRIGGER session_digests_ad AFTER DELETE ON session_digests BEGIN
+            INSERT INTO session_digests_fts (session_digests_fts, rowid, title, summary)
+            VALUES ('delete', old.id, old.title, old.summary);
+        END;
+        CREATE TRIGGER session_digests_au AFTER UPDATE ON session_digests BEGIN
+            INSERT INTO session_digests_fts (session_digests_fts, rowid, title, summary)
+            VALUES ('delete', old.id, old.title, old.summary);
+            INSERT INTO session_digests_fts (rowid, title, summary) VALUES (new.id, new.title, new.summary);
+        END;
+        CREATE TRIGGER sessions_digest_ai AFTER INSERT ON sessions BEGIN {refresh_sql("new.id")} END;
+        CREATE TRIGGER sessions_digest_au AFTER UPDATE OF title ON sessions BEGIN {refresh_sql("new.id")} END;
+        CREATE TRIGGER summaries_digest_ai AFTER INSERT ON summaries BEGIN {refresh_sql("new.session_id")} END;
+        CREATE TRIGGER summaries_digest_au AFTER UPDATE ON summaries BEGIN
+            {refresh_sql("old.session_id")} {refresh_sql("new.session_id")}
+        END;
+        CREATE TRIGGER summaries_digest_ad AFTER DELETE ON summaries BEGIN {refresh_sql("old.session_id")} END;
+        """
+    )
+    db.execute(f"INSERT INTO session_digests (session_id, title, summary) {digest_rows_sql()} ORDER BY id")
