@@ -61,10 +61,39 @@ async def test_obelisk_fts_never_errors(ds, text, mode, expected):
 
 
 @pytest.mark.asyncio
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-async def test_obelisk_fts_refuses_raw_mode(ds):
-    response = await ds.client.get("/obelisk/-/query.json", params={"sql": "select obelisk_fts('x', 'raw')"})
-    assert response.status_code == 400
+@pytest.mark.parametrize(
+    "expression, expected",
+    [
+        # NULL in, NULL out
+        ("obelisk_snippet('hello', 'x', null)", None),
+        ("obelisk_snippet(null, 'x')", None),
+        ("obelisk_snippet('hello', null)", None),
+        ("obelisk_fts('x', null)", None),
+        ("obelisk_fts(null)", None),
+        ("obelisk_trace(null)", None),
+        # an argument of the wrong kind: NULL, never an error
+        ("obelisk_snippet('hello', 'x', 'abc')", None),
+        ("obelisk_snippet('hello world', 'world', 0)", None),
+        ("obelisk_snippet('hello world', 'world', -5)", None),
+        ("obelisk_snippet('hello world', 'world', 5.5)", None),
+        ("obelisk_fts('x', 'raw')", None),
+        ("obelisk_fts('x', 'bogus')", None),
+        # widths as integral text or reals; modes in any case
+        ("obelisk_snippet('hello world', 'world', 5)", "… worl…"),
+        ("obelisk_snippet('hello world', 'world', '5')", "… worl…"),
+        ("obelisk_snippet('hello world', 'world', 5.0)", "… worl…"),
+        ("obelisk_fts('a b', 'PHRASE')", '"a b"'),
+        ("obelisk_fts('a b', ' Terms ')", '"a" AND "b"'),
+        # BLOBs are UTF-8 text (invalid bytes replaced), numbers their text
+        ("obelisk_snippet(x'00ff', 'w')", "\x00\ufffd"),
+        ("obelisk_snippet(x'636166c3a9206f6b', x'636166')", "café ok"),
+        ("obelisk_fts(x'6162')", '"ab"'),
+        ("obelisk_fts(42)", '"42"'),
+        ("obelisk_trace('')", "[]"),
+    ],
+)
+async def test_sql_function_contract(ds, expression, expected):
+    assert await sql(ds, f"select {expression} as v") == [{"v": expected}]
 
 
 @pytest.mark.asyncio

@@ -1,5 +1,11 @@
 """SQL functions for Datasette connections and sqlite-utils.
 
+Their contract, as SQL's own functions behave: a NULL argument gives NULL,
+and so does an argument of the wrong kind (a mode not listed, a width that
+is not a positive integer), never an error that would abort the query.
+Text arguments may be numbers (read as their text) or BLOBs (decoded as
+UTF-8, invalid bytes replaced); modes are case-insensitive.
+
 ``obelisk_trace(uuid)``
     JSON array of the message uuids from the root of the conversation down
     to ``uuid`` (the helper ``trace()``), ``[]`` for an unknown uuid::
@@ -33,29 +39,58 @@ SAFE_MODES = ("terms", "phrase")
 MATCH_NOTHING = '""'
 
 
-def trace_json(conn: sqlite3.Connection, uuid) -> str:
-    if not isinstance(uuid, str) or not uuid:
-        return "[]"
+def as_text(value) -> str | None:
+    """An SQL value read as text: BLOBs decoded as UTF-8, NULL as None."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return None if value is None else str(value)
+
+
+def as_width(value) -> int | None:
+    """A positive whole number (integer, integral real or its text), else None."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    elif isinstance(value, (str, bytes)):
+        try:
+            value = int(as_text(value).strip())
+        except ValueError:
+            return None
+    return value if isinstance(value, int) and value >= 1 else None
+
+
+def as_mode(value) -> str | None:
+    """A safe mode, case-insensitive, else None."""
+    mode = as_text(value)
+    mode = mode.strip().lower() if mode is not None else None
+    return mode if mode in SAFE_MODES else None
+
+
+def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
+    uuid = as_text(uuid)
+    if uuid is None:
+        return None
     # The helpers read rows by name; sqlite-utils connections return tuples.
     # A cursor keeps the factory it was made with, so the caller's is safe.
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
-        return json.dumps([message["uuid"] for message in obelisk.trace(conn, uuid)])
+        return json.dumps([message["uuid"] for message in obelisk.trace(conn, uuid)] if uuid else [])
     finally:
         conn.row_factory = saved
 
 
 def snippet_text(text, query, width=SNIPPET_CHARS) -> str | None:
-    if text is None:
+    text, query, width = as_text(text), as_text(query), as_width(width)
+    if text is None or query is None or width is None:
         return None
-    return approximate_snippet(str(text), fts.tokens(str(query or "")), int(width))["text"]
+    return approximate_snippet(text, fts.tokens(query), width)["text"]
 
 
-def fts_expression(text, mode="terms") -> str:
-    if mode not in SAFE_MODES:
-        raise ValueError(f"obelisk_fts(): mode must be one of {', '.join(SAFE_MODES)}")
+def fts_expression(text, mode="terms") -> str | None:
+    text, mode = as_text(text), as_mode(mode)
+    if text is None or mode is None:
+        return None
     try:
-        expression = fts.parse_query(str(text or ""), mode).expression
+        expression = fts.parse_query(text, mode).expression
     except QueryError:  # blank text
         return MATCH_NOTHING
     return expression or MATCH_NOTHING
