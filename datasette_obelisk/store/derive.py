@@ -223,13 +223,10 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
         [child, *(parent or ("claude", None, None)), session_id, agent_id],
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
-    totals = conn.execute(
-        "SELECT agent_duration_ms, agent_tokens FROM tool_results WHERE tool_use_id = ?", [tool_use_id]
-    ).fetchone()
     conn.execute(
-        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description, "
-        "duration_ms, total_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
-        [agent_id, session_id, child, tool_use_id, agent_type, description, *(totals or (None, None))],
+        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description) "
+        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
+        [agent_id, session_id, child, tool_use_id, agent_type, description],
     )
     return agent_id, child
 
@@ -498,6 +495,18 @@ def link_subagents(conn, session_ids) -> None:
                    WHERE tr.agent_id = subagents.agent_id
                      AND tr.session_id = subagents.session_id LIMIT 1)
                WHERE parent_tool_use_id IS NULL AND (session_id = :s OR child_session_id = :s)""",
+            {"s": session_id},
+        )
+        # Totals a result records without naming its agent (Claude <= 1.0),
+        # also when the result was read after the agent's lines.
+        conn.execute(
+            """UPDATE subagents SET
+                   duration_ms = COALESCE(duration_ms, (SELECT agent_duration_ms FROM tool_results
+                                                        WHERE tool_use_id = subagents.parent_tool_use_id)),
+                   total_tokens = COALESCE(total_tokens, (SELECT agent_tokens FROM tool_results
+                                                          WHERE tool_use_id = subagents.parent_tool_use_id))
+               WHERE session_id = :s AND parent_tool_use_id IS NOT NULL
+                 AND (duration_ms IS NULL OR total_tokens IS NULL)""",
             {"s": session_id},
         )
         conn.execute(
