@@ -692,6 +692,51 @@ def test_archived_rollout_path_follows_the_file(tmp_path, corpus_root):
     assert rows(db_path, "SELECT jsonl_path FROM sessions") == [(str(archived),)]
 
 
+def raw_lines(db_path) -> list:
+    """raw() of every stored message, read back from wherever its rows now point."""
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    with connect_readonly(db_path) as conn:
+        uuids = [row[0] for row in conn.execute("SELECT uuid FROM messages ORDER BY uuid")]
+        return [obelisk.raw(conn, uuid, {"limit": 100_000})["text"] for uuid in uuids]
+
+
+def test_an_archived_rollout_is_still_read_back_line_by_line(tmp_path, corpus_root):
+    db_path, _, _, archived = archive(tmp_path, corpus_root)
+    read_back = raw_lines(db_path)
+    assert len(read_back) == 18 and set(read_back) <= set(archived.read_text().splitlines())
+    # The rows, and the line counts, moved to the file still on disk.
+    assert rows(db_path, "SELECT missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
+        (1, 20, 0, 20), (0, 20, 18, 2),
+    ]
+    assert rows(db_path, "SELECT DISTINCT f.missing FROM messages m JOIN source_files f ON f.id = m.file_id") == [(0,)]
+
+
+def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root):
+    home = tmp_path / ".codex"
+    live = home / LAYOUT[COMPACTION]
+    live.parent.mkdir(parents=True)
+    shutil.copy(corpus_root / COMPACTION, live)
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    before = sorted(raw_lines(db_path))
+    packed = live.with_name(live.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(live.read_bytes()))
+    live.unlink()
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert sorted(raw_lines(db_path)) == before and len(before) == 18
+    assert rows(db_path, "SELECT availability FROM sessions") == [("live",)]
+
+
+def test_a_deleted_rollout_keeps_its_rows_with_the_missing_file(tmp_path, corpus_root):
+    db_path, _, _, archived = archive(tmp_path, corpus_root)
+    archived.unlink()
+    ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert rows(db_path, "SELECT COUNT(*) FROM messages") == [(18,)]
+    assert rows(db_path, "SELECT availability FROM sessions") == [("archived",)]
+
+
 # -- session index titles ---------------------------------------------------------
 
 

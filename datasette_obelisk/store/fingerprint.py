@@ -38,5 +38,25 @@ def hashes_at(fp, cursor: int) -> tuple[str, str]:
     return _hash(head), _hash(tail)
 
 
+def stream_hashes(stream, cursor: int) -> tuple[str, str] | None:
+    """``hashes_at`` of a stream read forward (a compressed file's); None when it is shorter."""
+    head = stream.read(min(HASH_BYTES, cursor))
+    position = len(head)
+    start = max(0, cursor - HASH_BYTES)
+    while position < start:
+        block = stream.read(min(start - position, 1 << 20))
+        if not block:
+            return None
+        position += len(block)
+    tail = head[start:] if start < len(head) else b""
+    while position < cursor:
+        block = stream.read(cursor - position)
+        if not block:
+            return None
+        tail += block
+        position += len(block)
+    return _hash(head), _hash(tail)
+
+
 def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()

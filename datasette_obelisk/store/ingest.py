@@ -26,6 +26,7 @@ from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
+from .relocate import relocate
 from .session_index import SessionWords
 from .writer import Writer, delete_file_rows
 
@@ -275,7 +276,8 @@ class Ingester:
             self.conn.execute("COMMIT")
 
     def mark_missing(self, seen: set[str]) -> None:
-        """Files gone from disk keep their rows; their sessions become archived."""
+        """Files gone from disk keep their rows; their sessions become archived,
+        unless the file moved or was compressed: then its rows follow the copy."""
         prefixes = tuple(str(root) for root in self.roots.values())
         if not prefixes:
             return
@@ -294,6 +296,7 @@ class Ingester:
             for row in gone:
                 self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
                 self.queue_sessions_of_file(row["id"])
+                relocate(self.conn, row["id"])
             self.bump_generation()
         self.summary.files_missing += len(gone)
 
