@@ -647,14 +647,20 @@ def test_zstd_copy_gives_the_same_rows(tmp_path, corpus_root, relative):
     assert rows(tmp_path / "plain.db", counts) == [(*FILES[LAYOUT[relative]], None)]
 
 
-def archive(tmp_path, corpus_root, relative=COMPACTION):
-    """Ingest a rollout, move it to archived_sessions/ as Codex does, ingest again."""
+def ingested_rollout(tmp_path, corpus_root, relative=COMPACTION):
+    """A corpus rollout copied where Codex writes it and ingested: (home, its path, the database)."""
     home = tmp_path / ".codex"
     live = home / LAYOUT[relative]
     live.parent.mkdir(parents=True)
     shutil.copy(corpus_root / relative, live)
     db_path = tmp_path / "obelisk.db"
     ingest(db_path, {"codex": home}, sources=codex_sources())
+    return home, live, db_path
+
+
+def archive(tmp_path, corpus_root, relative=COMPACTION):
+    """Ingest a rollout, move it to archived_sessions/ as Codex does, ingest again."""
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root, relative)
     before = snapshot(db_path)
     archived = home / "archived_sessions" / live.name
     archived.parent.mkdir()
@@ -714,12 +720,7 @@ def test_an_archived_rollout_is_still_read_back_line_by_line(tmp_path, corpus_ro
 
 
 def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root):
-    home = tmp_path / ".codex"
-    live = home / LAYOUT[COMPACTION]
-    live.parent.mkdir(parents=True)
-    shutil.copy(corpus_root / COMPACTION, live)
-    db_path = tmp_path / "obelisk.db"
-    ingest(db_path, {"codex": home}, sources=codex_sources())
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
     before = sorted(raw_lines(db_path))
     packed = live.with_name(live.name + ".zst")
     packed.write_bytes(zstandard.ZstdCompressor().compress(live.read_bytes()))
