@@ -173,8 +173,9 @@ def test_tool_calls_and_results(db):
     assert db.execute("SELECT id, message_uuid, name, timestamp FROM tool_calls").fetchall() == [
         (call, f"{JSONL_SESSION}:g-assistant-1", "run_shell_command", "2026-04-29T21:39:35.364Z")
     ]
-    assert db.execute("SELECT tool_use_id, outcome, is_error, content FROM tool_results").fetchall() == [
-        (call, "succeeded", 0, "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345")
+    # shell.ts writes no "Exit Code" line for a command that exited 0
+    assert db.execute("SELECT tool_use_id, outcome, is_error, exit_code, content FROM tool_results").fetchall() == [
+        (call, "succeeded", 0, None, "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345")
     ]
     assert db.execute("SELECT COUNT(*) FROM tool_call_files").fetchone() == (0,)  # ls -F writes nothing
 
@@ -411,3 +412,22 @@ def test_trace_event_replaces_only_shadowed_events(tmp_path):
     assert trace(3) == {"replacedBy": 5, "replacementChain": [5], "replacedEventSeqs": []}
     assert trace(5) == {"replacementChain": [], "replacedEventSeqs": [3, 4]}
     assert trace(7) == {"replacementChain": [], "replacedEventSeqs": [2, 6]}
+
+
+def test_failed_shell_command_is_stored_failed(tmp_path):
+    """gemini-cli's shell tool says ``success`` when the command ran, whatever
+    its exit status; ``Exit Code: 1`` in the output makes the call failed."""
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    call = {"id": "shell-1", "name": "run_shell_command", "args": {"command": "false"}, "status": "success",
+            "timestamp": "2026-05-01T10:00:03.500Z",
+            "result": [{"functionResponse": {"id": "shell-1", "name": "run_shell_command",
+                                             "response": {"output": "Output: (empty)\nExit Code: 1\nProcess Group PGID: 9"}}}]}
+    path.write_bytes(jsonl(
+        {"sessionId": "exit", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        {"id": "g1", "timestamp": "2026-05-01T10:00:02.000Z", "type": "gemini", "content": "", "toolCalls": [call]},
+    ))
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(tmp_path / "obelisk.db", "SELECT tool_use_id, outcome, is_error, exit_code FROM tool_results") == [
+        ("gemini:exit:shell-1", "failed", 1, 1)
+    ]

@@ -267,3 +267,45 @@ def test_registered_through_the_hookspec():
     sources = gemini.obelisk_sources()
     assert [type(s) for s in sources] == [GeminiSource]
     assert sources[0].name == "gemini"
+
+
+def shell_result(output=None, status="success", name="run_shell_command", display=None) -> ToolResult:
+    """The result record of one shell call whose response ``output`` is given."""
+    call = {"id": "sh-1", "name": name, "args": {"command": "make"}, "status": status}
+    if output is not None:
+        call["result"] = [{"functionResponse": {"id": "sh-1", "name": name, "response": {"output": output}}}]
+    if display is not None:
+        call["resultDisplay"] = display
+    records = feed_all(jsonl(META, {"id": "g1", "type": "gemini", "content": "", "toolCalls": [call]}))
+    (result,) = of(records, ToolResult)
+    return result
+
+
+@pytest.mark.parametrize(
+    "output, status, display, expected",
+    [
+        # shell.ts writes a non-zero exit code as a line after the output, status still "success"
+        ("Output: make: *** No rule\nExit Code: 2\nProcess Group PGID: 41", "success", None, ("failed", 1, 2)),
+        # older releases wrote every field, zero and "(none)" included
+        ("Command: make\nStdout: ok\nStderr: (empty)\nExit Code: 0\nSignal: (none)", "success", None,
+         ("succeeded", 0, 0)),
+        ("Command: make\nExit Code: (none)\nSignal: SIGTERM", "success", None, ("succeeded", 0, None)),
+        # the output may quote an exit code; the status line after it wins
+        ("Output: step Exit Code: 9\nExit Code: 3\nExit Code: 0\nProcess Group PGID: 7", "success", None,
+         ("succeeded", 0, 0)),
+        ("Output: (empty)\nProcess Group PGID: 41", "success", None, ("succeeded", 0, None)),
+        # no output: the display is just the exit status
+        (None, "success", "Command exited with code: 127", ("failed", 1, 127)),
+        ("Output: (empty)\nExit Code: 1", "error", None, ("failed", 1, 1)),
+        ("Command was cancelled by user before it could complete.", "cancelled", None, ("cancelled", 0, None)),
+    ],
+)
+def test_shell_exit_code_decides_the_outcome(output, status, display, expected):
+    result = shell_result(output, status, display=display)
+    assert (result.outcome, result.is_error, result.exit_code) == expected
+
+
+def test_exit_code_is_read_from_shell_calls_only():
+    result = shell_result("Exit Code: 1", name="read_file")
+    assert (result.outcome, result.is_error, result.exit_code) == ("succeeded", 0, None)
+    assert shell_result("Output: x\nExit Code: 1", name="shell").exit_code == 1

@@ -20,6 +20,7 @@ list are recognised from the line prefix and merged without being decoded.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -61,11 +62,19 @@ CONVERSATION_TYPES = {"user": "user", "gemini": "assistant"}
 TOOL_OUTCOMES = {"success": "succeeded", "error": "failed", "cancelled": "cancelled"}
 PATH_ARGUMENTS = ("file_path", "absolute_path")
 SHELL_TOOLS = {"run_shell_command", "shell"}
+# The shell tool reports ``success`` whatever the command's exit status; the
+# status is a line after the output (``Exit Code: 1``), or, when there was no
+# output, the whole display text.
+_EXIT_CODE_LINE = re.compile(r"(?:^|\n)Exit Code: (-?\d+)(?=\n|$)")
+_EXIT_CODE_DISPLAY = re.compile(r"Command exited with code: (-?\d+)")
+EXIT_SCAN_CHARS = 1024  # the status lines follow the output
 
 
 class GeminiSource:
     name = SOURCE
-    parser_version = 2  # 2: a call's text holds its argument strings, not their JSON
+    # 2: a call's text holds its argument strings, not their JSON
+    # 3: a shell call's exit code is read from its output; non-zero fails it
+    parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = home(environ) / ".gemini"
@@ -347,16 +356,21 @@ class GeminiParser:
         )
         outcome = TOOL_OUTCOMES.get(first_text(call.get("status")))
         if outcome:
+            content = _result_text(call)
+            exit_code = _exit_code(call, content) if name in SHELL_TOOLS else None
+            if outcome == "succeeded" and exit_code:
+                outcome = "failed"
             out.append(
                 ToolResult(
                     tool_use_id=tool_use_id,
                     message_uuid=message_uuid,
                     session_id=self.session_id,
-                    content=_result_text(call),
+                    content=content,
                     is_error=int(outcome == "failed"),
                     outcome=outcome,
                     timestamp=timestamp,
                     agent_id=first_text(call.get("agentId")),
+                    exit_code=exit_code,
                 )
             )
 
@@ -454,3 +468,14 @@ def _result_text(call: dict) -> str:
     if not texts and isinstance(call.get("resultDisplay"), str):
         texts.append(call["resultDisplay"])
     return "\n".join(texts)
+
+
+def _exit_code(call: dict, content: str) -> int | None:
+    """The exit code a shell call's output states: its last ``Exit Code: N``
+    line, else a display of just ``Command exited with code: N``."""
+    codes = _EXIT_CODE_LINE.findall(content[-EXIT_SCAN_CHARS:])
+    if codes:
+        return int(codes[-1])
+    display = call.get("resultDisplay")
+    match = _EXIT_CODE_DISPLAY.fullmatch(display.strip()) if isinstance(display, str) else None
+    return int(match.group(1)) if match else None
