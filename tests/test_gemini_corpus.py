@@ -431,3 +431,17 @@ def test_failed_shell_command_is_stored_failed(tmp_path):
     assert rows(tmp_path / "obelisk.db", "SELECT tool_use_id, outcome, is_error, exit_code FROM tool_results") == [
         ("gemini:exit:shell-1", "failed", 1, 1)
     ]
+
+
+def test_directories_set_later_give_the_cwd_and_project(tmp_path, corpus_root):
+    """Gemini records the workspace directories with a ``$set`` (here with the
+    summary, on one line after the corpus log): the first is the cwd."""
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    path.write_bytes((corpus_root / JSONL).read_bytes() + jsonl(
+        {"$set": {"directories": ["/home/u/proj"], "summary": "Listing files"}}
+    ))
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(tmp_path / "obelisk.db", "SELECT id, cwd, project, title, title_source FROM sessions") == [
+        (JSONL_SESSION, "/home/u/proj", "-home-u-proj", "Listing files", "summary")
+    ]

@@ -309,3 +309,17 @@ def test_exit_code_is_read_from_shell_calls_only():
     result = shell_result("Exit Code: 1", name="read_file")
     assert (result.outcome, result.is_error, result.exit_code) == ("succeeded", 0, None)
     assert shell_result("Output: x\nExit Code: 1", name="shell").exit_code == 1
+
+
+def test_directories_update_sets_the_workspace():
+    records = feed_all(jsonl(
+        META,
+        {"id": "u1", "type": "user", "content": "Hi"},
+        {"$set": {"directories": ["/home/u/proj", "/home/u/lib"], "summary": "Listing files"}},
+        {"$set": {"directories": []}},
+    ))
+    assert [(s.cwd, s.project) for s in of(records, Session)] == [(None, None), ("/home/u/proj", "-home-u-proj")]
+    assert [(t.kind, t.title, t.leaf_uuid) for t in of(records, TitleCandidate)] == [
+        ("first_prompt", "Hi", "gemini:s-1:u1"), ("summary", "Listing files", "gemini:s-1:u1"),
+    ]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "metadata"]

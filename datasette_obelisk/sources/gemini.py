@@ -73,7 +73,8 @@ EXIT_SCAN_CHARS = 1024  # the status lines follow the output
 class GeminiSource:
     name = SOURCE
     # 2: a call's text holds its argument strings, not their JSON
-    # 3: a shell call's exit code is read from its output; non-zero fails it
+    # 3: a shell call's exit code is read from its output; non-zero fails it;
+    #    a ``$set`` of ``directories`` sets the cwd and project
     parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
@@ -193,14 +194,11 @@ class GeminiParser:
         s.session = first_text(record.get("sessionId")) or s.session
         parent = self.parent
         subagent = bool(parent) or record.get("kind") == "subagent"
-        directories = record.get("directories") if isinstance(record.get("directories"), list) else []
-        cwd = first_text(*directories[:1])
         out.append(
             Session(
                 id=self.session_id,
                 source=SOURCE,
-                cwd=cwd,
-                project=project_slug(cwd),
+                **_workspace(record),
                 started_at=first_text(record.get("startTime")),
                 parent_session_id=f"gemini:{parent}" if parent else None,
                 relationship="subagent" if parent else None,
@@ -238,6 +236,9 @@ class GeminiParser:
 
     def _update(self, update: dict, position: Position, out: list) -> None:
         self._ensure_session(out)
+        workspace = _workspace(update)
+        if workspace["cwd"]:
+            out.append(Session(id=self.session_id, source=SOURCE, **workspace))
         self._summary(update, out, position)
         out.append(Merged(position, "history-sync" if "messages" in update else "metadata"))
 
@@ -376,6 +377,13 @@ class GeminiParser:
 
 
 # -- pure helpers -----------------------------------------------------------
+
+
+def _workspace(record: dict) -> dict:
+    """``cwd`` and ``project`` from a record's ``directories``: the first is where the chat runs."""
+    directories = record.get("directories") if isinstance(record.get("directories"), list) else []
+    cwd = first_text(*directories[:1])
+    return {"cwd": cwd, "project": project_slug(cwd)}
 
 
 def _parts_text(content: Any) -> str:
