@@ -445,3 +445,20 @@ def test_directories_set_later_give_the_cwd_and_project(tmp_path, corpus_root):
     assert rows(tmp_path / "obelisk.db", "SELECT id, cwd, project, title, title_source FROM sessions") == [
         (JSONL_SESSION, "/home/u/proj", "-home-u-proj", "Listing files", "summary")
     ]
+
+
+def test_migrated_chat_is_titled_by_its_summary(tmp_path, corpus_root):
+    """Resuming a legacy chat copies it to ``.jsonl`` with its summary and
+    directories on the first line; the summary, not the first prompt, titles it."""
+    home = gemini_home(tmp_path / ".gemini", corpus_root, [LEGACY])
+    document = orjson.loads((corpus_root / LEGACY).read_bytes())
+    first = {key: document[key] for key in ("sessionId", "projectHash", "startTime", "lastUpdated", "kind")}
+    (home / LAYOUT[LEGACY]).with_suffix(".jsonl").write_bytes(jsonl(
+        {**first, "directories": ["/home/u/gproj"], "summary": "Greeting chat"},
+        *document["messages"],
+        {"$set": {"sessionId": document["sessionId"]}},
+    ))
+    ingest(tmp_path / "obelisk.db", {"gemini": home}, sources=gemini_sources())
+    assert rows(tmp_path / "obelisk.db", "SELECT id, title, title_source, cwd, message_count FROM sessions") == [
+        (LEGACY_SESSION, "Greeting chat", "summary", "/home/u/gproj", 2)
+    ]

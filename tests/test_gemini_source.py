@@ -323,3 +323,19 @@ def test_directories_update_sets_the_workspace():
         ("first_prompt", "Hi", "gemini:s-1:u1"), ("summary", "Listing files", "gemini:s-1:u1"),
     ]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "metadata"]
+
+
+def test_summary_before_any_message_names_the_first_message():
+    """A migrated chat's first line carries the legacy summary: it becomes a
+    candidate once there is a message for it to name, from its own line."""
+    first = {**META, "lastUpdated": "2026-01-16T18:34:10.000Z", "directories": ["/home/u/gproj"],
+             "summary": "Greeting chat"}
+    prompt = {"id": "m1", "type": "user", "content": "Hello"}
+    data = jsonl(first, prompt, {"id": "m2", "type": "gemini", "content": "Hi!"})
+    records = feed_all(data)
+    first_line, prompt_line = orjson.dumps(first), orjson.dumps(prompt)
+    assert [(t.kind, t.title, t.timestamp, t.leaf_uuid, t.position) for t in of(records, TitleCandidate)] == [
+        ("first_prompt", "Hello", None, "gemini:s-1:m1", Position(2, len(first_line) + 1, len(prompt_line))),
+        ("summary", "Greeting chat", "2026-01-16T18:34:10.000Z", "gemini:s-1:m1", Position(1, 0, len(first_line))),
+    ]
+    assert feed_all(data, restore_every_line=True) == records

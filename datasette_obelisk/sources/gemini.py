@@ -74,7 +74,8 @@ class GeminiSource:
     name = SOURCE
     # 2: a call's text holds its argument strings, not their JSON
     # 3: a shell call's exit code is read from its output; non-zero fails it;
-    #    a ``$set`` of ``directories`` sets the cwd and project
+    #    a ``$set`` of ``directories`` sets the cwd and project; a summary
+    #    read before any message titles the chat with the first message as leaf
     parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
@@ -122,6 +123,8 @@ class GeminiState:
     first_prompt_seen: bool = False
     last_uuid: str | None = None
     last_message: list | None = None  # [message id, has token counts]
+    # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
+    pending_summary: list | None = None
 
 
 class GeminiParser:
@@ -154,6 +157,7 @@ class GeminiParser:
         if isinstance(data, LineError):
             return [data]
         self._record(data, position, out)
+        self._placed_summary(out)
         return out
 
     def document(self, data: bytes) -> list[Record]:
@@ -182,13 +186,13 @@ class GeminiParser:
         elif isinstance(data.get("$set"), dict):
             self._update(data["$set"], position, out)
         elif isinstance(data.get("sessionId"), str):
-            self._metadata(data, out)
+            self._metadata(data, out, position)
             out.append(Merged(position, "metadata"))
         else:
             self._ensure_session(out)
             out.append(Merged(position, "unknown-type"))
 
-    def _metadata(self, record: dict, out: list, *, summary: bool = True) -> None:
+    def _metadata(self, record: dict, out: list, position: Position | None = None, *, summary: bool = True) -> None:
         """The chat's identity (first line, or the legacy document)."""
         s = self.s
         s.session = first_text(record.get("sessionId")) or s.session
@@ -210,23 +214,36 @@ class GeminiParser:
         if parent:
             out.append(Subagent(s.session, session_id=f"gemini:{parent}", child_session_id=self.session_id))
         if summary:
-            self._summary(record, out)
+            self._summary(record, out, position)
 
     def _summary(self, record: dict, out: list, position: Position | None = None) -> None:
         """The chat's ``summary`` as a title candidate.
 
         The store takes a ``summary`` title for the session that holds its
         leaf message (Claude's summary lines name one), so the summary names
-        the newest message read so far; one given before any message has no
-        leaf and cannot be placed.
+        the newest message read so far. One read before any message (a
+        migrated chat's first line) waits for the first message to name.
         """
         summary = (first_text(record.get("summary")) or "").strip()
-        if summary:
-            updated = first_text(record.get("lastUpdated"))
+        if not summary:
+            return
+        updated = first_text(record.get("lastUpdated"))
+        if self.s.last_uuid is None:
+            where = [position.line_no, position.byte_offset, position.byte_length] if position else None
+            self.s.pending_summary = [summary, updated, where]
+            return
+        out.append(
+            TitleCandidate(self.session_id, "summary", summary, updated, leaf_uuid=self.s.last_uuid, position=position)
+        )
+
+    def _placed_summary(self, out: list) -> None:
+        """The summary read before any message, now naming the first one."""
+        if self.s.pending_summary and self.s.last_uuid:
+            summary, updated, where = self.s.pending_summary
+            self.s.pending_summary = None
+            position = Position(*where) if where else None
             out.append(
-                TitleCandidate(
-                    self.session_id, "summary", summary, updated, leaf_uuid=self.s.last_uuid, position=position
-                )
+                TitleCandidate(self.session_id, "summary", summary, updated, leaf_uuid=self.s.last_uuid, position=position)
             )
 
     def _ensure_session(self, out: list) -> None:
