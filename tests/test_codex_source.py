@@ -301,6 +301,30 @@ def test_outcomes_from_exit_codes_rejections_and_aborts():
     assert len(of(records, ToolResult)) == 7
 
 
+def test_codex_error_reports_of_built_in_tools_are_failures():
+    custom = lambda cid, text: envelope("response_item", {  # noqa: E731
+        "type": "custom_tool_call_output", "call_id": cid, "output": text})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-2b"}),
+        envelope("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "*** Begin Patch\n",
+                                   "call_id": "p"}),
+        custom("p", "apply_patch verification failed: Failed to find expected lines in /repo/missing.py:\nzz"),
+        custom("q", "failed to parse function arguments: missing field `input`"),
+        custom("r", "unsupported custom tool call: frobnicate"),
+        custom("s", "execution error: Io(Os { code: 2 })"),
+        custom("t", json.dumps({"content": [{"type": "text", "text": "403 Forbidden"}], "isError": True})),
+        # successful outputs that merely mention errors
+        custom("u", "Success. Updated the following files:\nM errors.py\n"),
+        custom("v", "Exit code: 0\nOutput:\nexecution error: none; unsupported call: none\n"),
+        custom("w", json.dumps({"content": [{"type": "text", "text": "isError: true"}], "isError": False})),
+    ])
+    results = {r.tool_use_id.rsplit(":", 1)[1]: (r.outcome, r.is_error) for r in of(records, ToolResult)}
+    assert results == {
+        "p": ("failed", 1), "q": ("failed", 1), "r": ("failed", 1), "s": ("failed", 1), "t": ("failed", 1),
+        "u": ("succeeded", 0), "v": ("succeeded", 0), "w": ("succeeded", 0),
+    }
+
+
 def test_unanswered_escalation_is_blocked():
     records = parse(ESCALATION)
     blocked = [r.tool_use_id for r in of(records, ToolResult) if r.outcome == "blocked"]

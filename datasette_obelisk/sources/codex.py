@@ -212,6 +212,18 @@ INJECTED_PREFIXES = (
     "<app-context>",
 )
 REJECTION_MARKERS = ("rejected by user", "rejected by the user", "denied by user", "declined by user")
+# How Codex words its own refusal to run a built-in tool call (the start of
+# the output it records: a patch that does not apply, arguments it cannot
+# parse, a tool it does not know, an execution that never produced output).
+TOOL_ERROR_PREFIXES = (
+    "apply_patch verification failed:",
+    "apply_patch handler received ",
+    "failed to parse function arguments:",
+    "failed to parse tool_search arguments:",
+    "unsupported call:",
+    "unsupported custom tool call:",
+    "execution error:",
+)
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
 EXIT_SCAN_CHARS = 1024
 REPLAY_PAUSE_MS = 2000
@@ -1213,9 +1225,22 @@ def _output_outcome(text: str, exit_code: int | None, item: dict) -> str:
         return "cancelled"
     if any(marker in head for marker in REJECTION_MARKERS):
         return "blocked"
-    if exit_code not in (None, 0) or item.get("success") is False:
+    if exit_code not in (None, 0) or item.get("success") is False or _is_tool_error(text):
         return "failed"
     return "succeeded"
+
+
+def _is_tool_error(text: str) -> bool:
+    """Whether an output is Codex's own report of a failed call: one of its
+    error wordings at the very start, or an MCP result flagged ``isError``."""
+    return text.startswith(TOOL_ERROR_PREFIXES) or (
+        text.startswith('{"content"') and _mcp_is_error(text)
+    )
+
+
+def _mcp_is_error(text: str) -> bool:
+    result = loads_or_none(text)
+    return isinstance(result, dict) and result.get("isError") is True
 
 
 def _status_outcome(status: Any) -> str | None:
