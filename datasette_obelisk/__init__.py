@@ -37,6 +37,13 @@ def startup(datasette):
 
 
 @hookimpl
+def permission_resources_sql(datasette, actor, action):
+    from .web.visibility import hidden_resources
+
+    return hidden_resources(datasette, actor, action)
+
+
+@hookimpl
 def register_actions(datasette):
     from .web.actions import write_actions
 

@@ -1,8 +1,9 @@
 """The two view shapes every route uses: a JSON read and an HTML page.
 
 Both resolve the database, check that the actor may view it, run the
-work on a Datasette read connection and turn a ``QueryError`` into the
-right response. Handlers themselves only parse parameters and call
+work on a Datasette read connection, answer 403 if the work read a table
+the actor may not view (``visibility.py``) and turn a ``QueryError`` into
+the right response. Handlers themselves only parse parameters and call
 ``query/``.
 """
 
@@ -17,6 +18,7 @@ from .live import refresh_if_live
 from .params import Params
 from .responses import json_error, json_ok, json_page, method_not_allowed
 from .template_helpers import TemplateHelpers
+from .visibility import guarded
 
 
 async def readable_database(datasette, request):
@@ -47,7 +49,9 @@ def json_view(endpoint):
             db = await readable_database(datasette, request)
             await refresh_if_live(datasette, db)
             params = Params.from_request(request)
-            result = await db.execute_fn(lambda conn: endpoint.handler(conn, params))
+            result = await guarded(
+                datasette, request.actor, db, lambda reading: reading.execute_fn(lambda conn: endpoint.handler(conn, params))
+            )
         except QueryError as error:
             return json_error(error)
         return json_page(result, request) if endpoint.paged else json_ok(result)
@@ -68,7 +72,7 @@ def page_view(template: str, build, on_error=None):
         try:
             db = await readable_database(datasette, request)
             await refresh_if_live(datasette, db)
-            context = await build(datasette, request, db, params)
+            context = await guarded(datasette, request.actor, db, lambda reading: build(datasette, request, reading, params))
         except QueryError as error:
             return await error_page(datasette, request, error, on_error(params) if on_error else {})
         context = {

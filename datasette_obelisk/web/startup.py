@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from .browse import apply_browse_defaults
 from .databases import obelisk_databases
-from .stored_queries import register_stored_queries
+from .stored_queries import QUERIES, register_stored_queries
+from .visibility import record_sources
 
 
 async def configure(datasette) -> None:
-    """Stored queries and browse defaults for each attached database that has our schema."""
+    """Stored queries, what hiding a table hides, and browse defaults, for each database with our schema."""
     for name in await obelisk_databases(datasette):
         await register_stored_queries(datasette, name)
+        await record_sources(datasette, name, QUERIES)
         await apply_browse_defaults(datasette, name)

@@ -1,0 +1,147 @@
+"""Hiding a table hides its data wherever the plugin shows it.
+
+Datasette decides whether an actor may see a table (``view-table``: an
+``allow`` block or ``permissions`` under ``databases.<db>.tables.<table>``),
+and already hides an FTS index with its content table and denies the
+index's shadow tables. The plugin carries the decision further:
+
+* the views of an obelisk database (``browse_messages``) and the plugin's
+  stored queries (``obelisk_memories``, via ``view-query``) are hidden when
+  any table they read is hidden;
+* every page and JSON endpoint records the tables it reads
+  (``table_reads.py``) and answers 403 when any of them is hidden.
+
+What each view and stored query reads is worked out at startup, by SQLite.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from weakref import WeakKeyDictionary
+
+from datasette.permissions import PermissionSQL
+from datasette.resources import TableResource
+
+from ..query.errors import QueryError
+from .table_reads import TableReads, tables_read
+
+_checking = ContextVar("obelisk_checking_tables", default=False)
+
+
+@dataclass
+class Sources:
+    """For one database: the tables behind each view, and behind each stored query."""
+
+    views: dict[str, frozenset[str]] = field(default_factory=dict)
+    queries: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def behind(self, tables) -> set[str]:
+        """``tables`` and every table they are made from."""
+        found = set(tables)
+        for table in tables:
+            found |= self.views.get(table, frozenset())
+        return found
+
+
+_sources: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: Sources}
+
+
+def view_sources(conn) -> dict[str, frozenset[str]]:
+    """Each view with the tables it reads."""
+    views = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'")]
+    return {name: frozenset(tables_read(conn, f'SELECT * FROM "{name}"')) for name in views}
+
+
+async def record_sources(datasette, database: str, queries) -> None:
+    """At startup: what the views and the stored ``queries`` of ``database`` read."""
+
+    def load(conn):
+        sources = Sources(view_sources(conn))
+        sources.queries = {query.name: frozenset(sources.behind(tables_read(conn, query.sql))) for query in queries}
+        return sources
+
+    _sources.setdefault(datasette, {})[database] = await datasette.get_database(database).execute_fn(load)
+
+
+def sources_for(datasette, database: str) -> Sources:
+    return _sources.get(datasette, {}).get(database) or Sources()
+
+
+async def hidden_among(datasette, actor, database: str, tables) -> set[str]:
+    """Those of ``tables`` the actor may not view, by Datasette's rules alone.
+
+    A shadow table (``messages_fts_idx``), which Datasette always denies,
+    counts as the index it implements (``messages_fts``).
+    """
+    dependencies = await datasette.get_database(database).derived_table_dependencies()
+    token = _checking.set(True)
+    try:
+        return {
+            table for table in {logical_table(table, dependencies) for table in tables}
+            if not await datasette.allowed(action="view-table", resource=TableResource(database, table), actor=actor)
+        }
+    finally:
+        _checking.reset(token)
+
+
+def logical_table(table: str, dependencies: dict) -> str:
+    """The table Datasette checks for ``table``: a shadow table's own virtual table."""
+    while dependencies.get(table, table) != table and dependencies[table] in dependencies:
+        table = dependencies[table]
+    return table
+
+
+async def ensure_visible(datasette, actor, database: str, tables) -> None:
+    """Raise ``OBELISK_PERMISSION_DENIED`` when any of ``tables``, or a table behind one, is hidden."""
+    hidden = await hidden_among(datasette, actor, database, sources_for(datasette, database).behind(tables))
+    if hidden:
+        raise QueryError(
+            "OBELISK_PERMISSION_DENIED", f"this reads tables you may not view: {', '.join(sorted(hidden))} (database {database!r})"
+        )
+
+
+class RecordingDatabase:
+    """A Datasette database whose ``execute_fn`` records the tables each call reads."""
+
+    def __init__(self, db):
+        self._db = db
+        self.reads = TableReads()
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+    async def execute_fn(self, fn):
+        return await self._db.execute_fn(self.reads.recording(fn))
+
+
+async def guarded(datasette, actor, db, work):
+    """``await work(recording_db)``, then 403 if it read a hidden table (that wins over its own error)."""
+    recording = RecordingDatabase(db)
+    try:
+        return await work(recording)
+    finally:
+        await ensure_visible(datasette, actor, db.name, recording.reads.tables)
+
+
+def hidden_resources(datasette, actor, action):
+    """The ``permission_resources_sql`` hook: deny rows for views and stored queries over hidden tables."""
+    if action not in ("view-table", "view-query") or _checking.get() or datasette not in _sources:
+        return None
+    return _deny_rows(datasette, actor, action)
+
+
+async def _deny_rows(datasette, actor, action):
+    rows = []
+    for database, sources in _sources[datasette].items():
+        objects = sources.views if action == "view-table" else sources.queries
+        hidden = await hidden_among(datasette, actor, database, set().union(*objects.values()))
+        rows += [(database, name, sorted(tables & hidden)) for name, tables in objects.items() if tables & hidden]
+    if not rows:
+        return None
+    selects, params = [], {}
+    for i, (database, name, tables) in enumerate(rows):
+        selects.append(f"SELECT :obelisk_db_{i} AS parent, :obelisk_child_{i} AS child, 0 AS allow, :obelisk_reason_{i} AS reason")
+        params.update({f"obelisk_db_{i}": database, f"obelisk_child_{i}": name,
+                       f"obelisk_reason_{i}": f"datasette-obelisk: reads hidden table {', '.join(tables)}"})
+    return PermissionSQL(sql=" UNION ALL ".join(selects), params=params)

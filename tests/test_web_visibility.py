@@ -1,0 +1,124 @@
+"""Hiding a table with Datasette's ``allow`` block hides its data on every face of the plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasette_obelisk.web.api import read_endpoints
+from web_fixtures import XSS_SESSION, make_datasette, web_db  # noqa: F401 (fixture)
+
+
+def hiding(*tables: str) -> dict:
+    return {
+        "databases": {"obelisk": {"tables": {table: {"allow": False} for table in tables}}},
+        "plugins": {"datasette-obelisk": {"read_only": True}},
+    }
+
+
+async def started(db, config):
+    ds = make_datasette(db, config)
+    await ds.invoke_startup()
+    return ds
+
+
+def denied(*tables: str) -> dict:
+    names = ", ".join(sorted(tables))
+    return {
+        "ok": False,
+        "error": {
+            "code": "OBELISK_PERMISSION_DENIED",
+            "message": f"this reads tables you may not view: {names} (database 'obelisk')",
+        },
+    }
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path, tables",
+    [
+        ("/-/obelisk/api/memories", ("memories", "sessions")),
+        ("/-/obelisk/api/sessions?limit=1", ("sessions",)),
+        ("/-/obelisk/api/overview?project=x", ("memories", "sessions")),
+        ("/-/obelisk/api/search?q=zebrafish", ("sessions",)),
+        (f"/-/obelisk/api/session-query/session/{XSS_SESSION}", ("sessions",)),
+    ],
+)
+async def test_api_endpoints_answer_403_naming_the_hidden_tables(web_db, path, tables):
+    ds = await started(web_db, hiding("memories", "sessions", "audit_log"))
+    response = await ds.client.get(path)
+    assert response.status_code == 403
+    assert response.json() == denied(*tables)
+
+
+@pytest.mark.asyncio
+async def test_a_hidden_table_wins_over_the_endpoints_own_error(web_db):
+    ds = await started(web_db, hiding("messages"))
+    response = await ds.client.get("/-/obelisk/api/context?uuid=no-such-message")
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "OBELISK_PERMISSION_DENIED"
+
+
+@pytest.mark.asyncio
+async def test_hiding_memories_leaves_endpoints_that_do_not_read_it(web_db):
+    ds = await started(web_db, hiding("memories", "audit_log"))
+    response = await ds.client.get("/-/obelisk/api/sessions?limit=1")
+    assert response.status_code == 200
+    assert len(response.json()) == 1
+
+
+@pytest.mark.asyncio
+async def test_pages_answer_the_plugin_error_page_with_403(web_db):
+    ds = await started(web_db, hiding("memories"))
+    response = await ds.client.get("/-/obelisk/memories")
+    assert response.status_code == 403
+    assert "<code>OBELISK_PERMISSION_DENIED</code> this reads tables you may not view: memories" in response.text
+    assert "zebrafish" not in response.text.lower()
+    assert (await ds.client.get("/-/obelisk/failures")).status_code == 200
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/obelisk/obelisk_memories.json",
+        "/obelisk/obelisk_overview.json",
+        "/obelisk/obelisk_sessions.json",
+        "/obelisk/memories_fts.json",
+        "/obelisk/browse_messages.json",
+    ],
+)
+async def test_stored_queries_and_views_over_hidden_tables_are_hidden(web_db, path):
+    ds = await started(web_db, hiding("memories", "sessions"))
+    response = await ds.client.get(path)
+    assert response.status_code == 403
+    assert "zebrafish" not in response.text.lower()
+
+
+@pytest.mark.asyncio
+async def test_stored_queries_over_visible_tables_still_run(web_db):
+    ds = await started(web_db, hiding("memories"))
+    assert (await ds.client.get("/obelisk/obelisk_sessions.json?_shape=array")).status_code == 200
+    assert (await ds.client.get("/obelisk/browse_messages.json?_size=1")).status_code == 200
+    listed = (await ds.client.get("/obelisk.json")).json()
+    queries = {query["name"] for query in listed.get("queries", [])}
+    assert "obelisk_memories" not in queries
+
+
+@pytest.mark.asyncio
+async def test_an_actor_the_allow_block_names_sees_everything(web_db):
+    config = hiding("memories")
+    config["databases"]["obelisk"]["tables"]["memories"] = {"allow": {"id": "alice"}}
+    ds = await started(web_db, config)
+    alice = {"ds_actor": ds.client.actor_cookie({"id": "alice"})}
+    assert (await ds.client.get("/-/obelisk/api/memories", cookies=alice)).status_code == 200
+    assert (await ds.client.get("/obelisk/obelisk_memories.json", cookies=alice)).status_code == 200
+    assert (await ds.client.get("/-/obelisk/api/memories")).status_code == 403
+
+
+@pytest.mark.asyncio
+async def test_every_endpoint_with_no_table_hidden_reads_nothing_hidden(web_db):
+    """No false 403s: shadow tables of FTS indexes count as their index."""
+    ds = await started(web_db, {"plugins": {"datasette-obelisk": {"read_only": True}}})
+    for path in ("/-/obelisk/api/search?q=zebrafish", "/-/obelisk/api/memories?query=zebrafish", "/-/obelisk/api/overview"):
+        assert (await ds.client.get(path)).status_code == 200, path
+    assert read_endpoints()
