@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from datasette_obelisk.query.moments import canonical, moment_sql
+from datasette_obelisk.query.moments import bound_sql, canonical, moment_sql
 
 
 def stored(value):
@@ -59,3 +59,21 @@ def test_what_is_no_time(value):
 def test_stored_text_that_is_no_time_is_null():
     assert stored("[trimmed for fixture]") is None
     assert stored(None) is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["2026", "2026-04", "2026-04-01", " 2026-04-01 ", "2026-04-01T10:00", "2026-04-01 10:00:00",
+     "2026-04-01T10:00:00Z", "2026-04-01T10:00:00.1234+02:00", "2026-04-01T10:00:00-05:30", "2024-02-29",
+     "2026-02-29", "2026-13", "2026-00", "0000", "2026-13-01", "2026-04-01T25:00", "bogus", "", "2461000.5",
+     "1700000000", "10:00", "now", "2026-04-01x", "2026-4-1"],
+)
+def test_bound_sql_reads_bounds_as_canonical_does(value):
+    conn = sqlite3.connect(":memory:")
+    assert conn.execute(f"select {bound_sql(':v')}", {"v": value}).fetchone()[0] == canonical(value)
+
+
+@pytest.mark.parametrize("value", ["2026-04-01T10", "20260401", "2026-W14", "2026-04-01T10:00:00+0200"])
+def test_bound_sql_refuses_forms_sqlite_cannot_read(value):
+    assert canonical(value) is not None
+    assert sqlite3.connect(":memory:").execute(f"select {bound_sql(':v')}", {"v": value}).fetchone()[0] is None

@@ -166,7 +166,6 @@ async def test_stored_thread_is_in_the_helpers_time_order(ds, web_db):
         ({"before": "2025-06-14T10:02:00.000Z"}, True),  # edge_cases started at ...10:02:00Z: the same instant
         ({"after": "2025-06-14T12:02:00+02:00"}, True),
         ({"after": "2025-06-14T10:02:00.001Z"}, False),
-        ({"after": "yesterday"}, False),
     ],
 )
 async def test_stored_sessions_bound_by_instants(ds, bounds, found):
@@ -174,6 +173,121 @@ async def test_stored_sessions_bound_by_instants(ds, bounds, found):
         "project": "daaain%", "after": "", "before": "", **bounds, "_shape": "array",
     })
     assert ("edge_cases" in [r["id"] for r in response.json()]) is found
+
+
+async def stored(ds, name: str, **params) -> list[dict]:
+    response = await ds.client.get(f"/obelisk/{name}.json", params={**params, "_shape": "array"})
+    assert response.status_code == 200, response.text[:500]
+    return response.json()
+
+
+def helper(web_db, name: str, *args):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    with connect_readonly(web_db) as conn:
+        return getattr(obelisk, name)(conn, *args)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("bound", ["2026", "2025-06", " 2025-06-14 ", "2025-06-14T12:02:00+02:00", "2026-03-01T10:00"])
+async def test_stored_sessions_read_bounds_as_the_helper_does(ds, web_db, bound):
+    top_level = ("subagent", "workflow")
+    for name in ("after", "before"):
+        rows = await stored(ds, "obelisk_sessions", **{name: bound}, limit="1000")
+        expected = helper(web_db, "sessions", {name: bound, "limit": 1000})
+        assert [r["id"] for r in rows if r["relationship"] not in top_level] == [r["id"] for r in expected]
+
+
+@pytest.mark.asyncio
+async def test_stored_sessions_after_a_year_is_its_first_instant(ds):
+    rows = await stored(ds, "obelisk_sessions", after="2026")
+    assert rows and all(r["started_at"] >= "2026-01-01" for r in rows)
+    assert XSS_SESSION in [r["id"] for r in rows]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("session_id", ["", "fa812bfe-b295-4cca-9c2f-fdf01028cb46"])
+async def test_stored_subagents_are_the_helpers(ds, web_db, session_id):
+    rows = await stored(ds, "obelisk_subagents", session_id=session_id)
+    expected = helper(web_db, "subagents", {"sessionId": session_id} if session_id else {})
+    assert [r["agent_id"] for r in rows] == [r["agent_id"] for r in expected]
+    assert len(rows) == (18 if not session_id else 2)  # two whose parent session is missing
+
+
+@pytest.mark.asyncio
+async def test_stored_failures_are_the_helpers(ds, web_db):
+    rows = await stored(ds, "obelisk_failures", limit="1000")
+    expected = helper(web_db, "failures", {"limit": 1000})
+    assert [r["tool_use_id"] for r in rows] == [f["result"]["tool_use_id"] for f in expected]
+    assert len(rows) == 32 and {r["outcome"] for r in rows} > {"failed"}  # is_error results too
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path, exact",
+    [
+        ("/path/to/Demo/types/index.ts", "/path/to/Demo/types/index.ts"),
+        ("/PATH/to/Demo/types/index.ts", "/PATH/to/Demo/types/index.ts"),  # exact: no case folding
+        ("/path/to/Demo/types/index_ts", "/path/to/Demo/types/index_ts"),  # exact: _ is no wildcard
+    ],
+)
+async def test_stored_file_history_is_exact_without_percent(ds, web_db, path, exact):
+    rows = await stored(ds, "obelisk_file_history", path=path)
+    expected = helper(web_db, "file_history", exact)
+    assert [r["tool_call_id"] for r in rows] == [h["toolCall"]["id"] for h in expected]
+    assert bool(rows) is (path == "/path/to/Demo/types/index.ts")
+
+
+@pytest.mark.asyncio
+async def test_stored_file_history_takes_a_like_pattern_with_percent(ds):
+    rows = await stored(ds, "obelisk_file_history", path="%/types/index.ts")
+    assert {r["path"] for r in rows} >= {"/path/to/Demo/types/index.ts"}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("value", ["", "0", "false", "False", "no", "NO", "off", " Off "])
+async def test_stored_thread_false_values_leave_meta_out(ds, web_db, value):
+    rows = await stored(ds, "obelisk_thread", session_id="dag_compact_after_rewind_preserved", include_meta=value)
+    expected = helper(web_db, "thread", "dag_compact_after_rewind_preserved", {"includeMeta": False})
+    assert [r["uuid"] for r in rows] == [m["uuid"] for m in expected]
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("value", ["1", "true", "TRUE", "yes", "Yes", "on", " ON "])
+async def test_stored_thread_true_values_include_meta(ds, web_db, value):
+    rows = await stored(ds, "obelisk_thread", session_id="dag_compact_after_rewind_preserved", include_meta=value)
+    expected = helper(web_db, "thread", "dag_compact_after_rewind_preserved", {"includeMeta": True})
+    assert [r["uuid"] for r in rows] == [m["uuid"] for m in expected]
+    assert len(expected) > len(helper(web_db, "thread", "dag_compact_after_rewind_preserved"))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "name, params, message",
+    [
+        ("obelisk_search", {"q": "zebrafish", "mode": "bogus"}, 'mode must be terms or phrase, not "bogus"'),
+        ("obelisk_search", {"q": "zebrafish", "limit": "abc"}, 'limit must be a whole number from 1 to 1000, not "abc"'),
+        ("obelisk_sessions", {"limit": "0"}, 'limit must be a whole number from 1 to 1000, not "0"'),
+        ("obelisk_failures", {"limit": "1001"}, 'limit must be a whole number from 1 to 1000, not "1001"'),
+        ("obelisk_sessions", {"after": "bogus"},
+         'after must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not "bogus"'),
+        ("obelisk_sessions", {"before": "2461000.5"},
+         'before must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not "2461000.5"'),
+        ("obelisk_thread", {"session_id": XSS_SESSION, "include_meta": "maybe"},
+         'include_meta must be 1/0, true/false, yes/no or on/off, not "maybe"'),
+    ],
+)
+async def test_stored_queries_refuse_bad_parameters_readably(ds, name, params, message):
+    response = await ds.client.get(f"/obelisk/{name}.json", params=params)
+    assert response.status_code == 400
+    assert response.json()["error"] == f"JSON path error near '{message}'"
+
+
+@pytest.mark.asyncio
+async def test_stored_search_mode_is_case_insensitive(ds):
+    rows = await stored(ds, "obelisk_search", q="zebrafish command", mode="PHRASE")
+    assert [r["uuid"] for r in rows] == ["xss-a3"]
 
 
 @pytest.mark.asyncio

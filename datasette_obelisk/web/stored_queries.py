@@ -5,6 +5,14 @@ They are plain SQL over our schema (the SQL functions ``obelisk_fts``,
 Datasette UI and as ``/DB/obelisk_search.json?q=...``. Every parameter is
 optional: an empty value means "no filter". They are trusted (they run
 where arbitrary SQL is off) and read-only.
+
+They read parameters as the helpers do and refuse what the helpers refuse:
+``limit`` is a whole number from 1 to ``MAX_LIMIT``; booleans are 1/0,
+true/false, yes/no, on/off in any case; ``after`` / ``before`` are ISO 8601
+(``bound_sql``); ``mode`` is terms or phrase in any case. Plain SQL cannot
+raise an error of its own, so a refusal is a JSON-path error whose path is
+the message: SQLite shows ``JSON path error near '<message>'``. The checks
+sit in the LIMIT clause, which SQLite evaluates once, before any row.
 """
 
 from __future__ import annotations
@@ -13,8 +21,9 @@ from dataclasses import dataclass
 
 from datasette.utils import named_parameters
 
-from ..query.moments import moment_sql
-from ..query.obelisk import THREAD_PLACEMENT
+from ..query.moments import bound_sql, moment_sql
+from ..query.obelisk import MAX_LIMIT, THREAD_PLACEMENT
+from .params import FALSE, TRUE
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,53 @@ class StoredQuery:
 PROJECT = "(:project = '' OR s.project LIKE :project)"
 SOURCE = "(:source = '' OR s.source = :source)"
 SESSION = "(:session_id = '' OR {col} = :session_id)"
-LIMIT = "LIMIT COALESCE(NULLIF(:limit, ''), {default})"
+
+
+def sql_set(values) -> str:
+    return "(" + ", ".join(f"'{value}'" for value in sorted(values)) + ")"
+
+
+def given(param: str) -> str:
+    return f"trim({param}) != ''"
+
+
+def refusal(condition: str, message: str, param: str) -> tuple[str, str]:
+    """A check: when ``condition`` holds, fail with ``message`` and the parameter's value."""
+    return condition, f"'{message}, not \"' || {param} || '\"'"
+
+
+def limit_check() -> tuple[str, str]:
+    bad = f"trim(:limit) GLOB '*[^0-9]*' OR CAST(:limit AS INTEGER) NOT BETWEEN 1 AND {MAX_LIMIT}"
+    return refusal(f"{given(':limit')} AND ({bad})", f"limit must be a whole number from 1 to {MAX_LIMIT}", ":limit")
+
+
+def boolean_check(param: str) -> tuple[str, str]:
+    return refusal(f"lower(trim({param})) NOT IN {sql_set(TRUE | FALSE)}",
+                   f"{param[1:]} must be 1/0, true/false, yes/no or on/off", param)
+
+
+def is_true(param: str) -> str:
+    return f"lower(trim({param})) IN {sql_set(TRUE)}"
+
+
+def bound_check(param: str, instant: str) -> tuple[str, str]:
+    """Refuses ``param`` when it is given but its ``instant`` (``bound_sql``) is NULL."""
+    return refusal(f"{given(param)} AND {instant} IS NULL",
+                   f"{param[1:]} must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z", param)
+
+
+def mode_check() -> tuple[str, str]:
+    return refusal("lower(trim(:mode)) NOT IN ('', 'terms', 'phrase')", "mode must be terms or phrase", ":mode")
+
+
+def limit(default: int | None, *checks: tuple[str, str]) -> str:
+    """The LIMIT clause: refuses the first failing check, else ``:limit`` or ``default`` (None: no limit)."""
+    if default is not None:
+        checks = (limit_check(), *checks)
+    refusals = "\n  ".join(f"WHEN {condition} THEN json_extract('{{}}', {message})" for condition, message in checks)
+    value = f"COALESCE(NULLIF(trim(:limit), ''), {default})" if default is not None else "-1"
+    return f"LIMIT CASE\n  {refusals}\n  ELSE {value} END" if refusals else f"LIMIT {value}"
+
 
 QUERIES = [
     StoredQuery(
@@ -47,10 +102,10 @@ select m.uuid, m.session_id, s.title as session_title, s.project, m.source, m.ro
 from messages_fts
 join messages m on m.id = messages_fts.rowid
 join sessions s on s.id = m.session_id
-where messages_fts match obelisk_fts(:q, coalesce(nullif(:mode, ''), 'terms'))
+where messages_fts match obelisk_fts(:q, coalesce(nullif(trim(:mode), ''), 'terms'))
   and m.is_meta = 0 and {PROJECT} and {SOURCE} and {SESSION.format(col="m.session_id")}
 order by rank, m.timestamp desc
-{LIMIT.format(default=20)}
+{limit(20, mode_check())}
 """,
     ),
     StoredQuery(
@@ -86,14 +141,15 @@ order by chain.key
         "obelisk_thread",
         "Session thread",
         "The messages of one session ordered by time, as thread() orders them. "
-        "include_meta=1 adds injected and structural lines.",
+        "include_meta (1/0, true/false, yes/no, on/off) adds injected and structural lines.",
         f"""
 {THREAD_PLACEMENT}
 select m.seq, m.uuid, m.role, m.type, m.content_type, m.timestamp, m.surface,
   substr(m.text, 1, 1000) as text
 from placed join messages m on m.id = placed.id
-where (m.is_meta = 0 or coalesce(nullif(:include_meta, ''), '0') not in ('0', 'false'))
+where (m.is_meta = 0 or {is_true(':include_meta')})
 order by placed.at, placed.seq
+{limit(None, boolean_check(':include_meta'))}
 """,
     ),
     StoredQuery(
@@ -114,17 +170,19 @@ order by last_session_at desc
         "obelisk_sessions",
         "Sessions",
         "Sessions, newest first. Filters: project (LIKE), source, branch, started after/before "
-        "(ISO, compared as instants; a bound that is no time matches nothing).",
+        "(ISO 8601, compared as instants; a year or a month means its first instant; "
+        "a bound that is no time is refused with an error).",
         f"""
+with bounds as (select {bound_sql(':after')} as after, {bound_sql(':before')} as before)
 select s.id, s.title, s.source, s.project, s.git_branch, s.model, s.started_at, s.ended_at,
   s.message_count, s.relationship, s.parent_session_id, s.availability
-from sessions s
+from sessions s, bounds b
 where {PROJECT} and {SOURCE}
   and (:branch = '' or s.git_branch = :branch)
-  and (:after = '' or {moment_sql('s.started_at')} >= {moment_sql(':after')})
-  and (:before = '' or {moment_sql('s.started_at')} <= {moment_sql(':before')})
-order by {moment_sql('s.ended_at')} desc
-{LIMIT.format(default=50)}
+  and (trim(:after) = '' or {moment_sql('s.started_at')} >= b.after)
+  and (trim(:before) = '' or {moment_sql('s.started_at')} <= b.before)
+order by {moment_sql('s.ended_at')} desc, s.id
+{limit(50, bound_check(':after', '(select after from bounds)'), bound_check(':before', '(select before from bounds)'))}
 """,
     ),
     StoredQuery(
@@ -138,7 +196,7 @@ from summaries su
 join sessions s on s.id = su.session_id
 where {SESSION.format(col="su.session_id")} and {PROJECT} and {SOURCE}
 order by su.timestamp desc
-{LIMIT.format(default=100)}
+{limit(100)}
 """,
     ),
     StoredQuery(
@@ -153,22 +211,24 @@ where mem.deleted_at is null
   and (:q = '' or mem.pk in (
     select rowid from memories_fts where memories_fts match obelisk_fts(:q)))
 order by mem.created_at desc
-{LIMIT.format(default=50)}
+{limit(50)}
 """,
     ),
     StoredQuery(
         "obelisk_subagents",
         "Subagents",
-        "Subagents with the session that started them and their message counts.",
+        "Subagents with the session that started them and their message counts, newest first "
+        "(as subagents() lists them, those whose parent session is missing included).",
         f"""
 select sa.agent_id, sa.session_id, sa.child_session_id, sa.agent_type, sa.description,
   sa.duration_ms, sa.total_tokens,
   (select count(*) from messages m where m.session_id = sa.child_session_id) as message_count
 from subagents sa
-join sessions s on s.id = sa.session_id
+left join sessions s on s.id = sa.session_id
+left join sessions c on c.id = sa.child_session_id
 where {SESSION.format(col="sa.session_id")} and {PROJECT} and {SOURCE}
-order by sa.id
-{LIMIT.format(default=100)}
+order by c.started_at desc, sa.id desc
+{limit(100)}
 """,
     ),
     StoredQuery(
@@ -182,42 +242,48 @@ from workflows w
 join sessions s on s.id = w.session_id
 where {SESSION.format(col="w.session_id")} and {PROJECT} and {SOURCE}
 order by w.timestamp desc
-{LIMIT.format(default=100)}
+{limit(100)}
 """,
     ),
     StoredQuery(
         "obelisk_file_history",
         "File history",
-        "Every tool call that touched a path (exact, or a LIKE pattern), across sessions and agents, oldest first.",
+        "Every tool call that touched a path, across sessions and agents, oldest first, as fileHistory() "
+        "lists them. The path is exact unless it contains %, which makes it a LIKE pattern "
+        "(case-insensitive for ASCII, _ matching any one character).",
         f"""
-select c.timestamp, c.name as tool, r.outcome, c.session_id, s.title as session_title,
-  s.source, s.project, f.path, c.id as tool_call_id, c.message_uuid
+select coalesce(c.timestamp, m.timestamp) as timestamp, c.name as tool, r.outcome, c.session_id,
+  s.title as session_title, s.source, s.project, f.path, c.id as tool_call_id, c.message_uuid
 from tool_call_files f
 join tool_calls c on c.id = f.tool_call_id
-join sessions s on s.id = c.session_id
+left join messages m on m.uuid = c.message_uuid
+left join sessions s on s.id = c.session_id
 left join tool_results r on r.tool_use_id = c.id
-where f.path like :path and {SOURCE}
-order by c.timestamp
-{LIMIT.format(default=200)}
+where (case when instr(:path, '%') then f.path like :path else f.path = :path end) and {SOURCE}
+order by {moment_sql('coalesce(c.timestamp, m.timestamp)')}, c.id
+{limit(200)}
 """,
     ),
     StoredQuery(
         "obelisk_failures",
         "Failures",
-        "Failed tool calls with their error output and the next message after the failure.",
+        "Failed tool results (outcome failed, or flagged as an error: blocked calls included), as failures() "
+        "lists them, newest first, with their error output and the next message after the failure.",
         f"""
-select r.timestamp, c.name as tool, r.exit_code, r.session_id, s.title as session_title,
+select coalesce(r.timestamp, rm.timestamp) as timestamp, c.name as tool, r.outcome, r.exit_code, r.session_id,
+  s.title as session_title,
   s.project, s.source, substr(r.content, 1, 500) as error,
-  (select substr(n.text, 1, 300) from messages n join messages rm on rm.uuid = r.message_uuid
+  (select substr(n.text, 1, 300) from messages n
    where n.session_id = rm.session_id and n.seq > rm.seq and n.is_meta = 0 and n.text != ''
    order by n.seq limit 1) as next_message,
   r.tool_use_id
 from tool_results r
-join sessions s on s.id = r.session_id
+left join messages rm on rm.uuid = r.message_uuid
+left join sessions s on s.id = r.session_id
 left join tool_calls c on c.id = r.tool_use_id
-where r.outcome = 'failed' and {SESSION.format(col="r.session_id")} and {PROJECT} and {SOURCE}
-order by r.timestamp desc
-{LIMIT.format(default=50)}
+where (r.outcome = 'failed' or r.is_error = 1) and {SESSION.format(col="r.session_id")} and {PROJECT} and {SOURCE}
+order by {moment_sql('coalesce(r.timestamp, rm.timestamp)')} desc, r.id desc
+{limit(50)}
 """,
     ),
 ]
