@@ -42,8 +42,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   turn → cancelled; a rejection by the user, or an escalation request
   (``sandbox_permissions: require_escalated``) left unanswered when the
   turn moves on or is aborted → blocked; otherwise succeeded.
-* Compaction: ``compacted`` lines are recognised from the line prefix and
-  their ``replacement_history`` is never decoded; ``context_compacted`` right
+* Compaction: ``compacted`` lines are recognised from the line prefix,
+  checked to be whole JSON objects with their strings emptied, and their
+  ``replacement_history`` is never decoded; ``context_compacted`` right
   after one is its duplicate, alone it marks a compaction of its own.
 * Lineage and replay: forks (``forked_from_id``, ``history_base``) and
   spawned threads (``source.subagent.thread_spawn``) name their parent. The
@@ -89,10 +90,10 @@ from .common import (
     dig,
     first_prompt_title,
     first_text,
+    is_json_object,
     iso_ms,
     load_document,
     loads_or_none,
-    looks_complete,
     normalize_repository,
     patch_paths,
     project_slug,
@@ -946,8 +947,9 @@ class CodexParser:
         out.append(Merged(position, "metadata"))
 
     def _compacted(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
-        """A ``compacted`` line, read without decoding ``replacement_history``."""
-        if not looks_complete(line):
+        """A ``compacted`` line, read without decoding ``replacement_history``
+        (but checked to be one whole JSON object first)."""
+        if not is_json_object(line):
             out.append(LineError(position, "truncated compacted record"))
             return
         if self._is_replay(timestamp):
@@ -995,7 +997,7 @@ class CodexParser:
         self.s.previous = ["compacted"]
 
     def _undecoded_metadata(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
-        if not looks_complete(line):
+        if not is_json_object(line):
             out.append(LineError(position, "truncated record"))
             return
         self._ensure_session(out)

@@ -84,6 +84,20 @@ def decode_line(line: bytes | None, position: Position) -> dict | LineError:
     return decode_object(Line(strip_inline_blobs(line) if line is not None else None, position))
 
 
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def is_json_object(line: bytes) -> bool:
+    """Whether ``line`` is one well-formed JSON object, checked without
+    building its strings: every string literal is emptied first, so a record
+    of megabytes is validated through a skeleton of a few kilobytes."""
+    skeleton = _JSON_STRING.sub(b'""', line)
+    try:
+        return isinstance(orjson.loads(skeleton), dict)
+    except orjson.JSONDecodeError:
+        return False
+
+
 def looks_complete(line: bytes) -> bool:
     """Cheap check that a line we skip without decoding is not truncated."""
     return line.rstrip().endswith(b"}")
