@@ -312,9 +312,37 @@ PUBLISH_SETTINGS = {
 }
 
 
-def publish_settings() -> dict:
-    """The Datasette configuration of a read-only published instance."""
-    return {"settings": dict(PUBLISH_SETTINGS), "plugins": {"datasette-obelisk": {"read_only": True}}}
+# Bookkeeping a published archive does not show: who wrote (audit_log holds
+# actors), host paths and parser state (source_files, ingest_errors), and
+# internal state (obelisk_state, derive_queue). See docs/web.md.
+PUBLISH_HIDDEN_TABLES = ("audit_log", "source_files", "ingest_errors", "obelisk_state", "derive_queue")
+
+
+def publish_settings(database: str = "obelisk") -> dict:
+    """The Datasette configuration of a read-only published instance of ``database``."""
+    return {
+        "settings": dict(PUBLISH_SETTINGS),
+        "databases": {database: {"tables": {table: {"allow": False} for table in PUBLISH_HIDDEN_TABLES}}},
+        "plugins": {"datasette-obelisk": {"read_only": True}},
+    }
+
+
+def open_for_publishing(db: Path):
+    """A read-only connection to an existing obelisk database (publishing never migrates it)."""
+    import sqlite3
+
+    from .store.db import has_schema
+
+    if not db.exists():
+        raise click.UsageError(f"no database at {db}")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        obelisk = has_schema(conn)
+    except sqlite3.DatabaseError as error:
+        raise click.ClickException(f"{db} is not an SQLite database: {error}") from None
+    if not obelisk:
+        raise click.ClickException(f"{db} is not an obelisk database (no messages_fts table): run `obelisk ingest` into it first")
+    return conn
 
 
 @cli.command(name="publish-config")
@@ -323,8 +351,10 @@ def publish_settings() -> dict:
 def publish_config(db_path, output):
     """Datasette configuration for a read-only published instance.
 
-    Downloads, arbitrary SQL, signed tokens and CSV streaming are off, and
-    the plugin registers no write route. Refuses a database that was
+    Downloads, arbitrary SQL, signed tokens and CSV streaming are off, the
+    plugin registers no write route, and the bookkeeping tables (audit_log,
+    source_files, ingest_errors, obelisk_state, derive_queue) are hidden.
+    Refuses a database that is not an obelisk database, or that was
     ingested with --no-redact.
 
     Example:
@@ -336,13 +366,15 @@ def publish_config(db_path, output):
     from .store.db import get_state
 
     db = resolve_db(db_path)
-    conn = open_existing(db)
-    if get_state(conn, "unredacted_ingest"):
+    conn = open_for_publishing(db)
+    unredacted = get_state(conn, "unredacted_ingest")
+    conn.close()
+    if unredacted:
         raise click.ClickException(
             f"{db} was ingested with --no-redact and may hold secrets: ingest the logs with "
             "redaction into a new database before publishing it"
         )
-    text = yaml.safe_dump(publish_settings(), sort_keys=False)
+    text = yaml.safe_dump(publish_settings(db.stem), sort_keys=False)
     command = f"datasette serve --immutable {db} -c {output or 'publish.yaml'}"
     if output:
         output.write_text(text)

@@ -99,7 +99,15 @@ async def test_helper_errors(ds, path, params, status, code):
 async def test_read_endpoints_refuse_other_methods(ds):
     response = await ds.client.post(f"{API}/sessions", json={})
     assert response.status_code == 405 and response.headers["allow"] == "GET"
-    assert response.json()["error"]["code"] == "OBELISK_INVALID_ARGUMENT"
+    assert response.json()["error"]["code"] == "OBELISK_METHOD_NOT_ALLOWED"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("method", ["put", "post", "delete"])
+async def test_the_openapi_description_refuses_other_methods(ds, method):
+    response = await getattr(ds.client, method)(f"{API}/openapi.json")
+    assert response.status_code == 405 and response.headers["allow"] == "GET"
+    assert response.json()["error"]["code"] == "OBELISK_METHOD_NOT_ALLOWED"
 
 
 @pytest.mark.asyncio

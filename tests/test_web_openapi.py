@@ -132,3 +132,78 @@ async def test_the_description_follows_base_url(web_db):
     await ds.invoke_startup()
     spec = (await ds.client.get(f"{API}/openapi.json")).json()
     assert all(path.startswith("/prefix/-/obelisk/api/") for path in spec["paths"])
+
+
+def validator(spec: dict, schema: dict):
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator({**schema, "components": spec["components"]})
+
+
+def documented_requests(spec: dict):
+    """(path, operation, params): each GET path with its example, then with each optional parameter."""
+    for path, operations in spec["paths"].items():
+        operation = operations.get("get")
+        if operation is None:
+            continue
+        base = EXAMPLES.get(api_path(path), {})
+        yield path, operation, base
+        for parameter in operation["parameters"]:
+            name = parameter["name"]
+            if parameter["in"] != "query" or parameter["required"] or name in SKIP_OPTIONAL or name == "db":
+                continue
+            kind = parameter["schema"].get("type")
+            value = OPTIONAL_VALUES[kind] if kind in ("integer", "boolean") else OPTIONAL_VALUES.get(name, "x")
+            yield path, operation, {**base, name: value}
+
+
+@pytest.mark.asyncio
+async def test_every_documented_request_answers_what_its_schema_says(ds, spec):
+    checked = 0
+    for path, operation, params in documented_requests(spec):
+        response = await ds.client.get(concrete(path), params=params)
+        status = str(response.status_code)
+        assert status in operation["responses"], (path, params, status, response.text[:300])
+        schema = response_schema(operation, status)
+        problems = [e.message for e in validator(spec, schema).iter_errors(response.json())]
+        assert not problems, (path, params, problems[:5])
+        checked += 1
+    assert checked >= 80
+
+
+@pytest.mark.asyncio
+async def test_message_rows_are_documented_column_by_column(ds, spec):
+    message = spec["components"]["schemas"]["Message"]
+    assert message["additionalProperties"] is False
+    assert {"id", "uuid", "seq", "visibility", "replaced_by", "meta_json"} <= set(message["required"])
+    assert message["properties"]["seq"] == {"type": "integer"}
+    assert message["properties"]["role"] == {"type": ["string", "null"]}
+    thread = (await ds.client.get(f"{API}/thread", params={"sessionId": XSS_SESSION})).json()
+    assert set(thread[0]) == set(message["properties"])
+
+
+@pytest.mark.asyncio
+async def test_seq_is_an_integer_path_parameter(spec):
+    for path, operations in spec["paths"].items():
+        for parameter in operations.get("get", {}).get("parameters", []):
+            if parameter["in"] == "path":
+                assert parameter["schema"] == {"type": "integer" if parameter["name"] == "seq" else "string"}, path
+
+
+@pytest.mark.asyncio
+async def test_every_get_documents_denied_and_wrong_method(spec):
+    for path, operations in spec["paths"].items():
+        if "get" in operations:
+            assert {"400", "403", "404", "405"} <= set(operations["get"]["responses"]), path
+        if "post" in operations:
+            assert {"302", "403", "405", "413", "415"} <= set(operations["post"]["responses"]), path
+
+
+@pytest.mark.asyncio
+async def test_a_missing_required_session_id_is_a_bad_request(ds):
+    response = await ds.client.get(f"{API}/session-query/events/search", params={"query": "file"})
+    assert response.status_code == 400
+    assert response.json() == {
+        "ok": False,
+        "error": {"code": "SESSION_QUERY_INVALID_QUERY", "message": "missing required parameter 'sessionId'"},
+    }

@@ -25,11 +25,11 @@ def failed(table: str = "") -> str:
     return f"({column}outcome = 'failed' OR {column}is_error = 1)"
 
 
-def totals(conn: sqlite3.Connection) -> dict:
+def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
     """Sessions, conversation messages, tool calls and failures (``blocked``: how many
     of them were blocked), overall and by source and project, and the source files:
     how many, how many are gone from disk, their unreadable lines and when the last
-    one was ingested."""
+    one was ingested (``files=False``: ``None``, ``source_files`` is not read)."""
     row = conn.execute(
         f"""SELECT
              (SELECT COUNT(*) FROM sessions) AS sessions,
@@ -49,7 +49,7 @@ def totals(conn: sqlite3.Connection) -> dict:
                   MAX(ended_at) AS last_session_at
            FROM sessions GROUP BY project, source ORDER BY last_session_at DESC"""
     ))
-    files = conn.execute(
+    files = files and conn.execute(
         """SELECT COUNT(*), COALESCE(SUM(missing), 0), COALESCE(SUM(lines_failed), 0), MAX(ingested_at)
            FROM source_files"""
     ).fetchone()
@@ -57,7 +57,7 @@ def totals(conn: sqlite3.Connection) -> dict:
         **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "blocked", "memories"))},
         "by_source": by_source,
         "by_project": by_project,
-        "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)),
+        "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)) if files else None,
     }
 
 

@@ -567,11 +567,13 @@ def line_gone(uuid: str, path: Path, why: str) -> QueryError:
 # -- orientation and lists ---------------------------------------------------
 
 
-def overview(conn, opts=None, **kwargs) -> dict:
+def overview(conn, opts=None, *, use_process_cwd: bool = True, **kwargs) -> dict:
     """A compact map for choosing scope: the current project, projects, totals.
 
     Without ``project`` the current project is looked up from the working
-    directory (``cwd``, an extension, overrides ``os.getcwd()``):
+    directory (``cwd``, an extension, overrides ``os.getcwd()``; with
+    ``use_process_cwd=False``, as over HTTP where the server's directory is
+    not the caller's, only a given ``cwd`` is used):
 
     1. a session whose ``project_path`` is the cwd: ``cwd_project_path``, ``exact``;
     2. a message that ran in exactly the cwd: ``cwd_messages``, ``inferred``;
@@ -585,10 +587,11 @@ def overview(conn, opts=None, **kwargs) -> dict:
         "overview", opts, kwargs, {"limit": 8, "project_limit": 20, "memory_limit": 100},
         ("project", "cwd"), string_key="project",
     )
-    cwd = o.get("cwd") or os.getcwd()
-    current = (
-        project_from_option(conn, o["project"]) if o.get("project") is not None else project_from_cwd(conn, cwd)
-    )
+    cwd = o.get("cwd") or (os.getcwd() if use_process_cwd else None)
+    if o.get("project") is not None:
+        current = project_from_option(conn, o["project"])
+    else:
+        current = project_from_cwd(conn, cwd) if cwd else None
     return {
         "current": {"cwd": cwd, "project": current},
         "current_project": project_detail(conn, current, o["limit"], o["memory_limit"]) if current else None,

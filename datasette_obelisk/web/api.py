@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..query.errors import QueryError
 from .endpoints import API_ROOT
 from .handlers import json_view
-from .responses import json_error, json_ok
+from .responses import json_error, json_ok, method_not_allowed
 
 # Any other path under the API root, but one ending in "/": Datasette
 # redirects that to the path without it.
@@ -23,6 +23,8 @@ def read_endpoints() -> list:
 async def openapi_view(datasette, request):
     from .openapi import openapi_document
 
+    if request.method not in ("GET", "HEAD"):
+        return method_not_allowed("GET")
     return json_ok(openapi_document(datasette))
 
 

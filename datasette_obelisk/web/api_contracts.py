@@ -28,6 +28,12 @@ def search_request(params, *names: str) -> dict:
     return {key: value for key, value in request.items() if value is not None}
 
 
+def search_events(conn, params):
+    """searchEvents: ``sessionId`` is required, a bad request (400) when missing."""
+    session_id = params.text("sessionId", required=True, code="SESSION_QUERY_INVALID_QUERY")
+    return SessionQuery(conn).search_events({**search_request(params, "filters"), "sessionId": session_id})
+
+
 def event_request(params, **extra) -> dict:
     return {"sessionId": params.path("session_id"), "seq": params.path_int("seq", code=INVALID_WINDOW), **extra}
 
@@ -70,7 +76,7 @@ SESSION_QUERY_ENDPOINTS = [
        "searchSessions: sessions grouped by their strongest matching event",
        [QUERY, MODE, Param("sessionFilters", "json", FILTERS_JSON), Param("eventFilters", "json", FILTERS_JSON), *PAGE],
        s.page(s.SESSION_SEARCH_HIT)),
-    sq("/events/search", lambda conn, p: SessionQuery(conn).search_events(search_request(p, "filters")),
+    sq("/events/search", search_events,
        "searchEvents: events of one session",
        [Param("sessionId", required=True), QUERY, MODE, Param("filters", "json", FILTERS_JSON), *PAGE],
        s.EVENT_SEARCH_PAGE),

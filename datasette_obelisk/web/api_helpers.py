@@ -61,6 +61,11 @@ def calling(helper, positional: str | None = None, takes_options: bool = True, n
     return handler
 
 
+def overview_over_http(conn, options):
+    """``overview``, never guessing the project from the server process's working directory."""
+    return obelisk.overview(conn, options, use_process_cwd=False)
+
+
 def recent_sessions(conn, params):
     return obelisk.recent(conn, params.integer("n", default=10))
 
@@ -108,7 +113,8 @@ HELPER_ENDPOINTS = [
         not_found="no message {!r}",
     ),
     endpoint(
-        "/overview", obelisk.overview, "Projects, totals and the current project's sessions and memories",
+        "/overview", overview_over_http,
+        "Projects, totals and the current project's sessions and memories (the current project only from project or cwd)",
         [Param("project", description="project slug or LIKE pattern"), Param("cwd"), LIMIT,
          Param("projectLimit", "integer"), Param("memoryLimit", "integer")],
         s.OVERVIEW,

@@ -25,15 +25,31 @@ DB_PARAM = {
     "description": "which attached obelisk database (default: the configured one, else the first)",
     "schema": {"type": "string"},
 }
+PATH_PARAM_SCHEMAS = {"seq": {"type": "integer"}}
+
+
+def error(description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
 ERRORS = {
-    status: {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
-    for status, description in (
-        ("400", "invalid request (code names the problem)"),
-        ("404", "unknown session, event, message or database"),
-    )
+    "400": error("invalid request (code names the problem; a missing required parameter included)"),
+    "403": error("OBELISK_PERMISSION_DENIED: the actor may not view the database, or a table the endpoint reads"),
+    "404": error("unknown session, event, message or database"),
+    "405": error("OBELISK_METHOD_NOT_ALLOWED: a method other than GET or HEAD (the Allow header says GET)"),
+}
+WRITE_ERRORS = {
+    "400": error("invalid record, refused path, no memory root configured"),
+    "403": error("the actor lacks the action, or a cross-site request"),
+    "404": error("unknown memory or session"),
+    "405": error("OBELISK_METHOD_NOT_ALLOWED: a method other than POST (the Allow header says POST)"),
+    "413": error("body over the size cap"),
+    "415": error("a body that is neither JSON nor a form"),
+}
+FORM_REDIRECT = {
+    "description": "a form post (url-encoded or multipart) without Accept: application/json: the result or "
+    "the error becomes a message, and the answer redirects to the memories page",
+    "headers": {"Location": {"description": "the memories page", "schema": {"type": "string"}}},
 }
 
 
@@ -48,10 +64,7 @@ PAGE_HEADERS = {
     "X-Total-Count": {"description": "how many items the whole list has", "schema": {"type": "integer"}},
     "Link": {"description": 'while items remain: <this request at the next offset>; rel="next"', "schema": {"type": "string"}},
 }
-TOO_LARGE = {
-    "description": "more than one answer returns: page with limit and offset",
-    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-}
+TOO_LARGE = error("more than one answer returns: page with limit and offset")
 
 
 def parameter(param) -> dict:
@@ -66,7 +79,8 @@ def parameter(param) -> dict:
 
 def operation(endpoint) -> dict:
     path_params = [
-        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in endpoint.path_params
+        {"name": name, "in": "path", "required": True, "schema": PATH_PARAM_SCHEMAS.get(name, {"type": "string"})}
+        for name in endpoint.path_params
     ]
     return {
         "summary": endpoint.summary,
@@ -109,7 +123,7 @@ def openapi_document(datasette) -> dict:
         },
         "paths": paths,
         "components": {
-            "schemas": schemas.COMPONENTS,
+            "schemas": {**schemas.COMPONENTS, "Message": schemas.message_schema()},
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a Datasette API token"}},
         },
     }
@@ -118,7 +132,6 @@ def openapi_document(datasette) -> dict:
 def write_operation(endpoint) -> dict:
     body_schema = {"type": "object", "properties": {p.name: PARAM_SCHEMAS[p.type] for p in endpoint.params},
                    "required": [p.name for p in endpoint.params if p.required]}
-    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     return {
         "summary": endpoint.summary,
         "tags": [endpoint.tag],
@@ -133,10 +146,8 @@ def write_operation(endpoint) -> dict:
         },
         "responses": {
             "200": {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}},
-            "400": {"description": "invalid record, refused path, no memory root configured", **error},
-            "403": {"description": "the actor lacks the action, or a cross-site request", **error},
-            "404": {"description": "unknown memory or session", **error},
-            "413": {"description": "body over the size cap", **error},
+            "302": FORM_REDIRECT,
+            **WRITE_ERRORS,
         },
         "security": [{"bearer": []}, {}],
     }

@@ -12,6 +12,7 @@ from . import charts
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
 from .search_form import SearchForm
+from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
 
@@ -79,9 +80,11 @@ async def event_page(datasette, request, db, params):
 
 
 async def overview_page(datasette, request, db, params):
+    files = await is_visible(datasette, request.actor, db.name, "source_files")
+
     def numbers(conn):
         return {
-            "totals": dashboard.totals(conn),
+            "totals": dashboard.totals(conn, files=files),
             "activity": dashboard.activity(conn),
             "tools": dashboard.tool_usage(conn),
         }

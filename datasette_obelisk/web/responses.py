@@ -60,5 +60,5 @@ def json_error(error: QueryError, status: int | None = None, headers=None) -> Re
 
 
 def method_not_allowed(allowed: str) -> Response:
-    error = QueryError("OBELISK_INVALID_ARGUMENT", f"this endpoint accepts {allowed} only")
-    return json_error(error, status=405, headers={"Allow": allowed})
+    error = QueryError("OBELISK_METHOD_NOT_ALLOWED", f"this endpoint accepts {allowed} only")
+    return json_error(error, headers={"Allow": allowed})

@@ -6,6 +6,9 @@ extra keys are allowed, as the helpers return whole rows.
 
 from __future__ import annotations
 
+import functools
+import sqlite3
+
 
 def obj(required: dict, **extra) -> dict:
     """An object whose keys in ``required`` must be present, with those schemas."""
@@ -38,7 +41,25 @@ ERROR = obj(
 COMPACT_MESSAGE = obj(
     {name: ANY for name in ("uuid", "text", "content_type", "is_meta", "role", "timestamp", "model", "cwd", "source")}
 )
-MESSAGE_ROW = obj({"uuid": STRING, "session_id": STRING, "seq": INTEGER, "role": OPT_STRING, "text": OPT_STRING})
+MESSAGE_ROW = {"$ref": "#/components/schemas/Message"}
+SQL_TYPES = {"INTEGER": "integer", "TEXT": "string", "REAL": "number"}
+
+
+@functools.cache
+def message_schema() -> dict:
+    """A ``messages`` row, every column typed, read from the schema the migrations create."""
+    from ..store.db import migrate
+
+    conn = sqlite3.connect(":memory:")
+    try:
+        migrate(conn)
+        columns = conn.execute("SELECT name, type, \"notnull\" FROM pragma_table_info('messages')").fetchall()
+    finally:
+        conn.close()
+    properties = {
+        name: {"type": SQL_TYPES[kind] if notnull else [SQL_TYPES[kind], "null"]} for name, kind, notnull in columns
+    }
+    return {**obj(properties), "additionalProperties": False, "description": "A messages row"}
 SESSION_ROW = obj(
     {"id": STRING, "source": STRING, "title": OPT_STRING, "project": OPT_STRING, "started_at": OPT_STRING,
      "ended_at": OPT_STRING, "message_count": INTEGER}
@@ -96,6 +117,7 @@ FAILURE = obj(
 )
 REMEMBERED = obj({"id": STRING, "path": STRING, "project": OPT_STRING, "anchors": ANY, "created_at": STRING})
 FORGOTTEN = obj({"id": STRING, "deleted_at": STRING, "deleted_reason": OPT_STRING})
+FORGOTTEN["properties"]["already_deleted"] = {"const": True, "description": "present when it was archived before"}
 
 # -- session-query contract -------------------------------------------------
 

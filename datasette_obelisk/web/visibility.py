@@ -9,7 +9,8 @@ index's shadow tables. The plugin carries the decision further:
   stored queries (``obelisk_memories``, via ``view-query``) are hidden when
   any table they read is hidden;
 * every page and JSON endpoint records the tables it reads
-  (``table_reads.py``) and answers 403 when any of them is hidden.
+  (``table_reads.py``) and answers 403 when any of them is hidden
+  (``BOOKKEEPING`` tables aside: their rows are never shown).
 
 What each view and stored query reads is worked out at startup, by SQLite.
 """
@@ -26,6 +27,9 @@ from datasette.resources import TableResource
 from ..query.errors import QueryError
 from .table_reads import TableReads, tables_read
 
+# Read for the plugin's own bookkeeping (the cursor-signing secret, the
+# generation counter) and never shown, so hiding them hides nothing of ours.
+BOOKKEEPING = frozenset({"obelisk_state", "derive_queue"})
 _checking = ContextVar("obelisk_checking_tables", default=False)
 
 
@@ -85,6 +89,11 @@ async def hidden_among(datasette, actor, database: str, tables) -> set[str]:
         _checking.reset(token)
 
 
+async def is_visible(datasette, actor, database: str, table: str) -> bool:
+    """Whether a page may read ``table``, for the parts of a page that are optional."""
+    return not await hidden_among(datasette, actor, database, {table})
+
+
 def logical_table(table: str, dependencies: dict) -> str:
     """The table Datasette checks for ``table``: a shadow table's own virtual table."""
     while dependencies.get(table, table) != table and dependencies[table] in dependencies:
@@ -94,7 +103,8 @@ def logical_table(table: str, dependencies: dict) -> str:
 
 async def ensure_visible(datasette, actor, database: str, tables) -> None:
     """Raise ``OBELISK_PERMISSION_DENIED`` when any of ``tables``, or a table behind one, is hidden."""
-    hidden = await hidden_among(datasette, actor, database, sources_for(datasette, database).behind(tables))
+    shown = sources_for(datasette, database).behind(tables) - BOOKKEEPING
+    hidden = await hidden_among(datasette, actor, database, shown)
     if hidden:
         raise QueryError(
             "OBELISK_PERMISSION_DENIED", f"this reads tables you may not view: {', '.join(sorted(hidden))} (database {database!r})"
