@@ -224,6 +224,26 @@ def test_reasoning_summary_is_searchable_and_encrypted_content_never_stored():
     assert not any("SYNTHETIC_ENCRYPTED" in repr(r) for r in records)
 
 
+@pytest.mark.parametrize("item_first", [False, True], ids=["events-first", "item-first"])
+def test_each_reasoning_part_is_stored_once_whatever_the_order(item_first):
+    parts = ["**Gamma** first part", "**Delta** second part"]
+    item = envelope("response_item", {"type": "reasoning", "encrypted_content": "x",
+                                      "summary": [{"type": "summary_text", "text": t} for t in parts]})
+    events = [envelope("event_msg", {"type": "agent_reasoning", "text": t}) for t in parts]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-r"}),
+        *([item, *events] if item_first else [*events, item]),
+        envelope("event_msg", {"type": "agent_reasoning", "text": "a later thought"}),
+    ])
+    thinking = [m.text for m in of(records, Message)]
+    if item_first:
+        assert thinking == ["**Gamma** first part\n\n**Delta** second part", "a later thought"]
+        assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate", "duplicate"]
+    else:
+        assert thinking == [*parts, "a later thought"]
+        assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate"]
+
+
 def test_injected_context_is_meta():
     records = feed_raw([
         envelope("session_meta", {"id": "t-1", "timestamp": "2026-03-01T10:00:00.000Z"}),

@@ -348,7 +348,7 @@ class CodexState:
     git_branch: str | None = None
     last_uuid: str | None = None
     first_prompt_seen: bool = False
-    previous: list | None = None  # ["twin", kind, form] | ["compacted"]
+    previous: list | None = None  # ["twin", kind, form, parts left] | ["compacted"]
     last_total: list | None = None  # previous total_token_usage
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
     closed_calls: list = field(default_factory=list)  # synthetic results already given
@@ -600,13 +600,14 @@ class CodexParser:
         s.own_content = True
         return message
 
-    def _conversation(self, out, position, timestamp, twin, form, **fields) -> Message:
+    def _conversation(self, out, position, timestamp, twin, form, parts=1, **fields) -> Message:
         """A user, assistant or thinking Message, remembered so that its twin
-        in the other form (``form`` is "event" or "item") merges into it."""
+        in the other form (``form`` is "event" or "item") merges into it; a
+        reasoning item of ``parts`` summary parts has one event per part."""
         message = self._message(position, fields.pop("type"), timestamp, **fields)
         out.append(message)
         if twin and not message.is_meta:
-            self.s.previous = ["twin", twin, form]
+            self.s.previous = ["twin", twin, form, parts]
         if message.role == "user" and not message.is_meta and message.content_type == "text":
             self._user_turn(out)
             self._first_prompt(message, out)
@@ -622,7 +623,8 @@ class CodexParser:
         other form (event vs response item); consumes the pairing."""
         previous = self.s.previous
         if previous and previous[0] == "twin" and previous[1] == twin and previous[2] != form:
-            self.s.previous = None
+            parts_left = previous[3] - 1 if len(previous) > 3 else 0
+            self.s.previous = previous[:3] + [parts_left] if parts_left > 0 else None
             return True
         return False
 
@@ -642,15 +644,16 @@ class CodexParser:
         if kind == "message":
             self._item_message(item, timestamp, position, out, uuid)
         elif kind == "reasoning":
-            text = _reasoning_text(item)
+            parts = _reasoning_parts(item)
+            text = "\n\n".join(parts)
             if not text:
                 out.append(Merged(position, "metadata"))  # encrypted only
             elif self._is_twin("thinking", "item"):
                 out.append(Merged(position, "duplicate"))
             else:
                 self._conversation(
-                    out, position, timestamp, "thinking", "item", type="response_item", subtype="reasoning",
-                    role="assistant", text=text, content_type="thinking", uuid=uuid,
+                    out, position, timestamp, "thinking", "item", parts=len(parts), type="response_item",
+                    subtype="reasoning", role="assistant", text=text, content_type="thinking", uuid=uuid,
                 )
         elif kind in CALL_ITEMS or kind in IMMEDIATE_CALL_ITEMS:
             self._tool_call(item, kind, timestamp, position, out, uuid)
@@ -1108,15 +1111,15 @@ def _parts_text(content: Any) -> str:
     return "\n".join(texts)
 
 
-def _reasoning_text(item: dict) -> str:
-    """Summary (and raw content) texts of a reasoning item; never the
-    encrypted content."""
+def _reasoning_parts(item: dict) -> list[str]:
+    """Summary (and raw content) parts of a reasoning item, each written as
+    an event of its own too; never the encrypted content."""
     texts = []
     for key in ("summary", "content"):
         parts = item.get(key)
         if isinstance(parts, list):
             texts.extend(p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return "\n\n".join(t for t in texts if t)
+    return [t for t in texts if t]
 
 
 def _completed_item_text(item: dict, twin: str) -> str:
