@@ -353,3 +353,65 @@ async def test_the_published_configuration_refuses_sql_downloads_and_writes(db):
     assert counts(db) == before
     tables = await ds.client.get("/obelisk.json")
     assert "x" not in [t["name"] for t in tables.json()["tables"]]
+
+
+@pytest.mark.asyncio
+async def test_forget_is_refused_too_without_memory_roots(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    memory_id = await remembered(ds, memory_root)
+    config = plugin_config(memory_root, grant_alice=False)
+    config["plugins"]["datasette-obelisk"] = {}
+    ds = await started(db, config)
+    before = counts(db)
+    response = await ds.client.post(FORGET, json={"id": memory_id, "reason": "stale"}, actor=ROOT)
+    assert response.status_code == 400
+    assert response.json() == {
+        "ok": False,
+        "error": {"code": "OBELISK_MEMORY_REFUSED", "message": "no memory_roots are configured: nothing is writable"},
+    }
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+async def test_remember_registers_markdown_files_only(db, memory_root):
+    (memory_root / "b.txt").write_text("not markdown\n")
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json={"path": "b.txt", "summary": "a text file"}, actor=ROOT)
+    assert response.status_code == 400
+    assert response.json()["error"] == {
+        "code": "OBELISK_INVALID_ARGUMENT", "message": "remember(): path must name a markdown file (.md)",
+    }
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+async def test_forget_refuses_unknown_fields(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    memory_id = await remembered(ds, memory_root)
+    before = counts(db)
+    response = await ds.client.post(FORGET, json={"id": memory_id, "reason": "x", "surprise": 1}, actor=ROOT)
+    assert response.status_code == 400
+    assert response.json()["error"] == {"code": "OBELISK_INVALID_ARGUMENT", "message": "forget(): unknown field(s) surprise"}
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "plugin, message",
+    [
+        ({"read_only": "false"}, "datasette-obelisk: read_only must be true or false, not 'false'"),
+        ({"max_body_bytes": 0}, "datasette-obelisk: max_body_bytes must be a whole number of bytes above 0, not 0"),
+        ({"max_body_bytes": "64k"}, "datasette-obelisk: max_body_bytes must be a whole number of bytes above 0, not '64k'"),
+        ({"memory_roots": [1]}, "datasette-obelisk: memory_roots must be a folder or a list of folders, not [1]"),
+        ({"database": 3}, "datasette-obelisk: database must be a database name, not 3"),
+        ({"readonly": True}, "datasette-obelisk: unknown key(s) readonly"),
+    ],
+)
+async def test_invalid_plugin_configuration_stops_startup(db, plugin, message):
+    from datasette_obelisk.web.config import ConfigError
+
+    ds = make_datasette(db, {"plugins": {"datasette-obelisk": plugin}})
+    with pytest.raises(ConfigError) as raised:
+        await ds.invoke_startup()
+    assert str(raised.value) == message

@@ -80,6 +80,8 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
             raise QueryError("OBELISK_NOT_FOUND", f"remember(): no session {fields['session_id']!r}")
     base = (session[1] if session and session[1] else None) or cwd or os.getcwd()
     path = confined_path(record.get("path"), base, memory_roots)
+    if not path.lower().endswith(".md"):  # checked once confined, so every refusal above stays identical
+        raise invalid("remember(): path must name a markdown file (.md)")
     project = fields["project"] or (session[0] if session else None) or project_at(conn, base)
     memory = {
         "id": new_memory_id(),
@@ -104,6 +106,9 @@ def forget(conn: sqlite3.Connection, record) -> dict:
     """Archive a memory: ``deleted_at`` and ``deleted_reason`` are set, the file is kept."""
     if not isinstance(record, dict):
         raise invalid("forget() takes a dict: {id, reason}")
+    unknown = set(record) - {"id", "reason"}
+    if unknown:
+        raise invalid(f"forget(): unknown field(s) {', '.join(sorted(unknown))}")
     memory_id, reason = record.get("id"), record.get("reason")
     if not isinstance(memory_id, str) or not memory_id:
         raise invalid("forget() needs id: the exact memory id")

@@ -6,7 +6,7 @@ In ``datasette.yaml``::
       datasette-obelisk:
         database: obelisk          # which attached database the pages use (default: the first with our schema)
         read_only: true            # register no write route at all (published instances)
-        memory_roots: [~/notes]    # folders remember() may register files from; none = nothing writable
+        memory_roots: [~/notes]    # folders remember() may register .md files from; none = nothing writable
         max_body_bytes: 65536      # cap on a remember/forget request body
 """
 
@@ -27,14 +27,41 @@ class Settings:
     max_body_bytes: int
 
 
+class ConfigError(ValueError):
+    """The plugin configuration is invalid; the message names the key."""
+
+
 def settings(datasette) -> Settings:
+    """The validated configuration; raises ``ConfigError`` (Datasette then refuses to start)."""
     config = datasette.plugin_config(PLUGIN_NAME) or {}
-    roots = config.get("memory_roots") or ()
-    if isinstance(roots, str):
-        roots = [roots]
+    if not isinstance(config, dict):
+        raise ConfigError(f"{PLUGIN_NAME}: the plugin configuration must be a mapping")
+    unknown = sorted(set(config) - {"database", "read_only", "memory_roots", "max_body_bytes"})
+    if unknown:
+        raise ConfigError(f"{PLUGIN_NAME}: unknown key(s) {', '.join(unknown)}")
     return Settings(
-        database=config.get("database"),
-        read_only=bool(config.get("read_only", False)),
-        memory_roots=tuple(Path(root).expanduser() for root in roots),
-        max_body_bytes=int(config.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES),
+        database=checked(config, "database", str, None, "a database name"),
+        read_only=checked(config, "read_only", bool, False, "true or false"),
+        memory_roots=tuple(Path(root).expanduser() for root in memory_roots(config.get("memory_roots"))),
+        max_body_bytes=max_body_bytes(config.get("max_body_bytes", DEFAULT_MAX_BODY_BYTES)),
     )
+
+
+def checked(config: dict, key: str, kind: type, default, expected: str):
+    value = config.get(key, default)
+    if value is not default and (not isinstance(value, kind) or (kind is str and not value)):
+        raise ConfigError(f"{PLUGIN_NAME}: {key} must be {expected}, not {value!r}")
+    return value
+
+
+def memory_roots(value) -> list[str]:
+    roots = [value] if isinstance(value, str) else value if value is not None else []
+    if not isinstance(roots, list) or not all(isinstance(root, str) and root for root in roots):
+        raise ConfigError(f"{PLUGIN_NAME}: memory_roots must be a folder or a list of folders, not {value!r}")
+    return roots
+
+
+def max_body_bytes(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{PLUGIN_NAME}: max_body_bytes must be a whole number of bytes above 0, not {value!r}")
+    return value

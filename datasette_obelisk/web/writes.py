@@ -2,7 +2,8 @@
 
 In order: POST only; the actor must hold the action on the database
 (``obelisk-remember`` / ``obelisk-forget``, denied by default); the
-database must be mutable and have the audit table; the body (JSON, or a
+database must be mutable and have the audit table, and at least one
+memory root must be configured (for forget too: no roots, no writes); the body (JSON, or a
 form from our memories page) is capped at ``max_body_bytes``. Then
 ``query/memories.py`` writes, confined to the configured memory roots, and
 ``query/audit.py`` records who did it. Datasette's CSRF protection runs
@@ -95,6 +96,8 @@ def write_view(action: str, perform, done: str):
                 raise QueryError("OBELISK_PERMISSION_DENIED", f"{action} is not granted to you on {db.name!r}")
             if not db.is_mutable:
                 raise QueryError("OBELISK_READ_ONLY", f"database {db.name!r} is served immutable")
+            if not config.memory_roots:
+                raise QueryError("OBELISK_MEMORY_REFUSED", "no memory_roots are configured: nothing is writable")
             record = await read_record(request, config.max_body_bytes)
             roots = list(config.memory_roots)
             actor = request.actor
