@@ -415,3 +415,36 @@ async def test_invalid_plugin_configuration_stops_startup(db, plugin, message):
     with pytest.raises(ConfigError) as raised:
         await ds.invoke_startup()
     assert str(raised.value) == message
+
+
+@pytest.mark.asyncio
+async def test_a_refused_form_post_shows_the_memories_page_with_the_error(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, data={"path": "/etc/passwd", "summary": "outside"}, actor=ROOT)
+    assert response.status_code == 400
+    assert "location" not in response.headers
+    assert response.headers["content-type"].startswith("text/html")
+    assert '<p class="ob-error" role="alert"><code>OBELISK_MEMORY_REFUSED</code>' in response.text
+    assert "<h1>Memories</h1>" in response.text
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", [REMEMBER, FORGET])
+async def test_multipart_bodies_are_refused_with_415(db, memory_root, path):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(
+        path, files={"summary": (None, "secret-body-text")}, data={"path": "decision.md"}, actor=ROOT
+    )
+    assert response.status_code == 415
+    assert response.json() == {
+        "ok": False,
+        "error": {
+            "code": "OBELISK_UNSUPPORTED_MEDIA_TYPE",
+            "message": "send application/json or application/x-www-form-urlencoded, not multipart/form-data",
+        },
+    }
+    assert "secret-body-text" not in response.text
+    assert counts(db) == before

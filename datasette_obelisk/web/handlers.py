@@ -68,23 +68,29 @@ def page_view(template: str, build, on_error=None):
     async def view(datasette, request):
         if request.method not in ("GET", "HEAD"):
             return Response.text("GET only", status=405, headers={"Allow": "GET"})
-        params = Params.from_request(request)
-        try:
-            db = await readable_database(datasette, request)
-            await refresh_if_live(datasette, db)
-            context = await guarded(datasette, request.actor, db, lambda reading: build(datasette, request, reading, params))
-        except QueryError as error:
-            return await error_page(datasette, request, error, on_error(params) if on_error else {})
-        context = {
-            "database": db.name,
-            "db_param": request.args.get("db"),
-            "ob": TemplateHelpers(datasette, request.args.get("db")),
-            **context,
-        }
-        html = await datasette.render_template(template, context, request=request)
-        return Response.html(html)
+        return await render_page(datasette, request, template, build, on_error)
 
     return view
+
+
+async def render_page(datasette, request, template: str, build, on_error=None, extra=None, status=200) -> Response:
+    """The page ``build`` makes, with ``extra`` in its context, or the error page."""
+    params = Params.from_request(request)
+    try:
+        db = await readable_database(datasette, request)
+        await refresh_if_live(datasette, db)
+        context = await guarded(datasette, request.actor, db, lambda reading: build(datasette, request, reading, params))
+    except QueryError as error:
+        return await error_page(datasette, request, error, on_error(params) if on_error else {})
+    context = {
+        "database": db.name,
+        "db_param": request.args.get("db"),
+        "ob": TemplateHelpers(datasette, request.args.get("db")),
+        **context,
+        **(extra or {}),
+    }
+    html = await datasette.render_template(template, context, request=request)
+    return Response.html(html, status=status)
 
 
 async def error_page(datasette, request, error: QueryError, extra: dict | None = None) -> Response:

@@ -9,8 +9,11 @@ form from our memories page) is capped at ``max_body_bytes``. Then
 ``query/audit.py`` records who did it. Datasette's CSRF protection runs
 before any of this and refuses cross-site browser requests.
 
-A form post from a browser is answered with a redirect to the memories
-page and a message; everything else with JSON.
+A body is JSON or a urlencoded form (anything else: 415
+``OBELISK_UNSUPPORTED_MEDIA_TYPE``). A form post from a browser is
+answered, on success, with a redirect to the memories page and a message;
+on a refusal, with the memories page showing it, at the refusal's status.
+Everything else is answered with JSON.
 """
 
 from __future__ import annotations
@@ -30,10 +33,20 @@ from .endpoints import Endpoint, Param
 from .responses import json_error, json_ok, method_not_allowed
 from .urls import obelisk_url
 
-FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+JSON_TYPE = "application/json"
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+def media_type(request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
 
 
 async def read_record(request, max_bytes: int) -> dict:
+    kind = media_type(request) or JSON_TYPE
+    if kind not in (JSON_TYPE, FORM_TYPE):
+        raise QueryError(
+            "OBELISK_UNSUPPORTED_MEDIA_TYPE", f"send {JSON_TYPE} or {FORM_TYPE}, not {kind[:100]}"
+        )
     try:
         body = await request.post_body(max_bytes=max_bytes)
     except PayloadTooLarge:
@@ -42,7 +55,7 @@ async def read_record(request, max_bytes: int) -> dict:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body is not UTF-8") from None
-    if is_form(request):
+    if kind == FORM_TYPE:
         return {key: value for key, value in parse_qsl(text, keep_blank_values=True) if value != ""}
     try:
         record = json.loads(text)
@@ -53,12 +66,9 @@ async def read_record(request, max_bytes: int) -> dict:
     return record
 
 
-def is_form(request) -> bool:
-    return request.headers.get("content-type", "").split(";")[0].strip().lower() in FORM_TYPES
-
-
-def wants_redirect(request) -> bool:
-    return is_form(request) and "application/json" not in request.headers.get("accept", "")
+def from_our_form(request) -> bool:
+    """A browser posting the memories page's form: it is answered with that page, not JSON."""
+    return media_type(request) == FORM_TYPE and JSON_TYPE not in request.headers.get("accept", "")
 
 
 def remember(conn, record, actor, database, roots):
@@ -105,19 +115,25 @@ def write_view(action: str, perform, done: str):
                 lambda conn: perform(conn, record, actor, db.name, roots), transaction=False
             )
         except QueryError as error:
-            if wants_redirect(request):
-                return back_to_memories(datasette, request, f"{error.code}: {error.message}", datasette.ERROR)
+            if from_our_form(request):
+                return await memories_with_error(datasette, request, error)
             return json_error(error)
-        if wants_redirect(request):
-            return back_to_memories(datasette, request, done.format(**result), datasette.INFO)
+        if from_our_form(request):
+            datasette.add_message(request, done.format(**result), datasette.INFO)
+            return Response.redirect(obelisk_url(datasette, "/memories", db=request.args.get("db")))
         return json_ok(result)
 
     return view
 
 
-def back_to_memories(datasette, request, message: str, kind) -> Response:
-    datasette.add_message(request, message, kind)
-    return Response.redirect(obelisk_url(datasette, "/memories", db=request.args.get("db")))
+async def memories_with_error(datasette, request, error: QueryError) -> Response:
+    """The memories page again, with the refusal above it, at the refusal's status."""
+    from .handlers import render_page
+    from .pages import memories_page
+
+    return await render_page(
+        datasette, request, "obelisk/memories.html", memories_page, extra={"write_error": error}, status=error.status
+    )
 
 
 WRITE_ENDPOINTS = [
