@@ -157,7 +157,8 @@ TOOLS = {
     # call-1 cancelled by turn_aborted; call-2, call-3 (tool search), ws-1
     # (web search) succeeded; the five "[trimmed for fixture]" calls and three
     # outputs share one id, so one row each
-    "codex:019fc8be-3658-7ca3-9e29-000000000000": (5, {"succeeded": 4, "cancelled": 1}),
+    # call-1's turn is aborted (line 20) but its output follows (line 21): succeeded, not cancelled
+    "codex:019fc8be-3658-7ca3-9e29-000000000000": (5, {"succeeded": 5}),
     "codex:11111111-1111-4111-8111-111111111111": (3, {"succeeded": 3}),
     "codex:22222222-2222-4222-8222-222222222222": (1, {"succeeded": 1}),
     "codex:compact-codex-001": (2, {"succeeded": 2}),
@@ -343,12 +344,11 @@ def test_tool_calls_and_results_by_outcome(db):
         "WHERE c.id IS NULL OR c.session_id != r.session_id"
     ).fetchone() == (0,)
     assert db.execute("SELECT outcome, is_error, COUNT(*) FROM tool_results GROUP BY 1, 2").fetchall() == [
-        ("blocked", 1, 2), ("cancelled", 0, 1), ("succeeded", 0, 372 + 4 + 3 + 1 + 2 + 2),
+        ("blocked", 1, 2), ("succeeded", 0, 372 + 5 + 3 + 1 + 2 + 2),
     ]
     assert db.execute(
         "SELECT tool_use_id, content FROM tool_results WHERE outcome IN ('blocked', 'cancelled') ORDER BY 1"
     ).fetchall() == [
-        ("codex:019fc8be-3658-7ca3-9e29-000000000000:call-1", "[no output: turn aborted]"),
         ("codex:rejection-codex-001:call_esc_002", "[no output: escalation not granted]"),
         ("codex:rejection-codex-001:call_esc_004", "[no output: escalation not granted]"),
     ]

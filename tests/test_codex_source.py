@@ -77,7 +77,8 @@ EXPECTED = {
     ),
     SMALL: dict(
         lines=118, messages=46, merged={"duplicate": 31, "metadata": 38, "usage": 2, "title": 1}, errors=0,
-        tool_calls=8, outcomes={"succeeded": 6, "cancelled": 1}, paths=[], compactions=7, lineage=None,
+        # call-1 (line 9) has its output (line 21) after its turn was aborted (line 20): succeeded
+        tool_calls=8, outcomes={"succeeded": 7}, paths=[], compactions=7, lineage=None,
         subagents=1,
     ),
     ESCALATION: dict(
@@ -309,7 +310,8 @@ def test_outcomes_from_exit_codes_rejections_and_aborts():
         call("f"),
         call("g", args={"command": ["rm", "x"], "sandbox_permissions": "require_escalated"}),
         envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
-        output("f", "aborted"),  # a late output of an aborted call gives no second result
+        output("f", "aborted"),  # written after the abort: the result is read from it
+        envelope("event_msg", {"type": "task_started"}),  # the next turn: g got no output
     ])
     results = {r.tool_use_id.rsplit(":", 1)[1]: r for r in of(records, ToolResult)}
     assert {k: r.outcome for k, r in results.items()} == {
@@ -343,6 +345,21 @@ def test_codex_error_reports_of_built_in_tools_are_failures():
         "p": ("failed", 1), "q": ("failed", 1), "r": ("failed", 1), "s": ("failed", 1), "t": ("failed", 1),
         "u": ("succeeded", 0), "v": ("succeeded", 0), "w": ("succeeded", 0),
     }
+
+
+def test_an_output_written_after_its_turn_was_aborted_wins():
+    call = lambda cid: envelope("response_item", {  # noqa: E731
+        "type": "custom_tool_call", "name": "shell", "input": '{"command":["ls"]}', "call_id": cid})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-2c"}),
+        call("late"), call("never"),
+        envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        envelope("response_item", {"type": "custom_tool_call_output", "call_id": "late",
+                                   "output": [{"type": "input_text", "text": "a.txt\nb.txt\n"}]}),
+        envelope("event_msg", {"type": "user_message", "message": "next"}),
+    ])
+    results = [(r.tool_use_id.rsplit(":", 1)[1], r.content, r.outcome) for r in of(records, ToolResult)]
+    assert results == [("late", "a.txt\nb.txt\n", "succeeded"), ("never", "[no output: turn aborted]", "cancelled")]
 
 
 def test_unanswered_escalation_is_blocked():

@@ -38,10 +38,14 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   of its own (surface ``log-only``) carrying ``last_token_usage``; repeats and
   ``info: null`` events are ``Merged("usage")``. Summing the usage Messages
   gives the rollout's final ``total_token_usage`` exactly.
-* Outcomes: non-zero exit code → failed; ``aborted`` output or an aborted
-  turn → cancelled; a rejection by the user, or an escalation request
-  (``sandbox_permissions: require_escalated``) left unanswered when the
-  turn moves on or is aborted → blocked; otherwise succeeded.
+* Outcomes: non-zero exit code or Codex's own error report (a patch that
+  does not apply, …) → failed; ``aborted`` output → cancelled; a rejection
+  by the user, or an escalation request (``sandbox_permissions:
+  require_escalated``) left unanswered when the turn moves on → blocked;
+  otherwise succeeded. A call of an aborted turn waits for the output
+  Codex may write right after the abort (which then gives its outcome);
+  when another line comes first it gets a placeholder result, cancelled
+  (blocked if it asked for escalation).
 * Compaction: ``compacted`` lines are recognised from the line prefix,
   checked to be whole JSON objects with their strings emptied, and their
   ``replacement_history`` is never decoded; ``context_compacted`` right
@@ -352,6 +356,7 @@ class CodexState:
     last_total: list | None = None  # previous total_token_usage
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
     closed_calls: list = field(default_factory=list)  # synthetic results already given
+    aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     last_spawn: list | None = None  # [call_id, new thread id]
 
 
@@ -402,6 +407,8 @@ class CodexParser:
         if probe:
             kind = probe.group(2).decode()
             timestamp = probe.group(1).decode()
+            if self.s.aborted_calls and kind in ("compacted", *UNDECODED_METADATA):
+                self._settle_aborted_calls(out, timestamp)
             if kind == "compacted":
                 self._compacted(line, timestamp, position, out)
                 return
@@ -418,6 +425,8 @@ class CodexParser:
         kind = data.get("type")
         payload = data.get("payload")
         timestamp = first_text(data.get("timestamp"))
+        if self.s.aborted_calls and dig(payload if isinstance(payload, dict) else data, "type") not in OUTPUT_ITEMS:
+            self._settle_aborted_calls(out, timestamp)
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
             if kind == "session_meta":
                 self._session_meta(payload, timestamp, position, out)
@@ -747,6 +756,7 @@ class CodexParser:
         )
         out.append(message)
         self.s.open_calls = [call for call in self.s.open_calls if call[0] != call_id]
+        self.s.aborted_calls = [call for call in self.s.aborted_calls if call[0] != call_id]
         if closed:  # a synthetic result was already given when the turn ended
             self.s.closed_calls.remove(call_id)
             return
@@ -766,40 +776,55 @@ class CodexParser:
             )
         )
 
-    def _close_open_calls(self, out: list, timestamp, *, aborted: bool, new_turn: bool = False) -> None:
-        """Results for calls a turn left without output.
-
-        An aborted turn cancels them; an escalation request that got no
-        answer was refused (blocked). Other calls stay open while their turn
-        may still go on (a user can steer a running turn); a new turn
-        forgets them, without a result.
-        """
+    def _close_open_calls(self, out: list, timestamp, *, new_turn: bool = False) -> None:
+        """Results for calls a turn left without output: an escalation
+        request that got no answer was refused (blocked). Other calls stay
+        open while their turn may still go on (a user can steer a running
+        turn); a new turn forgets them, without a result."""
         still_open = []
-        for call_id, message_uuid, escalated in self.s.open_calls:
-            if not (aborted or escalated):
-                if not new_turn:
-                    still_open.append([call_id, message_uuid, escalated])
-                continue
-            outcome = "blocked" if escalated else "cancelled"
-            note = "escalation not granted" if escalated else "turn aborted"
-            out.append(
-                ToolResult(
-                    tool_use_id=f"{self.session_id}:{call_id}",
-                    message_uuid=message_uuid,
-                    session_id=self.session_id,
-                    content=f"[no output: {note}]",
-                    is_error=int(outcome == "blocked"),
-                    outcome=outcome,
-                    timestamp=timestamp,
-                )
-            )
-            self.s.closed_calls = (self.s.closed_calls + [call_id])[-MAX_OPEN_CALLS:]
+        for call in self.s.open_calls:
+            if call[2]:
+                self._placeholder_result(call, timestamp, out)
+            elif not new_turn:
+                still_open.append(call)
         self.s.open_calls = still_open
+
+    def _abort_open_calls(self, out: list, timestamp) -> None:
+        """An aborted turn: its open calls wait for the outputs Codex writes
+        right after the abort, which win; see ``_settle_aborted_calls``."""
+        self._settle_aborted_calls(out, timestamp)
+        self.s.aborted_calls = self.s.open_calls
+        self.s.open_calls = []
+
+    def _settle_aborted_calls(self, out: list, timestamp) -> None:
+        """A line other than a tool output follows an abort: calls of the
+        aborted turn that got no output were cancelled (or, asking for
+        escalation, blocked)."""
+        aborted, self.s.aborted_calls = self.s.aborted_calls, []
+        for call in aborted:
+            self._placeholder_result(call, timestamp, out)
+
+    def _placeholder_result(self, call: list, timestamp, out: list) -> None:
+        call_id, message_uuid, escalated = call
+        outcome = "blocked" if escalated else "cancelled"
+        note = "escalation not granted" if escalated else "turn aborted"
+        out.append(
+            ToolResult(
+                tool_use_id=f"{self.session_id}:{call_id}",
+                message_uuid=message_uuid,
+                session_id=self.session_id,
+                content=f"[no output: {note}]",
+                is_error=int(outcome == "blocked"),
+                outcome=outcome,
+                timestamp=timestamp,
+            )
+        )
+        self.s.closed_calls = (self.s.closed_calls + [call_id])[-MAX_OPEN_CALLS:]
 
     def _user_turn(self, out: list) -> None:
         """A new user prompt: pending escalations were not granted."""
         if self.s.open_calls:
-            self._close_open_calls(out, None, aborted=False)
+            self._close_open_calls(out, None)
 
     # -- events -------------------------------------------------------------
 
@@ -831,7 +856,7 @@ class CodexParser:
         elif kind == "item_completed":
             self._item_completed(payload, timestamp, position, out)
         elif kind == "task_started":
-            self._close_open_calls(out, timestamp, aborted=False, new_turn=True)
+            self._close_open_calls(out, timestamp, new_turn=True)
             out.append(Merged(position, "metadata"))
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
             out.append(Merged(position, "duplicate"))
@@ -903,7 +928,7 @@ class CodexParser:
         if kind == "turn_aborted":
             text = f"turn aborted: {payload.get('reason') or ''}".strip()
             message = self._log_only(out, position, "event_msg", kind, timestamp, text=text)
-            self._close_open_calls(out, message.timestamp, aborted=True)
+            self._abort_open_calls(out, message.timestamp)
             return
         self._log_only(out, position, "event_msg", kind, timestamp, text=_event_text(payload, kind))
 
