@@ -494,6 +494,21 @@ def test_inline_images_are_replaced_by_placeholders():
     assert "iVBOR" not in repr(records)
 
 
+def test_a_data_url_inside_a_text_is_replaced_by_a_placeholder():
+    image = base64.b64encode(b"\x89PNG" + bytes(6_000)).decode()
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-6b"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"embedded: ![x](data:image/png;base64,{image}) and more"}]}),
+        envelope("event_msg", {"type": "agent_message", "message": "a short one: data:text/plain;base64,aGk="}),
+    ])
+    assert [m.text for m in of(records, Message)] == [
+        "embedded: ![x]([image image/png 6004 bytes]) and more",
+        "a short one: data:text/plain;base64,aGk=",
+    ]
+    assert image[:64] not in repr(records)
+
+
 # -- lineage --------------------------------------------------------------------
 
 

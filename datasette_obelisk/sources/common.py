@@ -42,6 +42,8 @@ def blob_label(mime: str | None, size: int) -> str:
 
 
 _UNLABELLED_BLOB = re.compile(r"^\[data (\d+) bytes\]$")
+DATA_URL_MIN_CHARS = 64  # a data: URL inside a text is replaced from this payload size on
+_DATA_URL = re.compile(rb"data:([A-Za-z0-9.+/-]{1,64});base64,([A-Za-z0-9+/]{%d,}={0,2})" % DATA_URL_MIN_CHARS)
 
 
 def _blob_placeholder(match: re.Match) -> bytes:
@@ -49,16 +51,24 @@ def _blob_placeholder(match: re.Match) -> bytes:
     return b'"%s"' % blob_label(mime.decode() if mime else None, base64_size(match.group(2))).encode()
 
 
+def _data_url_placeholder(match: re.Match) -> bytes:
+    return blob_label(match.group(1).decode(), base64_size(match.group(2))).encode()
+
+
 def strip_inline_blobs(line: bytes) -> bytes:
     """``line`` with every long base64 string (inline images, data URLs)
-    replaced by a ``"[image image/png N bytes]"`` placeholder.
+    replaced by a ``"[image image/png N bytes]"`` placeholder, and every
+    ``data:<mime>;base64,`` URL inside a longer text (a markdown image) by
+    the same placeholder without quotes.
 
     Works on the raw bytes so the blobs are never decoded or held as Python
     strings; short lines are returned unchanged without scanning.
     """
-    if len(line) < BLOB_SCAN_MIN_LINE:
-        return line
-    return _BLOB.sub(_blob_placeholder, line)
+    if len(line) >= BLOB_SCAN_MIN_LINE:
+        line = _BLOB.sub(_blob_placeholder, line)
+    if b";base64," in line:
+        line = _DATA_URL.sub(_data_url_placeholder, line)
+    return line
 
 
 def blob_note(value: Any, mime: Any = None) -> str:
