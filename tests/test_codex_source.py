@@ -698,6 +698,31 @@ def test_unknown_types_yield_no_messages():
     assert [r.reason for r in of(records, Merged)] == ["unknown-type"] * 4
 
 
+def test_known_metadata_with_unknown_conversation_lines_is_reported_as_drift():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-d", "cwd": "/w"}),
+        envelope("turn_context", {"model": "m"}),
+        envelope("conversation_item", {"type": "message", "role": "user", "text": "hello"}),
+        envelope("conversation_item", {"type": "message", "role": "assistant", "text": "world"}),
+        envelope("event_msg", {"type": "user_turn_v2", "text": "world"}),
+    ])
+    assert not of(records, Message)
+    assert [(e.position.line_no, e.reason) for e in of(records, LineError)] == [
+        (3, "line type 'conversation_item' unknown to the codex parser before any message: format drift?")
+    ]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "unknown-type", "unknown-type"]
+
+
+def test_unknown_lines_after_a_message_are_only_merged():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-d2"}),
+        envelope("event_msg", {"type": "user_message", "message": "hi"}),
+        envelope("response_item", {"type": "future_item"}),
+    ])
+    assert not of(records, LineError)
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "unknown-type"]
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -345,7 +345,8 @@ class CodexState:
     replaying: bool = False
     replay_old_timestamps: bool = False
     last_replay_ms: int | None = None
-    own_content: bool = False
+    own_content: bool = False  # a Message of this session was read
+    drift_reported: bool = False
     # context
     cwd: str | None = None
     model: str | None = None
@@ -450,7 +451,7 @@ class CodexParser:
                 out.append(Merged(position, "usage"))
             else:
                 self._ensure_session(out)
-                out.append(Merged(position, "unknown-type"))
+                self._unknown(kind, position, out)
         elif "record_type" in data:  # pre-envelope state marker
             self._ensure_session(out)
             out.append(Merged(position, "metadata"))
@@ -461,7 +462,20 @@ class CodexParser:
             self._item(data, None, position, out)
         else:
             self._ensure_session(out)
-            out.append(Merged(position, "unknown-type"))
+            self._unknown(None, position, out)
+
+    def _unknown(self, kind: str | None, position: Position, out: list) -> None:
+        """A line of a type this parser does not know. Before any message of
+        a rollout whose ``session_meta`` was read, the first one is reported:
+        a rollout of known metadata but unknown conversation lines would
+        otherwise look like an empty, successful ingest (format drift)."""
+        s = self.s
+        if s.identity_seen and not s.own_content and not s.drift_reported:
+            s.drift_reported = True
+            reason = f"line type {kind or '?'!r} unknown to the codex parser before any message: format drift?"
+            out.append(LineError(position, reason))
+            return
+        out.append(Merged(position, "unknown-type"))
 
     # -- identity and lineage ----------------------------------------------
 
@@ -686,7 +700,7 @@ class CodexParser:
         elif kind == "ghost_snapshot":
             out.append(Merged(position, "metadata"))
         else:
-            out.append(Merged(position, "unknown-type"))
+            self._unknown(f"response_item/{kind}", position, out)
 
     def _item_message(self, item, timestamp, position, out, uuid) -> None:
         role = first_text(item.get("role"))
@@ -863,7 +877,7 @@ class CodexParser:
         elif kind in METADATA_EVENTS:
             out.append(Merged(position, "metadata"))
         else:
-            out.append(Merged(position, "unknown-type"))
+            self._unknown(f"event_msg/{kind}", position, out)
 
     def _event_twin(self, payload, kind, timestamp, position, out) -> None:
         twin = EVENT_TWINS[kind]
