@@ -221,11 +221,13 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     path.write_bytes(updated_chat(corpus_root))
     db_path = tmp_path / "obelisk.db"
     summary = ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
-    # merged: the metadata line, the two $set updates of lastUpdated/summary,
-    # the second re-append (nothing new) and the history $set
-    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 7, 5, 0)
+    # merged: the metadata line, the two $set updates of lastUpdated/summary
+    # and the second re-append (nothing new). The history $set keeps only
+    # g-user-1, dropping three answers: it is stored as a compaction boundary
+    # (it adds no message, so there is no summary to replace them with).
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 8, 4, 0)
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (12, 7, 5, 0)
+        (12, 8, 4, 0)
     ]
     # The rewind marker is kept as a log-only row.
     assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
@@ -239,6 +241,8 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
         (10, f"{JSONL_SESSION}:rewind@{rewind_offset(path)}", "rewind", None, 1, None, None, None,
          f"{JSONL_SESSION}:g-assistant-3"),
         (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
+        (12, f"{JSONL_SESSION}:compaction@{sync_offset(path)}", "compaction", "compact_boundary", 1,
+         None, None, None, None),
     ]
     # It took back g-assistant-3 and its usage row: kept and searchable, but
     # shadowed, inactive and replaced by the marker. What came after is current.
@@ -251,6 +255,7 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
         (7, "log-only", "inactive", rewind),  # an accounting row stays log-only
         (10, "log-only", "visible", None),
         (11, "current", "visible", None),
+        (12, "log-only", "visible", None),
     ]
     # The $set summary titles the session; tokens are counted once.
     assert rows(db_path, "SELECT title, title_source, message_count, input_tokens, output_tokens, cache_read_tokens "
@@ -266,6 +271,10 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     assert rows(db_path, "SELECT tool_call_id, path FROM tool_call_files") == [
         (f"{JSONL_SESSION}:replace_1", "/work/README.md")
     ]
+
+
+def sync_offset(path: Path) -> int:
+    return path.read_bytes().index(b'{"$set":{"messages"')
 
 
 def rewind_offset(path: Path) -> int:
@@ -462,3 +471,52 @@ def test_migrated_chat_is_titled_by_its_summary(tmp_path, corpus_root):
     assert rows(tmp_path / "obelisk.db", "SELECT id, title, title_source, cwd, message_count FROM sessions") == [
         (LEGACY_SESSION, "Greeting chat", "summary", "/home/u/gproj", 2)
     ]
+
+
+def test_history_sync_after_compression_is_a_compaction(tmp_path):
+    """gemini-cli compresses a chat by replacing its history with a summary,
+    the model's acknowledgement and the turns it keeps (one ``$set`` of
+    ``messages``): the summary and acknowledgement are stored, the replaced
+    messages shadowed by the summary, the kept prompt stays current once."""
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+
+    def message(id, type, text, second):
+        return {"id": id, "timestamp": f"2026-05-01T10:00:{second:02d}.000Z", "type": type, "content": [{"text": text}]}
+
+    kept = message("u3", "user", "Actually stop", 5)
+    summary = message("c1", "user", "COMPRESSED SUMMARY OF EARLIER CONVERSATION", 9)
+    path.write_bytes(jsonl(
+        {"sessionId": "zip", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        message("u1", "user", "Write a.py", 1), message("g1", "gemini", "Done.", 2),
+        message("u2", "user", "Try again", 3), message("g2", "gemini", "Trying.", 4), {"$rewindTo": "u2"},
+        kept, message("g3", "gemini", "Stopped.", 6),
+        {"$set": {"messages": [summary, message("a1", "gemini", "Got it.", 9), kept],
+                  "lastUpdated": "2026-05-01T10:00:09.000Z"}},
+    ))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    data = path.read_bytes()
+    rewind, boundary = (f"gemini:zip:{kind}@{data.index(prefix)}" for kind, prefix in
+                        (("rewind", b'{"$rewindTo"'), ("compaction", b'{"$set":{"messages"')))
+    # 9 lines: the metadata line is merged; the $set gives three rows (boundary, summary, acknowledgement)
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (9, 10, 1, 0)
+    ]
+    assert rows(db_path, "SELECT line_no, uuid, is_compact_summary, surface, visibility, replaced_by "
+                         "FROM messages ORDER BY seq") == [
+        (2, "gemini:zip:u1", 0, "shadowed", "visible", "gemini:zip:c1"),
+        (3, "gemini:zip:g1", 0, "shadowed", "visible", "gemini:zip:c1"),
+        (4, "gemini:zip:u2", 0, "shadowed", "inactive", rewind),
+        (5, "gemini:zip:g2", 0, "shadowed", "inactive", rewind),
+        (6, rewind, 0, "log-only", "visible", None),
+        (7, "gemini:zip:u3", 0, "current", "visible", None),
+        (8, "gemini:zip:g3", 0, "shadowed", "visible", "gemini:zip:c1"),
+        (9, boundary, 0, "log-only", "visible", None),
+        (9, "gemini:zip:c1", 1, "current", "visible", None),
+        (9, "gemini:zip:a1", 0, "current", "visible", None),
+    ]
+    assert rows(db_path, "SELECT id, source, content, message_uuid FROM summaries") == [
+        ("gemini:zip:c1", "compaction", "COMPRESSED SUMMARY OF EARLIER CONVERSATION", "gemini:zip:c1")
+    ]
+    assert rows(db_path, "SELECT title, title_source FROM sessions") == [("Write a.py", "first_prompt")]

@@ -13,15 +13,17 @@ Message ids are ``gemini:<session id>:<message id>``, so migrating a legacy
 ``.json`` chat to ``.jsonl`` (which copies every message) yields the same
 ids. Gemini re-appends the last message when it gains token counts or tool
 results: the re-append keeps only what is new (see ``_reappended``), so
-usage is counted once. ``$set`` updates that rewrite the whole ``messages``
-list are recognised from the line prefix and merged without being decoded.
+usage is counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
+syncing its history, e.g. after compressing it) stores the messages it adds;
+when it drops messages it is a compaction (see ``_history``), so that line
+may give more than one row.
 ``logs.json`` (the prompt log) is not a session and is never discovered.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -35,6 +37,7 @@ from ..records import (
     Record,
     Session,
     Subagent,
+    Summary,
     TitleCandidate,
     ToolCall,
     ToolResult,
@@ -49,7 +52,6 @@ from .common import (
     first_prompt_title,
     first_text,
     load_document,
-    looks_complete,
     project_slug,
     shell_written_paths,
     unique,
@@ -57,7 +59,6 @@ from .common import (
 )
 
 SOURCE = "gemini"
-HISTORY_SYNC_PREFIX = b'{"$set":{"messages":'
 CONVERSATION_TYPES = {"user": "user", "gemini": "assistant"}
 TOOL_OUTCOMES = {"success": "succeeded", "error": "failed", "cancelled": "cancelled"}
 PATH_ARGUMENTS = ("file_path", "absolute_path")
@@ -75,7 +76,9 @@ class GeminiSource:
     # 2: a call's text holds its argument strings, not their JSON
     # 3: a shell call's exit code is read from its output; non-zero fails it;
     #    a ``$set`` of ``directories`` sets the cwd and project; a summary
-    #    read before any message titles the chat with the first message as leaf
+    #    read before any message titles the chat with the first message as leaf;
+    #    a ``$set`` of ``messages`` stores the messages it adds, and is a
+    #    compaction when it drops any
     parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
@@ -125,6 +128,7 @@ class GeminiState:
     last_message: list | None = None  # [message id, has token counts]
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
+    current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
 
 
 class GeminiParser:
@@ -147,12 +151,6 @@ class GeminiParser:
 
     def feed(self, line: bytes, position: Position) -> list[Record]:
         out: list[Record] = []
-        if line is not None and line.startswith(HISTORY_SYNC_PREFIX):  # the whole history, again
-            if not looks_complete(line):
-                return [LineError(position, "truncated record")]
-            self._ensure_session(out)
-            out.append(Merged(position, "history-sync"))
-            return out
         data = decode_line(line, position)
         if isinstance(data, LineError):
             return [data]
@@ -256,13 +254,48 @@ class GeminiParser:
         workspace = _workspace(update)
         if workspace["cwd"]:
             out.append(Session(id=self.session_id, source=SOURCE, **workspace))
+        stored = isinstance(update.get("messages"), list) and self._history(update, position, out)
         self._summary(update, out, position)
-        out.append(Merged(position, "history-sync" if "messages" in update else "metadata"))
+        if not stored:
+            out.append(Merged(position, "history-sync" if "messages" in update else "metadata"))
+
+    def _history(self, update: dict, position: Position, out: list) -> bool:
+        """A ``$set`` of the whole history; whether it stored a message.
+
+        Messages it keeps are already stored. Messages it adds are stored
+        here. When it drops messages it replaced them: a log-only
+        ``compact_boundary`` row names the kept ones, and the first added
+        message (gemini-cli's compression summary) is the compaction summary.
+        """
+        records = [m for m in update["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        ids = [m["id"] for m in records]
+        dropped = [i for i in self.s.current if i not in set(ids)]
+        added = [m for m in records if m["id"] not in self.s.current]
+        if dropped:
+            kept = [i for i in ids if i in self.s.current]
+            self._boundary(kept, len(dropped), position, first_text(update.get("lastUpdated")), out)
+        for index, record in enumerate(added):
+            self._message_record(record, position, out, compact_summary=bool(dropped) and index == 0)
+        self.s.current = [m["id"] for m in records if m.get("type") in CONVERSATION_TYPES]
+        return bool(dropped or added)
+
+    def _boundary(self, kept: list[str], dropped: int, position: Position, timestamp, out: list) -> None:
+        """The log-only row that marks a history replacement and names what it kept."""
+        preserved = [f"{self.session_id}:{i}" for i in kept]
+        out.append(
+            self._message(
+                position, "compaction", timestamp, uuid=f"{self.session_id}:compaction@{position.byte_offset}",
+                subtype="compact_boundary", text=f"history replaced: {dropped} dropped, {len(kept)} kept",
+                is_meta=1, surface="log-only", meta={"preserved_uuids": preserved} if preserved else None,
+            )
+        )
 
     def _rewind(self, target: str, position: Position, out: list) -> None:
         """``$rewindTo``: the messages from ``target`` on were taken back."""
         self._ensure_session(out)
         self.s.last_message = None
+        current = self.s.current
+        self.s.current = current[: current.index(target)] if target in current else []
         out.append(
             self._message(
                 position,
@@ -291,7 +324,7 @@ class GeminiParser:
         self.s.last_uuid = uuid
         return message
 
-    def _message_record(self, record: dict, position: Position, out: list) -> None:
+    def _message_record(self, record: dict, position: Position, out: list, *, compact_summary: bool = False) -> None:
         self._ensure_session(out)
         if self.s.last_message and self.s.last_message[0] == record["id"]:
             self._reappended(record, position, out)
@@ -322,10 +355,15 @@ class GeminiParser:
             text=text,
             content_type=_content_type(content, thoughts, calls),
             model=first_text(record.get("model")),
+            is_compact_summary=int(compact_summary),
             **usage,
         )
         out.append(message)
-        if role == "user" and content.strip() and not self.s.first_prompt_seen:
+        if record["id"] not in self.s.current:
+            self.s.current.append(record["id"])
+        if compact_summary:
+            out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
+        elif role == "user" and content.strip() and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
             out.append(first_prompt_title(message))
         for index, call in enumerate(calls):
