@@ -105,22 +105,27 @@ FILES = {
     LAYOUT[INTERRUPTED]: (19, 12, 7, 0),
 }
 
-REDACTED_BIG = "[REDACTED_TEXT len=3021 sha=dc9e82a0]"
-REDACTED_INTERRUPTED = "[REDACTED_TEXT len=3017 sha=f3ffd0ed]"
+# The first prompts (line 9 of each): the user items before them (lines 4-5)
+# are the context block written between turns, after developer messages.
+REDACTED_BIG = "[REDACTED_TEXT len=32 sha=821fd802]"
+REDACTED_INTERRUPTED = "[REDACTED_TEXT len=86 sha=2239bcba]"
 
 SESSIONS = [
     # id, title source, title (40 chars), parent, relationship, repository, git
     # branch, cwd, project, project path, message count, input, output, cache
     # read, cache creation tokens, availability.
     # localpush: every text is redacted, so the AGENTS.md/environment context
-    # the user items start with no longer looks injected and titles the session.
+    # is told by where it stands (between turns, after developer messages).
     ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "first_prompt", REDACTED_BIG, None, None, "url/454be97b1a",
      "main", "/redacted/path/59b923df4d", "-redacted-path-59b923df4d", "/redacted/path/59b923df4d",
-     # 46 user + 255 assistant + 199 reasoning items + 1 compaction summary
-     501, 2188981, 133999, 31621504, 0, "live"),
+     # 38 user + 255 assistant + 199 reasoning items + 1 compaction summary; the
+     # 8 user items of the 4 context blocks (lines 4-5, 131-132, 219-220, 450-451) are meta
+     493, 2188981, 133999, 31621504, 0, "live"),
     ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "first_prompt", REDACTED_INTERRUPTED, None, None, "url/d18f1190d0",
      "main", "/redacted/path/da0ba47443", "-redacted-path-da0ba47443", "/redacted/path/da0ba47443",
-     6, 34469 - 3456, 431, 3456, 0, "live"),
+     # 4: lines 4-5 are its context block (meta); line 11, a user item after
+     # the prompt's event, is still counted
+     4, 34469 - 3456, 431, 3456, 0, "live"),
     # project from session_meta's cwd; the most used message cwd is the
     # sampler's placeholder.
     ("codex:019fc8be-3658-7ca3-9e29-000000000000", "custom", "[trimmed for fixture]", None, None,
@@ -513,7 +518,7 @@ def test_fork_lineage_both_ways(fork_db):
     assert rows(db_path, "SELECT id, title, title_source, parent_session_id, relationship, git_branch, project, "
                          "message_count, input_tokens, output_tokens, cache_read_tokens FROM sessions ORDER BY id") == [
         (parent, REDACTED_INTERRUPTED, "first_prompt", None, None, "main", "-redacted-path-da0ba47443",
-         6, 31013, 431, 3456),
+         4, 31013, 431, 3456),
         (fork, "Try the other approach.", "first_prompt", parent, "fork", "try-again", "-redacted-path-da0ba47443",
          2, 500, 50, 500),
     ]

@@ -263,6 +263,50 @@ def test_injected_context_is_meta():
     assert [t.title for t in of(records, TitleCandidate)] == ["Fix the bug"]
 
 
+def test_user_items_of_a_context_block_between_turns_are_meta():
+    user = lambda text: envelope("response_item", {"type": "message", "role": "user", "content": [  # noqa: E731
+        {"type": "input_text", "text": text}]})
+    developer = envelope("response_item", {"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "[REDACTED_TEXT len=3642]"}]})
+    block = [developer, user("[REDACTED_TEXT len=3021]"), user("[REDACTED_TEXT len=112]"), developer]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-c", "cli_version": "0.104.0"}),
+        *block,
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        user("first prompt"),
+        envelope("event_msg", {"type": "user_message", "message": "first prompt"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+        *block,  # written again after a compaction
+        envelope("event_msg", {"type": "task_started", "turn_id": "t2"}),
+        user("second prompt"),
+        envelope("event_msg", {"type": "user_message", "message": "second prompt"}),
+    ])
+    users = [(m.text, m.is_meta) for m in of(records, Message) if m.role == "user"]
+    assert users == [
+        ("[REDACTED_TEXT len=3021]", 1), ("[REDACTED_TEXT len=112]", 1), ("first prompt", 0),
+        ("[REDACTED_TEXT len=3021]", 1), ("[REDACTED_TEXT len=112]", 1), ("second prompt", 0),
+    ]
+    assert [t.title for t in of(records, TitleCandidate)] == ["first prompt"]
+
+
+def test_prompts_of_generations_without_event_twins_are_not_context():
+    # items only, prompt after turn_context (0.77) or without any turn marker (pre-envelope)
+    items_only = feed_raw([
+        envelope("session_meta", {"id": "t-c2"}),
+        envelope("turn_context", {"model": "m"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "hello"}]}),
+    ])
+    pre_envelope = feed_raw([
+        b'{"id":"c27a914d","timestamp":"2025-08-20T13:20:47.060Z","instructions":null}',
+        b'{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]}',
+        b'{"type":"message","role":"user","content":[{"type":"input_text","text":"hello"}]}',
+    ])
+    for records in (items_only, pre_envelope):
+        assert [(m.text, m.is_meta) for m in of(records, Message) if m.role == "user"] == [("hello", 0)]
+        assert [t.title for t in of(records, TitleCandidate)] == ["hello"]
+
+
 # -- usage ----------------------------------------------------------------------
 
 

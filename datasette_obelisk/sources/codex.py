@@ -193,6 +193,8 @@ LOG_ONLY_EVENTS = {
     "undo_completed",
 }
 MESSAGE_ROLES = {"user", "assistant", "developer", "system"}
+TURN_STARTS = {"task_started", "turn_started"}
+TURN_ENDS = {"task_complete", "turn_complete"}
 SPAWN_EVENTS = {"collab_agent_spawn_end", "collab_tool_call", "sub_agent_activity"}
 COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Reasoning": "thinking"}
 CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
@@ -347,6 +349,8 @@ class CodexState:
     last_replay_ms: int | None = None
     own_content: bool = False  # a Message of this session was read
     drift_reported: bool = False
+    in_turn: bool = False  # a turn started (task_started, turn_context) and has not ended
+    context_block: bool = False  # the last Message was injected context
     # context
     cwd: str | None = None
     model: str | None = None
@@ -603,6 +607,7 @@ class CodexParser:
         s = self.s
         if not structural:
             s.previous = None
+            s.context_block = False
         uuid = uuid or f"{self.session_id}:{position.byte_offset}"
         message = Message(
             uuid=uuid,
@@ -711,10 +716,20 @@ class CodexParser:
         if twin and self._is_twin(twin, "item"):
             out.append(Merged(position, "duplicate"))
             return
+        injected = injected or (role == "user" and self._is_context_block_item(timestamp))
         self._conversation(
-            out, position, timestamp, twin, "item", type="response_item", subtype="message", role=role,
-            text=text, content_type="text", uuid=uuid, is_meta=int(injected),
+            out, position, timestamp, twin if not injected else None, "item", type="response_item",
+            subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
+        self.s.context_block = injected
+
+    def _is_context_block_item(self, timestamp) -> bool:
+        """A user item with no event twin before it, written between turns
+        right after injected context: the context block Codex writes when a
+        thread starts or after a compaction (AGENTS.md, environment), whose
+        text may not show it (redacted). Only envelope rollouts are judged:
+        older generations write prompts as response items alone."""
+        return timestamp is not None and not self.s.in_turn and self.s.context_block
 
     # -- tools --------------------------------------------------------------
 
@@ -869,8 +884,12 @@ class CodexParser:
             self._log_event(payload, kind, timestamp, position, out)
         elif kind == "item_completed":
             self._item_completed(payload, timestamp, position, out)
-        elif kind == "task_started":
+        elif kind in TURN_STARTS:
+            self.s.in_turn = True
             self._close_open_calls(out, timestamp, new_turn=True)
+            out.append(Merged(position, "metadata"))
+        elif kind in TURN_ENDS:
+            self.s.in_turn = False
             out.append(Merged(position, "metadata"))
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
             out.append(Merged(position, "duplicate"))
@@ -940,6 +959,7 @@ class CodexParser:
 
     def _log_event(self, payload, kind, timestamp, position, out) -> None:
         if kind == "turn_aborted":
+            self.s.in_turn = False
             text = f"turn aborted: {payload.get('reason') or ''}".strip()
             message = self._log_only(out, position, "event_msg", kind, timestamp, text=text)
             self._abort_open_calls(out, message.timestamp)
@@ -976,6 +996,7 @@ class CodexParser:
     def _turn_context(self, payload: dict, position: Position, out: list) -> None:
         self._ensure_session(out)
         s = self.s
+        s.in_turn = True
         s.cwd = first_text(payload.get("cwd")) or s.cwd
         model = first_text(payload.get("model"), dig(payload, "collaboration_mode", "settings", "model"))
         update = {}
