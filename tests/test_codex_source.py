@@ -617,7 +617,7 @@ def own_turn(stamp: str, turn: str | None) -> list[bytes]:
     ]
 
 
-@pytest.mark.parametrize("turns", [True, False], ids=["uuid7-turn-ids", "pause-after-copy"])
+@pytest.mark.parametrize("turns", [True, False], ids=["uuid7-turn-ids", "gap-after-copy"])
 def test_legacy_fork_replay_is_merged(turns):
     records = feed_raw([
         envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, FORK_TIME),
@@ -632,6 +632,23 @@ def test_legacy_fork_replay_is_merged(turns):
     assert [(m.input_tokens, m.output_tokens, m.model) for m in usage] == [(50, 5, "gpt-child")]
     sessions = of(records, Session)
     assert (sessions[0].parent_session_id, sessions[0].relationship) == (f"codex:{PARENT_ID}", "fork")
+
+
+def test_a_fork_turn_started_at_once_after_the_copy_is_its_own():
+    # codex exec fork: no turn ids, the copy stamped 1 ms apart, the own turn 387 ms later
+    stamp = lambda ms: f"2026-01-30T17:42:41.{408 + ms:03d}Z"  # noqa: E731
+    copied = [orjson.loads(line) for line in copied_parent(COPY_TIME, None)]
+    own = [orjson.loads(line) for line in own_turn(OWN_TIME, None)]
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, stamp(0)),
+        *[envelope(line["type"], line["payload"], stamp(1 + i)) for i, line in enumerate(copied)],
+        *[envelope(line["type"], line["payload"], stamp(400 + i)) for i, line in enumerate(own)],
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 2
+    assert [m.text for m in of(records, Message) if m.role == "user"] == ["child prompt"]
+    assert [t.title for t in of(records, TitleCandidate)] == ["child prompt"]
+    usage = [m for m in of(records, Message) if m.subtype == "token_count"]
+    assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
 
 
 def test_fork_without_forked_from_id_is_recognised_by_the_copied_meta():

@@ -56,8 +56,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   child's creation, lines of turns whose UUIDv7 turn id predates it, and
   everything after a copied foreign ``session_meta`` until the child's own
   first turn (a UUIDv7 turn id minted after its creation, the first line not
-  older than the child after old-timestamped copies, or a pause of more
-  than two seconds after a re-stamped copy burst).
+  older than the child after old-timestamped copies, or, after a re-stamped
+  copy, the first line written later than the copy's single flush allows:
+  more than 50 ms after the copied line before it).
 """
 
 from __future__ import annotations
@@ -233,7 +234,10 @@ TOOL_ERROR_PREFIXES = (
 )
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
 EXIT_SCAN_CHARS = 1024
-REPLAY_PAUSE_MS = 2000
+# A re-stamped copy of parent history is written in one flush, its lines
+# milliseconds apart; a fork's own first turn (even one started at once by
+# ``codex exec fork``) begins after a longer gap.
+COPY_BURST_GAP_MS = 50
 MAX_OPEN_CALLS = 64
 _THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 
@@ -580,7 +584,7 @@ class CodexParser:
         elif s.replay_old_timestamps:
             ended = True
         else:
-            ended = s.last_replay_ms is not None and line_ms - s.last_replay_ms > REPLAY_PAUSE_MS
+            ended = s.last_replay_ms is not None and line_ms - s.last_replay_ms > COPY_BURST_GAP_MS
         if ended:
             s.replaying = False
             return False
