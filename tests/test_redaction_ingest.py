@@ -116,8 +116,11 @@ def test_redacted_database_checks_clean_and_publishes(tmp_path, samples):
     assert publish.exit_code == 0, publish.output
     import yaml
 
+    from datasette_obelisk.cli import PUBLISH_HIDDEN_TABLES
+
     assert yaml.safe_load((tmp_path / "publish.yaml").read_text()) == {
         "settings": {"allow_download": False, "default_allow_sql": False, "allow_signed_tokens": False, "allow_csv_stream": False},
+        "databases": {"o": {"tables": {table: {"allow": False} for table in PUBLISH_HIDDEN_TABLES}}},
         "plugins": {"datasette-obelisk": {"read_only": True}},
     }
 
