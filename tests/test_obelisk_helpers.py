@@ -325,20 +325,22 @@ def test_thread_is_the_session_in_order(ro):
     assert o.thread(ro, "no-such-session") == []
 
 
-LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,238 messages, 1,569 with meta rows
+# 1,230 messages, 1,569 with meta rows: the 8 user items of its 4 context blocks
+# (lines 4-5, 131-132, 219-220, 450-451) are meta.
+LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"
 
 
 def test_thread_returns_the_whole_session(ro):
-    assert len(o.thread(ro, LONG_THREAD)) == 1238
+    assert len(o.thread(ro, LONG_THREAD)) == 1230
     assert len(o.thread(ro, LONG_THREAD, {"includeMeta": True})) == 1569
     assert o.thread(ro, LONG_THREAD, {"offset": 1000}) == o.thread(ro, LONG_THREAD)[1000:]
 
 
 def test_thread_pages_say_what_remains(ro):
     first = o.thread_page(ro, LONG_THREAD, {"limit": 1000})
-    assert (len(first.items), first.offset, first.total, first.remaining) == (1000, 0, 1238, 238)
+    assert (len(first.items), first.offset, first.total, first.remaining) == (1000, 0, 1230, 230)
     last = o.thread_page(ro, LONG_THREAD, {"limit": 1000, "offset": 1000})
-    assert (len(last.items), last.offset, last.total, last.remaining) == (238, 1000, 1238, 0)
+    assert (len(last.items), last.offset, last.total, last.remaining) == (230, 1000, 1230, 0)
     assert first.items + last.items == o.thread(ro, LONG_THREAD)
     beyond = o.thread_page(ro, LONG_THREAD, {"offset": 2000})
     assert (beyond.items, beyond.remaining) == ([], 0)
@@ -351,13 +353,13 @@ def test_a_thread_over_the_cap_asks_to_page(ro, monkeypatch):
         o.thread(ro, LONG_THREAD)
     assert (error.value.code, error.value.message) == (
         "OBELISK_PAYLOAD_TOO_LARGE",
-        f"thread(): session {LONG_THREAD!r} has 1238 messages, more than the 1000 one call returns: "
+        f"thread(): session {LONG_THREAD!r} has 1230 messages, more than the 1000 one call returns: "
         "page through it with limit and offset",
     )
     with pytest.raises(QueryError) as error:
         o.thread(ro, LONG_THREAD, {"offset": 100})
-    assert "has 1238 messages (1138 from offset 100), more than the 1000" in error.value.message
-    assert len(o.thread(ro, LONG_THREAD, {"offset": 238})) == 1000
+    assert "has 1230 messages (1130 from offset 100), more than the 1000" in error.value.message
+    assert len(o.thread(ro, LONG_THREAD, {"offset": 230})) == 1000
     assert len(o.thread(ro, LONG_THREAD, {"limit": 1000})) == 1000
 
 

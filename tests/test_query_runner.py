@@ -363,15 +363,15 @@ def test_read_prints_a_transcript(corpus_db):
     )
 
 
-LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,238 messages
+LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,230 messages (the 8 user items of its 4 context blocks are meta)
 
 
 def test_read_gives_the_whole_session_and_pages_say_what_remains(corpus_db):
     whole = invoke("read", LONG_THREAD, "--db", corpus_db, "--json")
-    assert (len(json.loads(whole.stdout)), whole.stderr) == (1238, "")
+    assert (len(json.loads(whole.stdout)), whole.stderr) == (1230, "")
     first = invoke("read", LONG_THREAD, "--limit", "1000", "--db", corpus_db, "--json")
     assert json.loads(first.stdout) == json.loads(whole.stdout)[:1000]
-    assert first.stderr == "\n[messages 1-1000 of 1238; 238 more: --offset 1000]\n"
+    assert first.stderr == "\n[messages 1-1000 of 1230; 230 more: --offset 1000]\n"
     last = invoke("read", LONG_THREAD, "--limit", "1000", "--offset", "1000", "--db", corpus_db, "--json")
     assert (json.loads(last.stdout), last.stderr) == (json.loads(whole.stdout)[1000:], "")
 
@@ -381,7 +381,7 @@ def test_read_over_the_cap_asks_to_page(corpus_db, monkeypatch):
     result = invoke("read", LONG_THREAD, "--db", corpus_db)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("Error: OBELISK_PAYLOAD_TOO_LARGE: thread(): session ")
-    assert result.stderr.endswith("has 1238 messages, more than the 1000 one call returns: page through it with limit and offset\n")
+    assert result.stderr.endswith("has 1230 messages, more than the 1000 one call returns: page through it with limit and offset\n")
 
 
 def test_trace_files_sessions_and_failures_print_text(corpus_db):
