@@ -377,6 +377,15 @@ async def test_facets_on_the_tool_call_view_and_tables(ds):
 
 
 @pytest.mark.asyncio
+async def test_one_column_search_on_the_views(ds):
+    messages = await table(ds, "/obelisk/browse_messages.json", _search_text="zebrafish")
+    everywhere = await table(ds, "/obelisk/browse_messages.json", _search="zebrafish")
+    assert [row["id"] for row in messages["rows"]] == [row["id"] for row in everywhere["rows"]] != []
+    calls = await table(ds, "/obelisk/browse_tool_calls.json", _search_content="pwned")
+    assert [row["session_id"] for row in calls["rows"]] == [XSS_SESSION]
+
+
+@pytest.mark.asyncio
 async def test_user_configuration_wins_over_ours(web_db):
     from web_fixtures import make_datasette
 

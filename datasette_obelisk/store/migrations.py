@@ -605,3 +605,15 @@ def m013_create_session_digests(db):
         """
     )
     db.execute(f"INSERT INTO session_digests (session_id, title, summary) {digest_rows_sql()} ORDER BY id")
+
+
+@migrations()
+def m014_add_rowid_to_browse_views(db):
+    # Datasette searches one column (?_search_text=) with "rowid in (select
+    # rowid from <fts> ...)" whatever fts_pk says, and a view has no rowid:
+    # such a search found nothing. A column named rowid, the FTS key, fixes it.
+    for view, key in (("browse_messages", "m.id"), ("browse_tool_calls", "r.id")):
+        (sql,) = db.execute("SELECT sql FROM sqlite_master WHERE type = 'view' AND name = ?", [view]).fetchone()
+        head, _, rest = sql.partition("SELECT")
+        db.execute(f"DROP VIEW {view}")
+        db.execute(f"{head}SELECT {key} AS rowid,{rest}")
