@@ -247,7 +247,12 @@ _THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA
 
 class CodexSource:
     name = SOURCE
-    parser_version = 2  # 2: a call's text holds its argument strings, not their JSON
+    # 2: a call's text holds its argument strings, not their JSON
+    # 3: Codex's own tool error reports are failures; compacted lines are validated;
+    #    reasoning parts stored once; fork copies end at the copy's flush; partial
+    #    drift reported; outputs after an abort win; context blocks are meta;
+    #    data: URLs inside texts are placeholders
+    parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home(environ) / ".codex"
