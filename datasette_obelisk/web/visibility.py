@@ -17,6 +17,8 @@ What each view and stored query reads is worked out at startup, by SQLite.
 
 from __future__ import annotations
 
+import json
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from weakref import WeakKeyDictionary
@@ -49,6 +51,9 @@ class Sources:
 
 
 _sources: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: Sources}
+_viewable: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {(database, actor): (expires, {table: viewable})}
+VIEWABLE_SECONDS = 5.0
+VIEWABLE_ACTORS = 256
 
 
 def view_sources(conn) -> dict[str, frozenset[str]]:
@@ -76,17 +81,32 @@ async def hidden_among(datasette, actor, database: str, tables) -> set[str]:
     """Those of ``tables`` the actor may not view, by Datasette's rules alone.
 
     A shadow table (``messages_fts_idx``), which Datasette always denies,
-    counts as the index it implements (``messages_fts``).
+    counts as the index it implements (``messages_fts``). Answers are
+    remembered for ``VIEWABLE_SECONDS`` per actor: every endpoint asks about
+    every table it read on every request.
     """
     dependencies = await datasette.get_database(database).derived_table_dependencies()
+    cache = _viewable.setdefault(datasette, {})
+    key = (database, json.dumps(actor, sort_keys=True, default=str))
+    now = time.monotonic()
+    expires, known = cache.get(key, (0.0, {}))
+    if expires <= now:
+        if len(cache) >= VIEWABLE_ACTORS:
+            cache.clear()
+        expires, known = cache[key] = (now + VIEWABLE_SECONDS, {})
+    hidden = set()
     token = _checking.set(True)
     try:
-        return {
-            table for table in {logical_table(table, dependencies) for table in tables}
-            if not await datasette.allowed(action="view-table", resource=TableResource(database, table), actor=actor)
-        }
+        for table in {logical_table(table, dependencies) for table in tables}:
+            if table not in known:
+                known[table] = await datasette.allowed(
+                    action="view-table", resource=TableResource(database, table), actor=actor
+                )
+            if not known[table]:
+                hidden.add(table)
     finally:
         _checking.reset(token)
+    return hidden
 
 
 async def is_visible(datasette, actor, database: str, table: str) -> bool:
