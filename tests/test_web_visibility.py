@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from datasette_obelisk.web.api import read_endpoints
@@ -122,3 +124,28 @@ async def test_every_endpoint_with_no_table_hidden_reads_nothing_hidden(web_db):
     for path in ("/-/obelisk/api/search?q=zebrafish", "/-/obelisk/api/memories?query=zebrafish", "/-/obelisk/api/overview"):
         assert (await ds.client.get(path)).status_code == 200, path
     assert read_endpoints()
+
+
+@pytest.mark.asyncio
+async def test_visibility_is_asked_once_per_table_and_actor_then_remembered(web_db, monkeypatch):
+    from datasette_obelisk.web import visibility
+
+    ds = await started(web_db, hiding("memories"))
+    asked = []
+    allowed = ds.allowed
+
+    async def counting(**kwargs):
+        if kwargs["action"] == "view-table":
+            asked.append(kwargs["resource"].child)
+        return await allowed(**kwargs)
+
+    monkeypatch.setattr(ds, "allowed", counting)
+    for _ in range(3):
+        assert (await ds.client.get("/-/obelisk/api/sessions?limit=1")).status_code == 200
+    assert asked == ["sessions"]  # once, for the anonymous actor
+    first = len(asked)
+    later = visibility.time.monotonic() + visibility.VIEWABLE_SECONDS
+    monkeypatch.setattr(visibility, "time", SimpleNamespace(monotonic=lambda: later))  # expired: asked again
+    assert (await ds.client.get("/-/obelisk/api/sessions?limit=1")).status_code == 200
+    assert len(asked) == 2 * first
+    assert (await ds.client.get("/-/obelisk/api/memories")).json() == denied("memories")
