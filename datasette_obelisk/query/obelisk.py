@@ -57,6 +57,10 @@ MEMORY_FIELDS = (
     "created_at", "deleted_at", "deleted_reason",
 )
 OVERVIEW_MEMORY_FIELDS = ("id", "path", "anchors", "summary", "session_id", "project", "created_at")
+WORKFLOW_RUN_FIELDS = (
+    "run_id", "session_id", "workflow_name", "status", "timestamp", "agent_count", "duration_ms", "total_tokens",
+)
+TOOL_CALL_FIELDS = ("id", "message_uuid", "name", "input_json")
 
 # Sessions people start; subagent and workflow transcripts are reached
 # through subagents() / workflowTree(), guardian threads not at all.
@@ -388,8 +392,7 @@ def workflow_of(conn, session) -> dict | None:
         return None
     run = one(
         conn,
-        "SELECT run_id, session_id, workflow_name, status, timestamp, agent_count, duration_ms, total_tokens "
-        "FROM workflows WHERE run_id = ?",
+        f"SELECT {', '.join(WORKFLOW_RUN_FIELDS)} FROM workflows WHERE run_id = ?",
         [agent["run_id"]],
     )
     return {**dict(agent), "run": dict(run) if run else None}
@@ -902,7 +905,7 @@ def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
 
 
 def tool_call(row) -> dict:
-    return {"id": row["id"], "message_uuid": row["message_uuid"], "name": row["name"], "input_json": row["input_json"]}
+    return {name: row[name] for name in TOOL_CALL_FIELDS}
 
 
 def failures(conn, opts=None, **kwargs) -> list[dict]:
@@ -928,7 +931,7 @@ def failure(conn, row) -> dict:
     hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project")
     result = {k: row[k] for k in row.keys() if k not in hidden}
     result["content"] = clip(row["whole_content"])
-    call = one(conn, "SELECT id, message_uuid, name, input_json FROM tool_calls WHERE id = ?", [row["tool_use_id"]])
+    call = one(conn, f"SELECT {', '.join(TOOL_CALL_FIELDS)} FROM tool_calls WHERE id = ?", [row["tool_use_id"]])
     following = rows(
         conn,
         f"SELECT {', '.join(MESSAGE_FIELDS)} FROM messages WHERE session_id = ? AND seq > ? AND is_meta = 0 "

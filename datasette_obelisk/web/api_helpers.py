@@ -142,7 +142,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/workflows", obelisk.workflows, "Workflow runs, newest first",
-        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array({"type": "object", "required": ["run_id", "session_id"]}),
+        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array(s.WORKFLOW_ROW),
     ),
     endpoint(
         "/workflow-tree", obelisk.workflow_tree, "One workflow run with its parsed result and agents",

@@ -38,17 +38,27 @@ ERRORS = {
     "404": error("unknown session, event, message or database"),
     "405": error("OBELISK_METHOD_NOT_ALLOWED: a method other than GET or HEAD (the Allow header says GET)"),
 }
+FORM_PAGE = "; a form post (no Accept: application/json) gets the memories page showing the refusal, as text/html"
+
+
+def write_error(description: str) -> dict:
+    """A refusal of a write: JSON, or for a form post the memories page at the same status."""
+    answer = error(description + FORM_PAGE)
+    answer["content"]["text/html"] = {"schema": {"type": "string"}}
+    return answer
+
+
 WRITE_ERRORS = {
-    "400": error("invalid record, refused path, no memory root configured"),
-    "403": error("the actor lacks the action, or a cross-site request"),
-    "404": error("unknown memory or session"),
+    "400": write_error("invalid record, refused path, read-only database, no memory root configured"),
+    "403": write_error("OBELISK_PERMISSION_DENIED: the actor lacks the action; or a cross-site request"),
+    "404": write_error("unknown memory or session"),
     "405": error("OBELISK_METHOD_NOT_ALLOWED: a method other than POST (the Allow header says POST)"),
-    "413": error("body over the size cap"),
-    "415": error("a body that is neither JSON nor a form"),
+    "413": write_error("OBELISK_PAYLOAD_TOO_LARGE: body over the size cap"),
+    "415": error("OBELISK_UNSUPPORTED_MEDIA_TYPE: a body that is neither JSON nor a url-encoded form"),
 }
 FORM_REDIRECT = {
-    "description": "a form post (url-encoded or multipart) without Accept: application/json: the result or "
-    "the error becomes a message, and the answer redirects to the memories page",
+    "description": "a successful form post (url-encoded, without Accept: application/json): the result "
+    "becomes a message, and the answer redirects to the memories page",
     "headers": {"Location": {"description": "the memories page", "schema": {"type": "string"}}},
 }
 
@@ -123,7 +133,7 @@ def openapi_document(datasette) -> dict:
         },
         "paths": paths,
         "components": {
-            "schemas": {**schemas.COMPONENTS, "Message": schemas.message_schema()},
+            "schemas": schemas.components(),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a Datasette API token"}},
         },
     }

@@ -1,7 +1,10 @@
 """JSON Schemas (OpenAPI 3.1) of what the endpoints return, after the seed contracts.
 
-They name the keys each contract promises (``required``) and their types;
-extra keys are allowed, as the helpers return whole rows.
+Every object is closed (``additionalProperties: false``) and lists every key
+its endpoint returns; a key that is only sometimes there is a property that
+is not ``required``. Table rows are typed from the schema the migrations
+create, row subsets by the field lists the helpers select; shapes built in
+code are written here once. Free-form payloads (parsed JSON) say so.
 """
 
 from __future__ import annotations
@@ -9,10 +12,19 @@ from __future__ import annotations
 import functools
 import sqlite3
 
+from ..query import obelisk
+from ..query.filters import ATTRIBUTES, SURFACES
 
-def obj(required: dict, **extra) -> dict:
-    """An object whose keys in ``required`` must be present, with those schemas."""
-    return {"type": "object", "required": list(required), "properties": required, **extra}
+
+def obj(required: dict, optional: dict | None = None, **extra) -> dict:
+    """A closed object: the keys of ``required`` always present, those of ``optional`` sometimes."""
+    return {
+        "type": "object",
+        "required": list(required),
+        "properties": {**required, **(optional or {})},
+        "additionalProperties": False,
+        **extra,
+    }
 
 
 def array(items: dict) -> dict:
@@ -29,69 +41,101 @@ INTEGER = {"type": "integer"}
 OPT_INTEGER = {"type": ["integer", "null"]}
 NUMBER = {"type": "number"}
 BOOLEAN = {"type": "boolean"}
-ANY = {}
+PARSED_JSON = {"description": "a stored JSON text, parsed (the text itself when it is not JSON)"}
 
 ERROR = obj(
     {"ok": {"const": False}, "error": obj({"code": STRING, "message": STRING})},
     description="Every error: a code from the closed taxonomy and a message",
 )
 
-# -- Obelisk helpers --------------------------------------------------------
+# -- table rows ---------------------------------------------------------------
 
-COMPACT_MESSAGE = obj(
-    {name: ANY for name in ("uuid", "text", "content_type", "is_meta", "role", "timestamp", "model", "cwd", "source")}
-)
-MESSAGE_ROW = {"$ref": "#/components/schemas/Message"}
 SQL_TYPES = {"INTEGER": "integer", "TEXT": "string", "REAL": "number"}
 
 
 @functools.cache
-def message_schema() -> dict:
-    """A ``messages`` row, every column typed, read from the schema the migrations create."""
+def migrated_columns() -> dict:
+    """``{table: [(column, type, notnull, pk)]}`` of the schema the migrations create, read once."""
     from ..store.db import migrate
 
     conn = sqlite3.connect(":memory:")
     try:
         migrate(conn)
-        columns = conn.execute("SELECT name, type, \"notnull\" FROM pragma_table_info('messages')").fetchall()
+        tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        query = 'SELECT name, type, "notnull", pk FROM pragma_table_info(?)'
+        return {table: conn.execute(query, [table]).fetchall() for table in tables}
     finally:
         conn.close()
-    properties = {
-        name: {"type": SQL_TYPES[kind] if notnull else [SQL_TYPES[kind], "null"]} for name, kind, notnull in columns
+
+
+def table_columns(table: str) -> dict:
+    """``{column: schema}`` of a table, typed as the migrations declare it (a key is never null)."""
+    return {
+        name: {"type": SQL_TYPES[kind] if notnull or pk else [SQL_TYPES[kind], "null"]}
+        for name, kind, notnull, pk in migrated_columns()[table]
     }
-    return {**obj(properties), "additionalProperties": False, "description": "A messages row"}
-SESSION_ROW = obj(
-    {"id": STRING, "source": STRING, "title": OPT_STRING, "project": OPT_STRING, "started_at": OPT_STRING,
-     "ended_at": OPT_STRING, "message_count": INTEGER}
-)
+
+
+def row(table: str, fields=None, extra: dict | None = None, **options) -> dict:
+    """A closed row of ``table`` (or of its ``fields``), with ``extra`` keys added or retyped."""
+    columns = table_columns(table)
+    properties = {name: columns[name] for name in fields or columns}
+    return obj({**properties, **(extra or {})}, **options)
+
+
+def message_schema() -> dict:
+    """A ``messages`` row, every column typed."""
+    return row("messages", description="A messages row")
+
+
+def session_schema() -> dict:
+    """A ``sessions`` row, every column typed."""
+    return row("sessions", description="A sessions row")
+
+
+def components() -> dict:
+    return {"Error": ERROR, "LineageNode": LINEAGE_NODE, "Message": message_schema(), "Session": session_schema()}
+
+
+# -- Obelisk helpers --------------------------------------------------------
+
+MESSAGE_ROW = {"$ref": "#/components/schemas/Message"}
+SESSION_ROW = {"$ref": "#/components/schemas/Session"}
+COMPACT_MESSAGE = row("messages", obelisk.MESSAGE_FIELDS)
+SESSION_BRIEF = obj({"id": STRING, "title": OPT_STRING, "project": OPT_STRING})
 SEARCH_HIT = obj(
     {
         "message": COMPACT_MESSAGE,
-        "session": obj({"id": STRING, "title": OPT_STRING, "project": OPT_STRING, "started_at": OPT_STRING, "source": OPT_STRING}),
+        "session": obj({**SESSION_BRIEF["properties"], "started_at": OPT_STRING, "source": OPT_STRING}),
         "rank": NUMBER,
         "context": array(COMPACT_MESSAGE),
     }
+)
+WORKFLOW_AGENT = row(
+    "workflow_agents", extra={"run": nullable(row("workflows", obelisk.WORKFLOW_RUN_FIELDS))}
 )
 CONTEXT = obj(
     {
         "message": MESSAGE_ROW,
         "parentChain": array(MESSAGE_ROW),
         "session": nullable(SESSION_ROW),
-        "subagent": nullable({"type": "object"}),
-        "workflow": nullable({"type": "object"}),
+        "subagent": nullable(row("subagents")),
+        "workflow": nullable(WORKFLOW_AGENT),
     }
 )
 RAW = obj({"text": STRING, "totalLength": INTEGER, "offset": INTEGER, "limit": INTEGER, "hasMore": BOOLEAN})
 MEMORY_ROW = obj(
-    {"id": STRING, "path": STRING, "summary": STRING, "anchors": ANY, "project": OPT_STRING,
-     "session_id": OPT_STRING, "created_at": STRING}
+    row("memories", obelisk.MEMORY_FIELDS, {"anchors": PARSED_JSON})["properties"],
+    {"rank": {**NUMBER, "description": "with query: the FTS rank, best (lowest) first"}},
 )
+SCOPE = obj({"project": OPT_STRING, "project_path": OPT_STRING, "source": STRING, "confidence": STRING})
 OVERVIEW = obj(
     {
-        "current": obj({"cwd": OPT_STRING, "project": nullable({"type": "object"})}),
+        "current": obj({"cwd": OPT_STRING, "project": nullable(SCOPE)}),
         "current_project": nullable(
             obj({"project": OPT_STRING, "project_path": OPT_STRING, "session_total": INTEGER,
-                 "sessions": array({"type": "object"}), "memory_total": INTEGER, "memories": array({"type": "object"})})
+                 "sessions": array(row("sessions", obelisk.OVERVIEW_SESSION_FIELDS)), "memory_total": INTEGER,
+                 "memories": array(row("memories", obelisk.OVERVIEW_MEMORY_FIELDS, {"anchors": PARSED_JSON}))})
         ),
         "projects": array(
             obj({"project": OPT_STRING, "project_path": OPT_STRING, "session_count": INTEGER, "memory_count": INTEGER,
@@ -101,78 +145,108 @@ OVERVIEW = obj(
                        "sources": array(obj({"source": STRING, "session_count": INTEGER, "last_session_at": OPT_STRING}))}),
     }
 )
-SUMMARY_ROW = obj({"id": STRING, "session_id": STRING, "timestamp": OPT_STRING, "source": STRING, "content": STRING,
-                   "session_title": OPT_STRING, "project": OPT_STRING})
-SUBAGENT_ROW = obj({"agent_id": STRING, "session_id": STRING, "child_session_id": OPT_STRING, "messageCount": INTEGER})
-WORKFLOW_TREE = obj({"run_id": STRING, "session_id": STRING, "result": ANY, "agents": array({"type": "object"})})
-TOOL_CALL = obj({"id": STRING, "message_uuid": STRING, "name": STRING, "input_json": OPT_STRING})
-FILE_HISTORY_ITEM = obj(
-    {"toolCall": TOOL_CALL, "session": obj({"id": STRING, "title": OPT_STRING, "project": OPT_STRING}),
-     "timestamp": OPT_STRING}
+SUMMARY_ROW = row("summaries", extra={"session_title": OPT_STRING, "project": OPT_STRING})
+SUBAGENT_ROW = row("subagents", extra={"messageCount": INTEGER})
+WORKFLOW_ROW = row("workflows")
+WORKFLOW_TREE = row(
+    "workflows",
+    extra={
+        "result": {"type": ["object", "array", "null"], "additionalProperties": True,
+                   "description": "result_json parsed, when it is an object or array"},
+        "agents": array(row("workflow_agents", extra={"messageCount": INTEGER})),
+    },
 )
+TOOL_CALL = row("tool_calls", obelisk.TOOL_CALL_FIELDS)
+FILE_HISTORY_ITEM = obj({"toolCall": TOOL_CALL, "session": SESSION_BRIEF, "timestamp": OPT_STRING})
 FAILURE = obj(
-    {"toolCall": nullable(TOOL_CALL), "result": obj({"tool_use_id": STRING, "outcome": STRING, "content": STRING}),
-     "session": obj({"id": STRING, "title": OPT_STRING, "project": OPT_STRING}),
+    {"toolCall": nullable(TOOL_CALL), "result": row("tool_results"), "session": SESSION_BRIEF,
      "nextMessages": array(COMPACT_MESSAGE)}
 )
-REMEMBERED = obj({"id": STRING, "path": STRING, "project": OPT_STRING, "anchors": ANY, "created_at": STRING})
-FORGOTTEN = obj({"id": STRING, "deleted_at": STRING, "deleted_reason": OPT_STRING})
-FORGOTTEN["properties"]["already_deleted"] = {"const": True, "description": "present when it was archived before"}
+ANCHORED = {"anchors": PARSED_JSON}
+REMEMBERED = row("memories", ("id", "path", "project", "anchors", "created_at"), ANCHORED)
+FORGOTTEN = obj(
+    {"id": STRING, "deleted_at": STRING, "deleted_reason": OPT_STRING},
+    {"already_deleted": {"const": True, "description": "present when it was archived before"}},
+)
 
 # -- session-query contract -------------------------------------------------
 
 
 def page(item: dict, **extra_required) -> dict:
     """``SessionSearchPage<T>``: items, and nextCursor unless it is the last page."""
-    schema = obj({"items": array(item), **extra_required})
-    schema["properties"]["nextCursor"] = STRING
-    return schema
+    return obj({"items": array(item), **extra_required}, {"nextCursor": STRING})
 
 
-SURFACE = {"enum": ["current", "shadowed", "log-only"]}
+def column(table: str, name: str) -> dict:
+    return table_columns(table)[name]
+
+
+SURFACE = {"enum": list(SURFACES)}
 HEADER = obj(
     {"version": INTEGER, "id": STRING, "createdAt": INTEGER, "source": STRING},
-    description="SessionHeader (cwd, parentSession, relationship, agentPreset when known)",
+    {"cwd": STRING, "parentSession": STRING, "relationship": STRING, "agentPreset": STRING},
+    description="SessionHeader: cwd, parentSession, relationship and agentPreset when known",
 )
 SESSION_RECORD = obj({"header": HEADER, "live": BOOLEAN, "persisted": BOOLEAN})
-EVENT_RECORD = obj({"sessionId": STRING, "seq": INTEGER, "type": STRING, "time": OPT_INTEGER, "surface": SURFACE})
-EVENT = obj({**EVENT_RECORD["properties"], "id": STRING, "data": {"type": "object"}})
-EVENT_SEARCH_HIT = obj({**EVENT_RECORD["properties"], "snippet": STRING})
+RECORD_FIELDS = {"sessionId": STRING, "seq": INTEGER, "type": STRING, "time": OPT_INTEGER, "surface": SURFACE}
+EVENT_RECORD = obj(RECORD_FIELDS)
+FILTERED_EVENT = obj(RECORD_FIELDS, {"text": {**STRING, "description": "the semantic text: only with filters"}})
+# SessionEvent.data: its key and the messages column it is read from.
+EVENT_DATA_COLUMNS = {
+    "role": "role", "rawType": "type", "subtype": "subtype", "contentType": "content_type",
+    "parentId": "parent_uuid", "replacedBy": "replaced_by", "text": "text",
+}
+EVENT_DATA = obj(
+    {**{key: column("messages", name) for key, name in EVENT_DATA_COLUMNS.items()}, "isMeta": BOOLEAN},
+    {
+        "toolCalls": array(obj({"id": column("tool_calls", "id"), "name": column("tool_calls", "name"),
+                                "input": PARSED_JSON})),
+        "toolResults": array(obj({"toolUseId": column("tool_results", "tool_use_id"),
+                                  "outcome": column("tool_results", "outcome"), "isError": BOOLEAN,
+                                  "exitCode": column("tool_results", "exit_code")})),
+    },
+)
+EVENT = obj(
+    {**RECORD_FIELDS, "id": column("messages", "uuid"), "visibility": column("messages", "visibility"),
+     "data": EVENT_DATA}
+)
+SNIPPET_MATCHES = array(
+    {**array(INTEGER), "minItems": 2, "maxItems": 2, "description": "[start, end) code-point offsets into the snippet"}
+)
+EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "snippet": STRING, "snippetMatches": SNIPPET_MATCHES})
 SESSION_SEARCH_HIT = obj({**SESSION_RECORD["properties"], "bestMatch": EVENT_SEARCH_HIT})
 EVENT_SEARCH_PAGE = page(EVENT_SEARCH_HIT, session=HEADER)
 LOG_SNAPSHOT = obj({"session": HEADER, "events": array(EVENT)})
 SURFACE_SNAPSHOT = obj({"session": HEADER, "capturedThroughSeq": OPT_INTEGER, "events": array(EVENT)})
 LINEAGE_NODE = obj({"session": SESSION_RECORD, "descendants": array({"$ref": "#/components/schemas/LineageNode"})})
+LINEAGE = {"target": SESSION_RECORD, "ancestors": array(SESSION_RECORD),
+           "descendants": array({"$ref": "#/components/schemas/LineageNode"})}
 LINEAGE_TRACE = {
-    **obj({"target": SESSION_RECORD, "ancestors": array(SESSION_RECORD),
-           "descendants": array({"$ref": "#/components/schemas/LineageNode"})}),
     "oneOf": [
-        obj({"complete": {"const": True}, "root": SESSION_RECORD}),
-        obj({"complete": {"const": False}, "unresolvedParentId": STRING}),
+        obj({**LINEAGE, "complete": {"const": True}, "root": SESSION_RECORD}),
+        obj({**LINEAGE, "complete": {"const": False}, "unresolvedParentId": STRING}),
     ],
 }
 EVENT_WINDOW = obj({"session": HEADER, "target": EVENT, "events": array(EVENT), "startSeq": INTEGER, "endSeq": INTEGER})
 SEQS = array(INTEGER)
 EVENT_TRACE = obj(
     {"session": HEADER, "target": EVENT_RECORD, "replacementChain": SEQS, "replacedEventSeqs": SEQS,
-     "sourceEventSeqs": SEQS, "derivedEventSeqs": SEQS}
+     "sourceEventSeqs": SEQS, "derivedEventSeqs": SEQS},
+    {"replacedBy": INTEGER},
 )
-EVENT_TRACE["properties"]["replacedBy"] = INTEGER
-COMPONENTS = {"Error": ERROR, "LineageNode": LINEAGE_NODE}
 
 # -- history contract ------------------------------------------------------------
 
 DESCRIPTOR = obj(
-    {"sessionId": STRING, "attributes": {"type": "object", "additionalProperties": STRING},
-     "createdAt": INTEGER, "updatedAt": INTEGER, "snippets": array(STRING)}
+    {"sessionId": STRING, "attributes": obj({}, {name: STRING for name in ATTRIBUTES}),
+     "createdAt": INTEGER, "updatedAt": INTEGER, "snippets": array(STRING), "snippetMatches": array(SNIPPET_MATCHES)},
+    {"digest": obj({"title": STRING, "summary": STRING, "updatedThroughEntryId": STRING})},
 )
-DESCRIPTOR["properties"]["digest"] = obj({"title": STRING, "summary": STRING, "updatedThroughEntryId": STRING})
 TEXT_ENTRY = obj({"id": STRING, "sourceIds": array(STRING), "type": {"enum": ["user", "assistant"]},
-                  "timestamp": INTEGER, "content": ANY})
+                  "timestamp": INTEGER, "content": STRING})
 TOOL_ENTRY = obj({"id": STRING, "sourceIds": array(STRING), "type": {"const": "tool"}, "timestamp": INTEGER,
-                  "name": STRING, "arguments": ANY, "result": ANY,
+                  "name": STRING, "arguments": PARSED_JSON, "result": OPT_STRING,
                   "outcome": {"enum": ["succeeded", "failed", "blocked", "cancelled"]}})
-HISTORY_SEARCH = obj({"sessions": array(DESCRIPTOR)})
-HISTORY_SEARCH["properties"]["nextCursor"] = STRING
-HISTORY_READ = obj({"session": DESCRIPTOR, "entries": array({"oneOf": [TEXT_ENTRY, TOOL_ENTRY]})})
-HISTORY_READ["properties"]["nextCursor"] = STRING
+HISTORY_SEARCH = obj({"sessions": array(DESCRIPTOR)}, {"nextCursor": STRING})
+HISTORY_READ = obj({"session": DESCRIPTOR, "entries": array({"oneOf": [TEXT_ENTRY, TOOL_ENTRY]})},
+                   {"nextCursor": STRING})
