@@ -32,6 +32,8 @@ def errors(value, schema: dict, components: dict, where: str = "$") -> list[str]
         for key, sub in schema.get("properties", {}).items():
             if key in value:
                 found += errors(value[key], sub, components, f"{where}.{key}")
+        if schema.get("additionalProperties") is False:
+            found += [f"{where}: unlisted {key!r}" for key in value if key not in schema.get("properties", {})]
     if isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             found += errors(item, schema["items"], components, f"{where}[{index}]")

@@ -10,9 +10,10 @@ import pytest_asyncio
 from datasette_obelisk.web.api import UNKNOWN_PATH
 from datasette_obelisk.web.routes import routes
 from schema_check import errors
-from web_fixtures import WORKFLOW_RUN, XSS_SESSION, ds, make_datasette, web_db  # noqa: F401 (fixtures)
+from web_fixtures import WORKFLOW_RUN, XSS_SESSION, copy_db, ds, make_datasette, web_db  # noqa: F401 (fixtures)
 
 API = "/-/obelisk/api"
+ROOT = {"id": "root"}
 # What each path needs to answer 200 from the test database.
 EXAMPLES = {
     "/search": {"q": "zebrafish"},
@@ -48,6 +49,11 @@ OPTIONAL_VALUES = {
     "query": "zebrafish",
 }
 SKIP_OPTIONAL = {"cursor"}  # only a cursor the endpoint returned is valid
+# Further values of documented parameters, for answers whose optional fields they bring out.
+MORE_VALUES = {
+    "/session-query/session/{session_id}/events": [{"filters": '[{"kind": "text", "text": "zebrafish"}]'}],
+    "/session-query/sessions": [{"filters": '[{"kind": "availability", "values": ["persisted"]}]'}],
+}
 
 
 @pytest_asyncio.fixture
@@ -155,6 +161,8 @@ def documented_requests(spec: dict):
             kind = parameter["schema"].get("type")
             value = OPTIONAL_VALUES[kind] if kind in ("integer", "boolean") else OPTIONAL_VALUES.get(name, "x")
             yield path, operation, {**base, name: value}
+        for params in MORE_VALUES.get(api_path(path).replace(XSS_SESSION, "{session_id}"), []):
+            yield path, operation, {**base, **params}
 
 
 @pytest.mark.asyncio
@@ -162,13 +170,94 @@ async def test_every_documented_request_answers_what_its_schema_says(ds, spec):
     checked = 0
     for path, operation, params in documented_requests(spec):
         response = await ds.client.get(concrete(path), params=params)
-        status = str(response.status_code)
-        assert status in operation["responses"], (path, params, status, response.text[:300])
-        schema = response_schema(operation, status)
+        assert response.status_code == 200, (path, params, response.text[:300])
+        schema = response_schema(operation, "200")
         problems = [e.message for e in validator(spec, schema).iter_errors(response.json())]
         assert not problems, (path, params, problems[:5])
         checked += 1
     assert checked >= 80
+
+
+def object_schemas(schema):
+    """``schema`` and every schema nested in it that describes an object."""
+    if not isinstance(schema, dict):
+        return
+    kinds = schema.get("type")
+    if "properties" in schema or "object" in (kinds if isinstance(kinds, list) else [kinds]):
+        yield schema
+    for sub in schema.get("properties", {}).values():
+        yield from object_schemas(sub)
+    for key in ("items", "additionalProperties"):
+        yield from object_schemas(schema.get(key))
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key, []):
+            yield from object_schemas(sub)
+
+
+def response_schemas(spec: dict):
+    """(where, schema) for every JSON answer the document describes, and every component."""
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
+            for status, answer in operation["responses"].items():
+                for media, content in answer.get("content", {}).items():
+                    yield (path, method, status, media), content["schema"]
+    yield from spec["components"]["schemas"].items()
+
+
+@pytest.mark.asyncio
+async def test_every_object_schema_is_closed(spec):
+    """Each object lists its keys (additionalProperties false); only a described payload is free-form."""
+    for where, schema in response_schemas(spec):
+        for found in object_schemas(schema):
+            closed = found.get("additionalProperties")
+            assert closed is False or (closed is True and found.get("description")), (where, found)
+
+
+@pytest.mark.asyncio
+async def test_an_unlisted_field_fails_both_checks(ds, spec):
+    operation = spec["paths"][f"{API}/session-query/session/{{session_id}}/events"]["get"]
+    schema = response_schema(operation, "200")
+    answer = (await ds.client.get(concrete(f"{API}/session-query/session/{{session_id}}/events"))).json()
+    assert not errors(answer, schema, spec["components"]["schemas"])
+    answer[0]["text"] = "documented: only with filters"
+    answer[1]["surprise"] = 1
+    assert [e.message for e in validator(spec, schema).iter_errors(answer)] == [
+        "Additional properties are not allowed ('surprise' was unexpected)"
+    ]
+    assert errors(answer, schema, spec["components"]["schemas"]) == ["$[1]: unlisted 'surprise'"]
+
+
+@pytest.mark.asyncio
+async def test_filtered_events_carry_their_text_and_hits_their_match_offsets(ds, spec):
+    events = await ds.client.get(
+        concrete(f"{API}/session-query/session/{{session_id}}/events"), params=MORE_VALUES[
+            "/session-query/session/{session_id}/events"][0]
+    )
+    assert events.json() and all("zebrafish" in event["text"].lower() for event in events.json())
+    hits = (await ds.client.get(f"{API}/session-query/events/search", params=EXAMPLES["/session-query/events/search"])).json()
+    start, end = hits["items"][0]["snippetMatches"][0]
+    assert hits["items"][0]["snippet"][start:end].lower() == "zebrafish"
+
+
+HIDDEN = ("messages", "sessions", "workflows", "memories")  # every endpoint reads one of them
+
+
+@pytest.mark.asyncio
+async def test_every_get_answers_wrong_methods_and_hidden_tables_as_documented(web_db, ds, spec):
+    hidden = make_datasette(web_db, {"databases": {"obelisk": {"tables": {t: {"allow": False} for t in HIDDEN}}}})
+    await hidden.invoke_startup()
+    components = spec["components"]["schemas"]
+    for path, operations in spec["paths"].items():
+        if "get" not in operations:
+            continue
+        params = EXAMPLES.get(api_path(path), {})
+        answers = {
+            "405": (await ds.client.post(concrete(path), params=params), "OBELISK_METHOD_NOT_ALLOWED"),
+            "403": (await hidden.client.get(concrete(path), params=params), "OBELISK_PERMISSION_DENIED"),
+        }
+        for status, (response, code) in answers.items():
+            assert (str(response.status_code), response.json()["error"]["code"]) == (status, code), path
+            assert not errors(response.json(), response_schema(operations["get"], status), components), path
 
 
 @pytest.mark.asyncio
@@ -207,3 +296,47 @@ async def test_a_missing_required_session_id_is_a_bad_request(ds):
         "ok": False,
         "error": {"code": "SESSION_QUERY_INVALID_QUERY", "message": "missing required parameter 'sessionId'"},
     }
+
+
+@pytest_asyncio.fixture
+async def writable(web_db, tmp_path):
+    """(datasette with a memory root and root enabled, a remember record)."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "decision.md").write_text("# We chose SQLite\n")
+    config = {"plugins": {"datasette-obelisk": {"memory_roots": [str(root)]}}}
+    ds = make_datasette(copy_db(web_db, tmp_path / "obelisk.db"), config=config)
+    ds.root_enabled = True
+    await ds.invoke_startup()
+    return ds, {"path": str(root / "decision.md"), "summary": "Why SQLite", "anchors": ["sqlite"]}
+
+
+@pytest.mark.asyncio
+async def test_write_answers_fit_their_documented_schemas(writable):
+    """remember, forget, forget again (already_deleted), and a body that is not JSON nor a form (415)."""
+    ds, record = writable
+    spec = (await ds.client.get(f"{API}/openapi.json")).json()
+    remember, forget = (spec["paths"][f"{API}/{name}"]["post"] for name in ("remember", "forget"))
+    memory = await ds.client.post(f"{API}/remember", json=record, actor=ROOT)
+    archive = {"id": memory.json()["id"], "reason": "superseded"}
+    answers = [(remember, memory)] + [
+        (forget, await ds.client.post(f"{API}/forget", json=archive, actor=ROOT)) for _ in range(2)
+    ]
+    plain = {"content-type": "text/plain"}
+    answers.append((remember, await ds.client.post(f"{API}/remember", content=b"x", headers=plain, actor=ROOT)))
+    assert [response.status_code for _, response in answers] == [200, 200, 200, 415]
+    assert answers[2][1].json()["already_deleted"] is True
+    for operation, response in answers:
+        schema = response_schema(operation, str(response.status_code))
+        assert not [e.message for e in validator(spec, schema).iter_errors(response.json())], response.text
+
+
+@pytest.mark.asyncio
+async def test_form_posts_are_answered_as_documented(writable):
+    ds, record = writable
+    remember = (await ds.client.get(f"{API}/openapi.json")).json()["paths"][f"{API}/remember"]["post"]
+    redirect = await ds.client.post(f"{API}/remember", data={**record, "anchors": ""}, actor=ROOT)
+    assert redirect.status_code == 302 and "Location" in remember["responses"]["302"]["headers"]
+    refused = await ds.client.post(f"{API}/remember", data={"path": "/etc/passwd", "summary": "x"}, actor=ROOT)
+    assert refused.headers["content-type"].startswith("text/html")
+    assert "text/html" in remember["responses"][str(refused.status_code)]["content"]
