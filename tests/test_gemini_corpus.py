@@ -451,8 +451,9 @@ def test_directories_set_later_give_the_cwd_and_project(tmp_path, corpus_root):
         {"$set": {"directories": ["/home/u/proj"], "summary": "Listing files"}}
     ))
     ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
-    assert rows(tmp_path / "obelisk.db", "SELECT id, cwd, project, title, title_source FROM sessions") == [
-        (JSONL_SESSION, "/home/u/proj", "-home-u-proj", "Listing files", "summary")
+    # Gemini messages carry no cwd: the project's path is the session's own.
+    assert rows(tmp_path / "obelisk.db", "SELECT id, cwd, project, project_path, title, title_source FROM sessions") == [
+        (JSONL_SESSION, "/home/u/proj", "-home-u-proj", "/home/u/proj", "Listing files", "summary")
     ]
 
 

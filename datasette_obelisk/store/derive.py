@@ -374,7 +374,7 @@ SESSION_UPDATE = """UPDATE sessions SET
      ended_at = COALESCE(?, ended_at),
      message_count = ?, input_tokens = ?, output_tokens = ?,
      cache_read_tokens = ?, cache_creation_tokens = ?,
-     project_path = COALESCE(?, project_path),
+     project_path = COALESCE(?, project_path, cwd),
      project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?, project) END,
      project_source = COALESCE(project_source, 'cwd'),
      git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
