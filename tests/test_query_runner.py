@@ -463,6 +463,33 @@ def test_attune_command_roots(tmp_path, corpus_db):
     assert no_reads.exit_code == 1 and "NameError" in json.loads(no_reads.stdout)["error"]["message"]
 
 
+@pytest.mark.parametrize("redact", [True, False])
+def test_lines_tailed_before_an_answer_are_redacted_as_the_ingest_was(tmp_path, redact):
+    from datasette_obelisk.store.ingest import ingest as run_ingest
+
+    token = "ghp_zyxwvutsrqponmlkjihgfedcba9876543210"
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    log = project / "s1.jsonl"
+
+    def line(uuid, text):
+        return json.dumps({"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                           "message": {"role": "user", "content": text}}) + "\n"
+
+    log.write_text(line("a", f"first token {token}"))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / ".claude"}, redact=redact)
+    with open(log, "a") as fp:
+        fp.write(line("b", f"a lynx and {token}"))
+    found = json.loads(invoke("search", "lynx", "--db", str(db), "--json").stdout)
+    [text] = [hit["message"]["text"] for hit in found]
+    if redact:
+        assert token not in text and text.startswith("a lynx and [REDACTED:github-pat:")
+        assert invoke("redact", "--check", "--db", str(db)).exit_code == 0
+    else:
+        assert text == f"a lynx and {token}"
+
+
 def test_cli_answers_include_lines_appended_since_the_last_ingest(tmp_path):
     """Live-preferred: a line appended to a session is found without `obelisk ingest`."""
     import json as _json

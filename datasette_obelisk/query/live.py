@@ -67,6 +67,7 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     if not rows:
         return []
     from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
+    from ..store.redacting import record_redactor_for
 
     if sources is None:
         from ..plugins import get_sources
@@ -76,7 +77,7 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     previous_factory = conn.row_factory
     conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
     try:
-        ingester = Ingester(conn, sources, {})
+        ingester = Ingester(conn, sources, {}, redact=record_redactor_for(conn))
         for row in rows:
             ingester.ingest_file(unit_for(row))
         ingester.flush(force=True)  # commit the batch the ingester keeps open across files

@@ -88,6 +88,15 @@ def redaction_for_connection(conn: sqlite3.Connection):
     return _redactor_with_key(key).redact
 
 
+def record_redactor_for(conn: sqlite3.Connection) -> "RecordRedactor | None":
+    """How to redact what a later, smaller ingest into this database reads
+    (a live tail before an answer): as its ingests did, with its key; None
+    for a database ingested with ``--no-redact``."""
+    if get_state(conn, "unredacted_ingest"):
+        return None
+    return RecordRedactor(redactor_for(database_path(conn)))
+
+
 class RecordRedactor:
     """Redacts every stored text field of a record, in place."""
 
