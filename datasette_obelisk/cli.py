@@ -297,10 +297,10 @@ def redact(db_path, check, as_json):
 
 
 def open_existing(db: Path):
+    """A write connection to an existing obelisk database; anything else is refused, never migrated."""
     from .store.db import open_db
 
-    if not db.exists():
-        raise click.UsageError(f"no database at {db}")
+    open_obelisk_read_only(db).close()
     return open_db(db)
 
 
@@ -327,8 +327,8 @@ def publish_settings(database: str = "obelisk") -> dict:
     }
 
 
-def open_for_publishing(db: Path):
-    """A read-only connection to an existing obelisk database (publishing never migrates it)."""
+def open_obelisk_read_only(db: Path):
+    """A read-only connection to an existing obelisk database (never migrated: it may be something else)."""
     import sqlite3
 
     from .store.db import has_schema
@@ -366,7 +366,7 @@ def publish_config(db_path, output):
     from .store.db import get_state
 
     db = resolve_db(db_path)
-    conn = open_for_publishing(db)
+    conn = open_obelisk_read_only(db)
     unredacted = get_state(conn, "unredacted_ingest")
     conn.close()
     if unredacted:

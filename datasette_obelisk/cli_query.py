@@ -61,19 +61,19 @@ def fresh_connection(db_path):
     cannot be written to is read as it is.
     """
     db = resolve_db(db_path)
-    if db.is_file():
+    reader = connect_readonly(db)  # first: a file that is not an obelisk database is refused, not migrated
+    try:
+        writer = open_db(db)
+    except sqlite3.Error:
+        writer = None
+    if writer is not None:
         try:
-            writer = open_db(db)
+            live.refresh(writer)
         except sqlite3.Error:
-            writer = None
-        if writer is not None:
-            try:
-                live.refresh(writer)
-            except sqlite3.Error:
-                pass  # read-only file or a busy writer: answer from what is stored
-            finally:
-                writer.close()
-    return connect_readonly(db)
+            pass  # read-only file or a busy writer: answer from what is stored
+        finally:
+            writer.close()
+    return reader
 
 
 def call(db_path, helper, *args, **kwargs):

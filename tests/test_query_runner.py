@@ -1,6 +1,7 @@
 """obelisk query / attune: the sandbox, read-only SQL, the timeout, and the CLI commands."""
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -412,6 +413,24 @@ def test_query_errors_exit_1(corpus_db, tmp_path):
     assert result.exit_code == 1 and result.stderr.startswith("Error: SESSION_QUERY_INVALID_QUERY: ")
     missing = invoke("sessions", "--db", tmp_path / "nope.db", "--json")
     assert missing.exit_code == 1 and json.loads(missing.stdout)["error"]["code"] == "OBELISK_NOT_FOUND"
+
+
+@pytest.mark.parametrize("command", [["search", "hello"], ["sessions"], ["read", "s1"], ["failures"], ["trace", "u1"]])
+def test_a_database_that_is_something_else_is_refused_not_migrated(tmp_path, command):
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE things (id INTEGER)").connection.commit()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database at all" * 100)
+    for db, why in ((other, "is not an obelisk database"), (garbage, "is not an SQLite database")):
+        before = db.read_bytes()
+        result = invoke(*command, "--db", db, "--json")
+        error = json.loads(result.stdout)["error"]
+        assert result.exit_code == 1 and error["code"] == "OBELISK_NOT_FOUND" and why in error["message"]
+        assert db.read_bytes() == before
+    result = invoke("redact", "--check", "--db", other)
+    assert result.exit_code != 0 and "is not an obelisk database" in result.output
+    assert sqlite3.connect(other).execute("SELECT name FROM sqlite_master").fetchall() == [("things",)]
+    assert not (tmp_path / "other.db.redaction-key").exists()
 
 
 def test_usage_errors_exit_2(corpus_db):

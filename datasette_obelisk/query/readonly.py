@@ -72,10 +72,14 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     conn.set_authorizer(authorizer)
     conn.row_factory = sqlite3.Row
-    with translated_errors():
-        if not has_schema(conn):
-            conn.close()
-            raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database")
+    try:
+        obelisk = has_schema(conn)
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an SQLite database ({exc})") from None
+    if not obelisk:
+        conn.close()
+        raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database (run `obelisk ingest` into it first)")
     return conn
 
 
