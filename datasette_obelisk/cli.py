@@ -29,6 +29,33 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path or default_db_path()
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def writable_db(db_path: Path | None) -> Path:
+    """The database to ingest into, refused with a usage error (exit 2) when it cannot be one:
+    its folder is missing, it is not an SQLite file, or it cannot be written."""
+    db = resolve_db(db_path)
+    folder = db.absolute().parent
+    if not folder.is_dir():
+        raise click.UsageError(f"--db {db}: the folder {folder} does not exist")
+    if db.exists():
+        with open(db, "rb") as fp:
+            head = fp.read(len(SQLITE_HEADER))
+        if head and head != SQLITE_HEADER:
+            raise click.UsageError(f"--db {db} is not an SQLite database")
+        if not os.access(db, os.W_OK):
+            raise click.UsageError(f"--db {db} cannot be written")
+    elif not os.access(folder, os.W_OK):
+        raise click.UsageError(f"--db {db}: the folder {folder} cannot be written")
+    return db
+
+
+def has_logs(sources, roots) -> bool:
+    """Whether any of ``roots`` holds a file its source would ingest."""
+    return any(next(iter(sources[name].discover(root)), None) is not None for name, root in roots.items())
+
+
 @click.group()
 @click.version_option(package_name="datasette-obelisk")
 def cli():
@@ -119,7 +146,7 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     sources = get_sources()
     dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
     roots = source_roots(sources, source_names, dirs)
-    db = resolve_db(db_path)
+    db = writable_db(db_path)
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
     summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
@@ -222,8 +249,8 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch)
 
     sources = get_sources()
     roots = source_roots(sources, (), {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir})
-    db = resolve_db(db_path)
-    if not roots:
+    db = writable_db(db_path)
+    if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
         roots = demo_roots(demo_dir)
         if db_path is None and not os.environ.get("OBELISK_DB"):
             db = DEMO_DB  # never mixed into the database your own logs will go to
@@ -365,6 +392,8 @@ def publish_config(db_path, output):
 
     from .store.db import get_state
 
+    if output is not None and not output.absolute().parent.is_dir():
+        raise click.UsageError(f"--output {output}: the folder {output.absolute().parent} does not exist")
     db = resolve_db(db_path)
     conn = open_obelisk_read_only(db)
     unredacted = get_state(conn, "unredacted_ingest")

@@ -303,7 +303,12 @@ def files(path, limit, source, after, before, db_path, as_json):
 def script_source(file, code) -> str:
     if (file is None) == (code is None):
         raise click.UsageError("give a script FILE or -c CODE (one of the two)")
-    return code if code is not None else file.read()
+    if code is not None:
+        return code
+    try:
+        return file.read()
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"{file.name} is not UTF-8 text: {exc}") from None
 
 
 def script_command(fn):

@@ -73,6 +73,24 @@ def test_usage_errors_exit_two(tmp_path):
     assert "is not a folder" in missing.output
 
 
+def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("not a database")
+    cases = [
+        (tmp_path / "missing" / "o.db", "does not exist"),
+        (garbage, "is not an SQLite database"),
+    ]
+    for db, message in cases:
+        for command in (["ingest", "--claude-dir", str(logs)], ["up", "--no-serve", "--claude-dir", str(logs)]):
+            result = CliRunner().invoke(cli, [*command, "--db", str(db)])
+            assert result.exit_code == 2 and message in result.output, (command, db, result.output)
+    assert garbage.read_text() == "not a database"
+    unwritten = CliRunner().invoke(cli, ["publish-config", "--db", str(garbage), "-o", str(tmp_path / "no" / "p.yaml")])
+    assert unwritten.exit_code == 2 and "does not exist" in unwritten.output
+
+
 @pytest.mark.parametrize("command", [["datasette", "obelisk", "ingest"], ["sqlite-utils", "obelisk-ingest"]])
 def test_ingest_is_also_a_datasette_and_sqlite_utils_command(tmp_path, command):
     # The installed entry points, run as a user would.
@@ -124,6 +142,7 @@ def test_ingest_progress_bar_reports_rate_eta_and_the_last_steps(tmp_path):
 
 def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, monkeypatch, isolated_home):
     monkeypatch.chdir(tmp_path)
+    (isolated_home / ".claude" / "projects").mkdir(parents=True)  # an agent installed, no session yet
     result = CliRunner().invoke(cli, ["up", "--no-serve"])
     assert result.exit_code == 0, result.output
     assert "No agent logs found: using a generated demo corpus in demo-logs/, in obelisk-demo.db" in result.output

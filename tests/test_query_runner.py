@@ -433,7 +433,11 @@ def test_a_database_that_is_something_else_is_refused_not_migrated(tmp_path, com
     assert not (tmp_path / "other.db.redaction-key").exists()
 
 
-def test_usage_errors_exit_2(corpus_db):
+def test_usage_errors_exit_2(corpus_db, tmp_path):
+    binary = tmp_path / "script.py"
+    binary.write_bytes(b"return 1\n\xff\xfe")
+    result = invoke("query", "--db", corpus_db, binary)
+    assert result.exit_code == 2 and "is not UTF-8 text" in result.output
     assert invoke("search", "x", "--mode", "fuzzy", "--db", corpus_db).exit_code == 2
     assert invoke("query", "--db", corpus_db).exit_code == 2
     assert invoke("sessions", "--limit", "0", "--db", corpus_db).exit_code == 2
