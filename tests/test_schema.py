@@ -241,3 +241,13 @@ def test_indexes(conn):
     assert [row[3] for row in plan] == [
         "SEARCH messages USING INDEX messages_ungrouped_sidechain (session_id=?)"
     ]
+
+
+def test_two_processes_creating_the_same_database_both_succeed(tmp_path):
+    code = "import sys; from datasette_obelisk.store.db import open_db, is_current; print(is_current(open_db(sys.argv[1])))"
+    for attempt in range(5):
+        db = tmp_path / f"new-{attempt}.db"
+        runs = [subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+        results = [run.communicate() for run in runs]
+        assert [(run.returncode, out.strip()) for run, (out, _) in zip(runs, results)] == [(0, "True"), (0, "True")], results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -51,7 +52,12 @@ def transaction(conn: sqlite3.Connection):
     conn.execute("COMMIT")
 
 
+MIGRATION_WAIT_SECONDS = 30.0
+RACE_SIGNS = ("database is locked", "already exists", "duplicate column")
+
+
 def migrate(conn: sqlite3.Connection) -> None:
+    """Apply the migrations ``conn``'s database lacks (each in a transaction with its record)."""
     if is_current(conn):
         return
     import sqlite_utils
@@ -76,10 +82,25 @@ def is_current(conn: sqlite3.Connection) -> bool:
 
 
 def open_db(path: str | Path) -> sqlite3.Connection:
-    """Connect and bring the schema up to date."""
-    conn = connect(path)
-    migrate(conn)
-    return conn
+    """Connect and bring the schema up to date.
+
+    Two processes creating the same database at once (two ``obelisk
+    ingest``) collide: switching a new file to WAL, or a migration whose
+    objects the other has just committed. The loser starts again until the
+    schema is complete, at most ``MIGRATION_WAIT_SECONDS``."""
+    deadline = time.monotonic() + MIGRATION_WAIT_SECONDS
+    while True:
+        conn = None
+        try:
+            conn = connect(path)
+            migrate(conn)
+            return conn
+        except sqlite3.OperationalError as exc:
+            if conn is not None:
+                conn.close()
+            if not any(sign in str(exc) for sign in RACE_SIGNS) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def has_schema(conn: sqlite3.Connection) -> bool:
