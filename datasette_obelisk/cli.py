@@ -153,8 +153,7 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     if bar:
         bar.close()
     if as_json:
-        described = dict(summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()})
-        click.echo(json.dumps(described, indent=None if watch else 2))
+        click.echo(json.dumps(pass_record(summary, db, roots), indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
     if watch:
@@ -163,6 +162,14 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
                       parent or os.getppid(), sources=sources, redact=not no_redact)
         sys.exit(0)
     sys.exit(1 if summary.errors else 0)
+
+
+def pass_record(summary, db: Path, roots) -> dict:
+    """An ingest pass as ``--json`` prints it: the same keys on every ``--watch`` line."""
+    return dict(
+        summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()},
+        at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+    )
 
 
 def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, **options) -> None:
@@ -176,7 +183,7 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         if not (summary.files_read or summary.errors):
             return
         if as_json:
-            click.echo(json.dumps(dict(summary.as_dict(), at=time.strftime("%Y-%m-%dT%H:%M:%S"))))
+            click.echo(json.dumps(pass_record(summary, db, roots())))
             return
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "

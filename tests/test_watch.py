@@ -119,6 +119,27 @@ def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
     assert out.splitlines()[0].startswith("0 files")
 
 
+def test_ingest_watch_json_lines_all_have_the_same_keys(tmp_path, project):
+    first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
+    db = tmp_path / "o.db"
+    process = subprocess.Popen(
+        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--source", "claude", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        until(lambda: stored(db) == {("s1", "hello one")})
+        add_prompts(first, "s1", ["hello two"])
+        until(lambda: len(stored(db)) == 2)
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    records = [json.loads(line) for line in out.splitlines()]
+    assert len(records) >= 2 and len({frozenset(record) for record in records}) == 1
+    assert {"at", "db", "roots", "files_read", "messages"} <= set(records[0])
+    assert sum(record["messages"] for record in records) == 2
+
+
 def test_watch_stops_when_its_parent_exits(tmp_path, project):
     # The parent starts the watcher and exits at once; the watcher's output
     # pipe stays open until the watcher is gone, so this returns only then.
@@ -132,6 +153,7 @@ def test_watch_stops_when_its_parent_exits(tmp_path, project):
     )
     first = json.loads(result.stdout.splitlines()[0])
     assert (first["files"], first["messages"], first["db"]) == (1, 1, str(db))
+    assert {"at", "roots", "db"} <= set(first)
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the watcher through /proc")
