@@ -56,7 +56,30 @@ def has_logs(sources, roots) -> bool:
     return any(next(iter(sources[name].discover(root)), None) is not None for name, root in roots.items())
 
 
-@click.group()
+class JsonErrorsGroup(click.Group):
+    """With ``--json`` anywhere on the line, a usage error (exit 2) is also a JSON
+    object on stdout, ``{"ok": false, "error": {"code", "message"}}``, as the
+    commands' own errors are: a script reading stdout never gets nothing."""
+
+    def main(self, args=None, **kwargs):
+        args = sys.argv[1:] if args is None else list(args)
+        if "--json" not in args or kwargs.get("standalone_mode") is False:
+            return super().main(args, **kwargs)
+        try:
+            super().main(args, **{**kwargs, "standalone_mode": False})
+            sys.exit(0)  # as standalone mode ends
+        except click.exceptions.Exit as done:
+            sys.exit(done.exit_code)
+        except click.ClickException as error:
+            error.show()
+            click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": error.format_message()}}))
+            sys.exit(error.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=JsonErrorsGroup)
 @click.version_option(package_name="datasette-obelisk")
 def cli():
     """Archive and search the session logs of AI coding agents."""

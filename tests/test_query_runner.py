@@ -433,6 +433,16 @@ def test_a_database_that_is_something_else_is_refused_not_migrated(tmp_path, com
     assert not (tmp_path / "other.db.redaction-key").exists()
 
 
+@pytest.mark.parametrize("args", [
+    ["sessions", "--limit", "0"], ["sessions", "--limit", "abc"], ["sessions", "--bogus"], ["search", "x", "--mode", "fuzzy"],
+])
+def test_usage_errors_with_json_are_json_too(corpus_db, args):
+    result = invoke(*args, "--db", corpus_db, "--json")
+    error = json.loads(result.stdout)["error"]
+    assert result.exit_code == 2 and error["code"] == "OBELISK_INVALID_ARGUMENT" and error["message"]
+    assert "Usage:" in result.stderr or "Error:" in result.stderr
+
+
 def test_usage_errors_exit_2(corpus_db, tmp_path):
     binary = tmp_path / "script.py"
     binary.write_bytes(b"return 1\n\xff\xfe")
