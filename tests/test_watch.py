@@ -78,22 +78,32 @@ def test_watch_passes_until_told_to_stop(monkeypatch):
     assert [r.files_read for r in reports] == [1, 1, 1]
 
 
-def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
-    first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
-    db = tmp_path / "o.db"
+def watching(db: Path, options: list, steps) -> tuple[int, str, str]:
+    """Run ``obelisk ingest --watch`` on ``db`` while ``steps()`` runs, then Ctrl-C it: (status, out, err)."""
     process = subprocess.Popen(
-        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--source", "claude", "--no-progress"],
+        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
+        steps()
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    return process.returncode, out, err
+
+
+def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
+    first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
+    db = tmp_path / "o.db"
+
+    def steps():
         until(lambda: stored(db) == {("s1", "hello one")})
         add_prompts(first, "s1", ["hello two"])
         add_prompts(project / "s2.jsonl", "s2", ["a new session"])
         until(lambda: stored(db) == {("s1", "hello one"), ("s1", "hello two"), ("s2", "a new session")})
-    finally:
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+
+    status, out, err = watching(db, ["--source", "claude", "--no-progress"], steps)
+    assert status == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("1 files (1 read, 0 unchanged, 0 gone from disk), 1 lines, 1 sessions, 1 messages, 0 errors")
     passes = [re.fullmatch(r"\d\d:\d\d:\d\d (\d+) files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[1:]]
@@ -103,18 +113,14 @@ def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
 
 def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
     db = tmp_path / "o.db"
-    process = subprocess.Popen(
-        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
+
+    def steps():
         until(lambda: db.exists())
         add_prompts(project / "s1.jsonl", "s1", ["first words"])  # creates ~/.claude
         until(lambda: stored(db) == {("s1", "first words")})
-    finally:
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    assert process.returncode == 0
+
+    status, out, err = watching(db, ["--no-progress"], steps)
+    assert status == 0
     assert "No agent log folders found" in err
     assert out.splitlines()[0].startswith("0 files")
 
@@ -122,18 +128,14 @@ def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
 def test_ingest_watch_json_lines_all_have_the_same_keys(tmp_path, project):
     first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
     db = tmp_path / "o.db"
-    process = subprocess.Popen(
-        OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), "--source", "claude", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
+
+    def steps():
         until(lambda: stored(db) == {("s1", "hello one")})
         add_prompts(first, "s1", ["hello two"])
         until(lambda: len(stored(db)) == 2)
-    finally:
-        process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    assert process.returncode == 0, err
+
+    status, out, err = watching(db, ["--source", "claude", "--json"], steps)
+    assert status == 0, err
     records = [json.loads(line) for line in out.splitlines()]
     assert len(records) >= 2 and len({frozenset(record) for record in records}) == 1
     assert {"at", "db", "roots", "files_read", "messages"} <= set(records[0])
