@@ -187,6 +187,7 @@ class Writer:
             return
         texts = self._stored_texts([row[0] for row in messages])
         aliases = self._aliases()
+        with_copies: set[str] = set()
         rows = []
         self.counts.mentioned.update(row[1] for row in messages)
         for row in messages:
@@ -194,6 +195,9 @@ class Writer:
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
             copies = texts.setdefault(uuid, set())
+            if copies and text not in copies and uuid not in with_copies:
+                copies.update(self._copies_of(uuid))  # rare: only a changed text needs them
+                with_copies.add(uuid)
             if text in copies:
                 self._merge("duplicate")
                 continue
@@ -212,7 +216,7 @@ class Writer:
         return dict(self.conn.execute("SELECT uuid, stored_as FROM message_aliases WHERE file_id = ?", [self.file_id]))
 
     def _stored_texts(self, uuids: list[str]) -> dict[str, set[str]]:
-        """The texts stored under each of ``uuids`` that is known, and under its ``@`` copies."""
+        """The text stored under each of ``uuids`` that is known."""
         found: dict[str, set[str]] = {}
         for start in range(0, len(uuids), 500):
             part = uuids[start:start + 500]
@@ -220,11 +224,13 @@ class Writer:
                 f"SELECT uuid, text FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
             ):
                 found[uuid] = {text}
-        for uuid, copies in found.items():
-            copies.update(text for (text,) in self.conn.execute(
-                "SELECT text FROM messages WHERE uuid > ? AND uuid < ?", [uuid + "@", uuid + "A"]
-            ))
         return found
+
+    def _copies_of(self, uuid: str) -> list[str]:
+        """The texts stored under ``<uuid>@<offset>``: later copies with other text."""
+        return [text for (text,) in self.conn.execute(
+            "SELECT text FROM messages WHERE uuid > ? AND uuid < ?", [uuid + "@", uuid + "A"]
+        )]
 
     def _merge(self, reason: str) -> None:
         self.counts.merged += 1
