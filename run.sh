@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e .
+.venv/bin/python -m pip install -qq --upgrade pip
+.venv/bin/python -m pip install -qq -e .
 exec .venv/bin/obelisk up "$@"
