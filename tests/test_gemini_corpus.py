@@ -224,10 +224,11 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     # merged: the metadata line, the two $set updates of lastUpdated/summary
     # and the second re-append (nothing new). The history $set keeps only
     # g-user-1, dropping three answers: it is stored as a compaction boundary
-    # (it adds no message, so there is no summary to replace them with).
-    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 8, 4, 0)
+    # and, as it adds no message to be the summary, a placeholder summary
+    # (two rows from line 12).
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 9, 4, 0)
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (12, 8, 4, 0)
+        (12, 9, 4, 0)
     ]
     # The rewind marker is kept as a log-only row.
     assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
@@ -243,18 +244,24 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
         (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
         (12, f"{JSONL_SESSION}:compaction@{sync_offset(path)}", "compaction", "compact_boundary", 1,
          None, None, None, None),
+        (12, f"{JSONL_SESSION}:compaction@{sync_offset(path)}:summary", "compaction", None, 1,
+         None, None, None, None),
     ]
-    # It took back g-assistant-3 and its usage row: kept and searchable, but
-    # shadowed, inactive and replaced by the marker. What came after is current.
+    # The rewind took back g-assistant-3 and its usage row: kept and
+    # searchable, but shadowed, inactive and replaced by the marker. The
+    # history $set dropped the other three answers: shadowed but still
+    # visible, replaced by the placeholder summary; it kept g-user-1 current.
     rewind = f"{JSONL_SESSION}:rewind@{rewind_offset(path)}"
+    placeholder = f"{JSONL_SESSION}:compaction@{sync_offset(path)}:summary"
     assert rows(db_path, "SELECT line_no, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
         (2, "current", "visible", None),
-        (4, "current", "visible", None),
-        (5, "current", "visible", None),
+        (4, "shadowed", "visible", placeholder),
+        (5, "shadowed", "visible", placeholder),
         (6, "shadowed", "inactive", rewind),
         (7, "log-only", "inactive", rewind),  # an accounting row stays log-only
         (10, "log-only", "visible", None),
-        (11, "current", "visible", None),
+        (11, "shadowed", "visible", placeholder),
+        (12, "log-only", "visible", None),
         (12, "log-only", "visible", None),
     ]
     # The $set summary titles the session; tokens are counted once.
@@ -521,3 +528,75 @@ def test_history_sync_after_compression_is_a_compaction(tmp_path):
         ("gemini:zip:c1", "compaction", "COMPRESSED SUMMARY OF EARLIER CONVERSATION", "gemini:zip:c1")
     ]
     assert rows(db_path, "SELECT title, title_source FROM sessions") == [("Write a.py", "first_prompt")]
+
+
+def synced_chat() -> bytes:
+    """A chat whose two history ``$set`` lines (6 and 8) give several rows
+    each. gemini-cli compresses it: a boundary, the summary and an
+    acknowledgement that calls a tool (three rows); then it rolls a failed
+    prompt back out of the history: a boundary and a placeholder summary."""
+    def message(id, type, text, second, **more):
+        return {"id": id, "timestamp": f"2026-05-01T10:00:{second:02d}.000Z", "type": type,
+                "content": [{"text": text}], **more}
+
+    read = {"id": "read_1", "name": "read_file", "args": {"file_path": "/w/a.py"}, "status": "success",
+            "result": [{"functionResponse": {"id": "read_1", "name": "read_file", "response": {"output": "x = 1"}}}]}
+    kept = [message("u2", "user", "Now b.py", 3), message("g2", "gemini", "Done too.", 4)]
+    history = [message("c1", "user", "SUMMARY: a.py written", 5),
+               message("ack", "gemini", "Got it.", 5, toolCalls=[read]), *kept]
+    return jsonl(
+        {"sessionId": "sync", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        message("u1", "user", "Write a.py", 1), message("g1", "gemini", "Done.", 2), *kept,
+        {"$set": {"messages": history, "lastUpdated": "2026-05-01T10:00:05.000Z"}},
+        message("u3", "user", "And c.py", 6),
+        {"$set": {"messages": history, "lastUpdated": "2026-05-01T10:00:07.000Z"}},
+        message("u4", "user", "Try c.py again", 8), message("g4", "gemini", "Done at last.", 9),
+    )
+
+
+def synced(tmp_path) -> tuple[Path, Path]:
+    """``synced_chat`` ingested: the log and the database."""
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(synced_chat())
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    return path, tmp_path / "obelisk.db"
+
+
+def sync_rows(path: Path) -> dict[int, list[str]]:
+    """The uuids of the rows of lines 6 and 8, by line (see ``synced_chat``)."""
+    data = path.read_bytes()
+    prefix = b'{"$set":{"messages"'
+    first, second = (f"gemini:sync:compaction@{find(prefix)}" for find in (data.index, data.rindex))
+    return {6: [first, "gemini:sync:c1", "gemini:sync:ack"], 8: [second, f"{second}:summary"]}
+
+
+def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does(tmp_path):
+    """The prompt the second ``$set`` dropped (u3) is shadowed, still visible,
+    replaced by the placeholder summary, as the compression's dropped
+    messages are by its summary; what either kept stays current."""
+    path, db_path = synced(tmp_path)
+    (first, summary, _), (second, placeholder) = sync_rows(path).values()
+    assert rows(db_path, "SELECT line_no, uuid, is_compact_summary, surface, visibility, replaced_by "
+                         "FROM messages ORDER BY seq") == [
+        (2, "gemini:sync:u1", 0, "shadowed", "visible", summary),
+        (3, "gemini:sync:g1", 0, "shadowed", "visible", summary),
+        (4, "gemini:sync:u2", 0, "current", "visible", None),
+        (5, "gemini:sync:g2", 0, "current", "visible", None),
+        (6, first, 0, "log-only", "visible", None),
+        (6, summary, 1, "current", "visible", None),
+        (6, "gemini:sync:ack", 0, "current", "visible", None),
+        (7, "gemini:sync:u3", 0, "shadowed", "visible", placeholder),
+        (8, second, 0, "log-only", "visible", None),
+        (8, placeholder, 1, "log-only", "visible", None),
+        (9, "gemini:sync:u4", 0, "current", "visible", None),
+        (10, "gemini:sync:g4", 0, "current", "visible", None),
+    ]
+    assert rows(db_path, "SELECT uuid, meta_json FROM messages WHERE subtype = 'compact_boundary' ORDER BY seq") == [
+        (first, '{"preserved_uuids":["gemini:sync:u2","gemini:sync:g2"]}'),
+        (second, '{"preserved_uuids":["gemini:sync:c1","gemini:sync:ack","gemini:sync:u2","gemini:sync:g2"]}'),
+    ]
+    # Shadowed is not hidden: every prompt and answer still counts, the summary too.
+    assert rows(db_path, "SELECT message_count, title FROM sessions") == [(9, "Write a.py")]
+    assert rows(db_path, "SELECT id, message_uuid FROM summaries") == [(summary, summary)]
+

@@ -180,6 +180,35 @@ def test_history_sync_that_drops_messages_is_a_compaction():
     assert feed_all(data, restore_every_line=True) == records
 
 
+def test_history_sync_that_only_drops_messages_is_a_compaction_with_a_placeholder_summary():
+    """gemini-cli rolls a failed turn back out of its history: the ``$set``
+    drops messages and adds none. The boundary names what it kept; with no
+    added message to be the summary, a log-only placeholder is."""
+    u1, g1 = {"id": "u1", "type": "user", "content": "Hi"}, {"id": "g1", "type": "gemini", "content": "Hello"}
+    u2, g2 = {"id": "u2", "type": "user", "content": "More"}, {"id": "g2", "type": "gemini", "content": "Partial"}
+    sync = {"$set": {"messages": [u1, g1], "lastUpdated": "2026-05-01T10:05:00Z"}}
+    data = jsonl(META, u1, g1, u2, g2, sync, {"id": "u3", "type": "user", "content": "Again"})
+    records = feed_all(data)
+    boundary = f"gemini:s-1:compaction@{data.index(HISTORY_SYNC)}"
+    where = Position(6, data.index(HISTORY_SYNC), len(orjson.dumps(sync)))
+    assert [
+        (m.uuid, m.parent_uuid, m.type, m.subtype, m.is_meta, m.is_compact_summary, m.surface, m.timestamp, m.text,
+         m.meta, m.position)
+        for m in of(records, Message)[-3:-1]
+    ] == [
+        (boundary, "gemini:s-1:g2", "compaction", "compact_boundary", 1, 0, "log-only", "2026-05-01T10:05:00Z",
+         "history replaced: 2 dropped, 2 kept", {"preserved_uuids": ["gemini:s-1:u1", "gemini:s-1:g1"]}, where),
+        (f"{boundary}:summary", boundary, "compaction", None, 1, 1, "log-only", "2026-05-01T10:05:00Z",
+         "[history replaced without a summary]", None, where),
+    ]
+    assert (of(records, Message)[-1].uuid, of(records, Message)[-1].parent_uuid) == (
+        "gemini:s-1:u3", f"{boundary}:summary",
+    )
+    assert not of(records, Summary)  # the placeholder summarises nothing
+    assert [r.reason for r in of(records, Merged)] == ["metadata"]
+    assert feed_all(data, restore_every_line=True) == records
+
+
 def test_history_sync_that_only_adds_stores_the_new_messages():
     first = {"id": "u1", "type": "user", "content": "Hi"}
     added = {"id": "s1", "type": "gemini", "content": "Synthetic turn"}

@@ -16,7 +16,7 @@ results: the re-append keeps only what is new (see ``_reappended``), so
 usage is counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
 syncing its history, e.g. after compressing it) stores the messages it adds;
 when it drops messages it is a compaction (see ``_history``), so that line
-may give more than one row.
+may give more than one row, each with the line's position.
 ``logs.json`` (the prompt log) is not a session and is never discovered.
 """
 
@@ -79,7 +79,9 @@ class GeminiSource:
     #    read before any message titles the chat with the first message as leaf;
     #    a ``$set`` of ``messages`` stores the messages it adds, and is a
     #    compaction when it drops any
-    parser_version = 3
+    # 4: a ``$set`` that drops messages and adds none is a compaction too
+    #    (a log-only placeholder summary shadows what it dropped)
+    parser_version = 4
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = home(environ) / ".gemini"
@@ -265,7 +267,9 @@ class GeminiParser:
         Messages it keeps are already stored. Messages it adds are stored
         here. When it drops messages it replaced them: a log-only
         ``compact_boundary`` row names the kept ones, and the first added
-        message (gemini-cli's compression summary) is the compaction summary.
+        message (gemini-cli's compression summary) is the compaction summary;
+        when it adds none, a log-only placeholder stands in for the summary,
+        so the dropped messages are shadowed either way.
         """
         records = [m for m in update["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
         ids = [m["id"] for m in records]
@@ -273,22 +277,31 @@ class GeminiParser:
         added = [m for m in records if m["id"] not in self.s.current]
         if dropped:
             kept = [i for i in ids if i in self.s.current]
-            self._boundary(kept, len(dropped), position, first_text(update.get("lastUpdated")), out)
+            timestamp = first_text(update.get("lastUpdated"))
+            boundary = self._boundary(kept, len(dropped), position, timestamp, out)
+            if not added:
+                out.append(
+                    self._message(
+                        position, "compaction", timestamp, uuid=f"{boundary}:summary",
+                        text="[history replaced without a summary]", is_meta=1, surface="log-only",
+                        is_compact_summary=1,
+                    )
+                )
         for index, record in enumerate(added):
             self._message_record(record, position, out, compact_summary=bool(dropped) and index == 0)
         self.s.current = [m["id"] for m in records if m.get("type") in CONVERSATION_TYPES]
         return bool(dropped or added)
 
-    def _boundary(self, kept: list[str], dropped: int, position: Position, timestamp, out: list) -> None:
-        """The log-only row that marks a history replacement and names what it kept."""
+    def _boundary(self, kept: list[str], dropped: int, position: Position, timestamp, out: list) -> str:
+        """The log-only row that marks a history replacement and names what it kept; its uuid."""
         preserved = [f"{self.session_id}:{i}" for i in kept]
-        out.append(
-            self._message(
-                position, "compaction", timestamp, uuid=f"{self.session_id}:compaction@{position.byte_offset}",
-                subtype="compact_boundary", text=f"history replaced: {dropped} dropped, {len(kept)} kept",
-                is_meta=1, surface="log-only", meta={"preserved_uuids": preserved} if preserved else None,
-            )
+        boundary = self._message(
+            position, "compaction", timestamp, uuid=f"{self.session_id}:compaction@{position.byte_offset}",
+            subtype="compact_boundary", text=f"history replaced: {dropped} dropped, {len(kept)} kept",
+            is_meta=1, surface="log-only", meta={"preserved_uuids": preserved} if preserved else None,
         )
+        out.append(boundary)
+        return boundary.uuid
 
     def _rewind(self, target: str, position: Position, out: list) -> None:
         """``$rewindTo``: the messages from ``target`` on were taken back."""
