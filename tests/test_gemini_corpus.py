@@ -600,3 +600,58 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
     assert rows(db_path, "SELECT message_count, title FROM sessions") == [(9, "Write a.py")]
     assert rows(db_path, "SELECT id, message_uuid FROM summaries") == [(summary, summary)]
 
+
+def test_each_row_of_a_sync_line_reads_back_that_line(tmp_path):
+    """One ``$set`` line gives several rows: each has its own uuid and the
+    line's own offset and length, so raw() of each reads that line again."""
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    path, db_path = synced(tmp_path)
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    offsets = [sum(len(line) + 1 for line in lines[:index]) for index in range(len(lines))]
+    expected = [(line_no, uuid, offsets[line_no - 1], len(lines[line_no - 1]))
+                for line_no, uuids in sync_rows(path).items() for uuid in uuids]
+    assert rows(db_path, "SELECT line_no, uuid, byte_offset, byte_length FROM messages "
+                         "WHERE line_no IN (6, 8) ORDER BY seq") == expected
+    with connect_readonly(db_path) as conn:
+        assert [obelisk.raw(conn, uuid, {"limit": 100_000})["text"] for _, uuid, _, _ in expected] == [
+            lines[5].decode()] * 3 + [lines[7].decode()] * 2
+    # 10 lines, 12 rows: none of a sync line's rows was merged away as a duplicate.
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (10, 12, 1, 0)
+    ]
+    assert rows(db_path, "SELECT id, message_uuid FROM tool_calls") == [("gemini:sync:read_1", "gemini:sync:ack")]
+
+
+def test_sync_lines_appended_piece_by_piece_give_the_same_rows(tmp_path):
+    """Ingested after each piece is appended (a line cut in its middle, a
+    whole line still without its newline, then the newline), and read again
+    from the start as after a parser version bump, the log gives the
+    database reading it whole gives."""
+    data = synced_chat()
+    whole, live = tmp_path / "whole" / LAYOUT[JSONL], tmp_path / "live" / LAYOUT[JSONL]
+    for path in (whole, live):
+        path.parent.mkdir(parents=True)
+    whole.write_bytes(data)
+    ingest(tmp_path / "whole.db", {"gemini": tmp_path / "whole"}, sources=gemini_sources(), redact=False)
+    ends = [index for index, byte in enumerate(data) if byte == ord("\n")]
+    cuts = sorted({cut for start, end in zip([-1] + ends, ends) for cut in ((start + end) // 2, end, end + 1)})
+    with open(live, "wb") as fp:
+        for start, end in zip([0] + cuts, cuts):
+            fp.write(data[start:end])
+            fp.flush()
+            ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
+    assert live.read_bytes() == data
+    expected = snapshot(tmp_path / "whole.db")
+    got = snapshot(tmp_path / "live.db")
+    assert got == expected, diff(got, expected)
+    conn = sqlite3.connect(tmp_path / "live.db")
+    conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.commit()
+    conn.close()
+    summary = ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
+    assert (summary.files_replayed, summary.messages) == (1, 12)
+    got = snapshot(tmp_path / "live.db")
+    assert got == expected, diff(got, expected)
