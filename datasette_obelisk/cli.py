@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from .query.errors import QueryError
+from .query.readonly import connect_readonly
 from .store.db import default_db_path
 
 DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
@@ -49,6 +52,28 @@ def writable_db(db_path: Path | None) -> Path:
     elif not os.access(folder, os.W_OK):
         raise click.UsageError(f"--db {db}: the folder {folder} cannot be written")
     return db
+
+
+def fail(exc: QueryError, as_json: bool):
+    """Print a query error (as JSON on stdout, or as text on stderr) and exit with 1."""
+    if as_json:
+        click.echo(json.dumps(exc.as_dict()))
+    else:
+        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
+    sys.exit(1)
+
+
+def report_errors(fn):
+    """A command whose ``QueryError`` is printed with its code, exit 1."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except QueryError as exc:
+            fail(exc, kwargs.get("as_json", False))
+
+    return wrapper
 
 
 def has_logs(sources, roots) -> bool:
@@ -329,10 +354,12 @@ def demo_roots(demo_dir: Path) -> dict:
 @db_option
 @click.option("--check", is_flag=True, required=True, help="Report what the current rules would still find")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
+@report_errors
 def redact(db_path, check, as_json):
     """Report secrets the current redaction rules would still find, never printing them.
 
-    Exit status 1 when anything is found.
+    Exit status 1 when anything is found, or when the database is missing or
+    not an obelisk database (OBELISK_NOT_FOUND, as the read commands).
 
     Example:
 
@@ -357,7 +384,7 @@ def open_existing(db: Path):
     """A write connection to an existing obelisk database; anything else is refused, never migrated."""
     from .store.db import open_db
 
-    open_obelisk_read_only(db).close()
+    connect_readonly(db).close()
     return open_db(db)
 
 
@@ -384,35 +411,19 @@ def publish_settings(database: str = "obelisk") -> dict:
     }
 
 
-def open_obelisk_read_only(db: Path):
-    """A read-only connection to an existing obelisk database (never migrated: it may be something else)."""
-    import sqlite3
-
-    from .store.db import has_schema
-
-    if not db.exists():
-        raise click.UsageError(f"no database at {db}")
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        obelisk = has_schema(conn)
-    except sqlite3.DatabaseError as error:
-        raise click.ClickException(f"{db} is not an SQLite database: {error}") from None
-    if not obelisk:
-        raise click.ClickException(f"{db} is not an obelisk database (no messages_fts table): run `obelisk ingest` into it first")
-    return conn
-
-
 @cli.command(name="publish-config")
 @db_option
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the configuration to this file")
+@report_errors
 def publish_config(db_path, output):
     """Datasette configuration for a read-only published instance.
 
     Downloads, arbitrary SQL, signed tokens and CSV streaming are off, the
     plugin registers no write route, and the bookkeeping tables (audit_log,
     source_files, ingest_errors, obelisk_state, derive_queue) are hidden.
-    Refuses a database that is not an obelisk database, or that was
-    ingested with --no-redact.
+    Refuses a database that is missing or not an obelisk database
+    (OBELISK_NOT_FOUND, exit 1, as the read commands), or that was ingested
+    with --no-redact.
 
     Example:
 
@@ -425,7 +436,7 @@ def publish_config(db_path, output):
     if output is not None and not output.absolute().parent.is_dir():
         raise click.UsageError(f"--output {output}: the folder {output.absolute().parent} does not exist")
     db = resolve_db(db_path)
-    conn = open_obelisk_read_only(db)
+    conn = connect_readonly(db)
     unredacted = get_state(conn, "unredacted_ingest")
     conn.close()
     if unredacted:

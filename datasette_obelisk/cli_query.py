@@ -1,22 +1,21 @@
 """``obelisk search / read / trace / sessions / failures / files / query / attune``.
 
 Each command prints readable text, or with ``--json`` the helper's exact
-return value. Exit codes: 0 ok, 1 a query error (its code is printed),
-2 a usage error.
+return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
+missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
+also a JSON error object, ``OBELISK_INVALID_ARGUMENT``).
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
-import sys
 from pathlib import Path
 
 import click
 
-from .cli import cli, db_option, resolve_db
+from .cli import cli, db_option, fail, report_errors, resolve_db
 from .query import fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -32,26 +31,6 @@ def json_option(fn):
 
 def dumps(value) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
-
-
-def fail(exc: QueryError, as_json: bool):
-    """Print a query error (as JSON on stdout, or as text on stderr) and exit with 1."""
-    if as_json:
-        click.echo(json.dumps(exc.as_dict()))
-    else:
-        click.echo(f"Error: {exc.code}: {exc.message}", err=True)
-    sys.exit(1)
-
-
-def report_errors(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except QueryError as exc:
-            fail(exc, kwargs["as_json"])
-
-    return wrapper
 
 
 def fresh_connection(db_path):

@@ -78,6 +78,6 @@ def test_publish_config_refuses_a_database_that_is_not_obelisk(tmp_path):
     sqlite3.connect(plain).execute("CREATE TABLE t (a)").connection.close()
     result = CliRunner().invoke(cli, ["publish-config", "--db", str(plain)])
     assert result.exit_code == 1
-    assert f"Error: {plain} is not an obelisk database (no messages_fts table)" in result.output
+    assert f"Error: OBELISK_NOT_FOUND: {plain} is not an obelisk database" in result.output
     tables = sqlite3.connect(plain).execute("SELECT name FROM sqlite_master").fetchall()
     assert tables == [("t",)]  # nothing was migrated into it
