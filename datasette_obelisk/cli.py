@@ -64,13 +64,16 @@ def fail(exc: QueryError, as_json: bool):
 
 
 def report_errors(fn):
-    """A command whose ``QueryError`` is printed with its code, exit 1."""
+    """A command whose ``QueryError`` exits 1 with its code, except ``OBELISK_INVALID_ARGUMENT``:
+    the arguments came from the command line, so that one is a usage error (exit 2)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except QueryError as exc:
+            if exc.code == "OBELISK_INVALID_ARGUMENT":
+                raise click.UsageError(exc.message) from None
             fail(exc, kwargs.get("as_json", False))
 
     return wrapper

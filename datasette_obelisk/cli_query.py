@@ -3,7 +3,8 @@
 Each command prints readable text, or with ``--json`` the helper's exact
 return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
-also a JSON error object, ``OBELISK_INVALID_ARGUMENT``).
+also a JSON error object, ``OBELISK_INVALID_ARGUMENT``): an empty search
+text, for one.
 """
 
 from __future__ import annotations

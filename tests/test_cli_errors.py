@@ -11,7 +11,13 @@ import pytest
 from click.testing import CliRunner
 
 from datasette_obelisk.cli import cli
+from datasette_obelisk.query import obelisk
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.readonly import connect_readonly
 from datasette_obelisk.store.ingest import ingest as run_ingest
+
+EMPTY_SEARCH = "search() needs query text: it is empty or only whitespace"
+
 
 def invoke(*args):
     return CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=False)
@@ -69,3 +75,52 @@ def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):
     result = invoke("publish-config", "--db", tmp_path / "nope.db", "-o", tmp_path / "no" / "p.yaml")
     assert result.exit_code == 2
     assert result.stderr.endswith(f"Error: --output {tmp_path / 'no' / 'p.yaml'}: the folder {tmp_path / 'no'} does not exist\n")
+
+
+# -- search with no text ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t\n"])
+@pytest.mark.parametrize("mode", ["fts", "terms", "phrase", "raw"])
+def test_search_without_text_is_a_usage_error(tmp_path, text, mode):
+    db = claude_db(tmp_path)
+    result = invoke("search", text, "--mode", mode, "--db", db)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("search", EMPTY_SEARCH))
+    as_json = invoke("search", text, "--mode", mode, "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH))
+
+
+def test_search_without_text_is_the_same_error_in_python_and_in_scripts(tmp_path):
+    db = claude_db(tmp_path)
+    conn = connect_readonly(db)
+    for text in ("", " \n"):
+        with pytest.raises(QueryError) as error:
+            obelisk.search(conn, text)
+        assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH)
+    assert [hit["message"]["uuid"] for hit in obelisk.search(conn, " hello ")] == ["u1"]
+    conn.close()
+    # In a script the error is the script's (exit 1), as any helper error there.
+    script = invoke("query", "--db", db, "-c", 'return search("  ")')
+    assert (script.exit_code, json.loads(script.stdout)) == (1, json_error("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH))
+
+
+@pytest.mark.asyncio
+async def test_search_endpoint_answers_400_without_text(tmp_path):
+    from web_fixtures import make_datasette
+
+    ds = make_datasette(claude_db(tmp_path))
+    await ds.invoke_startup()
+    for q, message in (("", "missing required parameter 'q'"), ("   ", EMPTY_SEARCH)):
+        response = await ds.client.get("/-/obelisk/api/search", params={"q": q})
+        assert (response.status_code, response.json()) == (400, json_error("OBELISK_INVALID_ARGUMENT", message))
+    found = await ds.client.get("/-/obelisk/api/search", params={"q": "hello"})
+    assert [hit["message"]["uuid"] for hit in found.json()] == ["u1"]
+
+
+def test_a_helper_argument_error_from_read_options_is_a_usage_error(tmp_path):
+    db = claude_db(tmp_path)
+    message = "sessions(): after must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not 'soon'"
+    result = invoke("sessions", "--after", "soon", "--db", db)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("sessions", message))
+    as_json = invoke("sessions", "--after", "soon", "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))

@@ -277,7 +277,8 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     letter/digit tokens are quoted and AND-ed instead, so ordinary text never
     errors. ``mode`` (an extension) forces one form of ``fts.parse_query``:
     ``terms`` (every term), ``phrase`` or ``raw`` (FTS5 syntax, errors
-    reported as ``SESSION_QUERY_INVALID_QUERY``).
+    reported as ``SESSION_QUERY_INVALID_QUERY``). An empty or whitespace-only
+    ``text`` is ``OBELISK_INVALID_ARGUMENT`` (as a missing ``q`` over HTTP).
     """
     o = options(
         "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
@@ -285,6 +286,8 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     )
     if not isinstance(text, str):
         raise invalid("search() needs the query text as a string")
+    if not text.strip():
+        raise invalid("search() needs query text: it is empty or only whitespace")
     where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
         "session_id": "m.session_id", "project": "s.project", "after": "m.timestamp",
         "before": "m.timestamp", "cwd": "m.cwd", "source": "m.source",
