@@ -146,16 +146,23 @@ class Progress:
         self.stream.write("\n")
 
 
+def check_sources(names, installed, stored=()) -> None:
+    """Refuse (usage error) a source name that is neither installed nor among ``stored`` (a database's)."""
+    unknown = [n for n in names if n not in installed and n not in stored]
+    if unknown:
+        others = [n for n in stored if n not in installed]
+        raise click.UsageError(
+            f"unknown source {', '.join(unknown)}; installed: {', '.join(installed)}"
+            + (f"; also in the database: {', '.join(others)}" if others else "")
+        )
+
+
 def source_roots(sources: dict, names, dirs: dict) -> dict:
     """The folder to scan for each selected source."""
     from .store.ingest import default_roots
 
     selected = list(names) or list(sources)
-    unknown = [n for n in selected if n not in sources]
-    if unknown:
-        raise click.UsageError(
-            f"unknown source {', '.join(unknown)}; installed: {', '.join(sources)}"
-        )
+    check_sources(selected, sources)
     explicit = {name: Path(path) for name, path in dirs.items() if path is not None}
     if explicit and not names:
         selected = list(explicit)

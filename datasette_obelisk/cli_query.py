@@ -4,7 +4,7 @@ Each command prints readable text, or with ``--json`` the helper's exact
 return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
 also a JSON error object, ``OBELISK_INVALID_ARGUMENT``): an empty search
-text, for one.
+text, an unknown ``--source``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from .cli import cli, db_option, fail, report_errors, resolve_db
+from .cli import check_sources, cli, db_option, fail, report_errors, resolve_db
 from .query import fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -56,13 +56,31 @@ def fresh_connection(db_path):
     return reader
 
 
-def call(db_path, helper, *args, **kwargs):
-    """Run one read helper on a fresh read-only connection to the database."""
+def call(db_path, helper, *args):
+    """Run one read helper on a fresh read-only connection to the database.
+
+    A ``source`` among its options (the last argument) must be installed or in the database.
+    """
     conn = fresh_connection(db_path)
     try:
-        return helper(conn, *args, **kwargs)
+        if args and isinstance(args[-1], dict):
+            check_source(conn, args[-1].get("source"))
+        return helper(conn, *args)
     finally:
         conn.close()
+
+
+def check_source(conn, source: str | None) -> None:
+    """Refuse (usage error) a ``--source`` neither installed nor among the database's sessions.
+
+    A database keeps the sessions of a source whose plugin has since been uninstalled.
+    """
+    from .plugins import get_sources
+
+    installed = get_sources()
+    if source is not None and source not in installed:
+        stored = [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
+        check_sources([source], installed, stored)
 
 
 def given(**options) -> dict:

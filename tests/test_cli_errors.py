@@ -10,7 +10,9 @@ import sqlite3
 import pytest
 from click.testing import CliRunner
 
+import toy_source
 from datasette_obelisk.cli import cli
+from datasette_obelisk.plugins import pm
 from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.readonly import connect_readonly
@@ -75,6 +77,51 @@ def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):
     result = invoke("publish-config", "--db", tmp_path / "nope.db", "-o", tmp_path / "no" / "p.yaml")
     assert result.exit_code == 2
     assert result.stderr.endswith(f"Error: --output {tmp_path / 'no' / 'p.yaml'}: the folder {tmp_path / 'no'} does not exist\n")
+
+
+# -- --source --------------------------------------------------------------------------------------
+
+
+SOURCE_COMMANDS = [["search", "hello"], ["sessions"], ["failures"], ["files", "/w/a.py"]]
+
+
+@pytest.mark.parametrize("command", SOURCE_COMMANDS)
+def test_an_unknown_source_is_a_usage_error_naming_the_installed_ones(tmp_path, command):
+    db = claude_db(tmp_path)
+    message = "unknown source bogus; installed: claude, codex, gemini"
+    result = invoke(*command, "--source", "bogus", "--db", db)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(f"\nError: {message}\n")
+    as_json = invoke(*command, "--source", "bogus", "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert invoke(*command, "--source", "gemini", "--db", db, "--json").stdout == "[]\n"  # installed, none stored
+
+
+def test_a_source_no_longer_installed_is_accepted_while_the_database_holds_its_sessions(tmp_path):
+    logs = tmp_path / "toy-logs"
+    logs.mkdir()
+    (logs / "t1.jsonl").write_text(json.dumps({"id": "a", "text": "hello toy"}) + "\n")
+    db = claude_db(tmp_path)
+    pm.register(toy_source, "toy-cli-errors")
+    try:
+        run_ingest(db, {"toy": logs})
+    finally:
+        pm.unregister(toy_source)
+    found = invoke("sessions", "--source", "toy", "--db", db, "--json")
+    assert found.exit_code == 0, found.output
+    assert [row["id"] for row in json.loads(found.stdout)] == ["t1"]
+    hits = invoke("search", "hello", "--source", "toy", "--db", db, "--json")
+    assert [hit["message"]["uuid"] for hit in json.loads(hits.stdout)] == ["a"]
+    refused = invoke("sessions", "--source", "bogus", "--db", db, "--json")
+    message = "unknown source bogus; installed: claude, codex, gemini; also in the database: toy"
+    assert (refused.exit_code, json.loads(refused.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
+def test_ingest_refuses_an_unknown_source_with_the_same_message(tmp_path):
+    result = invoke("ingest", "--db", tmp_path / "o.db", "--source", "bogus", "--json")
+    message = "unknown source bogus; installed: claude, codex, gemini"
+    assert (result.exit_code, json.loads(result.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert not (tmp_path / "o.db").exists()
 
 
 # -- search with no text ----------------------------------------------------------------------------
