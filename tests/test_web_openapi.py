@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 import pytest_asyncio
@@ -323,3 +325,26 @@ async def test_form_posts_are_answered_as_documented(writable):
     refused = await ds.client.post(f"{API}/remember", data={"path": "/etc/passwd", "summary": "x"}, actor=ROOT)
     assert refused.headers["content-type"].startswith("text/html")
     assert "text/html" in remember["responses"][str(refused.status_code)]["content"]
+
+
+def test_starting_datasette_does_not_build_the_schemas(web_db):
+    """The migrations run into a scratch database only when the OpenAPI document is first asked for."""
+    script = f"""
+import asyncio
+from datasette.app import Datasette
+from datasette_obelisk.web import schemas
+
+async def main():
+    ds = Datasette([{str(web_db)!r}])
+    await ds.invoke_startup()
+    assert (await ds.client.get("/-/obelisk/api/sessions")).status_code == 200
+    print(schemas.migrated_columns.cache_info().misses)
+    for _ in range(2):
+        assert (await ds.client.get("/-/obelisk/api/openapi.json")).status_code == 200
+    print(schemas.migrated_columns.cache_info().misses)
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["0", "1"]

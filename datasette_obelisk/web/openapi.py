@@ -121,7 +121,7 @@ def openapi_document(datasette) -> dict:
         paths.setdefault(datasette.urls.path(API_ROOT + endpoint.path), {})[endpoint.method] = (
             write_operation(endpoint) if endpoint.method == "post" else operation(endpoint)
         )
-    return {
+    return schemas.resolve({
         "openapi": "3.1.0",
         "info": {
             "title": "datasette-obelisk",
@@ -136,7 +136,7 @@ def openapi_document(datasette) -> dict:
             "schemas": schemas.components(),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "description": "a Datasette API token"}},
         },
-    }
+    })
 
 
 def write_operation(endpoint) -> dict:

@@ -5,6 +5,10 @@ its endpoint returns; a key that is only sometimes there is a property that
 is not ``required``. Table rows are typed from the schema the migrations
 create, row subsets by the field lists the helpers select; shapes built in
 code are written here once. Free-form payloads (parsed JSON) say so.
+
+What depends on the migrated tables is ``Deferred``: the migrations run
+into an in-memory database only when the OpenAPI document is first built
+(``resolve``), never when Datasette imports the plugin.
 """
 
 from __future__ import annotations
@@ -14,6 +18,28 @@ import sqlite3
 
 from ..query import obelisk
 from ..query.filters import ATTRIBUTES, SURFACES
+
+
+class Deferred:
+    """A schema built on first use (it reads the migrated tables), then kept."""
+
+    def __init__(self, build):
+        self._build = build
+
+    @functools.cached_property
+    def value(self):
+        return resolve(self._build())
+
+
+def resolve(schema):
+    """``schema`` with every ``Deferred`` in it built."""
+    if isinstance(schema, Deferred):
+        return schema.value
+    if isinstance(schema, dict):
+        return {key: resolve(value) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [resolve(value) for value in schema]
+    return schema
 
 
 def obj(required: dict, optional: dict | None = None, **extra) -> dict:
@@ -76,19 +102,23 @@ def table_columns(table: str) -> dict:
     }
 
 
-def row(table: str, fields=None, extra: dict | None = None, **options) -> dict:
-    """A closed row of ``table`` (or of its ``fields``), with ``extra`` keys added or retyped."""
-    columns = table_columns(table)
-    properties = {name: columns[name] for name in fields or columns}
-    return obj({**properties, **(extra or {})}, **options)
+def row(table: str, fields=None, extra: dict | None = None, optional: dict | None = None, **options) -> Deferred:
+    """A closed row of ``table`` (or of its ``fields``), with ``extra`` keys added or retyped, ``optional`` ones added."""
+
+    def build() -> dict:
+        columns = table_columns(table)
+        properties = {name: columns[name] for name in fields or columns}
+        return obj({**properties, **(extra or {})}, optional, **options)
+
+    return Deferred(build)
 
 
-def message_schema() -> dict:
+def message_schema() -> Deferred:
     """A ``messages`` row, every column typed."""
     return row("messages", description="A messages row")
 
 
-def session_schema() -> dict:
+def session_schema() -> Deferred:
     """A ``sessions`` row, every column typed."""
     return row("sessions", description="A sessions row")
 
@@ -124,9 +154,9 @@ CONTEXT = obj(
     }
 )
 RAW = obj({"text": STRING, "totalLength": INTEGER, "offset": INTEGER, "limit": INTEGER, "hasMore": BOOLEAN})
-MEMORY_ROW = obj(
-    row("memories", obelisk.MEMORY_FIELDS, {"anchors": PARSED_JSON})["properties"],
-    {"rank": {**NUMBER, "description": "with query: the FTS rank, best (lowest) first"}},
+MEMORY_ROW = row(
+    "memories", obelisk.MEMORY_FIELDS, {"anchors": PARSED_JSON},
+    optional={"rank": {**NUMBER, "description": "with query: the FTS rank, best (lowest) first"}},
 )
 SCOPE = obj({"project": OPT_STRING, "project_path": OPT_STRING, "source": STRING, "confidence": STRING})
 OVERVIEW = obj(
@@ -177,8 +207,8 @@ def page(item: dict, **extra_required) -> dict:
     return obj({"items": array(item), **extra_required}, {"nextCursor": STRING})
 
 
-def column(table: str, name: str) -> dict:
-    return table_columns(table)[name]
+def column(table: str, name: str) -> Deferred:
+    return Deferred(lambda: table_columns(table)[name])
 
 
 SURFACE = {"enum": list(SURFACES)}
