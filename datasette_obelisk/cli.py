@@ -146,6 +146,10 @@ class Progress:
         self.stream.write("\n")
 
 
+# The environment variable that moves a built-in source's folder (read by its ``default_root``).
+ROOT_VARIABLES = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
+
+
 def check_sources(names, installed, stored=()) -> None:
     """Refuse (usage error) a source name that is neither installed nor among ``stored`` (a database's)."""
     unknown = [n for n in names if n not in installed and n not in stored]
@@ -157,23 +161,39 @@ def check_sources(names, installed, stored=()) -> None:
         )
 
 
+def folders(paths, named: str, missing_ok: bool = False) -> list[Path]:
+    """``paths`` (given by ``named``: an option or ``$VARIABLE``), each a folder, or a usage error saying
+    which is not. With ``missing_ok`` a path that does not exist passes (a folder that may appear later)."""
+    found = [Path(path).expanduser() for path in paths]
+    for path in found:
+        if not path.is_dir() and (path.exists() or not missing_ok):
+            raise click.UsageError(f"{named} {path} {'is not a folder' if path.exists() else 'does not exist'}")
+    return found
+
+
+def check_variable_folder(name: str, environ=os.environ) -> None:
+    """Refuse (usage error) what source ``name``'s environment variable names when it exists and is not a folder."""
+    variable = ROOT_VARIABLES.get(name)
+    if variable and environ.get(variable):
+        folders([environ[variable]], f"${variable}", missing_ok=True)
+
+
 def source_roots(sources: dict, names, dirs: dict) -> dict:
     """The folder to scan for each selected source."""
     from .store.ingest import default_roots
 
     selected = list(names) or list(sources)
     check_sources(selected, sources)
-    explicit = {name: Path(path) for name, path in dirs.items() if path is not None}
+    explicit = {name: path for name, path in dirs.items() if path is not None}
     if explicit and not names:
         selected = list(explicit)
-    roots = default_roots({n: sources[n] for n in selected if n not in explicit})
-    for name, path in explicit.items():
-        if name not in selected:
-            continue
-        if not path.is_dir():
-            raise click.UsageError(f"--{name}-dir {path} is not a folder")
-        roots[name] = path
-    return roots
+    given = {}
+    for name in selected:
+        if name in explicit:
+            given[name] = folders([explicit[name]], f"--{name}-dir")[0]
+        else:
+            check_variable_folder(name)
+    return {**default_roots({n: sources[n] for n in selected if n not in given}), **given}
 
 
 @cli.command()
@@ -286,8 +306,12 @@ def sources():
     from .plugins import get_sources
 
     for name, source in get_sources().items():
-        root = source.default_root(os.environ)
-        click.echo(f"{name}\tparser v{source.parser_version}\t{root or '(no default folder found)'}")
+        try:
+            check_variable_folder(name)
+            root = source.default_root(os.environ) or "(no default folder found)"
+        except click.UsageError as error:
+            root = f"({error.message})"
+        click.echo(f"{name}\tparser v{source.parser_version}\t{root}")
 
 
 @cli.command()

@@ -4,7 +4,7 @@ Each command prints readable text, or with ``--json`` the helper's exact
 return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
 also a JSON error object, ``OBELISK_INVALID_ARGUMENT``): an empty search
-text, an unknown ``--source``.
+text, an unknown ``--source``, a ``--memory-root`` that is not a folder.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from .cli import check_sources, cli, db_option, fail, report_errors, resolve_db
+from .cli import check_sources, cli, db_option, fail, folders, report_errors, resolve_db
 from .query import fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -352,19 +352,23 @@ def query(file, code, timeout, db_path, as_json):
 
 @cli.command()
 @script_command
-@click.option("--memory-root", "memory_roots", multiple=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--memory-root", "memory_roots", multiple=True, type=click.Path(path_type=Path),
               help="A folder memory files may come from (repeatable; default $OBELISK_MEMORY_ROOTS)")
 def attune(file, code, timeout, db_path, as_json, memory_roots):
     """Run a script that registers or archives memories (remember/forget only).
 
-    Only files inside a memory root can be registered: --memory-root, or
-    $OBELISK_MEMORY_ROOTS (separated by the OS path separator).
+    Only files inside a memory root can be registered: --memory-root (an
+    existing folder), or $OBELISK_MEMORY_ROOTS (separated by the OS path
+    separator; an entry that exists must be a folder).
 
     Example:
 
     \b
         obelisk attune --memory-root ~/notes -c 'return remember({"path": "/home/me/notes/db.md", "summary": "Why the ingester uses WAL"})'
     """
-    roots = list(memory_roots) or [r for r in os.environ.get("OBELISK_MEMORY_ROOTS", "").split(os.pathsep) if r]
-    roots = [Path(r).expanduser() for r in roots]
+    if memory_roots:
+        roots = folders(memory_roots, "--memory-root")
+    else:  # a listed folder that does not exist (yet) is allowed, as an agent's $CLAUDE_CONFIG_DIR is
+        listed = [r for r in os.environ.get("OBELISK_MEMORY_ROOTS", "").split(os.pathsep) if r]
+        roots = folders(listed, "$OBELISK_MEMORY_ROOTS", missing_ok=True)
     emit_script(script_source(file, code), db_path, mode="attune", timeout=timeout, memory_roots=roots)

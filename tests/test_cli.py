@@ -70,7 +70,7 @@ def test_usage_errors_exit_two(tmp_path):
     assert "unknown source nope" in unknown.output
     missing = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "absent")])
     assert missing.exit_code == 2
-    assert "is not a folder" in missing.output
+    assert f"Error: --claude-dir {tmp_path / 'absent'} does not exist\n" in missing.output
 
 
 def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):

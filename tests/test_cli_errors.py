@@ -124,6 +124,89 @@ def test_ingest_refuses_an_unknown_source_with_the_same_message(tmp_path):
     assert not (tmp_path / "o.db").exists()
 
 
+# -- agent folders: options and environment variables ----------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["ingest", "up"])
+@pytest.mark.parametrize("name", ["claude", "codex", "gemini"])
+def test_an_agent_folder_option_that_is_not_a_folder_is_a_usage_error(tmp_path, command, name):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    extra = ["--no-serve"] if command == "up" else []
+    for path, why in ((afile, "is not a folder"), (tmp_path / "absent", "does not exist")):
+        result = invoke(command, *extra, "--db", tmp_path / "o.db", f"--{name}-dir", path)
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr == usage_error(command, f"--{name}-dir {path} {why}")
+    as_json = invoke("ingest", "--db", tmp_path / "o.db", f"--{name}-dir", afile, "--json")
+    error = json_error("OBELISK_INVALID_ARGUMENT", f"--{name}-dir {afile} is not a folder")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, error)
+    assert not (tmp_path / "o.db").exists()
+
+
+@pytest.mark.parametrize("name, variable", [("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")])
+def test_an_agent_folder_variable_naming_a_file_is_a_usage_error(tmp_path, monkeypatch, name, variable):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv(variable, str(afile))
+    message = f"${variable} {afile} is not a folder"
+    result = invoke("ingest", "--db", tmp_path / "o.db")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("ingest", message))
+    as_json = invoke("ingest", "--db", tmp_path / "o.db", "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    up = invoke("up", "--no-serve", "--db", tmp_path / "o.db")
+    assert (up.exit_code, up.stderr) == (2, usage_error("up", message))
+    assert not (tmp_path / "o.db").exists()
+    sources = invoke("sources")
+    assert f"{name}\tparser v" in sources.stdout and sources.stdout.count(f"\t({message})\n") == 1
+    # The variable does not matter when its source is not read, or read from an option.
+    assert invoke("ingest", "--db", tmp_path / "o.db", "--source", "gemini").exit_code == 0
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    assert invoke("ingest", "--db", tmp_path / "o.db", f"--{name}-dir", folder).exit_code == 0
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_CONFIG_DIR", "CODEX_HOME"])
+def test_an_agent_folder_variable_naming_nothing_yet_is_a_folder_to_come(tmp_path, monkeypatch, variable):
+    monkeypatch.setenv(variable, str(tmp_path / "later"))  # the agent creates it on its first run
+    result = invoke("ingest", "--db", tmp_path / "o.db")
+    assert result.exit_code == 0
+    assert result.stderr == "No agent log folders found (looked for the sources' default folders).\n"
+
+
+# -- attune --memory-root -------------------------------------------------------------------------
+
+
+REMEMBER = 'return remember({"path": "%s", "summary": "A note"})["path"]'
+
+
+def test_a_memory_root_that_is_not_a_folder_is_a_usage_error(tmp_path):
+    afile = tmp_path / "n.md"
+    afile.write_text("# n\n")
+    db = tmp_path / "nope.db"  # usage errors come first: the database is not looked at
+    for path, why in ((tmp_path / "notes", "does not exist"), (afile, "is not a folder")):
+        result = invoke("attune", "--db", db, "--memory-root", path, "-c", REMEMBER % afile)
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert result.stderr.endswith(f"\nError: --memory-root {path} {why}\n")
+        as_json = invoke("attune", "--db", db, "--memory-root", path, "-c", REMEMBER % afile, "--json")
+        error = json_error("OBELISK_INVALID_ARGUMENT", f"--memory-root {path} {why}")
+        assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, error)
+    assert not (tmp_path / "notes").exists()  # refused, never created
+
+
+def test_memory_roots_from_the_environment_may_be_missing_but_not_files(tmp_path, monkeypatch):
+    db = claude_db(tmp_path)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "n.md").write_text("# n\n")
+    monkeypatch.setenv("OBELISK_MEMORY_ROOTS", f"{tmp_path / 'elsewhere'}:{notes}")
+    result = invoke("attune", "--db", db, "-c", REMEMBER % (notes / "n.md"))
+    assert (result.exit_code, json.loads(result.stdout)) == (0, str(notes.resolve() / "n.md"))
+    monkeypatch.setenv("OBELISK_MEMORY_ROOTS", f"{notes / 'n.md'}:{notes}")
+    refused = invoke("attune", "--db", db, "-c", REMEMBER % (notes / "n.md"), "--json")
+    error = json_error("OBELISK_INVALID_ARGUMENT", f"$OBELISK_MEMORY_ROOTS {notes / 'n.md'} is not a folder")
+    assert (refused.exit_code, json.loads(refused.stdout)) == (2, error)
+
+
 # -- search with no text ----------------------------------------------------------------------------
 
 
