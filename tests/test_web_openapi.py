@@ -348,3 +348,34 @@ asyncio.run(main())
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["0", "1"]
+
+
+# Requests whose SQL runs well past a millisecond on the test database: one per way a timeout is reported.
+SLOW = {
+    "/search": ({"q": "the"}, "OBELISK_TIMEOUT"),  # the helpers translate the interruption
+    "/history/search": ({"query": "the"}, "OBELISK_TIMEOUT"),  # the endpoint translates it
+    "/session-query/sessions/search": ({"query": "the"}, "SESSION_QUERY_ABORTED"),  # the contract's own code
+}
+
+
+@pytest.mark.asyncio
+async def test_a_request_past_the_time_limit_is_a_documented_504(ds, spec, monkeypatch):
+    setting = ds.setting
+    monkeypatch.setattr(ds, "setting", lambda name: 1 if name == "sql_time_limit_ms" else setting(name))
+    for path, (params, code) in SLOW.items():
+        response = await ds.client.get(API + path, params=params)
+        assert (response.status_code, response.json()["error"]["code"]) == (504, code), (path, response.text[:200])
+        operation = spec["paths"][API + path]["get"]
+        assert code in operation["responses"]["504"]["description"]
+        assert not [e.message for e in validator(spec, response_schema(operation, "504")).iter_errors(response.json())]
+    monkeypatch.undo()
+    for path, (params, _) in SLOW.items():
+        assert (await ds.client.get(API + path, params=params)).status_code == 200, path
+
+
+@pytest.mark.asyncio
+async def test_every_get_documents_its_timeout(spec):
+    for path, operations in spec["paths"].items():
+        if "get" in operations:
+            code = "SESSION_QUERY_ABORTED" if "/session-query/" in path else "OBELISK_TIMEOUT"
+            assert operations["get"]["responses"]["504"]["description"].startswith(code), path

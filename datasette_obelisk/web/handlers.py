@@ -4,15 +4,19 @@ Both resolve the database, check that the actor may view it, run the
 work on a Datasette read connection, answer 403 if the work read a table
 the actor may not view (``visibility.py``) and turn a ``QueryError`` into
 the right response. Handlers themselves only parse parameters and call
-``query/``.
+``query/``. A JSON read stops once its SQL has run for Datasette's
+``sql_time_limit_ms`` (504).
 """
 
 from __future__ import annotations
+
+import sqlite3
 
 from datasette.resources import DatabaseResource
 from datasette.utils.asgi import Response
 
 from ..query.errors import QueryError
+from ..query.readonly import error_for, set_deadline
 from .databases import database_for
 from .live import refresh_if_live
 from .params import Params
@@ -26,6 +30,28 @@ async def readable_database(datasette, request):
     if not await datasette.allowed(action="view-database", resource=DatabaseResource(db.name), actor=request.actor):
         raise QueryError("OBELISK_PERMISSION_DENIED", f"you may not view database {db.name!r}")
     return db
+
+
+def time_limited(work, milliseconds: int):
+    """``work(conn)``, interrupted once it has run ``milliseconds``: ``OBELISK_TIMEOUT``.
+
+    A query layer that names the interruption itself keeps its code
+    (the session-query contract's ``SESSION_QUERY_ABORTED``).
+    """
+
+    def run(conn):
+        set_deadline(conn, milliseconds / 1000)
+        try:
+            return work(conn)
+        except sqlite3.OperationalError as exc:
+            error = error_for(exc)
+            if error.code == "OBELISK_TIMEOUT":
+                raise error from None
+            raise
+        finally:
+            set_deadline(conn, None)
+
+    return run
 
 
 def json_view(endpoint):
@@ -49,9 +75,8 @@ def json_view(endpoint):
             db = await readable_database(datasette, request)
             await refresh_if_live(datasette, db)
             params = Params.from_request(request)
-            result = await guarded(
-                datasette, request.actor, db, lambda reading: reading.execute_fn(lambda conn: endpoint.handler(conn, params))
-            )
+            work = time_limited(lambda conn: endpoint.handler(conn, params), datasette.setting("sql_time_limit_ms"))
+            result = await guarded(datasette, request.actor, db, lambda reading: reading.execute_fn(work))
         except QueryError as error:
             return json_error(error)
         return json_page(result, request) if endpoint.paged else json_ok(result)

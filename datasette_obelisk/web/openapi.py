@@ -38,6 +38,14 @@ ERRORS = {
     "404": error("unknown session, event, message or database"),
     "405": error("OBELISK_METHOD_NOT_ALLOWED: a method other than GET or HEAD (the Allow header says GET)"),
 }
+
+
+def timeout(endpoint) -> dict:
+    """504: the request ran out of time, in the code of the endpoint's contract."""
+    code = "SESSION_QUERY_ABORTED" if endpoint.tag == "session-query" else "OBELISK_TIMEOUT"
+    return error(f"{code}: the request's SQL ran past Datasette's sql_time_limit_ms and was stopped")
+
+
 FORM_PAGE = "; a form post (no Accept: application/json) gets the memories page showing the refusal, as text/html"
 
 
@@ -103,9 +111,10 @@ def operation(endpoint) -> dict:
 
 def responses(endpoint) -> dict:
     ok = {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}}
+    errors = {**ERRORS, "504": timeout(endpoint)}
     if not endpoint.paged:
-        return {"200": ok, **ERRORS}
-    return {"200": {**ok, "headers": PAGE_HEADERS}, **ERRORS, "413": TOO_LARGE}
+        return {"200": ok, **errors}
+    return {"200": {**ok, "headers": PAGE_HEADERS}, **errors, "413": TOO_LARGE}
 
 
 def openapi_document(datasette) -> dict:
@@ -129,7 +138,8 @@ def openapi_document(datasette) -> dict:
             "description": "Read-only JSON over agent session logs: the Obelisk helpers, the session-query "
             "contract and the history contract. Parameters are query strings (JSON-encoded where structured). "
             "A success returns the contract's shape as is; an error returns "
-            '{"ok": false, "error": {"code", "message"}} with a 4xx status.',
+            '{"ok": false, "error": {"code", "message"}} with a 4xx status, or 504 when the request ran past '
+            "Datasette's sql_time_limit_ms.",
         },
         "paths": paths,
         "components": {
