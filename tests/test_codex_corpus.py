@@ -438,49 +438,66 @@ def test_spawned_subagent_parent_messages_are_stored_once(db):
 FORK_PARENT = "019c8a70-dda7-7f33-98ea-f30553347322"
 FORK_ID = "019c8a83-8100-7000-8000-00000000f0a1"  # UUIDv7 minted 2026-02-23T12:40:00.000Z
 FORK_TURN = "019c8a84-6b60-7000-8000-00000000f0a2"  # UUIDv7 minted 2026-02-23T12:41:00.000Z
+FORK_TURN_AT_ONCE = "019c8a83-818c-7000-8000-00000000f0a3"  # UUIDv7 minted 2026-02-23T12:40:00.140Z
 FORK_TIME = "2026-02-23T12:40:00.000Z"
 COPY_TIME = "2026-02-23T12:40:00.012Z"
 
 
-def fork_of(parent: bytes) -> bytes:
+def restamp(line: bytes, timestamp: str) -> bytes:
+    return line[:14] + timestamp.encode() + line[14 + len(timestamp):] + b"\n"
+
+
+def fork_of(parent: bytes, at_once: bool = False) -> bytes:
     """A fork of the interrupted localpush rollout, as Codex writes one: its
     own session_meta (``forked_from_id``), the parent's lines copied and
     re-stamped with the fork time (its session_meta first), then a turn of
-    its own (6 lines)."""
+    its own (6 lines), a minute later.
+
+    ``at_once``: the copy is flushed with a 120 ms pause inside the copied
+    turn (before the parent's line 10), and the fork's own turn is written
+    1 ms after the copy's last line, at 12:40:00.140 (as ``codex exec fork``
+    or an app starting a turn right away would)."""
     meta = {"id": FORK_ID, "timestamp": FORK_TIME, "cwd": "/redacted/path/da0ba47443", "originator": "Codex Desktop",
             "cli_version": "0.104.0-alpha.1", "source": "vscode", "forked_from_id": FORK_PARENT,
             "git": {"branch": "try-again", "repository_url": "redacted://url/d18f1190d0"}}
-    copied = b"".join(
-        line[:14] + COPY_TIME.encode() + line[14 + len(COPY_TIME):] + b"\n" for line in parent.splitlines()
-    )
+    lines = parent.splitlines()
+    if at_once:  # parent lines 1-9 at .001-.009, lines 10-19 at .130-.139, own turn from .140
+        stamps = [f"2026-02-23T12:40:00.{n + (120 if n >= 10 else 0):03d}Z" for n in range(1, len(lines) + 1)]
+        own_stamps = ["2026-02-23T12:40:00.140Z"] + ["2026-02-23T12:40:00.141Z"] * 2 + ["2026-02-23T12:40:05.000Z"] * 2
+        own_stamps.append("2026-02-23T12:40:05.100Z")
+        turn = FORK_TURN_AT_ONCE
+    else:
+        stamps = [COPY_TIME] * len(lines)
+        own_stamps = ["2026-02-23T12:41:00.000Z"] + ["2026-02-23T12:41:00.001Z"] * 2 + ["2026-02-23T12:41:05.000Z"] * 2
+        own_stamps.append("2026-02-23T12:41:05.100Z")
+        turn = FORK_TURN
+    copied = b"".join(restamp(line, stamp) for line, stamp in zip(lines, stamps))
     last = {"input_tokens": 1000, "cached_input_tokens": 500, "output_tokens": 50, "reasoning_output_tokens": 0,
             "total_tokens": 1050}
     total = {"input_tokens": 35469, "cached_input_tokens": 3956, "output_tokens": 481, "reasoning_output_tokens": 264,
              "total_tokens": 35950}
     own = [
-        envelope("event_msg", {"type": "task_started", "turn_id": FORK_TURN}, "2026-02-23T12:41:00.000Z"),
-        envelope("response_item", {"type": "message", "role": "user",
-                                   "content": [{"type": "input_text", "text": "Try the other approach."}]},
-                 "2026-02-23T12:41:00.001Z"),
-        envelope("event_msg", {"type": "user_message", "message": "Try the other approach."}, "2026-02-23T12:41:00.001Z"),
-        envelope("event_msg", {"type": "agent_message", "message": "Trying the other approach."},
-                 "2026-02-23T12:41:05.000Z"),
-        envelope("response_item", {"type": "message", "role": "assistant",
-                                   "content": [{"type": "output_text", "text": "Trying the other approach."}]},
-                 "2026-02-23T12:41:05.000Z"),
-        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}},
-                 "2026-02-23T12:41:05.100Z"),
+        ("event_msg", {"type": "task_started", "turn_id": turn}),
+        ("response_item", {"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "Try the other approach."}]}),
+        ("event_msg", {"type": "user_message", "message": "Try the other approach."}),
+        ("event_msg", {"type": "agent_message", "message": "Trying the other approach."}),
+        ("response_item", {"type": "message", "role": "assistant",
+                           "content": [{"type": "output_text", "text": "Trying the other approach."}]}),
+        ("event_msg", {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}}),
     ]
-    return envelope("session_meta", meta, FORK_TIME) + copied + b"".join(own)
+    return envelope("session_meta", meta, FORK_TIME) + copied + b"".join(
+        envelope(type_, payload, stamp) for (type_, payload), stamp in zip(own, own_stamps)
+    )
 
 
-@pytest.fixture(scope="module")
-def fork_db(tmp_path_factory, corpus_root):
+@pytest.fixture(scope="module", params=[False, True], ids=["own-turn-a-minute-later", "own-turn-at-once"])
+def fork_db(request, tmp_path_factory, corpus_root):
     root = tmp_path_factory.mktemp("fork")
     home = codex_home(root / ".codex", corpus_root, [INTERRUPTED])
     parent = (corpus_root / INTERRUPTED).read_bytes()
     path = home / f"sessions/2026/02/23/rollout-2026-02-23T12-40-00-{FORK_ID}.jsonl"
-    path.write_bytes(fork_of(parent))
+    path.write_bytes(fork_of(parent, at_once=request.param))
     db_path = root / "obelisk.db"
     ingest(db_path, {"codex": home})
     alone = root / "parent-alone.db"

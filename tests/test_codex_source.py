@@ -651,6 +651,42 @@ def test_a_fork_turn_started_at_once_after_the_copy_is_its_own():
     assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
 
 
+def test_lines_of_a_copied_turn_stay_copies_after_a_slow_flush():
+    # the copied function_call_output is written 200 ms after the call: still the parent's turn
+    stamp = lambda ms: f"2026-01-30T17:42:41.{408 + ms:03d}Z"  # noqa: E731
+    copied = [orjson.loads(line) for line in copied_parent(COPY_TIME, OLD_TURN)]
+    own = [orjson.loads(line) for line in own_turn(OWN_TIME, NEW_TURN)]
+    delays = [1, 2, 3, 4, 5, 6, 206, 207]
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, stamp(0)),
+        *[envelope(line["type"], line["payload"], stamp(ms)) for ms, line in zip(delays, copied)],
+        *[envelope(line["type"], line["payload"], stamp(208 + i)) for i, line in enumerate(own)],
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 2
+    assert [m.text for m in of(records, Message) if m.role == "user"] == ["child prompt"]
+    assert not of(records, ToolResult)
+    usage = [m for m in of(records, Message) if m.subtype == "token_count"]
+    assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
+
+
+def test_the_childs_own_session_meta_ends_the_copy():
+    # no turn ids: the child's session_meta, written again, says its own lines follow, at once
+    stamp = lambda ms: f"2026-01-30T17:42:41.{408 + ms:03d}Z"  # noqa: E731
+    child_meta = {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}
+    copied = [orjson.loads(line) for line in copied_parent(COPY_TIME, None)]
+    own = [orjson.loads(line) for line in own_turn(OWN_TIME, None)]
+    records = feed_raw([
+        envelope("session_meta", child_meta, stamp(0)),
+        *[envelope(line["type"], line["payload"], stamp(1 + i)) for i, line in enumerate(copied)],
+        envelope("session_meta", child_meta, stamp(9)),
+        *[envelope(line["type"], line["payload"], stamp(10 + i)) for i, line in enumerate(own)],
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 3
+    assert [m.text for m in of(records, Message) if m.role == "user"] == ["child prompt"]
+    usage = [m for m in of(records, Message) if m.subtype == "token_count"]
+    assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
+
+
 def test_fork_without_forked_from_id_is_recognised_by_the_copied_meta():
     records = feed_raw([
         envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME}, FORK_TIME),

@@ -51,14 +51,18 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   ``replacement_history`` is never decoded; ``context_compacted`` right
   after one is its duplicate, alone it marks a compaction of its own.
 * Lineage and replay: forks (``forked_from_id``, ``history_base``) and
-  spawned threads (``source.subagent.thread_spawn``) name their parent. The
-  parent history they copy is ``Merged("replay")``: lines older than the
-  child's creation, lines of turns whose UUIDv7 turn id predates it, and
-  everything after a copied foreign ``session_meta`` until the child's own
-  first turn (a UUIDv7 turn id minted after its creation, the first line not
-  older than the child after old-timestamped copies, or, after a re-stamped
-  copy, the first line written later than the copy's single flush allows:
-  more than 50 ms after the copied line before it).
+  spawned threads (``source.subagent.thread_spawn``) name their parent.
+  Paginated forks (``history_base``) copy nothing. The parent history other
+  children copy is ``Merged("replay")``: lines older than the child's
+  creation, lines of turns whose UUIDv7 turn id predates it, and everything
+  after a copied foreign ``session_meta`` until the child's own content: a
+  UUIDv7 turn id minted after its creation, the child's own
+  ``session_meta``, the first line not older than the child after
+  old-timestamped copies. Lines of a copied turn stay copies whenever they
+  were written; only lines outside copied turns without a turn id (and all
+  lines of rollouts older than turn ids) are judged by the copy's single
+  flush: a line more than 50 ms after the copied line before it is the
+  child's (see ``_is_replay``).
 """
 
 from __future__ import annotations
@@ -196,6 +200,7 @@ LOG_ONLY_EVENTS = {
 MESSAGE_ROLES = {"user", "assistant", "developer", "system"}
 TURN_STARTS = {"task_started", "turn_started"}
 TURN_ENDS = {"task_complete", "turn_complete"}
+TURN_CLOSES = TURN_ENDS | {"turn_aborted"}
 SPAWN_EVENTS = {"collab_agent_spawn_end", "collab_tool_call", "sub_agent_activity"}
 COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Reasoning": "thinking"}
 CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
@@ -234,9 +239,8 @@ TOOL_ERROR_PREFIXES = (
 )
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
 EXIT_SCAN_CHARS = 1024
-# A re-stamped copy of parent history is written in one flush, its lines
-# milliseconds apart; a fork's own first turn (even one started at once by
-# ``codex exec fork``) begins after a longer gap.
+# Last resort of the fork rule (see ``_is_replay``): a re-stamped copy of
+# parent history is written in one flush, its lines milliseconds apart.
 COPY_BURST_GAP_MS = 50
 MAX_OPEN_CALLS = 64
 _THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
@@ -252,7 +256,9 @@ class CodexSource:
     #    reasoning parts stored once; fork copies end at the copy's flush; partial
     #    drift reported; outputs after an abort win; context blocks are meta;
     #    data: URLs inside texts are placeholders
-    parser_version = 3
+    # 4: lines of a copied turn stay copies however late they were flushed; the
+    #    child's own session_meta ends a copy
+    parser_version = 4
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         root = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home(environ) / ".codex"
@@ -355,6 +361,7 @@ class CodexState:
     # replay of copied parent history
     replaying: bool = False
     replay_old_timestamps: bool = False
+    replay_turn: bool = False  # inside a copied turn (opened by an old turn id, not yet ended)
     last_replay_ms: int | None = None
     own_content: bool = False  # a Message of this session was read
     drift_reported: bool = False
@@ -501,6 +508,8 @@ class CodexParser:
             self._start_replay(thread, timestamp, out)
             out.append(Merged(position, "replay"))
         else:
+            if thread == self.s.thread:  # the child's own meta again: no parent copy goes past it
+                self._end_replay()
             out.append(Merged(position, "metadata"))
 
     def _identity(self, meta: dict, timestamp, out: list) -> None:
@@ -568,7 +577,24 @@ class CodexParser:
             out.append(Session(self.session_id, SOURCE, parent_session_id=parent_id, relationship="fork"))
 
     def _is_replay(self, timestamp, payload: dict | None = None) -> bool:
-        """Whether this line is parent history copied into a fork or child."""
+        """Whether this line is parent history copied into a fork or child.
+
+        Without a copied foreign ``session_meta`` only lines older than the
+        child, or of turns minted before it, are copies. After one, the copy
+        goes on until the child's own content, told by structure wherever
+        the rollout has it: a UUIDv7 turn id says whose turn a line is (one
+        minted after the child's creation ends the copy), a line inside a
+        copied turn (after a line of an old turn id, before that turn's end)
+        is copied however late it was written, and old-timestamped copies
+        end at the first line not older than the child. Timing is the last
+        resort, for lines outside any copied turn that carry no turn id:
+        context blocks between turns, and every line of rollouts written
+        before Codex persisted UUIDv7 turn ids (early 2026). Nothing else in
+        such a line tells the copy from the child's own, and comparing with
+        the parent's rollout would need the parent ingested first; the copy
+        is one flush, so a line written more than ``COPY_BURST_GAP_MS``
+        after the copied line before it is the child's.
+        """
         s = self.s
         created = s.created_ms
         if not s.replaying and (s.parent is None or created is None):
@@ -580,22 +606,28 @@ class CodexParser:
             old_turn = turn_ms is not None and turn_ms < created
             return old_line or old_turn
         if turn_ms is not None and created is not None:
-            ended = turn_ms >= created
-        elif line_ms is None:
-            ended = False
+            copied = turn_ms < created
+        elif s.replay_turn or line_ms is None:
+            copied = True
         elif created is not None and line_ms < created:
-            s.replay_old_timestamps = True
-            ended = False
+            s.replay_old_timestamps = copied = True
         elif s.replay_old_timestamps:
-            ended = True
+            copied = False
         else:
-            ended = s.last_replay_ms is not None and line_ms - s.last_replay_ms > COPY_BURST_GAP_MS
-        if ended:
-            s.replaying = False
+            copied = s.last_replay_ms is None or line_ms - s.last_replay_ms <= COPY_BURST_GAP_MS
+        if not copied:
+            self._end_replay()
             return False
+        if payload and payload.get("type") in TURN_CLOSES:
+            s.replay_turn = False
+        elif turn_ms is not None:
+            s.replay_turn = True
         if line_ms is not None:
             s.last_replay_ms = line_ms
         return True
+
+    def _end_replay(self) -> None:
+        self.s.replaying = self.s.replay_turn = False
 
     def _replayed(self, kind: str, payload: dict, position: Position, out: list) -> None:
         """Copied parent history: only the usage baseline moves on."""
