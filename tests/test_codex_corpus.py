@@ -648,6 +648,28 @@ def test_format_drift_fails_the_cli(tmp_path):
     )
 
 
+def test_partial_drift_is_one_error_at_the_end_of_a_turn(tmp_path):
+    """Known metadata, unknown conversation lines: the turn's end is the
+    ingest error; a known line of unknown type before it is only merged."""
+    thread = "0195a000-0000-7000-8000-000000000002"
+    path = tmp_path / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        envelope("session_meta", {"id": thread, "cwd": "/w"}, "2026-03-01T10:00:00.000Z")
+        + envelope("event_msg", {"type": "task_started", "turn_id": "t1"}, "2026-03-01T10:00:01.000Z")
+        + envelope("conversation_item", {"role": "user", "text": "hello"}, "2026-03-01T10:00:01.001Z")
+        + envelope("conversation_item", {"role": "assistant", "text": "hi"}, "2026-03-01T10:00:02.000Z")
+        + envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}, "2026-03-01T10:00:02.001Z")
+    )
+    db_path = tmp_path / "obelisk.db"
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    reason = ("a turn ended without any message the codex parser knows, after lines of unknown types "
+              "(the first: line 3, 'conversation_item'): format drift?")
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (5, 0, 4, 1)
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(5, reason)]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [(5, 0, 4, 1)]
+
+
 # -- compressed and archived copies ------------------------------------------------
 
 

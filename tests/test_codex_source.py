@@ -795,19 +795,50 @@ def test_unknown_types_yield_no_messages():
     assert [r.reason for r in of(records, Merged)] == ["unknown-type"] * 4
 
 
+DRIFT = (
+    "a turn ended without any message the codex parser knows, after lines of unknown types "
+    "(the first: line {}, {!r}): format drift?"
+)
+
+
 def test_known_metadata_with_unknown_conversation_lines_is_reported_as_drift():
+    usage = {"input_tokens": 10, "cached_input_tokens": 0, "output_tokens": 5, "reasoning_output_tokens": 0,
+             "total_tokens": 15}
     records = feed_raw([
         envelope("session_meta", {"id": "t-d", "cwd": "/w"}),
         envelope("turn_context", {"model": "m"}),
         envelope("conversation_item", {"type": "message", "role": "user", "text": "hello"}),
         envelope("conversation_item", {"type": "message", "role": "assistant", "text": "world"}),
         envelope("event_msg", {"type": "user_turn_v2", "text": "world"}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage, "last_token_usage": usage}}),
+        envelope("event_msg", {"type": "task_complete"}),
+        envelope("conversation_item", {"type": "message", "role": "user", "text": "again"}),
+        envelope("event_msg", {"type": "task_complete"}),
     ])
-    assert not of(records, Message)
+    # the usage line is read (a log-only Message), the turn's conversation is not: reported at its end, once
+    assert [m.subtype for m in of(records, Message)] == ["token_count"]
     assert [(e.position.line_no, e.reason) for e in of(records, LineError)] == [
-        (3, "line type 'conversation_item' unknown to the codex parser before any message: format drift?")
+        (7, DRIFT.format(3, "conversation_item"))
     ]
-    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata", "unknown-type", "unknown-type"]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata"] + ["unknown-type"] * 4 + ["metadata"]
+
+
+def test_an_unknown_line_before_the_first_message_of_a_healthy_rollout_is_no_drift():
+    # the corpus file's future record (its last line) written right after its session_meta, and its turn ended
+    lines = corpus_file(FILE_1).read_bytes().splitlines()
+    records = feed_raw([lines[0], lines[-1], *lines[1:-1], envelope("event_msg", {"type": "task_complete"})])
+    assert not of(records, LineError)
+    assert [r.reason for r in of(records, Merged)] == [
+        "metadata", "unknown-type", "metadata", "duplicate", "duplicate", "metadata"
+    ]
+    assert len(of(records, Message)) == EXPECTED[FILE_1]["messages"]
+
+
+def test_no_corpus_rollout_reports_drift():
+    corpus_file(FILE_1)
+    for relative in sorted(EXPECTED):
+        for records in (parse(relative), parse(relative, restore_every_line=True)):
+            assert not [e.reason for e in of(records, LineError) if "drift" in e.reason], relative
 
 
 def test_unknown_lines_after_a_message_are_only_merged():

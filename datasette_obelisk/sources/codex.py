@@ -17,7 +17,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   the rest is ``Merged`` with reason ``duplicate`` (the other form of a
   message, tool events repeating a response item), ``metadata``
   (session_meta, turn_context, task events, encrypted-only reasoning, …),
-  ``usage``, ``title``, ``replay`` or ``unknown-type``.
+  ``usage``, ``title``, ``replay`` or ``unknown-type``. A turn that ends
+  before any message of the rollout was read, after lines of unknown types,
+  is format drift: its end is an ingest error (see ``_drift``).
 * Identity: the first ``session_meta`` of a file names the session
   (``payload.id``; ``session_id`` names the root thread in subagents); its
   ``cwd`` names the project (as Claude Code's ``projects/`` folder would), so
@@ -257,7 +259,8 @@ class CodexSource:
     #    drift reported; outputs after an abort win; context blocks are meta;
     #    data: URLs inside texts are placeholders
     # 4: lines of a copied turn stay copies however late they were flushed; the
-    #    child's own session_meta ends a copy
+    #    child's own session_meta ends a copy; partial drift is reported at the end
+    #    of a turn without messages, not at an unknown line before the first one
     parser_version = 4
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
@@ -364,6 +367,8 @@ class CodexState:
     replay_turn: bool = False  # inside a copied turn (opened by an old turn id, not yet ended)
     last_replay_ms: int | None = None
     own_content: bool = False  # a Message of this session was read
+    conversation_read: bool = False  # a Message other than a structural (log-only) one was read
+    first_unknown: list | None = None  # [line_no, type] of an unknown line read before any such Message
     drift_reported: bool = False
     in_turn: bool = False  # a turn started (task_started, turn_context) and has not ended
     context_block: bool = False  # the last Message was injected context
@@ -485,17 +490,29 @@ class CodexParser:
             self._unknown(None, position, out)
 
     def _unknown(self, kind: str | None, position: Position, out: list) -> None:
-        """A line of a type this parser does not know. Before any message of
-        a rollout whose ``session_meta`` was read, the first one is reported:
-        a rollout of known metadata but unknown conversation lines would
-        otherwise look like an empty, successful ingest (format drift)."""
+        """A line of a type this parser does not know: merged. The first one
+        read before any message is kept for the drift check (``_drift``)."""
         s = self.s
-        if s.identity_seen and not s.own_content and not s.drift_reported:
-            s.drift_reported = True
-            reason = f"line type {kind or '?'!r} unknown to the codex parser before any message: format drift?"
-            out.append(LineError(position, reason))
-            return
+        if s.identity_seen and not s.conversation_read and s.first_unknown is None:
+            s.first_unknown = [position.line_no, kind or "?"]
         out.append(Merged(position, "unknown-type"))
+
+    def _drift(self, position: Position) -> LineError | None:
+        """At a turn's end: the error a rollout of known metadata but unknown
+        conversation lines gets, once, so that it does not look like an
+        empty, successful ingest. A new metadata type is no drift: a healthy
+        turn has messages besides its unknown lines, which is known only
+        once the turn has ended (a turn starts with its metadata)."""
+        s = self.s
+        if s.conversation_read or s.first_unknown is None or s.drift_reported:
+            return None
+        s.drift_reported = True
+        line_no, kind = s.first_unknown
+        return LineError(
+            position,
+            f"a turn ended without any message the codex parser knows, after lines of unknown types "
+            f"(the first: line {line_no}, {kind!r}): format drift?",
+        )
 
     # -- identity and lineage ----------------------------------------------
 
@@ -649,6 +666,7 @@ class CodexParser:
         if not structural:
             s.previous = None
             s.context_block = False
+            s.conversation_read = True
         uuid = uuid or f"{self.session_id}:{position.byte_offset}"
         message = Message(
             uuid=uuid,
@@ -931,7 +949,7 @@ class CodexParser:
             out.append(Merged(position, "metadata"))
         elif kind in TURN_ENDS:
             self.s.in_turn = False
-            out.append(Merged(position, "metadata"))
+            out.append(self._drift(position) or Merged(position, "metadata"))
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
             out.append(Merged(position, "duplicate"))
         elif kind in METADATA_EVENTS:
