@@ -431,3 +431,69 @@ async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
     # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
     # are structural; the isMeta tool results 9 and 10 answer no stored call.
     assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]
+
+
+LONG = "long-chain-session"
+CHAIN = 60  # messages in one parent chain, more than a page lists
+BIG_TEXT = 50_000  # characters of the last answer, more than a page shows
+
+
+@pytest.fixture
+def long_chain(tmp_path):
+    """A Datasette over one Claude session whose messages form one chain, the last one long."""
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+    from datasette_obelisk.store.ingest import ingest
+
+    assert BIG_TEXT > RESULT_CHARS
+    lines = []
+    for n in range(1, CHAIN + 1):
+        role = "user" if n % 2 else "assistant"
+        text = "x" * BIG_TEXT if n == CHAIN else f"step {n}"
+        lines.append(json.dumps({
+            "type": role, "uuid": f"chain-{n}", "parentUuid": f"chain-{n - 1}" if n > 1 else None,
+            "sessionId": LONG, "timestamp": f"2026-03-02T10:{n // 60:02d}:{n % 60:02d}.000Z", "cwd": "/tmp/long",
+            "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]},
+        }))
+    folder = tmp_path / "claude" / "projects" / "-tmp-long"
+    folder.mkdir(parents=True)
+    (folder / f"{LONG}.jsonl").write_text("\n".join(lines) + "\n")
+    ingest(tmp_path / "long.db", {"claude": tmp_path / "claude"})
+    return make_datasette(tmp_path / "long.db")
+
+
+def event_links(html: str) -> list[int]:
+    return [int(n) for n in re.findall(rf'href="/-/obelisk/event/{LONG}/(\d+)"', html)]
+
+
+@pytest.mark.asyncio
+async def test_a_long_parent_chain_lists_its_root_and_the_nearest_fifty(long_chain):
+    from datasette_obelisk.query.lineage import CHAIN_SHOWN
+
+    await long_chain.invoke_startup()
+    seqs = {n: row[0] for n, row in enumerate(rows(long_chain.databases["long"].path, "SELECT seq FROM messages ORDER BY seq"), 1)}
+    last = seqs[CHAIN]
+    shown = [seqs[1]] + [seqs[n] for n in range(CHAIN - CHAIN_SHOWN + 1, CHAIN + 1)]
+    omitted = f"… {CHAIN - 1 - CHAIN_SHOWN} more of the {CHAIN} messages in the chain"
+    event = await page(long_chain, f"/-/obelisk/event/{LONG}/{last}")
+    chain = event.split("<h2>Parent chain</h2>")[1]
+    assert event_links(chain) == shown and omitted in chain
+    lineage = await page(long_chain, f"/-/obelisk/session/{LONG}/lineage", seq=str(last))
+    assert event_links(lineage.split("Parent chain (root first)")[1].split("Replacement chain")[0]) == shown
+    assert omitted in lineage
+    short = await page(long_chain, f"/-/obelisk/event/{LONG}/{seqs[CHAIN_SHOWN + 1]}")
+    assert event_links(short.split("<h2>Parent chain</h2>")[1]) == [seqs[n] for n in range(1, CHAIN_SHOWN + 2)]
+    assert "messages in the chain" not in short
+
+
+@pytest.mark.asyncio
+async def test_pages_show_the_start_of_a_long_text_and_link_the_rest(long_chain):
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+
+    await long_chain.invoke_startup()
+    last = rows(long_chain.databases["long"].path, "SELECT seq FROM messages ORDER BY seq DESC LIMIT 1")[0][0]
+    note = f"… {BIG_TEXT - RESULT_CHARS:,} more characters (see"
+    for url in (f"/-/obelisk/event/{LONG}/{last}", f"/-/obelisk/session/{LONG}"):
+        html = await page(long_chain, url)
+        assert "x" * RESULT_CHARS in html and "x" * (RESULT_CHARS + 1) not in html, url
+        assert html.count(note) == 1, url
+        assert "/-/obelisk/api/raw?uuid=chain-60" in links(html), url

@@ -28,6 +28,16 @@ async def test_obelisk_trace(ds):
     assert json.loads(rows[0]["none"]) == []
 
 
+def test_obelisk_trace_walks_the_links_without_reading_text(web_db):
+    """Each step reads a message's parent links only: a chain of long messages costs no text."""
+    db = sqlite_utils.Database(web_db)
+    read = []
+    db.conn.set_trace_callback(read.append)
+    assert json.loads(db.execute("select obelisk_trace('xss-a2')").fetchone()[0]) == ["xss-u1", "xss-a1", "xss-a2"]
+    steps = [statement for statement in read if "FROM messages" in statement]
+    assert len(steps) == 3 and not [s for s in steps if "*" in s or "text" in s], steps
+
+
 @pytest.mark.asyncio
 async def test_obelisk_snippet(ds):
     text = "word " * 100 + "zebrafish " + "word " * 100

@@ -9,7 +9,10 @@
     event_chains(conn, session_id, seq) -> dict
         ``trace``: the contract's ``traceEvent``; ``parent_chain``: the
         message's ancestors root first then the message (helper ``trace``),
-        each with the session and seq it lives at.
+        each with the session and seq it lives at and the start of its text.
+        A long chain is cut: the root, then the ``CHAIN_SHOWN`` messages
+        nearest the event; ``chain_length`` counts the whole chain and
+        ``chain_omitted`` the messages left out after the root.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import sqlite3
 
 from . import obelisk
 from .session_query import SessionQuery
+
+CHAIN_SHOWN = 50  # ancestors nearest the event a page lists (after the root)
+CHAIN_TEXT = 200  # characters of each one's text
 
 
 def session_forest(conn: sqlite3.Connection, session_id: str) -> dict:
@@ -39,4 +45,12 @@ def _ids(node: dict):
 def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
     trace = SessionQuery(conn).trace_event({"sessionId": session_id, "seq": seq})
     uuid = conn.execute("SELECT uuid FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq]).fetchone()[0]
-    return {"trace": trace, "parent_chain": obelisk.trace(conn, uuid)}
+    chain = obelisk.trace_uuids(conn, uuid)
+    shown = chain if len(chain) <= CHAIN_SHOWN + 1 else [chain[0], *chain[-CHAIN_SHOWN:]]
+    columns = f"uuid, session_id, seq, role, type, substr(text, 1, {CHAIN_TEXT}) AS text"
+    return {
+        "trace": trace,
+        "parent_chain": [dict(row) for row in obelisk.messages_by_uuid(conn, shown, columns)],
+        "chain_length": len(chain),
+        "chain_omitted": len(chain) - len(shown),
+    }

@@ -401,20 +401,35 @@ def workflow_of(conn, session) -> dict | None:
     return {**dict(agent), "run": dict(run) if run else None}
 
 
-def ancestors(conn, row) -> list[sqlite3.Row]:
-    """Parents up to the root, root first; a compact boundary's logical parent counts."""
+def ancestor_uuids(conn, row) -> list[str]:
+    """The uuids of the parents up to the root, root first; a compact boundary's logical parent counts.
+
+    The walk reads only the link columns, never a message's text.
+    """
     chain = []
     seen = {row["uuid"]}
     parent = row["parent_uuid"] or row["logical_parent_uuid"]
     while parent and parent not in seen and len(chain) < MAX_CHAIN:
         seen.add(parent)
-        found = one(conn, "SELECT * FROM messages WHERE uuid = ?", [parent])
+        found = one(conn, "SELECT parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [parent])
         if found is None:
             break
-        chain.append(found)
+        chain.append(parent)
         parent = found["parent_uuid"] or found["logical_parent_uuid"]
     chain.reverse()
     return chain
+
+
+def ancestors(conn, row) -> list[sqlite3.Row]:
+    """Parents up to the root, root first, as whole rows (``ancestor_uuids``)."""
+    return messages_by_uuid(conn, ancestor_uuids(conn, row))
+
+
+def messages_by_uuid(conn, uuids: list[str], columns: str = "*") -> list[sqlite3.Row]:
+    """The ``columns`` (``uuid`` among them) of the stored messages with these uuids, in their order."""
+    found = rows(conn, f"SELECT {columns} FROM messages WHERE uuid IN (SELECT value FROM json_each(?))", [json.dumps(uuids)])
+    by_uuid = {row["uuid"]: row for row in found}
+    return [by_uuid[uuid] for uuid in uuids if uuid in by_uuid]
 
 
 def sql(conn, query, *params) -> list[dict]:
@@ -440,6 +455,12 @@ def trace(conn, uuid) -> list[dict]:
     if row is None:
         return []
     return [message_row(r) for r in ancestors(conn, row) + [row]]
+
+
+def trace_uuids(conn, uuid: str) -> list[str]:
+    """``trace``'s uuids alone (``[]`` for an unknown uuid), without reading any text."""
+    row = one(conn, "SELECT uuid, parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [uuid])
+    return [] if row is None else ancestor_uuids(conn, row) + [row["uuid"]]
 
 
 # The messages of session :session_id with the instant a thread sorts them by

@@ -73,7 +73,7 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     # A cursor keeps the factory it was made with, so the caller's is safe.
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
-        return json.dumps([message["uuid"] for message in obelisk.trace(conn, uuid)] if uuid else [])
+        return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
     finally:
         conn.row_factory = saved
 

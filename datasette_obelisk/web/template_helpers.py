@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+from ..query.transcript import RESULT_CHARS
 from . import urls
 from .highlight import snippet_html
 
@@ -64,6 +65,12 @@ class TemplateHelpers:
             return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
         except (TypeError, ValueError):
             return text or ""
+
+    @staticmethod
+    def cut(text, length: int = RESULT_CHARS) -> tuple[str, int]:
+        """``(the start of text a page shows, how many characters it leaves out)``."""
+        text = text or ""
+        return text[:length], max(0, len(text) - length)
 
     @staticmethod
     def clip(text, length: int = 300) -> str:
