@@ -304,6 +304,23 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     assert blocked and cards[f"failed tool calls ({blocked} blocked)"] == listed
 
 
+def test_overview_activity_reads_the_messages_once(web_db):
+    """The chart's days, dated and undated messages come from one pass over the table; the
+    first and last day from the ends of the timestamp index."""
+    from datasette_obelisk.query import dashboard
+
+    conn = sqlite3.connect(web_db)
+    statements = []
+    conn.set_trace_callback(statements.append)
+    dashboard.activity(conn)
+    conn.set_trace_callback(None)
+    plans = [" | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)) for sql in statements]
+    conn.close()
+    reading = [plan for plan in plans if "messages" in plan]
+    assert [plan for plan in reading if "INDEX" not in plan] == ["SCAN messages | USE TEMP B-TREE FOR GROUP BY"]
+    assert [plan for plan in reading if "INDEX" in plan] == ["SCAN messages USING COVERING INDEX messages_timestamp"] * 2
+
+
 @pytest.mark.asyncio
 async def test_unknown_session_is_a_404_page(ds):
     html = await page(ds, "/-/obelisk/session/no-such-session", 404)

@@ -70,12 +70,15 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
     "sessions": {source: [count per bucket]}, "messages": {...},
     "undated": conversation messages without a date, so not charted}``.
     """
-    first, last = conn.execute(
-        f"SELECT MIN(substr(timestamp, 1, 10)), MAX(substr(timestamp, 1, 10)) FROM messages "
-        f"WHERE timestamp GLOB {ISO_DAY}"
-    ).fetchone()
+    first, last = (_edge_day(conn, order) for order in ("ASC", "DESC"))
+    # One pass over the messages: a day for each dated conversation message, NULL for the undated.
+    per_day = conn.execute(
+        f"SELECT CASE WHEN timestamp GLOB {ISO_DAY} THEN substr(timestamp, 1, 10) END, source, COUNT(*) "
+        f"FROM messages WHERE {CONVERSATION} GROUP BY 1, 2"
+    ).fetchall()
+    undated = sum(count for day_text, _, count in per_day if day_text is None)
     if not first:
-        return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": _undated(conn)}
+        return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": undated}
     first, last = date.fromisoformat(first), date.fromisoformat(last)
     unit, bucket_of = _bucketing(first, last, max_buckets)
     buckets = []
@@ -84,15 +87,16 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         buckets.append(day.isoformat())
         day = _next(day, unit)
     index = {b: i for i, b in enumerate(buckets)}
-    queries = {
-        "sessions": f"SELECT substr(started_at, 1, 10), source, COUNT(*) FROM sessions "
-        f"WHERE started_at GLOB {ISO_DAY} GROUP BY 1, 2",
-        "messages": f"SELECT substr(timestamp, 1, 10), source, COUNT(*) FROM messages "
-        f"WHERE timestamp GLOB {ISO_DAY} AND {CONVERSATION} GROUP BY 1, 2",
+    found = {
+        "sessions": conn.execute(
+            f"SELECT substr(started_at, 1, 10), source, COUNT(*) FROM sessions "
+            f"WHERE started_at GLOB {ISO_DAY} GROUP BY 1, 2"
+        ).fetchall(),
+        "messages": [row for row in per_day if row[0] is not None],
     }
-    counts = {kind: {} for kind in queries}
-    for kind, sql in queries.items():
-        for day_text, source, count in conn.execute(sql):
+    counts = {kind: {} for kind in found}
+    for kind, day_rows in found.items():
+        for day_text, source, count in day_rows:
             try:
                 bucket = bucket_of(date.fromisoformat(day_text)).isoformat()
             except ValueError:
@@ -105,14 +109,17 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         "buckets": buckets,
         "sources": sources,
         **{kind: {s: per.get(s, [0] * len(buckets)) for s in sources} for kind, per in counts.items()},
-        "undated": _undated(conn),
+        "undated": undated,
     }
 
 
-def _undated(conn) -> int:
-    return conn.execute(
-        f"SELECT COUNT(*) FROM messages WHERE {CONVERSATION} AND NOT COALESCE(timestamp GLOB {ISO_DAY}, 0)"
-    ).fetchone()[0]
+def _edge_day(conn, order: str) -> str | None:
+    """The first (``ASC``) or last (``DESC``) day a message is dated, read from the timestamp index's end."""
+    row = conn.execute(
+        f"SELECT substr(timestamp, 1, 10) FROM messages INDEXED BY messages_timestamp "
+        f"WHERE timestamp GLOB {ISO_DAY} ORDER BY timestamp {order} LIMIT 1"
+    ).fetchone()
+    return row[0] if row else None
 
 
 def _bucketing(first: date, last: date, max_buckets: int):
