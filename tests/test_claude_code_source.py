@@ -41,9 +41,9 @@ needs_corpus = pytest.mark.skipif(
 SOURCE = ClaudeCodeSource()
 
 # The corpus keeps the 2.0.x flat agent file under its fixture name, not
-# ``agent-<id>.jsonl``, so discovery sees a session: parse it as what it is.
+# ``agent-<id>.jsonl``: discovery sees a session, its lines say it is agent
+# e1c84ba5 of session 88a8d761-….
 FLAT_AGENT = "handgemacht-ai__claude-code-log/sidechain_agent.jsonl"
-FLAT_AGENT_HINTS = {"agent_id": "e1c84ba5", "project": "handgemacht-ai__claude-code-log"}
 INLINE_1_0 = "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
 MAIN_2_1 = "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
 ALICE = "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1/subagents/agent-a36efb2a1231c41e2"
@@ -102,12 +102,8 @@ EXPECTED = {
 
 
 def corpus_units():
-    """Every corpus file as the unit it is parsed as, by path below the corpus."""
-    units = {str(unit.path.relative_to(CLAUDE)): unit for unit in SOURCE.discover(CLAUDE)}
-    units[FLAT_AGENT] = SourceFile(
-        CLAUDE / FLAT_AGENT, "claude", "subagent", hints=FLAT_AGENT_HINTS, priority=1
-    )
-    return units
+    """Every corpus file as discovery finds it, by path below the corpus."""
+    return {str(unit.path.relative_to(CLAUDE)): unit for unit in SOURCE.discover(CLAUDE)}
 
 
 def line_items(path):
@@ -308,10 +304,18 @@ def test_subagent_transcripts_are_sessions_of_their_own():
     assert of_type(jazzy, Subagent) == [Subagent("a0ad4f44468bdf20d", JAZZY, child_session_id=child)]
     assert {m.session_id for m in of_type(jazzy, Message)} == {child}
     assert {m.agent_id for m in of_type(jazzy, Message)} == {"a0ad4f44468bdf20d"}
-    # 2.0.x flat file: the parent comes from the lines' sessionId.
-    [session] = of_type(parsed(FLAT_AGENT), Session)
+    # 2.0.x flat file, under a fixture name: the lines say which agent it is
+    # (agentId) and whose (sessionId).
+    assert corpus_units()[FLAT_AGENT].kind == "session"
+    flat = parsed(FLAT_AGENT)
+    [session] = of_type(flat, Session)
     assert session.id == "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
     assert session.parent_session_id == "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358"
+    assert (session.relationship, session.agent_id) == ("subagent", "e1c84ba5")
+    assert of_type(flat, Subagent) == [
+        Subagent("e1c84ba5", "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", child_session_id=session.id)
+    ]
+    assert {(m.session_id, m.agent_id) for m in of_type(flat, Message)} == {(session.id, "e1c84ba5")}
     # The compaction summariser is an agent like any other.
     compact = parsed(COMPACT_AGENT)
     assert of_type(compact, Session)[0].id == "fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7"
@@ -585,6 +589,57 @@ def test_agent_ids_are_membership_in_agent_files_and_references_in_trunks():
     assert of_type(records, ToolResult)[0].agent_id is None
 
 
+def test_an_agent_file_is_known_by_its_lines_whatever_its_name():
+    # A 2.0.x agent file renamed or copied beside the sessions: every line is
+    # a sidechain line naming its agent and, in sessionId, its parent.
+    def agent_line(uuid, content, **extra):
+        return assistant(uuid, content, isSidechain=True, agentId="e1c84ba5", sessionId="parent", **extra)
+
+    lines = [
+        {"type": "file-history-snapshot", "messageId": "a1", "snapshot": {}},
+        agent_line("a1", "looking", parentUuid=None, cwd="/p"),
+        agent_line("a2", [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "x"}}], parentUuid="a1"),
+        user("u1", [tool_result("t1", "found")], isSidechain=True, agentId="e1c84ba5", sessionId="parent"),
+    ]
+    expected = "parent:agent-e1c84ba5"
+    for name in ("copy of agent.jsonl", "agent-e1c84ba5 (1).jsonl"):
+        kind = "subagent" if name.startswith("agent-") else "session"
+        hints = {"agent_id": "e1c84ba5 (1)"} if kind == "subagent" else {"session_id": name[: -len(".jsonl")]}
+        renamed = unit(kind, name, project="-p", **hints)
+        records = feed_lines(lines, renamed)
+        [session] = of_type(records, Session)
+        assert (session.id, session.parent_session_id, session.relationship, session.agent_id) == (
+            expected, "parent", "subagent", "e1c84ba5"
+        )
+        assert of_type(records, Subagent) == [Subagent("e1c84ba5", "parent", child_session_id=expected)]
+        assert [(m.session_id, m.agent_id) for m in of_type(records, Message)] == [(expected, "e1c84ba5")] * 3
+        assert [c.session_id for c in of_type(records, ToolCall)] == [expected]
+        assert [(r.session_id, r.agent_id) for r in of_type(records, ToolResult)] == [(expected, None)]
+        # Resumed after any line, the parser still knows what the file is.
+        items = [(orjson.dumps(obj), Position(n, 100 * n, 99)) for n, obj in enumerate(lines, 1)]
+        for split in range(len(items) + 1):
+            parser = SOURCE.open_parser(renamed, None)
+            resumed = [r for data, position in items[:split] for r in parser.feed(data, position)]
+            parser = SOURCE.open_parser(renamed, orjson.loads(orjson.dumps(parser.state())))
+            resumed += [r for data, position in items[split:] for r in parser.feed(data, position)]
+            assert of_type(resumed, Session) == of_type(records, Session), (name, split)
+            assert of_type(resumed, Subagent) == of_type(records, Subagent)
+            assert [m.session_id for m in of_type(resumed, Message)] == [expected] * 3
+
+
+def test_a_session_file_stays_a_session():
+    trunk = user("u1", [tool_result("t1", "done")], agentId="e1c84ba5", toolUseResult={"agentId": "e1c84ba5"})
+    inline = user("u2", "inline 1.0 task", isSidechain=True)  # an inline sidechain names no agent
+    for first in (trunk, inline):
+        records = feed_lines([first, assistant("a1", "sub", isSidechain=True, agentId="b2")])
+        assert {s.id for s in of_type(records, Session)} == {"s1"}
+        assert {m.session_id for m in of_type(records, Message)} == {"s1"}
+    # 2.1.x agents below a session keep the name their meta.json pairs with.
+    nested = unit("subagent", "s1/subagents/agent-a1.jsonl", agent_id="a1", parent_session_id="s1")
+    records = feed_lines([assistant("a1", "x", isSidechain=True, agentId="other", sessionId="s9")], nested)
+    assert of_type(records, Session)[0].id == "s1:agent-a1"
+
+
 def test_workflow_documents_journal_and_agents():
     hints = {"run_id": "wf_1", "parent_session_id": "s1", "project": "-p"}
     document = {
@@ -816,4 +871,4 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 2)
+    assert (source.name, source.parser_version) == ("claude", 3)

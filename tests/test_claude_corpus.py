@@ -14,6 +14,7 @@ import pytest
 from datasette_obelisk.store.ingest import ingest
 
 DAG = "dag_compact_after_rewind_preserved"
+FLAT_AGENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
 FILES = {
     # path below corpus/claude-code: (lines, messages, merged, errors)
     "d-kimuson__claude-code-viewer/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (438, 437, 1, 0),
@@ -48,6 +49,12 @@ SESSIONS = [
     ('0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f', 'first_prompt', 'Delegate a repo search to a subagent', 2, None, None),
     ('0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f:agent-a0ad4f44468bdf20d', 'first_prompt', 'Search the repo for TODO comments', 2, '0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f', 'subagent'),
     ('2b4ed4c0-b905-41de-9238-273db3ec737a', 'first_prompt', 'Search if claude -p can make use of WebS', 4, None, None),
+    # sidechain_agent.jsonl: a 2.0.46 agent file under a fixture name. Its
+    # lines name agent e1c84ba5 of session 88a8d761-…; the main file naming
+    # that session in its lines is stored as sidechain_main, whose Task result
+    # names the agent. One conversation message: its first line's text (the
+    # other two are a tool_use and a tool_result). No prompt, no description.
+    (FLAT_AGENT, None, None, 1, 'sidechain_main', 'subagent'),
     ('claude_forked_session', 'first_prompt', 'Help me implement a sorting algorithm', 8, None, None),
     ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
@@ -64,7 +71,6 @@ SESSIONS = [
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4546a51ea10', 'subagent', 'Create data models', 20, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642', 'subagent', 'Create main page integration', 31, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
-    ('sidechain_agent', None, None, 1, None, None),
     ('sidechain_main', None, None, 1, None, None),
     ('small', 'custom', 'Stage0 small fixture', 2, None, None),
     # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3, u3 count).
@@ -154,6 +160,32 @@ def test_subagents_are_linked_to_their_tool_call(db):
     # Each linked call is a real Task/Agent call in the parent session.
     for (session, _), tool in SUBAGENT_LINKS.items():
         assert db.execute("SELECT name FROM tool_calls WHERE id = ? AND session_id = ?", [tool, session]).fetchone()[0] in ("Task", "Agent")
+
+
+def test_a_2_0_agent_file_under_another_name_is_linked_by_its_lines(db):
+    # sidechain_main.jsonl line 2: the Task result for toolu_01JA2mLs… with
+    # toolUseResult.agentId e1c84ba5, totalDurationMs 119249, totalTokens 59967.
+    # sidechain_agent.jsonl: 3 lines, each isSidechain, agentId e1c84ba5 and
+    # the sessionId of sidechain_main's lines (88a8d761-…).
+    assert db.execute(
+        "SELECT session_id, child_session_id, parent_tool_use_id, duration_ms, total_tokens FROM subagents "
+        "WHERE agent_id = 'e1c84ba5' OR session_id LIKE '88a8d761-%' OR child_session_id LIKE '%e1c84ba5'"
+    ).fetchall() == [("sidechain_main", FLAT_AGENT, "toolu_01JA2mLseQCAW3MdwPE4qWEk", 119249, 59967)]
+    assert db.execute(
+        "SELECT session_id, agent_id, COUNT(*) FROM messages WHERE session_id IN (?, 'sidechain_main', 'sidechain_agent') "
+        "GROUP BY session_id ORDER BY session_id",
+        [FLAT_AGENT],
+    ).fetchall() == [(FLAT_AGENT, "e1c84ba5", 3), ("sidechain_main", None, 3)]
+    assert db.execute(
+        "SELECT id, session_id FROM tool_calls WHERE session_id IN (?, 'sidechain_main') ORDER BY id", [FLAT_AGENT]
+    ).fetchall() == [("toolu_01BWgwmyj8gGuqFNHMPqqtN2", FLAT_AGENT), ("toolu_01JA2mLseQCAW3MdwPE4qWEk", "sidechain_main")]
+    assert db.execute(
+        "SELECT tool_use_id, session_id, agent_id FROM tool_results WHERE session_id IN (?, 'sidechain_main') ORDER BY tool_use_id",
+        [FLAT_AGENT],
+    ).fetchall() == [
+        ("toolu_011V1hetiJ3pC79EoLTY53Ni", FLAT_AGENT, None),
+        ("toolu_01JA2mLseQCAW3MdwPE4qWEk", "sidechain_main", "e1c84ba5"),
+    ]
 
 
 def test_inline_agents_take_their_totals_from_the_task_result(db):

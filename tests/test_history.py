@@ -10,6 +10,8 @@ from datasette_obelisk.query.fts import TOKENIZER, match_documents, parse_query
 from datasette_obelisk.query.history import History, history_read, history_search, searchable
 from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
 
+# The corpus's 2.0.x agent file sidechain_agent.jsonl, read as the agent its lines name.
+FLAT_AGENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
 DESCRIPTOR_KEYS = {"sessionId", "attributes", "createdAt", "updatedAt", "snippets", "snippetMatches"}
 
 
@@ -191,7 +193,7 @@ def test_search_does_not_match_rewound_lines_or_compaction_summaries(read_conn):
 def test_search_matches_an_unanswered_call_read_returns(read_conn):
     found = history_search(read_conn, query="files_with_matches data-border-color")["sessions"]
     assert [(s["sessionId"], s["snippets"]) for s in found] == [
-        ("sidechain_agent", ["Grep data-border-color files_with_matches"]),
+        (FLAT_AGENT, ["Grep data-border-color files_with_matches"]),
     ]
     codex = history_search(read_conn, query="df6be51a")["sessions"]
     assert [(s["sessionId"], s["snippets"]) for s in codex] == [
@@ -296,7 +298,7 @@ def test_updated_through_names_the_last_entry_when_the_log_ends_on_an_unanswered
         f"{session_id}:call_UtYwHmwWekzvq83m8Rb9K8jJ", "tool", "cancelled", None,
     )
     assert session["digest"]["updatedThroughEntryId"] == last["id"]
-    _, sidechain = read_everything(read_conn, "sidechain_agent")
+    _, sidechain = read_everything(read_conn, FLAT_AGENT)
     assert (sidechain[-1]["name"], sidechain[-1]["outcome"]) == ("Grep", "cancelled")
 
 

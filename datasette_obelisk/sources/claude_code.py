@@ -16,6 +16,11 @@ Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
     <session>/subagents/workflows/<run>/agent-<id>.meta.json  kind "subagent_meta"
     <session>/subagents/workflows/<run>/journal.jsonl      kind "workflow_journal"
     <session>/workflows/<run>.json                   kind "workflow"
+
+A file beside the sessions is an agent's transcript when its lines say so,
+whatever its name: a 2.0.x agent file that was renamed or copied is still
+read as the agent its ``agentId`` names, below the session its ``sessionId``
+names (see ``ClaudeCodeParser._recognise_agent``).
 """
 
 from __future__ import annotations
@@ -91,7 +96,10 @@ class ClaudeCodeSource:
     name = SOURCE
     # 2: a system line's text keeps its refusal and API error details; a
     # Task/Agent result keeps the started agent's duration and tokens
-    parser_version = 2
+    # 3: a file beside the sessions whose lines are an agent's is read as that
+    # agent (agentId, below its sessionId), whatever the file is called; the
+    # agent a main file's line starts is named after that line's sessionId
+    parser_version = 3
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when missing."""
@@ -201,6 +209,11 @@ class ClaudeCodeParser:
             self.run_id = unit.path.parent.name
         self.agent_id = hints.get("agent_id") or agent_id_from_name(unit.path.name)
         self.parent = hints.get("parent_session_id") or state.get("parent")
+        # Beside the sessions (not below one): what the file is comes from its lines.
+        self.flat = unit.kind in ("session", "subagent") and not hints.get("parent_session_id")
+        self.agent_from_lines = state.get("agent")
+        if self.agent_from_lines:
+            self.kind, self.agent_id = "subagent", self.agent_from_lines
         self.own_id = hints.get("session_id") or unit.path.stem
         self.cwd = state.get("cwd")
         self.git_branch = state.get("git_branch")
@@ -213,6 +226,7 @@ class ClaudeCodeParser:
     def state(self) -> dict[str, Any]:
         return {
             "parent": self.parent,
+            "agent": self.agent_from_lines,
             "cwd": self.cwd,
             "git_branch": self.git_branch,
             "version": self.version,
@@ -243,9 +257,32 @@ class ClaudeCodeParser:
             return self.own_id
         return self._child_session_id(self.agent_id) if self.parent else f"agent-{self.agent_id}"
 
-    def _child_session_id(self, agent_id: str) -> str:
-        """An agent's session; every agent of a session sits in its ``subagents/``."""
-        return f"{self.parent or self.own_id}:agent-{agent_id}"
+    def _child_session_id(self, agent_id: str, obj: dict | None = None) -> str:
+        """An agent's session, ``<parent>:agent-<id>``.
+
+        The parent is the agent file's own parent, or, for the line ``obj`` of
+        a main file, that line's ``sessionId``: the parent the agent's own
+        lines name (2.0.x) and its folder is called after (2.1.x), also when
+        the main file was renamed. The file's name when the line names none.
+        """
+        named = None if self.is_agent or obj is None else _text(obj.get("sessionId"))
+        return f"{named or self.parent or self.own_id}:agent-{agent_id}"
+
+    def _recognise_agent(self, obj: dict) -> None:
+        """Take a file beside the sessions for the agent its first line names.
+
+        A 2.0.x agent transcript is sidechain lines only, each naming its
+        agent (``agentId``) and its parent (``sessionId``); a main file never
+        starts with one (its inline sidechains, up to 1.0.x, name no agent).
+        So the lines tell a renamed or copied agent file from a session, and
+        which agent it is even where its name says another.
+        """
+        agent_id = _text(obj.get("agentId"))
+        if obj.get("isSidechain") is not True or not agent_id:
+            return
+        self.kind, self.is_agent = "subagent", True
+        self.agent_id = self.agent_from_lines = agent_id
+        self.session_id = self._session_id()
 
     def _adopt_parent(self, obj: dict) -> None:
         """A 2.0.x flat agent file names its parent only in ``sessionId``."""
@@ -259,6 +296,8 @@ class ClaudeCodeParser:
     def _line_records(self, obj: dict, position: Position) -> list[Record]:
         if self.kind == "workflow_journal":
             return self._journal_line(obj, position)
+        if self.flat and not self.session_emitted and not self.agent_from_lines:
+            self._recognise_agent(obj)
         if self.is_agent and not self.parent:
             self._adopt_parent(obj)
         line_type = _text(obj.get("type"))
@@ -467,7 +506,7 @@ class ClaudeCodeParser:
             yield Subagent(
                 agent_id,
                 self.session_id,
-                child_session_id=self._child_session_id(agent_id),
+                child_session_id=self._child_session_id(agent_id, obj),
                 parent_tool_use_id=_text(obj.get("parentToolUseID")),
             )
 
@@ -481,7 +520,7 @@ class ClaudeCodeParser:
         yield Subagent(
             result.agent_id,
             self.session_id,
-            child_session_id=self._child_session_id(result.agent_id),
+            child_session_id=self._child_session_id(result.agent_id, obj),
             parent_tool_use_id=result.tool_use_id,
             agent_type=_text(details.get("agentType")),
             description=_text(details.get("description")),

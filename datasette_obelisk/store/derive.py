@@ -5,7 +5,8 @@
   with ``replaced_by`` naming what replaced them;
 - usage counted once per API message (Claude writes one line per block);
 - session aggregates, availability and the title by precedence;
-- subagents linked to the tool call that started them.
+- subagents linked to the tool call that started them, and to the session
+  that did when the parent their lines name is stored under another name.
 
 What a session's rows and search document need can be planned ahead
 (``plan_session`` only reads) and written by ``derive_sessions`` later.
@@ -481,6 +482,73 @@ def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+ORPHAN = """SELECT c.agent_id, c.parent_session_id FROM sessions c
+   WHERE c.id = ? AND c.relationship = 'subagent' AND c.agent_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = c.parent_session_id)"""
+# Stored sessions whose spawning call names the agent: by the agent's session,
+# or (a row from before calls were named by sessionId) by its id alone.
+CLAIMS = """SELECT sa.id, sa.session_id FROM subagents sa JOIN sessions p ON p.id = sa.session_id
+   WHERE sa.child_session_id = :child AND sa.session_id IS NOT :named"""
+CLAIMS_BY_AGENT = """SELECT sa.id, sa.session_id FROM subagents sa JOIN sessions p ON p.id = sa.session_id
+   WHERE sa.agent_id = :agent AND sa.session_id IS NOT :named AND sa.parent_tool_use_id IS NOT NULL
+     AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.id = sa.child_session_id)"""
+
+
+def adopt_agents(conn, session_ids) -> None:
+    """Give an agent whose parent is no stored session the session that started it.
+
+    A Claude agent names its parent by its lines' ``sessionId`` (2.0.x) or
+    its folder (2.1.x), while a main file is stored under its file name: when
+    that file was renamed, the agent's parent is missing. The main file's
+    Task/Agent result still names the agent's session (its line's
+    ``sessionId`` and ``toolUseResult.agentId``), so the one stored session
+    that does becomes the parent; the row the agent's file made for the
+    missing parent goes, what it knew kept. Claimed by two sessions, the
+    agent is left alone. Either side may be derived first.
+    """
+    candidates = set()
+    for session_id in session_ids:
+        candidates.add(session_id)
+        candidates.update(
+            row[0]
+            for row in conn.execute(
+                "SELECT child_session_id FROM subagents WHERE session_id = ? AND child_session_id IS NOT NULL",
+                [session_id],
+            )
+        )
+    for child in sorted(candidates):
+        orphan = conn.execute(ORPHAN, [child]).fetchone()
+        if orphan is None:
+            continue
+        agent_id, named = orphan
+        claims = conn.execute(CLAIMS, {"child": child, "named": named}).fetchall()
+        if not claims:
+            claims = conn.execute(CLAIMS_BY_AGENT, {"agent": agent_id, "named": named}).fetchall()
+        if len(claims) == 1:
+            adopt_agent(conn, child, *claims[0])
+
+
+def adopt_agent(conn, child: str, keep: int, parent: str) -> None:
+    """Make ``parent`` (whose ``subagents`` row is ``keep``) the parent of the agent session ``child``."""
+    others = (
+        "FROM subagents WHERE child_session_id = :child AND id != :keep "
+        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = subagents.session_id)"
+    )
+    conn.execute(
+        f"""UPDATE subagents SET child_session_id = :child,
+               agent_type = COALESCE(subagents.agent_type, o.agent_type),
+               description = COALESCE(subagents.description, o.description),
+               duration_ms = COALESCE(subagents.duration_ms, o.duration_ms),
+               total_tokens = COALESCE(subagents.total_tokens, o.total_tokens)
+           FROM (SELECT MAX(agent_type) AS agent_type, MAX(description) AS description,
+                        MAX(duration_ms) AS duration_ms, MAX(total_tokens) AS total_tokens {others}) AS o
+           WHERE subagents.id = :keep""",
+        {"child": child, "keep": keep},
+    )
+    conn.execute(f"DELETE {others}", {"child": child, "keep": keep})
+    conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", [parent, child])
+
+
 def link_subagents(conn, session_ids) -> None:
     """Fill in what one file knows about a subagent and another does not.
 
@@ -488,6 +556,7 @@ def link_subagents(conn, session_ids) -> None:
     from the spawning call's result); figures computed from a transcript
     belong to its session row.
     """
+    adopt_agents(conn, session_ids)
     for session_id in session_ids:
         conn.execute(
             """UPDATE subagents SET parent_tool_use_id = (
