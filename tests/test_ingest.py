@@ -353,3 +353,95 @@ def test_commits_in_the_middle_of_a_file_do_not_disturb_reading(db, root):
     summary = run(db, root, chunk_bytes=5000)
     assert (summary.messages, summary.errors) == (80, 0)
     assert rows(db, "SELECT SUM(text_length) FROM messages") == [(sum(i * 300 for i in range(80)),)]
+
+
+def claude_lines(*objects):
+    return b"".join(line(**obj) for obj in objects)
+
+
+SESSION = "5e551011-0000-4000-8000-000000000001"
+AGENT = "e1c84ba5"
+
+
+def main_lines(session_id=SESSION):
+    """A 2.0.x main transcript whose Task call ran agent e1c84ba5."""
+    common = {"sessionId": session_id, "isSidechain": False, "cwd": "/p", "version": "2.0.46"}
+    task = {"type": "tool_use", "id": "toolu_task", "name": "Task", "input": {"description": "Look", "prompt": "Look around"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_task", "content": [{"type": "text", "text": "Found it"}]}
+    return claude_lines(
+        {**common, "type": "user", "uuid": "m1", "parentUuid": None, "timestamp": "2025-11-19T22:53:30Z",
+         "message": {"role": "user", "content": "Find the thing"}},
+        {**common, "type": "assistant", "uuid": "m2", "parentUuid": "m1", "timestamp": "2025-11-19T22:53:34Z",
+         "message": {"role": "assistant", "id": "msg_1", "content": [task]}},
+        {**common, "type": "user", "uuid": "m3", "parentUuid": "m2", "timestamp": "2025-11-19T22:55:34Z",
+         "message": {"role": "user", "content": [result]},
+         "toolUseResult": {"status": "completed", "agentId": AGENT, "totalDurationMs": 120000, "totalTokens": 600}},
+    )
+
+
+def agent_lines():
+    """Its 2.0.x agent transcript: sidechain lines naming the agent and the parent's sessionId."""
+    common = {"sessionId": SESSION, "isSidechain": True, "agentId": AGENT, "cwd": "/p", "version": "2.0.46"}
+    return claude_lines(
+        {**common, "type": "user", "uuid": "s1", "parentUuid": None, "timestamp": "2025-11-19T22:53:35Z",
+         "message": {"role": "user", "content": "Look around"}},
+        {**common, "type": "assistant", "uuid": "s2", "parentUuid": "s1", "timestamp": "2025-11-19T22:54:00Z",
+         "message": {"role": "assistant", "id": "msg_2", "content": [{"type": "text", "text": "Found it"}]}},
+    )
+
+
+def linkage(db):
+    return (
+        rows(db, "SELECT id, parent_session_id, relationship, agent_id, message_count, title FROM sessions ORDER BY id"),
+        rows(db, "SELECT session_id, agent_id, child_session_id, parent_tool_use_id, duration_ms FROM subagents"),
+        rows(db, "SELECT uuid, session_id, agent_id FROM messages ORDER BY uuid"),
+    )
+
+
+@pytest.mark.parametrize("main_name", [f"{SESSION}.jsonl", "renamed main.jsonl"])
+@pytest.mark.parametrize("agent_first", [False, True])
+def test_a_renamed_claude_agent_file_links_like_a_correctly_named_one(tmp_path, main_name, agent_first):
+    def ingest_files(name, files):
+        project = tmp_path / name / "projects" / "-p"
+        project.mkdir(parents=True)
+        path = tmp_path / f"{name}.db"
+        order = reversed(list(files.items())) if agent_first else files.items()
+        for file_name, data in order:  # one run each: either file may come first
+            (project / file_name).write_bytes(data)
+            ingest(path, {"claude": tmp_path / name})
+        return path
+
+    main = main_name[: -len(".jsonl")]
+    named = ingest_files("named", {main_name: main_lines(), f"agent-{AGENT}.jsonl": agent_lines()})
+    renamed = ingest_files("renamed", {main_name: main_lines(), "agent-copy (2).jsonl.bak.jsonl": agent_lines()})
+    child = f"{SESSION}:agent-{AGENT}"
+    expected = (
+        sorted([(main, None, None, None, 1, "Find the thing"), (child, main, "subagent", AGENT, 2, "Look around")]),
+        [(main, AGENT, child, "toolu_task", 120000)],
+        [("m1", main, None), ("m2", main, None), ("m3", main, None), ("s1", child, AGENT), ("s2", child, AGENT)],
+    )
+    assert linkage(renamed) == linkage(named) == expected
+
+
+def test_an_agent_whose_spawning_row_predates_its_name_is_still_adopted(tmp_path):
+    # Parser version 2 named a main file's agents after the file
+    # ("renamed main:agent-…"), and the row keeps its first child: the agent's
+    # session, read again, is still adopted by the one call that names it.
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    (project / "renamed main.jsonl").write_bytes(main_lines())
+    (project / "agent copy.jsonl").write_bytes(agent_lines())
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    expected = linkage(db)
+    child = f"{SESSION}:agent-{AGENT}"
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE subagents SET child_session_id = 'renamed main:agent-e1c84ba5'")
+        conn.execute("INSERT INTO subagents (agent_id, session_id, child_session_id) VALUES (?, ?, ?)", [AGENT, SESSION, child])
+        conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", [SESSION, child])
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert linkage(db) == expected
+    assert expected[1] == [("renamed main", AGENT, child, "toolu_task", 120000)]
