@@ -449,3 +449,34 @@ def test_session_documents_recount_when_rows_change(toy):
 
     assert update_session_documents(toy.write_conn(), ["h"]) == 1
     assert documents(toy) == {}
+
+
+def test_facet_counts_are_kept_until_the_generation_changes(toy):
+    """The next page of a search reuses its facet counts; an ingest that changes data recounts."""
+    from datasette_obelisk.query.search_facets import facet_counts
+    from datasette_obelisk.web.table_reads import TableReads
+
+    toy.write("f1", line("f1a", "kept facet words", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    conn = toy.conn()
+    statements = []
+    conn.set_trace_callback(statements.append)
+
+    def counting() -> tuple[dict, int, set]:
+        statements.clear()
+        reads = TableReads()
+        counts = reads.recording(lambda c: facet_counts(c, "facet"))(conn)
+        return counts, len([s for s in statements if "messages_fts MATCH" in s]), reads.tables
+
+    first, ran, read = counting()
+    assert first["facets"]["source"] == [{"value": "toy", "count": 1}] and ran == 1
+    assert {"messages", "sessions", "tool_calls", "tool_results"} <= read
+    first["facets"]["source"].clear()  # the caller's copy: the kept counts stay whole
+    again, ran, read_again = counting()
+    assert again["facets"]["source"] == [{"value": "toy", "count": 1}] and ran == 0
+    # Prepared, not run: whoever records reads still sees every table (FTS5's own tables stand for their index).
+    assert read_again == {table for table in read if "_fts_" not in table}
+    toy.write("f2", line("f2a", "another facet", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    grown, ran, _ = counting()
+    assert grown["facets"]["source"] == [{"value": "toy", "count": 2}] and ran == 1

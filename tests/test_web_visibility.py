@@ -79,6 +79,17 @@ async def test_pages_answer_the_plugin_error_page_with_403(web_db):
 
 
 @pytest.mark.asyncio
+async def test_kept_facet_counts_still_count_the_tables_they_read(web_db):
+    """The search page's facet counts are kept for its next visit, which still reads tool_calls."""
+    seen = await started(web_db, {})
+    assert (await seen.client.get("/-/obelisk", params={"q": "zebrafish"})).status_code == 200
+    ds = await started(web_db, hiding("tool_calls"))
+    for _ in range(2):
+        response = await ds.client.get("/-/obelisk", params={"q": "zebrafish"})
+        assert response.status_code == 403 and "may not view: tool_calls" in response.text
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     "path",
     [
