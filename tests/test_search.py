@@ -480,3 +480,25 @@ def test_facet_counts_are_kept_until_the_generation_changes(toy):
     toy.ingest()
     grown, ran, _ = counting()
     assert grown["facets"]["source"] == [{"value": "toy", "count": 2}] and ran == 1
+
+
+def test_facet_counts_read_each_sessions_combinations_once(toy, monkeypatch):
+    """Matches that share every facet value come back as one row with their number."""
+    from datasette_obelisk.query import search_facets
+
+    toy.write("g1", *[line(f"g1-{n}", "grouped words", "2026-01-01T00:00:00Z") for n in range(5)],
+              line("g1-tool", "grouped call", "2026-01-01T00:01:00Z", tool="Bash"))
+    toy.write("g2", line("g2-1", "grouped too", "2026-01-02T00:00:00Z", role="assistant"))
+    toy.ingest()
+    conn = toy.conn()
+    statements = []
+    conn.set_trace_callback(statements.append)
+    counts = search_facets.facet_counts(conn, "grouped")
+    [counting] = [s for s in statements if "messages_fts MATCH" in s]
+    # (session, combination, matches): g1's five plain lines are one row; its tool line and g2's answer one each.
+    assert sorted((row[0], row[-1]) for row in conn.execute(counting)) == [("g1", 1), ("g1", 5), ("g2", 1)]
+    assert counts["facets"]["role"] == [{"value": "assistant", "count": 1}, {"value": "user", "count": 1}]
+    assert counts["facets"]["tool"] == [{"value": "Bash", "count": 1}] and counts["sampled"] is False
+    monkeypatch.setattr(search_facets, "HIT_SAMPLE", 6)  # the first six matches: g1's
+    sampled = search_facets.facet_counts(conn, "grouped")
+    assert sampled["sampled"] is True and sampled["facets"]["role"] == [{"value": "user", "count": 1}]

@@ -54,7 +54,7 @@ NARROWING = ("branch", "model", "tool")
 
 
 def _hits(expression: str, filters: Filters, narrowing: dict | None) -> tuple[str, list]:
-    """The matching messages (at most HIT_SAMPLE + 1) with every facet's value."""
+    """The first ``HIT_SAMPLE`` matching messages with every facet's value."""
     event_where, event_params = filters.event_sql("m")
     session_where, session_params = filters.session_sql("s")
     columns = ", ".join(f"{sql} AS {name}" for name, sql in FACETS.items())
@@ -67,7 +67,7 @@ def _hits(expression: str, filters: Filters, narrowing: dict | None) -> tuple[st
           SELECT m.session_id, {columns}
           FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
           WHERE messages_fts MATCH ? AND {event_where} AND {session_where}
-          LIMIT {HIT_SAMPLE + 1}
+          LIMIT {HIT_SAMPLE}
         ) WHERE {' AND '.join(where) or '1'}"""
     return sql, [expression, *event_params, *session_params, *params]
 
@@ -79,7 +79,9 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
     if fts.matches_nothing:
         return result
     hits_sql, params = _hits(fts.expression, Filters.build(**filter_options), narrowing)
-    sql = f"SELECT session_id, {', '.join(FACETS)} FROM ({hits_sql})"
+    # Each session's distinct combinations of values, with how many matches have them.
+    columns = ", ".join(FACETS)
+    sql = f"SELECT session_id, {columns}, COUNT(*) FROM ({hits_sql}) GROUP BY session_id, {columns}"
     key = (_database(conn), current_generation(conn), sql, json.dumps(params), per_facet)
     with _kept_lock:
         kept = _kept.get(key)
@@ -90,10 +92,10 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
         conn.execute("EXPLAIN " + sql, params).fetchall()
         return copy.deepcopy(kept)
     rows = conn.execute(sql, params).fetchall()
-    result["sampled"] = len(rows) > HIT_SAMPLE
+    result["sampled"] = sum(row[-1] for row in rows) >= HIT_SAMPLE
     for index, name in enumerate(FACETS, start=1):
         sessions: dict = {}
-        for row in rows[:HIT_SAMPLE]:
+        for row in rows:
             value = row[index]
             if value not in (None, ""):
                 sessions.setdefault(value, set()).add(row[0])
