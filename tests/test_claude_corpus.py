@@ -53,8 +53,9 @@ SESSIONS = [
     # lines name agent e1c84ba5 of session 88a8d761-…; the main file naming
     # that session in its lines is stored as sidechain_main, whose Task result
     # names the agent. One conversation message: its first line's text (the
-    # other two are a tool_use and a tool_result). No prompt, no description.
-    (FLAT_AGENT, None, None, 1, 'sidechain_main', 'subagent'),
+    # other two are a tool_use and a tool_result). No prompt of its own: the
+    # Task call's input (sidechain_main.jsonl line 1) gives its description.
+    (FLAT_AGENT, 'subagent', 'Research data-border-color usage and CSS', 1, 'sidechain_main', 'subagent'),
     ('claude_forked_session', 'first_prompt', 'Help me implement a sorting algorithm', 8, None, None),
     ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
@@ -166,11 +167,16 @@ def test_a_2_0_agent_file_under_another_name_is_linked_by_its_lines(db):
     # sidechain_main.jsonl line 2: the Task result for toolu_01JA2mLs… with
     # toolUseResult.agentId e1c84ba5, totalDurationMs 119249, totalTokens 59967.
     # sidechain_agent.jsonl: 3 lines, each isSidechain, agentId e1c84ba5 and
-    # the sessionId of sidechain_main's lines (88a8d761-…).
+    # the sessionId of sidechain_main's lines (88a8d761-…). The agent's type
+    # and task come from the Task call's input (line 1).
     assert db.execute(
-        "SELECT session_id, child_session_id, parent_tool_use_id, duration_ms, total_tokens FROM subagents "
-        "WHERE agent_id = 'e1c84ba5' OR session_id LIKE '88a8d761-%' OR child_session_id LIKE '%e1c84ba5'"
-    ).fetchall() == [("sidechain_main", FLAT_AGENT, "toolu_01JA2mLseQCAW3MdwPE4qWEk", 119249, 59967)]
+        "SELECT session_id, child_session_id, parent_tool_use_id, duration_ms, total_tokens, agent_type, description "
+        "FROM subagents WHERE agent_id = 'e1c84ba5' OR session_id LIKE '88a8d761-%' OR child_session_id LIKE '%e1c84ba5'"
+    ).fetchall() == [(
+        "sidechain_main", FLAT_AGENT, "toolu_01JA2mLseQCAW3MdwPE4qWEk", 119249, 59967,
+        "general-purpose", "Research data-border-color usage and CSS class mat...",
+    )]
+    assert db.execute("SELECT agent_type FROM sessions WHERE id = ?", [FLAT_AGENT]).fetchone() == ("general-purpose",)
     assert db.execute(
         "SELECT session_id, agent_id, COUNT(*) FROM messages WHERE session_id IN (?, 'sidechain_main', 'sidechain_agent') "
         "GROUP BY session_id ORDER BY session_id",

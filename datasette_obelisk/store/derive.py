@@ -549,6 +549,19 @@ def adopt_agent(conn, child: str, keep: int, parent: str) -> None:
     conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", [parent, child])
 
 
+def _spawn_field(key: str) -> str:
+    return f"""(SELECT CASE WHEN json_type(input_json, '$.{key}') = 'text'
+                            THEN json_extract(input_json, '$.{key}') END
+                FROM tool_calls WHERE id = subagents.parent_tool_use_id AND json_valid(input_json))"""
+
+
+SPAWN_SPEC_UPDATE = f"""UPDATE subagents SET
+       agent_type = COALESCE(agent_type, {_spawn_field('subagent_type')}),
+       description = COALESCE(description, {_spawn_field('description')})
+   WHERE (session_id = :s OR child_session_id = :s) AND parent_tool_use_id IS NOT NULL
+     AND (agent_type IS NULL OR description IS NULL)"""
+
+
 def link_subagents(conn, session_ids) -> None:
     """Fill in what one file knows about a subagent and another does not.
 
@@ -564,6 +577,17 @@ def link_subagents(conn, session_ids) -> None:
                    WHERE tr.agent_id = subagents.agent_id
                      AND tr.session_id = subagents.session_id LIMIT 1)
                WHERE parent_tool_use_id IS NULL AND (session_id = :s OR child_session_id = :s)""",
+            {"s": session_id},
+        )
+        # What the spawning call says of its agent: a 2.0.x agent file records
+        # neither its type nor its task, and an agent without a prompt of its
+        # own is titled by its task.
+        conn.execute(SPAWN_SPEC_UPDATE, {"s": session_id})
+        conn.execute(
+            """UPDATE sessions SET title = sa.description, title_source = 'subagent'
+               FROM subagents sa
+               WHERE sa.child_session_id = sessions.id AND sessions.title IS NULL
+                 AND sa.description IS NOT NULL AND (sa.session_id = :s OR sa.child_session_id = :s)""",
             {"s": session_id},
         )
         # Totals a result records without naming its agent (Claude <= 1.0),
