@@ -178,7 +178,6 @@ async def test_transcript_rewinds_compactions_and_subagents(ds):
 
 UNARCHIVED_AGENTS = {
     WITH_SUBAGENTS: ["a4ca7529859c158c2", "a52886dc180afb356", "a6aa8ad077d9ea083", "ab1e6e141221a29ab", "aef063ba534d73153"],
-    "sidechain_main": ["e1c84ba5"],
 }
 
 
@@ -206,10 +205,11 @@ async def test_subagents_link_only_when_their_session_is_stored(ds):
         assert unarchived_agents(transcript) == unarchived_agents(lineage) == agents
         for agent in agents:
             assert f"/-/obelisk/session/{session}:agent-{agent}" not in await session_links_resolve(ds, transcript + lineage)
+    # A 2.0 agent file under a fixture name is linked by its lines.
     event = await page(ds, "/-/obelisk/event/sidechain_main/1")
-    assert unarchived_agents(event) == ["e1c84ba5"]
-    assert "started by Task call <code>toolu_01JA2mLseQCAW3MdwPE4qWEk</code> · not archived" in event
-    await session_links_resolve(ds, event)
+    assert unarchived_agents(event) == [] and "not archived" not in event
+    agent = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
+    assert f"/-/obelisk/session/{agent}" in await session_links_resolve(ds, event)
 
 
 @pytest.mark.asyncio
