@@ -78,6 +78,19 @@ async def test_search_page_groups_highlights_and_facets(ds):
 
 
 @pytest.mark.asyncio
+async def test_search_page_names_the_number_of_matches_its_facets_count(ds, monkeypatch):
+    from datasette_obelisk.query import search_facets
+
+    counted = "<p class=\"ob-muted\">Counts are sessions with a match{}.</p>"
+    assert counted.format("") in await page(ds, "/-/obelisk", q="the")
+    monkeypatch.setattr(search_facets, "HIT_SAMPLE", 3)
+    assert counted.format(" (first 3 matches)") in await page(ds, "/-/obelisk", q="the")
+    monkeypatch.setattr(search_facets, "HIT_SAMPLE", 1_000)  # fewer matches than that: no note
+    html = await page(ds, "/-/obelisk", q="zebrafish")
+    assert counted.format("") in html and "1,000" not in html
+
+
+@pytest.mark.asyncio
 async def test_search_filters_are_chips_that_remove_themselves(ds):
     html = await page(ds, "/-/obelisk", q="pwned", source="claude", tool="Bash")
     assert 'class="ob-chip"' in html and "Source: claude" in html and "Tool: Bash" in html

@@ -29,7 +29,7 @@ async def search_page(datasette, request, db, params):
             cursor=form.cursor, **form.filter_options()
         )
     )
-    context.update(result=result, facets=form.facet_links(result["facets"]))
+    context.update(result=result, facets=form.facet_links(result["facets"]), hit_sample=search_facets.HIT_SAMPLE)
     return context
 
 
