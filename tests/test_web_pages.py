@@ -527,3 +527,67 @@ async def test_pages_show_the_start_of_a_long_text_and_link_the_rest(long_chain)
         assert "x" * RESULT_CHARS in html and "x" * (RESULT_CHARS + 1) not in html, url
         assert html.count(note) == 1, url
         assert "/-/obelisk/api/raw?uuid=chain-60" in links(html), url
+
+
+BIG_CALL = "big-call-session"
+BIG_INPUT = 50_000  # characters of a tool call's input, more than a page shows
+WRITTEN = "/tmp/big/notes.txt"
+
+
+@pytest.fixture
+def big_call(tmp_path):
+    """A Datasette over one Claude session whose Write call (it failed) has a 50,000-character input."""
+    from datasette_obelisk.store.ingest import ingest
+
+    call = {"file_path": WRITTEN, "content": ""}
+    call["content"] = "y" * (BIG_INPUT - len(json.dumps(call, separators=(",", ":"))))  # stored compact
+    head = {"sessionId": BIG_CALL, "cwd": "/tmp/big"}
+    lines = [
+        {**head, "type": "user", "uuid": "big-1", "parentUuid": None, "timestamp": "2026-03-02T10:00:00.000Z",
+         "message": {"role": "user", "content": "write it"}},
+        {**head, "type": "assistant", "uuid": "big-2", "parentUuid": "big-1", "timestamp": "2026-03-02T10:00:01.000Z",
+         "message": {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_big", "name": "Write", "input": call}]}},
+        {**head, "type": "user", "uuid": "big-3", "parentUuid": "big-2", "timestamp": "2026-03-02T10:00:02.000Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_big", "content": "disk full", "is_error": True}]}},
+    ]
+    folder = tmp_path / "claude" / "projects" / "-tmp-big"
+    folder.mkdir(parents=True)
+    (folder / f"{BIG_CALL}.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    ingest(tmp_path / "big.db", {"claude": tmp_path / "claude"})
+    return make_datasette(tmp_path / "big.db")
+
+
+def shown_cut(value: str, tag: str, css: str, uuid: str) -> str:
+    """How a page shows a text longer than RESULT_CHARS: its start, then how much more and a link to the raw line."""
+    from markupsafe import escape
+
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+
+    return (f'<{tag} class="{css}">{escape(value[:RESULT_CHARS])}<span class="ob-muted ob-more"> … '
+            f'{len(value) - RESULT_CHARS:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}">raw</a>)</span></{tag}>')
+
+
+def longest_run(html: str) -> int:
+    return max(len(run) for run in re.findall("y+", html))
+
+
+@pytest.mark.asyncio
+async def test_pages_show_the_start_of_a_long_tool_input_and_link_the_rest(big_call):
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+
+    await big_call.invoke_startup()
+    db = big_call.databases["big"].path
+    [(input_json, text, seq)] = rows(db, "SELECT c.input_json, m.text, m.seq FROM tool_calls c JOIN messages m ON m.uuid = c.message_uuid")
+    assert len(input_json) == BIG_INPUT
+    pretty = json.dumps(json.loads(input_json), indent=2, ensure_ascii=False)  # as the pages lay an input out
+    expected = shown_cut(pretty, "pre", "ob-pre", "big-2")
+    assert len(pretty) - RESULT_CHARS == 30_009  # laid out with newlines and indents: "… 30,009 more characters"
+    for url, params in ((f"/-/obelisk/session/{BIG_CALL}", {}), ("/-/obelisk/files", {"path": WRITTEN}),
+                        ("/-/obelisk/failures", {})):
+        html = await page(big_call, url, **params)
+        assert html.count(expected) == 1, url
+        assert longest_run(html) == RESULT_CHARS - len(pretty.split("y")[0]), url
+    # The event page shows the call's line as its text (the tool's name and the strings of its input), cut the same way.
+    event = await page(big_call, f"/-/obelisk/event/{BIG_CALL}/{seq}")
+    assert event.count(shown_cut(text, "div", "ob-text", "big-2")) == 1
+    assert len(text) > RESULT_CHARS and longest_run(event) < RESULT_CHARS
