@@ -418,6 +418,40 @@ async def test_invalid_plugin_configuration_stops_startup(db, plugin, message):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "roots, refused",
+    [
+        (["~/notes"], "{home}/notes does not exist"),  # ~ is the server's home
+        (["{root}", "{root}/decision.md"], "{root}/decision.md is not a folder"),
+        ("{root}/gone", "{root}/gone does not exist"),
+    ],
+)
+async def test_a_memory_root_that_is_not_an_existing_folder_stops_startup(db, memory_root, isolated_home, roots, refused):
+    from datasette_obelisk.web.config import ConfigError
+
+    names = {"home": isolated_home, "root": memory_root}
+    given = roots.format(**names) if isinstance(roots, str) else [root.format(**names) for root in roots]
+    ds = make_datasette(db, {"plugins": {"datasette-obelisk": {"memory_roots": given}}})
+    with pytest.raises(ConfigError) as raised:
+        await ds.invoke_startup()
+    assert str(raised.value) == "datasette-obelisk: memory_roots " + refused.format(**names)
+
+
+def test_datasette_serve_refuses_a_bad_configuration_with_one_line(db, tmp_path):
+    from click.testing import CliRunner
+    from datasette.cli import cli as datasette_cli
+
+    config = tmp_path / "datasette.yaml"
+    config.write_text(f"plugins:\n  datasette-obelisk:\n    memory_roots: [{tmp_path / 'gone'}]\n")
+    result = CliRunner().invoke(datasette_cli, ["serve", str(db), "-c", str(config), "--get", "/"])
+    assert result.exit_code == 1
+    assert result.output == f"Error: datasette-obelisk: memory_roots {tmp_path / 'gone'} does not exist\n"
+    (tmp_path / "gone").mkdir()
+    served = CliRunner().invoke(datasette_cli, ["serve", str(db), "-c", str(config), "--get", "/-/obelisk/memories"])
+    assert served.exit_code == 0 and "<h1>Memories</h1>" in served.output
+
+
+@pytest.mark.asyncio
 async def test_a_refused_form_post_shows_the_memories_page_with_the_error(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     before = counts(db)

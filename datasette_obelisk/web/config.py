@@ -6,7 +6,7 @@ In ``datasette.yaml``::
       datasette-obelisk:
         database: obelisk          # which attached database the pages use (default: the first with our schema)
         read_only: true            # register no write route at all (published instances)
-        memory_roots: [~/notes]    # folders remember() may register .md files from; none = nothing writable
+        memory_roots: [~/notes]    # existing folders remember() may register .md files from; none = nothing writable
         max_body_bytes: 65536      # cap on a remember/forget request body
 """
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+
+from datasette.utils import StartupError
 
 PLUGIN_NAME = "datasette-obelisk"
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
@@ -27,8 +29,9 @@ class Settings:
     max_body_bytes: int
 
 
-class ConfigError(ValueError):
-    """The plugin configuration is invalid; the message names the key."""
+class ConfigError(StartupError, ValueError):
+    """The plugin configuration is invalid; the message names the key. A ``StartupError``:
+    ``datasette serve`` prints ``Error: <message>`` and exits 1, with no traceback."""
 
 
 def settings(datasette) -> Settings:
@@ -59,6 +62,16 @@ def memory_roots(value) -> list[str]:
     if not isinstance(roots, list) or not all(isinstance(root, str) and root for root in roots):
         raise ConfigError(f"{PLUGIN_NAME}: memory_roots must be a folder or a list of folders, not {value!r}")
     return roots
+
+
+def check_memory_roots(config: Settings) -> None:
+    """Refuse (``ConfigError``) a memory root that does not exist or is not a folder, as
+    ``obelisk attune --memory-root`` does. Checked once, when Datasette starts: a root removed
+    later only makes ``remember`` refuse its files."""
+    for root in config.memory_roots:
+        if not root.is_dir():
+            why = "is not a folder" if root.exists() else "does not exist"
+            raise ConfigError(f"{PLUGIN_NAME}: memory_roots {root} {why}")
 
 
 def max_body_bytes(value) -> int:

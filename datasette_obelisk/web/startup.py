@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .browse import apply_browse_defaults
-from .config import settings
+from .config import check_memory_roots, settings
 from .databases import obelisk_databases
 from .stored_queries import QUERIES, register_stored_queries
 from .visibility import record_sources
@@ -12,7 +12,7 @@ from .visibility import record_sources
 async def configure(datasette) -> None:
     """Check the plugin configuration (a bad one stops Datasette), then for each database with our schema:
     stored queries, what hiding a table hides, and browse defaults."""
-    settings(datasette)
+    check_memory_roots(settings(datasette))
     for name in await obelisk_databases(datasette):
         await register_stored_queries(datasette, name)
         await record_sources(datasette, name, QUERIES)
