@@ -427,6 +427,8 @@ PUBLISH_SETTINGS = {
     "default_allow_sql": False,
     "allow_signed_tokens": False,
     "allow_csv_stream": False,
+    # One query per column of a table page, each repeating its ?_search= (docs/web.md).
+    "suggest_facets": False,
 }
 
 
@@ -452,9 +454,10 @@ def publish_settings(database: str = "obelisk") -> dict:
 def publish_config(db_path, output):
     """Datasette configuration for a read-only published instance.
 
-    Downloads, arbitrary SQL, signed tokens and CSV streaming are off, the
-    plugin registers no write route, and the bookkeeping tables (audit_log,
-    source_files, ingest_errors, obelisk_state, derive_queue) are hidden.
+    Downloads, arbitrary SQL, signed tokens, CSV streaming and facet
+    suggestions are off, the plugin registers no write route, and the
+    bookkeeping tables (audit_log, source_files, ingest_errors,
+    obelisk_state, derive_queue) are hidden.
     Refuses a database that is missing or not an obelisk database
     (OBELISK_NOT_FOUND, exit 1, as the read commands), or that was ingested
     with --no-redact.

@@ -119,7 +119,8 @@ def test_redacted_database_checks_clean_and_publishes(tmp_path, samples):
     from datasette_obelisk.cli import PUBLISH_HIDDEN_TABLES
 
     assert yaml.safe_load((tmp_path / "publish.yaml").read_text()) == {
-        "settings": {"allow_download": False, "default_allow_sql": False, "allow_signed_tokens": False, "allow_csv_stream": False},
+        "settings": {"allow_download": False, "default_allow_sql": False, "allow_signed_tokens": False,
+                     "allow_csv_stream": False, "suggest_facets": False},
         "databases": {"o": {"tables": {table: {"allow": False} for table in PUBLISH_HIDDEN_TABLES}}},
         "plugins": {"datasette-obelisk": {"read_only": True}},
     }

@@ -22,6 +22,11 @@ async def test_example_configuration_serves_every_page(web_db):
         response = await ds.client.get(path)
         assert response.status_code == 200, (path, response.text[response.text.find("<h1"):][:300])
     assert "Obelisk" in (await ds.client.get("/")).text
+    # No facet suggestions: each would repeat a page's ?_search= once per column.
+    assert config["settings"] == {"suggest_facets": False}
+    searched = await ds.client.get("/obelisk/messages.json", params={"_search": "the", "_extra": "suggested_facets"})
+    assert searched.status_code == 200 and searched.json()["suggested_facets"] == []
+    assert 'class="suggested-facets"' not in (await ds.client.get("/obelisk/messages", params={"_search": "the"})).text
     # Example memory_roots is empty: nothing is writable, even for root.
     ds.root_enabled = True
     response = await ds.client.post("/-/obelisk/api/remember", json={"path": "/x.md", "summary": "x"}, actor={"id": "root"})

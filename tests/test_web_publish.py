@@ -81,3 +81,34 @@ def test_publish_config_refuses_a_database_that_is_not_obelisk(tmp_path):
     assert f"Error: OBELISK_NOT_FOUND: {plain} is not an obelisk database" in result.output
     tables = sqlite3.connect(plain).execute("SELECT name FROM sqlite_master").fetchall()
     assert tables == [("t",)]  # nothing was migrated into it
+
+
+async def suggested_facets(ds) -> list:
+    """The facets Datasette suggests on a searched messages page (its JSON, and whether the HTML shows any)."""
+    response = await ds.client.get("/obelisk/messages.json", params={"_search": "the", "_extra": "suggested_facets"})
+    assert response.status_code == 200, response.text[:300]
+    html = (await ds.client.get("/obelisk/messages", params={"_search": "the"})).text
+    assert ('class="suggested-facets"' in html) == bool(response.json()["suggested_facets"])
+    return response.json()["suggested_facets"]
+
+
+@pytest.mark.asyncio
+async def test_publish_config_turns_facet_suggestions_off(web_db):
+    """Each suggestion re-runs a table page's ?_search= once per column; facets asked for still work."""
+    result = CliRunner().invoke(cli, ["publish-config", "--db", str(web_db)])
+    assert result.exit_code == 0, result.output
+    config = yaml.safe_load(result.stdout)
+    assert config["settings"] == {
+        "allow_download": False, "default_allow_sql": False, "allow_signed_tokens": False,
+        "allow_csv_stream": False, "suggest_facets": False,
+    }
+    assert "  suggest_facets: false\n" in result.stdout
+    assert await suggested_facets(await published(web_db)) == []
+    unconfigured = make_datasette(None, immutables=[str(web_db)])
+    await unconfigured.invoke_startup()
+    assert {facet["name"] for facet in await suggested_facets(unconfigured)} >= {"role", "source"}
+    ds = make_datasette(None, config=config, immutables=[str(web_db)])
+    await ds.invoke_startup()
+    asked = (await ds.client.get("/obelisk/messages.json", params={"_search": "the", "_facet": "role",
+                                                                  "_extra": "facet_results,suggested_facets"})).json()
+    assert asked["suggested_facets"] == [] and asked["facet_results"]["results"]["role"]["results"]
