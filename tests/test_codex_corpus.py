@@ -607,18 +607,24 @@ def test_completed_last_line_clears_its_error(tmp_path, corpus_root):
 # -- format drift ------------------------------------------------------------------
 
 
+def dated_rollout(tmp_path, thread: str, data: bytes) -> Path:
+    """``data`` written as the rollout of ``thread`` started 2026-03-01 10:00."""
+    path = tmp_path / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    return path
+
+
 def drifted_rollout(tmp_path) -> Path:
     """A rollout of a future Codex whose every line has a type nobody knows."""
     thread = "0195a000-0000-7000-8000-000000000001"
-    path = tmp_path / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(
+    return dated_rollout(
+        tmp_path, thread,
         envelope("session_header", {"id": thread, "cwd": "/w"}, "2026-03-01T10:00:00.000Z")
         + envelope("event_msg", {"type": "user_turn", "message": "hello"}, "2026-03-01T10:00:01.000Z")
         + envelope("response_item", {"type": "message_v2", "role": "assistant", "text": "hi"}, "2026-03-01T10:00:02.000Z")
-        + b'{"kind":"checkpoint","at":"2026-03-01T10:00:03.000Z"}\n'
+        + b'{"kind":"checkpoint","at":"2026-03-01T10:00:03.000Z"}\n',
     )
-    return path
 
 
 def test_format_drift_is_reported_loudly(tmp_path):
@@ -652,14 +658,13 @@ def test_partial_drift_is_one_error_at_the_end_of_a_turn(tmp_path):
     """Known metadata, unknown conversation lines: the turn's end is the
     ingest error; a known line of unknown type before it is only merged."""
     thread = "0195a000-0000-7000-8000-000000000002"
-    path = tmp_path / ".codex" / f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{thread}.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_bytes(
+    path = dated_rollout(
+        tmp_path, thread,
         envelope("session_meta", {"id": thread, "cwd": "/w"}, "2026-03-01T10:00:00.000Z")
         + envelope("event_msg", {"type": "task_started", "turn_id": "t1"}, "2026-03-01T10:00:01.000Z")
         + envelope("conversation_item", {"role": "user", "text": "hello"}, "2026-03-01T10:00:01.001Z")
         + envelope("conversation_item", {"role": "assistant", "text": "hi"}, "2026-03-01T10:00:02.000Z")
-        + envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}, "2026-03-01T10:00:02.001Z")
+        + envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}, "2026-03-01T10:00:02.001Z"),
     )
     db_path = tmp_path / "obelisk.db"
     summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
