@@ -67,10 +67,17 @@ class TemplateHelpers:
             return text or ""
 
     @staticmethod
-    def cut(text, length: int = RESULT_CHARS) -> tuple[str, int]:
-        """``(the start of text a page shows, how many characters it leaves out)``."""
+    def cut(text, full_length=None, limit=None) -> tuple[str, int]:
+        """``(the start of text a page shows, how many characters it leaves out)``.
+
+        ``text`` may already be shortened (a tool result read with ``substr``):
+        ``full_length`` is then the length of the whole, e.g. ``tool_results.content_length``.
+        A page shows at most ``limit`` characters (default ``RESULT_CHARS``).
+        """
         text = text or ""
-        return text[:length], max(0, len(text) - length)
+        limit = RESULT_CHARS if limit is None else limit
+        shown = text[:limit]
+        return shown, max(len(text), full_length or 0) - len(shown)
 
     @staticmethod
     def clip(text, length: int = 300) -> str:
