@@ -30,6 +30,12 @@
     subagents(conn, session_id) -> [subagent...]
         The subagents a session started, archived or not.
 
+    result_outputs(conn, message_uuids, *, limit=RESULT_CHARS) -> {tool_use_id: output}
+        The start of the output of each tool result these lines carry
+        (``output``, at most ``limit`` characters), the length of the whole
+        (``length``, ``tool_results.content_length``) and its line
+        (``message_uuid``).
+
     tool_anchors(conn, tool_call_ids, *, limit=500) -> {id: options}
         For each call that has an entry, the ``transcript`` options (``start``,
         ``rewound``, ``meta``, ``log``) of the page that shows its
@@ -192,6 +198,23 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
         row["preview"] = preview(row["input_json"])
         found.setdefault(row["message_uuid"], []).append(row)
     return found
+
+
+def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS) -> dict[str, dict]:
+    """``{tool_use_id: {"output", "length", "message_uuid"}}`` for the tool results these lines carry:
+    the first ``limit`` characters of each output and the length of the whole."""
+    if not message_uuids:
+        return {}
+    return {
+        row["tool_use_id"]: row
+        for row in _all(
+            conn,
+            f"""SELECT r.tool_use_id, r.message_uuid, substr({full_content_sql('r')}, 1, ?) AS output,
+                       r.content_length AS length
+                FROM tool_results r WHERE r.message_uuid IN ({", ".join("?" * len(message_uuids))})""",
+            [limit, *message_uuids],
+        )
+    }
 
 
 def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[str, dict]:

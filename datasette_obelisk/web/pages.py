@@ -70,8 +70,10 @@ async def event_page(datasette, request, db, params):
     window = {"sessionId": session_id, "seq": seq, "before": 3, "after": 3}
 
     def load(conn):
+        found = SessionQuery(conn).read_event(window)
         return {
-            "window": SessionQuery(conn).read_event(window),
+            "window": found,
+            "outputs": transcript.result_outputs(conn, [e["id"] for e in found["events"]]),
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
             **lineage.event_chains(conn, session_id, seq),
         }
