@@ -591,3 +591,101 @@ async def test_pages_show_the_start_of_a_long_tool_input_and_link_the_rest(big_c
     event = await page(big_call, f"/-/obelisk/event/{BIG_CALL}/{seq}")
     assert event.count(shown_cut(text, "div", "ob-text", "big-2")) == 1
     assert len(text) > RESULT_CHARS and longest_run(event) < RESULT_CHARS
+
+
+BIG_RESULTS = "big-result-session"
+BIG_OUTPUT = 50_000  # characters of each tool result's output, more than a page shows
+READ_PATH = "/tmp/big/data.txt"
+
+
+def big_output(letter: str) -> str:
+    """50,000 characters, "é" among them: the pages and SQLite count characters, not bytes."""
+    return (letter + "é") * (BIG_OUTPUT // 2)
+
+
+@pytest.fixture
+def big_results(tmp_path):
+    """A Datasette over one Claude session with two 50,000-character tool results, and the lines of its log.
+
+    The Read's output succeeded, so ``tool_results.content`` keeps only its start (the whole is
+    its line's text); the Bash's failed and is kept whole.
+    """
+    from datasette_obelisk.store.ingest import ingest
+
+    head = {"sessionId": BIG_RESULTS, "cwd": "/tmp/big"}
+    lines = [
+        {**head, "type": "user", "uuid": "res-1", "parentUuid": None, "timestamp": "2026-03-02T10:00:00.000Z",
+         "message": {"role": "user", "content": "read it, then build"}},
+        {**head, "type": "assistant", "uuid": "res-2", "parentUuid": "res-1", "timestamp": "2026-03-02T10:00:01.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_read", "name": "Read", "input": {"file_path": READ_PATH}}]}},
+        {**head, "type": "user", "uuid": "res-3", "parentUuid": "res-2", "timestamp": "2026-03-02T10:00:02.000Z",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_read", "content": big_output("r")}]}},
+        {**head, "type": "assistant", "uuid": "res-4", "parentUuid": "res-3", "timestamp": "2026-03-02T10:00:03.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_make", "name": "Bash", "input": {"command": "make"}}]}},
+        {**head, "type": "user", "uuid": "res-5", "parentUuid": "res-4", "timestamp": "2026-03-02T10:00:04.000Z",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_make", "content": big_output("f"), "is_error": True}]}},
+    ]
+    folder = tmp_path / "claude" / "projects" / "-tmp-big"
+    folder.mkdir(parents=True)
+    written = [json.dumps(line) for line in lines]
+    (folder / f"{BIG_RESULTS}.jsonl").write_text("\n".join(written) + "\n")
+    ingest(tmp_path / "results.db", {"claude": tmp_path / "claude"})
+    return make_datasette(tmp_path / "results.db"), dict(zip((line["uuid"] for line in lines), written))
+
+
+def shown_result(output: str, limit: int, uuid: str) -> str:
+    """How a page shows a tool result's output longer than ``limit``: its start, how many more characters, the raw line."""
+    from markupsafe import escape
+
+    return (f'<pre class="ob-pre">{escape(output[:limit])}<span class="ob-muted ob-more"> … '
+            f'{len(output) - limit:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}">raw</a>)</span></pre>')
+
+
+@pytest.mark.asyncio
+async def test_pages_show_the_start_of_a_long_tool_result_and_link_the_rest(big_results):
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+    from datasette_obelisk.web.pages import FAILURE_RESULT_CHARS
+
+    ds, written = big_results
+    await ds.invoke_startup()
+    db = ds.databases["results"].path
+    stored = dict((uuid, (outcome, length, stored)) for uuid, outcome, length, stored in rows(
+        db, "SELECT message_uuid, outcome, content_length, length(content) FROM tool_results"))
+    assert stored == {"res-3": ("succeeded", BIG_OUTPUT, 10_000), "res-5": ("failed", BIG_OUTPUT, BIG_OUTPUT)}
+    seqs = dict(rows(db, "SELECT uuid, seq FROM messages"))
+    read, failed = big_output("r"), big_output("f")
+    assert RESULT_CHARS == 20_000 and FAILURE_RESULT_CHARS == 2_000
+    in_full = {"res-3": shown_result(read, RESULT_CHARS, "res-3"), "res-5": shown_result(failed, RESULT_CHARS, "res-5")}
+    assert "… 30,000 more characters (see <a" in in_full["res-3"]
+
+    # The transcript and the event page of either result (its window holds both) show 20,000 characters of each.
+    for url in (f"/-/obelisk/session/{BIG_RESULTS}", f"/-/obelisk/event/{BIG_RESULTS}/{seqs['res-3']}",
+                f"/-/obelisk/event/{BIG_RESULTS}/{seqs['res-5']}"):
+        html = await page(ds, url)
+        for uuid, expected in in_full.items():
+            assert html.count(expected) == 1, (url, uuid)
+        for output in (read, failed):
+            assert output[: RESULT_CHARS + 1] not in html, url
+
+    # The failures page lists the failed one only, with a 2,000-character preview.
+    html = await page(ds, "/-/obelisk/failures")
+    preview = shown_result(failed, FAILURE_RESULT_CHARS, "res-5")
+    assert "… 48,000 more characters (see <a" in preview
+    assert html.count(preview) == 1
+    assert failed[: FAILURE_RESULT_CHARS + 1] not in html and read[:100] not in html
+
+    # The files page lists the Read call with its input, not its output.
+    html = await page(ds, "/-/obelisk/files", path=READ_PATH)
+    assert "toolu_read" in html and read[:100] not in html
+
+    # Each note's link answers with the result's line of the log.
+    for uuid in in_full:
+        response = await ds.client.get("/-/obelisk/api/raw", params={"uuid": uuid})
+        assert response.status_code == 200
+        answer = response.json()
+        assert answer["totalLength"] == len(written[uuid]) and written[uuid].startswith(answer["text"])
+        assert answer["text"].startswith('{"sessionId": "big-result-session"') and "toolu_" in answer["text"]

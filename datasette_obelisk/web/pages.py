@@ -15,6 +15,11 @@ from .search_form import SearchForm
 from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
+# The failures page lists up to ``limit`` results (50 by default, at most
+# 1,000), so it shows a preview of each output, not the transcript's
+# RESULT_CHARS; failures() clips its content at MAX_TEXT, marking the cut.
+FAILURE_RESULT_CHARS = 2_000
+assert FAILURE_RESULT_CHARS <= obelisk.MAX_TEXT
 
 
 async def search_page(datasette, request, db, params):
@@ -125,7 +130,9 @@ async def failures_page(datasette, request, db, params):
         found = obelisk.failures(conn, options)
         return {"failures": found, "anchors": anchors_for(conn, [f["toolCall"] for f in found])}
 
-    return {"active_tab": "Failures", "filters": options, **await db.execute_fn(load)}
+    return {
+        "active_tab": "Failures", "filters": options, "result_chars": FAILURE_RESULT_CHARS, **await db.execute_fn(load)
+    }
 
 
 def anchors_for(conn, calls: list) -> dict:
