@@ -36,6 +36,7 @@ def test_migrations_in_order(conn):
         "m012_add_agent_totals_to_tool_results",
         "m013_create_session_digests",
         "m014_add_rowid_to_browse_views",
+        "m015_look_up_model_in_browse_tool_calls",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

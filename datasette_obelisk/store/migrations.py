@@ -617,3 +617,31 @@ def m014_add_rowid_to_browse_views(db):
         head, _, rest = sql.partition("SELECT")
         db.execute(f"DROP VIEW {view}")
         db.execute(f"{head}SELECT {key} AS rowid,{rest}")
+
+
+@migrations()
+def m015_look_up_model_in_browse_tool_calls(db):
+    # SQLite keeps every LEFT JOIN of a view in a GROUP BY over it, used or
+    # not: each of Datasette's facets on browse_tool_calls looked up the
+    # calling message of every call through the uuid index (~100 ms a facet
+    # on 33,000 calls, ~30 ms without). The model is now a subquery, run only
+    # where the model is read. messages.uuid is unique, so the rows and
+    # values are those of m014. browse_messages keeps its join to sessions:
+    # a filter on project then starts from the sessions of that project.
+    db.executescript(
+        """
+        DROP VIEW browse_tool_calls;
+        CREATE VIEW browse_tool_calls AS
+        SELECT r.id AS rowid,
+            c.id, c.session_id, c.timestamp, s.source, s.project,
+            s.git_branch AS branch,
+            (SELECT m.model FROM messages m WHERE m.uuid = c.message_uuid) AS model,
+            c.name AS tool_name, r.outcome,
+            r.exit_code, c.file_path, c.message_uuid, r.id AS result_id,
+            c.input_json, substr(r.content, 1, 2000) AS result_preview,
+            s.title AS session_title
+        FROM tool_calls c
+        LEFT JOIN tool_results r ON r.tool_use_id = c.id
+        LEFT JOIN sessions s ON s.id = c.session_id;
+        """
+    )
