@@ -6,6 +6,12 @@ startup the plugin adds this table configuration for each obelisk database,
 under whatever the user configured: their ``datasette.yaml`` always wins.
 The views get no default sort: sorting every match of a common word
 would cost more than a page, while unsorted pages stop at the page size.
+
+A facet reads every row the page's filters select, so the default facets
+are the cheap ones. On browse_messages each facet reads all messages
+(~60-75 ms on 137,000): source and project are shown, role and the date of
+timestamp are one click away. The facets of browse_tool_calls take ~25-40 ms
+on 33,000 calls (m015 keeps the message lookup out of them).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ TABLE_DEFAULTS = {
     "browse_messages": {
         "fts_table": "messages_fts",
         "fts_pk": "id",
-        "facets": ["source", "project", "role", DATE],
+        "facets": ["source", "project"],
     },
     "browse_tool_calls": {
         "fts_table": "tool_errors_fts",
