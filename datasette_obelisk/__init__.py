@@ -21,9 +21,11 @@ def register_commands(cli):
 
 @hookimpl
 def prepare_connection(conn):
+    from .web.connections import tune
     from .web.sql_functions import register_functions
 
     register_functions(conn)
+    tune(conn)
 
 
 @hookimpl
