@@ -146,10 +146,6 @@ class Progress:
         self.stream.write("\n")
 
 
-# The environment variable that moves a built-in source's folder (read by its ``default_root``).
-ROOT_VARIABLES = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME"}
-
-
 def check_sources(names, installed, stored=()) -> None:
     """Refuse (usage error) a source name that is neither installed nor among ``stored`` (a database's)."""
     unknown = [n for n in names if n not in installed and n not in stored]
@@ -171,29 +167,65 @@ def folders(paths, named: str, missing_ok: bool = False) -> list[Path]:
     return found
 
 
-def check_variable_folder(name: str, environ=os.environ) -> None:
-    """Refuse (usage error) what source ``name``'s environment variable names when it exists and is not a folder."""
-    variable = ROOT_VARIABLES.get(name)
+def check_variable_folder(source, environ=os.environ) -> None:
+    """Refuse (usage error) what ``source``'s ``root_variable`` names when it exists and is not a folder."""
+    variable = getattr(source, "root_variable", None)
     if variable and environ.get(variable):
         folders([environ[variable]], f"${variable}", missing_ok=True)
+
+
+def non_folder_default(source, environ=os.environ) -> Path | None:
+    """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
+    unset) when that exists and is not a folder, else None."""
+    from .sources.base import root_location
+
+    variable = getattr(source, "root_variable", None)
+    if variable and environ.get(variable):
+        return None  # what the variable names is check_variable_folder's
+    location = root_location(source, environ)
+    return location if location is not None and location.exists() and not location.is_dir() else None
+
+
+def selected_sources(sources: dict, names, dirs: dict) -> tuple[list, dict]:
+    """The names of the sources to ingest and the folders given for some of them by option."""
+    selected = list(names) or list(sources)
+    check_sources(selected, sources)
+    explicit = {name: path for name, path in dirs.items() if path is not None}
+    if explicit and not names:
+        selected = list(explicit)
+    return selected, explicit
 
 
 def source_roots(sources: dict, names, dirs: dict) -> dict:
     """The folder to scan for each selected source."""
     from .store.ingest import default_roots
 
-    selected = list(names) or list(sources)
-    check_sources(selected, sources)
-    explicit = {name: path for name, path in dirs.items() if path is not None}
-    if explicit and not names:
-        selected = list(explicit)
+    selected, explicit = selected_sources(sources, names, dirs)
     given = {}
     for name in selected:
         if name in explicit:
             given[name] = folders([explicit[name]], f"--{name}-dir")[0]
         else:
-            check_variable_folder(name)
+            check_variable_folder(sources[name])
     return {**default_roots({n: sources[n] for n in selected if n not in given}), **given}
+
+
+def root_warnings(sources: dict, names, dirs: dict) -> list[dict]:
+    """The selected sources without a folder option that are skipped because their default
+    folder exists and is not a folder, each as ``{"source", "path", "message"}``."""
+    selected, explicit = selected_sources(sources, names, dirs)
+    warnings = []
+    for name in selected:
+        path = None if name in explicit else non_folder_default(sources[name])
+        if path is not None:
+            message = f"the {name} source's default folder {path} is not a folder; {name} not ingested"
+            warnings.append({"source": name, "path": str(path), "message": message})
+    return warnings
+
+
+def echo_warnings(warnings) -> None:
+    for warning in warnings:
+        click.echo(f"warning: {warning['message']}", err=True)
 
 
 @cli.command()
@@ -224,33 +256,38 @@ def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, pr
     sources = get_sources()
     dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
     roots = source_roots(sources, source_names, dirs)
+    warnings = root_warnings(sources, source_names, dirs)
     db = writable_db(db_path)
+    echo_warnings(warnings)
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
     summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
     if bar:
         bar.close()
     if as_json:
-        click.echo(json.dumps(pass_record(summary, db, roots), indent=None if watch else 2))
+        click.echo(json.dumps(pass_record(summary, db, roots, warnings), indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
     if watch:
         # Each pass looks for the folders again: a default one may appear later.
         keep_watching(db, lambda: source_roots(sources, source_names, dirs), interval, as_json,
-                      parent or os.getppid(), sources=sources, redact=not no_redact)
+                      parent or os.getppid(), lambda: root_warnings(sources, source_names, dirs),
+                      sources=sources, redact=not no_redact)
         sys.exit(0)
     sys.exit(1 if summary.errors else 0)
 
 
-def pass_record(summary, db: Path, roots) -> dict:
-    """An ingest pass as ``--json`` prints it: the same keys on every ``--watch`` line."""
+def pass_record(summary, db: Path, roots, warnings=()) -> dict:
+    """An ingest pass as ``--json`` prints it: the same keys on every ``--watch`` line.
+
+    ``warnings`` lists the sources skipped because their default folder is not a folder."""
     return dict(
         summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()},
-        at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        warnings=list(warnings), at=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
 
 
-def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, **options) -> None:
+def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, warnings=list, **options) -> None:
     """Ingest every ``interval`` seconds until Ctrl-C or until process ``parent`` is no longer our parent.
 
     (A process whose parent exits gets another parent at once, even before
@@ -261,7 +298,7 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         if not (summary.files_read or summary.errors):
             return
         if as_json:
-            click.echo(json.dumps(pass_record(summary, db, roots())))
+            click.echo(json.dumps(pass_record(summary, db, roots(), warnings())))
             return
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
@@ -307,8 +344,9 @@ def sources():
 
     for name, source in get_sources().items():
         try:
-            check_variable_folder(name)
-            root = source.default_root(os.environ) or "(no default folder found)"
+            check_variable_folder(source)
+            not_folder = non_folder_default(source)
+            root = f"({not_folder} is not a folder)" if not_folder else source.default_root(os.environ) or "(no default folder found)"
         except click.UsageError as error:
             root = f"({error.message})"
         click.echo(f"{name}\tparser v{source.parser_version}\t{root}")
@@ -337,8 +375,10 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch)
     from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
-    roots = source_roots(sources, (), {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir})
+    dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
+    roots = source_roots(sources, (), dirs)
     db = writable_db(db_path)
+    echo_warnings(root_warnings(sources, (), dirs))
     if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
         roots = demo_roots(demo_dir)
         if db_path is None and not os.environ.get("OBELISK_DB"):

@@ -46,11 +46,26 @@ class FileParser(Protocol):
 
 
 class Source(Protocol):
+    """A log source. Besides these, a source may declare two optional class attributes:
+
+    ``root_variable: str | None``
+        The environment variable that names its folder (``"CODEX_HOME"``).
+        When it is set to something that exists and is not a folder, the CLI
+        refuses it with a usage error (exit 2) naming the variable.
+    ``home_folder: str | None``
+        Its folder under the home directory, used when the variable is unset
+        (``".codex"``). When that exists and is not a folder, ``obelisk
+        ingest`` warns and ingests the other sources.
+
+    ``root_location`` reads both; ``default_root`` can be
+    ``existing_folder(root_location(self, environ))``.
+    """
+
     name: str
     parser_version: int
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        """The folder to scan when none is given (from the environment)."""
+        """The folder to scan when none is given (from the environment); None when there is none."""
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         """Every file under ``root`` this source ingests."""
@@ -61,6 +76,22 @@ class Source(Protocol):
 
 def home(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("HOME") or os.path.expanduser("~"))
+
+
+def root_location(source: Any, environ: Mapping[str, str]) -> Path | None:
+    """Where ``source``'s folder is, whether or not it exists: the value of its
+    ``root_variable`` when set (``~`` expanded), else ``home_folder`` under the
+    home directory; None when it declares neither."""
+    variable = getattr(source, "root_variable", None)
+    if variable and environ.get(variable):
+        return Path(environ[variable]).expanduser()
+    folder = getattr(source, "home_folder", None)
+    return home(environ) / folder if folder else None
+
+
+def existing_folder(path: Path | None) -> Path | None:
+    """``path`` when it is a folder, else None."""
+    return path if path is not None and path.is_dir() else None
 
 
 def walk_files(root: Path) -> Iterator[Path]:

@@ -46,7 +46,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
-from .base import SourceFile, home, walk_files
+from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import call_text
 from .lines import Line, decode_object
 
@@ -100,12 +100,12 @@ class ClaudeCodeSource:
     # agent (agentId, below its sessionId), whatever the file is called; the
     # agent a main file's line starts is named after that line's sessionId
     parser_version = 3
+    root_variable = "CLAUDE_CONFIG_DIR"
+    home_folder = ".claude"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when missing."""
-        configured = environ.get("CLAUDE_CONFIG_DIR")
-        root = Path(configured).expanduser() if configured else home(environ) / ".claude"
-        return root if root.is_dir() else None
+        """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when it is not a folder."""
+        return existing_folder(root_location(self, environ))
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         """Every Claude file below ``root``.

@@ -90,7 +90,7 @@ from ..records import (
     ToolCall,
     ToolResult,
 )
-from .base import SourceFile, home, walk_files
+from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import (
     absolute_path,
     as_int,
@@ -262,10 +262,12 @@ class CodexSource:
     #    child's own session_meta ends a copy; partial drift is reported at the end
     #    of a turn without messages, not at an unknown line before the first one
     parser_version = 4
+    root_variable = "CODEX_HOME"
+    home_folder = ".codex"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        root = Path(environ["CODEX_HOME"]) if environ.get("CODEX_HOME") else home(environ) / ".codex"
-        return root if root.is_dir() else None
+        """``$CODEX_HOME``, else ``~/.codex``; None when it is not a folder."""
+        return existing_folder(root_location(self, environ))
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         root = Path(root)

@@ -42,7 +42,7 @@ from ..records import (
     ToolCall,
     ToolResult,
 )
-from .base import SourceFile, home, walk_files
+from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import (
     as_int,
     call_text,
@@ -82,10 +82,14 @@ class GeminiSource:
     # 4: a ``$set`` that drops messages and adds none is a compaction too
     #    (a log-only placeholder summary shadows what it dropped)
     parser_version = 4
+    # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
+    # versions, replaces the home directory the .gemini folder is under).
+    root_variable = None
+    home_folder = ".gemini"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        root = home(environ) / ".gemini"
-        return root if root.is_dir() else None
+        """``~/.gemini``; None when it is not a folder."""
+        return existing_folder(root_location(self, environ))
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         root = Path(root)
