@@ -12,12 +12,15 @@ from click.testing import CliRunner
 
 import toy_source
 from datasette_obelisk.cli import cli
-from datasette_obelisk.plugins import pm
+from datasette_obelisk.hookspecs import hookimpl
+from datasette_obelisk.plugins import get_sources, pm
 from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.readonly import connect_readonly
+from datasette_obelisk.sources.base import existing_folder, root_location
 from datasette_obelisk.store.ingest import ingest as run_ingest
 
+NO_FOLDERS = "No agent log folders found (looked for the sources' default folders).\n"
 EMPTY_SEARCH = "search() needs query text: it is empty or only whitespace"
 
 
@@ -170,7 +173,103 @@ def test_an_agent_folder_variable_naming_nothing_yet_is_a_folder_to_come(tmp_pat
     monkeypatch.setenv(variable, str(tmp_path / "later"))  # the agent creates it on its first run
     result = invoke("ingest", "--db", tmp_path / "o.db")
     assert result.exit_code == 0
-    assert result.stderr == "No agent log folders found (looked for the sources' default folders).\n"
+    assert result.stderr == NO_FOLDERS
+
+
+class ToyHomeSource(toy_source.ToySource):
+    """The toy source with a folder of its own: ``$TOY_HOME``, else ``~/.toy``."""
+
+    root_variable = "TOY_HOME"
+    home_folder = ".toy"
+
+    def default_root(self, environ):
+        return existing_folder(root_location(self, environ))
+
+
+class ToyHomePlugin:
+    @hookimpl
+    def obelisk_sources(self):
+        return [ToyHomeSource()]
+
+
+@pytest.fixture
+def toy_home_plugin(monkeypatch):
+    monkeypatch.delenv("TOY_HOME", raising=False)
+    plugin = ToyHomePlugin()
+    pm.register(plugin, "toy-home")
+    yield
+    pm.unregister(plugin)
+
+
+def test_the_built_in_sources_declare_their_folder():
+    sources = get_sources()
+    declared = {name: (sources[name].root_variable, sources[name].home_folder) for name in ("claude", "codex", "gemini")}
+    assert declared == {"claude": ("CLAUDE_CONFIG_DIR", ".claude"), "codex": ("CODEX_HOME", ".codex"), "gemini": (None, ".gemini")}
+
+
+def test_a_plugin_source_variable_naming_a_file_is_a_usage_error(tmp_path, monkeypatch, toy_home_plugin):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    monkeypatch.setenv("TOY_HOME", str(afile))
+    message = f"$TOY_HOME {afile} is not a folder"
+    result = invoke("ingest", "--db", tmp_path / "o.db")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("ingest", message))
+    as_json = invoke("ingest", "--db", tmp_path / "o.db", "--source", "toy", "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert not (tmp_path / "o.db").exists()
+    assert f"toy\tparser v1\t({message})\n" in invoke("sources").stdout
+    # A folder it names is read.
+    logs = tmp_path / "toy"
+    logs.mkdir()
+    (logs / "t1.jsonl").write_text(json.dumps({"id": "m1", "text": "hi"}) + "\n")
+    monkeypatch.setenv("TOY_HOME", str(logs))
+    read = invoke("ingest", "--db", tmp_path / "o.db", "--source", "toy", "--json")
+    assert (read.exit_code, read.stderr) == (0, "")
+    summary = json.loads(read.stdout)
+    assert (summary["roots"], summary["files"], summary["messages"], summary["warnings"]) == ({"toy": str(logs)}, 1, 1, [])
+    assert f"toy\tparser v1\t{logs}\n" in invoke("sources").stdout
+
+
+def test_a_default_folder_that_is_a_file_is_a_warning_and_the_other_sources_are_ingested(
+    tmp_path, monkeypatch, isolated_home, toy_home_plugin
+):
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.delenv("CODEX_HOME")
+    (isolated_home / ".codex").write_text("not a folder")
+    (isolated_home / ".toy").write_text("not a folder either")
+    claude_db(isolated_home / "logs")
+    (isolated_home / "logs" / "agent").rename(isolated_home / ".claude")
+    codex, toy = isolated_home / ".codex", isolated_home / ".toy"
+    warnings = [
+        {"source": "codex", "path": str(codex), "message": f"the codex source's default folder {codex} is not a folder; codex not ingested"},
+        {"source": "toy", "path": str(toy), "message": f"the toy source's default folder {toy} is not a folder; toy not ingested"},
+    ]
+    stderr = "".join(f"warning: {w['message']}\n" for w in warnings)
+    db = tmp_path / "o.db"
+    result = invoke("ingest", "--db", db)
+    assert (result.exit_code, result.stderr) == (0, stderr)
+    assert result.stdout.startswith("1 files (1 read, 0 unchanged, 0 gone from disk), 1 lines, 1 sessions, 1 messages, 0 errors in ")
+    as_json = invoke("ingest", "--db", tmp_path / "j.db", "--json")
+    assert (as_json.exit_code, as_json.stderr) == (0, stderr)
+    summary = json.loads(as_json.stdout)
+    assert (summary["roots"], summary["warnings"]) == ({"claude": str(isolated_home / ".claude")}, warnings)
+    assert (summary["files"], summary["lines"], summary["sessions"], summary["messages"], summary["errors"]) == (1, 1, 1, 1, 0)
+    # Only the sources read are warned about; a folder option replaces the default folder.
+    only = invoke("ingest", "--db", db, "--source", "codex")
+    assert (only.exit_code, only.stderr) == (0, stderr.splitlines(keepends=True)[0] + NO_FOLDERS)
+    folder = tmp_path / "codex"
+    folder.mkdir()
+    given = invoke("ingest", "--db", db, "--codex-dir", folder)
+    assert (given.exit_code, given.stderr) == (0, "")
+    up = invoke("up", "--no-serve", "--db", db)
+    assert up.exit_code == 0 and up.stderr.startswith(stderr)
+    sources = get_sources()
+    assert invoke("sources").stdout == (
+        f"claude\tparser v{sources['claude'].parser_version}\t{isolated_home / '.claude'}\n"
+        f"codex\tparser v{sources['codex'].parser_version}\t({codex} is not a folder)\n"
+        f"gemini\tparser v{sources['gemini'].parser_version}\t(no default folder found)\n"
+        f"toy\tparser v1\t({toy} is not a folder)\n"
+    )
 
 
 # -- attune --memory-root -------------------------------------------------------------------------
