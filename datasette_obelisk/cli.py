@@ -157,13 +157,18 @@ def check_sources(names, installed, stored=()) -> None:
         )
 
 
+def spelled(named: str, path) -> str:
+    """``path`` as ``named`` gave it: ``--claude-dir /p``, ``$CODEX_HOME /p``, ``--dir toy=/p``."""
+    return f"{named}{path}" if named.endswith("=") else f"{named} {path}"
+
+
 def folders(paths, named: str, missing_ok: bool = False) -> list[Path]:
-    """``paths`` (given by ``named``: an option or ``$VARIABLE``), each a folder, or a usage error saying
-    which is not. With ``missing_ok`` a path that does not exist passes (a folder that may appear later)."""
+    """``paths`` (given by ``named``: an option, ``$VARIABLE`` or ``--dir NAME=``), each a folder, or a usage
+    error saying which is not. With ``missing_ok`` a path that does not exist passes (a folder that may appear later)."""
     found = [Path(path).expanduser() for path in paths]
     for path in found:
         if not path.is_dir() and (path.exists() or not missing_ok):
-            raise click.UsageError(f"{named} {path} {'is not a folder' if path.exists() else 'does not exist'}")
+            raise click.UsageError(f"{spelled(named, path)} {'is not a folder' if path.exists() else 'does not exist'}")
     return found
 
 
@@ -186,14 +191,62 @@ def non_folder_default(source, environ=os.environ) -> Path | None:
     return location if location is not None and location.exists() and not location.is_dir() else None
 
 
+BUILT_IN_FOLDERS = {
+    "claude": "Claude Code folder, as --dir claude=PATH (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
+    "codex": "Codex folder, as --dir codex=PATH (default: $CODEX_HOME, else ~/.codex)",
+    "gemini": "Gemini CLI folder, as --dir gemini=PATH (default: ~/.gemini)",
+}
+
+
+def folder_options(fn):
+    """``--dir NAME=PATH`` (repeatable, any installed source) and ``--claude-dir``, ``--codex-dir``,
+    ``--gemini-dir``, handed to ``fn`` as one ``dirs`` argument (see ``given_folders``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, dir_pairs, **kwargs):
+        named = {name: kwargs.pop(f"{name}_dir") for name in BUILT_IN_FOLDERS}
+        return fn(*args, dirs=given_folders(named, dir_pairs), **kwargs)
+
+    wrapper = click.option(
+        "--dir", "dir_pairs", multiple=True, metavar="NAME=PATH",
+        help="The folder of source NAME, any installed one (repeatable); see `obelisk sources`",
+    )(wrapper)
+    for name, help in reversed(BUILT_IN_FOLDERS.items()):
+        wrapper = click.option(f"--{name}-dir", type=click.Path(path_type=Path), help=help)(wrapper)
+    return wrapper
+
+
+def given_folders(named: dict, pairs) -> dict[str, tuple[Path, str]]:
+    """The folder given for each source by option, and the option that gave it (``--claude-dir``,
+    ``--dir toy=``): ``named`` maps each built-in to its ``--NAME-dir`` value (None when not given),
+    ``pairs`` are the ``--dir`` values. A usage error for a pair that is not NAME=PATH, a source
+    that is not installed, or a source given two different folders."""
+    from .plugins import get_sources
+
+    given = [(name, Path(path), f"--{name}-dir") for name, path in named.items() if path is not None]
+    for pair in pairs:
+        name, _, path = pair.partition("=")
+        if not name or not path:
+            raise click.UsageError(f"--dir {pair} is not NAME=PATH")
+        check_sources([name], get_sources())
+        given.append((name, Path(path), f"--dir {name}="))
+    dirs = {}
+    for name, path, option in given:
+        if name in dirs and dirs[name][0].expanduser().absolute() != path.expanduser().absolute():
+            first = spelled(dirs[name][1], dirs[name][0])
+            raise click.UsageError(f"{first} and {spelled(option, path)} give the {name} source two folders")
+        dirs.setdefault(name, (path, option))
+    return dirs
+
+
 def selected_sources(sources: dict, names, dirs: dict) -> tuple[list, dict]:
-    """The names of the sources to ingest and the folders given for some of them by option."""
+    """The names of the sources to ingest and the folders given for some of them by option
+    (``dirs``, from ``given_folders``)."""
     selected = list(names) or list(sources)
     check_sources(selected, sources)
-    explicit = {name: path for name, path in dirs.items() if path is not None}
-    if explicit and not names:
-        selected = list(explicit)
-    return selected, explicit
+    if dirs and not names:
+        selected = list(dirs)
+    return selected, dirs
 
 
 def source_roots(sources: dict, names, dirs: dict) -> dict:
@@ -204,7 +257,8 @@ def source_roots(sources: dict, names, dirs: dict) -> dict:
     given = {}
     for name in selected:
         if name in explicit:
-            given[name] = folders([explicit[name]], f"--{name}-dir")[0]
+            path, option = explicit[name]
+            given[name] = folders([path], option)[0]
         else:
             check_variable_folder(sources[name])
     return {**default_roots({n: sources[n] for n in selected if n not in given}), **given}
@@ -230,9 +284,7 @@ def echo_warnings(warnings) -> None:
 
 @cli.command()
 @db_option
-@click.option("--claude-dir", type=click.Path(path_type=Path), help="Claude Code folder (default: $CLAUDE_CONFIG_DIR, else ~/.claude)")
-@click.option("--codex-dir", type=click.Path(path_type=Path), help="Codex folder (default: $CODEX_HOME, else ~/.codex)")
-@click.option("--gemini-dir", type=click.Path(path_type=Path), help="Gemini CLI folder (default: ~/.gemini)")
+@folder_options
 @click.option("--source", "source_names", multiple=True, help="Only this source (repeatable); see `obelisk sources`")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)")
@@ -240,21 +292,26 @@ def echo_warnings(warnings) -> None:
 @click.option("--watch", is_flag=True, help="Keep ingesting what changes until interrupted (or until the calling process exits)")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=2.0, show_default=True, help="Seconds between --watch passes (at least)")
 @click.option("--parent", type=int, hidden=True, help="With --watch: stop once process PARENT is no longer this one's parent")
-def ingest(db_path, claude_dir, codex_dir, gemini_dir, source_names, as_json, progress, no_redact, watch, interval, parent):
+def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, interval, parent):
     """Ingest agent session logs into the database, reading only what changed.
 
     With --watch, ingest again every few seconds and print a line for each
     pass that read something (one JSON object per line with --json).
 
-    Example:
+    A source's folder is given by --dir NAME=PATH (--claude-dir PATH is
+    --dir claude=PATH); with folders given and no --source, only those
+    sources are read.
 
+    Examples:
+
+    \b
         obelisk ingest --db obelisk.db --claude-dir ~/.claude
+        obelisk ingest --dir claude=/backup/.claude --dir NAME=/path/to/logs
     """
     from .plugins import get_sources
     from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
-    dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
     roots = source_roots(sources, source_names, dirs)
     warnings = root_warnings(sources, source_names, dirs)
     db = writable_db(db_path)
@@ -354,18 +411,17 @@ def sources():
 
 @cli.command()
 @db_option
-@click.option("--claude-dir", type=click.Path(path_type=Path), help="Claude Code folder")
-@click.option("--codex-dir", type=click.Path(path_type=Path), help="Codex folder")
-@click.option("--gemini-dir", type=click.Path(path_type=Path), help="Gemini CLI folder")
+@folder_options
 @click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-logs"), show_default=True, help="Where the demo corpus goes when there are no logs")
 @click.option("-p", "--port", default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
 @click.option("--serve/--no-serve", default=True, help="Start Datasette after ingesting")
 @click.option("--watch/--no-watch", default=True, help="While serving, keep ingesting new and grown logs")
-def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch):
+def up(db_path, dirs, demo_dir, port, serve, watch):
     """Ingest your agent logs (or a generated demo corpus) and serve them.
 
     While Datasette serves, a second process ingests what changes every few
-    seconds (``obelisk ingest --watch``), so new sessions show up by themselves.
+    seconds (``obelisk ingest --watch``) over the same folders, so new sessions
+    show up by themselves. Folders are given as to ``obelisk ingest``.
 
     Example:
 
@@ -375,7 +431,6 @@ def up(db_path, claude_dir, codex_dir, gemini_dir, demo_dir, port, serve, watch)
     from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
-    dirs = {"claude": claude_dir, "codex": codex_dir, "gemini": gemini_dir}
     roots = source_roots(sources, (), dirs)
     db = writable_db(db_path)
     echo_warnings(root_warnings(sources, (), dirs))
@@ -404,9 +459,7 @@ def start_watcher(db: Path, roots: dict) -> None:
     command = [sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
                "--parent", str(os.getpid())]
     for name, root in roots.items():
-        command += ["--source", name]
-        if name in ("claude", "codex", "gemini"):
-            command += [f"--{name}-dir", str(root)]
+        command += ["--source", name, "--dir", f"{name}={root}"]
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
