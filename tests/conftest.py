@@ -22,6 +22,17 @@ def isolated_home(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def toy_plugin():
+    """The toy source (tests/toy_source.py) installed for one test."""
+    import toy_source
+    from datasette_obelisk.plugins import pm
+
+    pm.register(toy_source, "toy-test-plugin")
+    yield
+    pm.unregister(toy_source)
+
+
+@pytest.fixture
 def corpus():
     if not CORPUS.exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")

@@ -1,4 +1,5 @@
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -9,14 +10,6 @@ from click.testing import CliRunner
 
 import toy_source
 from datasette_obelisk.cli import cli
-from datasette_obelisk.plugins import pm
-
-
-@pytest.fixture
-def toy_plugin():
-    pm.register(toy_source, "toy-cli")
-    yield
-    pm.unregister(toy_source)
 
 
 def write_logs(root, bad=False):
@@ -165,3 +158,64 @@ def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, m
     conn = sqlite3.connect(tmp_path / "obelisk.db")
     assert conn.execute("SELECT id FROM sessions").fetchall() == [("mine",)]
     conn.close()
+
+
+def test_dir_gives_a_plugin_source_its_folder(tmp_path, toy_plugin):
+    logs = tmp_path / "logs"
+    write_logs(logs)
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--dir", f"toy={logs}", "--json"])
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    summary = json.loads(result.stdout)
+    assert summary["roots"] == {"toy": str(logs)}  # only the source given a folder is read
+    assert (summary["files"], summary["files_read"], summary["lines"], summary["sessions"], summary["messages"],
+            summary["errors"], summary["warnings"]) == (1, 1, 2, 1, 2, 0, [])
+    again = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--dir", f"toy={logs}"])
+    assert again.exit_code == 0, again.output
+    assert again.stdout.startswith("1 files (0 read, 1 unchanged, 0 gone from disk), 0 lines, 0 sessions, 0 messages, 0 errors in ")
+
+
+def test_dir_for_a_built_in_is_its_folder_option(tmp_path, toy_plugin):
+    claude = tmp_path / "agent"
+    project = claude / "projects" / "-tmp-p"
+    project.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+            "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "hello"}}
+    (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    logs = tmp_path / "logs"
+    write_logs(logs)
+    summaries = []
+    for folder in (["--dir", f"claude={claude}"], ["--claude-dir", str(claude)],
+                   ["--claude-dir", str(claude), "--dir", f"claude={claude}/"]):  # the same folder twice
+        result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / f"{len(summaries)}.db"), *folder,
+                                          "--dir", f"toy={logs}", "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        summaries.append((summary["roots"], summary["files"], summary["sessions"], summary["messages"]))
+    assert summaries == [({"claude": str(claude), "toy": str(logs)}, 2, 2, 3)] * 3
+
+
+def test_up_hands_its_folders_to_the_watcher(tmp_path, toy_plugin, monkeypatch):
+    # Serving is replaced by recording what would run: the watcher's command line and Datasette's.
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: started.append(command))
+    monkeypatch.setattr(os, "execvp", lambda file, args: started.append(args))
+    claude, logs = tmp_path / "agent", tmp_path / "logs"
+    claude.mkdir()
+    write_logs(logs)
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["up", "--db", str(db), "--dir", f"toy={logs}", "--claude-dir", str(claude)])
+    assert result.exit_code == 0, result.output
+    assert "1 files (1 read, 0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors" in result.stdout
+    watcher, server = started
+    assert watcher == [
+        sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
+        "--parent", str(os.getpid()), "--source", "claude", "--dir", f"claude={claude}", "--source", "toy", "--dir", f"toy={logs}",
+    ]
+    assert server[:4] == [sys.executable, "-m", "datasette", "serve"]
+    # The watcher's line reads those folders (run here, where the toy plugin is installed;
+    # its parent is not this process, so it stops after its first pass).
+    watched = CliRunner().invoke(cli, watcher[3:] + ["--json"])
+    assert watched.exit_code == 0, watched.output
+    first = json.loads(watched.stdout.splitlines()[0])
+    assert (first["roots"], first["files"], first["files_skipped"]) == ({"claude": str(claude), "toy": str(logs)}, 1, 1)

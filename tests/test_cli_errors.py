@@ -146,6 +146,40 @@ def test_an_agent_folder_option_that_is_not_a_folder_is_a_usage_error(tmp_path, 
     assert not (tmp_path / "o.db").exists()
 
 
+def dir_errors(tmp_path):
+    """``--dir`` (and ``--X-dir``) arguments each refused, with the message."""
+    afile, absent, folder, other = tmp_path / "afile", tmp_path / "absent", tmp_path / "folder", tmp_path / "other"
+    afile.write_text("")
+    folder.mkdir()
+    other.mkdir()
+    return [
+        (["--dir", f"bogus={folder}"], "unknown source bogus; installed: claude, codex, gemini, toy"),
+        (["--dir", "toy"], "--dir toy is not NAME=PATH"),
+        (["--dir", f"={folder}"], f"--dir ={folder} is not NAME=PATH"),
+        (["--dir", "toy="], "--dir toy= is not NAME=PATH"),
+        (["--dir", f"toy={afile}"], f"--dir toy={afile} is not a folder"),
+        (["--dir", f"toy={absent}"], f"--dir toy={absent} does not exist"),
+        (["--dir", f"claude={afile}"], f"--dir claude={afile} is not a folder"),
+        (["--dir", f"toy={folder}", "--dir", f"toy={other}"],
+         f"--dir toy={folder} and --dir toy={other} give the toy source two folders"),
+        (["--dir", f"claude={other}", "--claude-dir", folder],
+         f"--claude-dir {folder} and --dir claude={other} give the claude source two folders"),
+    ]
+
+
+@pytest.mark.parametrize("command", ["ingest", "up"])
+def test_a_dir_option_that_is_not_an_installed_source_and_a_folder_is_a_usage_error(tmp_path, command, toy_plugin):
+    extra = ["--no-serve"] if command == "up" else []
+    db = tmp_path / "o.db"
+    for arguments, message in dir_errors(tmp_path):
+        result = invoke(command, *extra, "--db", db, *arguments)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error(command, message)), arguments
+        if command == "ingest":  # up has no --json
+            as_json = invoke(command, "--db", db, *arguments, "--json")
+            assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert not db.exists()
+
+
 @pytest.mark.parametrize("name, variable", [("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")])
 def test_an_agent_folder_variable_naming_a_file_is_a_usage_error(tmp_path, monkeypatch, name, variable):
     afile = tmp_path / "afile"
