@@ -181,14 +181,16 @@ def check_variable_folder(source, environ=os.environ) -> None:
 
 def non_folder_default(source, environ=os.environ) -> Path | None:
     """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
-    unset) when that exists and is not a folder, else None."""
+    unset, or what its ``default_root`` returns) when that exists and is not a folder, else None."""
     from .sources.base import root_location
 
     variable = getattr(source, "root_variable", None)
     if variable and environ.get(variable):
         return None  # what the variable names is check_variable_folder's
-    location = root_location(source, environ)
-    return location if location is not None and location.exists() and not location.is_dir() else None
+    for location in (root_location(source, environ), source.default_root(environ)):
+        if location is not None and Path(location).exists() and not Path(location).is_dir():
+            return Path(location)
+    return None
 
 
 BUILT_IN_FOLDERS = {

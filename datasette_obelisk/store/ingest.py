@@ -581,11 +581,12 @@ def _size(path: Path) -> int:
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
-    """Each source's own folder, where it exists."""
+    """Each source's own folder, where it exists and is a folder (the CLI warns about one
+    that is a file: ``cli.non_folder_default``)."""
     roots = {}
     for name, source in sources.items():
         root = source.default_root(environ)
-        if root is not None and Path(root).exists():
+        if root is not None and Path(root).is_dir():
             roots[name] = Path(root)
     return roots
 
