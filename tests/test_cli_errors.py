@@ -18,7 +18,7 @@ from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.readonly import connect_readonly
 from datasette_obelisk.sources.base import existing_folder, root_location
-from datasette_obelisk.store.ingest import ingest as run_ingest
+from datasette_obelisk.store.ingest import default_roots, ingest as run_ingest
 
 NO_FOLDERS = "No agent log folders found (looked for the sources' default folders).\n"
 EMPTY_SEARCH = "search() needs query text: it is empty or only whitespace"
@@ -304,6 +304,27 @@ def test_a_default_folder_that_is_a_file_is_a_warning_and_the_other_sources_are_
         f"gemini\tparser v{sources['gemini'].parser_version}\t(no default folder found)\n"
         f"toy\tparser v1\t({toy} is not a folder)\n"
     )
+
+
+def test_a_default_root_that_is_a_file_is_not_scanned_and_is_warned_about(tmp_path, monkeypatch, toy_plugin):
+    # The toy source declares no root_variable or home_folder: what default_root returns is its folder.
+    afile = tmp_path / "toy-logs"
+    afile.write_text(json.dumps({"id": "a", "text": "not a folder"}) + "\n")
+    monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, environ: afile)
+    assert default_roots({"toy": toy_source.ToySource()}) == {}
+    assert run_ingest(tmp_path / "p.db", sources={"toy": toy_source.ToySource()}).as_dict()["files"] == 0
+    message = f"the toy source's default folder {afile} is not a folder; toy not ingested"
+    result = invoke("ingest", "--db", tmp_path / "o.db", "--source", "toy", "--json")
+    assert (result.exit_code, result.stderr) == (0, f"warning: {message}\n")
+    summary = json.loads(result.stdout)
+    assert (summary["roots"], summary["files"], summary["warnings"]) == (
+        {}, 0, [{"source": "toy", "path": str(afile), "message": message}])
+    assert f"toy\tparser v1\t({afile} is not a folder)\n" in invoke("sources").stdout
+    # A folder option replaces it.
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    given = invoke("ingest", "--db", tmp_path / "o.db", "--dir", f"toy={folder}", "--json")
+    assert (given.exit_code, given.stderr, json.loads(given.stdout)["warnings"]) == (0, "", [])
 
 
 # -- attune --memory-root -------------------------------------------------------------------------
