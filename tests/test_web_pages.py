@@ -648,6 +648,7 @@ def shown_result(output: str, limit: int, uuid: str) -> str:
 @pytest.mark.asyncio
 async def test_pages_show_the_start_of_a_long_tool_result_and_link_the_rest(big_results):
     from datasette_obelisk.query.transcript import RESULT_CHARS
+    from datasette_obelisk.query.obelisk import MAX_TEXT
     from datasette_obelisk.web.pages import FAILURE_RESULT_CHARS
 
     ds, written = big_results
@@ -659,6 +660,7 @@ async def test_pages_show_the_start_of_a_long_tool_result_and_link_the_rest(big_
     seqs = dict(rows(db, "SELECT uuid, seq FROM messages"))
     read, failed = big_output("r"), big_output("f")
     assert RESULT_CHARS == 20_000 and FAILURE_RESULT_CHARS == 2_000
+    assert FAILURE_RESULT_CHARS <= MAX_TEXT  # the preview never reaches failures()' own cut
     in_full = {"res-3": shown_result(read, RESULT_CHARS, "res-3"), "res-5": shown_result(failed, RESULT_CHARS, "res-5")}
     assert "… 30,000 more characters (see <a" in in_full["res-3"]
 
