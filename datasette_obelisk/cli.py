@@ -174,18 +174,19 @@ def folders(paths, named: str, missing_ok: bool = False) -> list[Path]:
 
 def check_variable_folder(source, environ=os.environ) -> None:
     """Refuse (usage error) what ``source``'s ``root_variable`` names when it exists and is not a folder."""
-    variable = getattr(source, "root_variable", None)
-    if variable and environ.get(variable):
-        folders([environ[variable]], f"${variable}", missing_ok=True)
+    from .sources.base import variable_root
+
+    named = variable_root(source, environ)
+    if named is not None:
+        folders([named], f"${source.root_variable}", missing_ok=True)
 
 
 def non_folder_default(source, environ=os.environ) -> Path | None:
     """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
     unset, or what its ``default_root`` returns) when that exists and is not a folder, else None."""
-    from .sources.base import root_location
+    from .sources.base import root_location, variable_root
 
-    variable = getattr(source, "root_variable", None)
-    if variable and environ.get(variable):
+    if variable_root(source, environ) is not None:
         return None  # what the variable names is check_variable_folder's
     for location in (root_location(source, environ), source.default_root(environ)):
         if location is not None and Path(location).exists() and not Path(location).is_dir():

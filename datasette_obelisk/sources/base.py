@@ -78,13 +78,19 @@ def home(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("HOME") or os.path.expanduser("~"))
 
 
+def variable_root(source: Any, environ: Mapping[str, str]) -> str | None:
+    """What ``source``'s ``root_variable`` is set to, as written; None when it is unset or empty."""
+    variable = getattr(source, "root_variable", None)
+    return environ.get(variable) or None if variable else None
+
+
 def root_location(source: Any, environ: Mapping[str, str]) -> Path | None:
     """Where ``source``'s folder is, whether or not it exists: the value of its
     ``root_variable`` when set (``~`` expanded), else ``home_folder`` under the
     home directory; None when it declares neither."""
-    variable = getattr(source, "root_variable", None)
-    if variable and environ.get(variable):
-        return Path(environ[variable]).expanduser()
+    named = variable_root(source, environ)
+    if named is not None:
+        return Path(named).expanduser()
     folder = getattr(source, "home_folder", None)
     return home(environ) / folder if folder else None
 
