@@ -53,7 +53,12 @@ def transaction(conn: sqlite3.Connection):
 
 
 MIGRATION_WAIT_SECONDS = 30.0
-RACE_SIGNS = ("database is locked", "already exists", "duplicate column")
+# A migration that can run twice (m015 drops and recreates a view) collides
+# only on its record (an IntegrityError), which rolls it back with the record.
+RACE_SIGNS = (
+    "database is locked", "already exists", "duplicate column",
+    "UNIQUE constraint failed: _sqlite_migrations",
+)
 
 
 def migrate(conn: sqlite3.Connection) -> None:
@@ -95,7 +100,7 @@ def open_db(path: str | Path) -> sqlite3.Connection:
             conn = connect(path)
             migrate(conn)
             return conn
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
             if conn is not None:
                 conn.close()
             if not any(sign in str(exc) for sign in RACE_SIGNS) or time.monotonic() > deadline:
