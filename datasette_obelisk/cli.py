@@ -181,19 +181,6 @@ def check_variable_folder(source, environ=os.environ) -> None:
         folders([named], f"${source.root_variable}", missing_ok=True)
 
 
-def non_folder_default(source, environ=os.environ) -> Path | None:
-    """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
-    unset, or what its ``default_root`` returns) when that exists and is not a folder, else None."""
-    from .sources.base import root_location, variable_root
-
-    if variable_root(source, environ) is not None:
-        return None  # what the variable names is check_variable_folder's
-    for location in (root_location(source, environ), source.default_root(environ)):
-        if location is not None and Path(location).exists() and not Path(location).is_dir():
-            return Path(location)
-    return None
-
-
 BUILT_IN_FOLDERS = {
     "claude": "Claude Code folder, as --dir claude=PATH (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
     "codex": "Codex folder, as --dir codex=PATH (default: $CODEX_HOME, else ~/.codex)",
@@ -249,11 +236,18 @@ def selected_sources(sources: dict, names, dirs: dict) -> tuple[list, dict]:
     check_sources(selected, sources)
     if dirs and not names:
         selected = list(dirs)
+    for name, (path, option) in dirs.items():
+        if name not in selected:
+            raise click.UsageError(f"{spelled(option, path)} gives a folder to {name}, which --source leaves out")
     return selected, dirs
 
 
-def source_roots(sources: dict, names, dirs: dict) -> dict:
-    """The folder to scan for each selected source."""
+def source_roots(sources: dict, names, dirs: dict, vanished_ok: bool = False) -> dict:
+    """The folder to scan for each selected source.
+
+    With ``vanished_ok`` (a ``--watch`` pass after the first) a folder given by
+    option that is gone is still returned: the pass finds no file in it and
+    marks its files gone from disk, keeping their sessions."""
     from .store.ingest import default_roots
 
     selected, explicit = selected_sources(sources, names, dirs)
@@ -261,7 +255,7 @@ def source_roots(sources: dict, names, dirs: dict) -> dict:
     for name in selected:
         if name in explicit:
             path, option = explicit[name]
-            given[name] = folders([path], option)[0]
+            given[name] = path.expanduser() if vanished_ok else folders([path], option)[0]
         else:
             check_variable_folder(sources[name])
     return {**default_roots({n: sources[n] for n in selected if n not in given}), **given}
@@ -270,14 +264,10 @@ def source_roots(sources: dict, names, dirs: dict) -> dict:
 def root_warnings(sources: dict, names, dirs: dict) -> list[dict]:
     """The selected sources without a folder option that are skipped because their default
     folder exists and is not a folder, each as ``{"source", "path", "message"}``."""
+    from .sources.base import default_folder_warnings
+
     selected, explicit = selected_sources(sources, names, dirs)
-    warnings = []
-    for name in selected:
-        path = None if name in explicit else non_folder_default(sources[name])
-        if path is not None:
-            message = f"the {name} source's default folder {path} is not a folder; {name} not ingested"
-            warnings.append({"source": name, "path": str(path), "message": message})
-    return warnings
+    return default_folder_warnings({name: sources[name] for name in selected if name not in explicit})
 
 
 def echo_warnings(warnings) -> None:
@@ -330,7 +320,7 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
         echo_summary(summary, roots)
     if watch:
         # Each pass looks for the folders again: a default one may appear later.
-        keep_watching(db, lambda: source_roots(sources, source_names, dirs), interval, as_json,
+        keep_watching(db, lambda: source_roots(sources, source_names, dirs, vanished_ok=True), interval, as_json,
                       parent or os.getppid(), lambda: root_warnings(sources, source_names, dirs),
                       sources=sources, redact=not no_redact)
         sys.exit(0)
@@ -355,14 +345,15 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
     from .store.watch import watch
 
     def report(summary) -> None:
-        if not (summary.files_read or summary.errors):
+        if not (summary.files_read or summary.errors or summary.files_missing):
             return
         if as_json:
             click.echo(json.dumps(pass_record(summary, db, roots(), warnings())))
             return
+        gone = f", {summary.files_missing} gone from disk (kept)" if summary.files_missing else ""
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
-            f"{summary.messages} messages, {summary.errors} errors"
+            f"{summary.messages} messages, {summary.errors} errors{gone}"
         )
         echo_errors(summary.error_samples)
 
@@ -401,11 +392,12 @@ def sources():
         obelisk sources
     """
     from .plugins import get_sources
+    from .sources.base import non_folder_default
 
     for name, source in get_sources().items():
         try:
             check_variable_folder(source)
-            not_folder = non_folder_default(source)
+            not_folder = non_folder_default(source, os.environ)
             root = f"({not_folder} is not a folder)" if not_folder else source.default_root(os.environ) or "(no default folder found)"
         except click.UsageError as error:
             root = f"({error.message})"

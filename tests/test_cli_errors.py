@@ -180,6 +180,20 @@ def test_a_dir_option_that_is_not_an_installed_source_and_a_folder_is_a_usage_er
     assert not db.exists()
 
 
+def test_a_folder_for_a_source_that_source_leaves_out_is_a_usage_error(tmp_path, toy_plugin):
+    folder, db = tmp_path / "folder", tmp_path / "o.db"
+    folder.mkdir()
+    for arguments, message in [
+        (["--source", "claude", "--dir", f"toy={folder}"], f"--dir toy={folder} gives a folder to toy, which --source leaves out"),
+        (["--source", "toy", "--codex-dir", folder], f"--codex-dir {folder} gives a folder to codex, which --source leaves out"),
+    ]:
+        result = invoke("ingest", "--db", db, *arguments)
+        assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("ingest", message)), arguments
+    assert not db.exists()
+    both = invoke("ingest", "--db", db, "--source", "toy", "--source", "claude", "--dir", f"toy={folder}", "--json")
+    assert both.exit_code == 0 and json.loads(both.stdout)["roots"]["toy"] == str(folder)
+
+
 @pytest.mark.parametrize("name, variable", [("claude", "CLAUDE_CONFIG_DIR"), ("codex", "CODEX_HOME")])
 def test_an_agent_folder_variable_naming_a_file_is_a_usage_error(tmp_path, monkeypatch, name, variable):
     afile = tmp_path / "afile"
@@ -312,8 +326,9 @@ def test_a_default_root_that_is_a_file_is_not_scanned_and_is_warned_about(tmp_pa
     afile.write_text(json.dumps({"id": "a", "text": "not a folder"}) + "\n")
     monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, environ: afile)
     assert default_roots({"toy": toy_source.ToySource()}) == {}
-    assert run_ingest(tmp_path / "p.db", sources={"toy": toy_source.ToySource()}).as_dict()["files"] == 0
     message = f"the toy source's default folder {afile} is not a folder; toy not ingested"
+    python = run_ingest(tmp_path / "p.db", sources={"toy": toy_source.ToySource()}).as_dict()
+    assert (python["files"], python["warnings"]) == (0, [{"source": "toy", "path": str(afile), "message": message}])
     result = invoke("ingest", "--db", tmp_path / "o.db", "--source", "toy", "--json")
     assert (result.exit_code, result.stderr) == (0, f"warning: {message}\n")
     summary = json.loads(result.stdout)

@@ -129,6 +129,18 @@ def test_deleted_file_keeps_its_session_archived(db, root):
     assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "live"), ("s2", "live")]
 
 
+def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):
+    # /logs and /logs2 share a prefix; reading /logs alone leaves /logs2's files alone.
+    first, second = tmp_path / "logs", tmp_path / "logs2"
+    for folder, session in [(first, "s1"), (second, "s2")]:
+        folder.mkdir()
+        (folder / f"{session}.jsonl").write_bytes(line(id=session, text="hello"))
+        run(db, folder)
+    summary = run(db, first)
+    assert summary.files_missing == 0
+    assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "live"), ("s2", "live")]
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

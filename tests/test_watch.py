@@ -125,6 +125,37 @@ def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
     assert out.splitlines()[0].startswith("0 files")
 
 
+def archive(db: Path) -> list:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT id, availability FROM sessions ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_ingest_watch_keeps_going_when_a_given_folder_is_deleted(tmp_path):
+    import shutil
+
+    logs = tmp_path / "logs" / "projects" / "-tmp-watched"
+    add_prompts(logs / "s1.jsonl", "s1", ["kept after deletion"])
+    db = tmp_path / "o.db"
+
+    def steps():
+        until(lambda: stored(db) == {("s1", "kept after deletion")})
+        shutil.rmtree(tmp_path / "logs")
+        until(lambda: archive(db) == [("s1", "archived")])
+        add_prompts(logs / "s2.jsonl", "s2", ["the folder is back"])  # the watcher is still there
+        until(lambda: archive(db) == [("s1", "archived"), ("s2", "live")])
+
+    status, out, err = watching(db, ["--no-progress", "--claude-dir", str(tmp_path / "logs")], steps)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert re.fullmatch(r"\d\d:\d\d:\d\d 0 files read: 0 lines, 0 messages, 0 errors, 1 gone from disk \(kept\)", lines[1])
+    later = [re.fullmatch(r"\d\d:\d\d:\d\d \d+ files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[2:]]
+    assert all(later) and sum(int(m[1]) for m in later) == sum(int(m[2]) for m in later) == 1
+    assert stored(db) == {("s1", "kept after deletion"), ("s2", "the folder is back")}
+
+
 def test_ingest_watch_json_lines_all_have_the_same_keys(tmp_path, project):
     first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
     db = tmp_path / "o.db"

@@ -100,6 +100,29 @@ def existing_folder(path: Path | None) -> Path | None:
     return path if path is not None and path.is_dir() else None
 
 
+def non_folder_default(source: Any, environ: Mapping[str, str]) -> Path | None:
+    """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
+    unset, or what its ``default_root`` returns) when that exists and is not a folder, else None."""
+    if variable_root(source, environ) is not None:
+        return None  # what the variable names is the caller's to check
+    for location in (root_location(source, environ), source.default_root(environ)):
+        if location is not None and Path(location).exists() and not Path(location).is_dir():
+            return Path(location)
+    return None
+
+
+def default_folder_warnings(sources: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> list[dict]:
+    """The sources skipped because their default folder exists and is not a folder,
+    each as ``{"source", "path", "message"}``."""
+    warnings = []
+    for name, source in sources.items():
+        path = non_folder_default(source, environ)
+        if path is not None:
+            message = f"the {name} source's default folder {path} is not a folder; {name} not ingested"
+            warnings.append({"source": name, "path": str(path), "message": message})
+    return warnings
+
+
 def walk_files(root: Path) -> Iterator[Path]:
     """Files below ``root``, sorted, never following directory symlinks.
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 import orjson
 
 from ..records import LineError, Position
-from ..sources.base import Source, SourceFile
+from ..sources.base import Source, SourceFile, default_folder_warnings
 from . import cold_load, derive, redacting
 from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
@@ -58,6 +58,7 @@ class IngestSummary:
     seconds: float = 0.0
     error_samples: list = field(default_factory=list)
     empty_files: list = field(default_factory=list)  # lines read, no message stored
+    warnings: list = field(default_factory=list)  # default folders skipped: sources.base.default_folder_warnings
 
     def as_dict(self) -> dict:
         return {
@@ -77,6 +78,7 @@ class IngestSummary:
                 {"path": p, "line": n, "reason": r} for p, n, r in self.error_samples
             ],
             "files_without_messages": self.empty_files,
+            "warnings": self.warnings,
         }
 
 
@@ -278,7 +280,7 @@ class Ingester:
     def mark_missing(self, seen: set[str]) -> None:
         """Files gone from disk keep their rows; their sessions become archived,
         unless the file moved or was compressed: then its rows follow the copy."""
-        prefixes = tuple(str(root) for root in self.roots.values())
+        prefixes = tuple(os.path.join(str(root), "") for root in self.roots.values())  # /a/b/, never /a/bc
         if not prefixes:
             return
         gone = [
@@ -581,8 +583,8 @@ def _size(path: Path) -> int:
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
-    """Each source's own folder, where it exists and is a folder (the CLI warns about one
-    that is a file: ``cli.non_folder_default``)."""
+    """Each source's own folder, where it exists and is a folder (one that is a file is
+    skipped with a warning: ``sources.base.default_folder_warnings``)."""
     roots = {}
     for name, source in sources.items():
         root = source.default_root(environ)
@@ -608,8 +610,10 @@ def ingest(
     from ..plugins import get_sources
 
     sources = sources or get_sources()
+    warnings = []
     if roots is None:
         roots = default_roots(sources)
+        warnings = default_folder_warnings(sources)
     conn = open_db(db_path)
     try:
         record_redactor = None
@@ -625,7 +629,9 @@ def ingest(
         ingester = Ingester(
             conn, sources, {k: Path(v).absolute() for k, v in roots.items()}, redact=record_redactor, **options
         )
-        return ingester.run()
+        summary = ingester.run()
+        summary.warnings = warnings
+        return summary
     finally:
         conn.close()
 
