@@ -148,13 +148,11 @@ class Progress:
 
 def check_sources(names, installed, stored=()) -> None:
     """Refuse (usage error) a source name that is neither installed nor among ``stored`` (a database's)."""
-    unknown = [n for n in names if n not in installed and n not in stored]
-    if unknown:
-        others = [n for n in stored if n not in installed]
-        raise click.UsageError(
-            f"unknown source {', '.join(unknown)}; installed: {', '.join(installed)}"
-            + (f"; also in the database: {', '.join(others)}" if others else "")
-        )
+    from .plugins import unknown_sources
+
+    message = unknown_sources(names, installed, stored)
+    if message:
+        raise click.UsageError(message)
 
 
 def spelled(named: str, path) -> str:

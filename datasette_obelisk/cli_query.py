@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from .cli import check_sources, cli, db_option, fail, folders, report_errors, resolve_db
+from .cli import cli, db_option, fail, folders, report_errors, resolve_db
 from .query import fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -59,28 +59,13 @@ def fresh_connection(db_path):
 def call(db_path, helper, *args):
     """Run one read helper on a fresh read-only connection to the database.
 
-    A ``source`` among its options (the last argument) must be installed or in the database.
+    A ``source`` among its options must be installed or in the database (``known_source``).
     """
     conn = fresh_connection(db_path)
     try:
-        if args and isinstance(args[-1], dict):
-            check_source(conn, args[-1].get("source"))
         return helper(conn, *args)
     finally:
         conn.close()
-
-
-def check_source(conn, source: str | None) -> None:
-    """Refuse (usage error) a ``--source`` neither installed nor among the database's sessions.
-
-    A database keeps the sessions of a source whose plugin has since been uninstalled.
-    """
-    from .plugins import get_sources
-
-    installed = get_sources()
-    if source is not None and source not in installed:
-        stored = [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
-        check_sources([source], installed, stored)
 
 
 def given(**options) -> dict:

@@ -34,3 +34,16 @@ def get_sources() -> dict:
         for source in batch:
             found.setdefault(source.name, source)
     return found
+
+
+def unknown_sources(names, installed, stored=()) -> str | None:
+    """Why some of ``names`` are neither installed sources nor among ``stored`` (a database's
+    sources: one keeps a source's sessions after its plugin is uninstalled); None when all are."""
+    unknown = [n for n in names if n not in installed and n not in stored]
+    if not unknown:
+        return None
+    others = [n for n in stored if n not in installed]
+    return (
+        f"unknown source {', '.join(unknown)}; installed: {', '.join(installed)}"
+        + (f"; also in the database: {', '.join(others)}" if others else "")
+    )

@@ -254,6 +254,21 @@ def test_wrong_typed_options_name_what_the_helper_takes(ro, helper, args, option
     assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", message)
 
 
+SOURCE_HELPERS = [
+    ("search", ("hello",)), ("sessions", ()), ("summaries", ()), ("memories", ()), ("subagents", ()),
+    ("workflows", ()), ("fileHistory", ("/project/hello.py",)), ("failures", ()),
+]
+
+
+@pytest.mark.parametrize("helper, args", SOURCE_HELPERS)
+def test_an_unknown_source_is_refused_naming_the_installed_ones(ro, helper, args):
+    with pytest.raises(QueryError) as error:
+        o.HELPERS[helper](ro, *args, {"source": "claud"})
+    message = "unknown source claud; installed: claude, codex, gemini"
+    assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", message)
+    assert o.HELPERS[helper](ro, *args, {"source": "gemini"}) == []  # installed, nothing stored
+
+
 def test_the_forms_named_are_accepted(ro):
     assert o.raw(ro, "msg-003", 5)["text"] == corpus_line(SAMPLE, 4).decode()[:5]
     assert uuids(o.thread(ro, "sample_session", 2)) == ["msg-001", "msg-002"]

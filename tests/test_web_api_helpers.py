@@ -79,6 +79,15 @@ async def test_recent_refuses_a_bad_n(ds, params, message):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [("/sessions", {}), ("/search", {"q": "hello"}), ("/failures", {})])
+async def test_an_unknown_source_is_a_400_naming_the_installed_ones(ds, path, params):
+    body = (await get(ds, path, 400, source="claud", **params)).json()
+    message = "unknown source claud; installed: claude, codex, gemini"
+    assert body == {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}
+    assert (await get(ds, path, source="gemini", **params)).json() == []
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json", ""])
 @pytest.mark.parametrize("method", ["get", "post"])
 async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):

@@ -149,6 +149,21 @@ def time_bound(helper: str, display: str, value: str) -> str:
     return instant
 
 
+def known_source(conn, opts: dict) -> dict:
+    """``opts`` when its ``source`` (if any) is installed or has sessions in the database,
+    else OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing."""
+    from ..plugins import get_sources, unknown_sources
+
+    source = opts.get("source")
+    installed = get_sources()
+    if source is not None and source not in installed:
+        stored = [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
+        message = unknown_sources([source], installed, stored)
+        if message:
+            raise invalid(message)
+    return opts
+
+
 def invalid(message: str) -> QueryError:
     return QueryError("OBELISK_INVALID_ARGUMENT", message)
 
@@ -280,10 +295,10 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     reported as ``SESSION_QUERY_INVALID_QUERY``). An empty or whitespace-only
     ``text`` is ``OBELISK_INVALID_ARGUMENT`` (as a missing ``q`` over HTTP).
     """
-    o = options(
+    o = known_source(conn, options(
         "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
         ("session_id", "project", "after", "before", "cwd", "source"),
-    )
+    ))
     if not isinstance(text, str):
         raise invalid("search() needs the query text as a string")
     if not text.strip():
@@ -765,10 +780,10 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     Subagent and workflow transcripts (sessions of their own here) are left
     out unless asked for by ``sessionId`` / ``sessions``.
     """
-    o = options(
+    o = known_source(conn, options(
         "sessions", opts, kwargs, {"limit": 50},
         ("project", "after", "before", "branch", "source", "session_id", "sessions"),
-    )
+    ))
     where = Where().scope(o, {
         "project": "s.project", "after": "s.started_at", "before": "s.started_at", "branch": "s.git_branch",
         "source": "s.source", "session_id": "s.id", "sessions": "s.id",
@@ -791,10 +806,10 @@ def recent(conn, n=10) -> list[dict]:
 
 def summaries(conn, opts=None, **kwargs) -> list[dict]:
     """Summary rows with their session's title and project, newest first."""
-    o = options(
+    o = known_source(conn, options(
         "summaries", opts, kwargs, {"limit": 100},
         ("session_id", "sessions", "project", "after", "before", "branch", "source"),
-    )
+    ))
     where = Where().scope(o, {
         "session_id": "su.session_id", "sessions": "su.session_id", "project": "s.project",
         "after": "su.timestamp", "before": "su.timestamp", "branch": "s.git_branch", "source": "s.source",
@@ -814,10 +829,10 @@ def summaries(conn, opts=None, **kwargs) -> list[dict]:
 
 def memories(conn, opts=None, **kwargs) -> list[dict]:
     """Active memories: newest first, or FTS-ranked by an English ``query``."""
-    o = options(
+    o = known_source(conn, options(
         "memories", opts, kwargs, {"limit": 50},
         ("query", "project", "session_id", "sessions", "after", "before", "branch", "source"),
-    )
+    ))
     where = Where("mem.deleted_at IS NULL").scope(o, {
         "project": "mem.project", "session_id": "mem.session_id", "sessions": "mem.session_id",
         "after": "mem.created_at", "before": "mem.created_at", "branch": "s.git_branch", "source": "s.source",
@@ -848,7 +863,7 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
 
 def subagents(conn, opts=None, **kwargs) -> list[dict]:
     """Subagent rows with the number of messages in their transcript."""
-    o = options("subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source"))
+    o = known_source(conn, options("subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source")))
     where = Where().scope(o, {"session_id": "sa.session_id", "project": "s.project", "source": "s.source"})
     found = rows(
         conn,
@@ -863,7 +878,7 @@ def subagents(conn, opts=None, **kwargs) -> list[dict]:
 
 def workflows(conn, opts=None, **kwargs) -> list[dict]:
     """Workflow runs, newest first."""
-    o = options("workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source"))
+    o = known_source(conn, options("workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source")))
     where = Where().scope(o, {
         "session_id": "w.session_id", "project": "s.project", "after": "w.timestamp",
         "before": "w.timestamp", "source": "s.source",
@@ -905,7 +920,7 @@ def workflow_tree(conn, run_id) -> dict | None:
 def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
     """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first."""
     require_text("fileHistory", "an absolute file path", file_path)
-    o = options("fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source"), string_key=None)
+    o = known_source(conn, options("fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source"), string_key=None))
     at = "COALESCE(tc.timestamp, m.timestamp)"
     where = Where("f.path = ?").scope(o, {"after": at, "before": at, "source": "s.source"})
     found = rows(
@@ -934,7 +949,7 @@ def tool_call(row) -> dict:
 
 def failures(conn, opts=None, **kwargs) -> list[dict]:
     """Failed tool results with their call, session and the next three messages; newest first."""
-    o = options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source"))
+    o = known_source(conn, options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source")))
     at = "COALESCE(tr.timestamp, m.timestamp)"
     where = Where("tr.outcome = 'failed' OR tr.is_error = 1").scope(o, {
         "session_id": "tr.session_id", "project": "s.project", "after": at, "before": at, "source": "s.source",
