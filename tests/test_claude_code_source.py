@@ -872,3 +872,37 @@ def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
     assert (source.name, source.parser_version) == ("claude", 3)
+
+
+def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):
+    import sqlite3
+
+    from datasette_obelisk.store.ingest import ingest
+
+    lines = [
+        user("u1", "damaged"),
+        assistant("a1", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}]),
+        user("u1", "This session is being continued from a previous conversation", isCompactSummary=True),
+        user("r1", [tool_result("t1", "one file")]),
+        assistant("a1", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "false"}}]),
+        user("r1", [tool_result("t2", "exit 1", is_error=True)]),
+    ]
+    data = [orjson.dumps(line) + b"\n" for line in lines]
+    offsets = [sum(len(d) for d in data[:n]) for n in range(len(data))]
+    folder = tmp_path / ".claude" / "projects" / "-p"
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").write_bytes(b"".join(data))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"}, sources={"claude": ClaudeCodeSource()})
+    conn = sqlite3.connect(db)
+    summary_uuid, call_uuid, result_uuid = (f"{u}@{offsets[n]}" for u, n in (("u1", 2), ("a1", 4), ("r1", 5)))
+    assert conn.execute("SELECT uuid FROM messages ORDER BY seq").fetchall() == [
+        ("u1",), ("a1",), (summary_uuid,), ("r1",), (call_uuid,), (result_uuid,)
+    ]
+    assert conn.execute("SELECT id, message_uuid FROM tool_calls ORDER BY id").fetchall() == [("t1", "a1"), ("t2", call_uuid)]
+    assert conn.execute("SELECT tool_use_id, message_uuid, outcome FROM tool_results ORDER BY tool_use_id").fetchall() == [
+        ("t1", "r1", "succeeded"), ("t2", result_uuid, "failed")
+    ]
+    assert conn.execute("SELECT id, message_uuid, source FROM summaries").fetchall() == [
+        (summary_uuid, summary_uuid, "compaction")
+    ]

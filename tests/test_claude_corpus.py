@@ -237,6 +237,18 @@ def test_a_repeated_uuid_with_other_text_is_kept_and_its_children_follow_it(db):
     ]
 
 
+def test_a_renamed_message_keeps_its_lines_tool_calls(db):
+    # small.jsonl line 8 (a1, stored as a1@2219) calls bash with no block id, line 55
+    # (stored as "[trimmed for fixture]@24012") calls a tool whose id is "[trimmed for fixture]".
+    assert db.execute(
+        "SELECT t.id, t.message_uuid, m.line_no, t.name FROM tool_calls t JOIN messages m ON m.uuid = t.message_uuid "
+        "WHERE t.id IN ('a1:2', '[trimmed for fixture]') ORDER BY t.id"
+    ).fetchall() == [
+        ("[trimmed for fixture]", "[trimmed for fixture]@24012", 55, "[trimmed for fixture]"),
+        ("a1:2", "a1@2219", 8, "bash"),
+    ]
+
+
 def test_tool_results_and_outcomes(db):
     assert db.execute(
         "SELECT COUNT(*), SUM(is_error), SUM(outcome = 'failed'), SUM(outcome = 'blocked'), SUM(outcome = 'cancelled') FROM tool_results"

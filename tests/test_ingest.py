@@ -167,6 +167,21 @@ def test_a_repeated_uuid_with_other_text_is_kept_and_later_children_point_to_it(
     ]
 
 
+def test_m016_has_the_files_holding_a_renamed_message_read_again(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="damaged") + line(id="a", text="the real line"))
+    (root / "s2.jsonl").write_bytes(line(id="b", text="plain"))
+    run(db, root)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_reread_files_with_renamed_messages'")
+    conn.commit()
+    conn.close()
+    open_db(db).close()  # the migration runs again, as on a database from before it
+    assert rows(db, "SELECT path LIKE '%s1.jsonl', parser_version FROM source_files ORDER BY path") == [(1, None), (0, 1)]
+    summary = run(db, root)
+    assert (summary.files_replayed, summary.files_skipped, summary.messages) == (1, 1, 2)
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), (f"a@{len(line(id='a', text='damaged'))}",), ("b",)]
+
+
 def test_partial_last_line_waits_for_its_writer(db, root):
     path = root / "s1.jsonl"
     whole = line(id="a", text="first") + line(id="b", text="second")

@@ -504,7 +504,7 @@ class Ingester:
                 watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
                 watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
             writer = Writer(self.conn, file_id, str(unit.path))
-            writer.write(records, batch.message_rows)
+            writer.write(records, batch.message_rows, batch.message_marks)
             if not deferred:
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")

@@ -645,3 +645,16 @@ def m015_look_up_model_in_browse_tool_calls(db):
         LEFT JOIN sessions s ON s.id = c.session_id;
         """
     )
+
+
+@migrations()
+def m016_reread_files_with_renamed_messages(db):
+    # A message stored as "<uuid>@<offset>" (its uuid taken by another text)
+    # left its line's tool calls, results and summary naming the plain uuid,
+    # so they hung off the other message. The writer now renames them too;
+    # the files holding such a message are read again by the next ingest.
+    # Files gone from disk cannot be re-read and keep their links.
+    db.execute(
+        """UPDATE source_files SET parser_version = NULL
+           WHERE missing = 0 AND id IN (SELECT file_id FROM message_aliases)"""
+    )

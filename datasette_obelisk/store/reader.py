@@ -20,7 +20,7 @@ from ..sources.base import Source, SourceFile
 from ..sources.lines import Line, decode_object, read_lines
 from .fingerprint import hashes_at
 from .session_index import SessionWords, count_session_words
-from .writer import message_row
+from .writer import split_messages
 
 @dataclass
 class Job:
@@ -49,6 +49,7 @@ class Batch:
     at_eof: bool = True
     words: dict[str, SessionWords] = field(default_factory=dict)
     message_rows: list[tuple] = field(default_factory=list)  # see writer.message_row
+    message_marks: list[int] = field(default_factory=list)  # see writer.split_messages
 
 
 @dataclass
@@ -126,14 +127,14 @@ class Reader:
         if self.redact is not None:
             records = [self.redact(r) for r in records]
         messages = [r for r in records if type(r) is Message]
+        others, rows, marks = split_messages(records) if messages else (records, [], [])
         hashes = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
         return Batch(
-            [r for r in records if type(r) is not Message] if messages else records,
-            cursor, line_no, lines,
+            others, cursor, line_no, lines,
             orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
             *hashes, pending=pending, at_eof=at_eof,
             words=count_session_words(messages),
-            message_rows=[message_row(m) for m in messages],
+            message_rows=rows, message_marks=marks,
         )
 
     @staticmethod

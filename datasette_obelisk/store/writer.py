@@ -141,23 +141,30 @@ class Writer:
         self._next_seq[session_id] = seq + 1
         return seq
 
-    def write(self, records, message_rows=()) -> None:
-        """Write ``records`` and ``message_rows`` (messages the reader turned into rows).
+    def write(self, records, message_rows=None, marks=None) -> None:
+        """Write ``records``, or, as the reader hands them over (``split_messages``),
+        the other records with ``message_rows`` and their ``marks``.
 
-        Messages, tool calls and tool results go in one ``executemany`` each,
-        at the end.
+        Messages, tool calls and tool results go in one ``executemany`` each.
+        A message stored under a new name (``<uuid>@<offset>``) takes along the
+        tool calls, results and summary its line gave.
         """
-        self._pending: list[tuple] = list(message_rows)
+        if message_rows is None:
+            records, message_rows, marks = split_messages(records)
         self._calls: list[tuple] = []
         self._call_files: list[tuple] = []
         self._results: list[tuple] = []
-        self._texts: dict[str, str] = {row[0]: row[TEXT] for row in self._pending}
-        for record in records:
+        self._texts: dict[str, str] = {row[0]: row[TEXT] for row in message_rows}
+        self._renamed: tuple | None = None  # (uuid, stored as) of the line being handled
+        renamed = self._insert_messages(message_rows)
+        owners = _owners(marks, renamed, len(records)) if renamed else {}
+        for index, record in enumerate(records):
             handler = self.handlers.get(type(record))
             if handler is None:
                 raise TypeError(f"unknown record type {type(record).__name__}")
+            if owners:
+                self._renamed = owners.get(index)
             handler(self, record)
-        self._insert_messages(self._pending)
         self.conn.executemany(CALL_INSERT, self._calls)
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
         self.conn.executemany(RESULT_INSERT, self._results)
@@ -166,10 +173,10 @@ class Writer:
             [(self.file_id, s) for s in self.counts.mentioned | self.counts.sessions],
         )
 
-    def _message(self, m: Message) -> None:
-        row = message_row(m)
-        self._pending.append(row)
-        self._texts[m.uuid] = m.text
+    def _message_uuid(self, uuid: str | None) -> str | None:
+        """``uuid`` as stored, for a record of the line being handled."""
+        renamed = self._renamed
+        return renamed[1] if renamed is not None and renamed[0] == uuid else uuid
 
     def _insert_messages(self, messages: list[tuple]) -> None:
         """Insert the message rows whose uuid is new; count the rest as replays.
@@ -181,16 +188,18 @@ class Writer:
         file's lines that name that uuid as their parent point to this copy
         (``message_aliases`` keeps the link for later batches).
         Known uuids are looked up first, so sequence numbers stay contiguous
-        and the many rows go through a single ``executemany``.
+        and the many rows go through a single ``executemany``. Returns the
+        renamed rows: ``{index in messages: (uuid, stored as)}``.
         """
         if not messages:
-            return
+            return {}
+        renamed: dict[int, tuple[str, str]] = {}
         texts = self._stored_texts([row[0] for row in messages])
         aliases = self._aliases()
         with_copies: set[str] = set()
         rows = []
         self.counts.mentioned.update(row[1] for row in messages)
-        for row in messages:
+        for index, row in enumerate(messages):
             if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
@@ -204,12 +213,15 @@ class Writer:
             if copies:
                 row = (f"{uuid}@{row[BYTE_OFFSET]}",) + row[1:]
                 aliases[uuid] = row[0]
+                renamed[index] = (uuid, row[0])
+                self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
             copies.add(text)
             rows.append(row + (self.seq_for(row[1]), self.file_id))
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
+        return renamed
 
     def _aliases(self) -> dict[str, str]:
         """The uuids this file's later copies took over (see ``_insert_messages``)."""
@@ -264,17 +276,18 @@ class Writer:
     def _tool_call(self, t: ToolCall) -> None:
         self._calls.append(
             nulls((
-                t.id, t.message_uuid, t.session_id, t.name, t.presentation, t.input_json,
+                t.id, self._message_uuid(t.message_uuid), t.session_id, t.name, t.presentation, t.input_json,
                 t.file_paths[0] if t.file_paths else None, t.timestamp, self.file_id,
             ))
         )
         self._call_files.extend((t.id, path, t.id, self.file_id) for path in t.file_paths)
 
     def _tool_result(self, r: ToolResult) -> None:
+        message_uuid = self._message_uuid(r.message_uuid)
         self._results.append(
             nulls((
-                r.tool_use_id, r.message_uuid, r.session_id,
-                stored_content(r.content, r.outcome, self._texts.get(r.message_uuid)), len(r.content),
+                r.tool_use_id, message_uuid, r.session_id,
+                stored_content(r.content, r.outcome, self._texts.get(message_uuid)), len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
                 r.agent_duration_ms, r.agent_tokens,
             ))
@@ -292,7 +305,8 @@ class Writer:
         self.conn.execute(
             "INSERT OR IGNORE INTO summaries (id, session_id, timestamp, source, content, "
             "message_uuid, file_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [s.id, s.session_id, s.timestamp, s.kind, s.content, s.message_uuid, self.file_id],
+            [self._message_uuid(s.id), s.session_id, s.timestamp, s.kind, s.content,
+             self._message_uuid(s.message_uuid), self.file_id],
         )
 
     def _subagent(self, s: Subagent) -> None:
@@ -313,7 +327,6 @@ class Writer:
         )
 
     handlers = {
-        Message: _message,
         Merged: _merged,
         LineError: _error,
         Session: _session,
@@ -325,6 +338,29 @@ class Writer:
         Workflow: _workflow,
         WorkflowAgent: _workflow_agent,
     }
+
+
+def split_messages(records) -> tuple[list, list[tuple], list[int]]:
+    """``records`` as ``Writer.write`` takes them: the records but messages, the messages'
+    rows, and for each message how many of the other records came before it."""
+    others, rows, marks = [], [], []
+    for record in records:
+        if type(record) is Message:
+            rows.append(message_row(record))
+            marks.append(len(others))
+        else:
+            others.append(record)
+    return others, rows, marks
+
+
+def _owners(marks: list[int], renamed: dict[int, tuple], count: int) -> dict[int, tuple]:
+    """For each record index following a renamed message (up to the next message), that
+    message's ``(uuid, stored as)``: a line's records come right after its message."""
+    owners = {}
+    for index, names in renamed.items():
+        end = marks[index + 1] if index + 1 < len(marks) else count
+        owners.update(dict.fromkeys(range(marks[index], end), names))
+    return owners
 
 
 def message_row(m: Message) -> tuple:
