@@ -601,6 +601,33 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
     assert rows(db_path, "SELECT id, message_uuid FROM summaries") == [(summary, summary)]
 
 
+def test_the_last_kept_message_re_appended_after_a_sync_adds_its_token_counts(tmp_path):
+    def message(id, type, text, **more):
+        return {"id": id, "timestamp": "2026-05-01T10:00:00.000Z", "type": type, "content": [{"text": text}], **more}
+
+    tokens = {"input": 100, "output": 20, "cached": 0, "thoughts": 0, "tool": 0, "total": 120}
+    history = [message("c1", "user", "SUMMARY"), message("u2", "user", "Now b.py"), message("g2", "gemini", "Done.")]
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(jsonl(
+        {"sessionId": "re", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        message("u1", "user", "Write a.py"), message("u2", "user", "Now b.py"), message("g2", "gemini", "Done."),
+        {"$set": {"messages": history}},
+        message("g2", "gemini", "Done.", tokens=tokens),  # gemini-cli re-appends it with its counts
+    ))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged FROM source_files") == [(6, 6, 1)]
+    offset = path.read_bytes().index(b'{"$set"')
+    boundary = f"gemini:re:compaction@{offset}"
+    assert rows(db_path, "SELECT line_no, uuid, subtype, input_tokens, output_tokens FROM messages WHERE line_no >= 4 ORDER BY seq") == [
+        (4, "gemini:re:g2", None, None, None),
+        (5, boundary, "compact_boundary", None, None),
+        (5, "gemini:re:c1", None, None, None),
+        (6, "gemini:re:g2:usage", "usage", 100, 20),
+    ]
+
+
 def test_each_row_of_a_sync_line_reads_back_that_line(tmp_path):
     """One ``$set`` line gives several rows: each has its own uuid and the
     line's own offset and length, so raw() of each reads that line again."""

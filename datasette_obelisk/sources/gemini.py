@@ -81,7 +81,9 @@ class GeminiSource:
     #    compaction when it drops any
     # 4: a ``$set`` that drops messages and adds none is a compaction too
     #    (a log-only placeholder summary shadows what it dropped)
-    parser_version = 4
+    # 5: after a ``$set`` that ends on a kept message, a re-append of that
+    #    message is known as one (its token counts were dropped)
+    parser_version = 5
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
@@ -294,6 +296,11 @@ class GeminiParser:
         for index, record in enumerate(added):
             self._message_record(record, position, out, compact_summary=bool(dropped) and index == 0)
         self.s.current = [m["id"] for m in records if m.get("type") in CONVERSATION_TYPES]
+        if records and records[-1] is not (added[-1] if added else None):
+            # A kept message is the history's last now: it is what gemini-cli may re-append.
+            last = records[-1]
+            counted = self.s.last_message[1] if self.s.last_message and self.s.last_message[0] == last["id"] else False
+            self.s.last_message = [last["id"], counted or bool(_usage(last.get("tokens")))]
         return bool(dropped or added)
 
     def _boundary(self, kept: list[str], dropped: int, position: Position, timestamp, out: list) -> str:
