@@ -691,3 +691,35 @@ async def test_pages_show_the_start_of_a_long_tool_result_and_link_the_rest(big_
         answer = response.json()
         assert answer["totalLength"] == len(written[uuid]) and written[uuid].startswith(answer["text"])
         assert answer["text"].startswith('{"sessionId": "big-result-session"') and "toolu_" in answer["text"]
+
+
+@pytest.mark.asyncio
+async def test_the_event_page_shows_an_output_its_lines_text_holds_once(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    head = {"sessionId": "mixed-session", "cwd": "/tmp/mixed"}
+    lines = [
+        {**head, "type": "assistant", "uuid": "mix-1", "parentUuid": None, "timestamp": "2026-03-02T10:00:01.000Z",
+         "message": {"role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_mix", "name": "Bash", "input": {"command": "uptime"}}]}},
+        {**head, "type": "user", "uuid": "mix-2", "parentUuid": "mix-1", "timestamp": "2026-03-02T10:00:02.000Z",
+         "message": {"role": "user", "content": [
+             {"type": "text", "text": "Here is what the kraken said:"},
+             {"type": "tool_result", "tool_use_id": "toolu_mix", "content": "kraken load average 0.42"}]}},
+        {**head, "type": "user", "uuid": "mix-3", "parentUuid": "mix-2", "timestamp": "2026-03-02T10:00:03.000Z",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_other", "content": "only a squid output"}]}},
+    ]
+    folder = tmp_path / "claude" / "projects" / "-tmp-mixed"
+    folder.mkdir(parents=True)
+    (folder / "mixed-session.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "mixed.db", {"claude": tmp_path / "claude"})
+    ds = make_datasette(tmp_path / "mixed.db")
+    assert rows(tmp_path / "mixed.db", "SELECT uuid, content_type, text FROM messages ORDER BY seq")[1:] == [
+        ("mix-2", "mixed", "Here is what the kraken said:\nkraken load average 0.42"),
+        ("mix-3", "tool_result", "only a squid output"),
+    ]
+    html = (await page(ds, "/-/obelisk/event/mixed-session/2")).split("<h2>Parent chain</h2>")[0]
+    assert html.count("kraken load average 0.42") == 1 and html.count("Here is what the kraken said:") == 1
+    assert html.count("Its output is in the text above.") == 1
+    assert html.count("only a squid output") == 1  # a line of results only: shown once, under its result
