@@ -365,6 +365,10 @@ async def test_a_request_past_the_time_limit_is_a_documented_504(ds, spec, monke
     for path, (params, code) in SLOW.items():
         response = await ds.client.get(API + path, params=params)
         assert (response.status_code, response.json()["error"]["code"]) == (504, code), (path, response.text[:200])
+        assert response.json()["error"]["message"] == (
+            "stopped after 1 ms, Datasette's sql_time_limit_ms; a large archive may need more: "
+            "datasette serve --setting sql_time_limit_ms 10000"
+        )
         operation = spec["paths"][API + path]["get"]
         assert code in operation["responses"]["504"]["description"]
         assert not [e.message for e in validator(spec, response_schema(operation, "504")).iter_errors(response.json())]

@@ -46,12 +46,28 @@ def time_limited(work, milliseconds: int):
         except sqlite3.OperationalError as exc:
             error = error_for(exc)
             if error.code == "OBELISK_TIMEOUT":
-                raise error from None
+                raise past_limit(error.code, milliseconds) from None
+            raise
+        except QueryError as error:
+            if error.code in TIMEOUT_CODES:
+                raise past_limit(error.code, milliseconds) from None
             raise
         finally:
             set_deadline(conn, None)
 
     return run
+
+
+TIMEOUT_CODES = ("OBELISK_TIMEOUT", "SESSION_QUERY_ABORTED")  # over HTTP only the time limit aborts
+
+
+def past_limit(code: str, milliseconds: int) -> QueryError:
+    """The 504 of a request stopped at the time limit, saying which limit and how to raise it."""
+    return QueryError(
+        code,
+        f"stopped after {milliseconds:,} ms, Datasette's sql_time_limit_ms; a large archive may need "
+        f"more: datasette serve --setting sql_time_limit_ms {max(10_000, milliseconds * 10)}",
+    )
 
 
 def json_view(endpoint):
