@@ -897,6 +897,21 @@ def test_lists_come_in_time_order_not_text_order(stamped_db, helper):
         assert "".join(BOUNDED[helper](conn, {})) == ("adbc" if helper == "fileHistory" else "cbda")
 
 
+def test_a_search_cut_inside_a_long_run_of_equal_ranks_keeps_the_newest(tmp_path):
+    # 60 lines of one text rank equal. Written oldest first, but for the 20 newest, which come first
+    # (lowest ids) and carry a +02:00 offset, so neither id nor text order is time order.
+    newest = [(f"n{i:02}", f"2025-06-15T{12 + i // 60:02}:{i % 60:02}:00+02:00") for i in range(20)]
+    older = [(f"o{i:02}", f"2025-06-14T10:{i:02}:00Z") for i in range(40)]
+    db = build_toy_db(tmp_path, {"tied": [{"id": name, "text": "needle", "ts": ts} for name, ts in newest + older]})
+    assert o.TIE_ROOM < 40
+    with connect_readonly(db) as conn:
+        ranks = {h["rank"] for h in o.search(conn, "needle", {"limit": 60})}
+        assert len(ranks) == 1
+        found = [h["message"]["uuid"] for h in o.search(conn, "needle", {"limit": 5})]
+        assert found == ["n19", "n18", "n17", "n16", "n15"]
+        assert [h["message"]["uuid"] for h in o.search(conn, "needle", {"limit": 22})][-2:] == ["o39", "o38"]
+
+
 @pytest.mark.parametrize("helper", BOUNDED)
 @pytest.mark.parametrize("name, value", [("after", "yesterday"), ("before", "2025-13-01"), ("after", "now"), ("before", "")])
 def test_a_bound_that_is_no_time_is_refused(stamped_db, helper, name, value):

@@ -65,7 +65,7 @@ TOOL_CALL_FIELDS = ("id", "message_uuid", "name", "input_json")
 # Sessions people start; subagent and workflow transcripts are reached
 # through subagents() / workflowTree(), guardian threads not at all.
 TOP_LEVEL = "COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') AND COALESCE(s.is_excluded, 0) = 0"
-NOT_EXCLUDED = "COALESCE(s.is_excluded, 0) = 0"
+NOT_EXCLUDED = "m.session_id NOT IN (SELECT id FROM sessions WHERE is_excluded)"
 
 
 # -- options -------------------------------------------------------------
@@ -304,26 +304,40 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     if not text.strip():
         raise invalid("search() needs query text: it is empty or only whitespace")
     where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
-        "session_id": "m.session_id", "project": "s.project", "after": "m.timestamp",
-        "before": "m.timestamp", "cwd": "m.cwd", "source": "m.source",
+        "session_id": "m.session_id", "after": "m.timestamp", "before": "m.timestamp",
+        "cwd": "m.cwd", "source": "m.source",
     })
+    if o.get("project") is not None:
+        where.add("m.session_id IN (SELECT id FROM sessions WHERE project LIKE ?)", o["project"])
     if not o["include_meta"]:
         where.add("m.is_meta = 0")
-    # Rank and cut on ids first: sorting every match with its text is slow.
-    sql = f"""WITH hits AS (
-        SELECT m.id, messages_fts.rank AS rank, {moment_sql('m.timestamp')} AS at
+    limit, terms = o["limit"], fts.tokens(text)
+    # Rank on ids first, with bm25() (FTS5's own ORDER BY rank is slower), and
+    # put off the time tie-break to the rows kept: when the rows fetched end
+    # past the last kept rank, every row tied with a kept one is among them.
+    found = match_rows(conn, search_sql(where, "m.id DESC"), text, o["mode"], where.params + [limit + TIE_ROOM])
+    if len(found) > limit and found[-1]["rank"] == found[limit - 1]["rank"]:
+        found = match_rows(conn, search_sql(where, f"{moment_sql('m.timestamp')} DESC, m.id DESC"),
+                           text, o["mode"], where.params + [limit])
+    return [search_hit(conn, row, terms, o["include_meta"]) for row in found[:limit]]
+
+
+TIE_ROOM = 20  # rows fetched past a search's limit, to see where its last rank's ties end
+
+
+def search_sql(where: Where, tie_break: str) -> str:
+    """The best matches by rank then ``tie_break`` (a LIMIT parameter follows ``where``'s),
+    with their sessions, best first and, at equal rank, newest first."""
+    return f"""WITH hits AS (
+        SELECT m.id, bm25(messages_fts) AS rank
         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-        LEFT JOIN sessions s ON s.id = m.session_id
-        WHERE {where} ORDER BY messages_fts.rank, at DESC, m.id DESC LIMIT ?
+        WHERE {where} ORDER BY rank, {tie_break} LIMIT ?
       )
       SELECT m.id, m.session_id, m.seq, {', '.join('m.' + f for f in MESSAGE_FIELDS)},
         s.title AS session_title, s.project AS session_project, s.started_at AS session_started_at,
         s.source AS session_source, hits.rank
       FROM hits JOIN messages m ON m.id = hits.id LEFT JOIN sessions s ON s.id = m.session_id
-      ORDER BY hits.rank, hits.at DESC, hits.id DESC"""
-    found = match_rows(conn, sql, text, o["mode"], where.params + [o["limit"]])
-    terms = fts.tokens(text)
-    return [search_hit(conn, row, terms, o["include_meta"]) for row in found]
+      ORDER BY hits.rank, {moment_sql('m.timestamp')} DESC, hits.id DESC"""
 
 
 def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> list:

@@ -98,7 +98,7 @@ QUERIES = [
         "ordinary text never causes an FTS syntax error. Filters: project (LIKE), source, session_id.",
         f"""
 select m.uuid, m.session_id, s.title as session_title, s.project, m.source, m.role,
-  m.timestamp, obelisk_snippet(m.text, :q) as snippet, messages_fts.rank as rank
+  m.timestamp, obelisk_snippet(m.text, :q) as snippet, bm25(messages_fts) as rank
 from messages_fts
 join messages m on m.id = messages_fts.rowid
 join sessions s on s.id = m.session_id
