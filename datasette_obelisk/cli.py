@@ -220,7 +220,7 @@ def given_folders(named: dict, pairs) -> dict[str, tuple[Path, str]]:
         given.append((name, Path(path), f"--dir {name}="))
     dirs = {}
     for name, path, option in given:
-        if name in dirs and dirs[name][0].expanduser().absolute() != path.expanduser().absolute():
+        if name in dirs and dirs[name][0].expanduser().resolve() != path.expanduser().resolve():  # a link and its target are one
             first = spelled(dirs[name][1], dirs[name][0])
             raise click.UsageError(f"{first} and {spelled(option, path)} give the {name} source two folders")
         dirs.setdefault(name, (path, option))

@@ -83,7 +83,7 @@ def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
 def scope_options(fn):
     for option in reversed((
         click.option("--project", help="SQL LIKE pattern over the session's project"),
-        click.option("--source", help="claude, codex or gemini"),
+        click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`)"),
         click.option("--after", help="ISO timestamp lower bound"),
         click.option("--before", help="ISO timestamp upper bound"),
     )):
@@ -258,7 +258,7 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
 @cli.command()
 @click.argument("path")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
-@click.option("--source", help="claude, codex or gemini")
+@click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`)")
 @click.option("--after", help="ISO timestamp lower bound")
 @click.option("--before", help="ISO timestamp upper bound")
 @db_option

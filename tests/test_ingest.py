@@ -141,6 +141,60 @@ def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):
     assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "live"), ("s2", "live")]
 
 
+def test_a_folder_reached_through_a_symlink_and_then_directly_is_read_once(db, tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    (real / "p").mkdir(parents=True)
+    link.symlink_to(real)
+    (real / "p" / "s1.jsonl").write_bytes(line(id="a", text="hello") + b"{bad json\n")
+    assert (run(db, link).files_read, run(db, real).files_read) == (1, 0)
+    path = str(real / "p" / "s1.jsonl")
+    assert rows(db, "SELECT path, lines_read, lines_stored, lines_failed FROM source_files") == [(path, 2, 1, 1)]
+    assert rows(db, "SELECT path FROM ingest_errors") == [(path,)]
+    assert rows(db, "SELECT id, jsonl_path FROM sessions") == [("s1", path)]
+    with open(path, "ab") as fp:  # and it goes on from its cursor under the new name
+        fp.write(line(id="b", text="more"))
+    summary = run(db, real)
+    assert (summary.files_read, summary.lines, summary.messages, summary.files_replayed) == (1, 1, 1, 0)
+    assert rows(db, "SELECT COUNT(*), SUM(missing) FROM source_files") == [(1, 0)]
+
+
+def test_a_folder_moved_whole_keeps_its_files_rows(db, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    (old / "p").mkdir(parents=True)
+    (old / "p" / "s1.jsonl").write_bytes(line(id="a", text="hello"))
+    run(db, old)
+    old.rename(new)
+    summary = run(db, new)
+    assert (summary.files_read, summary.files_skipped, summary.files_missing) == (0, 1, 0)
+    assert rows(db, "SELECT path, missing FROM source_files") == [(str(new / "p" / "s1.jsonl"), 0)]
+    # Nothing is left under the old name to be reported gone.
+    assert run(db, old).files_missing == 0
+    assert rows(db, "SELECT id, availability FROM sessions") == [("s1", "live")]
+
+
+def test_another_file_on_a_reused_inode_is_not_taken_for_a_moved_one(db, tmp_path):
+    old, new = tmp_path / "old", tmp_path / "new"
+    for folder in (old, new):
+        (folder / "p").mkdir(parents=True)
+    (old / "p" / "s1.jsonl").write_bytes(line(id="a", text="the archived line"))
+    run(db, old)
+    (old / "p" / "s1.jsonl").unlink()
+    run(db, old)  # gone from disk: archived
+    other = new / "p" / "s1.jsonl"
+    other.write_bytes(line(id="b", text="another session's line"))
+    st = other.stat()  # as if the file system had given the old file's inode to this one
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE source_files SET device = ?, inode = ?", [st.st_dev, st.st_ino])
+    conn.commit()
+    conn.close()
+    summary = run(db, new)
+    assert (summary.files_read, summary.messages) == (1, 1)
+    assert rows(db, "SELECT path, missing FROM source_files ORDER BY id") == [
+        (str(old / "p" / "s1.jsonl"), 1), (str(other), 0)
+    ]
+    assert rows(db, "SELECT uuid, text FROM messages ORDER BY id") == [("a", "the archived line"), ("b", "another session's line")]
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

@@ -129,6 +129,8 @@ class Ingester:
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
+        self._discovered: set[str] = set()  # the paths of this run's files
+        self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
         self._words_size = 0
         self._progress = (0, 0)  # (bytes done before the file being read, bytes in all)
 
@@ -145,6 +147,7 @@ class Ingester:
         started = time.perf_counter()
         units = self.discover()
         self.summary.files = len(units)
+        self._discovered = {str(u.path) for u in units}
         total = sum(_size(u.path) for u in units)
         self.finish_cold_load()  # left over by a run that was killed
         self.derive_pending()
@@ -331,6 +334,8 @@ class Ingester:
             return Plan(unit, row, error=f"cannot read file: {exc}")
         fingerprint = Fingerprint.of(st)
         source = self.sources[unit.source]
+        if row is None:
+            row = self.same_file_row(unit, st)
         if row is not None and self.is_unchanged(row, fingerprint, source, st):
             self.summary.files_skipped += 1
             return None
@@ -342,6 +347,34 @@ class Ingester:
         cursor, line_no, state, open_line = resume or (0, 0, None, False)
         job = Job(unit, cursor, line_no, state, open_line, settled=self.is_settled(st))
         return Plan(unit, row, fingerprint, resume, job=job)
+
+    def same_file_row(self, unit: SourceFile, st) -> dict | None:
+        """The row of this very file stored under another path, which then takes this one.
+
+        The same folder reached another way (a symlink and its target) or moved
+        whole: same device and inode, the same path below the folder, and the
+        old path either names this file too or is gone while this file still
+        holds what was read from it. So it is not read or counted again.
+        """
+        if self._by_inode is None:  # once a run: most runs find no new file
+            self._by_inode = {}
+            for file_id, device, inode in self.conn.execute("SELECT id, device, inode FROM source_files"):
+                self._by_inode.setdefault((device, inode), []).append(file_id)
+        relative = os.sep + os.path.relpath(unit.path, self.roots[unit.source])
+        for file_id in self._by_inode.get((st.st_dev, st.st_ino), ()):
+            row = self.conn.execute("SELECT * FROM source_files WHERE id = ?", [file_id]).fetchone()
+            old = row["path"] if row is not None else None
+            if old is None or old in self._discovered or not old.endswith(relative) or (
+                row["source"], row["kind"], row["compression"]) != (unit.source, unit.kind, unit.compression):
+                continue
+            if not (_same_file(old, unit.path) if os.path.exists(old) else _still_holds(row, unit, st)):
+                continue
+            with self.transaction():
+                self.conn.execute("UPDATE source_files SET path = ? WHERE id = ?", [str(unit.path), file_id])
+                self.conn.execute("UPDATE ingest_errors SET path = ? WHERE file_id = ?", [str(unit.path), file_id])
+                self.queue_sessions_of_file(file_id)  # sessions.jsonl_path names it
+            return self.file_row(unit)
+        return None
 
     def file_row(self, unit: SourceFile) -> dict | None:
         row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [str(unit.path)]).fetchone()
@@ -580,6 +613,26 @@ def _size(path: Path) -> int:
         return os.stat(path).st_size
     except OSError:
         return 0
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _still_holds(row, unit: SourceFile, st) -> bool:
+    """Whether the file at ``unit.path`` still holds the bytes ``row`` read (up to its cursor)."""
+    if Fingerprint.of(st).matches(row):
+        return True
+    if unit.layout != "jsonl" or unit.compression or st.st_size < row["cursor"] or not row["head_hash"]:
+        return False
+    try:
+        with open(unit.path, "rb") as raw:
+            return hashes_at(raw, row["cursor"]) == (row["head_hash"], row["tail_hash"])
+    except OSError:
+        return False
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
