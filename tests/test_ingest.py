@@ -195,6 +195,44 @@ def test_another_file_on_a_reused_inode_is_not_taken_for_a_moved_one(db, tmp_pat
     assert rows(db, "SELECT uuid, text FROM messages ORDER BY id") == [("a", "the archived line"), ("b", "another session's line")]
 
 
+def test_a_byte_order_mark_opening_a_file_is_not_an_error(db, root):
+    import io
+
+    from datasette_obelisk.sources.lines import read_lines
+
+    bom = b"\xef\xbb\xbf"
+    data = bom + line(id="a", text="first") + line(id="b", text="second")
+    lines = list(read_lines(io.BytesIO(data)))
+    assert [(x.data, x.position.byte_offset, x.position.byte_length) for x in lines] == [
+        (line(id="a", text="first")[:-1], 0, len(bom + line(id="a", text="first")) - 1),
+        (line(id="b", text="second")[:-1], len(bom + line(id="a", text="first")), len(line(id="b", text="second")) - 1),
+    ]
+    resumed = io.BytesIO(data)
+    resumed.seek(lines[1].position.byte_offset)  # as the reader resumes at a cursor
+    assert [x.data for x in read_lines(resumed, lines[1].position.byte_offset, 2)] == [line(id="b", text="second")[:-1]]
+    (root / "s1.jsonl").write_bytes(data)
+    summary = run(db, root)
+    assert (summary.messages, summary.errors) == (2, 0)
+    assert rows(db, "SELECT uuid, byte_offset, byte_length FROM messages ORDER BY seq") == [
+        ("a", 0, lines[0].position.byte_length), ("b", lines[1].position.byte_offset, lines[1].position.byte_length)
+    ]
+    from datasette_obelisk.query.obelisk import raw
+
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    assert raw(conn, "a")["text"] == '{"id": "a", "text": "first"}'  # the line as parsed
+
+
+def test_raw_gives_a_crlf_line_without_its_cr(db, root):
+    from datasette_obelisk.query.obelisk import raw
+
+    (root / "s1.jsonl").write_bytes(line(id="a", text="windows").replace(b"\n", b"\r\n"))
+    assert run(db, root).messages == 1
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    assert raw(conn, "a")["text"] == '{"id": "a", "text": "windows"}'
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

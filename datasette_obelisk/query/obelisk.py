@@ -28,6 +28,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..sources.lines import BOM
 from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
@@ -609,7 +610,8 @@ def read_line(row, uuid: str) -> bytes:
         raise line_gone(uuid, path, "is no longer on disk") from None
     if len(data) != row["byte_length"]:
         raise line_gone(uuid, path, "was rewritten since it was indexed")
-    return data
+    # The line without a byte order mark opening the file or the CR of a CRLF ending, as it was parsed.
+    return (data.removeprefix(BOM) if row["byte_offset"] == 0 else data).removesuffix(b"\r")
 
 
 def line_gone(uuid: str, path: Path, why: str) -> QueryError:

@@ -20,6 +20,9 @@ class Line:
     terminated: bool = True
 
 
+BOM = b"\xef\xbb\xbf"
+
+
 def read_lines(
     stream: BinaryIO,
     start: int = 0,
@@ -33,7 +36,20 @@ def read_lines(
     A final line without a newline is yielded with ``terminated=False`` so the
     caller can decide whether a writer is still busy with it. A line longer
     than ``max_line`` is yielded with ``data=None`` and is never held whole.
+    A UTF-8 byte order mark opening the file (an editor's) is left out of the
+    first line's data, not of its position.
     """
+    lines = _split_lines(stream, start, first_line_no, max_line, chunk)
+    if start == 0:
+        for line in lines:
+            if line.data is not None and line.data.startswith(BOM):
+                line.data = line.data[len(BOM):]
+            yield line
+            break
+    yield from lines
+
+
+def _split_lines(stream: BinaryIO, start: int, first_line_no: int, max_line: int, chunk: int) -> Iterator[Line]:
     offset = start
     line_no = first_line_no
     parts: list[bytes] = []
