@@ -299,6 +299,18 @@ def test_legacy_chat_summary_is_its_title(tmp_path, corpus_root):
     assert rows(tmp_path / "obelisk.db", "SELECT title, title_source FROM sessions") == [("Greeting", "summary")]
 
 
+def test_a_legacy_chat_saved_with_a_byte_order_mark_reads_as_without(tmp_path, corpus_root):
+    data = (corpus_root / LEGACY).read_bytes()
+    for name, content in [("plain", data), ("bom", b"\xef\xbb\xbf" + data)]:
+        path = tmp_path / name / ".gemini" / LAYOUT[LEGACY]
+        path.parent.mkdir(parents=True)
+        path.write_bytes(content)
+        summary = ingest(tmp_path / f"{name}.db", {"gemini": tmp_path / name / ".gemini"}, sources=gemini_sources())
+        assert summary.errors == 0
+    query = "SELECT uuid, role, text FROM messages ORDER BY seq"
+    assert rows(tmp_path / "bom.db", query) == rows(tmp_path / "plain.db", query) != []
+
+
 def test_legacy_chat_rewritten_with_more_messages(tmp_path, corpus_root):
     """Gemini rewrites the whole document on every update: read again, no
     duplicate rows, the same database as reading the final document once."""

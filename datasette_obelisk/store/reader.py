@@ -17,7 +17,7 @@ import orjson
 
 from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
-from ..sources.lines import Line, decode_object, read_lines
+from ..sources.lines import BOM, Line, decode_object, read_lines
 from .fingerprint import hashes_at
 from .session_index import SessionWords, count_session_words
 from .writer import split_messages
@@ -149,7 +149,7 @@ class Reader:
     @staticmethod
     def document_records(parser, data: bytes) -> list:
         try:
-            return list(parser.document(data))
+            return list(parser.document(data.removeprefix(BOM)))  # an editor's byte order mark is no JSON
         except Exception as exc:  # a parser bug must not stop the run
             return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
 
