@@ -963,3 +963,26 @@ def test_dashboard_counts_files_gone_from_disk_and_unreadable_lines(tmp_path):
         [(last,)] = conn.execute("SELECT max(ingested_at) FROM source_files").fetchall()
     assert files == {"files": 2, "gone": 1, "bad_lines": 1, "last_ingest_at": last}
     assert last is not None
+
+
+def test_every_helper_takes_a_plain_connection_too(corpus_db, workflow_db):
+    """A Python caller's own ``sqlite3.connect`` (rows as tuples) answers as ``connect_readonly`` does."""
+    import json
+
+    for db in (corpus_db, workflow_db):
+        ro_conn, plain = connect_readonly(db), sqlite3.connect(db)
+        uuid, session = ro_conn.execute("SELECT uuid, session_id FROM messages WHERE text != '' ORDER BY id LIMIT 1").fetchone()
+        path = (ro_conn.execute("SELECT path FROM tool_call_files LIMIT 1").fetchone() or ["/none"])[0]
+        calls = {
+            "search": ("hello",), "context": (uuid,), "trace": (uuid,), "thread": (session,), "raw": (uuid,),
+            "overview": (), "sessions": (), "recent": (), "summaries": (), "memories": (), "subagents": (),
+            "workflows": (), "workflowTree": ("run1",), "fileHistory": (path,), "failures": (),
+            "sql": ("SELECT COUNT(*) AS n FROM messages",),
+        }
+        assert set(calls) == set(o.HELPERS)
+        for name, args in calls.items():
+            expected = o.HELPERS[name](ro_conn, *args)
+            assert json.dumps(o.HELPERS[name](plain, *args), default=str) == json.dumps(expected, default=str), name
+        assert plain.row_factory is None  # left as it was
+        ro_conn.close()
+        plain.close()

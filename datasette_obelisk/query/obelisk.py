@@ -215,12 +215,20 @@ class Where:
 
 def rows(conn, sql: str, params=()) -> list[sqlite3.Row]:
     with translated_errors():
-        return conn.execute(sql, params).fetchall()
+        return named(conn).execute(sql, params).fetchall()
 
 
 def one(conn, sql: str, params=()) -> sqlite3.Row | None:
     with translated_errors():
-        return conn.execute(sql, params).fetchone()
+        return named(conn).execute(sql, params).fetchone()
+
+
+def named(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor whose rows are ``sqlite3.Row``, whatever the connection's row factory
+    (the helpers take any connection: one of ``connect_readonly`` or the caller's own)."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    return cursor
 
 
 # -- text ----------------------------------------------------------------
@@ -351,7 +359,7 @@ def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> lis
         expression = fts.parse_query(text, mode).expression
         return rows(conn, sql, [expression, *params]) if expression else []
     try:
-        return conn.execute(sql, [text, *params]).fetchall()
+        return named(conn).execute(sql, [text, *params]).fetchall()
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_ERROR:
             raise error_for(exc) from None
