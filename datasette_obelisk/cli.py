@@ -328,10 +328,11 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
 def pass_record(summary, db: Path, roots, warnings=()) -> dict:
     """An ingest pass as ``--json`` prints it: the same keys on every ``--watch`` line.
 
-    ``warnings`` lists the sources skipped because their default folder is not a folder."""
+    ``warnings`` lists the sources skipped because their default folder is not a folder,
+    then the summary's own (a folder gone while watching)."""
     return dict(
         summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()},
-        warnings=list(warnings), at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        warnings=[*warnings, *summary.warnings], at=time.strftime("%Y-%m-%dT%H:%M:%S"),
     )
 
 

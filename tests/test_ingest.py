@@ -233,6 +233,21 @@ def test_raw_gives_a_crlf_line_without_its_cr(db, root):
     assert raw(conn, "a")["text"] == '{"id": "a", "text": "windows"}'
 
 
+def test_python_ingest_expands_a_home_folder_and_warns_about_a_missing_one(db, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "s1.jsonl").write_bytes(line(id="a", text="hello"))
+    summary = ingest(db, {"toy": "~/logs"}, sources=SOURCES)
+    assert (summary.files, summary.messages, summary.warnings) == (1, 1, [])
+    assert rows(db, "SELECT path FROM source_files") == [(str(tmp_path / "logs" / "s1.jsonl"),)]
+    missing = tmp_path / "nowhere"
+    summary = ingest(db, {"toy": missing}, sources=SOURCES)
+    assert (summary.files, summary.as_dict()["warnings"]) == (0, [{
+        "source": "toy", "path": str(missing),
+        "message": f"the toy folder {missing} is not a folder; nothing read from it (files stored from it count as gone from disk)",
+    }])
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

@@ -663,10 +663,16 @@ def ingest(
     from ..plugins import get_sources
 
     sources = sources or get_sources()
-    warnings = []
     if roots is None:
         roots = default_roots(sources)
         warnings = default_folder_warnings(sources)
+    else:
+        roots = {name: Path(path).expanduser() for name, path in roots.items()}
+        warnings = [
+            {"source": name, "path": str(path),
+             "message": f"the {name} folder {path} is not a folder; nothing read from it (files stored from it count as gone from disk)"}
+            for name, path in roots.items() if not path.is_dir()
+        ]
     conn = open_db(db_path)
     try:
         record_redactor = None
