@@ -240,6 +240,9 @@ def test_python_ingest_expands_a_home_folder_and_warns_about_a_missing_one(db, t
     summary = ingest(db, {"toy": "~/logs"}, sources=SOURCES)
     assert (summary.files, summary.messages, summary.warnings) == (1, 1, [])
     assert rows(db, "SELECT path FROM source_files") == [(str(tmp_path / "logs" / "s1.jsonl"),)]
+    with pytest.raises(ValueError, match="^unknown source tyo; installed: toy$"):
+        ingest(tmp_path / "other.db", {"tyo": "~/logs"}, sources=SOURCES)
+    assert not (tmp_path / "other.db").exists()
     missing = tmp_path / "nowhere"
     summary = ingest(db, {"toy": missing}, sources=SOURCES)
     assert (summary.files, summary.as_dict()["warnings"]) == (0, [{

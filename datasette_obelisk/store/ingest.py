@@ -656,17 +656,21 @@ def ingest(
 ) -> IngestSummary:
     """Ingest into the database at ``db_path``; the Python entry point.
 
-    With ``redact`` (the default) every stored text passes through the
-    secret redactor first; ``redact=False`` is recorded in the database so a
-    publish step can refuse it.
+    ``roots`` maps source names to their folders (default: each source's own);
+    a name that is not among ``sources`` is a ``ValueError``. With ``redact``
+    (the default) every stored text passes through the secret redactor first;
+    ``redact=False`` is recorded in the database so a publish step can refuse it.
     """
-    from ..plugins import get_sources
+    from ..plugins import get_sources, unknown_sources
 
     sources = sources or get_sources()
     if roots is None:
         roots = default_roots(sources)
         warnings = default_folder_warnings(sources)
     else:
+        unknown = unknown_sources(list(roots), sources)
+        if unknown:
+            raise ValueError(unknown)
         roots = {name: Path(path).expanduser() for name, path in roots.items()}
         warnings = [
             {"source": name, "path": str(path),
