@@ -72,9 +72,9 @@ def test_derivations_planned_while_indexes_build_equal_those_worked_out_later(
             planned.append(session_id)
         return plan_session(conn, session_id, words)
 
-    def counting_derive(conn, session_ids, words=None, plans=None):
+    def counting_derive(conn, session_ids, words=None, plans=None, **options):
         before = set(plans or ())
-        derived = derive_sessions(conn, session_ids, words, plans)
+        derived = derive_sessions(conn, session_ids, words, plans, **options)
         used.extend(before - set(plans or ()))
         return derived
 

@@ -251,6 +251,54 @@ def test_python_ingest_expands_a_home_folder_and_warns_about_a_missing_one(db, t
     }])
 
 
+def test_a_session_a_newer_parser_names_otherwise_is_not_left_behind_empty(db, root):
+    from toy_source import ToyParser
+
+    class RenamingParser(ToyParser):
+        def __init__(self, unit, state):
+            super().__init__(unit, state)
+            self.session_id = "renamed-" + self.session_id
+
+    class Newer(ToySource):
+        parser_version = 2
+
+        def open_parser(self, unit, state):
+            return RenamingParser(unit, state)
+
+    (root / "s1.jsonl").write_bytes(line(id="a", text="kept words") + line(id="b", text="more"))
+    (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
+    run(db, root)
+    assert rows(db, "SELECT id FROM sessions ORDER BY id") == [("s1",), ("s2",)]
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE sessions SET title = 'An old title' WHERE id = 's1'")  # as a title line would
+    conn.commit()
+    conn.close()
+    assert rows(db, "SELECT session_id, title FROM session_digests") == [("s1", "An old title")]
+    summary = ingest(db, {"toy": root}, sources={"toy": Newer()})
+    assert summary.files_replayed == 2
+    assert rows(db, "SELECT id, message_count FROM sessions ORDER BY id") == [("renamed-s1", 2), ("renamed-s2", 1)]
+    assert rows(db, "SELECT session_id FROM session_docs ORDER BY session_id") == [("renamed-s1",), ("renamed-s2",)]
+    assert rows(db, "SELECT COUNT(*) FROM session_digests WHERE session_id = 's1'") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM session_digests_fts WHERE session_digests_fts MATCH 'old'") == [(0,)]
+    conn = sqlite3.connect(db)
+    doc_ids = conn.execute("SELECT id FROM session_docs ORDER BY id").fetchall()
+    assert conn.execute("SELECT rowid FROM session_docs_fts WHERE session_docs_fts MATCH 'kept'").fetchall() == doc_ids[:1]
+    conn.close()
+
+
+def test_an_empty_session_a_file_still_names_stays(db, root):
+    # A session whose only lines so far are merged (no message) is still its file's.
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
+    run(db, root)
+    conn = sqlite3.connect(db)
+    conn.execute("DELETE FROM messages")
+    conn.execute("INSERT INTO derive_queue (session_id) VALUES ('s1')")
+    conn.commit()
+    conn.close()
+    run(db, root)
+    assert rows(db, "SELECT id, message_count FROM sessions") == [("s1", 0)]
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

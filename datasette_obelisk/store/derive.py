@@ -33,13 +33,15 @@ TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 SPAWNING_TOOLS = ("Task", "Agent")
 
 
-def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=None) -> set[str]:
+def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=None, *, forget_empty=False) -> set[str]:
     """Recompute what depends on more than one line; returns the sessions derived.
 
     ``words`` are the reader's word counts for the session index (see
     ``session_index``). ``plans`` maps sessions to ``plan_session`` results
     worked out ahead; those looked at are removed from it, and used when the
-    session's rows are still the ones planned for.
+    session's rows are still the ones planned for. With ``forget_empty`` (no
+    file is being read) a session nothing stored names any more is deleted
+    (see ``is_forgotten``).
     """
     session_ids = regroup(conn, session_ids, words)
     documents = {}
@@ -47,11 +49,35 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
         plan = plans.pop(session_id, None) if plans else None
         if plan is None or plan.stats != session_stats(conn, session_id):
             plan = plan_session(conn, session_id, words)
-        write_session(conn, session_id, plan)
         documents[session_id] = plan.document
+        if forget_empty and plan.source is None and is_forgotten(conn, session_id):
+            forget_session(conn, session_id)
+            continue
+        write_session(conn, session_id, plan)
     link_subagents(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
+
+
+FORGOTTEN_UNLESS = ("messages", "file_sessions", "titles", "summaries", "workflows", "memories")
+
+
+def is_forgotten(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Whether no row names the session any more: a file read again gave its lines
+    another session id (a parser that learnt better), or it was never more than
+    a name. Sessions of files gone from disk keep their rows, so they stay."""
+    return not any(
+        conn.execute(f"SELECT 1 FROM {table} WHERE session_id = ? LIMIT 1", [session_id]).fetchone()
+        for table in FORGOTTEN_UNLESS
+    )
+
+
+def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session ``is_forgotten`` says nothing names, with its digest and agent links."""
+    conn.execute("DELETE FROM sessions WHERE id = ?", [session_id])
+    conn.execute("DELETE FROM session_digests WHERE session_id = ?", [session_id])
+    conn.execute("DELETE FROM subagents WHERE session_id = ?", [session_id])
+    conn.execute("UPDATE subagents SET child_session_id = NULL WHERE child_session_id = ?", [session_id])
 
 
 def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:

@@ -235,10 +235,11 @@ class Ingester:
         return self.derive_some(IDLE_SESSIONS, skip=self._reading)
 
     def derive_pending(self) -> None:
-        while self.derive_some(200):
+        """Derive every queued session (no file is being read: ones left empty may go)."""
+        while self.derive_some(200, forget_empty=True):
             pass
 
-    def derive_some(self, limit: int, skip=frozenset()) -> bool:
+    def derive_some(self, limit: int, skip=frozenset(), forget_empty=False) -> bool:
         """Derive up to ``limit`` queued sessions not in ``skip``; False when there were none."""
         batch = [
             r[0]
@@ -248,7 +249,7 @@ class Ingester:
         if not batch:
             return False
         with self.transaction():
-            derived = derive.derive_sessions(self.conn, batch, self.words, self.plans)
+            derived = derive.derive_sessions(self.conn, batch, self.words, self.plans, forget_empty=forget_empty)
             self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in derived])
         for session_id in derived:
             self.words.pop(session_id, None)
