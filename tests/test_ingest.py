@@ -286,6 +286,20 @@ def test_a_session_a_newer_parser_names_otherwise_is_not_left_behind_empty(db, r
     conn.close()
 
 
+def test_m017_queues_the_empty_sessions_an_older_version_left(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
+    run(db, root)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO sessions (id, source) VALUES ('left-behind', 'toy')")
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_queue_empty_sessions'")
+    conn.commit()
+    conn.close()
+    open_db(db).close()  # the migration runs again, as on a database from before it
+    assert rows(db, "SELECT session_id FROM derive_queue") == [("left-behind",)]
+    run(db, root)
+    assert rows(db, "SELECT id FROM sessions") == [("s1",)]
+
+
 def test_an_empty_session_a_file_still_names_stays(db, root):
     # A session whose only lines so far are merged (no message) is still its file's.
     (root / "s1.jsonl").write_bytes(line(id="a", text="x"))

@@ -38,6 +38,7 @@ def test_migrations_in_order(conn):
         "m014_add_rowid_to_browse_views",
         "m015_look_up_model_in_browse_tool_calls",
         "m016_reread_files_with_renamed_messages",
+        "m017_queue_empty_sessions",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

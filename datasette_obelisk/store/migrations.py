@@ -658,3 +658,14 @@ def m016_reread_files_with_renamed_messages(db):
         """UPDATE source_files SET parser_version = NULL
            WHERE missing = 0 AND id IN (SELECT file_id FROM message_aliases)"""
     )
+
+
+@migrations()
+def m017_queue_empty_sessions(db):
+    # A session whose file a newer parser read again under another session id
+    # stayed behind as an empty row. Derivation now deletes a session nothing
+    # names any more; the empty ones are queued so the next ingest looks.
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT id FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"""
+    )
