@@ -6,6 +6,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -79,34 +80,54 @@ def test_watch_passes_until_told_to_stop(monkeypatch):
 
 
 def watching(db: Path, options: list, steps) -> tuple[int, str, str]:
-    """Run ``obelisk ingest --watch`` on ``db`` while ``steps()`` runs, then Ctrl-C it: (status, out, err)."""
+    """Run ``obelisk ingest --watch`` on ``db`` while ``steps(printed)`` runs, then Ctrl-C it:
+    (status, out, err). ``printed`` fills with the lines of stdout as they come, so a step
+    can wait for a pass's report: rows are visible before the pass that wrote them ends."""
     process = subprocess.Popen(
         OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    printed: list[str] = []
+
+    def read() -> None:
+        for line in process.stdout:
+            printed.append(line.rstrip("\n"))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        steps()
+        steps(printed)
     finally:
         process.send_signal(signal.SIGINT)
-        out, err = process.communicate(timeout=30)
-    return process.returncode, out, err
+        err = process.communicate(timeout=30)[1]
+        reader.join(timeout=30)
+    return process.returncode, "\n".join(printed), err
+
+
+PASS = re.compile(r"\d\d:\d\d:\d\d (\d+) files read: (\d+) lines, (\d+) messages, 0 errors")
+
+
+def read_by_passes(printed: list[str]) -> int:
+    """Lines read by the passes after the first that reported so far."""
+    return sum(int(m[2]) for line in printed[1:] if (m := PASS.fullmatch(line)))
 
 
 def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
     first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
     db = tmp_path / "o.db"
 
-    def steps():
+    def steps(printed):
         until(lambda: stored(db) == {("s1", "hello one")})
         add_prompts(first, "s1", ["hello two"])
         add_prompts(project / "s2.jsonl", "s2", ["a new session"])
         until(lambda: stored(db) == {("s1", "hello one"), ("s1", "hello two"), ("s2", "a new session")})
+        until(lambda: read_by_passes(printed) == 2)
 
     status, out, err = watching(db, ["--source", "claude", "--no-progress"], steps)
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("1 files (1 read, 0 unchanged, 0 gone from disk), 1 lines, 1 sessions, 1 messages, 0 errors")
-    passes = [re.fullmatch(r"\d\d:\d\d:\d\d (\d+) files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[1:]]
+    passes = [PASS.fullmatch(line) for line in lines[1:]]
     assert all(passes), lines
     assert sum(int(p[2]) for p in passes) == 2 and sum(int(p[3]) for p in passes) == 2
 
@@ -114,7 +135,7 @@ def test_ingest_watch_reads_new_and_grown_files(tmp_path, project):
 def test_ingest_watch_finds_a_log_folder_that_appears_later(tmp_path, project):
     db = tmp_path / "o.db"
 
-    def steps():
+    def steps(printed):
         until(lambda: db.exists())
         add_prompts(project / "s1.jsonl", "s1", ["first words"])  # creates ~/.claude
         until(lambda: stored(db) == {("s1", "first words")})
@@ -140,19 +161,21 @@ def test_ingest_watch_keeps_going_when_a_given_folder_is_deleted(tmp_path):
     add_prompts(logs / "s1.jsonl", "s1", ["kept after deletion"])
     db = tmp_path / "o.db"
 
-    def steps():
+    def steps(printed):
         until(lambda: stored(db) == {("s1", "kept after deletion")})
         shutil.rmtree(tmp_path / "logs")
         until(lambda: archive(db) == [("s1", "archived")])
+        until(lambda: len(printed) == 2)
         add_prompts(logs / "s2.jsonl", "s2", ["the folder is back"])  # the watcher is still there
         until(lambda: archive(db) == [("s1", "archived"), ("s2", "live")])
+        until(lambda: read_by_passes(printed[1:]) == 1)
 
     status, out, err = watching(db, ["--no-progress", "--claude-dir", str(tmp_path / "logs")], steps)
     assert (status, err) == (0, "")
     lines = out.splitlines()
     assert re.fullmatch(r"\d\d:\d\d:\d\d 0 files read: 0 lines, 0 messages, 0 errors, 1 gone from disk \(kept\)", lines[1])
-    later = [re.fullmatch(r"\d\d:\d\d:\d\d \d+ files read: (\d+) lines, (\d+) messages, 0 errors", line) for line in lines[2:]]
-    assert all(later) and sum(int(m[1]) for m in later) == sum(int(m[2]) for m in later) == 1
+    later = [PASS.fullmatch(line) for line in lines[2:]]
+    assert all(later) and sum(int(m[2]) for m in later) == sum(int(m[3]) for m in later) == 1
     assert stored(db) == {("s1", "kept after deletion"), ("s2", "the folder is back")}
 
 
@@ -160,10 +183,11 @@ def test_ingest_watch_json_lines_all_have_the_same_keys(tmp_path, project):
     first = add_prompts(project / "s1.jsonl", "s1", ["hello one"])
     db = tmp_path / "o.db"
 
-    def steps():
+    def steps(printed):
         until(lambda: stored(db) == {("s1", "hello one")})
         add_prompts(first, "s1", ["hello two"])
         until(lambda: len(stored(db)) == 2)
+        until(lambda: sum(json.loads(line)["messages"] for line in printed) == 2)
 
     status, out, err = watching(db, ["--source", "claude", "--json"], steps)
     assert status == 0, err
