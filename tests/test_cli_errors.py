@@ -180,6 +180,15 @@ def test_a_dir_option_that_is_not_an_installed_source_and_a_folder_is_a_usage_er
     assert not db.exists()
 
 
+def test_a_link_and_its_target_are_one_folder(tmp_path):
+    target, link = tmp_path / "claude", tmp_path / "link"
+    target.mkdir()
+    link.symlink_to(target)
+    result = invoke("ingest", "--db", tmp_path / "o.db", "--dir", f"claude={link}", "--claude-dir", target, "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["roots"] == {"claude": str(target)}
+
+
 def test_a_folder_for_a_source_that_source_leaves_out_is_a_usage_error(tmp_path, toy_plugin):
     folder, db = tmp_path / "folder", tmp_path / "o.db"
     folder.mkdir()
