@@ -367,13 +367,18 @@ def echo_summary(summary, roots) -> None:
         click.echo("No agent log folders found (looked for the sources' default folders).", err=True)
     click.echo(
         f"{summary.files} files ({summary.files_read} read, {summary.files_skipped} unchanged, "
-        f"{summary.files_missing} gone from disk), {summary.lines} lines, "
+        f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "
         f"{summary.sessions} sessions, {summary.messages} messages, "
         f"{summary.errors} errors in {summary.seconds:.2f}s"
     )
     echo_errors(summary.error_samples)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
+
+
+def _links(summary) -> str:
+    n = summary.files_linked
+    return f", {n} {'link' if n == 1 else 'links'} to a file read under another name" if n else ""
 
 
 def echo_errors(samples) -> None:

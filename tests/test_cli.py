@@ -56,6 +56,18 @@ def test_db_defaults_to_obelisk_db_env(tmp_path, toy_plugin, monkeypatch):
     assert "1 files (1 read, 0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors" in result.output
 
 
+def test_the_summary_counts_links_to_a_file_read_under_another_name(tmp_path, toy_plugin, monkeypatch):
+    write_logs(tmp_path / "logs")
+    (tmp_path / "logs" / "a.jsonl").symlink_to("s.jsonl")
+    monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, env: tmp_path / "logs")
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--source", "toy"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(
+        "1 files (1 read, 0 unchanged, 0 gone from disk, 1 link to a file read under another name), 2 lines, "
+        "1 sessions, 2 messages, 0 errors in "
+    )
+
+
 def test_usage_errors_exit_two(tmp_path):
     runner = CliRunner()
     unknown = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--source", "nope"])

@@ -158,6 +158,37 @@ def test_a_folder_reached_through_a_symlink_and_then_directly_is_read_once(db, t
     assert rows(db, "SELECT COUNT(*), SUM(missing) FROM source_files") == [(1, 0)]
 
 
+def test_a_file_linked_inside_the_folder_is_read_once_under_its_own_name(db, root):
+    (root / "s2.jsonl").write_bytes(line(id="a", text="hello") + line(id="b", text="again"))
+    (root / "s1.jsonl").symlink_to("s2.jsonl")  # sorts first
+    os.link(root / "s2.jsonl", root / "s3.jsonl")
+    summary = run(db, root)
+    assert (summary.files, summary.files_linked, summary.files_read, summary.messages) == (1, 2, 1, 2)
+    assert rows(db, "SELECT path FROM source_files") == [(str(root / "s2.jsonl"),)]
+    assert rows(db, "SELECT id, message_count FROM sessions") == [("s2", 2)]
+    again = run(db, root)
+    assert (again.files, again.files_linked, again.files_read, again.files_skipped) == (1, 2, 0, 1)
+    (root / "s1.jsonl").unlink()
+    (root / "s3.jsonl").unlink()
+    alone = run(db, root)
+    assert (alone.files, alone.files_linked, alone.files_skipped, alone.files_missing) == (1, 0, 1, 0)
+
+
+def test_rows_an_older_version_read_through_a_link_are_forgotten_and_the_file_read_again(db, root):
+    (root / "s2.jsonl").write_bytes(line(id="a", text="hello"))
+    (root / "s1.jsonl").write_bytes(line(id="a", text="hello"))  # read first: s2's line is its replay
+    run(db, root)
+    assert rows(db, "SELECT id, message_count FROM sessions ORDER BY id") == [("s1", 1), ("s2", 0)]
+    (root / "s1.jsonl").unlink()
+    (root / "s1.jsonl").symlink_to("s2.jsonl")  # what the older version saw as two files
+    summary = run(db, root)
+    assert (summary.files, summary.files_linked, summary.files_replayed, summary.messages) == (1, 1, 1, 1)
+    assert rows(db, "SELECT path FROM source_files") == [(str(root / "s2.jsonl"),)]
+    assert rows(db, "SELECT id, message_count FROM sessions") == [("s2", 1)]
+    assert rows(db, "SELECT m.session_id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                    "WHERE messages_fts MATCH 'hello'") == [("s2",)]
+
+
 def test_a_folder_moved_whole_keeps_its_files_rows(db, tmp_path):
     old, new = tmp_path / "old", tmp_path / "new"
     (old / "p").mkdir(parents=True)

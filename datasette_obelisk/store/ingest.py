@@ -49,6 +49,7 @@ class IngestSummary:
     files_read: int = 0
     files_replayed: int = 0
     files_missing: int = 0
+    files_linked: int = 0  # links to a file found under another path too, not read
     bytes_read: int = 0
     lines: int = 0
     messages: int = 0
@@ -67,6 +68,7 @@ class IngestSummary:
             "files_read": self.files_read,
             "files_replayed": self.files_replayed,
             "files_missing": self.files_missing,
+            "files_linked": self.files_linked,
             "bytes_read": self.bytes_read,
             "lines": self.lines,
             "messages": self.messages,
@@ -141,15 +143,58 @@ class Ingester:
         for name, root in self.roots.items():
             units.extend(self.sources[name].discover(root))
         units.sort(key=lambda u: (u.priority, str(u.path)))
-        return units
+        return self.one_path_per_file(units)
+
+    def one_path_per_file(self, units: list[SourceFile]) -> list[SourceFile]:
+        """``units`` less the links to a file found under another path too.
+
+        A symlink or hard link inside a source's folder names a file that is
+        already there: it is read once, under its own name rather than a
+        symlink's (the name may be the session id), else under the name
+        already stored. Rows an older version read through the other names
+        are forgotten, and the file is read again under the name kept.
+        """
+        by_file: dict[tuple, list[SourceFile]] = {}
+        for unit in units:
+            try:
+                st = os.stat(unit.path)
+            except OSError:
+                continue  # reported when planned
+            if stat_module.S_ISREG(st.st_mode):
+                by_file.setdefault((unit.source, st.st_dev, st.st_ino), []).append(unit)
+        links: dict[str, SourceFile] = {}  # path of a link -> the unit kept for its file
+        for same in by_file.values():
+            if len(same) > 1:
+                keep = min(same, key=lambda u: (os.path.islink(u.path), self.file_row(u) is None))
+                links.update((str(u.path), keep) for u in same if u is not keep)
+        self.summary.files_linked = len(links)
+        if links:
+            self.forget_link_rows(links)
+        return [unit for unit in units if str(unit.path) not in links]
+
+    def forget_link_rows(self, links: dict[str, SourceFile]) -> None:
+        for path, keep in links.items():
+            row = self.conn.execute("SELECT id FROM source_files WHERE path = ?", [path]).fetchone()
+            if row is None:
+                continue
+            with self.transaction():
+                cold_load.index_pending_text(self.conn)
+                touched = delete_file_rows(self.conn, row["id"])
+                self.conn.execute("DELETE FROM source_files WHERE id = ?", [row["id"]])
+                self.conn.executemany(
+                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
+                )
+                self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(keep.path)])
+                self.bump_generation()
+            self._by_inode = None
 
     def run(self) -> IngestSummary:
         started = time.perf_counter()
+        self.finish_cold_load()  # left over by a run that was killed
         units = self.discover()
         self.summary.files = len(units)
         self._discovered = {str(u.path) for u in units}
         total = sum(_size(u.path) for u in units)
-        self.finish_cold_load()  # left over by a run that was killed
         self.derive_pending()
         plans = [plan for plan in map(self.plan, units) if plan is not None]
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
