@@ -40,6 +40,16 @@ def rows(db, sql, params=()):
         conn.close()
 
 
+def change(db, *statements):
+    """Run (sql, params) pairs or plain sql in one transaction, as an older version or a line would have."""
+    conn = sqlite3.connect(db)
+    with conn:
+        for statement in statements:
+            sql, params = statement if isinstance(statement, tuple) else (statement, ())
+            conn.execute(sql, params)
+    conn.close()
+
+
 def test_ingest_counts_every_line(db, root):
     head = line(id="a", text="hello world", ts="2026-01-01T00:00:00Z") + line(kind="meta")
     (root / "s1.jsonl").write_bytes(
@@ -214,10 +224,7 @@ def test_another_file_on_a_reused_inode_is_not_taken_for_a_moved_one(db, tmp_pat
     other = new / "p" / "s1.jsonl"
     other.write_bytes(line(id="b", text="another session's line"))
     st = other.stat()  # as if the file system had given the old file's inode to this one
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE source_files SET device = ?, inode = ?", [st.st_dev, st.st_ino])
-    conn.commit()
-    conn.close()
+    change(db, ("UPDATE source_files SET device = ?, inode = ?", [st.st_dev, st.st_ino]))
     summary = run(db, new)
     assert (summary.files_read, summary.messages) == (1, 1)
     assert rows(db, "SELECT path, missing FROM source_files ORDER BY id") == [
@@ -300,10 +307,7 @@ def test_a_session_a_newer_parser_names_otherwise_is_not_left_behind_empty(db, r
     (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
     run(db, root)
     assert rows(db, "SELECT id FROM sessions ORDER BY id") == [("s1",), ("s2",)]
-    conn = sqlite3.connect(db)
-    conn.execute("UPDATE sessions SET title = 'An old title' WHERE id = 's1'")  # as a title line would
-    conn.commit()
-    conn.close()
+    change(db, "UPDATE sessions SET title = 'An old title' WHERE id = 's1'")  # as a title line would
     assert rows(db, "SELECT session_id, title FROM session_digests") == [("s1", "An old title")]
     summary = ingest(db, {"toy": root}, sources={"toy": Newer()})
     assert summary.files_replayed == 2
@@ -320,11 +324,8 @@ def test_a_session_a_newer_parser_names_otherwise_is_not_left_behind_empty(db, r
 def test_m017_queues_the_empty_sessions_an_older_version_left(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
     run(db, root)
-    conn = sqlite3.connect(db)
-    conn.execute("INSERT INTO sessions (id, source) VALUES ('left-behind', 'toy')")
-    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm017_queue_empty_sessions'")
-    conn.commit()
-    conn.close()
+    change(db, "INSERT INTO sessions (id, source) VALUES ('left-behind', 'toy')",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm017_queue_empty_sessions'")
     open_db(db).close()  # the migration runs again, as on a database from before it
     assert rows(db, "SELECT session_id FROM derive_queue") == [("left-behind",)]
     run(db, root)
@@ -335,11 +336,7 @@ def test_an_empty_session_a_file_still_names_stays(db, root):
     # A session whose only lines so far are merged (no message) is still its file's.
     (root / "s1.jsonl").write_bytes(line(id="a", text="x"))
     run(db, root)
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM messages")
-    conn.execute("INSERT INTO derive_queue (session_id) VALUES ('s1')")
-    conn.commit()
-    conn.close()
+    change(db, "DELETE FROM messages", "INSERT INTO derive_queue (session_id) VALUES ('s1')")
     run(db, root)
     assert rows(db, "SELECT id, message_count FROM sessions") == [("s1", 0)]
 
@@ -374,10 +371,7 @@ def test_m016_has_the_files_holding_a_renamed_message_read_again(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="damaged") + line(id="a", text="the real line"))
     (root / "s2.jsonl").write_bytes(line(id="b", text="plain"))
     run(db, root)
-    conn = sqlite3.connect(db)
-    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm016_reread_files_with_renamed_messages'")
-    conn.commit()
-    conn.close()
+    change(db, "DELETE FROM _sqlite_migrations WHERE name = 'm016_reread_files_with_renamed_messages'")
     open_db(db).close()  # the migration runs again, as on a database from before it
     assert rows(db, "SELECT path LIKE '%s1.jsonl', parser_version FROM source_files ORDER BY path") == [(1, None), (0, 1)]
     summary = run(db, root)
