@@ -341,6 +341,49 @@ def test_an_empty_session_a_file_still_names_stays(db, root):
     assert rows(db, "SELECT id, message_count FROM sessions") == [("s1", 0)]
 
 
+def test_a_session_starts_at_its_earliest_record_or_message_and_a_rewrite_can_move_it(db, root):
+    first = line(id="a", text="x", ts="2026-01-01T00:01:00Z", start="2026-01-01T00:00:00Z")
+    (root / "s1.jsonl").write_bytes(first + line(id="b", text="y", ts="2026-01-01T00:02:00Z"))
+    run(db, root)
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00Z", "2026-01-01T00:02:00Z")]
+    assert rows(db, "SELECT started_at FROM file_sessions") == [("2026-01-01T00:00:00Z",)]
+    (root / "s1.jsonl").write_bytes(line(id="b", text="y", ts="2026-01-01T00:02:00Z"))  # rewritten
+    assert run(db, root).files_replayed == 1
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:02:00Z", "2026-01-01T00:02:00Z")]
+
+
+def test_a_derived_title_goes_with_its_last_candidate_and_a_sources_own_title_stays(db, root):
+    for name in ("s1", "s2"):
+        (root / f"{name}.jsonl").write_bytes(line(id=name, text="x"))
+    run(db, root)
+    change(db, "INSERT INTO titles (session_id, kind, title, file_id) VALUES ('s1', 'first_prompt', 'An old prompt', 1)",
+           "UPDATE sessions SET title = 'Named by its source' WHERE id = 's2'",
+           "INSERT INTO derive_queue (session_id) VALUES ('s1'), ('s2')")
+    run(db, root)
+    assert rows(db, "SELECT id, title, title_source FROM sessions ORDER BY id") == [
+        ("s1", "An old prompt", "first_prompt"), ("s2", "Named by its source", None)
+    ]
+    change(db, "DELETE FROM titles", "INSERT INTO derive_queue (session_id) VALUES ('s1'), ('s2')")
+    run(db, root)
+    assert rows(db, "SELECT id, title, title_source FROM sessions ORDER BY id") == [
+        ("s1", None, None), ("s2", "Named by its source", None)
+    ]
+
+
+def test_m018_keeps_the_start_an_older_version_stored(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:01:00Z"))
+    run(db, root)
+    change(db, "ALTER TABLE file_sessions DROP COLUMN started_at",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm018_add_file_sessions_started_at'",
+           "UPDATE sessions SET started_at = '2026-01-01T00:00:00Z'")  # as a session record would have
+    open_db(db).close()
+    assert rows(db, "SELECT started_at FROM file_sessions") == [("2026-01-01T00:00:00Z",)]
+    with open(root / "s1.jsonl", "ab") as fp:
+        fp.write(line(id="b", text="y", ts="2026-01-01T00:02:00Z"))
+    assert run(db, root).files_replayed == 0
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00Z", "2026-01-01T00:02:00Z")]
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

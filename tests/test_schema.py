@@ -39,6 +39,7 @@ def test_migrations_in_order(conn):
         "m015_look_up_model_in_browse_tool_calls",
         "m016_reread_files_with_renamed_messages",
         "m017_queue_empty_sessions",
+        "m018_add_file_sessions_started_at",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -151,7 +152,7 @@ EXPECTED_TABLES = {
         'session_id',
     ],
     'file_sessions': [
-        'file_id', 'session_id',
+        'file_id', 'session_id', 'started_at',
     ],
     'ingest_errors': [
         'id', 'file_id', 'path', 'line_no', 'byte_offset', 'byte_length', 'reason', 'created_at',

@@ -22,7 +22,7 @@ class ToyParser:
             return [Merged(position, "metadata")]
         uuid = value.get("id") or f"{self.session_id}:{position.byte_offset}"
         records = [
-            Session(self.session_id, "toy", cwd=value.get("cwd")),
+            Session(self.session_id, "toy", cwd=value.get("cwd"), started_at=value.get("start")),
             Message(
                 uuid, self.session_id, "toy", value.get("type", "user"), position,
                 role=value.get("role", "user"), parent_uuid=value.get("parent"),

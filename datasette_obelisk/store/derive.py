@@ -30,6 +30,7 @@ from .session_index import (
 )
 
 TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
+DERIVED_TITLE_SQL = ", ".join(f"'{kind}'" for kind in (*TITLE_PRECEDENCE, "subagent"))
 SPAWNING_TOOLS = ("Task", "Agent")
 
 
@@ -396,20 +397,25 @@ def counted_usage(rows: list[SessionRow]) -> set[int]:
 # -- sessions ------------------------------------------------------------
 
 
-SESSION_UPDATE = """UPDATE sessions SET
-     started_at = CASE WHEN started_at IS NULL OR ?1 < started_at THEN ?1 ELSE started_at END,
-     ended_at = COALESCE(?, ended_at),
-     message_count = ?, input_tokens = ?, output_tokens = ?,
-     cache_read_tokens = ?, cache_creation_tokens = ?,
-     project_path = COALESCE(?, project_path, cwd),
-     project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?, project) END,
+# The start and a title of a kind derivation chooses follow the stored rows
+# alone (a title a source's session record set itself is kept when no
+# candidate is left); the other columns keep what a session record gave when
+# the rows say nothing.
+SESSION_UPDATE = f"""UPDATE sessions SET
+     started_at = ?1,
+     ended_at = COALESCE(?2, ended_at),
+     message_count = ?3, input_tokens = ?4, output_tokens = ?5,
+     cache_read_tokens = ?6, cache_creation_tokens = ?7,
+     project_path = COALESCE(?8, project_path, cwd),
+     project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?9, project) END,
      project_source = COALESCE(project_source, 'cwd'),
-     git_branch = COALESCE(?, git_branch), model = COALESCE(?, model),
-     jsonl_path = COALESCE(?, jsonl_path),
-     title = COALESCE(?, title), title_source = COALESCE(?, title_source),
-     availability = CASE WHEN ? > 0 OR ? = 0 THEN 'live' ELSE 'archived' END,
+     git_branch = COALESCE(?10, git_branch), model = COALESCE(?11, model),
+     jsonl_path = COALESCE(?12, jsonl_path),
+     title = CASE WHEN ?14 IS NOT NULL OR title_source IN ({DERIVED_TITLE_SQL}) THEN ?13 ELSE title END,
+     title_source = CASE WHEN ?14 IS NOT NULL OR title_source IN ({DERIVED_TITLE_SQL}) THEN ?14 ELSE title_source END,
+     availability = CASE WHEN ?15 > 0 OR ?16 = 0 THEN 'live' ELSE 'archived' END,
      updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-   WHERE id = ?"""
+   WHERE id = ?17"""
 
 
 def is_conversation(row: SessionRow, visibility: str) -> bool:
@@ -425,7 +431,11 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
     """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
     them, the title, and the last cwd, branch and model."""
+    starts = conn.execute(
+        "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
+    ).fetchall()
     timestamps = [r.timestamp for r in rows if is_moment(r.timestamp)]
+    started = min([*timestamps, *(start for start, in starts if is_moment(start))], default=None)
     used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id)
     last = conn.execute(
@@ -443,7 +453,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
         {"s": session_id},
     ).fetchone()
     return [
-        min(timestamps, default=None), max(timestamps, default=None),
+        started, max(timestamps, default=None),
         sum(is_conversation(r, surfaces[r.id][1]) for r in rows),
         sum(r.input_tokens or 0 for r in used), sum(r.output_tokens or 0 for r in used),
         sum(r.cache_read_tokens or 0 for r in used), sum(r.cache_creation_tokens or 0 for r in used),

@@ -21,7 +21,7 @@ import orjson
 
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings
-from . import cold_load, derive, redacting
+from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
@@ -196,7 +196,7 @@ class Ingester:
         self._discovered = {str(u.path) for u in units}
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = [plan for plan in map(self.plan, units) if plan is not None]
+        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None], units)
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
         self.begin_cold_load(to_read)
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -219,6 +219,67 @@ class Ingester:
         self.summary.sessions = len(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
+
+    def with_families(self, plans: list[Plan], units: list[SourceFile]) -> list[Plan]:
+        """``plans``, in which each log read again from its start takes its family along.
+
+        Reading a log again after a parser change or a rewrite forgets the
+        sessions it shares with other files, and plans to read all of those
+        files again (see ``families``). A family with a file gone from disk or
+        not found by this run keeps its rows: only its changed file is read
+        again. A document read again (a ``.meta.json`` rewritten, a Gemini
+        chat saved again) stays alone, so an agent's metadata written while
+        its session runs does not mean reading the whole session again.
+        """
+        starts = [
+            plan.row for plan in plans
+            if plan.job is not None and plan.row is not None and plan.resume is None
+            and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version)
+        ]
+        if not starts:
+            return plans
+        found = {str(unit.path) for unit in units}
+        seen: set[int] = set()
+        again: set[int] = set()
+        forget: set[str] = set()
+        for row in starts:
+            if row["id"] in seen:
+                continue
+            files, sessions = families.family(self.conn, row["id"])
+            seen |= files
+            ids = orjson.dumps(sorted(files)).decode()
+            kept = self.conn.execute(
+                "SELECT path, missing FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [ids]
+            ).fetchall()
+            if all(not missing and path in found for path, missing in kept):
+                again |= files
+                forget |= sessions
+        if not forget:
+            return plans
+        with self.transaction():
+            self.conn.execute(
+                "UPDATE source_files SET parser_version = NULL WHERE id IN (SELECT value FROM json_each(?))",
+                [orjson.dumps(sorted(again)).decode()],
+            )
+            for session_id in sorted(forget):
+                derive.forget_session(self.conn, session_id)
+            self.conn.executemany(
+                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in sorted(forget)]
+            )
+            self.bump_generation()
+        planned = {str(plan.unit.path): plan for plan in plans}
+        paths = {row[0] for row in self.conn.execute(
+            "SELECT path FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [orjson.dumps(sorted(again)).decode()]
+        )}
+        replanned = []
+        for unit in units:
+            path = str(unit.path)
+            if path in paths:
+                self.summary.files_skipped -= path not in planned  # counted as unchanged a moment ago
+                replanned.append(self.plan(unit))
+            else:
+                replanned.append(planned.get(path))
+        return [plan for plan in replanned if plan is not None]
 
     def report(self, done: int) -> None:
         if self.progress is not None:

@@ -669,3 +669,19 @@ def m017_queue_empty_sessions(db):
         """INSERT OR IGNORE INTO derive_queue (session_id)
            SELECT id FROM sessions s WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)"""
     )
+
+
+@migrations()
+def m018_add_file_sessions_started_at(db):
+    # A session's start was the earliest time ever written to its row, so a
+    # file read again (rewritten, or by a newer parser) could not move it
+    # later. The start a file's own session record gives (Codex session_meta,
+    # Gemini startTime) is now kept per file and deleted with the file's rows;
+    # derivation takes the earliest of these and of the session's messages.
+    # Each existing pair takes its session's current start, so nothing moves
+    # until a file is read again.
+    db.execute("ALTER TABLE file_sessions ADD COLUMN started_at TEXT")
+    db.execute(
+        """UPDATE file_sessions SET started_at =
+           (SELECT started_at FROM sessions WHERE sessions.id = file_sessions.session_id)"""
+    )

@@ -115,6 +115,12 @@ ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
     "ON CONFLICT (file_id, uuid) DO UPDATE SET stored_as = excluded.stored_as"
 )
+# The earliest start a file's session records give; derivation reads it.
+FILE_SESSION_UPSERT = (
+    "INSERT INTO file_sessions (file_id, session_id, started_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (file_id, session_id) DO UPDATE SET started_at = excluded.started_at "
+    "WHERE excluded.started_at < started_at OR started_at IS NULL"
+)
 MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
@@ -130,6 +136,7 @@ class Writer:
         self.path = path
         self.counts = WriteCounts()
         self._next_seq: dict[str, int] = {}
+        self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
 
     def seq_for(self, session_id: str) -> int:
         seq = self._next_seq.get(session_id)
@@ -169,8 +176,8 @@ class Writer:
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
         self.conn.executemany(RESULT_INSERT, self._results)
         self.conn.executemany(
-            "INSERT OR IGNORE INTO file_sessions (file_id, session_id) VALUES (?, ?)",
-            [(self.file_id, s) for s in self.counts.mentioned | self.counts.sessions],
+            FILE_SESSION_UPSERT,
+            [(self.file_id, s, self._starts.get(s)) for s in self.counts.mentioned | self.counts.sessions],
         )
 
     def _message_uuid(self, uuid: str | None) -> str | None:
@@ -265,6 +272,8 @@ class Writer:
 
     def _session(self, s: Session) -> None:
         self.conn.execute(SESSION_UPSERT, [s.id] + [getattr(s, f) for f in SESSION_FIELDS])
+        if s.started_at and (s.id not in self._starts or s.started_at < self._starts[s.id]):
+            self._starts[s.id] = s.started_at
         if s.project:
             self.conn.execute(
                 "UPDATE sessions SET project = ?, project_source = 'log' WHERE id = ? "

@@ -1,0 +1,110 @@
+"""A log read again from its start gives what a first ingest of the logs gives,
+also in the rows it shares with other files (sessions, agents)."""
+
+import shutil
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.store.ingest import ingest
+from dbsnapshot import diff, snapshot
+
+
+def run(db, claude):
+    return ingest(db, {"claude": claude}, sources={"claude": get_sources()["claude"]})
+
+
+def rows(db, sql):
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+def drop_line(path, number):
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[: number - 1] + lines[number:]))
+
+
+@pytest.fixture
+def logs(tmp_path, corpus):
+    def copy(folder):
+        project = tmp_path / ".claude" / "projects" / "p"
+        shutil.copytree(corpus / "claude-code" / folder, project)
+        return tmp_path / ".claude", project
+
+    return copy
+
+
+# (corpus folder, file, line dropped, a query, its answer once the line is gone)
+# Each answer is what the older ingest left behind from the dropped line.
+CASES = [
+    # The only line naming the working folder, branch and version.
+    ("kvsankar__agent-history", "claude_forked_session.jsonl", 1,
+     "SELECT cwd, git_branch, version, started_at FROM sessions",
+     [(None, None, None, "2025-12-10T09:00:10.000Z")]),
+    # The first line with a time: the session starts later.
+    ("handgemacht-ai__claude-code-log", "2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl", 2,
+     "SELECT started_at FROM sessions WHERE id = '2b4ed4c0-b905-41de-9238-273db3ec737a'",
+     [("2026-01-23T17:13:37.933Z",)]),
+    # The Task call that typed the agent.
+    ("handgemacht-ai__claude-code-log", "eb000000-0000-4000-8000-000000000001.jsonl", 2,
+     "SELECT agent_type, parent_session_id FROM sessions WHERE id LIKE '%:agent-cccc333'",
+     [(None, "eb000000-0000-4000-8000-000000000001")]),
+    # The Task call that described a 2.1 agent.
+    ("handgemacht-ai__claude-code-log", "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl", 54,
+     "SELECT description FROM subagents WHERE agent_id = 'a4ca7529859c158c2'",
+     [(None,)]),
+    # The first line of an inline sidechain: the agent is named by the next one.
+    ("jazzyalex__agent-sessions", "small.jsonl", 1,
+     "SELECT agent_id, child_session_id FROM subagents WHERE session_id = 'small' ORDER BY agent_id",
+     [("sidechain-attstage0sma", "small:agent-sidechain-attstage0sma"), ("sidechain-u1", "small:agent-sidechain-u1")]),
+]
+
+
+@pytest.mark.parametrize("folder, name, number, sql, expected", CASES, ids=[c[1] for c in CASES])
+def test_a_log_rewritten_without_a_line_gives_a_first_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
+    claude, project = logs(folder)
+    run(tmp_path / "again.db", claude)
+    drop_line(project / name, number)
+    run(tmp_path / "again.db", claude)
+    run(tmp_path / "first.db", claude)
+    assert rows(tmp_path / "again.db", sql) == expected
+    got, first = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "first.db")
+    assert got == first, diff(got, first)
+
+
+def test_the_files_sharing_a_session_are_read_again_with_it(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    run(tmp_path / "o.db", claude)
+    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 2)
+    summary = run(tmp_path / "o.db", claude)
+    # The main log, and its agent's log, which names the main session.
+    assert (summary.files, summary.files_read, summary.files_replayed, summary.files_skipped) == (8, 2, 2, 6)
+    assert rows(tmp_path / "o.db", "SELECT COUNT(*) FROM sessions") == [(7,)]
+
+
+def test_a_family_with_a_file_gone_from_disk_keeps_its_rows(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    run(tmp_path / "o.db", claude)
+    agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl"
+    (project / agent).unlink()
+    run(tmp_path / "o.db", claude)
+    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 2)
+    summary = run(tmp_path / "o.db", claude)
+    assert (summary.files_read, summary.files_replayed) == (1, 1)
+    # The agent's session is still archived with its type, which only the gone line gave.
+    assert rows(tmp_path / "o.db", "SELECT agent_type, availability FROM sessions WHERE id LIKE '%:agent-cccc333'") == [
+        ("Explore", "archived")
+    ]
+
+
+def test_a_document_read_again_stays_alone(tmp_path, logs):
+    claude, project = logs("jazzyalex__agent-sessions")
+    run(tmp_path / "o.db", claude)
+    meta = project / "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f" / "subagents" / "agent-a0ad4f44468bdf20d.meta.json"
+    meta.write_bytes(meta.read_bytes() + b"\n")
+    summary = run(tmp_path / "o.db", claude)
+    assert (summary.files_read, summary.files_replayed) == (1, 1)
