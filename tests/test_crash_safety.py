@@ -88,3 +88,61 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path, cold, ahead):
     got = snapshot(killed)
     assert got == expected, diff(got, expected)
     assert schema(killed) == schema(clean)
+
+
+CLAUDE_RUNNER = """
+from datasette_obelisk.store.ingest import ingest
+ingest({db!r}, {{"claude": {root!r}}}, chunk_bytes=2000)
+"""
+
+
+def test_sigkill_while_families_are_read_again_then_rerun(tmp_path):
+    # A parser change has every log read again with its family, sessions
+    # forgotten first; a rewritten main log adds one family replay more.
+    from datasette_obelisk.demo.generator import generate
+    from datasette_obelisk.store.ingest import ingest
+
+    generate(tmp_path / "corpus", seed=3, target_bytes=4_000_000, codex=False)
+    claude = tmp_path / "corpus" / ".claude"
+    killed = tmp_path / "killed.db"
+    ingest(killed, {"claude": claude})
+    main = next(p.parent.with_suffix(".jsonl") for p in sorted(claude.rglob("subagents")))
+    lines = main.read_bytes().splitlines(keepends=True)
+    main.write_bytes(b"".join(lines[:1] + lines[2:]))
+    conn = sqlite3.connect(killed)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    before = tmp_path / "before.db"
+    conn.execute("VACUUM INTO ?", [str(before)])
+    conn.close()
+
+    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(tmp_path / "clean.db"), root=str(claude))]
+    started = time.perf_counter()
+    subprocess.run(command, check=True)
+    duration = time.perf_counter() - started
+    expected = snapshot(tmp_path / "clean.db")
+
+    rng = random.Random(5)
+    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(killed), root=str(claude))]
+    kills = 0
+    for attempt in range(30):
+        if kills == 5:
+            break
+        proc = subprocess.Popen(command)
+        time.sleep(rng.uniform(0.2, 0.9) * duration)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+            proc.wait()
+            continue
+        # It finished first: it mended what the kills left; start over from before the change.
+        assert proc.returncode == 0
+        got = snapshot(killed)
+        assert got == expected, diff(got, expected)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{killed}{suffix}").unlink(missing_ok=True)
+        killed.write_bytes(before.read_bytes())
+    subprocess.run(command, check=True)
+    assert kills >= 3, f"only {kills} kills landed before the ingester finished"
+    got = snapshot(killed)
+    assert got == expected, diff(got, expected)
