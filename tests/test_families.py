@@ -1,5 +1,6 @@
-"""A log read again from its start gives what a first ingest of the logs gives,
-also in the rows it shares with other files (sessions, agents)."""
+"""The rows several files share (sessions, agents) come out as one ingest of
+those files gives them: after a log is read again from its start, and when the
+files arrive one by one in any order."""
 
 import shutil
 import sqlite3
@@ -108,3 +109,36 @@ def test_a_document_read_again_stays_alone(tmp_path, logs):
     meta.write_bytes(meta.read_bytes() + b"\n")
     summary = run(tmp_path / "o.db", claude)
     assert (summary.files_read, summary.files_replayed) == (1, 1)
+
+
+# A parent's files reach the database in any order (the agent's log is written
+# before the main log's result line, its .meta.json at any time).
+ORDERS = [
+    ("handgemacht-ai__claude-code-log", "eb000000-0000-4000-8000-000000000001:agent-cccc333", "Explore",
+     ["eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl",
+      "eb000000-0000-4000-8000-000000000001.jsonl"]),
+    ("jazzyalex__agent-sessions", "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f:agent-a0ad4f44468bdf20d", "general-purpose",
+     ["0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl",
+      "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl",
+      "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json"]),
+]
+
+
+@pytest.mark.parametrize("folder, agent, agent_type, order", ORDERS, ids=[o[0] for o in ORDERS])
+def test_files_arriving_one_by_one_give_the_rows_of_one_ingest(tmp_path, logs, corpus, folder, agent, agent_type, order):
+    claude, project = logs(folder)
+    run(tmp_path / "whole.db", claude)
+    arriving = tmp_path / "arriving" / "projects" / "p"
+    for name in order:
+        (arriving / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(project / name, arriving / name)
+        run(tmp_path / "arriving.db", arriving.parent.parent)
+    for path in sorted(project.rglob("*")):  # and the folder's other files
+        if path.is_file() and not (arriving / path.relative_to(project)).exists():
+            (arriving / path.relative_to(project)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, arriving / path.relative_to(project))
+    run(tmp_path / "arriving.db", arriving.parent.parent)
+    sql = f"SELECT agent_type FROM sessions WHERE id = '{agent}'"
+    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [(agent_type,)]
+    got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
+    assert got == whole, diff(got, whole)

@@ -638,9 +638,12 @@ def link_subagents(conn, session_ids) -> None:
                  AND (duration_ms IS NULL OR total_tokens IS NULL)""",
             {"s": session_id},
         )
+        # The agent's type, also when its session was read before the call or
+        # the .meta.json that tells it (a parent's files arrive in any order).
         conn.execute(
             """UPDATE sessions SET agent_type = COALESCE(agent_type,
                    (SELECT agent_type FROM subagents WHERE child_session_id = sessions.id))
-               WHERE id = :s AND relationship = 'subagent'""",
+               WHERE relationship = 'subagent' AND agent_type IS NULL
+                 AND (id = :s OR id IN (SELECT child_session_id FROM subagents WHERE session_id = :s))""",
             {"s": session_id},
         )
