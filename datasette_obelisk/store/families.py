@@ -12,12 +12,17 @@ which gives what a first ingest of those files gives.
     family(conn, file_id) -> (file ids, session ids)
         The smallest set of files and sessions holding ``file_id`` in which
         every file of a session and every session of a file belong.
+    families_to_read(conn, file_ids, found) -> ({file id: path}, session ids)
+        The files and sessions of the families of ``file_ids`` that can be
+        read again whole: every file on disk and among the paths ``found``.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
+from typing import Iterable
+
+import orjson
 
 SESSIONS_OF_FILES = (
     "SELECT session_id FROM file_sessions WHERE file_id IN (SELECT value FROM json_each(:ids)) "
@@ -33,10 +38,32 @@ def family(conn: sqlite3.Connection, file_id: int) -> tuple[set[int], set[str]]:
     files, sessions = {file_id}, set()
     new_files = {file_id}
     while new_files:
-        ids = json.dumps(sorted(new_files))
-        new_sessions = {row[0] for row in conn.execute(SESSIONS_OF_FILES, {"ids": ids})} - sessions
+        new_sessions = {row[0] for row in conn.execute(SESSIONS_OF_FILES, {"ids": as_json(new_files)})} - sessions
         sessions |= new_sessions
-        ids = json.dumps(sorted(new_sessions))
-        new_files = {row[0] for row in conn.execute(FILES_OF_SESSIONS, {"ids": ids})} - files
+        new_files = {row[0] for row in conn.execute(FILES_OF_SESSIONS, {"ids": as_json(new_sessions)})} - files
         files |= new_files
     return files, sessions
+
+
+def families_to_read(conn: sqlite3.Connection, file_ids: Iterable[int], found: set[str]) -> tuple[dict[int, str], set[str]]:
+    seen: set[int] = set()
+    paths: dict[int, str] = {}
+    sessions: set[str] = set()
+    for file_id in file_ids:
+        if file_id in seen:
+            continue
+        files, named = family(conn, file_id)
+        seen |= files
+        live = dict(conn.execute(
+            "SELECT id, path FROM source_files WHERE missing = 0 AND id IN (SELECT value FROM json_each(?))",
+            [as_json(files)],
+        ))
+        if len(live) == len(files) and all(path in found for path in live.values()):
+            paths.update(live)
+            sessions |= named
+    return paths, sessions
+
+
+def as_json(values) -> str:
+    """``values`` as a JSON array, for ``json_each`` (no limit on how many)."""
+    return orjson.dumps(sorted(values)).decode()

@@ -232,34 +232,19 @@ class Ingester:
         its session runs does not mean reading the whole session again.
         """
         starts = [
-            plan.row for plan in plans
+            plan.row["id"] for plan in plans
             if plan.job is not None and plan.row is not None and plan.resume is None
             and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version)
         ]
         if not starts:
             return plans
-        found = {str(unit.path) for unit in units}
-        seen: set[int] = set()
-        again: set[int] = set()
-        forget: set[str] = set()
-        for row in starts:
-            if row["id"] in seen:
-                continue
-            files, sessions = families.family(self.conn, row["id"])
-            seen |= files
-            ids = orjson.dumps(sorted(files)).decode()
-            kept = self.conn.execute(
-                "SELECT path, missing FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [ids]
-            ).fetchall()
-            if all(not missing and path in found for path, missing in kept):
-                again |= files
-                forget |= sessions
+        again, forget = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
         if not forget:
             return plans
         with self.transaction():
             self.conn.execute(
                 "UPDATE source_files SET parser_version = NULL WHERE id IN (SELECT value FROM json_each(?))",
-                [orjson.dumps(sorted(again)).decode()],
+                [families.as_json(again)],
             )
             for session_id in sorted(forget):
                 derive.forget_session(self.conn, session_id)
@@ -268,14 +253,13 @@ class Ingester:
             )
             self.bump_generation()
         planned = {str(plan.unit.path): plan for plan in plans}
-        paths = {row[0] for row in self.conn.execute(
-            "SELECT path FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [orjson.dumps(sorted(again)).decode()]
-        )}
+        paths = set(again.values())
         replanned = []
         for unit in units:
             path = str(unit.path)
             if path in paths:
-                self.summary.files_skipped -= path not in planned  # counted as unchanged a moment ago
+                if path not in planned:
+                    self.summary.files_skipped -= 1  # counted as unchanged a moment ago
                 replanned.append(self.plan(unit))
             else:
                 replanned.append(planned.get(path))
