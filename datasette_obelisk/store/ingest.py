@@ -181,9 +181,7 @@ class Ingester:
                 cold_load.index_pending_text(self.conn)
                 touched = delete_file_rows(self.conn, row["id"])
                 self.conn.execute("DELETE FROM source_files WHERE id = ?", [row["id"]])
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
-                )
+                self.queue_sessions(touched)
                 self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(keep.path)])
                 self.bump_generation()
             self._by_inode = None
@@ -248,9 +246,7 @@ class Ingester:
             )
             for session_id in sorted(forget):
                 derive.forget_session(self.conn, session_id)
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in sorted(forget)]
-            )
+            self.queue_sessions(forget)
             self.bump_generation()
         planned = {str(plan.unit.path): plan for plan in plans}
         paths = set(again.values())
@@ -396,6 +392,11 @@ class Ingester:
             self.bump_generation()
         self.summary.files_missing += len(gone)
 
+    def queue_sessions(self, session_ids) -> None:
+        self.conn.executemany(
+            "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in sorted(session_ids)]
+        )
+
     def queue_sessions_of_file(self, file_id: int) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO derive_queue (session_id) "
@@ -488,9 +489,7 @@ class Ingester:
                 cold_load.index_pending_text(self.conn)
                 touched = delete_file_rows(self.conn, file_id)
                 self._sessions |= touched
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [(s,) for s in touched]
-                )
+                self.queue_sessions(touched)
                 self.conn.execute(
                     "UPDATE source_files SET lines_read = 0, lines_stored = 0, lines_merged = 0, "
                     "lines_failed = 0, generation = generation + 1, missing = 0, last_error = NULL "
@@ -635,10 +634,7 @@ class Ingester:
             counts = writer.counts
             if unit.layout == "document":  # one file, many items: count the items
                 lines = counts.stored + counts.merged + counts.failed
-            self.conn.executemany(
-                "INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)",
-                [(s,) for s in counts.sessions | counts.mentioned],
-            )
+            self.queue_sessions(counts.sessions | counts.mentioned)
             self.conn.execute(
                 """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?,
                    head_hash = ?, tail_hash = ?, cursor = ?, line_no = ?, pending_bytes = ?,
