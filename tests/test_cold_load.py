@@ -1,7 +1,10 @@
 """A cold load (first ingest of many bytes) builds indexes once, at the end, and ends as any other ingest."""
 
+import shutil
 import sqlite3
+from pathlib import Path
 
+import orjson
 import pytest
 
 from dbsnapshot import snapshot
@@ -197,3 +200,117 @@ def test_a_file_read_again_during_a_cold_load_keeps_the_index_whole(tmp_path, lo
     assert conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == conn.execute(
         "SELECT COUNT(*) FROM messages"
     ).fetchone()[0]
+
+
+def reread_everything(db) -> list[int]:
+    """What a parser change does: every file is read again from its start."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    ids = [row[0] for row in conn.execute("SELECT id FROM source_files ORDER BY id")]
+    conn.close()
+    return ids
+
+
+def fts_rows(conn) -> tuple:
+    return (
+        conn.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0],
+        conn.execute("SELECT COUNT(*) FROM tool_errors_fts_docsize").fetchone()[0],
+    )
+
+
+def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
+    ingest(tmp_path / "first.db", logs, cold_load_bytes=None)
+    db = tmp_path / "o.db"
+    ingest(db, logs, cold_load_bytes=None)
+    reread_everything(db)
+    seen = []
+    begin = cold_load.begin
+
+    def watched_begin(conn, files_read_again=()):
+        started = begin(conn, files_read_again)
+        seen.append((started, orjson.loads(get_state(conn, cold_load.STATE_KEY)), fts_rows(conn)))
+        return started
+
+    monkeypatch.setattr(cold_load, "begin", watched_begin)
+    summary = ingest(db, logs, cold_load_bytes=0)
+    [(started, state, emptied)] = seen
+    assert (started, state["reload"], state["messages"], state["tool_results"], emptied) == (True, True, 0, 0, (0, 0))
+    dropped = {sql.split()[2] for sql in state["schema"] if sql.startswith("CREATE TRIGGER")}
+    assert dropped == {
+        "messages_ai", "messages_ad", "messages_au", "tool_results_ai", "tool_results_ad",
+        "tool_results_au_old", "tool_results_au_new",
+    }
+    assert summary.files_replayed == summary.files == len(reread_everything(tmp_path / "first.db"))
+    assert snapshot(db) == snapshot(tmp_path / "first.db")
+    assert schema(db) == schema(tmp_path / "first.db")
+    conn = open_db(db)
+    assert get_state(conn, cold_load.STATE_KEY) is None
+    assert fts_rows(conn) == fts_rows(open_db(tmp_path / "first.db"))
+    assert fts_rows(conn) == (
+        conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+        conn.execute("SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed'").fetchone()[0],
+    )
+    # (Without rank: it indexes only the failed results, so it never matches its whole content table.)
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('integrity-check')")
+    docs = "SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1"
+    assert conn.execute(docs).fetchall() == open_db(tmp_path / "first.db").execute(docs).fetchall()
+
+
+def test_a_reload_indexes_the_archived_rows_again(tmp_path, logs):
+    """The rows of a file gone from disk are not read again, yet stay searchable."""
+    root = tmp_path / "logs"
+    shutil.copytree(logs["claude"].parent, root)
+    roots = {"claude": root / ".claude", "codex": root / ".codex"}
+    db = tmp_path / "o.db"
+    ingest(db, roots, cold_load_bytes=None)
+    conn = open_db(db)
+    gone, message_id, word = conn.execute(
+        "SELECT f.path, m.id, m.text FROM messages m JOIN source_files f ON f.id = m.file_id "
+        "WHERE m.text GLOB '*[a-z]*' AND f.path LIKE '%.jsonl' ORDER BY m.id LIMIT 1"
+    ).fetchone()
+    word = next(w for w in word.split() if w.isalpha())
+    Path(gone).unlink()
+    ingest(db, roots, cold_load_bytes=None)
+    reread_everything(db)
+    ingest(db, roots, cold_load_bytes=0)
+    assert conn.execute("SELECT availability FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = ?)",
+                        [message_id]).fetchone()[0] == "archived"
+    found = [row[0] for row in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [f'"{word}"'])]
+    assert message_id in found
+    assert fts_rows(conn)[0] == conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_reading_again_the_files_of_fewer_than_half_the_messages_is_no_reload(tmp_path, logs):
+    db = tmp_path / "o.db"
+    ingest(db, logs, cold_load_bytes=None)
+    conn = open_db(db)
+    by_file = conn.execute(
+        "SELECT file_id, COUNT(*) FROM messages GROUP BY file_id ORDER BY COUNT(*) DESC, file_id"
+    ).fetchall()
+    total = sum(count for _, count in by_file)
+    most, held = [], 0
+    for file_id, count in by_file:
+        if 2 * (held + count) >= total:
+            break
+        most.append(file_id)
+        held += count
+    before = fts_rows(conn)
+    with transaction(conn):
+        assert not cold_load.begin(conn, most)
+        assert not cold_load.begin(conn, [])
+    assert fts_rows(conn) == before and get_state(conn, cold_load.STATE_KEY) is None
+    with transaction(conn):
+        assert cold_load.begin(conn, most + [by_file[len(most)][0]])
+    assert orjson.loads(get_state(conn, cold_load.STATE_KEY))["reload"] is True
+    assert fts_rows(conn) == (0, 0)
+    with transaction(conn):
+        cold_load.finish(conn)
+    assert fts_rows(conn) == before
+    assert schema(db) == schema_after_ingest(tmp_path, logs)
+
+
+def schema_after_ingest(tmp_path, logs) -> list:
+    ingest(tmp_path / "reference.db", logs, cold_load_bytes=None)
+    return schema(tmp_path / "reference.db")

@@ -92,11 +92,14 @@ def test_sigkill_at_random_moments_then_rerun(tmp_path, cold, ahead):
 
 CLAUDE_RUNNER = """
 from datasette_obelisk.store.ingest import ingest
-ingest({db!r}, {{"claude": {root!r}}}, chunk_bytes=2000)
+ingest({db!r}, {{"claude": {root!r}}}, chunk_bytes=2000, cold_load_bytes={cold})
 """
 
 
-def test_sigkill_while_families_are_read_again_then_rerun(tmp_path):
+# cold=0: the files read again hold every message, so the run is a reload
+# (FTS tables emptied, indexes and triggers dropped until its end).
+@pytest.mark.parametrize("cold", [None, 0])
+def test_sigkill_while_families_are_read_again_then_rerun(tmp_path, cold):
     # A parser change has every log read again with its family, sessions
     # forgotten first; a rewritten main log adds one family replay more.
     from datasette_obelisk.demo.generator import generate
@@ -116,14 +119,14 @@ def test_sigkill_while_families_are_read_again_then_rerun(tmp_path):
     conn.execute("VACUUM INTO ?", [str(before)])
     conn.close()
 
-    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(tmp_path / "clean.db"), root=str(claude))]
+    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(tmp_path / "clean.db"), root=str(claude), cold=None)]
     started = time.perf_counter()
     subprocess.run(command, check=True)
     duration = time.perf_counter() - started
     expected = snapshot(tmp_path / "clean.db")
 
     rng = random.Random(5)
-    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(killed), root=str(claude))]
+    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(killed), root=str(claude), cold=cold)]
     kills = 0
     for attempt in range(30):
         if kills == 5:

@@ -8,7 +8,8 @@ import sqlite3
 import pytest
 
 from datasette_obelisk.plugins import get_sources
-from datasette_obelisk.store.ingest import ingest
+from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.ingest import Ingester, ingest
 from dbsnapshot import diff, snapshot
 
 
@@ -109,6 +110,30 @@ def test_a_document_read_again_stays_alone(tmp_path, logs):
     meta.write_bytes(meta.read_bytes() + b"\n")
     summary = run(tmp_path / "o.db", claude)
     assert (summary.files_read, summary.files_replayed) == (1, 1)
+
+
+def test_inline_agents_derived_from_their_old_lines_keep_their_parent(tmp_path, logs):
+    """While a reader works ahead, the writer derives queued sessions: after a
+    parser change, an inline agent's session is derived from its old lines
+    before its parent's log is read again and regroups them."""
+    claude, _ = logs("d-kimuson__claude-code-viewer")
+    run(tmp_path / "first.db", claude)
+    db = tmp_path / "again.db"
+    run(db, claude)
+    conn = open_db(db)
+    conn.execute("UPDATE source_files SET parser_version = NULL")
+    ingester = Ingester(conn, {"claude": get_sources()["claude"]}, {"claude": claude})
+    units = ingester.discover()
+    ingester.with_families([ingester.plan(unit) for unit in units], units)
+    ingester.derive_some(100)  # the five agents' sessions, back without a parent
+    assert rows(db, "SELECT COUNT(*) FROM sessions WHERE id LIKE '%:agent-sidechain-%' AND parent_session_id IS NULL") == [(5,)]
+    for unit in units:
+        ingester.ingest_file(unit)
+    ingester.flush(force=True)
+    ingester.derive_pending()
+    assert rows(db, "SELECT COUNT(*), COUNT(parent_session_id), COUNT(agent_type) FROM sessions WHERE relationship = 'subagent'") == [(5, 5, 5)]
+    got, first = snapshot(db), snapshot(tmp_path / "first.db")
+    assert got == first, diff(got, first)
 
 
 # A parent's files reach the database in any order (the agent's log is written

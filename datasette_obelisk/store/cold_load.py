@@ -9,21 +9,31 @@ trigger that reads ``new.text`` costs a copy of every row inserted, even
 when its ``WHEN`` clause is false, and the finishing pass indexes every row
 past the high-water mark, whoever wrote it.
 
+A run that reads again the files holding most of the stored messages (a
+parser change replays every log) is loaded the same way, as a *reload*: the
+FTS tables are emptied and their delete and update triggers dropped too, so
+deleting the old rows costs no tokenizing, and the finishing pass indexes
+every row, those of files not read again included. Nothing is indexed before
+that pass (rows may still be deleted, and no trigger would take them out of
+the index). Searches see an empty index until the reload ends.
+
 The deferral is recorded in ``obelisk_state`` (key ``cold_load``: the SQL
 to restore and the id up to which the FTS tables are complete) in the same
 transaction that drops the indexes, so a run killed half-way is finished by
 the next one before it does anything else. While the key exists, every
 ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
 
-    begin(conn) -> bool
+    begin(conn, files_read_again=()) -> bool
         Drop the deferrable indexes and insert triggers of an empty
-        database; True when done.
+        database, or begin a reload when the rows of ``files_read_again``
+        (``source_files`` ids) hold at least half of the messages; True
+        when done.
     active(conn) -> bool
     index_pending_text(conn, limit=None) -> bool
         Bring the FTS tables up to date now (before rows are deleted: the
         delete triggers must find what they remove in the index), or only
         the next ``limit`` messages (while the writer waits for the reader);
-        True when text is still left for later.
+        True when text is still left for later. A reload does nothing here.
     finish(conn)
         Index the pending text, restore indexes and triggers, clear the key.
     finish_alongside(conn, step)
@@ -36,7 +46,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from typing import Callable
+from typing import Callable, Iterable
 
 import orjson
 
@@ -55,31 +65,53 @@ KEPT = {
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")
+# Dropped as well by a reload, whose FTS tables hold nothing to delete.
+RELOAD_TRIGGERS = ("messages_ad", "messages_au", "tool_results_ad", "tool_results_au_old", "tool_results_au_new")
+FTS_TABLES = ("messages_fts", "tool_errors_fts")
 
 
 def active(conn: sqlite3.Connection) -> bool:
     return get_state(conn, STATE_KEY) is not None
 
 
-def begin(conn: sqlite3.Connection) -> bool:
-    """Inside the caller's transaction: start a cold load if the database holds no message."""
-    if active(conn) or conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone():
+def begin(conn: sqlite3.Connection, files_read_again: Iterable[int] = ()) -> bool:
+    """Inside the caller's transaction: start a cold load if the database holds
+    no message, or a reload if ``files_read_again`` hold at least half of them."""
+    if active(conn):
         return False
+    reload = conn.execute("SELECT 1 FROM messages LIMIT 1").fetchone() is not None
+    if reload and not _most_messages_in(conn, list(files_read_again)):
+        return False
+    triggers = TRIGGERS + (RELOAD_TRIGGERS if reload else ())
     dropped = [
         (kind, name, sql)
         for kind, name, sql in conn.execute(
             "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND ("
             f"(type = 'index' AND tbl_name IN ({','.join('?' * len(TABLES))})) "
-            f"OR (type = 'trigger' AND name IN ({','.join('?' * len(TRIGGERS))}))) ORDER BY type, name",
-            [*TABLES, *TRIGGERS],
+            f"OR (type = 'trigger' AND name IN ({','.join('?' * len(triggers))}))) ORDER BY type, name",
+            [*TABLES, *triggers],
         )
         if name not in KEPT
     ]
     state = {"schema": [sql for _, _, sql in dropped], **_high_water(conn)}
+    if reload:
+        state.update(messages=0, tool_results=0, reload=True)
+        for table in FTS_TABLES:
+            conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
     set_state(conn, STATE_KEY, orjson.dumps(state).decode())
     for kind, name, _ in dropped:
         conn.execute(f"DROP {kind.upper()} {name}")
     return True
+
+
+def _most_messages_in(conn: sqlite3.Connection, file_ids: list[int]) -> bool:
+    if not file_ids:
+        return False
+    (held,) = conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE file_id IN (SELECT value FROM json_each(?))",
+        [orjson.dumps(file_ids).decode()],
+    ).fetchone()
+    return 2 * held >= conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
 
 def _high_water(conn: sqlite3.Connection) -> dict:
@@ -90,11 +122,16 @@ def _high_water(conn: sqlite3.Connection) -> dict:
 
 
 def index_pending_text(conn: sqlite3.Connection, limit: int | None = None) -> bool:
-    """Inside the caller's transaction: add the rows the FTS tables miss."""
+    """Inside the caller's transaction: add the rows the FTS tables miss (a
+    reload leaves them all to ``finish``)."""
     raw = get_state(conn, STATE_KEY)
     if raw is None:
         return False
     state = orjson.loads(raw)
+    return not state.get("reload") and _index_pending(conn, state, limit)
+
+
+def _index_pending(conn: sqlite3.Connection, state: dict, limit: int | None) -> bool:
     high = _high_water(conn)
     if limit is not None:
         high["messages"] = min(high["messages"], state["messages"] + limit)
@@ -123,8 +160,9 @@ def finish(conn: sqlite3.Connection) -> bool:
     raw = get_state(conn, STATE_KEY)
     if raw is None:
         return False
-    index_pending_text(conn)
-    for sql in orjson.loads(raw)["schema"]:
+    state = orjson.loads(raw)
+    _index_pending(conn, state, None)
+    for sql in state["schema"]:
         for kind in ("INDEX", "TRIGGER"):
             sql = sql.replace(f"CREATE {kind} ", f"CREATE {kind} IF NOT EXISTS ", 1)
         conn.execute(sql)

@@ -196,7 +196,7 @@ class Ingester:
         self.derive_pending()
         plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None], units)
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
-        self.begin_cold_load(to_read)
+        self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
         done = total - sum(_size(plan.unit.path) for plan in plans)
         jobs = [plan.job for plan in plans if plan.job]
@@ -269,12 +269,14 @@ class Ingester:
         if hasattr(self.progress, "note"):
             self.progress.note(text)
 
-    def begin_cold_load(self, total_bytes: int) -> None:
-        """Defer index upkeep when this run loads many bytes into an empty database."""
+    def begin_cold_load(self, total_bytes: int, files_read_again=()) -> None:
+        """Defer index upkeep when this run loads many bytes into an empty
+        database, or reads again (from their start) the files holding most
+        of its messages."""
         if self.cold_load_bytes is None or total_bytes < self.cold_load_bytes:
             return
         with self.transaction():
-            cold_load.begin(self.conn)
+            cold_load.begin(self.conn, files_read_again)
 
     def finish_cold_load(self) -> None:
         with self.transaction():
