@@ -2,6 +2,7 @@
 those files gives them: after a log is read again from its start, and when the
 files arrive one by one in any order."""
 
+import json
 import shutil
 import sqlite3
 
@@ -167,3 +168,28 @@ def test_files_arriving_one_by_one_give_the_rows_of_one_ingest(tmp_path, logs, c
     assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [(agent_type,)]
     got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
     assert got == whole, diff(got, whole)
+
+
+@pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
+def test_an_extended_last_line_reads_the_family_again(tmp_path, logs, read_ahead):
+    """A run took an unterminated last line (whole JSON) as read; the writer
+    then extended that line, so the file is read again from its start, and
+    with it the agent's log that names the same session (which has grown too,
+    so it also has a job of its own later in the run)."""
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    main = project / "eb000000-0000-4000-8000-000000000001.jsonl"
+    agent = project / "eb000000-0000-4000-8000-000000000001" / "subagents" / "agent-cccc333.jsonl"
+    lines = main.read_bytes().splitlines(keepends=True)
+    main.write_bytes(b"".join(lines[:3]).rstrip(b"\n"))  # line 3, naming the agent the Task call types, unterminated
+    ingest(tmp_path / "o.db", {"claude": claude}, read_ahead_bytes=read_ahead)
+    sql = "SELECT agent_type FROM sessions WHERE id LIKE '%:agent-cccc333'"
+    assert rows(tmp_path / "o.db", sql) == [("Explore",)]
+    main.write_bytes(b"".join(lines[:3]).rstrip(b"\n") + b" trailing words\n" + b"".join(lines[3:]))
+    last = json.loads(agent.read_bytes().splitlines()[-1])
+    agent.write_bytes(agent.read_bytes() + json.dumps(last | {"uuid": "agent-line-added", "parentUuid": last["uuid"]}).encode() + b"\n")
+    summary = ingest(tmp_path / "o.db", {"claude": claude}, read_ahead_bytes=read_ahead)
+    assert (summary.files_read, summary.files_replayed, summary.files_skipped) == (2, 2, 6)
+    run(tmp_path / "first.db", claude)
+    assert rows(tmp_path / "o.db", sql) == rows(tmp_path / "first.db", sql) == [(None,)]
+    got, first = snapshot(tmp_path / "o.db"), snapshot(tmp_path / "first.db")
+    assert got == first, diff(got, first)

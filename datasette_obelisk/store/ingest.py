@@ -131,7 +131,9 @@ class Ingester:
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
-        self._discovered: set[str] = set()  # the paths of this run's files
+        self._units: list[SourceFile] = []  # this run's files
+        self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
+        self._discovered: set[str] = set()  # their paths
         self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
         self._words_size = 0
         self._progress = (0, 0)  # (bytes done before the file being read, bytes in all)
@@ -191,6 +193,7 @@ class Ingester:
         self.finish_cold_load()  # left over by a run that was killed
         units = self.discover()
         self.summary.files = len(units)
+        self._units = units
         self._discovered = {str(u.path) for u in units}
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
@@ -254,8 +257,6 @@ class Ingester:
         for unit in units:
             path = str(unit.path)
             if path in paths:
-                if path not in planned:
-                    self.summary.files_skipped -= 1  # counted as unchanged a moment ago
                 replanned.append(self.plan(unit))
             else:
                 replanned.append(planned.get(path))
@@ -411,10 +412,28 @@ class Ingester:
 
     # -- one file ------------------------------------------------------
 
+    def count_file(self, kind: str, unit: SourceFile) -> None:
+        """Count a file once as ``skipped``, ``read`` or ``replayed``; one read
+        after all (with a family, or planned anew) is no longer skipped."""
+        path = str(unit.path)
+        if path in self._files[kind]:
+            return
+        self._files[kind].add(path)
+        if kind == "read" and path in self._files["skipped"]:
+            self.summary.files_skipped -= 1
+        if kind != "skipped" or path not in self._files["read"]:
+            setattr(self.summary, f"files_{kind}", getattr(self.summary, f"files_{kind}") + 1)
+
     def ingest_file(self, unit: SourceFile) -> None:
         """Ingest one file now, reading it in this process."""
         plan = self.plan(unit)
         if plan is not None:
+            self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
+
+    def read_again(self, unit: SourceFile) -> None:
+        """Read ``unit`` again from its start, with its family, in this process."""
+        plan = self.plan(unit)
+        for plan in self.with_families([plan] if plan else [], self._units):
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
     def plan(self, unit: SourceFile) -> Plan | None:
@@ -431,7 +450,7 @@ class Ingester:
         if row is None:
             row = self.same_file_row(unit, st)
         if row is not None and self.is_unchanged(row, fingerprint, source, st):
-            self.summary.files_skipped += 1
+            self.count_file("skipped", unit)
             return None
         try:
             with open(unit.path, "rb") as raw:
@@ -498,7 +517,7 @@ class Ingester:
                     "WHERE id = ?",
                     [file_id],
                 )
-                self.summary.files_replayed += 1
+                self.count_file("replayed", unit)
             elif row is not None and row["missing"]:
                 self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
                 self.queue_sessions_of_file(file_id)
@@ -510,7 +529,7 @@ class Ingester:
                 )
         self._file_cursor = plan.job.cursor + plan.job.open_line  # the reader steps over the newline
         self._file_reasons = Counter()
-        self.summary.files_read += 1
+        self.count_file("read", unit)
         self._reading = set()
         for item in items:
             if isinstance(item, Batch):
@@ -521,13 +540,15 @@ class Ingester:
                 self.file_error(unit, row, item.reason)
             elif isinstance(item, Reopen):
                 # The previous run consumed an unterminated line that has since
-                # been extended: the file was rewritten after all. The job's
-                # items are taken to their end first, so that a reader working
-                # ahead hands over its next job from that job's start.
+                # been extended: the file was rewritten after all, and is read
+                # again with its family. The job's items are taken to their
+                # end first, so that a reader working ahead hands over its
+                # next job from that job's start. (A family file still to come
+                # in this run is planned again when its turn comes.)
                 for _ in items:
                     pass
                 self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
-                return self.ingest_file(unit)
+                return self.read_again(unit)
         if unit.layout != "document":
             self.check_drift(unit, file_id)
 
