@@ -100,6 +100,20 @@ async def test_search_filters_are_chips_that_remove_themselves(ds):
 
 
 @pytest.mark.asyncio
+async def test_search_results_name_the_parent_of_a_subagent(ds):
+    html = await page(ds, "/-/obelisk", q="coverage gaps")
+    notes = re.findall(r'<span class="ob-parent">(.*?)</span>', html)
+    assert notes == [
+        'Explore subagent of <a href="/-/obelisk/session/eb000000-0000-4000-8000-000000000001">'
+        "Spawn a coverage analysis agent in the background and wait for the result.</a>"
+    ]
+    # The compaction agent of fa812bfe…: its parent's own log is not in the corpus, so no note.
+    html = await page(ds, "/-/obelisk", q="detailed summary conversation")
+    assert "/-/obelisk/session/fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7" in html
+    assert 'class="ob-parent"' not in html
+
+
+@pytest.mark.asyncio
 async def test_search_page_cursor_paging(ds):
     first = await page(ds, "/-/obelisk", q="the")
     next_links = re.findall(r'<a rel="next" href="([^"]+)"', first)

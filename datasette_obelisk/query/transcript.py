@@ -287,6 +287,19 @@ def _dicts(cursor) -> list[dict]:
     return [dict(zip(names, row)) for row in cursor]
 
 
+def parents(conn: sqlite3.Connection, sessions) -> dict[str, dict]:
+    """For each of ``sessions`` (rows) whose parent is stored: ``{id, title, relationship}`` of that parent."""
+    ids = sorted({s["parent_session_id"] for s in sessions if s.get("parent_session_id")})
+    found = {
+        row["id"]: row
+        for row in _all(conn, "SELECT id, title FROM sessions WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)])
+    }
+    return {
+        s["id"]: {**found[s["parent_session_id"]], "relationship": s.get("relationship") or "child"}
+        for s in sessions if s.get("parent_session_id") in found
+    }
+
+
 def _all(conn, sql: str, params) -> list[dict]:
     return _dicts(conn.execute(sql, params))
 

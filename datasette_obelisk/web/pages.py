@@ -25,16 +25,19 @@ FAILURE_RESULT_CHARS = 2_000
 async def search_page(datasette, request, db, params):
     form = SearchForm.from_params(params)
     context = {"form": form, "active_tab": "Search"}
-    if not form.query:
+    if not form.query:  # top-level sessions: no parent to name
         context["recent"] = await db.execute_fn(lambda conn: obelisk.sessions(conn, {"limit": 15}))
         return context
-    result = await db.execute_fn(
-        lambda conn: search_facets.faceted_search(
+
+    def search(conn):
+        result = search_facets.faceted_search(
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
             cursor=form.cursor, **form.filter_options()
         )
-    )
-    context.update(result=result, facets=form.facet_links(result["facets"]), hit_sample=search_facets.HIT_SAMPLE)
+        return {"result": result, "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]])}
+
+    found = await db.execute_fn(search)
+    context.update(found, facets=form.facet_links(found["result"]["facets"]), hit_sample=search_facets.HIT_SAMPLE)
     return context
 
 
