@@ -266,6 +266,9 @@ async def test_files_failures_memories_overview(ds, web_db):
     assert "Write" in history and "#tool-" in history
     failures = await page(ds, "/-/obelisk/failures")
     assert "The zebrafish command failed." in failures
+    # What came next says what kind of message each is, beside its role.
+    roles = set(re.findall(r'<span class="role">([^<]*)</span>', await page(ds, "/-/obelisk/failures", limit="1000")))
+    assert {"assistant", "user", "assistant · tool use", "user · tool result"} <= roles
     memories = await page(ds, "/-/obelisk/memories", q="zebrafish")
     assert "How zebrafish commands fail" in memories and "Remember a file" not in memories
     overview = await page(ds, "/-/obelisk/overview")
