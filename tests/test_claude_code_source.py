@@ -316,9 +316,12 @@ def test_subagent_transcripts_are_sessions_of_their_own():
         Subagent("e1c84ba5", "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358", child_session_id=session.id)
     ]
     assert {(m.session_id, m.agent_id) for m in of_type(flat, Message)} == {(session.id, "e1c84ba5")}
-    # The compaction summariser is an agent like any other.
+    # The compaction summariser is an agent like any other, typed by its file name.
     compact = parsed(COMPACT_AGENT)
-    assert of_type(compact, Session)[0].id == "fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7"
+    assert {(s.id, s.agent_type) for s in of_type(compact, Session)} == {
+        ("fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7", "compaction")
+    }
+    assert [(a.agent_id, a.agent_type) for a in of_type(compact, Subagent)] == [("acompact-70d8e7", "compaction")]
     assert of_type(compact, TitleCandidate)[0].title.startswith("Your task is to create a detailed summary")
 
 
@@ -871,7 +874,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 3)
+    assert (source.name, source.parser_version) == ("claude", 4)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

@@ -194,6 +194,14 @@ def test_a_2_0_agent_file_under_another_name_is_linked_by_its_lines(db):
     ]
 
 
+def test_the_compaction_summariser_is_typed_by_its_file_name(db):
+    # marot__spotter: fa812bfe-…/subagents/agent-acompact-70d8e7.jsonl, no .meta.json, no Task call.
+    assert db.execute(
+        "SELECT s.id, s.agent_type, sa.agent_type, sa.parent_tool_use_id FROM sessions s "
+        "JOIN subagents sa ON sa.child_session_id = s.id WHERE s.agent_type IS NOT NULL AND s.agent_id LIKE 'acompact-%'"
+    ).fetchall() == [("fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7", "compaction", "compaction", None)]
+
+
 def test_inline_agents_take_their_totals_from_the_task_result(db):
     # d-kimuson's five Task results (toolUseResult.totalDurationMs / totalTokens); 1.0 logs name no agent.
     assert db.execute(

@@ -55,6 +55,7 @@ SOURCE = "claude"
 ROLE_TYPES = frozenset({"user", "assistant"})
 STRUCTURAL_TYPES = frozenset({"system", "progress", "attachment"})
 AGENT_KINDS = frozenset({"subagent", "workflow_agent"})
+COMPACTION_AGENT_TYPE = "compaction"  # agent-acompact-*.jsonl (2.1.39+): the /compact summariser call
 
 META_PREFIXES = (
     "<command-name>",
@@ -99,7 +100,7 @@ class ClaudeCodeSource:
     # 3: a file beside the sessions whose lines are an agent's is read as that
     # agent (agentId, below its sessionId), whatever the file is called; the
     # agent a main file's line starts is named after that line's sessionId
-    parser_version = 3
+    parser_version = 4
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
 
@@ -389,13 +390,18 @@ class ClaudeCodeParser:
             session.parent_session_id = self.parent
             session.relationship = "workflow" if self.kind == "workflow_agent" else "subagent"
             session.agent_id = self.agent_id
+            session.agent_type = self._own_agent_type()
         return session
+
+    def _own_agent_type(self) -> str | None:
+        """An agent's type told by its file name: ``agent-acompact-*`` is the compaction summariser."""
+        return COMPACTION_AGENT_TYPE if (self.agent_id or "").startswith("acompact-") else None
 
     def _agent_link(self) -> Record:
         """What ties an agent transcript to its parent session."""
         if self.kind == "workflow_agent":
             return WorkflowAgent(self.agent_id, self.run_id, self.parent)
-        return Subagent(self.agent_id, self.parent, child_session_id=self.session_id)
+        return Subagent(self.agent_id, self.parent, child_session_id=self.session_id, agent_type=self._own_agent_type())
 
     def _message(
         self,
