@@ -282,27 +282,28 @@ def test_a_reload_indexes_the_archived_rows_again(tmp_path, logs):
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def test_reading_again_the_files_of_fewer_than_half_the_messages_is_no_reload(tmp_path, logs):
+def test_reading_again_the_files_of_too_few_messages_is_no_reload(tmp_path, logs):
     db = tmp_path / "o.db"
     ingest(db, logs, cold_load_bytes=None)
     conn = open_db(db)
     by_file = conn.execute(
-        "SELECT file_id, COUNT(*) FROM messages GROUP BY file_id ORDER BY COUNT(*) DESC, file_id"
+        "SELECT file_id, COUNT(*) FROM messages GROUP BY file_id ORDER BY COUNT(*), file_id"
     ).fetchall()
     total = sum(count for _, count in by_file)
     most, held = [], 0
     for file_id, count in by_file:
-        if 2 * (held + count) >= total:
+        if held + count >= cold_load.RELOAD_SHARE * total:
             break
         most.append(file_id)
         held += count
+    assert len(most) > 1
     before = fts_rows(conn)
     with transaction(conn):
         assert not cold_load.begin(conn, most)
         assert not cold_load.begin(conn, [])
     assert fts_rows(conn) == before and get_state(conn, cold_load.STATE_KEY) is None
     with transaction(conn):
-        assert cold_load.begin(conn, most + [by_file[len(most)][0]])
+        assert cold_load.begin(conn, most + [by_file[len(most)][0]])  # the file that reaches the share
     assert orjson.loads(get_state(conn, cold_load.STATE_KEY))["reload"] is True
     assert fts_rows(conn) == (0, 0)
     with transaction(conn):
