@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 from html import unescape
 from urllib.parse import unquote, urlsplit
@@ -111,6 +112,30 @@ async def test_search_results_name_the_parent_of_a_subagent(ds):
     html = await page(ds, "/-/obelisk", q="detailed summary conversation")
     assert "/-/obelisk/session/fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7" in html
     assert 'class="ob-parent"' not in html
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("kind, notice", [
+    (None, None),
+    ("load", "A first ingest is still loading: searches miss the messages it has not indexed yet."),
+    ("reload", "The logs are being read again (a new parser or new redaction rules): searches find nothing "
+               "until that ingest ends and indexes every message."),
+])
+async def test_search_and_overview_say_when_an_ingest_defers_indexing(tmp_path, web_db, kind, notice):
+    db = tmp_path / "obelisk.db"
+    shutil.copy(web_db, db)
+    if kind:
+        conn = sqlite3.connect(db)
+        conn.execute("INSERT INTO obelisk_state (key, value) VALUES ('cold_load', ?)",
+                     [json.dumps({"schema": [], "messages": 0, "tool_results": 0, **({"reload": True} if kind == "reload" else {})})])
+        conn.commit()
+        conn.close()
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    for url, params in (("/-/obelisk", {"q": "zebrafish"}), ("/-/obelisk/overview", {})):
+        html = await page(datasette, url, **params)
+        notices = re.findall(r'<p class="ob-notice" role="status">(.*?)</p>', html)
+        assert notices == ([notice] if notice else [])
 
 
 @pytest.mark.asyncio

@@ -12,11 +12,20 @@ from __future__ import annotations
 import sqlite3
 from datetime import date, timedelta
 
+from ..store import cold_load
+
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
 CONVERSATION = (
     "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
     "AND COALESCE(content_type, '') NOT IN ('tool_result', 'tool_use')"
 )
+
+
+def indexing(conn: sqlite3.Connection) -> str | None:
+    """While an ingest defers its full-text indexing: ``"load"`` (a first
+    ingest: searches miss what is not indexed yet) or ``"reload"`` (the logs
+    are read again: searches find nothing until it ends); else None."""
+    return cold_load.kind(conn)
 
 
 def failed(table: str = "") -> str:

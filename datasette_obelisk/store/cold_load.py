@@ -30,6 +30,7 @@ ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
         (``source_files`` ids) hold at least ``RELOAD_SHARE`` of the
         messages; True when done.
     active(conn) -> bool
+    kind(conn) -> "load" | "reload" | None
     index_pending_text(conn, limit=None) -> bool
         Bring the FTS tables up to date now (before rows are deleted: the
         delete triggers must find what they remove in the index), or only
@@ -78,6 +79,12 @@ RELOAD_SHARE = 0.2
 
 def active(conn: sqlite3.Connection) -> bool:
     return get_state(conn, STATE_KEY) is not None
+
+
+def kind(conn: sqlite3.Connection) -> str | None:
+    """``"load"`` or ``"reload"`` while one runs (or was killed and not finished yet), else None."""
+    raw = get_state(conn, STATE_KEY)
+    return None if raw is None else ("reload" if orjson.loads(raw).get("reload") else "load")
 
 
 def begin(conn: sqlite3.Connection, files_read_again: Iterable[int] = ()) -> bool:

@@ -34,7 +34,11 @@ async def search_page(datasette, request, db, params):
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
             cursor=form.cursor, **form.filter_options()
         )
-        return {"result": result, "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]])}
+        return {
+            "result": result,
+            "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]]),
+            "indexing": dashboard.indexing(conn),
+        }
 
     found = await db.execute_fn(search)
     context.update(found, facets=form.facet_links(found["result"]["facets"]), hit_sample=search_facets.HIT_SAMPLE)
@@ -97,6 +101,7 @@ async def overview_page(datasette, request, db, params):
             "totals": dashboard.totals(conn, files=files),
             "activity": dashboard.activity(conn),
             "tools": dashboard.tool_usage(conn),
+            "indexing": dashboard.indexing(conn),
         }
 
     data = await db.execute_fn(numbers)
