@@ -5,6 +5,7 @@ return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
 also a JSON error object, ``OBELISK_INVALID_ARGUMENT``): an empty search
 text, an unknown ``--source``, a ``--memory-root`` that is not a folder.
+While an ingest has not indexed everything yet, ``search`` says so on stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import click
 
 from .cli import cli, db_option, fail, folders, report_errors, resolve_db
-from .query import fts, live, obelisk
+from .query import dashboard, fts, live, obelisk
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
 from .query.runner import DEFAULT_TIMEOUT, run_script
@@ -114,6 +115,9 @@ def search(text, limit, session_id, project, source, after, before, mode, db_pat
         limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
         mode=None if mode == "fts" else mode,
     ))
+    note = call(db_path, dashboard.indexing_note)
+    if note:
+        click.echo(f"Note: {note}", err=True)
     if as_json:
         return click.echo(dumps(hits))
     if not hits:

@@ -348,6 +348,23 @@ def test_search_prints_readable_text(corpus_db):
     assert invoke("search", "zzzyxw", "--db", corpus_db).stdout == "No matches.\n"
 
 
+def test_search_says_on_stderr_when_an_ingest_has_not_indexed_everything(corpus_db, tmp_path):
+    import shutil
+
+    db = tmp_path / "o.db"
+    shutil.copy(corpus_db, db)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO obelisk_state (key, value) VALUES ('cold_load', '{\"reload\": true}')")
+    conn.commit()
+    conn.close()
+    result = invoke("search", "goodbye", "--source", "claude", "--db", db, "--json")
+    assert result.stderr == (
+        "Note: The logs are being read again (a new parser or new redaction rules): searches find nothing "
+        "until that ingest ends and indexes every message.\n"
+    )
+    assert len(json.loads(result.stdout)) == 1  # this copy's index is whole
+
+
 def test_read_prints_a_transcript(corpus_db):
     result = invoke("read", "sample_session", "--limit", "2", "--db", corpus_db)
     assert result.stdout.startswith(

@@ -120,7 +120,7 @@ async def test_search_results_name_the_parent_of_a_subagent(ds):
     ("load", "A first ingest is still loading: searches miss the messages it has not indexed yet."),
     ("reload", "The logs are being read again (a new parser or new redaction rules): searches find nothing "
                "until that ingest ends and indexes every message."),
-])
+], ids=["none", "load", "reload"])
 async def test_search_and_overview_say_when_an_ingest_defers_indexing(tmp_path, web_db, kind, notice):
     db = tmp_path / "obelisk.db"
     shutil.copy(web_db, db)

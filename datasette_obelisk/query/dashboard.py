@@ -21,11 +21,16 @@ CONVERSATION = (
 )
 
 
-def indexing(conn: sqlite3.Connection) -> str | None:
-    """While an ingest defers its full-text indexing: ``"load"`` (a first
-    ingest: searches miss what is not indexed yet) or ``"reload"`` (the logs
-    are read again: searches find nothing until it ends); else None."""
-    return cold_load.kind(conn)
+INDEXING_NOTES = {
+    "load": "A first ingest is still loading: searches miss the messages it has not indexed yet.",
+    "reload": "The logs are being read again (a new parser or new redaction rules): searches find nothing "
+              "until that ingest ends and indexes every message.",
+}
+
+
+def indexing_note(conn: sqlite3.Connection) -> str | None:
+    """What to tell a searcher while an ingest defers its full-text indexing (see ``store.cold_load``)."""
+    return INDEXING_NOTES.get(cold_load.kind(conn))
 
 
 def failed(table: str = "") -> str:

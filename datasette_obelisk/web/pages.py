@@ -37,7 +37,7 @@ async def search_page(datasette, request, db, params):
         return {
             "result": result,
             "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]]),
-            "indexing": dashboard.indexing(conn),
+            "indexing": dashboard.indexing_note(conn),
         }
 
     found = await db.execute_fn(search)
@@ -101,7 +101,7 @@ async def overview_page(datasette, request, db, params):
             "totals": dashboard.totals(conn, files=files),
             "activity": dashboard.activity(conn),
             "tools": dashboard.tool_usage(conn),
-            "indexing": dashboard.indexing(conn),
+            "indexing": dashboard.indexing_note(conn),
         }
 
     data = await db.execute_fn(numbers)
