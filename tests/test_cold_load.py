@@ -315,3 +315,26 @@ def test_reading_again_the_files_of_too_few_messages_is_no_reload(tmp_path, logs
 def schema_after_ingest(tmp_path, logs) -> list:
     ingest(tmp_path / "reference.db", logs, cold_load_bytes=None)
     return schema(tmp_path / "reference.db")
+
+
+def test_a_cold_load_merges_its_fts_segments_once_at_its_end(tmp_path, logs):
+    db = tmp_path / "o.db"
+    conn = open_db(db)
+    merging = lambda: dict(conn.execute("SELECT k, v FROM messages_fts_config WHERE k IN ('automerge', 'crisismerge')"))  # noqa: E731
+    segments = lambda: conn.execute("SELECT COUNT(DISTINCT segid) FROM messages_fts_idx").fetchone()[0]  # noqa: E731
+    ingester = Ingester(conn, get_sources(), logs, cold_load_bytes=0)
+    units = ingester.discover()
+    ingester.begin_cold_load(1)
+    assert merging() == cold_load.LOAD_MERGE
+    for unit in units:
+        ingester.ingest_file(unit)
+        ingester.flush(force=True)
+        with transaction(conn):
+            cold_load.index_pending_text(conn, 20)  # as the writer does while it waits
+    assert segments() > 16  # not merged along the way
+    with transaction(conn):
+        cold_load.finish(conn)
+    assert segments() == 1
+    assert merging() == cold_load.FTS5_DEFAULTS
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone()[0] == conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
