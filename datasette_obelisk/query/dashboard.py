@@ -30,7 +30,7 @@ INDEXING_NOTES = {
 
 def indexing_note(conn: sqlite3.Connection) -> str | None:
     """What to tell a searcher while an ingest defers its full-text indexing (see ``store.cold_load``)."""
-    return INDEXING_NOTES.get(cold_load.kind(conn))
+    return INDEXING_NOTES.get(cold_load.running(conn))
 
 
 def failed(table: str = "") -> str:

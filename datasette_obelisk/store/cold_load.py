@@ -30,7 +30,7 @@ ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
         (``source_files`` ids) hold at least ``RELOAD_SHARE`` of the
         messages; True when done.
     active(conn) -> bool
-    kind(conn) -> "load" | "reload" | None
+    running(conn) -> "load" | "reload" | None
     index_pending_text(conn, limit=None) -> bool
         Bring the FTS tables up to date now (before rows are deleted: the
         delete triggers must find what they remove in the index), or only
@@ -71,10 +71,11 @@ TRIGGERS = ("messages_ai", "tool_results_ai")
 # Dropped as well by a reload, whose FTS tables hold nothing to delete.
 RELOAD_TRIGGERS = ("messages_ad", "messages_au", "tool_results_ad", "tool_results_au_old", "tool_results_au_new")
 FTS_TABLES = ("messages_fts", "tool_errors_fts")
-# From this share of the messages on, reading files again is faster as a
-# reload (measured on the 500 MB benchmark corpus: a fifth of the messages
-# took 16.7 s row by row and 13.3 s as a reload; a seventh, 8.7 s and 9.9 s;
-# the Claude Code logs, 45%, 38.9 s and 25.3 s).
+# From about this share of the messages on, reading files again is faster
+# as a reload (measured on the 500 MB benchmark corpus, files read again
+# with their families: a quarter of the messages took 13.4 s row by row and
+# 11.3 s as a reload; a seventh, 8.0 s and 8.3 s; the Claude Code logs, 45%,
+# 38.9 s and 19.5 s).
 RELOAD_SHARE = 0.2
 # While loading, the FTS tables do not merge their segments as they go (each
 # idle step adds one); the finishing pass merges them all once ('optimize'),
@@ -89,7 +90,7 @@ def active(conn: sqlite3.Connection) -> bool:
     return get_state(conn, STATE_KEY) is not None
 
 
-def kind(conn: sqlite3.Connection) -> str | None:
+def running(conn: sqlite3.Connection) -> str | None:
     """``"load"`` or ``"reload"`` while one runs (or was killed and not finished yet), else None."""
     raw = get_state(conn, STATE_KEY)
     return None if raw is None else ("reload" if orjson.loads(raw).get("reload") else "load")
