@@ -366,7 +366,7 @@ def echo_summary(summary, roots) -> None:
     if not roots:
         click.echo("No agent log folders found (looked for the sources' default folders).", err=True)
     click.echo(
-        f"{summary.files} files ({summary.files_read} read, {summary.files_skipped} unchanged, "
+        f"{summary.files} files ({summary.files_read} read{_replayed(summary)}, {summary.files_skipped} unchanged, "
         f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "
         f"{summary.sessions} sessions, {summary.messages} messages, "
         f"{summary.errors} errors in {summary.seconds:.2f}s"
@@ -374,6 +374,11 @@ def echo_summary(summary, roots) -> None:
     echo_errors(summary.error_samples)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
+
+
+def _replayed(summary) -> str:
+    n = summary.files_replayed
+    return f" ({n} of them again from the start: rewritten, or a new parser or redaction rules)" if n else ""
 
 
 def _links(summary) -> str:

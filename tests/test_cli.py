@@ -56,6 +56,23 @@ def test_db_defaults_to_obelisk_db_env(tmp_path, toy_plugin, monkeypatch):
     assert "1 files (1 read, 0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors" in result.output
 
 
+def test_the_summary_says_how_many_files_were_read_again_from_the_start(tmp_path, toy_plugin, monkeypatch):
+    write_logs(tmp_path / "logs")
+    monkeypatch.setattr(toy_source.ToySource, "default_root", lambda self, env: tmp_path / "logs")
+    db = tmp_path / "o.db"
+    assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy"]).exit_code == 0
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE source_files SET parser_version = NULL")  # as after an upgrade
+    conn.commit()
+    conn.close()
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(
+        "1 files (1 read (1 of them again from the start: rewritten, or a new parser or redaction rules), "
+        "0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors in "
+    )
+
+
 def test_the_summary_counts_links_to_a_file_read_under_another_name(tmp_path, toy_plugin, monkeypatch):
     write_logs(tmp_path / "logs")
     (tmp_path / "logs" / "a.jsonl").symlink_to("s.jsonl")
