@@ -712,3 +712,48 @@ def test_an_agent_whose_spawning_row_predates_its_name_is_still_adopted(tmp_path
     ingest(db, {"claude": tmp_path / "claude"})
     assert linkage(db) == expected
     assert expected[1] == [("renamed main", AGENT, child, "toolu_task", 120000)]
+
+
+def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):
+    """Deriving a session also derives the sessions whose leaf its summary lines
+    name, and theirs in turn: a session derived that way leaves the queue, so
+    the sessions its own summaries name must not wait for it."""
+    from datasette_obelisk.plugins import get_sources
+    from datasette_obelisk.store import derive
+    from datasette_obelisk.store.db import transaction
+    from datasette_obelisk.store.ingest import Ingester
+
+    project = tmp_path / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+
+    def session(sid, prompt, summary=None):
+        lines = [{"type": "summary", "summary": summary[0], "leafUuid": summary[1]}] if summary else []
+        lines += [
+            {"type": "user", "uuid": f"{sid}-u", "parentUuid": None, "sessionId": sid,
+             "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": prompt}},
+            {"type": "assistant", "uuid": f"{sid}-a", "parentUuid": f"{sid}-u", "sessionId": sid,
+             "timestamp": "2026-03-01T10:00:01.000Z",
+             "message": {"role": "assistant", "id": f"msg-{sid}", "content": [{"type": "text", "text": "done"}]}},
+        ]
+        (project / f"{sid}.jsonl").write_text("".join(json.dumps(item) + "\n" for item in lines))
+
+    roots = {"claude": tmp_path / ".claude"}
+    sources = {"claude": get_sources()["claude"]}
+    db = tmp_path / "o.db"
+    session("a", "alpha prompt")
+    ingest(db, roots, sources=sources)
+    session("b", "beta prompt", ("Title of a", "a-a"))
+    session("y", "gamma prompt", ("Title of b", "b-a"))
+    conn = open_db(db)
+    ingester = Ingester(conn, sources, roots)
+    for unit in ingester.discover():
+        ingester.ingest_file(unit)
+    ingester.flush(force=True)
+    with transaction(conn):  # y first, alone, as the writer may while it waits for a reader
+        derived = derive.derive_sessions(conn, ["y"])
+        conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in derived])
+    ingester.derive_pending()
+    conn.close()
+    assert rows(db, "SELECT id, title, title_source FROM sessions ORDER BY id") == [
+        ("a", "Title of a", "summary"), ("b", "Title of b", "summary"), ("y", "gamma prompt", "first_prompt"),
+    ]

@@ -82,12 +82,20 @@ def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
 
 
 def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
-    """``session_ids`` and the sessions deriving them involves, once inline sidechain lines moved out."""
-    session_ids = set(session_ids)
-    session_ids |= summary_leaf_sessions(conn, session_ids)
-    for session_id in list(session_ids):
-        session_ids |= group_inline_sidechains(conn, session_id, words)
-    return session_ids
+    """``session_ids`` and the sessions deriving them involves, once inline sidechain lines moved out.
+
+    Those include the sessions whose leaf a ``summary`` line of theirs names,
+    and so on: each one is derived here and leaves the queue, so the sessions
+    its own summary lines name cannot wait for it to be derived again."""
+    found: set[str] = set()
+    added = set(session_ids)
+    while added:
+        found |= added
+        involved = summary_leaf_sessions(conn, added)
+        for session_id in sorted(added):
+            involved |= group_inline_sidechains(conn, session_id, words)
+        added = involved - found
+    return found
 
 
 @dataclass(slots=True)
