@@ -193,3 +193,26 @@ def test_an_extended_last_line_reads_the_family_again(tmp_path, logs, read_ahead
     assert rows(tmp_path / "o.db", sql) == rows(tmp_path / "first.db", sql) == [(None,)]
     got, first = snapshot(tmp_path / "o.db"), snapshot(tmp_path / "first.db")
     assert got == first, diff(got, first)
+
+
+def test_a_generated_corpus_arriving_in_two_halves_gives_the_rows_of_one_ingest(tmp_path):
+    """Every other file first, the rest later (agents before or after their
+    parents, Codex forks before their parents), as one ingest gives them."""
+    from datasette_obelisk.demo.generator import generate
+
+    whole = tmp_path / "whole"
+    generate(whole, seed=11, target_bytes=3_000_000)
+    files = sorted(p.relative_to(whole) for p in whole.rglob("*") if p.is_file())
+    arriving = tmp_path / "arriving"
+    roots = {"claude": arriving / ".claude", "codex": arriving / ".codex"}
+    for half in (files[::2], files[1::2]):
+        for name in half:
+            (arriving / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(whole / name, arriving / name)
+        summary = ingest(tmp_path / "arriving.db", roots)
+        assert summary.errors == 0
+    ingest(tmp_path / "whole.db", roots)
+    # Both sources, and sessions with a parent (agents, forks) among them.
+    assert rows(tmp_path / "whole.db", "SELECT COUNT(DISTINCT source), SUM(parent_session_id IS NOT NULL) > 5 FROM sessions") == [(2, 1)]
+    got, once = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
+    assert got == once, diff(got, once)
