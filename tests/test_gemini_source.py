@@ -419,3 +419,16 @@ def test_summary_before_any_message_names_the_first_message():
         ("summary", "Greeting chat", "2026-01-16T18:34:10.000Z", "gemini:s-1:m1", Position(1, 0, len(first_line))),
     ]
     assert feed_all(data, restore_every_line=True) == records
+
+
+def test_a_kept_message_written_without_its_type_is_still_dropped_by_a_later_sync():
+    first = {"id": "u1", "type": "user", "content": "Hi"}
+    added = {"id": "s1", "type": "gemini", "content": "Synthetic turn"}
+    untyped = {"id": "u1", "content": "Hi"}
+    records = feed_all(jsonl(META, first, {"$set": {"messages": [untyped, added]}}, {"$set": {"messages": [added]}}))
+    assert [(m.uuid, m.subtype, m.surface) for m in of(records, Message)] == [
+        ("gemini:s-1:u1", None, None),
+        ("gemini:s-1:s1", None, None),
+        (f"gemini:s-1:compaction@{of(records, Message)[2].position.byte_offset}", "compact_boundary", "log-only"),
+        (f"gemini:s-1:compaction@{of(records, Message)[2].position.byte_offset}:summary", None, "log-only"),
+    ]

@@ -83,7 +83,9 @@ class GeminiSource:
     #    (a log-only placeholder summary shadows what it dropped)
     # 5: after a ``$set`` that ends on a kept message, a re-append of that
     #    message is known as one (its token counts were dropped)
-    parser_version = 5
+    # 6: a message a ``$set`` keeps but writes without its ``type`` stays in
+    #    the history, so a later ``$set`` that drops it is a compaction
+    parser_version = 6
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
@@ -295,7 +297,9 @@ class GeminiParser:
                 )
         for index, record in enumerate(added):
             self._message_record(record, position, out, compact_summary=bool(dropped) and index == 0)
-        self.s.current = [m["id"] for m in records if m.get("type") in CONVERSATION_TYPES]
+        # A message it keeps stays current even written without its type.
+        before = set(self.s.current)
+        self.s.current = [m["id"] for m in records if m["id"] in before or m.get("type") in CONVERSATION_TYPES]
         if records and records[-1] is not (added[-1] if added else None):
             # A kept message is the history's last now: it is what gemini-cli may re-append.
             last = records[-1]
