@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.query.live import refresh
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import Ingester, ingest
 from dbsnapshot import diff, snapshot
@@ -79,6 +80,44 @@ def test_a_log_rewritten_without_a_line_gives_a_first_ingests_rows(tmp_path, log
     assert got == first, diff(got, first)
 
 
+@pytest.mark.parametrize("folder, name, number, sql, expected", CASES, ids=[c[1] for c in CASES])
+def test_a_live_refresh_of_a_rewritten_log_gives_a_first_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
+    """A live-preferred answer reads the changed log with its family too,
+    with no discovery: each file as the ingest that found it read it."""
+    claude, project = logs(folder)
+    run(tmp_path / "again.db", claude)
+    drop_line(project / name, number)
+    conn = open_db(tmp_path / "again.db")
+    refreshed = refresh(conn)
+    conn.close()
+    assert refreshed == [str(project / name)]
+    run(tmp_path / "first.db", claude)
+    assert rows(tmp_path / "again.db", sql) == expected
+    got, first = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "first.db")
+    assert got == first, diff(got, first)
+
+
+AGENT_HINTS = ("p/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl", "subagent",
+               '{"agent_id":"cccc333","parent_session_id":"eb000000-0000-4000-8000-000000000001","project":"p"}', 1)
+
+
+def test_each_file_keeps_what_discovery_found_and_an_older_database_gets_it_without_reading(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    db = tmp_path / "o.db"
+    run(db, claude)
+    stored = "SELECT substr(path, ?), kind, hints, priority FROM source_files WHERE path LIKE '%agent-cccc333%'"
+    start = len(str(project.parent)) + 2
+    assert rows(db, stored.replace("?", str(start))) == [AGENT_HINTS]
+    conn = sqlite3.connect(db)
+    with conn:  # as stored before m019
+        conn.execute("UPDATE source_files SET hints = NULL, priority = NULL")
+    conn.close()
+    summary = run(db, claude)
+    assert (summary.files_read, summary.files_skipped) == (0, 8)
+    assert rows(db, stored.replace("?", str(start))) == [AGENT_HINTS]
+    assert rows(db, "SELECT COUNT(*), COUNT(hints), SUM(priority) FROM source_files") == [(8, 8, 4)]  # two agent logs (1) and a .meta.json (2)
+
+
 def test_the_files_sharing_a_session_are_read_again_with_it(tmp_path, logs):
     claude, project = logs("handgemacht-ai__claude-code-log")
     run(tmp_path / "o.db", claude)
@@ -125,7 +164,7 @@ def test_inline_agents_derived_from_their_old_lines_keep_their_parent(tmp_path, 
     conn.execute("UPDATE source_files SET parser_version = NULL")
     ingester = Ingester(conn, {"claude": get_sources()["claude"]}, {"claude": claude})
     units = ingester.discover()
-    ingester.with_families([ingester.plan(unit) for unit in units], units)
+    ingester.with_families([ingester.plan(unit) for unit in units])
     ingester.derive_some(100)  # the five agents' sessions, back without a parent
     assert rows(db, "SELECT COUNT(*) FROM sessions WHERE id LIKE '%:agent-sidechain-%' AND parent_session_id IS NULL") == [(5,)]
     for unit in units:

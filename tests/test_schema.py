@@ -40,6 +40,7 @@ def test_migrations_in_order(conn):
         "m016_reread_files_with_renamed_messages",
         "m017_queue_empty_sessions",
         "m018_add_file_sessions_started_at",
+        "m019_add_discovery_to_source_files",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -188,7 +189,8 @@ EXPECTED_TABLES = {
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',
         'mtime_ns', 'head_hash', 'tail_hash', 'cursor', 'line_no', 'pending_bytes',
         'parser_version', 'parser_state', 'generation', 'missing', 'lines_read', 'lines_stored',
-        'lines_merged', 'lines_failed', 'first_seen_at', 'ingested_at', 'last_error',
+        'lines_merged', 'lines_failed', 'first_seen_at', 'ingested_at', 'last_error', 'hints',
+        'priority',
     ],
     'subagents': [
         'id', 'agent_id', 'session_id', 'child_session_id', 'parent_tool_use_id', 'agent_type',

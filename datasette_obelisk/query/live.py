@@ -6,7 +6,9 @@
         its ``source_files`` row; a file that changed is ingested again —
         the ingester reads only the bytes after its cursor when the file
         just grew — and the derivations (surfaces, titles, the session index)
-        are brought up to date. Returns the paths re-read.
+        are brought up to date. A log read again from its start (rewritten,
+        or read by a newer parser) takes the other files of its sessions
+        along, as ``obelisk ingest`` does. Returns the paths re-read.
 
 ``conn`` must be a *write* connection (``store.db.open_db``); everything
 else in query/ reads only. ``enabled=False`` makes this a no-op, for faces
@@ -21,11 +23,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
 
-from ..sources.base import SourceFile
 from ..store.db import BUSY_TIMEOUT_MS
 from ..store import cold_load
+from ..store.units import in_read_order, unit_of_row
 
 WAIT_SECONDS = 2.0
 
@@ -78,8 +79,7 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
     try:
         ingester = Ingester(conn, sources, {}, redact=record_redactor_for(conn))
-        for row in rows:
-            ingester.ingest_file(unit_for(row))
+        ingester.ingest_files(in_read_order(map(unit_of_row, rows)))
         ingester.flush(force=True)  # commit the batch the ingester keeps open across files
         ingester.derive_pending()
     except sqlite3.OperationalError as exc:
@@ -93,13 +93,3 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
         conn.row_factory = previous_factory
     return [row["path"] for row in rows]
 
-
-def unit_for(row: dict) -> SourceFile:
-    """The ingest unit of a ``source_files`` row.
-
-    Discovery hints are not stored; parsers resume from the state saved
-    with the cursor, which carries what they learnt from the file's start.
-    """
-    return SourceFile(
-        Path(row["path"]), row["source"], row["kind"], layout=row["layout"], compression=row["compression"]
-    )

@@ -28,6 +28,7 @@ from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
+from .units import hints_json, in_read_order, unit_of_row
 from .writer import Writer, delete_file_rows
 
 CHUNK_BYTES = 8 << 20
@@ -131,7 +132,7 @@ class Ingester:
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
-        self._units: list[SourceFile] = []  # this run's files
+        self._units: list[SourceFile] | None = None  # this run's files, once discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
         self._discovered: set[str] = set()  # their paths
         self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
@@ -144,8 +145,7 @@ class Ingester:
         units = []
         for name, root in self.roots.items():
             units.extend(self.sources[name].discover(root))
-        units.sort(key=lambda u: (u.priority, str(u.path)))
-        return self.one_path_per_file(units)
+        return self.one_path_per_file(in_read_order(units))
 
     def one_path_per_file(self, units: list[SourceFile]) -> list[SourceFile]:
         """``units`` less the links to a file found under another path too.
@@ -195,9 +195,10 @@ class Ingester:
         self.summary.files = len(units)
         self._units = units
         self._discovered = {str(u.path) for u in units}
+        self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None], units)
+        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None])
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -221,7 +222,7 @@ class Ingester:
         self.summary.seconds = time.perf_counter() - started
         return self.summary
 
-    def with_families(self, plans: list[Plan], units: list[SourceFile]) -> list[Plan]:
+    def with_families(self, plans: list[Plan]) -> list[Plan]:
         """``plans``, in which each log read again from its start takes its family along.
 
         Reading a log again after a parser change or a rewrite forgets the
@@ -239,6 +240,7 @@ class Ingester:
         ]
         if not starts:
             return plans
+        units = self.found_units()
         again, forget = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
         if not forget:
             return plans
@@ -261,6 +263,23 @@ class Ingester:
             else:
                 replanned.append(planned.get(path))
         return [plan for plan in replanned if plan is not None]
+
+    def found_units(self) -> list[SourceFile]:
+        """This run's files; without a discovery (a live refresh), the stored files still on disk."""
+        if self._units is not None:
+            return self._units
+        rows = self.conn.execute("SELECT * FROM source_files WHERE missing = 0").fetchall()
+        return in_read_order(
+            unit_of_row(row) for row in rows if row["source"] in self.sources and os.path.isfile(row["path"])
+        )
+
+    def keep_discovery(self, units: list[SourceFile]) -> None:
+        """Store the hints and read order of the files stored before they were kept."""
+        missing = {path for (path,) in self.conn.execute("SELECT path FROM source_files WHERE hints IS NULL")}
+        found = [(hints_json(u), u.priority, str(u.path)) for u in units if str(u.path) in missing]
+        if found:
+            with self.transaction():
+                self.conn.executemany("UPDATE source_files SET hints = ?, priority = ? WHERE path = ?", found)
 
     def report(self, done: int) -> None:
         if self.progress is not None:
@@ -430,10 +449,10 @@ class Ingester:
         if plan is not None:
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
-    def read_again(self, unit: SourceFile) -> None:
-        """Read ``unit`` again from its start, with its family, in this process."""
-        plan = self.plan(unit)
-        for plan in self.with_families([plan] if plan else [], self._units):
+    def ingest_files(self, units: list[SourceFile]) -> None:
+        """Ingest ``units`` now, in this process; a log read again from its
+        start takes its family along."""
+        for plan in self.with_families([plan for plan in map(self.plan, units) if plan is not None]):
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
     def plan(self, unit: SourceFile) -> Plan | None:
@@ -548,7 +567,7 @@ class Ingester:
                 for _ in items:
                     pass
                 self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
-                return self.read_again(unit)
+                return self.ingest_files([unit])
         if unit.layout != "document":
             self.check_drift(unit, file_id)
 
@@ -579,9 +598,9 @@ class Ingester:
         if found is not None:
             return found[0]
         cursor = self.conn.execute(
-            "INSERT INTO source_files (path, source, kind, layout, compression, first_seen_at) "
-            "VALUES (?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-            [str(unit.path), unit.source, unit.kind, unit.layout, unit.compression],
+            "INSERT INTO source_files (path, source, kind, layout, compression, hints, priority, first_seen_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+            [str(unit.path), unit.source, unit.kind, unit.layout, unit.compression, hints_json(unit), unit.priority],
         )
         return cursor.lastrowid
 

@@ -685,3 +685,15 @@ def m018_add_file_sessions_started_at(db):
         """UPDATE file_sessions SET started_at =
            (SELECT started_at FROM sessions WHERE sessions.id = file_sessions.session_id)"""
     )
+
+
+@migrations()
+def m019_add_discovery_to_source_files(db):
+    # A live refresh reads changed files again without discovering them, and a
+    # log read again from its start takes the other files of its sessions
+    # along. Each must be read as discovery found it: an agent file's parent
+    # session and project come from its path, and parents are read before
+    # their agents. The hints and read order discovery gave are now kept with
+    # each file; the next ingest fills them in for the files already stored.
+    db.execute("ALTER TABLE source_files ADD COLUMN hints TEXT")
+    db.execute("ALTER TABLE source_files ADD COLUMN priority INTEGER")
