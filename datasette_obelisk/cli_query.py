@@ -84,7 +84,7 @@ def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
 def scope_options(fn):
     for option in reversed((
         click.option("--project", help="SQL LIKE pattern over the session's project"),
-        click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`)"),
+        click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all"),
         click.option("--after", help="ISO timestamp lower bound"),
         click.option("--before", help="ISO timestamp upper bound"),
     )):
@@ -97,13 +97,15 @@ def scope_options(fn):
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=20, show_default=True, help="Most results")
 @click.option("--session", "session_id", help="Only this session")
 @scope_options
+@click.option("--cwd", help="SQL LIKE pattern over the working folder of the message")
+@click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
 @click.option("--mode", type=click.Choice(["fts", "terms", "phrase", "raw"]), default="fts", show_default=True,
               help="fts: FTS5 syntax, quoted word by word when FTS5 rejects it (as the search() helper); "
                    "terms: every term; phrase: the exact phrase; raw: FTS5 syntax, errors reported")
 @db_option
 @json_option
 @report_errors
-def search(text, limit, session_id, project, source, after, before, mode, db_path, as_json):
+def search(text, limit, session_id, project, source, after, before, cwd, include_meta, mode, db_path, as_json):
     """Full-text search of every message, best match first.
 
     Example:
@@ -113,7 +115,7 @@ def search(text, limit, session_id, project, source, after, before, mode, db_pat
     """
     hits = call(db_path, obelisk.search, text, given(
         limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
-        mode=None if mode == "fts" else mode,
+        cwd=cwd, includeMeta=include_meta or None, mode=None if mode == "fts" else mode,
     ))
     note = call(db_path, dashboard.indexing_note)
     if note:
@@ -262,7 +264,7 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
 @cli.command()
 @click.argument("path")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
-@click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`)")
+@click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all")
 @click.option("--after", help="ISO timestamp lower bound")
 @click.option("--before", help="ISO timestamp upper bound")
 @db_option

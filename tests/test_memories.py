@@ -106,10 +106,11 @@ def test_invalid_records_write_nothing(conn, db, root, record, message):
     assert stored(db) == []
 
 
-def test_unknown_session_is_not_found(conn, db, root):
-    with pytest.raises(QueryError) as error:
-        remember(conn, {"path": str(root / "wal.md"), "summary": "x", "session_id": "nope"}, memory_roots=[root])
-    assert error.value.code == "OBELISK_NOT_FOUND" and stored(db) == []
+def test_a_session_not_stored_yet_is_kept_as_given(conn, db, root):
+    """A live session the next ingest reads: the path resolves against the cwd."""
+    memory = remember(conn, {"path": "wal.md", "summary": "x", "session_id": "live"}, memory_roots=[root], cwd=str(root))
+    assert (memory["path"], memory["project"]) == (str(root.resolve() / "wal.md"), None)
+    assert [m["session_id"] for m in memories(connect_readonly(db), "live")] == ["live"]
 
 
 # -- confinement: one identical refusal, nothing written --------------------------------

@@ -269,6 +269,11 @@ def test_an_unknown_source_is_refused_naming_the_installed_ones(ro, helper, args
     assert o.HELPERS[helper](ro, *args, {"source": "gemini"}) == []  # installed, nothing stored
 
 
+@pytest.mark.parametrize("helper, args", SOURCE_HELPERS)
+def test_source_all_is_no_source(ro, helper, args):
+    assert o.HELPERS[helper](ro, *args, {"source": "all"}) == o.HELPERS[helper](ro, *args)
+
+
 def test_the_forms_named_are_accepted(ro):
     assert o.raw(ro, "msg-003", 5)["text"] == corpus_line(SAMPLE, 4).decode()[:5]
     assert uuids(o.thread(ro, "sample_session", 2)) == ["msg-001", "msg-002"]
@@ -519,6 +524,24 @@ def test_sql_refusals(ro, statement, code):
     assert error.value.code == code
 
 
+@pytest.mark.parametrize(
+    "statement", ["DELETE FROM messages", "DROP TABLE summaries", "ATTACH ':memory:' AS other", "CREATE TEMP TABLE t (x)"]
+)
+def test_sql_on_a_connection_that_can_write_still_only_reads(tmp_path, statement):
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "first line"}]})
+    conn = sqlite3.connect(db, isolation_level=None)
+    if not statement.startswith("ATTACH"):  # prepared once, so in the statement cache
+        conn.execute("BEGIN")
+        conn.execute(statement)
+        conn.execute("ROLLBACK")
+    with pytest.raises(QueryError) as error:
+        o.sql(conn, statement)
+    assert error.value.code == "OBELISK_READ_ONLY"
+    assert o.sql(conn, "SELECT COUNT(*) AS n FROM messages") == [{"n": 1}]
+    conn.execute("INSERT INTO obelisk_state (key, value) VALUES ('mine', 'yes')")  # the connection is the caller's again
+    assert conn.execute("SELECT value FROM obelisk_state WHERE key = 'mine'").fetchone() == ("yes",)
+
+
 def test_sql_binds_one_list_of_values(ro):
     assert o.sql(ro, "SELECT ? AS a, ? AS b", [1, "x"]) == [{"a": 1, "b": "x"}]
     assert o.sql(ro, "SELECT ? AS a", (None,)) == [{"a": None}]
@@ -689,6 +712,7 @@ def test_memories_recall(tmp_path, corpus_db):
         assert [m["id"] for m in o.memories(conn, {"project": "simonw%"})] == [second["id"]]
         assert [m["id"] for m in o.memories(conn, {"source": "claude"})] == [second["id"]]
         assert o.memories(conn, {"query": "🎉"}) == []
+        assert o.memories(conn, {"query": ""}) == o.memories(conn, {"query": "  "}) == newest  # no query
         assert o.memories(conn, {"query": "foo-bar c++"}) == []
         twelve = "why the ingester uses wal mode why the ingester uses wal mode"
         assert [m["id"] for m in o.memories(conn, {"query": twelve})] == [first["id"]]

@@ -207,7 +207,6 @@ async def test_forget_twice_reports_already_deleted_and_audits_once(db, memory_r
         ({"path": "/etc/passwd", "summary": "outside the root"}, 400, "OBELISK_MEMORY_REFUSED"),
         ({"path": "decision.md"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ({"path": "decision.md", "summary": "x", "surprise": 1}, 400, "OBELISK_INVALID_ARGUMENT"),
-        ({"path": "decision.md", "summary": "x", "session_id": "no-such-session"}, 404, "OBELISK_NOT_FOUND"),
     ],
 )
 async def test_remember_rejects_bad_records_without_writing(db, memory_root, body, status, code):

@@ -55,6 +55,8 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
 
     A relative ``path`` resolves against the ``project_path`` of
     ``session_id`` when given, else against ``cwd`` (default: the process's).
+    A ``session_id`` not stored yet (a live session the next ingest reads)
+    is kept as given, and the path resolves against ``cwd``.
     """
     if not isinstance(record, dict):
         raise invalid("remember() takes a dict: {path, summary, session_id?, ...}")
@@ -76,8 +78,6 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
         session = conn.execute(
             "SELECT project, project_path FROM sessions WHERE id = ?", [fields["session_id"]]
         ).fetchone()
-        if session is None:
-            raise QueryError("OBELISK_NOT_FOUND", f"remember(): no session {fields['session_id']!r}")
     base = (session[1] if session and session[1] else None) or cwd or os.getcwd()
     path = confined_path(record.get("path"), base, memory_roots)
     if not path.lower().endswith(".md"):  # checked once confined, so every refusal above stays identical

@@ -152,10 +152,13 @@ def time_bound(helper: str, display: str, value: str) -> str:
 
 def known_source(conn, opts: dict) -> dict:
     """``opts`` when its ``source`` (if any) is installed or has sessions in the database,
-    else OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing."""
+    else OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing.
+    ``"all"`` is the same as no source."""
     from ..plugins import get_sources, unknown_sources
 
     source = opts.get("source")
+    if source == "all":
+        return {**opts, "source": None}
     installed = get_sources()
     if source is not None and source not in installed:
         stored = [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
@@ -852,7 +855,7 @@ def summaries(conn, opts=None, **kwargs) -> list[dict]:
 
 
 def memories(conn, opts=None, **kwargs) -> list[dict]:
-    """Active memories: newest first, or FTS-ranked by an English ``query``."""
+    """Active memories: newest first, or FTS-ranked by an English ``query`` (a blank one is none)."""
     o = known_source(conn, options(
         "memories", opts, kwargs, {"limit": 50},
         ("query", "project", "session_id", "sessions", "after", "before", "branch", "source"),
@@ -864,7 +867,7 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
     columns = ", ".join("mem." + f for f in MEMORY_FIELDS)
     joins = "FROM memories mem LEFT JOIN sessions s ON s.id = mem.session_id"
     newest = f"{moment_sql('mem.created_at')} DESC"
-    if o.get("query") is None:
+    if o.get("query") is None or (isinstance(o["query"], str) and not o["query"].strip()):
         found = rows(
             conn, f"SELECT {columns} {joins} WHERE {where} ORDER BY {newest}, mem.pk DESC LIMIT ?",
             where.params + [o["limit"]],

@@ -10,7 +10,9 @@ Three independent locks, so no single mistake opens a write path:
   are refused while the statement is prepared.
 
 ``sql()`` runs one statement only: Python's sqlite3 refuses a second one
-(a trailing comment or ``;`` is fine).
+(a trailing comment or ``;`` is fine). Given any other connection (the
+helpers take any sqlite3 connection), it runs that statement under the same
+authorizer, removed again afterwards.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ INTROSPECTION_PRAGMAS = frozenset(
 READING_PRAGMAS = frozenset(
     "data_version user_version schema_version application_id page_count page_size "
     "freelist_count encoding journal_mode database_list collation_list function_list "
-    "module_list pragma_list compile_options".split()
+    "module_list pragma_list compile_options query_only".split()
 )
 ALLOWED_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, getattr(sqlite3, "SQLITE_RECURSIVE", 33)}
@@ -123,7 +125,7 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
     if not isinstance(query, str):
         raise QueryError("OBELISK_INVALID_ARGUMENT", "sql() takes the SQL text as its first argument")
     check_bindings(params)
-    with translated_errors():
+    with translated_errors(), reading_only(conn):
         cursor = conn.execute(query, params)
         columns = [d[0] for d in cursor.description or ()]
         rows = cursor.fetchmany(MAX_SQL_ROWS + 1)
@@ -133,6 +135,23 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
             f"sql() returns at most {MAX_SQL_ROWS} rows: add a LIMIT or aggregate in SQL",
         )
     return [dict(zip(columns, row)) for row in rows]
+
+
+@contextmanager
+def reading_only(conn: sqlite3.Connection):
+    """The read-only authorizer on ``conn`` inside, if it is not on already.
+
+    A connection from ``connect_readonly`` has ``query_only`` on and keeps
+    its authorizer; any other gets the authorizer for this while only.
+    """
+    if conn.execute("PRAGMA query_only").fetchone()[0]:
+        yield
+        return
+    conn.set_authorizer(authorizer)
+    try:
+        yield
+    finally:
+        conn.set_authorizer(None)
 
 
 def check_bindings(params: tuple | dict) -> None:
