@@ -75,6 +75,21 @@ def test_event_records_map_rewinds_onto_surfaces(sq):
     assert sq.listEvents(FORK)[0] == {"sessionId": FORK, "seq": 1, "type": "user/message", "time": 1765357200000, "surface": "current"}
 
 
+def test_an_event_written_without_a_time_has_the_time_before_it(sq):
+    # edge_cases line 11 has no timestamp (line 10: 11:03:01); the two bare
+    # items of rollout-4444... have none, so they take the session's start.
+    rollout = "codex:44444444-4444-4444-8444-444444444444"
+    assert [(e["seq"], e["time"]) for e in sq.listEvents("edge_cases")][9:12] == [
+        (10, 1749898981000), (11, 1749898981000), (12, 1749899010000),
+    ]
+    assert [e["time"] for e in sq.listEvents(rollout)] == [1767503167000, 1767503167000]
+    # The time filter reads the same time.
+    at = [{"kind": "time", "from": 1749898981000, "to": 1749898981000}]
+    assert [e["seq"] for e in sq.filterEvents("edge_cases", at)] == [10, 11, 14]  # 14 was written at 11:03:01 too
+    window = sq.readEvent({"sessionId": rollout, "seq": 1, "after": 1})
+    assert [e["time"] for e in [window["target"], *window["events"]]] == [1767503167000] * 3
+
+
 def test_compaction_after_rewind(sq):
     # Reading the file: b1u/b1a were rewound (b2u is newer under a1); the
     # compaction (cb + summary cs) keeps b2a, b2u2, b2a2 and replaces the rest.
@@ -337,6 +352,9 @@ def test_request_validation_errors(sq):
     assert code_of(lambda: sq.searchSessions({"query": "a NOT b", "mode": "raw"})) == "SESSION_QUERY_INVALID_QUERY"
     assert code_of(lambda: sq.searchSessions({"query": "x", "cursor": "garbage"})) == "SESSION_QUERY_INVALID_CURSOR"
     assert code_of(lambda: sq.searchEvents({"sessionId": "nope", "query": "x"})) == "SESSION_QUERY_SESSION_NOT_FOUND"
+    # A request without its session is a bad request, as over HTTP.
+    assert code_of(lambda: sq.searchEvents({"query": "x"})) == "SESSION_QUERY_INVALID_QUERY"
+    assert code_of(lambda: sq.searchEvents({"sessionId": 5, "query": "x"})) == "SESSION_QUERY_INVALID_QUERY"
 
 
 UNREPRESENTABLE = (float("nan"), float("inf"), float("-inf"), 99999999999999999999999, -1e20, 2**63)
@@ -389,6 +407,8 @@ def test_list_items_of_the_wrong_type_are_invalid(sq):
 def test_configuration_and_cancellation(read_conn):
     assert code_of(lambda: SessionQuery(read_conn, read_window_max=0)) == "SESSION_QUERY_INVALID_CONFIG"
     assert code_of(lambda: SessionQuery(read_conn, default_limit=50, max_limit=10)) == "SESSION_QUERY_INVALID_CONFIG"
+    assert code_of(lambda: SessionQuery(read_conn, max_limit=101)) == "SESSION_QUERY_INVALID_CONFIG"  # search pages 100
+    assert len(SessionQuery(read_conn, max_limit=100, default_limit=100).searchSessions({"query": "the"})["items"]) > 1
     disabled = SessionQuery(read_conn, search=False)
     assert code_of(lambda: disabled.searchSessions({"query": "x"})) == "SESSION_QUERY_SEARCH_DISABLED"
     assert disabled.readTitle(FORK)["title"] == "Help me implement a sorting algorithm"  # exact reads still work
@@ -426,6 +446,19 @@ def test_search_and_text_scan_agree_on_log_only_events(toy):
     scanned = [(d["seq"], d["type"]) for d in sq.filterEvents("s", [{"kind": "text", "text": "needle"}])]
     searched = sorted((i["seq"], i["type"]) for i in sq.searchEvents({"sessionId": "s", "query": "needle"})["items"])
     assert scanned == searched == [(1, "event_msg/error"), (3, "warning"), (5, "user/message")]
+
+
+def test_a_log_without_times_is_created_at_0_in_headers_lists_and_filters(pair):
+    pair.write("t", {"id": "t1", "text": "no time here"})
+    pair.ingest()
+    sq = SessionQuery(pair.conn())
+    assert [(r["header"]["id"], r["header"]["createdAt"]) for r in sq.listSessions()] == [
+        ("c", 1767312000000), ("p", 1767225600000), ("t", 0),
+    ]
+    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "created-at", "from": 0, "to": 0}])] == ["t"]
+    assert [r["header"]["id"] for r in sq.filterSessions([{"kind": "created-at", "from": 1}])] == ["c", "p"]
+    assert [e["time"] for e in sq.listEvents("t")] == [0]
+    assert [e["seq"] for e in sq.filterEvents("t", [{"kind": "time", "to": 0}])] == [1]
 
 
 def test_lineage_cycles_are_invalid(pair):

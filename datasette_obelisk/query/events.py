@@ -16,7 +16,9 @@ Every ``messages`` row is one event of its session, ordered by ``seq``. Its
 =====================  ========================================================
 
 The same expression (``event_type_sql``) computes the type in SQL filters and
-in results, so a ``type`` filter always agrees with what is returned.
+in results, so a ``type`` filter always agrees with what is returned; so
+does ``event_time_sql`` for ``time``, which gives a line written without a
+timestamp the time of the nearest event before it.
 
 Semantic text (the ``text`` of a search document) is the contract's:
 messages, reasoning, tool calls and results, and failure or status details
@@ -64,9 +66,25 @@ def event_type_sql(alias: str = "m") -> str:
     )
 
 
+def event_time_sql(alias: str = "m") -> str:
+    """The event's timestamp; for a line written without one, the nearest
+    earlier event's, else the nearest later one's, else the session's start.
+    (In a log without any, ``time`` is 0, as the session's ``createdAt``.)"""
+    a = alias
+    near = (
+        "(SELECT t.timestamp FROM messages t WHERE t.session_id = {a}.session_id "
+        "AND t.seq {op} {a}.seq AND t.timestamp IS NOT NULL ORDER BY t.seq {order} LIMIT 1)"
+    )
+    return (
+        f"COALESCE({a}.timestamp, {near.format(a=a, op='<', order='DESC')}, {near.format(a=a, op='>', order='ASC')}, "
+        f"(SELECT s.started_at FROM sessions s WHERE s.id = {a}.session_id))"
+    )
+
+
 def event_select(alias: str = "m", text: bool = False) -> str:
-    """The columns ``event_record`` and ``full_event`` read."""
-    columns = [f"{alias}.{c}" for c in EVENT_COLUMNS]
+    """The columns ``event_record`` and ``full_event`` read (``timestamp`` as ``event_time_sql``)."""
+    columns = [f"{alias}.{c}" for c in EVENT_COLUMNS if c != "timestamp"]
+    columns.append(f"{event_time_sql(alias)} AS timestamp")
     columns.append(f"{event_type_sql(alias)} AS event_type")
     if text:
         columns.append(f"{alias}.text AS text")
@@ -92,7 +110,7 @@ def event_record(row) -> dict:
         "sessionId": row["session_id"],
         "seq": row["seq"],
         "type": row["event_type"],
-        "time": to_ms(row["timestamp"]),
+        "time": to_ms(row["timestamp"]) or 0,
         "surface": row["surface"],
     }
 

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import event_type_sql, semantic_sql
+from .events import event_time_sql, event_type_sql, semantic_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -232,7 +232,7 @@ class Filters:
         where.values(f"{s}.id", self.session_ids)
         where.values(f"{s}.parent_session_id", self.parents)
         where.values(f"{s}.availability", self.availability)
-        where.bounds(ms_sql(f"{s}.started_at"), self.created_from, self.created_to)
+        where.bounds(f"COALESCE({ms_sql(f'{s}.started_at')}, 0)", self.created_from, self.created_to)
         for key, op, value in self.attributes or ():
             column = ATTRIBUTES.get(key)
             if column is None:
@@ -250,7 +250,7 @@ class Filters:
 
     def event_sql(self, m: str = "m") -> tuple[str, list]:
         where = _Where()
-        where.bounds(ms_sql(f"{m}.timestamp"), self.time_from, self.time_to)
+        where.bounds(f"COALESCE({ms_sql(event_time_sql(m))}, 0)", self.time_from, self.time_to)
         where.bounds(f"{m}.seq", self.seq_from, self.seq_to)
         where.values(event_type_sql(m), self.types)
         where.values(f"{m}.role", self.roles)

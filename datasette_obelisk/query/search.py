@@ -407,7 +407,7 @@ def _finish_hits(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> None
         hit["snippet"] = snippets[hit["id"]]
         hit["raw_type"] = hit.pop("type")
         hit["type"] = hit.pop("event_type")
-        hit["time"] = to_ms(hit["timestamp"])
+        hit["time"] = to_ms(hit["timestamp"]) or 0
         hit["is_meta"] = bool(hit["is_meta"])
         hit["score"] = round(hit["score"], 6)
         for name in ("subtype", "is_compact_summary", "replaced_by", "parent_uuid", "text_length"):

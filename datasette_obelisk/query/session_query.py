@@ -84,7 +84,8 @@ def header(row: dict) -> dict:
     result = {
         "version": HEADER_VERSION,
         "id": row["id"],
-        "createdAt": to_ms(row["started_at"]) or to_ms(row["updated_at"]) or 0,
+        # 0 for a log without a time: the oldest, as newest-first lists and created-at filters have it
+        "createdAt": to_ms(row["started_at"]) or 0,
     }
     cwd = row["cwd"] or row["project_path"]
     if cwd:
@@ -137,6 +138,8 @@ class SessionQuery:
                 raise QueryError("SESSION_QUERY_INVALID_CONFIG", f"{name} must be a positive integer")
         if default_limit > max_limit:
             raise QueryError("SESSION_QUERY_INVALID_CONFIG", "default_limit is larger than max_limit")
+        if max_limit > search_core.MAX_LIMIT:
+            raise QueryError("SESSION_QUERY_INVALID_CONFIG", f"max_limit is at most {search_core.MAX_LIMIT}, the search's page")
         self.conn = conn
         self.search_enabled = search
         self.read_window_max = read_window_max
@@ -397,9 +400,12 @@ class SessionQuery:
 
     def search_events(self, request, signal=None) -> dict:
         options = self._search_options(request, "searchEvents")
+        session_id = request.get("sessionId")
+        if not isinstance(session_id, str) or not session_id:
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", "searchEvents needs sessionId, a session id")
         filters = Filters.from_contract(event_filters=request.get("filters"), semantic_only=True)
         with self._reading(signal, index=True):
-            page = search_core.search_events(self.conn, request.get("sessionId"), **options, filters=filters)
+            page = search_core.search_events(self.conn, session_id, **options, filters=filters)
             result = {"session": header(page["session"]), "items": [_hit(hit) for hit in page["items"]]}
             if page["next_cursor"]:
                 result["nextCursor"] = page["next_cursor"]
