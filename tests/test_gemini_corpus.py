@@ -32,6 +32,8 @@ import pytest
 from corpus_layout import lay_out
 
 from datasette_obelisk.plugins import get_sources
+from datasette_obelisk.query.readonly import connect_readonly
+from datasette_obelisk.query.session_query import SessionQuery
 from datasette_obelisk.store.ingest import ingest
 from dbsnapshot import diff, snapshot
 
@@ -540,6 +542,9 @@ def test_history_sync_after_compression_is_a_compaction(tmp_path):
         ("gemini:zip:c1", "compaction", "COMPRESSED SUMMARY OF EARLIER CONVERSATION", "gemini:zip:c1")
     ]
     assert rows(db_path, "SELECT title, title_source FROM sessions") == [("Write a.py", "first_prompt")]
+    # The model's history is the $set's: summary, acknowledgement, then the kept prompt.
+    surface = SessionQuery(connect_readonly(db_path)).readSurface("gemini:zip")
+    assert [e["id"] for e in surface["events"]] == ["gemini:zip:c1", "gemini:zip:a1", "gemini:zip:u3"]
 
 
 def synced_chat() -> bytes:

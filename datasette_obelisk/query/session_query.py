@@ -62,6 +62,8 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 
+import orjson
+
 from . import search as search_core
 from .errors import QueryError
 from .events import event_record, event_select, full_event, semantic_text
@@ -257,7 +259,7 @@ class SessionQuery:
             return {
                 "session": header(session),
                 "capturedThroughSeq": events[-1]["seq"] if events else None,
-                "events": [full_event(row, tools.get(row["uuid"])) for row in events if row["surface"] == "current"],
+                "events": [full_event(row, tools.get(row["uuid"])) for row in _model_order(self.conn, session_id, events)],
             }
 
     def read_event(self, request, signal=None) -> dict:
@@ -499,6 +501,45 @@ def _check_replay(session: dict, events: list[dict], conn) -> None:
             "SESSION_QUERY_SOURCE_CONFLICT",
             f"session {session['id']!r} is recorded as {session['source']} but has events from {', '.join(sorted(sources))}",
         )
+
+
+def _model_order(conn, session_id: str, events: list[dict]) -> list[dict]:
+    """The current events of ``events`` (all of a session's, by seq) in model-history order.
+
+    That is log order, except after a compaction that kept some events
+    verbatim (Claude Code's preserved segment, the messages a Gemini history
+    sync kept): the model saw those after the summary that replaced the rest,
+    and after whatever the summary's own line wrote with it.
+    """
+    kept_at = {
+        seq: set(orjson.loads(meta).get("preserved_uuids") or ())
+        for seq, meta in conn.execute(
+            "SELECT seq, meta_json FROM messages WHERE session_id = ? AND subtype = 'compact_boundary' "
+            "AND meta_json IS NOT NULL",
+            [session_id],
+        )
+    }
+    order = [row for row in events if row["surface"] == "current"]
+    if not any(kept_at.values()):
+        return order
+    line_of = {
+        uuid: line for uuid, *line in conn.execute(
+            "SELECT uuid, file_id, byte_offset FROM messages WHERE session_id = ?", [session_id]
+        )
+    }
+    kept: set[str] = set()
+    for row in events:
+        if row["seq"] in kept_at:
+            kept = kept_at[row["seq"]]
+        elif row["is_compact_summary"] and kept:
+            moved = [r for r in order if r["uuid"] in kept]
+            rest = [r for r in order if r["uuid"] not in kept]
+            same_line = [i for i, r in enumerate(rest) if line_of[r["uuid"]] == line_of[row["uuid"]]]
+            if same_line:  # else the summary was replaced in turn, and a later one places them
+                after = same_line[-1] + 1
+                order = rest[:after] + moved + rest[after:]
+            kept = set()
+    return order
 
 
 def _check_surface(events: list[dict]) -> None:
