@@ -379,8 +379,8 @@ def test_compactions(db):
     ).fetchall()
     assert got == [
         ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "compacted", "", 1788),
-        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "event_msg", "context_compacted", 19),
-        *[("codex:019fc8be-3658-7ca3-9e29-000000000000", "compacted", "", n) for n in (26, 47, 69, 81, 89, 111)],
+        # Line 19 (context_compacted) and line 26 (compacted, "message": "") wrote no summary.
+        *[("codex:019fc8be-3658-7ca3-9e29-000000000000", "compacted", "", n) for n in (47, 69, 81, 89, 111)],
         ("codex:compact-codex-001", "compacted", "", 13),
     ]
     # What the summary replaced is shadowed; the replacement history is never stored.

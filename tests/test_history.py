@@ -8,6 +8,7 @@ from datasette_obelisk.query import history as history_module
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import TOKENIZER, match_documents, parse_query
 from datasette_obelisk.query.history import History, history_read, history_search, searchable
+from datasette_obelisk.query.search import search_sessions
 from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
 
 # The corpus's 2.0.x agent file sidechain_agent.jsonl, read as the agent its lines name.
@@ -154,7 +155,9 @@ def test_search_pages_concatenate_across_digest_and_transcript_tiers(toy):
     assert [s for p in split for s in session_ids(p)] == full
 
 
-def test_search_cursor_is_bound_to_query_and_generation(toy):
+def test_search_cursor_is_bound_to_its_query_and_outlives_an_ingest(toy):
+    """An agent pages through history while its own log is being ingested:
+    the cursor carries on from where it was."""
     for n in range(3):
         toy.write(f"t{n}", line(f"t{n}a", f"delta {n}", f"2026-01-0{n + 1}T00:00:00Z"))
     toy.ingest()
@@ -162,11 +165,43 @@ def test_search_cursor_is_bound_to_query_and_generation(toy):
     assert code_of(lambda: history_search(toy.conn(), query="other", limit=1, cursor=first["nextCursor"])) == (
         "SESSION_QUERY_INVALID_CURSOR"
     )
-    toy.write("t0", line("late", "delta again", "2026-02-01T00:00:00Z"), append=True)
+    toy.write("t9", line("t9a", "unrelated", "2026-02-01T00:00:00Z"))
     toy.ingest()
-    assert code_of(lambda: history_search(toy.conn(), query="delta", limit=1, cursor=first["nextCursor"])) == (
-        "SESSION_QUERY_STALE_CURSOR"
-    )
+    second = history_search(toy.conn(), query="delta", limit=1, cursor=first["nextCursor"])
+    third = history_search(toy.conn(), query="delta", limit=1, cursor=second["nextCursor"])
+    assert session_ids(first) + session_ids(second) + session_ids(third) == ["t2", "t1", "t0"]
+    assert "nextCursor" not in third
+
+
+def test_sessions_of_equal_rank_come_once_each_page_by_page(toy):
+    # The same text in each, written a minute apart: equal ranks, newest first.
+    for n in range(60):
+        toy.write(f"s{n:02}", line(f"s{n:02}a", "apple banana", f"2026-01-01T00:{n:02}:00Z"))
+    toy.ingest()
+    whole = session_ids(history_search(toy.conn(), query="apple banana", limit=75))
+    paged = [s for p in pages(lambda **o: history_search(toy.conn(), query="apple banana", **o), limit=10) for s in session_ids(p)]
+    assert whole == paged == [f"s{n:02}" for n in reversed(range(60))]
+    grouped = [item["session"]["id"] for item in search_sessions(toy.conn(), "apple banana", limit=100)["items"]]
+    assert grouped == whole
+
+
+def test_a_page_with_a_cursor_is_never_empty(toy):
+    """Candidates whose terms are in different entries are no match: a page
+    looks past the usual number of candidates rather than come back empty."""
+    for n in range(250):
+        toy.write(f"s{n:03}", line(f"s{n:03}a", "apple", "2026-01-01T00:00:00Z"),
+                  line(f"s{n:03}b", "banana", "2026-01-01T00:01:00Z"))
+    toy.write("z", line("za", "apple banana", "2025-01-01T00:00:00Z"))
+    toy.ingest()
+    found = pages(lambda **o: history_search(toy.conn(), query="apple banana", **o), limit=10)
+    assert [session_ids(p) for p in found] == [["z"]]
+
+
+def test_punctuated_query_terms_need_not_be_adjacent(toy):
+    toy.write("s", line("s1", "I need stable sorting here", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    for query in ("stable sorting", "sorting-stable", "sorting/stable", "stable-sorting"):
+        assert session_ids(history_search(toy.conn(), query=query)) == ["s"], query
 
 
 def entry_index(conn):

@@ -4,6 +4,8 @@
         ``terms`` (default): every whitespace-separated term must match; a
         term with punctuation inside (``foo-bar``, ``/src/x.py``, ``don't``)
         must match as written, i.e. as the phrase of its tokens.
+        ``words``: every token must match, wherever (``foo-bar`` is ``foo``
+        and ``bar``), as the history contract tokenizes a query.
         ``phrase``: the whole text as one phrase.
         ``raw``: FTS5 syntax, passed through after a syntax check.
         ``prefix=True`` makes the last term a prefix (``term*``).
@@ -41,7 +43,7 @@ from dataclasses import dataclass
 
 from .errors import QueryError
 
-MODES = ("terms", "phrase", "raw")
+MODES = ("terms", "words", "phrase", "raw")
 MAX_QUERY_CHARS = 1000
 MARK_START = "\ufdd0"
 MARK_END = "\ufdd1"
@@ -136,7 +138,7 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuer
     if mode == "raw":
         validate_raw(normalized)
         return FtsQuery(normalized, mode, False, normalized, None, tuple(tokens(normalized)), (normalized,))
-    pieces = normalized.split() if mode == "terms" else [normalized]
+    pieces = {"terms": normalized.split, "words": lambda: tokens(normalized)}.get(mode, lambda: [normalized])()
     kept = [(piece, tokens(piece)) for piece in pieces]
     kept = [(piece, words) for piece, words in kept if words]
     if not kept:

@@ -160,7 +160,9 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
     position = {"digest": 0, "search": None}
     if o.get("cursor") is not None:
-        position = decode_cursor(conn, o["cursor"], "history.search", request, generation)
+        # Not bound to the generation: the archive grows while an agent pages
+        # (its own log among others), and a page carries on from its position.
+        position = decode_cursor(conn, o["cursor"], "history.search", request, None)
         if not isinstance(position, dict) or set(position) != {"digest", "search"}:
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     if query is None:
@@ -220,7 +222,7 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     The position is ``{"digest": n, "search": m}``: ``m`` counts the
     candidate sessions (best bag rank first) already examined.
     """
-    fts = parse_query(query)
+    fts = parse_query(query, "words")
     digests = _digest_matches(conn, fts, filters)
     offset = position["digest"]
     found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[offset : offset + limit]]
@@ -234,7 +236,7 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     while True:
         batch = search_core.bag_sessions(conn, fts.candidates, filters, candidate, CANDIDATE_BATCH)
         for session_id in (row["session_id"] for row in batch):
-            if examined == search_core.MAX_CANDIDATES:
+            if examined >= search_core.MAX_CANDIDATES and found:  # an empty page looks further
                 return found, {"digest": len(digests), "search": candidate}
             examined += 1
             hits = [] if session_id in seen else _entry_hits(conn, fts, session_id)

@@ -48,6 +48,7 @@ they rank every matching message, the slow shape.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 
@@ -236,17 +237,22 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
     Each is ``{"session_id", "first_id", "last_id", "avg_length", "rank"}``.
     """
     where, params = filters.session_sql("s")
-    if where == "1":
-        # No session filter: let FTS5 sort by rank itself, then join.
-        ranked = (
-            "(SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? "
-            "ORDER BY rank LIMIT ?) f"
-        )
-        params = [bag_expression, offset + count]
-    else:
-        ranked = "session_docs_fts f"
-        where = f"session_docs_fts MATCH ? AND {where}"
-        params = [bag_expression, *params]
+    ranked, ranked_params = "session_docs_fts f", [bag_expression]
+    where = f"session_docs_fts MATCH ? AND {where}"
+    if where.endswith("AND 1"):
+        # No session filter: FTS5 sorts by rank itself, fastest when told
+        # where to stop. Equal ranks are ordered by recency, so that cut must
+        # not fall among them (pages would repeat some sessions and miss
+        # others): one row more tells; if it ties, everything is sorted.
+        cut = offset + count
+        top = conn.execute(
+            "SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? ORDER BY rank LIMIT ?",
+            [bag_expression, cut + 1],
+        ).fetchall()
+        if len(top) <= cut or top[cut][1] != top[cut - 1][1]:
+            ranked = "(SELECT json_extract(value, '$[0]') AS rowid, json_extract(value, '$[1]') AS rank FROM json_each(?)) f"
+            ranked_params, where = [json.dumps([tuple(row) for row in top[:cut]])], "1"
+        params = []
     return rows(
         conn,
         f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
@@ -255,7 +261,7 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
             JOIN sessions s ON s.id = d.session_id
             WHERE {where}
             ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
-        [*params, count, offset],
+        [*ranked_params, *params, count, offset],
     )
 
 

@@ -261,7 +261,9 @@ class CodexSource:
     # 4: lines of a copied turn stay copies however late they were flushed; the
     #    child's own session_meta ends a copy; partial drift is reported at the end
     #    of a turn without messages, not at an unknown line before the first one
-    parser_version = 4
+    # 5: a compaction's summary is the summary it wrote, and only when it wrote
+    #    one (not the note on the history it replaced, nor a placeholder)
+    parser_version = 5
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
 
@@ -1097,27 +1099,30 @@ class CodexParser:
             items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut))
             size = len(line.rstrip()) - cut - len(HISTORY_KEY) - len(b"}}")
             text = _compaction_text(payload, items=items, size=size)
-        self._compaction_message(position, timestamp, text, out, type="compacted")
+        self._compaction_message(position, timestamp, text, out, type="compacted", summary=_compaction_summary(payload))
 
     def _compaction_message(
-        self, position, timestamp, text, out, *, type, subtype=None, is_meta=0, uuid=None
+        self, position, timestamp, text, out, *, type, subtype=None, is_meta=0, uuid=None, summary=""
     ) -> None:
+        """The message that stands for a compaction (``text`` says what it
+        replaced), and the compaction's ``summary`` when it wrote one."""
         self._ensure_session(out)
         message = self._message(
             position, type, timestamp, uuid=uuid, subtype=subtype, role="user", text=text,
             content_type="text", is_compact_summary=1, is_meta=is_meta,
         )
         out.append(message)
-        out.append(
-            Summary(
-                id=message.uuid,
-                session_id=self.session_id,
-                kind="compaction",
-                content=text,
-                timestamp=timestamp,
-                message_uuid=message.uuid,
+        if summary.strip():
+            out.append(
+                Summary(
+                    id=message.uuid,
+                    session_id=self.session_id,
+                    kind="compaction",
+                    content=summary,
+                    timestamp=timestamp,
+                    message_uuid=message.uuid,
+                )
             )
-        )
         self.s.previous = ["compacted"]
 
     def _undecoded_metadata(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
@@ -1250,8 +1255,12 @@ def _completed_item_text(item: dict, twin: str) -> str:
     return _parts_text(item.get("content"))
 
 
+def _compaction_summary(payload: dict) -> str:
+    return payload.get("message") if isinstance(payload.get("message"), str) else ""
+
+
 def _compaction_text(payload: dict, items: int | None = None, size: int | None = None) -> str:
-    summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+    summary = _compaction_summary(payload)
     if items is None and isinstance(payload.get("replacement_history"), list):
         history = payload["replacement_history"]
         items, size = len(history), len(orjson.dumps(history))
