@@ -48,6 +48,11 @@ def test_terms_mode_quotes_every_term(text, expression, candidates):
     assert (query.expression, query.candidates) == (expression, candidates)
 
 
+def test_words_mode_needs_every_token_anywhere():
+    query = parse_query("sorting-stable c++", "words")
+    assert (query.expression, query.candidates) == ('"sorting" AND "stable" AND "c"', '"sorting" AND "stable" AND "c"')
+
+
 def test_phrase_and_prefix_expressions():
     assert parse_query("foo-bar baz", mode="phrase").expression == '"foo-bar baz"'
     assert parse_query("database migr", prefix=True).expression == '"database" AND "migr"*'
@@ -215,6 +220,20 @@ def test_few_and_many_match_paths_agree(logs, monkeypatch):
     monkeypatch.setattr(search_module, "EXACT_MAX", 0)
     assert isinstance(search_module._finder(logs.conn(), parse_query("database"), search_module.Filters()), search_module._ManyMatches)
     assert search_sessions(logs.conn(), "database")["items"] == few["items"]
+
+
+def test_sessions_of_equal_rank_page_once_each_newest_first(toy):
+    for n in range(60):  # the same text a minute apart: equal ranks
+        toy.write(f"s{n:02}", line(f"s{n:02}a", "apple banana", f"2026-01-01T00:{n:02}:00Z"))
+    toy.ingest()
+    found, cursor = [], None
+    while True:
+        page = search_sessions(toy.conn(), "apple banana", limit=7, cursor=cursor)
+        found += ids(page)
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert found == [f"s{n:02}" for n in reversed(range(60))]
 
 
 def test_filters_apply_before_ranking(logs):
