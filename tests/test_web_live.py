@@ -1,6 +1,7 @@
 """The JSON API answers from the log as it is now, not as it was at the last ingest."""
 
 import json
+import sqlite3
 
 import pytest
 
@@ -48,3 +49,24 @@ async def test_read_only_instances_do_not_write(tmp_path, monkeypatch):
     with open(log, "a") as fp:
         fp.write(line("b", "a", "a wombat wanders in"))
     assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
+
+
+@pytest.mark.asyncio
+async def test_a_database_of_an_older_version_is_served_as_stored(tmp_path, monkeypatch):
+    """Served after an upgrade and before any ingest: no refresh, no error."""
+    log, db = ingested_log(tmp_path, monkeypatch)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("ALTER TABLE source_files DROP COLUMN hints")
+        conn.execute("ALTER TABLE source_files DROP COLUMN priority")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_add_discovery_to_source_files'")
+    conn.close()
+    with open(log, "a") as fp:
+        fp.write(line("b", "a", "a wombat wanders in"))
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    assert (await ds.client.get("/-/obelisk", params={"q": "first"})).status_code == 200
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
+    ingest(db, {"claude": tmp_path / ".claude"})  # migrates, then reads the new line
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]

@@ -11,7 +11,8 @@
         along, as ``obelisk ingest`` does. Returns the paths re-read.
 
 ``conn`` must be a *write* connection (``store.db.open_db``); everything
-else in query/ reads only. ``enabled=False`` makes this a no-op, for faces
+else in query/ reads only. A database whose schema is not this version's
+(Datasette serving it after an upgrade, before any ingest) is not refreshed. ``enabled=False`` makes this a no-op, for faces
 that serve a published read-only copy. If another writer holds the database
 longer than ``WAIT_SECONDS`` the refresh is skipped and the answer comes
 from what is already stored. Files that are gone are left alone: their
@@ -24,7 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from ..store.db import BUSY_TIMEOUT_MS
+from ..store.db import BUSY_TIMEOUT_MS, is_current
 from ..store import cold_load
 from ..store.units import in_read_order, unit_of_row
 
@@ -62,6 +63,8 @@ def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
 def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None) -> list[str]:
     if not enabled:
         return []
+    if not is_current(conn):
+        return []  # written by another version: answer from what is stored until an ingest migrates it
     if cold_load.active(conn):
         return []  # a first ingest is still loading: answer from what is stored
     rows = changed_files(conn, session_ids)
