@@ -236,6 +236,39 @@ def test_sessions_of_equal_rank_page_once_each_newest_first(toy):
     assert found == [f"s{n:02}" for n in reversed(range(60))]
 
 
+def test_facet_narrowing_finds_every_session_whatever_the_sample(toy, monkeypatch):
+    """Tool and model values narrow the search before ranking, not among the
+    first sampled matches: with a sample of 2, s3's match was never seen."""
+    from datasette_obelisk.query import search_facets
+
+    for n in range(1, 4):
+        toy.write(f"s{n}", line(f"s{n}a", "needle here", f"2026-01-0{n}T00:00:00Z",
+                                **({"tool": "Grep"} if n == 3 else {})))
+    toy.ingest()
+    toy.sql("UPDATE messages SET model = 'm-x' WHERE uuid = 's3a'")
+    monkeypatch.setattr(search_facets, "HIT_SAMPLE", 2)
+    for narrowing in ({"tool": ["Grep"]}, {"model": ["m-x"]}, {"tool": ["Grep"], "model": ["m-x"]}):
+        assert ids(search_facets.faceted_search(toy.conn(), "needle", narrowing=narrowing)["page"]) == ["s3"]
+    assert ids(search_facets.faceted_search(toy.conn(), "needle", narrowing={"tool": ["Grep"], "model": ["other"]})["page"]) == []
+
+
+def test_the_search_page_cursor_outlives_an_ingest(toy):
+    """The web page's next link keeps working while agents write."""
+    from datasette_obelisk.query.search_facets import faceted_search
+
+    for n in range(3):
+        toy.write(f"s{n}", line(f"s{n}a", "needle", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    first = faceted_search(toy.conn(), "needle", limit=2)["page"]
+    toy.write("s9", line("s9a", "unrelated", "2026-02-01T00:00:00Z"))
+    toy.ingest()
+    second = faceted_search(toy.conn(), "needle", limit=2, cursor=first["next_cursor"])["page"]
+    assert ids(first) + ids(second) == ["s2", "s1", "s0"]
+    assert code_of(lambda: search_sessions(toy.conn(), "needle", limit=2, cursor=first["next_cursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"  # the session-query contract's search stays bound
+    )
+
+
 def test_filters_apply_before_ranking(logs):
     conn = logs.conn()
     assert ids(search_sessions(conn, "database", cwds=["/p/two"])) == ["s3", "s2"]

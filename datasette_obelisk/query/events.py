@@ -66,6 +66,23 @@ def event_type_sql(alias: str = "m") -> str:
     )
 
 
+def tool_name_sql(alias: str = "m") -> str:
+    """The tool an event calls, or whose result it holds."""
+    a = alias
+    return (
+        f"COALESCE((SELECT c.name FROM tool_calls c WHERE c.message_uuid = {a}.uuid LIMIT 1),"
+        f" (SELECT c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id"
+        f"  WHERE r.message_uuid = {a}.uuid LIMIT 1))"
+    )
+
+
+def branch_sql(alias: str = "m", session: str | None = None) -> str:
+    """The git branch an event was written on: its own, else its session's
+    (``session`` is the alias of its joined ``sessions`` row, if any)."""
+    sessions_branch = f"{session}.git_branch" if session else f"(SELECT b.git_branch FROM sessions b WHERE b.id = {alias}.session_id)"
+    return f"COALESCE(NULLIF({alias}.git_branch, ''), {sessions_branch})"
+
+
 def event_time_sql(alias: str = "m") -> str:
     """The event's timestamp; for a line written without one, the nearest
     earlier event's, else the nearest later one's, else the session's start.

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import event_time_sql, event_type_sql, semantic_sql
+from .events import branch_sql, event_time_sql, event_type_sql, semantic_sql, tool_name_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -136,6 +136,9 @@ class Filters:
     types: tuple | None = None
     roles: tuple | None = None
     surfaces: tuple | None = None
+    models: tuple | None = None
+    branches: tuple | None = None
+    tools: tuple | None = None
     include_meta: bool = False
     attributes: tuple | None = None
     semantic_only: bool = False  # only events with semantic text (the session-query search)
@@ -147,7 +150,8 @@ class Filters:
         sources=None, projects=None, cwds=None, session_ids=None, parents=None,
         availability=None, created_from=None, created_to=None, time_from=None,
         time_to=None, seq_from=None, seq_to=None, types=None, roles=None,
-        surfaces=None, include_meta=False, attributes=None, semantic_only=False, check_ranges=True,
+        surfaces=None, models=None, branches=None, tools=None, include_meta=False, attributes=None,
+        semantic_only=False, check_ranges=True,
     ) -> "Filters":
         built = cls(
             sources=_strings("sources", sources),
@@ -165,6 +169,9 @@ class Filters:
             types=_strings("types", types),
             roles=_strings("roles", roles),
             surfaces=_strings("surfaces", surfaces),
+            models=_strings("models", models),
+            branches=_strings("branches", branches),
+            tools=_strings("tools", tools),
             include_meta=bool(include_meta),
             attributes=_attributes(attributes),
             semantic_only=bool(semantic_only),
@@ -219,7 +226,8 @@ class Filters:
     def has_event_filters(self) -> bool:
         return any(
             getattr(self, name) is not None
-            for name in ("time_from", "time_to", "seq_from", "seq_to", "types", "roles", "surfaces")
+            for name in ("time_from", "time_to", "seq_from", "seq_to", "types", "roles", "surfaces",
+                         "models", "branches", "tools")
         ) or not self.include_meta or self.semantic_only
 
     def session_sql(self, s: str = "s") -> tuple[str, list]:
@@ -255,6 +263,9 @@ class Filters:
         where.values(event_type_sql(m), self.types)
         where.values(f"{m}.role", self.roles)
         where.values(f"{m}.surface", self.surfaces)
+        where.values(f"{m}.model", self.models)
+        where.values(branch_sql(m), self.branches)
+        where.values(tool_name_sql(m), self.tools)
         if not self.include_meta:
             where.add(f"{m}.is_meta = 0 AND {m}.visibility != 'hidden'")
         if self.semantic_only:

@@ -28,7 +28,9 @@ for better matches; ``matches`` are ``[start, end)`` code-point offsets into
 the plain snippet text. Cursors of ``search_sessions`` are bound to the
 request and to ``obelisk_state.generation``; those of ``search_events`` to
 the request and to the target session only, so they survive changes to
-other sessions.
+other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
+is not bound to the generation either: the next page carries on from its
+position in the ranking as it is now (the search page, while agents write).
 
 How grouped search stays fast (bench/README.md has the numbers): ranking
 every matching message costs time linear in the matches, so sessions are
@@ -124,6 +126,7 @@ def search_sessions(
     cursor: str | None = None,
     snippets: int = MAX_SNIPPETS,
     filters: Filters | None = None,
+    follow_changes: bool = False,
     **filter_options,
 ) -> dict:
     fts = parse_query(query, mode, prefix)
@@ -135,7 +138,7 @@ def search_sessions(
     request = fingerprint(
         {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
     )
-    position = _position(conn, cursor, "sessions", request, generation)
+    position = _position(conn, cursor, "sessions", request, None if follow_changes else generation)
     page = {"items": [], "next_cursor": None, "generation": generation}
     if fts.matches_nothing:
         return page

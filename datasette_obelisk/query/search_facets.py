@@ -1,4 +1,4 @@
-"""Facet counts for a search, and the facets ``search.py`` cannot filter by itself.
+"""Facet counts for a search, and a page of search narrowed by facet values.
 
     facet_counts(conn, query, *, mode="terms", narrowing=None, per_facet=8,
                  **filter_options) -> dict
@@ -10,12 +10,14 @@
         counts of the ``COUNTS_KEPT`` latest searches are kept until the
         database's generation changes, so the next page of a search does
         not count them again.
-    narrowed_session_ids(conn, query, *, mode="terms", narrowing,
-                         **filter_options) -> list[str] | None
+    faceted_search(conn, query, *, mode="terms", narrowing=None, limit=20,
+                   cursor=None, **filter_options) -> dict
+        One page of grouped search and the facet counts beside it; its
+        cursor follows the archive as it grows (``follow_changes``).
         ``narrowing`` is ``{"branch": [...], "model": [...], "tool": [...]}``
-        (values ORed within a facet, facets ANDed): the sessions that have a
-        match satisfying it, to pass to ``search_sessions(session_ids=...)``.
-        None when there is nothing to narrow by.
+        (values ORed within a facet, facets ANDed): only matches with those
+        values count, as event filters (``Filters`` ``branches``, ``models``,
+        ``tools``) applied before ranking.
 
 ``filter_options`` are those of ``search.search_sessions`` (``Filters.build``).
 """
@@ -29,47 +31,42 @@ import threading
 from collections import OrderedDict
 
 from .cursors import current_generation
-from .filters import MAX_VALUES, Filters
+from .events import branch_sql, tool_name_sql
+from .filters import Filters
 from .fts import parse_query
 
 HIT_SAMPLE = 50_000
 COUNTS_KEPT = 32
 _kept: OrderedDict = OrderedDict()  # (database, generation, statement, params, per_facet) -> result
 _kept_lock = threading.Lock()
-TOOL_NAME = (
-    "COALESCE((SELECT c.name FROM tool_calls c WHERE c.message_uuid = m.uuid LIMIT 1),"
-    " (SELECT c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id"
-    "  WHERE r.message_uuid = m.uuid LIMIT 1))"
-)
 FACETS = {
     "source": "s.source",
     "project": "s.project",
-    "branch": "COALESCE(NULLIF(m.git_branch, ''), s.git_branch)",
+    "branch": branch_sql("m", "s"),
     "model": "m.model",
     "role": "m.role",
-    "tool": TOOL_NAME,
+    "tool": tool_name_sql("m"),
     "day": "substr(m.timestamp, 1, 10)",
 }
-NARROWING = ("branch", "model", "tool")
+NARROWING = {"branch": "branches", "model": "models", "tool": "tools"}  # facet -> Filters field
 
 
-def _hits(expression: str, filters: Filters, narrowing: dict | None) -> tuple[str, list]:
+def _hits(expression: str, filters: Filters) -> tuple[str, list]:
     """The first ``HIT_SAMPLE`` matching messages with every facet's value."""
     event_where, event_params = filters.event_sql("m")
     session_where, session_params = filters.session_sql("s")
     columns = ", ".join(f"{sql} AS {name}" for name, sql in FACETS.items())
-    where, params = [], []
-    for name, values in (narrowing or {}).items():
-        if values:
-            where.append(f"{name} IN ({', '.join('?' * len(values))})")
-            params.extend(values)
-    sql = f"""SELECT * FROM (
-          SELECT m.session_id, {columns}
+    sql = f"""SELECT m.session_id, {columns}
           FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
           WHERE messages_fts MATCH ? AND {event_where} AND {session_where}
-          LIMIT {HIT_SAMPLE}
-        ) WHERE {' AND '.join(where) or '1'}"""
-    return sql, [expression, *event_params, *session_params, *params]
+          LIMIT {HIT_SAMPLE}"""
+    return sql, [expression, *event_params, *session_params]
+
+
+def narrowed(filter_options: dict, narrowing: dict | None) -> dict:
+    """``filter_options`` with the ``narrowing`` facet values as event filters."""
+    return {**filter_options, **{NARROWING[name]: list(values) for name, values in (narrowing or {}).items()
+                                 if name in NARROWING and values}}
 
 
 def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
@@ -78,7 +75,7 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
     result = {"facets": {name: [] for name in FACETS}, "sampled": False}
     if fts.matches_nothing:
         return result
-    hits_sql, params = _hits(fts.expression, Filters.build(**filter_options), narrowing)
+    hits_sql, params = _hits(fts.expression, Filters.build(**narrowed(filter_options, narrowing)))
     # Each session's distinct combinations of values, with how many matches have them.
     columns = ", ".join(FACETS)
     sql = f"SELECT session_id, {columns}, COUNT(*) FROM ({hits_sql}) GROUP BY session_id, {columns}"
@@ -115,21 +112,6 @@ def _database(conn: sqlite3.Connection) -> tuple:
     return main, secret[0] if secret else None
 
 
-def narrowed_session_ids(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None,
-                         **filter_options) -> list[str] | None:
-    narrowing = {name: list(values) for name, values in (narrowing or {}).items() if name in NARROWING and values}
-    if not narrowing:
-        return None
-    fts = parse_query(query, mode)
-    if fts.matches_nothing:
-        return []
-    hits_sql, params = _hits(fts.expression, Filters.build(**filter_options), narrowing)
-    found = conn.execute(
-        f"SELECT DISTINCT session_id FROM ({hits_sql}) LIMIT {MAX_VALUES}", params
-    ).fetchall()
-    return [row[0] for row in found]
-
-
 def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
                    limit: int = 20, cursor: str | None = None, **filter_options) -> dict:
     """One page of grouped search (``search.search_sessions``) and the facet counts beside it.
@@ -138,11 +120,8 @@ def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms",
     """
     from .search import search_sessions
 
-    session_ids = narrowed_session_ids(conn, query, mode=mode, narrowing=narrowing, **filter_options)
-    if session_ids == []:
-        page = {"items": [], "next_cursor": None}
-    else:
-        narrowed = {} if session_ids is None else {"session_ids": session_ids}
-        page = search_sessions(conn, query, mode=mode, limit=limit, cursor=cursor, **filter_options, **narrowed)
+    page = search_sessions(
+        conn, query, mode=mode, limit=limit, cursor=cursor, follow_changes=True, **narrowed(filter_options, narrowing)
+    )
     counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, **filter_options)
     return {"page": page, **counts}
