@@ -306,6 +306,18 @@ async def test_files_failures_memories_overview(ds, web_db):
     ) in overview
 
 
+@pytest.mark.asyncio
+async def test_the_overview_source_links_list_that_sources_recent_sessions(ds, web_db):
+    overview = await page(ds, "/-/obelisk/overview")
+    assert "/-/obelisk?source=codex" in links(overview)
+    recent = await page(ds, "/-/obelisk", source="codex")
+    listed = [unquote(href.rsplit("/", 1)[1]) for href in links(recent) if href.startswith("/-/obelisk/session/")]
+    top_level = rows(web_db, "SELECT id FROM sessions WHERE source = 'codex' AND COALESCE(relationship, '') "
+                             "NOT IN ('subagent', 'workflow') ORDER BY ended_at DESC LIMIT 15")
+    assert listed == [session_id for (session_id,) in top_level] and len(listed) > 3
+    assert "No session matches these filters." in await page(ds, "/-/obelisk", source="codex", project="nowhere")
+
+
 HUGE = "99999999999999999999999"
 INT64_PAST = str(2**63)
 

@@ -824,6 +824,18 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     return [dict(r) for r in found]
 
 
+def recent_in(conn, filters, limit: int) -> list[dict]:
+    """Top-level sessions a ``Filters`` selects (its session filters), most
+    recently ended first: the search page before any query."""
+    where, params = filters.session_sql("s")
+    found = rows(
+        conn,
+        f"SELECT s.* FROM sessions s WHERE {TOP_LEVEL} AND {where} ORDER BY {moment_sql('s.ended_at')} DESC, s.id LIMIT ?",
+        params + [limit],
+    )
+    return [dict(r) for r in found]
+
+
 def recent(conn, n=10) -> list[dict]:
     """The ``n`` most recently ended sessions."""
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LIMIT:

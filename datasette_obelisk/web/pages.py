@@ -7,6 +7,7 @@ them to their URL and template through ``handlers.page_view``.
 from __future__ import annotations
 
 from ..query import dashboard, lineage, obelisk, search_facets, transcript
+from ..query.filters import Filters
 from ..query.session_query import SessionQuery
 from . import charts
 from .actions import FORGET, REMEMBER, allowed
@@ -25,8 +26,9 @@ FAILURE_RESULT_CHARS = 2_000
 async def search_page(datasette, request, db, params):
     form = SearchForm.from_params(params)
     context = {"form": form, "active_tab": "Search"}
-    if not form.query:  # top-level sessions: no parent to name
-        context["recent"] = await db.execute_fn(lambda conn: obelisk.sessions(conn, {"limit": 15}))
+    if not form.query:  # top-level sessions of the chosen sources, projects and days: no parent to name
+        filters = Filters.build(**form.filter_options())
+        context["recent"] = await db.execute_fn(lambda conn: obelisk.recent_in(conn, filters, 15))
         return context
 
     def search(conn):
