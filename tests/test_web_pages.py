@@ -318,6 +318,53 @@ async def test_the_overview_source_links_list_that_sources_recent_sessions(ds, w
     assert "No session matches these filters." in await page(ds, "/-/obelisk", source="codex", project="nowhere")
 
 
+@pytest.mark.parametrize("limit", [2, 3, 5])
+def test_a_transcript_read_page_by_page_lists_what_one_page_lists(web_db, limit):
+    """A tool result whose call is on an earlier page is shown with that call,
+    not again as a loose message at the top of the next page."""
+    from datasette_obelisk.query import transcript
+
+    conn = sqlite3.connect(web_db)
+    conn.row_factory = sqlite3.Row
+
+    def seqs(page):
+        return [e["message"]["seq"] for e in page["entries"] if "message" in e]
+
+    split = 0
+    for (session_id,) in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall():
+        whole = seqs(transcript.transcript(conn, session_id, limit=5000))
+        paged, start = [], 1
+        while start:
+            page_ = transcript.transcript(conn, session_id, start=start, limit=limit)
+            paged += seqs(page_)
+            start = page_["next_start"]
+        assert paged == whole, session_id
+        split += len(whole) > limit
+    assert split > 10
+
+
+def test_every_message_s_transcript_link_reaches_its_anchor(web_db):
+    """The event page's "In the transcript": the page holding the message,
+    with the options that list it, at ``#m<seq>`` or its call's ``#tool-``."""
+    from datasette_obelisk.query import transcript
+
+    conn = sqlite3.connect(web_db)
+    conn.row_factory = sqlite3.Row
+    reached, kinds = 0, set()
+    for session_id, seq in conn.execute("SELECT session_id, seq FROM messages ORDER BY session_id, seq").fetchall():
+        where = transcript.message_anchor(conn, session_id, seq, limit=3)
+        if where is None:
+            continue
+        shown = transcript.transcript(conn, session_id, start=where["start"] or 1, limit=3, rewound=where["rewound"],
+                                      meta=where["meta"], log=where["log"])
+        anchors = {f"m{e['message']['seq']}" for e in shown["entries"] if "message" in e}
+        anchors |= {f"tool-{c['id']}" for e in shown["entries"] if e["kind"] == "tool" for c in e["calls"]}
+        assert where["anchor"] in anchors, (session_id, seq, where)
+        reached += 1
+        kinds.add(where["anchor"].split("-")[0][0] + str(bool(where["start"])))
+    assert reached > 2000 and kinds == {"mTrue", "mFalse", "tTrue", "tFalse"}
+
+
 HUGE = "99999999999999999999999"
 INT64_PAST = str(2**63)
 

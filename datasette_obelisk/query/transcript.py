@@ -73,6 +73,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
     rows = rows[:limit]
     calls = tool_calls(conn, session_id, [r["uuid"] for r in rows])
     folded = {call["result_uuid"] for group in calls.values() for call in group if call["result_uuid"]}
+    folded |= results_of_earlier_calls(conn, session_id, start, [r["uuid"] for r in rows if r["content_type"] == TOOL_RESULT])
     entries = []
     for row in rows:
         entry = entry_for(row, calls, folded, meta=meta, log=log)
@@ -175,6 +176,24 @@ def subagents(conn, session_id: str) -> list[dict]:
     )
 
 
+def results_of_earlier_calls(conn, session_id: str, start: int, result_uuids: list[str]) -> set[str]:
+    """Which of ``result_uuids`` answer a call made before ``start``: the
+    page that shows the call shows its result too, so this one folds it."""
+    if not result_uuids:
+        return set()
+    return {
+        row["message_uuid"]
+        for row in _all(
+            conn,
+            f"""SELECT r.message_uuid FROM tool_results r
+                JOIN tool_calls c ON c.id = r.tool_use_id
+                JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = ?
+                WHERE m.seq < ? AND r.message_uuid IN ({", ".join("?" * len(result_uuids))})""",
+            [session_id, start, *result_uuids],
+        )
+    }
+
+
 def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, list[dict]]:
     """The calls each tool-use line made, with result, outcome and any child session."""
     if not message_uuids:
@@ -217,15 +236,16 @@ def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS)
     }
 
 
+PAGE_OFFSET = "(SELECT COUNT(*) FROM messages b WHERE b.session_id = m.session_id AND b.seq < m.seq) / :page * :page"
+
+
 def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[str, dict]:
     ids = sorted(set(tool_call_ids))
     if not ids:
         return {}
     rows = _all(
         conn,
-        f"""SELECT c.id AS call_id, m.*,
-                   (SELECT COUNT(*) FROM messages b WHERE b.session_id = m.session_id AND b.seq < m.seq)
-                     / :page * :page AS page_offset
+        f"""SELECT c.id AS call_id, m.*, {PAGE_OFFSET} AS page_offset
             FROM tool_calls c JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = c.session_id
             WHERE c.id IN ({", ".join(f":id{i}" for i in range(len(ids)))})""",
         {"page": limit, **{f"id{i}": value for i, value in enumerate(ids)}},
@@ -233,12 +253,38 @@ def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[st
     found = {}
     for row in rows:
         options = options_showing(row)
-        if options is None:
-            continue
-        if row["page_offset"]:
-            options["start"] = _seq_at(conn, row["session_id"], row["page_offset"])
-        found[row["call_id"]] = options
+        if options is not None:
+            found[row["call_id"]] = _on_page(conn, row, options)
     return found
+
+
+def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500) -> dict | None:
+    """Where the transcript shows a message: the page options (as ``tool_anchors``)
+    and ``anchor``, ``m<seq>`` or, for a result shown with its call, ``tool-<call id>``.
+    None for a message no transcript page lists."""
+    row = _one(
+        conn, f"SELECT m.*, {PAGE_OFFSET} AS page_offset FROM messages m WHERE m.session_id = :session AND m.seq = :seq",
+        {"page": limit, "session": session_id, "seq": seq},
+    )
+    if row is None:
+        return None
+    if row["content_type"] == TOOL_RESULT:
+        call = _one(conn, "SELECT tool_use_id FROM tool_results WHERE message_uuid = ? LIMIT 1", [row["uuid"]])
+        options = tool_anchors(conn, [call["tool_use_id"]], limit=limit).get(call["tool_use_id"]) if call else None
+        if options is not None:
+            return {**options, "anchor": f"tool-{call['tool_use_id']}"}
+    if is_compaction(row):
+        options = {"start": None, "rewound": False, "meta": False, "log": False}
+    else:
+        options = options_showing(row)
+    return None if options is None else {**_on_page(conn, row, options), "anchor": f"m{seq}"}
+
+
+def _on_page(conn, row: dict, options: dict) -> dict:
+    """``options`` with the start of the transcript page that holds ``row`` (None for the first)."""
+    if row["page_offset"]:
+        options["start"] = _seq_at(conn, row["session_id"], row["page_offset"])
+    return options
 
 
 def _seq_at(conn, session_id: str, offset: int) -> int:

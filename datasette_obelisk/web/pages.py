@@ -89,6 +89,7 @@ async def event_page(datasette, request, db, params):
             "window": found,
             "outputs": transcript.result_outputs(conn, [e["id"] for e in found["events"]]),
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
+            "in_transcript": transcript.message_anchor(conn, session_id, seq, limit=TRANSCRIPT_PAGE),
             **lineage.event_chains(conn, session_id, seq),
         }
 

@@ -25,12 +25,14 @@ class TemplateHelpers:
     def tool_call(self, session_id, call_id, anchors: dict) -> str:
         """The transcript page showing a call, at its ``#tool-`` anchor; the session's start when it has none."""
         options = anchors.get(call_id)
-        if options is None:
+        return self.in_transcript(session_id, options and {**options, "anchor": f"tool-{call_id}"})
+
+    def in_transcript(self, session_id, where: dict | None) -> str:
+        """The transcript page showing a message, at its anchor (``transcript.message_anchor``)."""
+        if where is None:
             return self.session(session_id)
-        url = self.session(
-            session_id, start=options["start"], shadowed=options["rewound"], meta=options["meta"], log=options["log"]
-        )
-        return url + "#tool-" + quote(str(call_id), safe="")
+        url = self.session(session_id, start=where["start"], shadowed=where["rewound"], meta=where["meta"], log=where["log"])
+        return url + "#" + quote(where["anchor"], safe="")
 
     def lineage(self, session_id, **query) -> str:
         return urls.lineage_url(self.datasette, session_id, db=self.db, **query)
