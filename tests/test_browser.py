@@ -161,3 +161,36 @@ def test_a_refused_query_is_corrected_in_place(server, page):
     page.wait_for_selector(".ob-result")
     assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
     assert page.js_errors == []
+
+
+PHONE_PAGES = [
+    f"/-/obelisk?q={WORD}",
+    "/-/obelisk/session/ef958aa1-0e93-49f0-bb71-150f63befcd1",
+    "/-/obelisk/overview",
+    "/-/obelisk/files",
+    "/-/obelisk/failures",
+]
+
+
+def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
+    """At 390 px nothing makes the page scroll sideways (wide tables and
+    charts scroll in their own box), and search results come before facets."""
+    import sqlite3
+
+    conn = sqlite3.connect(web_db)
+    longest = conn.execute(  # the session with the longest unbroken tool input, whatever the corpus holds
+        "SELECT session_id FROM tool_calls ORDER BY length(input_json) DESC LIMIT 1").fetchone()[0]
+    conn.close()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    for path in [*PHONE_PAGES, f"/-/obelisk/session/{longest}"]:
+        response = page.goto(server + path)
+        assert response.status == 200, path
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, (path, width)
+    page.goto(f"{server}/-/obelisk?q={WORD}")
+    first_result = page.locator(".ob-result").first.bounding_box()["y"]
+    facets = page.locator(".ob-facets").bounding_box()["y"]
+    assert first_result < facets
+    page.screenshot(path=str(screenshots / "search-phone.png"))
+    context.close()

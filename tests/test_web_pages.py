@@ -365,6 +365,29 @@ def test_every_message_s_transcript_link_reaches_its_anchor(web_db):
     assert reached > 2000 and kinds == {"mTrue", "mFalse", "tTrue", "tFalse"}
 
 
+@pytest.mark.asyncio
+async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, monkeypatch):
+    from datasette_obelisk.web import pages
+
+    monkeypatch.setattr(pages, "FILES_PAGE", 2)
+    [(paths,)] = rows(web_db, "SELECT COUNT(DISTINCT path) FROM tool_call_files")
+    first = await page(ds, "/-/obelisk/files")
+    assert f"Paths 1–2 of {paths:,}, most touched first." in first
+    assert "/-/obelisk/files?offset=2" in links(first)
+    second = await page(ds, "/-/obelisk/files", offset="2")
+    assert f"Paths 3–4 of {paths:,}" in second and "/-/obelisk/files" in links(second)
+    listed = set(re.findall(r'files\?path=([^"&]+)"', first)) | set(re.findall(r'files\?path=([^"&]+)"', second))
+    assert len(listed) == 4
+
+    [(failed,)] = rows(web_db, "SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed' OR is_error = 1")
+    some = await page(ds, "/-/obelisk/failures", limit="2")
+    assert f"The newest 2 of {failed:,}." in some and some.count('<li class="ob-result">') == 2
+    assert "/-/obelisk/failures?limit=202" in links(some)
+    [(claude,)] = rows(web_db, "SELECT COUNT(*) FROM tool_results tr JOIN sessions s ON s.id = tr.session_id "
+                               "WHERE (outcome = 'failed' OR is_error = 1) AND s.source = 'claude'")
+    assert f"of {claude:,}." in await page(ds, "/-/obelisk/failures", limit="1", source="claude")
+
+
 HUGE = "99999999999999999999999"
 INT64_PAST = str(2**63)
 
@@ -405,7 +428,7 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     [(conversation,)] = rows(web_db, "SELECT SUM(message_count) FROM sessions")
     [(every_line,)] = rows(web_db, "SELECT COUNT(*) FROM messages")
     assert cards["conversation messages"] == conversation != every_line
-    source_table, project_table = re.findall(r"<h2>By (?:source|project)</h2>\s*<table.*?</table>", html, re.S)
+    source_table, project_table = re.findall(r"<h2>By (?:source|project)</h2>\s*<div class=\"ob-scroll\"><table.*?</table>", html, re.S)
     assert sum(numbers(re.findall(r'</td><td class="num">[\d,]+</td><td class="num">([\d,]+)</td>', source_table))) == conversation
     assert sum(numbers(re.findall(r'<td class="num">[\d,]+</td><td class="num">([\d,]+)</td><td>', project_table))) == conversation
     chart = re.search(r"<svg[^>]*><title>Conversation messages per \w+, by source</title>.*?</svg>", html, re.S).group(0)

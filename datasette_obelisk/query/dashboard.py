@@ -170,20 +170,25 @@ def _dicts(cursor) -> list[dict]:
     return [dict(zip(names, row)) for row in cursor]
 
 
-def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: int = 50) -> list[dict]:
-    """Paths tool calls touched most, optionally those containing ``contains``."""
+def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: int = 50, offset: int = 0) -> dict:
+    """Paths tool calls touched most, optionally those containing ``contains``:
+    ``{"files": [{"path", "calls", "sessions", "last_at"}], "total"}``, ``limit`` from ``offset``."""
     where, params = "", []
     if contains:
         where, params = "WHERE f.path LIKE ? ESCAPE '\\'", ["%" + _like_escape(contains) + "%"]
-    return _dicts(
+    files = _dicts(
         conn.execute(
             f"""SELECT f.path, COUNT(*) AS calls, COUNT(DISTINCT c.session_id) AS sessions,
                        MAX(c.timestamp) AS last_at
                 FROM tool_call_files f JOIN tool_calls c ON c.id = f.tool_call_id
-                {where} GROUP BY f.path ORDER BY calls DESC, f.path LIMIT ?""",
-            [*params, limit],
+                {where} GROUP BY f.path ORDER BY calls DESC, f.path LIMIT ? OFFSET ?""",
+            [*params, limit, offset],
         )
     )
+    total = conn.execute(
+        f"SELECT COUNT(DISTINCT f.path) FROM tool_call_files f JOIN tool_calls c ON c.id = f.tool_call_id {where}", params
+    ).fetchone()[0]
+    return {"files": files, "total": total}
 
 
 def _like_escape(text: str) -> str:

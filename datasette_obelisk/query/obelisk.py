@@ -986,23 +986,39 @@ def tool_call(row) -> dict:
     return {name: row[name] for name in TOOL_CALL_FIELDS}
 
 
+FAILURE_AT = "COALESCE(tr.timestamp, m.timestamp)"
+FAILURE_FROM = (
+    "FROM tool_results tr LEFT JOIN messages m ON m.uuid = tr.message_uuid LEFT JOIN sessions s ON s.id = tr.session_id"
+)
+
+
+def _failure_scope(conn, opts, kwargs) -> tuple[dict, "Where"]:
+    o = known_source(conn, options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source")))
+    where = Where("tr.outcome = 'failed' OR tr.is_error = 1").scope(o, {
+        "session_id": "tr.session_id", "project": "s.project", "after": FAILURE_AT, "before": FAILURE_AT,
+        "source": "s.source",
+    })
+    return o, where
+
+
 def failures(conn, opts=None, **kwargs) -> list[dict]:
     """Failed tool results with their call, session and the next three messages; newest first."""
-    o = known_source(conn, options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source")))
-    at = "COALESCE(tr.timestamp, m.timestamp)"
-    where = Where("tr.outcome = 'failed' OR tr.is_error = 1").scope(o, {
-        "session_id": "tr.session_id", "project": "s.project", "after": at, "before": at, "source": "s.source",
-    })
+    o, where = _failure_scope(conn, opts, kwargs)
     found = rows(
         conn,
         f"""SELECT tr.*, {full_content_sql('tr')} AS whole_content, m.seq AS message_seq, m.session_id AS message_session, s.title AS session_title,
                    s.project AS session_project
-            FROM tool_results tr LEFT JOIN messages m ON m.uuid = tr.message_uuid
-            LEFT JOIN sessions s ON s.id = tr.session_id
-            WHERE {where} ORDER BY {moment_sql(at)} DESC, tr.id DESC LIMIT ?""",
+            {FAILURE_FROM}
+            WHERE {where} ORDER BY {moment_sql(FAILURE_AT)} DESC, tr.id DESC LIMIT ?""",
         where.params + [o["limit"]],
     )
     return [failure(conn, r) for r in found]
+
+
+def failure_count(conn, opts=None, **kwargs) -> int:
+    """How many failures ``failures`` with these options could list (its ``limit`` aside)."""
+    _, where = _failure_scope(conn, opts, kwargs)
+    return conn.execute(f"SELECT COUNT(*) {FAILURE_FROM} WHERE {where}", where.params).fetchone()[0]
 
 
 def failure(conn, row) -> dict:

@@ -16,6 +16,7 @@ from .search_form import SearchForm
 from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
+FILES_PAGE = 50
 # The failures page lists up to ``limit`` results (50 by default, at most
 # 1,000), so it shows a preview of each output, not the transcript's
 # RESULT_CHARS; failures() clips its content at MAX_TEXT, marking the cut,
@@ -130,8 +131,9 @@ async def files_page(datasette, request, db, params):
             return {"history": history, "anchors": anchors_for(conn, [h["toolCall"] for h in history])}
 
         return {"active_tab": "Files", "path": path, **await db.execute_fn(load)}
-    files = await db.execute_fn(lambda conn: dashboard.touched_files(conn, contains))
-    return {"active_tab": "Files", "contains": contains, "files": files}
+    offset = params.integer("offset", 0, minimum=0)
+    found = await db.execute_fn(lambda conn: dashboard.touched_files(conn, contains, FILES_PAGE, offset))
+    return {"active_tab": "Files", "contains": contains, "offset": offset, "page_size": FILES_PAGE, **found}
 
 
 async def failures_page(datasette, request, db, params):
@@ -139,10 +141,15 @@ async def failures_page(datasette, request, db, params):
 
     def load(conn):
         found = obelisk.failures(conn, options)
-        return {"failures": found, "anchors": anchors_for(conn, [f["toolCall"] for f in found])}
+        return {
+            "failures": found, "total": obelisk.failure_count(conn, options),
+            "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
+            "sources": [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")],
+        }
 
     return {
-        "active_tab": "Failures", "filters": options, "result_chars": FAILURE_RESULT_CHARS, **await db.execute_fn(load)
+        "active_tab": "Failures", "filters": options, "result_chars": FAILURE_RESULT_CHARS, "max_limit": obelisk.MAX_LIMIT,
+        **await db.execute_fn(load),
     }
 
 
