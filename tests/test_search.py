@@ -41,6 +41,9 @@ def code_of(call):
         ("数据库 迁移", '"数据库" AND "迁移"', '"数据库" AND "迁移"'),
         ("AND OR NOT", '"AND" AND "OR" AND "NOT"', '"and" AND "or" AND "not"'),
         ("  database   migration ", '"database" AND "migration"', '"database" AND "migration"'),
+        ('"npm test" fix', '"npm test" AND "fix"', '"npm" AND "test" AND "fix"'),  # quotes that pair make a phrase
+        ('x"y z"w', '"x" AND "y z" AND "w"', '"x" AND "y" AND "z" AND "w"'),
+        ('"" fix', '"fix"', '"fix"'),
     ],
 )
 def test_terms_mode_quotes_every_term(text, expression, candidates):

@@ -3,7 +3,8 @@
     parse_query(text, mode="terms", prefix=False) -> FtsQuery
         ``terms`` (default): every whitespace-separated term must match; a
         term with punctuation inside (``foo-bar``, ``/src/x.py``, ``don't``)
-        must match as written, i.e. as the phrase of its tokens.
+        must match as written, i.e. as the phrase of its tokens, and so must
+        text between double quotes (``"npm test"``), when they pair up.
         ``words``: every token must match, wherever (``foo-bar`` is ``foo``
         and ``bar``), as the history contract tokenizes a query.
         ``phrase``: the whole text as one phrase.
@@ -36,6 +37,7 @@ match (None when the query cannot be lifted that way, as in raw mode).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import unicodedata
@@ -138,7 +140,7 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuer
     if mode == "raw":
         validate_raw(normalized)
         return FtsQuery(normalized, mode, False, normalized, None, tuple(tokens(normalized)), (normalized,))
-    pieces = {"terms": normalized.split, "words": lambda: tokens(normalized)}.get(mode, lambda: [normalized])()
+    pieces = {"terms": lambda: terms_of(normalized), "words": lambda: tokens(normalized)}.get(mode, lambda: [normalized])()
     kept = [(piece, tokens(piece)) for piece in pieces]
     kept = [(piece, words) for piece, words in kept if words]
     if not kept:
@@ -155,6 +157,15 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuer
     )
 
 
+def terms_of(text: str) -> list[str]:
+    """Whitespace-separated terms, a double-quoted span being one (when every quote pairs up)."""
+    if text.count('"') % 2:
+        return text.split()
+    found = (m.group(1) if m.group(1) is not None else m.group(2) for m in _TERM.finditer(text))
+    return [term for term in found if term.strip()]
+
+
+_TERM = re.compile(r'"([^"]*)"|([^\s"]+)')
 _checker = threading.local()
 
 
