@@ -272,6 +272,21 @@ def test_the_search_page_cursor_outlives_an_ingest(toy):
     )
 
 
+def test_the_role_of_a_tool_s_output_is_tool(read_conn):
+    """Claude Code logs tool output as user lines: the role facet and filter
+    call those ``tool``, so "user" means what the user wrote."""
+    from datasette_obelisk.query.search_facets import faceted_search
+
+    def hit_types(role):
+        page = faceted_search(read_conn, "error", limit=100, roles=[role])["page"]
+        return {hit["type"] for item in page["items"] for hit in item["hits"]}
+
+    assert hit_types("tool") == {"tool/result"}
+    assert "tool/result" not in hit_types("user") and "user/message" in hit_types("user")
+    roles = {f["value"] for f in faceted_search(read_conn, "error")["facets"]["role"]}
+    assert {"tool", "user", "assistant"} <= roles
+
+
 def test_filters_apply_before_ranking(logs):
     conn = logs.conn()
     assert ids(search_sessions(conn, "database", cwds=["/p/two"])) == ["s3", "s2"]

@@ -66,6 +66,12 @@ def event_type_sql(alias: str = "m") -> str:
     )
 
 
+def speaker_sql(alias: str = "m") -> str:
+    """Who speaks in an event: its role, except ``tool`` for a tool's output
+    (logged as a ``user`` line by Claude Code)."""
+    return f"(CASE WHEN {alias}.content_type = 'tool_result' THEN 'tool' ELSE {alias}.role END)"
+
+
 def tool_name_sql(alias: str = "m") -> str:
     """The tool an event calls, or whose result it holds."""
     a = alias

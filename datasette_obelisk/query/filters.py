@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import branch_sql, event_time_sql, event_type_sql, semantic_sql, tool_name_sql
+from .events import branch_sql, event_time_sql, event_type_sql, semantic_sql, speaker_sql, tool_name_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -261,7 +261,7 @@ class Filters:
         where.bounds(f"COALESCE({ms_sql(event_time_sql(m))}, 0)", self.time_from, self.time_to)
         where.bounds(f"{m}.seq", self.seq_from, self.seq_to)
         where.values(event_type_sql(m), self.types)
-        where.values(f"{m}.role", self.roles)
+        where.values(speaker_sql(m), self.roles)
         where.values(f"{m}.surface", self.surfaces)
         where.values(f"{m}.model", self.models)
         where.values(branch_sql(m), self.branches)

@@ -17,8 +17,9 @@
 Queries go through ``query.fts.parse_query`` (modes ``terms``, ``phrase``,
 ``raw``; ``prefix``). Filters — a ``query.filters.Filters`` as ``filters=``
 or its keyword arguments (``sources, projects, cwds, session_ids, parents,
-availability, created_from/to, time_from/to, seq_from/to, types, roles,
-surfaces, include_meta``) — are applied before ranking. By default meta and
+availability, created_from/to, time_from/to, seq_from/to, types, roles
+(``events.speaker_sql``: a tool's output is ``tool``), surfaces, models,
+branches, tools, include_meta``) — are applied before ranking. By default meta and
 hidden lines are left out (``include_meta=False``). Limits are 1–100.
 
 An event hit is ``{"id", "uuid", "session_id", "seq", "type", "raw_type",

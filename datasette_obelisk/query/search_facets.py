@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 
 from .cursors import current_generation
-from .events import branch_sql, tool_name_sql
+from .events import branch_sql, speaker_sql, tool_name_sql
 from .filters import Filters
 from .fts import parse_query
 
@@ -44,7 +44,7 @@ FACETS = {
     "project": "s.project",
     "branch": branch_sql("m", "s"),
     "model": "m.model",
-    "role": "m.role",
+    "role": speaker_sql("m"),
     "tool": tool_name_sql("m"),
     "day": "substr(m.timestamp, 1, 10)",
 }
