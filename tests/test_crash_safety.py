@@ -149,3 +149,27 @@ def test_sigkill_while_families_are_read_again_then_rerun(tmp_path, cold):
     assert kills >= 3, f"only {kills} kills landed before the ingester finished"
     got = snapshot(killed)
     assert got == expected, diff(got, expected)
+
+
+def test_ingests_running_at_once_read_each_line_once(tmp_path):
+    """Three ingests start together over lines just appended: each file's
+    line counts are those of one ingest, whoever wrote which lines."""
+    rng = random.Random(5)
+    root = tmp_path / "logs"
+    root.mkdir()
+    write_corpus(root, rng)
+    db = tmp_path / "o.db"
+    subprocess.run(ingest_command(db, root), check=True)
+    for f in range(12):
+        with open(root / f"s{f}.jsonl", "a") as fp:
+            for i in range(1000, 1400):
+                fp.write(json.dumps({"id": f"s{f}-m{i}", "parent": f"s{f}-m{i - 1}", "text": "appended " * 20}) + "\n")
+    runs = [subprocess.Popen(ingest_command(db, root)) for _ in range(3)]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0, 0]
+    conn = sqlite3.connect(db)
+    counts = conn.execute("SELECT line_no, lines_read, lines_stored, lines_merged, lines_failed FROM source_files").fetchall()
+    conn.close()
+    assert counts == [(1400, 1400, 1400, 0, 0)] * 12
+    clean = tmp_path / "clean.db"
+    subprocess.run(ingest_command(clean, root), check=True)
+    assert snapshot(db) == snapshot(clean)

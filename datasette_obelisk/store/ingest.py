@@ -518,7 +518,10 @@ class Ingester:
         if plan.error is not None:
             self.file_error(unit, row, plan.error)
             return
-        if self.file_row(unit) != row:  # another ingester got there first: plan again
+        # Under the write lock: another ingester may have written this file
+        # since it was planned, and then it is planned again.
+        self.begin_batch()
+        if self.file_row(unit) != row:
             for _ in items:
                 pass
             return self.ingest_file(unit)
@@ -547,12 +550,15 @@ class Ingester:
                     "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, plan.job.cursor]
                 )
         self._file_cursor = plan.job.cursor + plan.job.open_line  # the reader steps over the newline
+        self._stored_cursor = self.conn.execute("SELECT cursor FROM source_files WHERE id = ?", [file_id]).fetchone()[0]
         self._file_reasons = Counter()
         self.count_file("read", unit)
         self._reading = set()
         for item in items:
-            if isinstance(item, Batch):
-                self.commit(unit, file_id, plan.fingerprint, item)
+            if isinstance(item, Batch) and not self.commit(unit, file_id, plan.fingerprint, item):
+                for _ in items:  # another ingester wrote this file meanwhile: plan it again
+                    pass
+                return self.ingest_file(unit)
             elif isinstance(item, PendingLine):
                 self.pending_error(unit, file_id, item.position)
             elif isinstance(item, ReadFailed):
@@ -654,14 +660,18 @@ class Ingester:
         self.summary.errors += 1
         self.summary.error_samples.append((str(unit.path), position.line_no, reason))
 
-    def commit(self, unit: SourceFile, file_id: int, fingerprint: Fingerprint, batch: Batch) -> None:
-        """Write a batch's records and move the file's cursor, in one transaction.
+    def commit(self, unit: SourceFile, file_id: int, fingerprint: Fingerprint, batch: Batch) -> bool:
+        """Write a batch's records and move the file's cursor, in one transaction;
+        False, writing nothing, when another ingester moved the cursor since.
 
         Before the end of the file is reached the stored fingerprint has no
         mtime, so an interrupted run never mistakes the file for done.
         """
         records, cursor, lines = batch.records, batch.cursor, batch.lines
         self.begin_batch()
+        stored = self.conn.execute("SELECT cursor FROM source_files WHERE id = ?", [file_id]).fetchone()
+        if stored is None or stored[0] != self._stored_cursor:
+            return False
         try:
             self.conn.execute("INSERT OR REPLACE INTO obelisk_state (key, value) VALUES ('bulk', '1')")
             deferred = cold_load.active(self.conn)  # then the cold load indexes the text at its end
@@ -714,8 +724,9 @@ class Ingester:
         s.merged += counts.merged
         s.errors += counts.failed
         s.bytes_read += max(0, cursor - self._file_cursor)
-        self._file_cursor = cursor
         s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
+        self._file_cursor = self._stored_cursor = cursor
+        return True
 
     def keep_words(self, words: dict[str, SessionWords]) -> None:
         """Keep the reader's word counts for the session index, within ``PRECOUNT_WORDS``.
