@@ -436,10 +436,11 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
 
     sources = get_sources()
     roots = source_roots(sources, (), dirs)
+    watched = {name: path for name, (path, _) in dirs.items()}  # the rest: each source's default, every pass
     db = writable_db(db_path)
     echo_warnings(root_warnings(sources, (), dirs))
     if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
-        roots = demo_roots(demo_dir)
+        roots = watched = demo_roots(demo_dir)
         if db_path is None and not os.environ.get("OBELISK_DB"):
             db = DEMO_DB  # never mixed into the database your own logs will go to
         click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db}", err=True)
@@ -447,14 +448,16 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
     echo_summary(summary, roots)
     if serve:
         if watch:
-            start_watcher(db, roots)
+            start_watcher(db, watched)
             click.echo("New and grown logs are ingested every few seconds while it serves (--no-watch: not).", err=True)
         click.echo(f"Serving {db} on http://127.0.0.1:{port}/-/obelisk", err=True)
         os.execvp(sys.executable, [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
 
 
-def start_watcher(db: Path, roots: dict) -> None:
-    """``obelisk ingest --watch`` over ``roots``, in a process that stops when this one does.
+def start_watcher(db: Path, dirs: dict) -> None:
+    """``obelisk ingest --watch`` over the folders ``dirs`` gives (every source's
+    default folders when it gives none: one created later is watched too), in
+    a process that stops when this one does.
 
     This process then becomes Datasette (``exec``), so the watcher's parent is
     the server: it exits when the server does."""
@@ -462,8 +465,8 @@ def start_watcher(db: Path, roots: dict) -> None:
 
     command = [sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
                "--parent", str(os.getpid())]
-    for name, root in roots.items():
-        command += ["--source", name, "--dir", f"{name}={root}"]
+    for name, root in dirs.items():
+        command += ["--dir", f"{name}={root}"]
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 

@@ -224,6 +224,38 @@ def test_dir_for_a_built_in_is_its_folder_option(tmp_path, toy_plugin):
     assert summaries == [({"claude": str(claude), "toy": str(logs)}, 2, 2, 3)] * 3
 
 
+def test_up_watches_a_default_folder_created_after_it_started(tmp_path, monkeypatch, isolated_home):
+    """No folder given: the watcher finds each source's folder every pass, so
+    an agent used for the first time while serving is picked up."""
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: started.append(command))
+    monkeypatch.setattr(os, "execvp", lambda file, args: started.append(args))
+    home = Path(os.environ["HOME"])
+    claude, codex = Path(os.environ["CLAUDE_CONFIG_DIR"]), Path(os.environ["CODEX_HOME"])
+    project = claude / "projects" / "-w"
+    project.mkdir(parents=True)
+    (project / "s1.jsonl").write_text(json.dumps({
+        "type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": "first words"}}) + "\n")
+    assert not codex.exists()
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["up", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    watcher, _ = started
+    assert "--dir" not in watcher and "--source" not in watcher
+    rollout = codex / "sessions" / "2026" / "01" / "02" / "rollout-2026-01-02T00-00-00-77777777-7777-4777-8777-777777777777.jsonl"
+    rollout.parent.mkdir(parents=True)
+    rollout.write_text(json.dumps({"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta",
+                                   "payload": {"id": "77777777-7777-4777-8777-777777777777", "cwd": str(home)}}) + "\n")
+    watched = CliRunner().invoke(cli, watcher[3:] + ["--json"])
+    assert watched.exit_code == 0, watched.output
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT id FROM sessions ORDER BY id").fetchall() == [
+        ("codex:77777777-7777-4777-8777-777777777777",), ("s1",)
+    ]
+    conn.close()
+
+
 def test_up_hands_its_folders_to_the_watcher(tmp_path, toy_plugin, monkeypatch):
     # Serving is replaced by recording what would run: the watcher's command line and Datasette's.
     started = []
@@ -239,7 +271,7 @@ def test_up_hands_its_folders_to_the_watcher(tmp_path, toy_plugin, monkeypatch):
     watcher, server = started
     assert watcher == [
         sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
-        "--parent", str(os.getpid()), "--source", "claude", "--dir", f"claude={claude}", "--source", "toy", "--dir", f"toy={logs}",
+        "--parent", str(os.getpid()), "--dir", f"claude={claude}", "--dir", f"toy={logs}",
     ]
     assert server[:4] == [sys.executable, "-m", "datasette", "serve"]
     # The watcher's line reads those folders (run here, where the toy plugin is installed;
