@@ -374,6 +374,8 @@ def echo_summary(summary, roots) -> None:
     echo_errors(summary.error_samples)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
+    for path in summary.files_unseen[:10]:
+        click.echo(f"  warning: {path}: not found, but its folder cannot be read: kept as it was", err=True)
 
 
 def _replayed(summary) -> str:

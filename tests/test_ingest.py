@@ -384,6 +384,34 @@ def test_m018_keeps_the_start_an_older_version_stored(db, root):
     assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00Z", "2026-01-01T00:02:00Z")]
 
 
+def test_a_stored_file_in_a_folder_that_cannot_be_read_is_not_gone(db, root, monkeypatch):
+    """Discovery skips a folder it cannot list (mode 000, as another user):
+    its stored files are kept as they were, not archived, and named."""
+    import toy_source
+    from datasette_obelisk.store import ingest as ingest_module
+
+    (root / "locked").mkdir()
+    (root / "locked" / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:00:00Z"))
+    run(db, root)
+    locked = str(root / "locked")
+    real_walk, real_lstat = toy_source.walk_files, os.lstat
+
+    def walk(folder):
+        return (p for p in real_walk(folder) if not str(p).startswith(locked))
+
+    def lstat(path, *args, **kwargs):
+        if str(path).startswith(locked):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(toy_source, "walk_files", walk)
+    monkeypatch.setattr(ingest_module.os, "lstat", lstat)
+    summary = run(db, root)
+    assert (summary.files, summary.files_missing, summary.files_unseen) == (0, 0, [f"{locked}/s1.jsonl"])
+    assert rows(db, "SELECT missing FROM source_files") == [(0,)]
+    assert rows(db, "SELECT availability FROM sessions") == [("live",)]
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

@@ -51,6 +51,7 @@ class IngestSummary:
     files_replayed: int = 0
     files_missing: int = 0
     files_linked: int = 0  # links to a file found under another path too, not read
+    files_unseen: list = field(default_factory=list)  # stored files not found that may still be there (unreadable folder)
     bytes_read: int = 0
     lines: int = 0
     messages: int = 0
@@ -70,6 +71,7 @@ class IngestSummary:
             "files_replayed": self.files_replayed,
             "files_missing": self.files_missing,
             "files_linked": self.files_linked,
+            "files_unseen": self.files_unseen,
             "bytes_read": self.bytes_read,
             "lines": self.lines,
             "messages": self.messages,
@@ -395,7 +397,7 @@ class Ingester:
         prefixes = tuple(os.path.join(str(root), "") for root in self.roots.values())  # /a/b/, never /a/bc
         if not prefixes:
             return
-        gone = [
+        unseen = [
             row
             for row in self.conn.execute(
                 "SELECT id, path FROM source_files WHERE missing = 0 AND source IN (%s)"
@@ -404,6 +406,9 @@ class Ingester:
             )
             if row["path"].startswith(prefixes) and row["path"] not in seen
         ]
+        gone = [row for row in unseen if is_gone(row["path"])]
+        # Not found, yet not known to be gone (a folder that cannot be read): kept as they are.
+        self.summary.files_unseen += [row["path"] for row in unseen if row not in gone]
         if not gone:
             return
         with self.transaction():
@@ -773,6 +778,17 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
             return hashes_at(raw, row["cursor"]) == (row["head_hash"], row["tail_hash"])
     except OSError:
         return False
+
+
+def is_gone(path: str) -> bool:
+    """Whether nothing is at ``path`` any more (not merely unreadable)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
