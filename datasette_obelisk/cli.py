@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -77,6 +78,16 @@ def report_errors(fn):
             fail(exc, kwargs.get("as_json", False))
 
     return wrapper
+
+
+@contextlib.contextmanager
+def stopped_cleanly():
+    """Ctrl-C during an ingest: what was committed stays, the next run carries on (exit 130)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        click.echo("\nInterrupted: what was read is kept, and the next ingest carries on from there.", err=True)
+        sys.exit(130)
 
 
 def has_logs(sources, roots) -> bool:
@@ -309,7 +320,8 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     echo_warnings(warnings)
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
-    summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
+    with stopped_cleanly():
+        summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
     if bar:
         bar.close()
     if as_json:
@@ -446,7 +458,8 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
         if db_path is None and not os.environ.get("OBELISK_DB"):
             db = DEMO_DB  # never mixed into the database your own logs will go to
         click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db}", err=True)
-    summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None)
+    with stopped_cleanly():
+        summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None)
     echo_summary(summary, roots)
     if serve:
         if watch:

@@ -280,3 +280,22 @@ def test_up_hands_its_folders_to_the_watcher(tmp_path, toy_plugin, monkeypatch):
     assert watched.exit_code == 0, watched.output
     first = json.loads(watched.stdout.splitlines()[0])
     assert (first["roots"], first["files"], first["files_skipped"]) == ({"claude": str(claude), "toy": str(logs)}, 1, 1)
+
+
+@pytest.mark.parametrize("command", [["ingest"], ["up", "--no-serve"]])
+def test_ctrl_c_during_an_ingest_stops_with_a_word_and_status_130(tmp_path, monkeypatch, command):
+    from datasette_obelisk.store import ingest as ingest_module
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ingest_module, "ingest", interrupted)
+    monkeypatch.chdir(tmp_path)
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    (project / "s1.jsonl").write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+                                                  "message": {"role": "user", "content": "hi"}}) + "\n")
+    result = CliRunner().invoke(cli, [*command, "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "claude")])
+    assert result.exit_code == 130
+    assert "Interrupted: what was read is kept, and the next ingest carries on from there." in result.stderr
+    assert "Aborted!" not in result.output

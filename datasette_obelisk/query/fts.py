@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from .errors import QueryError
 
-MODES = ("terms", "words", "phrase", "raw")
+MODES = ("terms", "phrase", "raw")  # and "words", the history contract's
 MAX_QUERY_CHARS = 1000
 MARK_START = "\ufdd0"
 MARK_END = "\ufdd1"
@@ -124,7 +124,7 @@ def quote(text: str) -> str:
 
 
 def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuery:
-    if mode not in MODES:
+    if mode not in (*MODES, "words"):
         raise QueryError(
             "SESSION_QUERY_INVALID_QUERY", f"unknown query mode {mode!r}; use one of {', '.join(MODES)}"
         )
