@@ -143,6 +143,17 @@ def test_a_family_with_a_file_gone_from_disk_keeps_its_rows(tmp_path, logs):
     ]
 
 
+def test_a_session_whose_own_log_is_gone_is_archived_while_its_agents_logs_remain(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    run(tmp_path / "o.db", claude)
+    (project / "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl").unlink()
+    run(tmp_path / "o.db", claude)
+    assert rows(tmp_path / "o.db", "SELECT id, availability FROM sessions WHERE id LIKE 'ef958aa1%' ORDER BY id") == [
+        ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "archived"),
+        ("ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2", "live"),
+    ]
+
+
 def test_a_document_read_again_stays_alone(tmp_path, logs):
     claude, project = logs("jazzyalex__agent-sessions")
     run(tmp_path / "o.db", claude)

@@ -441,6 +441,19 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
     )
 
 
+# A file that keeps a session live: one holding its messages, or one holding
+# no message at all that is not an agent's or workflow's document (a copy of
+# the session's log whose lines are all replays is one). An agent's log and
+# its .meta.json name the parent session too, but the parent is archived once
+# its own log is gone.
+AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
+OWN_FILE = (
+    "(EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
+    " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id)"
+    f" AND f.kind NOT IN ({', '.join(repr(k) for k in AGENT_DOCUMENTS)})))"
+)
+
+
 def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
     """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
     them, the title, and the last cwd, branch and model."""
@@ -452,7 +465,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
     used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id)
     last = conn.execute(
-        """SELECT
+        f"""SELECT
              (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
               GROUP BY cwd ORDER BY COUNT(*) DESC, MAX(seq) DESC LIMIT 1) AS project_path,
              (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
@@ -462,7 +475,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
              (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
               WHERE fs.session_id = :s ORDER BY f.missing, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
              (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s AND f.missing = 0) AS live_files""",
+              WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files""",
         {"s": session_id},
     ).fetchone()
     return [
