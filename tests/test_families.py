@@ -3,6 +3,7 @@ those files gives them: after a log is read again from its start, and when the
 files arrive one by one in any order."""
 
 import json
+import os
 import shutil
 import sqlite3
 
@@ -266,3 +267,34 @@ def test_a_generated_corpus_arriving_in_two_halves_gives_the_rows_of_one_ingest(
     assert rows(tmp_path / "whole.db", "SELECT COUNT(DISTINCT source), SUM(parent_session_id IS NOT NULL) > 5 FROM sessions") == [(2, 1)]
     got, once = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
     assert got == once, diff(got, once)
+
+
+def test_a_resumed_log_replaying_the_one_it_resumed_gives_its_lines_back_whatever_the_names(tmp_path):
+    """Claude Code 1.0-2.0 resumed a session into a new file, replaying the
+    earlier lines (same uuids). A first ingest reads the older log first, as
+    an ingest that saw the files arrive does, so the lines stay its own."""
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+
+    def line(uuid, parent, text, second, session):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": text}})
+
+    original, resumed = "ffffffff-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+    replayed = [("u1", None, "first", 1), ("u2", "u1", "second", 2), ("u3", "u2", "third", 3)]
+    (project / f"{original}.jsonl").write_text("\n".join(line(*r, original) for r in replayed) + "\n")
+    os.utime(project / f"{original}.jsonl", (1_800_000_000, 1_800_000_000))
+    later = [*replayed, ("u4", "u3", "fourth, after the resume", 9)]
+    (project / f"{resumed}.jsonl").write_text("\n".join(line(*r, resumed) for r in later) + "\n")
+    os.utime(project / f"{resumed}.jsonl", (1_800_000_100, 1_800_000_100))
+    run(tmp_path / "first.db", tmp_path / ".claude")
+    expected = [(original, 3), (resumed, 1)]
+    assert rows(tmp_path / "first.db", "SELECT session_id, COUNT(*) FROM messages GROUP BY 1 ORDER BY 1 DESC") == expected
+    # The same two files arriving one at a time, the older first.
+    arriving = tmp_path / "arriving" / ".claude" / "projects" / "-w"
+    arriving.mkdir(parents=True)
+    for name in (original, resumed):
+        shutil.copy2(project / f"{name}.jsonl", arriving / f"{name}.jsonl")
+        run(tmp_path / "arriving.db", tmp_path / "arriving" / ".claude")
+    got, first = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "first.db")
+    assert got == first, diff(got, first)

@@ -8,6 +8,7 @@ transactions, so a crash at any moment loses nothing and duplicates nothing.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import stat as stat_module
 import time
@@ -200,7 +201,7 @@ class Ingester:
         self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None])
+        plans = in_log_order(self.with_families([plan for plan in map(self.plan, units) if plan is not None]))
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -778,6 +779,41 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
             return hashes_at(raw, row["cursor"]) == (row["head_hash"], row["tail_hash"])
     except OSError:
         return False
+
+
+FIRST_MOMENT = re.compile(rb'"(?:timestamp|startTime)"\s*:\s*"(\d{4}-[^"]{1,40})"')
+HEAD_BYTES = 65536
+
+
+def in_log_order(plans: list[Plan]) -> list[Plan]:
+    """``plans`` with the logs read from their start in the order they began
+    (their first timestamp, then their last write; by path without one), after those read on from
+    a cursor, parents before their agents as ever. A log resumed into a new
+    file replays lines of the one it resumed: read first, the older one keeps
+    them, as it does when the files arrive one at a time."""
+    def key(plan: Plan):
+        if plan.job is None or plan.job.cursor or plan.unit.compression:
+            return (plan.unit.priority, 0, "", 0, str(plan.unit.path))
+        moment = first_moment(plan.unit.path)
+        return (plan.unit.priority, 1, moment, plan.fingerprint.mtime_ns if moment else 0, str(plan.unit.path))
+
+    return sorted(plans, key=key)
+
+
+def first_moment(path) -> str:
+    """The first timestamp in a log's head, or "" when there is none there."""
+    head = b""
+    try:
+        with open(path, "rb") as raw:
+            while len(head) < HEAD_BYTES:  # most logs name one in their first line
+                chunk = raw.read(4096)
+                head += chunk
+                found = FIRST_MOMENT.search(head)
+                if found or not chunk:
+                    break
+    except OSError:
+        return ""
+    return found.group(1).decode("ascii", "replace") if found else ""
 
 
 def is_gone(path: str) -> bool:
