@@ -242,8 +242,7 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
     """
     where, params = filters.session_sql("s")
     ranked, ranked_params = "session_docs_fts f", [bag_expression]
-    where = f"session_docs_fts MATCH ? AND {where}"
-    if where.endswith("AND 1"):
+    if where == "1":
         # No session filter: FTS5 sorts by rank itself, fastest when told
         # where to stop. Equal ranks are ordered by recency, so that cut must
         # not fall among them (pages would repeat some sessions and miss
@@ -255,8 +254,9 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
         ).fetchall()
         if len(top) <= cut or top[cut][1] != top[cut - 1][1]:
             ranked = "(SELECT json_extract(value, '$[0]') AS rowid, json_extract(value, '$[1]') AS rank FROM json_each(?)) f"
-            ranked_params, where = [json.dumps([tuple(row) for row in top[:cut]])], "1"
-        params = []
+            ranked_params = [json.dumps([tuple(row) for row in top[:cut]])]
+    if ranked == "session_docs_fts f":  # FTS5 matches and ranks here, under the session filters
+        where = f"session_docs_fts MATCH ? AND {where}"
     return rows(
         conn,
         f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
