@@ -163,7 +163,9 @@ def test_ingest_watch_keeps_going_when_a_given_folder_is_deleted(tmp_path):
 
     def steps(printed):
         until(lambda: stored(db) == {("s1", "kept after deletion")})
-        shutil.rmtree(tmp_path / "logs")
+        # Moved away in one step, then deleted: a pass never sees half a tree.
+        (tmp_path / "logs").rename(tmp_path / "deleted")
+        shutil.rmtree(tmp_path / "deleted")
         until(lambda: archive(db) == [("s1", "archived")])
         until(lambda: len(printed) == 2)
         add_prompts(logs / "s2.jsonl", "s2", ["the folder is back"])  # the watcher is still there
