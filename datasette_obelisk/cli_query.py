@@ -115,7 +115,7 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     """
     hits = call(db_path, obelisk.search, text, given(
         limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
-        cwd=cwd, includeMeta=include_meta or None, mode=None if mode == "fts" else mode,
+        cwd=cwd, includeMeta=include_meta or None, mode=mode,
     ))
     note = call(db_path, dashboard.indexing_note)
     if note:

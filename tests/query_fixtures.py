@@ -14,6 +14,7 @@ Import the fixtures you use into a test module::
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import sqlite3
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from datasette_obelisk.query.cursors import encode_cursor
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
@@ -129,3 +131,10 @@ class ToyLogs:
 @pytest.fixture
 def toy(tmp_path) -> ToyLogs:
     return ToyLogs(tmp_path)
+
+
+def resigned(conn, cursor: str, position) -> str:
+    """``cursor`` with another position, signed with the database's secret
+    (which whoever can read the database can read too)."""
+    body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    return encode_cursor(conn, body["scope"], body["fp"], body["gen"], position)

@@ -9,7 +9,7 @@ from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import TOKENIZER, match_documents, parse_query
 from datasette_obelisk.query.history import History, history_read, history_search, searchable
 from datasette_obelisk.query.search import search_sessions
-from query_fixtures import connect, copy_corpus, corpus_db, read_conn, toy  # noqa: F401
+from query_fixtures import connect, copy_corpus, corpus_db, read_conn, resigned, toy  # noqa: F401
 
 # The corpus's 2.0.x agent file sidechain_agent.jsonl, read as the agent its lines name.
 FLAT_AGENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
@@ -171,6 +171,11 @@ def test_search_cursor_is_bound_to_its_query_and_outlives_an_ingest(toy):
     third = history_search(toy.conn(), query="delta", limit=1, cursor=second["nextCursor"])
     assert session_ids(first) + session_ids(second) + session_ids(third) == ["t2", "t1", "t0"]
     assert "nextCursor" not in third
+    conn = toy.conn()
+    for position in ({"digest": None, "search": None}, {"digest": "x", "search": None}, {"digest": -5, "search": None},
+                     {"digest": 0, "search": 2**63}, {"digest": 0}, [0, 0]):  # signed, but no position of ours
+        forged = resigned(conn, first["nextCursor"], position)
+        assert code_of(lambda: history_search(conn, query="delta", limit=1, cursor=forged)) == "SESSION_QUERY_INVALID_CURSOR"
 
 
 def test_sessions_of_equal_rank_come_once_each_page_by_page(toy):
@@ -249,6 +254,35 @@ def test_a_tool_entry_matches_terms_spread_over_its_arguments_and_result(read_co
     assert [len(match_documents(expression, [doc])) for doc in ((call, ""), (result, ""), (call, result))] == [0, 0, 1]
 
 
+def test_a_long_document_is_marked_only_around_its_first_term(monkeypatch):
+    from datasette_obelisk.query import fts
+
+    monkeypatch.setattr(fts, "HIGHLIGHT_CHARS", 2_000)
+    monkeypatch.setattr(fts, "WINDOW_BEFORE", 100)
+    filler = "lorem ipsum " * 1_000  # 12,000 characters
+    long = filler + "Webpackage compiled " + "webpack compiled " * 5_000
+    query = parse_query("webpack compiled", "phrase")
+    [(index, (marked, other))] = match_documents(query.expression, [("short", ""), (long, "")], query.terms)
+    start = long.index("Webpackage") - 100
+    assert (index, other) == (1, "")
+    assert marked.replace(fts.MARK_START, "").replace(fts.MARK_END, "") == long[start : start + 2_000]
+    assert marked.index(fts.MARK_START) == 100 + len("Webpackage compiled ")  # the first phrase: "webpackage" stems otherwise
+    # A window in which the expression no longer matches is marked term by term.
+    apart = filler + "webpack " + "x " * 5_000 + "compiled"
+    [(_, (marked, _))] = match_documents(parse_query("webpack compiled").expression, [(apart, "")], ("webpack", "compiled"))
+    assert marked.startswith(apart[len(filler) - 100 : len(filler)]) and marked.count(fts.MARK_START) == 1
+    assert match_documents(query.expression, [(filler, "")], query.terms) == []
+
+
+def test_first_word_start_finds_a_term_at_the_start_of_a_word_in_any_case():
+    from datasette_obelisk.query.fts import first_word_start
+
+    assert first_word_start("a rebuild, then Builds", ["builds"]) == 16  # "build" inside "rebuild" is no word start
+    assert first_word_start("x_compiled Compiling", ["compiled"]) == 2  # "_" starts a word, as in the regex
+    assert first_word_start("İstanbul compiled", ["compiled"]) == 9  # "İ" lower-cases to two characters
+    assert first_word_start("nothing here", ["compiled"]) is None and first_word_start("text", []) is None
+
+
 AUDIT_QUERIES = ["completes Generate", "Tools ide", "capture Later", "workflow attempt", "quicksort.py", "First answer", "Final answer", "teammates", "coverage", "edge", "todo", "session history"]
 
 
@@ -295,6 +329,9 @@ def test_read_pages_by_limit_and_cursor(logs):
     assert [e for p in split for e in p["entries"]] == full
     cursor = split[0]["nextCursor"]
     assert code_of(lambda: history_read(conn, sessionId="s2", cursor=cursor)) == "SESSION_QUERY_INVALID_CURSOR"
+    for position in ([10**30, 0], [-1, -1], [1, None], [1], "1,0", None):  # signed, but no position of ours
+        forged = resigned(conn, cursor, position)
+        assert code_of(lambda: history_read(conn, sessionId="s1", cursor=forged)) == "SESSION_QUERY_INVALID_CURSOR"
 
 
 def test_read_pages_stop_at_the_byte_budget(logs, monkeypatch):

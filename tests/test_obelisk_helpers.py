@@ -228,6 +228,9 @@ def test_long_hits_are_clipped_around_the_match(tmp_path):
         ({"limit": "5"}, "limit must be an integer"),
         ({"includeMeta": "yes"}, "includeMeta must be a bool"),
         (True, "options must be a dict"),
+        ({"sessionId": ""}, "search(): sessionId must not be empty"),
+        ({"project": "%x" * 5001}, "search(): project is longer than 10,000 characters"),
+        ({"cwd": "/" * 60000}, "search(): cwd is longer than 10,000 characters"),
     ],
 )
 def test_bad_options_are_refused(ro, opts, message):
@@ -235,6 +238,41 @@ def test_bad_options_are_refused(ro, opts, message):
         o.search(ro, "hello", opts)
     assert error.value.code == "OBELISK_INVALID_ARGUMENT"
     assert message in error.value.message
+
+
+@pytest.mark.parametrize(
+    "helper, args, options, message",
+    [
+        ("thread", ("sample_session",), {"offset": 2**63}, "thread(): offset is too large"),
+        ("thread", ("sample_session",), {"offset": 10**30}, "thread(): offset is too large"),
+        ("sessions", (), {"sessions": [1, 2]}, "sessions(): sessions must be a list of strings"),
+        ("sessions", (), {"sessions": [None]}, "sessions(): sessions must be a list of strings"),
+        ("overview", (), {"project": "x" * 10_001}, "overview(): project is longer than 10,000 characters"),
+    ],
+)
+def test_out_of_range_options_are_refused_before_sqlite_sees_them(ro, helper, args, options, message):
+    with pytest.raises(QueryError) as error:
+        o.HELPERS[helper](ro, *args, options)
+    assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", message)
+
+
+def test_search_modes_are_named_in_any_case_and_fts_is_the_default(ro):
+    default = o.search(ro, "hello")
+    assert default and o.search(ro, "hello", {"mode": "fts"}) == o.search(ro, "hello", {"mode": " FTS "}) == default
+    assert o.search(ro, "hello", {"mode": "TERMS"}) == o.search(ro, "hello", {"mode": "terms"})
+    with pytest.raises(QueryError) as error:
+        o.search(ro, "hello", {"mode": "fuzzy"})
+    assert error.value.code == "SESSION_QUERY_INVALID_QUERY"
+    assert error.value.message == "unknown query mode 'fuzzy'; use fts or one of terms, phrase, raw"
+
+
+@pytest.mark.parametrize("mode", [None, "fts", "terms", "phrase", "raw"])
+def test_a_search_longer_than_the_query_cap_is_refused_in_every_mode(ro, mode):
+    with pytest.raises(QueryError) as error:
+        o.search(ro, "x" * 1001, {"mode": mode} if mode else None)
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_QUERY", "the query is longer than 1000 characters"
+    )
 
 
 @pytest.mark.parametrize(

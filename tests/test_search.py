@@ -10,7 +10,7 @@ from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import parse_query, tokens, validate_raw
 from datasette_obelisk.query.search import search_events, search_sessions
 from datasette_obelisk.query.text import approximate_snippet, literal_pattern, middle_truncate, snippet
-from query_fixtures import connect, corpus_db, generated_db, read_conn, toy  # noqa: F401
+from query_fixtures import connect, corpus_db, generated_db, read_conn, resigned, toy  # noqa: F401
 
 AWKWARD = [
     "foo-bar", "c++", '"quotes', "/src/x.py", "don't", "😀", "fix 😀", "数据库 迁移", "AND OR NOT",
@@ -410,6 +410,9 @@ def test_a_cursor_is_invalid_for_another_request_or_when_edited(many):
         lambda: search_events(conn, "m1", "alpha", limit=3, cursor=cursor),
     ):
         assert code_of(call) == "SESSION_QUERY_INVALID_CURSOR"
+    for position in (-1, 2**63, 2**62, 1.5, True, "3", [3], None):  # signed, but no position of ours
+        forged = resigned(conn, cursor, position)
+        assert code_of(lambda: search_sessions(conn, "alpha", limit=3, cursor=forged)) == "SESSION_QUERY_INVALID_CURSOR"
     assert len(search_sessions(conn, "alpha", limit=3, cursor=cursor)["items"]) == 3
 
 

@@ -345,6 +345,15 @@ def test_request_validation_errors(sq):
     assert code_of(lambda: sq.filterSessions([{"kind": "created-at", "from": 5, "to": 1}])) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "text", "text": "  "}])) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "surface", "values": ["hidden"]}])) == "SESSION_QUERY_INVALID_FILTER"
+    misspelt = [{"kind": "created-at", "form": 5}]  # would otherwise be no bound at all
+    with pytest.raises(QueryError) as error:
+        sq.filterSessions(misspelt)
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_FILTER", "sessionFilters: a created-at clause has no form; its keys are from, kind, to"
+    )
+    extra = [{"kind": "id", "values": [FORK], "extra": 1}]
+    assert code_of(lambda: sq.filterSessions(extra)) == "SESSION_QUERY_INVALID_FILTER"
+    assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "seq", "from": 1, "until": 3}])) == "SESSION_QUERY_INVALID_FILTER"
     text_filter = [{"kind": "text", "text": "x"}]
     assert code_of(lambda: sq.searchSessions({"query": "x", "eventFilters": text_filter})) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: sq.searchSessions({"query": "x", "limit": 0})) == "SESSION_QUERY_INVALID_LIMIT"

@@ -70,6 +70,8 @@ async def test_recent_is_sessions_with_a_limit(ds):
     [
         ({"n": "0"}, "recent(): n must be an integer between 1 and 1000, not 0"),
         ({"n": "many"}, "n must be an integer, not 'many'"),
+        ({"n": "５"}, "n must be an integer, not '５'"),  # Python's int() reads other scripts' digits
+        ({"n": "1_0"}, "n must be an integer, not '1_0'"),
         ({"limit": "2"}, "unknown parameter limit; this endpoint takes db, n"),
     ],
 )

@@ -287,6 +287,10 @@ async def test_event_page(ds):
 async def test_files_failures_memories_overview(ds, web_db):
     files = await page(ds, "/-/obelisk/files", contains="types")
     assert "/-/obelisk/files?path=%2Fpath%2Fto%2FDemo%2Ftypes%2Findex.ts" in files
+    # A plain substring in any case, of any length: no LIKE wildcards, no pattern limit.
+    assert "%2Findex.ts" in await page(ds, "/-/obelisk/files", contains="DEMO/Types/")
+    assert "%2Findex.ts" not in await page(ds, "/-/obelisk/files", contains="Demo%index")
+    assert "%2Findex.ts" not in await page(ds, "/-/obelisk/files", contains="x" * 60_000)
     history = await page(ds, "/-/obelisk/files", path="/path/to/Demo/types/index.ts")
     assert "Write" in history and "#tool-" in history
     failures = await page(ds, "/-/obelisk/failures")

@@ -6,6 +6,10 @@
         ``obelisk_state.generation``: bumped by every commit that changes data.
     encode_cursor(conn, scope, request_fingerprint, generation, position) -> str
     decode_cursor(conn, token, scope, request_fingerprint, generation) -> position
+    is_count(value) -> bool
+        Whether a decoded position part is a count SQLite can bind (callers
+        check the shape of what they encoded: a signed cursor is only as
+        trustworthy as the secret, which the database's readers can see).
         A cursor is base64url JSON ``{"v", "scope", "fp", "gen", "pos", "mac"}``
         signed with the database's ``cursor_secret``. Garbage, an edited
         cursor, or one from another request or scope raises
@@ -26,6 +30,7 @@ from .errors import QueryError
 
 VERSION = 1
 MAX_CURSOR_CHARS = 2048
+MAX_COUNT = 2**62  # a position plus a page still fits SQLite's 64-bit integers
 
 
 def canonical(value) -> str:
@@ -57,6 +62,10 @@ def encode_cursor(conn, scope: str, request_fingerprint: str, generation, positi
     body = {"v": VERSION, "scope": scope, "fp": request_fingerprint, "gen": generation, "pos": position}
     body["mac"] = _mac(conn, body)
     return base64.urlsafe_b64encode(canonical(body).encode()).decode().rstrip("=")
+
+
+def is_count(value) -> bool:
+    return type(value) is int and 0 <= value < MAX_COUNT
 
 
 def invalid(message: str) -> QueryError:

@@ -175,7 +175,8 @@ def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: 
     ``{"files": [{"path", "calls", "sessions", "last_at"}], "total"}``, ``limit`` from ``offset``."""
     where, params = "", []
     if contains:
-        where, params = "WHERE f.path LIKE ? ESCAPE '\\'", ["%" + _like_escape(contains) + "%"]
+        # instr, not LIKE: any length, no wildcards to escape; lower() folds ASCII as LIKE would
+        where, params = "WHERE instr(lower(f.path), lower(?)) > 0", [contains]
     files = _dicts(
         conn.execute(
             f"""SELECT f.path, COUNT(*) AS calls, COUNT(DISTINCT c.session_id) AS sessions,
@@ -190,6 +191,3 @@ def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: 
     ).fetchone()[0]
     return {"files": files, "total": total}
 
-
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -51,6 +51,12 @@ AVAILABILITY = {"live": ("live",), "persisted": STATES}
 SESSION_KINDS = ("id", "cwd", "created-at", "parent", "availability")
 EVENT_KINDS = ("seq", "time", "type", "surface")
 MAX_VALUES = 1000
+RANGE_KEYS, VALUES_KEYS = frozenset({"kind", "from", "to"}), frozenset({"kind", "values"})
+CLAUSE_KEYS = {
+    **dict.fromkeys(("created-at", "seq", "time"), RANGE_KEYS),
+    **dict.fromkeys(("id", "cwd", "parent", "availability", "type", "surface"), VALUES_KEYS),
+    "text": frozenset({"kind", "text"}),
+}
 INT64_MAX = 2**63 - 1
 
 
@@ -328,6 +334,10 @@ def _clauses(filters, name: str) -> list[dict]:
     for clause in filters:
         if not isinstance(clause, dict):
             raise invalid(f"{name}: every clause must be an object with a kind")
+        keys = CLAUSE_KEYS.get(clause.get("kind")) if isinstance(clause.get("kind"), str) else None
+        if keys is not None and not set(clause) <= keys:  # a misspelt "from" would drop the bound
+            unknown = ", ".join(sorted(map(str, set(clause) - keys)))
+            raise invalid(f"{name}: a {clause['kind']} clause has no {unknown}; its keys are {', '.join(sorted(keys))}")
     return list(filters)
 
 

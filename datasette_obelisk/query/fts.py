@@ -24,10 +24,11 @@
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
     quote(text) -> str
         ``text`` as one FTS5 string (``"..."`` with quotes doubled).
-    match_documents(expression, documents) -> list[(index, marked columns)]
+    match_documents(expression, documents, terms) -> list[(index, marked columns)]
         Which of ``documents`` (pairs of texts) ``expression`` matches, best
         first, tokenized as ``messages_fts`` is (``TOKENIZER``), with the
-        matches of each column between ``MARK_START`` and ``MARK_END``.
+        matches of each column between ``MARK_START`` and ``MARK_END`` (a long
+        column: a window around its first term).
 
 ``FtsQuery.expression`` is for ``messages_fts`` (exact); ``FtsQuery.candidates``
 is an expression over the session bags of ``session_docs_fts`` (every token
@@ -123,6 +124,19 @@ def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
+def search_mode(value: str) -> str | None:
+    """The ``mode`` option of ``search()``: a mode of ``MODES`` in any case, or
+    None (also for ``fts``) for FTS5 syntax quoted word by word when FTS5 rejects it."""
+    mode = value.strip().lower()
+    if mode in ("", "fts"):
+        return None
+    if mode not in MODES:
+        raise QueryError(
+            "SESSION_QUERY_INVALID_QUERY", f"unknown query mode {value!r}; use fts or one of {', '.join(MODES)}"
+        )
+    return mode
+
+
 def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuery:
     if mode not in (*MODES, "words"):
         raise QueryError(
@@ -192,20 +206,86 @@ def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {expression!r}: {exc}") from None
 
 
-def match_documents(expression: str, documents: list[tuple[str, str]]) -> list[tuple[int, tuple[str, str]]]:
-    """``(index, (marked a, marked b))`` of each document ``expression`` matches, best first."""
+HIGHLIGHT_CHARS = 32_768  # highlight() slows down sharply with the matches in a column
+WINDOW_BEFORE = 4_096  # of a long column's marked window, before the first term found
+
+
+def match_documents(expression: str, documents: list[tuple[str, str]], terms=()) -> list[tuple[int, tuple[str, str]]]:
+    """``(index, (marked a, marked b))`` of each document ``expression`` matches, best first.
+
+    A column longer than ``HIGHLIGHT_CHARS`` comes back as a window of that
+    many characters from a little before the first word starting like one of
+    ``terms`` (its start when none does), marked as far as the window allows:
+    by ``expression`` when the window still matches it, else by any term.
+    (A 25 MB tool output repeating a term 260,000 times took minutes to
+    highlight whole; a snippet shows a few hundred characters of it.)
+    """
+    matched = [rowid for rowid, _ in _matching(expression, documents, marked=False)]
+    shown = {n: tuple(_window(column, terms) for column in documents[n]) for n in matched}
+    marked = dict(_matching(expression, [shown[n] for n in matched]))
+    rest = [k for k in range(len(matched)) if k not in marked]
+    if rest and terms:
+        any_term = " OR ".join(quote(term) for term in terms)
+        marked.update((rest[k], columns) for k, columns in _matching(any_term, [shown[matched[k]] for k in rest]))
+    return [(n, marked.get(k, shown[n])) for k, n in enumerate(matched)]
+
+
+def _matching(expression: str, documents: list[tuple[str, str]], marked: bool = True) -> list[tuple[int, tuple]]:
+    """``(index, columns)`` of the ``documents`` ``expression`` matches, best first; marked or not."""
     if not documents:
         return []
     conn = _scratch()
     conn.executemany("INSERT INTO documents (rowid, a, b) VALUES (?, ?, ?)", [(n, *d) for n, d in enumerate(documents)])
+    columns = "highlight(documents, 0, ?, ?), highlight(documents, 1, ?, ?)" if marked else "NULL, NULL"
     try:
         return [
             (rowid, (a, b))
             for rowid, a, b in conn.execute(
-                "SELECT rowid, highlight(documents, 0, ?, ?), highlight(documents, 1, ?, ?) FROM documents "
-                "WHERE documents MATCH ? ORDER BY rank, rowid",
-                [MARK_START, MARK_END, MARK_START, MARK_END, expression],
+                f"SELECT rowid, {columns} FROM documents WHERE documents MATCH ? ORDER BY rank, rowid",
+                [MARK_START, MARK_END, MARK_START, MARK_END, expression] if marked else [expression],
             )
         ]
     finally:
         conn.execute("DELETE FROM documents")
+
+
+def _window(text: str, terms) -> str:
+    """``text``, or the ``HIGHLIGHT_CHARS`` of it from a little before the first word a term starts."""
+    if len(text) <= HIGHLIGHT_CHARS:
+        return text
+    found = first_word_start(text, terms)
+    start = max(0, min(found - WINDOW_BEFORE if found is not None else 0, len(text) - HIGHLIGHT_CHARS))
+    return text[start : start + HIGHLIGHT_CHARS]
+
+
+def first_word_start(text: str, terms) -> int | None:
+    """Where the first word starting like one of ``terms`` (give or take a stemmed
+    ending: porter stems ``compiled`` as ``compil``) begins, in any case; None if none does.
+
+    ``str.find`` on the lower-cased text: a case-insensitive regex with a
+    look-behind takes half a second on 25 MB, this a few hundredths."""
+    stems = _stems(terms)
+    if not stems:
+        return None
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: offsets would shift
+        found = word_start_pattern(terms).search(text)
+        return found.start() if found else None
+    first = None
+    for stem in stems:
+        at = lowered.find(stem, 0, len(text) if first is None else first)
+        while at != -1 and at > 0 and lowered[at - 1].isalnum():  # inside a word ("_" starts one)
+            at = lowered.find(stem, at + 1, len(text) if first is None else first)
+        if at != -1:
+            first = at
+    return first
+
+
+def word_start_pattern(terms) -> re.Pattern:
+    """The words starting like one of ``terms`` (as ``first_word_start``), in any case."""
+    alternatives = "|".join(map(re.escape, sorted(_stems(terms), key=len, reverse=True)))
+    return re.compile(r"(?<![^\W_])(?:" + alternatives + r")\w*", re.IGNORECASE)
+
+
+def _stems(terms) -> set[str]:
+    return {term.lower()[: max(3, len(term) - 2)] for term in terms}

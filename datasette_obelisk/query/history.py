@@ -55,7 +55,7 @@ from ..sources.common import strings_in
 from ..store.digests import LATEST_SUMMARY
 from ..store.tool_output import full_content_sql
 from . import search as search_core
-from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
+from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
 from .errors import QueryError
 from .filters import Filters
 from .fts import MAX_QUERY_CHARS, match_documents, normalize_text, parse_query, quote
@@ -163,7 +163,8 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
         # Not bound to the generation: the archive grows while an agent pages
         # (its own log among others), and a page carries on from its position.
         position = decode_cursor(conn, o["cursor"], "history.search", request, None)
-        if not isinstance(position, dict) or set(position) != {"digest", "search"}:
+        if not (isinstance(position, dict) and set(position) == {"digest", "search"} and is_count(position["digest"])
+                and (position["search"] is None or is_count(position["search"]))):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     if query is None:
         found, next_position = _recent(conn, filters, position, limit)
@@ -261,7 +262,7 @@ def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]
     hits: list[dict] = []
     for start in range(0, len(lines), HIT_BATCH):
         entries = [entry for _, _, entry in _entries(conn, session_id, lines[start : start + HIT_BATCH])]
-        for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries]):
+        for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries], fts.terms):
             hits.append(snippet("\n".join(column for column in marked if column)))
         if len(hits) >= count:
             break
@@ -343,7 +344,7 @@ def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     after = None
     if o.get("cursor") is not None:
         after = decode_cursor(conn, o["cursor"], "history.read", request, None)
-        if not (isinstance(after, list) and len(after) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in after)):
+        if not (isinstance(after, list) and len(after) == 2 and all(is_count(v) for v in after)):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     entries, more = _page(conn, session_id, after, limit, READ_BUDGET_BYTES)
     positions = [entry.pop("_position") for entry in entries]

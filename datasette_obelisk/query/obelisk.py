@@ -85,6 +85,9 @@ OPTION_TYPES = {
     "include_meta": bool, "sessions": list,
 }
 LIMIT_KEYS = ("limit", "project_limit", "memory_limit")
+MAX_OFFSET = 2**62  # an offset plus a limit still fits SQLite's 64-bit integers
+PATTERN_KEYS = ("project", "cwd")  # SQL LIKE patterns
+MAX_PATTERN_CHARS = 10_000  # SQLite refuses a LIKE pattern over 50,000 bytes
 TIME_BOUNDS = ("after", "before")
 
 
@@ -125,15 +128,22 @@ def check_type(helper: str, name: str, value, max_limit: int):
     if expected is int and (isinstance(value, bool) or not isinstance(value, int)):
         raise invalid(f"{helper}(): {display} must be an integer")
     if expected is list:
-        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set)):
+        if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple, set)) \
+                or not all(isinstance(v, str) for v in value):
             raise invalid(f"{helper}(): {display} must be a list of strings")
-        value = [str(v) for v in value]
+        value = list(value)
     elif not isinstance(value, expected):
         raise invalid(f"{helper}(): {display} must be a {expected.__name__}")
     if name in LIMIT_KEYS and not 1 <= value <= max_limit:
         raise invalid(f"{helper}(): {display} must be between 1 and {max_limit}")
-    if name == "offset" and value < 0:
-        raise invalid(f"{helper}(): offset must not be negative")
+    if name == "offset" and not 0 <= value < MAX_OFFSET:
+        raise invalid(f"{helper}(): offset must not be negative" if value < 0 else f"{helper}(): offset is too large")
+    if name in PATTERN_KEYS and len(value) > MAX_PATTERN_CHARS:
+        raise invalid(f"{helper}(): {display} is longer than {MAX_PATTERN_CHARS:,} characters")
+    if name == "session_id" and not value:
+        raise invalid(f"{helper}(): {display} must not be empty")
+    if name == "mode":
+        return fts.search_mode(value)
     if name in TIME_BOUNDS:
         return time_bound(helper, display, value)
     return value
@@ -315,6 +325,8 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
         raise invalid("search() needs the query text as a string")
     if not text.strip():
         raise invalid("search() needs query text: it is empty or only whitespace")
+    if len(text) > fts.MAX_QUERY_CHARS:
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the query is longer than {fts.MAX_QUERY_CHARS} characters")
     where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
         "session_id": "m.session_id", "after": "m.timestamp", "before": "m.timestamp",
         "cwd": "m.cwd", "source": "m.source",

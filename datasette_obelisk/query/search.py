@@ -55,7 +55,7 @@ import json
 import re
 import sqlite3
 
-from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint
+from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
@@ -109,7 +109,7 @@ def _position(conn, cursor, scope: str, request: str, generation) -> int:
     if cursor is None:
         return 0
     position = decode_cursor(conn, cursor, scope, request, generation)
-    if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+    if not is_count(position):
         raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     return position
 

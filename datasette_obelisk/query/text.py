@@ -23,7 +23,7 @@ import json
 import re
 from datetime import datetime, timezone
 
-from .fts import MARK_END, MARK_START
+from .fts import MARK_END, MARK_START, first_word_start, word_start_pattern
 
 SNIPPET_CHARS = 240
 _MARKS = re.compile(f"({MARK_START}|{MARK_END})")
@@ -79,14 +79,8 @@ def snippet(marked: str, width: int = SNIPPET_CHARS) -> dict:
 
 def approximate_snippet(text: str, terms, width: int = SNIPPET_CHARS) -> dict:
     """Like ``snippet`` but finds the terms itself: each as the start of a word."""
-    pattern = None
-    if terms:
-        stems = sorted({term[: max(3, len(term) - 2)] for term in terms}, key=len, reverse=True)
-        pattern = re.compile(
-            r"(?<![^\W_])(?:" + "|".join(re.escape(stem) for stem in stems) + r")\w*", re.IGNORECASE
-        )
-    found = pattern.search(text) if pattern else None
-    first = found.start() if found else 0
+    pattern = word_start_pattern(terms) if terms else None
+    first = first_word_start(text, terms or ()) or 0
     low, high = max(0, first - 2 * width), first + 4 * width
     flat = " ".join(text[low:high].split())
     matches = [[m.start(), m.end()] for m in pattern.finditer(flat)] if pattern else []

@@ -86,7 +86,7 @@ HELPER_ENDPOINTS = [
     endpoint(
         "/search", obelisk.search, "Full-text search over message text, best rank first",
         [Param("q", required=True, description="the search text (FTS5 syntax honoured; falls back to safe quoting)"),
-         Param("mode", description="terms | phrase | raw (force one query form)"), LIMIT, SESSION_ID, *SCOPE, *TIME,
+         Param("mode", description="fts (the default) | terms | phrase | raw (force one query form)"), LIMIT, SESSION_ID, *SCOPE, *TIME,
          Param("cwd", description="SQL LIKE pattern over messages.cwd"),
          Param("includeMeta", "boolean", "include is_meta rows")],
         s.array(s.SEARCH_HIT), positional="q",

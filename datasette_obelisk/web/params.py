@@ -11,6 +11,7 @@ caller's ``minimum`` / ``maximum``, and always by SQLite's 64-bit range.
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import unquote
 
 from ..query.errors import QueryError
@@ -19,6 +20,7 @@ INVALID = "OBELISK_INVALID_ARGUMENT"
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off", ""}
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INTEGER = re.compile(r"\s*[-+]?[0-9]+\s*")
 
 
 class Params:
@@ -81,10 +83,9 @@ class Params:
 
 
 def _integer(name: str, value: str, code: str, minimum: int, maximum: int) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise QueryError(code, f"{name} must be an integer, not {_clip(value)!r}") from None
+    if not isinstance(value, str) or not INTEGER.fullmatch(value):  # int() also reads "５" and "1_000"
+        raise QueryError(code, f"{name} must be an integer, not {_clip(value)!r}")
+    number = int(value)
     low, high = max(minimum, INT64_MIN), min(maximum, INT64_MAX)
     if not low <= number <= high:
         raise QueryError(code, f"{name} must be between {low} and {high}, not {_clip(value)}")
