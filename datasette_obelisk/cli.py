@@ -321,10 +321,11 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     show = sys.stderr.isatty() if progress is None else progress
     bar = Progress() if show and not as_json else None
     with stopped_cleanly():
-        summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact)
+        summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact, expect_logs=list(dirs))
     if bar:
         bar.close()
     if as_json:
+        echo_warnings(summary.warnings)
         click.echo(json.dumps(pass_record(summary, db, roots, warnings), indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
@@ -384,6 +385,7 @@ def echo_summary(summary, roots) -> None:
         f"{summary.errors} errors in {summary.seconds:.2f}s"
     )
     echo_errors(summary.error_samples)
+    echo_warnings(summary.warnings)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
     for path in summary.files_unseen[:10]:
@@ -459,7 +461,8 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
             db = DEMO_DB  # never mixed into the database your own logs will go to
         click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db}", err=True)
     with stopped_cleanly():
-        summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None)
+        summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None,
+                             expect_logs=list(watched))
     echo_summary(summary, roots)
     if serve:
         if watch:

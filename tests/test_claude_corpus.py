@@ -356,3 +356,27 @@ def test_full_text_search_finds_thinking_and_tool_output(db):
 
 def test_no_base64_is_stored(db):
     assert db.execute("SELECT COUNT(*) FROM messages WHERE text LIKE '%iVBORw0KGgo%'").fetchone()[0] == 0
+
+
+def test_one_projects_folder_given_directly_reads_as_it_does_below_projects(tmp_path, corpus_root):
+    """``--claude-dir`` may name one project's folder: its sessions (and their
+    agents' folders) sit at its top and take its name as their project."""
+    project = corpus_root / "claude-code" / "handgemacht-ai__claude-code-log"
+    shutil.copytree(project, tmp_path / "config" / "projects" / project.name)
+    shutil.copytree(project, tmp_path / project.name)
+    found = []
+    for n, root in enumerate((tmp_path / "config", tmp_path / project.name)):
+        summary = ingest(tmp_path / f"{n}.db", {"claude": root})
+        assert (summary.files, summary.errors, summary.warnings) == (8, 0, [])
+        conn = sqlite3.connect(tmp_path / f"{n}.db")
+        found.append((
+            conn.execute("SELECT id, project FROM sessions ORDER BY id").fetchall(),
+            conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
+            {(s, a): t for s, a, t in conn.execute("SELECT session_id, agent_id, parent_tool_use_id FROM subagents")},
+        ))
+        conn.close()
+    assert found[0] == found[1]
+    sessions, messages, links = found[0]
+    assert {project for _, project in sessions} == {project.name}
+    assert messages == sum(counts[1] for path, counts in FILES.items() if path.startswith(project.name + "/"))
+    assert links == {k: v for k, v in SUBAGENT_LINKS.items() if k[0] in {s for s, _ in sessions}}

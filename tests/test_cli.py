@@ -299,3 +299,16 @@ def test_ctrl_c_during_an_ingest_stops_with_a_word_and_status_130(tmp_path, monk
     assert result.exit_code == 130
     assert "Interrupted: what was read is kept, and the next ingest carries on from there." in result.stderr
     assert "Aborted!" not in result.output
+
+
+def test_a_given_folder_without_logs_is_a_warning_saying_what_it_should_hold(tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "notes.md").write_text("not a log")
+    db = tmp_path / "o.db"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--codex-dir", str(tmp_path / "logs")])
+    message = (f"no codex logs found in {tmp_path / 'logs'}: it should hold sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] "
+               "or archived_sessions/rollout-* (or a sessions folder itself)")
+    assert (result.exit_code, result.stderr) == (0, f"warning: {message}\n")
+    as_json = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--codex-dir", str(tmp_path / "logs"), "--json"])
+    assert (as_json.stderr, json.loads(as_json.stdout)["warnings"]) == (
+        f"warning: {message}\n", [{"source": "codex", "path": str(tmp_path / "logs"), "message": message}])

@@ -317,7 +317,9 @@ def test_a_default_folder_that_is_a_file_is_a_warning_and_the_other_sources_are_
     folder = tmp_path / "codex"
     folder.mkdir()
     given = invoke("ingest", "--db", db, "--codex-dir", folder)
-    assert (given.exit_code, given.stderr) == (0, "")
+    assert (given.exit_code, given.stderr) == (0, f"warning: no codex logs found in {folder}: it should hold "
+                                                  "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* "
+                                                  "(or a sessions folder itself)\n")
     up = invoke("up", "--no-serve", "--db", db)
     assert up.exit_code == 0 and up.stderr.startswith(stderr)
     sources = get_sources()
@@ -347,6 +349,7 @@ def test_a_default_root_that_is_a_file_is_not_scanned_and_is_warned_about(tmp_pa
     # A folder option replaces it.
     folder = tmp_path / "folder"
     folder.mkdir()
+    (folder / "s1.jsonl").write_text(json.dumps({"id": "a", "text": "in a folder"}) + "\n")
     given = invoke("ingest", "--db", tmp_path / "o.db", "--dir", f"toy={folder}", "--json")
     assert (given.exit_code, given.stderr, json.loads(given.stdout)["warnings"]) == (0, "", [])
 
@@ -431,4 +434,19 @@ def test_a_helper_argument_error_from_read_options_is_a_usage_error(tmp_path):
     result = invoke("sessions", "--after", "soon", "--db", db)
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("sessions", message))
     as_json = invoke("sessions", "--after", "soon", "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
+@pytest.mark.parametrize(
+    "command, message",
+    [
+        (["read", "s1", "--offset", str(2**63)], "thread(): offset is too large"),
+        (["search", "hello", "--project", "x" * 60_000], "search(): project is longer than 10,000 characters"),
+    ],
+)
+def test_a_value_sqlite_cannot_take_is_a_usage_error(tmp_path, command, message):
+    db = claude_db(tmp_path)
+    result = invoke(*command, "--db", db)
+    assert (result.exit_code, result.stdout) == (2, "") and result.stderr.endswith(f"\nError: {message}\n")
+    as_json = invoke(*command, "--db", db, "--json")
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))

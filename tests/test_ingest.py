@@ -785,3 +785,14 @@ def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_pa
     assert rows(db, "SELECT id, title, title_source FROM sessions ORDER BY id") == [
         ("a", "Title of a", "summary"), ("b", "Title of b", "summary"), ("y", "gamma prompt", "first_prompt"),
     ]
+
+
+def test_a_given_folder_in_which_its_source_finds_no_log_is_warned_about(db, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("not a log")
+    summary = ingest(db, {"toy": empty}, sources=SOURCES)
+    assert (summary.files, summary.as_dict()["warnings"]) == (0, [
+        {"source": "toy", "path": str(empty), "message": f"no toy logs found in {empty}"}
+    ])
+    assert ingest(db, {"toy": empty}, sources=SOURCES, expect_logs=()).warnings == []  # e.g. a default folder

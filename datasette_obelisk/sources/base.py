@@ -56,6 +56,9 @@ class Source(Protocol):
         Its folder under the home directory, used when the variable is unset
         (``".codex"``). When that exists and is not a folder, ``obelisk
         ingest`` warns and ingests the other sources.
+    ``folder_layout: str``
+        What its folder holds, for the warning given when a folder passed
+        to ``ingest`` holds no file of this source.
 
     ``root_location`` reads both; ``default_root`` can be
     ``existing_folder(root_location(self, environ))``.

@@ -103,6 +103,7 @@ class ClaudeCodeSource:
     parser_version = 4
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
+    folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``$CLAUDE_CONFIG_DIR``, else ``~/.claude``; None when it is not a folder."""
@@ -111,15 +112,20 @@ class ClaudeCodeSource:
     def discover(self, root: Path) -> Iterator[SourceFile]:
         """Every Claude file below ``root``.
 
-        ``root`` is either a config dir (``~/.claude``, which has a
-        ``projects/`` folder) or a ``projects``-like folder itself whose
-        children are project folders.
+        ``root`` is a config dir (``~/.claude``, which has a ``projects/``
+        folder), a ``projects``-like folder whose children are project
+        folders, or one project's folder (sessions at its top, named after
+        it): a path that fits no layout below ``root`` is tried one level
+        down, as if ``root`` were a project folder.
         """
         projects = root / "projects"
         if not projects.is_dir():
             projects = root
         for path in walk_files(projects):
-            unit = classify(path, path.relative_to(projects).parts)
+            parts = path.relative_to(projects).parts
+            unit = classify(path, parts)
+            if unit is None and projects is root:
+                unit = classify(path, (root.name, *parts))
             if unit is not None:
                 yield unit
 

@@ -266,6 +266,7 @@ class CodexSource:
     parser_version = 5
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
+    folder_layout = "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* (or a sessions folder itself)"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``$CODEX_HOME``, else ``~/.codex``; None when it is not a folder."""

@@ -90,6 +90,7 @@ class GeminiSource:
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
     home_folder = ".gemini"
+    folder_layout = "tmp/<project hash>/chats/session-*.json[l] (or a tmp folder itself)"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
         """``~/.gemini``; None when it is not a folder."""

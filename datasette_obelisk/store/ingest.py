@@ -16,7 +16,7 @@ from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import orjson
 
@@ -136,6 +136,7 @@ class Ingester:
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
+        self.found: dict[str, int] = {}  # how many files each source discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
         self._discovered: set[str] = set()  # their paths
         self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
@@ -147,7 +148,9 @@ class Ingester:
     def discover(self) -> list[SourceFile]:
         units = []
         for name, root in self.roots.items():
-            units.extend(self.sources[name].discover(root))
+            found = list(self.sources[name].discover(root))
+            self.found[name] = len(found)
+            units.extend(found)
         return self.one_path_per_file(in_read_order(units))
 
     def one_path_per_file(self, units: list[SourceFile]) -> list[SourceFile]:
@@ -844,18 +847,23 @@ def ingest(
     *,
     sources: Mapping[str, Source] | None = None,
     redact: bool = True,
+    expect_logs: Iterable[str] | None = None,
     **options,
 ) -> IngestSummary:
     """Ingest into the database at ``db_path``; the Python entry point.
 
     ``roots`` maps source names to their folders (default: each source's own);
-    a name that is not among ``sources`` is a ``ValueError``. With ``redact``
+    a name that is not among ``sources`` is a ``ValueError``. A folder of a
+    source in ``expect_logs`` (default: every one given in ``roots``) in
+    which the source finds no file gets a warning in the summary. With ``redact``
     (the default) every stored text passes through the secret redactor first;
     ``redact=False`` is recorded in the database so a publish step can refuse it.
     """
     from ..plugins import get_sources, unknown_sources
 
     sources = sources or get_sources()
+    if expect_logs is None:
+        expect_logs = () if roots is None else list(roots)
     if roots is None:
         roots = default_roots(sources)
         warnings = default_folder_warnings(sources)
@@ -885,10 +893,23 @@ def ingest(
             conn, sources, {k: Path(v).absolute() for k, v in roots.items()}, redact=record_redactor, **options
         )
         summary = ingester.run()
-        summary.warnings = warnings
+        summary.warnings = warnings + empty_folder_warnings(
+            sources, {name: roots[name] for name in expect_logs if name in roots}, ingester.found
+        )
         return summary
     finally:
         conn.close()
+
+
+def empty_folder_warnings(sources: Mapping[str, Source], roots: Mapping[str, Path], found: dict) -> list[dict]:
+    """A warning for each given folder in which its source found no file: most often the wrong folder."""
+    warnings = []
+    for name, path in roots.items():
+        if found.get(name) == 0 and path.is_dir():
+            layout = getattr(sources[name], "folder_layout", None)
+            expected = f": it should hold {layout}" if layout else ""
+            warnings.append({"source": name, "path": str(path), "message": f"no {name} logs found in {path}{expected}"})
+    return warnings
 
 
 def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
