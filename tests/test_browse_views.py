@@ -88,6 +88,16 @@ async def test_facet_queries_run_no_lookup_they_do_not_need(web_db, view):
 
 
 @pytest.mark.asyncio
+async def test_tool_calls_sorted_by_time_are_read_in_order_not_sorted(web_db):
+    ds = make_datasette(web_db, settings={"trace_debug": True})
+    await ds.invoke_startup()
+    statements = await datasette_sql(ds, "/obelisk/browse_tool_calls.json?_sort_desc=timestamp&_nofacet=1")
+    (page,) = [sql for sql in statements if "order by timestamp desc" in sql and "count(*)" not in sql]
+    steps = plan(read_only(web_db), page)
+    assert steps[0] == "SCAN c USING INDEX tool_calls_timestamp" and not [s for s in steps if "TEMP B-TREE" in s], steps
+
+
+@pytest.mark.asyncio
 async def test_the_model_of_a_tool_call_is_looked_up_only_when_read(web_db):
     ds = make_datasette(web_db, settings={"trace_debug": True})
     await ds.invoke_startup()
