@@ -563,3 +563,51 @@ def test_cli_answers_include_lines_appended_since_the_last_ingest(tmp_path):
     result = invoke("search", "quokka", "--db", str(db), "--json")
     assert result.exit_code == 0, result.output
     assert [r["message"]["uuid"] for r in _json.loads(result.stdout)] == ["b"]
+
+
+def test_read_marks_compactions_and_shows_output_written_on_the_calls_line(tmp_path):
+    from conftest import CORPUS
+    from corpus_layout import lay_out
+    from datasette_obelisk.store.ingest import ingest
+
+    if not CORPUS.exists():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    codex = "codex/kvsankar__agent-history/session_with_compaction.jsonl"
+    gemini = "gemini/jazzyalex__agent-sessions/jsonl_v040.jsonl"
+    lay_out(tmp_path, CORPUS, {codex: "codex/sessions/rollout-compaction.jsonl",
+                               gemini: "gemini/tmp/h/chats/session-stage0.jsonl"}, [codex, gemini])
+    db = tmp_path / "o.db"
+    ingest(db, {"codex": tmp_path / "codex", "gemini": tmp_path / "gemini"})
+    compacted = invoke("read", "codex:compact-codex-001", "--db", db).stdout
+    headers = [line for line in compacted.splitlines() if line.startswith("[2025")]
+    # Lines 3-12 went into the compaction of line 13; lines 14-19 came after it.
+    assert [h.endswith("[compacted away]:") for h in headers] == [True] * 10 + [False] * 7
+    assert headers[10] == "[2025-10-28T05:26:42.667Z] user [context compacted here]:"
+    # Gemini writes a call's output on the call's line (line 4): it follows the call.
+    listed = invoke("read", "gemini:gemini_stage0_jsonl", "--db", db).stdout
+    assert "\nrun_shell_command\nls -F\nList files in the current directory.\n→ run_shell_command output, succeeded:\n" \
+           "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345\n" in listed
+
+
+SKILL = Path(__file__).resolve().parent.parent / "SKILL.md"
+
+
+def skill_recipes() -> list[str]:
+    import re
+
+    return re.findall(r"```python\n(.*?)```", SKILL.read_text(), re.S)
+
+
+def test_every_skill_recipe_runs(corpus_db):
+    recipes = skill_recipes()
+    assert len(recipes) == 4
+    for recipe in recipes:
+        run_script(recipe, corpus_db)  # a failure raises QueryError
+
+
+def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus_db):
+    # d-kimuson's log: of its four Edits of page.tsx, those at 00:54:10 and 00:54:23 failed (is_error).
+    [recipe] = [r for r in skill_recipes() if "fileHistory" in r]
+    found = run_script(recipe.replace("/home/me/myapp/src/db.py", "/path/to/Demo/todo-app/src/app/page.tsx"), corpus_db)
+    assert [at for at, _ in found["edits"]] == ["2025-09-03T00:54:39.453Z", "2025-09-03T01:00:02.779Z"]
+    assert found["by_tool"] == [{"name": "Edit", "n": 4}, {"name": "Read", "n": 3}]

@@ -332,6 +332,22 @@ def test_search_paging_through_the_contract(sq):
 # -- errors --------------------------------------------------------------------
 
 
+def test_options_given_where_there_are_none_or_unknown_keys_are_refused(sq):
+    with pytest.raises(QueryError) as error:
+        sq.listSessions({"limit": 2})  # listSessions(signal) takes no options
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_QUERY", "signal must be a threading.Event or have an 'aborted' attribute, not dict"
+    )
+    with pytest.raises(QueryError) as error:
+        sq.searchSessions({"query": "hello", "bogus": 1, "filters": []})  # "filters" is searchEvents'
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_QUERY",
+        "searchSessions has no bogus, filters; its request keys are cursor, eventFilters, limit, mode, query, sessionFilters",
+    )
+    assert code_of(lambda: sq.searchEvents({"sessionId": FORK, "query": "x", "eventFilters": []})) == "SESSION_QUERY_INVALID_QUERY"
+    assert len(sq.listSessions(threading.Event())) == len(sq.listSessions())
+
+
 def test_request_validation_errors(sq):
     assert code_of(lambda: sq.readSession("nope")) == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert code_of(lambda: sq.readSession(None)) == "SESSION_QUERY_SESSION_NOT_FOUND"

@@ -120,7 +120,19 @@ def _cancelled(signal) -> bool:
         return False
     if isinstance(signal, threading.Event):
         return signal.is_set()
-    return bool(getattr(signal, "aborted", False))
+    if not hasattr(signal, "aborted"):  # most often options given to a method that takes none
+        raise QueryError(
+            "SESSION_QUERY_INVALID_QUERY",
+            f"signal must be a threading.Event or have an 'aborted' attribute, not {type(signal).__name__}",
+        )
+    return bool(signal.aborted)
+
+
+# The contract's request keys, and mode (terms or phrase), an extension.
+SEARCH_KEYS = {
+    "searchSessions": frozenset({"query", "sessionFilters", "eventFilters", "limit", "cursor", "mode"}),
+    "searchEvents": frozenset({"sessionId", "query", "filters", "limit", "cursor", "mode"}),
+}
 
 
 class SessionQuery:
@@ -375,6 +387,12 @@ class SessionQuery:
             raise QueryError("SESSION_QUERY_SEARCH_DISABLED", "full-text search is disabled for this service")
         if not isinstance(request, dict):
             raise QueryError("SESSION_QUERY_INVALID_QUERY", f"{scope} needs a request object")
+        unknown = sorted(map(str, set(request) - SEARCH_KEYS[scope]))
+        if unknown:
+            raise QueryError(
+                "SESSION_QUERY_INVALID_QUERY",
+                f"{scope} has no {', '.join(unknown)}; its request keys are {', '.join(sorted(SEARCH_KEYS[scope]))}",
+            )
         query = request.get("query")
         if not isinstance(query, str):
             raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a string")
