@@ -338,3 +338,30 @@ def test_a_cold_load_merges_its_fts_segments_once_at_its_end(tmp_path, logs):
     assert merging() == cold_load.FTS5_DEFAULTS
     assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone()[0] == conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_searches_and_the_overview_answer_while_a_cold_load_has_dropped_their_indexes(tmp_path, logs):
+    from datasette_obelisk.query import dashboard
+    from datasette_obelisk.query.search import search_sessions
+    from datasette_obelisk.store.session_index import update_session_documents
+
+    db = tmp_path / "o.db"
+    conn = open_db(db)
+    ingester = Ingester(conn, get_sources(), {"claude": logs["claude"]}, cold_load_bytes=0)
+    ingester.begin_cold_load(1)
+    for unit in ingester.discover():
+        ingester.ingest_file(unit)
+    ingester.flush(force=True)
+    with transaction(conn):  # what the ingester does while it waits for its readers, and derivations
+        cold_load.index_pending_text(conn)
+        update_session_documents(conn, [row[0] for row in conn.execute("SELECT id FROM sessions")])
+    assert not {"messages_session_rows", "messages_timestamp"} & {row[1] for row in schema(db) if row[0] == "index"}
+    read = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    read.row_factory = sqlite3.Row
+    found = search_sessions(read, "the", limit=3)["items"]
+    assert len(found) == 3 and all(item["best"] for item in found)
+    assert dashboard.activity(read)["buckets"]
+    # Finished: the indexes are back and named again.
+    Ingester(conn, get_sources(), {"claude": logs["claude"]}).run()
+    assert {"messages_session_rows", "messages_timestamp"} <= {row[1] for row in schema(db) if row[0] == "index"}
+    assert len(search_sessions(read, "the", limit=3)["items"]) == 3 and dashboard.activity(read)["buckets"]

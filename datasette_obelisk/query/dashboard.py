@@ -13,6 +13,7 @@ import sqlite3
 from datetime import date, timedelta
 
 from ..store import cold_load
+from .indexes import indexed_by
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
 CONVERSATION = (
@@ -130,7 +131,7 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
 def _edge_day(conn, order: str) -> str | None:
     """The first (``ASC``) or last (``DESC``) day a message is dated, read from the timestamp index's end."""
     row = conn.execute(
-        f"SELECT substr(timestamp, 1, 10) FROM messages INDEXED BY messages_timestamp "
+        f"SELECT substr(timestamp, 1, 10) FROM messages {indexed_by(conn, 'messages_timestamp')} "
         f"WHERE timestamp GLOB {ISO_DAY} ORDER BY timestamp {order} LIMIT 1"
     ).fetchone()
     return row[0] if row else None

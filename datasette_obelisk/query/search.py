@@ -60,6 +60,7 @@ from .errors import QueryError
 from .events import event_select
 from .filters import Filters
 from .fts import MARK_END, MARK_START, FtsQuery, parse_query
+from .indexes import indexed_by
 from .ranking import EventScorer
 from .text import approximate_snippet, snippet, to_ms
 
@@ -331,7 +332,7 @@ def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, se
             WHERE m.id IN (
               SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
                                 AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}) x
-              JOIN messages m INDEXED BY messages_session_rows ON m.session_id = ? AND m.id = x.rowid
+              JOIN messages m {indexed_by(conn, "messages_session_rows")} ON m.session_id = ? AND m.id = x.rowid
               WHERE {where} ORDER BY m.text_length, m.id DESC LIMIT {SHORTLIST})
             ORDER BY score DESC, m.id DESC LIMIT ?""",
         [*score_params, expression, first_id, last_id, session_id, *params, count],
