@@ -383,10 +383,23 @@ def test_compactions(db):
         *[("codex:019fc8be-3658-7ca3-9e29-000000000000", "compacted", "", n) for n in (47, 69, 81, 89, 111)],
         ("codex:compact-codex-001", "compacted", "", 13),
     ]
-    # What the summary replaced is shadowed; the replacement history is never stored.
+    # What the summary replaced is shadowed; the replacement history is never stored. This
+    # older build wrote no replacement history: Codex rebuilds one from the prompts (lines 3,
+    # 9 and 11, 92 characters, within its budget) and the summary, so the prompts stay current.
     assert db.execute(
         "SELECT surface, COUNT(*) FROM messages WHERE session_id = 'codex:compact-codex-001' GROUP BY 1"
-    ).fetchall() == [("current", 7), ("log-only", 1), ("shadowed", 10)]  # lines 13-19 | 20 | 3-12
+    ).fetchall() == [("current", 10), ("log-only", 1), ("shadowed", 7)]  # 3, 9, 11, 13-19 | 20 | 4-8, 10, 12
+    assert db.execute(
+        "SELECT line_no FROM messages WHERE session_id = 'codex:compact-codex-001' AND line_no < 13 "
+        "AND surface = 'current' ORDER BY 1"
+    ).fetchall() == [(3,), (9,), (11,)]
+    # Line 1788's replacement_history repeats 36 user and assistant items word for word, each
+    # written once before (as response items, lines 9 to 1733; one injected context item four
+    # times: its latest copy is kept); the rest of what came before is shadowed.
+    assert db.execute(
+        "SELECT COUNT(*), MIN(line_no), MAX(line_no) FROM messages "
+        "WHERE session_id = 'codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9' AND line_no < 1788 AND surface = 'current'"
+    ).fetchone() == (36, 9, 1733)
     assert db.execute(
         "SELECT COUNT(*) FROM messages WHERE text LIKE '%\"replacement_history\"%'"
     ).fetchone() == (0,)

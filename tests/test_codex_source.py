@@ -494,6 +494,50 @@ def test_compacted_replacement_history_is_never_decoded(monkeypatch):
     assert of(out, Summary)[0].kind == "compaction"
 
 
+def user_item(*parts) -> dict:
+    return {"type": "message", "role": "user", "content": list(parts)}
+
+
+def test_a_compaction_keeps_current_what_its_replacement_history_repeats():
+    text = lambda kind, t: {"type": f"{kind}_text", "text": t}  # noqa: E731
+    image = lambda n: {"type": "input_image", "image_url": "data:image/png;base64," + "A" * n}  # noqa: E731
+    answer = {"type": "message", "role": "assistant", "content": [text("output", "Done: \"quoted\" and é")]}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-kept"}),
+        envelope("event_msg", {"type": "user_message", "message": "first"}),        # offset of line 2: kept
+        envelope("response_item", user_item(text("input", "first"))),                # its twin
+        envelope("response_item", answer),                                            # kept
+        envelope("response_item", user_item(text("input", "dropped"))),              # not in the history
+        envelope("response_item", user_item(text("input", "look"), image(100))),     # kept: the image re-encoded
+        envelope("compacted", {"message": "", "replacement_history": [
+            user_item(text("input", "first")), answer, user_item(text("input", "look"), image(120)),
+            user_item(text("input", "never said")), {"type": "compaction", "encrypted_content": "x"},
+        ]}),
+    ])
+    messages = of(records, Message)
+    said = {m.text.split("\n")[0]: m.uuid for m in messages if not m.is_compact_summary}
+    [compaction] = [m for m in messages if m.is_compact_summary]
+    assert compaction.meta == {"preserved_uuids": [said["first"], said['Done: "quoted" and é'], said["look"]]}
+
+
+def test_a_compaction_without_its_history_keeps_the_latest_prompts_within_codexs_budget(monkeypatch):
+    from datasette_obelisk.sources import codex
+
+    monkeypatch.setattr(codex, "KEPT_PROMPT_CHARS", 10)
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-budget"}),
+        envelope("event_msg", {"type": "user_message", "message": "oldest prompt"}),
+        envelope("event_msg", {"type": "agent_message", "message": "reply"}),
+        envelope("event_msg", {"type": "user_message", "message": "six ch"}),
+        envelope("event_msg", {"type": "user_message", "message": "newer"}),
+        envelope("compacted", {"message": "summary"}),
+    ])
+    prompts = {m.text: m.uuid for m in of(records, Message) if m.role == "user" and not m.is_compact_summary}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    # 5 + 6 characters reach the budget of 10: the older prompt is left out, the one that crossed it is kept.
+    assert compaction.meta == {"preserved_uuids": [prompts["six ch"], prompts["newer"]]}
+
+
 def test_a_compacted_line_with_the_next_record_glued_on_is_an_error():
     cut = (
         b'{"timestamp":"2026-04-05T00:00:02.000Z","type":"compacted","payload":{"message":"summary text",'

@@ -580,8 +580,8 @@ def test_read_marks_compactions_and_shows_output_written_on_the_calls_line(tmp_p
     ingest(db, {"codex": tmp_path / "codex", "gemini": tmp_path / "gemini"})
     compacted = invoke("read", "codex:compact-codex-001", "--db", db).stdout
     headers = [line for line in compacted.splitlines() if line.startswith("[2025")]
-    # Lines 3-12 went into the compaction of line 13; lines 14-19 came after it.
-    assert [h.endswith("[compacted away]:") for h in headers] == [True] * 10 + [False] * 7
+    # Lines 3-12 went into the compaction of line 13 but its prompts (3, 9, 11); lines 14-19 came after it.
+    assert [h.endswith("[compacted away]:") for h in headers] == [n not in (3, 9, 11) for n in range(3, 13)] + [False] * 7
     assert headers[10] == "[2025-10-28T05:26:42.667Z] user [context compacted here]:"
     # Gemini writes a call's output on the call's line (line 4): it follows the call.
     listed = invoke("read", "gemini:gemini_stage0_jsonl", "--db", db).stdout

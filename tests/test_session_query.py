@@ -155,13 +155,16 @@ def test_codex_compaction_shadows_what_it_replaced(tmp_path):
     sq = SessionQuery(connect(db))
     sid = "codex:compact-codex-001"
     events = sq.listEvents(sid)
-    # Ten items precede the `compacted` line, which is event 11.
-    assert [e["surface"] for e in events[:10]] == ["shadowed"] * 10
+    # Ten items precede the `compacted` line, which is event 11. It wrote no replacement
+    # history: Codex rebuilds one with the prompts (events 1, 7 and 9) and the summary.
+    prompts = {1, 7, 9}
+    assert [e["surface"] for e in events[:10]] == ["current" if n in prompts else "shadowed" for n in range(1, 11)]
     assert (events[10]["type"], events[10]["surface"]) == ("compaction/summary", "current")
     assert [e["surface"] for e in events[11:17]] == ["current"] * 6
     assert (events[17]["type"], events[17]["surface"]) == ("event_msg/token_count", "log-only")
     assert sq.traceEvent({"sessionId": sid, "seq": 4})["replacementChain"] == [11]
-    assert sq.traceEvent({"sessionId": sid, "seq": 11})["replacedEventSeqs"] == list(range(1, 11))
+    assert sq.traceEvent({"sessionId": sid, "seq": 11})["replacedEventSeqs"] == [2, 3, 4, 5, 6, 8, 10]
+    assert [e["seq"] for e in sq.readSurface(sid)["events"]] == [1, 7, 9, *range(11, 18)]
     assert sq.traceEvent({"sessionId": sid, "seq": 5})["sourceEventSeqs"] == [4]
 
 

@@ -48,10 +48,16 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   Codex may write right after the abort (which then gives its outcome);
   when another line comes first it gets a placeholder result, cancelled
   (blocked if it asked for escalation).
-* Compaction: ``compacted`` lines are recognised from the line prefix,
-  checked to be whole JSON objects with their strings emptied, and their
-  ``replacement_history`` is never decoded; ``context_compacted`` right
-  after one is its duplicate, alone it marks a compaction of its own.
+* Compaction: ``compacted`` lines are recognised from the line prefix and
+  checked to be whole JSON objects; ``context_compacted`` right after one is
+  its duplicate, alone it marks a compaction of its own. What the model kept
+  stays current (``preserved_uuids`` in the compaction's meta): the user and
+  assistant messages its ``replacement_history`` repeats word for word, or,
+  when an older build wrote none, the most recent prompts within the budget
+  Codex rebuilds history with (``KEPT_PROMPT_CHARS``). The history is never
+  decoded: only the text strings of its messages are, found by pattern
+  (``_kept_texts``). The parser remembers the text digests of its last
+  ``KEPT_REMEMBERED`` messages to recognise them.
 * Lineage and replay: forks (``forked_from_id``, ``history_base``) and
   spawned threads (``source.subagent.thread_spawn``) name their parent.
   Paginated forks (``history_base``) copy nothing. The parent history other
@@ -69,6 +75,7 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,6 +123,8 @@ from .common import (
 )
 
 SOURCE = "codex"
+KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
+KEPT_REMEMBERED = 4096  # messages whose text digests a parser keeps
 
 # -- line prefix probing ----------------------------------------------------
 
@@ -124,6 +133,9 @@ _ENVELOPE = re.compile(
     rb'^\{"timestamp":"([^"\\]{0,64})",(?:"ordinal":-?\d+,)?"type":"([a-z_]{1,64})"'
 )
 HISTORY_KEY = b',"replacement_history":'
+# A user or assistant message of a replacement history, and a text part of its content.
+_HISTORY_MESSAGE = re.compile(rb'\{"type":"message","role":"(user|assistant)","content":\[')
+_TEXT_PART = re.compile(rb'\{"type":"(?:input|output)_text","text":"((?:[^"\\]|\\.)*)"')
 _HISTORY_ITEM = re.compile(
     rb'\{"type":"(?:message|reasoning|function_call|function_call_output|'
     rb"custom_tool_call|custom_tool_call_output|local_shell_call|web_search_call|"
@@ -263,7 +275,7 @@ class CodexSource:
     #    of a turn without messages, not at an unknown line before the first one
     # 5: a compaction's summary is the summary it wrote, and only when it wrote
     #    one (not the note on the history it replaced, nor a placeholder)
-    parser_version = 5
+    parser_version = 6
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
     folder_layout = "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* (or a sessions folder itself)"
@@ -389,6 +401,8 @@ class CodexState:
     closed_calls: list = field(default_factory=list)  # synthetic results already given
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     last_spawn: list | None = None  # [call_id, new thread id]
+    said: dict = field(default_factory=dict)  # digest of a user or assistant text -> its Message's uuid
+    prompts: list = field(default_factory=list)  # [uuid, characters] of the prompts, oldest first
 
 
 class CodexParser:
@@ -471,7 +485,9 @@ class CodexParser:
                 self._turn_context(payload, position, out)
             elif kind == "compacted":  # only reached by lines the probe missed
                 self._compaction_message(
-                    position, timestamp, _compaction_text(payload), out, type="compacted"
+                    position, timestamp, _compaction_text(payload), out, type="compacted",
+                    summary=_compaction_summary(payload),
+                    meta=self._kept(_history_json(payload)),
                 )
             elif kind in UNDECODED_METADATA:
                 self._ensure_session(out)
@@ -703,7 +719,19 @@ class CodexParser:
         if message.role == "user" and not message.is_meta and message.content_type == "text":
             self._user_turn(out)
             self._first_prompt(message, out)
+            self.s.prompts = [*self.s.prompts[1 - KEPT_REMEMBERED:], [message.uuid, len(message.text)]]
         return message
+
+    def _remember(self, role: str, text: str, uuid: str | None) -> None:
+        """Note that ``uuid`` said ``text`` (``_said_text`` of a response item), for a
+        compaction's history that repeats the item."""
+        if role not in ("user", "assistant") or uuid is None:
+            return
+        said = self.s.said
+        said.pop(key := _said_key(role, text), None)
+        said[key] = uuid
+        if len(said) > KEPT_REMEMBERED:
+            del said[next(iter(said))]
 
     def _first_prompt(self, message: Message, out: list) -> None:
         if message.text.strip() and not self.s.first_prompt_seen:
@@ -777,14 +805,17 @@ class CodexParser:
         text = _parts_text(item.get("content"))
         injected = role in {"developer", "system"} or (role == "user" and _is_injected(text))
         twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
+        said = _said_text(item.get("content"))
         if twin and self._is_twin(twin, "item"):
+            self._remember(role, said, self.s.last_uuid)  # a history repeats this form of the text
             out.append(Merged(position, "duplicate"))
             return
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
-        self._conversation(
+        message = self._conversation(
             out, position, timestamp, twin if not injected else None, "item", type="response_item",
             subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
+        self._remember(role, said, message.uuid)
         self.s.context_block = injected
 
     def _is_context_block_item(self, timestamp) -> bool:
@@ -970,13 +1001,15 @@ class CodexParser:
         if twin == "thinking":
             text, role, content_type = first_text(payload.get("text")) or "", "assistant", "thinking"
         else:
-            text = first_text(payload.get("message")) or ""
-            text += _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
+            said = first_text(payload.get("message")) or ""
+            text = said + _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
             role, content_type = twin, "text"
-        self._conversation(
+        message = self._conversation(
             out, position, timestamp, twin, "event", type="event_msg", subtype=kind, role=role, text=text,
             content_type=content_type, is_meta=int(role == "user" and _is_injected(text)),
         )
+        if content_type == "text":
+            self._remember(role, said, message.uuid)
 
     def _token_count(self, payload, timestamp, position, out) -> None:
         info = payload.get("info") if isinstance(payload.get("info"), dict) else None
@@ -1091,6 +1124,7 @@ class CodexParser:
                 return
             payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
             text = _compaction_text(payload)
+            meta = self._kept(_history_json(payload))
         else:
             try:
                 head = orjson.loads(line[:cut] + b"}}")
@@ -1100,17 +1134,42 @@ class CodexParser:
             items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut))
             size = len(line.rstrip()) - cut - len(HISTORY_KEY) - len(b"}}")
             text = _compaction_text(payload, items=items, size=size)
-        self._compaction_message(position, timestamp, text, out, type="compacted", summary=_compaction_summary(payload))
+            meta = self._kept(line[cut:])
+        self._compaction_message(
+            position, timestamp, text, out, type="compacted", summary=_compaction_summary(payload),
+            meta=meta,
+        )
+
+    def _kept(self, history: bytes | None) -> dict | None:
+        """The compaction's meta: ``preserved_uuids``, the Messages the model kept
+        (``history``: the JSON of the replacement history, or None when it wrote none)."""
+        kept = self._kept_prompts() if history is None else []
+        for role, text in () if history is None else _kept_texts(history):
+            uuid = self.s.said.get(_said_key(role, text))
+            if uuid is not None and uuid not in kept:
+                kept.append(uuid)
+        return {"preserved_uuids": kept} if kept else None
+
+    def _kept_prompts(self) -> list[str]:
+        """The prompts Codex rebuilds a history with when the compaction did not write it:
+        the most recent ones within ``KEPT_PROMPT_CHARS`` (the oldest of them cut short)."""
+        kept, room = [], KEPT_PROMPT_CHARS
+        for uuid, chars in reversed(self.s.prompts):
+            if room <= 0:
+                break
+            kept.append(uuid)
+            room -= chars
+        return kept[::-1]
 
     def _compaction_message(
-        self, position, timestamp, text, out, *, type, subtype=None, is_meta=0, uuid=None, summary=""
+        self, position, timestamp, text, out, *, type, subtype=None, is_meta=0, uuid=None, summary="", meta=None
     ) -> None:
         """The message that stands for a compaction (``text`` says what it
         replaced), and the compaction's ``summary`` when it wrote one."""
         self._ensure_session(out)
         message = self._message(
             position, type, timestamp, uuid=uuid, subtype=subtype, role="user", text=text,
-            content_type="text", is_compact_summary=1, is_meta=is_meta,
+            content_type="text", is_compact_summary=1, is_meta=is_meta, meta=meta,
         )
         out.append(message)
         if summary.strip():
@@ -1217,6 +1276,39 @@ def _image_note(url: Any) -> str:
     if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
         return blob_note(url)
     return f"[image: {url}]" if isinstance(url, str) and url else "[image]"
+
+
+def _history_json(payload: dict) -> bytes | None:
+    """A decoded compaction's replacement history as compact JSON (None when it wrote none)."""
+    history = payload.get("replacement_history")
+    return None if history is None else orjson.dumps(history)
+
+
+def _kept_texts(history: bytes) -> Iterator[tuple[str, str]]:
+    """``(role, _said_text)`` of each user or assistant message in the JSON of a
+    replacement history, decoding only their text strings (never an image)."""
+    starts = [(m.start(), m) for m in _HISTORY_ITEM.finditer(history)]
+    for index, (start, _) in enumerate(starts):
+        message = _HISTORY_MESSAGE.match(history, start)
+        if message is None:
+            continue
+        end = starts[index + 1][0] if index + 1 < len(starts) else len(history)
+        texts = [loads_or_none(b'"' + part.group(1) + b'"') for part in _TEXT_PART.finditer(history, message.end(), end)]
+        yield message.group(1).decode(), "\n".join(text for text in texts if isinstance(text, str))
+
+
+def _said_text(content: Any) -> str:
+    """The text parts of an item's content: what a compaction's copy of the item
+    repeats exactly (an image in it may be encoded again)."""
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else ()
+    return "\n".join(part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str))
+
+
+def _said_key(role: str, text: str) -> str:
+    """A short digest of what a user or assistant said, to recognise it repeated."""
+    return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _parts_text(content: Any) -> str:

@@ -358,16 +358,18 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             replaced_by.setdefault(taken.uuid, row.uuid)
             if surface[taken.uuid] != "log-only":
                 surface[taken.uuid] = "shadowed"
-    # Compaction: what the model saw before it is replaced by the summary.
-    # The boundary line itself was never model context: nothing replaces it.
+    # Compaction: what the model saw before it is replaced by the summary,
+    # except what it kept (named by the boundary before the summary, or by
+    # the summary itself: Codex). The boundary line itself was never model
+    # context: nothing replaces it.
     preserved: set[str] = set()
     for index, row in enumerate(rows):
         if row.subtype == "compact_boundary":
-            meta = orjson.loads(row.meta_json) if row.meta_json else {}
-            preserved = set(meta.get("preserved_uuids") or ())
+            preserved = kept_by(row)
             continue
         if not row.is_compact_summary:
             continue
+        preserved |= kept_by(row)
         for earlier in rows[:index]:
             uuid = earlier.uuid
             if surface[uuid] == "current" and uuid not in preserved:
@@ -375,6 +377,11 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
                 replaced_by.setdefault(uuid, row.uuid)
         preserved = set()
     return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
+
+
+def kept_by(row: SessionRow) -> set[str]:
+    """The uuids a compaction row names as kept verbatim (``meta.preserved_uuids``)."""
+    return set((orjson.loads(row.meta_json) if row.meta_json else {}).get("preserved_uuids") or ())
 
 
 def subtree(root: SessionRow, children):
