@@ -380,3 +380,16 @@ def test_one_projects_folder_given_directly_reads_as_it_does_below_projects(tmp_
     assert {project for _, project in sessions} == {project.name}
     assert messages == sum(counts[1] for path, counts in FILES.items() if path.startswith(project.name + "/"))
     assert links == {k: v for k, v in SUBAGENT_LINKS.items() if k[0] in {s for s, _ in sessions}}
+
+
+def test_a_line_that_opens_with_thinking_says_how_long_its_thinking_is(db):
+    # The corpus's only lines whose content opens with a thinking block and goes on
+    # (small.jsonl lines 8, 29 and 55: "Reasoning goes here." or "[trimmed for fixture]", then text and a call).
+    assert db.execute(
+        "SELECT line_no, meta_json, substr(text, 1, json_extract(meta_json, '$.thinking_chars')) FROM messages "
+        "WHERE meta_json LIKE '%thinking_chars%' ORDER BY line_no"
+    ).fetchall() == [
+        (8, '{"thinking_chars":20}', "Reasoning goes here."),
+        (29, '{"thinking_chars":21}', "[trimmed for fixture]"),
+        (55, '{"thinking_chars":21}', "[trimmed for fixture]"),
+    ]

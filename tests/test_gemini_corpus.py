@@ -699,3 +699,17 @@ def test_sync_lines_appended_piece_by_piece_give_the_same_rows(tmp_path):
     assert (summary.files_replayed, summary.messages) == (1, 12)
     got = snapshot(tmp_path / "live.db")
     assert got == expected, diff(got, expected)
+
+
+def test_a_reply_with_its_thoughts_says_where_they_end(db, ingested):
+    from datasette_obelisk.query.history import history_read
+
+    # small.json's m2: thoughts "Short reasoning placeholder." (28 characters), content "Hi!".
+    session, meta = db.execute(
+        "SELECT session_id, meta_json FROM messages WHERE content_type = 'mixed'"
+    ).fetchone()
+    assert meta == '{"thinking_chars":28}'
+    read = sqlite3.connect(f"file:{db.execute('PRAGMA database_list').fetchone()[2]}?mode=ro", uri=True)
+    read.row_factory = sqlite3.Row
+    entries = history_read(read, sessionId=session)["entries"]
+    assert [(e["type"], e["content"]) for e in entries] == [("user", "Hello"), ("assistant", "Hi!")]

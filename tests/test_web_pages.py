@@ -851,3 +851,14 @@ async def test_the_event_page_shows_an_output_its_lines_text_holds_once(tmp_path
     assert html.count("kraken load average 0.42") == 1 and html.count("Here is what the kraken said:") == 1
     assert html.count("Its output is in the text above.") == 1
     assert html.count("only a squid output") == 1  # a line of results only: shown once, under its result
+
+
+@pytest.mark.asyncio
+async def test_reasoning_a_line_opens_with_is_folded_apart_from_what_it_says(ds):
+    # small.jsonl line 8: thinking "Reasoning goes here.", text "I'll list files.", a bash call.
+    html = await page(ds, "/-/obelisk/session/small:agent-sidechain-sys1", shadowed="1", meta="1")
+    entry = html[html.index('id="m4"'):]
+    entry = entry[: entry.index("</li>")]
+    assert re.search(r'<details><summary class="ob-muted">Thinking</summary>.*Reasoning goes here\..*</details>', entry, re.S)
+    after = entry[entry.index("</details>") + len("</details>"):]
+    assert "I&#39;ll list files." in after and "Reasoning goes here" not in after

@@ -60,7 +60,7 @@ from .errors import QueryError
 from .filters import Filters
 from .fts import MAX_QUERY_CHARS, match_documents, normalize_text, parse_query, quote
 from .search import rows
-from .text import parse_json, snippet, to_ms
+from .text import parse_json, snippet, split_thinking, to_ms
 
 SEARCH_DEFAULT_LIMIT = 10
 SEARCH_MAX_LIMIT = 75
@@ -366,7 +366,7 @@ def _entry_rows(conn, session_id: str, condition: str, params, order: str = "m.s
     """The messages that may hold transcript entries (``ENTRY_WHERE``) and meet ``condition``."""
     return rows(
         conn,
-        f"SELECT m.id, m.uuid, m.seq, m.role, m.content_type, m.timestamp, m.text FROM messages m "
+        f"SELECT m.id, m.uuid, m.seq, m.role, m.content_type, m.timestamp, m.text, m.meta_json FROM messages m "
         f"WHERE {ENTRY_WHERE} AND {condition} ORDER BY {order} LIMIT ?",
         [session_id, *params, limit],
     )
@@ -429,7 +429,8 @@ def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
     arrives later is ingested into the same entry.
     """
     entries = []
-    content = _without_tool_calls(row["text"] or "", tools) if row["content_type"] != "tool_use" else ""
+    said = split_thinking(row["text"] or "", row["meta_json"])[1]  # reasoning is no entry
+    content = _without_tool_calls(said, tools) if row["content_type"] != "tool_use" else ""
     if content:
         entries.append({
             "id": row["uuid"],

@@ -124,3 +124,11 @@ def parse_json(value):
         return json.loads(value)
     except ValueError:
         return value
+
+
+def split_thinking(text: str, meta_json: str | None) -> tuple[str, str]:
+    """``(thinking, said)`` of a message whose text opens with the model's thinking
+    (``meta_json`` holds ``thinking_chars``: a Gemini reply with its thoughts, an
+    early Claude Code line with thinking and text); else ``("", text)``."""
+    chars = (json.loads(meta_json).get("thinking_chars") or 0) if meta_json else 0
+    return (text[:chars], text[chars:].lstrip("\n")) if chars else ("", text)

@@ -6,9 +6,11 @@
         forks, continuations), ``workflows``; ``entries`` in log order.
         An entry is one of
 
-        - ``{"kind": "message", "message": row}``: a prompt or an answer;
+        - ``{"kind": "message", "message": row, "text": str, "thinking": str}``:
+          a prompt or an answer; ``thinking`` is the reasoning its line
+          opened with ("" if none: ``text.split_thinking``), ``text`` the rest;
         - ``{"kind": "thinking", "message": row}``;
-        - ``{"kind": "tool", "message": row, "calls": [call...], "text": str}``:
+        - ``{"kind": "tool", "message": row, "calls": [call...], "text": str, "thinking": str}``:
           a line that made tool calls, with each call's name, input, outcome,
           result and the subagent (``child_archived`` when its session is
           stored) or workflow it started, and ``text``, what
@@ -50,6 +52,7 @@ import sqlite3
 from ..sources.common import strings_in
 from ..store.tool_output import full_content_sql
 from .errors import QueryError
+from .text import split_thinking
 
 PREVIEW_CHARS = 160
 RESULT_CHARS = 20_000
@@ -104,14 +107,16 @@ def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> 
         return {"kind": "compaction", "message": row}
     if not shown(row, meta=meta, log=log):
         return None
+    thinking, said = split_thinking(row["text"] or "", row["meta_json"])
     if calls.get(row["uuid"]):
         made = calls[row["uuid"]]
-        return {"kind": "tool", "message": row, "calls": made, "text": text_besides(row, made)}
+        return {"kind": "tool", "message": row, "calls": made, "text": text_besides(row, made, said),
+                "thinking": thinking}
     if row["content_type"] == TOOL_RESULT and row["uuid"] in folded:
         return None
     if row["content_type"] == "thinking":
         return {"kind": "thinking", "message": row}
-    return {"kind": "message", "message": row}
+    return {"kind": "message", "message": row, "text": said, "thinking": thinking}
 
 
 def is_compaction(row: dict) -> bool:
@@ -125,11 +130,12 @@ def shown(row: dict, *, meta: bool, log: bool) -> bool:
     return meta or not row["is_meta"]
 
 
-def text_besides(row: dict, calls: list[dict]) -> str:
-    """A line's text without the part each tool call contributed (its name and input strings)."""
+def text_besides(row: dict, calls: list[dict], text: str | None = None) -> str:
+    """A line's text (or ``text``, part of it) without the part each tool call contributed
+    (its name and input strings)."""
     if row["content_type"] == TOOL_USE:
         return ""
-    text = row["text"] or ""
+    text = (row["text"] or "") if text is None else text
     for call in calls:
         part = call_text(call)
         for piece in ("\n" + part, part + "\n", part):

@@ -47,7 +47,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
-from .common import call_text
+from .common import call_text, thinking_meta
 from .lines import Line, decode_object
 
 SOURCE = "claude"
@@ -100,7 +100,7 @@ class ClaudeCodeSource:
     # 3: a file beside the sessions whose lines are an agent's is read as that
     # agent (agentId, below its sessionId), whatever the file is called; the
     # agent a main file's line starts is named after that line's sessionId
-    parser_version = 4
+    parser_version = 5
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"
@@ -357,6 +357,8 @@ class ClaudeCodeParser:
             content = payload.get("content") if payload else None
             text, content_type, tools = self._content(content, obj, uuid)
         message = self._message(obj, line_type, uuid, payload, text, content_type, position)
+        if content_type == "mixed" and message.meta is None:
+            message.meta = thinking_meta(leading_thinking(content), text)
         facts = list(self._line_facts(obj, message, payload, tools, position))
         return [*self._session_records(obj), message, *tools, *facts]
 
@@ -767,6 +769,17 @@ def _error_details(error: Any) -> Iterator[str | None]:
 
 def _looks_meta(text: str) -> bool:
     return text[:64].lstrip().startswith(META_PREFIXES)
+
+
+def leading_thinking(content: Any) -> str:
+    """The text of the thinking blocks a content list opens with (joined as ``_content`` joins)."""
+    parts = []
+    for block in content if isinstance(content, list) else ():
+        if not (isinstance(block, dict) and block.get("type") == "thinking"):
+            break
+        if text := _block_text(block, "thinking"):
+            parts.append(text)
+    return "\n".join(parts)
 
 
 def _block_text(block: dict, kind: str) -> str:

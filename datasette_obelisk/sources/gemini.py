@@ -45,15 +45,16 @@ from ..records import (
 from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import (
     as_int,
-    call_text,
     as_json,
     blob_note,
+    call_text,
     decode_line,
     first_prompt_title,
     first_text,
     load_document,
     project_slug,
     shell_written_paths,
+    thinking_meta,
     unique,
     usage_fields,
 )
@@ -85,7 +86,7 @@ class GeminiSource:
     #    message is known as one (its token counts were dropped)
     # 6: a message a ``$set`` keeps but writes without its ``type`` stays in
     #    the history, so a later ``$set`` that drops it is a compaction
-    parser_version = 6
+    parser_version = 7
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
@@ -385,6 +386,7 @@ class GeminiParser:
             content_type=_content_type(content, thoughts, calls),
             model=first_text(record.get("model")),
             is_compact_summary=int(compact_summary),
+            meta=thinking_meta(thoughts, text),
             **usage,
         )
         out.append(message)
