@@ -157,19 +157,17 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
         if not found:
             raise QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}")
         page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
-        calls = transcript.tool_calls(conn, session_id, [message["uuid"] for message in page.items])
     finally:
         conn.close()
     if as_json:
         click.echo(dumps(page.items))
     else:
-        print_transcript(found[0], page.items, calls)
+        print_transcript(found[0], page.items)
     if page.remaining:
         click.echo(more_messages(page), err=as_json)
 
 
-def print_transcript(session: dict, messages: list[dict], calls: dict[str, list[dict]]) -> None:
-    """The messages as text; a tool output the source wrote on its call's line (Gemini) follows the call."""
+def print_transcript(session: dict, messages: list[dict]) -> None:
     click.echo(f"# {one_line(session['title'], 120) or session['id']}")
     click.echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
                f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
@@ -177,12 +175,6 @@ def print_transcript(session: dict, messages: list[dict], calls: dict[str, list[
         kind = f" ({message['content_type']})" if message["content_type"] not in (None, "text") else ""
         click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}{kind}{status(message)}:")
         click.echo(message["text"].rstrip() or "(no text)")
-        for call in calls.get(message["uuid"], []):
-            if call["result_uuid"] == message["uuid"]:
-                clipped = f" (first {len(call['result']):,} of {call['result_length']:,} characters)" \
-                    if call["result_length"] and call["result_length"] > len(call["result"] or "") else ""
-                click.echo(f"→ {call['name']} output, {call['outcome'] or 'no outcome'}{clipped}:")
-                click.echo((call["result"] or "").rstrip() or "(no output)")
 
 
 def status(message: dict) -> str:

@@ -52,7 +52,7 @@ LEGACY_SESSION = "gemini:session-2026-01-16T18-34-3739ef95"
 
 FILES = {
     # path: (layout, lines_read, lines_stored, lines_merged, lines_failed)
-    LAYOUT[JSONL]: ("jsonl", 5, 3, 2, 0),
+    LAYOUT[JSONL]: ("jsonl", 5, 4, 2, 0),  # line 4 stores its message and its call's output
     # A document is read as one "line" whose messages are one row each (see
     # test_document_lines_add_up).
     LAYOUT[LEGACY]: ("document", 2, 2, 0, 0),  # a document counts its items
@@ -73,7 +73,10 @@ MESSAGES = [
      "Say hello and list files."),
     ("gemini:gemini_stage0_jsonl:g-assistant-1", JSONL_SESSION, 2, "gemini", "assistant", "tool_use", 4,
      11855, 81, 0, 'run_shell_command\nls -F\nList files in the current directory.'),
-    ("gemini:gemini_stage0_jsonl:g-assistant-2", JSONL_SESSION, 3, "gemini", "assistant", "text", 5,
+    # the call's output, written inside line 4's message, is a row of its own
+    ("gemini:gemini_stage0_jsonl:g-assistant-1:result:run_shell_command_stage0", JSONL_SESSION, 3, "tool_result",
+     "user", "tool_result", 4, None, None, None, "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345"),
+    ("gemini:gemini_stage0_jsonl:g-assistant-2", JSONL_SESSION, 4, "gemini", "assistant", "text", 5,
      567, 147, 11502, "Hello! I listed the files."),
     ("gemini:session-2026-01-16T18-34-3739ef95:m1", LEGACY_SESSION, 1, "user", "user", "text", 1, None, None, None,
      "Hello"),
@@ -133,7 +136,7 @@ def jsonl(*records) -> bytes:
 def test_summary_of_the_run(ingested):
     _, summary = ingested
     assert (summary.files, summary.files_read, summary.lines, summary.messages, summary.merged, summary.errors) == (
-        2, 2, 7, 5, 2, 0,
+        2, 2, 7, 6, 2, 0,
     )
     assert (summary.sessions, summary.error_samples, summary.empty_files) == (2, [], [])
 
@@ -167,7 +170,7 @@ def test_messages(db):
     # Byte positions of the JSONL lines; the legacy document has none of its own.
     assert db.execute(
         "SELECT byte_offset, byte_length FROM messages WHERE session_id = ? ORDER BY seq", [JSONL_SESSION]
-    ).fetchall() == [(211, 119), (383, 731), (1115, 252)]
+    ).fetchall() == [(211, 119), (383, 731), (383, 731), (1115, 252)]
 
 
 def test_tool_calls_and_results(db):
@@ -227,20 +230,24 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     # and the second re-append (nothing new). The history $set keeps only
     # g-user-1, dropping three answers: it is stored as a compaction boundary
     # and, as it adds no message to be the summary, a placeholder summary
-    # (two rows from line 12).
-    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 9, 4, 0)
+    # (two rows from line 12). The two tool outputs (line 4, and the failure the
+    # first re-append, line 7, brought) are rows of their own.
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 11, 4, 0)
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (12, 9, 4, 0)
+        (12, 11, 4, 0)
     ]
     # The rewind marker is kept as a log-only row.
     assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
                          "cache_read_tokens, logical_parent_uuid FROM messages ORDER BY seq") == [
         (2, f"{JSONL_SESSION}:g-user-1", "user", None, 0, None, None, None, None),
         (4, f"{JSONL_SESSION}:g-assistant-1", "gemini", None, 0, 11855, 81, 0, None),
+        (4, f"{JSONL_SESSION}:g-assistant-1:result:run_shell_command_stage0", "tool_result", None, 0,
+         None, None, None, None),
         (5, f"{JSONL_SESSION}:g-assistant-2", "gemini", None, 0, 567, 147, 11502, None),
         (6, f"{JSONL_SESSION}:g-assistant-3", "gemini", None, 0, None, None, None, None),
         # the re-append brought the tokens the first copy lacked
         (7, f"{JSONL_SESSION}:g-assistant-3:usage", "gemini", "usage", 1, 300, 34, 12000, None),
+        (7, f"{JSONL_SESSION}:g-assistant-3:result:replace_1", "tool_result", None, 0, None, None, None, None),
         (10, f"{JSONL_SESSION}:rewind@{rewind_offset(path)}", "rewind", None, 1, None, None, None,
          f"{JSONL_SESSION}:g-assistant-3"),
         (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
@@ -258,9 +265,11 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     assert rows(db_path, "SELECT line_no, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
         (2, "current", "visible", None),
         (4, "shadowed", "visible", placeholder),
+        (4, "shadowed", "visible", placeholder),
         (5, "shadowed", "visible", placeholder),
         (6, "shadowed", "inactive", rewind),
         (7, "log-only", "inactive", rewind),  # an accounting row stays log-only
+        (7, "shadowed", "inactive", rewind),
         (10, "log-only", "visible", None),
         (11, "shadowed", "visible", placeholder),
         (12, "log-only", "visible", None),
@@ -273,9 +282,11 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
          11502 + 12000 + 12200)
     ]
     assert rows(db_path, "SELECT tool_use_id, outcome, is_error, content, message_uuid FROM tool_results ORDER BY 1") == [
-        (f"{JSONL_SESSION}:replace_1", "failed", 1, "0 occurrences found", f"{JSONL_SESSION}:g-assistant-3"),
+        (f"{JSONL_SESSION}:replace_1", "failed", 1, "0 occurrences found",
+         f"{JSONL_SESSION}:g-assistant-3:result:replace_1"),
         (f"{JSONL_SESSION}:run_shell_command_stage0", "succeeded", 0,
-         "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345", f"{JSONL_SESSION}:g-assistant-1"),
+         "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345",
+         f"{JSONL_SESSION}:g-assistant-1:result:run_shell_command_stage0"),
     ]
     assert rows(db_path, "SELECT tool_call_id, path FROM tool_call_files") == [
         (f"{JSONL_SESSION}:replace_1", "/work/README.md")
@@ -383,7 +394,7 @@ def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
         ("investigator-1", JSONL_SESSION, "gemini:investigator-1")
     ]
     assert rows(db_path, "SELECT session_id, COUNT(*), COUNT(agent_id) FROM messages GROUP BY 1 ORDER BY 1") == [
-        (JSONL_SESSION, 3, 0), ("gemini:investigator-1", 2, 2),
+        (JSONL_SESSION, 4, 0), ("gemini:investigator-1", 2, 2),
     ]
 
 
@@ -549,8 +560,8 @@ def test_history_sync_after_compression_is_a_compaction(tmp_path):
 
 def synced_chat() -> bytes:
     """A chat whose two history ``$set`` lines (6 and 8) give several rows
-    each. gemini-cli compresses it: a boundary, the summary and an
-    acknowledgement that calls a tool (three rows); then it rolls a failed
+    each. gemini-cli compresses it: a boundary, the summary, an
+    acknowledgement that calls a tool and the tool's output (four rows); then it rolls a failed
     prompt back out of the history: a boundary and a placeholder summary."""
     def message(id, type, text, second, **more):
         return {"id": id, "timestamp": f"2026-05-01T10:00:{second:02d}.000Z", "type": type,
@@ -585,7 +596,7 @@ def sync_rows(path: Path) -> dict[int, list[str]]:
     data = path.read_bytes()
     prefix = b'{"$set":{"messages"'
     first, second = (f"gemini:sync:compaction@{find(prefix)}" for find in (data.index, data.rindex))
-    return {6: [first, "gemini:sync:c1", "gemini:sync:ack"], 8: [second, f"{second}:summary"]}
+    return {6: [first, "gemini:sync:c1", "gemini:sync:ack", "gemini:sync:ack:result:read_1"], 8: [second, f"{second}:summary"]}
 
 
 def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does(tmp_path):
@@ -593,7 +604,7 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
     replaced by the placeholder summary, as the compression's dropped
     messages are by its summary; what either kept stays current."""
     path, db_path = synced(tmp_path)
-    (first, summary, _), (second, placeholder) = sync_rows(path).values()
+    (first, summary, _, _), (second, placeholder) = sync_rows(path).values()
     assert rows(db_path, "SELECT line_no, uuid, is_compact_summary, surface, visibility, replaced_by "
                          "FROM messages ORDER BY seq") == [
         (2, "gemini:sync:u1", 0, "shadowed", "visible", summary),
@@ -603,6 +614,7 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
         (6, first, 0, "log-only", "visible", None),
         (6, summary, 1, "current", "visible", None),
         (6, "gemini:sync:ack", 0, "current", "visible", None),
+        (6, "gemini:sync:ack:result:read_1", 0, "current", "visible", None),
         (7, "gemini:sync:u3", 0, "shadowed", "visible", placeholder),
         (8, second, 0, "log-only", "visible", None),
         (8, placeholder, 1, "log-only", "visible", None),
@@ -611,7 +623,8 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
     ]
     assert rows(db_path, "SELECT uuid, meta_json FROM messages WHERE subtype = 'compact_boundary' ORDER BY seq") == [
         (first, '{"preserved_uuids":["gemini:sync:u2","gemini:sync:g2"]}'),
-        (second, '{"preserved_uuids":["gemini:sync:c1","gemini:sync:ack","gemini:sync:u2","gemini:sync:g2"]}'),
+        (second, '{"preserved_uuids":["gemini:sync:c1","gemini:sync:ack","gemini:sync:ack:result:read_1",'
+                 '"gemini:sync:u2","gemini:sync:g2"]}'),
     ]
     # Shadowed is not hidden: every prompt and answer still counts, the summary too.
     assert rows(db_path, "SELECT message_count, title FROM sessions") == [(9, "Write a.py")]
@@ -661,10 +674,10 @@ def test_each_row_of_a_sync_line_reads_back_that_line(tmp_path):
                          "WHERE line_no IN (6, 8) ORDER BY seq") == expected
     with connect_readonly(db_path) as conn:
         assert [obelisk.raw(conn, uuid, {"limit": 100_000})["text"] for _, uuid, _, _ in expected] == [
-            lines[5].decode()] * 3 + [lines[7].decode()] * 2
-    # 10 lines, 12 rows: none of a sync line's rows was merged away as a duplicate.
+            lines[5].decode()] * 4 + [lines[7].decode()] * 2
+    # 10 lines, 13 rows: none of a sync line's rows was merged away as a duplicate.
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (10, 12, 1, 0)
+        (10, 13, 1, 0)
     ]
     assert rows(db_path, "SELECT id, message_uuid FROM tool_calls") == [("gemini:sync:read_1", "gemini:sync:ack")]
 
@@ -696,7 +709,7 @@ def test_sync_lines_appended_piece_by_piece_give_the_same_rows(tmp_path):
     conn.commit()
     conn.close()
     summary = ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
-    assert (summary.files_replayed, summary.messages) == (1, 12)
+    assert (summary.files_replayed, summary.messages) == (1, 13)
     got = snapshot(tmp_path / "live.db")
     assert got == expected, diff(got, expected)
 
@@ -713,3 +726,15 @@ def test_a_reply_with_its_thoughts_says_where_they_end(db, ingested):
     read.row_factory = sqlite3.Row
     entries = history_read(read, sessionId=session)["entries"]
     assert [(e["type"], e["content"]) for e in entries] == [("user", "Hello"), ("assistant", "Hi!")]
+
+
+def test_a_tool_output_is_found_by_search(db):
+    from datasette_obelisk.query import obelisk
+
+    read = sqlite3.connect(f"file:{db.execute('PRAGMA database_list').fetchone()[2]}?mode=ro", uri=True)
+    read.row_factory = sqlite3.Row
+    # jsonl_v040.jsonl line 4: run_shell_command's output, written inside the message that called it.
+    [hit] = obelisk.search(read, "AgentSessions")
+    assert (hit["message"]["uuid"], hit["message"]["content_type"]) == (
+        f"{JSONL_SESSION}:g-assistant-1:result:run_shell_command_stage0", "tool_result"
+    )

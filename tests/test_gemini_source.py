@@ -57,8 +57,10 @@ def feed_all(data: bytes, unit=None, *, restore_every_line=False) -> list:
         if not line.data.strip():
             continue
         out = list(parser.feed(line.data, line.position))
-        accounted = sum(isinstance(r, ACCOUNTING) for r in out)
-        # a history $set stores every message it adds
+        # a message's tool results are rows of their own; a history $set stores every message it adds
+        accounted = sum(isinstance(r, ACCOUNTING) for r in out) - sum(
+            isinstance(r, Message) and r.content_type == "tool_result" and r.type == "tool_result" for r in out
+        )
         assert accounted == 1 or line.data.startswith(HISTORY_SYNC) and accounted > 1, (line.position, out)
         records.extend(out)
         if restore_every_line:
@@ -80,7 +82,7 @@ META = {"sessionId": "s-1", "projectHash": "abc", "startTime": "2026-04-29T21:39
 
 def test_jsonl_chat_counts():
     records = feed_all(corpus_file(JSONL).read_bytes())
-    assert len(of(records, Message)) == 3
+    assert len(of(records, Message)) == 4
     assert Counter(r.reason for r in of(records, Merged)) == {"metadata": 2}
     assert not of(records, LineError)
     session = of(records, Session)[0]
@@ -89,10 +91,11 @@ def test_jsonl_chat_counts():
     assert [(m.uuid, m.role, m.content_type) for m in messages] == [
         ("gemini:gemini_stage0_jsonl:g-user-1", "user", "text"),
         ("gemini:gemini_stage0_jsonl:g-assistant-1", "assistant", "tool_use"),
+        ("gemini:gemini_stage0_jsonl:g-assistant-1:result:run_shell_command_stage0", "user", "tool_result"),
         ("gemini:gemini_stage0_jsonl:g-assistant-2", "assistant", "text"),
     ]
     assert [(m.input_tokens, m.cache_read_tokens, m.output_tokens) for m in messages] == [
-        (None, None, None), (11855, 0, 81), (567, 11502, 147),
+        (None, None, None), (11855, 0, 81), (None, None, None), (567, 11502, 147),
     ]
     assert messages[1].model == "gemini-3-flash-preview"
     call, result = of(records, ToolCall)[0], of(records, ToolResult)[0]
@@ -246,23 +249,27 @@ UPDATED_CHAT = updated_chat()
 def test_updates_rewinds_and_reappended_messages():
     records = feed_all(UPDATED_CHAT)
     messages = of(records, Message)
-    rewind_uuid = f"gemini:s-1:rewind@{messages[3].position.byte_offset}"
+    rewind_uuid = f"gemini:s-1:rewind@{messages[4].position.byte_offset}"
+    # The first re-append brought the tokens and the failed call's output (once, though repeated).
     assert [m.uuid for m in messages] == [
-        "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:g1:usage", rewind_uuid, "gemini:s-1:i1",
+        "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:g1:usage", "gemini:s-1:g1:result:c1", rewind_uuid,
+        "gemini:s-1:i1",
     ]
+    assert (messages[3].content_type, messages[3].text, messages[3].position) == (
+        "tool_result", "no match", messages[2].position)
     usage = messages[2]
     assert (usage.is_meta, usage.surface, usage.model) == (1, "log-only", "gemini-x")
     assert (usage.input_tokens, usage.cache_read_tokens, usage.output_tokens) == (60, 40, 10)
     assert sum(m.output_tokens or 0 for m in messages) == 10
-    rewind = messages[3]
+    rewind = messages[4]
     assert (rewind.type, rewind.is_meta, rewind.surface, rewind.logical_parent_uuid) == (
         "rewind", 1, "log-only", "gemini:s-1:g1",
     )
-    assert (messages[4].is_meta, messages[4].surface, messages[4].role) == (1, "log-only", None)
+    assert (messages[5].is_meta, messages[5].surface, messages[5].role) == (1, "log-only", None)
     assert {c.id for c in of(records, ToolCall)} == {"gemini:s-1:c1"}
     assert [c.file_paths for c in of(records, ToolCall)] == [["/w/a.py"]] * 3
     assert [(r.outcome, r.content, r.message_uuid) for r in of(records, ToolResult)] == [
-        ("failed", "no match", "gemini:s-1:g1")
+        ("failed", "no match", "gemini:s-1:g1:result:c1")
     ] * 2
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [
         ("first_prompt", "Edit the file"), ("summary", "Editing a.py"),

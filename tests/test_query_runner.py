@@ -565,7 +565,7 @@ def test_cli_answers_include_lines_appended_since_the_last_ingest(tmp_path):
     assert [r["message"]["uuid"] for r in _json.loads(result.stdout)] == ["b"]
 
 
-def test_read_marks_compactions_and_shows_output_written_on_the_calls_line(tmp_path):
+def test_read_marks_compactions_and_shows_gemini_tool_output(tmp_path):
     from conftest import CORPUS
     from corpus_layout import lay_out
     from datasette_obelisk.store.ingest import ingest
@@ -583,9 +583,9 @@ def test_read_marks_compactions_and_shows_output_written_on_the_calls_line(tmp_p
     # Lines 3-12 went into the compaction of line 13 but its prompts (3, 9, 11); lines 14-19 came after it.
     assert [h.endswith("[compacted away]:") for h in headers] == [n not in (3, 9, 11) for n in range(3, 13)] + [False] * 7
     assert headers[10] == "[2025-10-28T05:26:42.667Z] user [context compacted here]:"
-    # Gemini writes a call's output on the call's line (line 4): it follows the call.
+    # Gemini writes a call's output inside the message that made the call (line 4): it follows the call.
     listed = invoke("read", "gemini:gemini_stage0_jsonl", "--db", db).stdout
-    assert "\nrun_shell_command\nls -F\nList files in the current directory.\n→ run_shell_command output, succeeded:\n" \
+    assert "\nrun_shell_command\nls -F\nList files in the current directory.\n\n[2026-04-29T21:39:35.364Z] user (tool_result):\n" \
            "Output: AgentSessions/\nREADME.md\nProcess Group PGID: 12345\n" in listed
 
 

@@ -11,7 +11,9 @@ Two layouts:
 
 Message ids are ``gemini:<session id>:<message id>``, so migrating a legacy
 ``.json`` chat to ``.jsonl`` (which copies every message) yields the same
-ids. Gemini re-appends the last message when it gains token counts or tool
+ids. A tool call's output, written inside the message that made the call,
+is also a ``tool_result`` row of its own (``<message uuid>:result:<call
+id>``), as Claude Code and Codex write it, so search finds it. Gemini re-appends the last message when it gains token counts or tool
 results: the re-append keeps only what is new (see ``_reappended``), so
 usage is counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
 syncing its history, e.g. after compressing it) stores the messages it adds;
@@ -86,7 +88,7 @@ class GeminiSource:
     #    message is known as one (its token counts were dropped)
     # 6: a message a ``$set`` keeps but writes without its ``type`` stays in
     #    the history, so a later ``$set`` that drops it is a compaction
-    parser_version = 7
+    parser_version = 8
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
@@ -138,6 +140,7 @@ class GeminiState:
     first_prompt_seen: bool = False
     last_uuid: str | None = None
     last_message: list | None = None  # [message id, has token counts]
+    last_results: list = field(default_factory=list)  # uuids of the tool result rows the last message gave
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
@@ -288,7 +291,8 @@ class GeminiParser:
         if dropped:
             kept = [i for i in ids if i in self.s.current]
             timestamp = first_text(update.get("lastUpdated"))
-            boundary = self._boundary(kept, len(dropped), position, timestamp, out)
+            kept_uuids = [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
+            boundary = self._boundary(kept_uuids, len(kept), len(dropped), position, timestamp, out)
             if not added:
                 out.append(
                     self._message(
@@ -307,14 +311,14 @@ class GeminiParser:
             last = records[-1]
             counted = self.s.last_message[1] if self.s.last_message and self.s.last_message[0] == last["id"] else False
             self.s.last_message = [last["id"], counted or bool(_usage(last.get("tokens")))]
+            self.s.last_results = self._uuids_of(last)[1:]
         return bool(dropped or added)
 
-    def _boundary(self, kept: list[str], dropped: int, position: Position, timestamp, out: list) -> str:
-        """The log-only row that marks a history replacement and names what it kept; its uuid."""
-        preserved = [f"{self.session_id}:{i}" for i in kept]
+    def _boundary(self, preserved: list[str], kept: int, dropped: int, position: Position, timestamp, out: list) -> str:
+        """The log-only row that marks a history replacement and names the rows of what it kept; its uuid."""
         boundary = self._message(
             position, "compaction", timestamp, uuid=f"{self.session_id}:compaction@{position.byte_offset}",
-            subtype="compact_boundary", text=f"history replaced: {dropped} dropped, {len(kept)} kept",
+            subtype="compact_boundary", text=f"history replaced: {dropped} dropped, {kept} kept",
             is_meta=1, surface="log-only", meta={"preserved_uuids": preserved} if preserved else None,
         )
         out.append(boundary)
@@ -323,7 +327,7 @@ class GeminiParser:
     def _rewind(self, target: str, position: Position, out: list) -> None:
         """``$rewindTo``: the messages from ``target`` on were taken back."""
         self._ensure_session(out)
-        self.s.last_message = None
+        self.s.last_message, self.s.last_results = None, []
         current = self.s.current
         self.s.current = current[: current.index(target)] if target in current else []
         out.append(
@@ -365,6 +369,7 @@ class GeminiParser:
         timestamp = first_text(record.get("timestamp"))
         usage = _usage(record.get("tokens"))
         self.s.last_message = [record["id"], bool(usage)]
+        self.s.last_results = []
         if role is None:  # info / warning / error notices
             notice = self._message(
                 position, kind, timestamp, uuid=uuid, text=_parts_text(record.get("content")),
@@ -398,19 +403,21 @@ class GeminiParser:
             self.s.first_prompt_seen = True
             out.append(first_prompt_title(message))
         for index, call in enumerate(calls):
-            self._tool_call(call, index, uuid, timestamp, out)
+            self._tool_call(call, index, uuid, timestamp, position, out)
 
     def _reappended(self, record: dict, position: Position, out: list) -> None:
         """The previous message again, with token counts or tool results
         added: only what is new is kept (the first copy stays the Message).
 
         Token counts the first copy lacked become a log-only usage Message;
-        otherwise the line is ``Merged("update")``. Tool calls and results
-        are repeated under the same ids (the store keeps the first of each).
+        when neither they nor a tool result is new, the line is
+        ``Merged("update")``. Tool calls and results are repeated under the
+        same ids (the store keeps the first of each).
         """
         uuid = f"{self.session_id}:{record['id']}"
         timestamp = first_text(record.get("timestamp"))
         usage = _usage(record.get("tokens"))
+        new: list = []
         if usage and not self.s.last_message[1]:
             self.s.last_message[1] = True
             counts = self._message(
@@ -418,13 +425,24 @@ class GeminiParser:
                 subtype="usage", role="assistant", model=first_text(record.get("model")), is_meta=1,
                 surface="log-only", **usage,
             )
-            out.append(counts)
-        else:
-            out.append(Merged(position, "update"))
+            new.append(counts)
         for index, call in enumerate(_tool_calls(record)):
-            self._tool_call(call, index, uuid, timestamp, out)
+            self._tool_call(call, index, uuid, timestamp, position, new)
+        if not any(isinstance(r, Message) for r in new):
+            out.append(Merged(position, "update"))
+        out.extend(new)
 
-    def _tool_call(self, call: dict, index: int, message_uuid: str, timestamp, out: list) -> None:
+    def _uuids_of(self, record: dict) -> list[str]:
+        """The rows a message record is stored as: its own and one per tool result it holds."""
+        uuid = f"{self.session_id}:{record['id']}"
+        return [uuid, *(
+            _result_uuid(uuid, call, index) for index, call in enumerate(_tool_calls(record))
+            if TOOL_OUTCOMES.get(first_text(call.get("status")))
+        )]
+
+    def _tool_call(self, call: dict, index: int, message_uuid: str, timestamp, position: Position, out: list) -> None:
+        """A call, and once it has one its result: a ToolResult and, so that search
+        finds the output as it finds other sources', a tool_result Message."""
         call_id = first_text(call.get("id")) or f"{message_uuid}#{index}"
         tool_use_id = f"{self.session_id}:{call_id}"
         name = first_text(call.get("name")) or "tool"
@@ -447,10 +465,17 @@ class GeminiParser:
             exit_code = _exit_code(call, content) if name in SHELL_TOOLS else None
             if outcome == "succeeded" and exit_code:
                 outcome = "failed"
+            result_uuid = _result_uuid(message_uuid, call, index)
+            if result_uuid not in self.s.last_results:  # a re-append repeats it: stored once
+                self.s.last_results.append(result_uuid)
+                out.append(self._message(
+                    position, "tool_result", timestamp, uuid=result_uuid, role="user", text=content,
+                    content_type="tool_result",
+                ))
             out.append(
                 ToolResult(
                     tool_use_id=tool_use_id,
-                    message_uuid=message_uuid,
+                    message_uuid=result_uuid,
                     session_id=self.session_id,
                     content=content,
                     is_error=int(outcome == "failed"),
@@ -511,6 +536,10 @@ def _content_type(content: str, thoughts: str, calls: list) -> str:
     if len(kinds) > 1:
         return "mixed"
     return kinds[0] if kinds else "text"
+
+
+def _result_uuid(message_uuid: str, call: dict, index: int) -> str:
+    return f"{message_uuid}:result:{first_text(call.get('id')) or index}"
 
 
 def _tool_calls(record: dict) -> list[dict]:
