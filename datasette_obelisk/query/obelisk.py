@@ -64,8 +64,13 @@ WORKFLOW_RUN_FIELDS = (
 TOOL_CALL_FIELDS = ("id", "message_uuid", "name", "input_json")
 
 # Sessions people start; subagent and workflow transcripts are reached
-# through subagents() / workflowTree(), guardian threads not at all.
-TOP_LEVEL = "COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') AND COALESCE(s.is_excluded, 0) = 0"
+# through subagents() / workflowTree(), guardian threads not at all. A
+# transcript whose parent session is not stored (its log was never seen)
+# has nothing to be reached through: it counts as a session of its own.
+TOP_LEVEL = (
+    "(COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') "
+    "OR NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session_id)) AND COALESCE(s.is_excluded, 0) = 0"
+)
 NOT_EXCLUDED = "m.session_id NOT IN (SELECT id FROM sessions WHERE is_excluded)"
 
 
@@ -817,7 +822,8 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     """Session rows, most recently ended first.
 
     Subagent and workflow transcripts (sessions of their own here) are left
-    out unless asked for by ``sessionId`` / ``sessions``.
+    out unless asked for by ``sessionId`` / ``sessions``, or their parent
+    session is not stored (``TOP_LEVEL``).
     """
     o = known_source(conn, options(
         "sessions", opts, kwargs, {"limit": 50},
