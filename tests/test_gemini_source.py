@@ -439,3 +439,13 @@ def test_a_kept_message_written_without_its_type_is_still_dropped_by_a_later_syn
         (f"gemini:s-1:compaction@{of(records, Message)[2].position.byte_offset}", "compact_boundary", "log-only"),
         (f"gemini:s-1:compaction@{of(records, Message)[2].position.byte_offset}:summary", None, "log-only"),
     ]
+
+
+def test_a_reply_that_thinks_then_only_calls_a_tool_keeps_its_thoughts_apart():
+    call = {"id": "ls_1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success",
+            "result": [{"functionResponse": {"id": "ls_1", "name": "run_shell_command", "response": {"output": "a.py"}}}]}
+    records = feed_all(jsonl(META, {"id": "g1", "type": "gemini", "content": "", "thoughts": [
+        {"subject": "Plan", "description": "look first"}], "toolCalls": [call]}))
+    [reply, result] = of(records, Message)
+    assert (reply.content_type, reply.text, reply.meta) == ("mixed", "Plan: look first\n\nrun_shell_command\nls", {"thinking_chars": 16})
+    assert (result.content_type, result.text) == ("tool_result", "a.py")

@@ -100,6 +100,8 @@ class ClaudeCodeSource:
     # 3: a file beside the sessions whose lines are an agent's is read as that
     # agent (agentId, below its sessionId), whatever the file is called; the
     # agent a main file's line starts is named after that line's sessionId
+    # 5: a line opening with thinking and going on says how long its thinking
+    # is (meta thinking_chars)
     parser_version = 5
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"

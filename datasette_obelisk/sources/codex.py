@@ -275,6 +275,7 @@ class CodexSource:
     #    of a turn without messages, not at an unknown line before the first one
     # 5: a compaction's summary is the summary it wrote, and only when it wrote
     #    one (not the note on the history it replaced, nor a placeholder)
+    # 6: what a compaction kept stays current (its meta's preserved_uuids)
     parser_version = 6
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -1287,12 +1288,12 @@ def _history_json(payload: dict) -> bytes | None:
 def _kept_texts(history: bytes) -> Iterator[tuple[str, str]]:
     """``(role, _said_text)`` of each user or assistant message in the JSON of a
     replacement history, decoding only their text strings (never an image)."""
-    starts = [(m.start(), m) for m in _HISTORY_ITEM.finditer(history)]
-    for index, (start, _) in enumerate(starts):
+    starts = [item.start() for item in _HISTORY_ITEM.finditer(history)]
+    for index, start in enumerate(starts):
         message = _HISTORY_MESSAGE.match(history, start)
         if message is None:
             continue
-        end = starts[index + 1][0] if index + 1 < len(starts) else len(history)
+        end = starts[index + 1] if index + 1 < len(starts) else len(history)
         texts = [loads_or_none(b'"' + part.group(1) + b'"') for part in _TEXT_PART.finditer(history, message.end(), end)]
         yield message.group(1).decode(), "\n".join(text for text in texts if isinstance(text, str))
 

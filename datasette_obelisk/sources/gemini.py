@@ -13,9 +13,10 @@ Message ids are ``gemini:<session id>:<message id>``, so migrating a legacy
 ``.json`` chat to ``.jsonl`` (which copies every message) yields the same
 ids. A tool call's output, written inside the message that made the call,
 is also a ``tool_result`` row of its own (``<message uuid>:result:<call
-id>``), as Claude Code and Codex write it, so search finds it. Gemini re-appends the last message when it gains token counts or tool
-results: the re-append keeps only what is new (see ``_reappended``), so
-usage is counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
+id>``), as Claude Code and Codex write it, so search finds it. Gemini
+re-appends the last message when it gains token counts or tool results:
+the re-append keeps only what is new (see ``_reappended``), so usage is
+counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
 syncing its history, e.g. after compressing it) stores the messages it adds;
 when it drops messages it is a compaction (see ``_history``), so that line
 may give more than one row, each with the line's position.
@@ -88,6 +89,8 @@ class GeminiSource:
     #    message is known as one (its token counts were dropped)
     # 6: a message a ``$set`` keeps but writes without its ``type`` stays in
     #    the history, so a later ``$set`` that drops it is a compaction
+    # 7: a reply with its thoughts says where they end (meta thinking_chars)
+    # 8: a tool's output is a ``tool_result`` row of its own
     parser_version = 8
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -380,7 +383,8 @@ class GeminiParser:
         content = _parts_text(record.get("content"))
         thoughts = _thoughts_text(record.get("thoughts"))
         calls = _tool_calls(record)
-        text = "\n\n".join(t for t in (thoughts, content) if t) or "\n".join(map(_call_summary, calls))
+        said = content or "\n".join(map(_call_summary, calls))  # a reply that only calls tools says the calls
+        text = "\n\n".join(t for t in (thoughts, said) if t)
         message = self._message(
             position,
             kind,
