@@ -1007,3 +1007,21 @@ def test_registered_through_the_hookspec():
     sources = codex.obelisk_sources()
     assert [type(s) for s in sources] == [CodexSource]
     assert sources[0].name == "codex"
+
+
+def test_a_local_compaction_hands_its_summary_over_in_its_history():
+    from datasette_obelisk.sources.codex import HANDOVER_END, HANDOVER_OPENING
+
+    handover = f"{HANDOVER_OPENING} and wrote a summary; {HANDOVER_END}\nWe fixed the parser."
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-handover"}),
+        envelope("event_msg", {"type": "user_message", "message": "fix it"}),
+        envelope("compacted", {"message": "", "replacement_history": [
+            user_item({"type": "input_text", "text": "fix it"}), user_item({"type": "input_text", "text": handover}),
+        ]}),
+    ])
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    [summary] = of(records, Summary)
+    assert (summary.kind, summary.content, summary.message_uuid) == ("compaction", "We fixed the parser.", compaction.uuid)
+    assert compaction.text.startswith("We fixed the parser.\n\n[replacement_history: 2 items, ")
+    assert len(compaction.meta["preserved_uuids"]) == 1  # the prompt it kept; the hand-over is no repeat

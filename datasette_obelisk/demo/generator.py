@@ -43,6 +43,8 @@ from pathlib import Path
 
 import orjson
 
+from ..sources.codex import HANDOVER_END, HANDOVER_OPENING
+
 __all__ = ["GenerateStats", "SourceStats", "escape_cwd", "generate"]
 
 KB = 1024
@@ -1914,8 +1916,9 @@ class _CodexRollout:
         summary = self.text.paragraphs(self.lang, 2)
         if self.era == "legacy":
             payload = {"message": summary}
-        else:
-            history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]})
+        else:  # a local compaction hands its summary over as the history's last prompt
+            handover = f"{HANDOVER_OPENING}; its summary follows: {HANDOVER_END}\n{summary}"
+            history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": handover}]})
             payload = {"message": "", "replacement_history": history}
         self.emit("compacted", payload)
         self.emit("event_msg", {"type": "context_compacted"})

@@ -57,7 +57,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   Codex rebuilds history with (``KEPT_PROMPT_CHARS``). The history is never
   decoded: only the text strings of its messages are, found by pattern
   (``_kept_texts``). The parser remembers the text digests of its last
-  ``KEPT_REMEMBERED`` messages to recognise them.
+  ``KEPT_REMEMBERED`` messages to recognise them. The compaction's summary
+  is the one it wrote (``message``), else the one a local compaction hands
+  over as its history's prompt opening with ``HANDOVER_OPENING``.
 * Lineage and replay: forks (``forked_from_id``, ``history_base``) and
   spawned threads (``source.subagent.thread_spawn``) name their parent.
   Paginated forks (``history_base``) copy nothing. The parent history other
@@ -125,6 +127,10 @@ from .common import (
 SOURCE = "codex"
 KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
 KEPT_REMEMBERED = 4096  # messages whose text digests a parser keeps
+# How a local compaction's replacement history hands its summary over: a
+# prompt opening with this paragraph, then the summary.
+HANDOVER_OPENING = "Another language model started to solve this problem"
+HANDOVER_END = "use the information in this summary to assist with your own analysis:"
 
 # -- line prefix probing ----------------------------------------------------
 
@@ -485,10 +491,10 @@ class CodexParser:
             elif kind == "turn_context":
                 self._turn_context(payload, position, out)
             elif kind == "compacted":  # only reached by lines the probe missed
+                meta, summary = self._kept(_history_json(payload), _compaction_summary(payload))
                 self._compaction_message(
-                    position, timestamp, _compaction_text(payload), out, type="compacted",
-                    summary=_compaction_summary(payload),
-                    meta=self._kept(_history_json(payload)),
+                    position, timestamp, _compaction_text(payload, summary=summary), out, type="compacted",
+                    summary=summary, meta=meta,
                 )
             elif kind in UNDECODED_METADATA:
                 self._ensure_session(out)
@@ -1124,8 +1130,8 @@ class CodexParser:
                 out.append(data)
                 return
             payload = data.get("payload") if isinstance(data.get("payload"), dict) else {}
-            text = _compaction_text(payload)
-            meta = self._kept(_history_json(payload))
+            meta, summary = self._kept(_history_json(payload), _compaction_summary(payload))
+            text = _compaction_text(payload, summary=summary)
         else:
             try:
                 head = orjson.loads(line[:cut] + b"}}")
@@ -1134,22 +1140,23 @@ class CodexParser:
             payload = dig(head, "payload") if isinstance(dig(head, "payload"), dict) else {}
             items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut))
             size = len(line.rstrip()) - cut - len(HISTORY_KEY) - len(b"}}")
-            text = _compaction_text(payload, items=items, size=size)
-            meta = self._kept(line[cut:])
-        self._compaction_message(
-            position, timestamp, text, out, type="compacted", summary=_compaction_summary(payload),
-            meta=meta,
-        )
+            meta, summary = self._kept(line[cut:], _compaction_summary(payload))
+            text = _compaction_text(payload, items=items, size=size, summary=summary)
+        self._compaction_message(position, timestamp, text, out, type="compacted", summary=summary, meta=meta)
 
-    def _kept(self, history: bytes | None) -> dict | None:
-        """The compaction's meta: ``preserved_uuids``, the Messages the model kept
-        (``history``: the JSON of the replacement history, or None when it wrote none)."""
+    def _kept(self, history: bytes | None, summary: str) -> tuple[dict | None, str]:
+        """The compaction's meta (``preserved_uuids``: the Messages the model kept) and
+        its summary: ``summary``, the one it wrote, else the one its replacement history
+        hands over (``history``: its JSON, or None when it wrote none)."""
         kept = self._kept_prompts() if history is None else []
         for role, text in () if history is None else _kept_texts(history):
+            if role == "user" and text.startswith(HANDOVER_OPENING):
+                summary = summary or text.partition(HANDOVER_END)[2].strip() or text
+                continue
             uuid = self.s.said.get(_said_key(role, text))
             if uuid is not None and uuid not in kept:
                 kept.append(uuid)
-        return {"preserved_uuids": kept} if kept else None
+        return ({"preserved_uuids": kept} if kept else None), summary
 
     def _kept_prompts(self) -> list[str]:
         """The prompts Codex rebuilds a history with when the compaction did not write it:
@@ -1353,8 +1360,7 @@ def _compaction_summary(payload: dict) -> str:
     return payload.get("message") if isinstance(payload.get("message"), str) else ""
 
 
-def _compaction_text(payload: dict, items: int | None = None, size: int | None = None) -> str:
-    summary = _compaction_summary(payload)
+def _compaction_text(payload: dict, items: int | None = None, size: int | None = None, *, summary: str) -> str:
     if items is None and isinstance(payload.get("replacement_history"), list):
         history = payload["replacement_history"]
         items, size = len(history), len(orjson.dumps(history))
