@@ -175,6 +175,15 @@ def append_lines(corpus: Path, count: int) -> tuple[Path, int]:
     return path, size
 
 
+def warm_up(corpus: Path) -> None:
+    """Read the corpus once, so the first round's baseline does not read it from disk
+    while every later run finds it in the page cache (13-19 s against 6 s)."""
+    for path in jsonl_files(corpus):
+        with open(path, "rb") as handle:
+            while handle.read(1 << 24):
+                pass
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_corpus_options(parser)
@@ -185,6 +194,7 @@ def main(argv=None) -> None:
     corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line)
     total = corpus_bytes(corpus)
     mb = total / 1e6
+    warm_up(corpus)
 
     rounds = []
     for number in range(1, args.rounds + 1):
