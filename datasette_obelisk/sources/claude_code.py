@@ -353,10 +353,10 @@ class ClaudeCodeParser:
         uuid = _text(obj.get("uuid")) or f"{self.session_id}:{position.byte_offset}"
         payload = obj.get("message")
         payload = payload if isinstance(payload, dict) else None
+        content = payload.get("content") if payload else None
         if line_type in STRUCTURAL_TYPES or (payload is None and line_type not in ROLE_TYPES):
             text, content_type, tools = _structural_text(obj, line_type), line_type, []
         else:
-            content = payload.get("content") if payload else None
             text, content_type, tools = self._content(content, obj, uuid)
         message = self._message(obj, line_type, uuid, payload, text, content_type, position)
         if content_type == "mixed" and message.meta is None:

@@ -1148,14 +1148,17 @@ class CodexParser:
         """The compaction's meta (``preserved_uuids``: the Messages the model kept) and
         its summary: ``summary``, the one it wrote, else the one its replacement history
         hands over (``history``: its JSON, or None when it wrote none)."""
-        kept = self._kept_prompts() if history is None else []
-        for role, text in () if history is None else _kept_texts(history):
-            if role == "user" and text.startswith(HANDOVER_OPENING):
-                summary = summary or text.partition(HANDOVER_END)[2].strip() or text
-                continue
-            uuid = self.s.said.get(_said_key(role, text))
-            if uuid is not None and uuid not in kept:
-                kept.append(uuid)
+        if history is None:
+            kept = self._kept_prompts()
+        else:
+            kept = []
+            for role, text in _kept_texts(history):
+                if role == "user" and text.startswith(HANDOVER_OPENING):
+                    summary = summary or text.partition(HANDOVER_END)[2].strip() or text
+                    continue
+                uuid = self.s.said.get(_said_key(role, text))
+                if uuid is not None and uuid not in kept:
+                    kept.append(uuid)
         return ({"preserved_uuids": kept} if kept else None), summary
 
     def _kept_prompts(self) -> list[str]:

@@ -368,4 +368,5 @@ def as_int(value: Any) -> int:
 def thinking_meta(thinking: str, text: str) -> dict | None:
     """``{"thinking_chars": n}`` when a message's ``text`` opens with the model's
     ``thinking`` and goes on with what it said (``query.text.split_thinking``)."""
-    return {"thinking_chars": len(thinking)} if thinking and len(text) > len(thinking) and text.startswith(thinking) else None
+    opens = thinking and len(text) > len(thinking) and text.startswith(thinking)
+    return {"thinking_chars": len(thinking)} if opens else None
