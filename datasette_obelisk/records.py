@@ -86,6 +86,7 @@ class Message:
     cache_read_tokens: int | None = None
     cache_creation_tokens: int | None = None
     stop_reason: str | None = None
+    turn_duration_ms: int | None = None  # on a line that reports how long a turn took
     # Small structured facts the store uses, e.g. a compaction's
     # {"preserved_uuids": [...]}; stored as JSON in ``messages.meta_json``.
     meta: dict | None = None
@@ -118,6 +119,7 @@ class ToolResult:
     # (Claude <= 1.0, whose inline agents get their id in the store).
     agent_duration_ms: int | None = None
     agent_tokens: int | None = None
+    file_path: str | None = None  # the file the tool read or wrote, as its result names it
 
 
 @dataclass(slots=True)

@@ -435,7 +435,7 @@ def test_images_and_documents_become_placeholders():
     [
         ("[Request interrupted by user for tool use]", True, {}, "cancelled", None),
         ("The user doesn't want to proceed with this tool use. The tool use was rejected", True, {}, "blocked", None),
-        ("The user doesn't want to take this action right now. STOP what you are doing", True, {}, "blocked", None),
+        ("The user doesn't want to take this action right now. STOP what you are doing", True, {}, "cancelled", None),
         ("Permission to use Bash with command node --version has been denied.", True, {}, "blocked", None),
         ("Claude requested permissions to use WebSearch, but you haven't granted it yet.", True, {}, "blocked", None),
         ("Error: This command requires approval", True, {}, "blocked", None),
@@ -451,6 +451,26 @@ def test_tool_result_outcomes(content, is_error, extra, outcome, exit_code):
     records = feed_lines([user("u1", [tool_result("t1", content, is_error)], **extra)])
     [result] = of_type(records, ToolResult)
     assert (result.outcome, result.exit_code, result.is_error) == (outcome, exit_code, int(is_error is True))
+
+
+@pytest.mark.parametrize("details, path", [
+    ({"type": "text", "file": {"filePath": "/a.py", "content": "x"}}, "/a.py"),  # Read
+    ({"filePath": "/b.py", "oldString": "x", "newString": "y"}, "/b.py"),  # Edit
+    ({"type": "create", "filePath": "/c.py"}, "/c.py"),  # Write
+    ({"stdout": "", "stderr": ""}, None),  # Bash
+    ("File created successfully at: /d.py", None),  # 1.0.x: a string
+])
+def test_a_result_names_the_file_its_tool_result_says(details, path):
+    records = feed_lines([user("u1", [tool_result("t1", "ok")], toolUseResult=details)])
+    assert of_type(records, ToolResult)[0].file_path == path
+
+
+def test_a_turn_duration_line_keeps_its_duration():
+    line = {"type": "system", "subtype": "turn_duration", "uuid": "d1", "parentUuid": "a1", "durationMs": 247515}
+    records = feed_lines([line, {**line, "uuid": "d2", "durationMs": "soon"}])
+    assert [(m.uuid, m.turn_duration_ms, m.is_meta) for m in of_type(records, Message)] == [
+        ("d1", 247515, 1), ("d2", None, 1),
+    ]
 
 
 def test_tool_calls():
@@ -874,7 +894,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 5)
+    assert (source.name, source.parser_version) == ("claude", 6)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

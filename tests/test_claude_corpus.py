@@ -60,8 +60,11 @@ SESSIONS = [
     ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
     ('eb000000-0000-4000-8000-000000000001:agent-cccc333', 'first_prompt', 'Analyze the coverage gaps and report bac', 3, 'eb000000-0000-4000-8000-000000000001', 'subagent'),
-    ('edge_cases', 'summary', 'Tested various edge cases including mark', 7, None, None),
-    ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 24, None, None),
+    # Lines 1, 2, 3, 9, 12 and 18 ("wow error"); 10 and 11 have no content (keys misspelt, a string).
+    ('edge_cases', 'summary', 'Tested various edge cases including mark', 6, None, None),
+    # Prompts on lines 5 and 117, replies on 10, 19, 66, 92, 111, 134, 148 and 170; the
+    # 14 lines holding only an empty thinking block are a reply's reasoning, not messages.
+    ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 10, None, None),
     ('ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2', 'first_prompt', 'You are **alice** (round 2). You are NOT', 4, 'ef958aa1-0e93-49f0-bb71-150f63befcd1', 'subagent'),
     ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-a93ccab', 'first_prompt', 'Explore the codebase to understand the c', 12, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
     ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7', 'first_prompt', 'Your task is to create a detailed summar', 2, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
@@ -101,7 +104,9 @@ SUBAGENT_LINKS = {
 def db(tmp_path_factory, corpus_root):
     path = tmp_path_factory.mktemp("claude") / "obelisk.db"
     summary = ingest(path, {"claude": corpus_root / "claude-code"}, sources=None)
-    assert (summary.files, summary.errors) == (len(FILES), 3)
+    # Sessions stored: those of SESSIONS, the inline agents among them; not the parents
+    # (88a8d761, fa812bfe) whose logs are missing though their agents' lines name them.
+    assert (summary.files, summary.errors, summary.sessions) == (len(FILES), 3, len(SESSIONS))
     conn = sqlite3.connect(path)
     yield conn
     conn.close()
@@ -265,6 +270,37 @@ def test_tool_results_and_outcomes(db):
     assert db.execute(
         "SELECT SUM(is_error) FROM tool_results WHERE session_id LIKE 'fe5e1c67-%'"
     ).fetchone() == (23,)
+
+
+def test_results_name_their_file_and_turns_their_duration(db):
+    # A Read/Edit/Write result's toolUseResult.filePath (a Read's file.filePath), else its call's
+    # file_path: 72 in fe5e1c67, 18 in agent-a93ccab, 4 in agent-a36efb2a…, 3 in the forked
+    # session, one each in 2b4ed4c0, sidechain_agent and sample_session.
+    assert db.execute("SELECT COUNT(*) FROM tool_results WHERE file_path IS NOT NULL").fetchone() == (100,)
+    assert db.execute(
+        "SELECT COUNT(*) FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
+        "WHERE r.file_path IS NOT c.file_path"
+    ).fetchone() == (0,)
+    # ef958aa1 lines 114 and 173: system/turn_duration.
+    assert db.execute(
+        "SELECT uuid, parent_uuid, turn_duration_ms FROM messages WHERE turn_duration_ms IS NOT NULL ORDER BY seq"
+    ).fetchall() == [
+        ("bf504594-c6d1-4610-84cc-a964b4a32285", "cd995d50-71a2-4d8e-86ab-e99a5ab79728", 247515),
+        ("bcdf1fc1-cb36-4295-aee3-9b721fe31a12", "fe5fb658-7e15-4323-9d8b-d9cce7b047f1", 152878),
+    ]
+
+
+def test_inline_agents_take_the_directory_and_branch_of_their_last_line(db):
+    assert db.execute(
+        "SELECT agent_id, cwd, git_branch FROM sessions WHERE agent_id LIKE 'sidechain-%' ORDER BY agent_id"
+    ).fetchall() == [
+        ("sidechain-0d692b0f17cb", "/path/to/Demo/todo-app", None),
+        ("sidechain-60dade7020bb", "/path/to/Demo/todo-app/types", None),
+        ("sidechain-6690d10ef521", "/path/to/Demo/todo-app", None),
+        ("sidechain-f4546a51ea10", "/path/to/Demo", None),
+        ("sidechain-f4ab2bf6d642", "/path/to/Demo/todo-app", None),
+        ("sidechain-sys1", "/tmp", "main"),
+    ]
 
 
 def test_summaries(db):

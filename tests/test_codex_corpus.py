@@ -15,7 +15,7 @@ or structural line is one ``messages`` row, an event that repeats its
 response item (or the reverse), ``session_meta``/``turn_context``/task
 events, repeated usage totals and copied parent history are merged, and a
 line that is not JSON is an ``ingest_errors`` row. ``message_count`` counts
-the user, assistant and reasoning rows that are neither meta nor tool calls
+the user and assistant rows that are neither meta, reasoning nor tool calls
 or outputs; token totals are the sums of ``last_token_usage`` over the
 ``token_count`` events whose ``total_token_usage`` moved (cross-checked
 against the file's final total below). Values quoted as
@@ -118,22 +118,23 @@ SESSIONS = [
     # is told by where it stands (between turns, after developer messages).
     ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "first_prompt", REDACTED_BIG, None, None, "url/454be97b1a",
      "main", "/redacted/path/59b923df4d", "-redacted-path-59b923df4d", "/redacted/path/59b923df4d",
-     # 38 user + 255 assistant + 199 reasoning items + 1 compaction summary; the
-     # 8 user items of the 4 context blocks (lines 4-5, 131-132, 219-220, 450-451) are meta
-     493, 2188981, 133999, 31621504, 0, "live"),
+     # 38 user + 255 assistant + 1 compaction summary (the 199 reasoning items are a
+     # reply's reasoning); the 8 user items of the 4 context blocks (lines 4-5,
+     # 131-132, 219-220, 450-451) are meta
+     294, 2188981, 133999, 31621504, 0, "live"),
     ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "first_prompt", REDACTED_INTERRUPTED, None, None, "url/d18f1190d0",
      "main", "/redacted/path/da0ba47443", "-redacted-path-da0ba47443", "/redacted/path/da0ba47443",
-     # 4: lines 4-5 are its context block (meta); line 11, a user item after
-     # the prompt's event, is still counted
-     4, 34469 - 3456, 431, 3456, 0, "live"),
+     # 3: lines 4-5 are its context block (meta); line 11, a user item after
+     # the prompt's event, is still counted; its one reasoning item is not
+     3, 34469 - 3456, 431, 3456, 0, "live"),
     # project from session_meta's cwd; the most used message cwd is the
     # sampler's placeholder.
     ("codex:019fc8be-3658-7ca3-9e29-000000000000", "custom", "[trimmed for fixture]", None, None,
      "example.invalid/repo", "main", "/tmp/repo", "-tmp-repo", "[trimmed for fixture]",
-     16, 16341 - 3584, 81, 3584, 0, "live"),
+     15, 16341 - 3584, 81, 3584, 0, "live"),
     ("codex:11111111-1111-4111-8111-111111111111", "first_prompt", "List the synthetic files.", None, None, None,
      None, "/workspace/synthetic-project", "-workspace-synthetic-project", "/workspace/synthetic-project",
-     3, 0, 0, 0, 0, "live"),
+     2, 0, 0, 0, 0, "live"),
     ("codex:22222222-2222-4222-8222-222222222222", "first_prompt", "Spawn a synthetic researcher.", None, None,
      None, None, "/workspace/synthetic-project", "-workspace-synthetic-project", "/workspace/synthetic-project",
      1, 0, 0, 0, 0, "live"),
@@ -145,13 +146,13 @@ SESSIONS = [
     ("codex:66666666-6666-4666-8666-666666666666", "first_prompt", "Safe line before malformed input.", None,
      None, None, None, "/workspace/synthetic-project", "-workspace-synthetic-project",
      "/workspace/synthetic-project", 1, 0, 0, 0, 0, "live"),
-    # 4 prompts, 6 answers, 2 reasoning summaries, 1 compaction summary
+    # 4 prompts, 6 answers, 1 compaction summary (and 2 reasoning summaries, not counted)
     ("codex:compact-codex-001", "first_prompt", "Help me build the API endpoints", None, None, None,
      "feature/api", "/home/testuser/codex-compact-project", "-home-testuser-codex-compact-project",
-     "/home/testuser/codex-compact-project", 13, 2000 - 500, 1000, 500, 0, "live"),
+     "/home/testuser/codex-compact-project", 11, 2000 - 500, 1000, 500, 0, "live"),
     ("codex:rejection-codex-001", "first_prompt", "Create a test file", None, None, None, "main",
      "/home/testuser/codex-rejection-project", "-home-testuser-codex-rejection-project",
-     "/home/testuser/codex-rejection-project", 11, 200 - 50, 100, 50, 0, "live"),
+     "/home/testuser/codex-rejection-project", 9, 200 - 50, 100, 50, 0, "live"),
 ]
 
 TOOLS = {
@@ -548,7 +549,7 @@ def test_fork_lineage_both_ways(fork_db):
     assert rows(db_path, "SELECT id, title, title_source, parent_session_id, relationship, git_branch, project, "
                          "message_count, input_tokens, output_tokens, cache_read_tokens FROM sessions ORDER BY id") == [
         (parent, REDACTED_INTERRUPTED, "first_prompt", None, None, "main", "-redacted-path-da0ba47443",
-         4, 31013, 431, 3456),
+         3, 31013, 431, 3456),
         (fork, "Try the other approach.", "first_prompt", parent, "fork", "try-again", "-redacted-path-da0ba47443",
          2, 500, 50, 500),
     ]
@@ -557,6 +558,14 @@ def test_fork_lineage_both_ways(fork_db):
 
 
 # -- the malformed and the truncated rollout ---------------------------------------
+
+
+def test_a_session_whose_lines_have_no_time_ends_at_its_start(db):
+    # The legacy rollout's header has the only timestamp; its two messages have none.
+    assert db.execute(
+        "SELECT started_at, ended_at FROM sessions WHERE id = 'codex:44444444-4444-4444-8444-444444444444'"
+    ).fetchone() == ("2026-01-04T05:06:07.000Z", "2026-01-04T05:06:07.000Z")
+    assert db.execute("SELECT COUNT(*) FROM sessions WHERE ended_at IS NULL AND started_at IS NOT NULL").fetchone() == (0,)
 
 
 def test_malformed_rollout_keeps_the_good_lines(db):
@@ -595,8 +604,9 @@ def test_truncated_rollout(tmp_path, corpus_root):
         (13, sum(map(len, lines[:12])), len(cut_compacted) - 1, "truncated compacted record"),
         (20, len(data) - 100, 100, "unterminated last line that is not valid JSON"),
     ]
-    # Everything else is there: no compaction, the rest of the conversation.
-    assert rows(db_path, "SELECT message_count FROM sessions") == [(12,)]
+    # Everything else is there: no compaction, the rest of the conversation (its 2 reasoning
+    # summaries not counted).
+    assert rows(db_path, "SELECT message_count FROM sessions") == [(10,)]
     assert rows(db_path, "SELECT COUNT(*) FROM summaries") == [(0,)]
     assert rows(db_path, "SELECT COUNT(*), SUM(outcome = 'succeeded') FROM tool_results") == [(2, 2)]
 

@@ -796,3 +796,50 @@ def test_a_given_folder_in_which_its_source_finds_no_log_is_warned_about(db, tmp
         {"source": "toy", "path": str(empty), "message": f"no toy logs found in {empty}"}
     ])
     assert ingest(db, {"toy": empty}, sources=SOURCES, expect_logs=()).warnings == []  # e.g. a default folder
+
+
+def test_a_renamed_claude_project_folder_names_its_sessions_as_a_fresh_ingest_does(tmp_path):
+    projects = tmp_path / "claude" / "projects"
+    (projects / "-p").mkdir(parents=True)
+    (projects / "-p" / f"{SESSION}.jsonl").write_bytes(main_lines())
+    (projects / "-p" / f"agent-{AGENT}.jsonl").write_bytes(agent_lines())
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    (projects / "-p").rename(projects / "-p-renamed")
+    ingest(db, {"claude": tmp_path / "claude"})
+    fresh = tmp_path / "fresh.db"
+    ingest(fresh, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT DISTINCT project FROM sessions") == [("-p-renamed",)]
+    assert diff(snapshot(db), snapshot(fresh)) == []
+
+
+@pytest.mark.parametrize("replaced", ["deleted first", "rewritten in place"])
+def test_a_file_holding_copies_of_anothers_lines_can_be_replaced_without_losing_them(tmp_path, replaced):
+    """Codex rollout B copies lines A has not written yet (ids are A's thread and byte
+    offset, the same in both), so B's rows hold them; A later writes them as
+    duplicates. B replaced by other lines must not take them away."""
+    from datasette_obelisk.demo.generator import generate
+
+    generate(tmp_path / "gen", seed=2, target_bytes=1_000_000, claude=False)
+    first, second = sorted((tmp_path / "gen" / ".codex").rglob("rollout-*.jsonl"))[:2]
+    a_bytes, own = first.read_bytes(), second.read_bytes()
+    live = tmp_path / "live" / ".codex" / "sessions"
+    live.mkdir(parents=True)
+    a, b = live / first.name, live / second.name
+    roots = {"codex": tmp_path / "live" / ".codex"}
+    db, fresh = tmp_path / "obelisk.db", tmp_path / "fresh.db"
+    a.write_bytes(a_bytes[: a_bytes.index(b"\n", len(a_bytes) // 3) + 1])
+    b.write_bytes(a_bytes[: a_bytes.index(b"\n", 2 * len(a_bytes) // 3) + 1])
+    ingest(db, roots)
+    if replaced == "deleted first":
+        b.unlink()
+        ingest(db, roots)
+        b.write_bytes(own)
+    else:
+        with open(b, "r+b") as fp:
+            fp.truncate(0)
+        b.write_bytes(own)
+    a.write_bytes(a_bytes)
+    ingest(db, roots)
+    ingest(fresh, roots)
+    assert diff(snapshot(db), snapshot(fresh)) == []

@@ -42,6 +42,7 @@ def test_migrations_in_order(conn):
         "m018_add_file_sessions_started_at",
         "m019_add_discovery_to_source_files",
         "m020_index_tool_calls_by_timestamp",
+        "m021_rederive_conversation_counts",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -12,14 +12,11 @@ from __future__ import annotations
 import sqlite3
 from datetime import date, timedelta
 
-from ..store import cold_load
+from ..store import cold_load, derive
 from .indexes import indexed_by
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
-CONVERSATION = (
-    "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
-    "AND COALESCE(content_type, '') NOT IN ('tool_result', 'tool_use')"
-)
+CONVERSATION = derive.CONVERSATION_SQL
 
 
 INDEXING_NOTES = {
@@ -154,14 +151,14 @@ def _next(day: date, unit: str) -> date:
     return (day.replace(day=28) + timedelta(days=4)).replace(day=1)
 
 
-def tool_usage(conn: sqlite3.Connection, limit: int = 15) -> list[dict]:
-    """The most used tools with their call and failure (``failed()``) counts."""
+def tool_usage(conn: sqlite3.Connection, limit: int | None = 15) -> list[dict]:
+    """The most used tools (all of them with ``limit=None``) with their call and failure (``failed()``) counts."""
     rows = conn.execute(
         f"""SELECT c.name, COUNT(*) AS calls,
                   SUM({failed("r")}) AS failed
            FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
            GROUP BY c.name ORDER BY calls DESC, c.name LIMIT ?""",
-        [limit],
+        [-1 if limit is None else limit],
     ).fetchall()
     return [{"name": name, "calls": calls, "failed": failed or 0} for name, calls, failed in rows]
 

@@ -66,6 +66,9 @@ META_PREFIXES = (
     "Caveat: The messages below were generated",
 )
 INTERRUPTED = "[Request interrupted by user"
+# What Claude Code answers for a call it never ran because the user
+# interrupted the turn (the calls queued beside the one running, too).
+CANCELLED = "The user doesn't want to take this action right now"
 NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
 SKILL_PREFIX = "Base directory for this skill"
 
@@ -74,7 +77,6 @@ SKILL_PREFIX = "Base directory for this skill"
 # by a rule or the working-directory sandbox.
 REFUSAL_PREFIXES = (
     "The user doesn't want to proceed with this tool use",
-    "The user doesn't want to take this action right now",
     "Claude requested permissions to ",
     "Permission to use ",
     "File is in a directory that is denied by your permission settings",
@@ -102,7 +104,9 @@ class ClaudeCodeSource:
     # agent a main file's line starts is named after that line's sessionId
     # 5: a line opening with thinking and going on says how long its thinking
     # is (meta thinking_chars)
-    parser_version = 5
+    # 6: a turn_duration line keeps its duration; a result names its file; a
+    # call cancelled by an interrupt is cancelled, not blocked
+    parser_version = 6
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"
@@ -456,6 +460,8 @@ class ClaudeCodeParser:
             _add_api_fields(message, payload)
         if message.subtype == "compact_boundary":
             message.meta = _compaction_meta(obj)
+        elif message.subtype == "turn_duration":
+            message.turn_duration_ms = _int(obj.get("durationMs"))
         return message
 
     def _member_agent_id(self, obj: dict) -> str | None:
@@ -612,6 +618,7 @@ class ClaudeCodeParser:
             exit_code=_exit_code(content),
             agent_duration_ms=_int(details.get("totalDurationMs")),
             agent_tokens=_int(details.get("totalTokens")),
+            file_path=_result_file_path(details),
         )
 
     def _spawned_agent_id(self, obj: dict) -> str | None:
@@ -853,6 +860,12 @@ def _file_paths(name: str, tool_input: Any) -> list[str]:
     return [path for key in PATH_KEYS if (path := _text(tool_input.get(key)))]
 
 
+def _result_file_path(details: dict) -> str | None:
+    """The file a Read, Edit or Write result names (``filePath``, a Read's ``file.filePath``)."""
+    read = details.get("file")
+    return _text(details.get("filePath")) or (_text(read.get("filePath")) if isinstance(read, dict) else None)
+
+
 def _outcome(content: str, is_error: bool, obj: dict) -> str:
     """succeeded | failed | blocked (permission refused) | cancelled (interrupted)."""
     if obj.get("toolDenialKind"):
@@ -862,6 +875,8 @@ def _outcome(content: str, is_error: bool, obj: dict) -> str:
     if not is_error:
         return "succeeded"
     head = _without_error_prefix(content)[:240]
+    if head.startswith(CANCELLED):
+        return "cancelled"
     if head.startswith(REFUSAL_PREFIXES) or any(marker in head for marker in REFUSAL_MARKERS):
         return "blocked"
     return "failed"

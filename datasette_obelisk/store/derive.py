@@ -181,7 +181,8 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
     reader made for the session index move with the lines.
     """
     rows = conn.execute(
-        f"SELECT id, uuid, parent_uuid, text, is_meta FROM messages WHERE {UNGROUPED_SIDECHAIN} ORDER BY seq",
+        f"SELECT id, uuid, parent_uuid, text, is_meta, cwd, git_branch FROM messages WHERE {UNGROUPED_SIDECHAIN} "
+        "ORDER BY seq",
         [session_id],
     ).fetchall()
     if not rows:
@@ -189,7 +190,8 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
     agent_of: dict[str, tuple[str, str]] = {}  # uuid -> (agent id, child session)
     children = set()
     moved = []
-    for row_id, uuid, parent_uuid, text, is_meta in rows:
+    context: dict[str, tuple] = {}  # child session -> its last line's (cwd, git branch)
+    for row_id, uuid, parent_uuid, text, is_meta, cwd, git_branch in rows:
         owner = agent_of.get(parent_uuid) if parent_uuid else None
         if owner is None and parent_uuid:
             found = conn.execute(
@@ -215,6 +217,13 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
             )
         children.add(child)
         moved.append(_Moved(child, text, is_meta))
+        if cwd or git_branch:
+            context[child] = (cwd, git_branch)
+    # The agent's directory and branch are its last line's, as a session's are.
+    conn.executemany(
+        "UPDATE sessions SET cwd = coalesce(?, cwd), git_branch = coalesce(?, git_branch) WHERE id = ?",
+        [(*context[child], child) for child in children if child in context],
+    )
     conn.executemany(
         "INSERT OR IGNORE INTO file_sessions (file_id, session_id) "
         "SELECT DISTINCT file_id, ? FROM messages WHERE session_id = ?",
@@ -420,10 +429,10 @@ def counted_usage(rows: list[SessionRow]) -> set[int]:
 # The start and a title of a kind derivation chooses follow the stored rows
 # alone (a title a source's session record set itself is kept when no
 # candidate is left); the other columns keep what a session record gave when
-# the rows say nothing.
+# the rows say nothing. A session no time but its start is known of ends there.
 SESSION_UPDATE = f"""UPDATE sessions SET
      started_at = ?1,
-     ended_at = COALESCE(?2, ended_at),
+     ended_at = COALESCE(?2, ended_at, ?1),
      message_count = ?3, input_tokens = ?4, output_tokens = ?5,
      cache_read_tokens = ?6, cache_creation_tokens = ?7,
      project_path = COALESCE(?8, project_path, cwd),
@@ -438,13 +447,23 @@ SESSION_UPDATE = f"""UPDATE sessions SET
    WHERE id = ?17"""
 
 
+# What a reply holds besides its messages: reasoning, tool calls and their output.
+NOT_CONVERSATION = ("thinking", "tool_result", "tool_use")
+CONVERSATION_SQL = (
+    "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
+    f"AND content_type NOT IN ({', '.join(repr(t) for t in NOT_CONVERSATION)})"
+)
+
+
 def is_conversation(row: SessionRow, visibility: str) -> bool:
-    """A user or assistant message that counts in ``message_count``."""
+    """A user or assistant message that counts in ``message_count`` (``CONVERSATION_SQL``):
+    it has content (a line whose content is missing has no type) and is not a reply's reasoning or tools."""
     return (
         row.role in ("user", "assistant")
         and row.is_meta == 0
         and visibility == "visible"
-        and (row.content_type or "") not in ("tool_result", "tool_use")
+        and row.content_type is not None
+        and row.content_type not in NOT_CONVERSATION
     )
 
 

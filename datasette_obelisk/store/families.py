@@ -14,7 +14,7 @@ which gives what a first ingest of those files gives.
         every file of a session and every session of a file belong.
     families_to_read(conn, file_ids, found) -> ({file id: path}, session ids)
         The files and sessions of the families of ``file_ids`` that can be
-        read again whole: every file on disk and among the paths ``found``.
+        read again whole: every file among the paths ``found`` (on disk).
 """
 
 from __future__ import annotations
@@ -54,12 +54,12 @@ def families_to_read(conn: sqlite3.Connection, file_ids: Iterable[int], found: s
             continue
         files, named = family(conn, file_id)
         seen |= files
-        live = dict(conn.execute(
-            "SELECT id, path FROM source_files WHERE missing = 0 AND id IN (SELECT value FROM json_each(?))",
-            [as_json(files)],
+        # Found by this run: on disk, also when a file marked gone has come back.
+        stored = dict(conn.execute(
+            "SELECT id, path FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [as_json(files)]
         ))
-        if len(live) == len(files) and all(path in found for path in live.values()):
-            paths.update(live)
+        if len(stored) == len(files) and all(path in found for path in stored.values()):
+            paths.update(stored)
             sessions |= named
     return paths, sessions
 

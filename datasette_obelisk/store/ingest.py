@@ -132,6 +132,7 @@ class Ingester:
         self.clock = clock
         self.summary = IngestSummary()
         self._sessions: set[str] = set()
+        self._clearing: set[int] = set()  # files of families read again, whose rows go first
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self._reading: set[str] = set()  # sessions of the file being written
@@ -207,6 +208,7 @@ class Ingester:
         plans = in_log_order(self.with_families([plan for plan in map(self.plan, units) if plan is not None]))
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
+        self.clear_families()
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
         done = total - sum(_size(plan.unit.path) for plan in plans)
         jobs = [plan.job for plan in plans if plan.job]
@@ -224,7 +226,7 @@ class Ingester:
         self.note("deriving sessions")
         self.derive_pending()
         self.plans.clear()
-        self.summary.sessions = len(self._sessions)
+        self.summary.sessions = self.stored_sessions(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
 
@@ -259,6 +261,7 @@ class Ingester:
                 derive.forget_session(self.conn, session_id)
             self.queue_sessions(forget)
             self.bump_generation()
+        self._clearing |= set(again)
         planned = {str(plan.unit.path): plan for plan in plans}
         paths = set(again.values())
         replanned = []
@@ -269,6 +272,19 @@ class Ingester:
             else:
                 replanned.append(planned.get(path))
         return [plan for plan in replanned if plan is not None]
+
+    def clear_families(self) -> None:
+        """Delete the rows of every file ``with_families`` reads again, before any
+        is read: one read first would merge its lines into the rows of another
+        holding copies of them, which that file's own reading then deletes.
+        (After a cold load has begun: it counts the rows of the files read again.)"""
+        if not self._clearing:
+            return
+        with self.transaction():
+            cold_load.index_pending_text(self.conn)
+            for file_id in sorted(self._clearing):
+                delete_file_rows(self.conn, file_id)
+        self._clearing = set()
 
     def found_units(self) -> list[SourceFile]:
         """This run's files; without a discovery (a live refresh), the stored files still on disk."""
@@ -365,10 +381,17 @@ class Ingester:
         with self.transaction():
             derived = derive.derive_sessions(self.conn, batch, self.words, self.plans, forget_empty=forget_empty)
             self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in derived])
+        self._sessions |= derived  # with the agents inline lines made
         for session_id in derived:
             self.words.pop(session_id, None)
         self._words_size = sum(words.size() for words in self.words.values())
         return True
+
+    def stored_sessions(self, session_ids) -> int:
+        """How many of ``session_ids`` have a ``sessions`` row (a file may name a parent it does not hold)."""
+        return self.conn.execute(
+            "SELECT COUNT(*) FROM sessions WHERE id IN (SELECT value FROM json_each(?))", [families.as_json(session_ids)]
+        ).fetchone()[0]
 
     def transaction(self):
         """A transaction, or a part of the batch already open."""
@@ -461,7 +484,9 @@ class Ingester:
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
-        for plan in self.with_families([plan for plan in map(self.plan, units) if plan is not None]):
+        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None])
+        self.clear_families()
+        for plan in plans:
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
     def plan(self, unit: SourceFile) -> Plan | None:

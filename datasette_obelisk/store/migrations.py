@@ -705,3 +705,27 @@ def m020_index_tool_calls_by_timestamp(db):
     # sorted every row of the view: 410 ms on 53,000 calls. With this index
     # the page reads its first rows in order, in a few milliseconds.
     db.execute("CREATE INDEX tool_calls_timestamp ON tool_calls (timestamp)")
+
+
+@migrations()
+def m021_rederive_conversation_counts(db):
+    # message_count counted a reply's reasoning lines (Claude Code writes
+    # each thinking block as a line of its own) and lines without content.
+    # Every session is derived again by the next ingest. Results now name
+    # their file (the call's, where the result names none), and ≤1.0 inline
+    # agents take the directory and branch of their last line; rows of files
+    # that are not read again are filled here.
+    db.execute("INSERT OR IGNORE INTO derive_queue (session_id) SELECT id FROM sessions")
+    db.execute(
+        """UPDATE tool_results SET file_path =
+           (SELECT file_path FROM tool_calls WHERE tool_calls.id = tool_results.tool_use_id)
+           WHERE file_path IS NULL"""
+    )
+    db.execute(
+        """UPDATE sessions SET
+             cwd = (SELECT cwd FROM messages m WHERE m.session_id = sessions.id AND m.cwd IS NOT NULL
+                    ORDER BY seq DESC LIMIT 1),
+             git_branch = (SELECT git_branch FROM messages m WHERE m.session_id = sessions.id
+                           AND m.git_branch IS NOT NULL ORDER BY seq DESC LIMIT 1)
+           WHERE relationship = 'subagent' AND agent_id LIKE 'sidechain-%' AND cwd IS NULL"""
+    )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import orjson
+
 from .fingerprint import stream_hashes
 from .reader import open_stream
 
@@ -37,8 +39,24 @@ def relocate(conn: sqlite3.Connection, gone_id: int) -> int | None:
     for copy_id, path, compression in candidates:
         if _hashes(path, compression, gone[1]) == (gone[2], gone[3]):
             _move_rows(conn, gone_id, copy_id)
+            _follow_project(conn, gone_id, copy_id)
             return copy_id
     return None
+
+
+def _follow_project(conn: sqlite3.Connection, old: int, new: int) -> None:
+    """A file moved to another project folder (the folder renamed): its sessions
+    that were named after the old folder take the new one, as a fresh ingest names them."""
+    (old_hints,), (new_hints,) = (
+        conn.execute("SELECT hints FROM source_files WHERE id = ?", [file_id]).fetchone() for file_id in (old, new)
+    )
+    before, after = (orjson.loads(h).get("project") if h else None for h in (old_hints, new_hints))
+    if before and after and before != after:
+        conn.execute(
+            "UPDATE sessions SET project = ? WHERE project = ? AND id IN (SELECT session_id FROM file_sessions "
+            "WHERE file_id = ?)",
+            [after, before, new],
+        )
 
 
 def _hashes(path: str, compression: str | None, cursor: int):

@@ -42,7 +42,7 @@ MESSAGE_COLUMNS = (
     "timestamp text text_length content_type is_meta surface is_sidechain "
     "is_compact_summary agent_id model cwd git_branch api_message_id request_id "
     "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
-    "line_no byte_offset byte_length seq file_id"
+    "turn_duration_ms line_no byte_offset byte_length seq file_id"
 ).split()
 TEXT = MESSAGE_COLUMNS.index("text")
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
@@ -106,10 +106,12 @@ CALL_FILE_INSERT = (
     "INSERT OR IGNORE INTO tool_call_files (tool_call_id, path) SELECT ?, ? "
     "WHERE EXISTS (SELECT 1 FROM tool_calls WHERE id = ? AND file_id = ?)"
 )
+# A result's file is the one it names, else its call's first (calls are inserted first).
 RESULT_INSERT = (
     "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
-    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens, "
+    "file_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)))"
 )
 ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
@@ -298,7 +300,7 @@ class Writer:
                 r.tool_use_id, message_uuid, r.session_id,
                 stored_content(r.content, r.outcome, self._texts.get(message_uuid)), len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
-                r.agent_duration_ms, r.agent_tokens,
+                r.agent_duration_ms, r.agent_tokens, r.file_path,
             ))
         )
 
@@ -382,7 +384,7 @@ def message_row(m: Message) -> tuple:
         m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
         m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,
         m.cache_read_tokens, m.cache_creation_tokens, m.stop_reason,
-        orjson.dumps(m.meta).decode() if m.meta else None,
+        orjson.dumps(m.meta).decode() if m.meta else None, m.turn_duration_ms,
         p.line_no, p.byte_offset, p.byte_length,
     ))
 
