@@ -469,3 +469,10 @@ def test_codex_compaction_keeps_the_original_entries(tmp_path):
     digest = page["session"]["digest"]
     assert digest["summary"].startswith("**Progress + Plan Status**")
     assert digest["updatedThroughEntryId"] == page["entries"][7]["id"]  # the last entry before the compaction
+
+
+def test_entry_text_holding_the_match_marks_cannot_forge_a_match(toy):
+    toy.write("s1", line("a1", "\ufdd0<b>forged</b>\ufdd1 findme", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    [hit] = history_search(toy.conn(), {"query": "findme"})["sessions"]
+    assert (hit["snippets"], hit["snippetMatches"]) == (["\ufffd<b>forged</b>\ufffd findme"], [[[16, 22]]])

@@ -197,7 +197,8 @@ def test_grouped_search_shape(logs):
 def test_every_term_must_match_in_one_event(logs):
     # s2 has both words, but never in the same message.
     assert "s2" not in ids(search_sessions(logs.conn(), "database migration"))
-    assert ids(search_sessions(logs.conn(), "database")) == ["s1", "s3", "s2"]
+    # Ranked by their strongest event: s2's short "database tuning" beats s3's longer line.
+    assert ids(search_sessions(logs.conn(), "database")) == ["s1", "s2", "s3"]
 
 
 def test_snippets_are_plain_text_with_offsets(logs):
@@ -218,11 +219,16 @@ def test_raw_mode_ranks_all_matches(logs):
     assert page["items"][0]["best"]["uuid"] == "b1"
 
 
-def test_few_and_many_match_paths_agree(logs, monkeypatch):
+def test_few_and_many_match_paths_find_the_same_sessions_and_best_events(logs, monkeypatch):
+    """Many matches rank sessions by their bags (approximate), few by their best event (exact)."""
     few = search_sessions(logs.conn(), "database")
     monkeypatch.setattr(search_module, "EXACT_MAX", 0)
     assert isinstance(search_module._finder(logs.conn(), parse_query("database"), search_module.Filters()), search_module._ManyMatches)
-    assert search_sessions(logs.conn(), "database")["items"] == few["items"]
+    many = search_sessions(logs.conn(), "database")
+    assert ids(many) == ["s1", "s3", "s2"] and ids(few) == ["s1", "s2", "s3"]
+    hits = lambda page: {i["session"]["id"]: i["hits"] for i in page["items"]}  # noqa: E731
+    assert hits(many) == hits(few)
+    assert [i["score"] for i in few["items"]] == [i["best"]["score"] for i in few["items"]]
 
 
 def test_sessions_of_equal_rank_page_once_each_newest_first(toy):
@@ -289,11 +295,11 @@ def test_the_role_of_a_tool_s_output_is_tool(read_conn):
 
 def test_filters_apply_before_ranking(logs):
     conn = logs.conn()
-    assert ids(search_sessions(conn, "database", cwds=["/p/two"])) == ["s3", "s2"]
+    assert ids(search_sessions(conn, "database", cwds=["/p/two"])) == ["s2", "s3"]
     assert ids(search_sessions(conn, "database", session_ids=["s1", "s2"])) == ["s1", "s2"]
     assert ids(search_sessions(conn, "database", sources=["claude"])) == []
-    assert ids(search_sessions(conn, "database", parents=[None])) == ["s1", "s3", "s2"]
-    assert ids(search_sessions(conn, "database", created_from="2026-01-15T00:00:00Z")) == ["s3", "s2"]
+    assert ids(search_sessions(conn, "database", parents=[None])) == ["s1", "s2", "s3"]
+    assert ids(search_sessions(conn, "database", created_from="2026-01-15T00:00:00Z")) == ["s2", "s3"]
     assert ids(search_sessions(conn, "migration", types=["assistant/message"])) == ["s1", "s2"]
     assert ids(search_sessions(conn, "migration", roles=["user"])) == ["s1", "s3"]
     page = search_sessions(conn, "migration", time_from=1767225660000, time_to=1767225660000)
@@ -468,6 +474,26 @@ def test_generated_corpus_pages_hold_each_session_once_with_real_hits(generated_
     assert set(found) == matching
 
 
+def test_few_matches_rank_sessions_by_their_strongest_event(generated_db):
+    """The contract's ranking, exactly, whenever a query matches at most EXACT_MAX messages:
+    sessions by their best event's score, and each best is the session's own top event."""
+    conn = connect(generated_db)
+    conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, messages_fts, row)")
+    words = [w for (w,) in conn.execute(
+        "SELECT term FROM temp.vocab WHERE doc BETWEEN 20 AND ? AND term GLOB '[a-z]*' "
+        "ORDER BY doc DESC, term LIMIT 12", [search_module.EXACT_MAX],
+    )]
+    assert len(words) == 12
+    for word in words:
+        page = search_sessions(conn, word, limit=100)
+        scores = [item["best"]["score"] for item in page["items"]]
+        assert len(scores) > 1 and scores == sorted(scores, reverse=True), word
+        assert [item["score"] for item in page["items"]] == scores
+        for item in page["items"]:
+            top = search_events(conn, item["session"]["id"], word, limit=1)["items"][0]
+            assert (item["best"]["id"], item["best"]["score"]) == (top["id"], top["score"]), word
+
+
 # -- the session index -----------------------------------------------------------
 
 
@@ -575,3 +601,12 @@ def test_facet_counts_read_each_sessions_combinations_once(toy, monkeypatch):
     monkeypatch.setattr(search_facets, "HIT_SAMPLE", 6)  # the first six matches: g1's
     sampled = search_facets.facet_counts(conn, "grouped")
     assert sampled["sampled"] is True and sampled["facets"]["role"] == [{"value": "user", "count": 1}]
+
+
+def test_log_text_holding_the_match_marks_cannot_forge_a_match(toy):
+    forged = "\ufdd0<b>forged</b>\ufdd1 findme"
+    toy.write("s1", line("a1", forged, "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    best = search_sessions(toy.conn(), "findme")["items"][0]["best"]
+    assert best["snippet"] == {"text": "\ufffd<b>forged</b>\ufffd findme", "matches": [[16, 22]]}
+    assert search_events(toy.conn(), "s1", "findme")["items"][0]["snippet"] == best["snippet"]

@@ -519,7 +519,7 @@ def test_storage_failures(pair):
     sq = SessionQuery(pair.conn())
     pair.sql("ALTER TABLE tool_calls RENAME TO tool_calls_gone")
     assert code_of(lambda: sq.readSession("p")) == "SESSION_QUERY_PERSISTENCE_FAILED"
-    pair.sql("DROP TABLE session_docs_fts")
+    pair.sql("DROP TABLE messages_fts")
     assert code_of(lambda: sq.searchSessions({"query": "words"})) == "SESSION_QUERY_INDEX_FAILED"
 
 

@@ -95,8 +95,14 @@ class FtsQuery:
 
 
 def normalize_text(text: str) -> str:
-    text = text.replace("\x00", " ").replace(MARK_START, "\ufffd").replace(MARK_END, "\ufffd")
-    return " ".join(text.split())
+    return " ".join(unmarked(text.replace("\x00", " ")).split())
+
+
+def unmarked(text: str) -> str:
+    """``text`` with the characters that mark matches (never in real text) replaced."""
+    if MARK_START in text or MARK_END in text:
+        return text.replace(MARK_START, "\ufffd").replace(MARK_END, "\ufffd")
+    return text
 
 
 def is_token_char(char: str) -> bool:
@@ -235,7 +241,10 @@ def _matching(expression: str, documents: list[tuple[str, str]], marked: bool = 
     if not documents:
         return []
     conn = _scratch()
-    conn.executemany("INSERT INTO documents (rowid, a, b) VALUES (?, ?, ?)", [(n, *d) for n, d in enumerate(documents)])
+    conn.executemany(
+        "INSERT INTO documents (rowid, a, b) VALUES (?, ?, ?)",
+        [(n, *map(unmarked, d)) if marked else (n, *d) for n, d in enumerate(documents)],
+    )
     columns = "highlight(documents, 0, ?, ?), highlight(documents, 1, ?, ?)" if marked else "NULL, NULL"
     try:
         return [

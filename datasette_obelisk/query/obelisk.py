@@ -855,7 +855,8 @@ def recent_in(conn, filters, limit: int) -> list[dict]:
 
 
 def recent(conn, n=10) -> list[dict]:
-    """The ``n`` most recently ended sessions."""
+    """The ``n`` most recently ended sessions (``None``: 10)."""
+    n = 10 if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LIMIT:
         raise invalid(f"recent(): n must be an integer between 1 and {MAX_LIMIT}, not {n!r}")
     return sessions(conn, {"limit": n})

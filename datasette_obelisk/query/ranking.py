@@ -17,7 +17,7 @@ statement, so it scores a session's matching events with its own expression:
 
 Higher is better; ties go to the newer event.
 
-    EventScorer(conn, fts).sql(avg_length) -> (sql expression over ``m``, params)
+    EventScorer(conn, fts).sql(avg_length_sql, params) -> (sql expression over ``m``, params)
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from .fts import FtsQuery, quote
 K1 = 1.2
 B = 0.75
 TF_WINDOW = 20_000
+WINDOW_SQL = "lower(substr({0}.text, 1, %d))" % TF_WINDOW  # where term frequencies are counted
 
 
 class EventScorer:
@@ -47,14 +48,18 @@ class EventScorer:
             weights.append(round(math.log((total - found + 0.5) / (found + 0.5) + 1), 6))
         return weights
 
-    def sql(self, avg_length: float, alias: str = "m") -> tuple[str, list]:
+    def sql(self, avg_length: str, avg_params: list = (), alias: str = "m", window: str | None = None) -> tuple[str, list]:
+        """The score of message ``alias``; ``avg_length`` is an SQL expression (with
+        ``avg_params``) for its session's mean message length, at least 1. ``window``:
+        a column holding ``WINDOW_SQL`` of the message, computed once (each mention of
+        a multi-MB text reads all of it again)."""
         if not self.terms:
             return "0", []
-        window = f"lower(substr({alias}.text, 1, {TF_WINDOW}))"
-        norm = f"({K1} * ({1 - B} + {B} * MAX({alias}.text_length, 1) / ?))"
+        window = window or WINDOW_SQL.format(alias)
+        norm = f"({K1} * ({1 - B} + {B} * MAX({alias}.text_length, 1) / {avg_length}))"
         parts, params = [], []
         for term, weight in zip(self.terms, self.weights):
             tf = f"MAX(1, (length({window}) - length(replace({window}, ?, ''))) / {len(term)})"
             parts.append(f"{weight} * {tf} * {K1 + 1} / ({tf} + {norm})")
-            params += [term, term, max(float(avg_length or 1.0), 1.0)]
+            params += [term, term, *avg_params]
         return "(" + " + ".join(parts) + ")", params

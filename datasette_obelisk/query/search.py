@@ -33,17 +33,16 @@ other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
 is not bound to the generation either: the next page carries on from its
 position in the ranking as it is now (the search page, while agents write).
 
-How grouped search stays fast (bench/README.md has the numbers): ranking
-every matching message costs time linear in the matches, so sessions are
-ranked by bm25 over the session index instead (``session_docs_fts``: one
-bag of words per session, store/session_index.py), recency breaking ties.
-Each candidate is then confirmed with ``messages_fts`` inside the session's
-id range, where its events are scored (query/ranking.py) under every event
-filter. When the exact query matches few messages (at most ``EXACT_MAX``)
-the sessions holding them are found first and only those are ranked; when
-it matches many, candidates come straight from the bags, and one whose bag
-promised more than its events hold (terms in different messages, a phrase
-broken up, only filtered-out events) is skipped. A page examines at most
+How grouped search stays fast (bench/README.md has the numbers): when the
+exact query matches few messages (at most ``EXACT_MAX``) every one is scored
+(query/ranking.py) under the event filters, and sessions are ranked by their
+best event, as the contract says. Ranking every matching message costs time
+linear in the matches, so when it matches many, sessions are ranked by bm25
+over the session index instead (``session_docs_fts``: one bag of words per
+session, store/session_index.py), recency breaking ties; each candidate is
+confirmed with ``messages_fts`` inside the session's id range, and one whose
+bag promised more than its events hold (terms in different messages, a
+phrase broken up, only filtered-out events) is skipped. A page examines at most
 ``MAX_CANDIDATES`` candidates, then returns what it has with a cursor. Raw
 FTS5 expressions cannot be lifted to bags (``NOT`` would exclude wrongly):
 they rank every matching message, the slow shape.
@@ -59,9 +58,9 @@ from .cursors import current_generation, decode_cursor, encode_cursor, fingerpri
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
-from .fts import MARK_END, MARK_START, FtsQuery, parse_query
+from .fts import MARK_END, MARK_START, FtsQuery, parse_query, unmarked
 from .indexes import indexed_by
-from .ranking import EventScorer
+from .ranking import WINDOW_SQL, EventScorer
 from .text import approximate_snippet, snippet, to_ms
 
 DEFAULT_LIMIT = 20
@@ -70,7 +69,9 @@ MAX_SNIPPETS = 3
 MAX_CANDIDATES = 200
 EXACT_MAX = 500
 SCAN_MAX = 2000
-SHORTLIST = 12
+SHORTLIST = 64
+# A session's mean message length, as bm25 normalises by it (``d``: its session_docs row).
+AVERAGE_LENGTH = "max({0}.chars * 1.0 / max({0}.messages, 1), 1.0)"
 MAX_EXPANSIONS = 24
 HIGHLIGHT_MAX_CHARS = 50_000
 
@@ -200,7 +201,7 @@ class _Candidates:
                         return items, offset  # one more session matches: the next page starts there
                     items.append({
                         "session": sessions[candidate["session_id"]],
-                        "score": -candidate["rank"],
+                        "score": round(-candidate["rank"], 6),
                         "best": hits[0],
                         "hits": hits,
                         "expression": expression,
@@ -219,10 +220,12 @@ class _Candidates:
         ).fetchone()
         return self.fts.expanded(prefix_words(words[0] if words else "", self.fts.prefix_term))
 
+    shortlist = SHORTLIST
+
     def best_events(self, candidate: dict, expression: str, count: int) -> list[dict]:
         return best_events(
             self.conn, expression, self.scorer, self.filters, candidate["session_id"],
-            candidate["first_id"], candidate["last_id"], candidate["avg_length"], count,
+            candidate["first_id"], candidate["last_id"], candidate["avg_length"], count, self.shortlist,
         )
 
     def session_clause(self) -> tuple[str, list]:
@@ -271,25 +274,35 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
 
 
 class _FewMatches(_Candidates):
-    """The sessions holding the (few) exact matches, ranked by their bags."""
+    """The sessions holding the (few) exact matches, ranked by their strongest event.
+
+    Every match is scored, so the ranking and each ``best`` are exact."""
+
+    shortlist = EXACT_MAX
 
     def candidates(self, offset: int, count: int) -> list[dict]:
         where, params = self.session_clause()
         event_where, event_params = self.filters.event_sql("m")
+        score, score_params = self.scorer.sql(AVERAGE_LENGTH.format("d"), window="m.window")
         return rows(
             self.conn,
-            f"""WITH matched AS MATERIALIZED (
-                  SELECT DISTINCT m.session_id FROM messages_fts x JOIN messages m ON m.id = x.rowid
+            f"""WITH m AS MATERIALIZED (
+                  SELECT m.session_id, m.text_length, {WINDOW_SQL.format("m")} AS window
+                  FROM messages_fts x JOIN messages m ON m.id = x.rowid
                   WHERE messages_fts MATCH ? AND {event_where}
+                ),
+                best AS (
+                  SELECT m.session_id, MAX({score}) AS score FROM m
+                  JOIN session_docs d ON d.session_id = m.session_id
+                  GROUP BY m.session_id
                 )
-                SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
-                  f.rank AS rank
-                FROM session_docs_fts f JOIN session_docs d ON d.id = f.rowid
-                JOIN sessions s ON s.id = d.session_id
-                WHERE session_docs_fts MATCH ? AND d.session_id IN (SELECT session_id FROM matched)
-                  AND {where}
-                ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
-            [self.fts.expression, *event_params, self.bag_expression, *params, count, offset],
+                SELECT d.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
+                  -b.score AS rank
+                FROM best b JOIN session_docs d ON d.session_id = b.session_id
+                JOIN sessions s ON s.id = b.session_id
+                WHERE {where}
+                ORDER BY b.score DESC, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+            [self.fts.expression, *event_params, *score_params, *params, count, offset],
         )
 
 
@@ -317,25 +330,28 @@ class _AllMatches(_Candidates):
 
 
 def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, session_id: str,
-                first_id: int, last_id: int, avg_length: float, count: int) -> list[dict]:
+                first_id: int, last_id: int, avg_length: float, count: int,
+                shortlist: int = SHORTLIST) -> list[dict]:
     """The best-scoring matching events of one session.
 
     Among the session's first ``SCAN_MAX`` matches (FTS5 reads a doclist
-    backwards slowly), the ``SHORTLIST`` shortest are scored: bm25 favours
-    short messages, and scoring reads the text, which can be megabytes.
+    backwards slowly), the ``shortlist`` shortest are scored: bm25 favours
+    short messages, and scoring reads the text, which can be megabytes. A
+    session with no more matches than that has every one scored: exact.
     """
     where, params = filters.event_sql("m")
-    score, score_params = scorer.sql(avg_length)
+    score, score_params = scorer.sql("?", [avg_length], window="w.window")
     return rows(
         conn,
-        f"""SELECT {event_select("m")}, m.text_length, {score} AS score FROM messages m
-            WHERE m.id IN (
-              SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
-                                AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}) x
-              JOIN messages m {indexed_by(conn, "messages_session_rows")} ON m.session_id = ? AND m.id = x.rowid
-              WHERE {where} ORDER BY m.text_length, m.id DESC LIMIT {SHORTLIST})
+        f"""WITH w AS MATERIALIZED (
+              SELECT m.id, {WINDOW_SQL.format("m")} AS window FROM messages m WHERE m.id IN (
+                SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+                                  AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}) x
+                JOIN messages m {indexed_by(conn, "messages_session_rows")} ON m.session_id = ? AND m.id = x.rowid
+                WHERE {where} ORDER BY m.text_length, m.id DESC LIMIT {int(shortlist)}))
+            SELECT {event_select("m")}, m.text_length, {score} AS score FROM w JOIN messages m ON m.id = w.id
             ORDER BY score DESC, m.id DESC LIMIT ?""",
-        [*score_params, expression, first_id, last_id, session_id, *params, count],
+        [expression, first_id, last_id, session_id, *params, *score_params, count],
     )
 
 
@@ -387,20 +403,24 @@ def search_events(
     page = {"session": session, "items": [], "next_cursor": None, "generation": generation}
     if fts.matches_nothing:
         return page
-    first_id, last_id, avg_length = conn.execute(
-        "SELECT MIN(id), MAX(id), AVG(text_length) FROM messages WHERE session_id = ?", [session_id]
+    first_id, last_id = conn.execute(
+        "SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]
     ).fetchone()
     if first_id is None:
         return page
     where, params = filters.event_sql("m")
-    score, score_params = EventScorer(conn, fts).sql(avg_length)
+    score, score_params = EventScorer(conn, fts).sql(
+        f"(SELECT {AVERAGE_LENGTH.format('d')} FROM session_docs d WHERE d.session_id = ?)", [session_id],
+        window="w.window",
+    )
     found = rows(
         conn,
-        f"""SELECT {event_select("m")}, m.text_length, {score} AS score
-            FROM messages_fts x JOIN messages m ON m.id = x.rowid
-            WHERE messages_fts MATCH ? AND x.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where}
+        f"""WITH w AS MATERIALIZED (
+              SELECT m.id, {WINDOW_SQL.format("m")} AS window FROM messages_fts x JOIN messages m ON m.id = x.rowid
+              WHERE messages_fts MATCH ? AND x.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where})
+            SELECT {event_select("m")}, m.text_length, {score} AS score FROM w JOIN messages m ON m.id = w.id
             ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?""",
-        [*score_params, fts.expression, first_id, last_id, session_id, *params, limit + 1, position],
+        [fts.expression, first_id, last_id, session_id, *params, *score_params, limit + 1, position],
     )
     page["items"] = found[:limit]
     _finish_hits(conn, fts.expression, fts, page["items"])
@@ -430,17 +450,17 @@ def _snippets(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> dict[in
     found: dict[int, dict] = {}
     small = [hit["id"] for hit in hits if hit["text_length"] <= HIGHLIGHT_MAX_CHARS]
     if small:
-        for rowid, marked in conn.execute(
-            "SELECT rowid, highlight(messages_fts, 0, ?, ?) FROM messages_fts "
-            f"WHERE messages_fts MATCH ? AND rowid IN ({', '.join('?' * len(small))})",
+        for rowid, marked, forged in conn.execute(
+            "SELECT rowid, highlight(messages_fts, 0, ?1, ?2), instr(text, ?1) OR instr(text, ?2) FROM messages_fts "
+            f"WHERE messages_fts MATCH ?3 AND rowid IN ({', '.join('?' * len(small))})",
             [MARK_START, MARK_END, expression, *small],
         ):
-            if marked and MARK_START in marked:
+            if marked and MARK_START in marked and not forged:  # a text holding the marks is found below
                 found[rowid] = snippet(marked)
     for hit in hits:
         if hit["id"] not in found:
             text = conn.execute(
                 "SELECT substr(text, 1, 200000) FROM messages WHERE id = ?", [hit["id"]]
             ).fetchone()[0]
-            found[hit["id"]] = approximate_snippet(text or "", fts.terms)
+            found[hit["id"]] = approximate_snippet(unmarked(text or ""), fts.terms)
     return found

@@ -5,7 +5,7 @@ Options are query-string parameters under the helper reference's names
 (``sessionId``, ``includeMeta``, ``limit``...), typed by the helper's own
 option table; a list (``sessions``) is JSON. Unknown options are refused by
 the helper itself. A helper that answers ``null`` (an unknown uuid or run)
-answers 404 here. ``thread`` answers the whole session, or with ``limit`` a
+answers ``null`` here too, as the contract says. ``thread`` answers the whole session, or with ``limit`` a
 page; its ``X-Total-Count`` and ``Link: <...>; rel="next"`` headers say
 what remains.
 """
@@ -13,7 +13,6 @@ what remains.
 from __future__ import annotations
 
 from ..query import obelisk
-from ..query.errors import QueryError
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -46,17 +45,14 @@ def helper_options(params, skip: set[str]) -> dict:
     return found
 
 
-def calling(helper, positional: str | None = None, takes_options: bool = True, not_found: str | None = None):
-    """A handler that calls ``helper`` with the request's options."""
+def calling(helper, positional: str | None = None, takes_options: bool = True):
+    """A handler that calls ``helper`` with the request's options; its ``None`` is JSON ``null``."""
 
     def handler(conn, params):
         args = [params.text(positional, required=True)] if positional else []
         if takes_options:
             args.append(helper_options(params, {positional} if positional else set()))
-        result = helper(conn, *args)
-        if result is None and not_found:
-            raise QueryError("OBELISK_NOT_FOUND", not_found.format(params.text(positional)))
-        return result
+        return helper(conn, *args)
 
     return handler
 
@@ -93,8 +89,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/context", obelisk.context, "One message with its parent chain, session, subagent and workflow",
-        [Param("uuid", required=True)], s.CONTEXT, positional="uuid", takes_options=False,
-        not_found="no message {!r}",
+        [Param("uuid", required=True)], s.nullable(s.CONTEXT), positional="uuid", takes_options=False,
     ),
     endpoint(
         "/trace", obelisk.trace, "The parent chain of a message, root first",
@@ -109,8 +104,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/raw", obelisk.raw, "A character window of a message's original log line",
-        [Param("uuid", required=True), Param("offset", "integer"), LIMIT], s.RAW, positional="uuid",
-        not_found="no message {!r}",
+        [Param("uuid", required=True), Param("offset", "integer"), LIMIT], s.nullable(s.RAW), positional="uuid",
     ),
     endpoint(
         "/overview", overview_over_http,
@@ -146,8 +140,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/workflow-tree", obelisk.workflow_tree, "One workflow run with its parsed result and agents",
-        [Param("runId", required=True)], s.WORKFLOW_TREE, positional="runId", takes_options=False,
-        not_found="no workflow run {!r}",
+        [Param("runId", required=True)], s.nullable(s.WORKFLOW_TREE), positional="runId", takes_options=False,
     ),
     endpoint(
         "/file-history", obelisk.file_history, "Tool calls that touched a file, oldest first",
