@@ -580,6 +580,22 @@ def test_sql_on_a_connection_that_can_write_still_only_reads(tmp_path, statement
     assert conn.execute("SELECT value FROM obelisk_state WHERE key = 'mine'").fetchone() == ("yes",)
 
 
+@pytest.mark.parametrize("statement", [
+    "PRAGMA journal_mode = delete", "PRAGMA query_only = 0", "PRAGMA writable_schema = 1", "ATTACH '{new}' AS x",
+    "VACUUM INTO '{new}'",
+])
+def test_sql_on_a_query_only_connection_of_the_caller_still_has_the_authorizer(tmp_path, statement):
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "first line"}]})
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA query_only = 1")
+    new = tmp_path / "new.db"
+    with pytest.raises(QueryError) as error:
+        o.sql(conn, statement.format(new=new))
+    assert error.value.code == "OBELISK_READ_ONLY"
+    assert conn.execute("PRAGMA query_only").fetchone() == (1,) and not new.exists()
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
 def test_sql_binds_one_list_of_values(ro):
     assert o.sql(ro, "SELECT ? AS a, ? AS b", [1, "x"]) == [{"a": 1, "b": "x"}]
     assert o.sql(ro, "SELECT ? AS a", (None,)) == [{"a": None}]

@@ -390,7 +390,7 @@ def test_home_kept_by_default(redactor):
 def test_rules_file_is_documented():
     rules = load_rules()
     assert len(rules) == 42
-    assert RULESET_VERSION == 2
+    assert RULESET_VERSION == 3
     for rule in rules:
         assert rule.description and rule.source and rule.keywords, rule.id
         assert not re.search(r"\\[swdb]", rule.regex), rule.id  # differ between RE2 and re

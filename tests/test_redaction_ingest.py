@@ -70,6 +70,44 @@ def test_no_planted_secret_reaches_the_database_or_wal(tmp_path, samples):
         json.loads(input_json)
 
 
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
+    clone = f"/srv/https-u-{TOKEN}@github.com/o/r"
+    project = tmp_path / ".claude" / "projects" / clone.replace("/", "-")
+    project.mkdir(parents=True)
+    context = {"cwd": clone, "gitBranch": f"fix-{TOKEN}"}
+    (project / "s1.jsonl").write_text("\n".join([
+        claude_line("u1", None, "user", "read it", **context),
+        claude_line("a1", "u1", "assistant", [
+            {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": f"{clone}/x.py"}}
+        ], **context),
+        claude_line("r1", "a1", "user", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 x = 1"}],
+                    toolUseResult={"type": "text", "file": {"filePath": f"{clone}/x.py"}}, **context),
+    ]) + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    conn = sqlite3.connect(db)
+    # Only where the logs lie keeps it: the host paths of source_files and sessions.jsonl_path.
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
+                                 "AND name NOT IN ('source_files', 'sqlite_stat1')"):
+        columns = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')") if c != "jsonl_path"]
+        for column in columns:
+            found = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE instr("{column}", ?)', [TOKEN]).fetchone()[0]
+            assert found == 0, (table, column)
+    [(cwd, branch, project_name, project_path)] = conn.execute(
+        "SELECT cwd, git_branch, project, project_path FROM sessions").fetchall()
+    assert cwd.startswith("/srv/https-u-[REDACTED:github-pat:") and cwd.endswith("]@github.com/o/r")
+    assert branch.startswith("fix-[REDACTED:github-pat:") and project_path == cwd
+    assert "[REDACTED:github-pat:" in project_name
+    paths = conn.execute("SELECT file_path FROM tool_calls UNION ALL SELECT path FROM tool_call_files "
+                         "UNION ALL SELECT file_path FROM tool_results").fetchall()
+    assert paths == [(cwd + "/x.py",)] * 3
+    assert {row for row in conn.execute("SELECT cwd, git_branch FROM messages")} == {(cwd, branch)}
+    assert redacting.check(conn, redacting.redactor_for(db)) == {}
+
+
 def test_same_secret_same_marker_within_a_database(tmp_path, samples):
     write_session(tmp_path / ".claude", samples[:1] * 2)
     db = tmp_path / "o.db"

@@ -62,13 +62,17 @@ def authorizer(action, arg1, arg2, db_name, trigger_or_view):
     return sqlite3.SQLITE_DENY
 
 
+class ReadOnlyConnection(sqlite3.Connection):
+    """A connection ``connect_readonly`` opened: its authorizer stays on."""
+
+
 def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     """A read-only connection to an existing obelisk database."""
     path = Path(db_path)
     if not path.is_file():
         raise QueryError("OBELISK_NOT_FOUND", f"database not found: {path} (run `obelisk ingest` first)")
     uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA query_only = 1")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -141,10 +145,11 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
 def reading_only(conn: sqlite3.Connection):
     """The read-only authorizer on ``conn`` inside, if it is not on already.
 
-    A connection from ``connect_readonly`` has ``query_only`` on and keeps
-    its authorizer; any other gets the authorizer for this while only.
+    A connection from ``connect_readonly`` keeps its authorizer; any other
+    gets it for this while only (``query_only`` alone would not do: a
+    statement may turn it off, or change the journal mode).
     """
-    if conn.execute("PRAGMA query_only").fetchone()[0]:
+    if isinstance(conn, ReadOnlyConnection):
         yield
         return
     conn.set_authorizer(authorizer)

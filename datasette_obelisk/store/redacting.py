@@ -30,16 +30,26 @@ TEXT_FIELDS = {
     WorkflowAgent: ("description",),
     Workflow: ("script",),
 }
+# Short values that repeat (a token can sit in a clone's path or a branch
+# name): redacted through a cache.
+CONTEXT_FIELDS = {
+    Message: ("cwd", "git_branch"),
+    Session: ("project", "project_path", "cwd", "git_branch", "repository"),
+    ToolResult: ("file_path",),
+}
 JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
-# Stored text columns, for re-redacting rows whose source file is gone and
-# for `obelisk redact --check`.
+LIST_FIELDS = {ToolCall: ("file_paths",)}
+CACHED_VALUES = 4096
+# Stored text columns by table (key column first), for re-redacting rows
+# whose source file is gone and for `obelisk redact --check`.
 STORED_TEXT = {
-    "messages": ("id", "text"),
-    "tool_calls": ("id", "input_json"),
-    "tool_results": ("id", "content"),
+    "messages": ("id", "text", "cwd", "git_branch"),
+    "tool_calls": ("id", "input_json", "file_path"),
+    "tool_call_files": ("rowid", "path"),
+    "tool_results": ("id", "content", "file_path"),
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
-    "sessions": ("id", "title"),
+    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),
@@ -103,6 +113,7 @@ class RecordRedactor:
     def __init__(self, redactor: Redactor):
         self.redactor = redactor
         self._last = ("", "")  # a tool result's output is usually its message's text again
+        self._context: dict[str, str] = {}
 
     def __call__(self, record):
         kind = type(record)
@@ -110,11 +121,27 @@ class RecordRedactor:
             value = getattr(record, name)
             if value:
                 setattr(record, name, self.redact_text(value))
+        for name in CONTEXT_FIELDS.get(kind, ()):
+            value = getattr(record, name)
+            if value:
+                setattr(record, name, self.redact_context(value))
         for name in JSON_FIELDS.get(kind, ()):
             value = getattr(record, name)
             if value:
                 setattr(record, name, self.redact_json(value))
+        for name in LIST_FIELDS.get(kind, ()):
+            values = getattr(record, name)
+            if values:
+                setattr(record, name, [self.redact_context(value) for value in values])
         return record
+
+    def redact_context(self, value: str) -> str:
+        redacted = self._context.get(value)
+        if redacted is None:
+            if len(self._context) == CACHED_VALUES:
+                self._context.clear()
+            redacted = self._context[value] = self.redactor.redact(value)
+        return redacted
 
     def redact_text(self, text: str) -> str:
         if text == self._last[0]:
@@ -155,13 +182,7 @@ def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=No
     """Apply the current rules to stored rows (all, or those of ``file_ids``)."""
     record_redactor = RecordRedactor(redactor)
     changed = 0
-    for table, (key, column) in STORED_TEXT.items():
-        where, params = "", []
-        if file_ids is not None and table in ("messages", "tool_calls", "tool_results", "summaries", "titles"):
-            where = f" WHERE file_id IN ({','.join('?' * len(file_ids))})"
-            params = list(file_ids)
-        elif file_ids is not None:
-            continue
+    for table, column, key, where, params in _stored_columns(file_ids):
         updates = []
         for row_key, value in conn.execute(f"SELECT {key}, {column} FROM {table}{where}", params):
             if not value:
@@ -169,15 +190,27 @@ def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=No
             new = record_redactor.redact_json(value) if column.endswith("_json") else redactor.redact(value)
             if new != value:
                 updates.append((new, row_key))
-        conn.executemany(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", updates)
+        conn.executemany(f"UPDATE OR IGNORE {table} SET {column} = ? WHERE {key} = ?", updates)
         changed += len(updates)
     return changed
+
+
+def _stored_columns(file_ids=None):
+    """``(table, column, key, where, params)`` of each stored text column, of ``file_ids``'s
+    rows only when given (a table without file_id is read whole: redacting is idempotent)."""
+    for table, (key, *columns) in STORED_TEXT.items():
+        where, params = "", []
+        if file_ids is not None and table in ("messages", "tool_calls", "tool_results", "summaries", "titles"):
+            where = f" WHERE file_id IN ({','.join('?' * len(file_ids))})"
+            params = list(file_ids)
+        for column in columns:
+            yield table, column, key, where, params
 
 
 def check(conn: sqlite3.Connection, redactor: Redactor) -> dict:
     """What the current rules would still find, by table and rule; never the secrets."""
     report = {}
-    for table, (key, column) in STORED_TEXT.items():
+    for table, column, key, _, _ in _stored_columns():
         rules: Counter = Counter()
         rows = []
         for row_key, value in conn.execute(f"SELECT {key}, {column} FROM {table}"):

@@ -4,8 +4,8 @@ Both resolve the database, check that the actor may view it, run the
 work on a Datasette read connection, answer 403 if the work read a table
 the actor may not view (``visibility.py``) and turn a ``QueryError`` into
 the right response. Handlers themselves only parse parameters and call
-``query/``. A JSON read stops once its SQL has run for Datasette's
-``sql_time_limit_ms`` (504).
+``query/``. A JSON read, and each read a page makes, stops once its SQL
+has run for Datasette's ``sql_time_limit_ms`` (504).
 """
 
 from __future__ import annotations
@@ -70,6 +70,20 @@ def past_limit(code: str, milliseconds: int) -> QueryError:
     )
 
 
+class TimeLimited:
+    """A database whose every ``execute_fn`` stops at ``milliseconds`` (``time_limited``)."""
+
+    def __init__(self, db, milliseconds: int):
+        self._db = db
+        self._milliseconds = milliseconds
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
+
+    async def execute_fn(self, fn):
+        return await self._db.execute_fn(time_limited(fn, self._milliseconds))
+
+
 def json_view(endpoint):
     """A GET endpoint: ``endpoint.handler(conn, params)`` returns the JSON-able result.
 
@@ -117,10 +131,13 @@ def page_view(template: str, build, on_error=None):
 async def render_page(datasette, request, template: str, build, on_error=None, extra=None, status=200) -> Response:
     """The page ``build`` makes, with ``extra`` in its context, or the error page."""
     params = Params.from_request(request)
+    limit = datasette.setting("sql_time_limit_ms")
     try:
         db = await readable_database(datasette, request)
         await refresh_if_live(datasette, db)
-        context = await guarded(datasette, request.actor, db, lambda reading: build(datasette, request, reading, params))
+        context = await guarded(
+            datasette, request.actor, db, lambda reading: build(datasette, request, TimeLimited(reading, limit), params)
+        )
     except QueryError as error:
         return await error_page(datasette, request, error, on_error(params) if on_error else {})
     context = {
