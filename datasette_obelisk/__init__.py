@@ -77,7 +77,7 @@ def database_actions(datasette, actor, database, request):
 def table_actions(datasette, actor, database, table, request):
     from .web.menus import table_actions
 
-    return table_actions(datasette, database, table)
+    return table_actions(datasette, database, table, request)
 
 
 @hookimpl

@@ -169,7 +169,27 @@ PHONE_PAGES = [
     "/-/obelisk/overview",
     "/-/obelisk/files",
     "/-/obelisk/failures",
+    # an agent's chain of long paths
+    "/-/obelisk/event/fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642/20",
 ]
+
+
+def test_back_from_a_result_returns_to_where_the_reader_was(server, page):
+    page.goto(f"{server}/-/obelisk?q=the")
+    page.wait_for_selector(".ob-result")
+    page.evaluate("window.scrollTo(0, 700)")
+    scrolled = page.evaluate("window.scrollY")
+    assert scrolled > 0
+    link = next(a for a in page.locator(".ob-result h2 a").all() if a.bounding_box()["y"] > 0)
+    link.click()
+    page.wait_for_selector(".ob-transcript")
+    page.go_back()
+    page.wait_for_selector(".ob-result")
+    page.wait_for_timeout(200)
+    assert page.evaluate("window.scrollY") == scrolled
+    assert page.evaluate("document.activeElement.name") != "q"
+    page.goto(f"{server}/-/obelisk")  # no query yet: the box takes the focus
+    assert page.evaluate("document.activeElement.name") == "q"
 
 
 def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):

@@ -443,6 +443,17 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     listed = failures.count('<li class="ob-result">')
     blocked = failures.count('<span class="ob-outcome failed">blocked</span>')
     assert blocked and cards[f"failed tool calls ({blocked} blocked)"] == listed
+    tools = re.search(r"<h2>Tools</h2>.*?</table>", html, re.S).group(0)
+    [(names, calls, failed)] = rows(web_db, "SELECT COUNT(DISTINCT name), COUNT(*), (SELECT COUNT(*) FROM tool_results r "
+                                            "JOIN tool_calls c ON c.id = r.tool_use_id WHERE outcome = 'failed' OR is_error = 1) "
+                                            "FROM tool_calls")
+    assert names > 15 and f"{names - 15} other tools</a>" in tools  # the table says what it leaves out
+    assert sum(numbers(re.findall(r'<td class="num">([\d,]+)</td><td class="num">\d+</td></tr>', tools))) == calls
+    # every failure of a call (one failed result in the corpus names no call it made)
+    assert sum(numbers(re.findall(r'<td class="num">(\d+)</td></tr>', tools))) == failed == listed - 1
+    [(no_project,)] = rows(web_db, "SELECT COUNT(*) FROM sessions WHERE project IS NULL")
+    if no_project:
+        assert "/obelisk/sessions?project__isnull=1&amp;_sort_desc=ended_at" in project_table
 
 
 def test_overview_activity_reads_the_messages_once(web_db):
@@ -477,6 +488,8 @@ async def test_datasette_pages_link_to_ours(ds):
     assert f"/-/obelisk/session/{XSS_SESSION}/lineage?db=obelisk" in links(row)
     sessions_table = await page(ds, "/obelisk/sessions")
     assert "/-/obelisk?db=obelisk" in links(sessions_table)
+    searched = await page(ds, "/obelisk/messages", _search="zebrafish")
+    assert "/-/obelisk?db=obelisk&q=zebrafish" in links(searched)  # the table's search carries over
     database = await page(ds, "/obelisk")
     assert "/-/obelisk/overview?db=obelisk" in links(database)
 
@@ -862,3 +875,32 @@ async def test_reasoning_a_line_opens_with_is_folded_apart_from_what_it_says(ds)
     assert re.search(r'<details><summary class="ob-muted">Thinking</summary>.*Reasoning goes here\..*</details>', entry, re.S)
     after = entry[entry.index("</details>") + len("</details>"):]
     assert "I&#39;ll list files." in after and "Reasoning goes here" not in after
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("url,params", [
+    ("/-/obelisk", {"q": "the"}), ("/-/obelisk", {"q": "the OR a*", "mode": "raw"}), ("/-/obelisk/failures", {}),
+])
+async def test_a_page_past_the_time_limit_is_a_504_saying_which_limit(ds, monkeypatch, url, params):
+    setting = ds.setting
+    monkeypatch.setattr(ds, "setting", lambda name: 1 if name == "sql_time_limit_ms" else setting(name))
+    html = await page(ds, url, 504, **params)
+    assert "OBELISK_TIMEOUT" in html and "datasette serve --setting sql_time_limit_ms 10000" in html
+    monkeypatch.undo()
+    await page(ds, url, **params)
+
+
+@pytest.mark.asyncio
+async def test_counts_read_as_words_and_untimed_lines_show_no_empty_time(ds):
+    lineage = await page(ds, "/-/obelisk/session/sidechain_main/lineage")
+    assert " · 1 message" in lineage and "1 messages" not in lineage
+    assert "1 direct child" in lineage
+    transcript = await page(ds, "/-/obelisk/session/edge_cases")
+    assert "#11</a> · <a href" in transcript and " ·  · " not in transcript
+
+
+@pytest.mark.asyncio
+async def test_files_past_the_last_page_say_so(ds):
+    html = await page(ds, "/-/obelisk/files", offset="999999")
+    assert re.search(r"No paths past the [\d,]+ paths: <a href=\"/-/obelisk/files\">back to the first page</a>", html)
+    assert "Paths 1,000,000" not in html

@@ -454,12 +454,18 @@ def test_datasette_serve_refuses_a_bad_configuration_with_one_line(db, tmp_path)
 async def test_a_refused_form_post_shows_the_memories_page_with_the_error(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     before = counts(db)
-    response = await ds.client.post(REMEMBER, data={"path": "/etc/passwd", "summary": "outside"}, actor=ROOT)
+    sent = {"path": "/etc/passwd", "summary": "outside <the> root", "project": "p&q", "anchors": '["a"]'}
+    response = await ds.client.post(REMEMBER, data=sent, actor=ROOT)
     assert response.status_code == 400
     assert "location" not in response.headers
     assert response.headers["content-type"].startswith("text/html")
     assert '<p class="ob-error" role="alert"><code>OBELISK_MEMORY_REFUSED</code>' in response.text
     assert "<h1>Memories</h1>" in response.text
+    # The form keeps what was typed, escaped.
+    assert '<input name="path" required value="/etc/passwd">' in response.text
+    assert '<textarea name="summary" rows="2" required>outside &lt;the&gt; root</textarea>' in response.text
+    assert '<input name="project" value="p&amp;q">' in response.text
+    assert 'value="[&#34;a&#34;]">' in response.text
     assert counts(db) == before
 
 

@@ -43,12 +43,13 @@ def database_actions(datasette, database):
     return inner
 
 
-def table_actions(datasette, database, table):
+def table_actions(datasette, database, table, request=None):
     async def inner():
         if table not in TABLE_PAGES or database not in await obelisk_databases(datasette):
             return []
         path, label = TABLE_PAGES[table]
-        return [{"href": obelisk_url(datasette, path, db=database), "label": label}]
+        search = request.args.get("_search") if request is not None and path == "" else None
+        return [{"href": obelisk_url(datasette, path, db=database, q=search or None), "label": label}]
 
     return inner
 

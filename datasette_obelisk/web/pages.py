@@ -104,7 +104,7 @@ async def overview_page(datasette, request, db, params):
         return {
             "totals": dashboard.totals(conn, files=files),
             "activity": dashboard.activity(conn),
-            "tools": dashboard.tool_usage(conn),
+            "tools": dashboard.tool_usage(conn, limit=None),
             "indexing": dashboard.indexing_note(conn),
         }
 

@@ -62,6 +62,12 @@ class TemplateHelpers:
         return text[:16].replace("T", " ") if len(text) >= 16 and text[4] == "-" else text
 
     @staticmethod
+    def count(n, noun: str, plural: str | None = None) -> str:
+        """``1 message``, ``2,048 messages``."""
+        n = n or 0
+        return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+    @staticmethod
     def pretty_json(text) -> str:
         try:
             return json.dumps(json.loads(text), indent=2, ensure_ascii=False)

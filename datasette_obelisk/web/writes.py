@@ -100,6 +100,7 @@ def write_view(action: str, perform, done: str):
         if request.method != "POST":
             return method_not_allowed("POST")
         config = settings(datasette)
+        entered: dict = {}
         try:
             db = await database_for(datasette, request)
             if not await allowed(datasette, request.actor, action, db.name):
@@ -109,6 +110,7 @@ def write_view(action: str, perform, done: str):
             if not config.memory_roots:
                 raise QueryError("OBELISK_MEMORY_REFUSED", "no memory_roots are configured: nothing is writable")
             record = await read_record(request, config.max_body_bytes)
+            entered = {key: value for key, value in record.items() if isinstance(value, str)}
             roots = list(config.memory_roots)
             actor = request.actor
             result = await db.execute_write_fn(
@@ -116,7 +118,7 @@ def write_view(action: str, perform, done: str):
             )
         except QueryError as error:
             if from_our_form(request):
-                return await memories_with_error(datasette, request, error)
+                return await memories_with_error(datasette, request, error, entered)
             return json_error(error)
         if from_our_form(request):
             datasette.add_message(request, done.format(**result), datasette.INFO)
@@ -126,13 +128,14 @@ def write_view(action: str, perform, done: str):
     return view
 
 
-async def memories_with_error(datasette, request, error: QueryError) -> Response:
-    """The memories page again, with the refusal above it, at the refusal's status."""
+async def memories_with_error(datasette, request, error: QueryError, entered: dict) -> Response:
+    """The memories page again, with the refusal above it and the form as it was sent, at the refusal's status."""
     from .handlers import render_page
     from .pages import memories_page
 
     return await render_page(
-        datasette, request, "obelisk/memories.html", memories_page, extra={"write_error": error}, status=error.status
+        datasette, request, "obelisk/memories.html", memories_page,
+        extra={"write_error": error, "entered": entered}, status=error.status,
     )
 
 
