@@ -91,6 +91,7 @@ def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
     page.click("button[type=submit]")
     page.wait_for_selector(".ob-result")
     assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
+    assert page.locator(".ob-to-facets").is_hidden()  # the facets are beside the results
     page.screenshot(path=str(screenshots / "search.png"))
 
     page.click("a[data-facet=source] >> text=claude")
@@ -212,5 +213,7 @@ def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
     first_result = page.locator(".ob-result").first.bounding_box()["y"]
     facets = page.locator(".ob-facets").bounding_box()["y"]
     assert first_result < facets
+    page.click(".ob-to-facets a")  # a link above the results reaches them
+    assert page.evaluate("window.scrollY") > 0 and page.url.endswith("#facets")
     page.screenshot(path=str(screenshots / "search-phone.png"))
     context.close()

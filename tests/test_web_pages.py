@@ -170,7 +170,7 @@ async def test_transcript_folds_tool_calls_with_outcome_and_preview(ds):
     tool = re.search(r'<details class="ob-tool" id="tool-toolu_xss1">\s*<summary>(.*?)</summary>', html, re.S)
     assert tool and "Bash" in tool.group(1) and "failed" in tool.group(1) and "echo" in tool.group(1)
     assert html.count('id="m4"') == 0  # the result line is folded into its call
-    assert "/-/obelisk/api/raw?uuid=xss-a1" in links(html)
+    assert "/-/obelisk/api/raw?uuid=xss-a1&limit=10000000" in links(html)
     assert f"/-/obelisk/session/{XSS_SESSION}/lineage" in links(html)
 
 
@@ -667,7 +667,9 @@ async def test_pages_show_the_start_of_a_long_text_and_link_the_rest(long_chain)
         html = await page(long_chain, url)
         assert "x" * RESULT_CHARS in html and "x" * (RESULT_CHARS + 1) not in html, url
         assert html.count(note) == 1, url
-        assert "/-/obelisk/api/raw?uuid=chain-60" in links(html), url
+        assert "/-/obelisk/api/raw?uuid=chain-60&limit=10000000" in links(html), url
+    line = (await long_chain.client.get("/-/obelisk/api/raw?uuid=chain-60&limit=10000000")).json()
+    assert not line["hasMore"] and "x" * BIG_TEXT in line["text"]  # the link shows the rest, whole
 
 
 BIG_CALL = "big-call-session"
@@ -705,7 +707,7 @@ def shown_cut(value: str, tag: str, css: str, uuid: str) -> str:
     from datasette_obelisk.query.transcript import RESULT_CHARS
 
     return (f'<{tag} class="{css}">{escape(value[:RESULT_CHARS])}<span class="ob-muted ob-more"> … '
-            f'{len(value) - RESULT_CHARS:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}">raw</a>)</span></{tag}>')
+            f'{len(value) - RESULT_CHARS:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}&amp;limit=10000000">raw</a>)</span></{tag}>')
 
 
 def longest_run(html: str) -> int:
@@ -783,7 +785,7 @@ def shown_result(output: str, limit: int, uuid: str) -> str:
     from markupsafe import escape
 
     return (f'<pre class="ob-pre">{escape(output[:limit])}<span class="ob-muted ob-more"> … '
-            f'{len(output) - limit:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}">raw</a>)</span></pre>')
+            f'{len(output) - limit:,} more characters (see <a href="/-/obelisk/api/raw?uuid={uuid}&amp;limit=10000000">raw</a>)</span></pre>')
 
 
 @pytest.mark.asyncio

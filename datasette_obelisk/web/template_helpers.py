@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
+from ..query.obelisk import MAX_RAW_LIMIT
 from ..query.transcript import RESULT_CHARS
 from . import urls
 from .highlight import snippet_html
@@ -44,6 +45,10 @@ class TemplateHelpers:
         """An API endpoint: ``api('raw', uuid=...)``, ``api('session-query/session', session_id)``."""
         tail = "".join("/" + urls.segment(part) for part in parts)
         return urls.obelisk_url(self.datasette, "/api/" + _name + tail, db=self.db, **query)
+
+    def raw(self, uuid) -> str:
+        """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters)."""
+        return self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT)
 
     def table(self, database: str, table: str, **query) -> str:
         from urllib.parse import urlencode
