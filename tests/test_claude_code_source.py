@@ -467,9 +467,9 @@ def test_a_result_names_the_file_its_tool_result_says(details, path):
 
 def test_a_turn_duration_line_keeps_its_duration():
     line = {"type": "system", "subtype": "turn_duration", "uuid": "d1", "parentUuid": "a1", "durationMs": 247515}
-    records = feed_lines([line, {**line, "uuid": "d2", "durationMs": "soon"}])
+    records = feed_lines([line, {**line, "uuid": "d2", "durationMs": "soon"}, {**line, "uuid": "d3", "durationMs": 2**64 - 1}])
     assert [(m.uuid, m.turn_duration_ms, m.is_meta) for m in of_type(records, Message)] == [
-        ("d1", 247515, 1), ("d2", None, 1),
+        ("d1", 247515, 1), ("d2", None, 1), ("d3", None, 1),  # past SQLite's integers: not a duration
     ]
 
 

@@ -843,3 +843,47 @@ def test_a_file_holding_copies_of_anothers_lines_can_be_replaced_without_losing_
     ingest(db, roots)
     ingest(fresh, roots)
     assert diff(snapshot(db), snapshot(fresh)) == []
+
+
+def claude_session(tmp_path, *objects):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True, exist_ok=True)
+    common = {"sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z"}
+    (project / "s1.jsonl").write_bytes(claude_lines(*({**common, **o} for o in objects)))
+    return tmp_path / "claude"
+
+
+def test_reasoning_lines_are_no_messages_and_absurd_counts_are_dropped(tmp_path):
+    root = claude_session(
+        tmp_path,
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "Why?"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "message": {
+            "role": "assistant", "id": "m1", "content": [{"type": "thinking", "thinking": "hmm"}]}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1", "message": {
+            "role": "assistant", "id": "m1", "content": [{"type": "redacted_thinking", "data": "EpAx"}]}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2", "message": {
+            "role": "assistant", "id": "m1", "content": [{"type": "text", "text": "Because."}],
+            "usage": {"input_tokens": 2**64 - 1, "output_tokens": 5}}},
+    )
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": root})
+    assert rows(db, "SELECT message_count, input_tokens, output_tokens FROM sessions") == [(2, 0, 5)]
+
+
+def test_an_inline_agent_takes_the_last_folder_and_branch_its_lines_name_however_they_arrive(tmp_path):
+    main = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "Start"}, "cwd": "/p"}
+    side = {"type": "user", "isSidechain": True, "message": {"role": "user", "content": "Look"}}
+    lines = [
+        main,
+        {**side, "uuid": "x1", "parentUuid": "u1", "cwd": "/p/a", "gitBranch": "b1"},
+        {**side, "uuid": "x2", "parentUuid": "x1", "cwd": "/p/b"},
+        {**side, "uuid": "x3", "parentUuid": "x2", "gitBranch": "b2"},
+    ]
+    whole = claude_session(tmp_path / "whole", *lines)
+    ingest(tmp_path / "whole.db", {"claude": whole})
+    parts = tmp_path / "parts"
+    for end in range(1, len(lines) + 1):
+        ingest(tmp_path / "parts.db", {"claude": claude_session(parts, *lines[:end])})
+    expected = [("s1:agent-sidechain-x1", "/p/b", "b2")]
+    query = "SELECT id, cwd, git_branch FROM sessions WHERE agent_id IS NOT NULL"
+    assert rows(tmp_path / "whole.db", query) == rows(tmp_path / "parts.db", query) == expected

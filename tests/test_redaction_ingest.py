@@ -194,6 +194,37 @@ def test_new_rules_replay_live_files_and_redact_archived_rows(tmp_path, samples,
     assert github.secrets[0].encode() not in database_bytes(db)
 
 
+def test_a_file_gone_in_the_run_that_brings_new_rules_is_redacted_in_place(tmp_path, samples, monkeypatch):
+    from datasette_obelisk.store.redaction import Redactor, load_rules
+
+    github = next(s for s in samples if s.kind.startswith("github"))
+    fewer = [r for r in load_rules() if r.id == "jwt"]
+    monkeypatch.setattr(redacting, "redactor_for", lambda db: Redactor(key=redacting.load_key(db), rules=fewer))
+    path = write_session(tmp_path / ".claude", [github])
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    assert github.secrets[0].encode() in database_bytes(db)
+    monkeypatch.undo()
+    monkeypatch.setattr(redacting, "RULESET_VERSION", redacting.RULESET_VERSION + 1)
+    path.unlink()  # read again for the new rules, it is found gone
+    assert ingest(db, {"claude": tmp_path / ".claude"}).files_missing == 1
+    conn = sqlite3.connect(db)
+    assert redacting.check(conn, redacting.redactor_for(db)) == {}
+    assert conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (3,)  # the archive keeps its rows
+
+
+def test_a_project_folder_renamed_to_a_name_holding_a_secret_is_stored_redacted(tmp_path):
+    projects = tmp_path / ".claude" / "projects"
+    (projects / "-tmp-repo").mkdir(parents=True)
+    (projects / "-tmp-repo" / "s1.jsonl").write_text(claude_line("u1", None, "user", "hello") + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    (projects / "-tmp-repo").rename(projects / f"-tmp-{TOKEN}")
+    ingest(db, {"claude": tmp_path / ".claude"})
+    [(project,)] = sqlite3.connect(db).execute("SELECT project FROM sessions").fetchall()
+    assert project.startswith("-tmp-[REDACTED:github-pat:") and TOKEN not in project
+
+
 def test_raw_lines_reread_from_disk_are_redacted(tmp_path, samples):
     from datasette_obelisk.query import obelisk
     from datasette_obelisk.query.readonly import connect_readonly

@@ -610,3 +610,11 @@ def test_log_text_holding_the_match_marks_cannot_forge_a_match(toy):
     best = search_sessions(toy.conn(), "findme")["items"][0]["best"]
     assert best["snippet"] == {"text": "\ufffd<b>forged</b>\ufffd findme", "matches": [[16, 22]]}
     assert search_events(toy.conn(), "s1", "findme")["items"][0]["snippet"] == best["snippet"]
+
+
+def test_event_search_of_a_session_whose_document_is_not_written_yet(logs):
+    """Messages are searchable once committed; the session's document comes when it is derived."""
+    scored = search_events(logs.conn(), "s1", "database")["items"]
+    logs.sql("DELETE FROM session_docs WHERE session_id = 's1'")
+    items = search_events(logs.conn(), "s1", "database")["items"]
+    assert [(i["uuid"], i["score"]) for i in items] == [(i["uuid"], i["score"]) for i in scored]

@@ -263,7 +263,7 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
         where = f"session_docs_fts MATCH ? AND {where}"
     return rows(
         conn,
-        f"""SELECT d.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+        f"""SELECT d.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
               f.rank AS rank
             FROM {ranked} JOIN session_docs d ON d.id = f.rowid
             JOIN sessions s ON s.id = d.session_id
@@ -319,7 +319,7 @@ class _AllMatches(_Candidates):
                   WHERE messages_fts MATCH ? AND {event_where}
                 ),
                 best AS (SELECT session_id, MIN(rank) AS rank FROM hits GROUP BY session_id)
-                SELECT b.session_id, d.first_id, d.last_id, d.chars * 1.0 / d.messages AS avg_length,
+                SELECT b.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
                   b.rank AS rank
                 FROM best b JOIN session_docs d ON d.session_id = b.session_id
                 JOIN sessions s ON s.id = b.session_id
@@ -353,6 +353,19 @@ def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, se
             ORDER BY score DESC, m.id DESC LIMIT ?""",
         [expression, first_id, last_id, session_id, *params, *score_params, count],
     )
+
+
+def average_length(conn, session_id: str) -> float:
+    """The mean message length bm25 normalises by: the session index's, as grouped search
+    scores it, else (a session whose document is not written yet) its messages'."""
+    found = conn.execute(
+        f"SELECT {AVERAGE_LENGTH.format('d')} FROM session_docs d WHERE d.session_id = ?", [session_id]
+    ).fetchone()
+    if found is None:
+        found = conn.execute(
+            "SELECT max(coalesce(avg(text_length), 1), 1.0) FROM messages WHERE session_id = ?", [session_id]
+        ).fetchone()
+    return found[0]
 
 
 def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> list[str]:
@@ -409,10 +422,7 @@ def search_events(
     if first_id is None:
         return page
     where, params = filters.event_sql("m")
-    score, score_params = EventScorer(conn, fts).sql(
-        f"(SELECT {AVERAGE_LENGTH.format('d')} FROM session_docs d WHERE d.session_id = ?)", [session_id],
-        window="w.window",
-    )
+    score, score_params = EventScorer(conn, fts).sql("?", [average_length(conn, session_id)], window="w.window")
     found = rows(
         conn,
         f"""WITH w AS MATERIALIZED (

@@ -47,7 +47,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
-from .common import call_text, thinking_meta
+from .common import call_text, int_or_none, thinking_meta
 from .lines import Line, decode_object
 
 SOURCE = "claude"
@@ -461,7 +461,7 @@ class ClaudeCodeParser:
         if message.subtype == "compact_boundary":
             message.meta = _compaction_meta(obj)
         elif message.subtype == "turn_duration":
-            message.turn_duration_ms = _int(obj.get("durationMs"))
+            message.turn_duration_ms = int_or_none(obj.get("durationMs"))
         return message
 
     def _member_agent_id(self, obj: dict) -> str | None:
@@ -546,8 +546,8 @@ class ClaudeCodeParser:
             parent_tool_use_id=result.tool_use_id,
             agent_type=_text(details.get("agentType")),
             description=_text(details.get("description")),
-            duration_ms=_int(details.get("totalDurationMs")),
-            total_tokens=_int(details.get("totalTokens")),
+            duration_ms=int_or_none(details.get("totalDurationMs")),
+            total_tokens=int_or_none(details.get("totalTokens")),
         )
 
     # Content
@@ -616,8 +616,8 @@ class ClaudeCodeParser:
             timestamp=_text(obj.get("timestamp")),
             agent_id=self._spawned_agent_id(obj),
             exit_code=_exit_code(content),
-            agent_duration_ms=_int(details.get("totalDurationMs")),
-            agent_tokens=_int(details.get("totalTokens")),
+            agent_duration_ms=int_or_none(details.get("totalDurationMs")),
+            agent_tokens=int_or_none(details.get("totalTokens")),
             file_path=_result_file_path(details),
         )
 
@@ -663,7 +663,7 @@ class ClaudeCodeParser:
             for item in (progress if isinstance(progress, list) else ())
             if isinstance(item, dict) and item.get("type") == "workflow_agent"
         ]
-        agent_count = _int(doc.get("agentCount"))
+        agent_count = int_or_none(doc.get("agentCount"))
         if agent_count is None and isinstance(progress, list):
             agent_count = len(agents)
         result = doc.get("result")
@@ -677,8 +677,8 @@ class ClaudeCodeParser:
                 result_json=None if result is None else orjson.dumps(result).decode(),
                 timestamp=_text(doc.get("timestamp")),
                 agent_count=agent_count,
-                duration_ms=_int(doc.get("durationMs")),
-                total_tokens=_int(doc.get("totalTokens")),
+                duration_ms=int_or_none(doc.get("durationMs")),
+                total_tokens=int_or_none(doc.get("totalTokens")),
                 status=_text(doc.get("status")),
                 workflow_name=_text(doc.get("workflowName")),
             )
@@ -695,9 +695,9 @@ class ClaudeCodeParser:
                         label=_text(agent.get("label")),
                         model=_text(agent.get("model")),
                         state=_text(agent.get("state")),
-                        duration_ms=_int(agent.get("durationMs")),
-                        tokens=_int(agent.get("tokens")),
-                        tool_calls=_int(agent.get("toolCalls")),
+                        duration_ms=int_or_none(agent.get("durationMs")),
+                        tokens=int_or_none(agent.get("tokens")),
+                        tool_calls=int_or_none(agent.get("toolCalls")),
                     )
                 )
         return records
@@ -710,10 +710,6 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _add_api_fields(message: Message, payload: dict) -> None:
     """Role, model, API message id, stop reason and usage of ``message``."""
     message.role = _text(payload.get("role"))
@@ -722,10 +718,10 @@ def _add_api_fields(message: Message, payload: dict) -> None:
     message.stop_reason = _text(payload.get("stop_reason"))
     usage = payload.get("usage")
     if isinstance(usage, dict):
-        message.input_tokens = _int(usage.get("input_tokens"))
-        message.output_tokens = _int(usage.get("output_tokens"))
-        message.cache_read_tokens = _int(usage.get("cache_read_input_tokens"))
-        message.cache_creation_tokens = _int(usage.get("cache_creation_input_tokens"))
+        message.input_tokens = int_or_none(usage.get("input_tokens"))
+        message.output_tokens = int_or_none(usage.get("output_tokens"))
+        message.cache_read_tokens = int_or_none(usage.get("cache_read_input_tokens"))
+        message.cache_creation_tokens = int_or_none(usage.get("cache_creation_input_tokens"))
 
 
 def _compaction_meta(obj: dict) -> dict | None:
@@ -769,7 +765,7 @@ def _structural_text(obj: dict, line_type: str) -> str:
 def _error_details(error: Any) -> Iterator[str | None]:
     """Message, type and HTTP status of an API error and of the errors it wraps."""
     while isinstance(error, dict):
-        status = _int(error.get("status"))
+        status = int_or_none(error.get("status"))
         yield _text(error.get("message"))
         yield _text(error.get("type"))
         yield f"status {status}" if status else None

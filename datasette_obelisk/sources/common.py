@@ -361,8 +361,17 @@ def usage_fields(
     }
 
 
+SQLITE_INTEGERS = range(-(2**63), 2**63)
+
+
+def int_or_none(value: Any) -> int | None:
+    """``value`` when it is an integer SQLite can store, else None (a bool is no integer here)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value in SQLITE_INTEGERS else None
+
+
 def as_int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    found = int_or_none(value)
+    return 0 if found is None else found
 
 
 def thinking_meta(thinking: str, text: str) -> dict | None:

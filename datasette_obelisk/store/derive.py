@@ -190,7 +190,7 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
     agent_of: dict[str, tuple[str, str]] = {}  # uuid -> (agent id, child session)
     children = set()
     moved = []
-    context: dict[str, tuple] = {}  # child session -> its last line's (cwd, git branch)
+    context: dict[str, list] = {}  # child session -> the last cwd and git branch its lines name
     for row_id, uuid, parent_uuid, text, is_meta, cwd, git_branch in rows:
         owner = agent_of.get(parent_uuid) if parent_uuid else None
         if owner is None and parent_uuid:
@@ -217,12 +217,12 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
             )
         children.add(child)
         moved.append(_Moved(child, text, is_meta))
-        if cwd or git_branch:
-            context[child] = (cwd, git_branch)
-    # The agent's directory and branch are its last line's, as a session's are.
+        last = context.setdefault(child, [None, None])
+        last[0], last[1] = cwd or last[0], git_branch or last[1]
+    # The agent's directory and branch are the last its lines name, as a session's are.
     conn.executemany(
         "UPDATE sessions SET cwd = coalesce(?, cwd), git_branch = coalesce(?, git_branch) WHERE id = ?",
-        [(*context[child], child) for child in children if child in context],
+        [(*context[child], child) for child in children],
     )
     conn.executemany(
         "INSERT OR IGNORE INTO file_sessions (file_id, session_id) "
@@ -429,10 +429,10 @@ def counted_usage(rows: list[SessionRow]) -> set[int]:
 # The start and a title of a kind derivation chooses follow the stored rows
 # alone (a title a source's session record set itself is kept when no
 # candidate is left); the other columns keep what a session record gave when
-# the rows say nothing. A session no time but its start is known of ends there.
+# the rows say nothing.
 SESSION_UPDATE = f"""UPDATE sessions SET
      started_at = ?1,
-     ended_at = COALESCE(?2, ended_at, ?1),
+     ended_at = COALESCE(?2, ended_at),
      message_count = ?3, input_tokens = ?4, output_tokens = ?5,
      cache_read_tokens = ?6, cache_creation_tokens = ?7,
      project_path = COALESCE(?8, project_path, cwd),
@@ -447,8 +447,10 @@ SESSION_UPDATE = f"""UPDATE sessions SET
    WHERE id = ?17"""
 
 
+MAX_INTEGER = 2**63 - 1  # SQLite's; token totals of absurd counts stop there
+
 # What a reply holds besides its messages: reasoning, tool calls and their output.
-NOT_CONVERSATION = ("thinking", "tool_result", "tool_use")
+NOT_CONVERSATION = ("thinking", "redacted_thinking", "tool_result", "tool_use")
 CONVERSATION_SQL = (
     "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
     f"AND content_type NOT IN ({', '.join(repr(t) for t in NOT_CONVERSATION)})"
@@ -487,7 +489,10 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
         "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
     ).fetchall()
     timestamps = [r.timestamp for r in rows if is_moment(r.timestamp)]
-    started = min([*timestamps, *(start for start, in starts if is_moment(start))], default=None)
+    recorded = [start for start, in starts if is_moment(start)]
+    started = min([*timestamps, *recorded], default=None)
+    # A session with no time but its files' starts ends at the last of them.
+    ended = max(timestamps, default=None) or max(recorded, default=None)
     used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id)
     last = conn.execute(
@@ -505,10 +510,12 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
         {"s": session_id},
     ).fetchone()
     return [
-        started, max(timestamps, default=None),
+        started, ended,
         sum(is_conversation(r, surfaces[r.id][1]) for r in rows),
-        sum(r.input_tokens or 0 for r in used), sum(r.output_tokens or 0 for r in used),
-        sum(r.cache_read_tokens or 0 for r in used), sum(r.cache_creation_tokens or 0 for r in used),
+        *(min(total, MAX_INTEGER) for total in (
+            sum(r.input_tokens or 0 for r in used), sum(r.output_tokens or 0 for r in used),
+            sum(r.cache_read_tokens or 0 for r in used), sum(r.cache_creation_tokens or 0 for r in used),
+        )),
         last[0], project_slug(last[0]), last[1], last[2], last[3],
         title, title_source, last[4], len(rows), session_id,
     ]

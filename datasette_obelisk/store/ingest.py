@@ -109,7 +109,7 @@ class Ingester:
         sources: Mapping[str, Source],
         roots: Mapping[str, Path],
         *,
-        redact: Callable | None = None,
+        redact: "redacting.RecordRedactor | None" = None,
         chunk_bytes: int = CHUNK_BYTES,
         cold_load_bytes: int | None = COLD_LOAD_BYTES,
         read_ahead_bytes: int | None = READ_AHEAD_BYTES,
@@ -124,6 +124,7 @@ class Ingester:
         self.sources = sources
         self.roots = roots
         self.reader = Reader(sources, redact, chunk_bytes)
+        self.redact = redact
         self.chunk_bytes = chunk_bytes
         self.cold_load_bytes = cold_load_bytes
         self.read_ahead_bytes = read_ahead_bytes
@@ -427,7 +428,7 @@ class Ingester:
         unseen = [
             row
             for row in self.conn.execute(
-                "SELECT id, path FROM source_files WHERE missing = 0 AND source IN (%s)"
+                "SELECT id, path, parser_version FROM source_files WHERE missing = 0 AND source IN (%s)"
                 % ",".join("?" * len(self.roots)),
                 list(self.roots),
             )
@@ -442,7 +443,11 @@ class Ingester:
             for row in gone:
                 self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
                 self.queue_sessions_of_file(row["id"])
-                relocate(self.conn, row["id"])
+                relocate(self.conn, row["id"], self.redact.redact_context if self.redact else None)
+            # Files that were to be read again (after new redaction rules too) and never will be.
+            pending = [row["id"] for row in gone if row["parser_version"] is None]
+            if pending and self.redact is not None:
+                redacting.redact_stored_rows(self.conn, self.redact.redactor, pending)
             self.bump_generation()
         self.summary.files_missing += len(gone)
 

@@ -21,8 +21,9 @@ from .reader import open_stream
 MOVED_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles")
 
 
-def relocate(conn: sqlite3.Connection, gone_id: int) -> int | None:
-    """Move the rows of a file gone from disk to its copy; the copy's id, or None."""
+def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
+    """Move the rows of a file gone from disk to its copy; the copy's id, or None.
+    ``redact``: what the ingest does to a project name (None: nothing)."""
     gone = conn.execute(
         "SELECT source, cursor, head_hash, tail_hash FROM source_files WHERE id = ?", [gone_id]
     ).fetchone()
@@ -39,12 +40,12 @@ def relocate(conn: sqlite3.Connection, gone_id: int) -> int | None:
     for copy_id, path, compression in candidates:
         if _hashes(path, compression, gone[1]) == (gone[2], gone[3]):
             _move_rows(conn, gone_id, copy_id)
-            _follow_project(conn, gone_id, copy_id)
+            _follow_project(conn, gone_id, copy_id, redact or (lambda name: name))
             return copy_id
     return None
 
 
-def _follow_project(conn: sqlite3.Connection, old: int, new: int) -> None:
+def _follow_project(conn: sqlite3.Connection, old: int, new: int, redact) -> None:
     """A file moved to another project folder (the folder renamed): its sessions
     that were named after the old folder take the new one, as a fresh ingest names them."""
     (old_hints,), (new_hints,) = (
@@ -52,6 +53,7 @@ def _follow_project(conn: sqlite3.Connection, old: int, new: int) -> None:
     )
     before, after = (orjson.loads(h).get("project") if h else None for h in (old_hints, new_hints))
     if before and after and before != after:
+        before, after = redact(before), redact(after)
         conn.execute(
             "UPDATE sessions SET project = ? WHERE project = ? AND id IN (SELECT session_id FROM file_sessions "
             "WHERE file_id = ?)",
