@@ -39,6 +39,26 @@ def test_obelisk_trace_walks_the_links_without_reading_text(web_db):
     assert len(steps) == 3 and not [s for s in steps if "*" in s or "text" in s], steps
 
 
+def test_obelisk_trace_past_the_time_limit_stops_the_statement_with_the_usual_error(web_db, monkeypatch):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.web.sql_functions import register_functions
+
+    conn = sqlite3.connect(web_db)
+    register_functions(conn)
+    past = []
+
+    def interrupted(conn, uuid):  # the time limit falls while the function reads the chain
+        past.append(uuid)
+        raise sqlite3.OperationalError("interrupted")
+
+    monkeypatch.setattr(obelisk, "trace_uuids", interrupted)
+    conn.set_progress_handler(lambda: bool(past), 10)
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("SELECT count(*) FROM messages WHERE json_array_length(obelisk_trace(uuid)) > 5").fetchall()
+    assert str(error.value) == "interrupted"
+    conn.close()
+
+
 @pytest.mark.asyncio
 async def test_obelisk_snippet(ds):
     text = "word " * 100 + "zebrafish " + "word " * 100
@@ -203,17 +223,33 @@ def helper(web_db, name: str, *args):
 @pytest.mark.asyncio
 @pytest.mark.parametrize("bound", ["2026", "2025-06", " 2025-06-14 ", "2025-06-14T12:02:00+02:00", "2026-03-01T10:00"])
 async def test_stored_sessions_read_bounds_as_the_helper_does(ds, web_db, bound):
-    # The stored query lists transcripts too; the helper those whose parent session is stored not.
-    conn = sqlite3.connect(web_db)
-    reached = {row[0] for row in conn.execute(
-        "SELECT id FROM sessions s WHERE relationship IN ('subagent', 'workflow') "
-        "AND EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session_id)"
-    )}
-    conn.close()
     for name in ("after", "before"):
         rows = await stored(ds, "obelisk_sessions", **{name: bound}, limit="1000")
         expected = helper(web_db, "sessions", {name: bound, "limit": 1000})
-        assert [r["id"] for r in rows if r["id"] not in reached] == [r["id"] for r in expected]
+        assert [r["id"] for r in rows] == [r["id"] for r in expected]
+
+
+@pytest.mark.asyncio
+async def test_stored_sessions_and_overview_list_the_sessions_the_helpers_do(ds, web_db):
+    """Agents' transcripts only when their parent is not stored; forks count."""
+    rows = await stored(ds, "obelisk_sessions", limit="1000")
+    assert [r["id"] for r in rows] == [r["id"] for r in helper(web_db, "sessions", {"limit": 1000})]
+    assert any(":agent-" in r["id"] for r in rows)  # the agents of fa812bfe, a session not in the corpus
+    assert not any(":agent-sidechain-" in r["id"] for r in rows)
+    overview = await stored(ds, "obelisk_overview")
+    assert sum(r["sessions"] for r in overview) == helper(web_db, "overview")["totals"]["sessions"]
+
+
+@pytest.mark.asyncio
+async def test_stored_thread_and_trace_read_in_pages(ds, web_db):
+    whole = helper(web_db, "thread", "fe5e1c67-53e7-4862-81ae-d0e013e3270b")
+    pages = [await stored(ds, "obelisk_thread", session_id="fe5e1c67-53e7-4862-81ae-d0e013e3270b", offset=str(n))
+             for n in (0, 3)]
+    assert [r["uuid"] for r in pages[0]] == [m["uuid"] for m in whole]
+    assert [r["uuid"] for r in pages[1]] == [m["uuid"] for m in whole][3:]
+    last = whole[-1]["uuid"]
+    chain = helper(web_db, "trace", last)
+    assert [r["uuid"] for r in await stored(ds, "obelisk_trace", uuid=last, offset="2")] == [m["uuid"] for m in chain][2:]
 
 
 @pytest.mark.asyncio
@@ -291,6 +327,7 @@ async def test_stored_thread_true_values_include_meta(ds, web_db, value):
          'after must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not "bogus"'),
         ("obelisk_sessions", {"before": "2461000.5"},
          'before must be an ISO 8601 date or time, such as 2025-06-14 or 2025-06-14T11:01:31Z, not "2461000.5"'),
+        ("obelisk_thread", {"session_id": XSS_SESSION, "offset": "-1"}, 'offset must be a whole number, not "-1"'),
         ("obelisk_thread", {"session_id": XSS_SESSION, "include_meta": "maybe"},
          'include_meta must be 1/0, true/false, yes/no or on/off, not "maybe"'),
     ],

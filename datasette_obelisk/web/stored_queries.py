@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datasette.utils import named_parameters
 
 from ..query.moments import bound_sql, moment_sql
-from ..query.obelisk import MAX_LIMIT, THREAD_PLACEMENT
+from ..query.obelisk import MAX_LIMIT, THREAD_PLACEMENT, TOP_LEVEL
 from .params import FALSE, TRUE
 
 
@@ -81,13 +81,25 @@ def mode_check() -> tuple[str, str]:
     return refusal("lower(trim(:mode)) NOT IN ('', 'terms', 'phrase')", "mode must be terms or phrase", ":mode")
 
 
-def limit(default: int | None, *checks: tuple[str, str]) -> str:
-    """The LIMIT clause: refuses the first failing check, else ``:limit`` or ``default`` (None: no limit)."""
+def offset_check() -> tuple[str, str]:
+    return refusal(f"{given(':offset')} AND trim(:offset) GLOB '*[^0-9]*'", "offset must be a whole number", ":offset")
+
+
+def limit(default: int | None, *checks: tuple[str, str], paged: bool = False) -> str:
+    """The LIMIT clause: refuses the first failing check, else ``:limit`` or ``default`` (None: no limit);
+    ``paged``: from row ``:offset`` (Datasette returns at most ``max_returned_rows``)."""
     if default is not None:
         checks = (limit_check(), *checks)
+    if paged:
+        checks = (*checks, offset_check())
     refusals = "\n  ".join(f"WHEN {condition} THEN json_extract('{{}}', {message})" for condition, message in checks)
     value = f"COALESCE(NULLIF(trim(:limit), ''), {default})" if default is not None else "-1"
-    return f"LIMIT CASE\n  {refusals}\n  ELSE {value} END" if refusals else f"LIMIT {value}"
+    clause = f"LIMIT CASE\n  {refusals}\n  ELSE {value} END" if refusals else f"LIMIT {value}"
+    return clause + ("\nOFFSET CAST(COALESCE(NULLIF(trim(:offset), ''), 0) AS INTEGER)" if paged else "")
+
+
+PAGED = ("Datasette returns at most max_returned_rows (1,000 unless configured) rows at once: "
+         "offset skips that many, so a longer one reads in pages.")
 
 
 QUERIES = [
@@ -103,7 +115,8 @@ from messages_fts
 join messages m on m.id = messages_fts.rowid
 join sessions s on s.id = m.session_id
 where messages_fts match obelisk_fts(:q, coalesce(nullif(trim(:mode), ''), 'terms'))
-  and m.is_meta = 0 and {PROJECT} and {SOURCE} and {SESSION.format(col="m.session_id")}
+  and m.is_meta = 0 and coalesce(s.is_excluded, 0) = 0 and {PROJECT} and {SOURCE}
+  and {SESSION.format(col="m.session_id")}
 order by rank, m.timestamp desc
 {limit(20, mode_check())}
 """,
@@ -128,20 +141,21 @@ where m.uuid = :uuid
     StoredQuery(
         "obelisk_trace",
         "Parent chain",
-        "The parent_uuid chain of one message, root first (built by the obelisk_trace() SQL function).",
-        """
+        "The parent_uuid chain of one message, root first (built by the obelisk_trace() SQL function). " + PAGED,
+        f"""
 select chain.key as depth, m.uuid, m.role, m.type, m.timestamp, m.surface,
   substr(m.text, 1, 500) as text
 from json_each(obelisk_trace(:uuid)) as chain
 join messages m on m.uuid = chain.value
 order by chain.key
+{limit(None, paged=True)}
 """,
     ),
     StoredQuery(
         "obelisk_thread",
         "Session thread",
         "The messages of one session ordered by time, as thread() orders them. "
-        "include_meta (1/0, true/false, yes/no, on/off) adds injected and structural lines.",
+        "include_meta (1/0, true/false, yes/no, on/off) adds injected and structural lines. " + PAGED,
         f"""
 {THREAD_PLACEMENT}
 select m.seq, m.uuid, m.role, m.type, m.content_type, m.timestamp, m.surface,
@@ -149,19 +163,20 @@ select m.seq, m.uuid, m.role, m.type, m.content_type, m.timestamp, m.surface,
 from placed join messages m on m.id = placed.id
 where (m.is_meta = 0 or {is_true(':include_meta')})
 order by placed.at, placed.seq
-{limit(None, boolean_check(':include_meta'))}
+{limit(None, boolean_check(':include_meta'), paged=True)}
 """,
     ),
     StoredQuery(
         "obelisk_overview",
         "Overview by source and project",
-        "Sessions, messages, tokens and last activity per source and project.",
+        "Sessions, messages, tokens and last activity per source and project "
+        "(sessions as sessions() lists them: agents' transcripts count with their parent).",
         f"""
 select s.source, s.project, count(*) as sessions, sum(s.message_count) as messages,
   sum(s.input_tokens + s.output_tokens) as tokens, max(s.ended_at) as last_session_at,
   (select count(*) from memories mem where mem.project = s.project and mem.deleted_at is null) as memories
 from sessions s
-where s.parent_session_id is null and {PROJECT} and {SOURCE}
+where {TOP_LEVEL} and {PROJECT} and {SOURCE}
 group by s.source, s.project
 order by last_session_at desc
 """,
@@ -169,7 +184,8 @@ order by last_session_at desc
     StoredQuery(
         "obelisk_sessions",
         "Sessions",
-        "Sessions, newest first. Filters: project (LIKE), source, branch, started after/before "
+        "Sessions, newest first, as sessions() lists them (an agent's transcript only when its parent "
+        "is not stored). Filters: project (LIKE), source, branch, started after/before "
         "(ISO 8601, compared as instants; a year or a month means its first instant; "
         "a bound that is no time is refused with an error).",
         f"""
@@ -177,7 +193,7 @@ with bounds as (select {bound_sql(':after')} as after, {bound_sql(':before')} as
 select s.id, s.title, s.source, s.project, s.git_branch, s.model, s.started_at, s.ended_at,
   s.message_count, s.relationship, s.parent_session_id, s.availability
 from sessions s, bounds b
-where {PROJECT} and {SOURCE}
+where {TOP_LEVEL} and {PROJECT} and {SOURCE}
   and (:branch = '' or s.git_branch = :branch)
   and (trim(:after) = '' or {moment_sql('s.started_at')} >= b.after)
   and (trim(:before) = '' or {moment_sql('s.started_at')} <= b.before)
@@ -202,7 +218,7 @@ order by su.timestamp desc
     StoredQuery(
         "obelisk_memories",
         "Memories",
-        "Active memories, newest first; with q, those whose path or summary match every term.",
+        "Active memories, newest first; with q, those whose path or summary match every term, best first.",
         f"""
 select mem.id, mem.path, mem.summary, mem.anchors, mem.project, mem.session_id, mem.created_at
 from memories mem
@@ -210,7 +226,9 @@ where mem.deleted_at is null
   and (:project = '' or mem.project like :project)
   and (:q = '' or mem.pk in (
     select rowid from memories_fts where memories_fts match obelisk_fts(:q)))
-order by mem.created_at desc
+order by case when :q = '' then null else (
+    select rank from memories_fts where memories_fts match obelisk_fts(:q) and rowid = mem.pk) end,
+  {moment_sql('mem.created_at')} desc, mem.pk desc
 {limit(50)}
 """,
     ),
