@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Set up, ingest your agent logs (or a generated demo corpus) and serve them on 127.0.0.1.
+# Paths given as arguments are read from the folder you run it in.
 set -euo pipefail
-cd "$(dirname "$0")"
-[ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -qq --upgrade pip
-.venv/bin/python -m pip install -qq -e .
-exec .venv/bin/obelisk up "$@"
+here="$(cd "$(dirname "$0")" && pwd)"
+venv="$here/.venv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# Installed once per version of pyproject.toml, so a second run needs no network.
+stamp="$venv/.installed-$(cksum < "$here/pyproject.toml" | cut -d' ' -f1)"
+if [ ! -e "$stamp" ]; then
+  "$venv/bin/python" -m pip install -qq --upgrade pip
+  "$venv/bin/python" -m pip install -qq -e "$here"
+  rm -f "$venv"/.installed-*
+  touch "$stamp"
+fi
+exec "$venv/bin/obelisk" up "$@"

@@ -48,11 +48,27 @@ def writable_db(db_path: Path | None) -> Path:
             head = fp.read(len(SQLITE_HEADER))
         if head and head != SQLITE_HEADER:
             raise click.UsageError(f"--db {db} is not an SQLite database")
+        if head and not migrated_or_empty(db):
+            raise click.UsageError(f"--db {db} is another program's SQLite database (it has tables and no obelisk schema)")
         if not os.access(db, os.W_OK):
             raise click.UsageError(f"--db {db} cannot be written")
     elif not os.access(folder, os.W_OK):
         raise click.UsageError(f"--db {db}: the folder {folder} cannot be written")
     return db
+
+
+def migrated_or_empty(db: Path) -> bool:
+    """Whether ``db`` has no table, or the migrations table ours keep (read without changing it)."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db.absolute()}?mode=ro", uri=True)
+    try:
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+    return not tables or "_sqlite_migrations" in tables
 
 
 def fail(exc: QueryError, as_json: bool):
@@ -90,6 +106,20 @@ def stopped_cleanly():
         sys.exit(130)
 
 
+def ingest_now(show_progress: bool, db: Path, roots, **options):
+    """``store.ingest.ingest`` with a progress line while it runs when ``show_progress``
+    (ended before anything else is printed); Ctrl-C is exit 130 (``stopped_cleanly``)."""
+    from .store.ingest import ingest as run_ingest
+
+    bar = Progress() if show_progress else None
+    try:
+        with stopped_cleanly():
+            return run_ingest(db, roots, progress=bar, **options)
+    finally:
+        if bar:
+            bar.close()
+
+
 def has_logs(sources, roots) -> bool:
     """Whether any of ``roots`` holds a file its source would ingest."""
     return any(next(iter(sources[name].discover(root)), None) is not None for name, root in roots.items())
@@ -119,7 +149,7 @@ class JsonErrorsGroup(click.Group):
 
 
 @click.group(cls=JsonErrorsGroup)
-@click.version_option(package_name="datasette-obelisk")
+@click.version_option(package_name="datasette-obelisk", prog_name="obelisk")
 def cli():
     """Archive and search the session logs of AI coding agents."""
 
@@ -308,10 +338,9 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
 
     \b
         obelisk ingest --db obelisk.db --claude-dir ~/.claude
-        obelisk ingest --dir claude=/backup/.claude --dir NAME=/path/to/logs
+        obelisk ingest --dir claude=/backup/.claude --dir gemini=/backup/.gemini
     """
     from .plugins import get_sources
-    from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
     roots = source_roots(sources, source_names, dirs)
@@ -319,11 +348,7 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     db = writable_db(db_path)
     echo_warnings(warnings)
     show = sys.stderr.isatty() if progress is None else progress
-    bar = Progress() if show and not as_json else None
-    with stopped_cleanly():
-        summary = run_ingest(db, roots, sources=sources, progress=bar, redact=not no_redact, expect_logs=list(dirs))
-    if bar:
-        bar.close()
+    summary = ingest_now(show and not as_json, db, roots, sources=sources, redact=not no_redact, expect_logs=list(dirs))
     if as_json:
         echo_warnings(summary.warnings)
         click.echo(json.dumps(pass_record(summary, db, roots, warnings), indent=None if watch else 2))
@@ -433,14 +458,14 @@ def sources():
 @db_option
 @folder_options
 @click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-logs"), show_default=True, help="Where the demo corpus goes when there are no logs")
-@click.option("-p", "--port", default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
+@click.option("-p", "--port", type=click.IntRange(1, 65535), default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
 @click.option("--serve/--no-serve", default=True, help="Start Datasette after ingesting")
 @click.option("--watch/--no-watch", default=True, help="While serving, keep ingesting new and grown logs")
 def up(db_path, dirs, demo_dir, port, serve, watch):
     """Ingest your agent logs (or a generated demo corpus) and serve them.
 
     While Datasette serves, a second process ingests what changes every few
-    seconds (``obelisk ingest --watch``) over the same folders, so new sessions
+    seconds (obelisk ingest --watch) over the same folders, so new sessions
     show up by themselves. Folders are given as to ``obelisk ingest``.
 
     Example:
@@ -448,21 +473,20 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
         obelisk up --db obelisk.db --port 8001
     """
     from .plugins import get_sources
-    from .store.ingest import ingest as run_ingest
 
     sources = get_sources()
     roots = source_roots(sources, (), dirs)
     watched = {name: path for name, (path, _) in dirs.items()}  # the rest: each source's default, every pass
     db = writable_db(db_path)
+    if serve:
+        check_port_free(port)
     echo_warnings(root_warnings(sources, (), dirs))
     if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
         roots = watched = demo_roots(demo_dir)
-        if db_path is None and not os.environ.get("OBELISK_DB"):
-            db = DEMO_DB  # never mixed into the database your own logs will go to
-        click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db}", err=True)
-    with stopped_cleanly():
-        summary = run_ingest(db, roots, sources=sources, progress=Progress() if sys.stderr.isatty() else None,
-                             expect_logs=list(watched))
+        db = writable_db(demo_db(db))  # never mixed into the database your own logs will go to
+        click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db} "
+                   "(your own logs go to their own database once an agent has written some)", err=True)
+    summary = ingest_now(sys.stderr.isatty(), db, roots, sources=sources, expect_logs=list(watched))
     echo_summary(summary, roots)
     if serve:
         if watch:
@@ -488,7 +512,20 @@ def start_watcher(db: Path, dirs: dict) -> None:
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 
 
-DEMO_DB = Path("obelisk-demo.db")
+def demo_db(db: Path) -> Path:
+    """Where the demo goes instead of ``db``: ``obelisk.db`` -> ``obelisk-demo.db``."""
+    return db.with_name(f"{db.stem}-demo{db.suffix}")
+
+
+def check_port_free(port: int) -> None:
+    """A usage error (exit 2) now, rather than after the ingest, when 127.0.0.1:``port`` is taken."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise click.UsageError(f"--port {port}: 127.0.0.1:{port} cannot be served ({exc.strerror})") from None
 
 
 def demo_roots(demo_dir: Path) -> dict:

@@ -155,7 +155,7 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     try:
         found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
         if not found:
-            raise QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}")
+            raise obelisk.unknown_session(conn, session_id)
         page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
     finally:
         conn.close()
@@ -340,7 +340,8 @@ def query(file, code, timeout, db_path, as_json):
     The script is a function body: `return` emits the result. Its globals
     are the helpers sql, search, context, trace, thread, raw, overview,
     sessions, recent, summaries, memories, subagents, workflows,
-    workflowTree, fileHistory and failures (see SKILL.md).
+    workflowTree, fileHistory and failures, and the contracts history
+    (history.search, history.read) and session_query (see SKILL.md).
 
     Example:
 

@@ -100,15 +100,19 @@ def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
     logs.mkdir()
     garbage = tmp_path / "notes.txt"
     garbage.write_text("not a database")
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("CREATE TABLE sessions (x)").connection.close()
+    other_bytes = other.read_bytes()
     cases = [
         (tmp_path / "missing" / "o.db", "does not exist"),
         (garbage, "is not an SQLite database"),
+        (other, "is another program's SQLite database (it has tables and no obelisk schema)"),
     ]
     for db, message in cases:
         for command in (["ingest", "--claude-dir", str(logs)], ["up", "--no-serve", "--claude-dir", str(logs)]):
             result = CliRunner().invoke(cli, [*command, "--db", str(db)])
             assert result.exit_code == 2 and message in result.output, (command, db, result.output)
-    assert garbage.read_text() == "not a database"
+    assert garbage.read_text() == "not a database" and other.read_bytes() == other_bytes
     unwritten = CliRunner().invoke(cli, ["publish-config", "--db", str(garbage), "-o", str(tmp_path / "no" / "p.yaml")])
     assert unwritten.exit_code == 2 and "does not exist" in unwritten.output
 
@@ -187,6 +191,30 @@ def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, m
     conn = sqlite3.connect(tmp_path / "obelisk.db")
     assert conn.execute("SELECT id FROM sessions").fetchall() == [("mine",)]
     conn.close()
+
+
+def test_up_keeps_the_demo_apart_from_a_named_database_too(tmp_path, monkeypatch, isolated_home):
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["up", "--no-serve", "--db", "mine.db"])
+    assert result.exit_code == 0, result.output
+    assert "using a generated demo corpus in demo-logs/, in mine-demo.db" in result.output
+    assert (tmp_path / "mine-demo.db").exists() and not (tmp_path / "mine.db").exists()
+
+
+def test_up_refuses_a_port_it_cannot_serve_before_ingesting(tmp_path, monkeypatch, isolated_home):
+    import socket
+
+    monkeypatch.chdir(tmp_path)
+    for port in ("0", "65536"):
+        result = CliRunner().invoke(cli, ["up", "--port", port])
+        assert result.exit_code == 2 and "is not in the range 1<=x<=65535" in result.output, result.output
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["up", "--port", str(port)])
+    assert result.exit_code == 2 and f"--port {port}: 127.0.0.1:{port} cannot be served" in result.output
+    assert not list(tmp_path.iterdir())  # nothing generated, nothing ingested
 
 
 def test_dir_gives_a_plugin_source_its_folder(tmp_path, toy_plugin):

@@ -450,3 +450,20 @@ def test_a_value_sqlite_cannot_take_is_a_usage_error(tmp_path, command, message)
     assert (result.exit_code, result.stdout) == (2, "") and result.stderr.endswith(f"\nError: {message}\n")
     as_json = invoke(*command, "--db", db, "--json")
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
+def test_an_unknown_session_names_the_stored_id_it_may_mean(tmp_path):
+    logs = tmp_path / ".codex" / "sessions" / "2026" / "01" / "02"
+    logs.mkdir(parents=True)
+    thread = "77777777-7777-4777-8777-777777777777"
+    (logs / f"rollout-2026-01-02T00-00-00-{thread}.jsonl").write_text(
+        json.dumps({"timestamp": "2026-01-02T00:00:00Z", "type": "session_meta", "payload": {"id": thread}}) + "\n"
+        + json.dumps({"timestamp": "2026-01-02T00:00:01Z", "type": "response_item", "payload": {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}}) + "\n"
+    )
+    db = tmp_path / "o.db"
+    run_ingest(db, {"codex": tmp_path / ".codex"})
+    result = CliRunner().invoke(cli, ["read", thread, "--db", str(db)])
+    message = f"no session {thread!r} (did you mean 'codex:{thread}'?)"
+    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {message}\n")
+    assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).stderr == "Error: OBELISK_NOT_FOUND: no session '7777'\n"

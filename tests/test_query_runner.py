@@ -276,6 +276,20 @@ def test_a_missing_database_is_reported(tmp_path):
     assert not (tmp_path / "nope.db").exists()
 
 
+@pytest.mark.parametrize("mode", ["query", "attune"])
+def test_a_file_that_is_no_obelisk_database_is_refused_and_left_as_it_was(tmp_path, mode):
+    empty, other, text = tmp_path / "empty.db", tmp_path / "other.db", tmp_path / "notes.txt"
+    empty.touch()
+    sqlite3.connect(other).execute("CREATE TABLE sessions (x)").connection.close()
+    text.write_text("not a database\n")
+    before = {path: path.read_bytes() for path in (empty, other, text)}
+    for path in before:
+        error = error_of("return 1", path, mode=mode)
+        assert error.code == "OBELISK_NOT_FOUND" and str(path) in error.message, error.message
+    assert {path: path.read_bytes() for path in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "notes.txt", "other.db"]  # no -wal, no -shm
+
+
 # -- attune ------------------------------------------------------------------------------
 
 

@@ -90,7 +90,7 @@ async def test_an_unknown_source_is_a_400_naming_the_installed_ones(ds, path, pa
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json", ""])
+@pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json"])
 @pytest.mark.parametrize("method", ["get", "post"])
 async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):
     response = await getattr(ds.client, method)(API + path)
@@ -99,6 +99,13 @@ async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):
         "code": "OBELISK_NOT_FOUND",
         "message": f"no endpoint {API}{path}; {API}/openapi.json lists them",
     }}
+
+
+@pytest.mark.asyncio
+async def test_the_api_root_serves_its_openapi_description(ds):
+    root = await ds.client.get(API)
+    assert root.status_code == 200 and root.json() == (await ds.client.get(f"{API}/openapi.json")).json()
+    assert (await ds.client.get(f"{API}/")).headers["location"] == API
 
 
 @pytest.mark.asyncio

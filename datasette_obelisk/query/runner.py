@@ -37,7 +37,6 @@ import sqlite3
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, Iterable
 
 from . import memories as memory_writes
@@ -187,15 +186,12 @@ def keep_temporary_tables_in_memory(conn: sqlite3.Connection) -> None:
 
 
 def connect_for_memories(db_path: str) -> sqlite3.Connection:
-    from ..store.db import connect, has_schema
+    """A connection that may write memories; ``OBELISK_NOT_FOUND``, saying why, before
+    anything touches a file that is no obelisk database (a write connection turns on WAL)."""
+    from ..store.db import connect
 
-    if not Path(db_path).is_file():
-        raise QueryError("OBELISK_NOT_FOUND", f"database not found: {db_path} (run `obelisk ingest` first)")
-    conn = connect(db_path)
-    if not has_schema(conn):
-        conn.close()
-        raise QueryError("OBELISK_NOT_FOUND", f"{db_path} is not an obelisk database")
-    return conn
+    connect_readonly(db_path).close()
+    return connect(db_path)
 
 
 def run_job(job: dict, *, confine: bool = False) -> str:

@@ -52,6 +52,7 @@ import sqlite3
 from ..sources.common import strings_in
 from ..store.tool_output import full_content_sql
 from .errors import QueryError
+from .obelisk import unknown_session
 from .text import split_thinking
 
 PREVIEW_CHARS = 160
@@ -66,7 +67,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         raise QueryError("OBELISK_INVALID_ARGUMENT", f"limit must be between 1 and {MAX_LIMIT}")
     session = _one(conn, "SELECT * FROM sessions WHERE id = ?", [session_id])
     if session is None:
-        raise QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}")
+        raise unknown_session(conn, session_id)
     rows = _all(
         conn,
         "SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",

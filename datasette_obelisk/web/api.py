@@ -9,7 +9,8 @@ from .responses import json_error, json_ok, method_not_allowed
 
 # Any other path under the API root, but one ending in "/": Datasette
 # redirects that to the path without it.
-UNKNOWN_PATH = "^" + API_ROOT + "(?:/.*[^/])?$"
+UNKNOWN_PATH = "^" + API_ROOT + "/.*[^/]$"
+DESCRIPTION_PATH = "^" + API_ROOT + "(?:/openapi.json)?$"  # the root, too, says what it serves
 
 
 def read_endpoints() -> list:
@@ -30,7 +31,7 @@ async def openapi_view(datasette, request):
 
 def api_routes() -> list:
     routes = [(endpoint.regex, json_view(endpoint)) for endpoint in read_endpoints()]
-    routes.append(("^" + API_ROOT + "/openapi.json$", openapi_view))
+    routes.append((DESCRIPTION_PATH, openapi_view))
     return routes
 
 
