@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Set up, ingest your agent logs (or a generated demo corpus) and serve them on 127.0.0.1.
-# Paths given as arguments are read from the folder you run it in.
+# It works in the folder you run it in: paths given as arguments, the database and the demo.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
+here="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)"
 venv="$here/.venv"
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 # Installed once per version of pyproject.toml, so a second run needs no network.

@@ -38,7 +38,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 
 def writable_db(db_path: Path | None) -> Path:
     """The database to ingest into, refused with a usage error (exit 2) when it cannot be one:
-    its folder is missing, it is not an SQLite file, or it cannot be written."""
+    its folder is missing, it is not an SQLite file, it is another program's, or it cannot be written."""
     db = resolve_db(db_path)
     folder = db.absolute().parent
     if not folder.is_dir():
@@ -58,17 +58,20 @@ def writable_db(db_path: Path | None) -> Path:
 
 
 def migrated_or_empty(db: Path) -> bool:
-    """Whether ``db`` has no table, or the migrations table ours keep (read without changing it)."""
+    """Whether ``db`` has no table, or holds obelisk's schema (read without changing it)."""
     import sqlite3
+    from urllib.parse import quote
 
-    conn = sqlite3.connect(f"file:{db.absolute()}?mode=ro", uri=True)
+    from .store.db import has_schema
+
+    conn = sqlite3.connect("file:" + quote(str(db.absolute())) + "?mode=ro", uri=True)
     try:
-        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.DatabaseError:
-        return False
+        empty = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is None
+        return empty or has_schema(conn)
+    except sqlite3.DatabaseError as exc:
+        return "not a database" not in str(exc)  # busy or locked: the ingest waits for it
     finally:
         conn.close()
-    return not tables or "_sqlite_migrations" in tables
 
 
 def fail(exc: QueryError, as_json: bool):
@@ -522,6 +525,7 @@ def check_port_free(port: int) -> None:
     import socket
 
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server will: a closing port is free
         try:
             probe.bind(("127.0.0.1", port))
         except OSError as exc:

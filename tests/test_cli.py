@@ -100,19 +100,39 @@ def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
     logs.mkdir()
     garbage = tmp_path / "notes.txt"
     garbage.write_text("not a database")
-    other = tmp_path / "other.db"
+    (tmp_path / "x#y?z").mkdir()
+    other = tmp_path / "x#y?z" / "other.db"  # characters a URI would cut the path at
     sqlite3.connect(other).execute("CREATE TABLE sessions (x)").connection.close()
-    other_bytes = other.read_bytes()
+    migrated = tmp_path / "notes.db"  # another program's, also migrated by sqlite-utils
+    from sqlite_utils import Database
+    from sqlite_utils.migrations import Migrations
+
+    theirs = Migrations("other_app")
+
+    @theirs()
+    def m001_notes(db):
+        db["notes"].create({"x": str})
+
+    theirs.apply(Database(migrated))
+    other_bytes, migrated_bytes = other.read_bytes(), migrated.read_bytes()
+    foreign = "is another program's SQLite database (it has tables and no obelisk schema)"
     cases = [
         (tmp_path / "missing" / "o.db", "does not exist"),
         (garbage, "is not an SQLite database"),
-        (other, "is another program's SQLite database (it has tables and no obelisk schema)"),
+        (other, foreign),
+        (migrated, foreign),
     ]
     for db, message in cases:
         for command in (["ingest", "--claude-dir", str(logs)], ["up", "--no-serve", "--claude-dir", str(logs)]):
             result = CliRunner().invoke(cli, [*command, "--db", str(db)])
             assert result.exit_code == 2 and message in result.output, (command, db, result.output)
     assert garbage.read_text() == "not a database" and other.read_bytes() == other_bytes
+    assert migrated.read_bytes() == migrated_bytes and sorted(p.name for p in tmp_path.iterdir()) == [
+        "logs", "notes.db", "notes.txt", "x#y?z"]
+    (tmp_path / "e%41f").mkdir()
+    ours = tmp_path / "e%41f" / "o.db"
+    for _ in range(2):  # the second time it is an obelisk database
+        assert CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(ours)]).exit_code == 0
     unwritten = CliRunner().invoke(cli, ["publish-config", "--db", str(garbage), "-o", str(tmp_path / "no" / "p.yaml")])
     assert unwritten.exit_code == 2 and "does not exist" in unwritten.output
 

@@ -41,6 +41,7 @@ def test_obelisk_trace_walks_the_links_without_reading_text(web_db):
 
 def test_obelisk_trace_past_the_time_limit_stops_the_statement_with_the_usual_error(web_db, monkeypatch):
     from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.errors import QueryError
     from datasette_obelisk.web.sql_functions import register_functions
 
     conn = sqlite3.connect(web_db)
@@ -49,7 +50,7 @@ def test_obelisk_trace_past_the_time_limit_stops_the_statement_with_the_usual_er
 
     def interrupted(conn, uuid):  # the time limit falls while the function reads the chain
         past.append(uuid)
-        raise sqlite3.OperationalError("interrupted")
+        raise QueryError("OBELISK_TIMEOUT", "the query ran past its time limit and was stopped")
 
     monkeypatch.setattr(obelisk, "trace_uuids", interrupted)
     conn.set_progress_handler(lambda: bool(past), 10)

@@ -74,8 +74,8 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
         return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
-    except sqlite3.OperationalError as exc:
-        if str(exc) != "interrupted":
+    except QueryError as error:
+        if error.code != "OBELISK_TIMEOUT":
             raise
         return None  # past the time limit: the statement calling it is stopped next, with the usual message
     finally:

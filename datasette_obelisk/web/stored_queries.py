@@ -169,8 +169,8 @@ order by placed.at, placed.seq
     StoredQuery(
         "obelisk_overview",
         "Overview by source and project",
-        "Sessions, messages, tokens and last activity per source and project "
-        "(sessions as sessions() lists them: agents' transcripts count with their parent).",
+        "Sessions, messages, tokens and last activity per source and project, over the sessions "
+        "sessions() lists (an agent's transcript only when its parent is not stored).",
         f"""
 select s.source, s.project, count(*) as sessions, sum(s.message_count) as messages,
   sum(s.input_tokens + s.output_tokens) as tokens, max(s.ended_at) as last_session_at,
@@ -222,13 +222,12 @@ order by su.timestamp desc
         f"""
 select mem.id, mem.path, mem.summary, mem.anchors, mem.project, mem.session_id, mem.created_at
 from memories mem
+left join (select rowid, rank from memories_fts where memories_fts match obelisk_fts(:q)) found
+  on found.rowid = mem.pk
 where mem.deleted_at is null
   and (:project = '' or mem.project like :project)
-  and (:q = '' or mem.pk in (
-    select rowid from memories_fts where memories_fts match obelisk_fts(:q)))
-order by case when :q = '' then null else (
-    select rank from memories_fts where memories_fts match obelisk_fts(:q) and rowid = mem.pk) end,
-  {moment_sql('mem.created_at')} desc, mem.pk desc
+  and (:q = '' or found.rowid is not null)
+order by found.rank, {moment_sql('mem.created_at')} desc, mem.pk desc
 {limit(50)}
 """,
     ),
