@@ -128,27 +128,34 @@ def has_logs(sources, roots) -> bool:
     return any(next(iter(sources[name].discover(root)), None) is not None for name, root in roots.items())
 
 
-class JsonErrorsGroup(click.Group):
-    """With ``--json`` anywhere on the line, a usage error (exit 2) is also a JSON
+class JsonErrors:
+    """With ``--json`` on the command's line, a usage error (exit 2) is also a JSON
     object on stdout, ``{"ok": false, "error": {"code", "message"}}``, as the
-    commands' own errors are: a script reading stdout never gets nothing."""
+    commands' own errors are: a script reading stdout never gets nothing. (In
+    ``invoke``, so ``datasette obelisk ...`` and ``sqlite-utils obelisk-ingest``
+    do it too; click then shows the error on stderr and exits as usual.)"""
 
-    def main(self, args=None, **kwargs):
-        args = sys.argv[1:] if args is None else list(args)
-        if "--json" not in args or kwargs.get("standalone_mode") is False:
-            return super().main(args, **kwargs)
+    def parse_args(self, ctx, args):
+        ctx.meta["obelisk_json"] = ctx.meta.get("obelisk_json") or "--json" in args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
         try:
-            super().main(args, **{**kwargs, "standalone_mode": False})
-            sys.exit(0)  # as standalone mode ends
-        except click.exceptions.Exit as done:
-            sys.exit(done.exit_code)
+            return super().invoke(ctx)
         except click.ClickException as error:
-            error.show()
-            click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": error.format_message()}}))
-            sys.exit(error.exit_code)
-        except click.Abort:
-            click.echo("Aborted!", err=True)
-            sys.exit(1)
+            if ctx.meta.get("obelisk_json") and not getattr(error, "obelisk_json_shown", False):
+                error.obelisk_json_shown = True
+                message = error.format_message()
+                click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}))
+            raise
+
+
+class JsonErrorsCommand(JsonErrors, click.Command):
+    pass
+
+
+class JsonErrorsGroup(JsonErrors, click.Group):
+    command_class = JsonErrorsCommand
 
 
 @click.group(cls=JsonErrorsGroup)

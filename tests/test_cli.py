@@ -153,6 +153,14 @@ def test_ingest_is_also_a_datasette_and_sqlite_utils_command(tmp_path, command):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert (summary["files"], summary["sessions"], summary["messages"]) == (1, 1, 1)
+    refused = subprocess.run(  # a usage error is JSON on stdout here too
+        [executable, *command[1:], "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "nope"), "--json"],
+        capture_output=True, text=True,
+    )
+    message = f"--claude-dir {tmp_path / 'nope'} does not exist"
+    assert (refused.returncode, json.loads(refused.stdout)) == (
+        2, {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}})
+    assert f"Error: {message}" in refused.stderr
 
 
 def test_cli_does_not_import_datasette():
