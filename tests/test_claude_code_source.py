@@ -281,7 +281,8 @@ def test_2_1_line_fields():
     assert [s.content for s in of_type(records, Summary)][0] == away.text
     caveat = messages["b2ad0fde-4454-493e-8aed-0d5c4ae4be01"]
     exit_command = messages["8b5a6508-dc77-49c6-a13d-239d5a7c69b1"]
-    assert caveat.is_meta == exit_command.is_meta == 1
+    # The caveat is injected; the /exit after it is what the user typed.
+    assert (caveat.is_meta, exit_command.is_meta) == (1, 0)
     spawned = {s.agent_id: s for s in of_type(records, Subagent)}
     alice = spawned["a36efb2a1231c41e2"]
     assert alice.session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
@@ -344,7 +345,7 @@ def test_inline_sidechains_keep_their_lines_and_never_title_the_session():
     assert sum(m.is_sidechain for m in messages) == 405
     assert all(m.agent_id is None for m in messages)
     titles = {t.kind: t for t in of_type(records, TitleCandidate)}
-    assert titles["first_prompt"].title == "Thanks! Please update CLAUDE.md for current changes"
+    assert titles["first_prompt"].title == "/orchestrator create TODO app by Next.js"  # the command line 2 typed
     assert titles["summary"].leaf_uuid == "549b3502-6e30-4fa5-869f-c998df26c3f0"
     multi_edit = [c for c in of_type(records, ToolCall) if c.name == "MultiEdit"]
     assert multi_edit and all(len(c.file_paths) == 1 for c in multi_edit)
@@ -508,7 +509,8 @@ def test_meta_detection_and_content_types():
         ]
     )
     messages = {m.uuid: m for m in of_type(records, Message)}
-    assert [messages[u].is_meta for u in ("u1", "u2", "u3", "u4", "u5", "a1")] == [1, 1, 1, 1, 0, 0]
+    # u1: a slash command the user typed is a request, not an injection
+    assert [messages[u].is_meta for u in ("u1", "u2", "u3", "u4", "u5", "a1")] == [0, 1, 1, 1, 0, 0]
     assert messages["u4"].content_type == "skill_instructions"
     assert (messages["a1"].content_type, messages["a1"].text) == ("mixed", "hmm\nok")
     assert (messages["a2"].content_type, messages["a2"].text) == ("redacted_thinking", "")
@@ -531,8 +533,18 @@ def test_first_prompt_skips_everything_that_is_not_a_typed_prompt():
     )
     titles = of_type(records, TitleCandidate)
     assert [(t.kind, t.title) for t in titles] == [("summary", "Old title"), ("first_prompt", "Fix the login bug")]
-    assert titles[1].position.line_no == 9
+    assert titles[1].position.line_no == 9  # a command without arguments (/model) says nothing to title
     assert [s.kind for s in of_type(records, Summary)] == ["compaction"]
+
+
+def test_a_slash_command_with_arguments_titles_its_session():
+    typed = ("<command-message>orchestrator is running…</command-message>\n<command-name>/orchestrator</command-name>\n"
+             "<command-args>create TODO app by Next.js</command-args>")
+    records = feed_lines([user("u1", typed), user("u2", "Base prompt", isMeta=True), user("u3", "Thanks!")])
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [
+        ("first_prompt", "/orchestrator create TODO app by Next.js")]
+    bare = feed_lines([user("u1", "<command-name>review</command-name><command-args>the diff</command-args>")])
+    assert [t.title for t in of_type(bare, TitleCandidate)] == ["/review the diff"]
 
 
 def test_titles_and_metadata_lines():
@@ -894,7 +906,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 6)
+    assert (source.name, source.parser_version) == ("claude", 7)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

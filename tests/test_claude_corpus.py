@@ -60,15 +60,18 @@ SESSIONS = [
     ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
     ('eb000000-0000-4000-8000-000000000001:agent-cccc333', 'first_prompt', 'Analyze the coverage gaps and report bac', 3, 'eb000000-0000-4000-8000-000000000001', 'subagent'),
-    # Lines 1, 2, 3, 9, 12 and 18 ("wow error"); 10 and 11 have no content (keys misspelt, a string).
-    ('edge_cases', 'summary', 'Tested various edge cases including mark', 6, None, None),
-    # Prompts on lines 5 and 117, replies on 10, 19, 66, 92, 111, 134, 148 and 170; the
-    # 14 lines holding only an empty thinking block are a reply's reasoning, not messages.
-    ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 10, None, None),
+    # Lines 1, 2, 3, 7 (a slash command), 9, 12 and 18 ("wow error"); 10 and 11 have no
+    # content (keys misspelt, a string).
+    ('edge_cases', 'summary', 'Tested various edge cases including mark', 7, None, None),
+    # Prompts on lines 5 and 117, replies on 10, 19, 66, 92, 111, 134, 148 and 170, and the
+    # /exit the user typed on line 179; the 14 lines holding only an empty thinking block
+    # are a reply's reasoning, not messages.
+    ('ef958aa1-0e93-49f0-bb71-150f63befcd1', 'first_prompt', "OK, we're going to make a little experim", 11, None, None),
     ('ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2', 'first_prompt', 'You are **alice** (round 2). You are NOT', 4, 'ef958aa1-0e93-49f0-bb71-150f63befcd1', 'subagent'),
     ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-a93ccab', 'first_prompt', 'Explore the codebase to understand the c', 12, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
     ('fa812bfe-b295-4cca-9c2f-fdf01028cb46:agent-acompact-70d8e7', 'first_prompt', 'Your task is to create a detailed summar', 2, 'fa812bfe-b295-4cca-9c2f-fdf01028cb46', 'subagent'),
-    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'first_prompt', 'Thanks! Please update CLAUDE.md for curr', 8, None, None),
+    # Line 2: the slash command the user typed, /orchestrator with its arguments.
+    ('fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'first_prompt', '/orchestrator create TODO app by Next.js', 9, None, None),
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-0d692b0f17cb', 'subagent', 'Implement state management', 17, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-60dade7020bb', 'subagent', 'Setup Next.js project', 20, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-6690d10ef521', 'subagent', 'Build TODO components', 5, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
@@ -288,6 +291,20 @@ def test_results_name_their_file_and_turns_their_duration(db):
         ("bf504594-c6d1-4610-84cc-a964b4a32285", "cd995d50-71a2-4d8e-86ab-e99a5ab79728", 247515),
         ("bcdf1fc1-cb36-4295-aee3-9b721fe31a12", "fe5fb658-7e15-4323-9d8b-d9cce7b047f1", 152878),
     ]
+
+
+def test_the_entrypoint_is_the_originator_and_a_session_names_its_own_log(db):
+    # "entrypoint": "cli" on the lines of these files (small.jsonl's first one that has it).
+    assert db.execute("SELECT id, originator FROM sessions WHERE originator IS NOT NULL ORDER BY id").fetchall() == [
+        ("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f", "cli"),
+        ("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f:agent-a0ad4f44468bdf20d", "cli"),
+        ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "cli"),
+        ("ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2", "cli"),
+        ("small", "cli"),
+    ]
+    # The parent's log, though its agent's file (4 lines) has more lines than it (3).
+    [(path,)] = db.execute("SELECT jsonl_path FROM sessions WHERE id = '0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f'")
+    assert path.endswith("jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl")
 
 
 def test_inline_agents_take_the_directory_and_branch_of_their_last_line(db):

@@ -25,6 +25,8 @@ names (see ``ClaudeCodeParser._recognise_agent``).
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
@@ -57,9 +59,9 @@ STRUCTURAL_TYPES = frozenset({"system", "progress", "attachment"})
 AGENT_KINDS = frozenset({"subagent", "workflow_agent"})
 COMPACTION_AGENT_TYPE = "compaction"  # agent-acompact-*.jsonl (2.1.39+): the /compact summariser call
 
+# Text Claude Code injects into a user line (a slash command the user typed,
+# ``<command-name>``, is no injection: it is the request, unless flagged isMeta).
 META_PREFIXES = (
-    "<command-name>",
-    "<command-message>",
     "<local-command",
     "<system-reminder>",
     "<task-notification>",
@@ -106,7 +108,9 @@ class ClaudeCodeSource:
     # is (meta thinking_chars)
     # 6: a turn_duration line keeps its duration; a result names its file; a
     # call cancelled by an interrupt is cancelled, not blocked
-    parser_version = 6
+    # 7: a slash command the user typed is a request, not meta (and titles its
+    # session when it has arguments); the entrypoint is the session's originator
+    parser_version = 7
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"
@@ -231,6 +235,7 @@ class ClaudeCodeParser:
         self.cwd = state.get("cwd")
         self.git_branch = state.get("git_branch")
         self.version = state.get("version")
+        self.entrypoint = state.get("entrypoint")
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
         self.is_agent = self.kind in AGENT_KINDS
@@ -243,6 +248,7 @@ class ClaudeCodeParser:
             "cwd": self.cwd,
             "git_branch": self.git_branch,
             "version": self.version,
+            "entrypoint": self.entrypoint,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
         }
@@ -375,16 +381,17 @@ class ClaudeCodeParser:
         context, so they never change the session's.
         """
         if obj.get("isSidechain") is True and not self.is_agent:
-            context = (self.cwd, self.git_branch, self.version)
+            context = (self.cwd, self.git_branch, self.version, self.entrypoint)
         else:
             context = (
                 _text(obj.get("cwd")) or self.cwd,
                 _text(obj.get("gitBranch")) or self.git_branch,
                 _text(obj.get("version")) or self.version,
+                _text(obj.get("entrypoint")) or self.entrypoint,
             )
-        if self.session_emitted and context == (self.cwd, self.git_branch, self.version):
+        if self.session_emitted and context == (self.cwd, self.git_branch, self.version, self.entrypoint):
             return []
-        self.cwd, self.git_branch, self.version = context
+        self.cwd, self.git_branch, self.version, self.entrypoint = context
         records: list[Record] = [self._session()]
         if not self.session_emitted and self.is_agent and self.parent:
             records.append(self._agent_link())
@@ -399,6 +406,7 @@ class ClaudeCodeParser:
             cwd=self.cwd,
             git_branch=self.git_branch,
             version=self.version,
+            originator=self.entrypoint,  # cli, sdk-cli, sdk-ts...: which client ran it
         )
         if self.is_agent:
             session.parent_session_id = self.parent
@@ -516,6 +524,8 @@ class ClaudeCodeParser:
         if message.content_type not in ("text", "mixed"):
             return None
         prompt = _prompt_text(payload.get("content")).strip()
+        if prompt.startswith(("<command-name>", "<command-message>")):
+            return _command_request(prompt)
         if not prompt or prompt.startswith(NOT_A_PROMPT):
             return None
         return prompt
@@ -770,6 +780,17 @@ def _error_details(error: Any) -> Iterator[str | None]:
         yield _text(error.get("type"))
         yield f"status {status}" if status else None
         error = error.get("error")
+
+
+def _command_request(text: str) -> str | None:
+    """``/orchestrator create a TODO app`` from a slash command line; None for a
+    command without arguments (``/clear``, ``/exit``): that says nothing to title."""
+    name = re.search(r"<command-name>\s*(.*?)\s*</command-name>", text, re.S)
+    args = re.search(r"<command-args>\s*(.*?)\s*</command-args>", text, re.S)
+    if not name or not args or not args.group(1):
+        return None
+    command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
+    return f"{command} {args.group(1)}"
 
 
 def _looks_meta(text: str) -> bool:

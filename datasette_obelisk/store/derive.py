@@ -504,7 +504,9 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
              (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
               AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
              (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s ORDER BY f.missing, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
+              WHERE fs.session_id = :s ORDER BY f.missing,
+                EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s) DESC,
+                f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
              (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
               WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files""",
         {"s": session_id},
