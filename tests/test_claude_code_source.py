@@ -67,8 +67,9 @@ EXPECTED = {
     "daaain__claude-code-log/edge_cases.jsonl":             (14, 2, 3, 3, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0),
     "handgemacht-ai__claude-code-log/2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl":
                                                             (23, 1, 0, 9, 9, 6, 3, 0, 6, 0, 0, 0, 0, 0, 0, 0, 1, 2),
+    # Two records of its one agent: the Task result (line 3) and the task notification (line 6).
     "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001.jsonl":
-                                                            (7, 0, 0, 2, 2, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
+                                                            (7, 0, 0, 2, 2, 0, 2, 0, 0, 0, 2, 0, 0, 0, 0, 0, 1, 0),
     "handgemacht-ai__claude-code-log/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl":
                                                             (3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
     "handgemacht-ai__claude-code-log/ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl":
@@ -545,6 +546,16 @@ def test_a_slash_command_with_arguments_titles_its_session():
         ("first_prompt", "/orchestrator create TODO app by Next.js")]
     bare = feed_lines([user("u1", "<command-name>review</command-name><command-args>the diff</command-args>")])
     assert [t.title for t in of_type(bare, TitleCandidate)] == ["/review the diff"]
+
+
+def test_an_async_agents_task_notification_gives_its_duration_and_tokens():
+    done = ("<task-notification>\n<task-id>cccc333</task-id>\n<status>completed</status>\n"
+            "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>Done.</result>\n"
+            "<usage>total_tokens: 23099\ntool_uses: 2\nduration_ms: 15506</usage>\n</task-notification>")
+    shell = "<task-notification>\n<task-id>b1</task-id>\n<summary>Background command completed</summary>\n</task-notification>"
+    records = feed_lines([user("u1", done), user("u2", shell)])
+    assert [(a.agent_id, a.duration_ms, a.total_tokens) for a in of_type(records, Subagent)] == [("cccc333", 15506, 23099)]
+    assert all(m.is_meta for m in of_type(records, Message))
 
 
 def test_titles_and_metadata_lines():

@@ -293,6 +293,13 @@ def test_results_name_their_file_and_turns_their_duration(db):
     ]
 
 
+def test_an_async_agent_takes_its_totals_from_its_task_notification(db):
+    # eb000000 line 3 launches it ("async_launched": no totals); line 6's <usage> has them.
+    assert db.execute(
+        "SELECT parent_tool_use_id, duration_ms, total_tokens FROM subagents WHERE agent_id = 'cccc333'"
+    ).fetchall() == [("tu_Task_async_001", 15506, 23099)]
+
+
 def test_the_entrypoint_is_the_originator_and_a_session_names_its_own_log(db):
     # "entrypoint": "cli" on the lines of these files (small.jsonl's first one that has it).
     assert db.execute("SELECT id, originator FROM sessions WHERE originator IS NOT NULL ORDER BY id").fetchall() == [

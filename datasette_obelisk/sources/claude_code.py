@@ -109,7 +109,8 @@ class ClaudeCodeSource:
     # 6: a turn_duration line keeps its duration; a result names its file; a
     # call cancelled by an interrupt is cancelled, not blocked
     # 7: a slash command the user typed is a request, not meta (and titles its
-    # session when it has arguments); the entrypoint is the session's originator
+    # session when it has arguments); the entrypoint is the session's originator;
+    # an async agent's task notification gives its duration and tokens
     parser_version = 7
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -497,6 +498,8 @@ class ClaudeCodeParser:
             yield from self._progress_subagent(obj)
         if tools:
             yield from self._spawned_subagent(obj, tools)
+        if message.type == "user" and message.text.startswith("<task-notification>"):
+            yield from self._finished_agent(message.text, obj)
         if not self.first_prompt_emitted and message.type == "user":
             title = self._first_prompt(message, payload)
             if title:
@@ -558,6 +561,24 @@ class ClaudeCodeParser:
             description=_text(details.get("description")),
             duration_ms=int_or_none(details.get("totalDurationMs")),
             total_tokens=int_or_none(details.get("totalTokens")),
+        )
+
+    def _finished_agent(self, text: str, obj: dict) -> Iterator[Subagent]:
+        """An async agent's ``<task-notification>``: how long it ran and the tokens it used
+        (its spawning call's result only says it was launched). Other background tasks
+        (shell commands) notify the same way, but their summary does not name an agent."""
+        fields = dict(re.findall(r"<(task-id|summary)>(.*?)</\1>", text, re.S))
+        agent_id = fields.get("task-id", "").strip()
+        if not agent_id or not fields.get("summary", "").startswith('Agent "'):
+            return
+        usage = re.search(r"<usage>(.*?)</usage>", text, re.S)
+        counts = {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", usage.group(1))} if usage else {}
+        yield Subagent(
+            agent_id,
+            self.session_id,
+            child_session_id=self._child_session_id(agent_id, obj),
+            duration_ms=int_or_none(counts.get("duration_ms")),
+            total_tokens=int_or_none(counts.get("total_tokens")),
         )
 
     # Content
