@@ -49,7 +49,7 @@ def writable_db(db_path: Path | None) -> Path:
         if head and head != SQLITE_HEADER:
             raise click.UsageError(f"--db {db} is not an SQLite database")
         if head and not migrated_or_empty(db):
-            raise click.UsageError(f"--db {db} is another program's SQLite database (it has tables and no obelisk schema)")
+            raise click.UsageError(f"--db {db} is another program's SQLite database, or a damaged one (no obelisk schema in it)")
         if not os.access(db, os.W_OK):
             raise click.UsageError(f"--db {db} cannot be written")
     elif not os.access(folder, os.W_OK):
@@ -58,18 +58,22 @@ def writable_db(db_path: Path | None) -> Path:
 
 
 def migrated_or_empty(db: Path) -> bool:
-    """Whether ``db`` has no table, or holds obelisk's schema (read without changing it)."""
+    """Whether ``db`` has no table, or obelisk's migrations made it (read without changing it)."""
     import sqlite3
     from urllib.parse import quote
 
-    from .store.db import has_schema
+    from .store.migrations import migrations
 
     conn = sqlite3.connect("file:" + quote(str(db.absolute())) + "?mode=ro", uri=True)
     try:
-        empty = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").fetchone() is None
-        return empty or has_schema(conn)
-    except sqlite3.DatabaseError as exc:
-        return "not a database" not in str(exc)  # busy or locked: the ingest waits for it
+        tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        return not tables or "_sqlite_migrations" in tables and conn.execute(
+            "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", [migrations.name]
+        ).fetchone() is not None
+    except sqlite3.OperationalError as exc:
+        return "locked" in str(exc) or "busy" in str(exc)  # the ingest waits for it
+    except sqlite3.DatabaseError:
+        return False  # damaged
     finally:
         conn.close()
 
@@ -137,17 +141,25 @@ class JsonErrors:
 
     def parse_args(self, ctx, args):
         ctx.meta["obelisk_json"] = ctx.meta.get("obelisk_json") or "--json" in args
-        return super().parse_args(ctx, args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.ClickException as error:
+            self.as_json(ctx, error)
+            raise
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except click.ClickException as error:
-            if ctx.meta.get("obelisk_json") and not getattr(error, "obelisk_json_shown", False):
-                error.obelisk_json_shown = True
-                message = error.format_message()
-                click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}))
+            self.as_json(ctx, error)
             raise
+
+    @staticmethod
+    def as_json(ctx, error: click.ClickException) -> None:
+        if ctx.meta.get("obelisk_json") and not getattr(error, "obelisk_json_shown", False):
+            error.obelisk_json_shown = True
+            message = error.format_message()
+            click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}))
 
 
 class JsonErrorsCommand(JsonErrors, click.Command):

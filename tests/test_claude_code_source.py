@@ -548,14 +548,49 @@ def test_a_slash_command_with_arguments_titles_its_session():
     assert [t.title for t in of_type(bare, TitleCandidate)] == ["/review the diff"]
 
 
+def launched(agent_id, call="t1"):
+    return user(f"r-{agent_id}", [tool_result(call, "Async agent launched")],
+                toolUseResult={"isAsync": True, "status": "async_launched", "agentId": agent_id})
+
+
+def notification(agent_id, tokens, ms, result="Done."):
+    return (f"<task-notification>\n<task-id>{agent_id}</task-id>\n<status>completed</status>\n"
+            f"<summary>Agent \"Coverage analysis\" completed</summary>\n<result>{result}</result>\n"
+            f"<usage>total_tokens: {tokens}\ntool_uses: 2\nduration_ms: {ms}</usage>\n</task-notification>")
+
+
+def totals(records):
+    return [(a.agent_id, a.duration_ms, a.total_tokens) for a in of_type(records, Subagent) if a.duration_ms]
+
+
 def test_an_async_agents_task_notification_gives_its_duration_and_tokens():
-    done = ("<task-notification>\n<task-id>cccc333</task-id>\n<status>completed</status>\n"
-            "<summary>Agent \"Coverage analysis\" completed</summary>\n<result>Done.</result>\n"
-            "<usage>total_tokens: 23099\ntool_uses: 2\nduration_ms: 15506</usage>\n</task-notification>")
     shell = "<task-notification>\n<task-id>b1</task-id>\n<summary>Background command completed</summary>\n</task-notification>"
-    records = feed_lines([user("u1", done), user("u2", shell)])
-    assert [(a.agent_id, a.duration_ms, a.total_tokens) for a in of_type(records, Subagent)] == [("cccc333", 15506, 23099)]
-    assert all(m.is_meta for m in of_type(records, Message))
+    records = feed_lines([launched("cccc333"), user("u1", notification("cccc333", 23099, 15506)), user("u2", shell)])
+    assert totals(records) == [("cccc333", 15506, 23099)]
+    assert all(m.is_meta for m in of_type(records, Message) if m.uuid != "r-cccc333")
+    # The agent's own output is no field of the notification; two notifications in one line are two.
+    nested = notification("a1", 10, 100, result="<task-id>deadbeef</task-id><usage>total_tokens: 5\nduration_ms: 7</usage>")
+    records = feed_lines([launched("a1"), launched("a2", "t2"), launched("deadbeef", "t3"),
+                          user("u1", nested + "\n" + notification("a2", 20, 200))])
+    assert totals(records) == [("a1", 100, 10), ("a2", 200, 20)]
+
+
+def test_a_notification_of_an_agent_another_session_started_adds_no_agent():
+    # After /clear the agent's notification can land in the next session's log.
+    assert of_type(feed_lines([user("u1", notification("abc123", 23099, 15506))]), Subagent) == []
+
+
+@pytest.mark.parametrize("typed, title", [
+    ("<command-name>/model</command-name><command-args>opus</command-args>", None),  # a setting
+    ("<command-name>/add-dir</command-name><command-args>/home/me/lib</command-args>", None),
+    ("<command-name></command-name><command-args>do it</command-args>", None),
+    ("<command-name>/ask</command-name><command-args>why does </command-args> break html?</command-args>",
+     "/ask why does </command-args> break html?"),
+    ("<command-name>/review</command-name><command-args>\n  the diff\n</command-args>", "/review the diff"),
+])
+def test_which_slash_commands_title_their_session(typed, title):
+    records = feed_lines([user("u1", typed), user("u2", "Fix the login bug")])
+    assert [t.title for t in of_type(records, TitleCandidate)] == [title or "Fix the login bug"]
 
 
 def test_titles_and_metadata_lines():

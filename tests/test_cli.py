@@ -114,8 +114,10 @@ def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
         db["notes"].create({"x": str})
 
     theirs.apply(Database(migrated))
+    Database(migrated)["messages"].insert({"id": 1, "body": "hello"}, pk="id")
+    Database(migrated)["messages"].enable_fts(["body"])  # a messages_fts of its own
     other_bytes, migrated_bytes = other.read_bytes(), migrated.read_bytes()
-    foreign = "is another program's SQLite database (it has tables and no obelisk schema)"
+    foreign = "is another program's SQLite database, or a damaged one (no obelisk schema in it)"
     cases = [
         (tmp_path / "missing" / "o.db", "does not exist"),
         (garbage, "is not an SQLite database"),
@@ -133,6 +135,10 @@ def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
     ours = tmp_path / "e%41f" / "o.db"
     for _ in range(2):  # the second time it is an obelisk database
         assert CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(ours)]).exit_code == 0
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(ours.read_bytes()[:3000])  # a header, then not enough of the file
+    result = CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(damaged)])
+    assert result.exit_code == 2 and foreign in result.output
     unwritten = CliRunner().invoke(cli, ["publish-config", "--db", str(garbage), "-o", str(tmp_path / "no" / "p.yaml")])
     assert unwritten.exit_code == 2 and "does not exist" in unwritten.output
 
@@ -161,6 +167,9 @@ def test_ingest_is_also_a_datasette_and_sqlite_utils_command(tmp_path, command):
     assert (refused.returncode, json.loads(refused.stdout)) == (
         2, {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}})
     assert f"Error: {message}" in refused.stderr
+    unknown = subprocess.run([executable, *command[1:], "--json", "--bogus"], capture_output=True, text=True)
+    error = json.loads(unknown.stdout)["error"]  # click's words for it
+    assert (unknown.returncode, error["code"], "--bogus" in error["message"]) == (2, "OBELISK_INVALID_ARGUMENT", True)
 
 
 def test_cli_does_not_import_datasette():

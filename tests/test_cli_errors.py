@@ -467,3 +467,9 @@ def test_an_unknown_session_names_the_stored_id_it_may_mean(tmp_path):
     message = f"no session {thread!r} (did you mean 'codex:{thread}'?)"
     assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {message}\n")
     assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).stderr == "Error: OBELISK_NOT_FOUND: no session '7777'\n"
+
+
+def test_a_usage_error_before_the_command_is_json_too_with_json():
+    result = CliRunner().invoke(cli, ["--bogus", "ingest", "--json"])
+    error = json.loads(result.stdout)["error"]  # click's words for it
+    assert (result.exit_code, error["code"], "--bogus" in error["message"]) == (2, "OBELISK_INVALID_ARGUMENT", True)

@@ -67,6 +67,13 @@ META_PREFIXES = (
     "<task-notification>",
     "Caveat: The messages below were generated",
 )
+# Built-in commands that set something up rather than ask for work.
+SETTING_COMMANDS = frozenset(
+    "add-dir agents bashes clear compact config context cost doctor exit export help hooks ide login logout mcp "
+    "memory model output-style permissions plugin privacy-settings release-notes resume rewind sandbox status "
+    "statusline terminal-setup todos upgrade usage vim".split()
+)
+MAX_LAUNCHED = 256
 INTERRUPTED = "[Request interrupted by user"
 # What Claude Code answers for a call it never ran because the user
 # interrupted the turn (the calls queued beside the one running, too).
@@ -237,6 +244,7 @@ class ClaudeCodeParser:
         self.git_branch = state.get("git_branch")
         self.version = state.get("version")
         self.entrypoint = state.get("entrypoint")
+        self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
         self.is_agent = self.kind in AGENT_KINDS
@@ -250,6 +258,7 @@ class ClaudeCodeParser:
             "git_branch": self.git_branch,
             "version": self.version,
             "entrypoint": self.entrypoint,
+            "launched": self.launched,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
         }
@@ -498,7 +507,7 @@ class ClaudeCodeParser:
             yield from self._progress_subagent(obj)
         if tools:
             yield from self._spawned_subagent(obj, tools)
-        if message.type == "user" and message.text.startswith("<task-notification>"):
+        if message.type == "user" and self.launched and "<task-notification>" in message.text[:64]:
             yield from self._finished_agent(message.text, obj)
         if not self.first_prompt_emitted and message.type == "user":
             title = self._first_prompt(message, payload)
@@ -552,6 +561,8 @@ class ClaudeCodeParser:
             return
         details = obj.get("toolUseResult")
         details = details if isinstance(details, dict) else {}
+        if result.agent_id not in self.launched:  # idempotent: a line read again changes nothing
+            self.launched = (self.launched + [result.agent_id])[-MAX_LAUNCHED:]
         yield Subagent(
             result.agent_id,
             self.session_id,
@@ -564,22 +575,25 @@ class ClaudeCodeParser:
         )
 
     def _finished_agent(self, text: str, obj: dict) -> Iterator[Subagent]:
-        """An async agent's ``<task-notification>``: how long it ran and the tokens it used
-        (its spawning call's result only says it was launched). Other background tasks
-        (shell commands) notify the same way, but their summary does not name an agent."""
-        fields = dict(re.findall(r"<(task-id|summary)>(.*?)</\1>", text, re.S))
-        agent_id = fields.get("task-id", "").strip()
-        if not agent_id or not fields.get("summary", "").startswith('Agent "'):
-            return
-        usage = re.search(r"<usage>(.*?)</usage>", text, re.S)
-        counts = {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", usage.group(1))} if usage else {}
-        yield Subagent(
-            agent_id,
-            self.session_id,
-            child_session_id=self._child_session_id(agent_id, obj),
-            duration_ms=int_or_none(counts.get("duration_ms")),
-            total_tokens=int_or_none(counts.get("total_tokens")),
-        )
+        """Async agents' ``<task-notification>`` blocks: how long each ran and the tokens
+        it used (its spawning call's result only says it was launched). Only agents this
+        session's calls started: other background tasks (shell commands) notify the same
+        way, and a notification may land in another session after ``/clear``. An agent's
+        own output (``<result>``) is no field of the block."""
+        for block in re.findall(r"<task-notification>(.*?)</task-notification>", text, re.S):
+            block = re.sub(r"<result>.*?</result>", "", block, flags=re.S)
+            agent = re.search(r"<task-id>\s*(.*?)\s*</task-id>", block, re.S)
+            if agent is None or agent.group(1) not in self.launched:
+                continue
+            usage = re.search(r"<usage>(.*?)</usage>", block, re.S)
+            counts = {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", usage.group(1))} if usage else {}
+            yield Subagent(
+                agent.group(1),
+                self.session_id,
+                child_session_id=self._child_session_id(agent.group(1), obj),
+                duration_ms=int_or_none(counts.get("duration_ms")),
+                total_tokens=int_or_none(counts.get("total_tokens")),
+            )
 
     # Content
 
@@ -804,14 +818,16 @@ def _error_details(error: Any) -> Iterator[str | None]:
 
 
 def _command_request(text: str) -> str | None:
-    """``/orchestrator create a TODO app`` from a slash command line; None for a
-    command without arguments (``/clear``, ``/exit``): that says nothing to title."""
-    name = re.search(r"<command-name>\s*(.*?)\s*</command-name>", text, re.S)
-    args = re.search(r"<command-args>\s*(.*?)\s*</command-args>", text, re.S)
-    if not name or not args or not args.group(1):
+    """``/orchestrator create a TODO app`` from a slash command line; None for a command
+    without arguments (``/clear``, ``/exit``) or one that changes a setting (``/model
+    opus``): those say nothing to title a session with."""
+    name = re.search(r"<command-name>\s*/?(.*?)\s*</command-name>", text, re.S)
+    args = re.search(r"<command-args>\s*(.*)\s*</command-args>", text, re.S)  # to the last closing tag
+    if not name or not name.group(1) or not args or not args.group(1).strip():
         return None
-    command = name.group(1) if name.group(1).startswith("/") else "/" + name.group(1)
-    return f"{command} {args.group(1)}"
+    if name.group(1) in SETTING_COMMANDS:
+        return None
+    return f"/{name.group(1)} {args.group(1).strip()}"
 
 
 def _looks_meta(text: str) -> bool:
