@@ -37,6 +37,7 @@ import sqlite3
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, Iterable
 
 from . import memories as memory_writes
