@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
+from ..sources.common import SQLITE_INTEGERS
 from ..store.db import BUSY_TIMEOUT_MS, has_schema
 from .errors import QueryError
 
 MAX_SQL_ROWS = 10_000
-SQLITE_INTEGERS = range(-(2**63), 2**63)
 PROGRESS_STEPS = 1_000
 
 # Pragmas that only report. The first set takes an argument naming a table

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from ..sources.common import SQLITE_INTEGERS
 from .session_index import (
     DocumentPlan,
     SessionWords,
@@ -447,7 +448,7 @@ SESSION_UPDATE = f"""UPDATE sessions SET
    WHERE id = ?17"""
 
 
-MAX_INTEGER = 2**63 - 1  # SQLite's; token totals of absurd counts stop there
+MAX_INTEGER = SQLITE_INTEGERS[-1]  # token totals of absurd counts stop there
 
 # What a reply holds besides its messages: reasoning, tool calls and their output.
 NOT_CONVERSATION = ("thinking", "redacted_thinking", "tool_result", "tool_use")
