@@ -145,6 +145,17 @@ class Summary:
 
 
 @dataclass(slots=True)
+class PullRequest:
+    """A pull request the session opened or pushed to (Claude Code ``pr-link`` lines)."""
+
+    session_id: str
+    url: str
+    number: int | None = None
+    repository: str | None = None
+    timestamp: str | None = None
+
+
+@dataclass(slots=True)
 class Subagent:
     agent_id: str
     session_id: str  # the parent session

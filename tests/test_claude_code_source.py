@@ -19,6 +19,7 @@ from datasette_obelisk.records import (
     Merged,
     Message,
     Position,
+    PullRequest,
     Session,
     Subagent,
     Summary,
@@ -548,6 +549,23 @@ def test_a_slash_command_with_arguments_titles_its_session():
     assert [t.title for t in of_type(bare, TitleCandidate)] == ["/review the diff"]
 
 
+def test_pr_link_lines_name_pull_requests():
+    def pr_link(**fields):
+        return {"type": "pr-link", "sessionId": "elsewhere", "timestamp": "2026-01-02T03:04:05Z", **fields}
+
+    records = feed_lines([
+        pr_link(prNumber=12, prUrl="https://github.com/o/r/pull/12", prRepository="o/r"),
+        user("u1", "Open a PR"),
+        pr_link(prNumber="13", prUrl="https://github.com/o/r/pull/13"),  # a number written as text is no number
+        pr_link(prNumber=14),  # no URL: nothing to link
+    ])
+    assert of_type(records, PullRequest) == [
+        PullRequest("s1", "https://github.com/o/r/pull/12", 12, "o/r", "2026-01-02T03:04:05Z"),
+        PullRequest("s1", "https://github.com/o/r/pull/13", None, None, "2026-01-02T03:04:05Z"),
+    ]
+    assert [r.reason for r in of_type(records, Merged)] == ["metadata"] * 3
+
+
 def launched(agent_id, call="t1"):
     return user(f"r-{agent_id}", [tool_result(call, "Async agent launched")],
                 toolUseResult={"isAsync": True, "status": "async_launched", "agentId": agent_id})
@@ -952,7 +970,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 7)
+    assert (source.name, source.parser_version) == ("claude", 8)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

@@ -314,6 +314,13 @@ def test_the_entrypoint_is_the_originator_and_a_session_names_its_own_log(db):
     assert path.endswith("jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl")
 
 
+def test_pull_requests_come_from_pr_link_lines(db):
+    # small.jsonl line 24, the corpus's one pr-link line.
+    assert db.execute(
+        "SELECT session_id, number, url, repository, timestamp FROM pull_requests"
+    ).fetchall() == [("small", 1, "https://example.invalid/org/repo/pull/1", "org/repo", "2025-12-16T00:00:10.000Z")]
+
+
 def test_inline_agents_take_the_directory_and_branch_of_their_last_line(db):
     assert db.execute(
         "SELECT agent_id, cwd, git_branch FROM sessions WHERE agent_id LIKE 'sidechain-%' ORDER BY agent_id"

@@ -614,9 +614,17 @@ def skill_recipes() -> list[str]:
 
 def test_every_skill_recipe_runs(corpus_db):
     recipes = skill_recipes()
-    assert len(recipes) == 4
+    assert len(recipes) == 5
     for recipe in recipes:
         run_script(recipe, corpus_db)  # a failure raises QueryError
+
+
+def test_the_skill_recipe_for_pull_requests_names_their_sessions(corpus_db):
+    [recipe] = [r for r in skill_recipes() if "pull_requests" in r]
+    assert run_script(recipe, corpus_db) == [{
+        "repository": "org/repo", "number": 1, "url": "https://example.invalid/org/repo/pull/1",
+        "id": "small", "title": "Stage0 small fixture",  # its custom-title line
+    }]
 
 
 def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus_db):

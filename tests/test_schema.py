@@ -43,6 +43,7 @@ def test_migrations_in_order(conn):
         "m019_add_discovery_to_source_files",
         "m020_index_tool_calls_by_timestamp",
         "m021_rederive_conversation_counts",
+        "m022_create_pull_requests",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -175,6 +176,9 @@ EXPECTED_TABLES = {
     ],
     'obelisk_state': [
         'key', 'value',
+    ],
+    'pull_requests': [
+        'id', 'session_id', 'url', 'number', 'repository', 'timestamp', 'file_id',
     ],
     'session_docs': [
         'id', 'session_id', 'first_id', 'last_id', 'messages', 'chars', 'meta_messages',

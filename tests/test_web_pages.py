@@ -69,6 +69,15 @@ async def test_transcript_shows_the_payload_escaped(ds):
 
 
 @pytest.mark.asyncio
+async def test_transcript_links_the_session_s_pull_requests(ds):
+    html = await page(ds, "/-/obelisk/session/small")
+    assert '<a href="https://example.invalid/org/repo/pull/1" rel="noopener noreferrer">org/repo#1</a>' in html
+    # Only a web address becomes a link; the repository is text.
+    html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}")
+    assert '<a href="#" rel="noopener noreferrer">&lt;script&gt;window.__pwned = 1&lt;/script&gt;#7</a>' in html
+
+
+@pytest.mark.asyncio
 async def test_search_page_groups_highlights_and_facets(ds):
     html = await page(ds, "/-/obelisk", q="zebrafish")
     assert f"/-/obelisk/session/{XSS_SESSION}" in html

@@ -56,6 +56,8 @@ def write_xss_logs(root: Path) -> Path:
             [{"type": "tool_result", "tool_use_id": "toolu_xss1", "content": f"{IMG}\n{SCRIPT}", "is_error": True}],
         ),
         claude_line("assistant", "xss-a3", "xss-u2", 5, [{"type": "text", "text": "The zebrafish command failed."}]),
+        json.dumps({"type": "pr-link", "sessionId": XSS_SESSION, "prNumber": 7, "prUrl": "javascript:alert(1)",
+                    "prRepository": SCRIPT, "timestamp": "2026-03-01T10:00:06.000Z"}),
     ]
     (project / f"{XSS_SESSION}.jsonl").write_text("\n".join(lines) + "\n")
     return root

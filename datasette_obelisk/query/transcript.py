@@ -3,7 +3,8 @@
     transcript(conn, session_id, *, start=1, limit=500, rewound=False, meta=False,
                log=False) -> dict
         ``session``: the sessions row; ``parent``, ``children`` (subagents,
-        forks, continuations), ``workflows``; ``entries`` in log order.
+        forks, continuations), ``workflows``, ``pull_requests`` (oldest
+        first); ``entries`` in log order.
         An entry is one of
 
         - ``{"kind": "message", "message": row, "text": str, "thinking": str}``:
@@ -97,6 +98,10 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
             [session_id],
         ),
         "workflows": _all(conn, "SELECT * FROM workflows WHERE session_id = ? ORDER BY timestamp", [session_id]),
+        "pull_requests": _all(
+            conn, "SELECT number, url, repository, timestamp FROM pull_requests WHERE session_id = ? "
+            "ORDER BY timestamp, id", [session_id],
+        ),
         "entries": entries,
         "start": start,
         "next_start": next_start,

@@ -38,6 +38,7 @@ from ..records import (
     Merged,
     Message,
     Position,
+    PullRequest,
     Record,
     Session,
     Subagent,
@@ -118,7 +119,8 @@ class ClaudeCodeSource:
     # 7: a slash command the user typed is a request, not meta (and titles its
     # session when it has arguments); the entrypoint is the session's originator;
     # an async agent's task notification gives its duration and tokens
-    parser_version = 7
+    # 8: pr-link lines name the session's pull requests
+    parser_version = 8
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"
@@ -352,6 +354,13 @@ class ClaudeCodeParser:
                         position=position,
                     )
                 )
+        elif line_type == "pr-link":
+            url = _text(obj.get("prUrl"))
+            if url:
+                records.append(PullRequest(
+                    self.session_id, url, int_or_none(obj.get("prNumber")),
+                    _text(obj.get("prRepository")), _text(obj.get("timestamp")),
+                ))
         records.append(Merged(position, "metadata"))
         return records
 

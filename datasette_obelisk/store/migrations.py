@@ -729,3 +729,26 @@ def m021_rederive_conversation_counts(db):
                            AND m.git_branch IS NOT NULL ORDER BY seq DESC LIMIT 1)
            WHERE relationship = 'subagent' AND agent_id LIKE 'sidechain-%' AND cwd IS NULL"""
     )
+
+
+@migrations()
+def m022_create_pull_requests(db):
+    # Claude Code writes a pr-link line when a session opens a pull request
+    # (number, URL, repository); they were read as metadata and dropped.
+    # Claude parser 8 reads its files again and keeps them here, one row per
+    # session and URL, deleted with the rows of their file like titles.
+    db.executescript(
+        """
+        CREATE TABLE pull_requests (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            number INTEGER,
+            repository TEXT,
+            timestamp TEXT,
+            file_id INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX pull_requests_unique ON pull_requests (session_id, url);
+        CREATE INDEX pull_requests_file ON pull_requests (file_id);
+        """
+    )

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import orjson
 
-from ..records import Message, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent
+from ..records import (
+    Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
+)
 from .db import database_path, get_state, set_state
+from .writer import FILE_TABLES
 from .redaction import RULESET_VERSION, Redactor
 
 TEXT_FIELDS = {
@@ -36,6 +39,7 @@ CONTEXT_FIELDS = {
     Message: ("cwd", "git_branch"),
     Session: ("project", "project_path", "cwd", "git_branch", "repository"),
     ToolResult: ("file_path",),
+    PullRequest: ("url", "repository"),
 }
 JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
 LIST_FIELDS = {ToolCall: ("file_paths",)}
@@ -49,6 +53,7 @@ STORED_TEXT = {
     "tool_results": ("id", "content", "file_path"),
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
+    "pull_requests": ("id", "url", "repository"),
     "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
@@ -200,7 +205,7 @@ def _stored_columns(file_ids=None):
     rows only when given (a table without file_id is read whole: redacting is idempotent)."""
     for table, (key, *columns) in STORED_TEXT.items():
         where, params = "", []
-        if file_ids is not None and table in ("messages", "tool_calls", "tool_results", "summaries", "titles"):
+        if file_ids is not None and table in FILE_TABLES:
             where = f" WHERE file_id IN ({','.join('?' * len(file_ids))})"
             params = list(file_ids)
         for column in columns:

@@ -17,8 +17,7 @@ import orjson
 
 from .fingerprint import stream_hashes
 from .reader import open_stream
-
-MOVED_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles")
+from .writer import FILE_TABLES
 
 
 def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
@@ -70,7 +69,7 @@ def _hashes(path: str, compression: str | None, cursor: int):
 
 
 def _move_rows(conn: sqlite3.Connection, old: int, new: int) -> None:
-    for table in MOVED_TABLES:
+    for table in FILE_TABLES:
         conn.execute(f"UPDATE {table} SET file_id = ? WHERE file_id = ?", [new, old])
     conn.execute("UPDATE OR IGNORE message_aliases SET file_id = ? WHERE file_id = ?", [new, old])
     conn.execute("UPDATE OR IGNORE file_sessions SET file_id = ? WHERE file_id = ?", [new, old])

@@ -12,6 +12,7 @@ from ..records import (
     LineError,
     Merged,
     Message,
+    PullRequest,
     Session,
     Subagent,
     Summary,
@@ -22,6 +23,10 @@ from ..records import (
     WorkflowAgent,
 )
 from .tool_output import stored_content
+
+# The tables whose rows each name the source file they were read from
+# (``file_id``): deleted when the file is read again, moved with its copy.
+FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests")
 
 # CPython's sqlite3 module (3.11) binds ``None`` through its adapter
 # registry, at about seven times the cost of an int; a float NaN is bound
@@ -320,6 +325,14 @@ class Writer:
              self._message_uuid(s.message_uuid), self.file_id],
         )
 
+    def _pull_request(self, p: PullRequest) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO pull_requests (session_id, url, number, repository, timestamp, file_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [p.session_id, p.url, p.number, p.repository, p.timestamp, self.file_id],
+        )
+        self.counts.sessions.add(p.session_id)
+
     def _subagent(self, s: Subagent) -> None:
         self.conn.execute(
             SUBAGENT_UPSERT, [s.session_id, s.agent_id] + [getattr(s, f) for f in SUBAGENT_FIELDS]
@@ -345,6 +358,7 @@ class Writer:
         ToolResult: _tool_result,
         TitleCandidate: _title,
         Summary: _summary,
+        PullRequest: _pull_request,
         Subagent: _subagent,
         Workflow: _workflow,
         WorkflowAgent: _workflow_agent,
@@ -415,7 +429,6 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
         "(SELECT id FROM tool_calls WHERE file_id = ?)",
         [file_id],
     )
-    tables = ("messages", "tool_calls", "tool_results", "summaries", "titles", "ingest_errors", "file_sessions", "message_aliases")
-    for table in tables:
+    for table in (*FILE_TABLES, "ingest_errors", "file_sessions", "message_aliases"):
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     return sessions

@@ -25,6 +25,7 @@ TABLE_DEFAULTS = {
     "tool_results": {"fts_table": "tool_errors_fts", "fts_pk": "id"},
     "memories": {"fts_table": "memories_fts", "fts_pk": "pk"},
     "sessions": {"label_column": "title", "sort_desc": "ended_at"},
+    "pull_requests": {"sort_desc": "timestamp", "facets": ["repository"]},
     "browse_messages": {
         "fts_table": "messages_fts",
         "fts_pk": "id",
