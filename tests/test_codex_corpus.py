@@ -149,10 +149,10 @@ SESSIONS = [
     # 4 prompts, 6 answers, 1 compaction summary (and 2 reasoning summaries, not counted)
     ("codex:compact-codex-001", "first_prompt", "Help me build the API endpoints", None, None, None,
      "feature/api", "/home/testuser/codex-compact-project", "-home-testuser-codex-compact-project",
-     "/home/testuser/codex-compact-project", 11, 2000 - 500, 1000, 500, 0, "live"),
+     "/home/testuser/codex-compact-project", 11, 85000 - 30000, 42000, 30000, 0, "live"),
     ("codex:rejection-codex-001", "first_prompt", "Create a test file", None, None, None, "main",
      "/home/testuser/codex-rejection-project", "-home-testuser-codex-rejection-project",
-     "/home/testuser/codex-rejection-project", 9, 200 - 50, 100, 50, 0, "live"),
+     "/home/testuser/codex-rejection-project", 9, 1500 - 500, 800, 500, 0, "live"),
 ]
 
 TOOLS = {
@@ -313,9 +313,11 @@ def test_sessions(db):
 
 
 def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
-    """The stored usage of a real rollout adds up to its last running total
-    (``total_token_usage`` of its last token_count event that has one)."""
-    for relative in (BIG, INTERRUPTED, SMALL):
+    """The stored usage of a rollout adds up to its last running total
+    (``total_token_usage`` of its last token_count event that has one), also
+    when its events do not cover every response (the synthetic ones have one
+    token_count, whose total is far past its ``last_token_usage``)."""
+    for relative in (BIG, INTERRUPTED, SMALL, ESCALATION, COMPACTION):
         final = None
         for line in (corpus_root / relative).read_bytes().splitlines():
             record = json.loads(line)
@@ -330,10 +332,9 @@ def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
             [str(home / LAYOUT[relative])],
         ).fetchone()
         assert got == (final["input_tokens"], final["cached_input_tokens"], final["output_tokens"]), relative
-    # The synthetic ones have a single token_count: its last_token_usage counts.
     assert db.execute(
         "SELECT id, input_tokens, cache_read_tokens, output_tokens FROM sessions WHERE id LIKE '%-codex-001' ORDER BY id"
-    ).fetchall() == [("codex:compact-codex-001", 1500, 500, 1000), ("codex:rejection-codex-001", 150, 50, 100)]
+    ).fetchall() == [("codex:compact-codex-001", 55_000, 30_000, 42_000), ("codex:rejection-codex-001", 1_000, 500, 800)]
 
 
 def test_tool_calls_and_results_by_outcome(db):

@@ -444,6 +444,19 @@ def test_shell_write_detection_is_conservative():
     assert shell_written_paths("ls -la && cat x") == []
 
 
+def test_patch_paths_follow_the_call_s_working_folder():
+    patch = "*** Begin Patch\n*** Update File: main.py\n@@\n-a\n+b\n*** End Patch"
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-w", "cwd": "/repo"}),
+        *[envelope("response_item", {"type": "function_call", "name": "shell_command", "call_id": f"c{i}",
+                                     "arguments": json.dumps({"command": "apply_patch <<'EOF'\n" + patch + "\nEOF\n",
+                                                              **({"workdir": workdir} if workdir else {})})})
+          for i, workdir in enumerate(["pkg", "/elsewhere", "../up", None])],
+    ])
+    assert [c.file_paths for c in of(records, ToolCall)] == [
+        ["/repo/pkg/main.py"], ["/elsewhere/main.py"], ["/up/main.py"], ["/repo/main.py"]]
+
+
 @pytest.mark.parametrize(
     "url, expected",
     [
@@ -454,6 +467,8 @@ def test_shell_write_detection_is_conservative():
         ("https://user:token@gitlab.example.com/group/sub/repo.git", "gitlab.example.com/group/sub/repo"),
         ("https://example.invalid/repo.git", "example.invalid/repo"),
         ("/home/user/repo", None),
+        ("C:/repos/app", None),
+        ("C:\\repos\\app", None),
         ("[trimmed for fixture]", None),
         (None, None),
     ],
@@ -695,6 +710,38 @@ def test_a_fork_turn_started_at_once_after_the_copy_is_its_own():
     assert [t.title for t in of(records, TitleCandidate)] == ["child prompt"]
     usage = [m for m in of(records, Message) if m.subtype == "token_count"]
     assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
+
+
+def usage(tokens_in, cached, out):
+    return {"input_tokens": tokens_in, "cached_input_tokens": cached, "output_tokens": out,
+            "reasoning_output_tokens": 0, "total_tokens": tokens_in + out}
+
+
+def test_usage_counts_what_the_total_grew_by_when_responses_have_no_event():
+    # A log that starts late (or lost events) reports totals past the sum of the last usages.
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-u"}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(85_000, 30_000, 42_000),
+                                                               "last_token_usage": usage(1_500, 500, 1_000)}}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(86_000, 30_000, 42_500),
+                                                               "last_token_usage": usage(1_000, 0, 500)}}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(90_000, 31_000, 43_000),
+                                                               "last_token_usage": usage(2_000, 1_000, 100)}}),
+    ])
+    counted = [(m.input_tokens, m.cache_read_tokens, m.output_tokens) for m in of(records, Message)]
+    # Input is stored without the cached part; the sums are the last totals.
+    assert counted == [(55_000, 30_000, 42_000), (1_000, 0, 500), (3_000, 1_000, 500)]
+    assert [sum(column) for column in zip(*counted)] == [59_000, 31_000, 43_000]
+
+
+def test_a_child_s_first_total_counts_only_its_last_usage():
+    # A fork that copied nothing (history_base): its first total may include its parent's.
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "forked_from_id": PARENT_ID}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(85_000, 0, 42_000),
+                                                               "last_token_usage": usage(1_500, 0, 1_000)}}),
+    ])
+    assert [(m.input_tokens, m.output_tokens) for m in of(records, Message)] == [(1_500, 1_000)]
 
 
 def test_lines_of_a_copied_turn_stay_copies_after_a_slow_flush():

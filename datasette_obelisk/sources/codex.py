@@ -38,8 +38,11 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   on rate-limit updates). An event whose ``total_token_usage`` differs from
   the previous one is a new API response: it becomes an ``is_meta`` Message
   of its own (surface ``log-only``) carrying ``last_token_usage``; repeats and
-  ``info: null`` events are ``Merged("usage")``. Summing the usage Messages
-  gives the rollout's final ``total_token_usage`` exactly.
+  ``info: null`` events are ``Merged("usage")``. When the total grew by more
+  than that (responses without an event of their own: a log cut or resumed),
+  the growth is counted instead, from zero for a rollout's first event unless
+  it is a fork's or subagent's. Summing the usage Messages gives the
+  rollout's final ``total_token_usage`` exactly.
 * Outcomes: non-zero exit code or Codex's own error report (a patch that
   does not apply, …) → failed; ``aborted`` output → cancelled; a rejection
   by the user, or an escalation request (``sandbox_permissions:
@@ -282,7 +285,9 @@ class CodexSource:
     # 5: a compaction's summary is the summary it wrote, and only when it wrote
     #    one (not the note on the history it replaced, nor a placeholder)
     # 6: what a compaction kept stays current (its meta's preserved_uuids)
-    parser_version = 6
+    # 7: usage counts what the total grew by when responses had no event of their
+    #    own; patch paths follow a relative workdir
+    parser_version = 7
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
     folder_layout = "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* (or a sessions folder itself)"
@@ -1024,20 +1029,23 @@ class CodexParser:
         if not isinstance(total, dict):
             out.append(Merged(position, "usage"))
             return
-        key = _usage_key(total)
-        repeated = key == self.s.last_total
+        key, previous = _usage_key(total), self.s.last_total
         self.s.last_total = key
-        last = info.get("last_token_usage")
-        if not isinstance(last, dict):
-            last = total
-        if repeated or not any(as_int(v) for v in _usage_key(last)):
+        reported = info.get("last_token_usage")
+        reported = reported if isinstance(reported, dict) else total
+        last = _usage_key(reported)
+        if previous is None and self.s.parent is None:
+            previous = [0] * len(key)  # (a child's first total may include its parent's)
+        if previous is not None:
+            grown = [now - before for now, before in zip(key, previous)]
+            if min(grown) >= 0 and any(g > n for g, n in zip(grown, last)):
+                last = grown  # responses without a token_count of their own (a cut or resumed log)
+        if key == previous or not any(last):
             out.append(Merged(position, "usage"))
             return
         usage = usage_fields(
-            input_total=as_int(last.get("input_tokens")),
-            cached=as_int(last.get("cached_input_tokens")),
-            output=as_int(last.get("output_tokens")),
-            cache_write=as_int(last.get("cache_write_input_tokens")),
+            input_total=last[0], cached=last[1], output=last[2],
+            cache_write=as_int(reported.get("cache_write_input_tokens")),
         )
         self._log_only(
             out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
@@ -1412,7 +1420,7 @@ def _file_paths(name: str, arguments: Any, decoded: Any, cwd: str | None) -> lis
     """apply_patch header paths, plus files a shell command obviously writes.
 
     Relative paths are resolved against the call's working folder (its
-    ``workdir`` argument, else the turn's cwd), so file history can be
+    ``workdir`` argument, itself relative to the turn's cwd, else that cwd), so file history can be
     asked for by absolute path.
     """
     if isinstance(arguments, str) and decoded is None:
@@ -1425,7 +1433,7 @@ def _file_paths(name: str, arguments: Any, decoded: Any, cwd: str | None) -> lis
         if script and "*** Begin Patch" not in script:
             paths += shell_written_paths(script)
     workdir = dig(decoded, "workdir") if isinstance(decoded, dict) else None
-    base = workdir if isinstance(workdir, str) and workdir.startswith("/") else cwd
+    base = absolute_path(workdir, cwd) if isinstance(workdir, str) and workdir else cwd
     return unique(absolute_path(path, base) for path in paths)
 
 

@@ -270,7 +270,7 @@ def normalize_repository(url: Any) -> str | None:
         parts = urlsplit(url)
         host, path = (parts.hostname or ""), parts.path
     else:
-        match = _SCP_LIKE.match(url)
+        match = None if ntpath_like(url) else _SCP_LIKE.match(url)
         if not match:
             return None
         host, path = match.group(1), match.group(2)
