@@ -349,6 +349,30 @@ def test_legacy_chat_rewritten_with_more_messages(tmp_path, corpus_root):
                                       "FROM sessions") == [(4, 10 + 12, 5 + 2, 8)]
 
 
+def test_a_legacy_chat_caught_half_written_keeps_what_it_held(tmp_path, corpus_root):
+    """The document is rewritten whole, in place: a read that finds it cut keeps
+    the rows of the last whole one, reports the file, and tries again next time."""
+    path = tmp_path / "live" / LAYOUT[LEGACY]
+    path.parent.mkdir(parents=True)
+    data = (corpus_root / LEGACY).read_bytes()
+    path.write_bytes(data)
+    db_path, roots = tmp_path / "live.db", {"gemini": tmp_path / "live"}
+    ingest(db_path, roots, sources=gemini_sources(), redact=False)
+    before = snapshot(db_path)
+    path.write_bytes(data[:400])
+    for _ in range(2):  # the second run reads it again, and reports it once
+        summary = ingest(db_path, roots, sources=gemini_sources(), redact=False)
+        assert (summary.errors, summary.files_replayed) == (1, 0)
+        assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [
+            (0, "invalid JSON: unexpected end of data: line 13 column 21 (char 400)")]
+        assert {k: v for k, v in snapshot(db_path).items() if k != "ingest_errors"} == {
+            k: v for k, v in before.items() if k != "ingest_errors"}
+    path.write_bytes(data)
+    summary = ingest(db_path, roots, sources=gemini_sources(), redact=False)
+    assert (summary.errors, summary.files_replayed) == (0, 1)
+    assert snapshot(db_path) == before
+
+
 def test_jsonl_log_written_in_random_chunks_gives_the_same_database(tmp_path, corpus_root):
     data = updated_chat(corpus_root)
     whole, live = tmp_path / "whole" / LAYOUT[JSONL], tmp_path / "live" / LAYOUT[JSONL]

@@ -447,5 +447,19 @@ def test_a_reply_that_thinks_then_only_calls_a_tool_keeps_its_thoughts_apart():
     records = feed_all(jsonl(META, {"id": "g1", "type": "gemini", "content": "", "thoughts": [
         {"subject": "Plan", "description": "look first"}], "toolCalls": [call]}))
     [reply, result] = of(records, Message)
-    assert (reply.content_type, reply.text, reply.meta) == ("mixed", "Plan: look first\n\nrun_shell_command\nls", {"thinking_chars": 16})
+    # A reply's calls, as a Claude Code line of tool_use blocks: not conversation (message_count).
+    assert (reply.content_type, reply.text, reply.meta) == ("tool_use", "Plan: look first\n\nrun_shell_command\nls", {"thinking_chars": 16})
     assert (result.content_type, result.text) == ("tool_result", "a.py")
+
+
+def test_a_reply_is_typed_by_what_it_holds():
+    thought = [{"subject": "Plan", "description": "look first"}]
+    records = feed_all(jsonl(
+        META,
+        {"id": "g1", "type": "gemini", "content": "Done", "thoughts": thought},
+        {"id": "g2", "type": "gemini", "content": "", "thoughts": thought},
+        {"id": "g3", "type": "gemini", "content": ""},
+        {"id": "u1", "type": "user", "content": [{"functionResponse": {"name": "x", "response": {}}}]},
+    ))
+    assert [(m.uuid, m.content_type) for m in of(records, Message)] == [
+        ("gemini:s-1:g1", "mixed"), ("gemini:s-1:g2", "thinking"), ("gemini:s-1:g3", None), ("gemini:s-1:u1", None)]

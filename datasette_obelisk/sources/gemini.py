@@ -91,7 +91,9 @@ class GeminiSource:
     #    the history, so a later ``$set`` that drops it is a compaction
     # 7: a reply with its thoughts says where they end (meta thinking_chars)
     # 8: a tool's output is a ``tool_result`` row of its own
-    parser_version = 8
+    # 9: a reply without text is typed by what it holds (tool calls, else
+    #    thoughts), or has no type when it holds nothing
+    parser_version = 9
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None
@@ -535,11 +537,12 @@ def _thoughts_text(thoughts: Any) -> str:
     return "\n\n".join(text for text in texts if text)
 
 
-def _content_type(content: str, thoughts: str, calls: list) -> str:
-    kinds = [k for k, present in (("text", content), ("thinking", thoughts), ("tool_use", calls)) if present]
-    if len(kinds) > 1:
-        return "mixed"
-    return kinds[0] if kinds else "text"
+def _content_type(content: str, thoughts: str, calls: list) -> str | None:
+    """``mixed`` for text with reasoning or calls (the reasoning comes first: ``thinking_meta``);
+    without text, what the record holds (calls before reasoning); None when it holds nothing."""
+    if content:
+        return "mixed" if thoughts or calls else "text"
+    return "tool_use" if calls else "thinking" if thoughts else None
 
 
 def _result_uuid(message_uuid: str, call: dict, index: int) -> str:

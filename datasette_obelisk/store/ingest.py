@@ -7,6 +7,7 @@ transactions, so a crash at any moment loses nothing and duplicates nothing.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import sqlite3
@@ -98,6 +99,17 @@ class Plan:
     resume: tuple | None = None  # (cursor, line_no, parser state, open line)
     error: str | None = None
     job: Job | None = None
+
+
+def unreadable_document(item) -> str | None:
+    """Why a whole document could not be read, when ``item`` (its first) says only that."""
+    if isinstance(item, ReadFailed):
+        return item.reason
+    if isinstance(item, Batch) and not item.message_rows and len(item.records) == 1:
+        [record] = item.records
+        if isinstance(record, LineError) and record.position.line_no == 0:
+            return record.reason
+    return None
 
 
 class Ingester:
@@ -565,6 +577,17 @@ class Ingester:
                 pass
             return self.ingest_file(unit)
         replay = row is not None and plan.resume is None
+        if replay and unit.layout == "document":
+            items = iter(items)
+            first = next(items, None)
+            reason = unreadable_document(first)
+            if reason is not None:
+                # A document is rewritten whole, so this is most likely one
+                # caught half-written: what it held stays until it reads again.
+                for _ in items:
+                    pass
+                return self.file_error(unit, row, reason)
+            items = itertools.chain([first], items)
         with self.transaction():
             file_id = self.ensure_file_row(unit, row)
             if replay:
