@@ -87,12 +87,27 @@ def fail(exc: QueryError, as_json: bool):
     sys.exit(1)
 
 
+def is_unicode(text: str) -> bool:
+    """False for text holding lone surrogates: bytes of an argument that were not UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def report_errors(fn):
     """A command whose ``QueryError`` exits 1 with its code, except ``OBELISK_INVALID_ARGUMENT``:
     the arguments came from the command line, so that one is a usage error (exit 2)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        for name, value in kwargs.items():
+            for text in value if isinstance(value, (tuple, list)) else (value,):
+                if isinstance(text, str) and not is_unicode(text):
+                    ctx = click.get_current_context()
+                    param = next((p for p in ctx.command.params if p.name == name), None)
+                    raise click.BadParameter(f"not UTF-8 text: {text!r}", ctx, param)
         try:
             return fn(*args, **kwargs)
         except QueryError as exc:
@@ -670,3 +685,6 @@ def publish_config(db_path, output):
 
 
 from . import cli_query  # noqa: E402,F401
+
+if __name__ == "__main__":  # python -m datasette_obelisk.cli: the module proper, its commands registered
+    from datasette_obelisk.__main__ import *  # noqa: F401,F403

@@ -467,6 +467,20 @@ def test_an_unknown_session_names_the_stored_id_it_may_mean(tmp_path):
     message = f"no session {thread!r} (did you mean 'codex:{thread}'?)"
     assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {message}\n")
     assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).stderr == "Error: OBELISK_NOT_FOUND: no session '7777'\n"
+    # An id longer than any LIKE pattern SQLite takes (50,000 bytes) is looked for all the same.
+    long = CliRunner().invoke(cli, ["read", "%" * 30_000, "--db", str(db)])
+    assert (long.exit_code, long.stderr) == (1, f"Error: OBELISK_NOT_FOUND: no session {'%' * 200 + '…'!r}\n")
+
+
+def test_arguments_that_are_not_utf_8_are_usage_errors(tmp_path):
+    # Bytes of a command line that are not UTF-8 reach Python as lone surrogates.
+    db = tmp_path / "o.db"
+    run_ingest(db, {})
+    for args in (["search", "\udcff"], ["sessions", "--project", "x\udcff"], ["read", "\udcffab"]):
+        result = CliRunner().invoke(cli, [*args, "--db", str(db), "--json"])
+        assert result.exit_code == 2, result.output
+        assert json.loads(result.stdout)["error"]["code"] == "OBELISK_INVALID_ARGUMENT"
+        assert "not UTF-8 text" in result.stderr
 
 
 def test_a_usage_error_before_the_command_is_json_too_with_json():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 
 import pytest
@@ -10,6 +11,13 @@ from web_fixtures import WORKFLOW_RUN, XSS_SESSION, copy_db, ds, make_datasette,
 
 API = "/-/obelisk/api"
 SQ = f"{API}/session-query"
+
+# Cursors as this service writes them (base64 JSON), but with a MAC that is not ASCII, or a
+# scope holding a lone surrogate.
+FORGED_CURSOR_MAC = base64.urlsafe_b64encode(
+    b'{"v":1,"scope":"x","fp":"x","gen":0,"pos":0,"mac":"\\u00e9"}').decode().rstrip("=")
+FORGED_CURSOR_SCOPE = base64.urlsafe_b64encode(
+    b'{"v":1,"scope":"\\ud800","fp":"x","gen":0,"pos":0,"mac":"x"}').decode().rstrip("=")
 
 
 async def get(ds, _url, status=200, **params):
@@ -174,6 +182,13 @@ async def test_session_ids_with_colons_and_slashes_in_paths(ds):
         ("/sessions/search", {"query": "x", "sessionFilters": "{bad"}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/sessions/search", {"query": "x", "sessionFilters": '[{"kind": "nope"}]'}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/events/search", {"sessionId": "no-such-session", "query": "x"}, 404, "SESSION_QUERY_SESSION_NOT_FOUND"),
+        # JSON parameters nested past any use, or holding a lone surrogate (an escape UTF-8 cannot carry)
+        ("/sessions", {"filters": "[" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/sessions/search", {"query": "x", "eventFilters": "[" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/sessions", {"filters": '[{"kind": "cwd", "values": ["\\ud800"]}]'}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        # a cursor whose fields are not what this service writes, MAC included
+        ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_MAC}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
     ],
 )
 async def test_session_query_errors(ds, path, params, status, code):
@@ -305,6 +320,10 @@ async def test_history_paging(ds):
         ("/search", {"limit": "x"}, 400, "SESSION_QUERY_INVALID_LIMIT"),
         ("/search", {"attributes": "{nope"}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/search", {"cursor": "nope"}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/search", {"cursor": FORGED_CURSOR_MAC}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/read", {"sessionId": XSS_SESSION, "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        ("/search", {"attributes": '{"repository": "\\ud800"}'}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/search", {"attributes": "{" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
     ],
 )
 async def test_history_errors(ds, path, params, status, code):

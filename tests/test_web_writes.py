@@ -255,6 +255,20 @@ async def test_bodies_must_be_json_objects(db, memory_root, raw, code):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("endpoint,raw", [
+    (FORGET, b'{"id": "\\ud800", "reason": "r"}'),  # a lone surrogate: not text UTF-8 can carry
+    (REMEMBER, b'{"path": "decision.md", "summary": "s", "anchors": "' + b"[" * 5000 + b'"}'),
+    (REMEMBER, b'{"path": "decision.md", "summary": "s", "anchors": ' + b"[" * 5000 + b"}"),
+])
+async def test_bodies_that_json_cannot_hold_are_refused(db, memory_root, endpoint, raw):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(endpoint, content=raw, headers={"content-type": "application/json"}, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_INVALID_ARGUMENT")
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
 async def test_form_posts_redirect_back_with_a_message(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     response = await ds.client.post(

@@ -26,6 +26,8 @@ import hashlib
 import hmac
 import json
 
+import orjson
+
 from .errors import QueryError
 
 VERSION = 1
@@ -77,13 +79,13 @@ def decode_cursor(conn, token, scope: str, request_fingerprint: str, generation)
         raise invalid("the cursor is not one this service returned")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        body = json.loads(raw)
+        body = orjson.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise invalid("the cursor is not one this service returned") from None
     if not isinstance(body, dict) or set(body) != {"v", "scope", "fp", "gen", "pos", "mac"}:
         raise invalid("the cursor is not one this service returned")
     mac = body.pop("mac")
-    if not isinstance(mac, str) or not hmac.compare_digest(mac, _mac(conn, body)):
+    if not isinstance(mac, str) or not mac.isascii() or not hmac.compare_digest(mac, _mac(conn, body)):
         raise invalid("the cursor was altered")
     if body["v"] != VERSION or body["scope"] != scope:
         raise invalid(f"the cursor belongs to another kind of request, not {scope}")

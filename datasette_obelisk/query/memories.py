@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+import orjson
+
 from .errors import QueryError
 
 REFUSED = QueryError(
@@ -136,7 +138,7 @@ def normalise_anchors(anchors):
         return None
     if isinstance(anchors, str):
         try:
-            anchors = json.loads(anchors)
+            anchors = orjson.loads(anchors)
         except ValueError:
             raise invalid("remember(): anchors must be a list or a JSON array") from None
     if not isinstance(anchors, (list, tuple)):

@@ -858,11 +858,12 @@ def unknown_session(conn, session_id: str) -> QueryError:
     """``OBELISK_NOT_FOUND`` for a session id, naming the stored ids it may have meant:
     the same id under a source's prefix (``codex:<id>``, as a rollout's file name gives it)."""
     near = [r[0] for r in conn.execute(
-        "SELECT id FROM sessions WHERE id LIKE '%:' || ? ESCAPE '\\' ORDER BY id LIMIT 3",
-        [session_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")],
+        "SELECT id FROM sessions WHERE substr(id, -length(:id) - 1) = ':' || :id ORDER BY id LIMIT 3",
+        {"id": session_id},
     )] if session_id else []
     hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
-    return QueryError("OBELISK_NOT_FOUND", f"no session {session_id!r}{hint}")
+    shown = session_id if len(session_id) <= 200 else session_id[:200] + "…"
+    return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")
 
 
 def recent(conn, n=10) -> list[dict]:

@@ -10,9 +10,10 @@ caller's ``minimum`` / ``maximum``, and always by SQLite's 64-bit range.
 
 from __future__ import annotations
 
-import json
 import re
 from urllib.parse import unquote
+
+import orjson
 
 from ..query.errors import QueryError
 
@@ -73,7 +74,7 @@ class Params:
         if value is None or value == "":
             return default
         try:
-            return json.loads(value)
+            return orjson.loads(value)  # (refuses lone surrogates and deep nesting: ValueError)
         except ValueError as exc:
             raise QueryError(code, f"{name} must be JSON: {exc}") from None
 

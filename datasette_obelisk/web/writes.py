@@ -18,8 +18,9 @@ Everything else is answered with JSON.
 
 from __future__ import annotations
 
-import json
 from urllib.parse import parse_qsl
+
+import orjson
 
 from datasette.utils.asgi import PayloadTooLarge, Response
 
@@ -58,7 +59,7 @@ async def read_record(request, max_bytes: int) -> dict:
     if kind == FORM_TYPE:
         return {key: value for key, value in parse_qsl(text, keep_blank_values=True) if value != ""}
     try:
-        record = json.loads(text)
+        record = orjson.loads(text)  # (refuses lone surrogates and deep nesting: ValueError)
     except ValueError:
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object or a form") from None
     if not isinstance(record, dict):
