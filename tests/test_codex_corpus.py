@@ -354,10 +354,11 @@ def test_tool_calls_and_results_by_outcome(db):
         ("blocked", 1, 2), ("succeeded", 0, 372 + 5 + 3 + 1 + 2 + 2),
     ]
     assert db.execute(
-        "SELECT tool_use_id, content FROM tool_results WHERE outcome IN ('blocked', 'cancelled') ORDER BY 1"
+        "SELECT tool_use_id, content, timestamp FROM tool_results WHERE outcome IN ('blocked', 'cancelled') ORDER BY 1"
     ).fetchall() == [
-        ("codex:rejection-codex-001:call_esc_002", "[no output: escalation not granted]"),
-        ("codex:rejection-codex-001:call_esc_004", "[no output: escalation not granted]"),
+        # closed by the next prompt (line 12), and by the turn's abort (line 20)
+        ("codex:rejection-codex-001:call_esc_002", "[no output: escalation not granted]", "2025-12-05T11:00:30.000Z"),
+        ("codex:rejection-codex-001:call_esc_004", "[no output: escalation not granted]", "2025-12-05T11:01:10.000Z"),
     ]
 
 

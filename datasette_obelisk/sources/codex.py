@@ -286,7 +286,8 @@ class CodexSource:
     #    one (not the note on the history it replaced, nor a placeholder)
     # 6: what a compaction kept stays current (its meta's preserved_uuids)
     # 7: usage counts what the total grew by when responses had no event of their
-    #    own; patch paths follow a relative workdir
+    #    own; patch paths follow a relative workdir; a call left without output
+    #    is closed at the time of the abort or prompt that closed it
     parser_version = 7
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -412,6 +413,7 @@ class CodexState:
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
     closed_calls: list = field(default_factory=list)  # synthetic results already given
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
+    aborted_at: str | None = None  # when that was
     last_spawn: list | None = None  # [call_id, new thread id]
     said: dict = field(default_factory=dict)  # digest of a user or assistant text -> its Message's uuid
     prompts: list = field(default_factory=list)  # [uuid, characters] of the prompts, oldest first
@@ -729,7 +731,7 @@ class CodexParser:
         if twin and not message.is_meta:
             self.s.previous = ["twin", twin, form, parts]
         if message.role == "user" and not message.is_meta and message.content_type == "text":
-            self._user_turn(out)
+            self._user_turn(out, message.timestamp)
             self._first_prompt(message, out)
             self.s.prompts = [*self.s.prompts[1 - KEPT_REMEMBERED:], [message.uuid, len(message.text)]]
         return message
@@ -929,7 +931,7 @@ class CodexParser:
         """An aborted turn: its open calls wait for the outputs Codex writes
         right after the abort, which win; see ``_settle_aborted_calls``."""
         self._settle_aborted_calls(out, timestamp)
-        self.s.aborted_calls = self.s.open_calls
+        self.s.aborted_calls, self.s.aborted_at = self.s.open_calls, timestamp
         self.s.open_calls = []
 
     def _settle_aborted_calls(self, out: list, timestamp) -> None:
@@ -938,7 +940,7 @@ class CodexParser:
         escalation, blocked)."""
         aborted, self.s.aborted_calls = self.s.aborted_calls, []
         for call in aborted:
-            self._placeholder_result(call, timestamp, out)
+            self._placeholder_result(call, self.s.aborted_at or timestamp, out)
 
     def _placeholder_result(self, call: list, timestamp, out: list) -> None:
         call_id, message_uuid, escalated = call
@@ -957,10 +959,10 @@ class CodexParser:
         )
         self.s.closed_calls = (self.s.closed_calls + [call_id])[-MAX_OPEN_CALLS:]
 
-    def _user_turn(self, out: list) -> None:
+    def _user_turn(self, out: list, timestamp) -> None:
         """A new user prompt: pending escalations were not granted."""
         if self.s.open_calls:
-            self._close_open_calls(out, None)
+            self._close_open_calls(out, timestamp)
 
     # -- events -------------------------------------------------------------
 
