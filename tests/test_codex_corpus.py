@@ -793,6 +793,20 @@ def test_an_archived_rollout_is_still_read_back_line_by_line(tmp_path, corpus_ro
     assert rows(db_path, "SELECT DISTINCT f.missing FROM messages m JOIN source_files f ON f.id = m.file_id") == [(0,)]
 
 
+def test_a_rollout_moved_back_from_the_archive_is_live_where_it_is(tmp_path, corpus_root):
+    db_path, before, _, archived = archive(tmp_path, corpus_root)
+    live = tmp_path / ".codex" / LAYOUT[COMPACTION]
+    os.rename(archived, live)  # unarchived: back where it was first read
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert (summary.files_missing, summary.messages, summary.errors) == (1, 0, 0)
+    assert rows(db_path, "SELECT availability, jsonl_path FROM sessions") == [("live", str(live))]
+    assert len(raw_lines(db_path)) == 18
+    assert rows(db_path, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
+        (str(live), 0, 20, 18, 2), (str(archived), 1, 20, 0, 20),
+    ]
+    assert snapshot(db_path)["messages"] == before["messages"]
+
+
 def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root):
     home, live, db_path = ingested_rollout(tmp_path, corpus_root)
     before = sorted(raw_lines(db_path))

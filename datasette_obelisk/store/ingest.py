@@ -602,9 +602,6 @@ class Ingester:
                     [file_id],
                 )
                 self.count_file("replayed", unit)
-            elif row is not None and row["missing"]:
-                self.conn.execute("UPDATE source_files SET missing = 0 WHERE id = ?", [file_id])
-                self.queue_sessions_of_file(file_id)
             if plan.resume is not None:
                 # Errors past the cursor were about an unfinished last line,
                 # which is about to be read again.
@@ -673,8 +670,12 @@ class Ingester:
         return cursor.lastrowid
 
     def resume_point(self, row, fingerprint: Fingerprint, source: Source, unit: SourceFile, raw) -> tuple[int, int, Any, bool] | None:
-        """(cursor, line_no, parser state, open line) to continue from, or None to re-read."""
-        if row is None or row["parser_version"] != source.parser_version:
+        """(cursor, line_no, parser state, open line) to continue from, or None to re-read.
+
+        A file back on disk after it was missing is read again: its rows may
+        have followed a copy elsewhere (``relocate``), and they come back
+        with it when that copy is gone in turn."""
+        if row is None or row["parser_version"] != source.parser_version or row["missing"]:
             return None
         if unit.layout != "jsonl" or unit.compression:
             return None
