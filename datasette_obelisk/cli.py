@@ -58,7 +58,10 @@ def writable_db(db_path: Path | None) -> Path:
 
 
 def migrated_or_empty(db: Path) -> bool:
-    """Whether ``db`` has no table, or obelisk's migrations made it (read without changing it)."""
+    """Whether ``db`` has no table, or obelisk's migrations made it (read without changing it).
+
+    An empty ``_sqlite_migrations`` table alone is a database another process
+    is creating: sqlite-utils commits that table before the first migration."""
     import sqlite3
     from urllib.parse import quote
 
@@ -67,7 +70,7 @@ def migrated_or_empty(db: Path) -> bool:
     conn = sqlite3.connect("file:" + quote(str(db.absolute())) + "?mode=ro", uri=True)
     try:
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        return not tables or "_sqlite_migrations" in tables and conn.execute(
+        return tables <= {"_sqlite_migrations"} or "_sqlite_migrations" in tables and conn.execute(
             "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", [migrations.name]
         ).fetchone() is not None
     except sqlite3.OperationalError as exc:

@@ -135,6 +135,10 @@ def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
     ours = tmp_path / "e%41f" / "o.db"
     for _ in range(2):  # the second time it is an obelisk database
         assert CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(ours)]).exit_code == 0
+    # Another ingest creating it: sqlite-utils commits its empty migrations table first.
+    starting = tmp_path / "starting.db"
+    Migrations("datasette_obelisk").ensure_migrations_table(Database(starting))
+    assert CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(starting)]).exit_code == 0
     damaged = tmp_path / "damaged.db"
     damaged.write_bytes(ours.read_bytes()[:3000])  # a header, then not enough of the file
     result = CliRunner().invoke(cli, ["ingest", "--claude-dir", str(logs), "--db", str(damaged)])
