@@ -221,6 +221,24 @@ def test_files_arriving_one_by_one_give_the_rows_of_one_ingest(tmp_path, logs, c
     assert got == whole, diff(got, whole)
 
 
+def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333"
+    (project / f"{agent}.meta.json").write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
+    run(tmp_path / "whole.db", claude)
+    arriving = tmp_path / "arriving" / "projects" / "p"
+    shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n.endswith(".meta.json")])
+    run(tmp_path / "arriving.db", arriving.parent.parent)  # typed and described by its Task call
+    sql = ("SELECT s.agent_type, sa.agent_type, sa.description FROM sessions s "
+           "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
+    assert rows(tmp_path / "arriving.db", sql) == [("Explore", "Explore", "Coverage analysis")]
+    shutil.copy(project / f"{agent}.meta.json", arriving / f"{agent}.meta.json")
+    run(tmp_path / "arriving.db", arriving.parent.parent)
+    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [("Plan", "Plan", "from meta")]
+    got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
+    assert got == whole, diff(got, whole)
+
+
 @pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
 def test_an_extended_last_line_reads_the_family_again(tmp_path, logs, read_ahead):
     """A run took an unterminated last line (whole JSON) as read; the writer

@@ -684,7 +684,9 @@ def link_subagents(conn, session_ids) -> None:
         conn.execute(
             """UPDATE sessions SET title = sa.description, title_source = 'subagent'
                FROM subagents sa
-               WHERE sa.child_session_id = sessions.id AND sessions.title IS NULL
+               WHERE sa.child_session_id = sessions.id
+                 AND (sessions.title IS NULL OR sessions.title_source = 'subagent')
+                 AND sessions.title IS NOT sa.description
                  AND sa.description IS NOT NULL AND (sa.session_id = :s OR sa.child_session_id = :s)""",
             {"s": session_id},
         )
@@ -700,12 +702,14 @@ def link_subagents(conn, session_ids) -> None:
                  AND (duration_ms IS NULL OR total_tokens IS NULL)""",
             {"s": session_id},
         )
-        # The agent's type, also when its session was read before the call or
-        # the .meta.json that tells it (a parent's files arrive in any order).
+        # The agent's type as its subagents row has it, also when its session
+        # was read before the call or the .meta.json that tells it (a parent's
+        # files arrive in any order, and a .meta.json outranks the call).
         conn.execute(
-            """UPDATE sessions SET agent_type = COALESCE(agent_type,
-                   (SELECT agent_type FROM subagents WHERE child_session_id = sessions.id))
-               WHERE relationship = 'subagent' AND agent_type IS NULL
-                 AND (id = :s OR id IN (SELECT child_session_id FROM subagents WHERE session_id = :s))""",
+            """UPDATE sessions SET agent_type = sa.agent_type
+               FROM subagents sa
+               WHERE sa.child_session_id = sessions.id AND sa.agent_type IS NOT NULL
+                 AND sessions.agent_type IS NOT sa.agent_type AND sessions.relationship = 'subagent'
+                 AND (sessions.id = :s OR sa.session_id = :s)""",
             {"s": session_id},
         )

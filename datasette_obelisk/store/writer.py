@@ -92,7 +92,11 @@ SESSION_UPSERT = _upsert_sql(
     SESSION_FIELDS,
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "title", "title_source"},
 )
-SUBAGENT_UPSERT = _upsert_sql("subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS)
+# What a log says of an agent's type and task (its result, its .meta.json) replaces what
+# derivation filled in from the spawning call's input before that log was read.
+SUBAGENT_UPSERT = _upsert_sql(
+    "subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS, last_wins={"agent_type", "description"}
+)
 WORKFLOW_UPSERT = _upsert_sql(
     "workflows", ["run_id"], WORKFLOW_FIELDS + ["file_id"], last_wins=set(WORKFLOW_FIELDS)
 )
