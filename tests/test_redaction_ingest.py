@@ -1,6 +1,7 @@
 """Secrets never reach the database, its FTS index or its WAL."""
 
 import json
+import multiprocessing
 import sqlite3
 
 import pytest
@@ -124,6 +125,19 @@ def test_key_lives_beside_the_database_not_inside(tmp_path, samples):
     key = redacting.key_path(db)
     assert oct(key.stat().st_mode & 0o777) == "0o600"
     assert bytes.fromhex(key.read_text().strip()) not in database_bytes(db)
+
+
+def test_processes_opening_a_new_database_together_agree_on_its_key(tmp_path):
+    # A web refresh and a watcher, or two ingests, may each be first to need it.
+    context = multiprocessing.get_context("fork")
+    for attempt in range(20):
+        db = tmp_path / f"{attempt}.db"
+        with context.Pool(4) as pool:
+            keys = pool.map(redacting.load_key, [db] * 4)
+        assert len(set(keys)) == 1 and len(keys[0]) == 32, keys
+        assert bytes.fromhex(redacting.key_path(db).read_text()) == keys[0]
+        assert oct(redacting.key_path(db).stat().st_mode & 0o777) == "0o600"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.db.redaction-key" for n in range(20))
 
 
 def test_no_redact_is_recorded_and_publish_refuses(tmp_path, samples):

@@ -66,16 +66,28 @@ def key_path(db_path: str | Path) -> Path:
 
 
 def load_key(db_path: str | Path) -> bytes:
-    """The database's HMAC key, created on first use."""
+    """The database's HMAC key, created on first use.
+
+    Processes opening a new database together agree on one key: each writes
+    its own in full to a file of its own, and the first to link that file
+    into place wins; the others read the winner's."""
     path = key_path(db_path)
     try:
         return bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:
-        key = secrets.token_bytes(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        pass
+    key = secrets.token_bytes(32)
+    draft = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
         with os.fdopen(fd, "w") as fp:
             fp.write(key.hex() + "\n")
-        return key
+        os.link(draft, path)
+    except FileExistsError:
+        return bytes.fromhex(path.read_text().strip())
+    finally:
+        draft.unlink(missing_ok=True)
+    return key
 
 
 def redactor_for(db_path: str | Path) -> Redactor:
