@@ -119,6 +119,27 @@ def test_each_file_keeps_what_discovery_found_and_an_older_database_gets_it_with
     assert rows(db, "SELECT COUNT(*), COUNT(hints), SUM(priority) FROM source_files") == [(8, 8, 4)]  # two agent logs (1) and a .meta.json (2)
 
 
+def test_a_live_refresh_leaves_files_stored_without_hints_to_the_next_ingest(tmp_path, logs):
+    # Read without them, the agent's log would be a session of its own (agent-cccc333:agent-cccc333).
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    db = tmp_path / "o.db"
+    run(db, claude)
+    sessions = rows(db, "SELECT id, project, parent_session_id FROM sessions ORDER BY id")
+    conn = sqlite3.connect(db)
+    with conn:  # as stored before m019
+        conn.execute("UPDATE source_files SET hints = NULL, priority = NULL")
+    conn.close()
+    agent = project / "eb000000-0000-4000-8000-000000000001" / "subagents" / "agent-cccc333.jsonl"
+    agent.write_bytes(agent.read_bytes())  # rewritten as it was: read again from its start
+    os.utime(agent, ns=(1, 1))
+    conn = open_db(db)
+    assert refresh(conn) == []
+    conn.close()
+    assert run(db, claude).files_read == 1
+    assert rows(db, "SELECT id, project, parent_session_id FROM sessions ORDER BY id") == sessions
+    assert rows(db, "SELECT COUNT(*), COUNT(hints) FROM source_files") == [(8, 8)]
+
+
 def test_the_files_sharing_a_session_are_read_again_with_it(tmp_path, logs):
     claude, project = logs("handgemacht-ai__claude-code-log")
     run(tmp_path / "o.db", claude)

@@ -204,9 +204,15 @@ def test_a_folder_moved_whole_keeps_its_files_rows(db, tmp_path):
     (old / "p").mkdir(parents=True)
     (old / "p" / "s1.jsonl").write_bytes(line(id="a", text="hello"))
     run(db, old)
+    hints = rows(db, "SELECT hints, priority FROM source_files")
+    conn = sqlite3.connect(db)
+    with conn:  # as stored before m019 (hints kept) and m008 (paths made absolute)
+        conn.execute("UPDATE source_files SET hints = NULL, priority = NULL")
+    conn.close()
     old.rename(new)
     summary = run(db, new)
     assert (summary.files_read, summary.files_skipped, summary.files_missing) == (0, 1, 0)
+    assert rows(db, "SELECT hints, priority FROM source_files") == hints
     assert rows(db, "SELECT path, missing FROM source_files") == [(str(new / "p" / "s1.jsonl"), 0)]
     # Nothing is left under the old name to be reported gone.
     assert run(db, old).files_missing == 0

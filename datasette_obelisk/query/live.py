@@ -33,16 +33,20 @@ WAIT_SECONDS = 2.0
 
 
 def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
-    """``source_files`` rows whose file on disk no longer has the stored size and mtime."""
+    """``source_files`` rows whose file on disk no longer has the stored size and mtime.
+
+    Files stored before discovery's hints were kept (``hints`` NULL, until an
+    ingest fills them in) are left to the next ingest: read without them, an
+    agent's log would lose its parent session and project."""
     if session_ids is None:
-        sql, params = "SELECT * FROM source_files WHERE missing = 0", []
+        sql, params = "SELECT * FROM source_files WHERE missing = 0 AND hints IS NOT NULL", []
     else:
         ids = list(dict.fromkeys(session_ids))
         if not ids:
             return []
         marks = ", ".join("?" * len(ids))
         sql = (
-            "SELECT * FROM source_files WHERE missing = 0 AND id IN "
+            "SELECT * FROM source_files WHERE missing = 0 AND hints IS NOT NULL AND id IN "
             f"(SELECT DISTINCT file_id FROM messages WHERE session_id IN ({marks}))"
         )
         params = ids

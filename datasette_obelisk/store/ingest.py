@@ -300,10 +300,11 @@ class Ingester:
         self._clearing = set()
 
     def found_units(self) -> list[SourceFile]:
-        """This run's files; without a discovery (a live refresh), the stored files still on disk."""
+        """This run's files; without a discovery (a live refresh), the stored files still on disk
+        whose hints are known (see ``query.live.changed_files``)."""
         if self._units is not None:
             return self._units
-        rows = self.conn.execute("SELECT * FROM source_files WHERE missing = 0").fetchall()
+        rows = self.conn.execute("SELECT * FROM source_files WHERE missing = 0 AND hints IS NOT NULL").fetchall()
         return in_read_order(
             unit_of_row(row) for row in rows if row["source"] in self.sources and os.path.isfile(row["path"])
         )
@@ -553,7 +554,11 @@ class Ingester:
             if not (_same_file(old, unit.path) if os.path.exists(old) else _still_holds(row, unit, st)):
                 continue
             with self.transaction():
-                self.conn.execute("UPDATE source_files SET path = ? WHERE id = ?", [str(unit.path), file_id])
+                self.conn.execute(  # (a row stored before hints were kept gets them too)
+                    "UPDATE source_files SET path = ?, hints = COALESCE(hints, ?), priority = COALESCE(priority, ?) "
+                    "WHERE id = ?",
+                    [str(unit.path), hints_json(unit), unit.priority, file_id],
+                )
                 self.conn.execute("UPDATE ingest_errors SET path = ? WHERE file_id = ?", [str(unit.path), file_id])
                 self.queue_sessions_of_file(file_id)  # sessions.jsonl_path names it
             return self.file_row(unit)
