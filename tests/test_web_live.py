@@ -70,3 +70,21 @@ async def test_a_database_of_an_older_version_is_served_as_stored(tmp_path, monk
     ingest(db, {"claude": tmp_path / ".claude"})  # migrates, then reads the new line
     found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
     assert [hit["message"]["uuid"] for hit in found] == ["b"]
+
+
+@pytest.mark.asyncio
+async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypatch):
+    # A database from before m013 has no session digests, which history search reads.
+    _, db = ingested_log(tmp_path, monkeypatch)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DROP TABLE session_digests_fts")
+    conn.close()
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    response = await ds.client.get("/-/obelisk/api/history/search", params={"query": "first"})
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert error["code"] == "OBELISK_NOT_FOUND" and error["message"] == (
+        "this database was written by an older datasette-obelisk (no such table: session_digests_fts): "
+        "run `obelisk ingest --db <it>` to bring it up to date")

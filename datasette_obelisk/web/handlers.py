@@ -34,6 +34,7 @@ async def readable_database(datasette, request):
 
 def time_limited(work, milliseconds: int):
     """``work(conn)``, interrupted once it has run ``milliseconds``: ``OBELISK_TIMEOUT``.
+    A table or column missing from an older database is ``OBELISK_NOT_FOUND``.
 
     A query layer that names the interruption itself keeps its code
     (the session-query contract's ``SESSION_QUERY_ABORTED``).
@@ -47,6 +48,12 @@ def time_limited(work, milliseconds: int):
             error = error_for(exc)
             if error.code == "OBELISK_TIMEOUT":
                 raise past_limit(error.code, milliseconds) from None
+            if str(exc).startswith(("no such table", "no such column")):
+                raise QueryError(
+                    "OBELISK_NOT_FOUND",
+                    f"this database was written by an older datasette-obelisk ({exc}): "
+                    "run `obelisk ingest --db <it>` to bring it up to date",
+                ) from None
             raise
         except QueryError as error:
             if error.code in TIMEOUT_CODES:
