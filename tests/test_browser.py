@@ -209,6 +209,13 @@ def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
         assert response.status == 200, path
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, (path, width)
+    # A file's history on a phone: each tool's name stays on one line, as does the page.
+    response = page.goto(f"{server}/-/obelisk/files?path=/path/to/Demo/todo-app/src/app/page.tsx")
+    assert response.status == 200 and page.evaluate("document.documentElement.scrollWidth") <= 390
+    lines = page.evaluate("""[...document.querySelectorAll('table.ob-table tbody td:nth-child(2)')].map(td => {
+        const range = document.createRange(); range.selectNodeContents(td); return [td.textContent, range.getClientRects().length];
+    })""")
+    assert sorted(set(map(tuple, lines))) == [("Edit", 1), ("Read", 1)], lines
     page.goto(f"{server}/-/obelisk?q={WORD}")
     first_result = page.locator(".ob-result").first.bounding_box()["y"]
     facets = page.locator(".ob-facets").bounding_box()["y"]

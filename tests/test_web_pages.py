@@ -458,8 +458,9 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
                                             "FROM tool_calls")
     assert names > 15 and f"{names - 15} other tools</a>" in tools  # the table says what it leaves out
     assert sum(numbers(re.findall(r'<td class="num">([\d,]+)</td><td class="num">\d+</td></tr>', tools))) == calls
-    # every failure of a call (one failed result in the corpus names no call it made)
-    assert sum(numbers(re.findall(r'<td class="num">(\d+)</td></tr>', tools))) == failed == listed - 1
+    # every failure: of a call, and one failed result in the corpus names no call it made
+    assert failed == listed - 1 and '(call not in the logs)</a></td><td class="num">–</td><td class="num">1</td>' in tools
+    assert sum(numbers(re.findall(r'<td class="num">(\d+)</td></tr>', tools))) == listed
     [(no_project,)] = rows(web_db, "SELECT COUNT(*) FROM sessions WHERE project IS NULL")
     if no_project:
         assert "/obelisk/sessions?project__isnull=1&amp;_sort_desc=ended_at" in project_table

@@ -280,6 +280,35 @@ async def test_form_posts_redirect_back_with_a_message(db, memory_root):
 
 
 @pytest.mark.asyncio
+async def test_a_form_forgetting_an_archived_memory_says_so(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    memory_id = await remembered(ds, memory_root)
+    said = []
+    for reason in ("obsolete", "again"):  # the second from a page loaded before the first
+        response = await ds.client.post(FORGET, data={"id": memory_id, "reason": reason}, actor=ROOT)
+        assert response.status_code == 302
+        said.append(ds.unsign(response.cookies["ds_messages"], "messages"))
+    [(deleted_at,)] = rows(db, "SELECT deleted_at FROM memories WHERE id = ?", [memory_id])
+    assert said == [
+        [[f"Archived memory {memory_id}", ds.INFO]],
+        [[f"Memory {memory_id} was already archived ({deleted_at}, reason: obsolete): nothing changed", ds.WARNING]],
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_memory_links_its_source_session_only_when_it_is_stored(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    [(stored,)] = rows(db, "SELECT id FROM sessions ORDER BY id LIMIT 1")
+    (memory_root / "other.md").write_text("# Other\n")
+    for path, session_id in (("decision.md", stored), ("other.md", "no-such-session")):
+        body = {"path": str(memory_root / path), "summary": path, "session_id": session_id}
+        assert (await ds.client.post(REMEMBER, json=body, actor=ROOT)).status_code == 200
+    html = (await ds.client.get("/-/obelisk/memories", actor=ROOT)).text
+    assert f'<a href="/-/obelisk/session/{stored}">source session</a>' in html
+    assert "no-such-session</a>" not in html and "source session no-such-session (not stored)" in html
+
+
+@pytest.mark.asyncio
 async def test_get_is_not_allowed_on_write_endpoints(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     for path in (REMEMBER, FORGET):

@@ -47,3 +47,13 @@ async def test_search_finds_sessions_right_after_ingest(ingested):
     assert grouped["items"], "grouped search found nothing: is the session index maintained by ingest?"
     page = await ds.client.get("/-/obelisk", params={"q": WORD})
     assert "<mark>" in page.text
+
+
+@pytest.mark.asyncio
+async def test_an_ingest_of_no_logs_serves_an_empty_overview(tmp_path):
+    (tmp_path / "logs").mkdir()
+    db = tmp_path / "obelisk.db"
+    assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--claude-dir", str(tmp_path / "logs")]).exit_code == 0
+    response = await make_datasette(db).client.get("/-/obelisk/overview")
+    assert response.status_code == 200
+    assert "Last ingest never, from 0 log files." in response.text

@@ -163,6 +163,14 @@ def tool_usage(conn: sqlite3.Connection, limit: int | None = 15) -> list[dict]:
     return [{"name": name, "calls": calls, "failed": failed or 0} for name, calls, failed in rows]
 
 
+def failures_without_call(conn: sqlite3.Connection) -> int:
+    """Failed results (``failed()``) whose call is not in the logs: the failures ``tool_usage`` cannot name a tool for."""
+    return conn.execute(
+        f"""SELECT COUNT(*) FROM tool_results r
+            WHERE {failed("r")} AND NOT EXISTS (SELECT 1 FROM tool_calls c WHERE c.id = r.tool_use_id)"""
+    ).fetchone()[0]
+
+
 def _dicts(cursor) -> list[dict]:
     names = [d[0] for d in cursor.description]
     return [dict(zip(names, row)) for row in cursor]

@@ -226,3 +226,11 @@ class write_transaction:
         else:
             self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
         return False
+
+
+def stored_sessions(conn: sqlite3.Connection, session_ids) -> set[str]:
+    """Which of ``session_ids`` (None left out) are stored sessions: a memory may name
+    one that is not, or no longer, in the archive."""
+    named = sorted({s for s in session_ids if s})
+    return {row[0] for row in conn.execute(
+        "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(named)])}

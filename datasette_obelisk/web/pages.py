@@ -6,7 +6,7 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
-from ..query import dashboard, lineage, obelisk, search_facets, transcript
+from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
 from ..query.filters import Filters
 from ..query.session_query import SessionQuery
 from . import charts
@@ -105,6 +105,7 @@ async def overview_page(datasette, request, db, params):
             "totals": dashboard.totals(conn, files=files),
             "activity": dashboard.activity(conn),
             "tools": dashboard.tool_usage(conn, limit=None),
+            "failures_without_call": dashboard.failures_without_call(conn),
             "indexing": dashboard.indexing_note(conn),
         }
 
@@ -161,13 +162,18 @@ def anchors_for(conn, calls: list) -> dict:
 async def memories_page(datasette, request, db, params):
     query = params.text("q")
     options = {"limit": 200, **({"query": query} if query else {})}
-    found = await db.execute_fn(lambda conn: obelisk.memories(conn, options))
+    def load(conn):
+        found = obelisk.memories(conn, options)
+        return found, memories.stored_sessions(conn, [m.get("session_id") for m in found])
+
+    found, stored = await db.execute_fn(load)
     config = settings(datasette)
     writable = not config.read_only and db.is_mutable
     return {
         "active_tab": "Memories",
         "q": query,
         "memories": found,
+        "stored_sessions": stored,  # a memory may name a session that is not (or no longer) stored
         "can_remember": writable and await allowed(datasette, request.actor, REMEMBER, db.name),
         "can_forget": writable and await allowed(datasette, request.actor, FORGET, db.name),
         "memory_roots": [str(root) for root in config.memory_roots],

@@ -96,7 +96,9 @@ def forget(conn, record, actor, database, roots):
     return result
 
 
-def write_view(action: str, perform, done: str):
+def write_view(action: str, perform, done: str, already: str | None = None):
+    """A POST endpoint; a form post is sent back to the memories page with ``done`` (or,
+    when the memory was archived before, ``already``) as its message."""
     async def view(datasette, request):
         if request.method != "POST":
             return method_not_allowed("POST")
@@ -122,7 +124,10 @@ def write_view(action: str, perform, done: str):
                 return await memories_with_error(datasette, request, error, entered)
             return json_error(error)
         if from_our_form(request):
-            datasette.add_message(request, done.format(**result), datasette.INFO)
+            if already and result.get("already_deleted"):
+                datasette.add_message(request, already.format(**result), datasette.WARNING)
+            else:
+                datasette.add_message(request, done.format(**result), datasette.INFO)
             return Response.redirect(obelisk_url(datasette, "/memories", db=request.args.get("db")))
         return json_ok(result)
 
@@ -165,11 +170,15 @@ WRITE_ENDPOINTS = [
         response=schemas.FORGOTTEN,
     ),
 ]
-ACTIONS = {"/remember": (REMEMBER, "Remembered {path} as {id}"), "/forget": (FORGET, "Archived memory {id}")}
+ACTIONS = {
+    "/remember": (REMEMBER, "Remembered {path} as {id}"),
+    "/forget": (FORGET, "Archived memory {id}",
+                "Memory {id} was already archived ({deleted_at}, reason: {deleted_reason}): nothing changed"),
+}
 
 
 def write_routes() -> list:
     return [
-        (endpoint.regex, write_view(ACTIONS[endpoint.path][0], endpoint.handler, ACTIONS[endpoint.path][1]))
+        (endpoint.regex, write_view(ACTIONS[endpoint.path][0], endpoint.handler, *ACTIONS[endpoint.path][1:]))
         for endpoint in WRITE_ENDPOINTS
     ]
