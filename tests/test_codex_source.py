@@ -734,6 +734,15 @@ def test_usage_counts_what_the_total_grew_by_when_responses_have_no_event():
     assert [sum(column) for column in zip(*counted)] == [59_000, 31_000, 43_000]
 
 
+def test_usage_without_its_last_response_counts_what_the_total_grew_by():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-x"}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(1000, 0, 100)}}),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(1500, 0, 150)}}),
+    ])
+    assert [(m.input_tokens, m.output_tokens) for m in of(records, Message)] == [(1000, 100), (500, 50)]
+
+
 def test_a_child_s_first_total_counts_only_its_last_usage():
     # A fork that copied nothing (history_base): its first total may include its parent's.
     records = feed_raw([

@@ -140,6 +140,18 @@ def test_processes_opening_a_new_database_together_agree_on_its_key(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.db.redaction-key" for n in range(20))
 
 
+def test_a_folder_without_hard_links_still_gets_one_key(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")  # as vfat answers
+
+    monkeypatch.setattr(redacting.os, "link", no_links)
+    context = multiprocessing.get_context("fork")
+    with context.Pool(4) as pool:
+        keys = pool.map(redacting.load_key, [tmp_path / "o.db"] * 4)
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    assert [p.name for p in tmp_path.iterdir()] == ["o.db.redaction-key"]
+
+
 def test_no_redact_is_recorded_and_publish_refuses(tmp_path, samples):
     write_session(tmp_path / ".claude", samples[:3])
     db = tmp_path / "o.db"

@@ -1034,14 +1034,15 @@ class CodexParser:
         key, previous = _usage_key(total), self.s.last_total
         self.s.last_total = key
         reported = info.get("last_token_usage")
-        reported = reported if isinstance(reported, dict) else total
-        last = _usage_key(reported)
+        reported = reported if isinstance(reported, dict) else {}
+        last = _usage_key(reported) if reported else None
         if previous is None and self.s.parent is None:
             previous = [0] * len(key)  # (a child's first total may include its parent's)
         if previous is not None:
             grown = [now - before for now, before in zip(key, previous)]
-            if min(grown) >= 0 and any(g > n for g, n in zip(grown, last)):
+            if min(grown) >= 0 and (last is None or any(g > n for g, n in zip(grown, last))):
                 last = grown  # responses without a token_count of their own (a cut or resumed log)
+        last = key if last is None else last
         if key == previous or not any(last):
             out.append(Merged(position, "usage"))
             return

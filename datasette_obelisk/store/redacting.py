@@ -11,6 +11,7 @@ import functools
 import os
 import secrets
 import sqlite3
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -70,24 +71,47 @@ def load_key(db_path: str | Path) -> bytes:
 
     Processes opening a new database together agree on one key: each writes
     its own in full to a file of its own, and the first to link that file
-    into place wins; the others read the winner's."""
+    into place wins; the others read the winner's. Where a folder takes no
+    hard links (vfat, some network shares), the key is written in place and
+    a reader waits for it to be whole."""
     path = key_path(db_path)
     try:
-        return bytes.fromhex(path.read_text().strip())
+        return _read_key(path)
     except FileNotFoundError:
         pass
     key = secrets.token_bytes(32)
     draft = path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}")
-    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "w") as fp:
-            fp.write(key.hex() + "\n")
+        _write_key(draft, key)
         os.link(draft, path)
     except FileExistsError:
-        return bytes.fromhex(path.read_text().strip())
+        return _read_key(path)
+    except OSError:
+        try:
+            _write_key(path, key)
+        except FileExistsError:
+            return _read_key(path)
     finally:
         draft.unlink(missing_ok=True)
     return key
+
+
+def _write_key(path: Path, key: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fp:
+        fp.write(key.hex() + "\n")
+
+
+def _read_key(path: Path, wait: float = 2.0) -> bytes:
+    """The key in ``path``, once whoever creates it has written it whole."""
+    deadline = time.monotonic() + wait
+    while True:
+        text = path.read_text().strip()
+        if len(text) == 64:
+            return bytes.fromhex(text)
+        if time.monotonic() > deadline:
+            raise ValueError(f"{path} does not hold a redaction key (64 hexadecimal digits)")
+        time.sleep(0.01)
 
 
 def redactor_for(db_path: str | Path) -> Redactor:
