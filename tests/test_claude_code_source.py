@@ -364,6 +364,7 @@ def test_meta_json_documents():
             child_session_id="ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2",
             agent_type="general-purpose",
             description="Round 2: alice comparison",
+            described_by="agent",
         ),
         Merged(Position(1, 0, len(data)), "metadata"),
     ]

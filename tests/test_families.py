@@ -248,7 +248,7 @@ def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
     (project / f"{agent}.meta.json").write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
     run(tmp_path / "whole.db", claude)
     arriving = tmp_path / "arriving" / "projects" / "p"
-    shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n.endswith(".meta.json")])
+    shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n == "agent-cccc333.meta.json"])
     run(tmp_path / "arriving.db", arriving.parent.parent)  # typed and described by its Task call
     sql = ("SELECT s.agent_type, sa.agent_type, sa.description FROM sessions s "
            "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
@@ -256,6 +256,29 @@ def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
     shutil.copy(project / f"{agent}.meta.json", arriving / f"{agent}.meta.json")
     run(tmp_path / "arriving.db", arriving.parent.parent)
     assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [("Plan", "Plan", "from meta")]
+    got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
+    assert got == whole, diff(got, whole)
+
+
+def test_a_call_s_result_written_after_the_meta_json_does_not_outrank_it(tmp_path, logs):
+    # Claude Code writes an agent's .meta.json when it starts, its call's result when it ends.
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333"
+    (project / f"{agent}.meta.json").write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
+    parent = project / "eb000000-0000-4000-8000-000000000001.jsonl"
+    lines = parent.read_bytes().splitlines(keepends=True)
+    result = json.loads(lines[2])
+    result["toolUseResult"]["agentType"] = "Explore"  # the result says otherwise
+    lines[2] = json.dumps(result).encode() + b"\n"
+    parent.write_bytes(b"".join(lines))
+    run(tmp_path / "whole.db", claude)
+    parent.write_bytes(b"".join(lines[:2]))  # the agent runs
+    run(tmp_path / "arriving.db", claude)
+    parent.write_bytes(b"".join(lines))  # its result is written
+    assert run(tmp_path / "arriving.db", claude).files_replayed == 0
+    sql = ("SELECT s.agent_type, sa.agent_type, sa.description, sa.described_by FROM sessions s "
+           "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
+    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [("Plan", "Plan", "from meta", "agent")]
     got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
     assert got == whole, diff(got, whole)
 

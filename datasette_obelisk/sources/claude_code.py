@@ -119,7 +119,8 @@ class ClaudeCodeSource:
     # 7: a slash command the user typed is a request, not meta (and titles its
     # session when it has arguments); the entrypoint is the session's originator;
     # an async agent's task notification gives its duration and tokens
-    # 8: pr-link lines name the session's pull requests
+    # 8: pr-link lines name the session's pull requests; an agent's type and
+    # task say where they come from (its .meta.json outranks its call's result)
     parser_version = 8
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -442,7 +443,9 @@ class ClaudeCodeParser:
         """What ties an agent transcript to its parent session."""
         if self.kind == "workflow_agent":
             return WorkflowAgent(self.agent_id, self.run_id, self.parent)
-        return Subagent(self.agent_id, self.parent, child_session_id=self.session_id, agent_type=self._own_agent_type())
+        agent_type = self._own_agent_type()
+        return Subagent(self.agent_id, self.parent, child_session_id=self.session_id, agent_type=agent_type,
+                        described_by="agent" if agent_type else None)
 
     def _message(
         self,
@@ -581,6 +584,7 @@ class ClaudeCodeParser:
             description=_text(details.get("description")),
             duration_ms=int_or_none(details.get("totalDurationMs")),
             total_tokens=int_or_none(details.get("totalTokens")),
+            described_by="result" if _text(details.get("agentType")) or _text(details.get("description")) else None,
         )
 
     def _finished_agent(self, text: str, obj: dict) -> Iterator[Subagent]:
@@ -704,6 +708,7 @@ class ClaudeCodeParser:
                 parent_tool_use_id=_text(doc.get("toolUseId")),
                 agent_type=agent_type,
                 description=description,
+                described_by="agent" if agent_type or description else None,
             )
         ]
 

@@ -287,7 +287,8 @@ class CodexSource:
     # 6: what a compaction kept stays current (its meta's preserved_uuids)
     # 7: usage counts what the total grew by when responses had no event of their
     #    own; patch paths follow a relative workdir; a call left without output
-    #    is closed at the time of the abort or prompt that closed it
+    #    is closed at the time of the abort or prompt that closed it; a spawned
+    #    agent's role and nickname from its own log outrank the parent's event
     parser_version = 7
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -610,6 +611,7 @@ class CodexParser:
                     parent_tool_use_id=f"codex:{parent}:{lineage.spawn_call}" if lineage.spawn_call else None,
                     agent_type=lineage.agent_type,
                     description=lineage.nickname,
+                    described_by="agent" if lineage.agent_type or lineage.nickname else None,
                 )
             )
 
@@ -1058,14 +1060,17 @@ class CodexParser:
     def _spawn_event(self, payload, position, out) -> None:
         thread = _spawned_thread(payload)
         call_id = first_text(payload.get("call_id"), payload.get("id"))
+        agent_type = first_text(payload.get("new_agent_role"), payload.get("agent_role"))
+        nickname = first_text(payload.get("new_agent_nickname"), payload.get("agent_nickname"))
         out.append(
             Subagent(
                 agent_id=thread,
                 session_id=self.session_id,
                 child_session_id=f"codex:{thread}",
                 parent_tool_use_id=f"{self.session_id}:{call_id}" if call_id else None,
-                agent_type=first_text(payload.get("new_agent_role"), payload.get("agent_role")),
-                description=first_text(payload.get("new_agent_nickname"), payload.get("agent_nickname")),
+                agent_type=agent_type,
+                description=nickname,
+                described_by="result" if agent_type or nickname else None,  # the child's own log outranks it
             )
         )
         if call_id:

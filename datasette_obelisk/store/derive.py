@@ -655,7 +655,8 @@ def _spawn_field(key: str) -> str:
 
 SPAWN_SPEC_UPDATE = f"""UPDATE subagents SET
        agent_type = COALESCE(agent_type, {_spawn_field('subagent_type')}),
-       description = COALESCE(description, {_spawn_field('description')})
+       description = COALESCE(description, {_spawn_field('description')}),
+       described_by = COALESCE(described_by, 'call')
    WHERE (session_id = :s OR child_session_id = :s) AND parent_tool_use_id IS NOT NULL
      AND (agent_type IS NULL OR description IS NULL)"""
 

@@ -752,3 +752,14 @@ def m022_create_pull_requests(db):
         CREATE INDEX pull_requests_file ON pull_requests (file_id);
         """
     )
+
+
+@migrations()
+def m023_add_subagents_described_by(db):
+    # An agent's type and task were kept from whichever record gave them
+    # first, so an incremental ingest could end with its spawning call's
+    # words where one reading of the files gives its .meta.json's. Each row
+    # now says where they came from (agent, result or call) and a more
+    # telling source replaces a less telling one. Claude parser 8 reads the
+    # files again, so the rows stored before it get their source.
+    db.execute("ALTER TABLE subagents ADD COLUMN described_by TEXT")

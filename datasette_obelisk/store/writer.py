@@ -69,15 +69,18 @@ class WriteCounts:
     errors: list = field(default_factory=list)
 
 
-def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=()) -> str:
+def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=(), chosen=None) -> str:
     """An upsert that fills columns from non-null values, keeping the rest.
 
-    Columns in ``last_wins`` take the newest non-null value; the others keep
-    the first one they got.
+    Columns in ``last_wins`` take the newest non-null value; those in
+    ``chosen`` (a dict) take its SQL expression; the others keep the first
+    one they got.
     """
+    chosen = chosen or {}
     columns = keys + fields
     sets = ", ".join(
-        f"{f} = COALESCE(excluded.{f}, {f})" if f in last_wins else f"{f} = COALESCE({f}, excluded.{f})"
+        f"{f} = {chosen[f]}" if f in chosen
+        else f"{f} = COALESCE(excluded.{f}, {f})" if f in last_wins else f"{f} = COALESCE({f}, excluded.{f})"
         for f in fields
     )
     return (
@@ -92,11 +95,16 @@ SESSION_UPSERT = _upsert_sql(
     SESSION_FIELDS,
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "title", "title_source"},
 )
-# What a log says of an agent's type and task (its result, its .meta.json) replaces what
-# derivation filled in from the spawning call's input before that log was read.
-SUBAGENT_UPSERT = _upsert_sql(
-    "subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS, last_wins={"agent_type", "description"}
-)
+# An agent's type and task come from the most telling source that gave them, in
+# whatever order the files arrive: its own files (.meta.json, its name), then
+# its call's result, then the call's input (``derive.SPAWN_SPEC_UPDATE``).
+DESCRIBED = ("agent_type", "description")
+DESCRIPTION_RANK = "(CASE {} WHEN 'agent' THEN 3 WHEN 'result' THEN 2 WHEN 'call' THEN 1 ELSE 0 END)"
+_OUTRANKS = f"{DESCRIPTION_RANK.format('excluded.described_by')} >= {DESCRIPTION_RANK.format('described_by')}"
+SUBAGENT_UPSERT = _upsert_sql("subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS, chosen={
+    f: f"CASE WHEN {_OUTRANKS} THEN COALESCE(excluded.{f}, {f}) ELSE COALESCE({f}, excluded.{f}) END"
+    for f in (*DESCRIBED, "described_by")
+})
 WORKFLOW_UPSERT = _upsert_sql(
     "workflows", ["run_id"], WORKFLOW_FIELDS + ["file_id"], last_wins=set(WORKFLOW_FIELDS)
 )
