@@ -78,6 +78,14 @@ async def test_transcript_links_the_session_s_pull_requests(ds):
 
 
 @pytest.mark.asyncio
+async def test_row_pages_link_to_the_transcript(ds, web_db):
+    [(pr,)] = rows(web_db, "SELECT id FROM pull_requests WHERE session_id = 'small'")
+    [(summary, session)] = rows(web_db, "SELECT id, session_id FROM summaries ORDER BY id LIMIT 1")
+    for url, session_id in ((f"/obelisk/pull_requests/{pr}", "small"), (f"/obelisk/summaries/{summary}", session)):
+        assert f'href="/-/obelisk/session/{session_id}?db=obelisk"' in await page(ds, url), url
+
+
+@pytest.mark.asyncio
 async def test_search_page_groups_highlights_and_facets(ds):
     html = await page(ds, "/-/obelisk", q="zebrafish")
     assert f"/-/obelisk/session/{XSS_SESSION}" in html

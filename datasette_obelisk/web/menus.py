@@ -74,7 +74,8 @@ def row_links(datasette, database: str, table: str, row: dict) -> list[dict]:
             {"href": event_url(datasette, row["session_id"], row["seq"], db=database), "label": "Open event"},
             {"href": session_url(datasette, row["session_id"], db=database), "label": "Open transcript"},
         ]
-    if table in ("tool_calls", "browse_tool_calls", "tool_results", "summaries", "subagents", "workflows") and row.get(
+    if table in ("tool_calls", "browse_tool_calls", "tool_results", "summaries", "subagents", "workflows",
+                 "pull_requests") and row.get(
         "session_id"
     ):
         links = [{"href": session_url(datasette, row["session_id"], db=database), "label": "Open transcript"}]
