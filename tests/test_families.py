@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -242,29 +243,39 @@ def test_files_arriving_one_by_one_give_the_rows_of_one_ingest(tmp_path, logs, c
     assert got == whole, diff(got, whole)
 
 
-def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
+# cccc333's Task call says Explore / "Coverage analysis"; the .meta.json these tests add says otherwise.
+META = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.meta.json"
+DESCRIBED = ("SELECT s.agent_type, sa.agent_type, sa.description, sa.described_by FROM sessions s "
+             "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
+
+
+def with_agent_meta(logs):
     claude, project = logs("handgemacht-ai__claude-code-log")
-    agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333"
-    (project / f"{agent}.meta.json").write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
-    run(tmp_path / "whole.db", claude)
-    arriving = tmp_path / "arriving" / "projects" / "p"
-    shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n == "agent-cccc333.meta.json"])
-    run(tmp_path / "arriving.db", arriving.parent.parent)  # typed and described by its Task call
-    sql = ("SELECT s.agent_type, sa.agent_type, sa.description FROM sessions s "
-           "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
-    assert rows(tmp_path / "arriving.db", sql) == [("Explore", "Explore", "Coverage analysis")]
-    shutil.copy(project / f"{agent}.meta.json", arriving / f"{agent}.meta.json")
-    run(tmp_path / "arriving.db", arriving.parent.parent)
-    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [("Plan", "Plan", "from meta")]
+    (project / META).write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
+    return claude, project
+
+
+def assert_as_one_ingest(tmp_path, expected):
+    assert rows(tmp_path / "arriving.db", DESCRIBED) == rows(tmp_path / "whole.db", DESCRIBED) == expected
     got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
     assert got == whole, diff(got, whole)
 
 
+def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
+    claude, project = with_agent_meta(logs)
+    run(tmp_path / "whole.db", claude)
+    arriving = tmp_path / "arriving" / "projects" / "p"
+    shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n == Path(META).name])
+    run(tmp_path / "arriving.db", arriving.parent.parent)
+    assert rows(tmp_path / "arriving.db", DESCRIBED) == [("Explore", "Explore", "Coverage analysis", "result")]
+    shutil.copy(project / META, arriving / META)
+    run(tmp_path / "arriving.db", arriving.parent.parent)
+    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent")])
+
+
 def test_a_call_s_result_written_after_the_meta_json_does_not_outrank_it(tmp_path, logs):
     # Claude Code writes an agent's .meta.json when it starts, its call's result when it ends.
-    claude, project = logs("handgemacht-ai__claude-code-log")
-    agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333"
-    (project / f"{agent}.meta.json").write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
+    claude, project = with_agent_meta(logs)
     parent = project / "eb000000-0000-4000-8000-000000000001.jsonl"
     lines = parent.read_bytes().splitlines(keepends=True)
     result = json.loads(lines[2])
@@ -276,11 +287,7 @@ def test_a_call_s_result_written_after_the_meta_json_does_not_outrank_it(tmp_pat
     run(tmp_path / "arriving.db", claude)
     parent.write_bytes(b"".join(lines))  # its result is written
     assert run(tmp_path / "arriving.db", claude).files_replayed == 0
-    sql = ("SELECT s.agent_type, sa.agent_type, sa.description, sa.described_by FROM sessions s "
-           "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
-    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [("Plan", "Plan", "from meta", "agent")]
-    got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
-    assert got == whole, diff(got, whole)
+    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent")])
 
 
 @pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
