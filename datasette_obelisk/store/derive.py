@@ -275,9 +275,10 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
     conn.execute(
-        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
-        [agent_id, session_id, child, tool_use_id, agent_type, description],
+        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description, "
+        "described_by) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
+        [agent_id, session_id, child, tool_use_id, agent_type, description,
+         "call" if agent_type or description else None],
     )
     return agent_id, child
 
