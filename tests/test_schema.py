@@ -256,6 +256,15 @@ def test_indexes(conn):
     ]
 
 
+def test_deriving_a_session_searches_its_agents_by_index(conn):
+    # Run once per derived session: a scan of sessions made a first ingest of 50,000 files take 325 s.
+    from datasette_obelisk.store.derive import AGENT_TYPE_UPDATE, SPAWN_SPEC_UPDATE
+
+    for sql in (AGENT_TYPE_UPDATE, SPAWN_SPEC_UPDATE):
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"s": "x"})]
+        assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
 def test_two_processes_creating_the_same_database_both_succeed(tmp_path):
     code = "import sys; from datasette_obelisk.store.db import open_db, is_current; print(is_current(open_db(sys.argv[1])))"
     for attempt in range(5):

@@ -662,6 +662,17 @@ SPAWN_SPEC_UPDATE = f"""UPDATE subagents SET
      AND (agent_type IS NULL OR description IS NULL)"""
 
 
+# The agent's type as its subagents row has it, also when its session was read
+# before the call or the .meta.json that tells it (a parent's files arrive in
+# any order, and a .meta.json outranks the call). Both sides of the OR are
+# subagents columns, so each is an index search (not a scan of sessions).
+AGENT_TYPE_UPDATE = """UPDATE sessions SET agent_type = sa.agent_type
+   FROM subagents sa
+   WHERE sa.child_session_id = sessions.id AND sa.agent_type IS NOT NULL
+     AND sessions.agent_type IS NOT sa.agent_type AND sessions.relationship = 'subagent'
+     AND (sa.child_session_id = :s OR sa.session_id = :s)"""
+
+
 def link_subagents(conn, session_ids) -> None:
     """Fill in what one file knows about a subagent and another does not.
 
@@ -704,14 +715,4 @@ def link_subagents(conn, session_ids) -> None:
                  AND (duration_ms IS NULL OR total_tokens IS NULL)""",
             {"s": session_id},
         )
-        # The agent's type as its subagents row has it, also when its session
-        # was read before the call or the .meta.json that tells it (a parent's
-        # files arrive in any order, and a .meta.json outranks the call).
-        conn.execute(
-            """UPDATE sessions SET agent_type = sa.agent_type
-               FROM subagents sa
-               WHERE sa.child_session_id = sessions.id AND sa.agent_type IS NOT NULL
-                 AND sessions.agent_type IS NOT sa.agent_type AND sessions.relationship = 'subagent'
-                 AND (sessions.id = :s OR sa.session_id = :s)""",
-            {"s": session_id},
-        )
+        conn.execute(AGENT_TYPE_UPDATE, {"s": session_id})
