@@ -893,3 +893,20 @@ def test_an_inline_agent_takes_the_last_folder_and_branch_its_lines_name_however
     expected = [("s1:agent-sidechain-x1", "/p/b", "b2")]
     query = "SELECT id, cwd, git_branch FROM sessions WHERE agent_id IS NOT NULL"
     assert rows(tmp_path / "whole.db", query) == rows(tmp_path / "parts.db", query) == expected
+
+
+def test_a_title_of_any_size_is_stored_cut(tmp_path):
+    # A log may hold a title of any size: 50 MB was copied into the session row, its digest and their indexes.
+    from datasette_obelisk.plugins import get_sources
+
+    project = tmp_path / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    prompt = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+              "message": {"role": "user", "content": "word " * 2_000}}
+    title = {"type": "custom-title", "sessionId": "s1", "customTitle": "long " * 1_000}
+    (project / "s1.jsonl").write_text(json.dumps(prompt) + "\n" + json.dumps(title) + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"}, sources={"claude": get_sources()["claude"]})
+    stored = rows(db, "SELECT kind, length(title), substr(title, -6) FROM titles ORDER BY kind")
+    assert stored == [("custom", 1_000, " long…"), ("first_prompt", 1_000, " word…")]
+    assert rows(db, "SELECT length(title), title_source FROM sessions") == [(1_000, "custom")]

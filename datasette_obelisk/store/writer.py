@@ -24,6 +24,10 @@ from ..records import (
 )
 from .tool_output import stored_content
 
+# A title longer than this is cut (a log can hold a title of any size; one of
+# 50 MB was copied into the session row, its digest and their indexes).
+MAX_TITLE = 1_000
+
 # The tables whose rows each name the source file they were read from
 # (``file_id``): deleted when the file is read again, moved with its copy.
 FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests")
@@ -322,10 +326,11 @@ class Writer:
         )
 
     def _title(self, t: TitleCandidate) -> None:
+        title = t.title if len(t.title) <= MAX_TITLE else t.title[: MAX_TITLE - 1] + "…"
         self.conn.execute(
             "INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            [t.session_id, t.kind, t.title, t.timestamp, t.leaf_uuid, self.file_id],
+            [t.session_id, t.kind, title, t.timestamp, t.leaf_uuid, self.file_id],
         )
         self.counts.sessions.add(t.session_id)
 
