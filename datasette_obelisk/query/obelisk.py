@@ -278,12 +278,13 @@ def first_hit(text: str, terms: list[str]) -> int:
     return min(found) if found else 0
 
 
-def message_row(row: sqlite3.Row | None) -> dict | None:
-    """A full ``messages`` row with its text clipped."""
+def message_row(row: sqlite3.Row | None, clipped: bool = False) -> dict | None:
+    """A full ``messages`` row with its text clipped (``clipped``: SQLite did it)."""
     if row is None:
         return None
     result = dict(row)
-    result["text"] = clip(result.get("text"))
+    if not clipped:
+        result["text"] = clip(result.get("text"))
     return result
 
 
@@ -356,13 +357,13 @@ TIE_ROOM = 20  # rows fetched past a search's limit, to see where its last rank'
 
 def search_sql(where: Where, tie_break: str) -> str:
     """The best matches by rank then ``tie_break`` (a LIMIT parameter follows ``where``'s),
-    with their sessions, best first and, at equal rank, newest first."""
+    with their sessions, best first and, at equal rank, newest first (``search_hit`` reads their texts)."""
     return f"""WITH hits AS (
         SELECT m.id, bm25(messages_fts) AS rank
         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
         WHERE {where} ORDER BY rank, {tie_break} LIMIT ?
       )
-      SELECT m.id, m.session_id, m.seq, {', '.join('m.' + f for f in MESSAGE_FIELDS)},
+      SELECT m.id, m.session_id, m.seq, {', '.join('m.' + f for f in MESSAGE_FIELDS if f != "text")},
         s.title AS session_title, s.project AS session_project, s.started_at AS session_started_at,
         s.source AS session_source, hits.rank
       FROM hits JOIN messages m ON m.id = hits.id LEFT JOIN sessions s ON s.id = m.session_id
@@ -388,8 +389,11 @@ def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> lis
 
 
 def search_hit(conn, row, terms: list[str], include_meta: bool) -> dict:
+    """A hit's shape; its text is read here, one hit at a time (it may be a multi-MB output)."""
+    stored = one(conn, "SELECT text FROM messages WHERE id = ?", [row["id"]])
+    message = {**dict(row), "text": stored[0] if stored else ""}  # ("": deleted since, by an ingest)
     return {
-        "message": compact_message(row, MAX_TEXT, first_hit(row["text"], terms)),
+        "message": compact_message(message, MAX_TEXT, first_hit(message["text"], terms)),
         "session": {
             "id": row["session_id"],
             "title": row["session_title"],
@@ -409,18 +413,22 @@ def neighbours(conn, hit, include_meta: bool) -> list[dict]:
     nearest lines of the log are taken.
     """
     meta = "" if include_meta else "AND is_meta = 0"
+    # Chosen by id first: sorting the window's rows with their texts copied multi-MB outputs.
     found = rows(
         conn,
-        f"""SELECT seq, {', '.join(MESSAGE_FIELDS)} FROM messages
-            WHERE session_id = :session AND seq BETWEEN :seq - :window AND :seq + :window
-              AND id != :id {meta}
-            ORDER BY julianday(timestamp) IS NULL, ABS(julianday(timestamp) - julianday(:ts)),
-                     ABS(seq - :seq) LIMIT :n""",
+        f"""WITH near AS (
+              SELECT id FROM messages
+              WHERE session_id = :session AND seq BETWEEN :seq - :window AND :seq + :window
+                AND id != :id {meta}
+              ORDER BY julianday(timestamp) IS NULL, ABS(julianday(timestamp) - julianday(:ts)),
+                       ABS(seq - :seq) LIMIT :n)
+            SELECT seq, {', '.join(f for f in MESSAGE_FIELDS if f != "text")},
+                   {clipped_text_sql("text", NEIGHBOUR_TEXT)} AS text
+            FROM messages WHERE id IN (SELECT id FROM near) ORDER BY seq""",
         {"session": hit["session_id"], "seq": hit["seq"], "window": NEIGHBOUR_WINDOW,
          "id": hit["id"], "ts": hit["timestamp"], "n": NEIGHBOURS},
     )
-    found.sort(key=lambda r: r["seq"])
-    return [compact_message(r, NEIGHBOUR_TEXT) for r in found]
+    return [{name: r[name] for name in MESSAGE_FIELDS} for r in found]
 
 
 def context(conn, uuid) -> dict | None:
@@ -533,9 +541,23 @@ THREAD_PLACEMENT = f"""WITH timed AS (
     SELECT id, seq, is_meta, MAX(at) OVER (PARTITION BY run) AS at FROM timed
   )"""
 THREAD_SQL = THREAD_PLACEMENT + """
-  SELECT m.* FROM placed JOIN messages m ON m.id = placed.id
+  SELECT {columns} FROM placed JOIN messages m ON m.id = placed.id
   WHERE placed.is_meta = 0 OR :include_meta
   ORDER BY placed.at, placed.seq LIMIT :limit OFFSET :offset"""
+
+
+def clipped_text_sql(column: str, limit: int = MAX_TEXT) -> str:
+    """``clip(text, limit)`` done by SQLite: a long text is never read whole into Python."""
+    return (f"CASE WHEN length({column}) <= {limit} THEN {column} ELSE substr({column}, 1, {limit}) "
+            f"|| '…[+' || (length({column}) - {limit}) || ' chars]' END")
+
+
+def message_columns(conn, alias: str = "m") -> str:
+    """Every ``messages`` column of ``alias``, its text clipped (``clipped_text_sql``) as ``text``."""
+    names = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
+    return ", ".join(
+        f"{clipped_text_sql(f'{alias}.text')} AS text" if name == "text" else f"{alias}.{name}" for name in names
+    )
 
 
 class Page(NamedTuple):
@@ -575,10 +597,10 @@ def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
                 [session_id, o["include_meta"]])[0]
     if o["limit"] is None and total - o["offset"] > MAX_THREAD:
         raise too_long_a_thread(session_id, total, o["offset"])
-    found = rows(conn, THREAD_SQL, {
+    found = rows(conn, THREAD_SQL.format(columns=message_columns(conn)), {
         "session_id": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
-    return Page([message_row(r) for r in found], o["offset"], total)
+    return Page([message_row(r, clipped=True) for r in found], o["offset"], total)
 
 
 def too_long_a_thread(session_id: str, total: int, offset: int) -> QueryError:
