@@ -373,20 +373,28 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
     # except what it kept (named by the boundary before the summary, or by
     # the summary itself: Codex). The boundary line itself was never model
     # context: nothing replaces it.
+    # Only rows still current can be replaced: those after the last compaction
+    # and those it kept (one pass over the rows, however many compactions).
     preserved: set[str] = set()
-    for index, row in enumerate(rows):
+    current: list[SessionRow] = []
+    for row in rows:
         if row.subtype == "compact_boundary":
             preserved = kept_by(row)
-            continue
-        if not row.is_compact_summary:
-            continue
-        preserved |= kept_by(row)
-        for earlier in rows[:index]:
-            uuid = earlier.uuid
-            if surface[uuid] == "current" and uuid not in preserved:
-                surface[uuid] = "shadowed"
-                replaced_by.setdefault(uuid, row.uuid)
-        preserved = set()
+        elif row.is_compact_summary:
+            preserved |= kept_by(row)
+            kept = []
+            for earlier in current:
+                uuid = earlier.uuid
+                if surface[uuid] != "current":
+                    continue
+                if uuid in preserved:
+                    kept.append(earlier)
+                else:
+                    surface[uuid] = "shadowed"
+                    replaced_by.setdefault(uuid, row.uuid)
+            current = kept
+            preserved = set()
+        current.append(row)
     return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
 
 
