@@ -561,6 +561,21 @@ def test_huge_line_is_reported_without_being_held(db, root, monkeypatch):
     ]
 
 
+def test_a_huge_unterminated_last_line_is_reported_as_too_long(db, root, monkeypatch):
+    import datasette_obelisk.store.reader as reader_module
+
+    monkeypatch.setattr("datasette_obelisk.sources.lines.MAX_LINE", 1000)
+    original = reader_module.read_lines
+    monkeypatch.setattr(reader_module, "read_lines", lambda *a, **k: original(*a, max_line=1000, **k))
+    big = line(id="big", text="x" * 5000).rstrip(b"\n")  # whole JSON, but no newline yet
+    path = root / "s.jsonl"
+    path.write_bytes(line(id="a", text="small") + big)
+    os.utime(path, (1_000_000_000, 1_000_000_000))  # its writer went quiet long ago
+    assert run(db, root).errors == 1
+    assert rows(db, "SELECT line_no, reason FROM ingest_errors") == [
+        (2, f"unterminated last line of {len(big)} bytes, over the 1000 byte limit")]
+
+
 def test_unreadable_entries_are_reported(db, root):
     (root / "ok.jsonl").write_bytes(line(id="a", text="fine"))
     os.symlink(root / "loop.jsonl", root / "loop.jsonl")

@@ -23,6 +23,7 @@ import orjson
 
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings
+from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
@@ -721,7 +722,9 @@ class Ingester:
         still read whole; ``last_error`` keeps the file from being re-read
         for this until it changes.
         """
-        reason = "unterminated last line that is not valid JSON"
+        limit = line_reader.MAX_LINE
+        reason = ("unterminated last line that is not valid JSON" if position.byte_length <= limit
+                  else f"unterminated last line of {position.byte_length} bytes, over the {limit} byte limit")
         with self.transaction():
             Writer(self.conn, file_id, str(unit.path)).write([LineError(position, reason)])
             self.conn.execute("UPDATE source_files SET last_error = ? WHERE id = ?", [reason, file_id])
