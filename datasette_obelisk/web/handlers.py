@@ -17,6 +17,7 @@ from datasette.utils.asgi import Response
 
 from ..query.errors import QueryError
 from ..query.readonly import error_for, set_deadline
+from ..store.db import is_current
 from .databases import database_for
 from .live import refresh_if_live
 from .params import Params
@@ -34,7 +35,7 @@ async def readable_database(datasette, request):
 
 def time_limited(work, milliseconds: int):
     """``work(conn)``, interrupted once it has run ``milliseconds``: ``OBELISK_TIMEOUT``.
-    A table or column missing from an older database is ``OBELISK_NOT_FOUND``.
+    A table or column missing from an older database (not migrated yet) is ``OBELISK_NOT_FOUND``.
 
     A query layer that names the interruption itself keeps its code
     (the session-query contract's ``SESSION_QUERY_ABORTED``).
@@ -48,7 +49,7 @@ def time_limited(work, milliseconds: int):
             error = error_for(exc)
             if error.code == "OBELISK_TIMEOUT":
                 raise past_limit(error.code, milliseconds) from None
-            if str(exc).startswith(("no such table", "no such column")):
+            if str(exc).startswith(("no such table", "no such column")) and not is_current(conn):
                 raise QueryError(
                     "OBELISK_NOT_FOUND",
                     f"this database was written by an older datasette-obelisk ({exc}): "
