@@ -223,15 +223,17 @@ def test_long_hits_are_clipped_around_the_match(tmp_path):
 def test_long_texts_are_clipped_alike_wherever_sqlite_clips_them(tmp_path):
     # thread() and a hit's neighbours clip in SQL, so a multi-MB output is never read whole.
     long = "é" * 25_000 + " needle"
+    nul = "a\x00b" + "x" * 50_000  # SQLite's length() and substr() stop at a NUL
     db = build_toy_db(tmp_path, {"s1": [
         {"id": "a", "text": long, "ts": "2026-01-01T00:00:00Z"},
         {"id": "b", "text": "needle", "ts": "2026-01-01T00:00:01Z"},
         {"id": "c", "text": "", "ts": "2026-01-01T00:00:02Z"},
+        {"id": "d", "text": nul, "ts": "2026-01-01T00:00:03Z"},
     ]})
     with connect_readonly(db) as conn:
-        assert [m["text"] for m in o.thread(conn, "s1")] == [o.clip(long), "needle", ""]
+        assert [m["text"] for m in o.thread(conn, "s1")] == [o.clip(long), "needle", "", o.clip(nul)]
         [hit] = [h for h in o.search(conn, "needle") if h["message"]["uuid"] == "b"]
-        assert [m["text"] for m in hit["context"]] == [o.clip(long, o.NEIGHBOUR_TEXT), ""]
+        assert [m["text"] for m in hit["context"]] == [o.clip(long, o.NEIGHBOUR_TEXT), "", o.clip(nul, o.NEIGHBOUR_TEXT)]
     assert o.clip(long).endswith("é…[+15007 chars]") and len(o.clip(long)) == 10_000 + len("…[+15007 chars]")
 
 

@@ -283,8 +283,7 @@ def message_row(row: sqlite3.Row | None, clipped: bool = False) -> dict | None:
     if row is None:
         return None
     result = dict(row)
-    if not clipped:
-        result["text"] = clip(result.get("text"))
+    result["text"] = clipped_in_sql(result.get("text")) if clipped else clip(result.get("text"))
     return result
 
 
@@ -428,7 +427,8 @@ def neighbours(conn, hit, include_meta: bool) -> list[dict]:
         {"session": hit["session_id"], "seq": hit["seq"], "window": NEIGHBOUR_WINDOW,
          "id": hit["id"], "ts": hit["timestamp"], "n": NEIGHBOURS},
     )
-    return [{name: r[name] for name in MESSAGE_FIELDS} for r in found]
+    return [{name: clipped_in_sql(r[name], NEIGHBOUR_TEXT) if name == "text" else r[name] for name in MESSAGE_FIELDS}
+            for r in found]
 
 
 def context(conn, uuid) -> dict | None:
@@ -547,9 +547,17 @@ THREAD_SQL = THREAD_PLACEMENT + """
 
 
 def clipped_text_sql(column: str, limit: int = MAX_TEXT) -> str:
-    """``clip(text, limit)`` done by SQLite: a long text is never read whole into Python."""
-    return (f"CASE WHEN length({column}) <= {limit} THEN {column} ELSE substr({column}, 1, {limit}) "
-            f"|| '…[+' || (length({column}) - {limit}) || ' chars]' END")
+    """``clip(text, limit)`` done by SQLite: a long text is never read whole into Python.
+
+    SQLite's ``length`` and ``substr`` stop at a NUL character, so a text
+    holding one comes whole and ``clipped_in_sql`` clips it."""
+    return (f"CASE WHEN instr({column}, char(0)) OR length({column}) <= {limit} THEN {column} "
+            f"ELSE substr({column}, 1, {limit}) || '…[+' || (length({column}) - {limit}) || ' chars]' END")
+
+
+def clipped_in_sql(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    """A text ``clipped_text_sql`` gave, clipped as ``clip`` would."""
+    return clip(text, limit) if text and "\x00" in text else text
 
 
 def message_columns(conn, alias: str = "m") -> str:
