@@ -925,3 +925,12 @@ def test_a_title_of_any_size_is_stored_cut(tmp_path):
     stored = rows(db, "SELECT kind, length(title), substr(title, -6) FROM titles ORDER BY kind")
     assert stored == [("custom", 1_000, " long…"), ("first_prompt", 1_000, " word…")]
     assert rows(db, "SELECT length(title), title_source FROM sessions") == [(1_000, "custom")]
+
+
+def test_a_long_first_prompt_is_folded_before_it_is_cut():
+    from datasette_obelisk.records import TitleCandidate
+    from datasette_obelisk.store.writer import stored_title
+
+    prompt = "Please review this log:" + "\n" * 1_200 + "the build fails on step 3"
+    assert stored_title(TitleCandidate("s", "first_prompt", prompt)) == "Please review this log: the build fails on step 3"
+    assert stored_title(TitleCandidate("s", "custom", prompt)) == prompt[:999] + "…"

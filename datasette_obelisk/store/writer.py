@@ -326,7 +326,7 @@ class Writer:
         )
 
     def _title(self, t: TitleCandidate) -> None:
-        title = t.title if len(t.title) <= MAX_TITLE else t.title[: MAX_TITLE - 1] + "…"
+        title = stored_title(t)
         self.conn.execute(
             "INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
             "VALUES (?, ?, ?, ?, ?, ?)",
@@ -380,6 +380,15 @@ class Writer:
         Workflow: _workflow,
         WorkflowAgent: _workflow_agent,
     }
+
+
+def stored_title(t: TitleCandidate) -> str:
+    """A title as ``titles`` keeps it: at most ``MAX_TITLE`` characters, a first
+    prompt's whitespace folded first (as its session's title is)."""
+    title = t.title
+    if t.kind == "first_prompt" and len(title) > MAX_TITLE:
+        title = " ".join(title.split(None, MAX_TITLE)[:MAX_TITLE])
+    return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
 
 
 def split_messages(records) -> tuple[list, list[tuple], list[int]]:
