@@ -213,7 +213,7 @@ def test_the_compaction_summariser_is_typed_by_its_file_name(db):
 def test_inline_agents_take_their_totals_from_the_task_result(db):
     # d-kimuson's five Task results (toolUseResult.totalDurationMs / totalTokens); 1.0 logs name no agent.
     assert db.execute(
-        "SELECT description, duration_ms, total_tokens, described_by FROM subagents "
+        "SELECT description, duration_ms, total_tokens, description_source FROM subagents "
         "WHERE session_id LIKE 'fe5e1c67-%' ORDER BY description"
     ).fetchall() == [  # described by their Task calls
         ("Build TODO components", 45626, 14957, "call"),
@@ -223,8 +223,8 @@ def test_inline_agents_take_their_totals_from_the_task_result(db):
         ("Setup Next.js project", 174655, 41466, "call"),
     ]
     # Every described agent says by what.
-    assert db.execute("SELECT COUNT(*) FROM subagents WHERE described_by IS NULL "
-                      "AND (agent_type IS NOT NULL OR description IS NOT NULL)").fetchone() == (0,)
+    assert db.execute("SELECT COUNT(*) FROM subagents WHERE (agent_type IS NULL) != (agent_type_source IS NULL) "
+                      "OR (description IS NULL) != (description_source IS NULL)").fetchone() == (0,)
 
 
 def test_subagents_belong_to_their_parents_project(db):

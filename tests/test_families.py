@@ -245,7 +245,8 @@ def test_files_arriving_one_by_one_give_the_rows_of_one_ingest(tmp_path, logs, c
 
 # cccc333's Task call says Explore / "Coverage analysis"; the .meta.json these tests add says otherwise.
 META = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.meta.json"
-DESCRIBED = ("SELECT s.agent_type, sa.agent_type, sa.description, sa.described_by FROM sessions s "
+DESCRIBED = ("SELECT s.agent_type, sa.agent_type, sa.description, sa.agent_type_source, sa.description_source "
+             "FROM sessions s "
              "JOIN subagents sa ON sa.child_session_id = s.id WHERE sa.agent_id = 'cccc333'")
 
 
@@ -267,10 +268,10 @@ def test_a_meta_json_arriving_last_outranks_the_spawning_call(tmp_path, logs):
     arriving = tmp_path / "arriving" / "projects" / "p"
     shutil.copytree(project, arriving, ignore=lambda folder, names: [n for n in names if n == Path(META).name])
     run(tmp_path / "arriving.db", arriving.parent.parent)
-    assert rows(tmp_path / "arriving.db", DESCRIBED) == [("Explore", "Explore", "Coverage analysis", "result")]
+    assert rows(tmp_path / "arriving.db", DESCRIBED) == [("Explore", "Explore", "Coverage analysis", "call", "result")]
     shutil.copy(project / META, arriving / META)
     run(tmp_path / "arriving.db", arriving.parent.parent)
-    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent")])
+    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent", "agent")])
 
 
 def test_a_call_s_result_written_after_the_meta_json_does_not_outrank_it(tmp_path, logs):
@@ -287,7 +288,26 @@ def test_a_call_s_result_written_after_the_meta_json_does_not_outrank_it(tmp_pat
     run(tmp_path / "arriving.db", claude)
     parent.write_bytes(b"".join(lines))  # its result is written
     assert run(tmp_path / "arriving.db", claude).files_replayed == 0
-    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent")])
+    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from meta", "agent", "agent")])
+
+
+def test_each_of_an_agent_s_fields_keeps_its_own_source(tmp_path, logs):
+    # The .meta.json types the agent only; its call describes it until its result does better.
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    (project / META).write_text(json.dumps({"agentType": "Plan", "toolUseId": "tu_Task_async_001"}))
+    parent = project / "eb000000-0000-4000-8000-000000000001.jsonl"
+    lines = parent.read_bytes().splitlines(keepends=True)
+    result = json.loads(lines[2])
+    result["toolUseResult"]["description"] = "from result"
+    lines[2] = json.dumps(result).encode() + b"\n"
+    parent.write_bytes(b"".join(lines))
+    run(tmp_path / "whole.db", claude)
+    parent.write_bytes(b"".join(lines[:2]))  # the call, not its result yet
+    run(tmp_path / "arriving.db", claude)
+    assert rows(tmp_path / "arriving.db", DESCRIBED) == [("Plan", "Plan", "Coverage analysis", "agent", "call")]
+    parent.write_bytes(b"".join(lines))
+    run(tmp_path / "arriving.db", claude)
+    assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from result", "agent", "result")])
 
 
 @pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])

@@ -44,7 +44,7 @@ def test_migrations_in_order(conn):
         "m020_index_tool_calls_by_timestamp",
         "m021_rederive_conversation_counts",
         "m022_create_pull_requests",
-        "m023_add_subagents_described_by",
+        "m023_add_subagents_sources",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -201,7 +201,7 @@ EXPECTED_TABLES = {
     ],
     'subagents': [
         'id', 'agent_id', 'session_id', 'child_session_id', 'parent_tool_use_id', 'agent_type',
-        'description', 'duration_ms', 'total_tokens', 'described_by',
+        'description', 'duration_ms', 'total_tokens', 'agent_type_source', 'description_source',
     ],
     'summaries': [
         'id', 'session_id', 'timestamp', 'source', 'content', 'visibility', 'message_uuid',

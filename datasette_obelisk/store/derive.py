@@ -275,10 +275,11 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
     conn.execute(
-        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description, "
-        "described_by) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, agent_id) DO NOTHING",
-        [agent_id, session_id, child, tool_use_id, agent_type, description,
-         "call" if agent_type or description else None],
+        "INSERT INTO subagents (agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, "
+        "agent_type_source, description, description_source) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (session_id, agent_id) DO NOTHING",
+        [agent_id, session_id, child, tool_use_id, agent_type, "call" if agent_type else None,
+         description, "call" if description else None],
     )
     return agent_id, child
 
@@ -664,8 +665,11 @@ def _spawn_field(key: str) -> str:
 
 SPAWN_SPEC_UPDATE = f"""UPDATE subagents SET
        agent_type = COALESCE(agent_type, {_spawn_field('subagent_type')}),
+       agent_type_source = CASE WHEN agent_type IS NULL AND {_spawn_field('subagent_type')} IS NOT NULL
+                                THEN 'call' ELSE agent_type_source END,
        description = COALESCE(description, {_spawn_field('description')}),
-       described_by = COALESCE(described_by, 'call')
+       description_source = CASE WHEN description IS NULL AND {_spawn_field('description')} IS NOT NULL
+                                 THEN 'call' ELSE description_source END
    WHERE (session_id = :s OR child_session_id = :s) AND parent_tool_use_id IS NOT NULL
      AND (agent_type IS NULL OR description IS NULL)"""
 

@@ -755,11 +755,12 @@ def m022_create_pull_requests(db):
 
 
 @migrations()
-def m023_add_subagents_described_by(db):
+def m023_add_subagents_sources(db):
     # An agent's type and task were kept from whichever record gave them
     # first, so an incremental ingest could end with its spawning call's
     # words where one reading of the files gives its .meta.json's. Each row
-    # now says where they came from (agent, result or call) and a more
+    # now says where each came from (agent, result or call), and a more
     # telling source replaces a less telling one. Claude parser 8 reads the
-    # files again, so the rows stored before it get their source.
-    db.execute("ALTER TABLE subagents ADD COLUMN described_by TEXT")
+    # files again, so the rows stored before it get their sources.
+    db.execute("ALTER TABLE subagents ADD COLUMN agent_type_source TEXT")
+    db.execute("ALTER TABLE subagents ADD COLUMN description_source TEXT")

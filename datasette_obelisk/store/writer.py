@@ -57,7 +57,10 @@ TEXT = MESSAGE_COLUMNS.index("text")
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
-SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id")]
+# A subagents row says, field by field, where its type and task came from (``Subagent.described_by``).
+DESCRIBED = ("agent_type", "description")
+SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id", "described_by")] + [
+    f"{f}_source" for f in DESCRIBED]
 WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
 WORKFLOW_AGENT_FIELDS = [f for f in WorkflowAgent.__dataclass_fields__ if f != "agent_id"]
 
@@ -99,15 +102,19 @@ SESSION_UPSERT = _upsert_sql(
     SESSION_FIELDS,
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "title", "title_source"},
 )
-# An agent's type and task come from the most telling source that gave them, in
-# whatever order the files arrive: its own files (.meta.json, its name), then
-# its call's result, then the call's input (``derive.SPAWN_SPEC_UPDATE``).
-DESCRIBED = ("agent_type", "description")
-DESCRIPTION_RANK = "(CASE {} WHEN 'agent' THEN 3 WHEN 'result' THEN 2 WHEN 'call' THEN 1 ELSE 0 END)"
-_OUTRANKS = f"{DESCRIPTION_RANK.format('excluded.described_by')} >= {DESCRIPTION_RANK.format('described_by')}"
+# An agent's type and its task each come from the most telling source that gave
+# them, in whatever order the files arrive: its own files (.meta.json, its
+# name), then its call's result, then the call's input (``derive.SPAWN_SPEC_UPDATE``).
+SOURCE_RANK = "(CASE {} WHEN 'agent' THEN 3 WHEN 'result' THEN 2 WHEN 'call' THEN 1 ELSE 0 END)"
+
+
+def _ranked(field: str, source: str) -> str:
+    outranks = f"{SOURCE_RANK.format(f'excluded.{source}')} >= {SOURCE_RANK.format(source)}"
+    return f"CASE WHEN {outranks} THEN COALESCE(excluded.{field}, {field}) ELSE COALESCE({field}, excluded.{field}) END"
+
+
 SUBAGENT_UPSERT = _upsert_sql("subagents", ["session_id", "agent_id"], SUBAGENT_FIELDS, chosen={
-    f: f"CASE WHEN {_OUTRANKS} THEN COALESCE(excluded.{f}, {f}) ELSE COALESCE({f}, excluded.{f}) END"
-    for f in (*DESCRIBED, "described_by")
+    column: _ranked(column, f"{f}_source") for f in DESCRIBED for column in (f, f"{f}_source")
 })
 WORKFLOW_UPSERT = _upsert_sql(
     "workflows", ["run_id"], WORKFLOW_FIELDS + ["file_id"], last_wins=set(WORKFLOW_FIELDS)
@@ -352,7 +359,11 @@ class Writer:
 
     def _subagent(self, s: Subagent) -> None:
         self.conn.execute(
-            SUBAGENT_UPSERT, [s.session_id, s.agent_id] + [getattr(s, f) for f in SUBAGENT_FIELDS]
+            SUBAGENT_UPSERT, [s.session_id, s.agent_id] + [
+                (s.described_by if getattr(s, f.removesuffix("_source")) else None) if f.endswith("_source")
+                else getattr(s, f)
+                for f in SUBAGENT_FIELDS
+            ]
         )
         self.counts.sessions.add(s.session_id)
 
