@@ -40,6 +40,7 @@ class Session:
     repository: str | None = None
     version: str | None = None
     model: str | None = None
+    reasoning_effort: str | None = None  # the effort its model was last asked for (low, medium, high, ...)
     started_at: str | None = None
     ended_at: str | None = None
     parent_session_id: str | None = None

@@ -303,6 +303,13 @@ def test_an_async_agent_takes_its_totals_from_its_task_notification(db):
     ).fetchall() == [("tu_Task_async_001", 15506, 23099)]
 
 
+def test_the_reasoning_effort_is_the_last_an_assistant_line_of_the_session_names(db):
+    # small.jsonl: "medium" on line 29, then the fixture's placeholder on lines 65 and 78
+    # (lines 8, 18 and 19 are inline agents' lines, which never change their session's).
+    assert db.execute("SELECT id, reasoning_effort FROM sessions WHERE reasoning_effort IS NOT NULL").fetchall() == [
+        ("small", "[trimmed for fixture]")]
+
+
 def test_the_entrypoint_is_the_originator_and_a_session_names_its_own_log(db):
     # "entrypoint": "cli" on the lines of these files (small.jsonl's first one that has it).
     assert db.execute("SELECT id, originator FROM sessions WHERE originator IS NOT NULL ORDER BY id").fetchall() == [

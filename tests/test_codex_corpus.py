@@ -312,6 +312,17 @@ def test_sessions(db):
     assert got == SESSIONS
 
 
+def test_the_reasoning_effort_is_the_last_turn_s(db):
+    # turn_context payload.effort (or collaboration_mode.settings.reasoning_effort), the last one of each rollout
+    assert db.execute("SELECT id, reasoning_effort FROM sessions WHERE reasoning_effort IS NOT NULL ORDER BY id").fetchall() == [
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "medium"),
+        ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "high"),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "[trimmed for fixture]"),
+        ("codex:compact-codex-001", "high"),
+        ("codex:rejection-codex-001", "high"),
+    ]
+
+
 def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
     """The stored usage of a rollout adds up to its last running total
     (``total_token_usage`` of its last token_count event that has one), also

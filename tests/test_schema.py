@@ -45,6 +45,7 @@ def test_migrations_in_order(conn):
         "m021_rederive_conversation_counts",
         "m022_create_pull_requests",
         "m023_add_subagents_sources",
+        "m024_add_sessions_reasoning_effort",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -190,7 +191,7 @@ EXPECTED_TABLES = {
         'git_commit', 'repository', 'version', 'model', 'originator', 'started_at', 'ended_at',
         'message_count', 'parent_session_id', 'relationship', 'agent_id', 'agent_type',
         'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
-        'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source',
+        'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source', 'reasoning_effort',
     ],
     'source_files': [
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',

@@ -72,6 +72,7 @@ async def test_transcript_shows_the_payload_escaped(ds):
 async def test_transcript_links_the_session_s_pull_requests(ds):
     html = await page(ds, "/-/obelisk/session/small")
     assert '<a href="https://example.invalid/org/repo/pull/1" rel="noopener noreferrer">org/repo#1</a>' in html
+    assert "<span>effort [trimmed for fixture]</span>" in html  # what its last assistant line says
     # Only a web address becomes a link; the repository is text.
     html = await page(ds, f"/-/obelisk/session/{XSS_SESSION}")
     assert '<a href="#" rel="noopener noreferrer">&lt;script&gt;window.__pwned = 1&lt;/script&gt;#7</a>' in html

@@ -120,7 +120,8 @@ class ClaudeCodeSource:
     # session when it has arguments); the entrypoint is the session's originator;
     # an async agent's task notification gives its duration and tokens
     # 8: pr-link lines name the session's pull requests; an agent's type and
-    # task say where they come from (its .meta.json outranks its call's result)
+    # task say where they come from (its .meta.json outranks its call's result);
+    # an assistant line's effort is the session's reasoning effort
     parser_version = 8
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -247,6 +248,7 @@ class ClaudeCodeParser:
         self.git_branch = state.get("git_branch")
         self.version = state.get("version")
         self.entrypoint = state.get("entrypoint")
+        self.effort = state.get("effort")
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
@@ -261,6 +263,7 @@ class ClaudeCodeParser:
             "git_branch": self.git_branch,
             "version": self.version,
             "entrypoint": self.entrypoint,
+            "effort": self.effort,
             "launched": self.launched,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
@@ -400,18 +403,20 @@ class ClaudeCodeParser:
         Inline sidechain lines (<= 1.0.x main files) run in the subagent's
         context, so they never change the session's.
         """
+        known = (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort)
         if obj.get("isSidechain") is True and not self.is_agent:
-            context = (self.cwd, self.git_branch, self.version, self.entrypoint)
+            context = known
         else:
             context = (
                 _text(obj.get("cwd")) or self.cwd,
                 _text(obj.get("gitBranch")) or self.git_branch,
                 _text(obj.get("version")) or self.version,
                 _text(obj.get("entrypoint")) or self.entrypoint,
+                _text(obj.get("effort")) or self.effort,  # on an assistant line (2.1.x): its reasoning effort
             )
-        if self.session_emitted and context == (self.cwd, self.git_branch, self.version, self.entrypoint):
+        if self.session_emitted and context == known:
             return []
-        self.cwd, self.git_branch, self.version, self.entrypoint = context
+        self.cwd, self.git_branch, self.version, self.entrypoint, self.effort = context
         records: list[Record] = [self._session()]
         if not self.session_emitted and self.is_agent and self.parent:
             records.append(self._agent_link())
@@ -427,6 +432,7 @@ class ClaudeCodeParser:
             git_branch=self.git_branch,
             version=self.version,
             originator=self.entrypoint,  # cli, sdk-cli, sdk-ts...: which client ran it
+            reasoning_effort=self.effort,
         )
         if self.is_agent:
             session.parent_session_id = self.parent

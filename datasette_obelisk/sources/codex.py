@@ -288,7 +288,8 @@ class CodexSource:
     # 7: usage counts what the total grew by when responses had no event of their
     #    own; patch paths follow a relative workdir; a call left without output
     #    is closed at the time of the abort or prompt that closed it; a spawned
-    #    agent's role and nickname from its own log outrank the parent's event
+    #    agent's role and nickname from its own log outrank the parent's event;
+    #    a turn's reasoning effort is the session's
     parser_version = 7
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -406,6 +407,7 @@ class CodexState:
     # context
     cwd: str | None = None
     model: str | None = None
+    effort: str | None = None  # the last reasoning effort a turn asked for
     git_branch: str | None = None
     last_uuid: str | None = None
     first_prompt_seen: bool = False
@@ -1119,9 +1121,12 @@ class CodexParser:
         s.in_turn = True
         s.cwd = first_text(payload.get("cwd")) or s.cwd
         model = first_text(payload.get("model"), dig(payload, "collaboration_mode", "settings", "model"))
+        effort = first_text(payload.get("effort"), dig(payload, "collaboration_mode", "settings", "reasoning_effort"))
         update = {}
         if model and model != s.model:
             s.model = update["model"] = model
+        if effort and effort != s.effort:
+            s.effort = update["reasoning_effort"] = effort
         if s.is_subagent and not s.excluded and model and model.startswith("codex-auto-review"):
             s.excluded = True
             update["is_excluded"] = 1

@@ -764,3 +764,11 @@ def m023_add_subagents_sources(db):
     # files again, so the rows stored before it get their sources.
     db.execute("ALTER TABLE subagents ADD COLUMN agent_type_source TEXT")
     db.execute("ALTER TABLE subagents ADD COLUMN description_source TEXT")
+
+
+@migrations()
+def m024_add_sessions_reasoning_effort(db):
+    # Claude Code (2.1.x assistant lines) and Codex (each turn's context)
+    # record the reasoning effort the model was asked for; it was read and
+    # dropped. Claude parser 8 and Codex parser 7 read the files again.
+    db.execute("ALTER TABLE sessions ADD COLUMN reasoning_effort TEXT")
