@@ -166,7 +166,7 @@ class Subagent:
     description: str | None = None
     duration_ms: int | None = None
     total_tokens: int | None = None
-    described_by: str | None = None  # where its agent_type / description come from: agent, result or call
+    described_by: str | None = None  # where its agent_type / description come from: name, agent, result or call
 
 
 @dataclass(slots=True)

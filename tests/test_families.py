@@ -310,6 +310,26 @@ def test_each_of_an_agent_s_fields_keeps_its_own_source(tmp_path, logs):
     assert_as_one_ingest(tmp_path, [("Plan", "Plan", "from result", "agent", "result")])
 
 
+def test_an_agent_s_file_name_outranks_a_meta_json_whichever_comes_first(tmp_path, logs):
+    # agent-acompact-*: the compaction summariser, whatever a .meta.json beside it says.
+    claude, project = logs("marot__spotter")
+    agent = project / "fa812bfe-b295-4cca-9c2f-fdf01028cb46" / "subagents" / "agent-acompact-70d8e7"
+    meta = agent.with_suffix(".meta.json")
+    meta.write_text(json.dumps({"agentType": "Plan", "description": "from meta"}))
+    log = agent.with_suffix(".jsonl")
+    held = log.read_bytes()
+    log.unlink()
+    run(tmp_path / "arriving.db", claude)  # the .meta.json first
+    log.write_bytes(held)
+    run(tmp_path / "arriving.db", claude)
+    run(tmp_path / "whole.db", claude)
+    sql = "SELECT agent_type, agent_type_source, description, description_source FROM subagents WHERE agent_id = 'acompact-70d8e7'"
+    assert rows(tmp_path / "arriving.db", sql) == rows(tmp_path / "whole.db", sql) == [
+        ("compaction", "name", "from meta", "agent")]
+    got, whole = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "whole.db")
+    assert got == whole, diff(got, whole)
+
+
 @pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
 def test_an_extended_last_line_reads_the_family_again(tmp_path, logs, read_ahead):
     """A run took an unterminated last line (whole JSON) as read; the writer

@@ -451,7 +451,7 @@ class ClaudeCodeParser:
             return WorkflowAgent(self.agent_id, self.run_id, self.parent)
         agent_type = self._own_agent_type()
         return Subagent(self.agent_id, self.parent, child_session_id=self.session_id, agent_type=agent_type,
-                        described_by="agent" if agent_type else None)
+                        described_by="name" if agent_type else None)
 
     def _message(
         self,

@@ -103,9 +103,10 @@ SESSION_UPSERT = _upsert_sql(
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "reasoning_effort", "title", "title_source"},
 )
 # An agent's type and its task each come from the most telling source that gave
-# them, in whatever order the files arrive: its own files (.meta.json, its
-# name), then its call's result, then the call's input (``derive.SPAWN_SPEC_UPDATE``).
-SOURCE_RANK = "(CASE {} WHEN 'agent' THEN 3 WHEN 'result' THEN 2 WHEN 'call' THEN 1 ELSE 0 END)"
+# them, in whatever order the files arrive: its file's name (agent-acompact-*),
+# its own files (.meta.json, a Codex child's log), its call's result, the
+# call's input (``derive.SPAWN_SPEC_UPDATE``).
+SOURCE_RANK = "(CASE {} WHEN 'name' THEN 4 WHEN 'agent' THEN 3 WHEN 'result' THEN 2 WHEN 'call' THEN 1 ELSE 0 END)"
 
 
 def _ranked(field: str, source: str) -> str:
