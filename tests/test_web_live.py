@@ -17,6 +17,15 @@ def line(uuid, parent, text):
     }) + "\n"
 
 
+def change(db, *statements):
+    """Run ``statements`` in one transaction, as an older version would have left the database."""
+    conn = sqlite3.connect(db)
+    with conn:
+        for statement in statements:
+            conn.execute(statement)
+    conn.close()
+
+
 def ingested_log(tmp_path, monkeypatch):
     """A one-line session log, ingested; live refresh allowed on every request."""
     monkeypatch.setattr(web_live, "MIN_INTERVAL_SECONDS", 0)
@@ -55,12 +64,8 @@ async def test_read_only_instances_do_not_write(tmp_path, monkeypatch):
 async def test_a_database_of_an_older_version_is_served_as_stored(tmp_path, monkeypatch):
     """Served after an upgrade and before any ingest: no refresh, no error."""
     log, db = ingested_log(tmp_path, monkeypatch)
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("ALTER TABLE source_files DROP COLUMN hints")
-        conn.execute("ALTER TABLE source_files DROP COLUMN priority")
-        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm019_add_discovery_to_source_files'")
-    conn.close()
+    change(db, "ALTER TABLE source_files DROP COLUMN hints", "ALTER TABLE source_files DROP COLUMN priority",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm019_add_discovery_to_source_files'")
     with open(log, "a") as fp:
         fp.write(line("b", "a", "a wombat wanders in"))
     ds = make_datasette(db)
@@ -76,18 +81,12 @@ async def test_a_database_of_an_older_version_is_served_as_stored(tmp_path, monk
 async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypatch):
     # A database from before m013 has no session digests, which history search reads.
     _, db = ingested_log(tmp_path, monkeypatch)
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DROP TABLE session_digests_fts")
-    conn.close()
+    change(db, "DROP TABLE session_digests_fts")
     ds = make_datasette(db)
     await ds.invoke_startup()
     # On a database all migrations made, a missing table is a fault, not an old schema.
     assert (await ds.client.get("/-/obelisk/api/history/search", params={"query": "first"})).status_code == 500
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("DELETE FROM _sqlite_migrations WHERE name = (SELECT MAX(name) FROM _sqlite_migrations)")
-    conn.close()
+    change(db, "DELETE FROM _sqlite_migrations WHERE name = (SELECT MAX(name) FROM _sqlite_migrations)")
     response = await ds.client.get("/-/obelisk/api/history/search", params={"query": "first"})
     assert response.status_code == 404
     error = response.json()["error"]
