@@ -359,12 +359,10 @@ class Writer:
         self.counts.sessions.add(p.session_id)
 
     def _subagent(self, s: Subagent) -> None:
+        sources = {f"{f}_source": s.described_by if getattr(s, f) else None for f in DESCRIBED}
         self.conn.execute(
-            SUBAGENT_UPSERT, [s.session_id, s.agent_id] + [
-                (s.described_by if getattr(s, f.removesuffix("_source")) else None) if f.endswith("_source")
-                else getattr(s, f)
-                for f in SUBAGENT_FIELDS
-            ]
+            SUBAGENT_UPSERT,
+            [s.session_id, s.agent_id] + [sources[f] if f in sources else getattr(s, f) for f in SUBAGENT_FIELDS],
         )
         self.counts.sessions.add(s.session_id)
 
