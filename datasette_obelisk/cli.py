@@ -690,4 +690,6 @@ def publish_config(db_path, output):
 from . import cli_query  # noqa: E402,F401
 
 if __name__ == "__main__":  # python -m datasette_obelisk.cli: the module proper, its commands registered
-    from datasette_obelisk.__main__ import *  # noqa: F401,F403
+    from datasette_obelisk.cli import cli as main
+
+    main(prog_name="obelisk")

@@ -381,3 +381,10 @@ def test_a_given_folder_without_logs_is_a_warning_saying_what_it_should_hold(tmp
     as_json = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--codex-dir", str(tmp_path / "logs"), "--json"])
     assert (as_json.stderr, json.loads(as_json.stdout)["warnings"]) == (
         f"warning: {message}\n", [{"source": "codex", "path": str(tmp_path / "logs"), "message": message}])
+
+
+@pytest.mark.parametrize("module", ["datasette_obelisk", "datasette_obelisk.cli"])
+def test_the_cli_runs_as_a_module(module):
+    result = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("Usage: obelisk ")
+    assert "  search " in result.stdout and "  ingest " in result.stdout  # the query commands are registered too
