@@ -550,6 +550,17 @@ def test_a_slash_command_with_arguments_titles_its_session():
     assert [t.title for t in of_type(bare, TitleCandidate)] == ["/review the diff"]
 
 
+def test_the_reasoning_effort_is_the_last_an_assistant_line_names_cut_short():
+    records = feed_lines([
+        user("u1", "Hi"),
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1", "effort": "medium",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1", "sessionId": "s1", "effort": "x" * 300,
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Again"}]}},
+    ])
+    assert [s.reasoning_effort for s in of_type(records, Session)] == [None, "medium", "x" * 99 + "…"]
+
+
 def test_pr_link_lines_name_pull_requests():
     def pr_link(**fields):
         return {"type": "pr-link", "sessionId": "elsewhere", "timestamp": "2026-01-02T03:04:05Z", **fields}

@@ -83,9 +83,11 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
         claude_line("u1", None, "user", "read it", **context),
         claude_line("a1", "u1", "assistant", [
             {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": f"{clone}/x.py"}}
-        ], **context),
+        ], effort=f"high-{TOKEN}", **context),
         claude_line("r1", "a1", "user", [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "1 x = 1"}],
                     toolUseResult={"type": "text", "file": {"filePath": f"{clone}/x.py"}}, **context),
+        json.dumps({"type": "pr-link", "sessionId": "s1", "prNumber": 3,
+                    "prUrl": f"https://github.com/o/r/pull/3?t={TOKEN}", "prRepository": f"o/r-{TOKEN}"}),
     ]) + "\n")
     db = tmp_path / "o.db"
     ingest(db, {"claude": tmp_path / ".claude"})
@@ -106,6 +108,8 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
                          "UNION ALL SELECT file_path FROM tool_results").fetchall()
     assert paths == [(cwd + "/x.py",)] * 3
     assert {row for row in conn.execute("SELECT cwd, git_branch FROM messages")} == {(cwd, branch)}
+    [(effort,)] = conn.execute("SELECT reasoning_effort FROM sessions").fetchall()
+    assert effort.startswith("high-[REDACTED:github-pat:")
     assert redacting.check(conn, redacting.redactor_for(db)) == {}
 
 

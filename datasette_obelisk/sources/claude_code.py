@@ -50,7 +50,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
-from .common import call_text, int_or_none, thinking_meta
+from .common import call_text, int_or_none, label, thinking_meta
 from .lines import Line, decode_object
 
 SOURCE = "claude"
@@ -412,7 +412,7 @@ class ClaudeCodeParser:
                 _text(obj.get("gitBranch")) or self.git_branch,
                 _text(obj.get("version")) or self.version,
                 _text(obj.get("entrypoint")) or self.entrypoint,
-                _text(obj.get("effort")) or self.effort,  # on an assistant line (2.1.x): its reasoning effort
+                label(obj.get("effort")) or self.effort,  # on an assistant line (2.1.x): its reasoning effort
             )
         if self.session_emitted and context == known:
             return []

@@ -115,6 +115,7 @@ from .common import (
     first_text,
     is_json_object,
     iso_ms,
+    label,
     load_document,
     loads_or_none,
     normalize_repository,
@@ -1121,7 +1122,7 @@ class CodexParser:
         s.in_turn = True
         s.cwd = first_text(payload.get("cwd")) or s.cwd
         model = first_text(payload.get("model"), dig(payload, "collaboration_mode", "settings", "model"))
-        effort = first_text(payload.get("effort"), dig(payload, "collaboration_mode", "settings", "reasoning_effort"))
+        effort = label(first_text(payload.get("effort"), dig(payload, "collaboration_mode", "settings", "reasoning_effort")))
         update = {}
         if model and model != s.model:
             s.model = update["model"] = model

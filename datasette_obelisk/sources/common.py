@@ -241,6 +241,17 @@ def first_text(*values: Any) -> str | None:
     return None
 
 
+MAX_LABEL = 100
+
+
+def label(value: Any) -> str | None:
+    """A short setting's value as a log names it (a reasoning effort): a non-empty
+    string, cut at ``MAX_LABEL`` characters."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value if len(value) <= MAX_LABEL else value[: MAX_LABEL - 1] + "…"
+
+
 def dig(value: Any, *keys: str) -> Any:
     """``value[k1][k2]…`` or None when any step is missing or not a dict."""
     for key in keys:

@@ -38,7 +38,7 @@ TEXT_FIELDS = {
 # name): redacted through a cache.
 CONTEXT_FIELDS = {
     Message: ("cwd", "git_branch"),
-    Session: ("project", "project_path", "cwd", "git_branch", "repository"),
+    Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort"),
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
 }
@@ -55,7 +55,7 @@ STORED_TEXT = {
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
     "pull_requests": ("id", "url", "repository"),
-    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository"),
+    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),
