@@ -34,9 +34,10 @@ FILES = {
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.jsonl": (4, 4, 0, 0),
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json": (1, 0, 1, 0),
     # u1 and a1 are also uuids of dag_compact_after_rewind_preserved, with
-    # other text: kept as u1@1752 and a1@2219. Of the 48 lines whose uuid is
-    # "[trimmed for fixture]", the 5 with distinct text are kept.
-    "jazzyalex__agent-sessions/small.jsonl": (89, 31, 58, 0),
+    # other text: kept as u1@1752 and a1@2219. Of the 45 message lines whose uuid
+    # is "[trimmed for fixture]", 35 differ in type, subtype, role, content type
+    # or text and are kept; 56, 59, 62, 63, 71, 73, 77, 78, 83 and 87 repeat one.
+    "jazzyalex__agent-sessions/small.jsonl": (89, 61, 28, 0),
     "kvsankar__agent-history/claude_forked_session.jsonl": (14, 14, 0, 0),
     "kvsankar__agent-history/claude_history.jsonl": (7, 0, 7, 0),
     "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl": (116, 116, 0, 0),
@@ -79,7 +80,7 @@ SESSIONS = [
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642', 'subagent', 'Create main page integration', 31, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_main', None, None, 1, None, None),
-    ('small', 'custom', 'Stage0 small fixture', 2, None, None),
+    ('small', 'custom', 'Stage0 small fixture', 6, None, None),
     # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3, u3 count).
     ('small:agent-sidechain-sys1', None, None, 5, 'small', 'subagent'),
 ]
@@ -251,7 +252,7 @@ def test_a_repeated_uuid_with_other_text_is_kept_and_its_children_follow_it(db):
     ).fetchall()
     assert chain == [("u1@1752", "sys1"), ("a1@2219", "u1@1752"), ("u2", "a1@2219"), ("u2b", "a1@2219")]
     assert db.execute("SELECT uuid, stored_as FROM message_aliases ORDER BY stored_as").fetchall() == [
-        ("[trimmed for fixture]", "[trimmed for fixture]@26623"),
+        ("[trimmed for fixture]", "[trimmed for fixture]@48497"),
         ("a1", "a1@2219"), ("edge_010", "edge_010@9179"), ("edge_011", "edge_011@7861"), ("u1", "u1@1752"),
     ]
 
@@ -287,10 +288,12 @@ def test_results_name_their_file_and_turns_their_duration(db):
         "SELECT COUNT(*) FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
         "WHERE r.file_path IS NOT c.file_path"
     ).fetchone() == (0,)
-    # ef958aa1 lines 114 and 173: system/turn_duration.
+    # ef958aa1 lines 114 and 173: system/turn_duration; small.jsonl line 66 ("durationMs": 0, after
+    # the thinking line 65, both under the fixture's placeholder uuid).
     assert db.execute(
         "SELECT uuid, parent_uuid, turn_duration_ms FROM messages WHERE turn_duration_ms IS NOT NULL ORDER BY seq"
     ).fetchall() == [
+        ("[trimmed for fixture]@33053", "[trimmed for fixture]@31682", 0),
         ("bf504594-c6d1-4610-84cc-a964b4a32285", "cd995d50-71a2-4d8e-86ab-e99a5ab79728", 247515),
         ("bcdf1fc1-cb36-4295-aee3-9b721fe31a12", "fe5fb658-7e15-4323-9d8b-d9cce7b047f1", 152878),
     ]
@@ -318,7 +321,14 @@ def test_the_entrypoint_is_the_originator_and_a_session_names_its_own_log(db):
         ("ef958aa1-0e93-49f0-bb71-150f63befcd1", "cli"),
         ("ef958aa1-0e93-49f0-bb71-150f63befcd1:agent-a36efb2a1231c41e2", "cli"),
         ("small", "cli"),
+        ("small:agent-sidechain-sys1", "cli"),
     ]
+    # An inline agent's lines are in its parent's file, written by the same program: it takes
+    # its parent's version ("1.0.98" on all of fe5e1c67's lines; small.jsonl's last is the
+    # fixture's placeholder).
+    assert db.execute(
+        "SELECT substr(id, 1, 8), version FROM sessions WHERE agent_id LIKE 'sidechain-%' ORDER BY id"
+    ).fetchall() == [("fe5e1c67", "1.0.98")] * 5 + [("small:ag", "[trimmed for fixture]")]
     # The parent's log, though its agent's file (4 lines) has more lines than it (3).
     [(path,)] = db.execute("SELECT jsonl_path FROM sessions WHERE id = '0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f'")
     assert path.endswith("jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f.jsonl")

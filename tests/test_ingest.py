@@ -426,6 +426,17 @@ def test_replayed_uuid_is_stored_once(db, root):
     assert rows(db, "SELECT uuid, session_id FROM messages ORDER BY uuid") == [("a", "s1"), ("b", "s2")]
 
 
+def test_a_repeated_uuid_on_another_kind_of_line_is_no_replay(db, root):
+    # A replay repeats the whole line: the same text on a line of another type or role is kept.
+    (root / "s1.jsonl").write_bytes(line(id="a", text="same") + line(id="a", text="same", role="assistant"))
+    (root / "s2.jsonl").write_bytes(line(id="a", text="same", type="system", role=None) + line(id="a", text="same"))
+    summary = run(db, root)
+    assert (summary.messages, summary.merged) == (3, 1)
+    assert rows(db, "SELECT uuid LIKE 'a@%', session_id, type, role FROM messages ORDER BY session_id, seq") == [
+        (0, "s1", "user", "user"), (1, "s1", "user", "assistant"), (1, "s2", "system", None),
+    ]
+
+
 def test_a_repeated_uuid_with_other_text_is_kept_and_later_children_point_to_it(db, root):
     first = line(id="a", text="damaged") + line(id="b", parent="a", text="child of the first")
     (root / "s1.jsonl").write_bytes(first + line(id="a", text="the real line"))

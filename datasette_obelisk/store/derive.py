@@ -262,16 +262,20 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
     # The agent belongs to its parent's project, also when the parent's comes
     # from the log's folder and the agent ran in another directory. Its row
     # may be there already without its parent: derived from its old lines
-    # after a parser change had every session of the file forgotten.
-    parent = conn.execute("SELECT source, project, project_source FROM sessions WHERE id = ?", [session_id]).fetchone()
+    # after a parser change had every session of the file forgotten. Its
+    # lines were written by the program that wrote its parent's file.
+    parent = conn.execute(
+        "SELECT source, project, project_source, version, originator FROM sessions WHERE id = ?", [session_id]
+    ).fetchone()
     conn.execute(
-        "INSERT INTO sessions (id, source, project, project_source, parent_session_id, relationship, agent_id) "
-        "VALUES (?, ?, ?, ?, ?, 'subagent', ?) ON CONFLICT (id) DO UPDATE SET "
+        "INSERT INTO sessions (id, source, project, project_source, version, originator, parent_session_id, "
+        "relationship, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'subagent', ?) ON CONFLICT (id) DO UPDATE SET "
         "parent_session_id = excluded.parent_session_id, relationship = excluded.relationship, "
-        "agent_id = excluded.agent_id, "
+        "agent_id = excluded.agent_id, version = coalesce(version, excluded.version), "
+        "originator = coalesce(originator, excluded.originator), "
         "project = iif(excluded.project_source = 'log', excluded.project, project), "
         "project_source = iif(excluded.project_source = 'log', excluded.project_source, project_source)",
-        [child, *(parent or ("claude", None, None)), session_id, agent_id],
+        [child, *(parent or ("claude", None, None, None, None)), session_id, agent_id],
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
     conn.execute(

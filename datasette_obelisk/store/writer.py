@@ -53,7 +53,8 @@ MESSAGE_COLUMNS = (
     "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
     "turn_duration_ms line_no byte_offset byte_length seq file_id"
 ).split()
-TEXT = MESSAGE_COLUMNS.index("text")
+TEXT, TYPE, ROLE, CONTENT_TYPE = (MESSAGE_COLUMNS.index(c) for c in ("text", "type", "role", "content_type"))
+SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
@@ -219,8 +220,8 @@ class Writer:
     def _insert_messages(self, messages: list[tuple]) -> None:
         """Insert the message rows whose uuid is new; count the rest as replays.
 
-        A repeated uuid with the same text is a resumed session replaying
-        history: stored once. With another text it is no replay (a damaged
+        A repeated uuid with the same ``SAME_LINE`` (type, subtype, role,
+        content type and text) is a resumed session replaying history: stored once. Anything else is no replay (a damaged
         line before the real one, an id reused by hand): it is stored too, as
         ``<uuid>@<byte offset>``, so no text is lost, and from there on the
         file's lines that name that uuid as their parent point to this copy
@@ -232,7 +233,7 @@ class Writer:
         if not messages:
             return {}
         renamed: dict[int, tuple[str, str]] = {}
-        texts = self._stored_texts([row[0] for row in messages])
+        texts = self._stored_lines([row[0] for row in messages])
         aliases = self._aliases()
         with_copies: set[str] = set()
         rows = []
@@ -241,11 +242,12 @@ class Writer:
             if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
+            same = (*(None if v is NULL else v for v in row[TYPE:ROLE + 1]), row[CONTENT_TYPE], text)  # as read back
             copies = texts.setdefault(uuid, set())
-            if copies and text not in copies and uuid not in with_copies:
-                copies.update(self._copies_of(uuid))  # rare: only a changed text needs them
+            if copies and same not in copies and uuid not in with_copies:
+                copies.update(self._copies_of(uuid))  # rare: only a changed line needs them
                 with_copies.add(uuid)
-            if text in copies:
+            if same in copies:
                 self._merge("duplicate")
                 continue
             if copies:
@@ -254,7 +256,7 @@ class Writer:
                 renamed[index] = (uuid, row[0])
                 self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
-            copies.add(text)
+            copies.add(same)
             rows.append(row + (self.seq_for(row[1]), self.file_id))
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
@@ -265,21 +267,21 @@ class Writer:
         """The uuids this file's later copies took over (see ``_insert_messages``)."""
         return dict(self.conn.execute("SELECT uuid, stored_as FROM message_aliases WHERE file_id = ?", [self.file_id]))
 
-    def _stored_texts(self, uuids: list[str]) -> dict[str, set[str]]:
-        """The text stored under each of ``uuids`` that is known."""
-        found: dict[str, set[str]] = {}
+    def _stored_lines(self, uuids: list[str]) -> dict[str, set[tuple]]:
+        """``SAME_LINE`` of the message stored under each of ``uuids`` that is known."""
+        found: dict[str, set[tuple]] = {}
         for start in range(0, len(uuids), 500):
             part = uuids[start:start + 500]
-            for uuid, text in self.conn.execute(
-                f"SELECT uuid, text FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
+            for uuid, *line in self.conn.execute(
+                f"SELECT uuid, {SAME_LINE} FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
             ):
-                found[uuid] = {text}
+                found[uuid] = {tuple(line)}
         return found
 
-    def _copies_of(self, uuid: str) -> list[str]:
-        """The texts stored under ``<uuid>@<offset>``: later copies with other text."""
-        return [text for (text,) in self.conn.execute(
-            "SELECT text FROM messages WHERE uuid > ? AND uuid < ?", [uuid + "@", uuid + "A"]
+    def _copies_of(self, uuid: str) -> list[tuple]:
+        """``SAME_LINE`` of the messages stored as ``<uuid>@<offset>``: later, other lines."""
+        return [tuple(line) for line in self.conn.execute(
+            f"SELECT {SAME_LINE} FROM messages WHERE uuid > ? AND uuid < ?", [uuid + "@", uuid + "A"]
         )]
 
     def _merge(self, reason: str) -> None:
