@@ -359,8 +359,10 @@ def test_summaries(db):
         ("compaction", "dag_compact_after_rewind_preserved"),
         ("away_summary", "ef958aa1-0e93-49f0-bb71-150f63befcd1"),
         ("away_summary", "ef958aa1-0e93-49f0-bb71-150f63befcd1"),
-        ("compaction", "small"),
+        # small.jsonl line 22 (u3) is an inline agent's line: its summary goes with it.
+        ("compaction", "small:agent-sidechain-sys1"),
     ]
+    assert db.execute("SELECT session_id FROM messages WHERE uuid = 'u3'").fetchall() == [("small:agent-sidechain-sys1",)]
 
 
 def test_ingest_errors_name_file_and_line(db):

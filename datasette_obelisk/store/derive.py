@@ -216,6 +216,9 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
             conn.execute(
                 f"UPDATE {table} SET session_id = ? WHERE message_uuid = ?", [child, uuid]
             )
+        conn.execute(  # a compaction summary the line gave (found by its session's index)
+            "UPDATE summaries SET session_id = ? WHERE session_id = ? AND message_uuid = ?", [child, session_id, uuid]
+        )
         children.add(child)
         moved.append(_Moved(child, text, is_meta))
         last = context.setdefault(child, [None, None])
