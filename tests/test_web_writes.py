@@ -341,6 +341,24 @@ async def test_immutable_databases_are_not_written(db, memory_root):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("form", [False, True])
+async def test_a_database_file_sqlite_cannot_write_refuses_with_a_code(db, memory_root, form):
+    # Served mutable, but SQLite refuses to write (as for a read-only file): the
+    # same refusal as an immutable database, nothing written.
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    await ds.get_database().execute_write_fn(lambda conn: conn.execute("PRAGMA query_only = 1"), transaction=False)
+    before = counts(db)
+    if form:
+        response = await ds.client.post(REMEMBER, data=record(memory_root), actor=ROOT)
+        assert response.status_code == 400 and "the database file cannot be written" in response.text
+    else:
+        response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+        assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_READ_ONLY")
+        assert response.json()["error"]["message"].startswith("the database file cannot be written: attempt to write")
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
 async def test_read_only_instances_register_no_write_route(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False, read_only=True))
     before = counts(db)

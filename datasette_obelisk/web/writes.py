@@ -18,6 +18,7 @@ Everything else is answered with JSON.
 
 from __future__ import annotations
 
+import sqlite3
 from urllib.parse import parse_qsl
 
 import orjson
@@ -96,6 +97,17 @@ def forget(conn, record, actor, database, roots):
     return result
 
 
+def refused_if_unwritable(perform, conn, *args):
+    """``perform(conn, *args)``; a database file SQLite cannot write (read-only
+    file or folder, Datasette serving it mutable) is a refusal, not a fault."""
+    try:
+        return perform(conn, *args)
+    except sqlite3.OperationalError as error:
+        if getattr(error, "sqlite_errorcode", None) is None or error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+            raise
+        raise QueryError("OBELISK_READ_ONLY", f"the database file cannot be written: {error}") from None
+
+
 def write_view(action: str, perform, done: str, already: str | None = None):
     """A POST endpoint; a form post is sent back to the memories page with ``done`` (or,
     when the memory was archived before, ``already``) as its message."""
@@ -117,7 +129,7 @@ def write_view(action: str, perform, done: str, already: str | None = None):
             roots = list(config.memory_roots)
             actor = request.actor
             result = await db.execute_write_fn(
-                lambda conn: perform(conn, record, actor, db.name, roots), transaction=False
+                lambda conn: refused_if_unwritable(perform, conn, record, actor, db.name, roots), transaction=False
             )
         except QueryError as error:
             if from_our_form(request):
