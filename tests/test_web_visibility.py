@@ -108,6 +108,22 @@ async def test_stored_queries_and_views_over_hidden_tables_are_hidden(web_db, pa
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "hidden, derived",
+    [("messages", ("session_docs", "session_docs_fts")), ("summaries", ("session_digests", "session_digests_fts"))],
+)
+async def test_tables_made_from_a_hidden_tables_text_are_hidden_with_it(web_db, hidden, derived):
+    ds = await started(web_db, hiding(hidden))
+    for table in derived:
+        assert (await ds.client.get(f"/obelisk/{table}.json?_size=1")).status_code == 403, table
+    listed = {t["name"] for t in (await ds.client.get("/obelisk.json")).json()["tables"]}
+    assert not listed & {hidden, *derived}
+    shown = await started(web_db, hiding("memories"))
+    for table in derived:
+        assert (await shown.client.get(f"/obelisk/{table}.json?_size=1")).status_code == 200, table
+
+
+@pytest.mark.asyncio
 async def test_stored_queries_over_visible_tables_still_run(web_db):
     ds = await started(web_db, hiding("memories"))
     assert (await ds.client.get("/obelisk/obelisk_sessions.json?_shape=array")).status_code == 200

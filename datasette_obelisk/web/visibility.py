@@ -5,7 +5,8 @@ Datasette decides whether an actor may see a table (``view-table``: an
 and already hides an FTS index with its content table and denies the
 index's shadow tables. The plugin carries the decision further:
 
-* the views of an obelisk database (``browse_messages``) and the plugin's
+* the views of an obelisk database (``browse_messages``), the tables made
+  from another's text (``DERIVED``: the session index) and the plugin's
   stored queries (``obelisk_memories``, via ``view-query``) are hidden when
   any table they read is hidden;
 * every page and JSON endpoint records the tables it reads
@@ -29,6 +30,15 @@ from datasette.resources import TableResource
 from ..query.errors import QueryError
 from .table_reads import TableReads, tables_read
 
+# Tables made from other tables' text, hidden with them as views are: the
+# session index holds every word of the messages, the digests the summaries.
+DERIVED = {
+    "session_docs": frozenset({"messages"}),
+    "session_docs_fts": frozenset({"messages"}),
+    "session_digests": frozenset({"summaries"}),
+    "session_digests_fts": frozenset({"summaries"}),
+}
+
 # Read for the plugin's own bookkeeping (the cursor-signing secret, the
 # generation counter) and never shown, so hiding them hides nothing of ours.
 BOOKKEEPING = frozenset({"obelisk_state", "derive_queue"})
@@ -37,7 +47,7 @@ _checking = ContextVar("obelisk_checking_tables", default=False)
 
 @dataclass
 class Sources:
-    """For one database: the tables behind each view, and behind each stored query."""
+    """For one database: the tables behind each view (and ``DERIVED`` table), and behind each stored query."""
 
     views: dict[str, frozenset[str]] = field(default_factory=dict)
     queries: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -66,7 +76,8 @@ async def record_sources(datasette, database: str, queries) -> None:
     """At startup: what the views and the stored ``queries`` of ``database`` read."""
 
     def load(conn):
-        sources = Sources(view_sources(conn))
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        sources = Sources({**view_sources(conn), **{t: behind for t, behind in DERIVED.items() if t in tables}})
         sources.queries = {query.name: frozenset(sources.behind(tables_read(conn, query.sql))) for query in queries}
         return sources
 
