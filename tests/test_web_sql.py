@@ -378,6 +378,19 @@ async def test_databases_without_our_schema_get_nothing(tmp_path):
     assert await ds.get_query("other", "obelisk_search") is None
     page = await ds.client.get("/-/obelisk")
     assert page.status_code == 404 and "obelisk ingest" in page.text
+    # The functions are there, and never abort a query for want of our tables.
+    response = await ds.client.get("/other/-/query.json", params={
+        "sql": "select obelisk_trace('x') as t, obelisk_fts('a') as f", "_shape": "array"})
+    assert response.json() == [{"t": None, "f": '"a"'}]
+
+
+@pytest.mark.asyncio
+async def test_obelisk_fts_takes_text_of_any_length(ds):
+    # The API refuses more than 1,000 characters; SQL runs under the time limit anyway.
+    long = "zebrafish " * 200
+    assert await sql(ds, "select obelisk_fts(:q) as v", q=long) == [{"v": " AND ".join(['"zebrafish"'] * 200)}]
+    found = (await ds.client.get("/obelisk/obelisk_search.json", params={"q": long, "_shape": "array"})).json()
+    assert {row["session_id"] for row in found} == {XSS_SESSION}
 
 
 # -- zero-config search and facets on tables and views ---------------------------

@@ -143,16 +143,17 @@ def search_mode(value: str) -> str | None:
     return mode
 
 
-def parse_query(text: str, mode: str = "terms", prefix: bool = False) -> FtsQuery:
+def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars: int | None = MAX_QUERY_CHARS) -> FtsQuery:
+    """``text`` as an FTS5 expression in ``mode``; ``max_chars=None`` takes text of any length."""
     if mode not in (*MODES, "words"):
         raise QueryError(
             "SESSION_QUERY_INVALID_QUERY", f"unknown query mode {mode!r}; use one of {', '.join(MODES)}"
         )
     if not isinstance(text, str):
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query must be a string")
-    if len(text) > MAX_QUERY_CHARS:
+    if max_chars is not None and len(text) > max_chars:
         raise QueryError(
-            "SESSION_QUERY_INVALID_QUERY", f"the query is longer than {MAX_QUERY_CHARS} characters"
+            "SESSION_QUERY_INVALID_QUERY", f"the query is longer than {max_chars} characters"
         )
     normalized = normalize_text(text)
     if not normalized:

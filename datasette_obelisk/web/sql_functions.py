@@ -8,7 +8,8 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
 
 ``obelisk_trace(uuid)``
     JSON array of the message uuids from the root of the conversation down
-    to ``uuid`` (the helper ``trace()``), ``[]`` for an unknown uuid::
+    to ``uuid`` (the helper ``trace()``), ``[]`` for an unknown uuid, NULL on
+    a database that is not an obelisk database::
 
         select value from json_each(obelisk_trace(:uuid))
 
@@ -21,7 +22,8 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
 ``obelisk_fts(text[, mode])``
     A safe FTS5 expression for user text: ``terms`` (every word must match,
     the default) or ``phrase``. Punctuation never causes a syntax error;
-    blank or unindexable text gives ``""``, which matches nothing::
+    blank or unindexable text gives ``""``, which matches nothing. Text of
+    any length is taken (the helpers refuse more than 1,000 characters)::
 
         select rowid from messages_fts where messages_fts match obelisk_fts('foo-bar c++')
 """
@@ -75,9 +77,11 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     try:
         return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
     except QueryError as error:
-        if error.code != "OBELISK_TIMEOUT":
-            raise
-        return None  # past the time limit: the statement calling it is stopped next, with the usual message
+        # Past the time limit the statement calling it is stopped next, with the usual message;
+        # a database without the obelisk tables (another file, --crossdb's _memory) has no chains.
+        if error.code == "OBELISK_TIMEOUT" or error.message.startswith("no such table"):
+            return None
+        raise
     finally:
         conn.row_factory = saved
 
@@ -93,8 +97,8 @@ def fts_expression(text, mode="terms") -> str | None:
     text, mode = as_text(text), as_mode(mode)
     if text is None or mode is None:
         return None
-    try:
-        expression = fts.parse_query(text, mode).expression
+    try:  # of any length: the caller's SQL runs under Datasette's time limit anyway
+        expression = fts.parse_query(text, mode, max_chars=None).expression
     except QueryError:  # blank text
         return MATCH_NOTHING
     return expression or MATCH_NOTHING
