@@ -614,10 +614,12 @@ async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
             html = await page(datasette, f"/-/obelisk/session/{session}", **{flag: "1" for flag in flags})
             shown[session, flags] = [int(n) for n in re.findall(r'<li class="ob-[a-z]+[^"]*" id="m(\d+)"', html)]
             assert shown[session, flags] == listed_from_raw(raw, stored, flags), (session, flags)
-    structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 1
-    # small: the compact boundary (raw line 21), the Bash call of line 29 (its result, line 30,
-    # folded), the answer of line 55; every other stored line is structural, none injected.
-    assert [len(shown["small", flags]) for flags in FLAGS] == [3, 3 + structural, 3, 3 + structural]
+    # The log-only lines but the two compact boundaries, which are shown anyway.
+    structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 2
+    # small: the compact boundaries (raw lines 21 and 51), the Bash call of line 29 (its result,
+    # line 30, folded), the answers of lines 47, 50 and 55, the thinking of line 65, the prompts
+    # of lines 49 and 60; every other stored line is structural, none injected.
+    assert [len(shown["small", flags]) for flags in FLAGS] == [9, 9 + structural, 9, 9 + structural]
     # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
     # are structural; the isMeta tool results 9 and 10 answer no stored call.
     assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]
@@ -689,6 +691,23 @@ async def test_pages_show_the_start_of_a_long_text_and_link_the_rest(long_chain)
         assert "/-/obelisk/api/raw?uuid=chain-60&limit=10000000" in links(html), url
     line = (await long_chain.client.get("/-/obelisk/api/raw?uuid=chain-60&limit=10000000")).json()
     assert not line["hasMore"] and "x" * BIG_TEXT in line["text"]  # the link shows the rest, whole
+
+
+@pytest.mark.asyncio
+async def test_pages_link_no_raw_line_where_the_log_files_are_hidden(long_chain):
+    # A published archive hides source_files, so /api/raw refuses: no page links to it.
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+
+    path = long_chain.databases["long"].path
+    hidden = make_datasette(path, {"databases": {"long": {"tables": {"source_files": {"allow": False}}}}})
+    await hidden.invoke_startup()
+    last = rows(path, "SELECT seq FROM messages ORDER BY seq DESC LIMIT 1")[0][0]
+    for url in (f"/-/obelisk/event/{LONG}/{last}", f"/-/obelisk/session/{LONG}"):
+        html = await page(hidden, url)
+        assert html.count(f"… {BIG_TEXT - RESULT_CHARS:,} more characters</span>") == 1, url
+        assert not [link for link in links(html) if "/api/raw" in link], url
+        assert "Raw log line" not in html and ">raw</a>" not in html, url
+    assert (await hidden.client.get("/-/obelisk/api/raw?uuid=chain-60")).status_code == 403
 
 
 BIG_CALL = "big-call-session"

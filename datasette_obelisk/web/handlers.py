@@ -23,7 +23,7 @@ from .live import refresh_if_live
 from .params import Params
 from .responses import json_error, json_ok, json_page, method_not_allowed
 from .template_helpers import TemplateHelpers
-from .visibility import guarded
+from .visibility import guarded, is_visible
 
 
 async def readable_database(datasette, request):
@@ -151,7 +151,9 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
     context = {
         "database": db.name,
         "db_param": request.args.get("db"),
-        "ob": TemplateHelpers(datasette, request.args.get("db")),
+        "ob": TemplateHelpers(
+            datasette, request.args.get("db"), await is_visible(datasette, request.actor, db.name, "source_files")
+        ),
         **context,
         **(extra or {}),
     }

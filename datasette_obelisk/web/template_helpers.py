@@ -12,9 +12,10 @@ from .highlight import snippet_html
 
 
 class TemplateHelpers:
-    def __init__(self, datasette, db: str | None):
+    def __init__(self, datasette, db: str | None, raw_shown: bool = True):
         self.datasette = datasette
         self.db = db
+        self.raw_shown = raw_shown  # False where the actor may not view source_files: /api/raw would refuse
 
     def page(self, _where: str = "", **query) -> str:
         """A page of ours: ``page('/files', path=...)``."""
@@ -46,9 +47,9 @@ class TemplateHelpers:
         tail = "".join("/" + urls.segment(part) for part in parts)
         return urls.obelisk_url(self.datasette, "/api/" + _name + tail, db=self.db, **query)
 
-    def raw(self, uuid) -> str:
-        """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters)."""
-        return self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT)
+    def raw(self, uuid) -> str | None:
+        """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters); None when hidden."""
+        return self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT) if self.raw_shown else None
 
     def table(self, database: str, table: str, **query) -> str:
         from urllib.parse import urlencode
