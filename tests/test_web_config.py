@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,3 +32,22 @@ async def test_example_configuration_serves_every_page(web_db):
     ds.root_enabled = True
     response = await ds.client.post("/-/obelisk/api/remember", json={"path": "/x.md", "summary": "x"}, actor={"id": "root"})
     assert response.json()["error"]["code"] == "OBELISK_MEMORY_REFUSED"
+
+
+@pytest.mark.asyncio
+async def test_the_example_descriptions_links_follow_base_url(web_db):
+    from urllib.parse import urljoin
+
+    metadata = yaml.safe_load((TOP / "metadata.yml").read_text())
+    ds = make_datasette(web_db, metadata=metadata, settings={"base_url": "/prefix/"})
+    await ds.invoke_startup()
+    shown = []
+    for path in ("/", "/obelisk", "/obelisk/messages"):
+        html = (await ds.client.get(path)).text
+        if "Start at" not in html:
+            continue
+        shown.append(path)
+        found = re.findall(r'Start at <a href="([^"]+)">search</a> or the\s+<a href="([^"]+)">', html)
+        assert [tuple(urljoin("http://x/prefix" + path, link) for link in pair) for pair in found] == [
+            ("http://x/prefix/-/obelisk", "http://x/prefix/-/obelisk/overview")], path
+    assert shown == ["/"]  # the instance's description is on its home page only
