@@ -53,8 +53,9 @@ MESSAGE_COLUMNS = (
     "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
     "turn_duration_ms line_no byte_offset byte_length seq file_id"
 ).split()
-TEXT, TYPE, ROLE, CONTENT_TYPE = (MESSAGE_COLUMNS.index(c) for c in ("text", "type", "role", "content_type"))
+TEXT = MESSAGE_COLUMNS.index("text")
 SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
+SAME_COLUMNS = [MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]]
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
@@ -242,7 +243,7 @@ class Writer:
             if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
-            same = (*(None if v is NULL else v for v in row[TYPE:ROLE + 1]), row[CONTENT_TYPE], text)  # as read back
+            same = (*(None if row[i] is NULL else row[i] for i in SAME_COLUMNS), text)  # as read back
             copies = texts.setdefault(uuid, set())
             if copies and same not in copies and uuid not in with_copies:
                 copies.update(self._copies_of(uuid))  # rare: only a changed line needs them
