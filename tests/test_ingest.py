@@ -69,7 +69,7 @@ def test_ingest_counts_every_line(db, root):
     assert rows(db, "SELECT t.tool_use_id FROM tool_errors_fts JOIN tool_results t ON t.id = tool_errors_fts.rowid WHERE tool_errors_fts MATCH 'boom'") == [("b:call",)]
     assert rows(db, "SELECT path FROM tool_call_files") == [("/x.py",)]
     assert rows(db, "SELECT id, title, title_source, started_at, ended_at, message_count FROM sessions") == [
-        ("s1", None, None, "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", 2)
+        ("s1", None, None, "2026-01-01T00:00:00.000Z", "2026-01-01T00:01:00.000Z", 2)
     ]
 
 
@@ -351,11 +351,11 @@ def test_a_session_starts_at_its_earliest_record_or_message_and_a_rewrite_can_mo
     first = line(id="a", text="x", ts="2026-01-01T00:01:00Z", start="2026-01-01T00:00:00Z")
     (root / "s1.jsonl").write_bytes(first + line(id="b", text="y", ts="2026-01-01T00:02:00Z"))
     run(db, root)
-    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00Z", "2026-01-01T00:02:00Z")]
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00.000Z", "2026-01-01T00:02:00.000Z")]
     assert rows(db, "SELECT started_at FROM file_sessions") == [("2026-01-01T00:00:00Z",)]
     (root / "s1.jsonl").write_bytes(line(id="b", text="y", ts="2026-01-01T00:02:00Z"))  # rewritten
     assert run(db, root).files_replayed == 1
-    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:02:00Z", "2026-01-01T00:02:00Z")]
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:02:00.000Z", "2026-01-01T00:02:00.000Z")]
 
 
 def test_a_derived_title_goes_with_its_last_candidate_and_a_sources_own_title_stays(db, root):
@@ -376,6 +376,23 @@ def test_a_derived_title_goes_with_its_last_candidate_and_a_sources_own_title_st
     ]
 
 
+def test_session_times_are_utc_so_text_order_is_time_order(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-05-01T10:00:00+05:00"))  # 05:00 UTC
+    (root / "s2.jsonl").write_bytes(line(id="b", text="y", ts="2026-05-01T06:00:00.000Z"))
+    (root / "s3.jsonl").write_bytes(line(id="c", text="z", ts="2026-05-01T05:30:00Z"))
+    run(db, root)
+    assert rows(db, "SELECT id, started_at, ended_at FROM sessions ORDER BY ended_at DESC") == [
+        ("s2", "2026-05-01T06:00:00.000Z", "2026-05-01T06:00:00.000Z"),
+        ("s3", "2026-05-01T05:30:00.000Z", "2026-05-01T05:30:00.000Z"),
+        ("s1", "2026-05-01T05:00:00.000Z", "2026-05-01T05:00:00.000Z"),
+    ]
+    assert rows(db, "SELECT timestamp FROM messages WHERE uuid = 'a'") == [("2026-05-01T10:00:00+05:00",)]  # as written
+    change(db, "UPDATE sessions SET started_at = '2026-05-01T10:00:00+05:00', ended_at = '[trimmed]' WHERE id = 's1'",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm025_canonical_session_times'")
+    open_db(db).close()  # m025 runs again, as on a database from before it
+    assert rows(db, "SELECT started_at, ended_at FROM sessions WHERE id = 's1'") == [("2026-05-01T05:00:00.000Z", "[trimmed]")]
+
+
 def test_m018_keeps_the_start_an_older_version_stored(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:01:00Z"))
     run(db, root)
@@ -387,7 +404,7 @@ def test_m018_keeps_the_start_an_older_version_stored(db, root):
     with open(root / "s1.jsonl", "ab") as fp:
         fp.write(line(id="b", text="y", ts="2026-01-01T00:02:00Z"))
     assert run(db, root).files_replayed == 0
-    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00Z", "2026-01-01T00:02:00Z")]
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00.000Z", "2026-01-01T00:02:00.000Z")]
 
 
 def test_a_stored_file_in_a_folder_that_cannot_be_read_is_not_gone(db, root, monkeypatch):

@@ -4,7 +4,8 @@ import sqlite3
 
 import pytest
 
-from datasette_obelisk.query.moments import bound_sql, canonical, moment_sql
+from datasette_obelisk.query.moments import bound_sql, moment_sql
+from datasette_obelisk.utc import canonical
 
 
 def stored(value):

@@ -8,7 +8,7 @@ UTC ``YYYY-MM-DDTHH:MM:SS.fffZ``, which sorts as text in time order:
 - ``moment_sql(column)``: a stored value in that form, by SQLite's
   ``strftime``; NULL when the value is not a date and time (a log's
   ``[trimmed]`` placeholder), so such a row is outside every bound.
-- ``canonical(text)``: a caller's ISO 8601 value in that form, read as
+- ``canonical(text)`` (``utc.py``): a caller's ISO 8601 value in that form, read as
   SQLite reads stored ones: without an offset it is UTC, a date alone is its
   midnight (a year or a month alone, its first day), and a fraction is
   rounded to the millisecond. Anything else is not a time: None.
@@ -24,11 +24,7 @@ UTC ``YYYY-MM-DDTHH:MM:SS.fffZ``, which sorts as text in time order:
 
 from __future__ import annotations
 
-import re
-from datetime import datetime, timedelta, timezone
-
-CANONICAL = "%Y-%m-%dT%H:%M:%fZ"
-YEAR_OR_MONTH = re.compile(r"\d{4}(-\d{2})?")
+from ..utc import CANONICAL
 
 
 def moment_sql(column: str) -> str:
@@ -48,21 +44,3 @@ def bound_sql(value: str) -> str:
       ELSE {text} END AS v)
     WHERE v GLOB '{DATE_GLOB}*' AND v NOT GLOB '0000*' AND date(substr(v, 1, 10), '+0 days') = substr(v, 1, 10))"""
 
-
-def canonical(text: str) -> str | None:
-    """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None."""
-    text = text.strip()
-    if YEAR_OR_MONTH.fullmatch(text):
-        text += "-01" * (2 - text.count("-"))
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    millis = (moment.microsecond + 500) // 1000
-    try:
-        moment = moment.replace(microsecond=0).astimezone(timezone.utc) + timedelta(milliseconds=millis)
-    except OverflowError:
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

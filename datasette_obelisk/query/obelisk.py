@@ -35,7 +35,8 @@ from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from . import fts
 from .errors import QueryError
-from .moments import canonical, moment_sql
+from ..utc import canonical
+from .moments import moment_sql
 from .readonly import error_for, run_sql, translated_errors
 
 MAX_LIMIT = 1_000

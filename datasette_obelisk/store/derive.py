@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import orjson
 
 from ..sources.common import SQLITE_INTEGERS
+from ..utc import canonical
 from .session_index import (
     DocumentPlan,
     SessionWords,
@@ -56,9 +57,17 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
             forget_session(conn, session_id)
             continue
         write_session(conn, session_id, plan)
+    conn.executemany(INLINE_AGENTS_PROGRAM, [[s] for s in session_ids])
     link_subagents(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
+
+
+# An inline agent's lines are in its parent's file, written by the program
+# that wrote the rest: the agent has its parent's version and originator.
+INLINE_AGENTS_PROGRAM = """UPDATE sessions SET version = p.version, originator = p.originator
+    FROM sessions AS p WHERE p.id = ?1 AND sessions.parent_session_id = ?1 AND sessions.agent_id GLOB 'sidechain-*'
+    AND (sessions.version IS NOT p.version OR sessions.originator IS NOT p.originator)"""
 
 
 FORGOTTEN_UNLESS = ("messages", "file_sessions", "titles", "summaries", "workflows", "memories")
@@ -265,20 +274,16 @@ def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tu
     # The agent belongs to its parent's project, also when the parent's comes
     # from the log's folder and the agent ran in another directory. Its row
     # may be there already without its parent: derived from its old lines
-    # after a parser change had every session of the file forgotten. Its
-    # lines were written by the program that wrote its parent's file.
-    parent = conn.execute(
-        "SELECT source, project, project_source, version, originator FROM sessions WHERE id = ?", [session_id]
-    ).fetchone()
+    # after a parser change had every session of the file forgotten.
+    parent = conn.execute("SELECT source, project, project_source FROM sessions WHERE id = ?", [session_id]).fetchone()
     conn.execute(
-        "INSERT INTO sessions (id, source, project, project_source, version, originator, parent_session_id, "
-        "relationship, agent_id) VALUES (?, ?, ?, ?, ?, ?, ?, 'subagent', ?) ON CONFLICT (id) DO UPDATE SET "
+        "INSERT INTO sessions (id, source, project, project_source, parent_session_id, relationship, agent_id) "
+        "VALUES (?, ?, ?, ?, ?, 'subagent', ?) ON CONFLICT (id) DO UPDATE SET "
         "parent_session_id = excluded.parent_session_id, relationship = excluded.relationship, "
-        "agent_id = excluded.agent_id, version = coalesce(version, excluded.version), "
-        "originator = coalesce(originator, excluded.originator), "
+        "agent_id = excluded.agent_id, "
         "project = iif(excluded.project_source = 'log', excluded.project, project), "
         "project_source = iif(excluded.project_source = 'log', excluded.project_source, project_source)",
-        [child, *(parent or ("claude", None, None, None, None)), session_id, agent_id],
+        [child, *(parent or ("claude", None, None)), session_id, agent_id],
     )
     tool_use_id, agent_type, description = spawning_call_for_prompt(conn, session_id, prompt)
     conn.execute(
@@ -506,8 +511,8 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
     starts = conn.execute(
         "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
     ).fetchall()
-    timestamps = [r.timestamp for r in rows if is_moment(r.timestamp)]
-    recorded = [start for start, in starts if is_moment(start)]
+    timestamps = [moment(r.timestamp) for r in rows if is_moment(r.timestamp)]
+    recorded = [moment(start) for start, in starts if is_moment(start)]
     started = min([*timestamps, *recorded], default=None)
     # A session with no time but its files' starts ends at the last of them.
     ended = max(timestamps, default=None) or max(recorded, default=None)
@@ -545,6 +550,14 @@ def is_moment(timestamp: str | None) -> bool:
     """Whether a stored timestamp is a date and time (``2026-01-02T…``): a log's
     placeholder (``[trimmed]``) must not become a session's start or end."""
     return bool(timestamp) and timestamp[:4].isdigit() and timestamp[4:5] == "-"
+
+
+def moment(timestamp: str) -> str:
+    """A session's times are kept in the canonical UTC form (``utc.py``), so text
+    order is time order wherever sessions are sorted; the usual form is already it."""
+    if len(timestamp) == 24 and timestamp[19] == "." and timestamp[23] == "Z":
+        return timestamp
+    return canonical(timestamp) or timestamp
 
 
 def project_slug(path: str | None) -> str | None:

@@ -772,3 +772,17 @@ def m024_add_sessions_reasoning_effort(db):
     # record the reasoning effort the model was asked for; it was read and
     # dropped. Claude parser 8 and Codex parser 7 read the files again.
     db.execute("ALTER TABLE sessions ADD COLUMN reasoning_effort TEXT")
+
+
+@migrations()
+def m025_canonical_session_times(db):
+    # A session's start and end were its rows' first and last timestamps as
+    # the log wrote them, so listings sorted by them in text order put
+    # `…+05:00` and `…31Z` out of time order. They are now kept in the
+    # canonical UTC form (utc.py), which sorts as text in time order.
+    for column in ("started_at", "ended_at"):
+        db.execute(
+            f"UPDATE sessions SET {column} = strftime('%Y-%m-%dT%H:%M:%fZ', {column}) "
+            f"WHERE strftime('%Y-%m-%dT%H:%M:%fZ', {column}) IS NOT {column} "
+            f"AND strftime('%Y-%m-%dT%H:%M:%fZ', {column}) IS NOT NULL"
+        )

@@ -1,0 +1,33 @@
+"""The canonical UTC form of a point in time, ``YYYY-MM-DDTHH:MM:SS.fffZ``.
+
+Logs write one instant several ways (``…31Z``, ``…31.000Z``, ``…+02:00``);
+in this form text order is time order. SQLite's ``strftime(CANONICAL, x)``
+gives it for a stored value (see ``query/moments.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+CANONICAL = "%Y-%m-%dT%H:%M:%fZ"
+YEAR_OR_MONTH = re.compile(r"\d{4}(-\d{2})?")
+
+
+def canonical(text: str) -> str | None:
+    """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None."""
+    text = text.strip()
+    if YEAR_OR_MONTH.fullmatch(text):
+        text += "-01" * (2 - text.count("-"))
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    millis = (moment.microsecond + 500) // 1000
+    try:
+        moment = moment.replace(microsecond=0).astimezone(timezone.utc) + timedelta(milliseconds=millis)
+    except OverflowError:
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
