@@ -474,7 +474,8 @@ def echo_errors(samples) -> None:
 
 
 @cli.command()
-def sources():
+@click.option("--json", "as_json", is_flag=True, help="A JSON list: name, parser_version, folder (null with a problem)")
+def sources(as_json):
     """List the installed log sources and where each looks by default.
 
     Example:
@@ -484,14 +485,25 @@ def sources():
     from .plugins import get_sources
     from .sources.base import non_folder_default
 
+    listed = []
     for name, source in get_sources().items():
+        folder, problem = None, None
         try:
             check_variable_folder(source)
             not_folder = non_folder_default(source, os.environ)
-            root = f"({not_folder} is not a folder)" if not_folder else source.default_root(os.environ) or "(no default folder found)"
+            if not_folder:
+                problem = f"{not_folder} is not a folder"
+            else:
+                folder = source.default_root(os.environ)
+                problem = None if folder else "no default folder found"
         except click.UsageError as error:
-            root = f"({error.message})"
-        click.echo(f"{name}\tparser v{source.parser_version}\t{root}")
+            problem = error.message
+        listed.append({"name": name, "parser_version": source.parser_version,
+                       "folder": str(folder) if folder else None, "problem": problem})
+    if as_json:
+        return click.echo(json.dumps(listed, indent=2))
+    for item in listed:
+        click.echo(f"{item['name']}\tparser v{item['parser_version']}\t{item['folder'] or '(' + item['problem'] + ')'}")
 
 
 @cli.command()

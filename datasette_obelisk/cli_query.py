@@ -57,16 +57,28 @@ def fresh_connection(db_path):
     return reader
 
 
-def call(db_path, helper, *args):
+def call(db_path, helper, *args, session_id: str | None = None):
     """Run one read helper on a fresh read-only connection to the database.
 
-    A ``source`` among its options must be installed or in the database (``known_source``).
+    A ``source`` among its options must be installed or in the database
+    (``known_source``); a ``session_id`` the command was given must be a
+    stored session (an empty answer would read as "nothing happened there").
     """
     conn = fresh_connection(db_path)
     try:
+        if session_id is not None:
+            require_session(conn, session_id)
         return helper(conn, *args)
     finally:
         conn.close()
+
+
+def require_session(conn, session_id: str) -> dict:
+    """The session ``session_id``, or ``OBELISK_NOT_FOUND`` naming the ids it may have meant."""
+    found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
+    if not found:
+        raise obelisk.unknown_session(conn, session_id)
+    return found[0]
 
 
 def given(**options) -> dict:
@@ -113,10 +125,14 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     \b
         obelisk search "database is locked" --project '%myapp%' --limit 5
     """
-    hits = call(db_path, obelisk.search, text, given(
+    def hits_and_states(conn, text, opts):
+        hits = obelisk.search(conn, text, opts)
+        return hits, obelisk.message_states(conn, [hit["message"]["uuid"] for hit in hits])
+
+    hits, states = call(db_path, hits_and_states, text, given(
         limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
         cwd=cwd, includeMeta=include_meta or None, mode=mode,
-    ))
+    ), session_id=session_id)
     note = call(db_path, dashboard.indexing_note)
     if note:
         click.echo(f"Note: {note}", err=True)
@@ -127,8 +143,10 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     terms = fts.tokens(text)
     for number, hit in enumerate(hits, 1):
         message, session = hit["message"], hit["session"]
-        click.echo(f"{number}. {one_line(session['title'], 80) or session['id']}  [{session['source']}] {session['project'] or ''}".rstrip())
-        click.echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}")
+        title = one_line(session["title"], 80)
+        click.echo(f"{number}. {title + '  ' if title else ''}{session['id']}  [{session['source']}] {session['project'] or ''}".rstrip())
+        click.echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}"
+                   f"{away(*states.get(message['uuid'], (None, None)))}")
         click.echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
 
 
@@ -153,16 +171,14 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     """
     conn = fresh_connection(db_path)
     try:
-        found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
-        if not found:
-            raise obelisk.unknown_session(conn, session_id)
+        session = require_session(conn, session_id)
         page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
     finally:
         conn.close()
     if as_json:
         click.echo(dumps(page.items))
     else:
-        print_transcript(found[0], page.items)
+        print_transcript(session, page.items)
     if page.remaining:
         click.echo(more_messages(page), err=as_json)
 
@@ -181,8 +197,13 @@ def status(message: dict) -> str:
     """What a message is besides its role: a compaction, or history the model no longer sees."""
     if transcript.is_compaction(message):
         return " [context compacted here]"
-    if message["surface"] == "shadowed":
-        return " [rewound away]" if message["visibility"] == "inactive" else " [compacted away]"
+    return away(message["surface"], message["visibility"])
+
+
+def away(surface: str | None, visibility: str | None) -> str:
+    """`` [rewound away]`` or `` [compacted away]`` for history the model no longer sees."""
+    if surface == "shadowed":
+        return " [rewound away]" if visibility == "inactive" else " [compacted away]"
     return ""
 
 
@@ -258,7 +279,7 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     """
     rows = call(db_path, obelisk.failures, given(
         limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
-    ))
+    ), session_id=session_id)
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
@@ -267,35 +288,51 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
         result, call_row, session = row["result"], row["toolCall"], row["session"]
         click.echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
                    f"{one_line(session['title'], 80)} ({session['id']})")
-        click.echo(f"   {one_line(result['content'])}")
+        if call_row:
+            click.echo(f"   call:   {one_line(call_row['input_json'])}")
+        click.echo(f"   output: {one_line(result['content'])}")
+        for message in row["nextMessages"][:1]:
+            click.echo(f"   next:   {message['role'] or '-'}: {one_line(message['text'])}")
 
 
 @cli.command()
 @click.argument("path")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
-@click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all")
-@click.option("--after", help="ISO timestamp lower bound")
-@click.option("--before", help="ISO timestamp upper bound")
+@click.option("--session", "session_id", help="Only this session")
+@scope_options
 @db_option
 @json_option
 @report_errors
-def files(path, limit, source, after, before, db_path, as_json):
-    """Every tool call that read or changed a file, oldest first.
+def files(path, limit, session_id, project, source, after, before, db_path, as_json):
+    """Every tool call that read or changed a file, oldest first, with its outcome.
+
+    When there are more than --limit, the first are shown and the end says
+    how to see the rest (on stderr with --json).
 
     Example:
 
     \b
-        obelisk files /home/me/myapp/src/app.py
+        obelisk files /home/me/myapp/src/app.py --after 2026-06-01
     """
-    rows = call(db_path, obelisk.file_history, path, given(limit=limit, source=source, after=after, before=before))
+    def history_and_outcomes(conn, path, opts):
+        rows = obelisk.file_history(conn, path, opts)
+        total = obelisk.file_history_count(conn, path, opts) if len(rows) == limit else len(rows)
+        return rows, total, obelisk.call_outcomes(conn, [row["toolCall"]["id"] for row in rows])
+
+    rows, total, outcomes = call(db_path, history_and_outcomes, path, given(
+        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
+    ), session_id=session_id)
     if as_json:
-        return click.echo(dumps(rows))
-    if not rows:
-        return click.echo(f"No tool call touched {path}.")
-    for row in rows:
-        session = row["session"]
-        click.echo(f"{row['timestamp'] or '-':<24}  {row['toolCall']['name']:<12}  {session['id']}  "
-                   f"{one_line(session['title'], 80)}".rstrip())
+        click.echo(dumps(rows))
+    elif not rows:
+        click.echo(f"No tool call touched {path}.")
+    for row in [] if as_json else rows:
+        session, tool = row["session"], row["toolCall"]
+        click.echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "
+                   f"{session['id']}  {one_line(session['title'], 80)}".rstrip())
+    if total > len(rows):
+        click.echo(f"\n[the first {len(rows)} of {total} calls; the rest: --after {rows[-1]['timestamp']} "
+                   "or a larger --limit]", err=as_json)
 
 
 def script_source(file, code) -> str:

@@ -190,6 +190,24 @@ def test_sources_lists_the_built_ins():
     assert names[:3] == ["claude", "codex", "gemini"]
 
 
+def test_sources_as_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-file"))
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / "codex-file").write_text("")
+    from datasette_obelisk.plugins import get_sources
+
+    listed = json.loads(CliRunner().invoke(cli, ["sources", "--json"]).stdout)
+    version = {name: source.parser_version for name, source in get_sources().items()}
+    assert listed[:3] == [
+        {"name": "claude", "parser_version": version["claude"], "folder": str(tmp_path / ".claude"), "problem": None},
+        {"name": "codex", "parser_version": version["codex"], "folder": None,
+         "problem": f"$CODEX_HOME {tmp_path / 'codex-file'} is not a folder"},
+        {"name": "gemini", "parser_version": version["gemini"], "folder": None, "problem": "no default folder found"},
+    ]
+
+
 def test_ingest_progress_bar_reports_rate_eta_and_the_last_steps(tmp_path):
     from datasette_obelisk.demo.generator import generate
 

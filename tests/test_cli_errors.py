@@ -72,7 +72,13 @@ def test_a_database_that_is_not_obelisk_is_not_found_for_every_command(tmp_path,
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (a)").connection.close()
     result = invoke(*command, "--db", other)
-    message = f"{other} is not an obelisk database (run `obelisk ingest` into it first)"
+    message = f"{other} is not an obelisk database but another program's (give --db an obelisk database)"
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: OBELISK_NOT_FOUND: {message}\n")
+    # An empty one (made by hand, or by SQLite for a mistyped name) is one to ingest into.
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).execute("PRAGMA user_version = 1").connection.close()
+    result = invoke(*command, "--db", empty)
+    message = f"{empty} is not an obelisk database (run `obelisk ingest` into it first)"
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: OBELISK_NOT_FOUND: {message}\n")
 
 

@@ -865,6 +865,12 @@ def test_file_history_of_a_claude_write(ro):
     assert set(rows[0]["toolCall"]) == keys(TOOL_CALL_KEYS) and set(rows[0]["session"]) == keys(FILE_SESSION_KEYS)
     assert o.file_history(ro, "/project/hello.py", {"source": "codex"}) == []
     assert o.file_history(ro, "/project/hello.py", {"after": "2025-12-25"}) == []
+    # Narrowed like failures(): to a session, or a project pattern.
+    assert o.file_history(ro, "/project/hello.py", {"sessionId": "sample_session"}) == rows
+    assert o.file_history(ro, "/project/hello.py", {"sessionId": "edge_cases"}) == []
+    assert o.file_history(ro, "/project/hello.py", {"project": "simonw%"}) == rows
+    assert o.file_history(ro, "/project/hello.py", {"project": "daaain%"}) == []
+    assert o.file_history_count(ro, "/project/hello.py", {"limit": 1}) == 1
 
 
 def test_file_history_of_a_codex_patch(ro):

@@ -358,11 +358,22 @@ def test_search_prints_readable_text(corpus_db):
     result = invoke("search", "goodbye", "--source", "claude", "--db", corpus_db)
     assert result.exit_code == 0
     assert result.stdout == (
-        "1. Create a hello world function  [claude] simonw__claude-code-transcripts\n"
+        "1. Create a hello world function  sample_session  [claude] simonw__claude-code-transcripts\n"
         "   2025-12-24T10:01:00.000Z  user  msg-006\n"
         "   Now add a goodbye function\n"
     )
     assert invoke("search", "zzzyxw", "--db", corpus_db).stdout == "No matches.\n"
+
+
+def test_search_text_marks_the_hits_the_model_no_longer_sees(corpus_db):
+    # kvsankar's forked session: lines 3-6 (the QuickSort branch, fu2a to fa3a) were rewound for MergeSort.
+    found = invoke("search", "quicksort", "--session", "claude_forked_session", "--db", corpus_db).stdout
+    assert [line.split()[2:] for line in found.splitlines()[1::3]] == [
+        ["fa2a-fork", "[rewound", "away]"], ["fu2a-fork", "[rewound", "away]"], ["fa3a-fork", "[rewound", "away]"],
+        ["fa1-fork"],
+    ]
+    kept = invoke("search", "mergesort", "--session", "claude_forked_session", "--db", corpus_db).stdout
+    assert "[rewound away]" not in kept and "[compacted away]" not in kept
 
 
 def test_search_says_on_stderr_when_an_ingest_has_not_indexed_everything(corpus_db, tmp_path):
@@ -424,17 +435,39 @@ def test_trace_files_sessions_and_failures_print_text(corpus_db):
         "  0. [2025-12-24T10:01:05.000Z] assistant  msg-007\n     Done! The hello function is ready.\n"
     )
     assert invoke("files", "/project/hello.py", "--db", corpus_db).stdout == (
-        "2025-12-24T10:00:05.000Z  Write         sample_session  Create a hello world function\n"
+        "2025-12-24T10:00:05.000Z  Write         succeeded  sample_session  Create a hello world function\n"
     )
     assert invoke("sessions", "--project", "simonw%", "--db", corpus_db).stdout == (
         "2025-12-24T10:01:05.000Z  claude      4 msgs  sample_session  Create a hello world function\n"
     )
     failures = invoke("failures", "--session", "edge_cases", "--db", corpus_db).stdout
     assert failures.startswith("2025-06-14T11:01:31Z  FailingTool  Tested various edge cases")
-    assert failures.endswith("(edge_cases)\n   Error: Tool execution failed with error: Command not found\n")
+    # Its input (line 9), its output, and the first of the messages after it.
+    assert failures.split("(edge_cases)\n")[1].startswith(
+        '   call:   {"test_param":"This tool will fail to demonstrate error handling"}\n'
+        "   output: Error: Tool execution failed with error: Command not found\n"
+        "   next:   user: <command-name>test-command</command-name>"
+    )
 
 
-@pytest.mark.parametrize("args", [["read", "no-such-session"], ["trace", "no-such-uuid"]])
+def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(corpus_db):
+    # d-kimuson's log: Read, Edit (failed), Edit (failed), Read, Edit, Read, Edit of page.tsx.
+    page = "/path/to/Demo/todo-app/src/app/page.tsx"
+    listed = invoke("files", page, "--limit", "4", "--db", corpus_db)
+    lines = listed.stdout.splitlines()
+    assert [line.split()[1:3] for line in lines[:4]] == [
+        ["Read", "succeeded"], ["Edit", "failed"], ["Edit", "failed"], ["Read", "succeeded"]]
+    assert lines[4:] == ["", f"[the first 4 of 7 calls; the rest: --after {lines[3].split()[0]} or a larger --limit]"]
+    as_json = invoke("files", page, "--limit", "4", "--db", corpus_db, "--json")
+    assert len(json.loads(as_json.stdout)) == 4 and as_json.stderr == "\n" + lines[4 + 1] + "\n"
+    assert invoke("files", page, "--session", "sample_session", "--db", corpus_db).stdout == f"No tool call touched {page}.\n"
+    assert len(invoke("files", page, "--project", "d-kimuson%", "--db", corpus_db).stdout.splitlines()) == 7
+
+
+@pytest.mark.parametrize("args", [
+    ["read", "no-such-session"], ["trace", "no-such-uuid"], ["search", "hello", "--session", "no-such-session"],
+    ["failures", "--session", "no-such-session"], ["files", "/project/hello.py", "--session", "no-such-session"],
+])
 def test_unknown_ids_exit_1_with_the_code(corpus_db, args):
     result = invoke(*args, "--db", corpus_db)
     assert result.exit_code == 1 and "OBELISK_NOT_FOUND" in result.stderr
@@ -629,7 +662,7 @@ def test_the_skill_recipe_for_pull_requests_names_their_sessions(corpus_db):
 
 def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus_db):
     # d-kimuson's log: of its four Edits of page.tsx, those at 00:54:10 and 00:54:23 failed (is_error).
-    [recipe] = [r for r in skill_recipes() if "fileHistory" in r]
+    [recipe] = [r for r in skill_recipes() if "edits = sql(" in r]
     found = run_script(recipe.replace("/home/me/myapp/src/db.py", "/path/to/Demo/todo-app/src/app/page.tsx"), corpus_db)
-    assert [at for at, _ in found["edits"]] == ["2025-09-03T00:54:39.453Z", "2025-09-03T01:00:02.779Z"]
+    assert [at for at, _ in found["edits"]] == ["2025-09-03T01:00:02.779Z", "2025-09-03T00:54:39.453Z"]  # newest first
     assert found["by_tool"] == [{"name": "Edit", "n": 4}, {"name": "Read", "n": 3}]

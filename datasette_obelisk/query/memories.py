@@ -168,7 +168,10 @@ def confined_path(path, base: str, memory_roots: Iterable) -> str:
     if not isinstance(path, str) or not path or "\x00" in path or "\x00" in base:
         raise refused()
     roots = [str(root) for root in memory_roots or ()]
-    if not roots or any("\x00" in root for root in roots):
+    if not roots:
+        raise QueryError(REFUSED.code, "remember(): no memory root is configured, so no file may be registered "
+                         "(obelisk attune --memory-root or $OBELISK_MEMORY_ROOTS; memory_roots for Datasette)")
+    if any("\x00" in root for root in roots):
         raise refused()
     candidate = os.path.join(base, path)
     if not os.path.isabs(candidate):

@@ -1018,21 +1018,41 @@ def workflow_tree(conn, run_id) -> dict | None:
 # -- evidence ----------------------------------------------------------------
 
 
-def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
-    """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first."""
+FILE_CALL_AT = "COALESCE(tc.timestamp, m.timestamp)"
+FILE_CALLS_FROM = """FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool_call_id
+            LEFT JOIN messages m ON m.uuid = tc.message_uuid
+            LEFT JOIN sessions s ON s.id = tc.session_id"""
+
+
+def _file_history_scope(conn, file_path, opts, kwargs) -> tuple[dict, "Where"]:
     require_text("fileHistory", "an absolute file path", file_path)
-    o = known_source(conn, options("fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source"), string_key=None))
-    at = "COALESCE(tc.timestamp, m.timestamp)"
-    where = Where("f.path = ?").scope(o, {"after": at, "before": at, "source": "s.source"})
+    o = known_source(conn, options(
+        "fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source", "session_id", "project"), string_key=None,
+    ))
+    where = Where().add("f.path = ?", file_path).scope(o, {
+        "after": FILE_CALL_AT, "before": FILE_CALL_AT, "source": "s.source", "session_id": "tc.session_id",
+        "project": "s.project",
+    })
+    return o, where
+
+
+def file_history_count(conn, file_path, opts=None, **kwargs) -> int:
+    """How many calls ``file_history`` with these options could list (its ``limit`` aside)."""
+    _, where = _file_history_scope(conn, file_path, opts, kwargs)
+    return conn.execute(f"SELECT COUNT(*) {FILE_CALLS_FROM} WHERE {where}", where.params).fetchone()[0]
+
+
+def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
+    """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first;
+    besides the reference's options, ``sessionId`` and ``project`` narrow them as for ``failures()``."""
+    o, where = _file_history_scope(conn, file_path, opts, kwargs)
     found = rows(
         conn,
         f"""SELECT tc.id, tc.message_uuid, tc.name, tc.input_json, tc.session_id, s.title, s.project,
-                   {at} AS at
-            FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool_call_id
-            LEFT JOIN messages m ON m.uuid = tc.message_uuid
-            LEFT JOIN sessions s ON s.id = tc.session_id
-            WHERE {where} ORDER BY {moment_sql(at)}, tc.id LIMIT ?""",
-        [file_path, *where.params, o["limit"]],
+                   {FILE_CALL_AT} AS at
+            {FILE_CALLS_FROM}
+            WHERE {where} ORDER BY {moment_sql(FILE_CALL_AT)}, tc.id LIMIT ?""",
+        [*where.params, o["limit"]],
     )
     return [
         {
@@ -1042,6 +1062,30 @@ def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
         }
         for r in found
     ]
+
+
+def message_states(conn, uuids) -> dict[str, tuple[str, str]]:
+    """``{uuid: (surface, visibility)}`` of stored messages: whether the model still sees each."""
+    uuids = list(dict.fromkeys(uuids))
+    found = {}
+    for start in range(0, len(uuids), 500):
+        part = uuids[start:start + 500]
+        found.update((r["uuid"], (r["surface"], r["visibility"])) for r in rows(
+            conn, f"SELECT uuid, surface, visibility FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
+        ))
+    return found
+
+
+def call_outcomes(conn, call_ids) -> dict[str, str]:
+    """``{tool call id: its result's outcome}`` for the calls that have a result."""
+    call_ids = list(dict.fromkeys(call_ids))
+    found = {}
+    for start in range(0, len(call_ids), 500):
+        part = call_ids[start:start + 500]
+        found.update((r["tool_use_id"], r["outcome"]) for r in rows(
+            conn, f"SELECT tool_use_id, outcome FROM tool_results WHERE tool_use_id IN ({','.join('?' * len(part))})", part
+        ))
+    return found
 
 
 def tool_call(row) -> dict:

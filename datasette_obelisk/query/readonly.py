@@ -84,8 +84,11 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
         conn.close()
         raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an SQLite database ({exc})") from None
     if not obelisk:
+        empty = conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'").fetchone()[0] == 0
         conn.close()
-        raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database (run `obelisk ingest` into it first)")
+        raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database " + (
+            "(run `obelisk ingest` into it first)" if empty else "but another program's (give --db an obelisk database)"
+        ))
     return conn
 
 

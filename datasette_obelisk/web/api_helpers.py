@@ -144,7 +144,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/file-history", obelisk.file_history, "Tool calls that touched a file, oldest first",
-        [Param("path", required=True, description="absolute file path"), *TIME, Param("source"), LIMIT],
+        [Param("path", required=True, description="absolute file path"), SESSION_ID, *SCOPE, *TIME, LIMIT],
         s.array(s.FILE_HISTORY_ITEM), positional="path",
     ),
     endpoint(
