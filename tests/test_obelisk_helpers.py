@@ -701,6 +701,18 @@ def test_overview_from_message_cwd(tmp_path):
         assert o.overview(conn, cwd="/repo", limit=1)["current_project"]["project_path"] == "/repo"
 
 
+@pytest.mark.parametrize("shared", ["home", "/tmp", "/"])
+def test_a_session_run_in_a_folder_of_many_projects_is_no_project_of_the_folders_below(tmp_path, shared):
+    import pathlib
+
+    folder = str(pathlib.Path.home()) if shared == "home" else shared
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "x", "ts": "2026-01-01T00:00:00Z"}]})
+    execute(db, "UPDATE sessions SET project = 'toy', project_path = ?", [folder])
+    with connect_readonly(db) as conn:
+        assert o.overview(conn, cwd=os.path.join(folder, "work", "app"))["current"]["project"] is None
+        assert o.overview(conn, cwd=folder)["current"]["project"]["confidence"] == "exact"  # run there itself
+
+
 def test_overview_projects_and_totals(ro):
     found = o.overview(ro, {"cwd": "/nowhere", "projectLimit": 3})
     assert len(found["projects"]) == 3

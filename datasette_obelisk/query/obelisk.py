@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sqlite3
+import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -694,7 +695,9 @@ def overview(conn, opts=None, *, use_process_cwd: bool = True, **kwargs) -> dict
 
     1. a session whose ``project_path`` is the cwd: ``cwd_project_path``, ``exact``;
     2. a message that ran in exactly the cwd: ``cwd_messages``, ``inferred``;
-    3. a session whose ``project_path`` contains the cwd: ``cwd_project_path``, ``inferred``.
+    3. a session whose ``project_path`` contains the cwd: ``cwd_project_path``, ``inferred``
+       (up to the first of ``shared_folders()``: a session run in the home folder is no
+       project of every folder in it).
 
     A given ``project`` (slug or LIKE pattern) is ``opts``: ``exact`` when a
     session has exactly that project, ``inferred`` when the pattern matched
@@ -745,11 +748,21 @@ def project_from_cwd(conn, cwd: str) -> dict | None:
     )
     if row is not None:
         return scope_result(row, "cwd_messages", "inferred")
+    shared = shared_folders()
     for parent in Path(cwd).parents:
+        if str(parent) in shared:
+            break
         row = one(conn, f"SELECT s.project, s.project_path FROM sessions s WHERE s.project_path = ? AND {known}", [str(parent)])
         if row is not None:
             return scope_result(row, "cwd_project_path", "inferred")
     return None
+
+
+def shared_folders() -> set[str]:
+    """Folders that hold many projects, so a session run there says nothing of the folders
+    below: the root, the home folder and the folders above it, the temporary folder."""
+    home = Path.home()
+    return {str(home), *map(str, home.parents), tempfile.gettempdir(), "/tmp", os.sep}
 
 
 def project_detail(conn, current: dict, limit: int, memory_limit: int) -> dict:
