@@ -318,7 +318,7 @@ def test_failure_and_status_details_are_semantic_text(sq):
     assert [i["seq"] for i in sq.searchEvents({"sessionId": "small", "query": "429"})["items"]] == [7]
     # Structural lines still contribute nothing, though the boundary stores "compacted".
     structural = sq.filterEvents("small", [{"kind": "type", "values": ["system/stop_hook_summary", "system/compact_boundary"]}])
-    assert [(d["seq"], d["text"]) for d in structural] == [(1, ""), (4, "")]
+    assert [(d["seq"], d["text"]) for d in structural] == [(1, ""), (4, ""), (26, "")]  # boundaries: lines 21, 51
     assert sq.searchEvents({"sessionId": "small", "query": "compacted"})["items"] == []
 
 

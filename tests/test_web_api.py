@@ -189,6 +189,9 @@ async def test_session_ids_with_colons_and_slashes_in_paths(ds):
         # a cursor whose fields are not what this service writes, MAC included
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_MAC}, 400, "SESSION_QUERY_INVALID_CURSOR"),
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
+        # a parameter the endpoint does not take: still the contract's own code
+        ("/sessions", {"limit": "5"}, 400, "SESSION_QUERY_INVALID_QUERY"),
+        (f"/event/{XSS_SESSION}/3", {"bogus": "1"}, 400, "SESSION_QUERY_INVALID_QUERY"),
     ],
 )
 async def test_session_query_errors(ds, path, params, status, code):

@@ -99,6 +99,8 @@ def json_view(endpoint):
     description is the whole truth about what a request may say.
     """
     accepted = {param.name for param in endpoint.params} | {"db"}
+    # The session-query contract's endpoints answer a malformed request with its own codes.
+    bad_request = "SESSION_QUERY_INVALID_QUERY" if endpoint.tag == "session-query" else "OBELISK_INVALID_ARGUMENT"
 
     async def view(datasette, request):
         if request.method not in ("GET", "HEAD"):
@@ -107,7 +109,7 @@ def json_view(endpoint):
             unknown = sorted(set(request.args.keys()) - accepted)
             if unknown:
                 raise QueryError(
-                    "OBELISK_INVALID_ARGUMENT",
+                    bad_request,
                     f"unknown parameter {', '.join(unknown)}; this endpoint takes {', '.join(sorted(accepted))}",
                 )
             db = await readable_database(datasette, request)
