@@ -190,6 +190,10 @@ def test_titles(sq):
     assert results[1]["reason"]["code"] == "SESSION_QUERY_SESSION_NOT_FOUND"
     assert results[0]["value"] == sq.readTitleSnapshot(FORK)
     assert results[2]["value"]["title"]["title"] == "Start"
+    # A Codex rollout's first prompt is a bare `message` item (line 2, the session's first event; no time).
+    legacy = sq.readTitle("codex:44444444-4444-4444-8444-444444444444")
+    assert (legacy["title"], legacy["eventSeq"], legacy["messageSeqs"], legacy["updatedAt"]) == (
+        "Open the synthetic legacy session.", 1, [1], None)
 
 
 def test_trace_session(sq):
@@ -446,6 +450,7 @@ def test_configuration_and_cancellation(read_conn):
     sq = SessionQuery(read_conn)
     assert code_of(lambda: sq.readSession(FORK, signal=cancelled)) == "SESSION_QUERY_ABORTED"
     assert code_of(lambda: sq.readTitleSnapshots([FORK, DAG], signal=cancelled)) == "SESSION_QUERY_ABORTED"
+    assert code_of(lambda: sq.readTitleSnapshots([], signal=cancelled)) == "SESSION_QUERY_ABORTED"  # rejected whole
 
     class Signal:
         aborted = True

@@ -158,6 +158,23 @@ async def test_session_query_reads(ds):
 
 
 @pytest.mark.asyncio
+async def test_session_query_titles(ds, web_db):
+    from datasette_obelisk.query.readonly import connect_readonly
+    from datasette_obelisk.query.session_query import SessionQuery
+
+    with connect_readonly(web_db) as conn:
+        service = SessionQuery(conn)
+        one = service.read_title_snapshot(XSS_SESSION)
+        several = service.read_title_snapshots([XSS_SESSION, "nope", XSS_SESSION])
+    assert await get(ds, f"{SQ}/session/{XSS_SESSION}/title") == one and "title" in one
+    assert await get(ds, f"{SQ}/titles", ids=f'["{XSS_SESSION}", "nope", "{XSS_SESSION}"]') == several
+    assert [r["status"] for r in several] == ["fulfilled", "rejected"]
+    await error(ds, f"{SQ}/session/nope/title", 404, "SESSION_QUERY_SESSION_NOT_FOUND")
+    await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_QUERY")
+    await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_FILTER", ids='"one id"')
+
+
+@pytest.mark.asyncio
 async def test_session_ids_with_colons_and_slashes_in_paths(ds):
     records = await get(ds, f"{SQ}/sessions")
     codex = next(r["header"]["id"] for r in records if r["header"]["id"].startswith("codex:"))

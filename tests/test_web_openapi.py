@@ -27,6 +27,7 @@ EXAMPLES = {
     "/file-history": {"path": "/path/to/Demo/types/index.ts"},
     "/session-query/sessions/search": {"query": "zebrafish"},
     "/session-query/events/search": {"sessionId": XSS_SESSION, "query": "zebrafish"},
+    "/session-query/titles": {"ids": f'["{XSS_SESSION}", "no-such-session"]'},
     "/history/search": {"query": "zebrafish"},
     "/history/read": {"sessionId": XSS_SESSION},
 }

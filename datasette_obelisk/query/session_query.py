@@ -231,6 +231,8 @@ class SessionQuery:
         session_ids = list(session_ids)
         if not all(isinstance(session_id, str) for session_id in session_ids):
             raise QueryError("SESSION_QUERY_INVALID_FILTER", "session ids must be strings")
+        if _cancelled(signal):  # cancellation rejects the whole operation, an empty one too
+            raise QueryError("SESSION_QUERY_ABORTED", "the operation was cancelled")
         results = []
         for session_id in dict.fromkeys(session_ids):
             if _cancelled(signal):
@@ -640,10 +642,10 @@ def _title_snapshot(conn, session: dict) -> dict | None:
     message_seqs: list[int] = []
     if kind == "first_prompt":
         row = conn.execute(
-            "SELECT MIN(seq), MIN(timestamp) FROM messages WHERE session_id = ? AND role = 'user' "
-            "AND is_meta = 0 AND type = 'user' AND COALESCE(content_type, 'text') IN ('text', 'mixed')",
+            "SELECT seq, timestamp FROM messages WHERE session_id = ? AND role = 'user' AND is_meta = 0 "
+            "AND is_compact_summary = 0 AND COALESCE(content_type, 'text') IN ('text', 'mixed') ORDER BY seq LIMIT 1",
             [session["id"]],
-        ).fetchone()
+        ).fetchone() or (None, None)
         event_seq = row[0]
         message_seqs = [row[0]] if row[0] is not None else []
         moment = row[1]

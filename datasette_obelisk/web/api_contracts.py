@@ -8,6 +8,7 @@ contract's own shape.
 
 from __future__ import annotations
 
+from ..query.errors import QueryError
 from ..query.session_query import SessionQuery
 from . import schemas as s
 from .endpoints import Endpoint, Param
@@ -58,6 +59,14 @@ def read_event(conn, params):
     return SessionQuery(conn).read_event(event_request(params, **window))
 
 
+def title_snapshots(conn, params):
+    """readTitleSnapshots: ``ids`` is a JSON array of session ids."""
+    ids = params.json("ids", code="SESSION_QUERY_INVALID_FILTER")
+    if ids is None:
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", "ids is required: a JSON array of session ids")
+    return SessionQuery(conn).read_title_snapshots(ids)
+
+
 SESSION_ID = "{session_id}"
 FILTERS_JSON = "JSON array of the contract's filter clauses"
 QUERY = Param("query", required=True, description="search text: data, never FTS5 syntax")
@@ -89,6 +98,11 @@ SESSION_QUERY_ENDPOINTS = [
        s.array(s.FILTERED_EVENT)),
     sq(f"/session/{SESSION_ID}/trace", lambda conn, p: SessionQuery(conn).trace_session(p.path("session_id")),
        "traceSession: ancestors and the descendant forest", response=s.LINEAGE_TRACE),
+    sq(f"/session/{SESSION_ID}/title", lambda conn, p: SessionQuery(conn).read_title_snapshot(p.path("session_id")),
+       "readTitleSnapshot: the session's header and its latest title (readTitle is its title)",
+       response=s.TITLE_OBSERVATION),
+    sq("/titles", title_snapshots, "readTitleSnapshots: one fulfilled or rejected result per unique id, in order",
+       [Param("ids", "json", "JSON array of session ids", required=True)], s.array(s.TITLE_RESULT)),
     sq(f"/event/{SESSION_ID}/{{seq}}", read_event, "readEvent: one event and a raw-log window",
        [Param("before", "integer"), Param("after", "integer")], s.EVENT_WINDOW),
     sq(f"/event/{SESSION_ID}/{{seq}}/trace", lambda conn, p: SessionQuery(conn).trace_event(event_request(p)),

@@ -257,6 +257,15 @@ LINEAGE_TRACE = {
         obj({**LINEAGE, "complete": {"const": False}, "unresolvedParentId": STRING}),
     ],
 }
+TITLE_SNAPSHOT = obj(
+    {"title": STRING, "messageSeqs": array(INTEGER), "source": STRING, "kind": STRING,
+     "eventSeq": OPT_INTEGER, "updatedAt": OPT_INTEGER},
+)
+TITLE_OBSERVATION = obj({"session": HEADER}, {"title": TITLE_SNAPSHOT})
+TITLE_RESULT = {"oneOf": [
+    obj({"sessionId": STRING, "status": {"const": "fulfilled"}, "value": TITLE_OBSERVATION}),
+    obj({"sessionId": STRING, "status": {"const": "rejected"}, "reason": obj({"code": STRING, "message": STRING})}),
+]}
 EVENT_WINDOW = obj({"session": HEADER, "target": EVENT, "events": array(EVENT), "startSeq": INTEGER, "endSeq": INTEGER})
 SEQS = array(INTEGER)
 EVENT_TRACE = obj(
