@@ -536,7 +536,9 @@ def test_query_command_errors_are_json(corpus_db):
     assert result.exit_code == 1
     assert json.loads(result.stdout) == {
         "ok": False,
-        "error": {"code": "OBELISK_READ_ONLY", "message": "read-only: only SELECT/WITH statements may run (not authorized)"},
+        "error": {"code": "OBELISK_READ_ONLY",
+                  "message": "read-only: only a statement that reads may run (SELECT, WITH, VALUES, EXPLAIN, "
+                             "a PRAGMA that reads) (not authorized)"},
     }
     slow = invoke("query", "--db", corpus_db, "--timeout", "0.5", "-c", "while True: pass")
     assert slow.exit_code == 1 and json.loads(slow.stdout)["error"]["code"] == "OBELISK_TIMEOUT"

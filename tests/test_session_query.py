@@ -376,6 +376,10 @@ def test_request_validation_errors(sq):
     )
     extra = [{"kind": "id", "values": [FORK], "extra": 1}]
     assert code_of(lambda: sq.filterSessions(extra)) == "SESSION_QUERY_INVALID_FILTER"
+    with pytest.raises(QueryError) as error:
+        sq.filterEvents(FORK, [{"kind": "text", "text": "x", "values": [1]}])
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_FILTER", "filters: a text clause has no values; its keys are kind, text")
     assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "seq", "from": 1, "until": 3}])) == "SESSION_QUERY_INVALID_FILTER"
     text_filter = [{"kind": "text", "text": "x"}]
     assert code_of(lambda: sq.searchSessions({"query": "x", "eventFilters": text_filter})) == "SESSION_QUERY_INVALID_FILTER"

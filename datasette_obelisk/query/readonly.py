@@ -112,6 +112,9 @@ def translated_errors():
         raise error_for(exc) from None
 
 
+READS = "SELECT, WITH, VALUES, EXPLAIN, a PRAGMA that reads"
+
+
 def error_for(exc: sqlite3.Error) -> QueryError:
     code = getattr(exc, "sqlite_errorcode", None)
     message = str(exc)
@@ -120,7 +123,7 @@ def error_for(exc: sqlite3.Error) -> QueryError:
     if code == sqlite3.SQLITE_INTERRUPT or message == "interrupted":
         return QueryError("OBELISK_TIMEOUT", "the query ran past its time limit and was stopped")
     if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in message or "authorization denied" in message:
-        return QueryError("OBELISK_READ_ONLY", f"read-only: only SELECT/WITH statements may run ({message})")
+        return QueryError("OBELISK_READ_ONLY", f"read-only: only a statement that reads may run ({READS}) ({message})")
     return QueryError("OBELISK_INVALID_SQL", message)
 
 

@@ -503,6 +503,9 @@ def _split_text_clauses(filters):
             text = clause.get("text")
             if not isinstance(text, str) or not text.strip():
                 raise QueryError("SESSION_QUERY_INVALID_FILTER", "text: a non-blank string is required")
+            if set(clause) != {"kind", "text"}:  # as every other clause refuses keys it does not have
+                unknown = ", ".join(sorted(map(str, set(clause) - {"kind", "text"})))
+                raise QueryError("SESSION_QUERY_INVALID_FILTER", f"filters: a text clause has no {unknown}; its keys are kind, text")
             scans.append(literal_pattern(text))
         else:
             metadata.append(clause)
