@@ -58,7 +58,8 @@ SESSIONS = [
     # Task call's input (sidechain_main.jsonl line 1) gives its description.
     (FLAT_AGENT, 'subagent', 'Research data-border-color usage and CSS', 1, 'sidechain_main', 'subagent'),
     ('claude_forked_session', 'first_prompt', 'Help me implement a sorting algorithm', 8, None, None),
-    ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 9, None, None),
+    # dag_compact: the 9 conversation lines but line 9, the compaction's summary.
+    ('dag_compact_after_rewind_preserved', 'first_prompt', 'Start', 8, None, None),
     ('eb000000-0000-4000-8000-000000000001', 'first_prompt', 'Spawn a coverage analysis agent in the b', 2, None, None),
     ('eb000000-0000-4000-8000-000000000001:agent-cccc333', 'first_prompt', 'Analyze the coverage gaps and report bac', 3, 'eb000000-0000-4000-8000-000000000001', 'subagent'),
     # Lines 1, 2, 3, 7 (a slash command), 9, 12 and 18 ("wow error"); 10 and 11 have no
@@ -81,8 +82,8 @@ SESSIONS = [
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_main', None, None, 1, None, None),
     ('small', 'custom', 'Stage0 small fixture', 6, None, None),
-    # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3, u3 count).
-    ('small:agent-sidechain-sys1', None, None, 5, 'small', 'subagent'),
+    # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3 count; u3 is a compaction's summary).
+    ('small:agent-sidechain-sys1', None, None, 4, 'small', 'subagent'),
 ]
 
 SUBAGENT_LINKS = {

@@ -118,20 +118,21 @@ SESSIONS = [
     # is told by where it stands (between turns, after developer messages).
     ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "first_prompt", REDACTED_BIG, None, None, "url/454be97b1a",
      "main", "/redacted/path/59b923df4d", "-redacted-path-59b923df4d", "/redacted/path/59b923df4d",
-     # 38 user + 255 assistant + 1 compaction summary (the 199 reasoning items are a
-     # reply's reasoning); the 8 user items of the 4 context blocks (lines 4-5,
-     # 131-132, 219-220, 450-451) are meta
-     294, 2188981, 133999, 31621504, 0, "live"),
+     # 38 user + 255 assistant (the compaction's summary is no one's message, and the
+     # 199 reasoning items are a reply's reasoning); the 8 user items of the 4 context
+     # blocks (lines 4-5, 131-132, 219-220, 450-451) are meta
+     293, 2188981, 133999, 31621504, 0, "live"),
     ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "first_prompt", REDACTED_INTERRUPTED, None, None, "url/d18f1190d0",
      "main", "/redacted/path/da0ba47443", "-redacted-path-da0ba47443", "/redacted/path/da0ba47443",
      # 3: lines 4-5 are its context block (meta); line 11, a user item after
      # the prompt's event, is still counted; its one reasoning item is not
      3, 34469 - 3456, 431, 3456, 0, "live"),
     # project from session_meta's cwd; the most used message cwd is the
-    # sampler's placeholder.
+    # sampler's placeholder. 9: the 15 user and assistant texts but the 6
+    # compactions' messages (lines 26, 47, 69, 81, 89, 111).
     ("codex:019fc8be-3658-7ca3-9e29-000000000000", "custom", "[trimmed for fixture]", None, None,
      "example.invalid/repo", "main", "/tmp/repo", "-tmp-repo", "[trimmed for fixture]",
-     15, 16341 - 3584, 81, 3584, 0, "live"),
+     9, 16341 - 3584, 81, 3584, 0, "live"),
     ("codex:11111111-1111-4111-8111-111111111111", "first_prompt", "List the synthetic files.", None, None, None,
      None, "/workspace/synthetic-project", "-workspace-synthetic-project", "/workspace/synthetic-project",
      2, 0, 0, 0, 0, "live"),
@@ -146,10 +147,10 @@ SESSIONS = [
     ("codex:66666666-6666-4666-8666-666666666666", "first_prompt", "Safe line before malformed input.", None,
      None, None, None, "/workspace/synthetic-project", "-workspace-synthetic-project",
      "/workspace/synthetic-project", 1, 0, 0, 0, 0, "live"),
-    # 4 prompts, 6 answers, 1 compaction summary (and 2 reasoning summaries, not counted)
+    # 4 prompts, 6 answers (its compaction summary and 2 reasoning summaries are not counted)
     ("codex:compact-codex-001", "first_prompt", "Help me build the API endpoints", None, None, None,
      "feature/api", "/home/testuser/codex-compact-project", "-home-testuser-codex-compact-project",
-     "/home/testuser/codex-compact-project", 11, 85000 - 30000, 42000, 30000, 0, "live"),
+     "/home/testuser/codex-compact-project", 10, 85000 - 30000, 42000, 30000, 0, "live"),
     ("codex:rejection-codex-001", "first_prompt", "Create a test file", None, None, None, "main",
      "/home/testuser/codex-rejection-project", "-home-testuser-codex-rejection-project",
      "/home/testuser/codex-rejection-project", 9, 1500 - 500, 800, 500, 0, "live"),

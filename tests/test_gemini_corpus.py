@@ -650,8 +650,8 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
         (second, '{"preserved_uuids":["gemini:sync:c1","gemini:sync:ack","gemini:sync:ack:result:read_1",'
                  '"gemini:sync:u2","gemini:sync:g2"]}'),
     ]
-    # Shadowed is not hidden: every prompt and answer still counts, the summary too.
-    assert rows(db_path, "SELECT message_count, title FROM sessions") == [(9, "Write a.py")]
+    # Shadowed is not hidden: every prompt and answer still counts; the summary, in the user's name, does not.
+    assert rows(db_path, "SELECT message_count, title FROM sessions") == [(8, "Write a.py")]
     assert rows(db_path, "SELECT id, message_uuid FROM summaries") == [(summary, summary)]
 
 

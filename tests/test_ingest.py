@@ -393,6 +393,20 @@ def test_session_times_are_utc_so_text_order_is_time_order(db, root):
     assert rows(db, "SELECT started_at, ended_at FROM sessions WHERE id = 's1'") == [("2026-05-01T05:00:00.000Z", "[trimmed]")]
 
 
+def test_m026_recounts_the_sessions_holding_a_compaction_summary(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="x") + line(id="b", text="summary") + line(id="c", text="y"))
+    (root / "s2.jsonl").write_bytes(line(id="d", text="z"))
+    run(db, root)
+    assert rows(db, "SELECT id, message_count FROM sessions ORDER BY id") == [("s1", 3), ("s2", 1)]
+    change(db, "UPDATE messages SET is_compact_summary = 1 WHERE uuid = 'b'",  # as a source marks one
+           "DELETE FROM _sqlite_migrations WHERE name = 'm026_recount_compacted_sessions'")
+    open_db(db).close()  # m026 runs again, as on a database from before it
+    assert rows(db, "SELECT session_id FROM derive_queue") == [("s1",)]
+    summary = run(db, root)
+    assert summary.files_read == 0  # derived again, no file read
+    assert rows(db, "SELECT id, message_count FROM sessions ORDER BY id") == [("s1", 2), ("s2", 1)]
+
+
 def test_m018_keeps_the_start_an_older_version_stored(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:01:00Z"))
     run(db, root)

@@ -475,17 +475,19 @@ MAX_INTEGER = SQLITE_INTEGERS[-1]  # token totals of absurd counts stop there
 # What a reply holds besides its messages: reasoning, tool calls and their output.
 NOT_CONVERSATION = ("thinking", "redacted_thinking", "tool_result", "tool_use")
 CONVERSATION_SQL = (
-    "role IN ('user', 'assistant') AND is_meta = 0 AND visibility = 'visible' "
+    "role IN ('user', 'assistant') AND is_meta = 0 AND is_compact_summary = 0 AND visibility = 'visible' "
     f"AND content_type NOT IN ({', '.join(repr(t) for t in NOT_CONVERSATION)})"
 )
 
 
 def is_conversation(row: SessionRow, visibility: str) -> bool:
     """A user or assistant message that counts in ``message_count`` (``CONVERSATION_SQL``):
-    it has content (a line whose content is missing has no type) and is not a reply's reasoning or tools."""
+    it has content (a line whose content is missing has no type), is not a reply's reasoning or
+    tools, and is no compaction's summary (the agent wrote it in the user's name)."""
     return (
         row.role in ("user", "assistant")
         and row.is_meta == 0
+        and not row.is_compact_summary
         and visibility == "visible"
         and row.content_type is not None
         and row.content_type not in NOT_CONVERSATION

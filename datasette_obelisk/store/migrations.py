@@ -786,3 +786,15 @@ def m025_canonical_session_times(db):
             f"WHERE strftime('%Y-%m-%dT%H:%M:%fZ', {column}) IS NOT {column} "
             f"AND strftime('%Y-%m-%dT%H:%M:%fZ', {column}) IS NOT NULL"
         )
+
+
+@migrations()
+def m026_recount_compacted_sessions(db):
+    # A compaction's summary is written as a user message, but no one typed
+    # it: it no longer counts in sessions.message_count. The sessions that
+    # hold one are derived again by the next ingest, archived ones too.
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT DISTINCT session_id FROM messages WHERE is_compact_summary = 1"""
+    )
+

@@ -243,7 +243,7 @@ class Writer:
             if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
-            same = (*(None if row[i] is NULL else row[i] for i in SAME_COLUMNS), text)  # as read back
+            same = (*(None if row[i] != row[i] else row[i] for i in SAME_COLUMNS), text)  # NULL (NaN) read back as None
             copies = texts.setdefault(uuid, set())
             if copies and same not in copies and uuid not in with_copies:
                 copies.update(self._copies_of(uuid))  # rare: only a changed line needs them
