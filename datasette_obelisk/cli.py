@@ -540,12 +540,29 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
                    "(your own logs go to their own database once an agent has written some)", err=True)
     summary = ingest_now(sys.stderr.isatty(), db, roots, sources=sources, expect_logs=list(watched))
     echo_summary(summary, roots)
+    click.echo(f"{db.resolve()} holds {holdings(db)}.", err=True)  # the summary counts this run's work only
     if serve:
         if watch:
             start_watcher(db, watched)
             click.echo("New and grown logs are ingested every few seconds while it serves (--no-watch: not).", err=True)
         click.echo(f"Serving {db} on http://127.0.0.1:{port}/-/obelisk", err=True)
         os.execvp(sys.executable, [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
+
+
+def holdings(db: Path) -> str:
+    """``12 sessions (30 with agents' transcripts), 2,735 log messages``: what a database holds."""
+    from .query.obelisk import TOP_LEVEL
+
+    conn = connect_readonly(db)
+    try:
+        top, every, messages = conn.execute(
+            f"SELECT (SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}), (SELECT COUNT(*) FROM sessions), "
+            "(SELECT COUNT(*) FROM messages)"
+        ).fetchone()
+    finally:
+        conn.close()
+    agents = f" ({every:,} with agents' transcripts)" if every != top else ""
+    return f"{top:,} session{'' if top == 1 else 's'}{agents}, {messages:,} log message{'' if messages == 1 else 's'}"
 
 
 def start_watcher(db: Path, dirs: dict) -> None:

@@ -237,6 +237,17 @@ def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, m
     conn.close()
     assert set(sources) == {"claude", "codex"} and min(sources.values()) > 10 and errors == 0
     assert not (tmp_path / "obelisk.db").exists()
+    # A second start reads nothing new, and says what the database holds all the same.
+    again = CliRunner().invoke(cli, ["up", "--no-serve"])
+    conn = sqlite3.connect(tmp_path / "obelisk-demo.db")
+    top, every, messages = conn.execute(
+        "SELECT (SELECT COUNT(*) FROM sessions WHERE COALESCE(relationship, '') NOT IN ('subagent', 'workflow')), "
+        "(SELECT COUNT(*) FROM sessions), "
+        "(SELECT COUNT(*) FROM messages)").fetchone()
+    conn.close()
+    assert ", 0 sessions, 0 messages, 0 errors" in again.output
+    assert (f"{tmp_path / 'obelisk-demo.db'} holds {top:,} sessions ({every:,} with agents' transcripts), "
+            f"{messages:,} log messages.\n") in again.output
 
     # Once there are logs, they go to obelisk.db, without the demo sessions.
     project = isolated_home / ".claude" / "projects" / "-tmp-p"

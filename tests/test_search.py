@@ -231,6 +231,24 @@ def test_few_and_many_match_paths_find_the_same_sessions_and_best_events(logs, m
     assert [i["score"] for i in few["items"]] == [i["best"]["score"] for i in few["items"]]
 
 
+def test_a_page_that_has_found_nothing_looks_further_before_giving_up(toy, monkeypatch):
+    # Twelve sessions hold both words, but never in one message: their bags promise what their
+    # events do not. Only "both" (ranked after them: the words once each) has a match.
+    for n in range(12):
+        toy.write(f"s{n:02}", line(f"s{n:02}a", "splitalpha " * 20, "2026-01-01T00:00:00Z"),
+                  line(f"s{n:02}b", "splitbeta " * 20, "2026-01-01T00:01:00Z"))
+    toy.write("both", line("both-a", "splitalpha splitbeta and many other words " * 3, "2026-01-01T00:02:00Z"))
+    toy.ingest()
+    monkeypatch.setattr(search_module, "EXACT_MAX", 0)  # rank by the bags
+    monkeypatch.setattr(search_module, "MAX_CANDIDATES", 5)
+    monkeypatch.setattr(search_module, "MAX_EMPTY_CANDIDATES", 50)
+    page = search_sessions(toy.conn(), "splitalpha splitbeta", limit=3)
+    assert (ids(page), page["next_cursor"]) == (["both"], None)
+    monkeypatch.setattr(search_module, "MAX_EMPTY_CANDIDATES", 8)  # it gives up first: the next page goes on
+    pages = all_pages(lambda **o: search_sessions(toy.conn(), "splitalpha splitbeta", **o), limit=3)
+    assert [ids(p) for p in pages] == [[], ["both"]]
+
+
 def test_sessions_of_equal_rank_page_once_each_newest_first(toy):
     for n in range(60):  # the same text a minute apart: equal ranks
         toy.write(f"s{n:02}", line(f"s{n:02}a", "apple banana", f"2026-01-01T00:{n:02}:00Z"))

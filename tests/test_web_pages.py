@@ -110,6 +110,68 @@ async def test_search_page_names_the_number_of_matches_its_facets_count(ds, monk
 
 
 @pytest.mark.asyncio
+async def test_search_page_says_how_many_sessions_match_and_has_one_outline(ds, web_db):
+    html = await page(ds, "/-/obelisk", q="zebrafish")
+    assert '<p class="ob-meta ob-count">1 session matches</p>' in html
+    assert re.findall(r"<h1[^>]*>(.*?)</h1>", html) == ["Search: zebrafish"]
+    headings = [int(level) for level in re.findall(r"<h([1-6])", html)]
+    assert headings[0] == 1 and all(b - a <= 1 for a, b in zip(headings, headings[1:]))  # no level skipped
+    every = await page(ds, "/-/obelisk", q="the")
+    [counted] = re.findall(r'<p class="ob-meta ob-count">([\d,]+) sessions match</p>', every)
+    conn = sqlite3.connect(web_db)
+    sessions = conn.execute(
+        "SELECT COUNT(DISTINCT m.session_id) FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE messages_fts MATCH 'the' AND m.is_meta = 0").fetchone()[0]
+    conn.close()
+    assert int(counted.replace(",", "")) == sessions
+    start = await page(ds, "/-/obelisk")  # before a query: recent sessions, and the way to every one
+    assert [int(level) for level in re.findall(r"<h([1-6])", start)][:3] == [1, 2, 3]
+    assert "/obelisk/obelisk_sessions" in links(start)
+
+
+@pytest.mark.asyncio
+async def test_search_page_marks_hits_the_model_no_longer_saw(ds):
+    # kvsankar's forked session: the QuickSort branch (lines 3-6) was rewound.
+    html = await page(ds, "/-/obelisk", q="quicksort")
+    after = html.split('href="/-/obelisk/session/claude_forked_session"')[1]
+    snippets = re.search(r'<ul class="ob-snippets">(.*?)</ul>', after, re.S).group(1).split("</li>")[:-1]
+    assert ["(rewound or compacted away)" in snippet for snippet in snippets] == [True, True, True]
+
+
+@pytest.mark.asyncio
+async def test_search_page_days_are_utc_days_its_date_filter_finds(tmp_path):
+    # A message written at 23:30 -05:00 is on the next UTC day; a placeholder time is on none.
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "late", "timestamp": "2026-03-05T23:30:00.000-05:00",
+         "message": {"role": "user", "content": "latenightword"}},
+        {"type": "user", "uuid": "u2", "sessionId": "late", "timestamp": "[trimmed]",
+         "message": {"role": "user", "content": "latenightword again"}},
+    ]
+    folder = tmp_path / "claude" / "projects" / "-tmp-late"
+    folder.mkdir(parents=True)
+    (folder / "late.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    from datasette_obelisk.store.ingest import ingest
+
+    ingest(tmp_path / "late.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "late.db")
+    await datasette.invoke_startup()
+    html = await page(datasette, "/-/obelisk", q="latenightword")
+    days = [link for link in links(html) if "from=" in link]
+    assert days == ["?q=latenightword&from=2026-03-06&to=2026-03-06"]
+    assert "/-/obelisk/session/late" in await page(datasette, "/-/obelisk" + unescape(days[0]))
+
+
+@pytest.mark.asyncio
+async def test_the_failures_project_filter_finds_part_of_a_name(ds):
+    count = lambda html: re.search(r'<p class="ob-muted">(?:The newest [\d,]+ of )?([\d,]+)[ .]', html).group(1)  # noqa: E731
+    typed = await page(ds, "/-/obelisk/failures", project="daaain")
+    assert count(typed) == count(await page(ds, "/-/obelisk/failures", project="%daaain%")) == "1"
+    assert count(await page(ds, "/-/obelisk/failures", project="daaain__claude-code-log")) == "1"
+    none = await page(ds, "/-/obelisk/failures", project="no-such-project")
+    assert "No failed tool calls match these filters." in none and "<label>Project <input" in none
+
+
+@pytest.mark.asyncio
 async def test_search_filters_are_chips_that_remove_themselves(ds):
     html = await page(ds, "/-/obelisk", q="pwned", source="claude", tool="Bash")
     assert 'class="ob-chip"' in html and "Source: claude" in html and "Tool: Bash" in html

@@ -43,7 +43,8 @@ session, store/session_index.py), recency breaking ties; each candidate is
 confirmed with ``messages_fts`` inside the session's id range, and one whose
 bag promised more than its events hold (terms in different messages, a
 phrase broken up, only filtered-out events) is skipped. A page examines at most
-``MAX_CANDIDATES`` candidates, then returns what it has with a cursor. Raw
+``MAX_CANDIDATES`` candidates (``MAX_EMPTY_CANDIDATES`` while it has found none),
+then returns what it has with a cursor. Raw
 FTS5 expressions cannot be lifted to bags (``NOT`` would exclude wrongly):
 they rank every matching message, the slow shape.
 """
@@ -67,6 +68,7 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 MAX_SNIPPETS = 3
 MAX_CANDIDATES = 200
+MAX_EMPTY_CANDIDATES = 2000  # a page that has found nothing yet goes on this far
 EXACT_MAX = 500
 SCAN_MAX = 2000
 SHORTLIST = 64
@@ -191,7 +193,7 @@ class _Candidates:
             candidates = self.candidates(offset, self.batch)
             sessions = _sessions_by_id(self.conn, [c["session_id"] for c in candidates])
             for candidate in candidates:
-                if examined == MAX_CANDIDATES:
+                if examined >= MAX_CANDIDATES and (items or examined == MAX_EMPTY_CANDIDATES):
                     return items, offset
                 examined += 1
                 expression = self.expression_for(candidate)

@@ -31,7 +31,7 @@ import threading
 from collections import OrderedDict
 
 from .cursors import current_generation
-from .events import branch_sql, speaker_sql, tool_name_sql
+from .events import branch_sql, event_time_sql, speaker_sql, tool_name_sql
 from .filters import Filters
 from .fts import parse_query
 
@@ -46,7 +46,8 @@ FACETS = {
     "model": "m.model",
     "role": speaker_sql("m"),
     "tool": tool_name_sql("m"),
-    "day": "substr(m.timestamp, 1, 10)",
+    # The UTC day of the event's time, as the page's date filter reads it (none for a placeholder).
+    "day": f"date({event_time_sql('m')})",
 }
 NARROWING = {"branch": "branches", "model": "models", "tool": "tools"}  # facet -> Filters field
 
@@ -72,7 +73,7 @@ def narrowed(filter_options: dict, narrowing: dict | None) -> dict:
 def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
                  per_facet: int = 8, **filter_options) -> dict:
     fts = parse_query(query, mode)
-    result = {"facets": {name: [] for name in FACETS}, "sampled": False}
+    result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0}
     if fts.matches_nothing:
         return result
     hits_sql, params = _hits(fts.expression, Filters.build(**narrowed(filter_options, narrowing)))
@@ -90,6 +91,7 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
         return copy.deepcopy(kept)
     rows = conn.execute(sql, params).fetchall()
     result["sampled"] = sum(row[-1] for row in rows) >= HIT_SAMPLE
+    result["sessions"] = len({row[0] for row in rows})
     for index, name in enumerate(FACETS, start=1):
         sessions: dict = {}
         for row in rows:

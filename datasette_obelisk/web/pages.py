@@ -17,6 +17,7 @@ from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
 FILES_PAGE = 50
+RECENT_SHOWN = 15  # sessions the search page lists before a query
 # The failures page lists up to ``limit`` results (50 by default, at most
 # 1,000), so it shows a preview of each output, not the transcript's
 # RESULT_CHARS; failures() clips its content at MAX_TEXT, marking the cut,
@@ -29,7 +30,8 @@ async def search_page(datasette, request, db, params):
     context = {"form": form, "active_tab": "Search"}
     if not form.query:  # top-level sessions of the chosen sources, projects and days: no parent to name
         filters = Filters.build(**form.filter_options())
-        context["recent"] = await db.execute_fn(lambda conn: obelisk.recent_in(conn, filters, 15))
+        context["recent"] = await db.execute_fn(lambda conn: obelisk.recent_in(conn, filters, RECENT_SHOWN))
+        context["recent_shown"] = RECENT_SHOWN
         return context
 
     def search(conn):
@@ -139,11 +141,13 @@ async def files_page(datasette, request, db, params):
 
 async def failures_page(datasette, request, db, params):
     options = {**params.values("project", "source", "sessionId"), "limit": params.integer("limit", 50)}
+    # Typed as it reads ("billing-api"), a project is found in any project name holding it.
+    query = {**options, "project": contains(options["project"])} if "project" in options else options
 
     def load(conn):
-        found = obelisk.failures(conn, options)
+        found = obelisk.failures(conn, query)
         return {
-            "failures": found, "total": obelisk.failure_count(conn, options),
+            "failures": found, "total": obelisk.failure_count(conn, query),
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             "sources": [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")],
         }
@@ -152,6 +156,11 @@ async def failures_page(datasette, request, db, params):
         "active_tab": "Failures", "filters": options, "result_chars": FAILURE_RESULT_CHARS, "max_limit": obelisk.MAX_LIMIT,
         **await db.execute_fn(load),
     }
+
+
+def contains(pattern: str) -> str:
+    """A LIKE pattern as given when it has a ``%``, else one matching any text holding it."""
+    return pattern if "%" in pattern else f"%{pattern}%"
 
 
 def anchors_for(conn, calls: list) -> dict:
