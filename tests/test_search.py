@@ -194,6 +194,24 @@ def test_grouped_search_shape(logs):
     assert page["next_cursor"] is None
 
 
+def test_a_prefix_finds_words_as_fts5_reads_them(toy):
+    # The session index splits on ASCII separators and keeps accents; FTS5 folds and splits on all.
+    toy.write("s1", line("a", "un café et un résumé", "2026-01-01T00:00:00Z"))
+    toy.write("s2", line("b", "a plain cafe here", "2026-01-02T00:00:00Z"))
+    toy.write("s3", line("c", "alpha\u2014omegaword", "2026-01-03T00:00:00Z"))
+    toy.ingest()
+    found = lambda text: sorted(ids(search_sessions(toy.conn(), text, prefix=True)))  # noqa: E731
+    assert found("cafe") == found("café") == found("caf") == ["s1", "s2"]
+    assert found("resum") == ["s1"]
+    assert found("omega") == ["s3"] and found("alpha omega") == ["s3"]
+    for text in ("cafe", "café", "resum", "omega", "alpha omega"):  # as the whole table answers
+        expression = search_module.parse_query(text, "terms", True).expression
+        fts = toy.conn().execute(
+            "SELECT DISTINCT m.session_id FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+            "WHERE messages_fts MATCH ? ORDER BY 1", [expression]).fetchall()
+        assert [row[0] for row in fts] == found(text), text
+
+
 def test_every_term_must_match_in_one_event(logs):
     # s2 has both words, but never in the same message.
     assert "s2" not in ids(search_sessions(logs.conn(), "database migration"))

@@ -54,12 +54,13 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
-from .fts import MARK_END, MARK_START, FtsQuery, parse_query, unmarked
+from .fts import MARK_END, MARK_START, FtsQuery, parse_query, tokens, unmarked
 from .indexes import indexed_by
 from .ranking import WINDOW_SQL, EventScorer
 from .text import approximate_snippet, snippet, to_ms
@@ -370,16 +371,38 @@ def average_length(conn, session_id: str) -> float:
     return found[0]
 
 
+NON_ASCII_WORD = re.compile(r'"([^"]*[^\x00-\x7f][^"]*)":(\d+)')
+
+
 def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> list[str]:
-    """The most frequent words starting with ``prefix`` in a ``{word: count}`` JSON text.
+    """The most frequent words starting with ``prefix`` in a ``{word: count}`` JSON text,
+    as FTS5 reads them (``porter unicode61 remove_diacritics 2``).
 
     Words never hold a quote or a backslash (those split words), so the JSON
-    text can be scanned as it is.
+    text can be scanned as it is. A word the session index keeps with an
+    accent or a separator outside ASCII (it splits words on ASCII ones only)
+    is folded and split as FTS5 does: ``cafe`` finds ``café``, ``omega``
+    the end of ``alpha—omega``.
     """
     found: dict[str, int] = {}
-    for word, count in re.findall(r'"(' + re.escape(prefix) + r'[^"]*)":(\d+)', counts_json):
-        found[word] = found.get(word, 0) + int(count)
+    folded = fold(prefix)
+    for start in dict.fromkeys((prefix, folded)):
+        for word, count in re.findall(r'"(' + re.escape(start) + r'[^"]*)":(\d+)', counts_json):
+            found[word] = found.get(word, 0) + int(count)
+    for word, count in NON_ASCII_WORD.findall(counts_json):
+        if word.startswith((prefix, folded)):
+            continue  # found above
+        for part in tokens(word):
+            if fold(part).startswith(folded):
+                found[part] = found.get(part, 0) + int(count)
     return sorted(found, key=lambda w: (-found[w], w))[:limit]
+
+
+def fold(word: str) -> str:
+    """``word`` without its diacritics, as FTS5's ``remove_diacritics 2`` reads it."""
+    if word.isascii():
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
 
 
 def _sessions_by_id(conn, ids: list[str]) -> dict[str, dict]:
