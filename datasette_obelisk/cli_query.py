@@ -173,23 +173,30 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     try:
         session = require_session(conn, session_id)
         page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
+        notes = {} if as_json else obelisk.message_notes(conn, [message["uuid"] for message in page.items])
     finally:
         conn.close()
     if as_json:
         click.echo(dumps(page.items))
     else:
-        print_transcript(session, page.items)
+        print_transcript(session, page.items, notes)
     if page.remaining:
         click.echo(more_messages(page), err=as_json)
 
 
-def print_transcript(session: dict, messages: list[dict]) -> None:
+def print_transcript(session: dict, messages: list[dict], notes: dict) -> None:
+    """The session's header, then each message: time, speaker, kind, what became of it
+    (``notes``: a result's outcome, an agent started) and its text. Reasoning that left
+    no text (signed or redacted thinking) is left out."""
     click.echo(f"# {one_line(session['title'], 120) or session['id']}")
     click.echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
                f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
     for message in messages:
+        if message["content_type"] in ("thinking", "redacted_thinking") and not message["text"].strip():
+            continue
         kind = f" ({message['content_type']})" if message["content_type"] not in (None, "text") else ""
-        click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}{kind}{status(message)}:")
+        noted = "".join(f" [{note}]" for note in notes.get(message["uuid"], ()))
+        click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}{kind}{status(message)}{noted}:")
         click.echo(message["text"].rstrip() or "(no text)")
 
 

@@ -1,6 +1,7 @@
 """obelisk query / attune: the sandbox, read-only SQL, the timeout, and the CLI commands."""
 
 import json
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -407,6 +408,22 @@ def test_read_prints_a_transcript(corpus_db):
     assert invoke("read", "sample_session", "--offset", "5", "--limit", "2", "--db", corpus_db).stdout.endswith(
         "Done! The hello function is ready.\n"
     )
+
+
+def test_read_notes_outcomes_and_agents_and_leaves_out_empty_reasoning(corpus_db):
+    # ef958aa1's six Agent calls (lines 56-64 and 131-139): only a36efb2a's transcript is in the logs.
+    agents = "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    text = invoke("read", agents, "--db", corpus_db).stdout
+    notes = re.findall(r"\] assistant \(tool_use\) \[agent: ([^\]]+)\]:\n", text)
+    assert notes == ["its transcript is not in the logs"] * 3 + [f"{agents}:agent-a36efb2a1231c41e2"] + [
+        "its transcript is not in the logs"] * 2
+    # Its thinking lines whose text Claude Code did not write (a signature only) are left out.
+    empty = [m for m in json.loads(invoke("read", agents, "--db", corpus_db, "--json").stdout)
+             if m["content_type"] == "thinking" and not m["text"].strip()]
+    assert empty and "(no text)" not in text
+    # 2b4ed4c0: six results refused for permission (blocked).
+    blocked = invoke("read", "2b4ed4c0-b905-41de-9238-273db3ec737a", "--db", corpus_db).stdout
+    assert blocked.count(" [blocked]:\n") == 6 and "[failed]" not in blocked
 
 
 LONG_THREAD = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,230 messages (the 8 user items of its 4 context blocks are meta)

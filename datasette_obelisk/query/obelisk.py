@@ -1077,28 +1077,44 @@ def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
     ]
 
 
+def rows_in(conn, sql: str, values) -> list[sqlite3.Row]:
+    """The rows of ``sql`` whose ``{values}`` is a list of ``?`` bound to ``values``
+    (distinct, 500 at a time: SQLite binds a bounded number)."""
+    values = list(dict.fromkeys(values))
+    found = []
+    for start in range(0, len(values), 500):
+        part = values[start:start + 500]
+        found += rows(conn, sql.format(values=",".join("?" * len(part))), part)
+    return found
+
+
 def message_states(conn, uuids) -> dict[str, tuple[str, str]]:
     """``{uuid: (surface, visibility)}`` of stored messages: whether the model still sees each."""
-    uuids = list(dict.fromkeys(uuids))
-    found = {}
-    for start in range(0, len(uuids), 500):
-        part = uuids[start:start + 500]
-        found.update((r["uuid"], (r["surface"], r["visibility"])) for r in rows(
-            conn, f"SELECT uuid, surface, visibility FROM messages WHERE uuid IN ({','.join('?' * len(part))})", part
-        ))
-    return found
+    found = rows_in(conn, "SELECT uuid, surface, visibility FROM messages WHERE uuid IN ({values})", uuids)
+    return {r["uuid"]: (r["surface"], r["visibility"]) for r in found}
 
 
 def call_outcomes(conn, call_ids) -> dict[str, str]:
     """``{tool call id: its result's outcome}`` for the calls that have a result."""
-    call_ids = list(dict.fromkeys(call_ids))
-    found = {}
-    for start in range(0, len(call_ids), 500):
-        part = call_ids[start:start + 500]
-        found.update((r["tool_use_id"], r["outcome"]) for r in rows(
-            conn, f"SELECT tool_use_id, outcome FROM tool_results WHERE tool_use_id IN ({','.join('?' * len(part))})", part
-        ))
-    return found
+    found = rows_in(conn, "SELECT tool_use_id, outcome FROM tool_results WHERE tool_use_id IN ({values})", call_ids)
+    return {r["tool_use_id"]: r["outcome"] for r in found}
+
+
+def message_notes(conn, uuids) -> dict[str, list[str]]:
+    """What a transcript says of each of these messages besides its text: the outcome
+    of a tool result that did not succeed, the transcript of an agent a call started
+    (when the logs hold it)."""
+    notes: dict[str, list[str]] = {}
+    for r in rows_in(conn, "SELECT message_uuid, outcome FROM tool_results "
+                           "WHERE message_uuid IN ({values}) AND outcome != 'succeeded' ORDER BY id", uuids):
+        notes.setdefault(r["message_uuid"], []).append(r["outcome"])
+    for r in rows_in(conn, "SELECT tc.message_uuid, c.id AS child FROM tool_calls tc "
+                           "JOIN subagents sa ON sa.parent_tool_use_id = tc.id "
+                           "LEFT JOIN sessions c ON c.id = sa.child_session_id "
+                           "WHERE tc.message_uuid IN ({values}) ORDER BY sa.id", uuids):
+        transcript = r["child"] or "its transcript is not in the logs"
+        notes.setdefault(r["message_uuid"], []).append(f"agent: {transcript}")
+    return notes
 
 
 def tool_call(row) -> dict:
