@@ -172,6 +172,18 @@ async def test_the_failures_project_filter_finds_part_of_a_name(ds):
 
 
 @pytest.mark.asyncio
+async def test_the_event_page_names_its_session_and_labels_events_one_way(ds):
+    html = await page(ds, f"/-/obelisk/event/{XSS_SESSION}/4")
+    title = re.search(r"<title>(.*?)</title>", html, re.S).group(1)
+    assert title.startswith("Event #4 of ") and XSS_SESSION not in title
+    neighbours = {seq: label for label, seq in re.findall(r'<div class="ob-entry-head"><span>([^ ]+) · .*?#(\d+)</a>', html)}
+    chain = re.findall(r'#(\d+)</a> <span class="ob-muted">([^<]+)</span>', html.split("<h2>Parent chain</h2>")[1])
+    shared = [(seq, label) for seq, label in chain if seq in neighbours]
+    assert len(shared) >= 2 and all(neighbours[seq] == label for seq, label in shared)
+    assert {label for _, label in chain} <= {"user/message", "assistant/message", "tool/call", "tool/result"}
+
+
+@pytest.mark.asyncio
 async def test_search_filters_are_chips_that_remove_themselves(ds):
     html = await page(ds, "/-/obelisk", q="pwned", source="claude", tool="Bash")
     assert 'class="ob-chip"' in html and "Source: claude" in html and "Tool: Bash" in html

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 
 from . import obelisk
+from .events import event_type_sql
 from .session_query import SessionQuery
 
 CHAIN_SHOWN = 50  # ancestors nearest the event a page lists (after the root)
@@ -47,7 +48,7 @@ def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
     uuid = conn.execute("SELECT uuid FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq]).fetchone()[0]
     chain = obelisk.trace_uuids(conn, uuid)
     shown = chain if len(chain) <= CHAIN_SHOWN + 1 else [chain[0], *chain[-CHAIN_SHOWN:]]
-    columns = f"uuid, session_id, seq, role, type, substr(text, 1, {CHAIN_TEXT}) AS text"
+    columns = f"uuid, session_id, seq, role, type, {event_type_sql('messages')} AS event_type, substr(text, 1, {CHAIN_TEXT}) AS text"
     return {
         "trace": trace,
         "parent_chain": [dict(row) for row in obelisk.messages_by_uuid(conn, shown, columns)],
