@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ MESSAGE_COLUMNS = (
 ).split()
 TEXT = MESSAGE_COLUMNS.index("text")
 SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
-SAME_COLUMNS = [MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]]
+SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
@@ -243,7 +244,9 @@ class Writer:
             if aliases and (row[PARENT] in aliases or row[LOGICAL_PARENT] in aliases):
                 row = _with_parents(row, aliases)
             uuid, text = row[0], row[TEXT]
-            same = (*(None if row[i] != row[i] else row[i] for i in SAME_COLUMNS), text)  # NULL (NaN) read back as None
+            kind, subtype, role, content_type = SAME_ITEMS(row)  # NULL (a NaN) is read back as None
+            same = (kind, subtype if subtype == subtype else None, role if role == role else None,
+                    content_type if content_type == content_type else None, text)
             copies = texts.setdefault(uuid, set())
             if copies and same not in copies and uuid not in with_copies:
                 copies.update(self._copies_of(uuid))  # rare: only a changed line needs them
