@@ -13,7 +13,6 @@ import sqlite3
 from datetime import date, timedelta
 
 from ..store import cold_load, derive
-from .indexes import indexed_by
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
 CONVERSATION = derive.CONVERSATION_SQL
@@ -82,16 +81,23 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
     "sessions": {source: [count per bucket]}, "messages": {...},
     "undated": conversation messages without a date, so not charted}``.
     """
-    first, last = (_edge_day(conn, order) for order in ("ASC", "DESC"))
-    # One pass over the messages: a day for each dated conversation message, NULL for the undated.
+    # One pass over the messages: the UTC day of each dated conversation message, NULL for the undated.
     per_day = conn.execute(
-        f"SELECT CASE WHEN timestamp GLOB {ISO_DAY} THEN substr(timestamp, 1, 10) END, source, COUNT(*) "
+        f"SELECT CASE WHEN timestamp GLOB {ISO_DAY} THEN date(timestamp) END, source, COUNT(*) "
         f"FROM messages WHERE {CONVERSATION} GROUP BY 1, 2"
     ).fetchall()
-    undated = sum(count for day_text, _, count in per_day if day_text is None)
-    if not first:
+    undated = sum(count for day_text, _, count in per_day if day_text is None)  # no date, or none SQLite reads
+    found = {
+        "sessions": conn.execute(
+            f"SELECT date(started_at), source, COUNT(*) FROM sessions "
+            f"WHERE started_at GLOB {ISO_DAY} AND date(started_at) IS NOT NULL GROUP BY 1, 2"
+        ).fetchall(),
+        "messages": [row for row in per_day if row[0] is not None],
+    }
+    days = [day_text for rows in found.values() for day_text, _, _ in rows]
+    if not days:
         return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": undated}
-    first, last = date.fromisoformat(first), date.fromisoformat(last)
+    first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))
     unit, bucket_of = _bucketing(first, last, max_buckets)
     buckets = []
     day = bucket_of(first)
@@ -99,13 +105,6 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         buckets.append(day.isoformat())
         day = _next(day, unit)
     index = {b: i for i, b in enumerate(buckets)}
-    found = {
-        "sessions": conn.execute(
-            f"SELECT substr(started_at, 1, 10), source, COUNT(*) FROM sessions "
-            f"WHERE started_at GLOB {ISO_DAY} GROUP BY 1, 2"
-        ).fetchall(),
-        "messages": [row for row in per_day if row[0] is not None],
-    }
     counts = {kind: {} for kind in found}
     for kind, day_rows in found.items():
         for day_text, source, count in day_rows:
@@ -123,15 +122,6 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         **{kind: {s: per.get(s, [0] * len(buckets)) for s in sources} for kind, per in counts.items()},
         "undated": undated,
     }
-
-
-def _edge_day(conn, order: str) -> str | None:
-    """The first (``ASC``) or last (``DESC``) day a message is dated, read from the timestamp index's end."""
-    row = conn.execute(
-        f"SELECT substr(timestamp, 1, 10) FROM messages {indexed_by(conn, 'messages_timestamp')} "
-        f"WHERE timestamp GLOB {ISO_DAY} ORDER BY timestamp {order} LIMIT 1"
-    ).fetchone()
-    return row[0] if row else None
 
 
 def _bucketing(first: date, last: date, max_buckets: int):
