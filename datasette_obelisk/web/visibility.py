@@ -31,12 +31,14 @@ from ..query.errors import QueryError
 from .table_reads import TableReads, tables_read
 
 # Tables made from other tables' text, hidden with them as views are: the
-# session index holds every word of the messages, the digests the summaries.
+# session index holds every word of the messages, the digests the summaries
+# and each session's title.
+DIGESTED = frozenset({"summaries", "sessions", "titles"})
 DERIVED = {
     "session_docs": frozenset({"messages"}),
     "session_docs_fts": frozenset({"messages"}),
-    "session_digests": frozenset({"summaries"}),
-    "session_digests_fts": frozenset({"summaries"}),
+    "session_digests": DIGESTED,
+    "session_digests_fts": DIGESTED,
 }
 
 # Read for the plugin's own bookkeeping (the cursor-signing secret, the
