@@ -338,8 +338,9 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
         click.echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "
                    f"{session['id']}  {one_line(session['title'], 80)}".rstrip())
     if total > len(rows):
-        click.echo(f"\n[the first {len(rows)} of {total} calls; the rest: --after {rows[-1]['timestamp']} "
-                   "or a larger --limit]", err=as_json)
+        rest = f"all of them: --limit {total}" if total <= obelisk.MAX_LIMIT else \
+            f"--limit up to {obelisk.MAX_LIMIT}, and narrow with --after, --before, --session or --project"
+        click.echo(f"\n[the first {len(rows)} of {total} calls; {rest}]", err=as_json)
 
 
 def script_source(file, code) -> str:

@@ -467,18 +467,21 @@ def test_trace_files_sessions_and_failures_print_text(corpus_db):
     )
 
 
-def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(corpus_db):
+def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(corpus_db, monkeypatch):
     # d-kimuson's log: Read, Edit (failed), Edit (failed), Read, Edit, Read, Edit of page.tsx.
     page = "/path/to/Demo/todo-app/src/app/page.tsx"
     listed = invoke("files", page, "--limit", "4", "--db", corpus_db)
     lines = listed.stdout.splitlines()
     assert [line.split()[1:3] for line in lines[:4]] == [
         ["Read", "succeeded"], ["Edit", "failed"], ["Edit", "failed"], ["Read", "succeeded"]]
-    assert lines[4:] == ["", f"[the first 4 of 7 calls; the rest: --after {lines[3].split()[0]} or a larger --limit]"]
+    assert lines[4:] == ["", "[the first 4 of 7 calls; all of them: --limit 7]"]
     as_json = invoke("files", page, "--limit", "4", "--db", corpus_db, "--json")
     assert len(json.loads(as_json.stdout)) == 4 and as_json.stderr == "\n" + lines[4 + 1] + "\n"
     assert invoke("files", page, "--session", "sample_session", "--db", corpus_db).stdout == f"No tool call touched {page}.\n"
     assert len(invoke("files", page, "--project", "d-kimuson%", "--db", corpus_db).stdout.splitlines()) == 7
+    monkeypatch.setattr(o, "MAX_LIMIT", 5)  # more than one call may list
+    assert invoke("files", page, "--limit", "4", "--db", corpus_db).stdout.endswith(
+        "[the first 4 of 7 calls; --limit up to 5, and narrow with --after, --before, --session or --project]\n")
 
 
 @pytest.mark.parametrize("args", [
