@@ -474,7 +474,8 @@ def echo_errors(samples) -> None:
 
 
 @cli.command()
-@click.option("--json", "as_json", is_flag=True, help="A JSON list: name, parser_version, folder (null with a problem)")
+@click.option("--json", "as_json", is_flag=True,
+              help="A JSON list: name, parser_version, folder, and problem (why there is no folder, else null)")
 def sources(as_json):
     """List the installed log sources and where each looks by default.
 

@@ -2,7 +2,10 @@
 
 Logs write one instant several ways (``…31Z``, ``…31.000Z``, ``…+02:00``);
 in this form text order is time order. SQLite's ``strftime(CANONICAL, x)``
-gives it for a stored value (see ``query/moments.py``).
+gives it for a stored value (see ``query/moments.py``) in the forms logs
+write; at the edges the two differ: SQLite keeps a fraction past the
+millisecond on its second where ``canonical`` rounds it, and reads no
+``+0500`` offset without its colon, nor a year-month alone.
 """
 
 from __future__ import annotations

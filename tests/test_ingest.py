@@ -407,6 +407,34 @@ def test_m026_recounts_the_sessions_holding_a_compaction_summary(db, root):
     assert rows(db, "SELECT id, message_count FROM sessions ORDER BY id") == [("s1", 2), ("s2", 1)]
 
 
+def test_m026_moves_an_inline_agents_summary_and_gives_it_its_parents_program(tmp_path):
+    # small.jsonl line 22 (u3) is an inline agent's compaction summary; its file is gone (archived).
+    import shutil
+
+    from conftest import CORPUS as corpus_root
+
+    if not corpus_root.exists():
+        pytest.skip("shared corpus not found")
+
+    folder = tmp_path / "claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    shutil.copy(corpus_root / "claude-code" / "jazzyalex__agent-sessions" / "small.jsonl", folder)
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    expected = rows(db, "SELECT s.id, s.version, s.originator, s.message_count, (SELECT COUNT(*) FROM summaries "
+                        "WHERE session_id = s.id) FROM sessions s ORDER BY id")
+    (folder / "small.jsonl").unlink()
+    change(db, "UPDATE summaries SET session_id = 'small' WHERE message_uuid = 'u3'",  # as an older version left them
+           "UPDATE sessions SET version = NULL, originator = NULL, message_count = 5 WHERE agent_id GLOB 'sidechain-*'",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm026_recount_compacted_sessions'")
+    open_db(db).close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT s.id, s.version, s.originator, s.message_count, (SELECT COUNT(*) FROM summaries "
+                    "WHERE session_id = s.id) FROM sessions s ORDER BY id") == expected
+    assert expected == [("small", "[trimmed for fixture]", "cli", 6, 0),
+                        ("small:agent-sidechain-sys1", "[trimmed for fixture]", "cli", 4, 1)]
+
+
 def test_m018_keeps_the_start_an_older_version_stored(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:01:00Z"))
     run(db, root)

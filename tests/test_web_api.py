@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import sqlite3
 
 import pytest
@@ -172,6 +173,8 @@ async def test_session_query_titles(ds, web_db):
     await error(ds, f"{SQ}/session/nope/title", 404, "SESSION_QUERY_SESSION_NOT_FOUND")
     await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_QUERY")
     await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_FILTER", ids='"one id"')
+    await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_FILTER", ids='{"a": 1}')
+    await error(ds, f"{SQ}/titles", 400, "SESSION_QUERY_INVALID_FILTER", ids=json.dumps(["x"] * 1001))
 
 
 @pytest.mark.asyncio

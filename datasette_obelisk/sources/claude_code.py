@@ -122,10 +122,7 @@ class ClaudeCodeSource:
     # 8: pr-link lines name the session's pull requests; an agent's type and
     # task say where they come from (its .meta.json outranks its call's result);
     # an assistant line's effort is the session's reasoning effort
-    # 9: (the store's) a repeated uuid is a replay only when the whole line
-    # repeats; an inline agent's compaction summary, version and originator
-    # go with it; a compaction's summary is no conversation message
-    parser_version = 9
+    parser_version = 8
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"

@@ -557,8 +557,11 @@ def is_moment(timestamp: str | None) -> bool:
 def moment(timestamp: str) -> str:
     """A session's times are kept in the canonical UTC form (``utc.py``), so text
     order is time order wherever sessions are sorted; the usual form is already it."""
-    if len(timestamp) == 24 and timestamp[19] == "." and timestamp[23] == "Z":
-        return timestamp
+    if timestamp[10:11] == "T" and timestamp[-1:] == "Z":
+        if len(timestamp) == 24 and timestamp[19] == ".":
+            return timestamp
+        if len(timestamp) == 20:  # whole seconds
+            return timestamp[:19] + ".000Z"
     return canonical(timestamp) or timestamp
 
 

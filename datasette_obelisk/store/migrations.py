@@ -791,10 +791,20 @@ def m025_canonical_session_times(db):
 @migrations()
 def m026_recount_compacted_sessions(db):
     # A compaction's summary is written as a user message, but no one typed
-    # it: it no longer counts in sessions.message_count. The sessions that
-    # hold one are derived again by the next ingest, archived ones too.
+    # it: it no longer counts in sessions.message_count. An inline agent's
+    # summary stayed with the parent session when its line moved to the
+    # agent's, and the agent lacked its parent's version and originator.
+    # The summaries follow their lines here; the sessions holding a summary,
+    # and the parents of inline agents, are derived again by the next
+    # ingest, archived ones too (no log needs reading again).
+    db.execute(
+        """UPDATE summaries SET session_id = m.session_id FROM messages m
+           WHERE m.uuid = summaries.message_uuid AND m.session_id != summaries.session_id"""
+    )
     db.execute(
         """INSERT OR IGNORE INTO derive_queue (session_id)
-           SELECT DISTINCT session_id FROM messages WHERE is_compact_summary = 1"""
+           SELECT DISTINCT session_id FROM messages WHERE is_compact_summary = 1
+           UNION SELECT parent_session_id FROM sessions
+           WHERE agent_id GLOB 'sidechain-*' AND parent_session_id IS NOT NULL"""
     )
 

@@ -16,6 +16,7 @@ from .endpoints import Endpoint, Param
 INVALID_LIMIT = "SESSION_QUERY_INVALID_LIMIT"
 INVALID_FILTER = "SESSION_QUERY_INVALID_FILTER"
 INVALID_WINDOW = "SESSION_QUERY_INVALID_WINDOW"
+MAX_TITLE_IDS = 1000  # one request's titles
 
 
 def search_request(params, *names: str) -> dict:
@@ -64,6 +65,8 @@ def title_snapshots(conn, params):
     ids = params.json("ids", code="SESSION_QUERY_INVALID_FILTER")
     if ids is None:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "ids is required: a JSON array of session ids")
+    if not isinstance(ids, list) or len(ids) > MAX_TITLE_IDS:
+        raise QueryError("SESSION_QUERY_INVALID_FILTER", f"ids must be a JSON array of at most {MAX_TITLE_IDS} session ids")
     return SessionQuery(conn).read_title_snapshots(ids)
 
 
