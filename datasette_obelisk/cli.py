@@ -552,16 +552,14 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
 
 def holdings(db: Path) -> str:
     """``12 sessions (30 with agents' transcripts), 2,735 log messages``: what a database holds."""
-    from .query.obelisk import TOP_LEVEL
+    from .query.dashboard import holdings as counted
 
     conn = connect_readonly(db)
     try:
-        top, every, messages = conn.execute(
-            f"SELECT (SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}), (SELECT COUNT(*) FROM sessions), "
-            "(SELECT COUNT(*) FROM messages)"
-        ).fetchone()
+        held = counted(conn)
     finally:
         conn.close()
+    top, every, messages = held["sessions"], held["transcripts"], held["messages"]
     agents = f" ({every:,} with agents' transcripts)" if every != top else ""
     return f"{top:,} session{'' if top == 1 else 's'}{agents}, {messages:,} log message{'' if messages == 1 else 's'}"
 

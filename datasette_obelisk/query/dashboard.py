@@ -13,6 +13,7 @@ import sqlite3
 from datetime import date, timedelta
 
 from ..store import cold_load, derive
+from .obelisk import TOP_LEVEL
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
 CONVERSATION = derive.CONVERSATION_SQL
@@ -70,6 +71,15 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
         "by_project": by_project,
         "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)) if files else None,
     }
+
+
+def holdings(conn: sqlite3.Connection) -> dict:
+    """``{"sessions": people's sessions, "transcripts": every session, agents' too, "messages": log messages}``."""
+    row = conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}), (SELECT COUNT(*) FROM sessions), "
+        "(SELECT COUNT(*) FROM messages)"
+    ).fetchone()
+    return dict(zip(("sessions", "transcripts", "messages"), row))
 
 
 def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:

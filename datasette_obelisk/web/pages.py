@@ -93,7 +93,7 @@ async def event_page(datasette, request, db, params):
             "outputs": transcript.result_outputs(conn, [e["id"] for e in found["events"]]),
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
             "in_transcript": transcript.message_anchor(conn, session_id, seq, limit=TRANSCRIPT_PAGE),
-            "session_title": conn.execute("SELECT title FROM sessions WHERE id = ?", [session_id]).fetchone()[0],
+            "session_title": next(iter(obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})), {}).get("title"),
             **lineage.event_chains(conn, session_id, seq),
         }
 
