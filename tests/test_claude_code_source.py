@@ -509,12 +509,16 @@ def test_meta_detection_and_content_types():
             user("u5", "a real prompt"),
             assistant("a1", [{"type": "thinking", "thinking": "hmm", "signature": "x"}, {"type": "text", "text": "ok"}]),
             assistant("a2", [{"type": "redacted_thinking", "data": "opaque"}]),
+            user("u6", "[Request interrupted by user]"),
+            user("u7", [{"type": "text", "text": "[Request interrupted by user for tool use]"}]),
         ]
     )
     messages = {m.uuid: m for m in of_type(records, Message)}
     # u1: a slash command the user typed is a request, not an injection
     assert [messages[u].is_meta for u in ("u1", "u2", "u3", "u4", "u5", "a1")] == [0, 1, 1, 1, 0, 0]
     assert messages["u4"].content_type == "skill_instructions"
+    # Claude Code's note that a turn was stopped: shown, but no one's prompt.
+    assert [(messages[u].content_type, messages[u].is_meta) for u in ("u6", "u7")] == [("interruption", 0)] * 2
     assert (messages["a1"].content_type, messages["a1"].text) == ("mixed", "hmm\nok")
     assert (messages["a2"].content_type, messages["a2"].text) == ("redacted_thinking", "")
 

@@ -435,6 +435,29 @@ def test_m026_moves_an_inline_agents_summary_and_gives_it_its_parents_program(tm
                         ("small:agent-sidechain-sys1", "[trimmed for fixture]", "cli", 4, 1)]
 
 
+def test_an_interruption_is_no_prompt_and_m027_marks_those_stored_before(tmp_path):
+    folder = tmp_path / "claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    lines = [("u1", "user", "Fix the bug"), ("a1", "assistant", "Looking"), ("u2", "user", "[Request interrupted by user]"),
+             ("u3", "user", "Go on")]
+    (folder / "s1.jsonl").write_text("".join(json.dumps({
+        "type": role, "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z",
+        "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]},
+    }) + "\n" for uuid, role, text in lines))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT message_count FROM sessions") == [(3,)]
+    assert rows(db, "SELECT uuid FROM messages WHERE content_type = 'interruption'") == [("u2",)]
+    (folder / "s1.jsonl").unlink()  # archived: only the stored rows are left
+    change(db, "UPDATE messages SET content_type = 'text' WHERE uuid = 'u2'",  # as an older version stored it
+           "UPDATE sessions SET message_count = 4",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm027_mark_interruptions'")
+    open_db(db).close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT uuid FROM messages WHERE content_type = 'interruption'") == [("u2",)]
+    assert rows(db, "SELECT message_count FROM sessions") == [(3,)]
+
+
 def test_m018_keeps_the_start_an_older_version_stored(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="x", ts="2026-01-01T00:01:00Z"))
     run(db, root)

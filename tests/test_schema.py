@@ -48,6 +48,7 @@ def test_migrations_in_order(conn):
         "m024_add_sessions_reasoning_effort",
         "m025_canonical_session_times",
         "m026_recount_compacted_sessions",
+        "m027_mark_interruptions",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -472,8 +472,9 @@ SESSION_UPDATE = f"""UPDATE sessions SET
 
 MAX_INTEGER = SQLITE_INTEGERS[-1]  # token totals of absurd counts stop there
 
-# What a reply holds besides its messages: reasoning, tool calls and their output.
-NOT_CONVERSATION = ("thinking", "redacted_thinking", "tool_result", "tool_use")
+# What a reply holds besides its messages: reasoning, tool calls and their output;
+# and the note an interrupted turn leaves in the user's name.
+NOT_CONVERSATION = ("thinking", "redacted_thinking", "tool_result", "tool_use", "interruption")
 CONVERSATION_SQL = (
     "role IN ('user', 'assistant') AND is_meta = 0 AND is_compact_summary = 0 AND visibility = 'visible' "
     f"AND content_type NOT IN ({', '.join(repr(t) for t in NOT_CONVERSATION)})"

@@ -808,3 +808,20 @@ def m026_recount_compacted_sessions(db):
            WHERE agent_id GLOB 'sidechain-*' AND parent_session_id IS NOT NULL"""
     )
 
+
+@migrations()
+def m027_mark_interruptions(db):
+    # "[Request interrupted by user]" is a user line Claude Code writes when
+    # a turn is stopped; it counted as a prompt in message_count. Such lines
+    # now have content type 'interruption' (as the Claude parser gives them),
+    # and their sessions are derived again by the next ingest.
+    db.execute(
+        """UPDATE messages SET content_type = 'interruption'
+           WHERE source = 'claude' AND type = 'user' AND content_type = 'text'
+             AND substr(text, 1, 28) = '[Request interrupted by user'"""
+    )
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT DISTINCT session_id FROM messages WHERE content_type = 'interruption'"""
+    )
+
