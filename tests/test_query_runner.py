@@ -667,6 +667,18 @@ def skill_recipes() -> list[str]:
     return re.findall(r"```python\n(.*?)```", SKILL.read_text(), re.S)
 
 
+def test_a_script_finds_the_current_project_from_a_folder_no_session_ran_in(corpus_db, tmp_path, monkeypatch):
+    # Looking past the shared folders must not write anything (a script may not): SKILL.md's first recipe.
+    folder = tmp_path / "work" / "app"
+    folder.mkdir(parents=True)
+    monkeypatch.chdir(folder)
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # as in a fresh process: gettempdir() would probe by writing
+    result = invoke("query", "-c", 'return overview()["current"]', "--db", corpus_db)
+    assert (result.exit_code, json.loads(result.stdout)) == (0, {"cwd": str(folder), "project": None})
+
+
 def test_every_skill_recipe_runs(corpus_db):
     recipes = skill_recipes()
     assert len(recipes) == 5

@@ -762,7 +762,9 @@ def shared_folders() -> set[str]:
     """Folders that hold many projects, so a session run there says nothing of the folders
     below: the root, the home folder and the folders above it, the temporary folder."""
     home = Path.home()
-    return {str(home), *map(str, home.parents), tempfile.gettempdir(), "/tmp", os.sep}
+    # The temporary folders by name: tempfile.gettempdir() would try writing a file, which a script may not.
+    temporary = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")] + [tempfile.tempdir, "/tmp", "/var/tmp"]
+    return {str(home), *map(str, home.parents), os.sep, *(os.path.normpath(t) for t in temporary if t)}
 
 
 def project_detail(conn, current: dict, limit: int, memory_limit: int) -> dict:
