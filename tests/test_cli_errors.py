@@ -407,6 +407,13 @@ def test_search_without_text_is_a_usage_error(tmp_path, text, mode):
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH))
 
 
+def test_search_text_over_the_cap_is_a_usage_error_too(tmp_path):
+    db = claude_db(tmp_path)
+    message = "search() takes at most 1,000 characters of query text, not 1,001"
+    result = invoke("search", "x" * 1001, "--db", db)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("search", message))
+
+
 def test_search_without_text_is_the_same_error_in_python_and_in_scripts(tmp_path):
     db = claude_db(tmp_path)
     conn = connect_readonly(db)

@@ -288,7 +288,7 @@ def test_a_search_longer_than_the_query_cap_is_refused_in_every_mode(ro, mode):
     with pytest.raises(QueryError) as error:
         o.search(ro, "x" * 1001, {"mode": mode} if mode else None)
     assert (error.value.code, error.value.message) == (
-        "SESSION_QUERY_INVALID_QUERY", "the query is longer than 1000 characters"
+        "OBELISK_INVALID_ARGUMENT", "search() takes at most 1,000 characters of query text, not 1,001"
     )
 
 

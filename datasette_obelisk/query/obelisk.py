@@ -322,7 +322,8 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     errors. ``mode`` (an extension) forces one form of ``fts.parse_query``:
     ``terms`` (every term), ``phrase`` or ``raw`` (FTS5 syntax, errors
     reported as ``SESSION_QUERY_INVALID_QUERY``). An empty or whitespace-only
-    ``text`` is ``OBELISK_INVALID_ARGUMENT`` (as a missing ``q`` over HTTP).
+    ``text`` is ``OBELISK_INVALID_ARGUMENT`` (as a missing ``q`` over HTTP), and
+    so is one over ``fts.MAX_QUERY_CHARS`` characters.
     """
     o = known_source(conn, options(
         "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
@@ -333,7 +334,7 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     if not text.strip():
         raise invalid("search() needs query text: it is empty or only whitespace")
     if len(text) > fts.MAX_QUERY_CHARS:
-        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the query is longer than {fts.MAX_QUERY_CHARS} characters")
+        raise invalid(f"search() takes at most {fts.MAX_QUERY_CHARS:,} characters of query text, not {len(text):,}")
     where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
         "session_id": "m.session_id", "after": "m.timestamp", "before": "m.timestamp",
         "cwd": "m.cwd", "source": "m.source",
