@@ -126,7 +126,12 @@ async def test_search_page_says_how_many_sessions_match_and_has_one_outline(ds, 
     assert int(counted.replace(",", "")) == sessions
     start = await page(ds, "/-/obelisk")  # before a query: recent sessions, and the way to every one
     assert [int(level) for level in re.findall(r"<h([1-6])", start)][:3] == [1, 2, 3]
-    assert "/obelisk/obelisk_sessions" in links(start)
+    assert "/obelisk/obelisk_sessions?limit=1000" in links(start)
+    one_source = await page(ds, "/-/obelisk", source="claude")
+    [every] = [link for link in links(one_source) if "obelisk_sessions" in link]
+    assert every == "/obelisk/obelisk_sessions?source=claude&limit=1000"
+    listed = (await ds.client.get(every.replace("obelisk_sessions", "obelisk_sessions.json") + "&_shape=array")).json()
+    assert listed and {row["source"] for row in listed} == {"claude"}
 
 
 @pytest.mark.asyncio

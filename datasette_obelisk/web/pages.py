@@ -31,7 +31,6 @@ async def search_page(datasette, request, db, params):
     if not form.query:  # top-level sessions of the chosen sources, projects and days: no parent to name
         filters = Filters.build(**form.filter_options())
         context["recent"] = await db.execute_fn(lambda conn: obelisk.recent_in(conn, filters, RECENT_SHOWN))
-        context["recent_shown"] = RECENT_SHOWN
         return context
 
     def search(conn):

@@ -58,6 +58,12 @@ class SearchForm:
     def narrowing(self) -> dict:
         return {name: list(self.lists[name]) for name in ("branch", "model", "tool") if self.lists.get(name)}
 
+    def every_session(self) -> dict:
+        """The ``obelisk_sessions`` stored query's parameters for these filters: a source and a
+        project when one of each is chosen (it takes one); as many rows as Datasette shows."""
+        chosen = {name: self.lists[name][0] for name in ("source", "project") if len(self.lists.get(name, ())) == 1}
+        return {**chosen, "limit": 1000}
+
     # -- links -----------------------------------------------------------
 
     def query_string(self, **changes) -> str:
