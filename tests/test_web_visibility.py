@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -122,6 +123,15 @@ async def test_tables_made_from_a_hidden_tables_text_are_hidden_with_it(web_db, 
     shown = await started(web_db, hiding("memories"))
     for table in derived:
         assert (await shown.client.get(f"/obelisk/{table}.json?_size=1")).status_code == 200, table
+
+
+@pytest.mark.asyncio
+async def test_the_menu_leads_to_our_pages_only_for_an_actor_who_may_view_the_database(web_db):
+    ds = await started(web_db, {"databases": {"obelisk": {"allow": {"id": "alice"}}}})
+    menu = lambda html: {href for href in re.findall(r'href="([^"]+)"', html) if href.startswith("/-/obelisk")}  # noqa: E731
+    assert menu((await ds.client.get("/-/versions")).text) == set()
+    alice = {"ds_actor": ds.client.actor_cookie({"id": "alice"})}
+    assert menu((await ds.client.get("/-/versions", cookies=alice)).text) == {"/-/obelisk", "/-/obelisk/overview"}
 
 
 @pytest.mark.asyncio

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datasette.resources import DatabaseResource
+
 from .databases import obelisk_databases
 from .urls import event_url, lineage_url, obelisk_url, session_url
 
@@ -21,7 +23,11 @@ TABLE_PAGES = {
 
 def menu_links(datasette, request):
     async def inner():
-        if not await obelisk_databases(datasette):
+        actor = request.actor if request is not None else None
+        for name in await obelisk_databases(datasette):  # shown to an actor who may view one
+            if await datasette.allowed(action="view-database", resource=DatabaseResource(name), actor=actor):
+                break
+        else:
             return []
         return [
             {"href": obelisk_url(datasette), "label": "Obelisk: search"},
