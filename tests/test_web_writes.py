@@ -465,6 +465,7 @@ async def test_forget_refuses_unknown_fields(db, memory_root):
         ({"max_body_bytes": "64k"}, "datasette-obelisk: max_body_bytes must be a whole number of bytes above 0, not '64k'"),
         ({"memory_roots": [1]}, "datasette-obelisk: memory_roots must be a folder or a list of folders, not [1]"),
         ({"database": 3}, "datasette-obelisk: database must be a database name, not 3"),
+        ({"database": "obelsik"}, "datasette-obelisk: database 'obelsik' is not served (served: obelisk)"),
         ({"readonly": True}, "datasette-obelisk: unknown key(s) readonly"),
     ],
 )

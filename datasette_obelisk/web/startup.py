@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .browse import apply_browse_defaults
-from .config import check_memory_roots, settings
+from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
 from .stored_queries import QUERIES, register_stored_queries
 from .visibility import record_sources
@@ -12,7 +12,11 @@ from .visibility import record_sources
 async def configure(datasette) -> None:
     """Check the plugin configuration (a bad one stops Datasette), then for each database with our schema:
     stored queries, what hiding a table hides, and browse defaults."""
-    check_memory_roots(settings(datasette))
+    config = settings(datasette)
+    check_memory_roots(config)
+    if config.database is not None and config.database not in datasette.databases:  # a typo would 404 every page
+        served = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
+        raise ConfigError(f"{PLUGIN_NAME}: database {config.database!r} is not served (served: {served})")
     for name in await obelisk_databases(datasette):
         await register_stored_queries(datasette, name)
         await record_sources(datasette, name, QUERIES)
