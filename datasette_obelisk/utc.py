@@ -20,6 +20,8 @@ YEAR_OR_MONTH = re.compile(r"\d{4}(-\d{2})?")
 def canonical(text: str) -> str | None:
     """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None."""
     text = text.strip()
+    if text.endswith("z"):  # SQLite reads a lowercase z as UTC too
+        text = text[:-1] + "Z"
     if YEAR_OR_MONTH.fullmatch(text):
         text += "-01" * (2 - text.count("-"))
     try:

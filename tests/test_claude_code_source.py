@@ -511,6 +511,7 @@ def test_meta_detection_and_content_types():
             assistant("a2", [{"type": "redacted_thinking", "data": "opaque"}]),
             user("u6", "[Request interrupted by user]"),
             user("u7", [{"type": "text", "text": "[Request interrupted by user for tool use]"}]),
+            user("u8", "[Request interrupted by user]\nNo, use the other file"),
         ]
     )
     messages = {m.uuid: m for m in of_type(records, Message)}
@@ -519,6 +520,7 @@ def test_meta_detection_and_content_types():
     assert messages["u4"].content_type == "skill_instructions"
     # Claude Code's note that a turn was stopped: shown, but no one's prompt.
     assert [(messages[u].content_type, messages[u].is_meta) for u in ("u6", "u7")] == [("interruption", 0)] * 2
+    assert messages["u8"].content_type == "text"  # the note and what the user typed after it
     assert (messages["a1"].content_type, messages["a1"].text) == ("mixed", "hmm\nok")
     assert (messages["a2"].content_type, messages["a2"].text) == ("redacted_thinking", "")
 

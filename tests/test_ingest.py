@@ -387,10 +387,22 @@ def test_session_times_are_utc_so_text_order_is_time_order(db, root):
         ("s1", "2026-05-01T05:00:00.000Z", "2026-05-01T05:00:00.000Z"),
     ]
     assert rows(db, "SELECT timestamp FROM messages WHERE uuid = 'a'") == [("2026-05-01T10:00:00+05:00",)]  # as written
+    # A time no calendar has is no session time; a lowercase z is UTC, as SQLite reads it.
+    (root / "s4.jsonl").write_bytes(line(id="e", text="q", ts="2024-13-45T00:00:00Z")
+                                    + line(id="f", text="r", ts="2024-05-01T07:00:00z")
+                                    + line(id="g", text="s", ts="0000-00-00T00:00:00Z"))
+    run(db, root)
+    assert rows(db, "SELECT started_at, ended_at FROM sessions WHERE id = 's4'") == [
+        ("2024-05-01T07:00:00.000Z", "2024-05-01T07:00:00.000Z")]
     change(db, "UPDATE sessions SET started_at = '2026-05-01T10:00:00+05:00', ended_at = '[trimmed]' WHERE id = 's1'",
            "DELETE FROM _sqlite_migrations WHERE name = 'm025_canonical_session_times'")
     open_db(db).close()  # m025 runs again, as on a database from before it
     assert rows(db, "SELECT started_at, ended_at FROM sessions WHERE id = 's1'") == [("2026-05-01T05:00:00.000Z", "[trimmed]")]
+    # Its first and last may have been picked in text order: it is derived again (no file read).
+    assert rows(db, "SELECT session_id FROM derive_queue") == [("s1",)]
+    run(db, root)
+    assert rows(db, "SELECT started_at, ended_at FROM sessions WHERE id = 's1'") == [
+        ("2026-05-01T05:00:00.000Z", "2026-05-01T05:00:00.000Z")]
 
 
 def test_m026_recounts_the_sessions_holding_a_compaction_summary(db, root):
@@ -439,23 +451,23 @@ def test_an_interruption_is_no_prompt_and_m027_marks_those_stored_before(tmp_pat
     folder = tmp_path / "claude" / "projects" / "p"
     folder.mkdir(parents=True)
     lines = [("u1", "user", "Fix the bug"), ("a1", "assistant", "Looking"), ("u2", "user", "[Request interrupted by user]"),
-             ("u3", "user", "Go on")]
+             ("u3", "user", "Go on"), ("u4", "user", "[Request interrupted by user]\nNot that file")]  # u4: typed too
     (folder / "s1.jsonl").write_text("".join(json.dumps({
         "type": role, "uuid": uuid, "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z",
         "message": {"role": role, "content": text if role == "user" else [{"type": "text", "text": text}]},
     }) + "\n" for uuid, role, text in lines))
     db = tmp_path / "o.db"
     ingest(db, {"claude": tmp_path / "claude"})
-    assert rows(db, "SELECT message_count FROM sessions") == [(3,)]
+    assert rows(db, "SELECT message_count FROM sessions") == [(4,)]
     assert rows(db, "SELECT uuid FROM messages WHERE content_type = 'interruption'") == [("u2",)]
     (folder / "s1.jsonl").unlink()  # archived: only the stored rows are left
     change(db, "UPDATE messages SET content_type = 'text' WHERE uuid = 'u2'",  # as an older version stored it
-           "UPDATE sessions SET message_count = 4",
+           "UPDATE sessions SET message_count = 5",
            "DELETE FROM _sqlite_migrations WHERE name = 'm027_mark_interruptions'")
     open_db(db).close()
     ingest(db, {"claude": tmp_path / "claude"})
     assert rows(db, "SELECT uuid FROM messages WHERE content_type = 'interruption'") == [("u2",)]
-    assert rows(db, "SELECT message_count FROM sessions") == [(3,)]
+    assert rows(db, "SELECT message_count FROM sessions") == [(4,)]
 
 
 def test_m018_keeps_the_start_an_older_version_stored(db, root):

@@ -568,6 +568,23 @@ def test_overview_activity_reads_the_messages_once(web_db):
     assert [plan for plan in plans if "messages" in plan] == ["SCAN messages | USE TEMP B-TREE FOR GROUP BY"]
 
 
+@pytest.mark.parametrize("timestamp", ["0000-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59Z"])
+def test_overview_activity_leaves_out_days_outside_the_calendar(tmp_path, timestamp):
+    from datasette_obelisk.query import dashboard
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-p"
+    folder.mkdir(parents=True)
+    lines = [{"type": "user", "uuid": uuid, "sessionId": "s1", "timestamp": at, "message": {"role": "user", "content": "hi"}}
+             for uuid, at in (("u1", timestamp), ("u2", "2026-05-01T10:00:00.000Z"))]
+    (folder / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(tmp_path / "o.db")
+    found = dashboard.activity(conn)
+    conn.close()
+    assert (found["buckets"], found["messages"]) == (["2026-05-01"], {"claude": [1]})
+
+
 def test_overview_activity_counts_utc_days_as_session_times_are(tmp_path):
     # Both lines at 01:00 +05:00 on 2 May: 20:00 UTC on 1 May, the session's start as stored.
     from datasette_obelisk.query import dashboard

@@ -104,7 +104,8 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         ).fetchall(),
         "messages": [row for row in per_day if row[0] is not None],
     }
-    days = [day_text for rows in found.values() for day_text, _, _ in rows]
+    # Days Python's calendar can step through (SQLite reads years 0000 to 9999).
+    days = [day_text for rows in found.values() for day_text, _, _ in rows if "0001-01-01" <= day_text <= "9998-12-31"]
     if not days:
         return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": undated}
     first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))

@@ -392,8 +392,8 @@ def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> 
     for word, count in NON_ASCII_WORD.findall(counts_json):
         if word.startswith((prefix, folded)):
             continue  # found above
-        for part in tokens(word):
-            if fold(part).startswith(folded):
+        for part in tokens(fold(word)):  # folded first: a combining mark is no separator
+            if part.startswith(folded):
                 found[part] = found.get(part, 0) + int(count)
     return sorted(found, key=lambda w: (-found[w], w))[:limit]
 

@@ -80,7 +80,8 @@ INTERRUPTED = "[Request interrupted by user"
 # interrupted the turn (the calls queued beside the one running, too).
 CANCELLED = "The user doesn't want to take this action right now"
 NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
-INTERRUPTION = "interruption"  # the content type of the line saying so
+INTERRUPTION = "interruption"  # the content type of a line that says only that
+INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]\s*")
 SKILL_PREFIX = "Base directory for this skill"
 
 # Tool results that say the tool never ran because permission was refused:
@@ -468,7 +469,7 @@ class ClaudeCodeParser:
         flagged_meta = obj.get("isMeta") is True
         if flagged_meta and text.startswith(SKILL_PREFIX):
             content_type = "skill_instructions"
-        elif line_type == "user" and content_type == "text" and text.startswith(INTERRUPTED):
+        elif line_type == "user" and content_type == "text" and INTERRUPTION_NOTE.fullmatch(text):
             content_type = INTERRUPTION  # Claude Code's note in the user's name: no one typed it
         message = Message(
             uuid=uuid,

@@ -514,8 +514,8 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
     starts = conn.execute(
         "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
     ).fetchall()
-    timestamps = [moment(r.timestamp) for r in rows if is_moment(r.timestamp)]
-    recorded = [moment(start) for start, in starts if is_moment(start)]
+    timestamps = [t for t in (moment(r.timestamp) for r in rows if is_moment(r.timestamp)) if t]
+    recorded = [t for t in (moment(start) for start, in starts if is_moment(start)) if t]
     started = min([*timestamps, *recorded], default=None)
     # A session with no time but its files' starts ends at the last of them.
     ended = max(timestamps, default=None) or max(recorded, default=None)
@@ -555,15 +555,27 @@ def is_moment(timestamp: str | None) -> bool:
     return bool(timestamp) and timestamp[:4].isdigit() and timestamp[4:5] == "-"
 
 
-def moment(timestamp: str) -> str:
+def moment(timestamp: str) -> str | None:
     """A session's times are kept in the canonical UTC form (``utc.py``), so text
-    order is time order wherever sessions are sorted; the usual form is already it."""
-    if timestamp[10:11] == "T" and timestamp[-1:] == "Z":
-        if len(timestamp) == 24 and timestamp[19] == ".":
+    order is time order wherever sessions are sorted; None for a time no calendar
+    has (``2024-13-45``, year 0). The usual form is already canonical: it is only checked."""
+    if timestamp[10:11] == "T" and timestamp[-1:] == "Z" and plausible(timestamp):
+        if len(timestamp) == 24 and timestamp[19] == "." and timestamp[20:23].isdigit():
             return timestamp
         if len(timestamp) == 20:  # whole seconds
             return timestamp[:19] + ".000Z"
-    return canonical(timestamp) or timestamp
+    return canonical(timestamp)
+
+
+def plausible(timestamp: str) -> bool:
+    """``YYYY-MM-DDTHH:MM:SS`` with every field in range (a day up to 31 in any month, as SQLite reads it)."""
+    t = timestamp
+    return (
+        t[:4].isdigit() and t[5:7].isdigit() and t[8:10].isdigit() and t[11:13].isdigit()
+        and t[14:16].isdigit() and t[17:19].isdigit() and t[4] == "-" and t[7] == "-" and t[13] == ":" and t[16] == ":"
+        and "0001" <= t[:4] and "01" <= t[5:7] <= "12" and "01" <= t[8:10] <= "31"
+        and t[11:13] <= "23" and t[14:16] <= "59" and t[17:19] <= "59"
+    )
 
 
 def project_slug(path: str | None) -> str | None:

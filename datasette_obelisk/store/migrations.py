@@ -779,7 +779,15 @@ def m025_canonical_session_times(db):
     # A session's start and end were its rows' first and last timestamps as
     # the log wrote them, so listings sorted by them in text order put
     # `…+05:00` and `…31Z` out of time order. They are now kept in the
-    # canonical UTC form (utc.py), which sorts as text in time order.
+    # canonical UTC form (utc.py), which sorts as text in time order. A
+    # session whose times were in another form may have had its first and
+    # last picked in text order: it is derived again by the next ingest.
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT id FROM sessions
+           WHERE strftime('%Y-%m-%dT%H:%M:%fZ', started_at) IS NOT started_at
+              OR strftime('%Y-%m-%dT%H:%M:%fZ', ended_at) IS NOT ended_at"""
+    )
     for column in ("started_at", "ended_at"):
         db.execute(
             f"UPDATE sessions SET {column} = strftime('%Y-%m-%dT%H:%M:%fZ', {column}) "
@@ -812,13 +820,17 @@ def m026_recount_compacted_sessions(db):
 @migrations()
 def m027_mark_interruptions(db):
     # "[Request interrupted by user]" is a user line Claude Code writes when
-    # a turn is stopped; it counted as a prompt in message_count. Such lines
-    # now have content type 'interruption' (as the Claude parser gives them),
-    # and their sessions are derived again by the next ingest.
+    # a turn is stopped; it counted as a prompt in message_count. A line that
+    # holds that note alone (no one typed it) now has content type
+    # 'interruption', as the Claude parser gives it, and its session is
+    # derived again by the next ingest.
     db.execute(
         """UPDATE messages SET content_type = 'interruption'
            WHERE source = 'claude' AND type = 'user' AND content_type = 'text'
-             AND substr(text, 1, 28) = '[Request interrupted by user'"""
+             AND substr(text, 1, 28) = '[Request interrupted by user'
+             AND instr(rtrim(text, ' ' || char(9) || char(10) || char(13)), ']')
+                 = length(rtrim(text, ' ' || char(9) || char(10) || char(13)))
+             AND instr(rtrim(text, ' ' || char(9) || char(10) || char(13)), char(10)) = 0"""
     )
     db.execute(
         """INSERT OR IGNORE INTO derive_queue (session_id)
