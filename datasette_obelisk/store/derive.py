@@ -14,6 +14,7 @@ What a session's rows and search document need can be planned ahead
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import defaultdict, namedtuple
 from dataclasses import dataclass
@@ -555,27 +556,20 @@ def is_moment(timestamp: str | None) -> bool:
     return bool(timestamp) and timestamp[:4].isdigit() and timestamp[4:5] == "-"
 
 
+# The forms most logs write, every field in range (a day up to 31 in any month, as SQLite reads it).
+USUAL_MOMENT = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{3})?Z"
+)
+
+
 def moment(timestamp: str) -> str | None:
     """A session's times are kept in the canonical UTC form (``utc.py``), so text
     order is time order wherever sessions are sorted; None for a time no calendar
-    has (``2024-13-45``, year 0). The usual form is already canonical: it is only checked."""
-    if timestamp[10:11] == "T" and timestamp[-1:] == "Z" and plausible(timestamp):
-        if len(timestamp) == 24 and timestamp[19] == "." and timestamp[20:23].isdigit():
-            return timestamp
-        if len(timestamp) == 20:  # whole seconds
-            return timestamp[:19] + ".000Z"
+    has (``2024-13-45``, year 0). The usual forms are only checked, not parsed."""
+    usual = USUAL_MOMENT.fullmatch(timestamp)
+    if usual and not timestamp.startswith("0000"):
+        return timestamp if usual.group(1) else timestamp[:19] + ".000Z"
     return canonical(timestamp)
-
-
-def plausible(timestamp: str) -> bool:
-    """``YYYY-MM-DDTHH:MM:SS`` with every field in range (a day up to 31 in any month, as SQLite reads it)."""
-    t = timestamp
-    return (
-        t[:4].isdigit() and t[5:7].isdigit() and t[8:10].isdigit() and t[11:13].isdigit()
-        and t[14:16].isdigit() and t[17:19].isdigit() and t[4] == "-" and t[7] == "-" and t[13] == ":" and t[16] == ":"
-        and "0001" <= t[:4] and "01" <= t[5:7] <= "12" and "01" <= t[8:10] <= "31"
-        and t[11:13] <= "23" and t[14:16] <= "59" and t[17:19] <= "59"
-    )
 
 
 def project_slug(path: str | None) -> str | None:
