@@ -75,6 +75,8 @@ def call(db_path, helper, *args, session_id: str | None = None):
 
 def require_session(conn, session_id: str) -> dict:
     """The session ``session_id``, or ``OBELISK_NOT_FOUND`` naming the ids it may have meant."""
+    if not session_id.strip():
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "a session id is needed: it is empty or only whitespace")
     found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
     if not found:
         raise obelisk.unknown_session(conn, session_id)

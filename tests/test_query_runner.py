@@ -700,3 +700,10 @@ def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus
     found = run_script(recipe.replace("/home/me/myapp/src/db.py", "/path/to/Demo/todo-app/src/app/page.tsx"), corpus_db)
     assert [at for at, _ in found["edits"]] == ["2025-09-03T01:00:02.779Z", "2025-09-03T00:54:39.453Z"]  # newest first
     assert found["by_tool"] == [{"name": "Edit", "n": 4}, {"name": "Read", "n": 3}]
+
+
+@pytest.mark.parametrize("args", [["read", " "], ["search", "hello", "--session", ""], ["files", "/a.py", "--session", " "]])
+def test_an_empty_session_id_is_a_usage_error(corpus_db, args):
+    result = invoke(*args, "--db", corpus_db)
+    assert result.exit_code == 2 and "a session id is needed: it is empty or only whitespace" in result.stderr
+
