@@ -447,6 +447,25 @@ def test_m026_moves_an_inline_agents_summary_and_gives_it_its_parents_program(tm
                         ("small:agent-sidechain-sys1", "[trimmed for fixture]", "cli", 4, 1)]
 
 
+@pytest.mark.parametrize("text", [
+    "[Request interrupted by user]", "[Request interrupted by user for tool use]", "[Request interrupted by user]  \r\n\t",
+    "[Request interrupted by user] then typed", "[Request interrupted by user]\nNot that file", " [Request interrupted by user]",
+    "[Request interrupted by user] ]", "[Request interrupted by user\u00a0]", "[Request interrupted by user]\u00a0",
+    "[Request interrupted by user]\u2028", "[request interrupted by user]", "[Request interrupted by user",
+])
+def test_m027_reads_an_interruption_note_as_the_parser_does(tmp_path, text):
+    from datasette_obelisk.sources.claude_code import INTERRUPTION_NOTE
+    from datasette_obelisk.store.migrations import m027_mark_interruptions
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE messages (session_id, source, type, content_type, text)")
+    conn.execute("CREATE TABLE derive_queue (session_id UNIQUE)")
+    conn.execute("INSERT INTO messages VALUES ('s', 'claude', 'user', 'text', ?)", [text])
+    m027_mark_interruptions(conn)
+    marked = conn.execute("SELECT content_type FROM messages").fetchone()[0] == "interruption"
+    assert marked == bool(INTERRUPTION_NOTE.fullmatch(text))
+
+
 def test_an_interruption_is_no_prompt_and_m027_marks_those_stored_before(tmp_path):
     folder = tmp_path / "claude" / "projects" / "p"
     folder.mkdir(parents=True)

@@ -568,7 +568,8 @@ def test_overview_activity_reads_the_messages_once(web_db):
     assert [plan for plan in plans if "messages" in plan] == ["SCAN messages | USE TEMP B-TREE FOR GROUP BY"]
 
 
-@pytest.mark.parametrize("timestamp", ["0000-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59Z"])
+@pytest.mark.parametrize("timestamp", ["0000-01-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59Z",
+                                       "2026-02-31T10:00:00.000Z"])
 def test_overview_activity_leaves_out_days_outside_the_calendar(tmp_path, timestamp):
     from datasette_obelisk.query import dashboard
     from datasette_obelisk.store.ingest import ingest

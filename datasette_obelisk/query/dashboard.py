@@ -104,8 +104,8 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         ).fetchall(),
         "messages": [row for row in per_day if row[0] is not None],
     }
-    # Days Python's calendar can step through (SQLite reads years 0000 to 9999).
-    days = [day_text for rows in found.values() for day_text, _, _ in rows if "0001-01-01" <= day_text <= "9998-12-31"]
+    # Days Python's calendar has and can step past (SQLite also reads year 0000, 9999-12-31, 31 February).
+    days = [day for rows in found.values() for day, _, _ in rows if "0001-01-01" <= day <= "9998-12-31" and is_day(day)]
     if not days:
         return {"unit": "day", "buckets": [], "sources": [], "sessions": {}, "messages": {}, "undated": undated}
     first, last = date.fromisoformat(min(days)), date.fromisoformat(max(days))
@@ -133,6 +133,14 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
         **{kind: {s: per.get(s, [0] * len(buckets)) for s in sources} for kind, per in counts.items()},
         "undated": undated,
     }
+
+
+def is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _bucketing(first: date, last: date, max_buckets: int):

@@ -399,10 +399,11 @@ def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> 
 
 
 def fold(word: str) -> str:
-    """``word`` without its diacritics, as FTS5's ``remove_diacritics 2`` reads it."""
+    """``word`` without its diacritics, as FTS5's ``remove_diacritics 2`` reads it
+    (which leaves ligatures and full-width letters as they are: no compatibility folding)."""
     if word.isascii():
         return word
-    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
 
 
 def _sessions_by_id(conn, ids: list[str]) -> dict[str, dict]:

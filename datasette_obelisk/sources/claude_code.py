@@ -81,7 +81,7 @@ INTERRUPTED = "[Request interrupted by user"
 CANCELLED = "The user doesn't want to take this action right now"
 NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
 INTERRUPTION = "interruption"  # the content type of a line that says only that
-INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\]\s*")
+INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\][ \t\r\n]*")  # as m027 reads it
 SKILL_PREFIX = "Base directory for this skill"
 
 # Tool results that say the tool never ran because permission was refused:

@@ -556,7 +556,7 @@ def is_moment(timestamp: str | None) -> bool:
     return bool(timestamp) and timestamp[:4].isdigit() and timestamp[4:5] == "-"
 
 
-# The forms most logs write, every field in range (a day up to 31 in any month, as SQLite reads it).
+# The forms most logs write, every field in range (a day past the 28th is checked by ``canonical``).
 USUAL_MOMENT = re.compile(
     r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{3})?Z"
 )
@@ -567,7 +567,7 @@ def moment(timestamp: str) -> str | None:
     order is time order wherever sessions are sorted; None for a time no calendar
     has (``2024-13-45``, year 0). The usual forms are only checked, not parsed."""
     usual = USUAL_MOMENT.fullmatch(timestamp)
-    if usual and not timestamp.startswith("0000"):
+    if usual and not timestamp.startswith("0000") and timestamp[8:10] <= "28":  # a day every month has
         return timestamp if usual.group(1) else timestamp[:19] + ".000Z"
     return canonical(timestamp)
 
