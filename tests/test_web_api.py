@@ -95,6 +95,7 @@ async def test_what_a_helper_does_not_find_is_null_as_the_contract_says(ds, path
     [
         ("/search", {}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/search", {"q": "x", "limit": "many"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": ["x", "y"]}, 400, "OBELISK_INVALID_ARGUMENT"),  # which one?
         ("/search", {"q": "x", "limit": "0"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/search", {"q": "x", "includeMeta": "perhaps"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/search", {"q": "x", "mode": "raw"}, 200, None),
@@ -209,8 +210,9 @@ async def test_session_ids_with_colons_and_slashes_in_paths(ds):
         # a cursor whose fields are not what this service writes, MAC included
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_MAC}, 400, "SESSION_QUERY_INVALID_CURSOR"),
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
-        # a parameter the endpoint does not take: still the contract's own code
+        # a parameter the endpoint does not take, or one given twice: still the contract's own code
         ("/sessions", {"limit": "5"}, 400, "SESSION_QUERY_INVALID_QUERY"),
+        ("/titles", {"ids": ['["a"]', '["b"]']}, 400, "SESSION_QUERY_INVALID_QUERY"),
         (f"/event/{XSS_SESSION}/3", {"bogus": "1"}, 400, "SESSION_QUERY_INVALID_QUERY"),
     ],
 )

@@ -112,6 +112,9 @@ def json_view(endpoint):
                     bad_request,
                     f"unknown parameter {', '.join(unknown)}; this endpoint takes {', '.join(sorted(accepted))}",
                 )
+            repeated = sorted(name for name in request.args.keys() if len(request.args.getlist(name)) > 1)
+            if repeated:  # which one was meant? (lists are JSON values)
+                raise QueryError(bad_request, f"parameter {', '.join(repeated)} given more than once")
             db = await readable_database(datasette, request)
             await refresh_if_live(datasette, db)
             params = Params.from_request(request)
