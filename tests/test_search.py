@@ -97,6 +97,13 @@ def test_blank_query_is_invalid(read_conn, text):
     assert code_of(lambda: search_sessions(read_conn, text)) == "SESSION_QUERY_INVALID_QUERY"
 
 
+def test_a_lone_surrogate_is_an_invalid_query(read_conn):
+    for call in (lambda: parse_query("ab\ud800"), lambda: search_sessions(read_conn, "x\udcff y")):
+        with pytest.raises(QueryError) as error:
+            call()
+        assert error.value.code == "SESSION_QUERY_INVALID_QUERY"
+
+
 def test_other_invalid_queries():
     assert code_of(lambda: parse_query("x" * 1001)) == "SESSION_QUERY_INVALID_QUERY"
     assert code_of(lambda: parse_query("x", mode="fuzzy")) == "SESSION_QUERY_INVALID_QUERY"

@@ -151,6 +151,11 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
         )
     if not isinstance(text, str):
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query must be a string")
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query is not text UTF-8 can hold (a lone surrogate)") from None
     if max_chars is not None and len(text) > max_chars:
         raise QueryError(
             "SESSION_QUERY_INVALID_QUERY", f"the query is longer than {max_chars} characters"
