@@ -374,6 +374,19 @@ def test_tool_calls_and_results_by_outcome(db):
     ]
 
 
+def test_a_tool_search_result_holds_the_tools_it_found(db, home, corpus_root):
+    # small.jsonl line 13: the found tools are a list of definitions, not text parts
+    raw = (corpus_root / SMALL).read_text().splitlines()[12]
+    tools = json.loads(raw)["payload"]["tools"]
+    content, = db.execute("SELECT content FROM tool_results WHERE tool_use_id LIKE '%:call-3'").fetchone()
+    assert json.loads(content) == tools
+    # and search finds it by a tool's name
+    assert db.execute(
+        "SELECT m.content_type, m.timestamp FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+        "WHERE messages_fts MATCH '\"example_tool\"'"
+    ).fetchall() == [("tool_result", "2026-08-03T10:48:56.000Z")]
+
+
 def test_file_paths_from_patches_and_shell_writes(db):
     assert db.execute("SELECT tool_call_id, path FROM tool_call_files ORDER BY 1, 2").fetchall() == TOOL_CALL_FILES
     assert db.execute(

@@ -358,15 +358,23 @@ def test_outcomes_from_exit_codes_rejections_and_aborts():
         envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
         output("f", "aborted"),  # written after the abort: the result is read from it
         envelope("event_msg", {"type": "task_started"}),  # the next turn: g got no output
+        # a command's own output that mentions a refusal or an exit code
+        call("h", "exec_command", {"cmd": "rg rejected"}),
+        output("h", "Chunk ID: 2\nWall time: 0.0 seconds\nProcess exited with code 0\nOutput:\n"
+                    "src/policy.rs:12: // the call was rejected by user\n"),
+        call("i", "exec_command", {"cmd": "./run"}),
+        output("i", "Chunk ID: 3\nWall time: 10.0 seconds\nProcess running with session ID 4242\nOutput:\n"
+                    "step 1\nExit code: 1\n"),
+        call("j"), output("j", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nPermission denied by user policy"),
     ])
     results = {r.tool_use_id.rsplit(":", 1)[1]: r for r in of(records, ToolResult)}
     assert {k: r.outcome for k, r in results.items()} == {
         "a": "failed", "b": "succeeded", "c": "failed", "d": "blocked", "e": "cancelled", "f": "cancelled",
-        "g": "blocked",
+        "g": "blocked", "h": "succeeded", "i": "succeeded", "j": "succeeded",
     }
     assert (results["a"].exit_code, results["a"].content, results["a"].is_error) == (2, "boom", 1)
-    assert results["c"].exit_code == 1
-    assert len(of(records, ToolResult)) == 7
+    assert {k: results[k].exit_code for k in "cdhij"} == {"c": 1, "d": None, "h": 0, "i": None, "j": 0}
+    assert len(of(records, ToolResult)) == 10
 
 
 def test_codex_error_reports_of_built_in_tools_are_failures():

@@ -262,6 +262,9 @@ TOOL_ERROR_PREFIXES = (
     "execution error:",
 )
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
+# Where Codex's header (exit code, wall time) ends and the command's own output
+# begins: nothing after it is Codex speaking.
+_OUTPUT_START = re.compile(r"(?:^|\n)Output:(?:\n|$)")
 EXIT_SCAN_CHARS = 1024
 # Last resort of the fork rule (see ``_is_replay``): a re-stamped copy of
 # parent history is written in one flush, its lines milliseconds apart.
@@ -291,7 +294,9 @@ class CodexSource:
     #    is closed at the time of the abort or prompt that closed it; a spawned
     #    agent's role and nickname from its own log outrank the parent's event;
     #    a turn's reasoning effort is the session's
-    parser_version = 7
+    # 8: an exit code is read from Codex's header only, a refusal from the first
+    #    line only; a tool search's result holds the tools it found
+    parser_version = 8
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
     folder_layout = "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* (or a sessions folder itself)"
@@ -1455,7 +1460,8 @@ def _output_text(item: dict) -> tuple[str, int | None]:
     """The readable output of a tool and its exit code when it states one."""
     output = item.get("output")
     if item.get("type") == "tool_search_output" and output is None:
-        output = item.get("tools")
+        # the tools it found, which hold no text parts: kept whole as JSON
+        output = as_json(item["tools"]) if item.get("tools") else None
     exit_code = None
     if isinstance(output, str):
         wrapped = loads_or_none(output) if output.startswith('{"output"') else None
@@ -1473,17 +1479,28 @@ def _output_text(item: dict) -> tuple[str, int | None]:
         text = ""
     else:
         text = as_json(output)
-    match = _EXIT_CODE.search(text[:EXIT_SCAN_CHARS])
+    match = _EXIT_CODE.search(_output_header(text))
     if match:
         exit_code = int(match.group(1))
     return text, exit_code
+
+
+def _output_header(text: str) -> str:
+    """What Codex wrote before a command's own output, or the start of an
+    output that has no such header."""
+    head = text[:EXIT_SCAN_CHARS]
+    start = _OUTPUT_START.search(head)
+    return head[: start.start()] if start else head
 
 
 def _output_outcome(text: str, exit_code: int | None, item: dict) -> str:
     head = text[:EXIT_SCAN_CHARS].lower()
     if text.strip() == "aborted" or head.startswith("aborted by user"):
         return "cancelled"
-    if any(marker in head for marker in REJECTION_MARKERS):
+    # Codex's refusal is the whole first line; a command's output that
+    # mentions a refusal (a grep hit, a log) is not one.
+    first_line = head.split("\n", 1)[0]
+    if exit_code is None and any(marker in first_line for marker in REJECTION_MARKERS):
         return "blocked"
     if exit_code not in (None, 0) or item.get("success") is False or _is_tool_error(text):
         return "failed"
