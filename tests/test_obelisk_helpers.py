@@ -830,6 +830,19 @@ def test_subagents_with_message_counts(ro):
     assert o.subagents(ro, {"sessionId": "ef958aa1-0e93-49f0-bb71-150f63befcd1", "source": "codex"}) == []
 
 
+def test_subagents_of_a_parent_whose_log_is_missing_keep_their_source_and_project(ro):
+    # marot__spotter keeps two agent files of fa812bfe-…, whose own log is not in the corpus.
+    parent = "fa812bfe-b295-4cca-9c2f-fdf01028cb46"
+    assert ro.execute("SELECT COUNT(*) FROM sessions WHERE id = ?", [parent]).fetchone()[0] == 0
+    every = [r["agent_id"] for r in o.subagents(ro, {"sessionId": parent})]
+    assert sorted(every) == ["a93ccab", "acompact-70d8e7"]
+    assert [r["agent_id"] for r in o.subagents(ro, {"sessionId": parent, "source": "claude"})] == every
+    assert [r["agent_id"] for r in o.subagents(ro, {"sessionId": parent, "project": "marot__spotter"})] == every
+    # filtered by each source in turn, the lists add up to the whole
+    whole = o.subagents(ro, {"limit": 1000})
+    assert sum(len(o.subagents(ro, {"limit": 1000, "source": s})) for s in ("claude", "codex", "gemini")) == len(whole)
+
+
 @pytest.fixture
 def workflow_db(tmp_path):
     db = build_toy_db(tmp_path, {

@@ -979,9 +979,15 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
 
 
 def subagents(conn, opts=None, **kwargs) -> list[dict]:
-    """Subagent rows with the number of messages in their transcript."""
+    """Subagent rows with the number of messages in their transcript.
+
+    An agent whose parent's log is missing takes its own session's project
+    and source."""
     o = known_source(conn, options("subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source")))
-    where = Where().scope(o, {"session_id": "sa.session_id", "project": "s.project", "source": "s.source"})
+    where = Where().scope(o, {
+        "session_id": "sa.session_id", "project": "COALESCE(s.project, c.project)",
+        "source": "COALESCE(s.source, c.source)",
+    })
     found = rows(
         conn,
         f"""SELECT sa.*, (SELECT COUNT(*) FROM messages m WHERE m.session_id = sa.child_session_id) AS messageCount
