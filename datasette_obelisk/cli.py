@@ -349,6 +349,13 @@ def root_warnings(sources: dict, names, dirs: dict) -> list[dict]:
     return default_folder_warnings({name: sources[name] for name in selected if name not in explicit})
 
 
+def plugin_warnings() -> list[dict]:
+    """A warning for each source plugin left out because it failed, as ``root_warnings`` gives them."""
+    from .plugins import broken_plugins
+
+    return [{"source": None, "path": None, "message": message} for message in broken_plugins()]
+
+
 def echo_warnings(warnings) -> None:
     for warning in warnings:
         click.echo(f"warning: {warning['message']}", err=True)
@@ -384,7 +391,7 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
 
     sources = get_sources()
     roots = source_roots(sources, source_names, dirs)
-    warnings = root_warnings(sources, source_names, dirs)
+    warnings = plugin_warnings() + root_warnings(sources, source_names, dirs)
     db = writable_db(db_path)
     echo_warnings(warnings)
     show = sys.stderr.isatty() if progress is None else progress
@@ -484,10 +491,12 @@ def sources(as_json):
         obelisk sources
     """
     from .plugins import get_sources
-    from .sources.base import non_folder_default
+    from .sources.base import default_root_of, non_folder_default
 
     listed = []
-    for name, source in get_sources().items():
+    installed = get_sources()
+    echo_warnings(plugin_warnings())
+    for name, source in installed.items():
         folder, problem = None, None
         try:
             check_variable_folder(source)
@@ -495,8 +504,8 @@ def sources(as_json):
             if not_folder:
                 problem = f"{not_folder} is not a folder"
             else:
-                folder = source.default_root(os.environ)
-                problem = None if folder else "no default folder found"
+                folder, failure = default_root_of(source, os.environ)
+                problem = failure or (None if folder else "no default folder found")
         except click.UsageError as error:
             problem = error.message
         listed.append({"name": name, "parser_version": source.parser_version,

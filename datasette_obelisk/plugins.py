@@ -28,12 +28,29 @@ for _name in BUILTIN_SOURCES:
 
 
 def get_sources() -> dict:
-    """Every installed source by name, in registration order."""
+    """Every installed source by name, in registration order.
+
+    A plugin whose hook raises is left out (``broken_plugins`` says why):
+    the other sources still work."""
     found = {}
-    for batch in reversed(pm.hook.obelisk_sources()):
-        for source in batch:
+    _broken.clear()
+    for impl in pm.hook.obelisk_sources.get_hookimpls():
+        try:
+            batch = impl.function()
+        except Exception as exc:
+            _broken[impl.plugin_name] = repr(exc)
+            continue
+        for source in batch or ():
             found.setdefault(source.name, source)
     return found
+
+
+_broken: dict[str, str] = {}
+
+
+def broken_plugins() -> list[str]:
+    """A sentence for each source plugin whose hook raised when asked for its sources."""
+    return [f"the source plugin {name} failed and is left out: {reason}" for name, reason in _broken.items()]
 
 
 def unknown_sources(names, installed, stored=()) -> str | None:

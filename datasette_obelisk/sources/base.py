@@ -46,7 +46,7 @@ class FileParser(Protocol):
 
 
 class Source(Protocol):
-    """A log source. Besides these, a source may declare two optional class attributes:
+    """A log source. Besides the members below, a source may declare optional class attributes:
 
     ``root_variable: str | None``
         The environment variable that names its folder (``"CODEX_HOME"``).
@@ -59,8 +59,13 @@ class Source(Protocol):
     ``folder_layout: str``
         What its folder holds, for the warning given when a folder passed
         to ``ingest`` holds no file of this source.
+    ``trusted_records: bool``
+        True skips the check of each record's fields against ``records``
+        (the built-in sources, whose tests pin their records). Left unset,
+        a line that yields a malformed record is reported as a parser error
+        and its records are not written.
 
-    ``root_location`` reads both; ``default_root`` can be
+    ``root_location`` reads the first two; ``default_root`` can be
     ``existing_folder(root_location(self, environ))``.
     """
 
@@ -103,12 +108,20 @@ def existing_folder(path: Path | None) -> Path | None:
     return path if path is not None and path.is_dir() else None
 
 
+def default_root_of(source: Any, environ: Mapping[str, str]) -> tuple[Path | None, str | None]:
+    """``source.default_root(environ)``, and why there is none when asking raised."""
+    try:
+        return source.default_root(environ), None
+    except Exception as exc:  # a plugin's bug costs its own source only
+        return None, f"the {source.name} source could not name its default folder: {exc!r}; {source.name} not ingested"
+
+
 def non_folder_default(source: Any, environ: Mapping[str, str]) -> Path | None:
     """``source``'s default folder (its ``home_folder``, used when its ``root_variable`` is
     unset, or what its ``default_root`` returns) when that exists and is not a folder, else None."""
     if variable_root(source, environ) is not None:
         return None  # what the variable names is the caller's to check
-    for location in (root_location(source, environ), source.default_root(environ)):
+    for location in (root_location(source, environ), default_root_of(source, environ)[0]):
         if location is not None and Path(location).exists() and not Path(location).is_dir():
             return Path(location)
     return None
@@ -123,6 +136,8 @@ def default_folder_warnings(sources: Mapping[str, Any], environ: Mapping[str, st
         if path is not None:
             message = f"the {name} source's default folder {path} is not a folder; {name} not ingested"
             warnings.append({"source": name, "path": str(path), "message": message})
+        elif (failure := default_root_of(source, environ)[1]) is not None:
+            warnings.append({"source": name, "path": None, "message": failure})
     return warnings
 
 

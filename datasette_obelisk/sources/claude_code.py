@@ -125,6 +125,7 @@ class ClaudeCodeSource:
     # task say where they come from (its .meta.json outranks its call's result);
     # an assistant line's effort is the session's reasoning effort
     parser_version = 8
+    trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
     folder_layout = "projects/<project>/<session>.jsonl (or a projects folder, or one project's folder)"

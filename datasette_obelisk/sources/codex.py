@@ -297,6 +297,7 @@ class CodexSource:
     # 8: an exit code is read from Codex's header only, a refusal from the first
     #    line only; a tool search's result holds the tools it found
     parser_version = 8
+    trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
     folder_layout = "sessions/YYYY/MM/DD/rollout-*.jsonl[.zst] or archived_sessions/rollout-* (or a sessions folder itself)"

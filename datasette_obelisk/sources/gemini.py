@@ -94,6 +94,7 @@ class GeminiSource:
     # 9: a reply without text is typed by what it holds (tool calls, else
     #    thoughts), or has no type when it holds nothing
     parser_version = 9
+    trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
     root_variable = None

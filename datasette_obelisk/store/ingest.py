@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Mapping
 import orjson
 
 from ..records import LineError, Position
-from ..sources.base import Source, SourceFile, default_folder_warnings
+from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, set_state, transaction
@@ -135,7 +135,7 @@ class Ingester:
         conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
         self.conn = conn
         self.sources = sources
-        self.roots = roots
+        self.roots = dict(roots)
         self.reader = Reader(sources, redact, chunk_bytes)
         self.redact = redact
         self.chunk_bytes = chunk_bytes
@@ -162,8 +162,15 @@ class Ingester:
 
     def discover(self) -> list[SourceFile]:
         units = []
-        for name, root in self.roots.items():
-            found = list(self.sources[name].discover(root))
+        for name, root in list(self.roots.items()):
+            try:
+                found = list(self.sources[name].discover(root))
+            except Exception as exc:  # a plugin's bug costs its own source only
+                reason = f"the {name} source could not list its files: {exc!r}"
+                self.summary.errors += 1
+                self.summary.error_samples.append((str(root), None, reason))
+                del self.roots[name]  # nor are its stored files taken for gone
+                continue
             self.found[name] = len(found)
             units.extend(found)
         return self.one_path_per_file(in_read_order(units))
@@ -897,7 +904,7 @@ def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str
     skipped with a warning: ``sources.base.default_folder_warnings``)."""
     roots = {}
     for name, source in sources.items():
-        root = source.default_root(environ)
+        root = default_root_of(source, environ)[0]
         if root is not None and Path(root).is_dir():
             roots[name] = Path(root)
     return roots

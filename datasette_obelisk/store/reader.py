@@ -19,6 +19,7 @@ from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
 from ..sources.lines import BOM, Line, decode_object, read_lines
 from .fingerprint import hashes_at
+from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
 from .writer import split_messages
 
@@ -83,13 +84,21 @@ class Reader:
                 yield from self._read(job, raw, stream)
         except OSError as exc:
             yield ReadFailed(f"cannot read file: {exc}")
+        except Exception as exc:  # a parser that cannot open or save its state fails its file, not the run
+            yield ReadFailed(f"parser error: {exc!r}")
 
     def _read(self, job: Job, raw, stream) -> Iterator:
         unit = job.unit
-        parser = self.sources[unit.source].open_parser(unit, job.state)
+        source = self.sources[unit.source]
+        parser = source.open_parser(unit, job.state)
+        trusted = getattr(source, "trusted_records", False)
+        feed = self.feed if trusted else self.checked_feed
         if unit.layout == "document":
             data = stream.read()
-            yield self.batch(unit, parser, raw, self.document_records(parser, data), len(data), 1, 1)
+            found = self.document_records(parser, data)
+            if not trusted:
+                found = checked_document(found, Position(1, 0, len(data)))
+            yield self.batch(unit, parser, raw, found, len(data), 1, 1)
             return
         cursor, line_no = job.cursor, job.line_no
         stream.seek(cursor) if stream is raw else _skip(stream, cursor)
@@ -104,7 +113,7 @@ class Reader:
             end = line.position.byte_offset + line.position.byte_length
             if not line.terminated:
                 if is_complete(line):
-                    records.extend(self.feed(parser, line))
+                    records.extend(feed(parser, line))
                     yield self.batch(unit, parser, raw, records, end, line.position.line_no, lines + 1, open_line=True)
                 else:
                     yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=end - cursor)
@@ -114,7 +123,7 @@ class Reader:
             if line.data is not None and not line.data.strip():
                 cursor, line_no = end + 1, line.position.line_no
                 continue
-            records.extend(self.feed(parser, line))
+            records.extend(feed(parser, line))
             lines += 1
             size += line.position.byte_length + 1
             cursor, line_no = end + 1, line.position.line_no
@@ -145,6 +154,11 @@ class Reader:
             return list(parser.feed(line.data, line.position))
         except Exception as exc:  # a parser bug must not stop the run
             return [LineError(line.position, f"parser error: {exc!r}")]
+
+    @classmethod
+    def checked_feed(cls, parser, line: Line) -> list:
+        """``feed`` for a parser whose records are not known to be well formed."""
+        return checked_line(cls.feed(parser, line), line.position)
 
     @staticmethod
     def document_records(parser, data: bytes) -> list:

@@ -1,0 +1,174 @@
+"""A third-party source with a bug costs its own lines or files, never the run."""
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+
+from datasette_obelisk.cli import cli
+from datasette_obelisk.hookspecs import hookimpl
+from datasette_obelisk.plugins import broken_plugins, get_sources, pm
+from datasette_obelisk.records import Message
+from datasette_obelisk.store.ingest import default_roots, ingest
+from toy_source import ToyParser, ToySource
+
+
+class BuggyParser(ToyParser):
+    """A toy parser whose line with ``"bug": X`` yields a malformed record."""
+
+    def feed(self, data, position):
+        records = list(super().feed(data, position))
+        bug = json.loads(data).get("bug") if data.startswith(b"{") else None
+        if bug == "dict":
+            records.append({"uuid": "x"})
+        elif bug == "none":
+            records.append(None)
+        elif bug == "text":
+            records[1].text = 5
+        elif bug == "session":
+            records[1].session_id = None
+        elif bug == "position":
+            records[1].position = None
+        elif bug == "meta":
+            records.append(Message("m", "s", "buggy", "user", position, meta=["not", "a", "dict"]))
+        elif bug == "state":
+            self.count = {1, 2}  # no JSON
+        return records
+
+
+class BuggySource(ToySource):
+    name = "buggy"
+
+    def __init__(self, fail=None):
+        self.fail = fail
+
+    def default_root(self, environ):
+        if self.fail == "default_root":
+            raise RuntimeError("no home for buggy")
+        return None
+
+    def discover(self, root):
+        if self.fail == "discover":
+            raise RuntimeError("cannot list")
+        for unit in super().discover(root):
+            unit.source = "buggy"
+            yield unit
+
+    def open_parser(self, unit, state):
+        if self.fail == "open":
+            raise RuntimeError("cannot open")
+        return BuggyParser(unit, state)
+
+
+def line(**fields):
+    return (json.dumps(fields) + "\n").encode()
+
+
+@pytest.fixture
+def roots(tmp_path):
+    good, buggy = tmp_path / "toy", tmp_path / "buggy"
+    good.mkdir()
+    buggy.mkdir()
+    (good / "g.jsonl").write_bytes(line(id="g1", text="kept whatever the plugin does"))
+    (buggy / "a.jsonl").write_bytes(line(id="a1", text="first") + line(id="a2", text="second"))
+    return {"toy": good, "buggy": buggy}
+
+
+def run(db, roots, fail=None):
+    return ingest(db, roots, sources={"toy": ToySource(), "buggy": BuggySource(fail)})
+
+
+def query(db, sql):
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("bug,reason", [
+    ("dict", "parser error: a parser yielded dict, which is no record"),
+    ("none", "parser error: a parser yielded NoneType, which is no record"),
+    ("text", "parser error: Message.text is int, not text"),
+    ("session", "parser error: Message.session_id is NoneType, not text"),
+    ("position", "parser error: Message.position is NoneType, not a Position"),
+    ("meta", "parser error: Message.meta is list, not an object or null"),
+])
+def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason):
+    db = tmp_path / "o.db"
+    with (roots["buggy"] / "a.jsonl").open("ab") as f:
+        f.write(line(id="a3", text="malformed", bug=bug) + line(id="a4", text="after it"))
+    summary = run(db, roots)
+    assert (summary.errors, summary.error_samples) == (1, [(str(roots["buggy"] / "a.jsonl"), 3, reason)])
+    assert query(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a1",), ("a2",), ("a4",), ("g1",)]
+    assert query(db, "SELECT line_no, reason FROM ingest_errors") == [(3, reason)]
+    # the run goes on as usual: a line appended later is read
+    with (roots["buggy"] / "a.jsonl").open("ab") as f:
+        f.write(line(id="a5", text="later"))
+    assert run(db, roots).errors == 0
+    assert query(db, "SELECT COUNT(*) FROM messages WHERE uuid IN ('a4', 'a5')") == [(2,)]
+
+
+@pytest.mark.parametrize("fail,bug,reason", [
+    ("open", None, "parser error: RuntimeError('cannot open')"),
+    (None, "state", "parser error: TypeError('Type is not JSON serializable: set')"),
+])
+def test_a_parser_that_cannot_open_or_save_fails_its_file_only(tmp_path, roots, fail, bug, reason):
+    db = tmp_path / "o.db"
+    if bug:
+        (roots["buggy"] / "a.jsonl").write_bytes(line(id="a1", text="x", bug=bug))
+    summary = run(db, roots, fail)
+    assert summary.errors == 1
+    assert summary.error_samples == [(str(roots["buggy"] / "a.jsonl"), None, reason)]
+    assert query(db, "SELECT uuid FROM messages") == [("g1",)]
+    assert query(db, "SELECT path LIKE '%a.jsonl', reason FROM ingest_errors") == [(1, reason)]
+
+
+def test_a_source_that_cannot_list_its_files_keeps_what_it_stored(tmp_path, roots):
+    db = tmp_path / "o.db"
+    assert run(db, roots).errors == 0
+    summary = run(db, roots, "discover")
+    assert (summary.errors, summary.error_samples, summary.files_missing) == (
+        1, [(str(roots["buggy"]), None, "the buggy source could not list its files: RuntimeError('cannot list')")], 0,
+    )
+    assert query(db, "SELECT source, missing FROM source_files ORDER BY source") == [("buggy", 0), ("toy", 0)]
+    assert query(db, "SELECT COUNT(*) FROM messages") == [(3,)]
+
+
+def test_a_source_that_cannot_name_its_default_folder_is_skipped(tmp_path, monkeypatch):
+    sources = {"toy": ToySource(), "buggy": BuggySource("default_root")}
+    assert default_roots(sources) == {}
+    monkeypatch.setattr("datasette_obelisk.plugins.get_sources", lambda: sources)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    listed = CliRunner().invoke(cli, ["sources", "--json"])
+    assert listed.exit_code == 0
+    assert [item["problem"] for item in json.loads(listed.stdout)] == [
+        "no default folder found",
+        "the buggy source could not name its default folder: RuntimeError('no home for buggy'); buggy not ingested",
+    ]
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--json"])
+    assert result.exit_code == 0
+    assert [w["message"] for w in json.loads(result.stdout)["warnings"]] == [
+        "the buggy source could not name its default folder: RuntimeError('no home for buggy'); buggy not ingested",
+    ]
+
+
+class RaisingPlugin:
+    @hookimpl
+    def obelisk_sources(self):
+        raise RuntimeError("plugin exploded")
+
+
+def test_a_plugin_whose_hook_raises_is_left_out_and_named():
+    plugin = RaisingPlugin()
+    pm.register(plugin, "exploding")
+    try:
+        assert {"claude", "codex", "gemini"} <= set(get_sources())
+        assert "the source plugin exploding failed and is left out: RuntimeError('plugin exploded')" in broken_plugins()
+        result = CliRunner().invoke(cli, ["sources"])
+        assert result.exit_code == 0
+        assert "warning: the source plugin exploding failed and is left out" in result.stderr
+        assert "claude\tparser v" in result.stdout
+    finally:
+        pm.unregister(plugin)
