@@ -265,13 +265,36 @@ def test_a_long_document_is_marked_only_around_its_first_term(monkeypatch):
     [(index, (marked, other))] = match_documents(query.expression, [("short", ""), (long, "")], query.terms)
     start = long.index("Webpackage") - 100
     assert (index, other) == (1, "")
-    assert marked.replace(fts.MARK_START, "").replace(fts.MARK_END, "") == long[start : start + 2_000]
-    assert marked.index(fts.MARK_START) == 100 + len("Webpackage compiled ")  # the first phrase: "webpackage" stems otherwise
+    # cut between words: from the space before "lorem", to the space after the last whole word
+    assert long[start : start + 4] == "sum "
+    assert marked.replace(fts.MARK_START, "").replace(fts.MARK_END, "") == long[start + 3 : long.rindex(" ", 0, start + 2_000) + 1]
+    assert marked.index(fts.MARK_START) == 97 + len("Webpackage compiled ")  # the first phrase: "webpackage" stems otherwise
     # A window in which the expression no longer matches is marked term by term.
     apart = filler + "webpack " + "x " * 5_000 + "compiled"
     [(_, (marked, _))] = match_documents(parse_query("webpack compiled").expression, [(apart, "")], ("webpack", "compiled"))
-    assert marked.startswith(apart[len(filler) - 100 : len(filler)]) and marked.count(fts.MARK_START) == 1
+    assert marked.startswith(apart[len(filler) - 97 : len(filler)]) and marked.count(fts.MARK_START) == 1
     assert match_documents(query.expression, [(filler, "")], query.terms) == []
+
+
+def test_a_long_document_is_matched_whole_only_when_its_window_cannot_settle_it(monkeypatch):
+    from datasette_obelisk.query import fts
+
+    monkeypatch.setattr(fts, "HIGHLIGHT_CHARS", 2_000)
+    monkeypatch.setattr(fts, "WINDOW_BEFORE", 100)
+    matched_lengths = []
+    matching = fts._matching
+    monkeypatch.setattr(fts, "_matching", lambda e, docs, **k: matched_lengths.append(max(len(d[0]) for d in docs) if docs else 0) or matching(e, docs, **k))
+    filler = "lorem ipsum " * 1_000
+    found = lambda query, doc: match_documents(parse_query(query).expression, [(doc, "")], parse_query(query).terms)  # noqa: E731
+    # the window holds the term and is cut between words: no whole document is tokenized
+    assert [n for n, _ in found("webpack", filler + "webpack " + filler)] == [0]
+    assert matched_lengths[0] <= 2_000 and matched_lengths[1:] == [0]
+    # a window that starts inside a long word could hold a word the document does not: it is checked whole
+    matched_lengths.clear()
+    unbroken = "a" * 5_000 + " webpack " + filler
+    assert [n for n, _ in found("webpack", unbroken)] == [0] and matched_lengths[1:] == [len(unbroken)]
+    # terms far apart: the whole document says yes
+    assert [n for n, _ in found("webpack compiled", "webpack " + filler + "compiled")] == [0]
 
 
 def test_first_word_start_finds_a_term_at_the_start_of_a_word_in_any_case():
