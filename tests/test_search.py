@@ -248,6 +248,75 @@ def test_raw_mode_ranks_all_matches(logs):
     assert page["items"][0]["best"]["uuid"] == "b1"
 
 
+def fts5_statements(conn) -> list[str]:
+    """The statements ``conn`` runs that match ``messages_fts``, as it runs them."""
+    found: list[str] = []
+    conn.set_trace_callback(lambda sql: found.append(sql) if "messages_fts MATCH" in sql else None)
+    return found
+
+
+def test_a_raw_prefix_is_matched_once_per_search_not_per_session(logs):
+    conn = logs.conn()
+    statements = fts5_statements(conn)
+    page = search_sessions(conn, "migr*", mode="raw")
+    assert [(i["session"]["id"], [(h["uuid"], h["score"], h["snippet"]) for h in i["hits"]]) for i in page["items"]] == [
+        ("s2", [("b2", 0.928164, {"text": "migration of the cache", "matches": [[0, 9]]})]),
+        ("s1", [
+            ("a2", 1.229737, {"text": "I will fix the database migration now. The migration script was broken.",
+                              "matches": [[24, 33], [43, 52]]}),
+            ("a1", 1.207464, {"text": "The database migration failed", "matches": [[13, 22]]}),
+        ]),
+        ("s3", [("c1", 1.0, {"text": "A <b>database</b> migration, again", "matches": [[18, 27]]})]),
+    ]
+    assert len(statements) == 3  # the ranking, the matches, the snippets
+    statements.clear()
+    hits = search_events(conn, "s1", "migr*", mode="raw")["items"]
+    assert [(h["uuid"], h["snippet"]) for h in hits] == [(h["uuid"], h["snippet"]) for h in page["items"][1]["hits"]]
+    assert len(statements) == 2  # the session's matches, the snippets
+
+
+def test_a_raw_prefix_confirms_the_first_matches_of_a_session_s_id_range(toy, monkeypatch):
+    # s1's ids span s2's line: the matches read once are cut where FTS5 would cut them.
+    toy.write("s1", line("a1", "migrate the first table please", "2026-01-01T00:00:00Z"),
+              line("a2", "a long line about how we migrate the second table later today", "2026-01-01T00:01:00Z"))
+    toy.ingest()
+    toy.write("s2", line("b1", "migrate elsewhere", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    toy.write("s1", line("a3", "migrated", "2026-01-03T00:00:00Z"), append=True)
+    toy.ingest()
+    found = lambda: [(i["session"]["id"], [h["uuid"] for h in i["hits"]])  # noqa: E731
+                     for i in search_sessions(toy.conn(), "migr*", mode="raw")["items"]]
+    assert found() == [("s1", ["a3", "a1", "a2"]), ("s2", ["b1"])]
+    monkeypatch.setattr(search_module, "SCAN_MAX", 2)  # s1's range holds a1, a2, b1, a3: a3 is not read
+    assert found() == [("s1", ["a1", "a2"]), ("s2", ["b1"])]
+
+
+@pytest.mark.parametrize("expression", [
+    "t*", "fil* OR err*", "the NOT te*", "NEAR(fil* the, 3)", '"src" AND test*', "text: (re* OR upd*)", "^the*",
+    "file OR error", '"the file"',
+])
+@pytest.mark.parametrize("roles", [None, ["user"]])
+def test_raw_searches_find_what_fts5_finds_session_by_session(generated_db, monkeypatch, expression, roles):
+    """Reading a prefix's matches once changes nothing: the same pages, hits, scores and snippets
+    as asking FTS5 again for each session and each snippet."""
+    conn = connect(generated_db)
+
+    def results():
+        pages = all_pages(lambda **o: search_sessions(conn, expression, mode="raw", roles=roles, **o), limit=4)
+        items = [item for page in pages for item in page["items"]]
+        events = [search_events(conn, item["session"]["id"], expression, mode="raw", roles=roles)["items"]
+                  for item in items[:5]]
+        return items, events
+
+    items, events = results()
+    assert items and all(item["hits"] for item in items)
+    assert [item["session"]["id"] for item in items] == ids(
+        search_sessions(conn, expression, mode="raw", roles=roles, limit=100, snippets=0)
+    )
+    monkeypatch.setattr(search_module, "merges_prefixes", lambda expression: False)
+    assert results() == (items, events)
+
+
 def test_few_and_many_match_paths_find_the_same_sessions_and_best_events(logs, monkeypatch):
     """Many matches rank sessions by their bags (approximate), few by their best event (exact)."""
     few = search_sessions(logs.conn(), "database")

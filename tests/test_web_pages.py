@@ -97,6 +97,13 @@ async def test_search_page_groups_highlights_and_facets(ds):
 
 
 @pytest.mark.asyncio
+async def test_search_page_takes_a_raw_prefix(ds):
+    html = await page(ds, "/-/obelisk", q="zebra*", mode="raw")
+    assert f"/-/obelisk/session/{XSS_SESSION}" in html
+    assert "<mark>zebrafish</mark>" in html
+
+
+@pytest.mark.asyncio
 async def test_search_page_names_the_number_of_matches_its_facets_count(ds, monkeypatch):
     from datasette_obelisk.query import search_facets
 

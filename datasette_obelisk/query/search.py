@@ -46,7 +46,10 @@ phrase broken up, only filtered-out events) is skipped. A page examines at most
 ``MAX_CANDIDATES`` candidates (``MAX_EMPTY_CANDIDATES`` while it has found none),
 then returns what it has with a cursor. Raw
 FTS5 expressions cannot be lifted to bags (``NOT`` would exclude wrongly):
-they rank every matching message, the slow shape.
+they rank every matching message, the slow shape, once per search. FTS5
+answers a prefix (``t*``) by merging its terms' doclists over the whole table
+in every statement, however few rows it asks for: such an expression's
+matches are read once, and candidates confirmed from them.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ import json
 import re
 import sqlite3
 import unicodedata
+from bisect import bisect_left, bisect_right
+from functools import cached_property
 
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
 from .errors import QueryError
@@ -150,9 +155,12 @@ def search_sessions(
         return page
     finder = _finder(conn, fts, filters)
     items, next_position = finder.page(position, limit, max(1, snippets))
+    by_expression: dict[str, list] = {}  # one snippet statement per expression, not per session
     for item in items:
         item["hits"] = item["hits"][:snippets]
-        _finish_hits(conn, item.pop("expression"), fts, item["hits"])
+        by_expression.setdefault(item.pop("expression"), []).extend(item["hits"])
+    for expression, hits in by_expression.items():
+        _finish_hits(conn, expression, fts, hits)
     page["items"] = items
     if next_position is not None:
         page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, next_position)
@@ -224,11 +232,12 @@ class _Candidates:
         return self.fts.expanded(prefix_words(words[0] if words else "", self.fts.prefix_term))
 
     shortlist = SHORTLIST
+    matches: list[int] | None = None  # every rowid the expression matches, when read once per search
 
     def best_events(self, candidate: dict, expression: str, count: int) -> list[dict]:
         return best_events(
-            self.conn, expression, self.scorer, self.filters, candidate["session_id"],
-            candidate["first_id"], candidate["last_id"], candidate["avg_length"], count, self.shortlist,
+            self.conn, expression, self.scorer, self.filters, candidate["session_id"], candidate["first_id"],
+            candidate["last_id"], candidate["avg_length"], count, self.shortlist, self.matches,
         )
 
     def session_clause(self) -> tuple[str, list]:
@@ -310,9 +319,23 @@ class _FewMatches(_Candidates):
 
 
 class _AllMatches(_Candidates):
-    """Raw FTS5: rank every matching message, keep each session's best."""
+    """Raw FTS5: rank every matching message, keep each session's best.
+
+    The ranking is read once per search, and so are the matches of a prefix."""
 
     def candidates(self, offset: int, count: int) -> list[dict]:
+        return self.ranked[offset : offset + count]
+
+    @cached_property
+    def matches(self) -> list[int] | None:
+        if not merges_prefixes(self.fts.expression):
+            return None  # FTS5 finds a session's matches in its id range quickly
+        return [rowid for (rowid,) in self.conn.execute(
+            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", [self.fts.expression]
+        )]
+
+    @cached_property
+    def ranked(self) -> list[dict]:
         where, params = self.session_clause()
         event_where, event_params = self.filters.event_sql("m")
         return rows(
@@ -327,34 +350,49 @@ class _AllMatches(_Candidates):
                 FROM best b JOIN session_docs d ON d.session_id = b.session_id
                 JOIN sessions s ON s.id = b.session_id
                 WHERE {where}
-                ORDER BY b.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
-            [self.fts.expression, *event_params, *params, count, offset],
+                ORDER BY b.rank, s.ended_at DESC, s.id""",
+            [self.fts.expression, *event_params, *params],
         )
+
+
+def merges_prefixes(expression: str) -> bool:
+    """Whether FTS5 may answer ``expression`` by merging the doclists of a prefix's terms
+    over the whole table, in every statement and for each rowid of a ``rowid IN``."""
+    return "*" in expression
 
 
 def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, session_id: str,
                 first_id: int, last_id: int, avg_length: float, count: int,
-                shortlist: int = SHORTLIST) -> list[dict]:
+                shortlist: int = SHORTLIST, matches: list[int] | None = None) -> list[dict]:
     """The best-scoring matching events of one session.
 
-    Among the session's first ``SCAN_MAX`` matches (FTS5 reads a doclist
-    backwards slowly), the ``shortlist`` shortest are scored: bm25 favours
-    short messages, and scoring reads the text, which can be megabytes. A
-    session with no more matches than that has every one scored: exact.
+    Among the first ``SCAN_MAX`` matches of the session's id range (FTS5
+    reads a doclist backwards slowly), the ``shortlist`` shortest are scored:
+    bm25 favours short messages, and scoring reads the text, which can be
+    megabytes. A session with no more matches than that has every one scored:
+    exact. ``matches``: every rowid ``expression`` matches, in order, when the
+    caller has read them; FTS5 is not asked again.
     """
+    if matches is None:
+        found = f"""SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
+                    AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}"""
+        found_params = [expression, first_id, last_id]
+    else:
+        start = bisect_left(matches, first_id)
+        found = "SELECT value AS rowid FROM json_each(?)"
+        found_params = [json.dumps(matches[start : min(bisect_right(matches, last_id, start), start + SCAN_MAX)])]
     where, params = filters.event_sql("m")
     score, score_params = scorer.sql("?", [avg_length], window="w.window")
     return rows(
         conn,
         f"""WITH w AS MATERIALIZED (
               SELECT m.id, {WINDOW_SQL.format("m")} AS window FROM messages m WHERE m.id IN (
-                SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?
-                                  AND rowid BETWEEN ? AND ? LIMIT {SCAN_MAX}) x
+                SELECT m.id FROM ({found}) x
                 JOIN messages m {indexed_by(conn, "messages_session_rows")} ON m.session_id = ? AND m.id = x.rowid
                 WHERE {where} ORDER BY m.text_length, m.id DESC LIMIT {int(shortlist)}))
             SELECT {event_select("m")}, m.text_length, {score} AS score FROM w JOIN messages m ON m.id = w.id
             ORDER BY score DESC, m.id DESC LIMIT ?""",
-        [expression, first_id, last_id, session_id, *params, *score_params, count],
+        [*found_params, session_id, *params, *score_params, count],
     )
 
 
@@ -449,10 +487,12 @@ def search_events(
         return page
     where, params = filters.event_sql("m")
     score, score_params = EventScorer(conn, fts).sql("?", [average_length(conn, session_id)], window="w.window")
+    # FTS5 first (CROSS JOIN): read the other way round, it was asked once per message of the
+    # session, and a prefix merges its terms' doclists over the whole table each time.
     found = rows(
         conn,
         f"""WITH w AS MATERIALIZED (
-              SELECT m.id, {WINDOW_SQL.format("m")} AS window FROM messages_fts x JOIN messages m ON m.id = x.rowid
+              SELECT m.id, {WINDOW_SQL.format("m")} AS window FROM messages_fts x CROSS JOIN messages m ON m.id = x.rowid
               WHERE messages_fts MATCH ? AND x.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where})
             SELECT {event_select("m")}, m.text_length, {score} AS score FROM w JOIN messages m ON m.id = w.id
             ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?""",
@@ -482,13 +522,18 @@ def _finish_hits(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> None
 
 
 def _snippets(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> dict[int, dict]:
-    """Hit-centred snippets: FTS5 marks the matches, unless the text is huge."""
+    """Hit-centred snippets: FTS5 marks the matches, unless the text is huge.
+
+    FTS5 answers ``rowid IN (...)`` one rowid at a time, so a prefix reads
+    its matches once instead (``+rowid`` hides the rowids from FTS5).
+    """
     found: dict[int, dict] = {}
     small = [hit["id"] for hit in hits if hit["text_length"] <= HIGHLIGHT_MAX_CHARS]
     if small:
+        column = "+rowid" if merges_prefixes(expression) else "rowid"
         for rowid, marked, forged in conn.execute(
             "SELECT rowid, highlight(messages_fts, 0, ?1, ?2), instr(text, ?1) OR instr(text, ?2) FROM messages_fts "
-            f"WHERE messages_fts MATCH ?3 AND rowid IN ({', '.join('?' * len(small))})",
+            f"WHERE messages_fts MATCH ?3 AND {column} IN ({', '.join('?' * len(small))})",
             [MARK_START, MARK_END, expression, *small],
         ):
             if marked and MARK_START in marked and not forged:  # a text holding the marks is found below
