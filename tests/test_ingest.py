@@ -1058,3 +1058,57 @@ def test_a_long_first_prompt_is_folded_before_it_is_cut():
     prompt = "Please review this log:" + "\n" * 1_200 + "the build fails on step 3"
     assert stored_title(TitleCandidate("s", "first_prompt", prompt)) == "Please review this log: the build fails on step 3"
     assert stored_title(TitleCandidate("s", "custom", prompt)) == prompt[:999] + "…"
+
+
+def test_a_file_read_again_from_its_start_is_seen_whole_by_readers_until_its_new_rows_are_in(db, root):
+    """Forgetting its sessions, deleting its rows, reading it and deriving again are one commit."""
+    from toy_source import ToyParser
+
+    seen = []
+
+    class WatchedParser(ToyParser):
+        def feed(self, data, position):
+            conn = sqlite3.connect(db)  # a reader, as Datasette is, while the ingest writes
+            seen.append(conn.execute(
+                "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = 's1'), "
+                "(SELECT message_count FROM sessions WHERE id = 's1'), "
+                "(SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'before')"
+            ).fetchone())
+            conn.close()
+            return super().feed(data, position)
+
+    class WatchedSource(ToySource):
+        def open_parser(self, unit, state):
+            return WatchedParser(unit, state)
+
+    path = root / "s1.jsonl"
+    path.write_bytes(b"".join(line(id=f"m{i}", text=f"before {i}", ts="2026-01-01T00:00:00Z") for i in range(3)))
+    run(db, root)
+    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:00Z") for i in range(4)))
+    seen.clear()
+    ingest(db, {"toy": root}, sources={"toy": WatchedSource()})
+    assert seen == [(3, 3, 3)] * 4
+    assert rows(db, "SELECT COUNT(*), (SELECT message_count FROM sessions) FROM messages") == [(4, 4)]
+
+
+def test_an_error_about_a_whole_file_goes_once_the_file_is_read(db, root, monkeypatch):
+    from datasette_obelisk.store import ingest as ingest_module
+
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first"))
+    run(db, root)
+    with open(path, "ab") as f:
+        f.write(line(id="b", text="second"))
+
+    def locked(name, *args, **kwargs):
+        if str(name) == str(path):
+            raise PermissionError(13, "Permission denied", str(name))
+        return open(name, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "open", locked, raising=False)
+    assert run(db, root).errors == 1
+    assert rows(db, "SELECT line_no, reason LIKE 'cannot read file:%Permission denied%' FROM ingest_errors") == [(0, 1)]
+    monkeypatch.undo()
+    assert run(db, root).errors == 0
+    assert rows(db, "SELECT COUNT(*) FROM ingest_errors") == [(0,)]
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",)]

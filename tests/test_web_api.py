@@ -354,3 +354,23 @@ async def test_history_paging(ds):
 async def test_history_errors(ds, path, params, status, code):
     body = await get(ds, HISTORY + path, status, **params)
     assert body["ok"] is False and (code is None or body["error"]["code"] == code), body
+
+
+def test_a_request_reads_one_snapshot_while_an_ingest_commits(tmp_path):
+    from datasette_obelisk.web.handlers import time_limited
+
+    path = tmp_path / "live.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode = WAL")
+    writer.execute("CREATE TABLE t (id INTEGER)")
+    writer.execute("INSERT INTO t VALUES (1)")
+    reader = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def work(conn):
+        first = conn.execute("SELECT COUNT(*) FROM t").fetchone()[0]
+        writer.execute("DELETE FROM t")  # an ingest commits between two statements of one answer
+        return first, conn.execute("SELECT COUNT(*) FROM t").fetchone()[0]
+
+    assert time_limited(work, 1000)(reader) == (1, 1)
+    assert not reader.in_transaction
+    assert reader.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0

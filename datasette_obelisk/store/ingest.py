@@ -36,6 +36,10 @@ from .writer import Writer, delete_file_rows
 
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
+# A run that reads stored files again from their start, reading at most this
+# much in all, commits once: readers see the old rows until the new ones are
+# derived, never a session forgotten or half read.
+ATOMIC_REREAD_BYTES = 32 << 20
 READ_AHEAD_BYTES = 32 << 20
 PRECOUNT_WORDS = 1_000_000  # word counts kept for the session index, at most
 IDLE_MESSAGES = 500  # messages indexed per step while waiting for the reader
@@ -156,6 +160,7 @@ class Ingester:
         self._discovered: set[str] = set()  # their paths
         self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
         self._words_size = 0
+        self._held = False  # one transaction for this run's reads again (ATOMIC_REREAD_BYTES)
         self._progress = (0, 0)  # (bytes done before the file being read, bytes in all)
 
     # -- the run -------------------------------------------------------
@@ -226,8 +231,14 @@ class Ingester:
         self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = in_log_order(self.with_families([plan for plan in map(self.plan, units) if plan is not None]))
+        plans = [plan for plan in map(self.plan, units) if plan is not None]
+        if any(plan.job and plan.row and plan.resume is None for plan in plans):
+            self.begin_batch()
+            self._held = True
+        plans = in_log_order(self.with_families(plans))
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
+        if to_read > ATOMIC_REREAD_BYTES or (self.cold_load_bytes is not None and to_read >= self.cold_load_bytes):
+            self.release()
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         self.clear_families()
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -246,6 +257,7 @@ class Ingester:
             self.finish_cold_load_while_planning()
         self.note("deriving sessions")
         self.derive_pending()
+        self.release()
         self.plans.clear()
         self.summary.sessions = self.stored_sessions(self._sessions)
         self.summary.seconds = time.perf_counter() - started
@@ -421,6 +433,12 @@ class Ingester:
             return nullcontext()
         return transaction(self.conn)
 
+    def release(self) -> None:
+        """Commit what a run held back (see ``ATOMIC_REREAD_BYTES``)."""
+        if self._held:
+            self._held = False
+            self.flush(force=True)
+
     def begin_batch(self) -> None:
         if not self.conn.in_transaction:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -432,9 +450,10 @@ class Ingester:
 
         Small files share a transaction; none stays open for long, so other
         writers (memory writes through the web face) never wait more than
-        about ``BATCH_SECONDS``.
+        about ``BATCH_SECONDS``, except while a run that reads stored files
+        again holds its one transaction (``ATOMIC_REREAD_BYTES``).
         """
-        if not self.conn.in_transaction:
+        if not self.conn.in_transaction or self._held:
             return
         due = self._batch_bytes >= self.chunk_bytes or time.perf_counter() - self._batch_started >= BATCH_SECONDS
         if force or due:
@@ -617,9 +636,11 @@ class Ingester:
                 self.count_file("replayed", unit)
             if plan.resume is not None:
                 # Errors past the cursor were about an unfinished last line,
-                # which is about to be read again.
+                # which is about to be read again; one about the whole file
+                # (line 0: it could not be read) is over now that it can.
                 self.conn.execute(
-                    "DELETE FROM ingest_errors WHERE file_id = ? AND byte_offset >= ?", [file_id, plan.job.cursor]
+                    "DELETE FROM ingest_errors WHERE file_id = ? AND (byte_offset >= ? OR line_no = 0)",
+                    [file_id, plan.job.cursor],
                 )
         self._file_cursor = plan.job.cursor + plan.job.open_line  # the reader steps over the newline
         self._stored_cursor = self.conn.execute("SELECT cursor FROM source_files WHERE id = ?", [file_id]).fetchone()[0]

@@ -37,12 +37,19 @@ def time_limited(work, milliseconds: int):
     """``work(conn)``, interrupted once it has run ``milliseconds``: ``OBELISK_TIMEOUT``.
     A table or column missing from an older database (not migrated yet) is ``OBELISK_NOT_FOUND``.
 
+    Its statements read one snapshot (a read transaction): an ingest that
+    commits between two of them cannot hand the second a row the first
+    found gone.
+
     A query layer that names the interruption itself keeps its code
     (the session-query contract's ``SESSION_QUERY_ABORTED``).
     """
 
     def run(conn):
         set_deadline(conn, milliseconds / 1000)
+        snapshot = not conn.in_transaction
+        if snapshot:
+            conn.execute("BEGIN")
         try:
             return work(conn)
         except sqlite3.OperationalError as exc:
@@ -61,6 +68,8 @@ def time_limited(work, milliseconds: int):
                 raise past_limit(error.code, milliseconds) from None
             raise
         finally:
+            if snapshot and conn.in_transaction:
+                conn.execute("ROLLBACK")  # it only read
             set_deadline(conn, None)
 
     return run
