@@ -542,7 +542,7 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
     db = writable_db(db_path)
     if serve:
         check_port_free(port)
-    echo_warnings(root_warnings(sources, (), dirs))
+    echo_warnings(plugin_warnings() + root_warnings(sources, (), dirs))
     if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
         roots = watched = demo_roots(demo_dir)
         db = writable_db(demo_db(db))  # never mixed into the database your own logs will go to

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import entry_points
 
 import pluggy
 
@@ -16,7 +17,13 @@ BUILTIN_SOURCES = (
 
 pm = pluggy.PluginManager("obelisk")
 pm.add_hookspecs(hookspecs)
-pm.load_setuptools_entrypoints("obelisk")
+_unloadable: dict[str, str] = {}  # installed plugins that failed to import or register
+for _entry in entry_points(group="obelisk"):
+    if pm.get_plugin(_entry.name) is None and not pm.is_blocked(_entry.name):
+        try:
+            pm.register(_entry.load(), _entry.name)
+        except Exception as exc:  # one broken plugin must not stop every command
+            _unloadable[_entry.name] = repr(exc)
 for _name in BUILTIN_SOURCES:
     try:
         _module = importlib.import_module(_name)
@@ -30,18 +37,23 @@ for _name in BUILTIN_SOURCES:
 def get_sources() -> dict:
     """Every installed source by name, in registration order.
 
-    A plugin whose hook raises is left out (``broken_plugins`` says why):
-    the other sources still work."""
-    found = {}
-    _broken.clear()
+    A plugin whose hook raises, or returns anything but a list of named
+    sources, is left out (``broken_plugins`` says why): the other sources
+    still work."""
+    global _broken
+    found, broken = {}, {}
     for impl in pm.hook.obelisk_sources.get_hookimpls():
         try:
-            batch = impl.function()
+            batch = list(impl.function() or ())
+            names = [source.name for source in batch]
+            if not all(isinstance(name, str) and name for name in names):
+                raise TypeError(f"a source's name is not text: {names!r}")
         except Exception as exc:
-            _broken[impl.plugin_name] = repr(exc)
+            broken[impl.plugin_name] = repr(exc)
             continue
-        for source in batch or ():
-            found.setdefault(source.name, source)
+        for name, source in zip(names, batch):
+            found.setdefault(name, source)
+    _broken = broken
     return found
 
 
@@ -49,8 +61,10 @@ _broken: dict[str, str] = {}
 
 
 def broken_plugins() -> list[str]:
-    """A sentence for each source plugin whose hook raised when asked for its sources."""
-    return [f"the source plugin {name} failed and is left out: {reason}" for name, reason in _broken.items()]
+    """A sentence for each source plugin that could not be loaded, or whose hook failed
+    when last asked for its sources."""
+    return [f"the source plugin {name} failed and is left out: {reason}"
+            for name, reason in {**_unloadable, **_broken}.items()]
 
 
 def unknown_sources(names, installed, stored=()) -> str | None:

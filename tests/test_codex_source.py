@@ -366,15 +366,17 @@ def test_outcomes_from_exit_codes_rejections_and_aborts():
         output("i", "Chunk ID: 3\nWall time: 10.0 seconds\nProcess running with session ID 4242\nOutput:\n"
                     "step 1\nExit code: 1\n"),
         call("j"), output("j", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nPermission denied by user policy"),
+        call("k", "mcp__ci__status"), output("k", "build 41 passed\nExit code: 1 on build 40\n"),  # no header
+        call("l"), output("l", "Exit code: 3"),  # a header alone
     ])
     results = {r.tool_use_id.rsplit(":", 1)[1]: r for r in of(records, ToolResult)}
     assert {k: r.outcome for k, r in results.items()} == {
         "a": "failed", "b": "succeeded", "c": "failed", "d": "blocked", "e": "cancelled", "f": "cancelled",
-        "g": "blocked", "h": "succeeded", "i": "succeeded", "j": "succeeded",
+        "g": "blocked", "h": "succeeded", "i": "succeeded", "j": "succeeded", "k": "succeeded", "l": "failed",
     }
     assert (results["a"].exit_code, results["a"].content, results["a"].is_error) == (2, "boom", 1)
-    assert {k: results[k].exit_code for k in "cdhij"} == {"c": 1, "d": None, "h": 0, "i": None, "j": 0}
-    assert len(of(records, ToolResult)) == 10
+    assert {k: results[k].exit_code for k in "cdhijkl"} == {"c": 1, "d": None, "h": 0, "i": None, "j": 0, "k": None, "l": 3}
+    assert len(of(records, ToolResult)) == 12
 
 
 def test_codex_error_reports_of_built_in_tools_are_failures():

@@ -1,7 +1,10 @@
 """A third-party source with a bug costs its own lines or files, never the run."""
 
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -9,7 +12,7 @@ from click.testing import CliRunner
 from datasette_obelisk.cli import cli
 from datasette_obelisk.hookspecs import hookimpl
 from datasette_obelisk.plugins import broken_plugins, get_sources, pm
-from datasette_obelisk.records import Message
+from datasette_obelisk.records import Message, ToolCall
 from datasette_obelisk.store.ingest import default_roots, ingest
 from toy_source import ToyParser, ToySource
 
@@ -34,6 +37,18 @@ class BuggyParser(ToyParser):
             records.append(Message("m", "s", "buggy", "user", position, meta=["not", "a", "dict"]))
         elif bug == "state":
             self.count = {1, 2}  # no JSON
+        elif bug == "surrogate":
+            records[1].text = "cut emoji \ud83d"  # what json.loads makes of half an emoji
+        elif bug == "surrogate_path":
+            records.append(ToolCall("c", records[1].uuid, "s", "Read", "{}", file_paths=["/x/\udc80"]))
+        elif bug == "huge":
+            records[1].input_tokens = 2**70
+        elif bug == "bare_position":
+            records.append(position)
+        elif bug == "meta_set":
+            records[1].meta = {"tags": {1, 2}}
+        elif bug == "three_copies":
+            records[1:2] = [Message("a1", "a", "toy", "user", position, role="user", text=f"copy {k}") for k in range(3)]
         return records
 
 
@@ -94,6 +109,11 @@ def query(db, sql):
     ("session", "parser error: Message.session_id is NoneType, not text"),
     ("position", "parser error: Message.position is NoneType, not a Position"),
     ("meta", "parser error: Message.meta is list, not an object or null"),
+    ("surrogate", "parser error: Message.text holds a lone surrogate, which UTF-8 cannot encode"),
+    ("surrogate_path", "parser error: ToolCall.file_paths holds something other than text"),
+    ("huge", "parser error: Message.input_tokens is out of SQLite's 64-bit range"),
+    ("bare_position", "parser error: a parser yielded Position, which is no record"),
+    ("meta_set", "parser error: Message.meta is no JSON object"),
 ])
 def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason):
     db = tmp_path / "o.db"
@@ -108,6 +128,16 @@ def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason
         f.write(line(id="a5", text="later"))
     assert run(db, roots).errors == 0
     assert query(db, "SELECT COUNT(*) FROM messages WHERE uuid IN ('a4', 'a5')") == [(2,)]
+
+
+def test_a_line_holding_three_changed_copies_of_a_stored_message_keeps_them_all(tmp_path, roots):
+    db = tmp_path / "o.db"
+    with (roots["buggy"] / "a.jsonl").open("ab") as f:
+        f.write(line(id="a3", text="x", bug="three_copies"))
+    assert run(db, roots).errors == 0
+    assert query(db, "SELECT uuid LIKE 'a1@%', text FROM messages WHERE uuid LIKE 'a1%' ORDER BY seq") == [
+        (0, "first"), (1, "copy 0"), (1, "copy 1"), (1, "copy 2"),
+    ]
 
 
 @pytest.mark.parametrize("fail,bug,reason", [
@@ -154,21 +184,66 @@ def test_a_source_that_cannot_name_its_default_folder_is_skipped(tmp_path, monke
     ]
 
 
-class RaisingPlugin:
+def test_a_source_whose_discover_finds_no_source_files_fails_alone(tmp_path, roots, monkeypatch):
+    db = tmp_path / "o.db"
+    monkeypatch.setattr(BuggySource, "discover", lambda self, root: iter([str(root / "a.jsonl")]))
+    summary = run(db, roots)
+    assert summary.errors == 1
+    assert summary.error_samples[0][2].startswith("the buggy source could not list its files: TypeError(\"it found '")
+    assert query(db, "SELECT uuid FROM messages") == [("g1",)]
+
+
+class Plugin:
+    def __init__(self, returns):
+        self.returns = returns
+
     @hookimpl
     def obelisk_sources(self):
-        raise RuntimeError("plugin exploded")
+        return self.returns()
 
 
-def test_a_plugin_whose_hook_raises_is_left_out_and_named():
-    plugin = RaisingPlugin()
+def raise_error():
+    raise RuntimeError("plugin exploded")
+
+
+def a_generator_that_fails():
+    yield ToySource()
+    raise RuntimeError("halfway")
+
+
+@pytest.mark.parametrize("returns,reason", [
+    (raise_error, "RuntimeError('plugin exploded')"),
+    (ToySource, "TypeError(\"'ToySource' object is not iterable\")"),
+    (lambda: [object()], "AttributeError(\"'object' object has no attribute 'name'\")"),
+    (a_generator_that_fails, "RuntimeError('halfway')"),
+])
+def test_a_plugin_whose_hook_fails_is_left_out_and_named(returns, reason):
+    plugin = Plugin(returns)
     pm.register(plugin, "exploding")
     try:
-        assert {"claude", "codex", "gemini"} <= set(get_sources())
-        assert "the source plugin exploding failed and is left out: RuntimeError('plugin exploded')" in broken_plugins()
+        assert list(get_sources()) == ["claude", "codex", "gemini"]
+        assert broken_plugins() == [f"the source plugin exploding failed and is left out: {reason}"]
         result = CliRunner().invoke(cli, ["sources"])
         assert result.exit_code == 0
-        assert "warning: the source plugin exploding failed and is left out" in result.stderr
+        assert result.stderr == f"warning: the source plugin exploding failed and is left out: {reason}\n"
         assert "claude\tparser v" in result.stdout
     finally:
         pm.unregister(plugin)
+    assert get_sources() and broken_plugins() == []
+
+
+def test_a_plugin_that_cannot_be_imported_leaves_the_others_working(tmp_path):
+    info = tmp_path / "broken_obelisk_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-obelisk-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[obelisk]\nbroken = broken_obelisk_plugin\n")
+    (tmp_path / "broken_obelisk_plugin.py").write_text("import a_module_nobody_installed\n")
+    script = ("import json; from datasette_obelisk.plugins import get_sources, broken_plugins; "
+              "print(json.dumps([list(get_sources()), broken_plugins()]))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [["claude", "codex", "gemini"], [
+        "the source plugin broken failed and is left out: "
+        "ModuleNotFoundError(\"No module named 'a_module_nobody_installed'\")"
+    ]]

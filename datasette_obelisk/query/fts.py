@@ -223,7 +223,8 @@ WINDOW_BEFORE = 4_096  # of a long column's marked window, before the first term
 
 
 def match_documents(expression: str, documents: list[tuple[str, str]], terms=()) -> list[tuple[int, tuple[str, str]]]:
-    """``(index, (marked a, marked b))`` of each document ``expression`` matches, best first.
+    """``(index, (marked a, marked b))`` of each document ``expression`` matches: best
+    first, ranked on what is marked; those only their whole text could settle come last.
 
     A column longer than ``HIGHLIGHT_CHARS`` comes back as a window of that
     many characters from a little before the first word starting like one of

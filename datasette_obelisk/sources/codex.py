@@ -266,6 +266,7 @@ _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d
 # begins: nothing after it is Codex speaking.
 _OUTPUT_START = re.compile(r"(?:^|\n)Output:(?:\n|$)")
 EXIT_SCAN_CHARS = 1024
+HEADER_STARTS = ("Exit code:", "Chunk ID:", "Wall time:", "Process exited with code")
 # Last resort of the fork rule (see ``_is_replay``): a re-stamped copy of
 # parent history is written in one flush, its lines milliseconds apart.
 COPY_BURST_GAP_MS = 50
@@ -1487,11 +1488,13 @@ def _output_text(item: dict) -> tuple[str, int | None]:
 
 
 def _output_header(text: str) -> str:
-    """What Codex wrote before a command's own output, or the start of an
-    output that has no such header."""
+    """What Codex wrote before a command's own output: the lines before its
+    ``Output:`` line, else all of a short report that starts as one does."""
     head = text[:EXIT_SCAN_CHARS]
     start = _OUTPUT_START.search(head)
-    return head[: start.start()] if start else head
+    if start:
+        return head[: start.start()]
+    return head if head.startswith(HEADER_STARTS) else ""
 
 
 def _output_outcome(text: str, exit_code: int | None, item: dict) -> str:

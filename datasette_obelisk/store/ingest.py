@@ -170,6 +170,9 @@ class Ingester:
         for name, root in list(self.roots.items()):
             try:
                 found = list(self.sources[name].discover(root))
+                stray = next((u for u in found if not isinstance(u, SourceFile) or u.source != name), None)
+                if stray is not None:
+                    raise TypeError(f"it found {stray!r}, which is no SourceFile of source {name!r}")
             except Exception as exc:  # a plugin's bug costs its own source only
                 reason = f"the {name} source could not list its files: {exc!r}"
                 self.summary.errors += 1

@@ -2,23 +2,26 @@
 
 The built-in parsers are held to their records by their tests. A plugin's
 parser is not: one record of the wrong shape (a dict, a message without a
-session, a text that is a number) would stop the writer and roll back every
-file of the run. Each of its records is checked against the field types of
-``records`` instead, and a line that yields a bad one becomes a ``LineError``.
+session, a text that is a number, a lone surrogate SQLite cannot store)
+would stop the writer and roll back every file of the run. Each of its
+records is checked against the field types of ``records`` instead, and a
+line that yields a bad one becomes a ``LineError``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 from typing import Any, Iterable
 
-from .. import records
-from ..records import LineError, Position
+import orjson
+
+from ..records import LineError, Message, Position
+from .writer import Writer
 
 _NAMES = {str: "text", int: "an integer", float: "a number", list: "a list", dict: "an object",
           Position: "a Position", type(None): "null"}
+INTEGERS = range(-(1 << 63), 1 << 63)  # what SQLite stores
 
 
 def _allowed(hint) -> tuple[type, ...]:
@@ -27,11 +30,12 @@ def _allowed(hint) -> tuple[type, ...]:
     return (typing.get_origin(hint) or hint,)
 
 
-FIELDS: dict[type, list[tuple[str, tuple[type, ...]]]] = {
-    cls: [(name, _allowed(hint)) for name, hint in typing.get_type_hints(cls).items()]
-    for cls in vars(records).values()
-    if isinstance(cls, type) and dataclasses.is_dataclass(cls) and cls.__module__ == records.__name__
-}
+def _fields(cls) -> list[tuple[str, tuple[type, ...]]]:
+    return [(name, _allowed(hint)) for name, hint in typing.get_type_hints(cls).items()]
+
+
+FIELDS = {cls: _fields(cls) for cls in (Message, *Writer.handlers)}
+POSITION_FIELDS = _fields(Position)
 
 
 def problem(record: Any) -> str | None:
@@ -39,17 +43,47 @@ def problem(record: Any) -> str | None:
     fields = FIELDS.get(type(record))
     if fields is None:
         return f"a parser yielded {type(record).__name__}, which is no record"
+    return _field_problem(record, fields)
+
+
+def _field_problem(record: Any, fields) -> str | None:
+    name_of = type(record).__name__
     for name, allowed in fields:
         value = getattr(record, name)
         if not isinstance(value, allowed):
             wanted = " or ".join(_NAMES.get(t, t.__name__) for t in allowed)
-            return f"{type(record).__name__}.{name} is {type(value).__name__}, not {wanted}"
+            return f"{name_of}.{name} is {type(value).__name__}, not {wanted}"
         if type(value) is Position:
-            if problem(value):
-                return f"{type(record).__name__}.{name}: {problem(value)}"
-        elif type(value) is list and not all(isinstance(item, str) for item in value):
-            return f"{type(record).__name__}.{name} holds something other than text"
+            found = _field_problem(value, POSITION_FIELDS)
+            if found:
+                return f"{name_of}.{name}: {found}"
+        elif isinstance(value, str) and not _encodable(value):
+            return f"{name_of}.{name} holds a lone surrogate, which UTF-8 cannot encode"
+        elif isinstance(value, int) and value not in INTEGERS:
+            return f"{name_of}.{name} is out of SQLite's 64-bit range"
+        elif type(value) is list and not all(isinstance(item, str) and _encodable(item) for item in value):
+            return f"{name_of}.{name} holds something other than text"
+        elif type(value) is dict and not _is_json(value):
+            return f"{name_of}.{name} is no JSON object"
     return None
+
+
+def _encodable(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_json(value: dict) -> bool:
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return False
+    return True
 
 
 def checked_line(found: Iterable, position: Position) -> list:
@@ -71,6 +105,6 @@ def checked_document(found: Iterable, whole: Position) -> list:
             kept.append(record)
         else:
             place = getattr(record, "position", None)
-            kept.append(LineError(place if type(place) is Position and not problem(place) else whole,
-                                  f"parser error: {reason}"))
+            fits = type(place) is Position and not _field_problem(place, POSITION_FIELDS)
+            kept.append(LineError(place if fits else whole, f"parser error: {reason}"))
     return kept

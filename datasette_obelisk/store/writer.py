@@ -255,7 +255,11 @@ class Writer:
                 self._merge("duplicate")
                 continue
             if copies:
-                row = (f"{uuid}@{row[BYTE_OFFSET]}",) + row[1:]
+                name, k = f"{uuid}@{row[BYTE_OFFSET]}", 1
+                while name in self._texts:  # one line holding two changed copies
+                    k += 1
+                    name = f"{uuid}@{row[BYTE_OFFSET]}.{k}"
+                row = (name,) + row[1:]
                 aliases[uuid] = row[0]
                 renamed[index] = (uuid, row[0])
                 self._texts[row[0]] = text
