@@ -688,6 +688,11 @@ def test_format_drift_is_reported_loudly(tmp_path):
     assert rows(db_path, "SELECT path, line_no, byte_offset, reason FROM ingest_errors") == [(str(path), 0, 0, reason)]
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged FROM source_files") == [(4, 0, 4)]
     assert rows(db_path, "SELECT COUNT(*) FROM messages") == [(0,)]
+    # a line of a known type appended later: the report stays, the file still holds no message
+    with open(path, "ab") as f:
+        f.write(envelope("event_msg", {"type": "token_count", "info": None}, "2026-03-01T10:00:04.000Z"))
+    ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(0, reason)]
 
 
 def test_format_drift_fails_the_cli(tmp_path):

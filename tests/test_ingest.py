@@ -1112,3 +1112,48 @@ def test_an_error_about_a_whole_file_goes_once_the_file_is_read(db, root, monkey
     assert run(db, root).errors == 0
     assert rows(db, "SELECT COUNT(*) FROM ingest_errors") == [(0,)]
     assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",)]
+
+
+def test_a_changed_copy_is_named_apart_from_one_stored_by_another_file(db, root):
+    # s1 holds a changed copy of "a" at byte offset X; s2's changed copy of "a" is at the same offset.
+    first = line(id="a", text="hello one")
+    (root / "s1.jsonl").write_bytes(first + line(id="a", text="hello two"))
+    (root / "s2.jsonl").write_bytes(first + line(id="a", text="hello 333"))
+    assert run(db, root).errors == 0
+    offset = len(first)
+    assert rows(db, "SELECT uuid, session_id, text FROM messages ORDER BY session_id, seq") == [
+        ("a", "s1", "hello one"), (f"a@{offset}", "s1", "hello two"), (f"a@{offset}.2", "s2", "hello 333"),
+    ]
+
+
+def test_a_live_refresh_that_reads_a_file_again_is_seen_whole_by_readers(db, root):
+    from toy_source import ToyParser
+    from datasette_obelisk.query.live import refresh
+    from datasette_obelisk.store.db import open_db
+
+    seen = []
+
+    class WatchedParser(ToyParser):
+        def feed(self, data, position):
+            conn = sqlite3.connect(db)
+            seen.append(conn.execute(
+                "SELECT (SELECT COUNT(*) FROM messages), (SELECT message_count FROM sessions WHERE id = 's1')"
+            ).fetchone())
+            conn.close()
+            return super().feed(data, position)
+
+    class WatchedSource(ToySource):
+        def open_parser(self, unit, state):
+            return WatchedParser(unit, state)
+
+    path = root / "s1.jsonl"
+    path.write_bytes(b"".join(line(id=f"m{i}", text=f"before {i}", ts="2026-01-01T00:00:00Z") for i in range(3)))
+    run(db, root)
+    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:01Z") for i in range(4)))
+    conn = open_db(db)
+    try:
+        assert refresh(conn, sources={"toy": WatchedSource()}) == [str(path)]
+    finally:
+        conn.close()
+    assert seen == [(3, 3)] * 4
+    assert rows(db, "SELECT COUNT(*), (SELECT message_count FROM sessions) FROM messages") == [(4, 4)]

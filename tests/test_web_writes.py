@@ -549,3 +549,23 @@ async def test_multipart_bodies_are_refused_with_415(db, memory_root, path):
     }
     assert "secret-body-text" not in response.text
     assert counts(db) == before
+
+
+@pytest.mark.asyncio
+async def test_a_write_waiting_out_an_ingest_s_lock_is_a_timeout_with_nothing_written(db, memory_root, monkeypatch):
+    from datasette_obelisk.web import writes
+
+    monkeypatch.setattr(writes, "BUSY_TIMEOUT_MS", 200)
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    ingest = sqlite3.connect(db, isolation_level=None)
+    ingest.execute("BEGIN IMMEDIATE")  # an ingest holding its transaction
+    try:
+        response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+    finally:
+        ingest.execute("ROLLBACK")
+        ingest.close()
+    assert (response.status_code, response.json()["error"]["code"]) == (504, "OBELISK_TIMEOUT")
+    assert response.json()["error"]["message"].startswith("another writer (an ingest) kept the database locked")
+    assert counts(db) == before
+    assert (await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)).status_code == 200

@@ -87,8 +87,9 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     try:
         ingester = Ingester(conn, sources, {}, redact=record_redactor_for(conn))
         ingester.ingest_files(in_read_order(map(unit_of_row, rows)))
-        ingester.flush(force=True)  # commit the batch the ingester keeps open across files
         ingester.derive_pending()
+        ingester.release()  # one commit for files read again from their start, derivations included
+        ingester.flush(force=True)  # the batch the ingester keeps open across files
     except sqlite3.OperationalError as exc:
         if conn.in_transaction:
             conn.execute("ROLLBACK")

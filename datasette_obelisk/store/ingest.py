@@ -234,14 +234,8 @@ class Ingester:
         self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = [plan for plan in map(self.plan, units) if plan is not None]
-        if any(plan.job and plan.row and plan.resume is None for plan in plans):
-            self.begin_batch()
-            self._held = True
-        plans = in_log_order(self.with_families(plans))
+        plans = in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None]))
         to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
-        if to_read > ATOMIC_REREAD_BYTES or (self.cold_load_bytes is not None and to_read >= self.cold_load_bytes):
-            self.release()
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         self.clear_families()
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -265,6 +259,18 @@ class Ingester:
         self.summary.sessions = self.stored_sessions(self._sessions)
         self.summary.seconds = time.perf_counter() - started
         return self.summary
+
+    def held_with_families(self, plans: list[Plan]) -> list[Plan]:
+        """``with_families(plans)``; when they read stored files again from their start, in a
+        transaction held until ``release`` (``ATOMIC_REREAD_BYTES``), which the forgetting opens."""
+        if any(plan.job and plan.row and plan.resume is None for plan in plans):
+            self.begin_batch()
+            self._held = True
+        plans = self.with_families(plans)
+        to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
+        if to_read > ATOMIC_REREAD_BYTES or (self.cold_load_bytes is not None and to_read >= self.cold_load_bytes):
+            self.release()  # too much to hold the lock for; a cold load commits as it goes
+        return plans
 
     def with_families(self, plans: list[Plan]) -> list[Plan]:
         """``plans``, in which each log read again from its start takes its family along.
@@ -532,7 +538,7 @@ class Ingester:
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
-        plans = self.with_families([plan for plan in map(self.plan, units) if plan is not None])
+        plans = self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])
         self.clear_families()
         for plan in plans:
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
@@ -639,10 +645,11 @@ class Ingester:
                 self.count_file("replayed", unit)
             if plan.resume is not None:
                 # Errors past the cursor were about an unfinished last line,
-                # which is about to be read again; one about the whole file
-                # (line 0: it could not be read) is over now that it can.
+                # which is about to be read again; one saying the file could
+                # not be read (line 0) is over now that it can.
                 self.conn.execute(
-                    "DELETE FROM ingest_errors WHERE file_id = ? AND (byte_offset >= ? OR line_no = 0)",
+                    "DELETE FROM ingest_errors WHERE file_id = ? AND (byte_offset >= ? OR (line_no = 0 "
+                    "AND (reason LIKE 'cannot read file:%' OR reason LIKE 'parser error:%')))",
                     [file_id, plan.job.cursor],
                 )
         self._file_cursor = plan.job.cursor + plan.job.open_line  # the reader steps over the newline

@@ -256,7 +256,7 @@ class Writer:
                 continue
             if copies:
                 name, k = f"{uuid}@{row[BYTE_OFFSET]}", 1
-                while name in self._texts:  # one line holding two changed copies
+                while name in self._texts or self._stored(name):  # one line holding two changed copies
                     k += 1
                     name = f"{uuid}@{row[BYTE_OFFSET]}.{k}"
                 row = (name,) + row[1:]
@@ -270,6 +270,9 @@ class Writer:
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
         return renamed
+
+    def _stored(self, uuid: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM messages WHERE uuid = ?", [uuid]).fetchone() is not None
 
     def _aliases(self) -> dict[str, str]:
         """The uuids this file's later copies took over (see ``_insert_messages``)."""

@@ -27,6 +27,7 @@ from datasette.utils.asgi import PayloadTooLarge, Response
 
 from ..query import audit, memories
 from ..query.errors import QueryError
+from ..store.db import BUSY_TIMEOUT_MS
 from . import schemas
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
@@ -99,11 +100,19 @@ def forget(conn, record, actor, database, roots):
 
 def refused_if_unwritable(perform, conn, *args):
     """``perform(conn, *args)``; a database file SQLite cannot write (read-only
-    file or folder, Datasette serving it mutable) is a refusal, not a fault."""
+    file or folder, Datasette serving it mutable) is a refusal, not a fault,
+    and one another writer keeps locked is a timeout."""
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")  # as long as the CLI waits for an ingest
     try:
         return perform(conn, *args)
     except sqlite3.OperationalError as error:
-        if getattr(error, "sqlite_errorcode", None) is None or error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_READONLY:
+        code = getattr(error, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            raise QueryError(
+                "OBELISK_TIMEOUT", f"another writer (an ingest) kept the database locked for "
+                f"{BUSY_TIMEOUT_MS // 1000} s: nothing was written, try again",
+            ) from None
+        if code is None or code & 0xFF != sqlite3.SQLITE_READONLY:
             raise
         raise QueryError("OBELISK_READ_ONLY", f"the database file cannot be written: {error}") from None
 
