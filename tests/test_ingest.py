@@ -1060,20 +1060,21 @@ def test_a_long_first_prompt_is_folded_before_it_is_cut():
     assert stored_title(TitleCandidate("s", "custom", prompt)) == prompt[:999] + "…"
 
 
-def test_a_file_read_again_from_its_start_is_seen_whole_by_readers_until_its_new_rows_are_in(db, root):
-    """Forgetting its sessions, deleting its rows, reading it and deriving again are one commit."""
-    from toy_source import ToyParser
+SEEN_BY_A_READER = (
+    "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = 's1'), "
+    "(SELECT message_count FROM sessions WHERE id = 's1'), "
+    "(SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'before')"
+)
 
-    seen = []
+
+def watched_source(db, seen: list) -> ToySource:
+    """A toy source whose parser records, before each line, what a reader of ``db`` sees."""
+    from toy_source import ToyParser
 
     class WatchedParser(ToyParser):
         def feed(self, data, position):
             conn = sqlite3.connect(db)  # a reader, as Datasette is, while the ingest writes
-            seen.append(conn.execute(
-                "SELECT (SELECT COUNT(*) FROM messages WHERE session_id = 's1'), "
-                "(SELECT message_count FROM sessions WHERE id = 's1'), "
-                "(SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'before')"
-            ).fetchone())
+            seen.append(conn.execute(SEEN_BY_A_READER).fetchone())
             conn.close()
             return super().feed(data, position)
 
@@ -1081,12 +1082,23 @@ def test_a_file_read_again_from_its_start_is_seen_whole_by_readers_until_its_new
         def open_parser(self, unit, state):
             return WatchedParser(unit, state)
 
+    return WatchedSource()
+
+
+def rewrite_session(db, root):
+    """s1 with three lines ingested, then rewritten with four others."""
     path = root / "s1.jsonl"
     path.write_bytes(b"".join(line(id=f"m{i}", text=f"before {i}", ts="2026-01-01T00:00:00Z") for i in range(3)))
     run(db, root)
-    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:00Z") for i in range(4)))
-    seen.clear()
-    ingest(db, {"toy": root}, sources={"toy": WatchedSource()})
+    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:01Z") for i in range(4)))
+    return path
+
+
+def test_a_file_read_again_from_its_start_is_seen_whole_by_readers_until_its_new_rows_are_in(db, root):
+    """Forgetting its sessions, deleting its rows, reading it and deriving again are one commit."""
+    seen = []
+    rewrite_session(db, root)
+    ingest(db, {"toy": root}, sources={"toy": watched_source(db, seen)})
     assert seen == [(3, 3, 3)] * 4
     assert rows(db, "SELECT COUNT(*), (SELECT message_count FROM sessions) FROM messages") == [(4, 4)]
 
@@ -1127,33 +1139,15 @@ def test_a_changed_copy_is_named_apart_from_one_stored_by_another_file(db, root)
 
 
 def test_a_live_refresh_that_reads_a_file_again_is_seen_whole_by_readers(db, root):
-    from toy_source import ToyParser
     from datasette_obelisk.query.live import refresh
     from datasette_obelisk.store.db import open_db
 
     seen = []
-
-    class WatchedParser(ToyParser):
-        def feed(self, data, position):
-            conn = sqlite3.connect(db)
-            seen.append(conn.execute(
-                "SELECT (SELECT COUNT(*) FROM messages), (SELECT message_count FROM sessions WHERE id = 's1')"
-            ).fetchone())
-            conn.close()
-            return super().feed(data, position)
-
-    class WatchedSource(ToySource):
-        def open_parser(self, unit, state):
-            return WatchedParser(unit, state)
-
-    path = root / "s1.jsonl"
-    path.write_bytes(b"".join(line(id=f"m{i}", text=f"before {i}", ts="2026-01-01T00:00:00Z") for i in range(3)))
-    run(db, root)
-    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:01Z") for i in range(4)))
+    path = rewrite_session(db, root)
     conn = open_db(db)
     try:
-        assert refresh(conn, sources={"toy": WatchedSource()}) == [str(path)]
+        assert refresh(conn, sources={"toy": watched_source(db, seen)}) == [str(path)]
     finally:
         conn.close()
-    assert seen == [(3, 3)] * 4
+    assert seen == [(3, 3, 3)] * 4
     assert rows(db, "SELECT COUNT(*), (SELECT message_count FROM sessions) FROM messages") == [(4, 4)]
