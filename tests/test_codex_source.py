@@ -368,15 +368,19 @@ def test_outcomes_from_exit_codes_rejections_and_aborts():
         call("j"), output("j", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nPermission denied by user policy"),
         call("k", "mcp__ci__status"), output("k", "build 41 passed\nExit code: 1 on build 40\n"),  # no header
         call("l"), output("l", "Exit code: 3"),  # a header alone
+        call("m"), output("m", "Exit code: 99999999999999999999999\nOutput:\nx"),  # no code SQLite can store
     ])
     results = {r.tool_use_id.rsplit(":", 1)[1]: r for r in of(records, ToolResult)}
     assert {k: r.outcome for k, r in results.items()} == {
         "a": "failed", "b": "succeeded", "c": "failed", "d": "blocked", "e": "cancelled", "f": "cancelled",
         "g": "blocked", "h": "succeeded", "i": "succeeded", "j": "succeeded", "k": "succeeded", "l": "failed",
+        "m": "succeeded",
     }
     assert (results["a"].exit_code, results["a"].content, results["a"].is_error) == (2, "boom", 1)
-    assert {k: results[k].exit_code for k in "cdhijkl"} == {"c": 1, "d": None, "h": 0, "i": None, "j": 0, "k": None, "l": 3}
-    assert len(of(records, ToolResult)) == 12
+    assert {k: results[k].exit_code for k in "cdhijklm"} == {
+        "c": 1, "d": None, "h": 0, "i": None, "j": 0, "k": None, "l": 3, "m": None,
+    }
+    assert len(of(records, ToolResult)) == 13
 
 
 def test_codex_error_reports_of_built_in_tools_are_failures():

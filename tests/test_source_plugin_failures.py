@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from datasette_obelisk.cli import cli
 from datasette_obelisk.hookspecs import hookimpl
 from datasette_obelisk.plugins import broken_plugins, get_sources, pm
-from datasette_obelisk.records import Message, ToolCall
+from datasette_obelisk.records import Message, Position, Session, ToolCall
 from datasette_obelisk.store.ingest import default_roots, ingest
 from toy_source import ToyParser, ToySource
 
@@ -22,6 +22,9 @@ class BuggyParser(ToyParser):
 
     def feed(self, data, position):
         records = list(super().feed(data, position))
+        for record in records:
+            if hasattr(record, "source"):
+                record.source = "buggy"
         bug = json.loads(data).get("bug") if data.startswith(b"{") else None
         if bug == "dict":
             records.append({"uuid": "x"})
@@ -47,9 +50,35 @@ class BuggyParser(ToyParser):
             records.append(position)
         elif bug == "meta_set":
             records[1].meta = {"tags": {1, 2}}
+        elif bug == "int_subclass":
+            records[1].input_tokens = Count(5)  # valid: an IntEnum or the like
+        elif bug == "list_subclass":
+            records.append(ToolCall("c", records[1].uuid, "s", "Read", "{}", file_paths=Texts(["/x/\udc80"])))
+        elif bug == "position_subclass":
+            records[1].position = Place(position.line_no, 2**70, 1)
+        elif bug == "dict_subclass":
+            records[1].meta = Meta({1: {1, 2}})
+        elif bug == "other_source":
+            records.append(Session("g", "toy", title="taken over"))
         elif bug == "three_copies":
-            records[1:2] = [Message("a1", "a", "toy", "user", position, role="user", text=f"copy {k}") for k in range(3)]
+            records[1:2] = [Message("a1", "a", "buggy", "user", position, role="user", text=f"copy {k}") for k in range(3)]
         return records
+
+
+class Count(int):
+    pass
+
+
+class Texts(list):
+    pass
+
+
+class Place(Position):
+    pass
+
+
+class Meta(dict):
+    pass
 
 
 class BuggySource(ToySource):
@@ -114,6 +143,10 @@ def query(db, sql):
     ("huge", "parser error: Message.input_tokens is out of SQLite's 64-bit range"),
     ("bare_position", "parser error: a parser yielded Position, which is no record"),
     ("meta_set", "parser error: Message.meta is no JSON object"),
+    ("list_subclass", "parser error: ToolCall.file_paths holds something other than text"),
+    ("position_subclass", "parser error: Message.position: Place.byte_offset is out of SQLite's 64-bit range"),
+    ("dict_subclass", "parser error: Message.meta is no JSON object"),
+    ("other_source", "parser error: Session.source is 'toy', not this file's source 'buggy'"),
 ])
 def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason):
     db = tmp_path / "o.db"
@@ -128,6 +161,14 @@ def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason
         f.write(line(id="a5", text="later"))
     assert run(db, roots).errors == 0
     assert query(db, "SELECT COUNT(*) FROM messages WHERE uuid IN ('a4', 'a5')") == [(2,)]
+
+
+def test_subclasses_of_the_field_types_are_records_too(tmp_path, roots):
+    db = tmp_path / "o.db"
+    with (roots["buggy"] / "a.jsonl").open("ab") as f:
+        f.write(line(id="a3", text="counted", bug="int_subclass"))
+    assert run(db, roots).errors == 0
+    assert query(db, "SELECT input_tokens FROM messages WHERE uuid = 'a3'") == [(5,)]
 
 
 def test_a_line_holding_three_changed_copies_of_a_stored_message_keeps_them_all(tmp_path, roots):

@@ -1482,7 +1482,7 @@ def _output_text(item: dict) -> tuple[str, int | None]:
     else:
         text = as_json(output)
     match = _EXIT_CODE.search(_output_header(text))
-    if match:
+    if match and len(match.group(1).lstrip("-")) <= 18:  # a code SQLite can store
         exit_code = int(match.group(1))
     return text, exit_code
 

@@ -10,6 +10,7 @@ cursor), so reading can run ahead of writing (see ``read_ahead``).
 from __future__ import annotations
 
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
@@ -92,12 +93,12 @@ class Reader:
         source = self.sources[unit.source]
         parser = source.open_parser(unit, job.state)
         trusted = getattr(source, "trusted_records", False)
-        feed = self.feed if trusted else self.checked_feed
+        feed = self.feed if trusted else partial(self.checked_feed, source=unit.source)
         if unit.layout == "document":
             data = stream.read()
             found = self.document_records(parser, data)
             if not trusted:
-                found = checked_document(found, Position(1, 0, len(data)))
+                found = checked_document(found, Position(1, 0, len(data)), unit.source)
             yield self.batch(unit, parser, raw, found, len(data), 1, 1)
             return
         cursor, line_no = job.cursor, job.line_no
@@ -156,9 +157,9 @@ class Reader:
             return [LineError(line.position, f"parser error: {exc!r}")]
 
     @classmethod
-    def checked_feed(cls, parser, line: Line) -> list:
+    def checked_feed(cls, parser, line: Line, source: str) -> list:
         """``feed`` for a parser whose records are not known to be well formed."""
-        return checked_line(cls.feed(parser, line), line.position)
+        return checked_line(cls.feed(parser, line), line.position, source)
 
     @staticmethod
     def document_records(parser, data: bytes) -> list:

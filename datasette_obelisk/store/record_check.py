@@ -21,7 +21,7 @@ from .writer import Writer
 
 _NAMES = {str: "text", int: "an integer", float: "a number", list: "a list", dict: "an object",
           Position: "a Position", type(None): "null"}
-INTEGERS = range(-(1 << 63), 1 << 63)  # what SQLite stores
+LOWEST, HIGHEST = -(1 << 63), (1 << 63) - 1  # what SQLite stores
 
 
 def _allowed(hint) -> tuple[type, ...]:
@@ -38,12 +38,15 @@ FIELDS = {cls: _fields(cls) for cls in (Message, *Writer.handlers)}
 POSITION_FIELDS = _fields(Position)
 
 
-def problem(record: Any) -> str | None:
-    """Why ``record`` cannot be written, or None."""
+def problem(record: Any, source: str | None = None) -> str | None:
+    """Why ``record`` cannot be written, or None; a record naming its source must name ``source``."""
     fields = FIELDS.get(type(record))
     if fields is None:
         return f"a parser yielded {type(record).__name__}, which is no record"
-    return _field_problem(record, fields)
+    found = _field_problem(record, fields)
+    if found is None and source is not None and getattr(record, "source", source) != source:
+        return f"{type(record).__name__}.source is {record.source!r}, not this file's source {source!r}"
+    return found
 
 
 def _field_problem(record: Any, fields) -> str | None:
@@ -53,17 +56,17 @@ def _field_problem(record: Any, fields) -> str | None:
         if not isinstance(value, allowed):
             wanted = " or ".join(_NAMES.get(t, t.__name__) for t in allowed)
             return f"{name_of}.{name} is {type(value).__name__}, not {wanted}"
-        if type(value) is Position:
+        if isinstance(value, Position):
             found = _field_problem(value, POSITION_FIELDS)
             if found:
                 return f"{name_of}.{name}: {found}"
         elif isinstance(value, str) and not _encodable(value):
             return f"{name_of}.{name} holds a lone surrogate, which UTF-8 cannot encode"
-        elif isinstance(value, int) and value not in INTEGERS:
+        elif isinstance(value, int) and not LOWEST <= value <= HIGHEST:
             return f"{name_of}.{name} is out of SQLite's 64-bit range"
-        elif type(value) is list and not all(isinstance(item, str) and _encodable(item) for item in value):
+        elif isinstance(value, list) and not all(isinstance(item, str) and _encodable(item) for item in value):
             return f"{name_of}.{name} holds something other than text"
-        elif type(value) is dict and not _is_json(value):
+        elif isinstance(value, dict) and not _is_json(value):
             return f"{name_of}.{name} is no JSON object"
     return None
 
@@ -86,25 +89,25 @@ def _is_json(value: dict) -> bool:
     return True
 
 
-def checked_line(found: Iterable, position: Position) -> list:
+def checked_line(found: Iterable, position: Position, source: str) -> list:
     """The records of one line, or one ``LineError`` in their place when any is bad."""
     found = list(found)
     for record in found:
-        reason = problem(record)
+        reason = problem(record, source)
         if reason:
             return [LineError(position, f"parser error: {reason}")]
     return found
 
 
-def checked_document(found: Iterable, whole: Position) -> list:
+def checked_document(found: Iterable, whole: Position, source: str) -> list:
     """The records of a document; a bad one becomes a ``LineError`` at its own place."""
     kept = []
     for record in found:
-        reason = problem(record)
+        reason = problem(record, source)
         if reason is None:
             kept.append(record)
         else:
             place = getattr(record, "position", None)
-            fits = type(place) is Position and not _field_problem(place, POSITION_FIELDS)
+            fits = isinstance(place, Position) and not _field_problem(place, POSITION_FIELDS)
             kept.append(LineError(place if fits else whole, f"parser error: {reason}"))
     return kept
