@@ -734,3 +734,11 @@ def test_event_search_of_a_session_whose_document_is_not_written_yet(logs):
     logs.sql("DELETE FROM session_docs WHERE session_id = 's1'")
     items = search_events(logs.conn(), "s1", "database")["items"]
     assert [(i["uuid"], i["score"]) for i in items] == [(i["uuid"], i["score"]) for i in scored]
+
+
+@pytest.mark.parametrize("expression,merges", [
+    ("t*", True), ('"run the"*', True), ("NEAR(file* read)", True), ('"a*b"', False), ('"say ""hi*"""', False),
+    ('"a*b" OR c*', True), ("plain words", False),
+])
+def test_a_star_inside_quotes_is_no_prefix(expression, merges):
+    assert search_module.merges_prefixes(expression) is merges

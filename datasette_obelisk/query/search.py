@@ -357,8 +357,12 @@ class _AllMatches(_Candidates):
 
 def merges_prefixes(expression: str) -> bool:
     """Whether FTS5 may answer ``expression`` by merging the doclists of a prefix's terms
-    over the whole table, in every statement and for each rowid of a ``rowid IN``."""
-    return "*" in expression
+    over the whole table, in every statement and for each rowid of a ``rowid IN``
+    (a ``*`` outside quotes: inside, it is no prefix)."""
+    return "*" in _QUOTED.sub("", expression)
+
+
+_QUOTED = re.compile(r'"(?:[^"]|"")*"')
 
 
 def best_events(conn, expression: str, scorer: EventScorer, filters: Filters, session_id: str,
