@@ -374,6 +374,15 @@ def test_tool_calls_and_results_by_outcome(db):
     ]
 
 
+def test_an_undo_s_status_is_semantic_text(db):
+    from datasette_obelisk.query.events import semantic_sql
+
+    # small.jsonl line 83: an undo_completed with success false and its message
+    assert db.execute(
+        f"SELECT seq, text FROM messages m WHERE subtype = 'undo_completed' AND {semantic_sql('m')}"
+    ).fetchall() == [(31, "[trimmed for fixture]")]
+
+
 def test_a_tool_search_result_holds_the_tools_it_found(db, home, corpus_root):
     # small.jsonl line 13: the found tools are a list of definitions, not text parts
     raw = (corpus_root / SMALL).read_text().splitlines()[12]

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 from .text import to_ms
 
-# Log-only events whose text is semantic: failures and status notices, a
-# Codex plan (its todo list) and review, and a prompt queued while the agent
-# was busy.
+# Log-only events whose text is semantic: failures and status notices (a
+# Codex undo that did or did not work among them), a Codex plan (its todo
+# list) and review, and a prompt queued while the agent was busy.
 DETAIL_TYPES = (
     # Claude Code
     "system/api_error", "system/api_refusal", "system/error", "system/model_refusal_fallback",
     "attachment/queued_command",
     # Codex
     "event_msg/error", "event_msg/warning", "event_msg/turn_aborted", "event_msg/item_completed",
-    "event_msg/entered_review_mode", "event_msg/exited_review_mode",
+    "event_msg/entered_review_mode", "event_msg/exited_review_mode", "event_msg/undo_completed",
     # Gemini CLI notices
     "error", "warning", "info",
 )
