@@ -1023,3 +1023,19 @@ def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_pa
     assert conn.execute("SELECT id, message_uuid, source FROM summaries").fetchall() == [
         (summary_uuid, summary_uuid, "compaction")
     ]
+
+
+def test_what_hooks_said_and_todo_lists_are_the_text_of_their_attachments():
+    from datasette_obelisk.sources.claude_code import _attachment_text
+
+    assert _attachment_text({"type": "hook_blocking_error", "hookName": "PreToolUse:Bash", "hookEvent": "PreToolUse",
+                             "blockingError": {"blockingError": "rm -rf is not allowed", "command": "guard.sh"}}) == (
+        "PreToolUse:Bash\nrm -rf is not allowed")
+    assert _attachment_text({"type": "hook_non_blocking_error", "hookName": "Stop", "stderr": "lint failed",
+                             "stdout": "", "exitCode": 1}) == "Stop\nlint failed"
+    assert _attachment_text({"type": "todo_reminder", "itemCount": 2, "content": [
+        {"content": "Write the parser", "status": "completed", "activeForm": "Writing the parser"},
+        {"content": "Test it", "status": "in_progress"}, "not a todo"]}) == (
+        "[completed] Write the parser\n[in_progress] Test it")
+    assert _attachment_text({"type": "todo_reminder", "content": []}) == ""
+    assert _attachment_text({"type": "hook_success", "stdout": "ok"}) == ""

@@ -37,7 +37,7 @@ FILES = {
     # other text: kept as u1@1752 and a1@2219. Of the 45 message lines whose uuid
     # is "[trimmed for fixture]", 35 differ in type, subtype, role, content type
     # or text and are kept; 56, 59, 62, 63, 71, 73, 77, 78, 83 and 87 repeat one.
-    "jazzyalex__agent-sessions/small.jsonl": (89, 61, 28, 0),
+    "jazzyalex__agent-sessions/small.jsonl": (89, 62, 27, 0),
     "kvsankar__agent-history/claude_forked_session.jsonl": (14, 14, 0, 0),
     "kvsankar__agent-history/claude_history.jsonl": (7, 0, 7, 0),
     "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl": (116, 116, 0, 0),
@@ -418,6 +418,32 @@ def test_a_boundary_linked_by_an_older_derivation_is_derived_again(tmp_path, cor
     assert conn.execute(boundary).fetchall() == [(None,)]
     assert conn.execute("SELECT COUNT(*) FROM derive_queue").fetchone() == (0,)
     assert conn.execute("SELECT availability FROM sessions").fetchall() == [("archived",)]
+
+
+def test_m028_reads_again_only_the_files_holding_hook_errors_or_todo_reminders(tmp_path, corpus_root):
+    from datasette_obelisk.store.db import open_db
+
+    logs = tmp_path / "claude" / "p"
+    logs.mkdir(parents=True)
+    for name in ("small", DAG):  # small.jsonl holds two todo reminders and two hook errors
+        folder = "jazzyalex__agent-sessions" if name == "small" else "daaain__claude-code-log"
+        shutil.copyfile(corpus_root / "claude-code" / folder / f"{name}.jsonl", logs / f"{name}.jsonl")
+    path = tmp_path / "obelisk.db"
+    ingest(path, {"claude": tmp_path / "claude"})
+    details = "SELECT seq, length(text) FROM messages WHERE type = 'attachment' AND subtype LIKE 'hook_%error' ORDER BY seq"
+    conn = sqlite3.connect(path, isolation_level=None)
+    expected = conn.execute(details).fetchall()
+    assert expected == [(45, 43), (47, 43)]
+    conn.execute("UPDATE messages SET text = '' WHERE type = 'attachment'")  # as the parser stored them before
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm028_reread_attachment_details'")
+    conn.close()
+    open_db(path).close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT path LIKE '%small.jsonl' FROM source_files WHERE parser_version IS NULL").fetchall() == [(1,)]
+    summary = ingest(path, {"claude": tmp_path / "claude"})
+    assert (summary.files_read, summary.files_skipped) == (1, 1)
+    assert conn.execute(details).fetchall() == expected
+    conn.close()
 
 
 def test_rewound_branch_is_kept_but_inactive(db):

@@ -49,6 +49,7 @@ def test_migrations_in_order(conn):
         "m025_canonical_session_times",
         "m026_recount_compacted_sessions",
         "m027_mark_interruptions",
+        "m028_reread_attachment_details",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -326,6 +326,20 @@ def test_failure_and_status_details_are_semantic_text(sq):
     assert sq.searchEvents({"sessionId": "small", "query": "compacted"})["items"] == []
 
 
+def test_blocking_hooks_failing_hooks_and_todo_lists_are_semantic_text(sq):
+    # small.jsonl lines 57 and 73 (todo reminders, the first empty), 75 and 79 (hook errors):
+    # the hook's name and what it said, each todo as "[status] content".
+    kinds = ["attachment/todo_reminder", "attachment/hook_non_blocking_error", "attachment/hook_blocking_error"]
+    trimmed = "[trimmed for fixture]"
+    found = sq.filterEvents("small", [{"kind": "type", "values": kinds}])
+    assert [(d["seq"], d["type"], d["text"]) for d in found] == [
+        (31, "attachment/todo_reminder", ""),
+        (43, "attachment/todo_reminder", "\n".join([f"[{trimmed}] {trimmed}"] * 9)),
+        (45, "attachment/hook_non_blocking_error", f"{trimmed}\n{trimmed}"),
+        (47, "attachment/hook_blocking_error", f"{trimmed}\n{trimmed}"),
+    ]
+
+
 def test_search_paging_through_the_contract(sq):
     first = sq.searchSessions({"query": "the", "limit": 2})
     second = sq.searchSessions({"query": "the", "limit": 2, "cursor": first["nextCursor"]})

@@ -825,11 +825,34 @@ def _structural_text(obj: dict, line_type: str) -> str:
         return ""
     if line_type == "attachment":
         attachment = obj.get("attachment")
-        if isinstance(attachment, dict) and attachment.get("type") == "queued_command":
-            return _render_parts(attachment.get("prompt"))
-        return ""
+        return _attachment_text(attachment) if isinstance(attachment, dict) else ""
     parts = [_text(obj.get("content")), _text(obj.get("apiRefusalExplanation")), *_error_details(obj.get("error"))]
     return "\n".join(dict.fromkeys(part for part in parts if part))
+
+
+def _attachment_text(attachment: dict) -> str:
+    """The searchable text of an attachment: a prompt queued while the agent was busy,
+    what a hook that blocked or failed said, the todo list a reminder repeats."""
+    kind = attachment.get("type")
+    if kind == "queued_command":
+        return _render_parts(attachment.get("prompt"))
+    if kind == "hook_blocking_error":
+        blocking = attachment.get("blockingError")
+        said = blocking.get("blockingError") if isinstance(blocking, dict) else blocking
+        parts = [_text(attachment.get("hookName")), _text(said)]
+    elif kind == "hook_non_blocking_error":
+        parts = [_text(attachment.get("hookName")), _text(attachment.get("stderr"))]
+    elif kind == "todo_reminder":
+        todos = attachment.get("content") if isinstance(attachment.get("content"), list) else []
+        parts = [_todo_line(todo) for todo in todos if isinstance(todo, dict)]
+    else:
+        return ""
+    return "\n".join(part for part in parts if part)
+
+
+def _todo_line(todo: dict) -> str | None:
+    content, status = _text(todo.get("content")), _text(todo.get("status"))
+    return f"[{status}] {content}" if content and status else content
 
 
 def _error_details(error: Any) -> Iterator[str | None]:

@@ -837,3 +837,18 @@ def m027_mark_interruptions(db):
            SELECT DISTINCT session_id FROM messages WHERE content_type = 'interruption'"""
     )
 
+
+
+@migrations()
+def m028_reread_attachment_details(db):
+    # What a hook that blocked or failed said, and the todo list a reminder
+    # repeats, are status details the session-query contract searches; the
+    # Claude parser stored them without text. Only the files holding such a
+    # line are read again by the next ingest (a parser version bump would
+    # read every Claude log); files gone from disk keep their lines as they are.
+    db.execute(
+        """UPDATE source_files SET parser_version = NULL
+           WHERE missing = 0 AND id IN (
+             SELECT file_id FROM messages WHERE source = 'claude' AND type = 'attachment'
+               AND subtype IN ('hook_blocking_error', 'hook_non_blocking_error', 'todo_reminder'))"""
+    )
