@@ -119,6 +119,11 @@ def roots(tmp_path):
     return {"toy": good, "buggy": buggy}
 
 
+def append(roots, *lines: bytes) -> None:
+    with (roots["buggy"] / "a.jsonl").open("ab") as f:
+        f.write(b"".join(lines))
+
+
 def run(db, roots, fail=None):
     return ingest(db, roots, sources={"toy": ToySource(), "buggy": BuggySource(fail)})
 
@@ -150,31 +155,27 @@ def query(db, sql):
 ])
 def test_a_malformed_record_is_an_error_at_its_line(tmp_path, roots, bug, reason):
     db = tmp_path / "o.db"
-    with (roots["buggy"] / "a.jsonl").open("ab") as f:
-        f.write(line(id="a3", text="malformed", bug=bug) + line(id="a4", text="after it"))
+    append(roots, line(id="a3", text="malformed", bug=bug), line(id="a4", text="after it"))
     summary = run(db, roots)
     assert (summary.errors, summary.error_samples) == (1, [(str(roots["buggy"] / "a.jsonl"), 3, reason)])
     assert query(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a1",), ("a2",), ("a4",), ("g1",)]
     assert query(db, "SELECT line_no, reason FROM ingest_errors") == [(3, reason)]
     # the run goes on as usual: a line appended later is read
-    with (roots["buggy"] / "a.jsonl").open("ab") as f:
-        f.write(line(id="a5", text="later"))
+    append(roots, line(id="a5", text="later"))
     assert run(db, roots).errors == 0
     assert query(db, "SELECT COUNT(*) FROM messages WHERE uuid IN ('a4', 'a5')") == [(2,)]
 
 
 def test_subclasses_of_the_field_types_are_records_too(tmp_path, roots):
     db = tmp_path / "o.db"
-    with (roots["buggy"] / "a.jsonl").open("ab") as f:
-        f.write(line(id="a3", text="counted", bug="int_subclass"))
+    append(roots, line(id="a3", text="counted", bug="int_subclass"))
     assert run(db, roots).errors == 0
     assert query(db, "SELECT input_tokens FROM messages WHERE uuid = 'a3'") == [(5,)]
 
 
 def test_a_line_holding_three_changed_copies_of_a_stored_message_keeps_them_all(tmp_path, roots):
     db = tmp_path / "o.db"
-    with (roots["buggy"] / "a.jsonl").open("ab") as f:
-        f.write(line(id="a3", text="x", bug="three_copies"))
+    append(roots, line(id="a3", text="x", bug="three_copies"))
     assert run(db, roots).errors == 0
     assert query(db, "SELECT uuid LIKE 'a1@%', text FROM messages WHERE uuid LIKE 'a1%' ORDER BY seq") == [
         (0, "first"), (1, "copy 0"), (1, "copy 1"), (1, "copy 2"),
