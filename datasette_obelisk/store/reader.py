@@ -10,8 +10,8 @@ cursor), so reading can run ahead of writing (see ``read_ahead``).
 from __future__ import annotations
 
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 
 import orjson
