@@ -168,6 +168,23 @@ def test_a_folder_reached_through_a_symlink_and_then_directly_is_read_once(db, t
     assert rows(db, "SELECT COUNT(*), SUM(missing) FROM source_files") == [(1, 0)]
 
 
+def test_a_folder_linked_inside_the_folder_is_read_once_and_files_keep_their_real_paths(db, root, tmp_path):
+    elsewhere = tmp_path / "elsewhere"  # a project kept outside, linked in
+    elsewhere.mkdir()
+    (elsewhere / "s1.jsonl").write_bytes(line(id="a", text="kept elsewhere"))
+    (root / "a-link").symlink_to(elsewhere)
+    (root / "z-real").mkdir()
+    (root / "z-real" / "s2.jsonl").write_bytes(line(id="b", text="kept here"))
+    (root / "b-link").symlink_to(root / "z-real")  # sorts before the folder it names
+    (root / "z-real" / "up").symlink_to(root)  # a loop
+    summary = run(db, root)
+    assert (summary.files, summary.messages, summary.errors) == (2, 2, 0)
+    assert rows(db, "SELECT path FROM source_files ORDER BY path") == [
+        (str(root / "a-link" / "s1.jsonl"),), (str(root / "z-real" / "s2.jsonl"),),
+    ]
+    assert run(db, root).files_skipped == 2
+
+
 def test_a_file_linked_inside_the_folder_is_read_once_under_its_own_name(db, root):
     (root / "s2.jsonl").write_bytes(line(id="a", text="hello") + line(id="b", text="again"))
     (root / "s1.jsonl").symlink_to("s2.jsonl")  # sorts first

@@ -142,20 +142,43 @@ def default_folder_warnings(sources: Mapping[str, Any], environ: Mapping[str, st
 
 
 def walk_files(root: Path) -> Iterator[Path]:
-    """Files below ``root``, sorted, never following directory symlinks.
+    """Files below ``root``, sorted.
 
-    Unreadable folders are skipped; entries that are not regular files (a
-    dangling link, a symlink loop, a FIFO) are still yielded so the ingester
-    can report them instead of silently missing them.
+    A symlink to a folder is followed (a project folder kept elsewhere is
+    still the agent's), once every real folder has been walked, and only to
+    a folder not walked yet: a link back up, or to a folder also reached
+    directly, reads nothing twice, and files keep their real paths. Unreadable
+    folders are skipped; entries that are not regular files (a dangling link,
+    a symlink loop, a FIFO) are still yielded so the ingester can report them
+    instead of silently missing them.
     """
+    walked: set[tuple[int, int]] = set()
+    links: list[Path] = []
+    yield from _walk_folder(Path(root), walked, links)
+    while links:
+        link = links.pop(0)
+        try:
+            target = os.stat(link)
+        except OSError:
+            continue
+        if (target.st_dev, target.st_ino) not in walked:
+            yield from _walk_folder(link, walked, links)
+
+
+def _walk_folder(folder: Path, walked: set, links: list) -> Iterator[Path]:
+    """The files below ``folder`` through real folders; the folder links met go to ``links``."""
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        st = os.stat(folder)
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError:
         return
+    walked.add((st.st_dev, st.st_ino))
     for entry in entries:
         try:
             if entry.is_dir(follow_symlinks=False):
-                yield from walk_files(Path(entry.path))
+                yield from _walk_folder(Path(entry.path), walked, links)
+            elif entry.is_symlink() and entry.is_dir():
+                links.append(Path(entry.path))
             else:
                 yield Path(entry.path)
         except OSError:
