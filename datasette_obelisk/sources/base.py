@@ -177,9 +177,16 @@ def _walk_folder(folder: Path, walked: set, links: list) -> Iterator[Path]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 yield from _walk_folder(Path(entry.path), walked, links)
-            elif entry.is_symlink() and entry.is_dir():
+            elif entry.is_symlink() and _names_folder(entry):
                 links.append(Path(entry.path))
             else:
                 yield Path(entry.path)
         except OSError:
             continue
+
+
+def _names_folder(link: os.DirEntry) -> bool:
+    try:
+        return link.is_dir()
+    except OSError:  # a loop: reported as the file it is not
+        return False
