@@ -235,7 +235,7 @@ class Ingester:
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
         plans = in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None]))
-        to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
+        to_read = bytes_to_read(plans)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         self.clear_families()
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
@@ -267,7 +267,7 @@ class Ingester:
             self.begin_batch()
             self._held = True
         plans = self.with_families(plans)
-        to_read = sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
+        to_read = bytes_to_read(plans)
         if to_read > ATOMIC_REREAD_BYTES or (self.cold_load_bytes is not None and to_read >= self.cold_load_bytes):
             self.release()  # too much to hold the lock for; a cold load commits as it goes
         return plans
@@ -928,6 +928,11 @@ def is_gone(path: str) -> bool:
     except OSError:
         return False
     return False
+
+
+def bytes_to_read(plans) -> int:
+    """How much the planned jobs read, from their cursors to the ends of their files."""
+    return sum(plan.fingerprint.size - plan.job.cursor for plan in plans if plan.job)
 
 
 def default_roots(sources: Mapping[str, Source], environ=os.environ) -> dict[str, Path]:
