@@ -384,3 +384,13 @@ async def test_every_get_documents_its_timeout(spec):
         if "get" in operations:
             code = "SESSION_QUERY_ABORTED" if "/session-query/" in path else "OBELISK_TIMEOUT"
             assert operations["get"]["responses"]["504"]["description"].startswith(code), path
+
+
+@pytest.mark.asyncio
+async def test_a_private_instance_does_not_describe_its_api(web_db):
+    private = make_datasette(web_db, {"allow": {"id": "root"}})
+    await private.invoke_startup()
+    for path in (f"{API}/openapi.json", API):
+        response = await private.client.get(path)
+        assert (response.status_code, response.json()["error"]["code"]) == (403, "OBELISK_PERMISSION_DENIED")
+        assert (await private.client.get(path, actor=ROOT)).json()["openapi"] == "3.1.0"

@@ -26,6 +26,9 @@ async def openapi_view(datasette, request):
 
     if request.method not in ("GET", "HEAD"):
         return method_not_allowed("GET")
+    if not await datasette.allowed(action="view-instance", actor=request.actor):
+        # Like Datasette's own pages: a private instance does not say what it serves.
+        return json_error(QueryError("OBELISK_PERMISSION_DENIED", "you may not view this instance"))
     return json_ok(openapi_document(datasette))
 
 
