@@ -139,6 +139,21 @@ def test_deleted_file_keeps_its_session_archived(db, root):
     assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "live"), ("s2", "live")]
 
 
+def test_a_gone_file_nothing_was_read_from_leaves_no_row_and_no_error(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me"))
+    (root / "dangling.jsonl").symlink_to(root / "nowhere.jsonl")
+    (root / "empty.jsonl").write_bytes(b"")
+    assert run(db, root).errors == 1
+    assert rows(db, "SELECT count(*) FROM ingest_errors WHERE reason LIKE 'cannot read file:%'") == [(1,)]
+    (root / "dangling.jsonl").unlink()
+    (root / "empty.jsonl").unlink()
+    (root / "s1.jsonl").unlink()
+    assert run(db, root).files_missing == 1
+    assert rows(db, "SELECT path, missing FROM source_files") == [(str(root / "s1.jsonl"), 1)]
+    assert rows(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+    assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+
+
 def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):
     # /logs and /logs2 share a prefix; reading /logs alone leaves /logs2's files alone.
     first, second = tmp_path / "logs", tmp_path / "logs2"

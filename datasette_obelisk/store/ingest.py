@@ -32,7 +32,7 @@ from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
 from .units import hints_json, in_read_order, unit_of_row
-from .writer import Writer, delete_file_rows
+from .writer import Writer, delete_file_rows, file_holds_rows
 
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
@@ -489,6 +489,13 @@ class Ingester:
         if not gone:
             return
         with self.transaction():
+            # A file nothing was read from (a dangling link, an empty file) leaves
+            # nothing to archive: it goes, with the error that it could not be read.
+            empty = [row for row in gone if not file_holds_rows(self.conn, row["id"])]
+            for row in empty:
+                self.conn.execute("DELETE FROM ingest_errors WHERE file_id = ?", [row["id"]])
+                self.conn.execute("DELETE FROM source_files WHERE id = ?", [row["id"]])
+            gone = [row for row in gone if row not in empty]
             for row in gone:
                 self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
                 self.queue_sessions_of_file(row["id"])

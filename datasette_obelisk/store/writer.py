@@ -460,6 +460,12 @@ def _with_parents(row: tuple, aliases: dict[str, str]) -> tuple:
     return tuple(values)
 
 
+def file_holds_rows(conn: sqlite3.Connection, file_id: int) -> bool:
+    """Whether anything was read from one file (its errors aside)."""
+    tables = (*FILE_TABLES, "file_sessions", "message_aliases", "workflows", "workflow_agents")
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone() for table in tables)
+
+
 def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     """Remove every row read from one file (before re-reading it).
 
