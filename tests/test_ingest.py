@@ -919,6 +919,28 @@ def test_an_agent_whose_spawning_row_predates_its_name_is_still_adopted(tmp_path
     assert expected[1] == [("renamed main", AGENT, child, "toolu_task", 120000)]
 
 
+def test_a_session_renamed_back_takes_the_title_it_had(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    renames = [{"type": "custom-title", "customTitle": t, "sessionId": SESSION} for t in ("C1", "C2", "C1")]
+    ai = [{"type": "ai-title", "aiTitle": t, "sessionId": SESSION} for t in ("AI one", "AI two", "AI one")]
+    (project / f"{SESSION}.jsonl").write_bytes(main_lines() + claude_lines(*ai))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("AI one", "ai")]
+    with (project / f"{SESSION}.jsonl").open("ab") as log:
+        log.write(claude_lines(*renames[:2]))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("C2", "custom")]
+    with (project / f"{SESSION}.jsonl").open("ab") as log:
+        log.write(claude_lines(renames[2]))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("C1", "custom")]
+    assert rows(db, "SELECT kind, title FROM titles ORDER BY id") == [
+        ("first_prompt", "Find the thing"), ("ai", "AI two"), ("ai", "AI one"), ("custom", "C2"), ("custom", "C1")
+    ]
+
+
 def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):
     """Deriving a session also derives the sessions whose leaf its summary lines
     name, and theirs in turn: a session derived that way leaves the queue, so

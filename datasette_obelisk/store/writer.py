@@ -31,6 +31,11 @@ MAX_TITLE = 1_000
 
 # The tables whose rows each name the source file they were read from
 # (``file_id``): deleted when the file is read again, moved with its copy.
+# A title set again (a session renamed back) becomes the newest of its kind
+# again: the row takes the next id. A first prompt stays the first.
+TITLE_INSERT = """INSERT INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) VALUES (?, ?, ?, ?, ?, ?)
+   ON CONFLICT (session_id, kind, title, ifnull(leaf_uuid, '')) DO UPDATE
+   SET id = (SELECT max(id) FROM titles) + 1, timestamp = excluded.timestamp WHERE kind != 'first_prompt'"""
 FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests")
 
 # CPython's sqlite3 module (3.11) binds ``None`` through its adapter
@@ -348,11 +353,7 @@ class Writer:
 
     def _title(self, t: TitleCandidate) -> None:
         title = stored_title(t)
-        self.conn.execute(
-            "INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            [t.session_id, t.kind, title, t.timestamp, t.leaf_uuid, self.file_id],
-        )
+        self.conn.execute(TITLE_INSERT, [t.session_id, t.kind, title, t.timestamp, t.leaf_uuid, self.file_id])
         self.counts.sessions.add(t.session_id)
 
     def _summary(self, s: Summary) -> None:
