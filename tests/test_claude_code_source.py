@@ -546,6 +546,19 @@ def test_first_prompt_skips_everything_that_is_not_a_typed_prompt():
     assert [s.kind for s in of_type(records, Summary)] == ["compaction"]
 
 
+@pytest.mark.parametrize("flagged", [True, False])
+def test_a_compaction_summary_is_known_by_its_words_when_unflagged(flagged):
+    summary = "This session is being continued from a previous conversation that ran out of context. Analysis: wallaby"
+    flag = {"isCompactSummary": True} if flagged else {}
+    records = feed_lines([user("u1", summary, **flag), user("u2", "Go on")])
+    messages = of_type(records, Message)
+    assert [(m.uuid, m.is_compact_summary, m.is_meta) for m in messages] == [("u1", 1, 0), ("u2", 0, 0)]
+    assert [(s.kind, s.content) for s in of_type(records, Summary)] == [("compaction", summary)]
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Go on")]
+    quoted = feed_lines([user("u1", "Why does it say: " + summary)])
+    assert [m.is_compact_summary for m in of_type(quoted, Message)] == [0]
+
+
 def test_a_slash_command_with_arguments_titles_its_session():
     typed = ("<command-message>orchestrator is running…</command-message>\n<command-name>/orchestrator</command-name>\n"
              "<command-args>create TODO app by Next.js</command-args>")
@@ -988,7 +1001,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 8)
+    assert (source.name, source.parser_version) == ("claude", 9)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

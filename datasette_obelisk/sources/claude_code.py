@@ -83,6 +83,8 @@ NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
 INTERRUPTION = "interruption"  # the content type of a line that says only that
 INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\][ \t\r\n]*")  # as m027 reads it
 SKILL_PREFIX = "Base directory for this skill"
+# How a compaction summary opens; logs from before ``isCompactSummary`` say it only this way.
+CONTINUED = "This session is being continued from a previous conversation"
 
 # Tool results that say the tool never ran because permission was refused:
 # rejected or cancelled in the prompt, not granted in ``-p`` mode, or denied
@@ -124,7 +126,9 @@ class ClaudeCodeSource:
     # 8: pr-link lines name the session's pull requests; an agent's type and
     # task say where they come from (its .meta.json outranks its call's result);
     # an assistant line's effort is the session's reasoning effort
-    parser_version = 8
+    # 9: a compaction summary is known by its opening words when unflagged (and
+    # the logs are read again for titles set back and rewound branches resumed)
+    parser_version = 9
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -490,7 +494,10 @@ class ClaudeCodeParser:
                 or (line_type == "user" and content_type == "text" and _looks_meta(text))
             ),
             is_sidechain=int(obj.get("isSidechain") is True),
-            is_compact_summary=int(obj.get("isCompactSummary") is True),
+            is_compact_summary=int(
+                obj.get("isCompactSummary") is True
+                or (line_type == "user" and content_type == "text" and text.startswith(CONTINUED))
+            ),
             surface=None if is_role else "log-only",
             agent_id=self._member_agent_id(obj),
             cwd=_text(obj.get("cwd")) or None,
