@@ -941,6 +941,53 @@ def test_a_session_renamed_back_takes_the_title_it_had(tmp_path):
     ]
 
 
+WORKFLOW_SESSION = "3f000000-0000-4000-8000-000000000002"
+
+
+def workflow_files():
+    """A main log whose Workflow call launched run wf_sp01, the run's document (naming no call) and its agent."""
+    common = {"sessionId": WORKFLOW_SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.50"}
+    call = {"type": "tool_use", "id": "toolu_wf1", "name": "Workflow", "input": {"scriptPath": "/s.js"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_wf1", "content": "Workflow launched in background. Task ID: task_sp01"}
+    main = claude_lines(
+        {**common, "type": "user", "uuid": "w-u1", "parentUuid": None, "timestamp": "2025-03-01T10:00:00Z",
+         "message": {"role": "user", "content": "Run the docs sweep"}},
+        {**common, "type": "assistant", "uuid": "w-a1", "parentUuid": "w-u1", "timestamp": "2025-03-01T10:00:01Z",
+         "message": {"role": "assistant", "id": "mw1", "content": [call]}},
+        {**common, "type": "user", "uuid": "w-r1", "parentUuid": "w-a1", "timestamp": "2025-03-01T10:00:02Z",
+         "message": {"role": "user", "content": [result]},
+         "toolUseResult": {"isAsync": True, "status": "async_launched", "runId": "wf_sp01", "taskId": "task_sp01"}},
+    )
+    document = {"runId": "wf_sp01", "taskId": "task_sp01", "status": "completed", "workflowName": "docs-sweep",
+                "workflowProgress": [{"type": "workflow_agent", "agentId": "agsp0001", "label": "sweep:a"}]}
+    agent = claude_lines({**common, "isSidechain": True, "agentId": "agsp0001", "type": "user", "uuid": "g-u1",
+                          "parentUuid": None, "timestamp": "2025-03-01T10:00:03Z",
+                          "message": {"role": "user", "content": "Sweep the docs"}})
+    run = f"{WORKFLOW_SESSION}/subagents/workflows/wf_sp01"
+    return {
+        f"{WORKFLOW_SESSION}.jsonl": main,
+        f"{WORKFLOW_SESSION}/workflows/wf_sp01.json": json.dumps(document).encode(),
+        f"{run}/agent-agsp0001.jsonl": agent,
+        f"{run}/agent-agsp0001.meta.json": b'{"agentType": "workflow-subagent"}',
+    }
+
+
+@pytest.mark.parametrize("main_first", [True, False])
+def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_path, main_first):
+    project = tmp_path / "claude" / "projects" / "-p"
+    db = tmp_path / "obelisk.db"
+    files = list(workflow_files().items())
+    for batch in (files[:1], files[1:]) if main_first else (files[1:], files[:1]):
+        for name, data in batch:
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            (project / name).write_bytes(data)
+        ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT run_id, session_id, parent_tool_use_id FROM workflows") == [
+        ("wf_sp01", WORKFLOW_SESSION, "toolu_wf1")]
+    assert rows(db, "SELECT id, relationship, agent_type FROM sessions ORDER BY id") == [
+        (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
+
+
 def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):
     """Deriving a session also derives the sessions whose leaf its summary lines
     name, and theirs in turn: a session derived that way leaves the queue, so

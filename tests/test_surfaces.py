@@ -36,3 +36,29 @@ def test_each_compaction_replaces_what_was_current_but_what_it_kept():
         7: ("current", "visible", None),
         8: ("current", "visible", None),
     }
+
+
+def test_the_branch_holding_the_newest_line_goes_on():
+    # u2 and u3 both answer a1 (a rewind to u3); then the user went back to
+    # u2's branch and carried on there (u4 under a2): that branch is current.
+    rows = [
+        row(1, "u1"), row(2, "a1", "u1", role="assistant", type="assistant"),
+        row(3, "u2", "a1"), row(4, "a2", "u2", role="assistant", type="assistant"),
+        row(5, "u3", "a1"), row(6, "a3", "u3", role="assistant", type="assistant"),
+        row(7, "u4", "a2"),
+    ]
+    surfaces = surfaces_of(rows)
+    assert {n for n, (surface, _, _) in surfaces.items() if surface == "shadowed"} == {5, 6}
+    assert surfaces[5] == surfaces[6] == ("shadowed", "inactive", "u2")
+    assert surfaces_of(rows[:6])[3] == ("shadowed", "inactive", "u3")  # before u4: the newest prompt's branch
+
+
+def test_times_are_compared_as_times_and_a_note_of_an_interruption_is_no_prompt():
+    rows = [
+        row(1, "a0", type="assistant", role="assistant"),
+        row(2, "u1", "a0", timestamp="2026-01-01T02:00:05+02:00"),  # 00:00:05 UTC
+        row(3, "u2", "a0", timestamp="2026-01-01T00:00:04.500Z"),
+    ]
+    assert surfaces_of(rows)[3] == ("shadowed", "inactive", "u1")
+    noted = [rows[0], row(2, "n", "a0", content_type="interruption"), row(3, "u", "a0")]
+    assert [surface for surface, _, _ in surfaces_of(noted).values()] == ["current"] * 3

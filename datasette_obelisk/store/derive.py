@@ -60,6 +60,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
         write_session(conn, session_id, plan)
     conn.executemany(INLINE_AGENTS_PROGRAM, [[s] for s in session_ids])
     link_subagents(conn, session_ids)
+    link_workflows(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
 
@@ -339,7 +340,7 @@ def is_prompt(row: SessionRow) -> bool:
         and row.type == "user"
         and not row.is_meta
         and not row.is_compact_summary
-        and row.content_type != "tool_result"
+        and row.content_type not in ("tool_result", "interruption")  # no one typed a note of an interruption
     )
 
 
@@ -359,12 +360,14 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             children[row.parent_uuid].append(row)
         surface[row.uuid] = "log-only" if row.surface == "log-only" else "current"
         visibility[row.uuid] = "hidden" if row.visibility == "hidden" else "visible"
-    # Rewinds: several prompts under one parent at different times.
+    # Rewinds: several prompts under one parent at different times. The
+    # branch holding the newest line goes on; it is the newest prompt's unless
+    # the user went back to an older branch (a resume) and carried on there.
     for siblings in children.values():
         prompts = [r for r in siblings if is_prompt(r)]
         if len(prompts) < 2 or len({r.timestamp for r in prompts}) < 2:
             continue
-        newest = max(prompts, key=lambda r: (r.timestamp or "", r.id))
+        newest = max(prompts, key=lambda r: max(time_order(row) for row in subtree(r, children)))
         for abandoned in prompts:
             if abandoned is newest:
                 continue
@@ -410,6 +413,12 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             preserved = set()
         current.append(row)
     return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
+
+
+def time_order(row: SessionRow) -> tuple:
+    """A sort key putting rows in time order (canonical UTC; the row id breaks ties)."""
+    timestamp = (moment(row.timestamp) if is_moment(row.timestamp) else None) or ""
+    return timestamp, row.id
 
 
 def kept_by(row: SessionRow) -> set[str]:
@@ -715,6 +724,28 @@ AGENT_TYPE_UPDATE = """UPDATE sessions SET agent_type = sa.agent_type
    WHERE sa.child_session_id = sessions.id AND sa.agent_type IS NOT NULL
      AND sessions.agent_type IS NOT sa.agent_type AND sessions.relationship = 'subagent'
      AND (sa.child_session_id = :s OR sa.session_id = :s)"""
+
+
+# A run's document may not name its call: the call is the session's
+# ``Workflow`` call whose result names the run or its task.
+WORKFLOW_CALL_UPDATE = """UPDATE workflows SET parent_tool_use_id = (
+       SELECT tr.tool_use_id FROM tool_results tr JOIN tool_calls tc ON tc.id = tr.tool_use_id
+       WHERE tr.session_id = workflows.session_id AND tc.name = 'Workflow'
+         AND (instr(tr.content, workflows.run_id) OR instr(tr.content, workflows.task_id))
+       ORDER BY tr.timestamp, tr.tool_use_id LIMIT 1)
+   WHERE session_id = :s AND parent_tool_use_id IS NULL"""
+WORKFLOW_AGENT_TYPE_UPDATE = """UPDATE sessions SET agent_type = wa.agent_type
+   FROM workflow_agents wa
+   WHERE sessions.relationship = 'workflow' AND sessions.parent_session_id = wa.session_id
+     AND sessions.agent_id = wa.agent_id AND wa.agent_type IS NOT NULL
+     AND sessions.agent_type IS NOT wa.agent_type AND (sessions.id = :s OR wa.session_id = :s)"""
+
+
+def link_workflows(conn, session_ids) -> None:
+    """Each workflow run to its spawning call, each workflow agent's session to its type."""
+    for session_id in session_ids:
+        conn.execute(WORKFLOW_CALL_UPDATE, {"s": session_id})
+        conn.execute(WORKFLOW_AGENT_TYPE_UPDATE, {"s": session_id})
 
 
 def link_subagents(conn, session_ids) -> None:

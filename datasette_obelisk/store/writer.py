@@ -384,6 +384,7 @@ class Writer:
         self.conn.execute(
             WORKFLOW_UPSERT, [w.run_id] + [getattr(w, f) for f in WORKFLOW_FIELDS] + [self.file_id]
         )
+        self.counts.sessions.add(w.session_id)  # its call may be in the session's log (derive.link_workflows)
 
     def _workflow_agent(self, a: WorkflowAgent) -> None:
         self.conn.execute(
