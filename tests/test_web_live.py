@@ -1,7 +1,9 @@
 """The JSON API answers from the log as it is now, not as it was at the last ingest."""
 
+import asyncio
 import json
 import sqlite3
+import threading
 
 import pytest
 
@@ -46,6 +48,34 @@ async def test_lines_appended_after_ingest_are_served(tmp_path, monkeypatch):
     assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
     with open(log, "a") as fp:
         fp.write(line("b", "a", "a wombat wanders in"))
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]
+
+
+@pytest.mark.asyncio
+async def test_a_large_catch_up_goes_on_while_requests_answer_from_what_is_stored(tmp_path, monkeypatch):
+    log, db = ingested_log(tmp_path, monkeypatch)
+    monkeypatch.setattr(web_live, "INLINE_BYTES", 100)
+    go_on = threading.Event()
+    refresh = web_live.live.refresh
+
+    def held_refresh(conn, **options):
+        if options.get("max_bytes") is None:  # the catch-up
+            go_on.wait(10)
+        return refresh(conn, **options)
+
+    monkeypatch.setattr(web_live.live, "refresh", held_refresh)
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    with open(log, "a") as fp:
+        fp.write(line("b", "a", "a wombat wanders in"))  # more than 100 bytes
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
+    catching_up = web_live._catching_up[str(db)]
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []  # not a second one
+    go_on.set()
+    assert await catching_up is True
+    await asyncio.sleep(0)  # the done callback
+    assert web_live._catching_up == {}
     found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
     assert [hit["message"]["uuid"] for hit in found] == ["b"]
 

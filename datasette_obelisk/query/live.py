@@ -1,6 +1,6 @@
 """Live-preferred answers: tail-ingest logs that grew since the last ingest.
 
-    refresh(conn, session_ids=None, *, enabled=True, sources=None) -> list[str]
+    refresh(conn, session_ids=None, *, enabled=True, sources=None, max_bytes=None) -> list[str] | None
         Before answering for ``session_ids`` (every known file when None),
         compare each of their source files' ``os.stat`` size and mtime with
         its ``source_files`` row; a file that changed is ingested again —
@@ -8,7 +8,8 @@
         just grew — and the derivations (surfaces, titles, the session index)
         are brought up to date. A log read again from its start (rewritten,
         or read by a newer parser) takes the other files of its sessions
-        along, as ``obelisk ingest`` does. Returns the paths re-read.
+        along, as ``obelisk ingest`` does. Returns the paths re-read; None,
+        reading nothing, when that means reading more than ``max_bytes``.
 
 ``conn`` must be a *write* connection (``store.db.open_db``); everything
 else in query/ reads only. A database whose schema is not this version's
@@ -60,11 +61,22 @@ def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
         except OSError:
             continue  # gone: the archive answers; `obelisk ingest` marks it missing
         if (st.st_size, st.st_mtime_ns) != (row["size"], row["mtime_ns"]):
-            changed.append(row)
+            changed.append({**row, "size_now": st.st_size})
     return changed
 
 
-def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None) -> list[str]:
+def bytes_to_read(rows: list[dict]) -> int:
+    """How much reading ``changed_files`` rows takes: the new bytes of a file
+    that grew, the whole of any other (it may be read from its start)."""
+    return sum(
+        row["size_now"] - row["cursor"] if row["size_now"] > (row["size"] or 0) >= row["cursor"] else row["size_now"]
+        for row in rows
+    )
+
+
+def refresh(
+    conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None, max_bytes: int | None = None
+) -> list[str] | None:
     if not enabled:
         return []
     if not is_current(conn):
@@ -74,6 +86,8 @@ def refresh(conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True,
     rows = changed_files(conn, session_ids)
     if not rows:
         return []
+    if max_bytes is not None and bytes_to_read(rows) > max_bytes:
+        return None
     from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
     from ..store.redacting import record_redactor_for
 
