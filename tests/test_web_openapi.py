@@ -394,3 +394,18 @@ async def test_a_private_instance_does_not_describe_its_api(web_db):
         response = await private.client.get(path)
         assert (response.status_code, response.json()["error"]["code"]) == (403, "OBELISK_PERMISSION_DENIED")
         assert (await private.client.get(path, actor=ROOT)).json()["openapi"] == "3.1.0"
+
+
+@pytest.mark.asyncio
+async def test_with_cors_every_answer_carries_the_cors_headers(web_db, ds):
+    cors = make_datasette(web_db, cors=True)
+    await cors.invoke_startup()
+    for path in (f"{API}/sessions", f"{API}/openapi.json", f"{API}/nope", "/-/obelisk/overview"):
+        response = await cors.client.get(path)
+        assert response.headers["access-control-allow-origin"] == "*", path
+        assert "Authorization" in response.headers["access-control-allow-headers"], path
+        assert "access-control-allow-origin" not in (await ds.client.get(path)).headers, path
+    assert (await cors.client.get(f"{API}/sessions")).headers["access-control-expose-headers"] == "Link, X-Total-Count"
+    preflight = await cors.client.options(f"{API}/remember")
+    assert (preflight.status_code, preflight.headers["access-control-allow-methods"]) == (200, "GET, POST, HEAD, OPTIONS")
+    assert (await ds.client.options(f"{API}/sessions")).status_code == 405
