@@ -446,6 +446,22 @@ async def test_remember_registers_markdown_files_only(db, memory_root):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path,content,kind,refused", [
+    (REMEMBER, b'{"path": "b.txt", "path": "decision.md", "summary": "s"}', "application/json", "field path given"),
+    (REMEMBER, b"path=b.txt&path=decision.md&summary=s", "application/x-www-form-urlencoded", "field path given"),
+    (REMEMBER + "?summary=s", b'{"path": "decision.md", "summary": "s"}', "application/json", "unknown query parameter summary"),
+    (REMEMBER + "?db=obelisk&db=obelisk", b'{"path": "decision.md", "summary": "s"}', "application/json", "parameter db given"),
+])
+async def test_a_field_given_twice_or_in_the_query_string_is_refused(db, memory_root, path, content, kind, refused):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(path, content=content, headers={"content-type": kind, "accept": "application/json"}, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_INVALID_ARGUMENT")
+    assert response.json()["error"]["message"].startswith(refused)
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
 async def test_forget_refuses_unknown_fields(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     memory_id = await remembered(ds, memory_root)

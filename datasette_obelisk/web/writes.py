@@ -18,6 +18,7 @@ Everything else is answered with JSON.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from urllib.parse import parse_qsl
 
@@ -59,14 +60,36 @@ async def read_record(request, max_bytes: int) -> dict:
     except UnicodeDecodeError:
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body is not UTF-8") from None
     if kind == FORM_TYPE:
-        return {key: value for key, value in parse_qsl(text, keep_blank_values=True) if value != ""}
+        pairs = parse_qsl(text, keep_blank_values=True)
+        refuse_repeated(key for key, _ in pairs)
+        return {key: value for key, value in pairs if value != ""}
     try:
         record = orjson.loads(text)  # (refuses lone surrogates and deep nesting: ValueError)
     except ValueError:
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object or a form") from None
     if not isinstance(record, dict):
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object")
+    if len(record) > 1:  # a key given twice was folded into one: find it
+        json.loads(text, object_pairs_hook=lambda pairs: refuse_repeated(key for key, _ in pairs))
     return record
+
+
+def refuse_repeated(keys) -> dict:
+    """A field given twice is refused: which one was meant?"""
+    seen: set = set()
+    repeated = sorted({key for key in keys if key in seen or seen.add(key)})
+    if repeated:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"field {', '.join(repeated)} given more than once")
+    return {}
+
+
+def refuse_query_parameters(request) -> None:
+    """A write reads its fields from the body; the query string may only name the database."""
+    unknown = sorted(name for name in request.args.keys() if name != "db")
+    if unknown:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"unknown query parameter {', '.join(unknown)}: send fields in the body")
+    if len(request.args.getlist("db")) > 1:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", "parameter db given more than once")
 
 
 def from_our_form(request) -> bool:
@@ -126,6 +149,7 @@ def write_view(action: str, perform, done: str, already: str | None = None):
         config = settings(datasette)
         entered: dict = {}
         try:
+            refuse_query_parameters(request)
             db = await database_for(datasette, request)
             if not await allowed(datasette, request.actor, action, db.name):
                 raise QueryError("OBELISK_PERMISSION_DENIED", f"{action} is not granted to you on {db.name!r}")
