@@ -39,6 +39,16 @@ def test_obelisk_trace_walks_the_links_without_reading_text(web_db):
     assert len(steps) == 3 and not [s for s in steps if "*" in s or "text" in s], steps
 
 
+def test_obelisk_trace_reads_only_its_own_database(web_db):
+    from datasette_obelisk.web.sql_functions import register_functions
+
+    conn = sqlite3.connect(":memory:")  # --crossdb's _memory, the archive attached
+    register_functions(conn)
+    conn.execute("ATTACH DATABASE ? AS obelisk", [str(web_db)])
+    assert conn.execute("select obelisk_trace('xss-a2')").fetchone() == (None,)
+    conn.close()
+
+
 def test_obelisk_trace_past_the_time_limit_stops_the_statement_with_the_usual_error(web_db, monkeypatch):
     from datasette_obelisk.query import obelisk
     from datasette_obelisk.query.errors import QueryError

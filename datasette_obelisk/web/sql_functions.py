@@ -71,6 +71,10 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     uuid = as_text(uuid)
     if uuid is None:
         return None
+    # Only the connection's own database: --crossdb's _memory would find
+    # an attached database's messages under the bare name.
+    if conn.execute("SELECT 1 FROM main.sqlite_master WHERE name = 'messages' AND type = 'table'").fetchone() is None:
+        return None
     # The helpers read rows by name; sqlite-utils connections return tuples.
     # A cursor keeps the factory it was made with, so the caller's is safe.
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
