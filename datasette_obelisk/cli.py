@@ -556,7 +556,7 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
             start_watcher(db, watched)
             click.echo("New and grown logs are ingested every few seconds while it serves (--no-watch: not).", err=True)
         click.echo(f"Serving {db} on http://127.0.0.1:{port}/-/obelisk", err=True)
-        os.execvp(sys.executable, [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
+        os.execvp(sys.executable, [sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", str(port)])
 
 
 def holdings(db: Path) -> str:

@@ -371,13 +371,44 @@ def test_up_hands_its_folders_to_the_watcher(tmp_path, toy_plugin, monkeypatch):
         sys.executable, "-m", "datasette_obelisk", "ingest", "--watch", "--no-progress", "--db", str(db),
         "--parent", str(os.getpid()), "--dir", f"claude={claude}", "--dir", f"toy={logs}",
     ]
-    assert server[:4] == [sys.executable, "-m", "datasette", "serve"]
+    assert server == [sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", "8001"]
     # The watcher's line reads those folders (run here, where the toy plugin is installed;
     # its parent is not this process, so it stops after its first pass).
     watched = CliRunner().invoke(cli, watcher[3:] + ["--json"])
     assert watched.exit_code == 0, watched.output
     first = json.loads(watched.stdout.splitlines()[0])
     assert (first["roots"], first["files"], first["files_skipped"]) == ({"claude": str(claude), "toy": str(logs)}, 1, 1)
+
+
+def test_ctrl_c_stops_the_server_up_starts_with_status_0(tmp_path):
+    import signal
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = tmp_path / "o.db"
+    sqlite3.connect(db).close()
+    server = subprocess.Popen([sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(300):
+            try:
+                assert urllib.request.urlopen(f"http://127.0.0.1:{port}/-/versions.json").status == 200
+                break
+            except OSError:
+                time.sleep(0.1)
+        server.send_signal(signal.SIGINT)
+        out, err = server.communicate(timeout=30)
+    finally:
+        server.kill()
+    assert server.returncode == 0, err
+    assert "Aborted!" not in err
+    refused = subprocess.run([sys.executable, "-m", "datasette_obelisk.serve", str(db), "--no-such-option"],
+                             capture_output=True, text=True)
+    assert refused.returncode == 2 and "Error: No such option '--no-such-option'" in refused.stderr
 
 
 @pytest.mark.parametrize("command", [["ingest"], ["up", "--no-serve"]])
