@@ -14,7 +14,7 @@ import click
 
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
-from .store.db import default_db_path
+from .store.db import NewerDatabase, default_db_path
 
 DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
 
@@ -43,6 +43,8 @@ def writable_db(db_path: Path | None) -> Path:
     folder = db.absolute().parent
     if not folder.is_dir():
         raise click.UsageError(f"--db {db}: the folder {folder} does not exist")
+    if db.is_dir():
+        raise click.UsageError(f"--db {db} is a folder, not a database file")
     if db.exists():
         with open(db, "rb") as fp:
             head = fp.read(len(SQLITE_HEADER))
@@ -63,12 +65,16 @@ def migrated_or_empty(db: Path) -> bool:
     An empty ``_sqlite_migrations`` table alone is a database another process
     is creating: sqlite-utils commits that table before the first migration."""
     import sqlite3
-    from urllib.parse import quote
 
+    from .store.db import file_uri, refuse_newer
     from .store.migrations import migrations
 
-    conn = sqlite3.connect("file:" + quote(str(db.absolute())) + "?mode=ro", uri=True)
+    conn = sqlite3.connect(file_uri(db), uri=True)
     try:
+        try:
+            refuse_newer(conn)
+        except NewerDatabase as exc:
+            raise click.UsageError(f"--db {exc}") from None
         tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         return tables <= {"_sqlite_migrations"} or "_sqlite_migrations" in tables and conn.execute(
             "SELECT 1 FROM _sqlite_migrations WHERE migration_set = ? LIMIT 1", [migrations.name]
@@ -117,6 +123,8 @@ def report_errors(fn):
             if exc.code == "OBELISK_INVALID_ARGUMENT":
                 raise click.UsageError(exc.message) from None
             fail(exc, kwargs.get("as_json", False))
+        except NewerDatabase as exc:
+            raise click.UsageError(str(exc)) from None
 
     return wrapper
 

@@ -22,7 +22,7 @@ from .query import dashboard, fts, live, obelisk, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
 from .query.runner import DEFAULT_TIMEOUT, run_script
-from .store.db import open_db
+from .store.db import NewerDatabase, open_db
 
 SNIPPET = 160
 
@@ -45,7 +45,7 @@ def fresh_connection(db_path):
     reader = connect_readonly(db)  # first: a file that is not an obelisk database is refused, not migrated
     try:
         writer = open_db(db)
-    except sqlite3.Error:
+    except (sqlite3.Error, NewerDatabase):  # cannot be written, or must not be
         writer = None
     if writer is not None:
         try:

@@ -18,6 +18,7 @@ from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.readonly import connect_readonly
 from datasette_obelisk.sources.base import existing_folder, root_location
+from datasette_obelisk.store.db import LATEST_MIGRATION, NewerDatabase
 from datasette_obelisk.store.ingest import default_roots, ingest as run_ingest
 
 NO_FOLDERS = "No agent log folders found (looked for the sources' default folders).\n"
@@ -80,6 +81,43 @@ def test_a_database_that_is_not_obelisk_is_not_found_for_every_command(tmp_path,
     result = invoke(*command, "--db", empty)
     message = f"{empty} is not an obelisk database (run `obelisk ingest` into it first)"
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: OBELISK_NOT_FOUND: {message}\n")
+
+
+@pytest.mark.parametrize("command", DB_COMMANDS)
+def test_a_database_variable_naming_a_folder_is_refused_in_one_line(tmp_path, monkeypatch, command):
+    monkeypatch.setenv("OBELISK_DB", str(tmp_path))
+    result = invoke(*command)
+    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {tmp_path} is a folder, not a database file\n")
+    ingested = invoke("ingest", "--claude-dir", tmp_path)
+    assert (ingested.exit_code, ingested.stderr) == (2, usage_error("ingest", f"--db {tmp_path} is a folder, not a database file"))
+
+
+def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):
+    db = claude_db(tmp_path)
+    odd = tmp_path / "o\udcff.db"  # the byte 0xff, as Python names it
+    db.rename(odd)
+    for command in (["search", "hello", "--json"], ["sessions", "--json"], ["ingest", "--claude-dir", tmp_path / "agent", "--json"]):
+        result = CliRunner().invoke(cli, [*map(str, command), "--db", str(odd)])
+        assert result.exit_code == 0, result.output
+    assert [s["id"] for s in json.loads(invoke("sessions", "--db", odd, "--json").stdout)] == ["s1"]
+
+
+def test_a_database_a_newer_version_made_is_not_written(tmp_path):
+    db = claude_db(tmp_path)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('datasette_obelisk', 'm999_future', '')")
+    conn.close()
+    message = (f"--db {db} was made by a newer datasette-obelisk (it has migration m999_future; "
+               f"this one knows up to {LATEST_MIGRATION}): upgrade to write to it")
+    result = invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent")
+    assert (result.exit_code, result.stderr) == (2, usage_error("ingest", message))
+    with pytest.raises(NewerDatabase):
+        run_ingest(db, {"claude": tmp_path / "agent"})
+    assert invoke("sessions", "--db", db).exit_code == 0  # read as it is
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT DISTINCT parser_version FROM source_files").fetchall() == [(get_sources()["claude"].parser_version,)]
+    conn.close()
 
 
 def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):

@@ -154,6 +154,17 @@ def test_a_gone_file_nothing_was_read_from_leaves_no_row_and_no_error(db, root):
     assert rows(db, "SELECT uuid FROM messages") == [("a",)]
 
 
+def test_a_file_whose_name_is_not_utf_8_is_an_error_and_the_others_are_read(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me"))
+    (root / "s\udcff.jsonl").write_bytes(line(id="b", text="unnamed"))  # the byte 0xff
+    summary = run(db, root)
+    assert (summary.files, summary.messages, summary.errors) == (1, 1, 1)
+    assert summary.error_samples == [(
+        str(root) + "/s\\xff.jsonl", None, "the file's name is not UTF-8 text, so it cannot be stored: rename it to read it"
+    )]
+    assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+
+
 def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):
     # /logs and /logs2 share a prefix; reading /logs alone leaves /logs2's files alone.
     first, second = tmp_path / "logs", tmp_path / "logs2"

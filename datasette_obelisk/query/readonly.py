@@ -21,10 +21,9 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from ..sources.common import SQLITE_INTEGERS
-from ..store.db import BUSY_TIMEOUT_MS, has_schema
+from ..store.db import BUSY_TIMEOUT_MS, file_uri, has_schema
 from .errors import QueryError
 
 MAX_SQL_ROWS = 10_000
@@ -69,10 +68,11 @@ class ReadOnlyConnection(sqlite3.Connection):
 def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     """A read-only connection to an existing obelisk database."""
     path = Path(db_path)
+    if path.is_dir():
+        raise QueryError("OBELISK_NOT_FOUND", f"{path} is a folder, not a database file")
     if not path.is_file():
         raise QueryError("OBELISK_NOT_FOUND", f"database not found: {path} (run `obelisk ingest` first)")
-    uri = "file:" + quote(str(path.resolve())) + "?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)
+    conn = sqlite3.connect(file_uri(path.resolve()), uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA query_only = 1")
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)

@@ -7,6 +7,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
@@ -61,10 +62,41 @@ RACE_SIGNS = (
 )
 
 
+class NewerDatabase(Exception):
+    """A database a newer datasette-obelisk has migrated: this one must not write to it."""
+
+
+def file_uri(path: str | Path, mode: str = "ro") -> str:
+    """An SQLite URI for ``path``, whatever bytes its name holds."""
+    return "file:" + quote(os.fsencode(Path(path).absolute())) + f"?mode={mode}"
+
+
+def newer_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Migrations ``conn``'s database records that this version does not know."""
+    try:
+        return [name for (name,) in conn.execute(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = 'datasette_obelisk' AND name > ? ORDER BY name",
+            [LATEST_MIGRATION],
+        )]
+    except sqlite3.OperationalError:  # no migrations table yet
+        return []
+
+
+def refuse_newer(conn: sqlite3.Connection) -> None:
+    newer = newer_migrations(conn)
+    if newer:
+        raise NewerDatabase(
+            f"{database_path(conn) or 'the database'} was made by a newer datasette-obelisk "
+            f"(it has migration {newer[-1]}; this one knows up to {LATEST_MIGRATION}): upgrade to write to it"
+        )
+
+
 def migrate(conn: sqlite3.Connection) -> None:
-    """Apply the migrations ``conn``'s database lacks (each in a transaction with its record)."""
+    """Apply the migrations ``conn``'s database lacks (each in a transaction with its record);
+    ``NewerDatabase`` when a newer version made it."""
     if is_current(conn):
         return
+    refuse_newer(conn)
     import sqlite_utils
 
     from .migrations import migrations

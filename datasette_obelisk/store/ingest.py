@@ -17,7 +17,7 @@ from collections import Counter
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -180,8 +180,22 @@ class Ingester:
                 del self.roots[name]  # nor are its stored files taken for gone
                 continue
             self.found[name] = len(found)
-            units.extend(found)
+            units.extend(self.storable(found))
         return self.one_path_per_file(in_read_order(units))
+
+    def storable(self, units: list[SourceFile]) -> Iterator[SourceFile]:
+        """``units`` less those whose path is no text (bytes that are not UTF-8),
+        which cannot be stored: each is an error of this run, named readably."""
+        for unit in units:
+            path = os.fsencode(unit.path)
+            try:
+                path.decode("utf-8")
+            except UnicodeDecodeError:
+                self.summary.errors += 1
+                reason = "the file's name is not UTF-8 text, so it cannot be stored: rename it to read it"
+                self.summary.error_samples.append((path.decode("utf-8", "backslashreplace"), None, reason))
+                continue
+            yield unit
 
     def one_path_per_file(self, units: list[SourceFile]) -> list[SourceFile]:
         """``units`` less the links to a file found under another path too.
