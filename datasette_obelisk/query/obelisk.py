@@ -543,10 +543,12 @@ THREAD_PLACEMENT = f"""WITH timed AS (
   ), placed AS (
     SELECT id, seq, is_meta, MAX(at) OVER (PARTITION BY run) AS at FROM timed
   )"""
-THREAD_SQL = THREAD_PLACEMENT + """
-  SELECT {columns} FROM placed JOIN messages m ON m.id = placed.id
-  WHERE placed.is_meta = 0 OR :include_meta
-  ORDER BY placed.at, placed.seq LIMIT :limit OFFSET :offset"""
+# The page is chosen first, so only its messages' texts are read.
+THREAD_SQL = THREAD_PLACEMENT + """, page AS (
+    SELECT id, at, seq FROM placed WHERE is_meta = 0 OR :include_meta
+    ORDER BY at, seq LIMIT :limit OFFSET :offset
+  )
+  SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.at, page.seq"""
 
 
 def clipped_text_sql(column: str, limit: int = MAX_TEXT) -> str:
