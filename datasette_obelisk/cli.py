@@ -425,7 +425,7 @@ def pass_record(summary, db: Path, roots, warnings=()) -> dict:
     then the summary's own (a folder gone while watching)."""
     return dict(
         summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()},
-        warnings=[*warnings, *summary.warnings], at=time.strftime("%Y-%m-%dT%H:%M:%S"),
+        warnings=[*warnings, *summary.warnings], at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
 
 

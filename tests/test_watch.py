@@ -196,6 +196,7 @@ def test_ingest_watch_json_lines_all_have_the_same_keys(tmp_path, project):
     records = [json.loads(line) for line in out.splitlines()]
     assert len(records) >= 2 and len({frozenset(record) for record in records}) == 1
     assert {"at", "db", "roots", "files_read", "messages"} <= set(records[0])
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["at"]) for record in records)  # UTC
     assert sum(record["messages"] for record in records) == 2
 
 
