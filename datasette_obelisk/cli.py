@@ -199,7 +199,14 @@ class JsonErrorsGroup(JsonErrors, click.Group):
 @click.group(cls=JsonErrorsGroup)
 @click.version_option(package_name="datasette-obelisk", prog_name="obelisk")
 def cli():
-    """Archive and search the session logs of AI coding agents."""
+    """Archive and search the session logs of AI coding agents.
+
+    Example:
+
+    \b
+        obelisk up                      # ingest your logs and serve them
+        obelisk search "flaky test" --json
+    """
 
 
 class Progress:

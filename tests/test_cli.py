@@ -1,4 +1,5 @@
 import json
+import re
 import os
 import sqlite3
 import subprocess
@@ -448,3 +449,14 @@ def test_the_cli_runs_as_a_module(module):
     result = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.startswith("Usage: obelisk ")
     assert "  search " in result.stdout and "  ingest " in result.stdout  # the query commands are registered too
+
+
+def test_every_command_s_help_shows_an_example():
+    def commands(group, prefix):
+        yield prefix, group
+        for name, command in getattr(group, "commands", {}).items():
+            yield from commands(command, [*prefix, name])
+
+    for path, command in commands(cli, []):
+        result = CliRunner().invoke(cli, [*path, "--help"])
+        assert result.exit_code == 0 and re.search(r"\n  Examples?:\n", result.output), path
