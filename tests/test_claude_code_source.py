@@ -1051,4 +1051,9 @@ def test_what_hooks_said_and_todo_lists_are_the_text_of_their_attachments():
         {"content": "Test it", "status": "in_progress"}, "not a todo"]}) == (
         "[completed] Write the parser\n[in_progress] Test it")
     assert _attachment_text({"type": "todo_reminder", "content": []}) == ""
+    assert _attachment_text({"type": "hook_additional_context", "hookName": "SessionStart", "hookEvent": "SessionStart",
+                             "content": ["clmail 6.0.10 session registered"]}) == "SessionStart\nclmail 6.0.10 session registered"
+    assert _attachment_text({"type": "task_reminder", "itemCount": 2, "content": [
+        {"id": "1", "subject": "Research plan mode", "description": "Write it up", "status": "completed"},
+        {"id": "2", "subject": "Review", "status": "pending"}]}) == "[completed] Research plan mode: Write it up\n[pending] Review"
     assert _attachment_text({"type": "hook_success", "stdout": "ok"}) == ""

@@ -327,16 +327,21 @@ def test_failure_and_status_details_are_semantic_text(sq):
 
 
 def test_blocking_hooks_failing_hooks_and_todo_lists_are_semantic_text(sq):
-    # small.jsonl lines 57 and 73 (todo reminders, the first empty), 75 and 79 (hook errors):
-    # the hook's name and what it said, each todo as "[status] content".
-    kinds = ["attachment/todo_reminder", "attachment/hook_non_blocking_error", "attachment/hook_blocking_error"]
+    # small.jsonl lines 57 and 73 (todo reminders, the first empty), 41, 67 and 71
+    # (task reminders, the second empty), 75 and 79 (hook errors): the hook's name and
+    # what it said, each todo as "[status] content", each task as "[status] subject: description".
+    kinds = ["attachment/todo_reminder", "attachment/task_reminder", "attachment/hook_non_blocking_error",
+             "attachment/hook_blocking_error"]
     trimmed = "[trimmed for fixture]"
     found = sq.filterEvents("small", [{"kind": "type", "values": kinds}])
     assert [(d["seq"], d["type"], d["text"]) for d in found] == [
+        (17, "attachment/task_reminder", f"[pending] example: {trimmed}"),
         (31, "attachment/todo_reminder", ""),
-        (43, "attachment/todo_reminder", "\n".join([f"[{trimmed}] {trimmed}"] * 9)),
-        (45, "attachment/hook_non_blocking_error", f"{trimmed}\n{trimmed}"),
-        (47, "attachment/hook_blocking_error", f"{trimmed}\n{trimmed}"),
+        (38, "attachment/task_reminder", ""),
+        (42, "attachment/task_reminder", "\n".join([f"[{trimmed}] {trimmed}: {trimmed}"] * 8)),
+        (44, "attachment/todo_reminder", "\n".join([f"[{trimmed}] {trimmed}"] * 9)),
+        (46, "attachment/hook_non_blocking_error", f"{trimmed}\n{trimmed}"),
+        (48, "attachment/hook_blocking_error", f"{trimmed}\n{trimmed}"),
     ]
 
 

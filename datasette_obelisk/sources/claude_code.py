@@ -126,7 +126,8 @@ class ClaudeCodeSource:
     # 8: pr-link lines name the session's pull requests; an agent's type and
     # task say where they come from (its .meta.json outranks its call's result);
     # an assistant line's effort is the session's reasoning effort
-    # 9: a compaction summary is known by its opening words when unflagged (and
+    # 9: a compaction summary is known by its opening words when unflagged; what
+    # a hook added to the context and a task reminder's tasks are searchable (and
     # the logs are read again for titles set back and rewound branches resumed)
     parser_version = 9
     trusted_records = True  # held to their shape by the tests, so not checked one by one
@@ -839,7 +840,8 @@ def _structural_text(obj: dict, line_type: str) -> str:
 
 def _attachment_text(attachment: dict) -> str:
     """The searchable text of an attachment: a prompt queued while the agent was busy,
-    what a hook that blocked or failed said, the todo list a reminder repeats."""
+    what a hook that blocked or failed said or added to the context, the todo or
+    task list a reminder repeats."""
     kind = attachment.get("type")
     if kind == "queued_command":
         return _render_parts(attachment.get("prompt"))
@@ -849,7 +851,9 @@ def _attachment_text(attachment: dict) -> str:
         parts = [_text(attachment.get("hookName")), _text(said)]
     elif kind == "hook_non_blocking_error":
         parts = [_text(attachment.get("hookName")), _text(attachment.get("stderr"))]
-    elif kind == "todo_reminder":
+    elif kind == "hook_additional_context":
+        parts = [_text(attachment.get("hookName")), _render_parts(attachment.get("content"))]
+    elif kind in ("todo_reminder", "task_reminder"):
         todos = attachment.get("content") if isinstance(attachment.get("content"), list) else []
         parts = [_todo_line(todo) for todo in todos if isinstance(todo, dict)]
     else:
@@ -858,7 +862,10 @@ def _attachment_text(attachment: dict) -> str:
 
 
 def _todo_line(todo: dict) -> str | None:
+    """``[status] content`` of a todo; a task says ``subject: description``."""
     content, status = _text(todo.get("content")), _text(todo.get("status"))
+    if content is None:
+        content = ": ".join(part for part in (_text(todo.get("subject")), _text(todo.get("description"))) if part) or None
     return f"[{status}] {content}" if content and status else content
 
 
