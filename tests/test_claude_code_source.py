@@ -856,14 +856,22 @@ def test_malformed_documents_are_one_error():
         b"42",
         b"[1]",
         b'{"type": "user", "text": "caf\xe9"}',
-        b'{"type": "user", "uuid": "\\ud800"}',
+        b'{"type": "user", "uuid": "\\ud800", "bad": \\x}',
         b"[" * 5000 + b"]" * 5000,
     ],
-    ids=["malformed", "string", "number", "array", "non-utf8", "lone-surrogate", "deep-nesting"],
+    ids=["malformed", "string", "number", "array", "non-utf8", "lone-surrogate-and-bad-json", "deep-nesting"],
 )
 def test_bad_lines_are_exactly_one_error(data):
     records = feed_lines([data])
     assert len(records) == 1 and isinstance(records[0], LineError)
+
+
+def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character():
+    # A JavaScript string cut inside an emoji: JSON.stringify writes the half it kept escaped.
+    cut = b'{"type": "user", "uuid": "u1", "sessionId": "s1", "message": {"role": "user", "content": "fine \\ud83d"}}'
+    low = b'{"type": "user", "uuid": "u2", "sessionId": "s1", "message": {"role": "user", "content": "\\ude00 and \\ud83d\\ude00"}}'
+    messages = of_type(feed_lines([cut, low]), Message)
+    assert [(m.uuid, m.text) for m in messages] == [("u1", "fine \ufffd"), ("u2", "\ufffd and \U0001f600")]
 
 
 @pytest.mark.parametrize(

@@ -999,6 +999,31 @@ def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_pa
         (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
 
 
+def test_m029_reads_again_the_files_whose_lines_failed_on_a_lone_surrogate(tmp_path):
+    from datasette_obelisk.store.db import open_db
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    cut = b'{"type": "user", "uuid": "u1", "sessionId": "s1", "message": {"role": "user", "content": "fine \\ud83d"}}\n'
+    (project / "s1.jsonl").write_bytes(cut)
+    (project / "s2.jsonl").write_bytes(claude_lines({"type": "user", "uuid": "v1", "sessionId": "s2",
+                                                     "message": {"role": "user", "content": "other"}}))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT uuid, text FROM messages ORDER BY uuid") == [("u1", "fine \ufffd"), ("v1", "other")]
+    change(db, "DELETE FROM messages WHERE uuid = 'u1'",  # as the line was stored before
+           "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
+           "SELECT id, path, 1, 0, 10, 'invalid JSON: no low surrogate in string: line 1 column 8 (char 7)', '' "
+           "FROM source_files WHERE path LIKE '%s1.jsonl'",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm029_reread_lone_surrogate_lines'")
+    open_db(db).close()
+    assert rows(db, "SELECT path LIKE '%s1.jsonl' FROM source_files WHERE parser_version IS NULL") == [(1,)]
+    summary = ingest(db, {"claude": tmp_path / "claude"})
+    assert (summary.files_read, summary.files_skipped, summary.errors) == (1, 1, 0)
+    assert rows(db, "SELECT uuid, text FROM messages ORDER BY uuid") == [("u1", "fine \ufffd"), ("v1", "other")]
+    assert rows(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
 def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):
     """Deriving a session also derives the sessions whose leaf its summary lines
     name, and theirs in turn: a session derived that way leaves the queue, so

@@ -50,6 +50,7 @@ def test_migrations_in_order(conn):
         "m026_recount_compacted_sessions",
         "m027_mark_interruptions",
         "m028_reread_attachment_details",
+        "m029_reread_lone_surrogate_lines",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..records import LineError, Message, Position, TitleCandidate
-from .lines import Line, decode_object
+from .lines import Line, decode_object, load_json
 
 # -- decoding ---------------------------------------------------------------
 
@@ -142,7 +142,7 @@ def load_document(data: bytes, items_key: str, what: str) -> dict | LineError:
     """A whole-file JSON document holding a list under ``items_key``, or why not."""
     whole = Position(0, 0, len(data))
     try:
-        value = orjson.loads(data)
+        value = load_json(data)
     except orjson.JSONDecodeError as exc:
         return LineError(whole, f"invalid JSON: {exc}")
     if not isinstance(value, dict) or not isinstance(value.get(items_key), list):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import orjson
 
@@ -89,12 +90,38 @@ def _split_lines(stream: BinaryIO, start: int, first_line_no: int, max_line: int
         yield Line(data, Position(line_no, offset, size), terminated=False)
 
 
+def load_json(data: bytes) -> Any:
+    """``orjson.loads``, except that an escaped lone surrogate (``"\\ud83d"``: a
+    JavaScript string cut inside an emoji, as a tool output clipped by length)
+    is read as U+FFFD instead of failing the whole line."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if "surrogate" not in str(exc):
+            raise
+        try:
+            value = json.loads(data)
+        except ValueError:
+            raise exc from None
+        return _without_lone_surrogates(value)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def decode_object(line: Line) -> dict | LineError:
     """The JSON object on ``line``, or a ``LineError`` saying why not.
 
-    Invalid UTF-8, lone surrogates, nesting deeper than orjson allows, a
-    value that is not an object and a line too long to hold all become
-    errors with a reason, never exceptions.
+    Invalid UTF-8, nesting deeper than orjson allows, a value that is not
+    an object and a line too long to hold all become errors with a reason,
+    never exceptions; an escaped lone surrogate is U+FFFD (``load_json``).
     """
     if line.data is None:
         return LineError(
@@ -102,7 +129,7 @@ def decode_object(line: Line) -> dict | LineError:
             f"line of {line.position.byte_length} bytes exceeds the {MAX_LINE} byte limit",
         )
     try:
-        value = orjson.loads(line.data)
+        value = load_json(line.data)
     except orjson.JSONDecodeError as exc:
         return LineError(line.position, f"invalid JSON: {exc}")
     if not isinstance(value, dict):

@@ -852,3 +852,14 @@ def m028_reread_attachment_details(db):
              SELECT file_id FROM messages WHERE source = 'claude' AND type = 'attachment'
                AND subtype IN ('hook_blocking_error', 'hook_non_blocking_error', 'todo_reminder'))"""
     )
+
+
+@migrations()
+def m029_reread_lone_surrogate_lines(db):
+    # A line whose JSON holds an escaped lone surrogate (a JavaScript string
+    # cut inside an emoji) was an error, its message lost; it is now read with
+    # U+FFFD in its place. Only the files holding such an error are read again.
+    db.execute(
+        """UPDATE source_files SET parser_version = NULL
+           WHERE missing = 0 AND id IN (SELECT file_id FROM ingest_errors WHERE reason LIKE 'invalid JSON: %surrogate%')"""
+    )
