@@ -7,6 +7,8 @@ choose it).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -32,11 +34,12 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(web_db):
+@contextlib.contextmanager
+def serving(db: Path):
+    """``datasette serve db`` on a free port: its base URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(web_db), "-h", "127.0.0.1", "-p", str(port)],
+        [sys.executable, "-m", "datasette", "serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -50,9 +53,17 @@ def server(web_db):
                 process.kill()
                 raise RuntimeError(f"datasette did not start: {process.stderr.read().decode()[-2000:]}")
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(web_db):
+    with serving(web_db) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -224,3 +235,67 @@ def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
     assert page.evaluate("window.scrollY") > 0 and page.url.endswith("#facets")
     page.screenshot(path=str(screenshots / "search-phone.png"))
     context.close()
+
+
+LONG_BRANCH = "feature/PLAT-4821-migrate-billing-ledger-to-postgres-and-back-again"
+OVERRIDE_BRANCH = "feat\u202e"  # a right-to-left override, never closed
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    """Two sessions whose branch names try to widen the page and to reverse the text after them."""
+    from datasette_obelisk.store.ingest import ingest
+
+    root = tmp_path_factory.mktemp("hostile")
+    project = root / "claude" / "projects" / ("-home-alice-work-acme-platform-services-billing-api-v2-" * 2)
+    project.mkdir(parents=True)
+    for session, branch in (("11111111-aaaa-4000-8000-000000000001", LONG_BRANCH),
+                            ("22222222-bbbb-4000-8000-000000000002", OVERRIDE_BRANCH)):
+        line = {"type": "user", "uuid": f"{session[:8]}-u1", "parentUuid": None, "sessionId": session,
+                "timestamp": "2026-03-02T01:00:00.000Z", "cwd": "/w", "gitBranch": branch,
+                "message": {"role": "user", "content": "quokka census"}}
+        (project / f"{session}.jsonl").write_text(json.dumps(line) + "\n")
+    db = root / "obelisk.db"
+    ingest(db, {"claude": root / "claude"})
+    with serving(db) as url:
+        yield url
+
+
+def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"{hostile_server}/-/obelisk?q=quokka")
+    branch = page.locator(f"a[data-facet=branch][title='{LONG_BRANCH}']")
+    branch.click()
+    page.wait_for_selector(".ob-chip")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.locator("a[data-facet=branch]").count() == 2  # the other branch is still there to add
+    # The override stays inside its own span: the date after it is still drawn after it.
+    page.goto(f"{hostile_server}/-/obelisk?q=quokka&branch={OVERRIDE_BRANCH}")
+    meta = page.locator(".ob-result .ob-meta").first
+    boxes = [meta.locator("span").nth(n).bounding_box()["x"] for n in range(meta.locator("span").count())]
+    assert boxes == sorted(boxes)
+    assert page.locator(".ob-result .ob-meta span >> nth=2").evaluate("e => getComputedStyle(e).unicodeBidi") == "isolate"
+    # A fragment that is no percent-encoding breaks nothing; a new #tool- fragment opens its call.
+    page.goto(f"{hostile_server}/-/obelisk/session/11111111-aaaa-4000-8000-000000000001#%")
+    assert errors == []
+    context.close()
+
+
+def test_the_failures_source_menu_submits_when_it_changes(server, page):
+    page.goto(f"{server}/-/obelisk/failures")
+    with page.expect_navigation():
+        page.select_option("select[name=source]", "claude")
+    assert "source=claude" in page.url and page.locator(".ob-result").count() > 0
+    assert page.js_errors == []
+
+
+def test_a_link_to_a_tool_call_on_the_same_page_opens_it(server, page):
+    page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
+    tool = page.locator("details.ob-tool").first
+    assert tool.get_attribute("open") is None
+    page.evaluate("id => { location.hash = id }", tool.get_attribute("id"))
+    page.wait_for_function("() => document.querySelector('details.ob-tool').open")
+    assert page.js_errors == []

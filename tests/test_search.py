@@ -377,6 +377,31 @@ def test_facet_narrowing_finds_every_session_whatever_the_sample(toy, monkeypatc
     assert ids(search_facets.faceted_search(toy.conn(), "needle", narrowing={"tool": ["Grep"], "model": ["other"]})["page"]) == []
 
 
+def test_a_facet_with_a_choice_is_counted_without_it_and_every_other_filter_applies(toy):
+    from datasette_obelisk.query.search_facets import faceted_search
+
+    toy.write("s1", line("s1a", "needle", "2026-01-01T00:00:00Z", tool="Grep"))
+    toy.write("s2", line("s2a", "needle", "2026-01-02T00:00:00Z", tool="Read"))
+    toy.write("s3", line("s3a", "needle", "2026-01-02T01:00:00Z", tool="Read"))
+    toy.ingest()
+    toy.sql("UPDATE messages SET model = 'm-x' WHERE uuid = 's2a'")
+
+    def counts(result, name):
+        return {f["value"]: f["count"] for f in result["facets"][name]}
+
+    chosen = faceted_search(toy.conn(), "needle", narrowing={"tool": ["Grep"]})
+    assert ids(chosen["page"]) == ["s1"]
+    assert counts(chosen, "tool") == {"Grep": 1, "Read": 2}  # the others stay there to add
+    assert counts(chosen, "model") == {} and counts(chosen, "day") == {"2026-01-01": 1}
+    day = faceted_search(toy.conn(), "needle", time_from="2026-01-02T00:00:00.000Z", time_to="2026-01-02T23:59:59.999Z")
+    assert ids(day["page"]) == ["s3", "s2"]
+    assert counts(day, "day") == {"2026-01-01": 1, "2026-01-02": 2}
+    assert counts(day, "tool") == {"Read": 2} and counts(day, "model") == {"m-x": 1}
+    both = faceted_search(toy.conn(), "needle", narrowing={"tool": ["Read"], "model": ["m-x"]})
+    assert (ids(both["page"]), counts(both, "tool"), counts(both, "model")) == (["s2"], {"Read": 1}, {"m-x": 1})
+    assert counts(faceted_search(toy.conn(), "needle", per_facet=1), "tool") == {"Read": 2}
+
+
 def test_the_search_page_cursor_outlives_an_ingest(toy):
     """The web page's next link keeps working while agents write."""
     from datasette_obelisk.query.search_facets import faceted_search

@@ -97,6 +97,21 @@ async def test_search_page_groups_highlights_and_facets(ds):
 
 
 @pytest.mark.asyncio
+async def test_a_facet_shows_eight_values_and_links_to_the_rest(ds):
+    def facet(html, name):
+        return re.findall(rf'data-facet="{name}" title="([^"]*)"', html)
+
+    html = await page(ds, "/-/obelisk", q="the")
+    projects = facet(html, "project")
+    assert len(projects) == 8 and 'href="?q=the&amp;more=project#facets"' in html
+    more = await page(ds, "/-/obelisk", q="the", more="project")
+    assert len(facet(more, "project")) > 8 and facet(more, "project")[:8] == projects
+    assert len(facet(more, "tool")) == 8 and 'href="?q=the#facets">Fewer<' in more
+    chosen = await page(ds, "/-/obelisk", q="the", project=projects[0])
+    assert facet(chosen, "project") == projects  # the other projects stay there to add
+
+
+@pytest.mark.asyncio
 async def test_search_page_takes_a_raw_prefix(ds):
     html = await page(ds, "/-/obelisk", q="zebra*", mode="raw")
     assert f"/-/obelisk/session/{XSS_SESSION}" in html

@@ -11,9 +11,11 @@
         database's generation changes, so the next page of a search does
         not count them again.
     faceted_search(conn, query, *, mode="terms", narrowing=None, limit=20,
-                   cursor=None, **filter_options) -> dict
+                   cursor=None, per_facet=8, **filter_options) -> dict
         One page of grouped search and the facet counts beside it; its
-        cursor follows the archive as it grows (``follow_changes``).
+        cursor follows the archive as it grows (``follow_changes``). A
+        facet with values chosen is counted without its own choice (every
+        other filter applies), so its other values stay there to add.
         ``narrowing`` is ``{"branch": [...], "model": [...], "tool": [...]}``
         (values ORed within a facet, facets ANDed): only matches with those
         values count, as event filters (``Filters`` ``branches``, ``models``,
@@ -50,6 +52,7 @@ FACETS = {
     "day": f"date({event_time_sql('m')})",
 }
 NARROWING = {"branch": "branches", "model": "models", "tool": "tools"}  # facet -> Filters field
+OWN_OPTIONS = {"source": ("sources",), "project": ("projects",), "role": ("roles",), "day": ("time_from", "time_to")}
 
 
 def _hits(expression: str, filters: Filters) -> tuple[str, list]:
@@ -115,7 +118,7 @@ def _database(conn: sqlite3.Connection) -> tuple:
 
 
 def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
-                   limit: int = 20, cursor: str | None = None, **filter_options) -> dict:
+                   limit: int = 20, cursor: str | None = None, per_facet: int = 8, **filter_options) -> dict:
     """One page of grouped search (``search.search_sessions``) and the facet counts beside it.
 
     ``{"page": {"items", "next_cursor", ...}, "facets": {...}, "sampled"}``.
@@ -125,5 +128,16 @@ def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms",
     page = search_sessions(
         conn, query, mode=mode, limit=limit, cursor=cursor, follow_changes=True, **narrowed(filter_options, narrowing)
     )
-    counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, **filter_options)
+    narrowing = {name: values for name, values in (narrowing or {}).items() if values}
+    counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, **filter_options)
+    for name in FACETS:  # a facet with a choice: its values as if nothing were chosen in it
+        if name in narrowing:
+            others = facet_counts(conn, query, mode=mode, per_facet=per_facet, **filter_options,
+                                  narrowing={k: v for k, v in narrowing.items() if k != name})
+        elif any(filter_options.get(option) for option in OWN_OPTIONS.get(name, ())):
+            others = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet,
+                                  **{k: v for k, v in filter_options.items() if k not in OWN_OPTIONS[name]})
+        else:
+            continue
+        counts["facets"][name] = others["facets"][name]
     return {"page": page, **counts}

@@ -12,11 +12,21 @@ document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-ob-autosubmit] select").forEach((select) => {
     select.addEventListener("change", () => select.form.submit());
   });
-  // Open the tool call a link points at (#tool-...).
-  const target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
-  if (target) {
+  // Open the tool call a link points at (#tool-...), now and when the fragment changes.
+  const openTarget = () => {
+    let id;
+    try {
+      id = decodeURIComponent(location.hash.slice(1));
+    } catch (error) {
+      return;  // a fragment that is no percent-encoding (#%): nothing to open
+    }
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    document.querySelectorAll(".ob-target").forEach((element) => element.classList.remove("ob-target"));
     target.classList.add("ob-target");
     const details = target.closest("details");
     if (details) details.open = true;
-  }
+  };
+  openTarget();
+  window.addEventListener("hashchange", openTarget);
 });

@@ -36,7 +36,7 @@ async def search_page(datasette, request, db, params):
     def search(conn):
         result = search_facets.faceted_search(
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
-            cursor=form.cursor, **form.filter_options()
+            cursor=form.cursor, per_facet=form.per_facet(), **form.filter_options()
         )
         return {
             "result": result,
@@ -159,7 +159,8 @@ async def failures_page(datasette, request, db, params):
 
 
 def contains(pattern: str) -> str:
-    """A LIKE pattern as given when it has a ``%``, else one matching any text holding it."""
+    """A LIKE pattern as given when it has a ``%``, else one matching any text holding it
+    (the helpers take LIKE patterns without an escape: a ``_`` stays a wildcard)."""
     return pattern if "%" in pattern else f"%{pattern}%"
 
 

@@ -17,6 +17,8 @@ FACET_LABELS = {
     "role": "Role", "tool": "Tool", "day": "Date",
 }
 PAGE_SIZE = 20
+FACET_VALUES = 8  # shown per facet; "more" shows up to MORE_FACET_VALUES of one
+MORE_FACET_VALUES = 100
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class SearchForm:
     day_to: str | None = None
     cursor: str | None = None
     db: str | None = None
+    more: str | None = None  # the facet shown with all its values (up to MORE_FACET_VALUES)
     limit: int = PAGE_SIZE
 
     @classmethod
@@ -40,6 +43,7 @@ class SearchForm:
             day_to=params.text("to"),
             cursor=params.text("cursor"),
             db=params.text("db"),
+            more=params.text("more") if params.text("more") in FACET_LABELS else None,
         )
 
     # -- what the query layer gets ------------------------------------------
@@ -58,6 +62,10 @@ class SearchForm:
     def narrowing(self) -> dict:
         return {name: list(self.lists[name]) for name in ("branch", "model", "tool") if self.lists.get(name)}
 
+    def per_facet(self) -> int:
+        """How many values of each facet to count: one past those shown, to know whether more exist."""
+        return (MORE_FACET_VALUES if self.more else FACET_VALUES) + 1
+
     def every_session(self) -> dict:
         """The ``obelisk_sessions`` stored query's parameters for these filters: a source and a
         project when one of each is chosen (it takes one); as many rows as Datasette shows."""
@@ -73,7 +81,8 @@ class SearchForm:
             pairs.append(("mode", state.mode))
         for name in LIST_FIELDS:
             pairs += [(name, value) for value in state.lists.get(name, ())]
-        pairs += [("from", state.day_from), ("to", state.day_to), ("cursor", state.cursor), ("db", state.db)]
+        pairs += [("from", state.day_from), ("to", state.day_to), ("cursor", state.cursor), ("more", state.more),
+                  ("db", state.db)]
         return "?" + urlencode([(k, v) for k, v in pairs if v])
 
     def with_value(self, name: str, value, on: bool) -> str:
@@ -97,10 +106,13 @@ class SearchForm:
         return found
 
     def facet_links(self, facets: dict) -> list[dict]:
-        """Facets in display order, each value with its count and toggle link."""
+        """Facets in display order, each value with its count and toggle link, and
+        the link that shows more of a facet's values (``more``) or fewer again (``fewer``)."""
         shown = []
         for name, label in FACET_LABELS.items():
             selected = set(self.lists.get(name, ())) if name != "day" else {self.day_from} & {self.day_to}
+            limit = MORE_FACET_VALUES if name == self.more else FACET_VALUES
+            found = facets.get(name, [])
             values = [
                 {
                     "value": item["value"],
@@ -108,8 +120,12 @@ class SearchForm:
                     "selected": item["value"] in selected,
                     "url": self.with_value(name, item["value"], item["value"] not in selected),
                 }
-                for item in facets.get(name, [])
+                for item in found[:limit]
             ]
             if values:
-                shown.append({"name": name, "label": label, "values": values})
+                shown.append({
+                    "name": name, "label": label, "values": values,
+                    "more": self.query_string(more=name) if len(found) > limit and name != self.more else None,
+                    "fewer": self.query_string(more=None) if name == self.more and len(found) > FACET_VALUES else None,
+                })
         return shown
