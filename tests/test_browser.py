@@ -299,3 +299,11 @@ def test_a_link_to_a_tool_call_on_the_same_page_opens_it(server, page):
     page.evaluate("id => { location.hash = id }", tool.get_attribute("id"))
     page.wait_for_function("() => document.querySelector('details.ob-tool').open")
     assert page.js_errors == []
+
+
+def test_a_link_to_a_message_on_a_later_page_lands_on_it(server, page):
+    session = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # more lines than a page holds
+    page.goto(f"{server}/-/obelisk/session/{session}#m700")
+    page.wait_for_url("**start=700#m700")
+    assert page.locator("#m700").count() == 1
+    assert page.js_errors == []

@@ -456,14 +456,30 @@ def test_a_transcript_read_page_by_page_lists_what_one_page_lists(web_db, limit)
     split = 0
     for (session_id,) in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall():
         whole = seqs(transcript.transcript(conn, session_id, limit=5000))
-        paged, start = [], 1
+        paged, starts, start = [], [], 1
         while start:
             page_ = transcript.transcript(conn, session_id, start=start, limit=limit)
+            assert page_["previous_start"] == (starts[-1] if starts else None), session_id  # back the same way
             paged += seqs(page_)
+            starts.append(start)
             start = page_["next_start"]
         assert paged == whole, session_id
         split += len(whole) > limit
     assert split > 10
+
+
+@pytest.mark.asyncio
+async def test_a_transcript_page_links_back_and_its_toggles_keep_it(ds, monkeypatch):
+    from datasette_obelisk.web import pages
+
+    monkeypatch.setattr(pages, "TRANSCRIPT_PAGE", 50)
+    session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, seq 1..162
+    hrefs = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="120"))]
+    base = f"/-/obelisk/session/{session}?"
+    assert f"{base}start=70" in hrefs and f"{base}start=170" not in hrefs  # previous: seq 70..119
+    assert f"{base}start=120&meta=1" in hrefs and f"{base}start=120&log=1" in hrefs and f"{base}start=120&shadowed=1" in hrefs
+    second = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="40"))]
+    assert f"{base}start=1" not in second and base[:-1] in second  # the page before starts the transcript
 
 
 def test_every_message_s_transcript_link_reaches_its_anchor(web_db):

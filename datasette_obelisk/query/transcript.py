@@ -28,7 +28,8 @@
         injected line (``is_meta``) only with ``meta``; compaction markers
         always. Entries cover seqs ``start`` .. ``start +
         limit - 1``; ``next_start`` is where the next page begins (None at
-        the end). Unknown session: ``OBELISK_NOT_FOUND``.
+        the end), ``previous_start`` where the page before it does (None on
+        the first). Unknown session: ``OBELISK_NOT_FOUND``.
 
     subagents(conn, session_id) -> [subagent...]
         The subagents a session started, archived or not.
@@ -75,6 +76,11 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         [session_id, start, limit + 1],
     )
     next_start = rows[limit]["seq"] if len(rows) > limit else None
+    previous = conn.execute(
+        "SELECT seq FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+        [session_id, start, limit - 1],
+    ).fetchone()
+    previous_start = previous[0] if previous else (1 if start > 1 else None)
     rows = rows[:limit]
     calls = tool_calls(conn, session_id, [r["uuid"] for r in rows])
     folded = {call["result_uuid"] for group in calls.values() for call in group if call["result_uuid"]}
@@ -105,6 +111,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "entries": entries,
         "start": start,
         "next_start": next_start,
+        "previous_start": previous_start,
     }
 
 

@@ -21,6 +21,16 @@ document.addEventListener("DOMContentLoaded", () => {
       return;  // a fragment that is no percent-encoding (#%): nothing to open
     }
     const target = id && document.getElementById(id);
+    const message = !target && /^m([0-9]+)$/.exec(id);
+    if (message && document.querySelector(".ob-transcript")) {
+      // A message of this session on another page: the page that starts with it.
+      const url = new URL(location.href);
+      if (url.searchParams.get("start") !== message[1]) {
+        url.searchParams.set("start", message[1]);
+        location.replace(url.toString());
+      }
+      return;
+    }
     if (!target) return;
     document.querySelectorAll(".ob-target").forEach((element) => element.classList.remove("ob-target"));
     target.classList.add("ob-target");
