@@ -960,10 +960,17 @@ def workflow_files():
     common = {"sessionId": WORKFLOW_SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.50"}
     call = {"type": "tool_use", "id": "toolu_wf1", "name": "Workflow", "input": {"scriptPath": "/s.js"}}
     result = {"type": "tool_result", "tool_use_id": "toolu_wf1", "content": "Workflow launched in background. Task ID: task_sp01"}
+    # An earlier run whose task id begins with this one's: not its call.
+    other = {"type": "tool_use", "id": "toolu_wf0", "name": "Workflow", "input": {"scriptPath": "/t.js"}}
+    other_result = {"type": "tool_result", "tool_use_id": "toolu_wf0", "content": "Task ID: task_sp011"}
     main = claude_lines(
         {**common, "type": "user", "uuid": "w-u1", "parentUuid": None, "timestamp": "2025-03-01T10:00:00Z",
          "message": {"role": "user", "content": "Run the docs sweep"}},
-        {**common, "type": "assistant", "uuid": "w-a1", "parentUuid": "w-u1", "timestamp": "2025-03-01T10:00:01Z",
+        {**common, "type": "assistant", "uuid": "w-a0", "parentUuid": "w-u1", "timestamp": "2025-03-01T10:00:00.100Z",
+         "message": {"role": "assistant", "id": "mw0", "content": [other]}},
+        {**common, "type": "user", "uuid": "w-r0", "parentUuid": "w-a0", "timestamp": "2025-03-01T10:00:00.200Z",
+         "message": {"role": "user", "content": [other_result]}},
+        {**common, "type": "assistant", "uuid": "w-a1", "parentUuid": "w-r0", "timestamp": "2025-03-01T10:00:01Z",
          "message": {"role": "assistant", "id": "mw1", "content": [call]}},
         {**common, "type": "user", "uuid": "w-r1", "parentUuid": "w-a1", "timestamp": "2025-03-01T10:00:02Z",
          "message": {"role": "user", "content": [result]},

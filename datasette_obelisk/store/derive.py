@@ -363,11 +363,13 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
     # Rewinds: several prompts under one parent at different times. The
     # branch holding the newest line goes on; it is the newest prompt's unless
     # the user went back to an older branch (a resume) and carried on there.
+    latest = None
     for siblings in children.values():
         prompts = [r for r in siblings if is_prompt(r)]
         if len(prompts) < 2 or len({r.timestamp for r in prompts}) < 2:
             continue
-        newest = max(prompts, key=lambda r: max(time_order(row) for row in subtree(r, children)))
+        latest = latest or latest_under(rows, children)
+        newest = max(prompts, key=lambda r: latest[r.uuid])
         for abandoned in prompts:
             if abandoned is newest:
                 continue
@@ -413,6 +415,26 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
             preserved = set()
         current.append(row)
     return {r.id: (surface[r.uuid], visibility[r.uuid], replaced_by.get(r.uuid)) for r in rows}
+
+
+def latest_under(rows: list[SessionRow], children) -> dict[str, tuple]:
+    """Each row's latest ``time_order`` in its subtree (itself included): every
+    subtree in one pass, children before their parent."""
+    latest: dict[str, tuple] = {}
+    for root in rows:
+        if root.uuid in latest:
+            continue
+        stack = [(root, False)]
+        while stack:
+            row, children_done = stack.pop()
+            below = children.get(row.uuid, ())
+            if children_done:
+                latest[row.uuid] = max([latest[row.uuid], *(latest[child.uuid] for child in below)])
+            elif row.uuid not in latest:
+                latest[row.uuid] = time_order(row)  # what a link looping back to it finds
+                stack.append((row, True))
+                stack.extend((child, False) for child in below if child.uuid not in latest)
+    return latest
 
 
 def time_order(row: SessionRow) -> tuple:
@@ -726,26 +748,37 @@ AGENT_TYPE_UPDATE = """UPDATE sessions SET agent_type = sa.agent_type
      AND (sa.child_session_id = :s OR sa.session_id = :s)"""
 
 
-# A run's document may not name its call: the call is the session's
-# ``Workflow`` call whose result names the run or its task.
-WORKFLOW_CALL_UPDATE = """UPDATE workflows SET parent_tool_use_id = (
-       SELECT tr.tool_use_id FROM tool_results tr JOIN tool_calls tc ON tc.id = tr.tool_use_id
-       WHERE tr.session_id = workflows.session_id AND tc.name = 'Workflow'
-         AND (instr(tr.content, workflows.run_id) OR instr(tr.content, workflows.task_id))
-       ORDER BY tr.timestamp, tr.tool_use_id LIMIT 1)
-   WHERE session_id = :s AND parent_tool_use_id IS NULL"""
-WORKFLOW_AGENT_TYPE_UPDATE = """UPDATE sessions SET agent_type = wa.agent_type
-   FROM workflow_agents wa
-   WHERE sessions.relationship = 'workflow' AND sessions.parent_session_id = wa.session_id
-     AND sessions.agent_id = wa.agent_id AND wa.agent_type IS NOT NULL
-     AND sessions.agent_type IS NOT wa.agent_type AND (sessions.id = :s OR wa.session_id = :s)"""
+# A workflow agent's type, from its run's document: looked up from the agent's
+# session and from its parent's (two statements, so each takes an index).
+WORKFLOW_AGENT_TYPE_UPDATES = tuple(
+    f"""UPDATE sessions SET agent_type = wa.agent_type FROM workflow_agents wa
+       WHERE {where} AND sessions.relationship = 'workflow' AND wa.agent_id = sessions.agent_id
+         AND wa.session_id = sessions.parent_session_id AND wa.agent_type IS NOT NULL
+         AND sessions.agent_type IS NOT wa.agent_type"""
+    for where in ("sessions.id = :s", "sessions.parent_session_id = :s")
+)
+WORKFLOW_RESULTS = """SELECT tr.tool_use_id, tr.content FROM tool_results tr JOIN tool_calls tc ON tc.id = tr.tool_use_id
+   WHERE tr.session_id = ? AND tc.name = 'Workflow' ORDER BY tr.timestamp, tr.tool_use_id"""
 
 
 def link_workflows(conn, session_ids) -> None:
-    """Each workflow run to its spawning call, each workflow agent's session to its type."""
+    """Each workflow run to its spawning call, each workflow agent's session to its type.
+
+    A run's document may not name its call: the call is then the session's
+    first ``Workflow`` call whose result names the run or its task, as a
+    whole word (``task_1`` is not ``task_12``)."""
     for session_id in session_ids:
-        conn.execute(WORKFLOW_CALL_UPDATE, {"s": session_id})
-        conn.execute(WORKFLOW_AGENT_TYPE_UPDATE, {"s": session_id})
+        for sql in WORKFLOW_AGENT_TYPE_UPDATES:
+            conn.execute(sql, {"s": session_id})
+        unlinked = conn.execute(
+            "SELECT run_id, task_id FROM workflows WHERE session_id = ? AND parent_tool_use_id IS NULL", [session_id]
+        ).fetchall()
+        results = conn.execute(WORKFLOW_RESULTS, [session_id]).fetchall() if unlinked else []
+        for run_id, task_id in unlinked:
+            names = [re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])") for name in (run_id, task_id) if name]
+            call = next((call_id for call_id, said in results if said and any(n.search(said) for n in names)), None)
+            if call is not None:
+                conn.execute("UPDATE workflows SET parent_tool_use_id = ? WHERE run_id = ?", [call, run_id])
 
 
 def link_subagents(conn, session_ids) -> None:

@@ -35,7 +35,8 @@ MAX_TITLE = 1_000
 # again: the row takes the next id. A first prompt stays the first.
 TITLE_INSERT = """INSERT INTO titles (session_id, kind, title, timestamp, leaf_uuid, file_id) VALUES (?, ?, ?, ?, ?, ?)
    ON CONFLICT (session_id, kind, title, ifnull(leaf_uuid, '')) DO UPDATE
-   SET id = (SELECT max(id) FROM titles) + 1, timestamp = excluded.timestamp WHERE kind != 'first_prompt'"""
+   SET id = (SELECT max(id) FROM titles) + 1, timestamp = COALESCE(excluded.timestamp, timestamp)
+   WHERE kind != 'first_prompt'"""
 FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests")
 
 # CPython's sqlite3 module (3.11) binds ``None`` through its adapter
