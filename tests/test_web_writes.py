@@ -259,6 +259,7 @@ async def test_bodies_must_be_json_objects(db, memory_root, raw, code):
     (FORGET, b'{"id": "\\ud800", "reason": "r"}'),  # a lone surrogate: not text UTF-8 can carry
     (REMEMBER, b'{"path": "decision.md", "summary": "s", "anchors": "' + b"[" * 5000 + b'"}'),
     (REMEMBER, b'{"path": "decision.md", "summary": "s", "anchors": ' + b"[" * 5000 + b"}"),
+    (REMEMBER, b'{"path": "decision.md", "summary": "s", "anchors": ' + b"[" * 1000 + b"]" * 1000 + b"}"),
 ])
 async def test_bodies_that_json_cannot_hold_are_refused(db, memory_root, endpoint, raw):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))

@@ -70,7 +70,10 @@ async def read_record(request, max_bytes: int) -> dict:
     if not isinstance(record, dict):
         raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body must be a JSON object")
     if len(record) > 1:  # a key given twice was folded into one: find it
-        json.loads(text, object_pairs_hook=lambda pairs: refuse_repeated(key for key, _ in pairs))
+        try:
+            json.loads(text, object_pairs_hook=lambda pairs: refuse_repeated(key for key, _ in pairs))
+        except RecursionError:  # nested deeper than Python's parser goes (orjson's limit is higher)
+            raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body is nested too deeply") from None
     return record
 
 
