@@ -123,3 +123,16 @@ async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypat
     assert error["code"] == "OBELISK_NOT_FOUND" and error["message"] == (
         "this database was written by an older datasette-obelisk (no such table: session_digests_fts): "
         "run `obelisk ingest --db <it>` to bring it up to date")
+
+
+def test_a_document_or_a_compressed_log_is_counted_whole_and_a_grown_log_by_its_new_bytes():
+    from datasette_obelisk.query.live import bytes_to_read
+
+    def row(layout="jsonl", compression=None, size=1000, cursor=1000, size_now=1500):
+        return {"layout": layout, "compression": compression, "size": size, "cursor": cursor, "size_now": size_now}
+
+    assert bytes_to_read([row()]) == 500  # appended to
+    assert bytes_to_read([row(layout="document")]) == 1500  # a Gemini chat, rewritten whole
+    assert bytes_to_read([row(compression="zstd")]) == 1500
+    assert bytes_to_read([row(size_now=800)]) == 800  # truncated: read again from its start
+    assert bytes_to_read([row(), row(layout="document", size=10, cursor=10, size_now=20)]) == 520

@@ -66,12 +66,18 @@ def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
 
 
 def bytes_to_read(rows: list[dict]) -> int:
-    """How much reading ``changed_files`` rows takes: the new bytes of a file
-    that grew, the whole of any other (it may be read from its start)."""
+    """How much reading ``changed_files`` rows takes: the new bytes of a log
+    that grew, the whole of any other file (a document is read whole, a
+    compressed log from its start, and a rewritten one may be)."""
     return sum(
-        row["size_now"] - row["cursor"] if row["size_now"] > (row["size"] or 0) >= row["cursor"] else row["size_now"]
+        row["size_now"] - row["cursor"] if grew(row) else row["size_now"]
         for row in rows
     )
+
+
+def grew(row: dict) -> bool:
+    plain_log = row["layout"] == "jsonl" and not row["compression"]
+    return plain_log and row["size_now"] > (row["size"] or 0) >= row["cursor"]
 
 
 def refresh(
