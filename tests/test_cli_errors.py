@@ -115,6 +115,14 @@ def test_a_database_a_newer_version_made_is_not_written(tmp_path):
     with pytest.raises(NewerDatabase):
         run_ingest(db, {"claude": tmp_path / "agent"})
     assert invoke("sessions", "--db", db).exit_code == 0  # read as it is
+    from datasette_obelisk.query.memories import write_transaction  # every memory write (attune, the web)
+
+    conn = sqlite3.connect(db)
+    with pytest.raises(QueryError) as refused:
+        with write_transaction(conn):
+            pass
+    assert refused.value.code == "OBELISK_READ_ONLY" and not conn.in_transaction
+    conn.close()
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT DISTINCT parser_version FROM source_files").fetchall() == [(get_sources()["claude"].parser_version,)]
     conn.close()

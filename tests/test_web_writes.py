@@ -342,6 +342,20 @@ async def test_immutable_databases_are_not_written(db, memory_root):
 
 
 @pytest.mark.asyncio
+async def test_a_database_a_newer_version_made_is_not_written(db, memory_root):
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) VALUES ('datasette_obelisk', 'm999_future', '')")
+    conn.close()
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    response = await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "OBELISK_READ_ONLY")
+    assert "newer datasette-obelisk (migration m999_future)" in response.json()["error"]["message"]
+    assert counts(db) == before
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("form", [False, True])
 async def test_a_database_file_sqlite_cannot_write_refuses_with_a_code(db, memory_root, form):
     # Served mutable, but SQLite refuses to write (as for a read-only file): the

@@ -25,6 +25,7 @@ from typing import Iterable
 
 import orjson
 
+from ..store.db import newer_migrations
 from .errors import QueryError
 
 REFUSED = QueryError(
@@ -209,7 +210,8 @@ class write_transaction:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error.
 
     Inside a transaction that is already open it is a savepoint instead, so
-    a memory write and its audit row can commit together.
+    a memory write and its audit row can commit together. A database a newer
+    datasette-obelisk made is not written: ``OBELISK_READ_ONLY``.
     """
 
     def __init__(self, conn: sqlite3.Connection):
@@ -217,6 +219,12 @@ class write_transaction:
         self.nested = False
 
     def __enter__(self):
+        newer = newer_migrations(self.conn)
+        if newer:
+            raise QueryError(
+                "OBELISK_READ_ONLY",
+                f"the database was made by a newer datasette-obelisk (migration {newer[-1]}): upgrade to write to it",
+            )
         self.nested = self.conn.in_transaction
         self.conn.execute("SAVEPOINT obelisk_write" if self.nested else "BEGIN IMMEDIATE")
         return self.conn

@@ -132,6 +132,9 @@ def open_db(path: str | Path) -> sqlite3.Connection:
             conn = connect(path)
             migrate(conn)
             return conn
+        except NewerDatabase:
+            conn.close()
+            raise
         except (sqlite3.OperationalError, sqlite3.IntegrityError) as exc:
             if conn is not None:
                 conn.close()
