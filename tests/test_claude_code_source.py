@@ -550,13 +550,13 @@ def test_first_prompt_skips_everything_that_is_not_a_typed_prompt():
 def test_a_compaction_summary_is_known_by_its_words_when_unflagged(flagged):
     summary = "This session is being continued from a previous conversation that ran out of context. Analysis: wallaby"
     flag = {"isCompactSummary": True} if flagged else {}
-    records = feed_lines([user("u1", summary, **flag), user("u2", "Go on")])
+    records = feed_lines([user("u1", summary, parentUuid=None, **flag), user("u2", "Go on", parentUuid="u1")])
     messages = of_type(records, Message)
     assert [(m.uuid, m.is_compact_summary, m.is_meta) for m in messages] == [("u1", 1, 0), ("u2", 0, 0)]
     assert [(s.kind, s.content) for s in of_type(records, Summary)] == [("compaction", summary)]
     assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Go on")]
-    quoted = feed_lines([user("u1", "Why does it say: " + summary)])
-    assert [m.is_compact_summary for m in of_type(quoted, Message)] == [0]
+    quoted = feed_lines([user("u1", "Why does it say: " + summary), user("u2", summary, parentUuid="u1")])
+    assert [m.is_compact_summary for m in of_type(quoted, Message)] == [0, 0]  # a prompt pasting it has a parent
 
 
 def test_a_slash_command_with_arguments_titles_its_session():

@@ -83,7 +83,8 @@ NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
 INTERRUPTION = "interruption"  # the content type of a line that says only that
 INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\][ \t\r\n]*")  # as m027 reads it
 SKILL_PREFIX = "Base directory for this skill"
-# How a compaction summary opens; logs from before ``isCompactSummary`` say it only this way.
+# How a compaction summary opens; logs from before ``isCompactSummary`` say it only
+# this way, on a line that starts a new chain.
 CONTINUED = "This session is being continued from a previous conversation"
 
 # Tool results that say the tool never ran because permission was refused:
@@ -495,10 +496,7 @@ class ClaudeCodeParser:
                 or (line_type == "user" and content_type == "text" and _looks_meta(text))
             ),
             is_sidechain=int(obj.get("isSidechain") is True),
-            is_compact_summary=int(
-                obj.get("isCompactSummary") is True
-                or (line_type == "user" and content_type == "text" and text.startswith(CONTINUED))
-            ),
+            is_compact_summary=int(obj.get("isCompactSummary") is True or _unflagged_summary(obj, line_type, content_type, text)),
             surface=None if is_role else "log-only",
             agent_id=self._member_agent_id(obj),
             cwd=_text(obj.get("cwd")) or None,
@@ -859,6 +857,12 @@ def _attachment_text(attachment: dict) -> str:
     else:
         return ""
     return "\n".join(part for part in parts if part)
+
+
+def _unflagged_summary(obj: dict, line_type: str, content_type: str | None, text: str) -> bool:
+    """A compaction summary from before ``isCompactSummary``: the first line of a new
+    chain (no parent) in the summary's words. A prompt quoting them has a parent."""
+    return line_type == "user" and content_type == "text" and obj.get("parentUuid") is None and text.startswith(CONTINUED)
 
 
 def _todo_line(todo: dict) -> str | None:
