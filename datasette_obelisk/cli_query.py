@@ -334,7 +334,8 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
     if as_json:
         click.echo(dumps(rows))
     elif not rows:
-        click.echo(f"No tool call touched {path}.")
+        hint = "" if os.path.isabs(path) else f" (tool calls name files by absolute path, such as {os.path.abspath(path)})"
+        click.echo(f"No tool call touched {path}{hint}.")
     for row in [] if as_json else rows:
         session, tool = row["session"], row["toolCall"]
         click.echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "

@@ -1,6 +1,7 @@
 """obelisk query / attune: the sandbox, read-only SQL, the timeout, and the CLI commands."""
 
 import json
+import os
 import re
 import sqlite3
 import time
@@ -478,6 +479,9 @@ def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(cor
     as_json = invoke("files", page, "--limit", "4", "--db", corpus_db, "--json")
     assert len(json.loads(as_json.stdout)) == 4 and as_json.stderr == "\n" + lines[4 + 1] + "\n"
     assert invoke("files", page, "--session", "sample_session", "--db", corpus_db).stdout == f"No tool call touched {page}.\n"
+    relative = invoke("files", "src/app/page.tsx", "--db", corpus_db).stdout
+    assert relative == ("No tool call touched src/app/page.tsx (tool calls name files by absolute path, "
+                        f"such as {os.path.abspath('src/app/page.tsx')}).\n")
     assert len(invoke("files", page, "--project", "d-kimuson%", "--db", corpus_db).stdout.splitlines()) == 7
     monkeypatch.setattr(o, "MAX_LIMIT", 5)  # more than one call may list
     assert invoke("files", page, "--limit", "4", "--db", corpus_db).stdout.endswith(
