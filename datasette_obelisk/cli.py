@@ -125,8 +125,16 @@ def report_errors(fn):
             fail(exc, kwargs.get("as_json", False))
         except NewerDatabase as exc:
             raise click.UsageError(str(exc)) from None
+        except KeyboardInterrupt:
+            exit_interrupted("Interrupted.")
 
     return wrapper
+
+
+def exit_interrupted(message: str):
+    """Ctrl-C: a word on stderr, and exit status 130 (as a shell gives), not click's "Aborted!" and 1."""
+    click.echo(f"\n{message}", err=True)
+    sys.exit(130)
 
 
 @contextlib.contextmanager
@@ -135,8 +143,7 @@ def stopped_cleanly():
     try:
         yield
     except KeyboardInterrupt:
-        click.echo("\nInterrupted: what was read is kept, and the next ingest carries on from there.", err=True)
-        sys.exit(130)
+        exit_interrupted("Interrupted: what was read is kept, and the next ingest carries on from there.")
 
 
 def ingest_now(show_progress: bool, db: Path, roots, **options):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from .cli import cli, db_option, fail, folders, report_errors, resolve_db
+from .cli import cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
 from .query import dashboard, fts, live, obelisk, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -377,6 +377,8 @@ def emit_script(code, db_path, **options) -> None:
         result = run_script(code, resolve_db(db_path), **options)
     except QueryError as exc:
         fail(exc, as_json=True)
+    except KeyboardInterrupt:
+        exit_interrupted("Interrupted.")
     click.echo(dumps(result))
 
 

@@ -412,6 +412,22 @@ def test_ctrl_c_stops_the_server_up_starts_with_status_0(tmp_path):
     assert refused.returncode == 2 and "Error: No such option '--no-such-option'" in refused.stderr
 
 
+@pytest.mark.parametrize("command", [["search", "hello"], ["query", "-c", "return 1"]])
+def test_ctrl_c_during_a_query_exits_130_with_a_word(tmp_path, monkeypatch, command):
+    from datasette_obelisk import cli_query
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_query, "run_script", interrupted)
+    monkeypatch.setattr(cli_query.obelisk, "search", interrupted)
+    db = tmp_path / "o.db"
+    write_logs(tmp_path / "logs")
+    CliRunner().invoke(cli, ["ingest", "--db", str(db), "--claude-dir", str(tmp_path / "logs")])
+    result = CliRunner().invoke(cli, [*command, "--db", str(db)])
+    assert (result.exit_code, result.stderr) == (130, "\nInterrupted.\n")
+
+
 @pytest.mark.parametrize("command", [["ingest"], ["up", "--no-serve"]])
 def test_ctrl_c_during_an_ingest_stops_with_a_word_and_status_130(tmp_path, monkeypatch, command):
     from datasette_obelisk.store import ingest as ingest_module
