@@ -645,6 +645,15 @@ def test_settled_garbage_tail_is_reported_once(db, root):
     assert rows(db, "SELECT line_no, reason FROM ingest_errors") == [(2, "unterminated last line that is not valid JSON")]
 
 
+def test_a_settled_last_line_with_a_lone_surrogate_is_read(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="first") + b'{"id": "b", "text": "cut \\ud83d"}')  # no newline
+    old = 1_000_000_000
+    os.utime(path, (old, old))
+    assert run(db, root).errors == 0
+    assert rows(db, "SELECT uuid, text FROM messages ORDER BY seq") == [("a", "first"), ("b", "cut \ufffd")]
+
+
 def chunks_of(data, sizes):
     start = 0
     for size in sizes:
@@ -1029,6 +1038,70 @@ def test_m029_reads_again_the_files_whose_lines_failed_on_a_lone_surrogate(tmp_p
     assert (summary.files_read, summary.files_skipped, summary.errors) == (1, 1, 0)
     assert rows(db, "SELECT uuid, text FROM messages ORDER BY uuid") == [("u1", "fine \ufffd"), ("v1", "other")]
     assert rows(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
+def test_m030_reads_again_the_files_that_named_a_session_twice(tmp_path):
+    from datasette_obelisk.store.db import open_db
+
+    thread, other = "019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "019c8a59-0000-7000-8000-000000000002"
+    home = tmp_path / "codex"
+    day = home / "sessions" / "2026" / "02" / "23"
+    day.mkdir(parents=True)
+    for session in (thread, other):
+        meta = {"timestamp": "2026-02-23T12:00:00.000Z", "type": "session_meta",
+                "payload": {"id": session, "timestamp": "2026-02-23T12:00:00.000Z", "cwd": "/w"}}
+        (day / f"rollout-2026-02-23T12-00-00-{session}.jsonl").write_text(json.dumps(meta) + "\n")
+    names = [(thread, "I1"), (thread, "I2"), (thread, "I1"), (other, "Only one")]
+    (home / "session_index.jsonl").write_text(
+        "".join(json.dumps({"id": s, "thread_name": n, "updated_at": "2026-02-23T12:00:00Z"}) + "\n" for s, n in names))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"codex": home})
+    assert rows(db, "SELECT id, title FROM sessions ORDER BY id") == [(f"codex:{other}", "Only one"), (f"codex:{thread}", "I1")]
+    change(db, "DELETE FROM _sqlite_migrations WHERE name = 'm030_reread_retitled_files'")
+    open_db(db).close()
+    assert rows(db, "SELECT path LIKE '%session_index.jsonl' FROM source_files WHERE parser_version IS NULL") == [(1,)]
+    assert ingest(db, {"codex": home}).files_read == 3  # the index, and with it the logs of the sessions it names
+    assert rows(db, "SELECT id, title FROM sessions ORDER BY id") == [(f"codex:{other}", "Only one"), (f"codex:{thread}", "I1")]
+
+
+def test_m031_forgets_gone_files_nothing_was_read_from(db, root):
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me"))
+    run(db, root)
+    change(db, "INSERT INTO source_files (path, source, kind, missing) VALUES ('/gone/dangling.jsonl', 'toy', 'session', 1)",
+           "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, reason, created_at) SELECT id, path, 0, 0, "
+           "'cannot read file: [Errno 2] No such file or directory', '' FROM source_files WHERE path = '/gone/dangling.jsonl'",
+           "UPDATE source_files SET missing = 1 WHERE path LIKE '%s1.jsonl'",  # gone, but it holds a message
+           "DELETE FROM _sqlite_migrations WHERE name = 'm031_forget_gone_files_never_read'")
+    open_db(db).close()
+    assert rows(db, "SELECT path, missing FROM source_files") == [(str(root / "s1.jsonl"), 1)]
+    assert rows(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
+def test_m032_fixes_what_logs_gone_from_disk_left_and_derives_their_sessions_again(tmp_path):
+    from datasette_obelisk.store.db import open_db
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    summary = "This session is being continued from a previous conversation that ran out of context. Walrus."
+    (project / "s1.jsonl").write_bytes(claude_lines(
+        {"type": "user", "uuid": "c1", "parentUuid": None, "sessionId": "s1", "timestamp": "2025-05-01T11:00:00Z",
+         "message": {"role": "user", "content": summary}},
+        {"type": "user", "uuid": "c2", "parentUuid": "c1", "sessionId": "s1", "timestamp": "2025-05-01T11:00:01Z",
+         "message": {"role": "user", "content": "Go on"}}))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    fresh = rows(db, "SELECT uuid, is_compact_summary FROM messages ORDER BY uuid"), rows(db, "SELECT id, source FROM summaries")
+    assert fresh == ([("c1", 1), ("c2", 0)], [("c1", "compaction")])
+    (project / "s1.jsonl").unlink()
+    ingest(db, {"claude": tmp_path / "claude"})  # gone: archived
+    change(db, "UPDATE messages SET is_compact_summary = 0", "DELETE FROM summaries",  # as parser 8 left them
+           "INSERT INTO titles (session_id, kind, title, file_id) VALUES ('s1', 'first_prompt', 'This session is being continued from a previous conversation that ran out of context. Walrus.', 1)",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm032_rederive_archived_sessions'")
+    open_db(db).close()
+    assert rows(db, "SELECT session_id FROM derive_queue") == [("s1",)]
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert (rows(db, "SELECT uuid, is_compact_summary FROM messages ORDER BY uuid"), rows(db, "SELECT id, source FROM summaries")) == fresh
+    assert rows(db, "SELECT title_source FROM sessions") == [("first_prompt",)]
 
 
 def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):

@@ -51,6 +51,9 @@ def test_migrations_in_order(conn):
         "m027_mark_interruptions",
         "m028_reread_attachment_details",
         "m029_reread_lone_surrogate_lines",
+        "m030_reread_retitled_files",
+        "m031_forget_gone_files_never_read",
+        "m032_rederive_archived_sessions",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -184,7 +184,7 @@ def loads_or_none(text: Any) -> Any:
     if not isinstance(text, (str, bytes)):
         return None
     try:
-        return orjson.loads(text)
+        return load_json(text)
     except orjson.JSONDecodeError:
         return None
 

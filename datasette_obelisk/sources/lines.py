@@ -90,7 +90,7 @@ def _split_lines(stream: BinaryIO, start: int, first_line_no: int, max_line: int
         yield Line(data, Position(line_no, offset, size), terminated=False)
 
 
-def load_json(data: bytes) -> Any:
+def load_json(data: bytes | str) -> Any:
     """``orjson.loads``, except that an escaped lone surrogate (``"\\ud83d"``: a
     JavaScript string cut inside an emoji, as a tool output clipped by length)
     is read as U+FFFD instead of failing the whole line."""

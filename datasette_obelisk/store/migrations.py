@@ -863,3 +863,71 @@ def m029_reread_lone_surrogate_lines(db):
         """UPDATE source_files SET parser_version = NULL
            WHERE missing = 0 AND id IN (SELECT file_id FROM ingest_errors WHERE reason LIKE 'invalid JSON: %surrogate%')"""
     )
+
+
+@migrations()
+def m030_reread_retitled_files(db):
+    # A title set again (a session renamed back) now becomes the newest of its
+    # kind; it was kept where it first came. The files of sessions given two
+    # titles of one kind (a Codex thread renamed, its session index) are read
+    # again by the next ingest. Claude's are anyway (parser version 9).
+    db.execute(
+        """UPDATE source_files SET parser_version = NULL
+           WHERE missing = 0 AND id IN (
+             SELECT file_id FROM titles WHERE kind != 'first_prompt'
+             GROUP BY file_id, session_id, kind HAVING count(*) > 1)"""
+    )
+
+
+@migrations()
+def m031_forget_gone_files_never_read(db):
+    # A file gone from disk that nothing was read from (a dangling link, an
+    # empty file) now leaves no row, and its error goes with it; rows an
+    # older version kept for such files go the same way.
+    empty = """SELECT id FROM source_files f WHERE missing = 1
+       AND NOT EXISTS (SELECT 1 FROM messages WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM tool_results WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM summaries WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM titles WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM pull_requests WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM file_sessions WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM message_aliases WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM workflows WHERE file_id = f.id)
+       AND NOT EXISTS (SELECT 1 FROM workflow_agents WHERE file_id = f.id)"""
+    db.execute(f"DELETE FROM ingest_errors WHERE file_id IN ({empty})")
+    db.execute(f"DELETE FROM source_files WHERE id IN ({empty})")
+
+
+@migrations()
+def m032_rederive_archived_sessions(db):
+    # Derivation changed (the rewound branch that goes on is the one holding
+    # the newest line; a workflow run is linked to the call naming it), and
+    # an older compaction summary is known by its words. Logs still on disk
+    # are read again (Claude parser 9); the rows of logs gone from disk are
+    # fixed here, and their sessions, and those with workflow runs, derived
+    # again by the next ingest.
+    continued = "This session is being continued from a previous conversation"
+    summaries = f"""SELECT uuid, session_id, timestamp, text, file_id FROM messages
+       WHERE source = 'claude' AND type = 'user' AND content_type = 'text' AND parent_uuid IS NULL
+         AND is_compact_summary = 0 AND substr(text, 1, {len(continued)}) = '{continued}'"""
+    db.execute(
+        f"""INSERT OR IGNORE INTO summaries (id, session_id, timestamp, source, content, message_uuid, file_id)
+            SELECT uuid, session_id, timestamp, 'compaction', text, uuid, file_id FROM ({summaries})"""
+    )
+    db.execute(
+        f"""DELETE FROM titles WHERE kind = 'first_prompt'
+            AND session_id IN (SELECT session_id FROM ({summaries}))
+            AND substr(title, 1, {len(continued)}) = '{continued}'"""
+    )
+    db.execute(
+        f"""INSERT OR IGNORE INTO derive_queue (session_id) SELECT session_id FROM ({summaries})"""
+    )
+    db.execute(
+        f"""UPDATE messages SET is_compact_summary = 1 WHERE uuid IN (SELECT uuid FROM ({summaries}))"""
+    )
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT session_id FROM file_sessions WHERE file_id IN (SELECT id FROM source_files WHERE missing = 1)
+           UNION SELECT session_id FROM workflows"""
+    )

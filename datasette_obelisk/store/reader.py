@@ -18,7 +18,7 @@ import orjson
 
 from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
-from ..sources.lines import BOM, Line, decode_object, read_lines
+from ..sources.lines import BOM, Line, decode_object, load_json, read_lines
 from .fingerprint import hashes_at
 from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
@@ -174,7 +174,7 @@ def is_complete(line: Line) -> bool:
     if line.data is None:
         return False
     try:
-        return isinstance(orjson.loads(line.data), dict)
+        return isinstance(load_json(line.data), dict)
     except orjson.JSONDecodeError:
         return False
 
