@@ -872,6 +872,10 @@ def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character():
     low = b'{"type": "user", "uuid": "u2", "sessionId": "s1", "message": {"role": "user", "content": "\\ude00 and \\ud83d\\ude00"}}'
     messages = of_type(feed_lines([cut, low]), Message)
     assert [(m.uuid, m.text) for m in messages] == [("u1", "fine \ufffd"), ("u2", "\ufffd and \U0001f600")]
+    # What orjson refuses besides stays an error: NaN, an integer past 64 bits.
+    for rest in (b'"n": NaN', b'"n": 123456789012345678901234'):
+        bad = b'{"type": "user", "uuid": "u3", "text": "\\ud83d", ' + rest + b'}'
+        assert [type(r) for r in feed_lines([bad])] == [LineError]
 
 
 @pytest.mark.parametrize(

@@ -99,11 +99,22 @@ def load_json(data: bytes | str) -> Any:
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc):
             raise
-        try:
-            value = json.loads(data)
-        except ValueError:
+        try:  # what orjson refuses besides stays refused: NaN, integers past 64 bits, deep nesting
+            value = json.loads(data, parse_constant=_refused, parse_int=_int64)
+        except (ValueError, RecursionError):
             raise exc from None
         return _without_lone_surrogates(value)
+
+
+def _refused(text: str):
+    raise ValueError(f"{text} is no JSON value")
+
+
+def _int64(text: str) -> int:
+    value = int(text)
+    if not -(1 << 63) <= value < (1 << 63):
+        raise ValueError(f"{text} does not fit in 64 bits")
+    return value
 
 
 def _without_lone_surrogates(value: Any) -> Any:
