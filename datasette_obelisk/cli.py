@@ -45,6 +45,8 @@ def writable_db(db_path: Path | None) -> Path:
         raise click.UsageError(f"--db {db}: the folder {folder} does not exist")
     if db.is_dir():
         raise click.UsageError(f"--db {db} is a folder, not a database file")
+    if db.exists() and not db.is_file():
+        raise click.UsageError(f"--db {db} is not a regular file")
     if db.exists():
         with open(db, "rb") as fp:
             head = fp.read(len(SQLITE_HEADER))
@@ -437,8 +439,10 @@ def pass_record(summary, db: Path, roots, warnings=()) -> dict:
 
     ``warnings`` lists the sources skipped because their default folder is not a folder,
     then the summary's own (a folder gone while watching)."""
+    from .sources.base import printable_path
+
     return dict(
-        summary.as_dict(), db=str(db), roots={k: str(v) for k, v in roots.items()},
+        summary.as_dict(), db=printable_path(db), roots={k: printable_path(v) for k, v in roots.items()},
         warnings=[*warnings, *summary.warnings], at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
 

@@ -872,10 +872,14 @@ def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character():
     low = b'{"type": "user", "uuid": "u2", "sessionId": "s1", "message": {"role": "user", "content": "\\ude00 and \\ud83d\\ude00"}}'
     messages = of_type(feed_lines([cut, low]), Message)
     assert [(m.uuid, m.text) for m in messages] == [("u1", "fine \ufffd"), ("u2", "\ufffd and \U0001f600")]
-    # What orjson refuses besides stays an error: NaN, an integer past 64 bits.
-    for rest in (b'"n": NaN', b'"n": 123456789012345678901234'):
+    # The rest of the line is read as orjson reads it: NaN, infinity and deep nesting refused,
+    # an integer past 64 bits a float.
+    for rest in (b'"n": NaN', b'"n": 1e400', b'"n": ' + b"[" * 5000 + b"]" * 5000):
         bad = b'{"type": "user", "uuid": "u3", "text": "\\ud83d", ' + rest + b'}'
         assert [type(r) for r in feed_lines([bad])] == [LineError]
+    from datasette_obelisk.sources.lines import load_json
+    assert load_json(b'{"t": "\\ud83d", "n": 123456789012345678901234, "m": 18446744073709551615}') == {
+        "t": "\ufffd", "n": 1.2345678901234568e+23, "m": 18446744073709551615}
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ error (with --json also ``{"ok": false, "error": {"code": "OBELISK_INVALID_ARGUM
 import json
 import sqlite3
 
+import orjson
 import pytest
 from click.testing import CliRunner
 
@@ -92,6 +93,15 @@ def test_a_database_variable_naming_a_folder_is_refused_in_one_line(tmp_path, mo
     assert (ingested.exit_code, ingested.stderr) == (2, usage_error("ingest", f"--db {tmp_path} is a folder, not a database file"))
 
 
+def test_a_database_path_that_is_no_regular_file_is_a_usage_error(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)
+    result = invoke("ingest", "--db", fifo, "--claude-dir", tmp_path)  # it would wait for a writer forever
+    assert (result.exit_code, result.stderr) == (2, usage_error("ingest", f"--db {fifo} is not a regular file"))
+
+
 def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):
     db = claude_db(tmp_path)
     odd = tmp_path / "o\udcff.db"  # the byte 0xff, as Python names it
@@ -99,6 +109,8 @@ def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):
     for command in (["search", "hello", "--json"], ["sessions", "--json"], ["ingest", "--claude-dir", tmp_path / "agent", "--json"]):
         result = CliRunner().invoke(cli, [*map(str, command), "--db", str(odd)])
         assert result.exit_code == 0, result.output
+        if command[0] == "ingest":  # JSON any parser reads: no lone surrogate
+            assert orjson.loads(result.stdout)["db"] == str(tmp_path / "o\\xff.db")
     assert [s["id"] for s in json.loads(invoke("sessions", "--db", odd, "--json").stdout)] == ["s1"]
 
 

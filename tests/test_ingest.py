@@ -152,6 +152,14 @@ def test_a_gone_file_nothing_was_read_from_leaves_no_row_and_no_error(db, root):
     assert rows(db, "SELECT path, missing FROM source_files") == [(str(root / "s1.jsonl"), 1)]
     assert rows(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
     assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+    # A file read before whose rows a re-read cleared, gone before it was read again, stays as a trace.
+    (root / "s2.jsonl").write_bytes(line(id="b", text="read once"))
+    run(db, root)
+    change(db, "DELETE FROM messages WHERE uuid = 'b'", "DELETE FROM file_sessions WHERE session_id = 's2'")
+    (root / "s2.jsonl").unlink()
+    assert run(db, root).files_missing == 1
+    assert rows(db, "SELECT path, missing FROM source_files ORDER BY path") == [
+        (str(root / "s1.jsonl"), 1), (str(root / "s2.jsonl"), 1)]
 
 
 def test_a_file_whose_name_is_not_utf_8_is_an_error_and_the_others_are_read(db, root):

@@ -136,3 +136,13 @@ def test_a_document_or_a_compressed_log_is_counted_whole_and_a_grown_log_by_its_
     assert bytes_to_read([row(compression="zstd")]) == 1500
     assert bytes_to_read([row(size_now=800)]) == 800  # truncated: read again from its start
     assert bytes_to_read([row(), row(layout="document", size=10, cursor=10, size_now=20)]) == 520
+
+
+@pytest.mark.asyncio
+async def test_a_database_deleted_while_served_is_not_made_again(tmp_path, monkeypatch):
+    log, db = ingested_log(tmp_path, monkeypatch)
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    db.unlink()
+    await ds.client.get("/-/obelisk/api/sessions")
+    assert not db.exists()

@@ -141,6 +141,11 @@ def default_folder_warnings(sources: Mapping[str, Any], environ: Mapping[str, st
     return warnings
 
 
+def printable_path(path) -> str:
+    """``path`` as text UTF-8 can carry: bytes of its name that are not UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def walk_files(root: Path) -> Iterator[Path]:
     """Files below ``root``, sorted.
 

@@ -99,21 +99,27 @@ def load_json(data: bytes | str) -> Any:
     except orjson.JSONDecodeError as exc:
         if "surrogate" not in str(exc):
             raise
-        try:  # what orjson refuses besides stays refused: NaN, integers past 64 bits, deep nesting
-            value = json.loads(data, parse_constant=_refused, parse_int=_int64)
-        except (ValueError, RecursionError):
+        try:  # read as orjson reads the rest: no NaN or infinity, big integers as floats
+            return _without_lone_surrogates(
+                json.loads(data, parse_constant=_refused, parse_int=_as_orjson_int, parse_float=_finite)
+            )
+        except (ValueError, RecursionError):  # (nested deeper than Python goes)
             raise exc from None
-        return _without_lone_surrogates(value)
 
 
 def _refused(text: str):
     raise ValueError(f"{text} is no JSON value")
 
 
-def _int64(text: str) -> int:
+def _as_orjson_int(text: str) -> int | float:
     value = int(text)
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"{text} does not fit in 64 bits")
+    return value if -(1 << 63) <= value < (1 << 64) else float(value)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text} is infinite as a double")
     return value
 
 

@@ -757,6 +757,7 @@ WORKFLOW_AGENT_TYPE_UPDATES = tuple(
          AND sessions.agent_type IS NOT wa.agent_type"""
     for where in ("sessions.id = :s", "sessions.parent_session_id = :s")
 )
+WORD = re.compile(r"[\w-]+")  # how a run or task id is written (wf_sp01, task_sp01)
 WORKFLOW_RESULTS = """SELECT tr.tool_use_id, tr.content FROM tool_results tr JOIN tool_calls tc ON tc.id = tr.tool_use_id
    WHERE tr.session_id = ? AND tc.name = 'Workflow' ORDER BY tr.timestamp, tr.tool_use_id"""
 
@@ -765,7 +766,7 @@ def link_workflows(conn, session_ids) -> None:
     """Each workflow run to its spawning call, each workflow agent's session to its type.
 
     A run's document may not name its call: the call is then the session's
-    first ``Workflow`` call whose result names the run or its task, as a
+    first ``Workflow`` call whose result names the run, else its task, as a
     whole word (``task_1`` is not ``task_12``)."""
     for session_id in session_ids:
         for sql in WORKFLOW_AGENT_TYPE_UPDATES:
@@ -773,12 +774,17 @@ def link_workflows(conn, session_ids) -> None:
         unlinked = conn.execute(
             "SELECT run_id, task_id FROM workflows WHERE session_id = ? AND parent_tool_use_id IS NULL", [session_id]
         ).fetchall()
-        results = conn.execute(WORKFLOW_RESULTS, [session_id]).fetchall() if unlinked else []
+        if not unlinked:
+            continue
+        # Each result's words, read once; the first result naming a run is its call's.
+        named: dict[str, str] = {}
+        for call_id, said in conn.execute(WORKFLOW_RESULTS, [session_id]):
+            for word in WORD.findall(said or ""):
+                named.setdefault(word, call_id)
         for run_id, task_id in unlinked:
-            names = [re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])") for name in (run_id, task_id) if name]
-            call = next((call_id for call_id, said in results if said and any(n.search(said) for n in names)), None)
-            if call is not None:
-                conn.execute("UPDATE workflows SET parent_tool_use_id = ? WHERE run_id = ?", [call, run_id])
+            calls = [named[name] for name in (run_id, task_id) if name in named]
+            if calls:
+                conn.execute("UPDATE workflows SET parent_tool_use_id = ? WHERE run_id = ?", [calls[0], run_id])
 
 
 def link_subagents(conn, session_ids) -> None:

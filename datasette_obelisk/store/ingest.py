@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import orjson
 
 from ..records import LineError, Position
-from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of
+from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, set_state, transaction
@@ -187,13 +187,12 @@ class Ingester:
         """``units`` less those whose path is no text (bytes that are not UTF-8),
         which cannot be stored: each is an error of this run, named readably."""
         for unit in units:
-            path = os.fsencode(unit.path)
             try:
-                path.decode("utf-8")
+                os.fsencode(unit.path).decode("utf-8")
             except UnicodeDecodeError:
                 self.summary.errors += 1
                 reason = "the file's name is not UTF-8 text, so it cannot be stored: rename it to read it"
-                self.summary.error_samples.append((path.decode("utf-8", "backslashreplace"), None, reason))
+                self.summary.error_samples.append((printable_path(unit.path), None, reason))
                 continue
             yield unit
 
@@ -491,7 +490,7 @@ class Ingester:
         unseen = [
             row
             for row in self.conn.execute(
-                "SELECT id, path, parser_version FROM source_files WHERE missing = 0 AND source IN (%s)"
+                "SELECT id, path, parser_version, lines_read FROM source_files WHERE missing = 0 AND source IN (%s)"
                 % ",".join("?" * len(self.roots)),
                 list(self.roots),
             )
@@ -503,9 +502,10 @@ class Ingester:
         if not gone:
             return
         with self.transaction():
-            # A file nothing was read from (a dangling link, an empty file) leaves
-            # nothing to archive: it goes, with the error that it could not be read.
-            empty = [row for row in gone if not file_holds_rows(self.conn, row["id"])]
+            # A file no line was ever read from (a dangling link, an empty file)
+            # leaves nothing to archive: it goes, with the error that it could
+            # not be read. (One whose rows a re-read cleared stays, as a trace.)
+            empty = [row for row in gone if not row["lines_read"] and not file_holds_rows(self.conn, row["id"])]
             for row in empty:
                 self.conn.execute("DELETE FROM ingest_errors WHERE file_id = ?", [row["id"]])
                 self.conn.execute("DELETE FROM source_files WHERE id = ?", [row["id"]])
@@ -639,13 +639,17 @@ class Ingester:
                 pass
             return self.ingest_file(unit)
         replay = row is not None and plan.resume is None
-        if replay and unit.layout == "document":
+        if replay:
             items = iter(items)
             first = next(items, None)
-            reason = unreadable_document(first)
+            reason = unreadable_document(first) if unit.layout == "document" else None
+            if isinstance(first, ReadFailed):
+                reason = first.reason
             if reason is not None:
-                # A document is rewritten whole, so this is most likely one
-                # caught half-written: what it held stays until it reads again.
+                # A file gone or unreadable since it was planned keeps what it
+                # held (a log the agent deleted is archived), and a document,
+                # rewritten whole, was most likely caught half-written: what
+                # it held stays until it reads again.
                 for _ in items:
                     pass
                 return self.file_error(unit, row, reason)

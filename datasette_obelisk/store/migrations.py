@@ -881,10 +881,10 @@ def m030_reread_retitled_files(db):
 
 @migrations()
 def m031_forget_gone_files_never_read(db):
-    # A file gone from disk that nothing was read from (a dangling link, an
-    # empty file) now leaves no row, and its error goes with it; rows an
+    # A file gone from disk that no line was ever read from (a dangling link,
+    # an empty file) now leaves no row, and its error goes with it; rows an
     # older version kept for such files go the same way.
-    empty = """SELECT id FROM source_files f WHERE missing = 1
+    empty = """SELECT id FROM source_files f WHERE missing = 1 AND lines_read = 0
        AND NOT EXISTS (SELECT 1 FROM messages WHERE file_id = f.id)
        AND NOT EXISTS (SELECT 1 FROM tool_calls WHERE file_id = f.id)
        AND NOT EXISTS (SELECT 1 FROM tool_results WHERE file_id = f.id)

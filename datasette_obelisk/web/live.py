@@ -11,6 +11,7 @@ at a time per database, and requests answer from what is stored meanwhile.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import time
 
@@ -41,6 +42,8 @@ async def refresh_if_live(datasette, db) -> None:
 
 def refresh_file(path: str, max_bytes: int | None = None) -> bool:
     """Read what the logs gained into ``path``; False when that is more than ``max_bytes`` (nothing read)."""
+    if not os.path.isfile(path):
+        return True  # gone or replaced since Datasette opened it: never create an empty one
     try:
         conn = connect(path)
     except sqlite3.Error:
