@@ -364,16 +364,21 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
     # branch holding the newest line goes on; it is the newest prompt's unless
     # the user went back to an older branch (a resume) and carried on there.
     latest = None
+    rewinds = []
     for siblings in children.values():
         prompts = [r for r in siblings if is_prompt(r)]
         if len(prompts) < 2 or len({r.timestamp for r in prompts}) < 2:
             continue
         latest = latest or latest_under(rows, children)
         newest = max(prompts, key=lambda r: latest[r.uuid])
-        for abandoned in prompts:
-            if abandoned is newest:
-                continue
-            for row in subtree(abandoned, children):
+        rewinds.append((newest, [prompt for prompt in prompts if prompt is not newest]))
+    # The later rewinds first: a rewind inside an abandoned branch names what
+    # replaced its own lines, and each line is walked once (nested rewinds
+    # walked the same lines again and again).
+    abandoned_lines: set[str] = set()
+    for newest, abandoned in reversed(rewinds):
+        for prompt in abandoned:
+            for row in subtree(prompt, children, abandoned_lines):
                 visibility[row.uuid] = "inactive"
                 replaced_by[row.uuid] = newest.uuid
                 if surface[row.uuid] != "log-only":
@@ -448,9 +453,11 @@ def kept_by(row: SessionRow) -> set[str]:
     return set((orjson.loads(row.meta_json) if row.meta_json else {}).get("preserved_uuids") or ())
 
 
-def subtree(root: SessionRow, children):
+def subtree(root: SessionRow, children, seen: set | None = None):
+    """``root`` and the rows below it, each once; rows already in ``seen`` (and
+    what is below them) are left out, and those yielded are added to it."""
     stack = [root]
-    seen = set()
+    seen = set() if seen is None else seen
     while stack:
         row = stack.pop()
         if row.uuid in seen:
