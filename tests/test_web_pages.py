@@ -112,6 +112,13 @@ async def test_a_facet_shows_eight_values_and_links_to_the_rest(ds):
 
 
 @pytest.mark.asyncio
+async def test_a_query_of_nothing_the_index_keeps_says_so(ds):
+    html = await page(ds, "/-/obelisk", q="🦓 !!")
+    assert "No session can match: the query holds no word the index keeps" in html
+    assert "No session can match" not in await page(ds, "/-/obelisk", q="nosuchwordanywhere")
+
+
+@pytest.mark.asyncio
 async def test_search_page_takes_a_raw_prefix(ds):
     html = await page(ds, "/-/obelisk", q="zebra*", mode="raw")
     assert f"/-/obelisk/session/{XSS_SESSION}" in html

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
 from ..query.filters import Filters
+from ..query.fts import parse_query
 from ..query.session_query import SessionQuery
 from . import charts
 from .actions import FORGET, REMEMBER, allowed
@@ -42,6 +43,7 @@ async def search_page(datasette, request, db, params):
             "result": result,
             "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]]),
             "indexing": dashboard.indexing_note(conn),
+            "unindexable": parse_query(form.query, form.mode).matches_nothing,
         }
 
     found = await db.execute_fn(search)
