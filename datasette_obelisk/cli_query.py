@@ -334,7 +334,8 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
     if as_json:
         click.echo(dumps(rows))
     elif not rows:
-        hint = "" if os.path.isabs(path) else f" (tool calls name files by absolute path, such as {os.path.abspath(path)})"
+        absolute = os.path.abspath(os.path.expanduser(path))
+        hint = "" if absolute == path else f" (tool calls name files by absolute path, such as {absolute})"
         click.echo(f"No tool call touched {path}{hint}.")
     for row in [] if as_json else rows:
         session, tool = row["session"], row["toolCall"]

@@ -100,6 +100,8 @@ def test_a_database_path_that_is_no_regular_file_is_a_usage_error(tmp_path):
     os.mkfifo(fifo)
     result = invoke("ingest", "--db", fifo, "--claude-dir", tmp_path)  # it would wait for a writer forever
     assert (result.exit_code, result.stderr) == (2, usage_error("ingest", f"--db {fifo} is not a regular file"))
+    read = invoke("sessions", "--db", fifo)
+    assert (read.exit_code, read.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {fifo} is not a regular file\n")
 
 
 def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):

@@ -992,6 +992,11 @@ def workflow_files():
         {**common, "type": "user", "uuid": "w-r1", "parentUuid": "w-a1", "timestamp": "2025-03-01T10:00:02Z",
          "message": {"role": "user", "content": [result]},
          "toolUseResult": {"isAsync": True, "status": "async_launched", "runId": "wf_sp01", "taskId": "task_sp01"}},
+        # A later call whose result names the run itself: a status check, not the launch.
+        {**common, "type": "assistant", "uuid": "w-a2", "parentUuid": "w-r1", "timestamp": "2025-03-01T10:00:05Z",
+         "message": {"role": "assistant", "id": "mw2", "content": [{**call, "id": "toolu_wf2"}]}},
+        {**common, "type": "user", "uuid": "w-r2", "parentUuid": "w-a2", "timestamp": "2025-03-01T10:00:06Z",
+         "message": {"role": "user", "content": [{**result, "tool_use_id": "toolu_wf2", "content": "Run wf_sp01: completed"}]}},
     )
     document = {"runId": "wf_sp01", "taskId": "task_sp01", "status": "completed", "workflowName": "docs-sweep",
                 "workflowProgress": [{"type": "workflow_agent", "agentId": "agsp0001", "label": "sweep:a"}]}
@@ -1102,14 +1107,15 @@ def test_m032_fixes_what_logs_gone_from_disk_left_and_derives_their_sessions_aga
     assert fresh == ([("c1", 1), ("c2", 0)], [("c1", "compaction")])
     (project / "s1.jsonl").unlink()
     ingest(db, {"claude": tmp_path / "claude"})  # gone: archived
-    change(db, "UPDATE messages SET is_compact_summary = 0", "DELETE FROM summaries",  # as parser 8 left them
+    change(db, "UPDATE messages SET is_compact_summary = 0", "DELETE FROM summaries", "DELETE FROM titles",  # as parser 8 left them
            "INSERT INTO titles (session_id, kind, title, file_id) VALUES ('s1', 'first_prompt', 'This session is being continued from a previous conversation that ran out of context. Walrus.', 1)",
            "DELETE FROM _sqlite_migrations WHERE name = 'm032_rederive_archived_sessions'")
     open_db(db).close()
     assert rows(db, "SELECT session_id FROM derive_queue") == [("s1",)]
     ingest(db, {"claude": tmp_path / "claude"})
     assert (rows(db, "SELECT uuid, is_compact_summary FROM messages ORDER BY uuid"), rows(db, "SELECT id, source FROM summaries")) == fresh
-    assert rows(db, "SELECT title_source FROM sessions") == [("first_prompt",)]
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("Go on", "first_prompt")]
+    assert rows(db, "SELECT kind, title FROM titles") == [("first_prompt", "Go on")]
 
 
 def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_path):

@@ -482,6 +482,8 @@ def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(cor
     relative = invoke("files", "src/app/page.tsx", "--db", corpus_db).stdout
     assert relative == ("No tool call touched src/app/page.tsx (tool calls name files by absolute path, "
                         f"such as {os.path.abspath('src/app/page.tsx')}).\n")
+    home = invoke("files", "~/page.tsx", "--db", corpus_db).stdout
+    assert home.endswith(f"such as {os.path.expanduser('~/page.tsx')}).\n")
     assert len(invoke("files", page, "--project", "d-kimuson%", "--db", corpus_db).stdout.splitlines()) == 7
     monkeypatch.setattr(o, "MAX_LIMIT", 5)  # more than one call may list
     assert invoke("files", page, "--limit", "4", "--db", corpus_db).stdout.endswith(

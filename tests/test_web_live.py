@@ -128,14 +128,19 @@ async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypat
 def test_a_document_or_a_compressed_log_is_counted_whole_and_a_grown_log_by_its_new_bytes():
     from datasette_obelisk.query.live import bytes_to_read
 
-    def row(layout="jsonl", compression=None, size=1000, cursor=1000, size_now=1500):
-        return {"layout": layout, "compression": compression, "size": size, "cursor": cursor, "size_now": size_now}
+    def row(layout="jsonl", compression=None, size=1000, cursor=1000, size_now=1500, parser_version=3):
+        return {"layout": layout, "compression": compression, "size": size, "cursor": cursor, "size_now": size_now,
+                "source": "toy", "parser_version": parser_version}
 
-    assert bytes_to_read([row()]) == 500  # appended to
-    assert bytes_to_read([row(layout="document")]) == 1500  # a Gemini chat, rewritten whole
-    assert bytes_to_read([row(compression="zstd")]) == 1500
-    assert bytes_to_read([row(size_now=800)]) == 800  # truncated: read again from its start
-    assert bytes_to_read([row(), row(layout="document", size=10, cursor=10, size_now=20)]) == 520
+    def to_read(*rows):
+        return bytes_to_read(list(rows), {"toy": 3})
+
+    assert to_read(row()) == 500  # appended to
+    assert to_read(row(layout="document")) == 1500  # a Gemini chat, rewritten whole
+    assert to_read(row(compression="zstd")) == 1500
+    assert to_read(row(size_now=800)) == 800  # truncated: read again from its start
+    assert to_read(row(parser_version=2)) == 1500  # a newer parser reads it again from its start
+    assert to_read(row(), row(layout="document", size=10, cursor=10, size_now=20)) == 520
 
 
 @pytest.mark.asyncio

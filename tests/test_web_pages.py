@@ -109,6 +109,9 @@ async def test_a_facet_shows_eight_values_and_links_to_the_rest(ds):
     assert len(facet(more, "tool")) == 8 and 'href="?q=the#facets">Fewer<' in more
     chosen = await page(ds, "/-/obelisk", q="the", project=projects[0])
     assert facet(chosen, "project") == projects  # the other projects stay there to add
+    ninth = facet(more, "project")[8]
+    beyond = await page(ds, "/-/obelisk", q="the", project=ninth)
+    assert facet(beyond, "project") == [*projects, ninth]  # a chosen value is listed, past the first 8 too
 
 
 @pytest.mark.asyncio

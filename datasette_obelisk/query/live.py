@@ -65,19 +65,21 @@ def changed_files(conn: sqlite3.Connection, session_ids=None) -> list[dict]:
     return changed
 
 
-def bytes_to_read(rows: list[dict]) -> int:
+def bytes_to_read(rows: list[dict], parser_versions: dict) -> int:
     """How much reading ``changed_files`` rows takes: the new bytes of a log
     that grew, the whole of any other file (a document is read whole, a
-    compressed log from its start, and a rewritten one may be)."""
+    compressed log from its start, one a newer parser must read again from
+    its start, and a rewritten one may be). ``parser_versions``: source -> version."""
     return sum(
-        row["size_now"] - row["cursor"] if grew(row) else row["size_now"]
+        row["size_now"] - row["cursor"] if grew(row, parser_versions) else row["size_now"]
         for row in rows
     )
 
 
-def grew(row: dict) -> bool:
+def grew(row: dict, parser_versions: dict) -> bool:
     plain_log = row["layout"] == "jsonl" and not row["compression"]
-    return plain_log and row["size_now"] > (row["size"] or 0) >= row["cursor"]
+    current = parser_versions.get(row["source"]) == row["parser_version"]
+    return plain_log and current and row["size_now"] > (row["size"] or 0) >= row["cursor"]
 
 
 def refresh(
@@ -92,16 +94,17 @@ def refresh(
     rows = changed_files(conn, session_ids)
     if not rows:
         return []
-    if max_bytes is not None and bytes_to_read(rows) > max_bytes:
-        return None
-    from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
-    from ..store.redacting import record_redactor_for
-
     if sources is None:
         from ..plugins import get_sources
 
         sources = get_sources()
     rows = [row for row in rows if row["source"] in sources]
+    versions = {name: source.parser_version for name, source in sources.items()}
+    if max_bytes is not None and bytes_to_read(rows, versions) > max_bytes:
+        return None
+    from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
+    from ..store.redacting import record_redactor_for
+
     previous_factory = conn.row_factory
     conn.execute(f"PRAGMA busy_timeout = {int(WAIT_SECONDS * 1000)}")
     try:

@@ -70,6 +70,8 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
     path = Path(db_path)
     if path.is_dir():
         raise QueryError("OBELISK_NOT_FOUND", f"{path} is a folder, not a database file")
+    if path.exists() and not path.is_file():
+        raise QueryError("OBELISK_NOT_FOUND", f"{path} is not a regular file")
     if not path.is_file():
         raise QueryError("OBELISK_NOT_FOUND", f"database not found: {path} (run `obelisk ingest` first)")
     conn = sqlite3.connect(file_uri(path.resolve()), uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)

@@ -773,7 +773,7 @@ def link_workflows(conn, session_ids) -> None:
     """Each workflow run to its spawning call, each workflow agent's session to its type.
 
     A run's document may not name its call: the call is then the session's
-    first ``Workflow`` call whose result names the run, else its task, as a
+    first ``Workflow`` call whose result names the run or its task, as a
     whole word (``task_1`` is not ``task_12``)."""
     for session_id in session_ids:
         for sql in WORKFLOW_AGENT_TYPE_UPDATES:
@@ -783,15 +783,15 @@ def link_workflows(conn, session_ids) -> None:
         ).fetchall()
         if not unlinked:
             continue
-        # Each result's words, read once; the first result naming a run is its call's.
-        named: dict[str, str] = {}
-        for call_id, said in conn.execute(WORKFLOW_RESULTS, [session_id]):
+        # Each result's words, read once; the first result naming a run or its task is its call's.
+        named: dict[str, tuple[int, str]] = {}
+        for order, (call_id, said) in enumerate(conn.execute(WORKFLOW_RESULTS, [session_id])):
             for word in WORD.findall(said or ""):
-                named.setdefault(word, call_id)
+                named.setdefault(word, (order, call_id))
         for run_id, task_id in unlinked:
             calls = [named[name] for name in (run_id, task_id) if name in named]
             if calls:
-                conn.execute("UPDATE workflows SET parent_tool_use_id = ? WHERE run_id = ?", [calls[0], run_id])
+                conn.execute("UPDATE workflows SET parent_tool_use_id = ? WHERE run_id = ?", [min(calls)[1], run_id])
 
 
 def link_subagents(conn, session_ids) -> None:

@@ -915,11 +915,29 @@ def m032_rederive_archived_sessions(db):
         f"""INSERT OR IGNORE INTO summaries (id, session_id, timestamp, source, content, message_uuid, file_id)
             SELECT uuid, session_id, timestamp, 'compaction', text, uuid, file_id FROM ({summaries})"""
     )
+    # The summary was taken for the first prompt: the session's first real one
+    # (as the parser picks it: typed by the user, not injected) takes its place.
+    retitled = f"""SELECT session_id FROM titles WHERE kind = 'first_prompt'
+        AND session_id IN (SELECT session_id FROM ({summaries}))
+        AND substr(title, 1, {len(continued)}) = '{continued}'"""
+    db.execute(f"CREATE TEMP TABLE m032_retitled AS {retitled}")
+    db.execute(f"DELETE FROM titles WHERE kind = 'first_prompt' AND session_id IN (SELECT session_id FROM m032_retitled)")
     db.execute(
-        f"""DELETE FROM titles WHERE kind = 'first_prompt'
-            AND session_id IN (SELECT session_id FROM ({summaries}))
-            AND substr(title, 1, {len(continued)}) = '{continued}'"""
+        f"""INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, file_id)
+            SELECT m.session_id, 'first_prompt',
+                   CASE WHEN length(m.text) <= 1000 THEN m.text ELSE substr(m.text, 1, 999) || '…' END,
+                   m.timestamp, m.file_id
+            FROM messages m WHERE m.id IN (
+              SELECT (SELECT p.id FROM messages p
+                      WHERE p.session_id = r.session_id AND p.type = 'user' AND p.role = 'user'
+                        AND p.is_meta = 0 AND p.is_compact_summary = 0 AND p.is_sidechain = 0
+                        AND p.content_type IN ('text', 'mixed') AND trim(p.text) != ''
+                        AND substr(p.text, 1, {len(continued)}) != '{continued}'
+                        AND substr(p.text, 1, 9) != '<command-' AND substr(p.text, 1, 28) != '[Request interrupted by user'
+                      ORDER BY p.seq LIMIT 1)
+              FROM m032_retitled r)"""
     )
+    db.execute("DROP TABLE m032_retitled")
     db.execute(
         f"""INSERT OR IGNORE INTO derive_queue (session_id) SELECT session_id FROM ({summaries})"""
     )

@@ -120,7 +120,7 @@ class SearchForm:
                     "selected": item["value"] in selected,
                     "url": self.with_value(name, item["value"], item["value"] not in selected),
                 }
-                for item in found[:limit]
+                for item in found[:limit] + [item for item in found[limit:] if item["value"] in selected]
             ]
             if values:
                 shown.append({
