@@ -557,6 +557,8 @@ def test_a_compaction_summary_is_known_by_its_words_when_unflagged(flagged):
     assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Go on")]
     quoted = feed_lines([user("u1", "Why does it say: " + summary), user("u2", summary, parentUuid="u1")])
     assert [m.is_compact_summary for m in of_type(quoted, Message)] == [0, 0]  # a prompt pasting it has a parent
+    unlinked = feed_lines([user("u1", summary)])  # a log that writes no parentUuid: no sign of a new chain
+    assert [m.is_compact_summary for m in of_type(unlinked, Message)] == [0]
 
 
 def test_a_slash_command_with_arguments_titles_its_session():

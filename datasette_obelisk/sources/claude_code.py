@@ -861,8 +861,10 @@ def _attachment_text(attachment: dict) -> str:
 
 def _unflagged_summary(obj: dict, line_type: str, content_type: str | None, text: str) -> bool:
     """A compaction summary from before ``isCompactSummary``: the first line of a new
-    chain (no parent) in the summary's words. A prompt quoting them has a parent."""
-    return line_type == "user" and content_type == "text" and obj.get("parentUuid") is None and text.startswith(CONTINUED)
+    chain (``parentUuid`` null) in the summary's words. A prompt quoting them has a
+    parent, and a line that names no parent at all says nothing either way."""
+    starts_chain = "parentUuid" in obj and obj["parentUuid"] is None
+    return line_type == "user" and content_type == "text" and starts_chain and text.startswith(CONTINUED)
 
 
 def _todo_line(todo: dict) -> str | None:
