@@ -921,7 +921,7 @@ def m032_rederive_archived_sessions(db):
         AND session_id IN (SELECT session_id FROM ({summaries}))
         AND substr(title, 1, {len(continued)}) = '{continued}'"""
     db.execute(f"CREATE TEMP TABLE m032_retitled AS {retitled}")
-    db.execute(f"DELETE FROM titles WHERE kind = 'first_prompt' AND session_id IN (SELECT session_id FROM m032_retitled)")
+    db.execute("DELETE FROM titles WHERE kind = 'first_prompt' AND session_id IN (SELECT session_id FROM m032_retitled)")
     db.execute(
         f"""INSERT OR IGNORE INTO titles (session_id, kind, title, timestamp, file_id)
             SELECT m.session_id, 'first_prompt',
