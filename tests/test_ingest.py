@@ -173,6 +173,33 @@ def test_a_file_whose_name_is_not_utf_8_is_an_error_and_the_others_are_read(db, 
     assert rows(db, "SELECT uuid FROM messages") == [("a",)]
 
 
+@pytest.mark.parametrize("read_ahead", [None, 0])  # read here, or by forked readers
+def test_a_log_deleted_after_its_rows_were_cleared_for_a_re_read_is_still_read(db, root, monkeypatch, read_ahead):
+    # A parser change reads every log again, clearing their rows first; the agent
+    # prunes one before its turn. It is read from the descriptor held since.
+    from datasette_obelisk.store import ingest as ingest_module
+
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me") + line(id="b", text="and me"))
+    (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
+    run(db, root)
+    clear = ingest_module.Ingester.clear_families
+
+    def pruned_meanwhile(self):
+        clear(self)
+        if (root / "s1.jsonl").exists():
+            (root / "s1.jsonl").unlink()
+
+    monkeypatch.setattr(ingest_module.Ingester, "clear_families", pruned_meanwhile)
+    newer = ToySource()
+    newer.parser_version = 2
+    summary = ingest(db, {"toy": root}, sources={"toy": newer}, read_ahead_bytes=read_ahead)
+    assert (summary.files_replayed, summary.errors) == (2, 0)
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",), ("c",)]
+    assert ingest(db, {"toy": root}, sources={"toy": newer}).files_missing == 1
+    assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "archived"), ("s2", "live")]
+    assert ingest_module.reader_module.KEPT_OPEN == {}  # every descriptor closed
+
+
 def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):
     # /logs and /logs2 share a prefix; reading /logs alone leaves /logs2's files alone.
     first, second = tmp_path / "logs", tmp_path / "logs2"

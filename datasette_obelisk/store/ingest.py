@@ -24,7 +24,7 @@ import orjson
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
 from ..sources import lines as line_reader
-from . import cold_load, derive, families, redacting
+from . import cold_load, derive, families, reader as reader_module, redacting
 from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
@@ -40,6 +40,14 @@ COLD_LOAD_BYTES = 64 << 20
 # much in all, commits once: readers see the old rows until the new ones are
 # derived, never a session forgotten or half read.
 ATOMIC_REREAD_BYTES = 32 << 20
+# Files cleared for a read from their start held open at once (see ``keep_open``):
+# a quarter of the descriptors the process may hold, at most 512.
+try:
+    import resource
+
+    MAX_KEPT_OPEN = min(512, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
+except ImportError:  # no such limits to ask about: none held
+    MAX_KEPT_OPEN = 0
 READ_AHEAD_BYTES = 32 << 20
 PRECOUNT_WORDS = 1_000_000  # word counts kept for the session index, at most
 IDLE_MESSAGES = 500  # messages indexed per step while waiting for the reader
@@ -254,12 +262,15 @@ class Ingester:
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
         done = total - sum(_size(plan.unit.path) for plan in plans)
         jobs = [plan.job for plan in plans if plan.job]
-        with JobStream(self.reader, jobs, ahead=ahead, idle=self.work_while_waiting) as stream:
-            for plan in plans:
-                self._progress = (done - (plan.job.cursor if plan.job else 0), total)
-                self.apply(plan, stream.items(plan.job) if plan.job else iter(()))
-                done += _size(plan.unit.path)
-                self.report(done)
+        try:
+            with JobStream(self.reader, jobs, ahead=ahead, idle=self.work_while_waiting) as stream:
+                for plan in plans:
+                    self._progress = (done - (plan.job.cursor if plan.job else 0), total)
+                    self.apply(plan, stream.items(plan.job) if plan.job else iter(()))
+                    done += _size(plan.unit.path)
+                    self.report(done)
+        finally:
+            self.close_kept()
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
         if cold_load.active(self.conn):
@@ -335,11 +346,39 @@ class Ingester:
         (After a cold load has begun: it counts the rows of the files read again.)"""
         if not self._clearing:
             return
+        paths = dict(self.conn.execute(
+            "SELECT id, path FROM source_files WHERE id IN (SELECT value FROM json_each(?))",
+            [orjson.dumps(sorted(self._clearing)).decode()],
+        ).fetchall())
         with self.transaction():
             cold_load.index_pending_text(self.conn)
             for file_id in sorted(self._clearing):
+                if file_id in paths and not self.keep_open(paths[file_id]):
+                    continue  # gone already: it keeps its rows, and its read says it failed
                 delete_file_rows(self.conn, file_id)
         self._clearing = set()
+
+    def keep_open(self, path: str) -> bool:
+        """Hold ``path`` open until it is read (``reader.KEPT_OPEN``), as far as
+        descriptors allow; False when it can no longer be opened."""
+        if path in reader_module.KEPT_OPEN:
+            return True
+        try:
+            descriptor = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # unreadable, not gone: cleared, as before
+        if len(reader_module.KEPT_OPEN) < MAX_KEPT_OPEN:
+            reader_module.KEPT_OPEN[path] = descriptor
+        else:
+            os.close(descriptor)
+        return True
+
+    def close_kept(self) -> None:
+        for descriptor in reader_module.KEPT_OPEN.values():
+            os.close(descriptor)
+        reader_module.KEPT_OPEN.clear()
 
     def found_units(self) -> list[SourceFile]:
         """This run's files; without a discovery (a live refresh), the stored files still on disk
@@ -560,9 +599,14 @@ class Ingester:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
         plans = self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])
+        kept_before = set(reader_module.KEPT_OPEN)  # a run's own, when it reads a family again
         self.clear_families()
-        for plan in plans:
-            self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
+        try:
+            for plan in plans:
+                self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
+        finally:
+            if not kept_before:
+                self.close_kept()
 
     def plan(self, unit: SourceFile) -> Plan | None:
         """Where to read ``unit`` from; None when it is unchanged."""

@@ -9,6 +9,7 @@ cursor), so reading can run ahead of writing (see ``read_ahead``).
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -179,9 +180,26 @@ def is_complete(line: Line) -> bool:
         return False
 
 
+# Files a run cleared to read again from their start, held open by the ingester
+# until it has read them (path -> descriptor): one deleted before its turn (an
+# agent pruning old logs) is still read, through /proc, and so still archived.
+# Reader processes forked by the run inherit the descriptors.
+KEPT_OPEN: dict[str, int] = {}
+
+
+def open_log(path):
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        kept = KEPT_OPEN.get(str(path))
+        if kept is None or not os.path.isdir("/proc/self/fd"):
+            raise
+        return open(f"/proc/self/fd/{kept}", "rb")
+
+
 @contextmanager
 def open_stream(path, compression: str | None) -> Iterator:
-    with open(path, "rb") as raw:
+    with open_log(path) as raw:
         if compression == "zstd":
             import zstandard
 
