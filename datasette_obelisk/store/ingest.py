@@ -24,7 +24,7 @@ import orjson
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
 from ..sources import lines as line_reader
-from . import cold_load, derive, families, reader as reader_module, redacting
+from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
@@ -359,9 +359,10 @@ class Ingester:
         self._clearing = set()
 
     def keep_open(self, path: str) -> bool:
-        """Hold ``path`` open until it is read (``reader.KEPT_OPEN``), as far as
+        """Hold ``path`` open until it is read (``Reader.kept_open``), as far as
         descriptors allow; False when it can no longer be opened."""
-        if path in reader_module.KEPT_OPEN:
+        kept = self.reader.kept_open
+        if path in kept:
             return True
         try:
             descriptor = os.open(path, os.O_RDONLY)
@@ -369,16 +370,16 @@ class Ingester:
             return False
         except OSError:
             return True  # unreadable, not gone: cleared, as before
-        if len(reader_module.KEPT_OPEN) < MAX_KEPT_OPEN:
-            reader_module.KEPT_OPEN[path] = descriptor
+        if len(kept) < MAX_KEPT_OPEN:
+            kept[path] = descriptor
         else:
             os.close(descriptor)
         return True
 
     def close_kept(self) -> None:
-        for descriptor in reader_module.KEPT_OPEN.values():
+        for descriptor in self.reader.kept_open.values():
             os.close(descriptor)
-        reader_module.KEPT_OPEN.clear()
+        self.reader.kept_open.clear()
 
     def found_units(self) -> list[SourceFile]:
         """This run's files; without a discovery (a live refresh), the stored files still on disk
@@ -599,7 +600,7 @@ class Ingester:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
         plans = self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])
-        kept_before = set(reader_module.KEPT_OPEN)  # a run's own, when it reads a family again
+        kept_before = set(self.reader.kept_open)  # the run's own, when it reads a family again
         self.clear_families()
         try:
             for plan in plans:

@@ -74,15 +74,21 @@ class ReadFailed:
 
 @dataclass
 class Reader:
-    """How to read: the sources, the redactor and the batch size."""
+    """How to read: the sources, the redactor and the batch size.
+
+    ``kept_open`` (path -> descriptor) holds the files the ingester cleared to
+    read again from their start, open until they are read: one deleted before
+    its turn (an agent pruning old logs) is still read, through ``/proc``, and
+    so still archived. Reader processes forked by the run inherit them."""
 
     sources: Mapping[str, Source]
     redact: Callable | None
     chunk_bytes: int
+    kept_open: dict = field(default_factory=dict)
 
     def read_job(self, job: Job) -> Iterator:
         try:
-            with open_stream(job.unit.path, job.unit.compression) as (raw, stream):
+            with open_stream(job.unit.path, job.unit.compression, self.kept_open) as (raw, stream):
                 yield from self._read(job, raw, stream)
         except OSError as exc:
             yield ReadFailed(f"cannot read file: {exc}")
@@ -180,26 +186,20 @@ def is_complete(line: Line) -> bool:
         return False
 
 
-# Files a run cleared to read again from their start, held open by the ingester
-# until it has read them (path -> descriptor): one deleted before its turn (an
-# agent pruning old logs) is still read, through /proc, and so still archived.
-# Reader processes forked by the run inherit the descriptors.
-KEPT_OPEN: dict[str, int] = {}
-
-
-def open_log(path):
+def open_log(path, kept_open: Mapping[str, int]):
+    """``path`` opened for reading; when it is gone, the descriptor held for it, if any."""
     try:
         return open(path, "rb")
     except FileNotFoundError:
-        kept = KEPT_OPEN.get(str(path))
+        kept = kept_open.get(str(path))
         if kept is None or not os.path.isdir("/proc/self/fd"):
             raise
         return open(f"/proc/self/fd/{kept}", "rb")
 
 
 @contextmanager
-def open_stream(path, compression: str | None) -> Iterator:
-    with open_log(path) as raw:
+def open_stream(path, compression: str | None, kept_open: Mapping[str, int] | None = None) -> Iterator:
+    with open_log(path, kept_open or {}) as raw:
         if compression == "zstd":
             import zstandard
 
