@@ -115,6 +115,15 @@ async def test_a_facet_shows_eight_values_and_links_to_the_rest(ds):
 
 
 @pytest.mark.asyncio
+async def test_a_source_no_one_has_is_refused_on_the_search_page_as_in_the_api(ds):
+    response = await ds.client.get("/-/obelisk", params={"q": "the", "source": "nosuch"})
+    assert response.status_code == 400 and "OBELISK_INVALID_ARGUMENT" in response.text and "nosuch" in response.text
+    api = await ds.client.get("/-/obelisk/api/search", params={"q": "the", "source": "nosuch"})
+    assert (api.status_code, api.json()["error"]["code"]) == (400, "OBELISK_INVALID_ARGUMENT")
+    assert (await ds.client.get("/-/obelisk", params={"q": "the", "source": "claude"})).status_code == 200
+
+
+@pytest.mark.asyncio
 async def test_a_query_of_nothing_the_index_keeps_says_so(ds):
     html = await page(ds, "/-/obelisk", q="🦓 !!")
     assert "No session can match: the query holds no word the index keeps" in html

@@ -35,6 +35,8 @@ async def search_page(datasette, request, db, params):
         return context
 
     def search(conn):
+        for source in form.lists.get("source", ()):  # a misspelt source is refused, as the API refuses it
+            obelisk.known_source(conn, {"source": source})
         result = search_facets.faceted_search(
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
             cursor=form.cursor, per_facet=form.per_facet(), **form.filter_options()
