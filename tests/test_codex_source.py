@@ -247,6 +247,64 @@ def test_each_reasoning_part_is_stored_once_whatever_the_order(item_first):
         assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate"]
 
 
+def test_a_responses_events_written_before_its_items_are_their_twins():
+    # Codex 0.46 (late 2025) wrote a response's events as they streamed, then its items
+    def said(role, text):
+        kind = "output_text" if role == "assistant" else "input_text"
+        return envelope("response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    def reasoning(text):
+        return envelope("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}],
+                                          "content": None, "encrypted_content": "gAAA"})
+
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-046", "cli_version": "0.46.0", "originator": "codex_exec"}),
+        said("user", "<environment_context>\n  <cwd>/tmp/x</cwd>\n</environment_context>"),
+        said("user", "what is 2+2?"),
+        envelope("event_msg", {"type": "user_message", "message": "what is 2+2?", "kind": "plain"}),
+        envelope("turn_context", {"cwd": "/tmp/x", "model": "gpt-5-codex"}),
+        envelope("event_msg", {"type": "agent_reasoning", "text": "**Adding**"}),
+        envelope("event_msg", {"type": "agent_message", "message": "4"}),
+        reasoning("**Adding**"),
+        said("assistant", "4"),
+        envelope("event_msg", {"type": "agent_reasoning", "text": "**Checking**"}),
+        reasoning("**Checking**"),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        # an event without its item, then twins: the last item is no one's twin
+        envelope("event_msg", {"type": "agent_message", "message": "a"}),
+        envelope("event_msg", {"type": "agent_message", "message": "b"}),
+        said("assistant", "b"),
+        said("assistant", "c"),
+    ])
+    shown = [(m.type, m.role, m.content_type, m.text) for m in of(records, Message) if not m.is_meta]
+    assert shown == [
+        ("event_msg", "user", "text", "what is 2+2?"),
+        ("event_msg", "assistant", "thinking", "**Adding**"),
+        ("event_msg", "assistant", "text", "4"),
+        ("event_msg", "assistant", "thinking", "**Checking**"),
+        ("response_item", "assistant", "tool_use", "shell"),
+        ("response_item", "user", "tool_result", "ok"),
+        ("event_msg", "assistant", "text", "a"),
+        ("event_msg", "assistant", "text", "b"),
+        ("response_item", "assistant", "text", "c"),
+    ]
+    assert Counter(r.reason for r in of(records, Merged))["duplicate"] == 4
+
+
+def test_a_twin_further_back_must_say_the_same():
+    reasoning = lambda text: envelope("response_item", {  # noqa: E731
+        "type": "reasoning", "summary": [{"type": "summary_text", "text": text}]})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-far"}),
+        envelope("event_msg", {"type": "agent_reasoning", "text": "thought"}),
+        envelope("event_msg", {"type": "agent_message", "message": "said"}),
+        reasoning("another thought"),  # not the last Message's twin, nor saying what the first said
+        reasoning("thought"),
+    ])
+    assert [m.text for m in of(records, Message)] == ["thought", "said", "another thought", "thought"]
+
+
 def test_injected_context_is_meta():
     records = feed_raw([
         envelope("session_meta", {"id": "t-1", "timestamp": "2026-03-01T10:00:00.000Z"}),
@@ -547,6 +605,42 @@ def test_a_compaction_keeps_current_what_its_replacement_history_repeats():
     said = {m.text.split("\n")[0]: m.uuid for m in messages if not m.is_compact_summary}
     [compaction] = [m for m in messages if m.is_compact_summary]
     assert compaction.meta == {"preserved_uuids": [said["first"], said['Done: "quoted" and é'], said["look"]]}
+
+
+def test_a_prompt_said_again_and_again_is_kept_as_often_as_the_history_repeats_it():
+    text = lambda t: {"type": "input_text", "text": t}  # noqa: E731
+    prompt = lambda t: envelope("response_item", user_item(text(t)))  # noqa: E731
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-again"}),
+        prompt("continue"), prompt("other"), prompt("continue"), prompt("continue"),
+        envelope("compacted", {"message": "", "replacement_history": [
+            user_item(text("other")), user_item(text("continue")), user_item(text("continue")),
+        ]}),
+    ])
+    lines = {m.uuid: m.position.line_no for m in of(records, Message)}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    assert [lines[uuid] for uuid in compaction.meta["preserved_uuids"]] == [3, 4, 5]
+
+
+def test_a_compactions_history_is_read_whatever_the_place_of_a_messages_id():
+    text = lambda t: [{"type": "input_text", "text": t}]  # noqa: E731
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-ids"}),
+        envelope("response_item", user_item(*text("first"))),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        envelope("event_msg", {"type": "item_completed", "item": {  # 0.149: no response item
+            "type": "UserMessage", "id": "u2", "content": [{"type": "text", "text": "second"}]}}),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c2"}),
+        envelope("response_item", user_item(*text("third"))),
+        envelope("compacted", {"message": "", "replacement_history": [
+            {"type": "message", "id": "m1", "role": "user", "content": text("first")},
+            {"type": "message", "role": "user", "id": None, "content": text("second")},
+            {"type": "message", "id": "m\"3", "role": "user", "content": text("third")},
+        ]}),
+    ])
+    lines = {m.uuid: m.position.line_no for m in of(records, Message)}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    assert [lines[uuid] for uuid in compaction.meta["preserved_uuids"]] == [2, 4, 6]
 
 
 def test_a_compaction_without_its_history_keeps_the_latest_prompts_within_codexs_budget(monkeypatch):

@@ -82,9 +82,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import orjson
 
@@ -131,6 +132,8 @@ from .common import (
 SOURCE = "codex"
 KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
 KEPT_REMEMBERED = 4096  # messages whose text digests a parser keeps
+KEPT_REPEATS = 64  # Messages remembered for one text said again and again
+KEPT_TWINS = 16  # Messages of one run whose twins a parser waits for
 # How a local compaction's replacement history hands its summary over: a
 # prompt opening with this paragraph, then the summary.
 HANDOVER_OPENING = "Another language model started to solve this problem"
@@ -143,8 +146,12 @@ _ENVELOPE = re.compile(
     rb'^\{"timestamp":"([^"\\]{0,64})",(?:"ordinal":-?\d+,)?"type":"([a-z_]{1,64})"'
 )
 HISTORY_KEY = b',"replacement_history":'
-# A user or assistant message of a replacement history, and a text part of its content.
-_HISTORY_MESSAGE = re.compile(rb'\{"type":"message","role":"(user|assistant)","content":\[')
+# A user or assistant message of a replacement history (an ``id`` may come before or
+# after its role), and a text part of its content.
+_HISTORY_ID = rb'(?:"id":(?:"(?:[^"\\]|\\.)*"|null),)?'
+_HISTORY_MESSAGE = re.compile(
+    rb'\{"type":"message",' + _HISTORY_ID + rb'"role":"(user|assistant)",' + _HISTORY_ID + rb'"content":\['
+)
 _TEXT_PART = re.compile(rb'\{"type":"(?:input|output)_text","text":"((?:[^"\\]|\\.)*)"')
 _HISTORY_ITEM = re.compile(
     rb'\{"type":"(?:message|reasoning|function_call|function_call_output|'
@@ -297,7 +304,10 @@ class CodexSource:
     #    a turn's reasoning effort is the session's
     # 8: an exit code is read from Codex's header only, a refusal from the first
     #    line only; a tool search's result holds the tools it found
-    parser_version = 8
+    # 9: a response's events written before its items (0.4x) are twins of them;
+    #    a compaction's history keeps messages that carry an id; a completed
+    #    item's text is recognised when a compaction repeats it
+    parser_version = 9
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -419,14 +429,18 @@ class CodexState:
     git_branch: str | None = None
     last_uuid: str | None = None
     first_prompt_seen: bool = False
-    previous: list | None = None  # ["twin", kind, form, parts left] | ["compacted"]
+    previous: list | None = None  # ["compacted"] right after a compacted line
+    # [kind, form, parts left, uuid, digests of what it said] of the Messages of the
+    # current run whose twins may follow, oldest first
+    twins: list = field(default_factory=list)
     last_total: list | None = None  # previous total_token_usage
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
     closed_calls: list = field(default_factory=list)  # synthetic results already given
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     aborted_at: str | None = None  # when that was
     last_spawn: list | None = None  # [call_id, new thread id]
-    said: dict = field(default_factory=dict)  # digest of a user or assistant text -> its Message's uuid
+    # digest of a user or assistant text -> the uuids of the Messages that said it, oldest first
+    said: dict = field(default_factory=dict)
     prompts: list = field(default_factory=list)  # [uuid, characters] of the prompts, oldest first
 
 
@@ -712,6 +726,7 @@ class CodexParser:
         s = self.s
         if not structural:
             s.previous = None
+            s.twins = []
             s.context_block = False
             s.conversation_read = True
         uuid = uuid or f"{self.session_id}:{position.byte_offset}"
@@ -734,14 +749,20 @@ class CodexParser:
         s.own_content = True
         return message
 
-    def _conversation(self, out, position, timestamp, twin, form, parts=1, **fields) -> Message:
+    def _conversation(self, out, position, timestamp, twin, form, parts=1, said=(), **fields) -> Message:
         """A user, assistant or thinking Message, remembered so that its twin
         in the other form (``form`` is "event" or "item") merges into it; a
-        reasoning item of ``parts`` summary parts has one event per part."""
+        reasoning item of ``parts`` summary parts has one event per part.
+        ``said`` are the texts a twin may repeat (see ``_is_twin``)."""
+        run = self.s.twins
         message = self._message(position, fields.pop("type"), timestamp, **fields)
         out.append(message)
         if twin and not message.is_meta:
-            self.s.previous = ["twin", twin, form, parts]
+            # a run of one form goes on (Codex 0.4x wrote a response's events, then its
+            # items); a prompt ends the answer before it
+            run = [] if twin == "user" else [entry for entry in run if entry[1] == form and entry[0] != "user"]
+            keys = [_said_key(twin, text) for text in said]
+            self.s.twins = [*run[1 - KEPT_TWINS:], [twin, form, parts, message.uuid, keys]]
         if message.role == "user" and not message.is_meta and message.content_type == "text":
             self._user_turn(out, message.timestamp)
             self._first_prompt(message, out)
@@ -754,8 +775,8 @@ class CodexParser:
         if role not in ("user", "assistant") or uuid is None:
             return
         said = self.s.said
-        said.pop(key := _said_key(role, text), None)
-        said[key] = uuid
+        uuids = said.pop(key := _said_key(role, text), [])
+        said[key] = [*(u for u in uuids if u != uuid), uuid][-KEPT_REPEATS:]
         if len(said) > KEPT_REMEMBERED:
             del said[next(iter(said))]
 
@@ -764,15 +785,24 @@ class CodexParser:
             self.s.first_prompt_seen = True
             out.append(first_prompt_title(message))
 
-    def _is_twin(self, twin: str, form: str) -> bool:
-        """Whether this line repeats the last conversation Message in its
-        other form (event vs response item); consumes the pairing."""
-        previous = self.s.previous
-        if previous and previous[0] == "twin" and previous[1] == twin and previous[2] != form:
-            parts_left = previous[3] - 1 if len(previous) > 3 else 0
-            self.s.previous = previous[:3] + [parts_left] if parts_left > 0 else None
-            return True
-        return False
+    def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> str | None:
+        """The uuid of the Message this line repeats in its other form (event vs
+        response item), consuming the pairing: the last Message read, or one
+        earlier in its run that said one of the texts ``said``."""
+        run = self.s.twins
+        keys = {_said_key(twin, text) for text in said}
+        for index in range(len(run) - 1, -1, -1):
+            kind, other_form, parts_left, uuid, other_keys = run[index]
+            if kind != twin or other_form == form:
+                continue
+            if uuid != self.s.last_uuid and not keys.intersection(other_keys):
+                continue
+            if parts_left > 1:
+                run[index][2] = parts_left - 1
+            else:
+                del run[index]
+            return uuid
+        return None
 
     def _log_only(self, out, position, type, subtype, timestamp, text="", role=None, **fields) -> Message:
         message = self._message(
@@ -794,11 +824,11 @@ class CodexParser:
             text = "\n\n".join(parts)
             if not text:
                 out.append(Merged(position, "metadata"))  # encrypted only
-            elif self._is_twin("thinking", "item"):
+            elif self._is_twin("thinking", "item", parts):
                 out.append(Merged(position, "duplicate"))
             else:
                 self._conversation(
-                    out, position, timestamp, "thinking", "item", parts=len(parts), type="response_item",
+                    out, position, timestamp, "thinking", "item", parts=len(parts), said=parts, type="response_item",
                     subtype="reasoning", role="assistant", text=text, content_type="thinking", uuid=uuid,
                 )
         elif kind in CALL_ITEMS or kind in IMMEDIATE_CALL_ITEMS:
@@ -832,13 +862,13 @@ class CodexParser:
         injected = role in {"developer", "system"} or (role == "user" and _is_injected(text))
         twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
         said = _said_text(item.get("content"))
-        if twin and self._is_twin(twin, "item"):
-            self._remember(role, said, self.s.last_uuid)  # a history repeats this form of the text
+        if twin and (twin_uuid := self._is_twin(twin, "item", [said])):
+            self._remember(role, said, twin_uuid)  # a history repeats this form of the text
             out.append(Merged(position, "duplicate"))
             return
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
         message = self._conversation(
-            out, position, timestamp, twin if not injected else None, "item", type="response_item",
+            out, position, timestamp, twin if not injected else None, "item", said=[said], type="response_item",
             subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
         self._remember(role, said, message.uuid)
@@ -1021,17 +1051,17 @@ class CodexParser:
 
     def _event_twin(self, payload, kind, timestamp, position, out) -> None:
         twin = EVENT_TWINS[kind]
-        if self._is_twin(twin, "event"):
+        said = first_text(payload.get("text" if twin == "thinking" else "message")) or ""
+        if self._is_twin(twin, "event", [said]):
             out.append(Merged(position, "duplicate"))
             return
         if twin == "thinking":
-            text, role, content_type = first_text(payload.get("text")) or "", "assistant", "thinking"
+            text, role, content_type = said, "assistant", "thinking"
         else:
-            said = first_text(payload.get("message")) or ""
             text = said + _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
             role, content_type = twin, "text"
         message = self._conversation(
-            out, position, timestamp, twin, "event", type="event_msg", subtype=kind, role=role, text=text,
+            out, position, timestamp, twin, "event", said=[said], type="event_msg", subtype=kind, role=role, text=text,
             content_type=content_type, is_meta=int(role == "user" and _is_injected(text)),
         )
         if content_type == "text":
@@ -1108,18 +1138,21 @@ class CodexParser:
         elif twin is None:
             out.append(Merged(position, "duplicate"))
         else:
-            text = _completed_item_text(item, twin)
+            said = _completed_item_said(item, twin)
+            text = "\n\n".join(said) if twin == "thinking" else _parts_text(item.get("content"))
             if not text:
                 out.append(Merged(position, "metadata"))
-            elif self._is_twin(twin, "event"):
+            elif self._is_twin(twin, "event", said):
                 out.append(Merged(position, "duplicate"))
             else:
                 role = "user" if twin == "user" else "assistant"
                 content_type = "thinking" if twin == "thinking" else "text"
-                self._conversation(
-                    out, position, timestamp, twin, "event", type="event_msg", subtype="item_completed",
-                    role=role, text=text, content_type=content_type,
+                message = self._conversation(
+                    out, position, timestamp, twin, "event", said=said, type="event_msg",
+                    subtype="item_completed", role=role, text=text, content_type=content_type,
                 )
+                if content_type == "text":
+                    self._remember(role, said[0], message.uuid)
 
     # -- turn context and compaction ---------------------------------------
 
@@ -1180,14 +1213,13 @@ class CodexParser:
         if history is None:
             kept = self._kept_prompts()
         else:
-            kept = []
+            repeated = []
             for role, text in _kept_texts(history):
                 if role == "user" and text.startswith(HANDOVER_OPENING):
                     summary = summary or text.partition(HANDOVER_END)[2].strip() or text
                     continue
-                uuid = self.s.said.get(_said_key(role, text))
-                if uuid is not None and uuid not in kept:
-                    kept.append(uuid)
+                repeated.append(_said_key(role, text))
+            kept = _sayers(self.s.said, repeated)
         return ({"preserved_uuids": kept} if kept else None), summary
 
     def _kept_prompts(self) -> list[str]:
@@ -1346,6 +1378,20 @@ def _said_text(content: Any) -> str:
     return "\n".join(part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str))
 
 
+def _sayers(said: dict, repeated: list[str]) -> list[str]:
+    """The uuids of the Messages a history repeats (``repeated``: the digests of what
+    it says, in order), from ``said``: a text it repeats n times keeps the latest n
+    Messages that said it."""
+    times, seen, sayers = Counter(repeated), Counter(), {}
+    for key in repeated:
+        uuids = said.get(key, [])
+        index = len(uuids) - times[key] + seen[key]
+        seen[key] += 1
+        if index >= 0:
+            sayers.setdefault(uuids[index])
+    return list(sayers)
+
+
 def _said_key(role: str, text: str) -> str:
     """A short digest of what a user or assistant said, to recognise it repeated."""
     return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -1381,11 +1427,13 @@ def _reasoning_parts(item: dict) -> list[str]:
     return [t for t in texts if t]
 
 
-def _completed_item_text(item: dict, twin: str) -> str:
+def _completed_item_said(item: dict, twin: str) -> list[str]:
+    """The texts of a completed item: its reasoning parts, or the text parts of a
+    message (what its twins repeat)."""
     if twin == "thinking":
         texts = [text for key in ("summary_text", "raw_content") for text in strings_in(item.get(key))]
-        return "\n\n".join(text for text in texts if text)
-    return _parts_text(item.get("content"))
+        return [text for text in texts if text]
+    return [_said_text(item.get("content"))]
 
 
 def _compaction_summary(payload: dict) -> str:
