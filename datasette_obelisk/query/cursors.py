@@ -90,7 +90,9 @@ def decode_cursor(conn, token, scope: str, request_fingerprint: str, generation)
     if body["v"] != VERSION or body["scope"] != scope:
         raise invalid(f"the cursor belongs to another kind of request, not {scope}")
     if body["fp"] != request_fingerprint:
-        raise invalid("the cursor belongs to a different request: repeat the same query, filters and limit")
+        raise invalid(
+            "the cursor belongs to a different request: send it with the parameters of the request that returned it"
+        )
     if generation is not None and body["gen"] != generation:
         raise QueryError(
             "SESSION_QUERY_STALE_CURSOR",
