@@ -102,7 +102,14 @@ def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
     page.click("button[type=submit]")
     page.wait_for_selector(".ob-result")
     assert page.locator("mark").first.inner_text().lower().startswith(WORD.lower())
-    assert page.locator(".ob-to-facets").is_hidden()  # the facets are beside the results
+    # the facets are beside the results, on their right, and come after them for the keyboard too
+    result, facets = page.locator(".ob-result").first.bounding_box(), page.locator(".ob-facets").bounding_box()
+    assert facets["x"] > result["x"] + result["width"] - 1 and facets["y"] < result["y"] + result["height"]
+    assert page.evaluate("""() => !!(document.querySelector('.ob-result a').compareDocumentPosition(
+        document.querySelector('.ob-facets a')) & Node.DOCUMENT_POSITION_FOLLOWING)""")
+    assert page.locator(".ob-to-facets").bounding_box()["width"] <= 1  # shown only to the keyboard
+    page.focus(".ob-to-facets a")
+    assert page.locator(".ob-to-facets").bounding_box()["width"] > 100
     page.screenshot(path=str(screenshots / "search.png"))
 
     page.click("a[data-facet=source] >> text=claude")
@@ -183,6 +190,9 @@ PHONE_PAGES = [
     "/-/obelisk/failures",
     # an agent's chain of long paths
     "/-/obelisk/event/fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642/20",
+    # a session's children and its lineage, titled by their prompts
+    "/-/obelisk/session/fe5e1c67-53e7-4862-81ae-d0e013e3270b",
+    "/-/obelisk/session/fe5e1c67-53e7-4862-81ae-d0e013e3270b/lineage",
 ]
 
 
@@ -239,6 +249,7 @@ def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
 
 LONG_BRANCH = "feature/PLAT-4821-migrate-billing-ledger-to-postgres-and-back-again"
 OVERRIDE_BRANCH = "feat\u202e"  # a right-to-left override, never closed
+LONG_PATH = "src/app/migrations/0007_add_schedule_index_to_the_billing_ledger_and_backfill_it.py"
 
 
 @pytest.fixture(scope="module")
@@ -255,6 +266,13 @@ def hostile_server(tmp_path_factory):
                 "timestamp": "2026-03-02T01:00:00.000Z", "cwd": "/w", "gitBranch": branch,
                 "message": {"role": "user", "content": "quokka census"}}
         (project / f"{session}.jsonl").write_text(json.dumps(line) + "\n")
+    # an agent of the first session, titled by a path that has nowhere to break
+    agents = project / "11111111-aaaa-4000-8000-000000000001" / "subagents"
+    agents.mkdir(parents=True)
+    line = {"type": "user", "uuid": "a1", "parentUuid": None, "isSidechain": True, "agentId": "a1b2c3",
+            "sessionId": "11111111-aaaa-4000-8000-000000000001", "timestamp": "2026-03-02T01:00:01.000Z",
+            "cwd": "/w", "message": {"role": "user", "content": LONG_PATH}}
+    (agents / "agent-a1b2c3.jsonl").write_text(json.dumps(line) + "\n")
     db = root / "obelisk.db"
     ingest(db, {"claude": root / "claude"})
     with serving(db) as url:
@@ -272,6 +290,11 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
     page.wait_for_selector(".ob-chip")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     assert page.locator("a[data-facet=branch]").count() == 2  # the other branch is still there to add
+    # Nor does an agent's title in its parent's list of children and in the lineage tree.
+    for path in ("", "/lineage"):
+        page.goto(f"{hostile_server}/-/obelisk/session/11111111-aaaa-4000-8000-000000000001{path}")
+        assert LONG_PATH in page.locator(".ob-child, .ob-tree").first.inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
     # The override stays inside its own span: the date after it is still drawn after it.
     page.goto(f"{hostile_server}/-/obelisk?q=quokka&branch={OVERRIDE_BRANCH}")
     meta = page.locator(".ob-result .ob-meta").first
@@ -289,6 +312,59 @@ def test_the_failures_source_menu_submits_when_it_changes(server, page):
     with page.expect_navigation():
         page.select_option("select[name=source]", "claude")
     assert "source=claude" in page.url and page.locator(".ob-result").count() > 0
+    # From the keyboard, the arrow keys go through the values; the Filter button applies one.
+    page.goto(f"{server}/-/obelisk/failures")
+    page.focus("select[name=source]")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.wait_for_timeout(300)
+    assert page.url == f"{server}/-/obelisk/failures" and page.evaluate("document.activeElement.name") == "source"
+    chosen = page.input_value("select[name=source]")
+    assert chosen not in ("", "claude")
+    with page.expect_navigation():
+        page.click("button[type=submit]")
+    assert f"source={chosen}" in page.url
+    assert page.js_errors == []
+
+
+CONTRAST = """element => {
+    const rgba = color => color.match(/[\\d.]+/g).map(Number);
+    const luminance = ([r, g, b]) => [r, g, b].map(v => v / 255)
+        .map(v => v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+        .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    let back = element;
+    while (back && (rgba(getComputedStyle(back).backgroundColor)[3] ?? 1) === 0) back = back.parentElement;
+    const [a, b] = [getComputedStyle(element).color, back ? getComputedStyle(back).backgroundColor : "rgb(255,255,255)"]
+        .map(color => luminance(rgba(color)));
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}"""
+
+
+def test_compacted_entries_and_focused_links_stay_readable(server, page):
+    page.goto(f"{server}/-/obelisk/session/codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9")
+    compacted = page.locator(".ob-entry.surface-shadowed")
+    assert compacted.count() > 10
+    for n in range(5):
+        entry = compacted.nth(n)
+        assert entry.evaluate("e => getComputedStyle(e).opacity") == "1"
+        for part in (entry.locator(".ob-entry-head span").first, entry.locator(".ob-entry-head a").first):
+            assert part.evaluate(CONTRAST) >= 4.5
+    page.goto(f"{server}/-/obelisk?q={WORD}")
+    link = page.locator(".ob-result h2 a").first
+    link.focus()
+    assert link.evaluate(CONTRAST) >= 4.5  # Datasette's own focus colour gives about 2:1
+
+
+def test_back_to_a_search_shows_the_form_of_its_results(server, page):
+    page.goto(f"{server}/-/obelisk?q={WORD}")
+    page.fill("input[name=q]", "typed but never searched")
+    page.check("input[name=mode][value=phrase]")
+    page.click(".ob-result h2 a >> nth=0")
+    page.wait_for_selector(".ob-transcript")
+    page.go_back()
+    page.wait_for_selector(".ob-result")
+    assert page.input_value("input[name=q]") == WORD
+    assert page.is_checked("input[name=mode][value=terms]")
     assert page.js_errors == []
 
 

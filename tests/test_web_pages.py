@@ -291,7 +291,7 @@ async def test_search_page_cursor_paging(ds):
 async def test_search_reports_bad_input_without_crashing(ds):
     html = await page(ds, "/-/obelisk", 400, q="AND (", mode="raw", source="claude")
     assert "SESSION_QUERY_INVALID_QUERY" in html
-    form = re.search(r'<form class="ob-search" action="/-/obelisk" method="get" role="search">(.*?)</form>', html, re.S)
+    form = re.search(r'<form class="ob-search" action="/-/obelisk" method="get" role="search" data-ob-sync>(.*?)</form>', html, re.S)
     assert form, "the error page keeps the search form"
     assert '<input type="search" name="q" value="AND (" ' in form.group(1)
     assert '<input type="radio" name="mode" value="raw" checked>' in form.group(1)

@@ -56,4 +56,6 @@ async def test_an_ingest_of_no_logs_serves_an_empty_overview(tmp_path):
     assert CliRunner().invoke(cli, ["ingest", "--db", str(db), "--claude-dir", str(tmp_path / "logs")]).exit_code == 0
     response = await make_datasette(db).client.get("/-/obelisk/overview")
     assert response.status_code == 200
-    assert "Last ingest never, from 0 log files." in response.text
+    assert "No log file has been ingested yet." in response.text
+    assert "No sessions yet." in response.text
+    assert "svg class=\"chart" not in response.text and "<table" not in response.text  # no empty charts or tables

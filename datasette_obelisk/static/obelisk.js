@@ -8,9 +8,18 @@ document.addEventListener("DOMContentLoaded", () => {
       document.querySelectorAll(".ob-tool").forEach((details) => { details.open = open; });
     });
   });
-  // Facet selects submit their form as soon as they change.
+  // A select chosen with the pointer submits its form at once; one changed from the
+  // keyboard (arrow keys change it value by value) waits for the form's button.
   document.querySelectorAll("form[data-ob-autosubmit] select").forEach((select) => {
-    select.addEventListener("change", () => select.form.submit());
+    let keyed = false;
+    select.addEventListener("keydown", () => { keyed = true; });
+    select.addEventListener("pointerdown", () => { keyed = false; });
+    select.addEventListener("change", () => { if (!keyed) select.form.requestSubmit(); });
+  });
+  // Back or forward to a page: its form shows what its results are for, not what was
+  // typed or chosen before leaving (which the browser would restore).
+  window.addEventListener("pageshow", () => {
+    document.querySelectorAll("form[data-ob-sync]").forEach((form) => form.reset());
   });
   // Open the tool call a link points at (#tool-...), now and when the fragment changes.
   const openTarget = () => {
