@@ -292,6 +292,58 @@ def test_a_responses_events_written_before_its_items_are_their_twins():
     assert Counter(r.reason for r in of(records, Merged))["duplicate"] == 4
 
 
+def _answer(*parts):
+    return envelope("response_item", {"type": "message", "role": "assistant",
+                                      "content": [{"type": "output_text", "text": t} for t in parts]})
+
+
+def _said(kind, text):
+    return envelope("event_msg", {"type": kind, ("message" if kind == "agent_message" else "text"): text})
+
+
+def _thought(text):
+    return envelope("response_item", {"type": "reasoning", "summary": [{"type": "summary_text", "text": text}]})
+
+
+WARNING = envelope("event_msg", {"type": "warning", "message": "slow"})  # a log-only line between twins
+TWIN_ORDERS = {
+    # an answer in two parts: one event per part, before or after the item, a log-only line between
+    "parts-events-first": (
+        [_said("agent_message", "one"), _said("agent_message", "two"), WARNING, _answer("one", "two")], ["one", "two"]),
+    "parts-item-first": (
+        [_answer("one", "two"), WARNING, _said("agent_message", "one"), _said("agent_message", "two")], ["one\ntwo"]),
+    # each item pairs with the event that said its text, not the last one
+    "two-answers": (
+        [_said("agent_message", "first"), _said("agent_message", "second"), _answer("first"), _answer("second")],
+        ["first", "second"]),
+    "two-thoughts": (
+        [_said("agent_reasoning", "A"), _said("agent_reasoning", "B"), _thought("A"), _thought("B")], ["A", "B"]),
+    # an item said whole by one event is consumed whole: the next answer is its own
+    "whole-then-new": ([_answer("one", "two"), _said("agent_message", "one\ntwo"), _said("agent_message", "new")],
+                       ["one\ntwo", "new"]),
+}
+
+
+@pytest.mark.parametrize("order", sorted(TWIN_ORDERS))
+def test_twins_pair_by_what_they_say(order):
+    lines, expected = TWIN_ORDERS[order]
+    records = feed_raw([envelope("session_meta", {"id": "t-o"}), *lines])
+    assert [m.text for m in of(records, Message) if not m.is_meta] == expected
+
+
+def test_a_compaction_keeps_the_latest_of_two_answers_saying_the_same():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-ok"}),
+        _said("agent_message", "ok"), _said("agent_message", "ok"), _answer("ok"), _answer("ok"),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c"}),
+        envelope("compacted", {"message": "", "replacement_history": [
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]}),
+    ])
+    lines = {m.uuid: m.position.line_no for m in of(records, Message)}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    assert [lines[uuid] for uuid in compaction.meta["preserved_uuids"]] == [3]
+
+
 def test_a_twin_further_back_must_say_the_same():
     reasoning = lambda text: envelope("response_item", {  # noqa: E731
         "type": "reasoning", "summary": [{"type": "summary_text", "text": text}]})

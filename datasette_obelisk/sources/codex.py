@@ -433,6 +433,7 @@ class CodexState:
     # [kind, form, parts left, uuid, digests of what it said] of the Messages of the
     # current run whose twins may follow, oldest first
     twins: list = field(default_factory=list)
+    last_said: str | None = None  # the last conversation Message, while no other Message followed
     last_total: list | None = None  # previous total_token_usage
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
     closed_calls: list = field(default_factory=list)  # synthetic results already given
@@ -727,6 +728,7 @@ class CodexParser:
         if not structural:
             s.previous = None
             s.twins = []
+            s.last_said = None
             s.context_block = False
             s.conversation_read = True
         uuid = uuid or f"{self.session_id}:{position.byte_offset}"
@@ -751,9 +753,9 @@ class CodexParser:
 
     def _conversation(self, out, position, timestamp, twin, form, parts=1, said=(), **fields) -> Message:
         """A user, assistant or thinking Message, remembered so that its twin
-        in the other form (``form`` is "event" or "item") merges into it; a
-        reasoning item of ``parts`` summary parts has one event per part.
-        ``said`` are the texts a twin may repeat (see ``_is_twin``)."""
+        in the other form (``form`` is "event" or "item") merges into it; an
+        item of ``parts`` parts has one event per part. ``said`` are the texts
+        a twin may repeat: the whole, then its parts (see ``_is_twin``)."""
         run = self.s.twins
         message = self._message(position, fields.pop("type"), timestamp, **fields)
         out.append(message)
@@ -763,6 +765,7 @@ class CodexParser:
             run = [] if twin == "user" else [entry for entry in run if entry[1] == form and entry[0] != "user"]
             keys = [_said_key(twin, text) for text in said]
             self.s.twins = [*run[1 - KEPT_TWINS:], [twin, form, parts, message.uuid, keys]]
+            self.s.last_said = message.uuid
         if message.role == "user" and not message.is_meta and message.content_type == "text":
             self._user_turn(out, message.timestamp)
             self._first_prompt(message, out)
@@ -776,7 +779,7 @@ class CodexParser:
             return
         said = self.s.said
         uuids = said.pop(key := _said_key(role, text), [])
-        said[key] = [*(u for u in uuids if u != uuid), uuid][-KEPT_REPEATS:]
+        said[key] = uuids if uuid in uuids else [*uuids, uuid][-KEPT_REPEATS:]
         if len(said) > KEPT_REMEMBERED:
             del said[next(iter(said))]
 
@@ -787,22 +790,26 @@ class CodexParser:
 
     def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> str | None:
         """The uuid of the Message this line repeats in its other form (event vs
-        response item), consuming the pairing: the last Message read, or one
-        earlier in its run that said one of the texts ``said``."""
+        response item), consuming the pairing: the first of its run that said one
+        of the texts ``said``, else the last conversation Message read. A Message
+        said in parts (``_conversation``) is consumed part by part, unless the line
+        repeats it whole."""
         run = self.s.twins
         keys = {_said_key(twin, text) for text in said}
-        for index in range(len(run) - 1, -1, -1):
-            kind, other_form, parts_left, uuid, other_keys = run[index]
-            if kind != twin or other_form == form:
-                continue
-            if uuid != self.s.last_uuid and not keys.intersection(other_keys):
-                continue
-            if parts_left > 1:
-                run[index][2] = parts_left - 1
-            else:
-                del run[index]
-            return uuid
-        return None
+        pairs = [index for index, entry in enumerate(run) if entry[0] == twin and entry[1] != form]
+        index = next((index for index in pairs if keys.intersection(run[index][4])), None)
+        if index is not None:
+            whole = run[index][4][0] in keys
+        elif pairs and pairs[-1] == len(run) - 1 and run[-1][3] == self.s.last_said:
+            index, whole = pairs[-1], True
+        else:
+            return None
+        entry = run[index]
+        if entry[2] > 1 and not whole:
+            entry[2] -= 1
+        else:
+            del run[index]
+        return entry[3]
 
     def _log_only(self, out, position, type, subtype, timestamp, text="", role=None, **fields) -> Message:
         message = self._message(
@@ -824,11 +831,12 @@ class CodexParser:
             text = "\n\n".join(parts)
             if not text:
                 out.append(Merged(position, "metadata"))  # encrypted only
-            elif self._is_twin("thinking", "item", parts):
+            elif self._is_twin("thinking", "item", [text, *parts]):
                 out.append(Merged(position, "duplicate"))
             else:
                 self._conversation(
-                    out, position, timestamp, "thinking", "item", parts=len(parts), said=parts, type="response_item",
+                    out, position, timestamp, "thinking", "item", parts=len(parts), said=[text, *parts],
+                    type="response_item",
                     subtype="reasoning", role="assistant", text=text, content_type="thinking", uuid=uuid,
                 )
         elif kind in CALL_ITEMS or kind in IMMEDIATE_CALL_ITEMS:
@@ -861,14 +869,18 @@ class CodexParser:
         text = _parts_text(item.get("content"))
         injected = role in {"developer", "system"} or (role == "user" and _is_injected(text))
         twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
-        said = _said_text(item.get("content"))
-        if twin and (twin_uuid := self._is_twin(twin, "item", [said])):
+        texts = _said_parts(item.get("content"))
+        said = "\n".join(texts)
+        if twin and (twin_uuid := self._is_twin(twin, "item", [said, *texts])):
             self._remember(role, said, twin_uuid)  # a history repeats this form of the text
             out.append(Merged(position, "duplicate"))
             return
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
+        # an answer in parts has one event per part
+        parts = len(texts) if role == "assistant" and texts else 1
         message = self._conversation(
-            out, position, timestamp, twin if not injected else None, "item", said=[said], type="response_item",
+            out, position, timestamp, twin if not injected else None, "item", parts=parts, said=[said, *texts],
+            type="response_item",
             subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
         self._remember(role, said, message.uuid)
@@ -1139,7 +1151,7 @@ class CodexParser:
             out.append(Merged(position, "duplicate"))
         else:
             said = _completed_item_said(item, twin)
-            text = "\n\n".join(said) if twin == "thinking" else _parts_text(item.get("content"))
+            text = said[0] if twin == "thinking" else _parts_text(item.get("content"))
             if not text:
                 out.append(Merged(position, "metadata"))
             elif self._is_twin(twin, "event", said):
@@ -1372,10 +1384,14 @@ def _kept_texts(history: bytes) -> Iterator[tuple[str, str]]:
 def _said_text(content: Any) -> str:
     """The text parts of an item's content: what a compaction's copy of the item
     repeats exactly (an image in it may be encoded again)."""
+    return "\n".join(_said_parts(content))
+
+
+def _said_parts(content: Any) -> list[str]:
     if isinstance(content, str):
-        return content
+        return [content]
     parts = content if isinstance(content, list) else ()
-    return "\n".join(part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return [part["text"] for part in parts if isinstance(part, dict) and isinstance(part.get("text"), str)]
 
 
 def _sayers(said: dict, repeated: list[str]) -> list[str]:
@@ -1428,11 +1444,12 @@ def _reasoning_parts(item: dict) -> list[str]:
 
 
 def _completed_item_said(item: dict, twin: str) -> list[str]:
-    """The texts of a completed item: its reasoning parts, or the text parts of a
-    message (what its twins repeat)."""
+    """What a completed item says, as its twins repeat it: the whole text of its
+    reasoning, then each part; or the text parts of a message."""
     if twin == "thinking":
         texts = [text for key in ("summary_text", "raw_content") for text in strings_in(item.get(key))]
-        return [text for text in texts if text]
+        parts = [text for text in texts if text]
+        return ["\n\n".join(parts), *parts]
     return [_said_text(item.get("content"))]
 
 
