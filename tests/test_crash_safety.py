@@ -173,3 +173,37 @@ def test_ingests_running_at_once_read_each_line_once(tmp_path):
     clean = tmp_path / "clean.db"
     subprocess.run(ingest_command(clean, root), check=True)
     assert snapshot(db) == snapshot(clean)
+
+
+def test_an_ingest_deriving_between_anothers_plans_and_its_writes(tmp_path, monkeypatch):
+    """A cold load plans its derivations ahead; another ingest derives those
+    sessions before the first takes its write lock: the first plans again."""
+    from datasette_obelisk.store import ingest as ingest_module
+    from toy_source import ToySource
+
+    root = tmp_path / "logs"
+    root.mkdir()
+    write_corpus(root, random.Random(7))
+    db = tmp_path / "o.db"
+    planned = []
+    plan_ahead = ingest_module.Ingester.finish_cold_load_while_planning
+
+    def planning(self):
+        plan_ahead(self)
+        planned.append(len(self.plans))
+
+    real_transaction = ingest_module.transaction
+
+    def transaction(conn):
+        if len(planned) == 1:  # once, right after the plans were made
+            planned.append("other")
+            subprocess.run(ingest_command(db, root), check=True)
+        return real_transaction(conn)
+
+    monkeypatch.setattr(ingest_module.Ingester, "finish_cold_load_while_planning", planning)
+    monkeypatch.setattr(ingest_module, "transaction", transaction)
+    summary = ingest_module.ingest(db, {"toy": root}, sources={"toy": ToySource()}, cold_load_bytes=0)
+    assert planned[0] > 0 and planned[1:] == ["other"] and summary.errors == 0
+    clean = tmp_path / "clean.db"
+    subprocess.run(ingest_command(clean, root), check=True)
+    assert snapshot(db) == snapshot(clean)

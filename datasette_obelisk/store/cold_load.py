@@ -216,8 +216,10 @@ def finish(conn: sqlite3.Connection) -> bool:
 def finish_alongside(conn: sqlite3.Connection, step: Callable[[], bool]) -> None:
     """Finish on a second connection; meanwhile call ``step()`` until it returns False.
 
-    ``conn`` must be outside a transaction and ``step`` must only read. An
-    in-memory database has no second connection: it finishes here.
+    ``conn`` must be outside a transaction and ``step`` must only read. The steps
+    start once the second connection holds the write lock, so no other process
+    changes what they read. An in-memory database has no second connection: it
+    finishes here.
     """
     path = database_path(conn)
     if not path:
@@ -225,20 +227,24 @@ def finish_alongside(conn: sqlite3.Connection, step: Callable[[], bool]) -> None
             finish(conn)
         return
     failures: list[BaseException] = []
+    locked = threading.Event()
 
     def build() -> None:
         other = connect(path)
         try:
             with transaction(other):
+                locked.set()
                 finish(other)
         except BaseException as exc:  # raised again in the calling thread
             failures.append(exc)
         finally:
+            locked.set()
             other.close()
 
     builder = threading.Thread(target=build, name="obelisk-cold-load", daemon=True)
     builder.start()
     try:
+        locked.wait()
         while builder.is_alive() and step():
             pass
     finally:

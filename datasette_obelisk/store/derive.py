@@ -27,6 +27,7 @@ from .session_index import (
     DocumentPlan,
     SessionWords,
     count_session_words,
+    document_stamp,
     plan_document,
     session_stats,
     update_session_documents,
@@ -51,7 +52,8 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     documents = {}
     for session_id in sorted(session_ids):
         plan = plans.pop(session_id, None) if plans else None
-        if plan is None or plan.stats != session_stats(conn, session_id):
+        if plan is None or plan.stats != session_stats(conn, session_id) \
+                or plan.stamp != document_stamp(conn, session_id):  # another process derived it
             plan = plan_session(conn, session_id, words)
         documents[session_id] = plan.document
         if forget_empty and plan.source is None and is_forgotten(conn, session_id):
@@ -116,6 +118,7 @@ class SessionPlan:
     ``sessions`` row and its search document."""
 
     stats: tuple  # session_stats when planned
+    stamp: tuple | None  # document_stamp when planned
     surfaces: list  # SURFACE_UPDATE rows
     usage: list  # USAGE_UPDATE rows
     session: list  # SESSION_UPDATE values
@@ -140,6 +143,7 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
     stats = session_stats(conn, session_id)
     return SessionPlan(
         stats,
+        document_stamp(conn, session_id),
         [new + (r.id,) for r in rows if (new := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
         [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)],
         session_values(conn, session_id, rows, surfaces, counted),

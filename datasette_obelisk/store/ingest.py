@@ -161,6 +161,7 @@ class Ingester:
         self._clearing: set[int] = set()  # files of families read again, whose rows go first
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
+        self.plans_seen = None  # PRAGMA data_version once they were
         self._reading: set[str] = set()  # sessions of the file being written
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
         self.found: dict[str, int] = {}  # how many files each source discovered
@@ -444,6 +445,7 @@ class Ingester:
             return True
 
         cold_load.finish_alongside(self.conn, plan_one)
+        self.plans_seen = data_version(self.conn)  # what the plans were made from
 
     def work_while_waiting(self) -> bool:
         """Do a step of the end-of-run work while the reader is busy; False when none is left.
@@ -466,7 +468,10 @@ class Ingester:
             pass
 
     def derive_some(self, limit: int, skip=frozenset(), forget_empty=False) -> bool:
-        """Derive up to ``limit`` queued sessions not in ``skip``; False when there were none."""
+        """Derive up to ``limit`` queued sessions not in ``skip``; False when there were none.
+
+        Another process may have written since the derivations were planned
+        ahead (an ingest running at once): they are planned again."""
         batch = [
             r[0]
             for r in self.conn.execute("SELECT session_id FROM derive_queue LIMIT ?", [limit + len(skip)])
@@ -475,6 +480,14 @@ class Ingester:
         if not batch:
             return False
         with self.transaction():
+            batch = [
+                r[0] for r in self.conn.execute(
+                    "SELECT session_id FROM derive_queue WHERE session_id IN (SELECT value FROM json_each(?))",
+                    [families.as_json(batch)],
+                )
+            ]
+            if self.plans and data_version(self.conn) != self.plans_seen:
+                self.plans.clear()
             derived = derive.derive_sessions(self.conn, batch, self.words, self.plans, forget_empty=forget_empty)
             self.conn.executemany("DELETE FROM derive_queue WHERE session_id = ?", [(s,) for s in derived])
         self._sessions |= derived  # with the agents inline lines made
@@ -956,6 +969,11 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
 
 FIRST_MOMENT = re.compile(rb'"(?:timestamp|startTime)"\s*:\s*"(\d{4}-[^"]{1,40})"')
 HEAD_BYTES = 65536
+
+
+def data_version(conn: sqlite3.Connection) -> int:
+    """Changes whenever another connection commits (``PRAGMA data_version``)."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
 
 
 def in_log_order(plans: list[Plan]) -> list[Plan]:

@@ -180,6 +180,16 @@ def rebuild_session_documents(conn: sqlite3.Connection) -> int:
     return update_session_documents(conn, sessions)
 
 
+def document_stamp(conn, session_id: str) -> tuple | None:
+    """(id, first id, last id, messages, chars, meta messages) of the session's stored
+    document: a plan made while it was so still applies."""
+    row = conn.execute(
+        "SELECT id, first_id, last_id, messages, chars, meta_messages FROM session_docs WHERE session_id = ?",
+        [session_id],
+    ).fetchone()
+    return tuple(row) if row is not None else None
+
+
 def session_stats(conn, session_id: str, up_to: int | None = None) -> tuple:
     """(first id, last id, messages, chars, meta messages) of a session, up to an id."""
     return tuple(conn.execute(
