@@ -1410,3 +1410,30 @@ def test_a_live_refresh_that_reads_a_file_again_is_seen_whole_by_readers(db, roo
         conn.close()
     assert seen == [(3, 3, 3)] * 4
     assert rows(db, "SELECT COUNT(*), (SELECT message_count FROM sessions) FROM messages") == [(4, 4)]
+
+
+def test_a_live_refresh_leaves_a_file_another_ingest_stored_under_another_name_meanwhile(db, root, monkeypatch):
+    from datasette_obelisk.query import live
+
+    (root / "s1.jsonl").write_bytes(line(id="a", text="hello one", ts="2026-01-01T00:00:00Z"))
+    run(db, root)
+    other_name = root / "other.jsonl"
+    os.link(root / "s1.jsonl", other_name)  # the same file, reached another way
+    with open(root / "s1.jsonl", "ab") as fp:
+        fp.write(line(id="b", text="hello two", ts="2026-01-01T00:00:01Z"))
+    changed_files = live.changed_files
+
+    def renamed_meanwhile(conn, session_ids=None):
+        found = changed_files(conn, session_ids)
+        change(db, ("UPDATE source_files SET path = ?", [str(other_name)]))
+        return found
+
+    monkeypatch.setattr(live, "changed_files", renamed_meanwhile)
+    conn = open_db(db)
+    try:
+        assert live.refresh(conn, sources=SOURCES) == [str(root / "s1.jsonl")]
+    finally:
+        conn.close()
+    # nothing read twice under two rows: the next ingest reads the new line
+    assert rows(db, "SELECT path FROM source_files") == [(str(other_name),)]
+    assert rows(db, "SELECT uuid FROM messages") == [("a",)]

@@ -634,6 +634,8 @@ class Ingester:
         fingerprint = Fingerprint.of(st)
         source = self.sources[unit.source]
         if row is None:
+            if unit.source not in self.roots:  # a refresh of stored files (``query.live``): stored no more
+                return None
             row = self.same_file_row(unit, st)
         if row is not None and self.is_unchanged(row, fingerprint, source, st):
             self.count_file("skipped", unit)
