@@ -228,13 +228,12 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
     summary = ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
     # merged: the metadata line, the two $set updates of lastUpdated/summary
     # and the second re-append (nothing new). The history $set keeps only
-    # g-user-1, dropping three answers: it is stored as a compaction boundary
-    # and, as it adds no message to be the summary, a placeholder summary
-    # (two rows from line 12). The two tool outputs (line 4, and the failure the
-    # first re-append, line 7, brought) are rows of their own.
-    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 11, 4, 0)
+    # g-user-1, taking the three answers after it back, as gemini-cli rolls a
+    # request back: a rewind marker. The two tool outputs (line 4, and the
+    # failure the first re-append, line 7, brought) are rows of their own.
+    assert (summary.lines, summary.messages, summary.merged, summary.errors) == (12, 10, 4, 0)
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (12, 11, 4, 0)
+        (12, 10, 4, 0)
     ]
     # The rewind marker is kept as a log-only row.
     assert rows(db_path, "SELECT line_no, uuid, type, subtype, is_meta, input_tokens, output_tokens, "
@@ -251,34 +250,30 @@ def test_jsonl_log_with_updates(tmp_path, corpus_root):
         (10, f"{JSONL_SESSION}:rewind@{rewind_offset(path)}", "rewind", None, 1, None, None, None,
          f"{JSONL_SESSION}:g-assistant-3"),
         (11, f"{JSONL_SESSION}:g-assistant-4", "gemini", None, 0, 200, 25, 12200, None),
-        (12, f"{JSONL_SESSION}:compaction@{sync_offset(path)}", "compaction", "compact_boundary", 1,
-         None, None, None, None),
-        (12, f"{JSONL_SESSION}:compaction@{sync_offset(path)}:summary", "compaction", None, 1,
-         None, None, None, None),
+        (12, f"{JSONL_SESSION}:rewind@{sync_offset(path)}", "rewind", None, 1, None, None, None,
+         f"{JSONL_SESSION}:g-assistant-1"),
     ]
-    # The rewind took back g-assistant-3 and its usage row: kept and
-    # searchable, but shadowed, inactive and replaced by the marker. The
-    # history $set dropped the other three answers: shadowed but still
-    # visible, replaced by the placeholder summary; it kept g-user-1 current.
+    # Each rewind took its messages back: kept and searchable, but shadowed,
+    # inactive and replaced by its marker; g-user-1 stays current.
     rewind = f"{JSONL_SESSION}:rewind@{rewind_offset(path)}"
-    placeholder = f"{JSONL_SESSION}:compaction@{sync_offset(path)}:summary"
+    rollback = f"{JSONL_SESSION}:rewind@{sync_offset(path)}"
     assert rows(db_path, "SELECT line_no, surface, visibility, replaced_by FROM messages ORDER BY seq") == [
         (2, "current", "visible", None),
-        (4, "shadowed", "visible", placeholder),
-        (4, "shadowed", "visible", placeholder),
-        (5, "shadowed", "visible", placeholder),
+        (4, "shadowed", "inactive", rollback),
+        (4, "shadowed", "inactive", rollback),
+        (5, "shadowed", "inactive", rollback),
         (6, "shadowed", "inactive", rewind),
         (7, "log-only", "inactive", rewind),  # an accounting row stays log-only
         (7, "shadowed", "inactive", rewind),
-        (10, "log-only", "visible", None),
-        (11, "shadowed", "visible", placeholder),
-        (12, "log-only", "visible", None),
+        (10, "log-only", "inactive", rollback),  # the first marker too came after g-assistant-1
+        (11, "shadowed", "inactive", rollback),
         (12, "log-only", "visible", None),
     ]
-    # The $set summary titles the session; tokens are counted once.
+    # The $set summary titles the session; tokens are counted once, those of answers taken back too
+    # (they were spent); only the prompt still counts as a message.
     assert rows(db_path, "SELECT title, title_source, message_count, input_tokens, output_tokens, cache_read_tokens "
                          "FROM sessions") == [
-        ("Listing the stage0 files", "summary", 3, 11855 + 567 + 300 + 200, 81 + 147 + 34 + 25,
+        ("Listing the stage0 files", "summary", 1, 11855 + 567 + 300 + 200, 81 + 147 + 34 + 25,
          11502 + 12000 + 12200)
     ]
     assert rows(db_path, "SELECT tool_use_id, outcome, is_error, content, message_uuid FROM tool_results ORDER BY 1") == [
@@ -586,7 +581,7 @@ def synced_chat() -> bytes:
     """A chat whose two history ``$set`` lines (6 and 8) give several rows
     each. gemini-cli compresses it: a boundary, the summary, an
     acknowledgement that calls a tool and the tool's output (four rows); then it rolls a failed
-    prompt back out of the history: a boundary and a placeholder summary."""
+    prompt back out of the history: a rewind marker."""
     def message(id, type, text, second, **more):
         return {"id": id, "timestamp": f"2026-05-01T10:00:{second:02d}.000Z", "type": type,
                 "content": [{"text": text}], **more}
@@ -619,16 +614,16 @@ def sync_rows(path: Path) -> dict[int, list[str]]:
     """The uuids of the rows of lines 6 and 8, by line (see ``synced_chat``)."""
     data = path.read_bytes()
     prefix = b'{"$set":{"messages"'
-    first, second = (f"gemini:sync:compaction@{find(prefix)}" for find in (data.index, data.rindex))
-    return {6: [first, "gemini:sync:c1", "gemini:sync:ack", "gemini:sync:ack:result:read_1"], 8: [second, f"{second}:summary"]}
+    first, second = f"gemini:sync:compaction@{data.index(prefix)}", f"gemini:sync:rewind@{data.rindex(prefix)}"
+    return {6: [first, "gemini:sync:c1", "gemini:sync:ack", "gemini:sync:ack:result:read_1"], 8: [second]}
 
 
-def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does(tmp_path):
-    """The prompt the second ``$set`` dropped (u3) is shadowed, still visible,
-    replaced by the placeholder summary, as the compression's dropped
-    messages are by its summary; what either kept stays current."""
+def test_history_sync_that_takes_back_the_last_prompt_rewinds_it(tmp_path):
+    """The prompt the second ``$set`` took back (u3) is rewound, as by a
+    ``$rewindTo``; the compression's dropped messages are shadowed, still
+    visible, replaced by its summary; what either kept stays current."""
     path, db_path = synced(tmp_path)
-    (first, summary, _, _), (second, placeholder) = sync_rows(path).values()
+    (first, summary, _, _), (rewind,) = sync_rows(path).values()
     assert rows(db_path, "SELECT line_no, uuid, is_compact_summary, surface, visibility, replaced_by "
                          "FROM messages ORDER BY seq") == [
         (2, "gemini:sync:u1", 0, "shadowed", "visible", summary),
@@ -639,19 +634,17 @@ def test_history_sync_that_only_drops_messages_shadows_them_as_a_compaction_does
         (6, summary, 1, "current", "visible", None),
         (6, "gemini:sync:ack", 0, "current", "visible", None),
         (6, "gemini:sync:ack:result:read_1", 0, "current", "visible", None),
-        (7, "gemini:sync:u3", 0, "shadowed", "visible", placeholder),
-        (8, second, 0, "log-only", "visible", None),
-        (8, placeholder, 1, "log-only", "visible", None),
+        (7, "gemini:sync:u3", 0, "shadowed", "inactive", rewind),
+        (8, rewind, 0, "log-only", "visible", None),
         (9, "gemini:sync:u4", 0, "current", "visible", None),
         (10, "gemini:sync:g4", 0, "current", "visible", None),
     ]
     assert rows(db_path, "SELECT uuid, meta_json FROM messages WHERE subtype = 'compact_boundary' ORDER BY seq") == [
         (first, '{"preserved_uuids":["gemini:sync:u2","gemini:sync:g2"]}'),
-        (second, '{"preserved_uuids":["gemini:sync:c1","gemini:sync:ack","gemini:sync:ack:result:read_1",'
-                 '"gemini:sync:u2","gemini:sync:g2"]}'),
     ]
-    # Shadowed is not hidden: every prompt and answer still counts; the summary, in the user's name, does not.
-    assert rows(db_path, "SELECT message_count, title FROM sessions") == [(8, "Write a.py")]
+    # Shadowed is not hidden: every prompt and answer still counts but the one taken back;
+    # the summary, in the user's name, does not.
+    assert rows(db_path, "SELECT message_count, title FROM sessions") == [(7, "Write a.py")]
     assert rows(db_path, "SELECT id, message_uuid FROM summaries") == [(summary, summary)]
 
 
@@ -698,10 +691,10 @@ def test_each_row_of_a_sync_line_reads_back_that_line(tmp_path):
                          "WHERE line_no IN (6, 8) ORDER BY seq") == expected
     with connect_readonly(db_path) as conn:
         assert [obelisk.raw(conn, uuid, {"limit": 100_000})["text"] for _, uuid, _, _ in expected] == [
-            lines[5].decode()] * 4 + [lines[7].decode()] * 2
-    # 10 lines, 13 rows: none of a sync line's rows was merged away as a duplicate.
+            lines[5].decode()] * 4 + [lines[7].decode()]
+    # 10 lines, 12 rows: none of a sync line's rows was merged away as a duplicate.
     assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
-        (10, 13, 1, 0)
+        (10, 12, 1, 0)
     ]
     assert rows(db_path, "SELECT id, message_uuid FROM tool_calls") == [("gemini:sync:read_1", "gemini:sync:ack")]
 
@@ -733,7 +726,7 @@ def test_sync_lines_appended_piece_by_piece_give_the_same_rows(tmp_path):
     conn.commit()
     conn.close()
     summary = ingest(tmp_path / "live.db", {"gemini": tmp_path / "live"}, sources=gemini_sources(), redact=False)
-    assert (summary.files_replayed, summary.messages) == (1, 13)
+    assert (summary.files_replayed, summary.messages) == (1, 12)
     got = snapshot(tmp_path / "live.db")
     assert got == expected, diff(got, expected)
 

@@ -183,13 +183,29 @@ def test_history_sync_that_drops_messages_is_a_compaction():
     assert feed_all(data, restore_every_line=True) == records
 
 
-def test_history_sync_that_only_drops_messages_is_a_compaction_with_a_placeholder_summary():
-    """gemini-cli rolls a failed turn back out of its history: the ``$set``
-    drops messages and adds none. The boundary names what it kept; with no
-    added message to be the summary, a log-only placeholder is."""
+def test_history_sync_that_takes_back_the_last_messages_is_a_rewind():
+    """gemini-cli rolls a failed or cancelled request back out of its history:
+    the ``$set`` keeps what came before and adds nothing, as a ``$rewindTo``."""
     u1, g1 = {"id": "u1", "type": "user", "content": "Hi"}, {"id": "g1", "type": "gemini", "content": "Hello"}
     u2, g2 = {"id": "u2", "type": "user", "content": "More"}, {"id": "g2", "type": "gemini", "content": "Partial"}
     sync = {"$set": {"messages": [u1, g1], "lastUpdated": "2026-05-01T10:05:00Z"}}
+    data = jsonl(META, u1, g1, u2, g2, sync, {"id": "u3", "type": "user", "content": "Again"})
+    records = feed_all(data)
+    rewind = f"gemini:s-1:rewind@{data.index(HISTORY_SYNC)}"
+    assert [(m.uuid, m.type, m.is_meta, m.surface, m.logical_parent_uuid) for m in of(records, Message)[-2:]] == [
+        (rewind, "rewind", 1, "log-only", "gemini:s-1:u2"), ("gemini:s-1:u3", "user", 0, None, None),
+    ]
+    assert not of(records, Summary)
+    assert feed_all(data, restore_every_line=True) == records
+
+
+def test_history_sync_that_only_drops_earlier_messages_is_a_compaction_with_a_placeholder_summary():
+    """A ``$set`` that drops messages before ones it keeps, and adds none, replaced
+    them: the boundary names what it kept; with no added message to be the
+    summary, a log-only placeholder is."""
+    u1, g1 = {"id": "u1", "type": "user", "content": "Hi"}, {"id": "g1", "type": "gemini", "content": "Hello"}
+    u2, g2 = {"id": "u2", "type": "user", "content": "More"}, {"id": "g2", "type": "gemini", "content": "Partial"}
+    sync = {"$set": {"messages": [u2, g2], "lastUpdated": "2026-05-01T10:05:00Z"}}
     data = jsonl(META, u1, g1, u2, g2, sync, {"id": "u3", "type": "user", "content": "Again"})
     records = feed_all(data)
     boundary = f"gemini:s-1:compaction@{data.index(HISTORY_SYNC)}"
@@ -200,7 +216,7 @@ def test_history_sync_that_only_drops_messages_is_a_compaction_with_a_placeholde
         for m in of(records, Message)[-3:-1]
     ] == [
         (boundary, "gemini:s-1:g2", "compaction", "compact_boundary", 1, 0, "log-only", "2026-05-01T10:05:00Z",
-         "history replaced: 2 dropped, 2 kept", {"preserved_uuids": ["gemini:s-1:u1", "gemini:s-1:g1"]}, where),
+         "history replaced: 2 dropped, 2 kept", {"preserved_uuids": ["gemini:s-1:u2", "gemini:s-1:g2"]}, where),
         (f"{boundary}:summary", boundary, "compaction", None, 1, 1, "log-only", "2026-05-01T10:05:00Z",
          "[history replaced without a summary]", None, where),
     ]
@@ -458,8 +474,70 @@ def test_a_reply_is_typed_by_what_it_holds():
         META,
         {"id": "g1", "type": "gemini", "content": "Done", "thoughts": thought},
         {"id": "g2", "type": "gemini", "content": "", "thoughts": thought},
-        {"id": "g3", "type": "gemini", "content": ""},
+        {"id": "g3", "type": "gemini", "content": ""},  # nothing yet: its row waits for a re-append
         {"id": "u1", "type": "user", "content": [{"functionResponse": {"name": "x", "response": {}}}]},
     ))
     assert [(m.uuid, m.content_type) for m in of(records, Message)] == [
-        ("gemini:s-1:g1", "mixed"), ("gemini:s-1:g2", "thinking"), ("gemini:s-1:g3", None), ("gemini:s-1:u1", None)]
+        ("gemini:s-1:g1", "mixed"), ("gemini:s-1:g2", "thinking")]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "update", "tool-response"]
+
+
+SHELL = {"id": "shell-1", "name": "run_shell_command", "args": {"command": "pytest -q"}}
+DONE = {**SHELL, "status": "success", "result": [{"functionResponse": {
+    "id": "shell-1", "name": "run_shell_command", "response": {"output": "1 failed\nExit Code: 1"}}}]}
+TOKENS = {"input": 100, "output": 10, "cached": 0, "thoughts": 5, "tool": 0, "total": 115}
+THOUGHT = [{"subject": "Plan", "description": "run the tests"}]
+
+
+@pytest.mark.parametrize("first", ["thoughts", "nothing", "tokens"])
+def test_a_reply_written_before_its_tool_calls_gets_them(first):
+    """gemini-cli writes a reply, then again with its calls (and again with their
+    results): the calls are the reply's as if written with it at once."""
+    reply = {"id": "g1", "type": "gemini", "content": "", "model": "m"}
+    opening = {"thoughts": {**reply, "thoughts": THOUGHT}, "nothing": reply, "tokens": {**reply, "tokens": TOKENS}}[first]
+    later = {**opening, "tokens": TOKENS}
+    records = feed_all(jsonl(
+        META, {"id": "u1", "type": "user", "content": "test it"}, opening,
+        {**later, "toolCalls": [SHELL]}, {**later, "toolCalls": [DONE]},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": DONE["result"][0]["functionResponse"]}]},
+        {"id": "g2", "type": "gemini", "content": "One test fails."},
+    ))
+    rows = [(m.uuid, m.content_type, m.text, m.input_tokens) for m in of(records, Message)]
+    calls_row = "gemini:s-1:g1:calls@"
+    if first == "thoughts":  # its row holds the thoughts; the calls have a row of their own
+        assert [r[:3] for r in rows[1:3]] == [
+            ("gemini:s-1:g1", "thinking", "Plan: run the tests"), (rows[2][0], "tool_use", "run_shell_command\npytest -q")]
+        assert rows[2][0].startswith(calls_row) and rows[1][3] is None and rows[2][3] == 100
+    elif first == "nothing":  # a reply that held nothing gets its row with its calls
+        assert rows[1] == ("gemini:s-1:g1", "tool_use", "run_shell_command\npytest -q", 100)
+    else:  # its token counts came first: a row of their own
+        assert rows[1:3] == [("gemini:s-1:g1:usage", None, "", 100),
+                             ("gemini:s-1:g1", "tool_use", "run_shell_command\npytest -q", None)]
+    owner = rows[2][0] if first == "thoughts" else "gemini:s-1:g1"
+    assert [(c.id, c.message_uuid) for c in of(records, ToolCall)] == [("gemini:s-1:shell-1", owner)] * 2
+    # the output once, as the call's result; the user message of tool responses repeats it
+    assert [(r.tool_use_id, r.outcome, r.exit_code) for r in of(records, ToolResult)] == [
+        ("gemini:s-1:shell-1", "failed", 1)]
+    assert [m.text for m in of(records, Message) if m.content_type == "tool_result"] == ["1 failed\nExit Code: 1"]
+    assert rows[-1][:2] == ("gemini:s-1:g2", "text")
+    assert sum(m.input_tokens or 0 for m in of(records, Message)) == 100  # counted once
+    data = jsonl(META, {"id": "u1", "type": "user", "content": "test it"}, opening, {**later, "toolCalls": [SHELL]})
+    assert feed_all(data, restore_every_line=True) == feed_all(data)
+
+
+def test_a_tool_response_whose_call_gave_no_result_is_that_calls_result():
+    response = {"id": "shell-9", "name": "run_shell_command", "response": {"output": "ok"}}
+    records = feed_all(jsonl(
+        META, {"id": "g1", "type": "gemini", "content": "", "toolCalls": [{**SHELL, "id": "shell-9"}]},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": response}]},
+    ))
+    assert [(r.tool_use_id, r.message_uuid, r.content) for r in of(records, ToolResult)] == [
+        ("gemini:s-1:shell-9", "gemini:s-1:u2:result:shell-9", "ok")]
+
+
+def test_text_parts_are_joined_as_gemini_cli_joins_them():
+    records = feed_all(jsonl(META, {"id": "u1", "type": "user", "content": [
+        {"text": "Explain @README.md"}, {"text": "\n--- Content from referenced files ---"},
+        {"text": "\nContent from @/w/README.md:\n"}, {"text": "# App\n"}]}))
+    assert of(records, Message)[0].text == (
+        "Explain @README.md\n--- Content from referenced files ---\nContent from @/w/README.md:\n# App\n")

@@ -73,6 +73,7 @@ SHELL_TOOLS = {"run_shell_command", "shell"}
 _EXIT_CODE_LINE = re.compile(r"(?:^|\n)Exit Code: (-?\d+)(?=\n|$)")
 _EXIT_CODE_DISPLAY = re.compile(r"Command exited with code: (-?\d+)")
 EXIT_SCAN_CHARS = 1024  # the status lines follow the output
+KEPT_ANSWERED = 256  # calls whose results a parser remembers, for the tool responses that repeat them
 
 
 class GeminiSource:
@@ -93,7 +94,11 @@ class GeminiSource:
     # 8: a tool's output is a ``tool_result`` row of its own
     # 9: a reply without text is typed by what it holds (tool calls, else
     #    thoughts), or has no type when it holds nothing
-    parser_version = 9
+    # 10: a reply written before its tool calls gets them when re-appended with
+    #    them (its row waits for them when it held nothing); a user message of
+    #    tool responses repeats their results; parts are joined as gemini-cli
+    #    joins them; a ``$set`` that takes back the last messages is a rewind
+    parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -147,6 +152,10 @@ class GeminiState:
     last_uuid: str | None = None
     last_message: list | None = None  # [message id, has token counts]
     last_results: list = field(default_factory=list)  # uuids of the tool result rows the last message gave
+    # call id -> uuid of the row its call belongs to, for the calls of the last message
+    last_calls: dict = field(default_factory=dict)
+    hollow: bool = False  # the last message was a reply holding nothing yet (its row waits for a re-append)
+    answered: list = field(default_factory=list)  # ids of the latest calls whose result is stored
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
@@ -284,7 +293,8 @@ class GeminiParser:
         """A ``$set`` of the whole history; whether it stored a message.
 
         Messages it keeps are already stored. Messages it adds are stored
-        here. When it drops messages it replaced them: a log-only
+        here. When it only drops the last ones it took them back, as a
+        ``$rewindTo`` does. When it drops others it replaced them: a log-only
         ``compact_boundary`` row names the kept ones, and the first added
         message (gemini-cli's compression summary) is the compaction summary;
         when it adds none, a log-only placeholder stands in for the summary,
@@ -294,8 +304,11 @@ class GeminiParser:
         ids = [m["id"] for m in records]
         dropped = [i for i in self.s.current if i not in set(ids)]
         added = [m for m in records if m["id"] not in self.s.current]
-        if dropped:
-            kept = [i for i in ids if i in self.s.current]
+        kept = [i for i in ids if i in self.s.current]
+        if dropped and not added and self.s.current == kept + dropped:
+            # the last messages taken back (gemini-cli rolls a cancelled or failed request back)
+            self._rewind(dropped[0], position, out)
+        elif dropped:
             timestamp = first_text(update.get("lastUpdated"))
             kept_uuids = [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
             boundary = self._boundary(kept_uuids, len(kept), len(dropped), position, timestamp, out)
@@ -318,6 +331,9 @@ class GeminiParser:
             counted = self.s.last_message[1] if self.s.last_message and self.s.last_message[0] == last["id"] else False
             self.s.last_message = [last["id"], counted or bool(_usage(last.get("tokens")))]
             self.s.last_results = self._uuids_of(last)[1:]
+            uuid = f"{self.session_id}:{last['id']}"
+            self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(_tool_calls(last))}
+            self.s.hollow = False
         return bool(dropped or added)
 
     def _boundary(self, preserved: list[str], kept: int, dropped: int, position: Position, timestamp, out: list) -> str:
@@ -333,7 +349,7 @@ class GeminiParser:
     def _rewind(self, target: str, position: Position, out: list) -> None:
         """``$rewindTo``: the messages from ``target`` on were taken back."""
         self._ensure_session(out)
-        self.s.last_message, self.s.last_results = None, []
+        self.s.last_message, self.s.last_results, self.s.last_calls, self.s.hollow = None, [], {}, False
         current = self.s.current
         self.s.current = current[: current.index(target)] if target in current else []
         out.append(
@@ -375,7 +391,9 @@ class GeminiParser:
         timestamp = first_text(record.get("timestamp"))
         usage = _usage(record.get("tokens"))
         self.s.last_message = [record["id"], bool(usage)]
-        self.s.last_results = []
+        self.s.last_results, self.s.last_calls, self.s.hollow = [], {}, False
+        if record["id"] not in self.s.current and role is not None:
+            self.s.current.append(record["id"])
         if role is None:  # info / warning / error notices
             notice = self._message(
                 position, kind, timestamp, uuid=uuid, text=_parts_text(record.get("content")),
@@ -383,6 +401,28 @@ class GeminiParser:
             )
             out.append(notice)
             return
+        content = _parts_text(record.get("content"))
+        thoughts = _thoughts_text(record.get("thoughts"))
+        calls = _tool_calls(record)
+        if role == "user" and not content and _responses(record.get("content")):
+            self._tool_responses(record, position, out)
+            return
+        if role == "assistant" and not (content or thoughts or calls) and not compact_summary:
+            # Gemini writes a reply, then again with its tool calls: its row waits for them
+            self.s.hollow = True
+            if usage:
+                out.append(self._usage_row(record, position))
+            else:
+                out.append(Merged(position, "update"))
+            return
+        self._reply(record, position, out, usage, compact_summary=compact_summary)
+
+    def _reply(self, record: dict, position: Position, out: list, usage: dict, *, compact_summary=False) -> None:
+        """The row of a user or gemini message record, its title or summary, and its tool calls."""
+        kind = first_text(record.get("type")) or "unknown"
+        role = CONVERSATION_TYPES[kind]
+        uuid = f"{self.session_id}:{record['id']}"
+        timestamp = first_text(record.get("timestamp"))
         content = _parts_text(record.get("content"))
         thoughts = _thoughts_text(record.get("thoughts"))
         calls = _tool_calls(record)
@@ -402,42 +442,79 @@ class GeminiParser:
             **usage,
         )
         out.append(message)
-        if record["id"] not in self.s.current:
-            self.s.current.append(record["id"])
         if compact_summary:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
         elif role == "user" and content.strip() and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
             out.append(first_prompt_title(message))
+        self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(calls)}
         for index, call in enumerate(calls):
             self._tool_call(call, index, uuid, timestamp, position, out)
 
-    def _reappended(self, record: dict, position: Position, out: list) -> None:
-        """The previous message again, with token counts or tool results
-        added: only what is new is kept (the first copy stays the Message).
+    def _usage_row(self, record: dict, position: Position) -> Message:
+        """A log-only row for token counts the message's row does not carry."""
+        return self._message(
+            position, first_text(record.get("type")) or "unknown", first_text(record.get("timestamp")),
+            uuid=f"{self.session_id}:{record['id']}:usage", subtype="usage", role="assistant",
+            model=first_text(record.get("model")), is_meta=1, surface="log-only", **_usage(record.get("tokens")),
+        )
 
-        Token counts the first copy lacked become a log-only usage Message;
-        when neither they nor a tool result is new, the line is
-        ``Merged("update")``. Tool calls and results are repeated under the
-        same ids (the store keeps the first of each).
+    def _reappended(self, record: dict, position: Position, out: list) -> None:
+        """The previous message again, with token counts, tool calls or their
+        results added: only what is new is kept (the first copy stays the Message).
+
+        Token counts the first copy lacked become a log-only usage Message. A
+        reply first written holding nothing gets its row now; calls the first
+        copy lacked get a ``tool_use`` row of their own. When nothing is new,
+        the line is ``Merged("update")``. Tool calls and results are repeated
+        under the same ids (the store keeps the first of each).
         """
         uuid = f"{self.session_id}:{record['id']}"
         timestamp = first_text(record.get("timestamp"))
         usage = _usage(record.get("tokens"))
-        new: list = []
         if usage and not self.s.last_message[1]:
-            self.s.last_message[1] = True
-            counts = self._message(
-                position, first_text(record.get("type")) or "unknown", timestamp, uuid=f"{uuid}:usage",
-                subtype="usage", role="assistant", model=first_text(record.get("model")), is_meta=1,
-                surface="log-only", **usage,
-            )
-            new.append(counts)
-        for index, call in enumerate(_tool_calls(record)):
-            self._tool_call(call, index, uuid, timestamp, position, new)
-        if not any(isinstance(r, Message) for r in new):
+            self.s.last_message[1] = True  # carried by the one row this line gives
+        else:
+            usage = {}
+        calls = _tool_calls(record)
+        new: list = []
+        if self.s.hollow and (_parts_text(record.get("content")) or _thoughts_text(record.get("thoughts")) or calls):
+            self.s.hollow = False
+            self._reply(record, position, out, usage)
+            return
+        fresh = [(index, call) for index, call in enumerate(calls) if _call_id(call, index, uuid) not in self.s.last_calls]
+        if fresh:
+            owner = f"{uuid}:calls@{position.byte_offset}"
+            new.append(self._message(
+                position, first_text(record.get("type")) or "unknown", timestamp, uuid=owner, role="assistant",
+                text="\n".join(_call_summary(call) for _, call in fresh), content_type="tool_use",
+                model=first_text(record.get("model")), **usage,
+            ))
+            self.s.last_calls.update({_call_id(call, index, uuid): owner for index, call in fresh})
+        elif usage:
+            new.append(self._usage_row(record, position))
+        for index, call in enumerate(calls):
+            owner = self.s.last_calls.get(_call_id(call, index, uuid), uuid)
+            self._tool_call(call, index, uuid, timestamp, position, new, owner=owner)
+        if not any(isinstance(r, Message) and r.type != "tool_result" for r in new):  # results are extras
             out.append(Merged(position, "update"))
         out.extend(new)
+
+    def _tool_responses(self, record: dict, position: Position, out: list) -> None:
+        """A user message holding tool responses (``functionResponse`` parts,
+        gemini-cli 0.44+): each repeats the result of its call, stored with the
+        call; one whose call gave none is stored as that call's result."""
+        uuid = f"{self.session_id}:{record['id']}"
+        timestamp = first_text(record.get("timestamp"))
+        out.append(Merged(position, "tool-response"))
+        for index, response in enumerate(_responses(record.get("content"))):
+            call_id = first_text(response.get("id"))
+            if call_id is None or call_id in self.s.answered:  # none: no call to answer
+                continue
+            call = {"id": call_id, "name": response.get("name"), "status": "error" if "error" in (
+                response.get("response") if isinstance(response.get("response"), dict) else {}) else "success",
+                "result": [{"functionResponse": response}]}
+            self._result(call, call_id, first_text(response.get("name")) or "tool", uuid, index, timestamp, position, out)
 
     def _uuids_of(self, record: dict) -> list[str]:
         """The rows a message record is stored as: its own and one per tool result it holds."""
@@ -447,10 +524,12 @@ class GeminiParser:
             if TOOL_OUTCOMES.get(first_text(call.get("status")))
         )]
 
-    def _tool_call(self, call: dict, index: int, message_uuid: str, timestamp, position: Position, out: list) -> None:
-        """A call, and once it has one its result: a ToolResult and, so that search
-        finds the output as it finds other sources', a tool_result Message."""
-        call_id = first_text(call.get("id")) or f"{message_uuid}#{index}"
+    def _tool_call(
+        self, call: dict, index: int, message_uuid: str, timestamp, position: Position, out: list, owner=None
+    ) -> None:
+        """A call (of the row ``owner``, else of ``message_uuid``), and once it has one
+        its result (see ``_result``)."""
+        call_id = _call_id(call, index, message_uuid)
         tool_use_id = f"{self.session_id}:{call_id}"
         name = first_text(call.get("name")) or "tool"
         args = call.get("args") if isinstance(call.get("args"), dict) else {}
@@ -458,7 +537,7 @@ class GeminiParser:
         out.append(
             ToolCall(
                 id=tool_use_id,
-                message_uuid=message_uuid,
+                message_uuid=owner or message_uuid,
                 session_id=self.session_id,
                 name=name,
                 input_json=as_json(args),
@@ -466,8 +545,15 @@ class GeminiParser:
                 file_paths=_file_paths(name, args),
             )
         )
+        self._result(call, call_id, name, message_uuid, index, timestamp, position, out)
+
+    def _result(self, call, call_id, name, message_uuid, index, timestamp, position, out) -> None:
+        """A call's result, once it has one: a ToolResult and, so that search finds the
+        output as it finds other sources', a tool_result Message."""
+        tool_use_id = f"{self.session_id}:{call_id}"
         outcome = TOOL_OUTCOMES.get(first_text(call.get("status")))
         if outcome:
+            self.s.answered = [*(i for i in self.s.answered if i != call_id), call_id][-KEPT_ANSWERED:]
             content = _result_text(call)
             exit_code = _exit_code(call, content) if name in SHELL_TOOLS else None
             if outcome == "succeeded" and exit_code:
@@ -505,26 +591,28 @@ def _workspace(record: dict) -> dict:
 
 
 def _parts_text(content: Any) -> str:
-    """Text of a Gemini ``PartListUnion`` (string, part, or list of parts)."""
+    """Text of a Gemini ``PartListUnion`` (string, part, or list of parts): text
+    parts joined as gemini-cli joins them (as they are), a note for each blob
+    on a line of its own."""
     if isinstance(content, str):
         return content
     if isinstance(content, dict):
         content = [content]
     if not isinstance(content, list):
         return ""
-    texts = []
+    pieces: list[list[str]] = [[]]  # runs of text parts, between notes
     for part in content:
         if isinstance(part, str):
-            texts.append(part)
+            pieces[-1].append(part)
         elif isinstance(part, dict):
             if isinstance(part.get("text"), str):
-                texts.append(part["text"])
+                pieces[-1].append(part["text"])
             elif isinstance(part.get("inlineData"), dict):
                 data = part["inlineData"]
-                texts.append(blob_note(data.get("data"), data.get("mimeType")))
+                pieces += [[blob_note(data.get("data"), data.get("mimeType"))], []]
             elif isinstance(part.get("fileData"), dict):
-                texts.append(f"[file: {part['fileData'].get('fileUri') or ''}]")
-    return "\n".join(texts)
+                pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
+    return "\n".join(text for text in map("".join, pieces) if text)
 
 
 def _thoughts_text(thoughts: Any) -> str:
@@ -544,6 +632,17 @@ def _content_type(content: str, thoughts: str, calls: list) -> str | None:
     if content:
         return "mixed" if thoughts or calls else "text"
     return "tool_use" if calls else "thinking" if thoughts else None
+
+
+def _call_id(call: dict, index: int, message_uuid: str) -> str:
+    return first_text(call.get("id")) or f"{message_uuid}#{index}"
+
+
+def _responses(content: Any) -> list[dict]:
+    """The ``functionResponse`` parts of a message's content."""
+    parts = [content] if isinstance(content, dict) else content if isinstance(content, list) else []
+    return [part["functionResponse"] for part in parts
+            if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict)]
 
 
 def _result_uuid(message_uuid: str, call: dict, index: int) -> str:
