@@ -365,3 +365,17 @@ def test_searches_and_the_overview_answer_while_a_cold_load_has_dropped_their_in
     Ingester(conn, get_sources(), {"claude": logs["claude"]}).run()
     assert {"messages_session_rows", "messages_timestamp"} <= {row[1] for row in schema(db) if row[0] == "index"}
     assert len(search_sessions(read, "the", limit=3)["items"]) == 3 and dashboard.activity(read)["buckets"]
+
+
+def test_a_second_connection_that_cannot_open_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    conn = open_db(tmp_path / "obelisk.db")
+    steps = []
+
+    def refused(path):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(cold_load, "connect", refused)
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        cold_load.finish_alongside(conn, lambda: steps.append(1) and False)
+    assert steps == []  # nothing was planned without the write lock held
+    conn.close()

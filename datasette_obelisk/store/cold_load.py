@@ -230,8 +230,9 @@ def finish_alongside(conn: sqlite3.Connection, step: Callable[[], bool]) -> None
     locked = threading.Event()
 
     def build() -> None:
-        other = connect(path)
+        other = None
         try:
+            other = connect(path)
             with transaction(other):
                 locked.set()
                 finish(other)
@@ -239,7 +240,8 @@ def finish_alongside(conn: sqlite3.Connection, step: Callable[[], bool]) -> None
             failures.append(exc)
         finally:
             locked.set()
-            other.close()
+            if other is not None:
+                other.close()
 
     builder = threading.Thread(target=build, name="obelisk-cold-load", daemon=True)
     builder.start()
