@@ -755,3 +755,54 @@ def test_a_tool_output_is_found_by_search(db):
     assert (hit["message"]["uuid"], hit["message"]["content_type"]) == (
         f"{JSONL_SESSION}:g-assistant-1:result:run_shell_command_stage0", "tool_result"
     )
+
+
+CALL_A = {"id": "A", "name": "read_file", "args": {"file_path": "/w/a.py"}, "status": "success",
+          "result": [{"functionResponse": {"id": "A", "name": "read_file", "response": {"output": "x = 1"}}}]}
+
+
+def ingested_chat(tmp_path, *records) -> Path:
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(jsonl(
+        {"sessionId": "t", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"}, *records))
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    return tmp_path / "obelisk.db"
+
+
+@pytest.mark.parametrize("how", ["rewindTo", "history"])
+def test_taking_back_from_a_tool_response_takes_back_what_came_after_it(tmp_path, how):
+    """A tool response has no row of its own: a rewind to it starts at the next row."""
+    u1 = {"id": "u1", "type": "user", "content": "go", "timestamp": "2026-05-01T10:00:01.000Z"}
+    g1 = {"id": "g1", "type": "gemini", "content": "", "toolCalls": [CALL_A], "timestamp": "2026-05-01T10:00:02.000Z"}
+    u2 = {"id": "u2", "type": "user", "content": [{"functionResponse": CALL_A["result"][0]["functionResponse"]}]}
+    g2 = {"id": "g2", "type": "gemini", "content": "partial answer", "timestamp": "2026-05-01T10:00:03.000Z"}
+    back = {"$rewindTo": "u2"} if how == "rewindTo" else {
+        "$set": {"messages": [u1, g1], "lastUpdated": "2026-05-01T10:00:04.000Z"}}
+    db_path = ingested_chat(tmp_path, u1, g1, u2, g2, back,
+                            {"id": "u3", "type": "user", "content": "again", "timestamp": "2026-05-01T10:00:05.000Z"})
+    assert rows(db_path, "SELECT uuid, surface, visibility FROM messages WHERE type != 'rewind' ORDER BY seq") == [
+        ("gemini:t:u1", "current", "visible"), ("gemini:t:g1", "current", "visible"),
+        ("gemini:t:g1:result:A", "current", "visible"), ("gemini:t:g2", "shadowed", "inactive"),
+        ("gemini:t:u3", "current", "visible"),
+    ]
+    assert rows(db_path, "SELECT message_count, ended_at FROM sessions") == [(2, "2026-05-01T10:00:05.000Z")]
+
+
+def test_a_compaction_keeps_every_row_of_a_message_it_keeps(tmp_path):
+    thought = [{"subject": "Plan", "description": "read a.py"}]
+    g1 = {"id": "g1", "type": "gemini", "content": "", "thoughts": thought}
+    u2 = {"id": "u2", "type": "user", "content": [{"functionResponse": {"id": "B", "name": "read_file",
+                                                                          "response": {"output": "y = 2"}}}]}
+    summary = {"id": "sum", "type": "user", "content": "SUMMARY"}
+    db_path = ingested_chat(
+        tmp_path, {"id": "u1", "type": "user", "content": "read it"}, g1, {**g1, "toolCalls": [CALL_A]}, u2,
+        {"$set": {"messages": [summary, {**g1, "toolCalls": [CALL_A]}, u2]}},
+        {"id": "g3", "type": "gemini", "content": "Done."},
+    )
+    assert rows(db_path, "SELECT uuid, surface FROM messages WHERE uuid LIKE 'gemini:t:g1%' OR uuid LIKE 'gemini:t:u%' "
+                         "ORDER BY seq") == [
+        ("gemini:t:u1", "shadowed"), ("gemini:t:g1", "current"), (rows(db_path, (
+            "SELECT uuid FROM messages WHERE uuid LIKE 'gemini:t:g1:calls@%'"))[0][0], "current"),
+        ("gemini:t:g1:result:A", "current"), ("gemini:t:u2:result:B", "current"),
+    ]

@@ -541,3 +541,24 @@ def test_text_parts_are_joined_as_gemini_cli_joins_them():
         {"text": "\nContent from @/w/README.md:\n"}, {"text": "# App\n"}]}))
     assert of(records, Message)[0].text == (
         "Explain @README.md\n--- Content from referenced files ---\nContent from @/w/README.md:\n# App\n")
+
+
+def test_a_tool_response_beside_other_parts_is_still_one():
+    response = {"id": "shell-7", "name": "read_many_files", "response": {"output": "read 1 file"}}
+    records = feed_all(jsonl(
+        META, {"id": "g1", "type": "gemini", "content": "", "toolCalls": [{**SHELL, "id": "shell-7"}]},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": response}, {"text": "--- a.py ---\nx = 1"},
+                                                   {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}]},
+    ))
+    assert [m.role for m in of(records, Message)] == ["assistant", "user"]
+    assert [(r.tool_use_id, r.content) for r in of(records, ToolResult)] == [
+        ("gemini:s-1:shell-7", "read 1 file\n--- a.py ---\nx = 1")]
+
+
+def test_a_reply_that_held_nothing_still_waits_for_its_calls_after_a_history_sync():
+    hollow = {"id": "g1", "type": "gemini", "content": ""}
+    user = {"id": "u1", "type": "user", "content": "go"}
+    sync = {"$set": {"messages": [user, hollow]}}
+    records = feed_all(jsonl(META, user, hollow, sync, {**hollow, "toolCalls": [SHELL]}))
+    assert [(m.uuid, m.content_type) for m in of(records, Message)] == [
+        ("gemini:s-1:u1", "text"), ("gemini:s-1:g1", "tool_use")]

@@ -156,6 +156,10 @@ class GeminiState:
     last_calls: dict = field(default_factory=dict)
     hollow: bool = False  # the last message was a reply holding nothing yet (its row waits for a re-append)
     answered: list = field(default_factory=list)  # ids of the latest calls whose result is stored
+    # of the messages in the history: ids with no row of their own (a reply that held
+    # nothing yet, tool responses), and the rows an id has besides its own and its results'
+    rowless: list = field(default_factory=list)
+    extra_rows: dict = field(default_factory=dict)
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
@@ -307,7 +311,7 @@ class GeminiParser:
         kept = [i for i in ids if i in self.s.current]
         if dropped and not added and self.s.current == kept + dropped:
             # the last messages taken back (gemini-cli rolls a cancelled or failed request back)
-            self._rewind(dropped[0], position, out)
+            self._rewind(dropped[0], position, out, first_text(update.get("lastUpdated")))
         elif dropped:
             timestamp = first_text(update.get("lastUpdated"))
             kept_uuids = [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
@@ -325,6 +329,7 @@ class GeminiParser:
         # A message it keeps stays current even written without its type.
         before = set(self.s.current)
         self.s.current = [m["id"] for m in records if m["id"] in before or m.get("type") in CONVERSATION_TYPES]
+        self._forget_gone()
         if records and records[-1] is not (added[-1] if added else None):
             # A kept message is the history's last now: it is what gemini-cli may re-append.
             last = records[-1]
@@ -333,7 +338,7 @@ class GeminiParser:
             self.s.last_results = self._uuids_of(last)[1:]
             uuid = f"{self.session_id}:{last['id']}"
             self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(_tool_calls(last))}
-            self.s.hollow = False
+            self.s.hollow = last["id"] in self.s.rowless and first_text(last.get("type")) == "gemini"
         return bool(dropped or added)
 
     def _boundary(self, preserved: list[str], kept: int, dropped: int, position: Position, timestamp, out: list) -> str:
@@ -346,24 +351,39 @@ class GeminiParser:
         out.append(boundary)
         return boundary.uuid
 
-    def _rewind(self, target: str, position: Position, out: list) -> None:
-        """``$rewindTo``: the messages from ``target`` on were taken back."""
+    def _rewind(self, target: str, position: Position, out: list, timestamp=None) -> None:
+        """``$rewindTo``: the messages from ``target`` on were taken back (from the
+        first of them that has a row)."""
         self._ensure_session(out)
         self.s.last_message, self.s.last_results, self.s.last_calls, self.s.hollow = None, [], {}, False
         current = self.s.current
-        self.s.current = current[: current.index(target)] if target in current else []
+        taken = current[current.index(target):] if target in current else []
+        first_row = next((row for i in taken for row in self._rows_of(i)), f"{self.session_id}:{target}")
+        self.s.current = current[: len(current) - len(taken)] if taken else []
+        self._forget_gone()
         out.append(
             self._message(
                 position,
                 "rewind",
-                None,
+                timestamp,
                 text=f"rewind to {target}",
                 is_meta=1,
                 surface="log-only",
-                logical_parent_uuid=f"{self.session_id}:{target}",
+                logical_parent_uuid=first_row,
                 uuid=f"{self.session_id}:rewind@{position.byte_offset}",
             )
         )
+
+    def _rows_of(self, message_id: str) -> list[str]:
+        """The rows a message of the history has, its own first."""
+        own = [] if message_id in self.s.rowless else [f"{self.session_id}:{message_id}"]
+        return own + self.s.extra_rows.get(message_id, [])
+
+    def _forget_gone(self) -> None:
+        """Let go of what is noted about messages no longer in the history."""
+        current = set(self.s.current)
+        self.s.rowless = [i for i in self.s.rowless if i in current]
+        self.s.extra_rows = {i: rows for i, rows in self.s.extra_rows.items() if i in current}
 
     def _message(self, position: Position, type: str, timestamp, *, uuid: str, **fields) -> Message:
         message = Message(
@@ -404,14 +424,17 @@ class GeminiParser:
         content = _parts_text(record.get("content"))
         thoughts = _thoughts_text(record.get("thoughts"))
         calls = _tool_calls(record)
-        if role == "user" and not content and _responses(record.get("content")):
+        if role == "user" and _responses(record.get("content")):
+            self.s.rowless.append(record["id"])
             self._tool_responses(record, position, out)
             return
         if role == "assistant" and not (content or thoughts or calls) and not compact_summary:
             # Gemini writes a reply, then again with its tool calls: its row waits for them
             self.s.hollow = True
+            self.s.rowless.append(record["id"])
             if usage:
-                out.append(self._usage_row(record, position))
+                out.append(row := self._usage_row(record, position))
+                self.s.extra_rows[record["id"]] = [row.uuid]
             else:
                 out.append(Merged(position, "update"))
             return
@@ -480,6 +503,7 @@ class GeminiParser:
         new: list = []
         if self.s.hollow and (_parts_text(record.get("content")) or _thoughts_text(record.get("thoughts")) or calls):
             self.s.hollow = False
+            self.s.rowless = [i for i in self.s.rowless if i != record["id"]]
             self._reply(record, position, out, usage)
             return
         fresh = [(index, call) for index, call in enumerate(calls) if _call_id(call, index, uuid) not in self.s.last_calls]
@@ -491,6 +515,7 @@ class GeminiParser:
                 model=first_text(record.get("model")), **usage,
             ))
             self.s.last_calls.update({_call_id(call, index, uuid): owner for index, call in fresh})
+            self.s.extra_rows.setdefault(record["id"], []).append(owner)
         elif usage:
             new.append(self._usage_row(record, position))
         for index, call in enumerate(calls):
@@ -503,26 +528,37 @@ class GeminiParser:
     def _tool_responses(self, record: dict, position: Position, out: list) -> None:
         """A user message holding tool responses (``functionResponse`` parts,
         gemini-cli 0.44+): each repeats the result of its call, stored with the
-        call; one whose call gave none is stored as that call's result."""
+        call; one whose call gave none is stored as that call's result, the
+        message's other parts (a file the tool read) with it."""
         uuid = f"{self.session_id}:{record['id']}"
         timestamp = first_text(record.get("timestamp"))
+        content = record.get("content")
+        parts = [content] if isinstance(content, dict) else content
+        others = [p for p in parts if not (isinstance(p, dict) and isinstance(p.get("functionResponse"), dict))]
         out.append(Merged(position, "tool-response"))
-        for index, response in enumerate(_responses(record.get("content"))):
+        for index, response in enumerate(_responses(content)):
             call_id = first_text(response.get("id"))
             if call_id is None or call_id in self.s.answered:  # none: no call to answer
                 continue
-            call = {"id": call_id, "name": response.get("name"), "status": "error" if "error" in (
-                response.get("response") if isinstance(response.get("response"), dict) else {}) else "success",
-                "result": [{"functionResponse": response}]}
+            answer = response.get("response") if isinstance(response.get("response"), dict) else {}
+            call = {"id": call_id, "name": response.get("name"), "status": "error" if "error" in answer else "success",
+                    "result": [{"functionResponse": response}, *others]}
+            stored = len(out)
             self._result(call, call_id, first_text(response.get("name")) or "tool", uuid, index, timestamp, position, out)
+            self.s.extra_rows.setdefault(record["id"], []).extend(
+                r.uuid for r in out[stored:] if isinstance(r, Message))
+            others = []  # said once, with the first
 
     def _uuids_of(self, record: dict) -> list[str]:
-        """The rows a message record is stored as: its own and one per tool result it holds."""
+        """The rows a message record is stored as: its own, one per tool result it
+        holds, and those it gave besides (see ``_rows_of``)."""
         uuid = f"{self.session_id}:{record['id']}"
-        return [uuid, *(
+        results = [
             _result_uuid(uuid, call, index) for index, call in enumerate(_tool_calls(record))
             if TOOL_OUTCOMES.get(first_text(call.get("status")))
-        )]
+        ]
+        own = [] if record["id"] in self.s.rowless else [uuid]
+        return unique([*own, *results, *self.s.extra_rows.get(record["id"], [])])
 
     def _tool_call(
         self, call: dict, index: int, message_uuid: str, timestamp, position: Position, out: list, owner=None
