@@ -290,6 +290,17 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
     page.wait_for_selector(".ob-chip")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     assert page.locator("a[data-facet=branch]").count() == 2  # the other branch is still there to add
+    # Cut short with an ellipsis, a facet value is shown whole when the keyboard reaches it.
+    page.goto(f"{hostile_server}/-/obelisk?q=quokka")
+    facet = page.locator(f"a[data-facet=branch][title='{LONG_BRANCH}']")
+    height = facet.bounding_box()["height"]
+    for _ in range(200):
+        if facet.evaluate("e => e === document.activeElement"):
+            break
+        page.keyboard.press("Tab")
+    assert facet.evaluate("e => e.matches(':focus-visible')")
+    assert facet.bounding_box()["height"] > 1.5 * height
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
     # Nor does an agent's title in its parent's list of children and in the lineage tree.
     for path in ("", "/lineage"):
         page.goto(f"{hostile_server}/-/obelisk/session/11111111-aaaa-4000-8000-000000000001{path}")

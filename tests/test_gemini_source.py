@@ -562,3 +562,11 @@ def test_a_reply_that_held_nothing_still_waits_for_its_calls_after_a_history_syn
     records = feed_all(jsonl(META, user, hollow, sync, {**hollow, "toolCalls": [SHELL]}))
     assert [(m.uuid, m.content_type) for m in of(records, Message)] == [
         ("gemini:s-1:u1", "text"), ("gemini:s-1:g1", "tool_use")]
+
+
+def test_a_first_prompt_titles_its_chat_as_typed():
+    content = [{"text": "Explain @README.md"}, {"text": "\n--- Content from referenced files ---\n# App"}]
+    records = feed_all(jsonl(
+        META, {"id": "u1", "type": "user", "displayContent": [{"text": "Explain @README.md"}], "content": content}))
+    assert [t.title for t in of(records, TitleCandidate)] == ["Explain @README.md"]
+    assert of(records, Message)[0].text.endswith("# App")  # what the model was sent

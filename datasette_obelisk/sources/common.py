@@ -189,12 +189,13 @@ def loads_or_none(text: Any) -> Any:
         return None
 
 
-def first_prompt_title(message: Message) -> TitleCandidate:
-    """The title candidate made of a session's first real prompt."""
+def first_prompt_title(message: Message, typed: str | None = None) -> TitleCandidate:
+    """The title candidate made of a session's first real prompt (``typed``: what the
+    user typed, when the log keeps it apart from what the model was sent)."""
     return TitleCandidate(
         message.session_id,
         "first_prompt",
-        message.text.strip(),
+        (typed or message.text).strip(),
         timestamp=message.timestamp,
         leaf_uuid=message.uuid,
         position=message.position,

@@ -97,7 +97,8 @@ class GeminiSource:
     # 10: a reply written before its tool calls gets them when re-appended with
     #    them (its row waits for them when it held nothing); a user message of
     #    tool responses repeats their results; parts are joined as gemini-cli
-    #    joins them; a ``$set`` that takes back the last messages is a rewind
+    #    joins them; a ``$set`` that takes back the last messages is a rewind;
+    #    a first prompt titles its chat as typed (``displayContent``)
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -469,7 +470,8 @@ class GeminiParser:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
         elif role == "user" and content.strip() and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
-            out.append(first_prompt_title(message))
+            # displayContent: the prompt as typed (content holds the files an @ reference read)
+            out.append(first_prompt_title(message, _parts_text(record.get("displayContent"))))
         self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(calls)}
         for index, call in enumerate(calls):
             self._tool_call(call, index, uuid, timestamp, position, out)
