@@ -394,3 +394,22 @@ def test_a_link_to_a_message_on_a_later_page_lands_on_it(server, page):
     page.wait_for_url("**start=700#m700")
     assert page.locator("#m700").count() == 1
     assert page.js_errors == []
+
+
+def test_a_link_to_a_line_hidden_in_this_view_offers_to_show_it(server, page, web_db):
+    import sqlite3
+
+    conn = sqlite3.connect(web_db)
+    session, seq = conn.execute(
+        "SELECT session_id, seq FROM messages WHERE is_meta = 1 AND surface != 'log-only' AND seq > 1 "
+        "AND is_compact_summary = 0 AND COALESCE(subtype, '') != 'compact_boundary' AND type != 'compacted' "
+        "ORDER BY session_id, seq LIMIT 1").fetchone()
+    conn.close()
+    page.goto(f"{server}/-/obelisk/session/{session}#m{seq}")
+    page.wait_for_url(f"**start={seq}#m{seq}")
+    assert page.locator(f"#m{seq}").count() == 0
+    notice = page.locator(".ob-notice", has_text=f"#{seq} is an injected line")
+    notice.locator("a").click()
+    page.wait_for_url(f"**meta=1#m{seq}")
+    assert page.locator(f"#m{seq}").count() == 1 and "injected" in page.locator(f"#m{seq} .ob-entry-head").inner_text()
+    assert page.js_errors == []

@@ -112,7 +112,15 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "start": start,
         "next_start": next_start,
         "previous_start": previous_start,
+        "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start > 1 else None,
     }
+
+
+def hidden_by(row: dict, *, meta: bool, log: bool) -> str | None:
+    """The option (``meta`` or ``log``) a row needs to be shown, or None when it is."""
+    if is_compaction(row) or shown(row, meta=meta, log=log):
+        return None
+    return "log" if row["surface"] == "log-only" else "meta"
 
 
 def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> dict | None:
