@@ -72,6 +72,8 @@ def test_other_seed_other_corpus(tmp_path):
         (12_000_000, {}),
         (2_000_000, {"codex": False}),
         (2_000_000, {"claude": False}),
+        (2_000_000, {"gemini": True}),
+        (1_000_000, {"claude": False, "codex": False, "gemini": True}),
     ],
 )
 def test_size_within_ten_percent(tmp_path, target, options):
@@ -81,6 +83,7 @@ def test_size_within_ten_percent(tmp_path, target, options):
     assert abs(on_disk - target) <= 0.1 * target
     assert (tmp_path / ".claude").exists() == options.get("claude", True)
     assert (tmp_path / ".codex").exists() == options.get("codex", True)
+    assert (tmp_path / ".gemini").exists() == options.get("gemini", False)
 
 
 def test_mostly_claude_by_bytes(corpus):
@@ -441,3 +444,75 @@ def test_codex_shapes(corpus):
                   "exit_0", "exit_1"):
         assert seen[shape] >= 1, shape
     assert stats.codex.replayed_lines >= 1
+
+
+# -- Gemini CLI ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def gemini_corpus(tmp_path_factory) -> tuple[Path, GenerateStats]:
+    root = tmp_path_factory.mktemp("gemini")
+    return root, generate(root, seed=7, target_bytes=1_500_000, claude=False, codex=False, gemini=True)
+
+
+def test_gemini_same_seed_same_bytes(tmp_path, gemini_corpus):
+    root, stats = gemini_corpus
+    again = generate(tmp_path, seed=7, target_bytes=1_500_000, claude=False, codex=False, gemini=True)
+    assert tree_hashes(tmp_path) == tree_hashes(root) and again == stats
+
+
+def test_gemini_layout_and_counts_match_stats(gemini_corpus):
+    """Recounted from the files: chats as gemini-cli lays them out, each layout
+    planted; prompts and answers, calls, failures and rewinds as the stats say."""
+    root, stats = gemini_corpus
+    chats = sorted((root / ".gemini" / "tmp").rglob("session-*"))
+    assert {p.suffix for p in chats} == {".json", ".jsonl"}
+    assert len(chats) == stats.gemini.files == stats.gemini.sessions
+    counted = Counter()
+    for path in chats:
+        assert re.fullmatch(r"[0-9a-f]{64}", path.parent.parent.name) and path.parent.name == "chats"
+        records = read_lines(path) if path.suffix == ".jsonl" else json.loads(path.read_text())["messages"]
+        head = read_lines(path)[0] if path.suffix == ".jsonl" else json.loads(path.read_text())
+        assert hashlib.sha256(head["directories"][0].encode()).hexdigest() == path.parent.parent.name
+        assert path.name.endswith(head["sessionId"][:8] + path.suffix)
+        seen, rewound = set(), None
+        for record in records:
+            if "$rewindTo" in record:
+                counted["rewinds"] += 1
+                rewound = record["$rewindTo"]
+            if "id" not in record or record["id"] in seen:
+                continue
+            seen.add(record["id"])
+            calls = [r for r in records if r.get("id") == record["id"] and r.get("toolCalls")]
+            for call in (calls[-1]["toolCalls"] if calls else []):
+                counted["tool_calls"] += 1
+                response = call["result"][0]["functionResponse"]["response"]
+                code = re.search(r"\nExit Code: (\d+)\n", response.get("output", ""))
+                counted["failed"] += int("error" in response or bool(code) and code.group(1) != "0")
+            said = record["type"] == "user" and "text" in record["content"][0] or record["type"] == "gemini" and record["content"]
+            counted["messages"] += int(bool(said))
+        if rewound:  # the prompt taken back and its answer
+            counted["messages"] -= 2
+    assert counted == Counter(messages=stats.gemini.messages, tool_calls=stats.gemini.tool_calls,
+                              failed=stats.gemini.failed_tool_results, rewinds=stats.gemini.rewinds)
+    assert stats.gemini.rewinds > 0
+
+
+def test_gemini_chats_ingest_as_written(tmp_path, gemini_corpus):
+    from datasette_obelisk.store.ingest import ingest
+
+    root, stats = gemini_corpus
+    db = tmp_path / "obelisk.db"
+    summary = ingest(db, {"gemini": root / ".gemini"})
+    assert summary.errors == 0
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT COUNT(*), SUM(message_count) FROM sessions").fetchone() == (
+        stats.gemini.sessions, stats.gemini.messages)
+    assert conn.execute("SELECT COUNT(*) FROM tool_calls").fetchone() == (stats.gemini.tool_calls,)
+    assert conn.execute("SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed'").fetchone() == (
+        stats.gemini.failed_tool_results,)
+    # no blank row: a reply is typed by what it holds, tool responses repeat their calls' results
+    assert conn.execute("SELECT COUNT(*) FROM messages WHERE is_meta = 0 AND COALESCE(text, '') = ''").fetchone() == (0,)
+    conn.close()

@@ -1,4 +1,4 @@
-"""Deterministic synthetic corpus of Claude Code and Codex CLI session logs.
+"""Deterministic synthetic corpus of Claude Code, Codex CLI and Gemini CLI session logs.
 
 Used by the demo (when a user has no logs of their own), by tests and by
 benchmarks::
@@ -13,6 +13,7 @@ writes, exactly as the real tools lay them out::
     /tmp/corpus/.claude/projects/<escaped cwd>/<session id>/subagents/agent-<id>.jsonl (2.1.x)
     /tmp/corpus/.claude/projects/<escaped cwd>/<session id>/subagents/agent-<id>.meta.json
     /tmp/corpus/.codex/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<uuid>.jsonl
+    /tmp/corpus/.gemini/tmp/<sha256 of cwd>/chats/session-<YYYY-MM-DDThh-mm>-<8 hex>.json[l]  (gemini=True)
 
 The same seed and arguments always produce byte-identical trees: every id,
 timestamp and word comes from ``random.Random`` streams derived from the seed.
@@ -24,7 +25,9 @@ files of the 1.0.x, 2.0.x, early 2.1.x and late 2.1.x eras with all three
 subagent layouts and a compaction summariser transcript, streaming-split
 assistant lines, rewinds, compactions, titles, meta / progress / attachment /
 metadata lines; Codex rollouts with reasoning, exec and apply_patch calls,
-compaction, a fork and a spawned subagent. That takes about 300 KB, the
+compaction, a fork and a spawned subagent; Gemini chats (when asked for) as
+whole documents and as append logs with re-appended replies, tool responses
+and rewinds. That takes about 300 KB, the
 smallest corpus; from about 350 KB up ``target_bytes`` is met within 10%
 (usually within 1%). ``GenerateStats`` reports what was planted, counted the
 way ``tests/test_generator.py`` recounts it from the files.
@@ -33,6 +36,7 @@ way ``tests/test_generator.py`` recounts it from the files.
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import random
 import string
@@ -118,23 +122,27 @@ class GenerateStats:
 
     claude: SourceStats = field(default_factory=SourceStats)
     codex: SourceStats = field(default_factory=SourceStats)
+    gemini: SourceStats = field(default_factory=SourceStats)
     huge_line_bytes: int = 0  # size of the planted huge line (0 if none)
+
+    def _total(self, name: str) -> int:
+        return sum(getattr(source, name) for source in (self.claude, self.codex, self.gemini))
 
     @property
     def files(self) -> int:
-        return self.claude.files + self.codex.files
+        return self._total("files")
 
     @property
     def bytes(self) -> int:
-        return self.claude.bytes + self.codex.bytes
+        return self._total("bytes")
 
     @property
     def lines(self) -> int:
-        return self.claude.lines + self.codex.lines
+        return self._total("lines")
 
     @property
     def sessions(self) -> int:
-        return self.claude.sessions + self.codex.sessions
+        return self._total("sessions")
 
 
 # ---------------------------------------------------------------------------
@@ -2056,6 +2064,167 @@ class _CodexGenerator:
                      "output": orjson.dumps({"status": {child.id: {"completed": final}}}).decode()})
 
 
+# ---------------------------------------------------------------------------
+# Gemini CLI
+
+_GEMINI_ERAS = {
+    # era: layout, date window, models
+    "json": ("document", (_ms(2025, 9, 1), _ms(2026, 3, 20)), ["gemini-2.5-pro", "gemini-2.5-flash"]),
+    "jsonl": ("log", (_ms(2026, 4, 1), _ms(2026, 10, 30)), ["gemini-3-pro-preview", "gemini-3-flash-preview"]),
+}
+_GEMINI_ERA_WEIGHTS = [("json", 0.3), ("jsonl", 0.7)]
+
+
+class _GeminiChat:
+    """One chat: a ``session-*.json`` document written once at its end, or a
+    ``session-*.jsonl`` log written as gemini-cli writes it (a reply first,
+    then again with its tool calls and their results; the tool responses as a
+    user message; ``$set`` updates; a ``$rewindTo`` now and then)."""
+
+    def __init__(self, corpus: _Corpus, root: Path, era: str):
+        self.c = corpus
+        self.rng = corpus.rng
+        self.text = corpus.text
+        self.layout, (lo, hi), models = _GEMINI_ERAS[era]
+        self.project, self.lang, self.cwd = corpus.project()
+        self.model = self.rng.choice(models)
+        start = self.rng.randint(lo, hi)
+        self.clock = _Clock(start, self.rng)
+        self.id = corpus.ids.uuid4()
+        project_hash = hashlib.sha256(self.cwd.encode()).hexdigest()
+        stamp = (_EPOCH + timedelta(milliseconds=start)).strftime("%Y-%m-%dT%H-%M")
+        suffix = ".jsonl" if self.layout == "log" else ".json"
+        self.path = root / project_hash / "chats" / f"session-{stamp}-{self.id[:8]}{suffix}"
+        self.head = {"sessionId": self.id, "projectHash": project_hash, "startTime": _iso(start),
+                     "lastUpdated": _iso(start), "directories": [self.cwd]}
+        self.messages: list[dict] = []  # the history, for a document
+        self.pending = 0  # bytes of the document not written yet
+        self.prompts: list[str] = []  # ids of the prompts, for a rewind
+        self.out = _JsonlFile(self.path, corpus.stats) if self.layout == "log" else None
+        if self.out:
+            self.out.write({**self.head, "kind": "main"}, "metadata")
+        corpus.stats.sessions += 1
+        corpus.stats.main_sessions += 1
+
+    def write(self, record: dict, kind: str) -> None:
+        if self.out:
+            self.out.write(record, kind)
+            self.out.write({"$set": {"lastUpdated": self.clock.now()}}, "$set")
+        else:
+            self.messages.append(record)
+            self.pending += len(orjson.dumps(record)) + 1
+
+    def tokens(self) -> dict:
+        rng = self.rng
+        prompt, out, thoughts = rng.randint(4000, 60000), rng.randint(8, 900), rng.choice([0, rng.randint(20, 600)])
+        cached = rng.choice([0, prompt // 2, prompt - rng.randint(100, 900)])
+        return {"input": prompt, "output": out, "cached": max(0, cached), "thoughts": thoughts, "tool": 0,
+                "total": prompt + out + thoughts}
+
+    def thoughts(self) -> list[dict]:
+        return [{"subject": self.text.title(self.lang), "description": self.text.thinking(self.lang),
+                 "timestamp": self.clock.tick()} for _ in range(self.rng.randint(0, 2))]
+
+    def call(self) -> tuple[dict, dict]:
+        """A tool call with its result, and the tool response repeating it."""
+        rng, stats = self.rng, self.c.stats
+        call_id = f"{rng.choice(['run_shell_command', 'read_file', 'replace'])}-{self.clock.ms}-{self.c.ids.hex(12)}"
+        name = call_id.split("-")[0]
+        if name == "run_shell_command":
+            command, description, output, code = self.c.shell.command(self.lang, self.project)
+            args = {"command": command, "description": description, "dir_path": self.cwd}
+            text = (f"Command: {command}\nDirectory: {self.cwd}\nOutput: {output or '(empty)'}\nError: (none)\n"
+                    f"Exit Code: {code}\nSignal: (none)\nBackground PIDs: (none)\nProcess Group PGID: "
+                    f"{rng.randint(2000, 90000)}")
+            stats.failed_tool_results += int(code != 0)
+            response, status = {"output": text}, "success"
+        elif name == "read_file":
+            path = f"{self.cwd}/{self.text.file(self.lang, self.project)}"
+            args = {"absolute_path": path}
+            response, status = {"output": self.text.code(self.lang, rng.randint(4, 30))}, "success"
+        else:
+            path = f"{self.cwd}/{self.text.file(self.lang, self.project)}"
+            args = {"file_path": path, "old_string": self.text.code(self.lang, 2), "new_string": self.text.code(self.lang, 3)}
+            if rng.random() < 0.15:
+                response, status = {"error": f"Failed to edit, 0 occurrences found for old_string in {path}."}, "error"
+                stats.failed_tool_results += 1
+            else:
+                response, status = {"output": f"Successfully modified file: {path} (1 replacements)."}, "success"
+        stats.tool_calls += 1
+        part = {"functionResponse": {"id": call_id, "name": name, "response": response}}
+        call = {"id": call_id, "name": name, "args": args, "result": [part], "status": status,
+                "timestamp": self.clock.tick(300, 9000), "displayName": name, "description": "",
+                "resultDisplay": response.get("output", response.get("error", ""))[:200], "renderOutputAsMarkdown": False}
+        return call, part
+
+    def turn(self, steps: int) -> None:
+        prompt_id = self.c.ids.uuid4()
+        self.prompts.append(prompt_id)
+        self.write({"id": prompt_id, "timestamp": self.clock.tick(20_000, 300_000), "type": "user",
+                    "content": [{"text": self.text.prompt(self.lang, self.project)}]}, "user")
+        self.c.stats.messages += 1
+        for _ in range(steps):
+            reply = {"id": self.c.ids.uuid4(), "timestamp": self.clock.tick(1500, 20000), "type": "gemini",
+                     "content": "", "thoughts": self.thoughts(), "tokens": self.tokens(), "model": self.model}
+            made = [self.call() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]
+            if self.out:
+                self.write(reply, "gemini")
+                self.write({**reply, "toolCalls": [call for call, _ in made]}, "reappend")
+                self.write({"id": self.c.ids.uuid4(), "timestamp": self.clock.tick(), "type": "user",
+                            "content": [part for _, part in made]}, "tool_response")
+            else:
+                self.write({**reply, "toolCalls": [call for call, _ in made]}, "gemini")
+        answer = {"id": self.c.ids.uuid4(), "timestamp": self.clock.tick(1500, 30000), "type": "gemini",
+                  "content": self.text.answer(self.lang), "thoughts": self.thoughts(), "tokens": self.tokens(),
+                  "model": self.model}
+        self.write(answer, "gemini")
+        self.c.stats.messages += 1
+
+    def rewind(self) -> None:
+        """The last prompt taken back (``$rewindTo``), then asked otherwise."""
+        self.out.write({"$rewindTo": self.prompts[-1]}, "$rewindTo")
+        self.c.stats.rewinds += 1
+        self.c.stats.messages -= 2  # the prompt and its answer no longer count
+
+    def close(self, title: str | None) -> None:
+        if self.out:
+            if title:
+                self.out.write({"$set": {"summary": title}}, "$set")
+            self.out.close()
+            return
+        document = {**self.head, "lastUpdated": self.clock.now(), "messages": self.messages}
+        if title:
+            document["summary"] = title
+        _write_json_file(self.path, document, self.c.stats)
+        self.c.stats.lines += 1
+        self.c.stats.count_type("document")
+
+
+class _GeminiGenerator:
+    """Writes Gemini CLI chats under ``tmp/`` until the budget is spent."""
+
+    def __init__(self, corpus: _Corpus, root: Path):
+        self.c = corpus
+        self.rng = corpus.rng
+        self.root = root
+
+    def run(self) -> None:
+        planted = ["json", "jsonl"]  # each layout at least once
+        while planted or self.c.target - self.c.stats.bytes > max(4 * KB, self.c.target // 200):
+            era = planted.pop() if planted else self.rng.choices(
+                [e for e, _ in _GEMINI_ERA_WEIGHTS], [w for _, w in _GEMINI_ERA_WEIGHTS])[0]
+            budget = self.c.session_budget(self.c.target - self.c.stats.bytes) // 3  # chats are shorter
+            chat = _GeminiChat(self.c, self.root, era)
+            start, turns, rewound = self.c.stats.bytes, 0, False
+            while turns < 1 or self.c.stats.bytes - start + chat.pending < budget:
+                chat.turn(steps=self.rng.randint(0, 1 + int(4 * self.c.scale)))
+                turns += 1
+                if chat.out and not rewound and turns == 2 and self.rng.random() < 0.3:
+                    chat.rewind()
+                    rewound = True
+            chat.close(self.c.text.title(chat.lang) if self.rng.random() < 0.6 else None)
+
+
 def _codex_exit_code(output: object) -> int:
     """Exit code reported by a Codex tool output (0 when it reports none)."""
     if not isinstance(output, str):
@@ -2077,7 +2246,8 @@ def _codex_exit_code(output: object) -> int:
 
 
 def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude: bool = True,
-             codex: bool = True, huge_line_bytes: int | None = None, big_output_every: int = 0) -> GenerateStats:
+             codex: bool = True, gemini: bool = False, huge_line_bytes: int | None = None,
+             big_output_every: int = 0) -> GenerateStats:
     """Write a synthetic corpus of about ``target_bytes`` under ``root``.
 
     ``root/.claude/projects/…`` holds Claude Code sessions (about 70% of the
@@ -2088,10 +2258,15 @@ def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude
     are left alone. ``huge_line_bytes`` plants one tool-output line of at least that
     size (in Claude when enabled, else in Codex); ``big_output_every=N`` makes
     every Nth shell call a multi-megabyte output instead of the default mix
-    (about a quarter of the bytes). Same arguments, same bytes.
+    (about a quarter of the bytes). With ``gemini``, Gemini CLI chats under
+    ``root/.gemini/tmp/…`` take a tenth of the bytes. Same arguments, same bytes.
     """
     root = Path(root)
     stats = GenerateStats()
+    if gemini:
+        corpus = _Corpus(seed, "gemini", target_bytes // 10 if claude or codex else target_bytes, stats.gemini, 0)
+        _GeminiGenerator(corpus, root / ".gemini" / "tmp").run()
+        target_bytes = max(0, target_bytes - stats.gemini.bytes)
     claude_share = 0.7 if claude and codex else 1.0
     if claude:
         corpus = _Corpus(seed, "claude", int(target_bytes * claude_share), stats.claude, big_output_every)
