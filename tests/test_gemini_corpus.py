@@ -806,3 +806,24 @@ def test_a_compaction_keeps_every_row_of_a_message_it_keeps(tmp_path):
             "SELECT uuid FROM messages WHERE uuid LIKE 'gemini:t:g1:calls@%'"))[0][0], "current"),
         ("gemini:t:g1:result:A", "current"), ("gemini:t:u2:result:B", "current"),
     ]
+
+
+def test_generated_chats_ingested_as_they_grow_give_a_whole_ingests_rows(tmp_path):
+    """Each generated log written in pieces, cut anywhere, with an ingest after each."""
+    from datasette_obelisk.demo.generator import generate
+
+    generate(tmp_path / "whole", seed=2, target_bytes=400_000, claude=False, codex=False, gemini=True)
+    ingest(tmp_path / "whole.db", {"gemini": tmp_path / "whole" / ".gemini"}, sources=gemini_sources(), redact=False)
+    shutil.copytree(tmp_path / "whole", tmp_path / "live")
+    logs = sorted((tmp_path / "live").rglob("*.jsonl"))
+    data = {path: path.read_bytes() for path in logs}
+    rng = random.Random(9)
+    cuts = {path: sorted(rng.sample(range(1, len(blob)), 6)) + [len(blob)] for path, blob in data.items()}
+    for path in logs:
+        path.write_bytes(b"")
+    for step in range(7):
+        for path in logs:
+            path.write_bytes(data[path][: cuts[path][step]])
+        ingest(tmp_path / "live.db", {"gemini": tmp_path / "live" / ".gemini"}, sources=gemini_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
+    assert got == expected, diff(got, expected)
