@@ -570,3 +570,36 @@ def test_a_first_prompt_titles_its_chat_as_typed():
         META, {"id": "u1", "type": "user", "displayContent": [{"text": "Explain @README.md"}], "content": content}))
     assert [t.title for t in of(records, TitleCandidate)] == ["Explain @README.md"]
     assert of(records, Message)[0].text.endswith("# App")  # what the model was sent
+
+
+ENV = {"id": "env-1", "type": "user", "content": [{"text": "<session_context>\nThis is the Gemini CLI. We are setting "
+                                                          "up the context for our chat.\n</session_context>"}]}
+
+
+def test_the_context_gemini_cli_writes_as_the_users_is_injected():
+    u1 = {"id": "u1", "type": "user", "content": [{"text": "Fix the bug"},
+                                                   {"text": "<hook_context>lint: clean</hook_context>"}]}
+    g1 = {"id": "g1", "type": "gemini", "content": "Fixed."}
+    records = feed_all(jsonl(
+        META, {"$set": {"messages": [ENV]}}, u1, g1,
+        {"$rewindTo": "g1"}, {"$set": {"messages": [u1]}},  # as after /rewind: its history leaves the context out
+    ))
+    rows = [(m.uuid, m.is_meta, m.type) for m in of(records, Message)]
+    assert rows[:3] == [("gemini:s-1:env-1", 1, "user"), ("gemini:s-1:u1", 0, "user"), ("gemini:s-1:g1", 0, "gemini")]
+    assert [t.title for t in of(records, TitleCandidate)] == ["Fix the bug"]  # the hook's context left out
+    assert of(records, Message)[1].text == "Fix the bug<hook_context>lint: clean</hook_context>"  # what the model read
+    assert not [m for m in of(records, Message) if m.type == "compaction"]  # the context's absence drops nothing
+    assert feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1), restore_every_line=True) == feed_all(
+        jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1))
+
+
+def test_a_rollback_that_closes_an_interrupted_turn_is_a_rewind_with_the_closing_reply():
+    u1, g1 = {"id": "u1", "type": "user", "content": "Hi"}, {"id": "g1", "type": "gemini", "content": "Hello"}
+    u2 = {"id": "u2", "type": "user", "content": "and the log?"}
+    closing = {"id": "x1", "type": "gemini", "content": "[The previous response was interrupted before it completed.]"}
+    data = jsonl(META, u1, g1, u2, {"$set": {"messages": [u1, g1, closing]}})
+    records = feed_all(data)
+    rows = [(m.uuid, m.type, m.is_compact_summary, m.logical_parent_uuid) for m in of(records, Message)][-2:]
+    assert rows == [(f"gemini:s-1:rewind@{data.index(HISTORY_SYNC)}", "rewind", 0, "gemini:s-1:u2"),
+                    ("gemini:s-1:x1", "gemini", 0, None)]
+    assert not of(records, Summary)

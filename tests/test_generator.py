@@ -476,6 +476,8 @@ def test_gemini_layout_and_counts_match_stats(gemini_corpus):
         assert hashlib.sha256(head["directories"][0].encode()).hexdigest() == path.parent.parent.name
         assert path.name.endswith(head["sessionId"][:8] + path.suffix)
         seen, rewound = set(), None
+        if path.suffix == ".jsonl":  # the environment gemini-cli writes first, as the user's
+            assert records[1]["$set"]["messages"][0]["content"][0]["text"].startswith("<session_context>")
         for record in records:
             if "$rewindTo" in record:
                 counted["rewinds"] += 1

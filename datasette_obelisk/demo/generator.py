@@ -2103,6 +2103,12 @@ class _GeminiChat:
         self.out = _JsonlFile(self.path, corpus.stats) if self.layout == "log" else None
         if self.out:
             self.out.write({**self.head, "kind": "main"}, "metadata")
+            # the history gemini-cli starts with: its environment, in the user's name
+            context = (f"<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n"
+                       f"Today's date is {_iso(start)[:10]}.\nMy operating system is: linux\n"
+                       f"I'm currently working in the directory: {self.cwd}\n</session_context>")
+            self.out.write({"$set": {"messages": [{"id": corpus.ids.uuid4(), "timestamp": _iso(start), "type": "user",
+                                                   "content": [{"text": context}]}]}}, "$set")
         corpus.stats.sessions += 1
         corpus.stats.main_sessions += 1
 

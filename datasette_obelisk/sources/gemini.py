@@ -73,6 +73,8 @@ SHELL_TOOLS = {"run_shell_command", "shell"}
 _EXIT_CODE_LINE = re.compile(r"(?:^|\n)Exit Code: (-?\d+)(?=\n|$)")
 _EXIT_CODE_DISPLAY = re.compile(r"Command exited with code: (-?\d+)")
 EXIT_SCAN_CHARS = 1024  # the status lines follow the output
+KEPT_INJECTED = 64
+INJECTED_PREFIXES = ("<session_context>", "<hook_context>")  # gemini-cli's own isIgnoredUserContent
 KEPT_ANSWERED = 256  # calls whose results a parser remembers, for the tool responses that repeat them
 
 
@@ -98,7 +100,9 @@ class GeminiSource:
     #    them (its row waits for them when it held nothing); a user message of
     #    tool responses repeats their results; parts are joined as gemini-cli
     #    joins them; a ``$set`` that takes back the last messages is a rewind;
-    #    a first prompt titles its chat as typed (``displayContent``)
+    #    a first prompt titles its chat as typed (``displayContent``); the context
+    #    gemini-cli writes as the user's (``<session_context>``, ``<hook_context>``)
+    #    is injected, and kept out of the history it syncs
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -161,6 +165,7 @@ class GeminiState:
     # nothing yet, tool responses), and the rows an id has besides its own and its results'
     rowless: list = field(default_factory=list)
     extra_rows: dict = field(default_factory=dict)
+    injected: list = field(default_factory=list)  # ids of the context messages gemini-cli wrote as the user's
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
@@ -298,20 +303,23 @@ class GeminiParser:
         """A ``$set`` of the whole history; whether it stored a message.
 
         Messages it keeps are already stored. Messages it adds are stored
-        here. When it only drops the last ones it took them back, as a
+        here. When it drops the last ones it took them back, as a
         ``$rewindTo`` does. When it drops others it replaced them: a log-only
         ``compact_boundary`` row names the kept ones, and the first added
         message (gemini-cli's compression summary) is the compaction summary;
         when it adds none, a log-only placeholder stands in for the summary,
         so the dropped messages are shadowed either way.
         """
-        records = [m for m in update["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str)]
+        records = [m for m in update["messages"] if isinstance(m, dict) and isinstance(m.get("id"), str)
+                   and m["id"] not in self.s.injected]
         ids = [m["id"] for m in records]
         dropped = [i for i in self.s.current if i not in set(ids)]
         added = [m for m in records if m["id"] not in self.s.current]
         kept = [i for i in ids if i in self.s.current]
-        if dropped and not added and self.s.current == kept + dropped:
-            # the last messages taken back (gemini-cli rolls a cancelled or failed request back)
+        rollback = bool(dropped) and self.s.current == kept + dropped
+        if rollback:
+            # the last messages taken back (gemini-cli rolls a cancelled or failed request back,
+            # and may add what closes an interrupted turn)
             self._rewind(dropped[0], position, out, first_text(update.get("lastUpdated")))
         elif dropped:
             timestamp = first_text(update.get("lastUpdated"))
@@ -326,10 +334,11 @@ class GeminiParser:
                     )
                 )
         for index, record in enumerate(added):
-            self._message_record(record, position, out, compact_summary=bool(dropped) and index == 0)
+            self._message_record(record, position, out, compact_summary=bool(dropped) and not rollback and index == 0)
         # A message it keeps stays current even written without its type.
         before = set(self.s.current)
-        self.s.current = [m["id"] for m in records if m["id"] in before or m.get("type") in CONVERSATION_TYPES]
+        self.s.current = [m["id"] for m in records if (m["id"] in before or m.get("type") in CONVERSATION_TYPES)
+                          and m["id"] not in self.s.injected]
         self._forget_gone()
         if records and records[-1] is not (added[-1] if added else None):
             # A kept message is the history's last now: it is what gemini-cli may re-append.
@@ -413,7 +422,10 @@ class GeminiParser:
         usage = _usage(record.get("tokens"))
         self.s.last_message = [record["id"], bool(usage)]
         self.s.last_results, self.s.last_calls, self.s.hollow = [], {}, False
-        if record["id"] not in self.s.current and role is not None:
+        injected = role == "user" and _is_injected(record.get("content"))
+        if injected:  # kept apart from the history gemini-cli syncs (it leaves them out too)
+            self.s.injected = [*self.s.injected, record["id"]][-KEPT_INJECTED:]
+        elif record["id"] not in self.s.current and role is not None:
             self.s.current.append(record["id"])
         if role is None:  # info / warning / error notices
             notice = self._message(
@@ -442,7 +454,8 @@ class GeminiParser:
         self._reply(record, position, out, usage, compact_summary=compact_summary)
 
     def _reply(self, record: dict, position: Position, out: list, usage: dict, *, compact_summary=False) -> None:
-        """The row of a user or gemini message record, its title or summary, and its tool calls."""
+        """The row of a user or gemini message record, its title or summary, and its tool calls.
+        Context gemini-cli wrote in the user's name is an injected row, never a title."""
         kind = first_text(record.get("type")) or "unknown"
         role = CONVERSATION_TYPES[kind]
         uuid = f"{self.session_id}:{record['id']}"
@@ -462,16 +475,19 @@ class GeminiParser:
             content_type=_content_type(content, thoughts, calls),
             model=first_text(record.get("model")),
             is_compact_summary=int(compact_summary),
+            is_meta=int(record["id"] in self.s.injected),
             meta=thinking_meta(thoughts, text),
             **usage,
         )
         out.append(message)
+        typed = _parts_text(record.get("displayContent")) or _parts_text(_typed_parts(record.get("content")))
         if compact_summary:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
-        elif role == "user" and content.strip() and not self.s.first_prompt_seen:
+        elif role == "user" and typed.strip() and not message.is_meta and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
-            # displayContent: the prompt as typed (content holds the files an @ reference read)
-            out.append(first_prompt_title(message, _parts_text(record.get("displayContent"))))
+            # as typed: displayContent, else content without a hook's context (nor, with
+            # displayContent, the files an @ reference read)
+            out.append(first_prompt_title(message, typed))
         self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(calls)}
         for index, call in enumerate(calls):
             self._tool_call(call, index, uuid, timestamp, position, out)
@@ -670,6 +686,19 @@ def _content_type(content: str, thoughts: str, calls: list) -> str | None:
     if content:
         return "mixed" if thoughts or calls else "text"
     return "tool_use" if calls else "thinking" if thoughts else None
+
+
+def _is_injected(content: Any) -> bool:
+    """A user message gemini-cli wrote: its environment context, or a hook's."""
+    return _parts_text(content).lstrip().startswith(INJECTED_PREFIXES)
+
+
+def _typed_parts(content: Any) -> Any:
+    """A message's content without the parts a hook added beside the prompt."""
+    if not isinstance(content, list):
+        return content
+    return [part for part in content if not (
+        isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].lstrip().startswith(INJECTED_PREFIXES))]
 
 
 def _call_id(call: dict, index: int, message_uuid: str) -> str:
