@@ -157,6 +157,8 @@ def ingest_now(show_progress: bool, db: Path, roots, **options):
     try:
         with stopped_cleanly():
             return run_ingest(db, roots, progress=bar, **options)
+    except NewerDatabase as exc:  # a newer version's parsers read the logs (its migrations are seen before)
+        raise click.UsageError(f"--db {exc}") from None
     finally:
         if bar:
             bar.close()

@@ -560,3 +560,28 @@ def test_a_usage_error_before_the_command_is_json_too_with_json():
     result = CliRunner().invoke(cli, ["--bogus", "ingest", "--json"])
     error = json.loads(result.stdout)["error"]  # click's words for it
     assert (result.exit_code, error["code"], "--bogus" in error["message"]) == (2, "OBELISK_INVALID_ARGUMENT", True)
+
+
+def test_logs_a_newer_parser_read_are_never_read_again_by_an_older_one(tmp_path):
+    from datasette_obelisk.query.live import refresh
+    from datasette_obelisk.store.db import open_db
+
+    db = claude_db(tmp_path)
+    version = get_sources()["claude"].parser_version
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = ?", [version + 1])
+    conn.close()
+    result = invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent")
+    message = (f"--db {db} was made by a newer datasette-obelisk (its claude logs were read by claude parser "
+               f"{version + 1}; this one has parser {version}): upgrade to write to it")
+    assert (result.exit_code, result.stderr) == (2, usage_error("ingest", message))
+    log = next((tmp_path / "agent").rglob("*.jsonl"))
+    with open(log, "a") as fp:  # a line the page's live refresh would read
+        fp.write(json.dumps({"type": "user", "uuid": "u9", "parentUuid": None, "sessionId": log.stem,
+                             "timestamp": "2026-03-01T10:09:00.000Z", "message": {"role": "user", "content": "more"}}) + "\n")
+    conn = open_db(db)
+    assert refresh(conn) == []
+    assert conn.execute("SELECT DISTINCT parser_version FROM source_files").fetchall() == [(version + 1,)]
+    assert conn.execute("SELECT COUNT(*) FROM messages WHERE uuid = 'u9'").fetchone() == (0,)
+    conn.close()

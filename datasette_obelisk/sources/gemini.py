@@ -524,7 +524,8 @@ class GeminiParser:
             self.s.rowless = [i for i in self.s.rowless if i != record["id"]]
             self._reply(record, position, out, usage)
             return
-        fresh = [(index, call) for index, call in enumerate(calls) if _call_id(call, index, uuid) not in self.s.last_calls]
+        fresh = [(index, call) for index, call in enumerate(calls)
+                 if _call_id(call, index, uuid) not in self.s.last_calls]
         if fresh:
             owner = f"{uuid}:calls@{position.byte_offset}"
             new.append(self._message(
@@ -562,7 +563,8 @@ class GeminiParser:
             call = {"id": call_id, "name": response.get("name"), "status": "error" if "error" in answer else "success",
                     "result": [{"functionResponse": response}, *others]}
             stored = len(out)
-            self._result(call, call_id, first_text(response.get("name")) or "tool", uuid, index, timestamp, position, out)
+            name = first_text(response.get("name")) or "tool"
+            self._result(call, call_id, name, uuid, index, timestamp, position, out)
             self.s.extra_rows.setdefault(record["id"], []).extend(
                 r.uuid for r in out[stored:] if isinstance(r, Message))
             others = []  # said once, with the first
@@ -697,8 +699,7 @@ def _typed_parts(content: Any) -> Any:
     """A message's content without the parts a hook added beside the prompt."""
     if not isinstance(content, list):
         return content
-    return [part for part in content if not (
-        isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"].lstrip().startswith(INJECTED_PREFIXES))]
+    return [part for part in content if not _is_injected(part if isinstance(part, dict) else None)]
 
 
 def _call_id(call: dict, index: int, message_uuid: str) -> str:

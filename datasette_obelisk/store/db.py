@@ -13,7 +13,7 @@ BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
 # that has it skips loading sqlite-utils and the migrations: every CLI call
 # opens the database, and those imports were a third of a no-op ingest.
-LATEST_MIGRATION = "m032_rederive_archived_sessions"
+LATEST_MIGRATION = "m033_refuse_older_parsers"
 
 
 def default_db_path(environ=os.environ) -> Path:
@@ -88,6 +88,28 @@ def refuse_newer(conn: sqlite3.Connection) -> None:
         raise NewerDatabase(
             f"{database_path(conn) or 'the database'} was made by a newer datasette-obelisk "
             f"(it has migration {newer[-1]}; this one knows up to {LATEST_MIGRATION}): upgrade to write to it"
+        )
+
+
+def newer_parsers(conn: sqlite3.Connection, versions: dict) -> list[tuple[str, int]]:
+    """``(source, version)`` of the parsers newer than those of ``versions`` (source ->
+    this version's parser) that read some of ``conn``'s logs."""
+    return [
+        (source, stored)
+        for source, stored in conn.execute("SELECT source, MAX(parser_version) FROM source_files GROUP BY source")
+        if source in versions and stored is not None and stored > versions[source]
+    ]
+
+
+def refuse_newer_parsers(conn: sqlite3.Connection, versions: dict) -> None:
+    """``NewerDatabase`` when a newer version's parser read some of the logs: read
+    again with this one, they would lose what it kept."""
+    newer = newer_parsers(conn, versions)
+    if newer:
+        source, stored = newer[0]
+        raise NewerDatabase(
+            f"{database_path(conn) or 'the database'} was made by a newer datasette-obelisk (its {source} "
+            f"logs were read by {source} parser {stored}; this one has parser {versions[source]}): upgrade to write to it"
         )
 
 

@@ -25,7 +25,7 @@ from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
-from .db import get_state, open_db, set_state, transaction
+from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
@@ -1074,6 +1074,7 @@ def ingest(
         ]
     conn = open_db(db_path)
     try:
+        refuse_newer_parsers(conn, {name: source.parser_version for name, source in sources.items()})
         record_redactor = None
         with transaction(conn):
             cold_load.finish(conn)  # a killed cold load is finished before stored text changes

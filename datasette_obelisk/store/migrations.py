@@ -949,3 +949,15 @@ def m032_rederive_archived_sessions(db):
            SELECT session_id FROM file_sessions WHERE file_id IN (SELECT id FROM source_files WHERE missing = 1)
            UNION SELECT session_id FROM workflows"""
     )
+
+
+@migrations()
+def m033_refuse_older_parsers(db):
+    # Codex parser 9 and Gemini parser 10 store what older ones cannot give
+    # back (replies paired with their twins, tool calls re-appended, context
+    # written as the user's). A version that knows no migration past m032
+    # would read every Codex and Gemini log again with its older parsers and
+    # write their rows over these: this migration exists so that it refuses
+    # the database instead. (A parser newer than the running one is refused
+    # too: ``db.refuse_newer_parsers``.) Nothing in the schema changes.
+    db.execute("SELECT 1")
