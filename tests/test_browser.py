@@ -413,3 +413,17 @@ def test_a_link_to_a_line_hidden_in_this_view_offers_to_show_it(server, page, we
     page.wait_for_url(f"**meta=1#m{seq}")
     assert page.locator(f"#m{seq}").count() == 1 and "injected" in page.locator(f"#m{seq} .ob-entry-head").inner_text()
     assert page.js_errors == []
+
+
+def test_a_link_to_a_first_line_the_view_hides_offers_to_show_it(server, page, web_db):
+    import sqlite3
+
+    conn = sqlite3.connect(web_db)
+    session = conn.execute("SELECT session_id FROM messages WHERE seq = 1 AND is_meta = 1 AND surface != 'log-only' "
+                           "AND is_compact_summary = 0 ORDER BY session_id LIMIT 1").fetchone()[0]
+    conn.close()
+    page.goto(f"{server}/-/obelisk/session/{session}#m1")
+    page.wait_for_url("**start=1#m1")
+    assert page.locator(".ob-notice", has_text="#1 is an injected line").count() == 1
+    page.goto(f"{server}/-/obelisk/session/{session}")  # no line asked for: no notice
+    assert page.locator(".ob-notice").count() == 0

@@ -603,3 +603,28 @@ def test_a_rollback_that_closes_an_interrupted_turn_is_a_rewind_with_the_closing
     assert rows == [(f"gemini:s-1:rewind@{data.index(HISTORY_SYNC)}", "rewind", 0, "gemini:s-1:u2"),
                     ("gemini:s-1:x1", "gemini", 0, None)]
     assert not of(records, Summary)
+
+
+def test_a_compression_that_keeps_nothing_is_still_a_compaction():
+    u1, g1 = {"id": "u1", "type": "user", "content": "hello"}, {"id": "g1", "type": "gemini", "content": "hi there"}
+    summary = {"id": "sum", "type": "user", "content": "<state_snapshot>they said hello</state_snapshot>"}
+    ack = {"id": "ack", "type": "gemini", "content": "Got it. Thanks for the additional context!"}
+    records = feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1, {"$set": {"messages": [ENV, summary, ack]}}))
+    rows = [(m.uuid.split("@")[0], m.subtype, m.is_compact_summary) for m in of(records, Message)][-3:]
+    assert rows == [("gemini:s-1:compaction", "compact_boundary", 0), ("gemini:s-1:sum", None, 1),
+                    ("gemini:s-1:ack", None, 0)]
+    assert [s.message_uuid for s in of(records, Summary)] == ["gemini:s-1:sum"]
+    assert not [m for m in of(records, Message) if m.type == "rewind"]
+
+
+def test_thought_parts_of_a_reply_are_its_thoughts():
+    records = feed_all(jsonl(META, {"id": "g1", "type": "gemini", "content": [
+        {"text": "Weighing the options", "thought": True}, {"text": "Use the cache."}]}))
+    [reply] = of(records, Message)
+    assert (reply.content_type, reply.text) == ("mixed", "Weighing the options\n\nUse the cache.")
+
+
+def test_a_rewind_to_the_context_takes_back_everything():
+    u1, g1 = {"id": "u1", "type": "user", "content": "hello"}, {"id": "g1", "type": "gemini", "content": "hi"}
+    records = feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1, {"$rewindTo": "env-1"}))
+    assert of(records, Message)[-1].logical_parent_uuid == "gemini:s-1:u1"

@@ -112,7 +112,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "start": start,
         "next_start": next_start,
         "previous_start": previous_start,
-        "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start > 1 else None,
+        "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
     }
 
 

@@ -102,7 +102,8 @@ class GeminiSource:
     #    joins them; a ``$set`` that takes back the last messages is a rewind;
     #    a first prompt titles its chat as typed (``displayContent``); the context
     #    gemini-cli writes as the user's (``<session_context>``, ``<hook_context>``)
-    #    is injected, and kept out of the history it syncs
+    #    is injected, and kept out of the history it syncs; a reply's parts marked
+    #    as thought are its thoughts
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -316,7 +317,8 @@ class GeminiParser:
         dropped = [i for i in self.s.current if i not in set(ids)]
         added = [m for m in records if m["id"] not in self.s.current]
         kept = [i for i in ids if i in self.s.current]
-        rollback = bool(dropped) and self.s.current == kept + dropped
+        # (a compression that keeps nothing adds its summary: not a rollback)
+        rollback = bool(dropped) and self.s.current == kept + dropped and bool(kept or not added)
         if rollback:
             # the last messages taken back (gemini-cli rolls a cancelled or failed request back,
             # and may add what closes an interrupted turn)
@@ -345,7 +347,7 @@ class GeminiParser:
             last = records[-1]
             counted = self.s.last_message[1] if self.s.last_message and self.s.last_message[0] == last["id"] else False
             self.s.last_message = [last["id"], counted or bool(_usage(last.get("tokens")))]
-            self.s.last_results = self._uuids_of(last)[1:]
+            self.s.last_results = self._result_uuids(last)
             uuid = f"{self.session_id}:{last['id']}"
             self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(_tool_calls(last))}
             self.s.hollow = last["id"] in self.s.rowless and first_text(last.get("type")) == "gemini"
@@ -367,7 +369,8 @@ class GeminiParser:
         self._ensure_session(out)
         self.s.last_message, self.s.last_results, self.s.last_calls, self.s.hollow = None, [], {}, False
         current = self.s.current
-        taken = current[current.index(target):] if target in current else []
+        # (the context gemini-cli wrote as the user's is not in the history: it came first)
+        taken = current[current.index(target):] if target in current else current if target in self.s.injected else []
         first_row = next((row for i in taken for row in self._rows_of(i)), f"{self.session_id}:{target}")
         self.s.current = current[: len(current) - len(taken)] if taken else []
         self._forget_gone()
@@ -434,14 +437,11 @@ class GeminiParser:
             )
             out.append(notice)
             return
-        content = _parts_text(record.get("content"))
-        thoughts = _thoughts_text(record.get("thoughts"))
-        calls = _tool_calls(record)
         if role == "user" and _responses(record.get("content")):
             self.s.rowless.append(record["id"])
             self._tool_responses(record, position, out)
             return
-        if role == "assistant" and not (content or thoughts or calls) and not compact_summary:
+        if role == "assistant" and not _holds(record) and not compact_summary:
             # Gemini writes a reply, then again with its tool calls: its row waits for them
             self.s.hollow = True
             self.s.rowless.append(record["id"])
@@ -461,7 +461,7 @@ class GeminiParser:
         uuid = f"{self.session_id}:{record['id']}"
         timestamp = first_text(record.get("timestamp"))
         content = _parts_text(record.get("content"))
-        thoughts = _thoughts_text(record.get("thoughts"))
+        thoughts = _reply_thoughts(record)
         calls = _tool_calls(record)
         said = content or "\n".join(map(_call_summary, calls))  # a reply that only calls tools says the calls
         text = "\n\n".join(t for t in (thoughts, said) if t)
@@ -519,7 +519,7 @@ class GeminiParser:
             usage = {}
         calls = _tool_calls(record)
         new: list = []
-        if self.s.hollow and (_parts_text(record.get("content")) or _thoughts_text(record.get("thoughts")) or calls):
+        if self.s.hollow and _holds(record):
             self.s.hollow = False
             self.s.rowless = [i for i in self.s.rowless if i != record["id"]]
             self._reply(record, position, out, usage)
@@ -572,13 +572,15 @@ class GeminiParser:
     def _uuids_of(self, record: dict) -> list[str]:
         """The rows a message record is stored as: its own, one per tool result it
         holds, and those it gave besides (see ``_rows_of``)."""
+        own = [] if record["id"] in self.s.rowless else [f"{self.session_id}:{record['id']}"]
+        return unique([*own, *self._result_uuids(record), *self.s.extra_rows.get(record["id"], [])])
+
+    def _result_uuids(self, record: dict) -> list[str]:
         uuid = f"{self.session_id}:{record['id']}"
-        results = [
+        return [
             _result_uuid(uuid, call, index) for index, call in enumerate(_tool_calls(record))
             if TOOL_OUTCOMES.get(first_text(call.get("status")))
         ]
-        own = [] if record["id"] in self.s.rowless else [uuid]
-        return unique([*own, *results, *self.s.extra_rows.get(record["id"], [])])
 
     def _tool_call(
         self, call: dict, index: int, message_uuid: str, timestamp, position: Position, out: list, owner=None
@@ -660,7 +662,7 @@ def _parts_text(content: Any) -> str:
     for part in content:
         if isinstance(part, str):
             pieces[-1].append(part)
-        elif isinstance(part, dict):
+        elif isinstance(part, dict) and part.get("thought") is not True:  # a thought is no text (_thought_parts)
             if isinstance(part.get("text"), str):
                 pieces[-1].append(part["text"])
             elif isinstance(part.get("inlineData"), dict):
@@ -669,6 +671,24 @@ def _parts_text(content: Any) -> str:
             elif isinstance(part.get("fileData"), dict):
                 pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
     return "\n".join(text for text in map("".join, pieces) if text)
+
+
+def _holds(record: dict) -> bool:
+    """Whether a reply holds anything yet: text, thoughts or tool calls."""
+    return bool(_parts_text(record.get("content")) or _reply_thoughts(record) or _tool_calls(record))
+
+
+def _reply_thoughts(record: dict) -> str:
+    """A reply's thoughts: its ``thoughts``, and the parts of its content marked as thought."""
+    texts = (_thoughts_text(record.get("thoughts")), _thought_parts(record.get("content")))
+    return "\n\n".join(text for text in texts if text)
+
+
+def _thought_parts(content: Any) -> str:
+    """The text of the parts of a reply's content that are the model's thoughts."""
+    parts = content if isinstance(content, list) else [content]
+    return "\n\n".join(part["text"] for part in parts if isinstance(part, dict) and part.get("thought") is True
+                       and isinstance(part.get("text"), str) and part["text"])
 
 
 def _thoughts_text(thoughts: Any) -> str:

@@ -68,6 +68,8 @@ async def session_page(datasette, request, db, params):
         "log": params.boolean("log"),
     }
     data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
+    # a page asked to start at a line (a link to it) says when the view hides that line
+    data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
     return {"t": data, "options": options, "session_id": session_id}
 
 
