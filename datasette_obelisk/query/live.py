@@ -98,10 +98,11 @@ def refresh(
         from ..plugins import get_sources
 
         sources = get_sources()
-    rows = [row for row in rows if row["source"] in sources]
     versions = {name: source.parser_version for name, source in sources.items()}
-    if newer_parsers(conn, versions):
-        return []  # a newer version's parsers read the logs: answer from what they stored
+    newer = {source for source, _ in newer_parsers(conn, versions)}  # answered from what a newer parser stored
+    rows = [row for row in rows if row["source"] in sources and row["source"] not in newer]
+    if not rows:
+        return []
     if max_bytes is not None and bytes_to_read(rows, versions) > max_bytes:
         return None
     from ..store.ingest import Ingester  # here: most answers need no ingest, and it loads slowly
