@@ -318,6 +318,9 @@ TWIN_ORDERS = {
         ["first", "second"]),
     "two-thoughts": (
         [_said("agent_reasoning", "A"), _said("agent_reasoning", "B"), _thought("A"), _thought("B")], ["A", "B"]),
+    # an answer in parts, its events first: both parts are its twins, and an answer after it is its own
+    "parts-then-new": (
+        [_said("agent_message", "a"), _said("agent_message", "b"), _answer("a", "b"), _answer("c")], ["a", "b", "c"]),
     # an item said whole by one event is consumed whole: the next answer is its own
     "whole-then-new": ([_answer("one", "two"), _said("agent_message", "one\ntwo"), _said("agent_message", "new")],
                        ["one\ntwo", "new"]),
@@ -329,6 +332,20 @@ def test_twins_pair_by_what_they_say(order):
     lines, expected = TWIN_ORDERS[order]
     records = feed_raw([envelope("session_meta", {"id": "t-o"}), *lines])
     assert [m.text for m in of(records, Message) if not m.is_meta] == expected
+
+
+def test_a_compaction_keeps_every_part_of_an_answer_said_in_parts():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-parts"}),
+        _said("agent_message", "a1"), _said("agent_message", "b1"), _answer("a1", "b1"),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c"}),
+        envelope("compacted", {"message": "", "replacement_history": [
+            {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "a1"}, {"type": "output_text", "text": "b1"}]}]}),
+    ])
+    lines = {m.uuid: m.position.line_no for m in of(records, Message)}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    assert [lines[uuid] for uuid in compaction.meta["preserved_uuids"]] == [2, 3]
 
 
 def test_a_compaction_keeps_the_latest_of_two_answers_saying_the_same():

@@ -440,7 +440,8 @@ class CodexState:
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     aborted_at: str | None = None  # when that was
     last_spawn: list | None = None  # [call_id, new thread id]
-    # digest of a user or assistant text -> the uuids of the Messages that said it, oldest first
+    # digest of a user or assistant text -> its sayings, oldest first: each the uuids of
+    # the Messages that said it (several when said in parts)
     said: dict = field(default_factory=dict)
     prompts: list = field(default_factory=list)  # [uuid, characters] of the prompts, oldest first
 
@@ -772,14 +773,15 @@ class CodexParser:
             self.s.prompts = [*self.s.prompts[1 - KEPT_REMEMBERED:], [message.uuid, len(message.text)]]
         return message
 
-    def _remember(self, role: str, text: str, uuid: str | None) -> None:
-        """Note that ``uuid`` said ``text`` (``_said_text`` of a response item), for a
-        compaction's history that repeats the item."""
-        if role not in ("user", "assistant") or uuid is None:
+    def _remember(self, role: str, text: str, uuids: list[str]) -> None:
+        """Note that the Messages ``uuids`` said ``text`` (``_said_text`` of a response
+        item; several when the other form said it in parts), for a compaction's
+        history that repeats the item."""
+        if role not in ("user", "assistant") or not uuids:
             return
         said = self.s.said
-        uuids = said.pop(key := _said_key(role, text), [])
-        said[key] = uuids if uuid in uuids else [*uuids, uuid][-KEPT_REPEATS:]
+        sayings = said.pop(key := _said_key(role, text), [])
+        said[key] = sayings if uuids in sayings else [*sayings, uuids][-KEPT_REPEATS:]
         if len(said) > KEPT_REMEMBERED:
             del said[next(iter(said))]
 
@@ -788,28 +790,36 @@ class CodexParser:
             self.s.first_prompt_seen = True
             out.append(first_prompt_title(message))
 
-    def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> str | None:
-        """The uuid of the Message this line repeats in its other form (event vs
-        response item), consuming the pairing: the first of its run that said one
-        of the texts ``said``, else the last conversation Message read. A Message
-        said in parts (``_conversation``) is consumed part by part, unless the line
-        repeats it whole."""
+    def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> list[str]:
+        """The uuids of the Messages this line repeats in its other form (event vs
+        response item), consuming the pairing; none when it is no twin. They are
+        those of its run that said its texts ``said`` (the whole, then its parts),
+        the first for each text (a text said in parts, each part); else the last
+        conversation Message read. A Message said in parts (``_conversation``) is
+        consumed part by part, unless the line repeats it whole."""
         run = self.s.twins
-        keys = {_said_key(twin, text) for text in said}
+        keys = [_said_key(twin, text) for text in said]
         pairs = [index for index, entry in enumerate(run) if entry[0] == twin and entry[1] != form]
-        index = next((index for index in pairs if keys.intersection(run[index][4])), None)
-        if index is not None:
-            whole = run[index][4][0] in keys
-        elif pairs and pairs[-1] == len(run) - 1 and run[-1][3] == self.s.last_said:
-            index, whole = pairs[-1], True
-        else:
-            return None
-        entry = run[index]
-        if entry[2] > 1 and not whole:
-            entry[2] -= 1
-        else:
-            del run[index]
-        return entry[3]
+        taken, used = [], set()
+        for index in pairs:
+            shared = set(keys).intersection(run[index][4])
+            if shared and not shared <= used:
+                used |= shared
+                taken.append(index)
+                if keys[0] in shared:  # its whole text: said at once
+                    break
+        if not taken and pairs and pairs[-1] == len(run) - 1 and run[-1][3] == self.s.last_said:
+            taken = [pairs[-1]]
+            keys = [run[-1][4][0]]  # repeated whole
+        uuids = []
+        for index in reversed(taken):
+            entry = run[index]
+            uuids.insert(0, entry[3])
+            if entry[2] > 1 and entry[4][0] not in keys:
+                entry[2] -= 1
+            else:
+                del run[index]
+        return uuids
 
     def _log_only(self, out, position, type, subtype, timestamp, text="", role=None, **fields) -> Message:
         message = self._message(
@@ -871,8 +881,8 @@ class CodexParser:
         twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
         texts = _said_parts(item.get("content"))
         said = "\n".join(texts)
-        if twin and (twin_uuid := self._is_twin(twin, "item", [said, *texts])):
-            self._remember(role, said, twin_uuid)  # a history repeats this form of the text
+        if twin and (twins := self._is_twin(twin, "item", [said, *texts])):
+            self._remember(role, said, twins)  # a history repeats this form of the text
             out.append(Merged(position, "duplicate"))
             return
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
@@ -883,7 +893,7 @@ class CodexParser:
             type="response_item",
             subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
-        self._remember(role, said, message.uuid)
+        self._remember(role, said, [message.uuid])
         self.s.context_block = injected
 
     def _is_context_block_item(self, timestamp) -> bool:
@@ -1077,7 +1087,7 @@ class CodexParser:
             content_type=content_type, is_meta=int(role == "user" and _is_injected(text)),
         )
         if content_type == "text":
-            self._remember(role, said, message.uuid)
+            self._remember(role, said, [message.uuid])
 
     def _token_count(self, payload, timestamp, position, out) -> None:
         info = payload.get("info") if isinstance(payload.get("info"), dict) else None
@@ -1164,7 +1174,7 @@ class CodexParser:
                     subtype="item_completed", role=role, text=text, content_type=content_type,
                 )
                 if content_type == "text":
-                    self._remember(role, said[0], message.uuid)
+                    self._remember(role, said[0], [message.uuid])
 
     # -- turn context and compaction ---------------------------------------
 
@@ -1397,14 +1407,15 @@ def _said_parts(content: Any) -> list[str]:
 def _sayers(said: dict, repeated: list[str]) -> list[str]:
     """The uuids of the Messages a history repeats (``repeated``: the digests of what
     it says, in order), from ``said``: a text it repeats n times keeps the latest n
-    Messages that said it."""
+    sayings of it (each the Messages that said it)."""
     times, seen, sayers = Counter(repeated), Counter(), {}
     for key in repeated:
-        uuids = said.get(key, [])
-        index = len(uuids) - times[key] + seen[key]
+        sayings = said.get(key, [])
+        index = len(sayings) - times[key] + seen[key]
         seen[key] += 1
         if index >= 0:
-            sayers.setdefault(uuids[index])
+            for uuid in sayings[index]:
+                sayers.setdefault(uuid)
     return list(sayers)
 
 
