@@ -1258,3 +1258,13 @@ def test_a_local_compaction_hands_its_summary_over_in_its_history():
     assert (summary.kind, summary.content, summary.message_uuid) == ("compaction", "We fixed the parser.", compaction.uuid)
     assert compaction.text.startswith("We fixed the parser.\n\n[replacement_history: 2 items, ")
     assert len(compaction.meta["preserved_uuids"]) == 1  # the prompt it kept; the hand-over is no repeat
+
+
+def test_a_thought_in_parts_pairs_part_by_part_with_events_saying_it_a_little_otherwise():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-near"}),
+        envelope("response_item", {"type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "r1"}, {"type": "summary_text", "text": "r2"}]}),
+        _said("agent_reasoning", "r1 "), _said("agent_reasoning", "r2 "),
+    ])
+    assert [m.text for m in of(records, Message)] == ["r1\n\nr2"]

@@ -809,8 +809,7 @@ class CodexParser:
                 if keys[0] in shared:  # its whole text: said at once
                     break
         if not taken and pairs and pairs[-1] == len(run) - 1 and run[-1][3] == self.s.last_said:
-            taken = [pairs[-1]]
-            keys = [run[-1][4][0]]  # repeated whole
+            taken, keys = [pairs[-1]], [None]  # a part of it, as far as can be told
         uuids = []
         for index in reversed(taken):
             entry = run[index]
