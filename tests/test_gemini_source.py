@@ -628,3 +628,16 @@ def test_a_rewind_to_the_context_takes_back_everything():
     u1, g1 = {"id": "u1", "type": "user", "content": "hello"}, {"id": "g1", "type": "gemini", "content": "hi"}
     records = feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1, {"$rewindTo": "env-1"}))
     assert of(records, Message)[-1].logical_parent_uuid == "gemini:s-1:u1"
+
+
+def test_what_follows_a_rewind_descends_from_what_it_kept():
+    u1 = {"id": "u1", "type": "user", "content": "go"}
+    g1 = {"id": "g1", "type": "gemini", "content": "", "toolCalls": [{**SHELL, "status": "success", "result": []}]}
+    u2, g2 = {"id": "u2", "type": "user", "content": "more"}, {"id": "g2", "type": "gemini", "content": "partial"}
+    data = jsonl(META, u1, g1, u2, g2, {"$rewindTo": "u2"}, {"id": "u3", "type": "user", "content": "instead"})
+    records = feed_all(data)
+    messages = {m.uuid: m for m in of(records, Message)}
+    rewind = "gemini:s-1:rewind@" + str(data.index(b'{"$rewindTo'))
+    assert messages[rewind].parent_uuid == "gemini:s-1:g1:result:shell-1"  # the last row of the kept reply
+    assert messages["gemini:s-1:u3"].parent_uuid == rewind
+    assert feed_all(data, restore_every_line=True) == records
