@@ -1113,3 +1113,14 @@ async def test_files_past_the_last_page_say_so(ds):
     html = await page(ds, "/-/obelisk/files", offset="999999")
     assert re.search(r"No paths past the [\d,]+ paths: <a href=\"/-/obelisk/files\">back to the first page</a>", html)
     assert "Paths 1,000,000" not in html
+
+
+@pytest.mark.asyncio
+async def test_a_log_only_line_of_token_counts_says_what_it_is(ds, web_db):
+    [(session, seq, subtype, tokens)] = rows(web_db, (
+        "SELECT session_id, seq, COALESCE(subtype, type), input_tokens FROM messages WHERE surface = 'log-only' "
+        "AND COALESCE(text, '') = '' AND input_tokens > 0 ORDER BY session_id, seq LIMIT 1"))
+    html = await page(ds, f"/-/obelisk/session/{session}", start=str(seq), log="1")
+    entry = re.search(rf'<li class="ob-entry[^"]*" id="m{seq}">(.*?)</li>', html, re.S).group(1)
+    assert f" · {subtype}" in entry.split("</span>")[0] and "injected" not in entry
+    assert re.search(rf'<p class="ob-meta ob-tokens">Tokens: {tokens:,} in', entry)
