@@ -175,20 +175,23 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     try:
         session = require_session(conn, session_id)
         page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
-        notes = {} if as_json else obelisk.message_notes(conn, [message["uuid"] for message in page.items])
+        uuids = [message["uuid"] for message in page.items]
+        notes = {} if as_json else obelisk.message_notes(conn, uuids)
+        thinking = {} if as_json else obelisk.thinking_lengths(conn, uuids)
     finally:
         conn.close()
     if as_json:
         click.echo(dumps(page.items))
     else:
-        print_transcript(session, page.items, notes)
+        print_transcript(session, page.items, notes, thinking)
     if page.remaining:
         click.echo(more_messages(page), err=as_json)
 
 
-def print_transcript(session: dict, messages: list[dict], notes: dict) -> None:
+def print_transcript(session: dict, messages: list[dict], notes: dict, thinking: dict | None = None) -> None:
     """The session's header, then each message: time, speaker, kind, what became of it
-    (``notes``: a result's outcome, an agent started) and its text. Reasoning that left
+    (``notes``: a result's outcome, an agent started) and its text; a reply holding its
+    thinking (``thinking``: uuid -> its characters) shows it apart. Reasoning that left
     no text (signed or redacted thinking) is left out."""
     click.echo(f"# {one_line(session['title'], 120) or session['id']}")
     click.echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
@@ -198,8 +201,15 @@ def print_transcript(session: dict, messages: list[dict], notes: dict) -> None:
             continue
         kind = f" ({message['content_type']})" if message["content_type"] not in (None, "text") else ""
         noted = "".join(f" [{note}]" for note in notes.get(message["uuid"], ()))
-        click.echo(f"\n[{message['timestamp'] or '-'}] {message['role'] or message['type']}{kind}{status(message)}{noted}:")
-        click.echo(message["text"].rstrip() or "(no text)")
+        speaker = f"[{message['timestamp'] or '-'}] {message['role'] or message['type']}"
+        chars = (thinking or {}).get(message["uuid"])
+        text = message["text"]
+        if chars and len(text) > chars:  # (cut short within its thinking: shown as it is)
+            click.echo(f"\n{speaker} (thinking){status(message)}:")
+            click.echo(text[:chars].rstrip())
+            text = text[chars:].lstrip("\n")
+        click.echo(f"\n{speaker}{kind}{status(message)}{noted}:")
+        click.echo(text.rstrip() or "(no text)")
 
 
 def status(message: dict) -> str:

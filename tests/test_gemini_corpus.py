@@ -743,6 +743,15 @@ def test_a_reply_with_its_thoughts_says_where_they_end(db, ingested):
     read.row_factory = sqlite3.Row
     entries = history_read(read, sessionId=session)["entries"]
     assert [(e["type"], e["content"]) for e in entries] == [("user", "Hello"), ("assistant", "Hi!")]
+    # `obelisk read` shows the thoughts apart too
+    from click.testing import CliRunner
+
+    from datasette_obelisk.cli import cli
+
+    path = db.execute("PRAGMA database_list").fetchone()[2]
+    out = CliRunner().invoke(cli, ["read", session, "--db", path]).output
+    assert "assistant (thinking):\nShort reasoning placeholder.\n\n[" in out
+    assert out.rstrip().endswith("assistant (mixed):\nHi!")
 
 
 def test_a_tool_output_is_found_by_search(db):

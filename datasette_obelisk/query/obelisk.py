@@ -1128,6 +1128,16 @@ def message_notes(conn, uuids) -> dict[str, list[str]]:
     return notes
 
 
+def thinking_lengths(conn, uuids) -> dict[str, int]:
+    """How many characters of each of these messages' text are the model's thinking,
+    for those whose text holds thinking and an answer (``meta.thinking_chars``)."""
+    return {
+        r["uuid"]: r["chars"]
+        for r in rows_in(conn, "SELECT uuid, json_extract(meta_json, '$.thinking_chars') AS chars FROM messages "
+                               "WHERE uuid IN ({values}) AND json_extract(meta_json, '$.thinking_chars') > 0", uuids)
+    }
+
+
 def tool_call(row) -> dict:
     return {name: row[name] for name in TOOL_CALL_FIELDS}
 
