@@ -1124,3 +1124,15 @@ async def test_a_log_only_line_of_token_counts_says_what_it_is(ds, web_db):
     entry = re.search(rf'<li class="ob-entry[^"]*" id="m{seq}">(.*?)</li>', html, re.S).group(1)
     assert f" · {subtype}" in entry.split("</span>")[0] and "injected" not in entry
     assert re.search(rf'<p class="ob-meta ob-tokens">Tokens: {tokens:,} in', entry)
+
+
+@pytest.mark.asyncio
+async def test_an_event_shows_a_replys_thinking_apart(ds, web_db):
+    [(session, seq, text, chars)] = rows(web_db, (
+        "SELECT session_id, seq, text, json_extract(meta_json, '$.thinking_chars') FROM messages "
+        "WHERE json_extract(meta_json, '$.thinking_chars') > 0 AND length(text) > json_extract(meta_json, '$.thinking_chars') "
+        "ORDER BY session_id, seq LIMIT 1"))
+    html = await page(ds, f"/-/obelisk/event/{session}/{seq}")
+    thinking, answer = text[:chars], text[chars:].lstrip("\n")
+    folded = re.search(r'<details><summary class="ob-muted">Thinking</summary>(.*?)</details>(.*?)</li>', html, re.S)
+    assert folded and unescape(thinking) in unescape(folded.group(1)) and answer in unescape(folded.group(2))

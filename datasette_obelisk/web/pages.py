@@ -96,6 +96,7 @@ async def event_page(datasette, request, db, params):
         return {
             "window": found,
             "outputs": transcript.result_outputs(conn, [e["id"] for e in found["events"]]),
+            "thinking": obelisk.thinking_lengths(conn, [e["id"] for e in found["events"]]),
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
             "in_transcript": transcript.message_anchor(conn, session_id, seq, limit=TRANSCRIPT_PAGE),
             "session_title": next(iter(obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})), {}).get("title"),
