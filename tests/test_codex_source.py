@@ -1268,3 +1268,18 @@ def test_a_thought_in_parts_pairs_part_by_part_with_events_saying_it_a_little_ot
         _said("agent_reasoning", "r1 "), _said("agent_reasoning", "r2 "),
     ])
     assert [m.text for m in of(records, Message)] == ["r1\n\nr2"]
+
+
+def test_a_state_saved_before_sayings_were_groups_still_keeps_what_a_history_repeats():
+    unit = rollout_unit(Path("/x/rollout-2026-03-01T10-00-00-t-old.jsonl"))
+    lines = [envelope("session_meta", {"id": "t-old"}), envelope("response_item", user_item(
+        {"type": "input_text", "text": "do it"}))]
+    parser = CodexSource().open_parser(unit, None)
+    for line in read_lines(io.BytesIO(b"\n".join(lines) + b"\n")):
+        parser.feed(line.data, line.position)
+    state = json.loads(json.dumps(parser.state()))
+    state["said"] = {key: [uuid for group in sayings for uuid in group] for key, sayings in state["said"].items()}
+    resumed = CodexSource().open_parser(unit, state)
+    line = envelope("compacted", {"message": "", "replacement_history": [user_item({"type": "input_text", "text": "do it"})]})
+    [compaction] = [r for r in resumed.feed(line, Position(3, 1000, len(line))) if isinstance(r, Message)]
+    assert compaction.meta == {"preserved_uuids": ["codex:t-old:" + str(len(lines[0]) + 1)]}

@@ -641,3 +641,29 @@ def test_what_follows_a_rewind_descends_from_what_it_kept():
     assert messages[rewind].parent_uuid == "gemini:s-1:g1:result:shell-1"  # the last row of the kept reply
     assert messages["gemini:s-1:u3"].parent_uuid == rewind
     assert feed_all(data, restore_every_line=True) == records
+
+
+def test_a_rewind_after_a_compression_goes_back_to_what_the_first_message_taken_back_followed():
+    u1, g1 = {"id": "u1", "type": "user", "content": "a"}, {"id": "g1", "type": "gemini", "content": "b"}
+    u2, g2 = {"id": "u2", "type": "user", "content": "c"}, {"id": "g2", "type": "gemini", "content": "d"}
+    c1, ack = {"id": "c1", "type": "user", "content": "SUMMARY"}, {"id": "ack", "type": "gemini", "content": "Got it."}
+    u3, g3 = {"id": "u3", "type": "user", "content": "e"}, {"id": "g3", "type": "gemini", "content": "f"}
+    records = feed_all(jsonl(META, u1, g1, u2, g2, {"$set": {"messages": [c1, ack, u2]}}, u3, g3,
+                             {"$rewindTo": "u3"}, {"id": "u4", "type": "user", "content": "g"}))
+    rewind = next(m for m in of(records, Message) if m.type == "rewind")
+    u3_parent = next(m.parent_uuid for m in of(records, Message) if m.uuid == "gemini:s-1:u3")
+    assert rewind.parent_uuid == "gemini:s-1:ack" == u3_parent
+
+
+def test_a_rewind_to_a_message_read_before_its_first_row_was_noted_follows_the_last_row():
+    u1, g1 = {"id": "u1", "type": "user", "content": "a"}, {"id": "g1", "type": "gemini", "content": "b"}
+    unit = chat()
+    parser = GeminiSource().open_parser(unit, None)
+    for line in read_lines(io.BytesIO(jsonl(META, u1, g1))):
+        parser.feed(line.data, line.position)
+    state = json.loads(json.dumps(parser.state()))
+    state.pop("first_parents")  # as a state saved before they were noted
+    resumed = GeminiSource().open_parser(unit, state)
+    line = orjson.dumps({"$rewindTo": "g1"})
+    [rewind] = [r for r in resumed.feed(line, Position(4, 500, len(line))) if isinstance(r, Message)]
+    assert rewind.parent_uuid == "gemini:s-1:g1"

@@ -268,3 +268,21 @@ def test_raw_lines_reread_from_disk_are_redacted(tmp_path, samples):
     assert samples[0].secrets[0] not in line and "[REDACTED:" in line
     # Same key, same marker as the stored text.
     assert set(redacting.Redactor.marker_re.findall(stored)) <= set(redacting.Redactor.marker_re.findall(line))
+
+
+def test_a_reply_holding_its_thinking_keeps_where_it_ends_once_redacted(tmp_path):
+    from datasette_obelisk.query.text import split_thinking
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    chat = tmp_path / "gemini" / "tmp" / ("0" * 64) / "chats" / "session-2026-05-01T10-00-abcd1234.jsonl"
+    chat.parent.mkdir(parents=True)
+    records = [{"sessionId": "abcd1234-0000", "projectHash": "0" * 64, "startTime": "2026-05-01T10:00:00.000Z"},
+               {"id": "g1", "type": "gemini", "content": "FINAL ANSWER here.",
+                "thoughts": [{"subject": "Auth", "description": f"the token {token} is in .env"}]}]
+    chat.write_text("".join(json.dumps(r) + "\n" for r in records))
+    ingest(tmp_path / "o.db", {"gemini": tmp_path / "gemini"})
+    conn = sqlite3.connect(tmp_path / "o.db")
+    text, meta = conn.execute("SELECT text, meta_json FROM messages WHERE uuid = 'gemini:abcd1234-0000:g1'").fetchone()
+    conn.close()
+    thinking, said = split_thinking(text, meta)
+    assert token not in text and thinking.startswith("Auth: the token ") and said == "FINAL ANSWER here."

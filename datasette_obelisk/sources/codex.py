@@ -453,6 +453,10 @@ class CodexParser:
         self.unit = unit
         if state:
             self.s = CodexState(**state)
+            # (a state saved before a text's sayings were groups holds bare uuids)
+            self.s.said = {
+                key: [[u] if isinstance(u, str) else u for u in sayings] for key, sayings in self.s.said.items()
+            }
         else:
             self.s = CodexState(thread=unit.hints.get("thread_id") or _fallback_thread(unit.path))
 

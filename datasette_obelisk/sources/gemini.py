@@ -167,7 +167,7 @@ class GeminiState:
     rowless: list = field(default_factory=list)
     extra_rows: dict = field(default_factory=dict)
     injected: list = field(default_factory=list)  # ids of the context messages gemini-cli wrote as the user's
-    last_rows: dict = field(default_factory=dict)  # message id -> the last row it gave
+    first_parents: dict = field(default_factory=dict)  # message id -> the row its first row followed
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
@@ -374,8 +374,9 @@ class GeminiParser:
         taken = current[current.index(target):] if target in current else current if target in self.s.injected else []
         first_row = next((row for i in taken for row in self._rows_of(i)), f"{self.session_id}:{target}")
         self.s.current = current[: len(current) - len(taken)] if taken else []
-        # the marker (and after it what comes next) follows the last row of what is kept
-        self.s.last_uuid = self.s.last_rows.get(self.s.current[-1]) if self.s.current else None
+        # the marker (and after it what comes next) follows what the first message taken back followed
+        if taken and taken[0] in self.s.first_parents:
+            self.s.last_uuid = self.s.first_parents[taken[0]]
         self._forget_gone()
         out.append(
             self._message(
@@ -400,7 +401,7 @@ class GeminiParser:
         current = set(self.s.current)
         self.s.rowless = [i for i in self.s.rowless if i in current]
         self.s.extra_rows = {i: rows for i, rows in self.s.extra_rows.items() if i in current}
-        self.s.last_rows = {i: row for i, row in self.s.last_rows.items() if i in current}
+        self.s.first_parents = {i: row for i, row in self.s.first_parents.items() if i in current}
 
     def _message(self, position: Position, type: str, timestamp, *, uuid: str, **fields) -> Message:
         message = Message(
@@ -418,9 +419,9 @@ class GeminiParser:
         return message
 
     def _message_record(self, record: dict, position: Position, out: list, *, compact_summary: bool = False) -> None:
+        if record["id"] not in self.s.first_parents:  # where a rewind to it goes back to
+            self.s.first_parents[record["id"]] = self.s.last_uuid
         self._message_rows(record, position, out, compact_summary=compact_summary)
-        if record["id"] in self.s.current:  # where the conversation goes on from after a rewind to the next
-            self.s.last_rows[record["id"]] = self.s.last_uuid
 
     def _message_rows(self, record: dict, position: Position, out: list, *, compact_summary: bool = False) -> None:
         self._ensure_session(out)

@@ -158,9 +158,14 @@ class RecordRedactor:
 
     def __call__(self, record):
         kind = type(record)
+        split = kind is Message and record.text and (record.meta or {}).get("thinking_chars")
+        if split:  # a reply holding its thinking: each part redacted, and where the thinking ends kept
+            thinking = self.redactor.redact(record.text[:split])
+            record.text = thinking + self.redactor.redact(record.text[split:])
+            record.meta = {**record.meta, "thinking_chars": len(thinking)}
         for name in TEXT_FIELDS.get(kind, ()):
             value = getattr(record, name)
-            if value:
+            if value and not (split and name == "text"):
                 setattr(record, name, self.redact_text(value))
         for name in CONTEXT_FIELDS.get(kind, ()):
             value = getattr(record, name)
