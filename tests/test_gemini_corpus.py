@@ -417,6 +417,25 @@ def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
     ]
 
 
+def test_a_subagent_is_typed_and_described_by_the_call_that_ran_it(tmp_path):
+    call = {"id": "codebase_investigator-1", "name": "codebase_investigator", "agentId": "inv-1",
+            "args": {"objective": "Find where the parser reads tokens."}, "status": "success",
+            "result": [{"functionResponse": {"id": "codebase_investigator-1", "name": "codebase_investigator",
+                                             "response": {"output": "In gemini.py."}}}]}
+    db_path = ingested_chat(tmp_path, {"id": "u1", "type": "user", "content": "where?"},
+                            {"id": "g1", "type": "gemini", "content": "", "toolCalls": [call]})
+    child = tmp_path / ".gemini" / CHATS / "t" / "inv-1.jsonl"
+    child.parent.mkdir()
+    child.write_bytes(jsonl({"sessionId": "inv-1", "projectHash": PROJECT, "kind": "subagent"},
+                            {"id": "s1", "type": "user", "content": "Find where the parser reads tokens."}))
+    ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(db_path, "SELECT agent_id, session_id, child_session_id, parent_tool_use_id, agent_type, description "
+                         "FROM subagents") == [
+        ("inv-1", "gemini:t", "gemini:inv-1", "gemini:t:codebase_investigator-1", "codebase_investigator",
+         "Find where the parser reads tokens.")]
+    assert rows(db_path, "SELECT agent_type FROM sessions WHERE id = 'gemini:inv-1'") == [("codebase_investigator",)]
+
+
 def rewound_twice(tmp_path) -> tuple[Path, str, str]:
     """A chat rewound twice, ingested: the database and the two markers' uuids."""
     path = tmp_path / ".gemini" / LAYOUT[JSONL]

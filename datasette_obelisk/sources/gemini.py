@@ -75,6 +75,7 @@ _EXIT_CODE_DISPLAY = re.compile(r"Command exited with code: (-?\d+)")
 EXIT_SCAN_CHARS = 1024  # the status lines follow the output
 KEPT_INJECTED = 64
 INJECTED_PREFIXES = ("<session_context>", "<hook_context>")  # gemini-cli's own isIgnoredUserContent
+AGENT_TASK_ARGUMENTS = ("objective", "description", "prompt", "task")
 KEPT_ANSWERED = 256  # calls whose results a parser remembers, for the tool responses that repeat them
 
 
@@ -103,7 +104,7 @@ class GeminiSource:
     #    a first prompt titles its chat as typed (``displayContent``); the context
     #    gemini-cli writes as the user's (``<session_context>``, ``<hook_context>``)
     #    is injected, and kept out of the history it syncs; a reply's parts marked
-    #    as thought are its thoughts
+    #    as thought are its thoughts; a call that ran a subagent types it
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -613,6 +614,13 @@ class GeminiParser:
                 file_paths=_file_paths(name, args),
             )
         )
+        agent = first_text(call.get("agentId"))
+        if agent:  # the call ran a subagent: it says its kind (the tool's name) and its task
+            out.append(Subagent(
+                agent, session_id=self.session_id, child_session_id=f"gemini:{agent}", parent_tool_use_id=tool_use_id,
+                agent_type=name, description=first_text(*(args.get(key) for key in AGENT_TASK_ARGUMENTS)),
+                described_by="call",
+            ))
         self._result(call, call_id, name, message_uuid, index, timestamp, position, out)
 
     def _result(self, call, call_id, name, message_uuid, index, timestamp, position, out) -> None:
