@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from datasette_obelisk.demo.generator import GenerateStats, escape_cwd, generate
+from datasette_obelisk.demo.generator import FOLLOW_UPS, GenerateStats, escape_cwd, generate
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -478,6 +478,8 @@ def test_gemini_layout_and_counts_match_stats(gemini_corpus):
         seen, rewound = set(), None
         if path.suffix == ".jsonl":  # the environment gemini-cli writes first, as the user's
             assert records[1]["$set"]["messages"][0]["content"][0]["text"].startswith("<session_context>")
+        opening = next(r for r in records if r.get("type") == "user")["content"][0]["text"]
+        assert opening not in FOLLOW_UPS  # a session opens with a task, not "ok go ahead"
         for record in records:
             if "$rewindTo" in record:
                 counted["rewinds"] += 1

@@ -542,9 +542,10 @@ class _Text:
         start = self.rng.randrange(0, len(self.signature_pool) - n)
         return "E" + self.signature_pool[start : start + n]
 
-    def prompt(self, lang: str, project: str) -> str:
+    def prompt(self, lang: str, project: str, *, opening: bool = False) -> str:
+        """A prompt; one that opens a session is never a bare follow-up ("ok go ahead")."""
         r = self.rng.random()
-        if r < 0.15:
+        if r < 0.15 and not opening:
             return self.rng.choice(FOLLOW_UPS)
         text = self.fill(self.rng.choice(_PROMPTS), lang, project)
         text = text[0].upper() + text[1:]
@@ -2123,7 +2124,7 @@ class _GeminiChat:
     def tokens(self) -> dict:
         rng = self.rng
         prompt, out, thoughts = rng.randint(4000, 60000), rng.randint(8, 900), rng.choice([0, rng.randint(20, 600)])
-        cached = rng.choice([0, prompt // 2, prompt - rng.randint(100, 900)])
+        cached = rng.choice([0, prompt - rng.randint(400, 3000), prompt - rng.randint(100, 900)])  # mostly cached
         return {"input": prompt, "output": out, "cached": max(0, cached), "thoughts": thoughts, "tool": 0,
                 "total": prompt + out + thoughts}
 
@@ -2167,7 +2168,8 @@ class _GeminiChat:
         prompt_id = self.c.ids.uuid4()
         self.prompts.append(prompt_id)
         self.write({"id": prompt_id, "timestamp": self.clock.tick(20_000, 300_000), "type": "user",
-                    "content": [{"text": self.text.prompt(self.lang, self.project)}]}, "user")
+                    "content": [{"text": self.text.prompt(self.lang, self.project, opening=not self.prompts[:-1])}]},
+                   "user")
         self.c.stats.messages += 1
         for _ in range(steps):
             reply = {"id": self.c.ids.uuid4(), "timestamp": self.clock.tick(1500, 20000), "type": "gemini",
