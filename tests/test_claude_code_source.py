@@ -546,6 +546,44 @@ def test_first_prompt_skips_everything_that_is_not_a_typed_prompt():
     assert [s.kind for s in of_type(records, Summary)] == ["compaction"]
 
 
+def test_results_beside_a_note_of_the_interruption_and_shell_commands():
+    note = {"type": "text", "text": "[Request interrupted by user]"}
+    records = feed_lines(
+        [
+            user("r1", [tool_result("t1", "PASS"), note]),
+            user("r2", [tool_result("t2", "PASS"), {"type": "text", "text": "and use pytest -x"}]),
+            user("b1", "<bash-input>git status</bash-input>"),
+            user("b2", "<bash-stdout>On branch main</bash-stdout><bash-stderr></bash-stderr>"),
+            user("b3", "<bash-stderr>fatal: not a git repository</bash-stderr>"),
+        ]
+    )
+    messages = {m.uuid: m for m in of_type(records, Message)}
+    assert [(u, m.content_type, m.is_meta) for u, m in messages.items()] == [
+        ("r1", "tool_result", 0),  # no one typed the note: no prompt, no conversation
+        ("r2", "mixed", 0),
+        ("b1", "text", 0),  # the user typed the command
+        ("b2", "text", 1),
+        ("b3", "text", 1),
+    ]
+    assert messages["r1"].text == "PASS\n[Request interrupted by user]"
+    assert of_type(records, TitleCandidate) == []  # a shell command names no task
+
+
+def test_a_title_leaves_out_what_the_ide_added_before_the_prompt():
+    opened = "<ide_opened_file>The user opened the file /src/app.kt in the IDE.</ide_opened_file>"
+    selected = "<ide_selection>The user selected lines 1 to 3:\nval x = 1\n</ide_selection>"
+    records = feed_lines(
+        [
+            user("u1", [{"type": "text", "text": opened}]),  # nothing typed: no title
+            user("u2", [{"type": "text", "text": opened}, {"type": "text", "text": selected},
+                        {"type": "text", "text": "make the number red"}]),
+        ]
+    )
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "make the number red")]
+    string = feed_lines([user("u1", f"{selected}\n\nexplain <ide_selection> tags")])
+    assert [t.title for t in of_type(string, TitleCandidate)] == ["explain <ide_selection> tags"]
+
+
 @pytest.mark.parametrize("flagged", [True, False])
 def test_a_compaction_summary_is_known_by_its_words_when_unflagged(flagged):
     summary = "This session is being continued from a previous conversation that ran out of context. Analysis: wallaby"
@@ -1019,7 +1057,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 9)
+    assert (source.name, source.parser_version) == ("claude", 10)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

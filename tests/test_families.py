@@ -407,3 +407,24 @@ def test_a_resumed_log_replaying_the_one_it_resumed_gives_its_lines_back_whateve
         run(tmp_path / "arriving.db", tmp_path / "arriving" / ".claude")
     got, first = snapshot(tmp_path / "arriving.db"), snapshot(tmp_path / "first.db")
     assert got == first, diff(got, first)
+
+
+def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):
+    """When the replayed lines keep the session id they were written in, the
+    copy is known even though the original was written to after it."""
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    original, forked = "00000000-0000-4000-8000-000000000001", "ffffffff-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, second, session):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
+
+    replayed = [line("u1", None, 1, original), line("u2", "u1", 2, original)]
+    (project / f"{forked}.jsonl").write_text("\n".join([*replayed, line("f3", "u2", 10, forked)]) + "\n")
+    os.utime(project / f"{forked}.jsonl", (1_800_000_000, 1_800_000_000))
+    (project / f"{original}.jsonl").write_text("\n".join([*replayed, line("o3", "u2", 20, original)]) + "\n")
+    os.utime(project / f"{original}.jsonl", (1_800_000_100, 1_800_000_100))  # carried on after the fork
+    run(tmp_path / "whole.db", tmp_path / ".claude")
+    assert rows(tmp_path / "whole.db", "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+        (original, "u1,u2,o3"), (forked, "f3")]

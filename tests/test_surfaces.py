@@ -62,3 +62,20 @@ def test_times_are_compared_as_times_and_a_note_of_an_interruption_is_no_prompt(
     assert surfaces_of(rows)[3] == ("shadowed", "inactive", "u1")
     noted = [rows[0], row(2, "n", "a0", content_type="interruption"), row(3, "u", "a0")]
     assert [surface for surface, _, _ in surfaces_of(noted).values()] == ["current"] * 3
+
+
+def test_the_first_prompt_sent_again_is_a_rewind_of_it():
+    # Without a hook line before it the first prompt has no parent: editing
+    # it gives a second root. Roots after a compaction are no rewind.
+    rows = [
+        row(1, "u1"), row(2, "a1", "u1", role="assistant", type="assistant"),
+        row(3, "u2"), row(4, "a2", "u2", role="assistant", type="assistant"),
+        boundary(5, "k", []), row(6, "s", is_compact_summary=1), row(7, "u3"),
+    ]
+    surfaces = surfaces_of(rows)
+    assert surfaces[1] == surfaces[2] == ("shadowed", "inactive", "u2")
+    assert surfaces[3] == surfaces[4] == ("shadowed", "visible", "s")
+    assert surfaces[7] == ("current", "visible", None)
+    assert surfaces_of(rows[:4])[3] == ("current", "visible", None)
+    unlinked = [row(1, "p1"), row(2, "p2"), row(3, "p3", "x")]  # lines not linked to each other
+    assert [surface for surface, _, _ in surfaces_of(unlinked).values()] == ["current"] * 3

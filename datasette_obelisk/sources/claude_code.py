@@ -67,6 +67,8 @@ META_PREFIXES = (
     "<system-reminder>",
     "<task-notification>",
     "Caveat: The messages below were generated",
+    "<bash-stdout>",  # what a command the user ran with ``!`` printed
+    "<bash-stderr>",
 )
 # Built-in commands that set something up rather than ask for work.
 SETTING_COMMANDS = frozenset(
@@ -79,7 +81,9 @@ INTERRUPTED = "[Request interrupted by user"
 # What Claude Code answers for a call it never ran because the user
 # interrupted the turn (the calls queued beside the one running, too).
 CANCELLED = "The user doesn't want to take this action right now"
-NOT_A_PROMPT = META_PREFIXES + ("<command-", INTERRUPTED)
+NOT_A_PROMPT = META_PREFIXES + ("<command-", "<bash-input>", INTERRUPTED)  # no title: a shell command
+# What an IDE extension puts before the typed prompt (the open file, the selection).
+IDE_CONTEXT = re.compile(r"(?:\s*<(ide_[a-z_]+)>.*?</\1>)+\s*", re.DOTALL)
 INTERRUPTION = "interruption"  # the content type of a line that says only that
 INTERRUPTION_NOTE = re.compile(r"\[Request interrupted by user[^\]\n]*\][ \t\r\n]*")  # as m027 reads it
 SKILL_PREFIX = "Base directory for this skill"
@@ -130,7 +134,10 @@ class ClaudeCodeSource:
     # 9: a compaction summary is known by its opening words when unflagged; what
     # a hook added to the context and a task reminder's tasks are searchable (and
     # the logs are read again for titles set back and rewound branches resumed)
-    parser_version = 9
+    # 10: a tool result beside a note of the interruption is a tool result; what
+    # a ``!`` command printed is meta; a title skips IDE context and ``!`` commands
+    # (and the logs are read again for the first prompt edited and sent again)
+    parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -565,6 +572,8 @@ class ClaudeCodeParser:
         if message.content_type not in ("text", "mixed"):
             return None
         prompt = _prompt_text(payload.get("content")).strip()
+        context = IDE_CONTEXT.match(prompt)
+        prompt = prompt[context.end():] if context else prompt
         if prompt.startswith(("<command-name>", "<command-message>")):
             return _command_request(prompt)
         if not prompt or prompt.startswith(NOT_A_PROMPT):
@@ -636,10 +645,12 @@ class ClaudeCodeParser:
         parts: list[str] = []
         kinds: set[str] = set()
         tools: list[ToolCall | ToolResult] = []
+        notes_only = True  # every text block is a note of an interruption
         for index, block in enumerate(content):
             if isinstance(block, str):
                 kinds.add("text")
                 parts.append(block)
+                notes_only = False
                 continue
             if not isinstance(block, dict):
                 continue
@@ -657,8 +668,11 @@ class ClaudeCodeParser:
                 text = result.content
             else:
                 text = _block_text(block, kind)
+                notes_only = notes_only and kind == "text" and bool(INTERRUPTION_NOTE.fullmatch(text))
             if text:
                 parts.append(text)
+        if kinds == {"tool_result", "text"} and notes_only:
+            kinds = {"tool_result"}  # results with Claude Code's note of the interruption beside them
         content_type = next(iter(kinds)) if len(kinds) == 1 else ("mixed" if kinds else None)
         return "\n".join(parts), content_type, tools
 

@@ -352,6 +352,9 @@ SURFACE_UPDATE = "UPDATE messages SET surface = ?, visibility = ?, replaced_by =
 USAGE_UPDATE = "UPDATE messages SET usage_counted = ? WHERE id = ?"
 
 
+FIRST_PROMPTS = ""  # no uuid is empty: the parent the session's typed roots share
+
+
 def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
     """(surface, visibility, replaced_by) of each row: rewound-away branches and
     compacted history are shadowed."""
@@ -359,11 +362,20 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
     visibility = {}
     replaced_by = {}
     children = defaultdict(list)
+    roots = []
+    compacted = False
     for row in rows:
+        compacted = compacted or row.subtype == "compact_boundary" or bool(row.is_compact_summary)
         if row.parent_uuid:
             children[row.parent_uuid].append(row)
+        elif not compacted and is_prompt(row):
+            roots.append(row)
         surface[row.uuid] = "log-only" if row.surface == "log-only" else "current"
         visibility[row.uuid] = "hidden" if row.visibility == "hidden" else "visible"
+    # The first prompt edited and sent again gives a second root: prompts
+    # with no parent, each answered (a log that links no lines has no
+    # branches), before any compaction (whose orphans follow it), are siblings.
+    children[FIRST_PROMPTS] = [row for row in roots if row.uuid in children]
     # Rewinds: several prompts under one parent at different times. The
     # branch holding the newest line goes on; it is the newest prompt's unless
     # the user went back to an older branch (a resume) and carried on there.

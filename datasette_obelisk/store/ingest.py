@@ -970,6 +970,7 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
 
 
 FIRST_MOMENT = re.compile(rb'"(?:timestamp|startTime)"\s*:\s*"(\d{4}-[^"]{1,40})"')
+SESSION_NAMED = re.compile(rb'"sessionId"\s*:\s*"([^"]{1,200})"')
 HEAD_BYTES = 65536
 
 
@@ -980,21 +981,24 @@ def data_version(conn: sqlite3.Connection) -> int:
 
 def in_log_order(plans: list[Plan]) -> list[Plan]:
     """``plans`` with the logs read from their start in the order they began
-    (their first timestamp, then their last write; by path without one), after those read on from
-    a cursor, parents before their agents as ever. A log resumed into a new
-    file replays lines of the one it resumed: read first, the older one keeps
-    them, as it does when the files arrive one at a time."""
+    (their first timestamp; on a tie, a log whose first line names another
+    session after the others, then by last write; by path without one), after
+    those read on from a cursor, parents before their agents as ever. A log
+    resumed into a new file replays lines of the one it resumed: read first,
+    the older one keeps them, as it does when the files arrive one at a time."""
     def key(plan: Plan):
         if plan.job is None or plan.job.cursor or plan.unit.compression:
-            return (plan.unit.priority, 0, "", 0, str(plan.unit.path))
-        moment = first_moment(plan.unit.path)
-        return (plan.unit.priority, 1, moment, plan.fingerprint.mtime_ns if moment else 0, str(plan.unit.path))
+            return (plan.unit.priority, 0, "", 0, 0, str(plan.unit.path))
+        moment, named = first_moment(plan.unit.path)
+        copied = int(named is not None and named != plan.unit.path.stem)
+        return (plan.unit.priority, 1, moment, copied, plan.fingerprint.mtime_ns if moment else 0, str(plan.unit.path))
 
     return sorted(plans, key=key)
 
 
-def first_moment(path) -> str:
-    """The first timestamp in a log's head, or "" when there is none there."""
+def first_moment(path) -> tuple[str, str | None]:
+    """The first timestamp in a log's head ("" when there is none there) and
+    the session its line names, if it names one."""
     head = b""
     try:
         with open(path, "rb") as raw:
@@ -1005,8 +1009,13 @@ def first_moment(path) -> str:
                 if found or not chunk:
                     break
     except OSError:
-        return ""
-    return found.group(1).decode("ascii", "replace") if found else ""
+        return "", None
+    if not found:
+        return "", None
+    start = head.rfind(b"\n", 0, found.start()) + 1
+    end = head.find(b"\n", found.end())
+    named = SESSION_NAMED.search(head, start, end if end >= 0 else len(head))
+    return found.group(1).decode("ascii", "replace"), named.group(1).decode("utf-8", "replace") if named else None
 
 
 def is_gone(path: str) -> bool:
