@@ -113,7 +113,7 @@ def scope_options(fn):
 @scope_options
 @click.option("--cwd", help="SQL LIKE pattern over the working folder of the message")
 @click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
-@click.option("--mode", type=click.Choice(["fts", "terms", "phrase", "raw"]), default="fts", show_default=True,
+@click.option("--mode", type=click.Choice(["fts", "terms", "phrase", "raw"], case_sensitive=False), default="fts", show_default=True,
               help="fts: FTS5 syntax, quoted word by word when FTS5 rejects it (as the search() helper); "
                    "terms: every term; phrase: the exact phrase; raw: FTS5 syntax, errors reported")
 @db_option

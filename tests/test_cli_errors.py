@@ -467,6 +467,14 @@ def test_search_without_text_is_a_usage_error(tmp_path, text, mode):
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH))
 
 
+def test_search_mode_is_read_in_any_case_as_over_http(tmp_path):
+    db = claude_db(tmp_path)
+    upper = invoke("search", "hello world", "--mode", "PHRASE", "--db", db, "--json")
+    lower = invoke("search", "hello world", "--mode", "phrase", "--db", db, "--json")
+    assert (upper.exit_code, upper.stdout) == (lower.exit_code, lower.stdout)
+    assert lower.exit_code == 0
+
+
 def test_search_text_over_the_cap_is_a_usage_error_too(tmp_path):
     db = claude_db(tmp_path)
     message = "search() takes at most 1,000 characters of query text, not 1,001"

@@ -132,8 +132,8 @@ def test_a_digest_matches_the_summary_it_shows(logs):
     assert history_search(conn, query="plan")["sessions"][0]["digest"]["summary"] == "Talked about a migration plan"
 
 
-def pages(call, **options):
-    found, cursor = [], None
+def pages(call, cursor=None, **options):
+    found = []
     while True:
         page = call(**options, **({"cursor": cursor} if cursor else {}))
         found.append(page)
@@ -172,10 +172,30 @@ def test_search_cursor_is_bound_to_its_query_and_outlives_an_ingest(toy):
     assert session_ids(first) + session_ids(second) + session_ids(third) == ["t2", "t1", "t0"]
     assert "nextCursor" not in third
     conn = toy.conn()
-    for position in ({"digest": None, "search": None}, {"digest": "x", "search": None}, {"digest": -5, "search": None},
-                     {"digest": 0, "search": 2**63}, {"digest": 0}, [0, 0]):  # signed, but no position of ours
+    for position in ({"digest": 0, "search": None}, {"after": "x", "search": None}, {"after": ["x"], "search": None},
+                     {"after": [1, "t2"], "search": None}, {"after": None, "search": -5},
+                     {"after": None, "search": 2**63}, {"after": None}, [0, 0]):  # signed, but no position of ours
         forged = resigned(conn, first["nextCursor"], position)
         assert code_of(lambda: history_search(conn, query="delta", limit=1, cursor=forged)) == "SESSION_QUERY_INVALID_CURSOR"
+
+
+@pytest.mark.parametrize("query", [None, "gamma"])
+def test_a_session_changing_between_pages_shifts_no_other(toy, query):
+    """Pages go on after the last session shown: one that moves to the top
+    meanwhile is not shown twice and pushes no other onto the next page again."""
+    for n in range(6):
+        toy.write(f"t{n}", line(f"t{n}a", f"gamma {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET title = 'gamma notes'")  # every session a digest match too
+    options = {"query": query} if query else {}
+    first = history_search(toy.conn(), **options, limit=2)
+    assert session_ids(first) == ["t5", "t4"]
+    toy.write("t1", line("t1a", "gamma 1", "2026-01-01T00:00:00Z"), line("t1b", "more", "2026-03-01T00:00:00Z"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET title = 'gamma notes' WHERE id = 't1'")  # its log titled it again
+    rest = pages(lambda **o: history_search(toy.conn(), **options, **o), limit=2, cursor=first["nextCursor"])
+    assert [session_ids(page) for page in rest] == [["t3", "t2"], ["t0"]]  # t1 moved ahead of the pages read
+    assert session_ids(history_search(toy.conn(), **options, limit=1)) == ["t1"]
 
 
 def test_sessions_of_equal_rank_come_once_each_page_by_page(toy):
@@ -499,3 +519,10 @@ def test_entry_text_holding_the_match_marks_cannot_forge_a_match(toy):
     toy.ingest()
     [hit] = history_search(toy.conn(), {"query": "findme"})["sessions"]
     assert (hit["snippets"], hit["snippetMatches"]) == (["\ufffd<b>forged</b>\ufffd findme"], [[[16, 22]]])
+
+
+def test_a_lone_surrogate_in_an_argument_is_refused_with_a_code(logs):
+    conn = logs.conn()
+    assert code_of(lambda: history_search(conn, attributes={"cwd": "a\ud800"})) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_read(conn, sessionId="a\ud800")) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_search(conn, query="a\ud800")) == "SESSION_QUERY_INVALID_QUERY"

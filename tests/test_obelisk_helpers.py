@@ -642,6 +642,24 @@ def test_sql_reports_its_own_binding_error_after_a_failed_statement(ro, query, p
     assert (error.value.code, error.value.message) == (code, message)
 
 
+LONE = "a\ud800"
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: o.search(c, LONE), lambda c: o.search(c, "x", {"project": LONE}), lambda c: o.context(c, LONE),
+    lambda c: o.trace(c, LONE), lambda c: o.thread(c, LONE), lambda c: o.raw(c, LONE),
+    lambda c: o.sessions(c, {"project": LONE}), lambda c: o.file_history(c, LONE),
+    lambda c: o.workflow_tree(c, LONE), lambda c: o.sql(c, "SELECT ? AS a", LONE),
+    lambda c: o.failures(c, {"session_id": LONE}),
+], ids=["search", "search-project", "context", "trace", "thread", "raw", "sessions", "fileHistory",
+        "workflowTree", "sql", "failures"])
+def test_a_lone_surrogate_in_an_argument_is_an_invalid_argument(ro, call):
+    with pytest.raises(QueryError) as error:
+        call(ro)
+    assert error.value.code == "OBELISK_INVALID_ARGUMENT"
+    assert error.value.message.endswith("an argument holds a lone surrogate, which UTF-8 cannot hold")
+
+
 # -- orientation --------------------------------------------------------------------
 
 

@@ -595,3 +595,27 @@ def test_refresh_leaves_vanished_files_to_the_archive(pair):
     (pair.root / "c.jsonl").unlink()
     assert refresh(pair.write_conn(), None, sources=pair.sources) == []
     assert SessionQuery(pair.conn()).readSession("c")["events"][0]["data"]["text"] == "child words"
+
+
+def test_a_lone_surrogate_in_a_request_is_an_invalid_query(sq):
+    lone = "a\ud800"
+    for call in (lambda: sq.readSession(lone), lambda: sq.readSurface(lone), lambda: sq.traceSession(lone),
+                 lambda: sq.filterSessions([{"kind": "id", "values": [lone]}]),
+                 lambda: sq.searchEvents({"sessionId": lone, "query": "x"}),
+                 lambda: sq.readEvent({"sessionId": lone, "seq": 1})):
+        assert code_of(call) == "SESSION_QUERY_INVALID_QUERY"
+    assert sq.readTitleSnapshots([lone])[0]["reason"]["code"] == "SESSION_QUERY_INVALID_QUERY"
+
+
+def test_an_archive_contradicting_itself_is_no_bad_request():
+    damaged = ("CORRUPT_SESSION", "INVALID_LINEAGE", "INVALID_SURFACE", "SOURCE_CONFLICT")
+    assert [QueryError(f"SESSION_QUERY_{name}", "x").status for name in damaged] == [500] * 4
+    assert QueryError("SESSION_QUERY_INVALID_QUERY", "x").status == 400
+
+
+def test_an_event_request_holds_only_its_own_keys(sq):
+    window = "SESSION_QUERY_INVALID_WINDOW"
+    assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": 1, "bogus": 1})) == window
+    assert code_of(lambda: sq.traceEvent({"sessionId": FORK, "seq": 1, "before": 1})) == window
+    assert code_of(lambda: sq.readEvent({"seq": 1})) == code_of(lambda: sq.traceEvent({"sessionId": 3, "seq": 1})) == window
+    assert sq.readEvent({"sessionId": FORK, "seq": 1, "before": 0, "after": 0})["target"]["seq"] == 1

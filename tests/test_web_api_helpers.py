@@ -72,6 +72,7 @@ async def test_recent_is_sessions_with_a_limit(ds):
         ({"n": "many"}, "n must be an integer, not 'many'"),
         ({"n": "５"}, "n must be an integer, not '５'"),  # Python's int() reads other scripts' digits
         ({"n": "1_0"}, "n must be an integer, not '1_0'"),
+        ({"n": "9" * 20}, "n must be a 64-bit integer, not 99999999999999999999"),
         ({"limit": "2"}, "unknown parameter limit; this endpoint takes db, n"),
     ],
 )

@@ -6,6 +6,8 @@ The ``SESSION_QUERY_*`` codes are the session-query contract's own; the
 
 from __future__ import annotations
 
+import functools
+
 SESSION_QUERY_CODES = frozenset(
     "SESSION_QUERY_" + name
     for name in (
@@ -38,7 +40,11 @@ STATUS = {
     "SESSION_QUERY_ABORTED": 504,  # over HTTP only the time limit aborts a request
     "SESSION_QUERY_INDEX_FAILED": 500,
     "SESSION_QUERY_PERSISTENCE_FAILED": 500,
+    # What the archive holds contradicts itself: no request can fix that.
     "SESSION_QUERY_CORRUPT_SESSION": 500,
+    "SESSION_QUERY_INVALID_LINEAGE": 500,
+    "SESSION_QUERY_INVALID_SURFACE": 500,
+    "SESSION_QUERY_SOURCE_CONFLICT": 500,
 }
 
 
@@ -58,3 +64,22 @@ class QueryError(Exception):
 
     def as_dict(self) -> dict:
         return {"ok": False, "error": {"code": self.code, "message": self.message}}
+
+
+LONE_SURROGATE = "holds a lone surrogate, which UTF-8 cannot hold"
+
+
+def refusing_unencodable(code: str):
+    """Decorate a Python entry point so that a string argument UTF-8 cannot
+    hold (a lone surrogate, which SQLite cannot be given) raises ``code``
+    rather than ``UnicodeEncodeError``. Stored text is always UTF-8, so only
+    an argument can be one."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except UnicodeEncodeError:
+                raise QueryError(code, f"{fn.__name__}(): an argument {LONE_SURROGATE}") from None
+        return checked
+    return decorate

@@ -44,7 +44,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
-from .errors import QueryError
+from .errors import LONE_SURROGATE, QueryError
 
 MODES = ("terms", "phrase", "raw")  # and "words", the history contract's
 MAX_QUERY_CHARS = 1000
@@ -143,6 +143,15 @@ def search_mode(value: str) -> str | None:
     return mode
 
 
+def check_encodable(text: str) -> None:
+    """SESSION_QUERY_INVALID_QUERY for a query UTF-8 cannot hold (a lone surrogate)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the query {LONE_SURROGATE}") from None
+
+
 def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars: int | None = MAX_QUERY_CHARS) -> FtsQuery:
     """``text`` as an FTS5 expression in ``mode``; ``max_chars=None`` takes text of any length."""
     if mode not in (*MODES, "words"):
@@ -151,11 +160,7 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
         )
     if not isinstance(text, str):
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query must be a string")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise QueryError("SESSION_QUERY_INVALID_QUERY", "the query is not text UTF-8 can hold (a lone surrogate)") from None
+    check_encodable(text)
     if max_chars is not None and len(text) > max_chars:
         raise QueryError(
             "SESSION_QUERY_INVALID_QUERY", f"the query is longer than {max_chars} characters"

@@ -56,9 +56,9 @@ from ..store.digests import LATEST_SUMMARY
 from ..store.tool_output import full_content_sql
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
-from .errors import QueryError
+from .errors import QueryError, refusing_unencodable
 from .filters import Filters
-from .fts import MAX_QUERY_CHARS, match_documents, normalize_text, parse_query, quote
+from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, quote
 from .search import rows
 from .text import parse_json, snippet, split_thinking, to_ms
 
@@ -150,6 +150,7 @@ def _covered_through(conn, session_id: str, summary_uuid: str | None) -> str:
 # -- search ----------------------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     o = _options(options, kwargs, {"query", "attributes", "limit", "cursor"}, "search")
     query = _check_query(o.get("query"))
@@ -158,12 +159,12 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     filters = Filters.build(attributes=attributes)
     generation = current_generation(conn)
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
-    position = {"digest": 0, "search": None}
+    position = {"after": None, "search": None}
     if o.get("cursor") is not None:
         # Not bound to the generation: the archive grows while an agent pages
         # (its own log among others), and a page carries on from its position.
         position = decode_cursor(conn, o["cursor"], "history.search", request, None)
-        if not (isinstance(position, dict) and set(position) == {"digest", "search"} and is_count(position["digest"])
+        if not (isinstance(position, dict) and set(position) == {"after", "search"} and _is_place(position["after"])
                 and (position["search"] is None or is_count(position["search"]))):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     if query is None:
@@ -184,6 +185,7 @@ def _check_query(query) -> str | None:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "query must be a string")
     if len(query) > MAX_QUERY_CHARS:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", f"query is longer than {MAX_QUERY_CHARS} characters")
+    check_encodable(query)
     return query if normalize_text(query) else None
 
 
@@ -204,31 +206,57 @@ def _check_attributes(attributes) -> dict | None:
     return attributes
 
 
+# Newest first by the time a session last changed. Pages go on after the last
+# session shown (its time and id), not after a count: a session that changes
+# while an agent pages moves ahead of the pages read and is not shown twice,
+# and the others do not shift.
+UPDATED = "COALESCE(s.ended_at, s.started_at, '')"
+
+
+def _is_place(after) -> bool:
+    return after is None or (isinstance(after, list) and len(after) == 2 and all(isinstance(v, str) for v in after))
+
+
+def _place(session: dict) -> list[str]:
+    return [session["ended_at"] or session["started_at"] or "", session["id"]]
+
+
+def _comes_after(place: list[str], after: list[str]) -> bool:
+    """Whether a session at ``place`` is listed after one at ``after`` (older, or as old with a greater id)."""
+    return place[0] < after[0] or (place[0] == after[0] and place[1] > after[1])
+
+
 def _recent(conn, filters: Filters, position: dict, limit: int):
     where, params = filters.session_sql("s")
-    offset = position["digest"]
+    after = position["after"]
     found = rows(
         conn,
         f"SELECT s.* FROM sessions s WHERE {where} "
-        "ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id LIMIT ? OFFSET ?",
-        [*params, limit + 1, offset],
+        + (f"AND ({UPDATED} < ? OR ({UPDATED} = ? AND s.id > ?)) " if after else "")
+        + f"ORDER BY {UPDATED} DESC, s.id LIMIT ?",
+        [*params, *([after[0], after[0], after[1]] if after else []), limit + 1],
     )
-    next_position = {"digest": offset + limit, "search": None} if len(found) > limit else None
+    next_position = {"after": _place(found[limit - 1]), "search": None} if len(found) > limit else None
     return [(session, []) for session in found[:limit]], next_position
 
 
 def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     """Digest matches first (newest first), then sessions with a matching entry.
 
-    The position is ``{"digest": n, "search": m}``: ``m`` counts the
-    candidate sessions (best bag rank first) already examined.
+    The position is ``{"after": place, "search": m}``: ``place`` is the last
+    digest match shown (see ``_recent``) and ``m``, once they are all shown,
+    counts the candidate sessions (best bag rank first) already examined.
     """
     fts = parse_query(query, "words")
     digests = _digest_matches(conn, fts, filters)
-    offset = position["digest"]
-    found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[offset : offset + limit]]
-    if offset + limit < len(digests):
-        return found, {"digest": offset + limit, "search": None}
+    shown, after = 0, position["after"]
+    if position["search"] is not None:
+        shown = len(digests)
+    elif after is not None:
+        shown = next((n for n, session in enumerate(digests) if _comes_after(_place(session), after)), len(digests))
+    found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[shown : shown + limit]]
+    if shown + limit < len(digests):
+        return found, {"after": _place(digests[shown + limit - 1]), "search": None}
     if fts.matches_nothing:
         return found, None
     seen = {session["id"] for session in digests}
@@ -238,12 +266,12 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
         batch = search_core.bag_sessions(conn, fts.candidates, filters, candidate, CANDIDATE_BATCH)
         for session_id in (row["session_id"] for row in batch):
             if examined >= search_core.MAX_CANDIDATES and found:  # an empty page looks further
-                return found, {"digest": len(digests), "search": candidate}
+                return found, {"after": None, "search": candidate}
             examined += 1
             hits = [] if session_id in seen else _entry_hits(conn, fts, session_id)
             if hits:
                 if len(found) == limit:
-                    return found, {"digest": len(digests), "search": candidate}
+                    return found, {"after": None, "search": candidate}
                 found.append((search_core.session_row(conn, session_id), hits))
             candidate += 1
         if len(batch) < CANDIDATE_BATCH:
@@ -333,6 +361,7 @@ def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
 # -- read --------------------------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     o = _options(options, kwargs, {"sessionId", "limit", "cursor"}, "read")
     session_id = o.get("sessionId")

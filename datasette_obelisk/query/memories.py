@@ -26,7 +26,7 @@ from typing import Iterable
 import orjson
 
 from ..store.db import newer_migrations
-from .errors import QueryError
+from .errors import QueryError, refusing_unencodable
 
 REFUSED = QueryError(
     "OBELISK_MEMORY_REFUSED",
@@ -53,6 +53,7 @@ def new_memory_id() -> str:
     return f"mem-{time.time_ns() // 1_000_000}-{secrets.token_hex(4)}"
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: str | None = None) -> dict:
     """Register a markdown memory file; returns ``{id, path, project, anchors, created_at}``.
 
@@ -105,6 +106,7 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
     return memory
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def forget(conn: sqlite3.Connection, record) -> dict:
     """Archive a memory: ``deleted_at`` and ``deleted_reason`` are set, the file is kept."""
     if not isinstance(record, dict):

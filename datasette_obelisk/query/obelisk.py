@@ -35,7 +35,7 @@ from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from . import fts
-from .errors import QueryError
+from .errors import QueryError, refusing_unencodable
 from ..utc import canonical
 from .moments import moment_sql
 from .readonly import error_for, run_sql, translated_errors
@@ -314,6 +314,7 @@ def memory_row(row, fields=MEMORY_FIELDS) -> dict:
 # -- core helpers --------------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def search(conn, text, opts=None, **kwargs) -> list[dict]:
     """Full-text search over message text, best FTS5 rank first.
 
@@ -434,6 +435,7 @@ def neighbours(conn, hit, include_meta: bool) -> list[dict]:
             for r in found]
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def context(conn, uuid) -> dict | None:
     """The message, its ancestors (root first), its session and agent metadata."""
     require_text("context", "a message uuid", uuid)
@@ -501,6 +503,7 @@ def messages_by_uuid(conn, uuids: list[str], columns: str = "*") -> list[sqlite3
     return [by_uuid[uuid] for uuid in uuids if uuid in by_uuid]
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def sql(conn, query, *params) -> list[dict]:
     """Rows of one read-only statement.
 
@@ -517,6 +520,7 @@ def sql(conn, query, *params) -> list[dict]:
 # -- structural expansion ----------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def trace(conn, uuid) -> list[dict]:
     """The parent chain from the root down to the message itself."""
     require_text("trace", "a message uuid", uuid)
@@ -586,6 +590,7 @@ class Page(NamedTuple):
         return max(0, self.total - self.offset - len(self.items))
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
     """A session's messages ordered by timestamp: the whole session.
 
@@ -625,6 +630,7 @@ def too_long_a_thread(session_id: str, total: int, offset: int) -> QueryError:
     )
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
     """A character window of the original log line of a message.
 
@@ -688,6 +694,7 @@ def line_gone(uuid: str, path: Path, why: str) -> QueryError:
 # -- orientation and lists ---------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def overview(conn, opts=None, *, use_process_cwd: bool = True, **kwargs) -> dict:
     """A compact map for choosing scope: the current project, projects, totals.
 
@@ -867,6 +874,7 @@ def totals(conn) -> dict:
     }
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def sessions(conn, opts=None, **kwargs) -> list[dict]:
     """Session rows, most recently ended first.
 
@@ -915,6 +923,7 @@ def unknown_session(conn, session_id: str) -> QueryError:
     return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def recent(conn, n=10) -> list[dict]:
     """The ``n`` most recently ended sessions (``None``: 10)."""
     n = 10 if n is None else n
@@ -923,6 +932,7 @@ def recent(conn, n=10) -> list[dict]:
     return sessions(conn, {"limit": n})
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def summaries(conn, opts=None, **kwargs) -> list[dict]:
     """Summary rows with their session's title and project, newest first."""
     o = known_source(conn, options(
@@ -946,6 +956,7 @@ def summaries(conn, opts=None, **kwargs) -> list[dict]:
     return result
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def memories(conn, opts=None, **kwargs) -> list[dict]:
     """Active memories: newest first, or FTS-ranked by an English ``query`` (a blank one is none)."""
     o = known_source(conn, options(
@@ -980,6 +991,7 @@ def memories(conn, opts=None, **kwargs) -> list[dict]:
 # -- agents and workflows ----------------------------------------------------
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def subagents(conn, opts=None, **kwargs) -> list[dict]:
     """Subagent rows with the number of messages in their transcript.
 
@@ -1001,6 +1013,7 @@ def subagents(conn, opts=None, **kwargs) -> list[dict]:
     return [dict(r) for r in found]
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def workflows(conn, opts=None, **kwargs) -> list[dict]:
     """Workflow runs, newest first."""
     o = known_source(conn, options("workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source")))
@@ -1017,6 +1030,7 @@ def workflows(conn, opts=None, **kwargs) -> list[dict]:
     return [dict(r) for r in found]
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def workflow_tree(conn, run_id) -> dict | None:
     """A workflow run, its parsed result and its agents with message counts."""
     require_text("workflowTree", "a run id", run_id)
@@ -1066,6 +1080,7 @@ def file_history_count(conn, file_path, opts=None, **kwargs) -> int:
     return conn.execute(f"SELECT COUNT(*) {FILE_CALLS_FROM} WHERE {where}", where.params).fetchone()[0]
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
     """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first;
     besides the reference's options, ``sessionId`` and ``project`` narrow them as for ``failures()``."""
@@ -1157,6 +1172,7 @@ def _failure_scope(conn, opts, kwargs) -> tuple[dict, "Where"]:
     return o, where
 
 
+@refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def failures(conn, opts=None, **kwargs) -> list[dict]:
     """Failed tool results with their call, session and the next three messages; newest first."""
     o, where = _failure_scope(conn, opts, kwargs)

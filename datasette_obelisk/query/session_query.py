@@ -65,7 +65,7 @@ from contextlib import contextmanager
 import orjson
 
 from . import search as search_core
-from .errors import QueryError
+from .errors import LONE_SURROGATE, QueryError
 from .events import event_record, event_select, full_event, semantic_text
 from .filters import Filters, is_int64
 from .search import rows
@@ -177,6 +177,8 @@ class SessionQuery:
         except sqlite3.DatabaseError as exc:
             code = "SESSION_QUERY_INDEX_FAILED" if index else "SESSION_QUERY_PERSISTENCE_FAILED"
             raise QueryError(code, f"reading the archive failed: {exc}") from exc
+        except UnicodeEncodeError:  # stored text is UTF-8: a string of the request
+            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the request {LONE_SURROGATE}") from None
 
     def _session(self, session_id) -> dict:
         return search_core.session_row(self.conn, session_id)
@@ -278,7 +280,7 @@ class SessionQuery:
 
     def read_event(self, request, signal=None) -> dict:
         with self._reading(signal):
-            session_id, seq = _event_request(request)
+            session_id, seq = _event_request(request, "readEvent", READ_EVENT_KEYS)
             before = _window_size(request, "before", self.read_window_max)
             after = _window_size(request, "after", self.read_window_max)
             session = self._session(session_id)
@@ -356,7 +358,7 @@ class SessionQuery:
 
     def trace_event(self, request, signal=None) -> dict:
         with self._reading(signal):
-            session_id, seq = _event_request(request)
+            session_id, seq = _event_request(request, "traceEvent", TRACE_EVENT_KEYS)
             session = self._session(session_id)
             events = self._events(session_id)
             _check_surface(events)
@@ -474,9 +476,20 @@ def _replacer(row: dict, by_uuid: dict) -> dict | None:
     return by_uuid.get(row["replaced_by"]) if row["surface"] == "shadowed" else None
 
 
-def _event_request(request) -> tuple[str, int]:
+TRACE_EVENT_KEYS = frozenset({"sessionId", "seq"})
+READ_EVENT_KEYS = TRACE_EVENT_KEYS | {"before", "after"}
+
+
+def _event_request(request, scope: str, keys: frozenset) -> tuple[str, int]:
     if not isinstance(request, dict):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "the request must be an object with sessionId and seq")
+    unknown = sorted(map(str, set(request) - keys))
+    if unknown:
+        raise QueryError(
+            "SESSION_QUERY_INVALID_WINDOW", f"{scope} has no {', '.join(unknown)}; its request keys are {', '.join(sorted(keys))}"
+        )
+    if not isinstance(request.get("sessionId"), str):
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "sessionId must be a string")
     seq = request.get("seq")
     if isinstance(seq, bool) or not isinstance(seq, int) or not is_int64(seq):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "seq must be a 64-bit integer")

@@ -89,7 +89,8 @@ def _integer(name: str, value: str, code: str, minimum: int, maximum: int) -> in
     number = int(value)
     low, high = max(minimum, INT64_MIN), min(maximum, INT64_MAX)
     if not low <= number <= high:
-        raise QueryError(code, f"{name} must be between {low} and {high}, not {_clip(value)}")
+        bounds = "a 64-bit integer" if (low, high) == (INT64_MIN, INT64_MAX) else f"between {low} and {high}"
+        raise QueryError(code, f"{name} must be {bounds}, not {_clip(value)}")
     return number
 
 
