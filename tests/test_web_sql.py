@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
+from datasette.app import Datasette
 
 from datasette_obelisk.web.stored_queries import QUERIES
 from web_fixtures import WORKFLOW_RUN, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
@@ -395,12 +396,51 @@ async def test_databases_without_our_schema_get_nothing(tmp_path):
 
 
 @pytest.mark.asyncio
-async def test_obelisk_fts_takes_text_of_any_length(ds):
-    # The API refuses more than 1,000 characters; SQL runs under the time limit anyway.
+async def test_a_database_of_another_tool_with_a_messages_fts_table_is_served_as_it_is(tmp_path, web_db):
+    """sqlite-utils names the full-text table of a ``messages`` table ``messages_fts``."""
+    from web_fixtures import make_datasette
+
+    chat = tmp_path / "chat.db"
+    db = sqlite_utils.Database(chat)
+    db["messages"].insert_all([{"id": n, "text": f"hello {n}"} for n in range(3)], pk="id")
+    db["messages"].enable_fts(["text"], create_triggers=True)
+    db["sessions"].insert({"id": "s1"})
+    db.close()
+    ds = make_datasette(chat)
+    await ds.invoke_startup()
+    assert await ds.get_query("chat", "obelisk_search") is None
+    assert (await ds.client.get("/-/obelisk")).status_code == 404
+    response = await ds.client.get("/chat/-/query.json", params={
+        "sql": "select obelisk_trace('x') as t, count(*) as n from messages", "_shape": "array"})
+    assert response.json() == [{"t": None, "n": 3}]
+    both = Datasette([str(web_db), str(chat)])
+    await both.invoke_startup()  # beside an archive, too
+    assert (await both.client.get("/-/obelisk")).status_code == 200
+    assert (await both.client.get("/chat/messages.json")).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_the_configuration_s_own_stored_query_of_one_of_our_names_wins(web_db):
+    from web_fixtures import make_datasette
+
+    config = {"databases": {"obelisk": {"queries": {"obelisk_failures": {"sql": "select 43 as mine"}}}}}
+    ds = make_datasette(web_db, config=config)
+    await ds.invoke_startup()
+    mine = await ds.client.get("/obelisk/obelisk_failures.json", params={"_shape": "array"})
+    assert mine.json() == [{"mine": 43}]
+    assert (await ds.get_query("obelisk", "obelisk_search")).source == "plugin"
+
+
+@pytest.mark.asyncio
+async def test_obelisk_fts_takes_text_up_to_a_bound(ds):
+    # The API refuses more than 1,000 characters; SQLite cannot interrupt a function, so it is bounded.
     long = "zebrafish " * 200
     assert await sql(ds, "select obelisk_fts(:q) as v", q=long) == [{"v": " AND ".join(['"zebrafish"'] * 200)}]
     found = (await ds.client.get("/obelisk/obelisk_search.json", params={"q": long, "_shape": "array"})).json()
     assert {row["session_id"] for row in found} == {XSS_SESSION}
+    assert await sql(ds, "select obelisk_fts(:q) as f, obelisk_snippet('a b', :q) as s", q="ab " * 3334) == [
+        {"f": None, "s": None}]
+    assert await sql(ds, "select length(obelisk_fts(:q)) > 0 as f", q="a" * 10_000) == [{"f": 1}]
 
 
 # -- zero-config search and facets on tables and views ---------------------------

@@ -166,11 +166,12 @@ def open_db(path: str | Path) -> sqlite3.Connection:
 
 
 def has_schema(conn: sqlite3.Connection) -> bool:
-    """Whether ``conn`` holds an obelisk database."""
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'messages_fts'"
-    ).fetchone()
-    return row is not None
+    """Whether ``conn`` holds an obelisk database (not just any database with a
+    ``messages_fts`` table: sqlite-utils gives a ``messages`` table that name)."""
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('messages_fts', 'obelisk_state')"
+    ).fetchone()[0]
+    return found == 2
 
 
 def get_state(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:

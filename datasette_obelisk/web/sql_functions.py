@@ -15,15 +15,17 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
 
 ``obelisk_snippet(text, query[, width])``
     A plain-text excerpt of about ``width`` (default 240) characters of
-    ``text``, centred on the first word of ``query`` it contains::
+    ``text``, centred on the first word of ``query`` it contains (a query
+    over 10,000 characters gives NULL)::
 
         select obelisk_snippet(text, 'migration', 120) from messages limit 5
 
 ``obelisk_fts(text[, mode])``
     A safe FTS5 expression for user text: ``terms`` (every word must match,
     the default) or ``phrase``. Punctuation never causes a syntax error;
-    blank or unindexable text gives ``""``, which matches nothing. Text of
-    any length is taken (the helpers refuse more than 1,000 characters)::
+    blank or unindexable text gives ``""``, which matches nothing. Text over
+    10,000 characters gives NULL (the helpers refuse more than 1,000): SQLite
+    cannot interrupt a function, so its work is bounded here::
 
         select rowid from messages_fts where messages_fts match obelisk_fts('foo-bar c++')
 """
@@ -36,8 +38,10 @@ import sqlite3
 from ..query import fts, obelisk
 from ..query.errors import QueryError
 from ..query.text import SNIPPET_CHARS, approximate_snippet
+from ..store.db import has_schema
 
 SAFE_MODES = ("terms", "phrase")
+MAX_QUERY_CHARS = 10_000
 MATCH_NOTHING = '""'
 
 
@@ -73,35 +77,32 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
         return None
     # Only the connection's own database: --crossdb's _memory would find
     # an attached database's messages under the bare name.
-    if conn.execute("SELECT 1 FROM main.sqlite_master WHERE name = 'messages' AND type = 'table'").fetchone() is None:
+    if not has_schema(conn):  # another file, or --crossdb's _memory: no chains
         return None
     # The helpers read rows by name; sqlite-utils connections return tuples.
     # A cursor keeps the factory it was made with, so the caller's is safe.
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
         return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
-    except QueryError as error:
-        # Past the time limit the statement calling it is stopped next, with the usual message;
-        # a database without the obelisk tables (another file, --crossdb's _memory) has no chains.
-        if error.code == "OBELISK_TIMEOUT" or error.message.startswith("no such table"):
-            return None
-        raise
+    except (QueryError, sqlite3.Error):
+        # Past the time limit the statement calling it is stopped next, with the usual message.
+        return None
     finally:
         conn.row_factory = saved
 
 
 def snippet_text(text, query, width=SNIPPET_CHARS) -> str | None:
     text, query, width = as_text(text), as_text(query), as_width(width)
-    if text is None or query is None or width is None:
+    if text is None or query is None or width is None or len(query) > MAX_QUERY_CHARS:
         return None
     return approximate_snippet(text, fts.tokens(query), width)["text"]
 
 
 def fts_expression(text, mode="terms") -> str | None:
     text, mode = as_text(text), as_mode(mode)
-    if text is None or mode is None:
+    if text is None or mode is None or len(text) > MAX_QUERY_CHARS:
         return None
-    try:  # of any length: the caller's SQL runs under Datasette's time limit anyway
+    try:
         expression = fts.parse_query(text, mode, max_chars=None).expression
     except QueryError:  # blank text
         return MATCH_NOTHING

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+import sys
+
 from .browse import apply_browse_defaults
 from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
@@ -18,6 +21,9 @@ async def configure(datasette) -> None:
         served = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
         raise ConfigError(f"{PLUGIN_NAME}: database {config.database!r} is not served (served: {served})")
     for name in await obelisk_databases(datasette):
-        await register_stored_queries(datasette, name)
-        await record_sources(datasette, name, QUERIES)
-        await apply_browse_defaults(datasette, name)
+        try:
+            await register_stored_queries(datasette, name)
+            await record_sources(datasette, name, QUERIES)
+            await apply_browse_defaults(datasette, name)
+        except sqlite3.Error as exc:  # a damaged archive must not keep the others from being served
+            print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)

@@ -306,8 +306,18 @@ order by {moment_sql('coalesce(r.timestamp, rm.timestamp)')} desc, r.id desc
 ]
 
 
+def configured_names(datasette, database: str) -> set[str]:
+    """The stored queries the instance's own configuration names for ``database``."""
+    databases = (datasette.config or {}).get("databases") or {}
+    return set((databases.get(database) or {}).get("queries") or {})
+
+
 async def register_stored_queries(datasette, database: str) -> None:
+    """Ours, but for a query of the same name in the configuration: that one wins."""
+    mine = configured_names(datasette, database)
     for query in QUERIES:
+        if query.name in mine:
+            continue
         await datasette.add_query(
             database,
             query.name,
