@@ -319,6 +319,20 @@ def test_subagent_chat_is_linked_to_its_parent():
     assert of(records, Message)[0].agent_id == "child-5678"
 
 
+def test_a_subagent_chat_written_as_a_document_is_linked_to_its_parent():
+    unit = chat_unit(Path("/h/.gemini/tmp/abc/chats/parent-1234/child-5678.json"))
+    assert (unit.kind, unit.layout, unit.hints) == (
+        "subagent_chat", "document", {"session_id": "child-5678", "parent_session_id": "parent-1234"})
+    document = {"sessionId": "child-5678", "projectHash": "abc", "kind": "subagent", "startTime": "t",
+                "messages": [{"id": "u1", "timestamp": "t", "type": "user", "content": "Investigate"}]}
+    records = GeminiSource().open_parser(unit, None).document(orjson.dumps(document))
+    session = of(records, Session)[0]
+    assert (session.id, session.parent_session_id, session.relationship) == (
+        "gemini:child-5678", "gemini:parent-1234", "subagent")
+    assert [(m.uuid, m.text) for m in of(records, Message)] == [("gemini:child-5678:u1", "Investigate")]
+    assert chat_unit(Path("/h/.gemini/tmp/abc/chats/parent-1234/notes.txt")) is None
+
+
 def test_inline_data_is_never_stored():
     image = base64.b64encode(bytes(30_000)).decode()
     small = base64.b64encode(bytes(30)).decode()
@@ -533,6 +547,51 @@ def test_a_tool_response_whose_call_gave_no_result_is_that_calls_result():
     ))
     assert [(r.tool_use_id, r.message_uuid, r.content) for r in of(records, ToolResult)] == [
         ("gemini:s-1:shell-9", "gemini:s-1:u2:result:shell-9", "ok")]
+
+
+def test_a_resume_repeating_the_responses_of_hundreds_of_calls_stores_none_again():
+    """gemini-cli 0.44+ writes, on a resume, a user message of tool responses
+    after every reply with calls: each repeats a result already stored."""
+    def done(n):
+        return {**SHELL, "id": f"c{n}", "status": "success", "result": [{"functionResponse": response(n)}]}
+
+    def response(n):
+        return {"id": f"c{n}", "name": "run_shell_command", "response": {"output": f"out {n}"}}
+
+    replies = [{"id": f"g{n}", "type": "gemini", "content": "", "toolCalls": [done(n)]} for n in range(300)]
+    history = [m for n, reply in enumerate(replies)
+               for m in (reply, {"id": f"g{n}_response", "type": "user", "content": [{"functionResponse": response(n)}]})]
+    records = feed_all(jsonl(META, {"id": "u0", "type": "user", "content": "go"}, *replies,
+                             {"$set": {"messages": [{"id": "u0", "type": "user", "content": "go"}, *history]}}))
+    results = [m.text for m in of(records, Message) if m.content_type == "tool_result"]
+    assert results == [f"out {n}" for n in range(300)]
+    assert len(of(records, ToolResult)) == 300
+
+
+def test_an_earlier_reply_written_again_adds_nothing_it_had():
+    """gemini-cli 0.39-0.43 writes every reply with calls again when it sets
+    its history (here after a rewind; masking writes its output shortened)."""
+    read = {"id": "c1", "name": "read_file", "args": {"file_path": "/a"}, "status": "success",
+            "result": [{"functionResponse": {"id": "c1", "name": "read_file", "response": {"output": "DEBUG=1"}}}]}
+    reply = {"id": "g1", "type": "gemini", "content": "Let me check.", "tokens": TOKENS}
+    masked = {**read, "result": [{"functionResponse": {**read["result"][0]["functionResponse"],
+                                                        "response": {"output": "<output masked>"}}}]}
+    pending = {**read, "id": "c2", "status": "executing", "result": None}
+    records = feed_all(jsonl(
+        META, {"id": "u1", "type": "user", "content": "Check the config"}, reply,
+        {**reply, "toolCalls": [read, pending]},
+        {"id": "g2", "type": "gemini", "content": "DEBUG is on."}, {"id": "u2", "type": "user", "content": "Turn it off"},
+        {"$rewindTo": "u2"}, {**reply, "toolCalls": [masked, {**pending, "status": "cancelled", "result": []}]},
+        {"id": "u3", "type": "user", "content": "Turn it on"},
+    ))
+    messages = of(records, Message)
+    assert [(m.uuid, m.content_type) for m in messages if m.type != "rewind"] == [
+        ("gemini:s-1:u1", "text"), ("gemini:s-1:g1", "text"), (messages[2].uuid, "tool_use"),
+        ("gemini:s-1:g1:result:c1", "tool_result"), ("gemini:s-1:g2", "text"), ("gemini:s-1:u2", "text"),
+        ("gemini:s-1:g1:result:c2", "tool_result"), ("gemini:s-1:u3", "text")]
+    assert [(r.tool_use_id, r.content, r.outcome) for r in of(records, ToolResult)] == [
+        ("gemini:s-1:c1", "DEBUG=1", "succeeded"), ("gemini:s-1:c2", "", "cancelled")]
+    assert sum(m.input_tokens or 0 for m in messages) == 100
 
 
 def test_text_parts_are_joined_as_gemini_cli_joins_them():

@@ -5,7 +5,7 @@ Two layouts:
 * legacy ``session-*.json``: one ``ConversationRecord`` document
   ``{sessionId, projectHash, startTime, lastUpdated, messages[], summary?}``
   rewritten on every update (layout ``document``);
-* ``session-*.jsonl`` (and subagent chats ``chats/<parent id>/<id>.jsonl``):
+* ``session-*.jsonl`` (and subagent chats ``chats/<parent id>/<id>.jsonl``, ``.json`` in 0.37-0.38):
   an append log of a metadata line, message records, ``{"$set": {...}}``
   metadata updates and ``{"$rewindTo": <message id>}`` markers.
 
@@ -76,7 +76,6 @@ EXIT_SCAN_CHARS = 1024  # the status lines follow the output
 KEPT_INJECTED = 64
 INJECTED_PREFIXES = ("<session_context>", "<hook_context>")  # gemini-cli's own isIgnoredUserContent
 AGENT_TASK_ARGUMENTS = ("objective", "description", "prompt", "task")
-KEPT_ANSWERED = 256  # calls whose results a parser remembers, for the tool responses that repeat them
 
 
 class GeminiSource:
@@ -105,7 +104,10 @@ class GeminiSource:
     #    gemini-cli writes as the user's (``<session_context>``, ``<hook_context>``)
     #    is injected, and kept out of the history it syncs; a reply's parts marked
     #    as thought are its thoughts; a call that ran a subagent types it
-    parser_version = 10
+    # 11: the results of all calls are remembered (a resume repeats them all);
+    #    an earlier reply written again adds only a result it lacked; subagent
+    #    chats written as documents (0.37-0.38) are read
+    parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -138,9 +140,12 @@ def chat_unit(path: Path) -> SourceFile | None:
         if name.endswith(".json"):
             return SourceFile(path, SOURCE, kind="chat", layout="document")
         return None
-    if parent.parent.name == "chats" and name.endswith(".jsonl"):
-        hints = {"session_id": name[: -len(".jsonl")], "parent_session_id": parent.name}
-        return SourceFile(path, SOURCE, kind="subagent_chat", hints=hints, priority=1)
+    if parent.parent.name == "chats" and name.endswith((".jsonl", ".json")):
+        # A subagent's chat: a log (0.39+), or a document (0.37-0.38), never migrated
+        # since a subagent's chat is never resumed.
+        hints = {"session_id": name.rsplit(".", 1)[0], "parent_session_id": parent.name}
+        layout = "document" if name.endswith(".json") else "jsonl"
+        return SourceFile(path, SOURCE, kind="subagent_chat", hints=hints, priority=1, layout=layout)
     return None
 
 
@@ -162,7 +167,9 @@ class GeminiState:
     # call id -> uuid of the row its call belongs to, for the calls of the last message
     last_calls: dict = field(default_factory=dict)
     hollow: bool = False  # the last message was a reply holding nothing yet (its row waits for a re-append)
-    answered: list = field(default_factory=list)  # ids of the latest calls whose result is stored
+    # ids of the calls whose result is stored (a dict for its order and lookups),
+    # every one: a resume writes the responses of all of them again
+    answered: dict = field(default_factory=dict)
     # of the messages in the history: ids with no row of their own (a reply that held
     # nothing yet, tool responses), and the rows an id has besides its own and its results'
     rowless: list = field(default_factory=list)
@@ -429,6 +436,9 @@ class GeminiParser:
         if self.s.last_message and self.s.last_message[0] == record["id"]:
             self._reappended(record, position, out)
             return
+        if record["id"] in self.s.current and first_text(record.get("type")) == "gemini":
+            self._rewritten(record, position, out)
+            return
         kind = first_text(record.get("type")) or "unknown"
         role = CONVERSATION_TYPES.get(kind)
         uuid = f"{self.session_id}:{record['id']}"
@@ -510,6 +520,19 @@ class GeminiParser:
             uuid=f"{self.session_id}:{record['id']}:usage", subtype="usage", role="assistant",
             model=first_text(record.get("model")), is_meta=1, surface="log-only", **_usage(record.get("tokens")),
         )
+
+    def _rewritten(self, record: dict, position: Position, out: list) -> None:
+        """An earlier reply of the history written again: gemini-cli 0.39-0.43
+        writes every reply with calls again when it sets its history (a rewind,
+        a resume, tool output masked). Its row, tokens and calls are stored
+        already; a result not stored yet is added, nothing else."""
+        uuid = f"{self.session_id}:{record['id']}"
+        timestamp = first_text(record.get("timestamp"))
+        out.append(Merged(position, "update"))
+        for index, call in enumerate(_tool_calls(record)):
+            call_id = _call_id(call, index, uuid)
+            if call_id not in self.s.answered:
+                self._result(call, call_id, first_text(call.get("name")) or "tool", uuid, index, timestamp, position, out)
 
     def _reappended(self, record: dict, position: Position, out: list) -> None:
         """The previous message again, with token counts, tool calls or their
@@ -629,7 +652,7 @@ class GeminiParser:
         tool_use_id = f"{self.session_id}:{call_id}"
         outcome = TOOL_OUTCOMES.get(first_text(call.get("status")))
         if outcome:
-            self.s.answered = [*(i for i in self.s.answered if i != call_id), call_id][-KEPT_ANSWERED:]
+            self.s.answered[call_id] = 1
             content = _result_text(call)
             exit_code = _exit_code(call, content) if name in SHELL_TOOLS else None
             if outcome == "succeeded" and exit_code:
