@@ -366,6 +366,18 @@ def test_compacted_entries_and_focused_links_stay_readable(server, page):
     assert link.evaluate(CONTRAST) >= 4.5  # Datasette's own focus colour gives about 2:1
 
 
+def test_warning_outcomes_stay_readable_on_every_entry(server, page):
+    checked = 0
+    for path in ("/-/obelisk/event/2b4ed4c0-b905-41de-9238-273db3ec737a/11",
+                 "/-/obelisk/session/small:agent-sidechain-sys1?shadowed=1"):
+        page.goto(f"{server}{path}")
+        badges = page.locator(".ob-outcome.blocked, .ob-outcome.cancelled, .ob-outcome.pending")
+        for n in range(badges.count()):
+            assert badges.nth(n).evaluate(CONTRAST) >= 4.5, path
+            checked += 1
+    assert checked >= 2
+
+
 def test_back_to_a_search_shows_the_form_of_its_results(server, page):
     page.goto(f"{server}/-/obelisk?q={WORD}")
     page.fill("input[name=q]", "typed but never searched")

@@ -361,6 +361,9 @@ async def test_every_tool_link_from_files_and_failures_reaches_its_anchor(ds, we
 async def test_transcript_rewinds_compactions_and_subagents(ds):
     forked = await page(ds, f"/-/obelisk/session/{FORKED}")
     assert "on a rewound branch" in forked
+    # "show" opens the page that starts with the branch, also without JavaScript
+    first = re.search(r"on a rewound branch \(#(\d+)", forked).group(1)
+    assert f'/-/obelisk/session/{FORKED}?start={first}&amp;shadowed=1#m{first}">show</a>' in forked
     assert "on a rewound branch" not in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
     assert "· rewound" in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
     assert "Context compacted here" in await page(ds, f"/-/obelisk/session/{COMPACTED}")
@@ -554,12 +557,12 @@ INT64_PAST = str(2**63)
 @pytest.mark.parametrize(
     "url,params,message",
     [
-        (f"/-/obelisk/event/{SAMPLE}/{INT64_PAST}", {}, f"seq must be between {-(2**63)} and {2**63 - 1}, not {INT64_PAST}"),
-        (f"/-/obelisk/event/{SAMPLE}/-{INT64_PAST}1", {}, "seq must be between"),
+        (f"/-/obelisk/event/{SAMPLE}/{INT64_PAST}", {}, f"seq must be a 64-bit integer, not {INT64_PAST}"),
+        (f"/-/obelisk/event/{SAMPLE}/-{INT64_PAST}1", {}, "seq must be a 64-bit integer"),
         (f"/-/obelisk/session/{SAMPLE}", {"start": HUGE}, f"start must be between 1 and {2**63 - 1}, not {HUGE}"),
         (f"/-/obelisk/session/{SAMPLE}", {"start": "0"}, f"start must be between 1 and {2**63 - 1}, not 0"),
-        (f"/-/obelisk/session/{SAMPLE}/lineage", {"seq": HUGE}, "seq must be between"),
-        ("/-/obelisk/failures", {"limit": HUGE}, "limit must be between"),
+        (f"/-/obelisk/session/{SAMPLE}/lineage", {"seq": HUGE}, "seq must be a 64-bit integer"),
+        ("/-/obelisk/failures", {"limit": HUGE}, "limit must be a 64-bit integer"),
     ],
 )
 async def test_out_of_range_integers_are_a_400_page(ds, url, params, message):
@@ -877,6 +880,22 @@ async def test_pages_link_no_raw_line_where_the_log_files_are_hidden(long_chain)
         assert not [link for link in links(html) if "/api/raw" in link], url
         assert "Raw log line" not in html and ">raw</a>" not in html, url
     assert (await hidden.client.get("/-/obelisk/api/raw?uuid=chain-60")).status_code == 403
+
+
+@pytest.mark.asyncio
+async def test_pages_link_no_raw_line_once_the_log_is_gone(long_chain, tmp_path):
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+    from datasette_obelisk.store.ingest import ingest
+
+    (tmp_path / "claude" / "projects" / "-tmp-long" / f"{LONG}.jsonl").unlink()
+    ingest(tmp_path / "long.db", {"claude": tmp_path / "claude"})
+    await long_chain.invoke_startup()
+    last = rows(tmp_path / "long.db", "SELECT seq FROM messages ORDER BY seq DESC LIMIT 1")[0][0]
+    for url in (f"/-/obelisk/event/{LONG}/{last}", f"/-/obelisk/session/{LONG}"):
+        html = await page(long_chain, url)
+        assert html.count(f"… {BIG_TEXT - RESULT_CHARS:,} more characters</span>") == 1, url
+        assert not [link for link in links(html) if "/api/raw" in link], url
+    assert "archived (source log gone)" in html
 
 
 BIG_CALL = "big-call-session"

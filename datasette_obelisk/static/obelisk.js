@@ -31,7 +31,7 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     const target = id && document.getElementById(id);
     const message = !target && /^m([0-9]+)$/.exec(id);
-    if (message && document.querySelector(".ob-transcript")) {
+    if (message && document.querySelector("[data-ob-pages]")) {
       // A message of this session on another page: the page that starts with it.
       const url = new URL(location.href);
       if (url.searchParams.get("start") !== message[1]) {

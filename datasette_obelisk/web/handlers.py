@@ -166,7 +166,8 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
         "database": db.name,
         "db_param": request.args.get("db"),
         "ob": TemplateHelpers(
-            datasette, request.args.get("db"), await is_visible(datasette, request.actor, db.name, "source_files")
+            datasette, request.args.get("db"),
+            not context.get("source_gone") and await is_visible(datasette, request.actor, db.name, "source_files"),
         ),
         **context,
         **(extra or {}),

@@ -70,7 +70,12 @@ async def session_page(datasette, request, db, params):
     data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
     # a page asked to start at a line (a link to it) says when the view hides that line
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
-    return {"t": data, "options": options, "session_id": session_id}
+    return {"t": data, "options": options, "session_id": session_id, "source_gone": source_gone(data["session"])}
+
+
+def source_gone(session) -> bool:
+    """Whether every log a session was read from is gone (no raw line to show)."""
+    return session is not None and session["availability"] == "archived"
 
 
 async def lineage_page(datasette, request, db, params):
@@ -100,6 +105,7 @@ async def event_page(datasette, request, db, params):
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
             "in_transcript": transcript.message_anchor(conn, session_id, seq, limit=TRANSCRIPT_PAGE),
             "session_title": next(iter(obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})), {}).get("title"),
+            "source_gone": source_gone(conn.execute("SELECT availability FROM sessions WHERE id = ?", [session_id]).fetchone()),
             **lineage.event_chains(conn, session_id, seq),
         }
 
