@@ -428,3 +428,21 @@ def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever
     run(tmp_path / "whole.db", tmp_path / ".claude")
     assert rows(tmp_path / "whole.db", "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
         (original, "u1,u2,o3"), (forked, "f3")]
+
+
+def test_an_adopted_agent_read_again_in_a_renamed_folder_names_its_parent_once(tmp_path, corpus):
+    """A 2.0.x agent file names its parent by its lines' sessionId, which the
+    main file's name is not: adopted once, it stays adopted when its folder moves."""
+    project = tmp_path / ".claude" / "projects" / "-home-user-projA"
+    project.mkdir(parents=True)
+    for name in ("sidechain_main.jsonl", "sidechain_agent.jsonl"):
+        shutil.copy2(corpus / "claude-code" / "handgemacht-ai__claude-code-log" / name, project / name)
+    run(tmp_path / "moved.db", tmp_path / ".claude")
+    project.rename(project.parent / "-home-user-projB")
+    run(tmp_path / "moved.db", tmp_path / ".claude")
+    run(tmp_path / "fresh.db", tmp_path / ".claude")
+    links = "SELECT session_id, agent_id, child_session_id FROM subagents"
+    assert rows(tmp_path / "moved.db", links) == rows(tmp_path / "fresh.db", links) == [
+        ("sidechain_main", "e1c84ba5", "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5")]
+    got, once = snapshot(tmp_path / "moved.db"), snapshot(tmp_path / "fresh.db")
+    assert got == once, diff(got, once)

@@ -1437,3 +1437,27 @@ def test_a_live_refresh_leaves_a_file_another_ingest_stored_under_another_name_m
     # nothing read twice under two rows: the next ingest reads the new line
     assert rows(db, "SELECT path FROM source_files") == [(str(other_name),)]
     assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+
+
+def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
+    """A Gemini chat document (read whole, not by cursor) whose project folder was
+    renamed: its rows follow it, so its raw lines are still found."""
+    from datasette_obelisk.plugins import get_sources
+    from datasette_obelisk.query import obelisk
+
+    gemini = tmp_path / ".gemini"
+    chats = gemini / "tmp" / "abc" / "chats"
+    chats.mkdir(parents=True)
+    chat = {"sessionId": "s-1", "projectHash": "abc", "startTime": "2026-01-01T00:00:00Z", "messages": [
+        {"id": "u1", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": "hello there"}]}
+    (chats / "session-2026-01-01T00-00-s1.json").write_text(json.dumps(chat))
+    sources = {"gemini": get_sources()["gemini"]}
+    ingest(db, {"gemini": gemini}, sources=sources)
+    (gemini / "tmp" / "abc").rename(gemini / "tmp" / "def")
+    ingest(db, {"gemini": gemini}, sources=sources)
+    moved = str(gemini / "tmp" / "def" / "chats" / "session-2026-01-01T00-00-s1.json")
+    assert rows(db, "SELECT f.path, f.missing FROM messages m JOIN source_files f ON f.id = m.file_id") == [(moved, 0)]
+    assert rows(db, "SELECT availability FROM sessions") == [("live",)]
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    assert '"hello there"' in obelisk.raw(conn, "gemini:s-1:u1")["text"]

@@ -679,6 +679,11 @@ def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
 ORPHAN = """SELECT c.agent_id, c.parent_session_id FROM sessions c
    WHERE c.id = ? AND c.relationship = 'subagent' AND c.agent_id IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = c.parent_session_id)"""
+ADOPTED = """SELECT sa.id, c.parent_session_id FROM sessions c
+   JOIN subagents sa ON sa.child_session_id = c.id AND sa.session_id = c.parent_session_id
+   WHERE c.id = ? AND c.relationship = 'subagent' AND EXISTS (
+     SELECT 1 FROM subagents o WHERE o.child_session_id = c.id AND o.id != sa.id
+       AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id))"""
 # Stored sessions whose spawning call names the agent: by the agent's session,
 # or (a row from before calls were named by sessionId) by its id alone.
 CLAIMS = """SELECT sa.id, sa.session_id FROM subagents sa JOIN sessions p ON p.id = sa.session_id
@@ -713,6 +718,11 @@ def adopt_agents(conn, session_ids) -> None:
     for child in sorted(candidates):
         orphan = conn.execute(ORPHAN, [child]).fetchone()
         if orphan is None:
+            # Adopted already, its file read again (moved to another folder):
+            # the row it made for the missing parent goes again.
+            again = conn.execute(ADOPTED, [child]).fetchone()
+            if again is not None:
+                adopt_agent(conn, child, *again)
             continue
         agent_id, named = orphan
         claims = conn.execute(CLAIMS, {"child": child, "named": named}).fetchall()

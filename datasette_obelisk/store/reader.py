@@ -145,7 +145,8 @@ class Reader:
             records = [self.redact(r) for r in records]
         messages = [r for r in records if type(r) is Message]
         others, rows, marks = split_messages(records) if messages else (records, [], [])
-        hashes = hashes_at(raw, cursor) if unit.layout == "jsonl" and not unit.compression else (None, None)
+        # (a document's too, whole: a copy of it elsewhere is known by them, see relocate)
+        hashes = hashes_at(raw, cursor) if not unit.compression else (None, None)
         return Batch(
             others, cursor, line_no, lines,
             orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
