@@ -594,6 +594,71 @@ def test_an_earlier_reply_written_again_adds_nothing_it_had():
     assert sum(m.input_tokens or 0 for m in messages) == 100
 
 
+COMPRESSED_ENV = {"id": "env", "type": "user", "content": [{"text": "<session_context>\nOS\n</session_context>"}]}
+READ_C3 = {"functionResponse": {"id": "c3", "name": "read_file", "response": {"output": "DEBUG=1"}}}
+
+
+def chat_kept_under_new_ids(*after) -> bytes:
+    """A chat whose compression keeps its last turns under new ids (K1-K4), as
+    newer gemini-cli writes them: the tool turn as functionCall / functionResponse parts."""
+    read = {"id": "c3", "name": "read_file", "args": {"file_path": "/x"}, "status": "success", "result": [READ_C3]}
+    return jsonl(
+        META, {"$set": {"messages": [COMPRESSED_ENV]}},
+        {"id": "u1", "type": "user", "content": [{"text": "First question"}]},
+        {"id": "g1", "type": "gemini", "content": "Answer one", "tokens": TOKENS},
+        {"id": "u2", "type": "user", "content": [{"text": "Please read config.py"}]},
+        {"id": "g2", "type": "gemini", "content": ""}, {"id": "g2", "type": "gemini", "content": "", "toolCalls": [read]},
+        {"id": "r2", "type": "user", "content": [READ_C3]},
+        {"id": "g3", "type": "gemini", "content": "config.py sets DEBUG=1"},
+        {"$set": {"messages": [
+            COMPRESSED_ENV, {"id": "S", "type": "user", "content": [{"text": "<state_snapshot>asked</state_snapshot>"}]},
+            {"id": "A", "type": "gemini", "content": [{"text": "Got it. Thanks for the additional context!"}]},
+            {"id": "K1", "type": "user", "content": [{"text": "Please read config.py"}]},
+            {"id": "K2", "type": "gemini", "content": [{"functionCall": {"id": "c3", "name": "read_file", "args": {}}}]},
+            {"id": "K3", "type": "user", "content": [READ_C3]},
+            {"id": "K4", "type": "gemini", "content": [{"text": "config.py sets DEBUG=1"}]}]}},
+        *after,
+    )
+
+
+def test_what_a_compression_keeps_under_new_ids_stays_current_once():
+    records = feed_all(chat_kept_under_new_ids({"id": "u5", "type": "user", "content": [{"text": "Turn it off"}]},
+                                       {"$rewindTo": "K4"}))
+    messages = of(records, Message)
+    boundary = next(m for m in messages if m.subtype == "compact_boundary")
+    assert boundary.text == "history replaced: 2 dropped, 4 kept"
+    assert boundary.meta["preserved_uuids"] == [
+        "gemini:s-1:u2", "gemini:s-1:g2", "gemini:s-1:g2:result:c3", "gemini:s-1:g3"]
+    stored = [m.uuid for m in messages if m.type in ("user", "gemini")]
+    assert stored == ["gemini:s-1:env", "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:u2", "gemini:s-1:g2",
+                      "gemini:s-1:g3", "gemini:s-1:S", "gemini:s-1:A", "gemini:s-1:u5"]  # no copy stored again
+    rewind = messages[-1]  # a rewind to a kept copy names the rows it took back: they came before the compaction
+    assert (rewind.type, rewind.logical_parent_uuid, rewind.meta) == (
+        "rewind", "gemini:s-1:g3", {"taken_uuids": ["gemini:s-1:g3", "gemini:s-1:u5"]})
+
+
+def test_a_rewind_to_a_kept_copy_takes_back_only_what_followed_it(tmp_path):
+    import sqlite3
+
+    from datasette_obelisk.store.ingest import ingest
+
+    chats = tmp_path / ".gemini" / "tmp" / "h" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-01-01T00-00-s1.jsonl").write_bytes(chat_kept_under_new_ids(
+        {"id": "u5", "type": "user", "content": [{"text": "Turn it off"}]}, {"$rewindTo": "K1"},
+        {"id": "u6", "type": "user", "content": [{"text": "Something else"}]}))
+    ingest(tmp_path / "o.db", {"gemini": tmp_path / ".gemini"}, sources={"gemini": GeminiSource()})
+    conn = sqlite3.connect(tmp_path / "o.db")
+    got = conn.execute("SELECT substr(uuid, 12), surface, visibility FROM messages "
+                       "WHERE type IN ('user', 'gemini', 'tool_result') ORDER BY seq").fetchall()
+    assert got == [
+        ("env", "shadowed", "visible"), ("u1", "shadowed", "visible"), ("g1", "shadowed", "visible"),
+        ("u2", "shadowed", "inactive"), ("g2", "shadowed", "inactive"), ("g2:result:c3", "shadowed", "inactive"),
+        ("g3", "shadowed", "inactive"), ("S", "current", "visible"), ("A", "current", "visible"),
+        ("u5", "shadowed", "inactive"), ("u6", "current", "visible"),
+    ]
+
+
 def test_text_parts_are_joined_as_gemini_cli_joins_them():
     records = feed_all(jsonl(META, {"id": "u1", "type": "user", "content": [
         {"text": "Explain @README.md"}, {"text": "\n--- Content from referenced files ---"},

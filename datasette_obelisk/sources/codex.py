@@ -80,7 +80,6 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -122,6 +121,7 @@ from .common import (
     normalize_repository,
     patch_paths,
     project_slug,
+    said_key,
     shell_written_paths,
     strings_in,
     unique,
@@ -768,7 +768,7 @@ class CodexParser:
             # a run of one form goes on (Codex 0.4x wrote a response's events, then its
             # items); a prompt ends the answer before it
             run = [] if twin == "user" else [entry for entry in run if entry[1] == form and entry[0] != "user"]
-            keys = [_said_key(twin, text) for text in said]
+            keys = [said_key(twin, text) for text in said]
             self.s.twins = [*run[1 - KEPT_TWINS:], [twin, form, parts, message.uuid, keys]]
             self.s.last_said = message.uuid
         if message.role == "user" and not message.is_meta and message.content_type == "text":
@@ -784,7 +784,7 @@ class CodexParser:
         if role not in ("user", "assistant") or not uuids:
             return
         said = self.s.said
-        sayings = said.pop(key := _said_key(role, text), [])
+        sayings = said.pop(key := said_key(role, text), [])
         said[key] = sayings if uuids in sayings else [*sayings, uuids][-KEPT_REPEATS:]
         if len(said) > KEPT_REMEMBERED:
             del said[next(iter(said))]
@@ -802,7 +802,7 @@ class CodexParser:
         conversation Message read. A Message said in parts (``_conversation``) is
         consumed part by part, unless the line repeats it whole."""
         run = self.s.twins
-        keys = [_said_key(twin, text) for text in said]
+        keys = [said_key(twin, text) for text in said]
         pairs = [index for index, entry in enumerate(run) if entry[0] == twin and entry[1] != form]
         taken, used = [], set()
         for index in pairs:
@@ -1243,7 +1243,7 @@ class CodexParser:
                 if role == "user" and text.startswith(HANDOVER_OPENING):
                     summary = summary or text.partition(HANDOVER_END)[2].strip() or text
                     continue
-                repeated.append(_said_key(role, text))
+                repeated.append(said_key(role, text))
             kept = _sayers(self.s.said, repeated)
         return ({"preserved_uuids": kept} if kept else None), summary
 
@@ -1420,11 +1420,6 @@ def _sayers(said: dict, repeated: list[str]) -> list[str]:
             for uuid in sayings[index]:
                 sayers.setdefault(uuid)
     return list(sayers)
-
-
-def _said_key(role: str, text: str) -> str:
-    """A short digest of what a user or assistant said, to recognise it repeated."""
-    return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _parts_text(content: Any) -> str:

@@ -5,6 +5,7 @@ Everything here is pure: bytes and strings in, values out.
 
 from __future__ import annotations
 
+import hashlib
 import posixpath
 import re
 import shlex
@@ -346,6 +347,11 @@ def _before_heredoc_body(command: str) -> str:
         return command
     end = command.find("\n", start)
     return command if end < 0 else command[:end]
+
+
+def said_key(role: str, text: str) -> str:
+    """A short digest of what a user or assistant said, to recognise it repeated."""
+    return hashlib.blake2b(f"{role}\0{text}".encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def unique(values: Iterable[str]) -> list[str]:

@@ -56,6 +56,7 @@ from .common import (
     first_text,
     load_document,
     project_slug,
+    said_key,
     shell_written_paths,
     thinking_meta,
     unique,
@@ -106,7 +107,8 @@ class GeminiSource:
     #    as thought are its thoughts; a call that ran a subagent types it
     # 11: the results of all calls are remembered (a resume repeats them all);
     #    an earlier reply written again adds only a result it lacked; subagent
-    #    chats written as documents (0.37-0.38) are read
+    #    chats written as documents (0.37-0.38) are read; what a compression
+    #    keeps under new ids is known by what it says (kept, not stored again)
     parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -179,6 +181,8 @@ class GeminiState:
     # a summary read before any message: [title, timestamp, [line, byte offset, byte length] | None]
     pending_summary: list | None = None
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
+    said: dict = field(default_factory=dict)  # message id of the history -> digest of what it says (_said)
+    copies: list = field(default_factory=list)  # ids a compression gave messages it kept (their rows are earlier ones)
 
 
 class GeminiParser:
@@ -332,10 +336,16 @@ class GeminiParser:
             # the last messages taken back (gemini-cli rolls a cancelled or failed request back,
             # and may add what closes an interrupted turn)
             self._rewind(dropped[0], position, out, first_text(update.get("lastUpdated")))
-        elif dropped:
+        copies = {}
+        if dropped and not rollback:
+            # newer gemini-cli gives what a compression keeps new ids: a copy
+            # saying what a dropped message said is that message, kept
+            copies = self._copies(added[1:], dropped)
             timestamp = first_text(update.get("lastUpdated"))
             kept_uuids = [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
-            boundary = self._boundary(kept_uuids, len(kept), len(dropped), position, timestamp, out)
+            kept_uuids += [uuid for m in added if m["id"] in copies for uuid in self._rows_of(copies[m["id"]])]
+            boundary = self._boundary(
+                kept_uuids, len(kept) + len(copies), len(dropped) - len(copies), position, timestamp, out)
             if not added:
                 out.append(
                     self._message(
@@ -345,7 +355,11 @@ class GeminiParser:
                     )
                 )
         for index, record in enumerate(added):
-            self._message_record(record, position, out, compact_summary=bool(dropped) and not rollback and index == 0)
+            if record["id"] in copies:
+                self._alias(record["id"], copies[record["id"]])
+            else:
+                self._message_record(record, position, out, compact_summary=bool(dropped) and not rollback and index == 0)
+        added = [record for record in added if record["id"] not in copies]
         # A message it keeps stays current even written without its type.
         before = set(self.s.current)
         self.s.current = [m["id"] for m in records if (m["id"] in before or m.get("type") in CONVERSATION_TYPES)
@@ -361,6 +375,27 @@ class GeminiParser:
             self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(_tool_calls(last))}
             self.s.hollow = last["id"] in self.s.rowless and first_text(last.get("type")) == "gemini"
         return bool(dropped or added)
+
+    def _copies(self, added: list, dropped: list) -> dict:
+        """The added messages (by id) that say what a dropped one said, each matched once, in order."""
+        left = [(i, self.s.said[i]) for i in dropped if i in self.s.said]
+        copies = {}
+        for record in added:
+            key = _said(record)
+            match = next((pair for pair in left if pair[1] == key), None)
+            if match is not None:
+                copies[record["id"]] = match[0]
+                left.remove(match)
+        return copies
+
+    def _alias(self, copy: str, original: str) -> None:
+        """``copy`` is the history's new id of ``original``: its rows are the original's."""
+        self.s.rowless.append(copy)
+        self.s.extra_rows[copy] = self._rows_of(original)
+        if original in self.s.first_parents:
+            self.s.first_parents[copy] = self.s.first_parents[original]
+        self.s.said[copy] = self.s.said[original]
+        self.s.copies.append(copy)
 
     def _boundary(self, preserved: list[str], kept: int, dropped: int, position: Position, timestamp, out: list) -> str:
         """The log-only row that marks a history replacement and names the rows of what it kept; its uuid."""
@@ -381,6 +416,8 @@ class GeminiParser:
         # (the context gemini-cli wrote as the user's is not in the history: it came first)
         taken = current[current.index(target):] if target in current else current if target in self.s.injected else []
         first_row = next((row for i in taken for row in self._rows_of(i)), f"{self.session_id}:{target}")
+        # Rows of kept copies come before the compaction: what was taken back is named, not a run of rows.
+        meta = {"taken_uuids": [row for i in taken for row in self._rows_of(i)]} if set(taken) & set(self.s.copies) else None
         self.s.current = current[: len(current) - len(taken)] if taken else []
         # the marker (and after it what comes next) follows what the first message taken back followed
         if taken and taken[0] in self.s.first_parents:
@@ -396,6 +433,7 @@ class GeminiParser:
                 surface="log-only",
                 logical_parent_uuid=first_row,
                 uuid=f"{self.session_id}:rewind@{position.byte_offset}",
+                meta=meta,
             )
         )
 
@@ -410,6 +448,8 @@ class GeminiParser:
         self.s.rowless = [i for i in self.s.rowless if i in current]
         self.s.extra_rows = {i: rows for i, rows in self.s.extra_rows.items() if i in current}
         self.s.first_parents = {i: row for i, row in self.s.first_parents.items() if i in current}
+        self.s.said = {i: key for i, key in self.s.said.items() if i in current}
+        self.s.copies = [i for i in self.s.copies if i in current]
 
     def _message(self, position: Position, type: str, timestamp, *, uuid: str, **fields) -> Message:
         message = Message(
@@ -433,6 +473,8 @@ class GeminiParser:
 
     def _message_rows(self, record: dict, position: Position, out: list, *, compact_summary: bool = False) -> None:
         self._ensure_session(out)
+        if first_text(record.get("type")) in CONVERSATION_TYPES:
+            self.s.said[record["id"]] = _said(record)
         if self.s.last_message and self.s.last_message[0] == record["id"]:
             self._reappended(record, position, out)
             return
@@ -596,11 +638,8 @@ class GeminiParser:
             answer = response.get("response") if isinstance(response.get("response"), dict) else {}
             call = {"id": call_id, "name": response.get("name"), "status": "error" if "error" in answer else "success",
                     "result": [{"functionResponse": response}, *others]}
-            stored = len(out)
             name = first_text(response.get("name")) or "tool"
             self._result(call, call_id, name, uuid, index, timestamp, position, out)
-            self.s.extra_rows.setdefault(record["id"], []).extend(
-                r.uuid for r in out[stored:] if isinstance(r, Message))
             others = []  # said once, with the first
 
     def _uuids_of(self, record: dict) -> list[str]:
@@ -664,6 +703,10 @@ class GeminiParser:
                     position, "tool_result", timestamp, uuid=result_uuid, role="user", text=content,
                     content_type="tool_result",
                 ))
+                # a row of the message's (what a compression keeps under a new id keeps it)
+                rows = self.s.extra_rows.setdefault(message_uuid.removeprefix(f"{self.session_id}:"), [])
+                if result_uuid not in rows:
+                    rows.append(result_uuid)
             out.append(
                 ToolResult(
                     tool_use_id=tool_use_id,
@@ -712,6 +755,19 @@ def _parts_text(content: Any) -> str:
             elif isinstance(part.get("fileData"), dict):
                 pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
     return "\n".join(text for text in map("".join, pieces) if text)
+
+
+def _said(record: dict) -> str:
+    """A digest of what a message says: its text, and the ids of its calls (in
+    ``toolCalls``, or as ``functionCall`` parts) and tool responses."""
+    content = record.get("content")
+    parts = [content] if isinstance(content, dict) else content if isinstance(content, list) else []
+    calls = [first_text(call.get("id")) for call in _tool_calls(record)] + [
+        first_text(part["functionCall"].get("id")) for part in parts
+        if isinstance(part, dict) and isinstance(part.get("functionCall"), dict)]
+    responses = [first_text(response.get("id")) for response in _responses(content)]
+    ids = "\0".join(sorted(i or "" for i in calls)) + "\1" + "\0".join(sorted(i or "" for i in responses))
+    return said_key(str(record.get("type")), " ".join(_parts_text(content).split()) + "\1" + ids)
 
 
 def _holds(record: dict) -> bool:

@@ -400,11 +400,11 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
                 if surface[row.uuid] != "log-only":
                     surface[row.uuid] = "shadowed"
     # Rewind markers (Gemini's ``$rewindTo``): the rows from the marker's
-    # target up to the marker were taken back; the marker replaced them.
+    # target up to the marker were taken back, or those it names
+    # (``meta.taken_uuids``); the marker replaced them.
     index_of = {row.uuid: index for index, row in enumerate(rows)}
     for index, row in enumerate(rows):
-        start = index_of.get(row.logical_parent_uuid) if row.type == "rewind" else None
-        for taken in rows[start:index] if start is not None else ():
+        for taken in rewound(rows, index, index_of) if row.type == "rewind" else ():
             visibility[taken.uuid] = "inactive"
             replaced_by.setdefault(taken.uuid, row.uuid)
             if surface[taken.uuid] != "log-only":
@@ -466,7 +466,26 @@ def time_order(row: SessionRow) -> tuple:
 
 def kept_by(row: SessionRow) -> set[str]:
     """The uuids a compaction row names as kept verbatim (``meta.preserved_uuids``)."""
-    return set((orjson.loads(row.meta_json) if row.meta_json else {}).get("preserved_uuids") or ())
+    return _named(row, "preserved_uuids")
+
+
+def rewound(rows: list[SessionRow], index: int, index_of: dict) -> list[SessionRow]:
+    """The rows the rewind marker ``rows[index]`` took back."""
+    marker = rows[index]
+    named = taken_by(marker)
+    if named:
+        return [row for row in rows[:index] if row.uuid in named]
+    start = index_of.get(marker.logical_parent_uuid)
+    return rows[start:index] if start is not None else []
+
+
+def taken_by(row: SessionRow) -> set[str]:
+    """The uuids a rewind marker names as taken back (``meta.taken_uuids``), if it names them."""
+    return _named(row, "taken_uuids")
+
+
+def _named(row: SessionRow, key: str) -> set[str]:
+    return set((orjson.loads(row.meta_json) if row.meta_json else {}).get(key) or ())
 
 
 def subtree(root: SessionRow, children, seen: set | None = None):
