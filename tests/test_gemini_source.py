@@ -637,6 +637,32 @@ def test_what_a_compression_keeps_under_new_ids_stays_current_once():
         "rewind", "gemini:s-1:g3", {"taken_uuids": ["gemini:s-1:g3", "gemini:s-1:u5"]})
 
 
+def test_kept_copies_are_the_last_turns_said_again_from_a_prompt_on():
+    def said(kind, id, text):
+        return {"id": id, "type": kind, "content": [{"text": text}]}
+
+    def compression(n, *kept):
+        return {"$set": {"messages": [COMPRESSED_ENV, said("user", f"S{n}", f"<state_snapshot>{n}</state_snapshot>"),
+                                      said("gemini", f"A{n}", "Got it. Thanks for the additional context!"), *kept]}}
+
+    records = feed_all(jsonl(
+        META, {"$set": {"messages": [COMPRESSED_ENV]}},
+        said("user", "u1", "continue"), said("gemini", "g1", "Done."),
+        said("user", "u2", "fix the tests"), said("gemini", "g2", "Fixed."),
+        said("user", "u3", "continue"), said("gemini", "g3", "Done."),  # said before: the later pair is the kept one
+        compression(1, said("user", "K1", "continue"), said("gemini", "K2", "Done.")),
+        said("user", "u4", "go on"),
+        compression(2, said("user", "K3", "go on")),  # A1 says what A2 says: no kept turn, it starts no prompt
+    ))
+    boundaries = [m for m in of(records, Message) if m.subtype == "compact_boundary"]
+    assert [(b.text, b.meta["preserved_uuids"]) for b in boundaries] == [
+        ("history replaced: 4 dropped, 2 kept", ["gemini:s-1:u3", "gemini:s-1:g3"]),
+        ("history replaced: 4 dropped, 1 kept", ["gemini:s-1:u4"]),
+    ]
+    assert [m.uuid for m in of(records, Message) if m.uuid.split(":")[-1] in ("A1", "A2", "K1", "K2", "K3")] == [
+        "gemini:s-1:A1", "gemini:s-1:A2"]
+
+
 def test_a_rewind_to_a_kept_copy_takes_back_only_what_followed_it(tmp_path):
     import sqlite3
 

@@ -198,6 +198,17 @@ def test_a_session_changing_between_pages_shifts_no_other(toy, query):
     assert session_ids(history_search(toy.conn(), **options, limit=1)) == ["t1"]
 
 
+def test_pages_go_on_past_sessions_with_blank_or_no_times(toy):
+    for n in range(5):
+        toy.write(f"t{n}", line(f"t{n}a", f"gamma {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET ended_at = '' WHERE id IN ('t1', 't2')")  # as another tool might leave them
+    toy.sql("UPDATE sessions SET ended_at = NULL, started_at = NULL WHERE id = 't3'")
+    whole = session_ids(history_search(toy.conn(), limit=75))
+    paged = [s for page in pages(lambda **o: history_search(toy.conn(), **o), limit=1) for s in session_ids(page)]
+    assert paged == whole == ["t4", "t0", "t1", "t2", "t3"]
+
+
 def test_sessions_of_equal_rank_come_once_each_page_by_page(toy):
     # The same text in each, written a minute apart: equal ranks, newest first.
     for n in range(60):

@@ -1136,3 +1136,26 @@ def test_every_helper_takes_a_plain_connection_too(corpus_db, workflow_db):
         assert plain.row_factory is None  # left as it was
         ro_conn.close()
         plain.close()
+
+
+def test_a_working_folder_named_in_bytes_that_are_no_utf8_matches_no_project(ro, tmp_path, monkeypatch):
+    folder = tmp_path / os.fsdecode(b"caf\xe9")  # a Latin-1 name: a lone surrogate in Python
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    found = o.overview(ro)
+    assert found["current"] == {"cwd": str(tmp_path / "caf\ufffd"), "project": None}
+
+
+
+def test_only_an_argument_holding_a_lone_surrogate_is_reported_as_one():
+    from datasette_obelisk.query.errors import refusing_unencodable
+
+    @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
+    def encode(value, opts=None):
+        return (value + "\ud800").encode()  # the function's own text, not the caller's
+
+    with pytest.raises(UnicodeEncodeError):
+        encode("plain", {"project": "p"})
+    with pytest.raises(QueryError) as error:
+        encode("plain", {"project": ["a\udc80"]})
+    assert error.value.message == "encode(): an argument holds a lone surrogate, which UTF-8 cannot hold"

@@ -77,5 +77,7 @@ def test_the_first_prompt_sent_again_is_a_rewind_of_it():
     assert surfaces[3] == surfaces[4] == ("shadowed", "visible", "s")
     assert surfaces[7] == ("current", "visible", None)
     assert surfaces_of(rows[:4])[3] == ("current", "visible", None)
+    going_on = [*rows[:4], row(5, "u3", logical_parent_uuid="a2"), row(6, "a3", "u3", role="assistant", type="assistant")]
+    assert [surfaces_of(going_on)[n][0] for n in (3, 4, 5, 6)] == ["current"] * 4  # u3 names what it goes on from
     unlinked = [row(1, "p1"), row(2, "p2"), row(3, "p3", "x")]  # lines not linked to each other
     assert [surface for surface, _, _ in surfaces_of(unlinked).values()] == ["current"] * 3

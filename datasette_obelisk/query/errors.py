@@ -80,6 +80,27 @@ def refusing_unencodable(code: str):
             try:
                 return fn(*args, **kwargs)
             except UnicodeEncodeError:
+                if not any(map(holds_lone_surrogate, (*args, *kwargs.values()))):
+                    raise
                 raise QueryError(code, f"{fn.__name__}(): an argument {LONE_SURROGATE}") from None
         return checked
     return decorate
+
+
+def holds_lone_surrogate(value) -> bool:
+    """Whether ``value`` is, or a list or dict in it holds, a string UTF-8 cannot hold."""
+    if isinstance(value, str):
+        return not value.isascii() and not _encodes(value)
+    if isinstance(value, dict):
+        return any(map(holds_lone_surrogate, (*value.keys(), *value.values())))
+    if isinstance(value, (list, tuple, set)):
+        return any(map(holds_lone_surrogate, value))
+    return False
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -44,7 +44,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
-from .errors import LONE_SURROGATE, QueryError
+from .errors import LONE_SURROGATE, QueryError, holds_lone_surrogate
 
 MODES = ("terms", "phrase", "raw")  # and "words", the history contract's
 MAX_QUERY_CHARS = 1000
@@ -145,11 +145,8 @@ def search_mode(value: str) -> str | None:
 
 def check_encodable(text: str) -> None:
     """SESSION_QUERY_INVALID_QUERY for a query UTF-8 cannot hold (a lone surrogate)."""
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the query {LONE_SURROGATE}") from None
+    if holds_lone_surrogate(text):
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"the query {LONE_SURROGATE}")
 
 
 def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars: int | None = MAX_QUERY_CHARS) -> FtsQuery:

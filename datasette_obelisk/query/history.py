@@ -218,7 +218,9 @@ def _is_place(after) -> bool:
 
 
 def _place(session: dict) -> list[str]:
-    return [session["ended_at"] or session["started_at"] or "", session["id"]]
+    """``[UPDATED, id]`` of a session, as the SQL reads them."""
+    updated = next((value for value in (session["ended_at"], session["started_at"]) if value is not None), "")
+    return [updated, session["id"]]
 
 
 def _comes_after(place: list[str], after: list[str]) -> bool:

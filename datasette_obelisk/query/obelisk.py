@@ -35,7 +35,7 @@ from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from . import fts
-from .errors import QueryError, refusing_unencodable
+from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
 from ..utc import canonical
 from .moments import moment_sql
 from .readonly import error_for, run_sql, translated_errors
@@ -718,6 +718,8 @@ def overview(conn, opts=None, *, use_process_cwd: bool = True, **kwargs) -> dict
         ("project", "cwd"), string_key="project",
     )
     cwd = o.get("cwd") or (os.getcwd() if use_process_cwd else None)
+    if cwd and holds_lone_surrogate(cwd):  # a folder named in bytes that are no UTF-8: no project's
+        cwd = cwd.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if o.get("project") is not None:
         current = project_from_option(conn, o["project"])
     else:

@@ -377,16 +377,16 @@ class GeminiParser:
         return bool(dropped or added)
 
     def _copies(self, added: list, dropped: list) -> dict:
-        """The added messages (by id) that say what a dropped one said, each matched once, in order."""
-        left = [(i, self.s.said[i]) for i in dropped if i in self.s.said]
-        copies = {}
-        for record in added:
-            key = _said(record)
-            match = next((pair for pair in left if pair[1] == key), None)
-            if match is not None:
-                copies[record["id"]] = match[0]
-                left.remove(match)
-        return copies
+        """The added messages (by id) that are what was dropped last, saying the same
+        in the same order: the turns a compression kept, from a prompt on."""
+        pairs = []
+        for record, original in zip(reversed(added), reversed(dropped)):
+            if self.s.said.get(original) != _said(record):
+                break
+            pairs.append((record["id"], original, _is_prompt(record)))
+        while pairs and not pairs[-1][2]:  # what it keeps starts with a prompt
+            pairs.pop()
+        return {copy: original for copy, original, _ in pairs}
 
     def _alias(self, copy: str, original: str) -> None:
         """``copy`` is the history's new id of ``original``: its rows are the original's."""
@@ -755,6 +755,11 @@ def _parts_text(content: Any) -> str:
             elif isinstance(part.get("fileData"), dict):
                 pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
     return "\n".join(text for text in map("".join, pieces) if text)
+
+
+def _is_prompt(record: dict) -> bool:
+    """A user message that is no tool responses."""
+    return first_text(record.get("type")) == "user" and not _responses(record.get("content"))
 
 
 def _said(record: dict) -> str:

@@ -368,7 +368,7 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
         compacted = compacted or row.subtype == "compact_boundary" or bool(row.is_compact_summary)
         if row.parent_uuid:
             children[row.parent_uuid].append(row)
-        elif not compacted and is_prompt(row):
+        elif not compacted and is_prompt(row) and not row.logical_parent_uuid:  # (one naming what it goes on from)
             roots.append(row)
         surface[row.uuid] = "log-only" if row.surface == "log-only" else "current"
         visibility[row.uuid] = "hidden" if row.visibility == "hidden" else "visible"
