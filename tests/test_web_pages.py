@@ -121,6 +121,16 @@ async def test_a_source_no_one_has_is_refused_on_the_search_page_as_in_the_api(d
     api = await ds.client.get("/-/obelisk/api/search", params={"q": "the", "source": "nosuch"})
     assert (api.status_code, api.json()["error"]["code"]) == (400, "OBELISK_INVALID_ARGUMENT")
     assert (await ds.client.get("/-/obelisk", params={"q": "the", "source": "claude"})).status_code == 200
+    recent = await page(ds, "/-/obelisk", 400, source="nosuch")  # with no query too
+    assert "unknown source nosuch" in recent and 'name="q"' in recent
+
+
+@pytest.mark.asyncio
+async def test_a_refused_failures_filter_is_shown_with_its_form(ds):
+    html = await page(ds, "/-/obelisk/failures", 400, source="nosuch", project="billing")
+    assert "OBELISK_INVALID_ARGUMENT" in html and "unknown source nosuch" in html
+    assert '<form class="ob-search" action="/-/obelisk/failures"' in html
+    assert 'value="billing"' in html and "<option>claude</option>" in html
 
 
 @pytest.mark.asyncio
@@ -298,6 +308,10 @@ async def test_search_reports_bad_input_without_crashing(ds):
     assert '<input type="hidden" name="source" value="claude">' in form.group(1)
     dated = await page(ds, "/-/obelisk", 400, q="zebrafish", **{"from": "yesterday"})
     assert '<input type="search" name="q" value="zebrafish" ' in dated
+    assert "from must be a day written YYYY-MM-DD, not &#39;yesterday&#39;" in dated
+    for bad in ("2026-02-30", "2026-3-1", "20260301"):
+        assert "must be a day written YYYY-MM-DD" in await page(ds, "/-/obelisk", 400, q="zebrafish", to=bad)
+    assert "must be a day" in await page(ds, "/-/obelisk", 400, **{"from": "bad"})  # with no query too
     assert 'name="q"' not in await page(ds, "/-/obelisk/session/no-such-session", 404)
     await page(ds, "/-/obelisk", q='foo-bar "c++ /x.py')
 

@@ -135,6 +135,25 @@ async def test_the_menu_leads_to_our_pages_only_for_an_actor_who_may_view_the_da
 
 
 @pytest.mark.asyncio
+async def test_the_menu_leads_to_the_archive_being_looked_at_or_the_first_one_viewable(web_db, tmp_path):
+    import shutil
+
+    from datasette.app import Datasette
+
+    second = tmp_path / "second.db"
+    shutil.copy(web_db, second)
+    ds = Datasette([str(web_db), str(second)], config={"databases": {"obelisk": {"allow": {"id": "alice"}}}})
+    await ds.invoke_startup()
+    menu = lambda html: sorted(h for h in re.findall(r'href="([^"]+)"', html) if h.startswith("/-/obelisk"))  # noqa: E731
+    second_menu = ["/-/obelisk/overview?db=second", "/-/obelisk?db=second"]
+    assert menu((await ds.client.get("/-/versions")).text) == second_menu  # the first one is private
+    alice = {"ds_actor": ds.client.actor_cookie({"id": "alice"})}
+    assert menu((await ds.client.get("/-/versions", cookies=alice)).text) == ["/-/obelisk", "/-/obelisk/overview"]
+    assert menu((await ds.client.get("/second", cookies=alice)).text) == sorted(
+        [*second_menu, "/-/obelisk/overview?db=second", "/-/obelisk?db=second"])  # with the database's own actions
+
+
+@pytest.mark.asyncio
 async def test_stored_queries_over_visible_tables_still_run(web_db):
     ds = await started(web_db, hiding("memories"))
     assert (await ds.client.get("/obelisk/obelisk_sessions.json?_shape=array")).status_code == 200

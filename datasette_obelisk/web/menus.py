@@ -24,14 +24,20 @@ TABLE_PAGES = {
 def menu_links(datasette, request):
     async def inner():
         actor = request.actor if request is not None else None
-        for name in await obelisk_databases(datasette):  # shown to an actor who may view one
-            if await datasette.allowed(action="view-database", resource=DatabaseResource(name), actor=actor):
-                break
-        else:
+        names = await obelisk_databases(datasette)
+        viewable = [
+            name for name in names  # shown to an actor who may view one
+            if await datasette.allowed(action="view-database", resource=DatabaseResource(name), actor=actor)
+        ]
+        if not viewable:
             return []
+        # The archive being looked at (?db= on our pages, the path on Datasette's), else the first one viewable.
+        here = (request.args.get("db") or request.url_vars.get("database")) if request is not None else None
+        name = here if here in viewable else viewable[0]
+        db = name if name != names[0] else None
         return [
-            {"href": obelisk_url(datasette), "label": "Obelisk: search"},
-            {"href": obelisk_url(datasette, "/overview"), "label": "Obelisk: overview"},
+            {"href": obelisk_url(datasette, db=db), "label": "Obelisk: search"},
+            {"href": obelisk_url(datasette, "/overview", db=db), "label": "Obelisk: overview"},
         ]
 
     return inner

@@ -29,14 +29,23 @@ FAILURE_RESULT_CHARS = 2_000
 async def search_page(datasette, request, db, params):
     form = SearchForm.from_params(params)
     context = {"form": form, "active_tab": "Search"}
+
+    def known_sources(conn):
+        for source in form.lists.get("source", ()):  # a misspelt source is refused, as the API refuses it
+            obelisk.known_source(conn, {"source": source})
+
     if not form.query:  # top-level sessions of the chosen sources, projects and days: no parent to name
         filters = Filters.build(**form.filter_options())
-        context["recent"] = await db.execute_fn(lambda conn: obelisk.recent_in(conn, filters, RECENT_SHOWN))
+
+        def recent(conn):
+            known_sources(conn)
+            return obelisk.recent_in(conn, filters, RECENT_SHOWN)
+
+        context["recent"] = await db.execute_fn(recent)
         return context
 
     def search(conn):
-        for source in form.lists.get("source", ()):  # a misspelt source is refused, as the API refuses it
-            obelisk.known_source(conn, {"source": source})
+        known_sources(conn)
         result = search_facets.faceted_search(
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
             cursor=form.cursor, per_facet=form.per_facet(), **form.filter_options()
@@ -171,6 +180,14 @@ async def failures_page(datasette, request, db, params):
     }
 
 
+def failures_error(params) -> dict:
+    """The failures form, as submitted, so a refused filter can be corrected in place."""
+    from ..plugins import get_sources
+
+    return {"active_tab": "Failures", "failures_form": True, "sources": sorted(get_sources()),
+            "filters": params.values("project", "source", "sessionId")}
+
+
 def contains(pattern: str) -> str:
     """A LIKE pattern as given when it has a ``%``, else one matching any text holding it
     (the helpers take LIKE patterns without an escape: a ``_`` stays a wildcard)."""
@@ -214,6 +231,6 @@ def page_routes() -> list:
         (rf"^/-/obelisk/event/{session}/(?P<seq>[^/]+)$", page_view("obelisk/event.html", event_page)),
         (r"^/-/obelisk/overview$", page_view("obelisk/overview.html", overview_page)),
         (r"^/-/obelisk/files$", page_view("obelisk/files.html", files_page)),
-        (r"^/-/obelisk/failures$", page_view("obelisk/failures.html", failures_page)),
+        (r"^/-/obelisk/failures$", page_view("obelisk/failures.html", failures_page, on_error=failures_error)),
         (r"^/-/obelisk/memories$", page_view("obelisk/memories.html", memories_page)),
     ]

@@ -9,7 +9,10 @@ one change, so the page works without JavaScript.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import date
 from urllib.parse import urlencode
+
+from ..query.errors import QueryError
 
 LIST_FIELDS = ("source", "project", "branch", "model", "role", "tool")
 FACET_LABELS = {
@@ -54,9 +57,9 @@ class SearchForm:
             if self.lists.get(name):
                 options[option] = list(self.lists[name])
         if self.day_from:
-            options["time_from"] = f"{self.day_from}T00:00:00.000Z"
+            options["time_from"] = f"{day('from', self.day_from)}T00:00:00.000Z"
         if self.day_to:
-            options["time_to"] = f"{self.day_to}T23:59:59.999Z"
+            options["time_to"] = f"{day('to', self.day_to)}T23:59:59.999Z"
         return options
 
     def narrowing(self) -> dict:
@@ -129,3 +132,13 @@ class SearchForm:
                     "fewer": self.query_string(more=None) if name == self.more and len(found) > FACET_VALUES else None,
                 })
         return shown
+
+
+def day(name: str, value: str) -> str:
+    """``value`` when it is a day written ``YYYY-MM-DD``, else OBELISK_INVALID_ARGUMENT."""
+    try:
+        if len(value) == 10 and date.fromisoformat(value):
+            return value
+    except ValueError:
+        pass
+    raise QueryError("OBELISK_INVALID_ARGUMENT", f"{name} must be a day written YYYY-MM-DD, not {value!r}")
