@@ -627,8 +627,8 @@ def test_what_a_compression_keeps_under_new_ids_stays_current_once():
     messages = of(records, Message)
     boundary = next(m for m in messages if m.subtype == "compact_boundary")
     assert boundary.text == "history replaced: 2 dropped, 4 kept"
-    assert boundary.meta["preserved_uuids"] == [
-        "gemini:s-1:u2", "gemini:s-1:g2", "gemini:s-1:g2:result:c3", "gemini:s-1:g3"]
+    assert boundary.meta["preserved_uuids"] == [  # the context gemini-cli keeps first, too
+        "gemini:s-1:env", "gemini:s-1:u2", "gemini:s-1:g2", "gemini:s-1:g2:result:c3", "gemini:s-1:g3"]
     stored = [m.uuid for m in messages if m.type in ("user", "gemini")]
     assert stored == ["gemini:s-1:env", "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:u2", "gemini:s-1:g2",
                       "gemini:s-1:g3", "gemini:s-1:S", "gemini:s-1:A", "gemini:s-1:u5"]  # no copy stored again
@@ -656,11 +656,26 @@ def test_kept_copies_are_the_last_turns_said_again_from_a_prompt_on():
     ))
     boundaries = [m for m in of(records, Message) if m.subtype == "compact_boundary"]
     assert [(b.text, b.meta["preserved_uuids"]) for b in boundaries] == [
-        ("history replaced: 4 dropped, 2 kept", ["gemini:s-1:u3", "gemini:s-1:g3"]),
-        ("history replaced: 4 dropped, 1 kept", ["gemini:s-1:u4"]),
+        ("history replaced: 4 dropped, 2 kept", ["gemini:s-1:env", "gemini:s-1:u3", "gemini:s-1:g3"]),
+        ("history replaced: 4 dropped, 1 kept", ["gemini:s-1:env", "gemini:s-1:u4"]),
     ]
     assert [m.uuid for m in of(records, Message) if m.uuid.split(":")[-1] in ("A1", "A2", "K1", "K2", "K3")] == [
         "gemini:s-1:A1", "gemini:s-1:A2"]
+
+
+def test_a_resume_leaving_out_what_gemini_cli_never_sends_replaces_nothing():
+    def said(kind, id, text):
+        return {"id": id, "type": kind, "content": [{"text": text}] if text else ""}
+
+    history = [said("user", "u1", "/model"), said("user", "u2", "hi"), said("gemini", "g2", ""),
+               said("user", "u3", " ?"), said("user", "u4", "go"), said("gemini", "g4", "done")]
+    records = feed_all(jsonl(META, *history, {"$set": {"messages": [history[1], history[4], history[5]]}},
+                             said("user", "u5", "more")))
+    assert [m.type for m in of(records, Message) if m.type not in ("user", "gemini")] == []  # no boundary, no rewind
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "update", "history-sync"]
+    assert [t.title for t in of(records, TitleCandidate)] == ["hi"]  # a command names no task
+    dropping = feed_all(jsonl(META, *history, {"$set": {"messages": [history[1], history[5]]}}))
+    assert [m.subtype for m in of(dropping, Message) if m.type == "compaction"] == ["compact_boundary", None]
 
 
 def test_a_rewind_to_a_kept_copy_takes_back_only_what_followed_it(tmp_path):
@@ -678,7 +693,7 @@ def test_a_rewind_to_a_kept_copy_takes_back_only_what_followed_it(tmp_path):
     got = conn.execute("SELECT substr(uuid, 12), surface, visibility FROM messages "
                        "WHERE type IN ('user', 'gemini', 'tool_result') ORDER BY seq").fetchall()
     assert got == [
-        ("env", "shadowed", "visible"), ("u1", "shadowed", "visible"), ("g1", "shadowed", "visible"),
+        ("env", "current", "visible"), ("u1", "shadowed", "visible"), ("g1", "shadowed", "visible"),
         ("u2", "shadowed", "inactive"), ("g2", "shadowed", "inactive"), ("g2:result:c3", "shadowed", "inactive"),
         ("g3", "shadowed", "inactive"), ("S", "current", "visible"), ("A", "current", "visible"),
         ("u5", "shadowed", "inactive"), ("u6", "current", "visible"),

@@ -108,7 +108,10 @@ class GeminiSource:
     # 11: the results of all calls are remembered (a resume repeats them all);
     #    an earlier reply written again adds only a result it lacked; subagent
     #    chats written as documents (0.37-0.38) are read; what a compression
-    #    keeps under new ids is known by what it says (kept, not stored again)
+    #    keeps under new ids is known by what it says (kept, not stored again),
+    #    and the context it opens with stays current; a resume leaving out
+    #    replies that held nothing and commands replaces nothing; a command
+    #    titles no chat
     parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -183,6 +186,8 @@ class GeminiState:
     current: list = field(default_factory=list)  # ids of the user and gemini messages in the history
     said: dict = field(default_factory=dict)  # message id of the history -> digest of what it says (_said)
     copies: list = field(default_factory=list)  # ids a compression gave messages it kept (their rows are earlier ones)
+    # ids of the history's messages a resume leaves out of what it sends (_unsent)
+    unsent: dict = field(default_factory=dict)
 
 
 class GeminiParser:
@@ -330,6 +335,8 @@ class GeminiParser:
         dropped = [i for i in self.s.current if i not in set(ids)]
         added = [m for m in records if m["id"] not in self.s.current]
         kept = [i for i in ids if i in self.s.current]
+        if not added and all(i in self.s.unsent for i in dropped):
+            dropped = []  # a resume leaves out what gemini-cli never sends: nothing replaced, nothing taken back
         # (a compression that keeps nothing adds its summary: not a rollback)
         rollback = bool(dropped) and self.s.current == kept + dropped and bool(kept or not added)
         if rollback:
@@ -342,7 +349,9 @@ class GeminiParser:
             # saying what a dropped message said is that message, kept
             copies = self._copies(added[1:], dropped)
             timestamp = first_text(update.get("lastUpdated"))
-            kept_uuids = [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
+            kept_uuids = [f"{self.session_id}:{m['id']}" for m in update["messages"]  # the context it opens with
+                          if isinstance(m, dict) and m.get("id") in self.s.injected]
+            kept_uuids += [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
             kept_uuids += [uuid for m in added if m["id"] in copies for uuid in self._rows_of(copies[m["id"]])]
             boundary = self._boundary(
                 kept_uuids, len(kept) + len(copies), len(dropped) - len(copies), position, timestamp, out)
@@ -450,6 +459,7 @@ class GeminiParser:
         self.s.first_parents = {i: row for i, row in self.s.first_parents.items() if i in current}
         self.s.said = {i: key for i, key in self.s.said.items() if i in current}
         self.s.copies = [i for i in self.s.copies if i in current]
+        self.s.unsent = {i: 1 for i in self.s.unsent if i in current}
 
     def _message(self, position: Position, type: str, timestamp, *, uuid: str, **fields) -> Message:
         message = Message(
@@ -475,6 +485,10 @@ class GeminiParser:
         self._ensure_session(out)
         if first_text(record.get("type")) in CONVERSATION_TYPES:
             self.s.said[record["id"]] = _said(record)
+            if _unsent(record):
+                self.s.unsent[record["id"]] = 1
+            else:
+                self.s.unsent.pop(record["id"], None)
         if self.s.last_message and self.s.last_message[0] == record["id"]:
             self._reappended(record, position, out)
             return
@@ -546,7 +560,8 @@ class GeminiParser:
         typed = _parts_text(record.get("displayContent")) or _parts_text(_typed_parts(record.get("content")))
         if compact_summary:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
-        elif role == "user" and typed.strip() and not message.is_meta and not self.s.first_prompt_seen:
+        elif role == "user" and typed.strip() and not message.is_meta and not self.s.first_prompt_seen \
+                and record["id"] not in self.s.unsent:  # a command names no task
             self.s.first_prompt_seen = True
             # as typed: displayContent, else content without a hook's context (nor, with
             # displayContent, the files an @ reference read)
@@ -755,6 +770,16 @@ def _parts_text(content: Any) -> str:
             elif isinstance(part.get("fileData"), dict):
                 pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
     return "\n".join(text for text in map("".join, pieces) if text)
+
+
+def _unsent(record: dict) -> bool:
+    """Whether gemini-cli leaves a message out of the history it resumes with: a
+    reply holding nothing, a command (``/``) or a help request (``?``)."""
+    kind = first_text(record.get("type"))
+    if kind == "gemini":
+        return not _holds(record)
+    return kind == "user" and not _responses(record.get("content")) and \
+        _parts_text(record.get("content")).lstrip().startswith(("/", "?"))
 
 
 def _is_prompt(record: dict) -> bool:
