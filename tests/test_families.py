@@ -446,3 +446,35 @@ def test_an_adopted_agent_read_again_in_a_renamed_folder_names_its_parent_once(t
         ("sidechain_main", "e1c84ba5", "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5")]
     got, once = snapshot(tmp_path / "moved.db"), snapshot(tmp_path / "fresh.db")
     assert got == once, diff(got, once)
+
+
+def test_a_log_moved_before_a_newer_parser_reads_it_is_read_again_by_the_next_ingest(tmp_path):
+    """Its rows follow it from the old path; an older parser made them, so
+    the copy takes that parser's version and is read again."""
+    project = tmp_path / ".claude" / "projects" / "-w-a"
+    project.mkdir(parents=True)
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "timestamp": "2026-01-01T00:00:01Z",
+         "message": {"role": "user", "content": "<bash-input>git status</bash-input>"}},
+        {"type": "user", "uuid": "u2", "parentUuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:02Z",
+         "message": {"role": "user", "content": "<bash-stdout>On branch main</bash-stdout><bash-stderr></bash-stderr>"}},
+        {"type": "user", "uuid": "u3", "parentUuid": "u2", "sessionId": "s1", "timestamp": "2026-01-01T00:00:03Z",
+         "message": {"role": "user", "content": "make the number red"}},
+    ]
+    (project / "s1.jsonl").write_text("".join(json.dumps(obj) + "\n" for obj in lines))
+    run(tmp_path / "moved.db", tmp_path / ".claude")
+    conn = sqlite3.connect(tmp_path / "moved.db")
+    with conn:  # as parser 9 left them
+        conn.execute("UPDATE messages SET is_meta = 0 WHERE uuid = 'u2'")
+        conn.execute("UPDATE source_files SET parser_version = 9")
+    conn.close()
+    project.rename(project.parent / "-w-b")
+    run(tmp_path / "moved.db", tmp_path / ".claude")
+    moved = str(project.parent / "-w-b" / "s1.jsonl")
+    assert rows(tmp_path / "moved.db", "SELECT path, missing, parser_version FROM source_files ORDER BY id")[-1] == (
+        moved, 0, 9)
+    assert run(tmp_path / "moved.db", tmp_path / ".claude").files_read == 1  # read again: the rows are its parser's
+    run(tmp_path / "fresh.db", tmp_path / ".claude")
+    got, once = snapshot(tmp_path / "moved.db"), snapshot(tmp_path / "fresh.db")
+    assert got == once, diff(got, once)
+    assert rows(tmp_path / "moved.db", "SELECT uuid, is_meta FROM messages ORDER BY seq") == [("u1", 0), ("u2", 1), ("u3", 0)]

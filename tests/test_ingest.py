@@ -1461,3 +1461,32 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     assert '"hello there"' in obelisk.raw(conn, "gemini:s-1:u1")["text"]
+
+
+def test_m034_derives_again_the_sessions_of_logs_gone_from_disk(tmp_path):
+    from datasette_obelisk.store.db import open_db
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+
+    def said(uuid, parent, role, text, second):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
+
+    (project / "s1.jsonl").write_bytes(claude_lines(
+        said("u1", None, "user", "first try", 1), said("a1", "u1", "assistant", "ok", 2),
+        said("u2", None, "user", "second try", 3), said("a2", "u2", "assistant", "ok", 4)))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    (project / "s1.jsonl").unlink()
+    ingest(db, {"claude": tmp_path / "claude"})
+    derived = "SELECT uuid, surface, visibility, replaced_by FROM messages ORDER BY seq"
+    expected = rows(db, derived)
+    assert expected[0] == ("u1", "shadowed", "inactive", "u2")
+    change(db, "UPDATE messages SET surface = 'current', visibility = 'visible', replaced_by = NULL",
+           "UPDATE sessions SET message_count = 4",  # as derived before
+           "DELETE FROM _sqlite_migrations WHERE name = 'm034_rederive_archived_rewinds'")
+    open_db(db).close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, derived) == expected
+    assert rows(db, "SELECT message_count, availability FROM sessions") == [(2, "archived")]

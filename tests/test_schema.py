@@ -55,6 +55,7 @@ def test_migrations_in_order(conn):
         "m031_forget_gone_files_never_read",
         "m032_rederive_archived_sessions",
         "m033_refuse_older_parsers",
+        "m034_rederive_archived_rewinds",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

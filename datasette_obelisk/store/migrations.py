@@ -961,3 +961,16 @@ def m033_refuse_older_parsers(db):
     # the database instead. (A parser newer than the running one is refused
     # too: ``db.refuse_newer_parsers``.) Nothing in the schema changes.
     db.execute("SELECT 1")
+
+
+@migrations()
+def m034_rederive_archived_rewinds(db):
+    # Derivation changed: a first prompt edited and sent again (two prompts
+    # with no parent) is a rewind. Logs still on disk are read again (Claude
+    # parser 10); the sessions of logs gone from disk are derived again by the
+    # next ingest. (And a version that knows no migration past m033 refuses
+    # the database, as its older parsers would undo what the new ones store.)
+    db.execute(
+        """INSERT OR IGNORE INTO derive_queue (session_id)
+           SELECT session_id FROM file_sessions WHERE file_id IN (SELECT id FROM source_files WHERE missing = 1)"""
+    )

@@ -7,6 +7,9 @@ looks among the live files that hold the same sessions for one whose bytes
 up to the old cursor hash the same (head and tail, as ``fingerprint``
 keeps them) and moves the rows there, so ``raw()`` still finds each line at
 its byte offset. Without such a copy the rows stay with the missing file.
+Rows another parser version made (the copy was read by a newer one) are not
+what the copy's parser makes of it: the copy takes their version, so the
+next ingest reads it again.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
     """Move the rows of a file gone from disk to its copy; the copy's id, or None.
     ``redact``: what the ingest does to a project name (None: nothing)."""
     gone = conn.execute(
-        "SELECT source, cursor, head_hash, tail_hash FROM source_files WHERE id = ?", [gone_id]
+        "SELECT source, cursor, head_hash, tail_hash, parser_version FROM source_files WHERE id = ?", [gone_id]
     ).fetchone()
     if gone is None or gone[2] is None or not gone[1]:
         return None
@@ -40,6 +43,10 @@ def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
         if _hashes(path, compression, gone[1]) == (gone[2], gone[3]):
             _move_rows(conn, gone_id, copy_id)
             _follow_project(conn, gone_id, copy_id, redact or (lambda name: name))
+            conn.execute(
+                "UPDATE source_files SET parser_version = ? WHERE id = ? AND parser_version IS NOT ?",
+                [gone[4], copy_id, gone[4]],
+            )
             return copy_id
     return None
 
