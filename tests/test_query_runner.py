@@ -223,11 +223,13 @@ return tried
 
 
 @pytest.mark.skipif(not landlock_works(), reason="Linux Landlock is not available here")
-def test_a_script_that_escapes_the_guard_rails_still_cannot_write(corpus_db, tmp_path):
+@pytest.mark.parametrize("mode", ["query", "attune"])
+def test_a_script_that_escapes_the_guard_rails_still_cannot_write(corpus_db, tmp_path, mode):
+    # An attune script's remember / forget are made by the parent: its own process may write nothing either.
     db = tmp_path / "copy.db"
     db.write_bytes(Path(corpus_db).read_bytes())
     before = table_counts(db)
-    assert run_script(ESCAPE.replace("DB", repr(str(db))), db) == [
+    assert run_script(ESCAPE.replace("DB", repr(str(db))), db, mode=mode) == [
         "database: attempt to write a readonly database",
         "file: Permission denied",
     ]
@@ -265,6 +267,12 @@ def test_scripts_also_run_in_a_spawned_process(corpus_db, monkeypatch):
     started = time.monotonic()
     assert error_of("while True: pass", corpus_db, timeout=2).code == "OBELISK_TIMEOUT"
     assert time.monotonic() - started < 4
+
+
+def test_a_returned_lone_surrogate_is_a_script_error(corpus_db):
+    error = error_of('return {"text": "\\udcff"}', corpus_db)
+    assert (error.code, error.message) == (
+        "OBELISK_SCRIPT_ERROR", "the returned value holds a lone surrogate, which UTF-8 cannot hold")
 
 
 def test_timeout_must_be_positive(corpus_db):

@@ -4,7 +4,7 @@ A script is the body of a Python function: ``return`` emits its JSON
 result. ``query`` scripts see the read helpers (``sql``, ``search``, ...,
 ``failures``), ``history`` (``.search``, ``.read``) and ``session_query``
 (``.search_sessions``, ``.read_session``, ...) bound to a read-only connection; ``attune`` scripts see only
-``remember`` and ``forget`` on a write connection.
+``remember`` and ``forget``, which the parent carries out on its write connection.
 
 The script runs in a child process (forked when the process has one thread,
 so nothing is imported twice; spawned otherwise) and the parent is the watchdog: when the time
@@ -18,8 +18,10 @@ The globals are a guard-rail, not a security boundary: no ``open``,
 ``exec``/``eval`` or imports beyond a list of pure modules, ``print`` goes
 to stderr. Database safety does not rest on them but on the read-only
 connection (``readonly.py``) and, since a script could reach that
-connection and undo its locks, on the kernel: a query script's process may
-not write any file (``no_writes.py``, Linux).
+connection and undo its locks, on the kernel: a script's process may not
+write any file (``no_writes.py``, Linux), and an attune script's holds no
+connection that may write: its ``remember`` / ``forget`` calls go to the
+parent, which makes them (one record each, checked as ever).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ import sqlite3
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import memories as memory_writes
-from .errors import QueryError
+from .errors import LONE_SURROGATE, QueryError
 from .history import History
 from .obelisk import helpers
 from .no_writes import forbid_file_writes
@@ -151,32 +154,63 @@ def jsonable(value):
 
 def encode_result(result) -> str:
     try:
-        return json.dumps({"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False)
+        text = json.dumps({"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value {LONE_SURROGATE}") from None
     except (TypeError, ValueError) as exc:
         raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value is not JSON: {exc}") from None
+    return text
 
 
-def script_names(job: dict, *, confine: bool = False) -> tuple[dict[str, Any], sqlite3.Connection]:
+def script_names(job: dict, *, channel=None) -> tuple[dict[str, Any], sqlite3.Connection | None]:
     """The globals of a job's mode and the connection behind them.
 
-    ``confine`` (in the script's own process only): for a query script, have
-    the kernel refuse every file write from here on (see ``no_writes``)."""
+    With ``channel`` (in the script's own process) the kernel refuses the
+    process every file write from here on (see ``no_writes``), and an attune
+    script's ``remember`` / ``forget`` are carried out by the parent over the
+    channel: the script's process holds no connection that may write."""
     if job["mode"] == "query":
         conn = connect_readonly(job["db_path"])
         set_deadline(conn, job["timeout"])
-        if confine:
+        if channel is not None:
             keep_temporary_tables_in_memory(conn)
             forbid_file_writes()
         bound = helpers(conn)
         contracts = {"history": History(conn), "session_query": SessionQuery(conn)}
         return {**{name: bound[name] for name in QUERY_GLOBALS}, **contracts}, conn
+    if channel is not None:
+        forbid_file_writes()
+        return {name: parent_call(channel, name) for name in ATTUNE_GLOBALS}, None
     conn = connect_for_memories(job["db_path"])
     set_deadline(conn, job["timeout"])
-    roots, cwd = job["memory_roots"], job["cwd"]
-    return {
-        "remember": lambda record: memory_writes.remember(conn, record, memory_roots=roots, cwd=cwd),
-        "forget": lambda record: memory_writes.forget(conn, record),
-    }, conn
+    return {name: partial(memory_call, conn, job, name) for name in ATTUNE_GLOBALS}, conn
+
+
+def memory_call(conn: sqlite3.Connection, job: dict, name: str, record):
+    """``remember`` or ``forget`` on a connection that may write memories."""
+    if name == "remember":
+        return memory_writes.remember(conn, record, memory_roots=job["memory_roots"], cwd=job["cwd"])
+    return memory_writes.forget(conn, record)
+
+
+def parent_call(channel, name: str):
+    """``remember`` / ``forget`` for a script's process: the record goes to the parent, which writes it."""
+    def call(record):
+        try:
+            request = json.dumps({"call": name, "record": record}, ensure_ascii=False, allow_nan=False).encode()
+        except UnicodeEncodeError:
+            raise QueryError("OBELISK_INVALID_ARGUMENT", f"{name}(): the record {LONE_SURROGATE}") from None
+        except (TypeError, ValueError) as exc:
+            raise QueryError("OBELISK_INVALID_ARGUMENT", f"{name}(): the record is not JSON: {exc}") from None
+        channel.send_bytes(request)
+        reply = json.loads(channel.recv_bytes())
+        if not reply["ok"]:
+            raise QueryError(reply["error"]["code"], reply["error"]["message"])
+        return reply["result"]
+
+    call.__name__ = name
+    return call
 
 
 def keep_temporary_tables_in_memory(conn: sqlite3.Connection) -> None:
@@ -195,11 +229,11 @@ def connect_for_memories(db_path: str) -> sqlite3.Connection:
     return connect(db_path)
 
 
-def run_job(job: dict, *, confine: bool = False) -> str:
+def run_job(job: dict, *, channel=None) -> str:
     """The JSON envelope for one job: ``{"ok": true, "result": ...}`` or the error."""
     conn = None
     try:
-        names, conn = script_names(job, confine=confine)
+        names, conn = script_names(job, channel=channel)
         return encode_result(execute_script(job["code"], names))
     except QueryError as exc:
         return json.dumps(exc.as_dict())
@@ -211,7 +245,7 @@ def run_job(job: dict, *, confine: bool = False) -> str:
 
 
 def child_main(job: dict, channel) -> None:
-    channel.send_bytes(run_job(job, confine=True).encode())
+    channel.send_bytes(run_job(job, channel=channel).encode())
     channel.close()
 
 
@@ -240,24 +274,48 @@ def run_script(
         "memory_roots": [str(root) for root in memory_roots],
         "cwd": cwd or os.getcwd(),
     }
+    if mode == "attune":  # NOT_FOUND before the script runs, for a file that is no obelisk database
+        connect_readonly(job["db_path"]).close()
     context = multiprocessing.get_context(start_method())
-    receiver, sender = context.Pipe(duplex=False)
+    channel, child_channel = context.Pipe()
     started = time.monotonic()
-    process = context.Process(target=child_main, args=(job, sender), daemon=True)
+    process = context.Process(target=child_main, args=(job, child_channel), daemon=True)
     process.start()
-    sender.close()
+    child_channel.close()
+    writer = None
     try:
-        payload = receive(receiver, started + timeout + KILL_GRACE, timeout, process)
+        # opened once the script's process is on its own: it never holds this connection
+        writer = connect_for_memories(job["db_path"]) if mode == "attune" else None
+        while True:  # the script's remember / forget calls, then its result
+            payload = receive(channel, started + timeout + KILL_GRACE, timeout, process)
+            message = json.loads(payload)
+            if writer is None or "call" not in message:
+                break
+            set_deadline(writer, max(0.001, started + timeout - time.monotonic()))
+            channel.send_bytes(answer_call(writer, job, message).encode())
     finally:
-        receiver.close()
+        channel.close()
+        if writer is not None:
+            writer.close()
         if process.is_alive():
             process.kill()
         process.join()
-    envelope = json.loads(payload)
+    envelope = message
     if not envelope["ok"]:
         error = envelope["error"]
         raise QueryError(error["code"], error["message"])
     return envelope["result"]
+
+
+def answer_call(writer: sqlite3.Connection, job: dict, message: dict) -> str:
+    """The envelope answering an attune script's ``remember`` / ``forget`` call."""
+    name = message.get("call")
+    try:
+        if name not in ATTUNE_GLOBALS:
+            raise QueryError("OBELISK_SCRIPT_ERROR", f"no helper {name!r} to call")
+        return json.dumps({"ok": True, "result": memory_call(writer, job, name, message.get("record"))})
+    except QueryError as exc:
+        return json.dumps(exc.as_dict())
 
 
 def start_method() -> str:
