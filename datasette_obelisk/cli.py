@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -52,12 +53,12 @@ def writable_db(db_path: Path | None) -> Path:
             head = fp.read(len(SQLITE_HEADER))
         if head and head != SQLITE_HEADER:
             raise click.UsageError(f"--db {db} is not an SQLite database")
-        if head and not migrated_or_empty(db):
-            raise click.UsageError(f"--db {db} is another program's SQLite database, or a damaged one (no obelisk schema in it)")
         if not os.access(db, os.W_OK):
             raise click.UsageError(f"--db {db} cannot be written")
-    elif not os.access(folder, os.W_OK):
+    if not os.access(folder, os.W_OK):  # (SQLite writes its -wal and -shm files beside the database)
         raise click.UsageError(f"--db {db}: the folder {folder} cannot be written")
+    if db.exists() and head and not migrated_or_empty(db):
+        raise click.UsageError(f"--db {db} is another program's SQLite database, or a damaged one (no obelisk schema in it)")
     return db
 
 
@@ -107,6 +108,18 @@ def is_unicode(text: str) -> bool:
     return True
 
 
+class Seconds(click.FloatRange):
+    """A number of seconds in a range; ``nan`` is in none."""
+
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        seconds = super().convert(value, param, ctx)
+        if seconds != seconds:
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
 def report_errors(fn):
     """A command whose ``QueryError`` exits 1 with its code, except ``OBELISK_INVALID_ARGUMENT``:
     the arguments came from the command line, so that one is a usage error (exit 2)."""
@@ -129,8 +142,18 @@ def report_errors(fn):
             raise click.UsageError(str(exc)) from None
         except KeyboardInterrupt:
             exit_interrupted("Interrupted.")
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # a reader that stopped reading (| head): click ends quietly
+                raise
+            raise click.ClickException(os_error(exc)) from None
 
     return wrapper
+
+
+def os_error(exc: OSError) -> str:
+    """``/x/publish.yaml: Permission denied``: the file, and why it failed."""
+    why = exc.strerror or str(exc)
+    return f"{exc.filename}: {why}" if exc.filename else why
 
 
 def exit_interrupted(message: str):
@@ -395,7 +418,7 @@ def echo_warnings(warnings) -> None:
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)")
 @click.option("--no-redact", is_flag=True, help="Store secrets as they are (local databases only; publish refuses them)")
 @click.option("--watch", is_flag=True, help="Keep ingesting what changes until interrupted (or until the calling process exits)")
-@click.option("--interval", type=click.FloatRange(min=0.05), default=2.0, show_default=True, help="Seconds between --watch passes (at least)")
+@click.option("--interval", type=Seconds(min=0.05, max=86_400), default=2.0, show_default=True, help="Seconds between --watch passes (at least)")
 @click.option("--parent", type=int, hidden=True, help="With --watch: stop once process PARENT is no longer this one's parent")
 def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, interval, parent):
     """Ingest agent session logs into the database, reading only what changed.
@@ -551,6 +574,7 @@ def sources(as_json):
 @click.option("-p", "--port", type=click.IntRange(1, 65535), default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
 @click.option("--serve/--no-serve", default=True, help="Start Datasette after ingesting")
 @click.option("--watch/--no-watch", default=True, help="While serving, keep ingesting new and grown logs")
+@report_errors
 def up(db_path, dirs, demo_dir, port, serve, watch):
     """Ingest your agent logs (or a generated demo corpus) and serve them.
 
@@ -732,6 +756,8 @@ def publish_config(db_path, output):
 
     from .store.db import get_state
 
+    if output is not None and (not output.name or output.is_dir()):
+        raise click.UsageError(f"--output {str(output)!r} names no file")
     if output is not None and not output.absolute().parent.is_dir():
         raise click.UsageError(f"--output {output}: the folder {output.absolute().parent} does not exist")
     db = resolve_db(db_path)
@@ -746,7 +772,11 @@ def publish_config(db_path, output):
     text = yaml.safe_dump(publish_settings(db.stem), sort_keys=False)
     command = f"datasette serve --immutable {db} -c {output or 'publish.yaml'}"
     if output:
-        output.write_text(text)
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            exc.filename = exc.filename or str(output)
+            raise
         click.echo(f"Wrote {output}. Serve it with:\n  {command}", err=True)
     else:
         click.echo(text, nl=False)

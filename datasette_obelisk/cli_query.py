@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from .cli import cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
+from .cli import Seconds, cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
 from .query import dashboard, fts, live, obelisk, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
-from .query.runner import DEFAULT_TIMEOUT, run_script
+from .query.runner import DEFAULT_TIMEOUT, MAX_TIMEOUT, run_script
 from .store.db import NewerDatabase, open_db
 
 SNIPPET = 160
@@ -372,7 +372,7 @@ def script_command(fn):
     for option in reversed((
         click.argument("file", type=click.File("r"), required=False),
         click.option("-c", "--code", help="The script text instead of a FILE"),
-        click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT,
+        click.option("--timeout", type=Seconds(min=0, max=MAX_TIMEOUT, min_open=True), default=DEFAULT_TIMEOUT,
                      show_default=True, help="Seconds before the script is stopped"),
         db_option,
         click.option("--json", "as_json", is_flag=True, help="Accepted for symmetry: output is always JSON"),

@@ -593,3 +593,64 @@ def test_logs_a_newer_parser_read_are_never_read_again_by_an_older_one(tmp_path)
     assert conn.execute("SELECT DISTINCT parser_version FROM source_files").fetchall() == [(version + 1,)]
     assert conn.execute("SELECT COUNT(*) FROM messages WHERE uuid = 'u9'").fetchone() == (0,)
     conn.close()
+
+
+def as_a_user_the_folder_refuses(command: list[str]):
+    """``command`` run so that a folder without write permission refuses it (root drops its override)."""
+    import os
+    import shutil
+
+    if os.geteuid() != 0:
+        return command
+    if shutil.which("setpriv") is None:
+        pytest.skip("setpriv is needed to run as root without overriding permissions")
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
+
+
+def test_an_archive_in_a_folder_that_cannot_be_written_is_read_as_it_is(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    shutil.copy(claude_db(tmp_path), folder / "o.db")
+    os.chmod(folder, 0o555)
+    try:
+        def obelisk(*args):
+            command = as_a_user_the_folder_refuses([sys.executable, "-m", "datasette_obelisk", *args])
+            return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+        read = obelisk("sessions", "--db", folder / "o.db", "--json")
+        assert (read.returncode, [s["id"] for s in json.loads(read.stdout)]) == (0, ["s1"]), read.stderr
+        written = obelisk("ingest", "--db", folder / "o.db", "--claude-dir", tmp_path / "agent")
+        assert written.returncode == 2 and f"the folder {folder} cannot be written" in written.stderr
+    finally:
+        os.chmod(folder, 0o755)
+
+
+@pytest.mark.parametrize("seconds", ["nan", "inf", "1e10", "0"])
+def test_a_time_limit_no_watchdog_can_keep_is_a_usage_error(tmp_path, seconds):
+    db = claude_db(tmp_path)
+    for command in (["query", "-c", "return 1", "--timeout", seconds], ["attune", "-c", "return 1", "--timeout", seconds],
+                    ["ingest", "--watch", "--interval", seconds]):
+        result = invoke(*command, "--db", db)
+        assert result.exit_code == 2 and "Error: Invalid value for" in result.stderr, command
+    with pytest.raises(QueryError) as error:
+        from datasette_obelisk.query.runner import run_script
+
+        run_script("return 1", db, timeout=float(seconds))
+    assert error.value.code == "OBELISK_INVALID_ARGUMENT"
+
+
+def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
+    db = claude_db(tmp_path)
+    assert invoke("publish-config", "--db", db, "-o", "").exit_code == 2
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    assert "is a directory" in invoke("publish-config", "--db", db, "-o", taken).stderr
+    assert "--output '.' names no file" in invoke("publish-config", "--db", db, "-o", "").stderr
+    full = invoke("publish-config", "--db", db, "-o", "/dev/full")
+    assert (full.exit_code, full.stderr) == (1, "Error: /dev/full: No space left on device\n")

@@ -74,14 +74,18 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
         raise QueryError("OBELISK_NOT_FOUND", f"{path} is not a regular file")
     if not path.is_file():
         raise QueryError("OBELISK_NOT_FOUND", f"database not found: {path} (run `obelisk ingest` first)")
-    conn = sqlite3.connect(file_uri(path.resolve()), uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA query_only = 1")
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.set_authorizer(authorizer)
-    conn.row_factory = sqlite3.Row
+    conn = _open(file_uri(path.resolve()))
     try:
-        obelisk = has_schema(conn)
+        try:
+            obelisk = has_schema(conn)
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_READONLY:
+                raise
+            # A WAL database in a folder this user cannot write (no -shm can be made there):
+            # read as the database file holds it (what a writer has not checkpointed is not seen).
+            conn.close()
+            conn = _open(file_uri(path.resolve()) + "&immutable=1")
+            obelisk = has_schema(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an SQLite database ({exc})") from None
@@ -91,6 +95,16 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
         raise QueryError("OBELISK_NOT_FOUND", f"{path} is not an obelisk database " + (
             "(run `obelisk ingest` into it first)" if empty else "but another program's (give --db an obelisk database)"
         ))
+    return conn
+
+
+def _open(uri: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False, factory=ReadOnlyConnection)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA query_only = 1")
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.set_authorizer(authorizer)
+    conn.row_factory = sqlite3.Row
     return conn
 
 

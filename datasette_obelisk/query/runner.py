@@ -52,6 +52,7 @@ from .readonly import authorizer, connect_readonly, set_deadline
 from .session_query import SessionQuery
 
 DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 86_400.0  # a day: longer (or inf, or nan) is no time limit a watchdog can keep
 KILL_GRACE = 0.25  # the child's own SQL interrupt gets this head start
 MAX_OUTPUT = 32 << 20
 SCRIPT_NAME = "<script>"
@@ -264,8 +265,8 @@ def run_script(
     """Run a script in a child process and return its result (or raise ``QueryError``)."""
     if mode not in MODES:
         raise QueryError("OBELISK_INVALID_ARGUMENT", f"mode must be one of {', '.join(MODES)}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise QueryError("OBELISK_INVALID_ARGUMENT", "timeout must be a positive number of seconds")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"timeout must be a number of seconds above 0, at most {MAX_TIMEOUT:g}")
     job = {
         "code": code,
         "db_path": str(db_path),
