@@ -83,6 +83,17 @@ def require_session(conn, session_id: str) -> dict:
     return found[0]
 
 
+# Control characters a log may hold (escape sequences that recolour, retitle or
+# write to a clipboard; bidirectional overrides), shown as escapes on a terminal.
+UNSAFE = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if chr(c) not in "\t\n"} | {
+    c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def echo(text: str = "", err: bool = False) -> None:
+    """``click.echo`` of text a log may hold, made inert (JSON output escapes it by itself)."""
+    click.echo(text.translate(UNSAFE), err=err)
+
+
 def given(**options) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
@@ -137,19 +148,19 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     ), session_id=session_id)
     note = call(db_path, dashboard.indexing_note)
     if note:
-        click.echo(f"Note: {note}", err=True)
+        echo(f"Note: {note}", err=True)
     if as_json:
         return click.echo(dumps(hits))
     if not hits:
-        return click.echo("No matches.")
+        return echo("No matches.")
     terms = fts.tokens(text)
     for number, hit in enumerate(hits, 1):
         message, session = hit["message"], hit["session"]
         title = one_line(session["title"], 80)
-        click.echo(f"{number}. {title + '  ' if title else ''}{session['id']}  [{session['source']}] {session['project'] or ''}".rstrip())
-        click.echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}"
+        echo(f"{number}. {title + '  ' if title else ''}{session['id']}  [{session['source']}] {session['project'] or ''}".rstrip())
+        echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}"
                    f"{away(*states.get(message['uuid'], (None, None)))}")
-        click.echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
+        echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
 
 
 @cli.command()
@@ -185,7 +196,7 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     else:
         print_transcript(session, page.items, notes, thinking)
     if page.remaining:
-        click.echo(more_messages(page), err=as_json)
+        echo(more_messages(page), err=as_json)
 
 
 def print_transcript(session: dict, messages: list[dict], notes: dict, thinking: dict | None = None) -> None:
@@ -193,8 +204,8 @@ def print_transcript(session: dict, messages: list[dict], notes: dict, thinking:
     (``notes``: a result's outcome, an agent started) and its text; a reply holding its
     thinking (``thinking``: uuid -> its characters) shows it apart. Reasoning that left
     no text (signed or redacted thinking) is left out."""
-    click.echo(f"# {one_line(session['title'], 120) or session['id']}")
-    click.echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
+    echo(f"# {one_line(session['title'], 120) or session['id']}")
+    echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
                f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
     for message in messages:
         if message["content_type"] in ("thinking", "redacted_thinking") and not message["text"].strip():
@@ -205,11 +216,11 @@ def print_transcript(session: dict, messages: list[dict], notes: dict, thinking:
         chars = (thinking or {}).get(message["uuid"])
         text = message["text"]
         if chars and len(text) > chars:  # (cut short within its thinking: shown as it is)
-            click.echo(f"\n{speaker} (thinking){status(message)}:")
-            click.echo(text[:chars].rstrip())
+            echo(f"\n{speaker} (thinking){status(message)}:")
+            echo(text[:chars].rstrip())
             text = text[chars:].lstrip("\n")
-        click.echo(f"\n{speaker}{kind}{status(message)}{noted}:")
-        click.echo(text.rstrip() or "(no text)")
+        echo(f"\n{speaker}{kind}{status(message)}{noted}:")
+        echo(text.rstrip() or "(no text)")
 
 
 def status(message: dict) -> str:
@@ -250,8 +261,8 @@ def trace(uuid, db_path, as_json):
     if as_json:
         return click.echo(dumps(chain))
     for depth, message in enumerate(chain):
-        click.echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}")
-        click.echo(f"     {one_line(message['text'])}")
+        echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}")
+        echo(f"     {one_line(message['text'])}")
 
 
 @cli.command()
@@ -275,9 +286,9 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
-        return click.echo("No sessions.")
+        return echo("No sessions.")
     for row in rows:
-        click.echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
+        echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
                    f"{row['id']}  {one_line(row['title'], 80)}".rstrip())
 
 
@@ -302,16 +313,16 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
-        return click.echo("No failures.")
+        return echo("No failures.")
     for row in rows:
         result, call_row, session = row["result"], row["toolCall"], row["session"]
-        click.echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
+        echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
                    f"{one_line(session['title'], 80)} ({session['id']})")
         if call_row:
-            click.echo(f"   call:   {one_line(call_row['input_json'])}")
-        click.echo(f"   output: {one_line(result['content'])}")
+            echo(f"   call:   {one_line(call_row['input_json'])}")
+        echo(f"   output: {one_line(result['content'])}")
         for message in row["nextMessages"][:1]:
-            click.echo(f"   next:   {message['role'] or '-'}: {one_line(message['text'])}")
+            echo(f"   next:   {message['role'] or '-'}: {one_line(message['text'])}")
 
 
 @cli.command()
@@ -346,15 +357,15 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
     elif not rows:
         absolute = os.path.abspath(os.path.expanduser(path))
         hint = "" if absolute == path else f" (tool calls name files by absolute path, such as {absolute})"
-        click.echo(f"No tool call touched {path}{hint}.")
+        echo(f"No tool call touched {path}{hint}.")
     for row in [] if as_json else rows:
         session, tool = row["session"], row["toolCall"]
-        click.echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "
+        echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "
                    f"{session['id']}  {one_line(session['title'], 80)}".rstrip())
     if total > len(rows):
         rest = f"all of them: --limit {total}" if total <= obelisk.MAX_LIMIT else \
             f"--limit up to {obelisk.MAX_LIMIT}, and narrow with --after, --before, --session or --project"
-        click.echo(f"\n[the first {len(rows)} of {total} calls; {rest}]", err=as_json)
+        echo(f"\n[the first {len(rows)} of {total} calls; {rest}]", err=as_json)
 
 
 def script_source(file, code) -> str:

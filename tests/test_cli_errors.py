@@ -654,3 +654,20 @@ def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
     assert "--output '.' names no file" in invoke("publish-config", "--db", db, "-o", "").stderr
     full = invoke("publish-config", "--db", db, "-o", "/dev/full")
     assert (full.exit_code, full.stderr) == (1, "Error: /dev/full: No space left on device\n")
+
+
+def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+    hostile = "colour \x1b[31mred\x1b[0m title \x1b]0;pwned\x07 clip \x1b]52;c;ZWNobw==\x07 \u202eevil\tok"
+    line = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": hostile}}
+    (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    shown = "colour \\x1b[31mred\\x1b[0m title \\x1b]0;pwned\\x07 clip \\x1b]52;c;ZWNobw==\\x07 \\u202eevil"
+    for command in (["read", "s1"], ["search", "colour"], ["sessions"], ["trace", "u1"]):
+        out = invoke(*command, "--db", db).stdout
+        assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
+        assert shown in out, command
+    assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # JSON escapes it itself
