@@ -185,28 +185,39 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     conn = fresh_connection(db_path)
     try:
         session = require_session(conn, session_id)
-        page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=limit, offset=offset))
-        uuids = [message["uuid"] for message in page.items]
-        notes = {} if as_json else obelisk.message_notes(conn, uuids)
-        thinking = {} if as_json else obelisk.thinking_lengths(conn, uuids)
+        # Without --limit, the whole session: a page of the most one call returns at a time.
+        step = limit or obelisk.MAX_THREAD
+        first = True
+        while True:
+            page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset))
+            uuids = [message["uuid"] for message in page.items]
+            if as_json:
+                items = dumps(page.items)
+                if limit is None:  # one array, written page by page
+                    items = ("[" if first else ",") + items[1:-1].rstrip() + ("\n]" if not page.remaining else "")
+                click.echo(items, nl=bool(limit is not None or not page.remaining))
+            else:
+                notes, thinking = obelisk.message_notes(conn, uuids), obelisk.thinking_lengths(conn, uuids)
+                print_transcript(session if first else None, page.items, notes, thinking)
+            first = False
+            if limit is not None or not page.remaining or not page.items:
+                break
+            offset += len(page.items)
     finally:
         conn.close()
-    if as_json:
-        click.echo(dumps(page.items))
-    else:
-        print_transcript(session, page.items, notes, thinking)
-    if page.remaining:
+    if limit is not None and page.remaining:
         echo(more_messages(page), err=as_json)
 
 
-def print_transcript(session: dict, messages: list[dict], notes: dict, thinking: dict | None = None) -> None:
+def print_transcript(session: dict | None, messages: list[dict], notes: dict, thinking: dict | None = None) -> None:
     """The session's header, then each message: time, speaker, kind, what became of it
     (``notes``: a result's outcome, an agent started) and its text; a reply holding its
     thinking (``thinking``: uuid -> its characters) shows it apart. Reasoning that left
     no text (signed or redacted thinking) is left out."""
-    echo(f"# {one_line(session['title'], 120) or session['id']}")
-    echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
-               f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
+    if session is not None:  # (None: a later page of the same session)
+        echo(f"# {one_line(session['title'], 120) or session['id']}")
+        echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
+             f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
     for message in messages:
         if message["content_type"] in ("thinking", "redacted_thinking") and not message["text"].strip():
             continue
@@ -258,6 +269,9 @@ def trace(uuid, db_path, as_json):
     chain = call(db_path, obelisk.trace, uuid)
     if not chain:
         raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
+    if len(chain) > obelisk.MAX_CHAIN:  # the walk up stopped before the root
+        echo(f"Note: the chain is longer than {obelisk.MAX_CHAIN:,} messages: it starts here, "
+             "below the conversation's root", err=True)
     if as_json:
         return click.echo(dumps(chain))
     for depth, message in enumerate(chain):

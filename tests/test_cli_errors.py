@@ -671,3 +671,40 @@ def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
         assert shown in out, command
     assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # JSON escapes it itself
+
+
+def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monkeypatch):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = [{"type": "user" if n % 2 else "assistant", "uuid": f"m{n:02}", "parentUuid": f"m{n - 1:02}" if n > 1 else None,
+              "sessionId": "s1", "timestamp": f"2026-01-01T00:00:{n:02}Z",
+              "message": {"role": "user" if n % 2 else "assistant", "content": f"line {n}"}} for n in range(1, 8)]
+    (project / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    monkeypatch.setattr(obelisk, "MAX_THREAD", 3)  # one call returns 3 messages at most
+    text = invoke("read", "s1", "--db", db)
+    assert (text.exit_code, text.stdout.count("\n# "), text.stdout.startswith("# line 1\n")) == (0, 0, True)
+    assert len([line for line in text.stdout.splitlines() if line.startswith("[2026-01-01T")]) == 7
+    assert [line for line in text.stdout.splitlines() if line.startswith("line ")] == [f"line {n}" for n in range(1, 8)]
+    as_json = invoke("read", "s1", "--db", db, "--json")
+    assert [m["uuid"] for m in json.loads(as_json.stdout)] == [f"m{n:02}" for n in range(1, 8)]
+    page = invoke("read", "s1", "--db", db, "--json", "--limit", "2", "--offset", "5")
+    assert [m["uuid"] for m in json.loads(page.stdout)] == ["m06", "m07"]
+
+
+def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = [{"type": "user", "uuid": f"m{n}", "parentUuid": f"m{n - 1}" if n > 1 else None, "sessionId": "s1",
+              "timestamp": f"2026-01-01T00:00:{n:02}Z", "message": {"role": "user", "content": f"line {n}"}}
+             for n in range(1, 6)]
+    (project / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    assert "Note:" not in invoke("trace", "m5", "--db", db).stderr
+    monkeypatch.setattr(obelisk, "MAX_CHAIN", 3)
+    cut = invoke("trace", "m5", "--db", db)
+    assert cut.stderr == "Note: the chain is longer than 3 messages: it starts here, below the conversation's root\n"
+    assert [line.split()[3] for line in cut.stdout.splitlines() if line.strip()[:2] in ("0.", "1.", "2.", "3.")] == [
+        "m2", "m3", "m4", "m5"]
