@@ -448,12 +448,15 @@ def test_read_gives_the_whole_session_and_pages_say_what_remains(corpus_db):
     assert (json.loads(last.stdout), last.stderr) == (json.loads(whole.stdout)[1000:], "")
 
 
-def test_read_over_the_cap_asks_to_page(corpus_db, monkeypatch):
-    monkeypatch.setattr(o, "MAX_THREAD", 1000)
-    result = invoke("read", LONG_THREAD, "--db", corpus_db)
-    assert result.exit_code == 1 and result.stdout == ""
-    assert result.stderr.startswith("Error: OBELISK_PAYLOAD_TOO_LARGE: thread(): session ")
-    assert result.stderr.endswith("has 1230 messages, more than the 1000 one call returns: page through it with limit and offset\n")
+def test_read_over_the_cap_pages_through_the_whole_session(corpus_db, monkeypatch):
+    whole = json.loads(invoke("read", LONG_THREAD, "--db", corpus_db, "--json").stdout)
+    monkeypatch.setattr(o, "MAX_THREAD", 1000)  # the helper refuses more than one call returns; the command pages
+    paged = invoke("read", LONG_THREAD, "--db", corpus_db, "--json")
+    assert (paged.exit_code, len(whole), json.loads(paged.stdout)) == (0, 1230, whole)
+    with pytest.raises(QueryError) as error:
+        o.thread(connect_readonly(corpus_db), LONG_THREAD)
+    assert error.value.message.endswith(
+        "has 1230 messages, more than the 1000 one call returns: page through it with limit and offset")
 
 
 def test_trace_files_sessions_and_failures_print_text(corpus_db):
