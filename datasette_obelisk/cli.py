@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .query.errors import QueryError
+from .query.errors import QueryError, holds_lone_surrogate
 from .query.readonly import connect_readonly
 from .store.db import NewerDatabase, default_db_path
 
@@ -101,11 +101,7 @@ def fail(exc: QueryError, as_json: bool):
 
 def is_unicode(text: str) -> bool:
     """False for text holding lone surrogates: bytes of an argument that were not UTF-8."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return not holds_lone_surrogate(text)
 
 
 class Seconds(click.FloatRange):
