@@ -1463,6 +1463,28 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     assert '"hello there"' in obelisk.raw(conn, "gemini:s-1:u1")["text"]
 
 
+def test_the_first_prompt_edited_and_sent_again_titles_its_session(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+
+    def said(uuid, parent, role, text, second):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
+
+    log = project / "s1.jsonl"
+    log.write_bytes(claude_lines(said("u1", None, "user", "first try", 1), said("a1", "u1", "assistant", "ok", 2)))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("first try", "first_prompt")]
+    with open(log, "ab") as fp:  # edited and sent again
+        fp.write(claude_lines(said("u2", None, "user", "second try", 3), said("a2", "u2", "assistant", "ok", 4)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, message_count FROM sessions") == [("second try", 2)]
+    once = tmp_path / "once.db"
+    ingest(once, {"claude": tmp_path / "claude"})
+    assert rows(once, "SELECT title, message_count FROM sessions") == [("second try", 2)]
+
+
 def test_m034_derives_again_the_sessions_of_logs_gone_from_disk(tmp_path):
     from datasette_obelisk.store.db import open_db
 

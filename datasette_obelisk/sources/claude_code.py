@@ -268,6 +268,10 @@ class ClaudeCodeParser:
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
+        # whether a line named its parent, and whether a compaction came: a prompt
+        # with no parent before one is the first prompt edited and sent again
+        self.linked = state.get("linked", False)
+        self.compacted = state.get("compacted", False)
         self.is_agent = self.kind in AGENT_KINDS
         self.session_id = self._session_id()
 
@@ -283,6 +287,8 @@ class ClaudeCodeParser:
             "launched": self.launched,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
+            "linked": self.linked,
+            "compacted": self.compacted,
         }
 
     def feed(self, line: bytes, position: Position) -> list[Record]:
@@ -545,13 +551,16 @@ class ClaudeCodeParser:
             yield from self._spawned_subagent(obj, tools)
         if message.type == "user" and self.launched and "<task-notification>" in message.text[:64]:
             yield from self._finished_agent(message.text, obj)
-        if not self.first_prompt_emitted and message.type == "user":
+        sent_again = self.linked and not self.compacted and not message.parent_uuid and not message.logical_parent_uuid
+        if message.type == "user" and (not self.first_prompt_emitted or sent_again):
             title = self._first_prompt(message, payload)
-            if title:
+            if title:  # (the store titles the session with the first one not rewound)
                 self.first_prompt_emitted = True
                 yield TitleCandidate(
-                    self.session_id, "first_prompt", title, message.timestamp, position=position
+                    self.session_id, "first_prompt", title, message.timestamp, message.uuid, position=position
                 )
+        self.linked = self.linked or bool(message.parent_uuid)
+        self.compacted = self.compacted or message.subtype == "compact_boundary" or bool(message.is_compact_summary)
 
     def _summary(self, message: Message, kind: str) -> Summary:
         return Summary(

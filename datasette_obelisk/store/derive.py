@@ -594,7 +594,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
     # A session with no time but its files' starts ends at the last of them.
     ended = max(timestamps, default=None) or max(recorded, default=None)
     used = [r for r in rows if r.id in counted]
-    title, title_source = choose_title(conn, session_id)
+    title, title_source = choose_title(conn, session_id, {r.uuid for r in rows if surfaces[r.id][1] == "inactive"})
     last = conn.execute(
         f"""SELECT
              (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
@@ -661,25 +661,29 @@ def shorten(title: str) -> str:
     return folded if len(folded) <= TITLE_CHARS else folded[: TITLE_CHARS - 1] + "…"
 
 
-def choose_title(conn, session_id: str) -> tuple[str | None, str | None]:
+def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tuple[str | None, str | None]:
     """The title by precedence: custom > ai > index > summary > first prompt.
 
-    Within a kind the newest wins, except the first prompt, which is first.
+    Within a kind the newest wins, except the first prompt, which is first:
+    the first whose message (its leaf uuid) is not in ``rewound``, the rows
+    on a rewound branch (the first prompt edited and sent again), if any.
     A ``summary`` line names its conversation by leaf uuid, and may sit in
     another file.
     """
     candidates = conn.execute(
-        """SELECT kind, title, id FROM titles WHERE session_id = :s AND kind != 'summary'
+        """SELECT kind, title, id, leaf_uuid FROM titles WHERE session_id = :s AND kind != 'summary'
            UNION ALL
-           SELECT t.kind, t.title, t.id FROM titles t
+           SELECT t.kind, t.title, t.id, t.leaf_uuid FROM titles t
            WHERE t.kind = 'summary' AND t.leaf_uuid IN (SELECT uuid FROM messages WHERE session_id = :s)""",
         {"s": session_id},
     ).fetchall()
     best = {}
-    for kind, title, row_id in candidates:
+    for kind, title, row_id, leaf in candidates:
         if not title or not title.strip():
             continue
         keep = best.get(kind)
+        if kind == "first_prompt":  # (the first one not rewound, ranked before the others)
+            row_id = (leaf in rewound, row_id)
         if keep is None or (row_id < keep[1] if kind == "first_prompt" else row_id > keep[1]):
             best[kind] = (title.strip(), row_id)
     for kind in TITLE_PRECEDENCE:
