@@ -659,7 +659,7 @@ def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
 def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
-    hostile = "colour \x1b[31mred\x1b[0m title \x1b]0;pwned\x07 clip \x1b]52;c;ZWNobw==\x07 \u202eevil\tok"
+    hostile = "colour \x1b[31mred\x1b[0m title \x1b]0;pwned\x07 clip \x1b]52;c;ZWNobw==\x07 \u202eevil\tok\r\nnext"
     line = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
             "message": {"role": "user", "content": hostile}}
     (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
@@ -669,7 +669,7 @@ def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
     for command in (["read", "s1"], ["search", "colour"], ["sessions"], ["trace", "u1"]):
         out = invoke(*command, "--db", db).stdout
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
-        assert shown in out, command
+        assert shown in out and "\\x0d" not in out, command
     assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # JSON escapes it itself
 
 
@@ -704,6 +704,7 @@ def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch
     run_ingest(db, {"claude": tmp_path / "agent"})
     assert "Note:" not in invoke("trace", "m5", "--db", db).stderr
     monkeypatch.setattr(obelisk, "MAX_CHAIN", 3)
+    assert "Note:" not in invoke("trace", "m4", "--db", db).stderr  # 3 above it: the root, reached
     cut = invoke("trace", "m5", "--db", db)
     assert cut.stderr == "Note: the chain is longer than 3 messages: it starts here, below the conversation's root\n"
     assert [line.split()[3] for line in cut.stdout.splitlines() if line.strip()[:2] in ("0.", "1.", "2.", "3.")] == [

@@ -321,6 +321,60 @@ def test_attune_writes_memories(tmp_path, corpus_db):
     assert run_script("return memories()", db) == []
 
 
+@pytest.fixture
+def notes_db(tmp_path, corpus_db):
+    import shutil
+
+    db = tmp_path / "copy.db"
+    shutil.copy(corpus_db, db)
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "note.md").write_text("# note\n")
+    return db, root
+
+
+REMEMBER = 'return remember({"path": "note.md", "summary": "A note"})'
+
+
+def test_a_remember_waiting_for_a_lock_keeps_the_time_limit(notes_db):
+    db, root = notes_db
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the database
+    try:
+        started = time.monotonic()
+        error = error_of(REMEMBER, db, mode="attune", memory_roots=[root], cwd=str(root), timeout=2)
+        assert error.code == "OBELISK_TIMEOUT" and time.monotonic() - started < 4
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert run_script(REMEMBER, db, mode="attune", memory_roots=[root], cwd=str(root))["path"].endswith("note.md")
+
+
+@pytest.mark.parametrize("sent", [b"not json", b"\xff\xfe", b"5", b"[]", b'{"ok": true}', b'{"ok": false, "error": 1}',
+                                  b'{"ok": false, "error": {"code": "NOPE", "message": "x"}}', b"[" * 100_000])
+def test_whatever_a_script_sends_its_parent_is_no_crash(notes_db, sent):
+    db, root = notes_db
+    channel = "remember.__closure__[0].cell_contents"  # the pipe to the parent, as a hostile script finds it
+    error = error_of(f"{channel}.send_bytes({sent!r})\nreturn 1", db, mode="attune", memory_roots=[root])
+    assert (error.code, error.message) == ("OBELISK_SCRIPT_ERROR", "the script process sent something that is no result")
+    forged = f'import json\n{channel}.send_bytes(b\'{{"call": "drop"}}\')\nreturn json.loads({channel}.recv_bytes())'
+    assert run_script(forged, db, mode="attune") == {  # only remember and forget are made
+        "ok": False, "error": {"code": "OBELISK_SCRIPT_ERROR", "message": "no helper 'drop' to call"}}
+
+
+def test_a_database_that_cannot_be_written_is_refused_with_a_code(notes_db, monkeypatch):
+    from datasette_obelisk.query import runner
+
+    db, root = notes_db
+
+    def read_only(path):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(runner, "connect_for_memories", read_only)
+    error = error_of(REMEMBER, db, mode="attune", memory_roots=[root])
+    assert (error.code, error.message) == ("OBELISK_READ_ONLY", f"{db} cannot be written: attempt to write a readonly database")
+
+
 # -- the CLI ------------------------------------------------------------------------------
 
 

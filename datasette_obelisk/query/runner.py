@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from . import memories as memory_writes
-from .errors import LONE_SURROGATE, QueryError
+from .errors import CODES, LONE_SURROGATE, QueryError
 from .history import History
 from .obelisk import helpers
 from .no_writes import forbid_file_writes
@@ -284,39 +284,71 @@ def run_script(
     process.start()
     child_channel.close()
     writer = None
+    deadline = started + timeout
     try:
         # opened once the script's process is on its own: it never holds this connection
-        writer = connect_for_memories(job["db_path"]) if mode == "attune" else None
+        writer = open_writer(job["db_path"]) if mode == "attune" else None
         while True:  # the script's remember / forget calls, then its result
-            payload = receive(channel, started + timeout + KILL_GRACE, timeout, process)
-            message = json.loads(payload)
+            message = parse_message(receive(channel, deadline + KILL_GRACE, timeout, process))
             if writer is None or "call" not in message:
                 break
-            set_deadline(writer, max(0.001, started + timeout - time.monotonic()))
-            channel.send_bytes(answer_call(writer, job, message).encode())
+            channel.send_bytes(answer_call(writer, job, message, deadline).encode())
     finally:
-        channel.close()
-        if writer is not None:
-            writer.close()
         if process.is_alive():
             process.kill()
         process.join()
-    envelope = message
-    if not envelope["ok"]:
-        error = envelope["error"]
+        channel.close()
+        if writer is not None:
+            writer.close()
+    if message.get("ok") is True and "result" in message:
+        return message["result"]
+    error = message.get("error") if message.get("ok") is False else None
+    if isinstance(error, dict) and error.get("code") in CODES and isinstance(error.get("message"), str):
         raise QueryError(error["code"], error["message"])
-    return envelope["result"]
+    raise QueryError("OBELISK_SCRIPT_ERROR", "the script process sent something that is no result")
 
 
-def answer_call(writer: sqlite3.Connection, job: dict, message: dict) -> str:
-    """The envelope answering an attune script's ``remember`` / ``forget`` call."""
+def parse_message(payload: bytes) -> dict:
+    """What the script's process sent: an object (a call, or its result), else ``OBELISK_SCRIPT_ERROR``."""
+    try:
+        message = json.loads(payload)
+    except (ValueError, RecursionError):
+        message = None
+    if not isinstance(message, dict):
+        raise QueryError("OBELISK_SCRIPT_ERROR", "the script process sent something that is no result")
+    return message
+
+
+def open_writer(db_path: str) -> sqlite3.Connection:
+    try:
+        return connect_for_memories(db_path)
+    except sqlite3.Error as exc:
+        raise QueryError("OBELISK_READ_ONLY", f"{db_path} cannot be written: {exc}") from None
+
+
+def answer_call(writer: sqlite3.Connection, job: dict, message: dict, deadline: float) -> str:
+    """The envelope answering an attune script's ``remember`` / ``forget`` call, made
+    within the script's time limit (waiting for a lock included)."""
     name = message.get("call")
+    left = deadline - time.monotonic()
     try:
         if name not in ATTUNE_GLOBALS:
             raise QueryError("OBELISK_SCRIPT_ERROR", f"no helper {name!r} to call")
+        if left <= 0:
+            raise QueryError("OBELISK_TIMEOUT", "the script ran past its time limit")
+        writer.execute(f"PRAGMA busy_timeout = {max(1, int(left * 1000))}")
+        set_deadline(writer, left)
         return json.dumps({"ok": True, "result": memory_call(writer, job, name, message.get("record"))})
     except QueryError as exc:
         return json.dumps(exc.as_dict())
+    except sqlite3.Error as exc:
+        if time.monotonic() >= deadline or "interrupted" in str(exc) or "locked" in str(exc):
+            error = QueryError("OBELISK_TIMEOUT", f"{name}() ran past the script's time limit ({exc})")
+        elif getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_READONLY:
+            error = QueryError("OBELISK_READ_ONLY", f"{name}(): the database cannot be written ({exc})")
+        else:
+            error = QueryError("OBELISK_SCRIPT_ERROR", f"{name}(): {type(exc).__name__}: {exc}")
+        return json.dumps(error.as_dict())
 
 
 def start_method() -> str:
