@@ -151,6 +151,10 @@ async def test_the_menu_leads_to_the_archive_being_looked_at_or_the_first_one_vi
     assert menu((await ds.client.get("/-/versions", cookies=alice)).text) == ["/-/obelisk", "/-/obelisk/overview"]
     assert menu((await ds.client.get("/second", cookies=alice)).text) == sorted(
         [*second_menu, "/-/obelisk/overview?db=second", "/-/obelisk?db=second"])  # with the database's own actions
+    # Our pages, with no ?db=, work on the first archive the reader may view.
+    assert (await ds.client.get("/-/obelisk/api/sessions?limit=1")).status_code == 200
+    assert (await ds.client.get("/-/obelisk/api/sessions?limit=1&db=obelisk")).status_code == 403
+    assert (await ds.client.get("/-/obelisk/overview")).status_code == 200
 
 
 @pytest.mark.asyncio

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datasette.resources import DatabaseResource
+
 from ..query.errors import QueryError
 from ..store.db import has_schema
 from .config import settings
@@ -19,7 +21,8 @@ async def obelisk_databases(datasette) -> list[str]:
 
 
 async def database_for(datasette, request):
-    """The database a page or endpoint works on: ``?db=``, the configured one, else the first with our schema."""
+    """The database a page or endpoint works on: ``?db=``, the configured one, else the first
+    with our schema the reader may view."""
     wanted = request.args.get("db") or settings(datasette).database
     names = await obelisk_databases(datasette)
     if wanted:
@@ -30,4 +33,13 @@ async def database_for(datasette, request):
         raise QueryError(
             "OBELISK_NOT_FOUND", "no attached database has the obelisk schema: run `obelisk ingest` first"
         )
-    return datasette.get_database(names[0])
+    viewable = await viewable_databases(datasette, request.actor, names) if len(names) > 1 else names
+    return datasette.get_database((viewable or names)[0])  # (none viewable: the first, which answers 403)
+
+
+async def viewable_databases(datasette, actor, names: list[str]) -> list[str]:
+    """Those of ``names`` (databases with our schema) ``actor`` may view."""
+    return [
+        name for name in names
+        if await datasette.allowed(action="view-database", resource=DatabaseResource(name), actor=actor)
+    ]

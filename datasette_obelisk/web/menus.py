@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from datasette.resources import DatabaseResource
-
-from .databases import obelisk_databases
+from .databases import obelisk_databases, viewable_databases
 from .urls import event_url, lineage_url, obelisk_url, session_url
 
 # Which of our pages a table (or browse view) leads to.
@@ -25,10 +23,7 @@ def menu_links(datasette, request):
     async def inner():
         actor = request.actor if request is not None else None
         names = await obelisk_databases(datasette)
-        viewable = [
-            name for name in names  # shown to an actor who may view one
-            if await datasette.allowed(action="view-database", resource=DatabaseResource(name), actor=actor)
-        ]
+        viewable = await viewable_databases(datasette, actor, names)  # shown to an actor who may view one
         if not viewable:
             return []
         # The archive being looked at (?db= on our pages, the path on Datasette's), else the first one viewable.
