@@ -1463,13 +1463,15 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     assert '"hello there"' in obelisk.raw(conn, "gemini:s-1:u1")["text"]
 
 
+def said(uuid, parent, role, text, second):
+    """A Claude Code line of session s1 (a prompt or a reply) at second ``second``."""
+    return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+            "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
+
+
 def test_the_first_prompt_edited_and_sent_again_titles_its_session(tmp_path):
     project = tmp_path / "claude" / "projects" / "-p"
     project.mkdir(parents=True)
-
-    def said(uuid, parent, role, text, second):
-        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
-                "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
 
     log = project / "s1.jsonl"
     log.write_bytes(claude_lines(said("u1", None, "user", "first try", 1), said("a1", "u1", "assistant", "ok", 2)))
@@ -1490,10 +1492,6 @@ def test_m034_derives_again_the_sessions_of_logs_gone_from_disk(tmp_path):
 
     project = tmp_path / "claude" / "projects" / "-p"
     project.mkdir(parents=True)
-
-    def said(uuid, parent, role, text, second):
-        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
-                "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
 
     (project / "s1.jsonl").write_bytes(claude_lines(
         said("u1", None, "user", "first try", 1), said("a1", "u1", "assistant", "ok", 2),

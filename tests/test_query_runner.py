@@ -303,24 +303,6 @@ def test_a_file_that_is_no_obelisk_database_is_refused_and_left_as_it_was(tmp_pa
 # -- attune ------------------------------------------------------------------------------
 
 
-def test_attune_writes_memories(tmp_path, corpus_db):
-    import shutil
-
-    db = tmp_path / "copy.db"
-    shutil.copy(corpus_db, db)
-    root = tmp_path / "notes"
-    root.mkdir()
-    (root / "note.md").write_text("# note\n")
-    memory = run_script('return remember({"path": "note.md", "summary": "A note"})', db, mode="attune", memory_roots=[root], cwd=str(root))
-    assert memory["path"] == str(root.resolve() / "note.md")
-    assert run_script("return [m['id'] for m in memories()]", db) == [memory["id"]]
-    refused = error_of('return remember({"path": "/etc/hostname", "summary": "x"})', db, mode="attune", memory_roots=[root])
-    assert refused.code == "OBELISK_MEMORY_REFUSED"
-    archived = run_script(f'return forget({{"id": "{memory["id"]}", "reason": "test"}})', db, mode="attune")
-    assert archived["deleted_reason"] == "test"
-    assert run_script("return memories()", db) == []
-
-
 @pytest.fixture
 def notes_db(tmp_path, corpus_db):
     import shutil
@@ -331,6 +313,18 @@ def notes_db(tmp_path, corpus_db):
     root.mkdir()
     (root / "note.md").write_text("# note\n")
     return db, root
+
+
+def test_attune_writes_memories(notes_db):
+    db, root = notes_db
+    memory = run_script('return remember({"path": "note.md", "summary": "A note"})', db, mode="attune", memory_roots=[root], cwd=str(root))
+    assert memory["path"] == str(root.resolve() / "note.md")
+    assert run_script("return [m['id'] for m in memories()]", db) == [memory["id"]]
+    refused = error_of('return remember({"path": "/etc/hostname", "summary": "x"})', db, mode="attune", memory_roots=[root])
+    assert refused.code == "OBELISK_MEMORY_REFUSED"
+    archived = run_script(f'return forget({{"id": "{memory["id"]}", "reason": "test"}})', db, mode="attune")
+    assert archived["deleted_reason"] == "test"
+    assert run_script("return memories()", db) == []
 
 
 REMEMBER = 'return remember({"path": "note.md", "summary": "A note"})'
