@@ -775,11 +775,9 @@ def _parts_text(content: Any) -> str:
 def _unsent(record: dict) -> bool:
     """Whether gemini-cli leaves a message out of the history it resumes with: a
     reply holding nothing, a command (``/``) or a help request (``?``)."""
-    kind = first_text(record.get("type"))
-    if kind == "gemini":
+    if first_text(record.get("type")) == "gemini":
         return not _holds(record)
-    return kind == "user" and not _responses(record.get("content")) and \
-        _parts_text(record.get("content")).lstrip().startswith(("/", "?"))
+    return _is_prompt(record) and _parts_text(record.get("content")).lstrip().startswith(("/", "?"))
 
 
 def _is_prompt(record: dict) -> bool:
