@@ -269,7 +269,7 @@ def trace(uuid, db_path, as_json):
     chain = call(db_path, obelisk.trace, uuid)
     if not chain:
         raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
-    if len(chain) > obelisk.MAX_CHAIN and call(db_path, goes_on_above, chain[0]["uuid"]):  # the walk stopped early
+    if len(chain) > obelisk.MAX_CHAIN and call(db_path, obelisk.goes_on_above, chain[0]["uuid"]):  # the walk stopped early
         echo(f"Note: the chain is longer than {obelisk.MAX_CHAIN:,} messages: it starts here, "
              "below the conversation's root", err=True)
     if as_json:
@@ -277,13 +277,6 @@ def trace(uuid, db_path, as_json):
     for depth, message in enumerate(chain):
         echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}")
         echo(f"     {one_line(message['text'])}")
-
-
-def goes_on_above(conn, uuid: str) -> bool:
-    """Whether the message ``uuid`` has a stored parent."""
-    row = conn.execute("SELECT parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [uuid]).fetchone()
-    parent = row and (row[0] or row[1])
-    return bool(parent) and conn.execute("SELECT 1 FROM messages WHERE uuid = ?", [parent]).fetchone() is not None
 
 
 @cli.command()

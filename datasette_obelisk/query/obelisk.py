@@ -491,6 +491,13 @@ def ancestor_uuids(conn, row) -> list[str]:
     return chain
 
 
+def goes_on_above(conn, uuid: str) -> bool:
+    """Whether the message ``uuid`` has a stored parent (its chain goes on above it)."""
+    row = one(conn, "SELECT parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [uuid])
+    parent = row and (row["parent_uuid"] or row["logical_parent_uuid"])
+    return bool(parent) and one(conn, "SELECT 1 FROM messages WHERE uuid = ?", [parent]) is not None
+
+
 def ancestors(conn, row) -> list[sqlite3.Row]:
     """Parents up to the root, root first, as whole rows (``ancestor_uuids``)."""
     return messages_by_uuid(conn, ancestor_uuids(conn, row))

@@ -153,15 +153,15 @@ def jsonable(value):
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
-def encode_result(result) -> str:
+def encode_result(result) -> bytes:
     try:
-        text = json.dumps({"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False)
-        text.encode("utf-8")
+        return json.dumps(
+            {"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False
+        ).encode("utf-8")
     except UnicodeEncodeError:
         raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value {LONE_SURROGATE}") from None
     except (TypeError, ValueError) as exc:
         raise QueryError("OBELISK_SCRIPT_ERROR", f"the returned value is not JSON: {exc}") from None
-    return text
 
 
 def script_names(job: dict, *, channel=None) -> tuple[dict[str, Any], sqlite3.Connection | None]:
@@ -230,23 +230,23 @@ def connect_for_memories(db_path: str) -> sqlite3.Connection:
     return connect(db_path)
 
 
-def run_job(job: dict, *, channel=None) -> str:
+def run_job(job: dict, *, channel=None) -> bytes:
     """The JSON envelope for one job: ``{"ok": true, "result": ...}`` or the error."""
     conn = None
     try:
         names, conn = script_names(job, channel=channel)
         return encode_result(execute_script(job["code"], names))
     except QueryError as exc:
-        return json.dumps(exc.as_dict())
+        return json.dumps(exc.as_dict()).encode()
     except BaseException as exc:  # a script raising SystemExit, a MemoryError, ...
-        return json.dumps(QueryError("OBELISK_SCRIPT_ERROR", describe(exc)).as_dict())
+        return json.dumps(QueryError("OBELISK_SCRIPT_ERROR", describe(exc)).as_dict()).encode()
     finally:
         if conn is not None:
             conn.close()
 
 
 def child_main(job: dict, channel) -> None:
-    channel.send_bytes(run_job(job, channel=channel).encode())
+    channel.send_bytes(run_job(job, channel=channel))
     channel.close()
 
 
