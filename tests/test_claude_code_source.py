@@ -445,6 +445,10 @@ def test_images_and_documents_become_placeholders():
         ("Claude requested permissions to use WebSearch, but you haven't granted it yet.", True, {}, "blocked", None),
         ("Error: This command requires approval", True, {}, "blocked", None),
         ("anything at all", True, {"toolDenialKind": "classifier"}, "blocked", None),
+        # A command the user stopped: Bash keeps its output and adds the abort.
+        ("partial out\n<error>Command was aborted before completion</error>", True,
+         {"toolUseResult": {"stdout": "partial out", "interrupted": True}}, "cancelled", None),
+        ("Exit code 1\nboom", True, {"toolUseResult": {"stdout": "", "interrupted": False}}, "failed", 1),
         ("Exit code 2\nls: cannot access 'x'", True, {}, "failed", 2),
         ("Error: Exit code 127\nbash: nope: command not found", True, {}, "failed", 127),
         ("Exit code 0", False, {}, "succeeded", 0),
@@ -663,6 +667,17 @@ def test_an_async_agents_task_notification_gives_its_duration_and_tokens():
     records = feed_lines([launched("a1"), launched("a2", "t2"), launched("deadbeef", "t3"),
                           user("u1", nested + "\n" + notification("a2", 20, 200))])
     assert totals(records) == [("a1", 100, 10), ("a2", 200, 20)]
+
+
+def queued(prompt, **extra):
+    return {"type": "attachment", "uuid": "q1", "parentUuid": "u0", "timestamp": "2026-01-02T03:04:05Z",
+            "attachment": {"type": "queued_command", "prompt": prompt, **extra}}
+
+
+def test_a_task_notification_queued_as_an_attachment_gives_its_totals():
+    # 2.1.25x+ delivers it as a queued command while the session works on.
+    records = feed_lines([launched("aqq1"), queued(notification("aqq1", 4321, 8765), commandMode="task-notification")])
+    assert totals(records) == [("aqq1", 8765, 4321)]
 
 
 def test_a_notification_of_an_agent_another_session_started_adds_no_agent():
@@ -1058,7 +1073,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 10)
+    assert (source.name, source.parser_version) == ("claude", 11)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

@@ -1056,6 +1056,57 @@ def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_pa
         (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
 
 
+def nested_agent_files():
+    """A 2.1.172+ session whose agent ab1 started agent ab2 (files flat under subagents/)."""
+    common = {"sessionId": "cc1", "cwd": "/p", "version": "2.1.180"}
+
+    def exchange(prefix, prompt, call, agent=None, sidechain=False):
+        result = {"type": "tool_result", "tool_use_id": call, "content": "done"}
+        details = {"toolUseResult": {"status": "completed", "agentId": agent}} if agent else {}
+        head = {**common, "isSidechain": sidechain, **({"agentId": prefix} if sidechain else {})}
+        return claude_lines(
+            {**head, "type": "user", "uuid": f"{prefix}-u", "parentUuid": None, "timestamp": "2026-05-01T10:00:00Z",
+             "message": {"role": "user", "content": prompt}},
+            {**head, "type": "assistant", "uuid": f"{prefix}-a", "parentUuid": f"{prefix}-u",
+             "timestamp": "2026-05-01T10:00:01Z", "message": {"role": "assistant", "id": f"m-{prefix}", "content": [
+                 {"type": "tool_use", "id": call, "name": "Agent", "input": {"description": "dig", "prompt": "Dig"}}]}},
+            {**head, "type": "user", "uuid": f"{prefix}-r", "parentUuid": f"{prefix}-a", **details,
+             "timestamp": "2026-05-01T10:00:09Z", "message": {"role": "user", "content": [result]}},
+        )
+
+    return {
+        "cc1.jsonl": exchange("m", "Look into it", "toolu_top", agent="ab1"),
+        "cc1/subagents/agent-ab1.jsonl": exchange("ab1", "Dig", "toolu_nested", sidechain=True),
+        "cc1/subagents/agent-ab1.meta.json": b'{"agentType": "general-purpose", "toolUseId": "toolu_top"}',
+        "cc1/subagents/agent-ab2.jsonl": claude_lines(
+            {**common, "isSidechain": True, "agentId": "ab2", "type": "user", "uuid": "ab2-u", "parentUuid": None,
+             "timestamp": "2026-05-01T10:00:02Z", "message": {"role": "user", "content": "Dig deeper"}}),
+        "cc1/subagents/agent-ab2.meta.json": b'{"agentType": "Explore", "toolUseId": "toolu_nested", "spawnDepth": 2}',
+    }
+
+
+@pytest.mark.parametrize("split", [0, 1, 2, 3])
+def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split):
+    project = tmp_path / "claude" / "projects" / "-p"
+    db = tmp_path / "obelisk.db"
+    files = list(nested_agent_files().items())
+    files = files[split:] + files[:split]  # the nesting call read before or after the nested agent
+    for batch in (files[:2], files[2:]):
+        for name, data in batch:
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            (project / name).write_bytes(data)
+        ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT agent_id, session_id, child_session_id, parent_tool_use_id FROM subagents ORDER BY agent_id") == [
+        ("ab1", "cc1", "cc1:agent-ab1", "toolu_top"),
+        ("ab2", "cc1:agent-ab1", "cc1:agent-ab2", "toolu_nested"),
+    ]
+    assert rows(db, "SELECT id, parent_session_id, agent_type FROM sessions WHERE agent_id IS NOT NULL ORDER BY id") == [
+        ("cc1:agent-ab1", "cc1", "general-purpose"), ("cc1:agent-ab2", "cc1:agent-ab1", "Explore")]
+    once = tmp_path / "once.db"
+    ingest(once, {"claude": tmp_path / "claude"})
+    assert snapshot(once) == snapshot(db)
+
+
 def test_m029_reads_again_the_files_whose_lines_failed_on_a_lone_surrogate(tmp_path):
     from datasette_obelisk.store.db import open_db
 
@@ -1189,6 +1240,23 @@ def test_a_summary_title_reaches_its_session_through_a_chain_of_summaries(tmp_pa
     assert rows(db, "SELECT id, title, title_source FROM sessions ORDER BY id") == [
         ("a", "Title of a", "summary"), ("b", "Title of b", "summary"), ("y", "gamma prompt", "first_prompt"),
     ]
+
+
+@pytest.mark.parametrize("first, last", [("00", "ff"), ("ff", "00")])
+def test_the_summary_of_the_latest_leaf_titles_the_session_whatever_file_holds_it(tmp_path, first, last):
+    project = tmp_path / ".claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    chain = [("u1", "user", "Original prompt"), ("a1", "assistant", "one"), ("u2", "user", "go on"), ("a2", "assistant", "two")]
+    lines, parent = [], None
+    for i, (uuid, role, text) in enumerate(chain):
+        lines.append({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "timestamp": f"2026-03-01T10:00:0{i}Z",
+                      "message": {"role": role, "content": [{"type": "text", "text": text}], "id": f"msg-{uuid}"}})
+        parent = uuid
+    (project / "s.jsonl").write_text("".join(json.dumps(item) + "\n" for item in lines))
+    for name, summary, leaf in [(first, "About the latest leaf", "a2"), (last, "About an older leaf", "a1")]:
+        (project / f"{name}.jsonl").write_text(json.dumps({"type": "summary", "summary": summary, "leafUuid": leaf}) + "\n")
+    ingest(tmp_path / "o.db", {"claude": tmp_path / ".claude"})
+    assert rows(tmp_path / "o.db", "SELECT title, title_source FROM sessions") == [("About the latest leaf", "summary")]
 
 
 def test_a_given_folder_in_which_its_source_finds_no_log_is_warned_about(db, tmp_path):
@@ -1469,17 +1537,23 @@ def said(uuid, parent, role, text, second):
             "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": role, "content": text}}
 
 
-def test_the_first_prompt_edited_and_sent_again_titles_its_session(tmp_path):
+HOOK = {"type": "progress", "uuid": "h1", "parentUuid": None, "sessionId": "s1",
+        "timestamp": "2026-01-01T00:00:00Z", "data": {"type": "hook_progress", "hookEvent": "SessionStart"}}
+
+
+@pytest.mark.parametrize("head", [None, "h1"])  # 2.1.x: a SessionStart hook's line may come first
+def test_the_first_prompt_edited_and_sent_again_titles_its_session(tmp_path, head):
     project = tmp_path / "claude" / "projects" / "-p"
     project.mkdir(parents=True)
 
     log = project / "s1.jsonl"
-    log.write_bytes(claude_lines(said("u1", None, "user", "first try", 1), said("a1", "u1", "assistant", "ok", 2)))
+    log.write_bytes(claude_lines(*[HOOK] * bool(head), said("u1", head, "user", "first try", 1),
+                                 said("a1", "u1", "assistant", "ok", 2)))
     db = tmp_path / "obelisk.db"
     ingest(db, {"claude": tmp_path / "claude"})
     assert rows(db, "SELECT title, title_source FROM sessions") == [("first try", "first_prompt")]
     with open(log, "ab") as fp:  # edited and sent again
-        fp.write(claude_lines(said("u2", None, "user", "second try", 3), said("a2", "u2", "assistant", "ok", 4)))
+        fp.write(claude_lines(said("u2", head, "user", "second try", 3), said("a2", "u2", "assistant", "ok", 4)))
     ingest(db, {"claude": tmp_path / "claude"})
     assert rows(db, "SELECT title, message_count FROM sessions") == [("second try", 2)]
     once = tmp_path / "once.db"

@@ -57,6 +57,7 @@ SOURCE = "claude"
 
 ROLE_TYPES = frozenset({"user", "assistant"})
 STRUCTURAL_TYPES = frozenset({"system", "progress", "attachment"})
+NOTIFIED_BY = frozenset({"user", "attachment"})  # a task notification: a user line, later a queued_command
 AGENT_KINDS = frozenset({"subagent", "workflow_agent"})
 COMPACTION_AGENT_TYPE = "compaction"  # agent-acompact-*.jsonl (2.1.39+): the /compact summariser call
 
@@ -137,7 +138,10 @@ class ClaudeCodeSource:
     # 10: a tool result beside a note of the interruption is a tool result; what
     # a ``!`` command printed is meta; a title skips IDE context and ``!`` commands
     # (and the logs are read again for the first prompt edited and sent again)
-    parser_version = 10
+    # 11: a user's stopped command is cancelled; a task notification queued as
+    # an attachment gives its agent's totals; the first prompt edited and sent
+    # again under a hook's line titles its session
+    parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -268,8 +272,10 @@ class ClaudeCodeParser:
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
-        # whether a line named its parent, and whether a compaction came: a prompt
-        # with no parent before one is the first prompt edited and sent again
+        # whether a line named its parent, and whether a compaction came: before
+        # one, a prompt with no parent, or with the first prompt's parent (a hook's
+        # line), is the first prompt edited and sent again
+        self.first_parent = state.get("first_parent")
         self.linked = state.get("linked", False)
         self.compacted = state.get("compacted", False)
         self.is_agent = self.kind in AGENT_KINDS
@@ -287,6 +293,7 @@ class ClaudeCodeParser:
             "launched": self.launched,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
+            "first_parent": self.first_parent,
             "linked": self.linked,
             "compacted": self.compacted,
         }
@@ -549,12 +556,17 @@ class ClaudeCodeParser:
             yield from self._progress_subagent(obj)
         if tools:
             yield from self._spawned_subagent(obj, tools)
-        if message.type == "user" and self.launched and "<task-notification>" in message.text[:64]:
+        if message.type in NOTIFIED_BY and self.launched and "<task-notification>" in message.text[:64]:
             yield from self._finished_agent(message.text, obj)
-        sent_again = self.linked and not self.compacted and not message.parent_uuid and not message.logical_parent_uuid
+        parent = message.parent_uuid
+        sent_again = not self.compacted and not message.logical_parent_uuid and (
+            (self.linked and not parent) or (parent and parent == self.first_parent)
+        )
         if message.type == "user" and (not self.first_prompt_emitted or sent_again):
             title = self._first_prompt(message, payload)
             if title:  # (the store titles the session with the first one not rewound)
+                if not self.first_prompt_emitted:
+                    self.first_parent = parent
                 self.first_prompt_emitted = True
                 yield TitleCandidate(
                     self.session_id, "first_prompt", title, message.timestamp, message.uuid, position=position
@@ -1017,6 +1029,9 @@ def _outcome(content: str, is_error: bool, obj: dict) -> str:
         return "blocked"
     if content.startswith(INTERRUPTED):
         return "cancelled"
+    details = obj.get("toolUseResult")
+    if is_error and isinstance(details, dict) and details.get("interrupted") is True:
+        return "cancelled"  # a command the user stopped (Bash: its output, then the abort)
     if not is_error:
         return "succeeded"
     head = _without_error_prefix(content)[:240]

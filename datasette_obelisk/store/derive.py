@@ -668,22 +668,24 @@ def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tupl
     the first whose message (its leaf uuid) is not in ``rewound``, the rows
     on a rewound branch (the first prompt edited and sent again), if any.
     A ``summary`` line names its conversation by leaf uuid, and may sit in
-    another file.
+    another file: the one whose leaf is latest in the log and not rewound wins.
     """
     candidates = conn.execute(
-        """SELECT kind, title, id, leaf_uuid FROM titles WHERE session_id = :s AND kind != 'summary'
+        """SELECT kind, title, id, leaf_uuid, NULL FROM titles WHERE session_id = :s AND kind != 'summary'
            UNION ALL
-           SELECT t.kind, t.title, t.id, t.leaf_uuid FROM titles t
-           WHERE t.kind = 'summary' AND t.leaf_uuid IN (SELECT uuid FROM messages WHERE session_id = :s)""",
+           SELECT t.kind, t.title, t.id, t.leaf_uuid, m.seq FROM titles t JOIN messages m ON m.uuid = t.leaf_uuid
+           WHERE t.kind = 'summary' AND m.session_id = :s""",
         {"s": session_id},
     ).fetchall()
     best = {}
-    for kind, title, row_id, leaf in candidates:
+    for kind, title, row_id, leaf, leaf_seq in candidates:
         if not title or not title.strip():
             continue
         keep = best.get(kind)
         if kind == "first_prompt":  # (the first one not rewound, ranked before the others)
             row_id = (leaf in rewound, row_id)
+        elif kind == "summary":  # (the one of the latest leaf not rewound, whatever file holds it)
+            row_id = (leaf not in rewound, leaf_seq, row_id)
         if keep is None or (row_id < keep[1] if kind == "first_prompt" else row_id > keep[1]):
             best[kind] = (title.strip(), row_id)
     for kind in TITLE_PRECEDENCE:
@@ -757,10 +759,55 @@ def adopt_agents(conn, session_ids) -> None:
 
 def adopt_agent(conn, child: str, keep: int, parent: str) -> None:
     """Make ``parent`` (whose ``subagents`` row is ``keep``) the parent of the agent session ``child``."""
-    others = (
-        "FROM subagents WHERE child_session_id = :child AND id != :keep "
-        "AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = subagents.session_id)"
-    )
+    fold_agent_rows(conn, child, keep, parent, "NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = subagents.session_id)")
+
+
+# An agent started by a call in another agent's transcript (Claude Code
+# 2.1.172+ nests agents, their files flat beside the others): rows naming
+# such a call that are not yet under that agent's session, or whose child
+# has another row or another parent still.
+NESTED = """SELECT sa.id, sa.agent_id, sa.session_id, sa.child_session_id, c.session_id
+   FROM subagents sa JOIN tool_calls c ON c.id = sa.parent_tool_use_id
+   WHERE {scope} AND sa.child_session_id IS NOT NULL
+     AND c.session_id LIKE '%:agent-%' AND c.session_id != sa.child_session_id
+     AND (c.session_id != sa.session_id
+          OR EXISTS (SELECT 1 FROM subagents o WHERE o.child_session_id = sa.child_session_id AND o.id != sa.id)
+          OR EXISTS (SELECT 1 FROM sessions k WHERE k.id = sa.child_session_id
+                                                AND k.parent_session_id IS NOT c.session_id))"""
+NESTED_SCOPES = (
+    "sa.session_id = :s",
+    "sa.child_session_id = :s",
+    f"c.session_id = :s AND c.name IN {SPAWNING_TOOLS!r}",
+)
+
+
+def nest_agents(conn, session_ids) -> None:
+    """Put an agent that another agent started under that agent's session.
+
+    Its ``.meta.json`` names the starting call (``toolUseId``), which sits in
+    the other agent's transcript; the file itself names only the main session.
+    """
+    for session_id in session_ids:
+        scopes = NESTED_SCOPES if ":agent-" in session_id else NESTED_SCOPES[:2]
+        for scope in scopes:
+            for row_id, agent_id, named, child, caller in conn.execute(NESTED.format(scope=scope), {"s": session_id}).fetchall():
+                if named != caller:
+                    taken = conn.execute(
+                        "SELECT id FROM subagents WHERE session_id = ? AND agent_id = ?", [caller, agent_id]
+                    ).fetchone()
+                    if taken is None:
+                        conn.execute("UPDATE subagents SET session_id = ? WHERE id = ?", [caller, row_id])
+                    else:
+                        fold_agent_rows(conn, child, taken[0], caller, "id = :row", row=row_id)
+                        row_id = taken[0]
+                fold_agent_rows(conn, child, row_id, caller, "parent_tool_use_id IS NULL")
+
+
+def fold_agent_rows(conn, child: str, keep: int, parent: str, which: str, **params) -> None:
+    """Fold into the ``subagents`` row ``keep`` the other rows of ``child`` that
+    ``which`` picks (what they knew kept), and make ``parent`` its session's parent."""
+    others = f"FROM subagents WHERE child_session_id = :child AND id != :keep AND {which}"
+    params = {"child": child, "keep": keep, **params}
     conn.execute(
         f"""UPDATE subagents SET child_session_id = :child,
                agent_type = COALESCE(subagents.agent_type, o.agent_type),
@@ -770,10 +817,10 @@ def adopt_agent(conn, child: str, keep: int, parent: str) -> None:
            FROM (SELECT MAX(agent_type) AS agent_type, MAX(description) AS description,
                         MAX(duration_ms) AS duration_ms, MAX(total_tokens) AS total_tokens {others}) AS o
            WHERE subagents.id = :keep""",
-        {"child": child, "keep": keep},
+        params,
     )
-    conn.execute(f"DELETE {others}", {"child": child, "keep": keep})
-    conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", [parent, child])
+    conn.execute(f"DELETE {others}", params)
+    conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ? AND parent_session_id IS NOT ?", [parent, child, parent])
 
 
 def _spawn_field(key: str) -> str:
@@ -851,6 +898,7 @@ def link_subagents(conn, session_ids) -> None:
     belong to its session row.
     """
     adopt_agents(conn, session_ids)
+    nest_agents(conn, session_ids)
     for session_id in session_ids:
         conn.execute(
             """UPDATE subagents SET parent_tool_use_id = (
