@@ -40,9 +40,11 @@ def startup(datasette):
 
 @hookimpl
 def permission_resources_sql(datasette, actor, action):
-    from .web.visibility import hidden_resources
+    from .web.startup import current_hidden_resources
 
-    return hidden_resources(datasette, actor, action)
+    if action in ("view-table", "view-query"):
+        return current_hidden_resources(datasette, actor, action)
+    return None
 
 
 @hookimpl

@@ -337,6 +337,20 @@ def test_first_word_start_finds_a_term_at_the_start_of_a_word_in_any_case():
     assert first_word_start("nothing here", ["compiled"]) is None and first_word_start("text", []) is None
 
 
+def test_first_word_start_reads_words_one_by_one_when_finding_would_cost_more(monkeypatch):
+    from datasette_obelisk.query import fts
+
+    many = [f"{i:03x}x" for i in range(2_000)]  # more terms than are worth finding one by one
+    assert fts.first_word_start("zzz 7cfx 1a0xy REBUILD", many) == 4
+    assert fts.first_word_start("zzz 7cfx 1a0xy REBUILD", [*many, "rebuild"]) == 4
+    assert fts.first_word_start("x_7CFx", many) == 2 and fts.first_word_start("İstanbul 7cfx", many) == 9
+    inside = "xaaa" * 5_000 + " aaa"  # found inside words over and over
+    assert fts.first_word_start(inside, ["aaa"]) == len(inside) - 3
+    monkeypatch.setattr(fts, "MAX_WORD_STARTS", 3)  # what one call may cost is bounded
+    assert fts.first_word_start("a b c 7cfx", many) is None
+    assert fts.first_word_start("a b 7cfx", many) == 4
+
+
 AUDIT_QUERIES = ["completes Generate", "Tools ide", "capture Later", "workflow attempt", "quicksort.py", "First answer", "Final answer", "teammates", "coverage", "edge", "todo", "session history"]
 
 

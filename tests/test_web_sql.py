@@ -333,6 +333,8 @@ async def test_stored_thread_true_values_include_meta(ds, web_db, value):
     [
         ("obelisk_search", {"q": "zebrafish", "mode": "bogus"}, 'mode must be terms or phrase, not "bogus"'),
         ("obelisk_search", {"q": "zebrafish", "limit": "abc"}, 'limit must be a whole number from 1 to 1000, not "abc"'),
+        ("obelisk_search", {"q": "x" * 20_000}, "q takes at most 10,000 characters, not 20000"),
+        ("obelisk_memories", {"q": "x" * 10_001}, "q takes at most 10,000 characters, not 10001"),
         ("obelisk_sessions", {"limit": "0"}, 'limit must be a whole number from 1 to 1000, not "0"'),
         ("obelisk_failures", {"limit": "1001"}, 'limit must be a whole number from 1 to 1000, not "1001"'),
         ("obelisk_sessions", {"after": "bogus"},

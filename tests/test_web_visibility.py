@@ -211,3 +211,25 @@ async def test_visibility_is_asked_once_per_table_and_actor_then_remembered(web_
     assert (await ds.client.get("/-/obelisk/api/sessions?limit=1")).status_code == 200
     assert len(asked) == 2 * first
     assert (await ds.client.get("/-/obelisk/api/memories")).json() == denied("memories")
+
+
+@pytest.mark.asyncio
+async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_should(web_db, tmp_path, monkeypatch):
+    import sqlite3
+
+    from datasette_obelisk.web import startup
+
+    late = tmp_path / "obelisk.db"
+    sqlite3.connect(late).close()
+    ds = await started(late, hiding("messages"))
+    assert (await ds.client.get("/obelisk/obelisk_search.json?q=zebrafish")).status_code == 404
+    source, target = sqlite3.connect(web_db), sqlite3.connect(late)
+    source.backup(target)  # as an ingest (or a migration) changes the schema under the server
+    source.close(), target.close()
+    monkeypatch.setattr(startup, "RECHECK_SECONDS", 0, raising=False)
+    for path in ("/obelisk/browse_messages.json?_search=zebrafish", "/obelisk/session_docs.json?_size=1",
+                 "/obelisk/obelisk_search.json?q=zebrafish"):
+        response = await ds.client.get(path)
+        assert response.status_code == 403, path
+        assert "zebrafish command" not in response.text.lower()
+    assert (await ds.client.get("/obelisk/obelisk_sessions.json?_size=1")).status_code == 200  # set up now

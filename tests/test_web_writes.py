@@ -111,8 +111,9 @@ async def test_remember_permission_matrix(db, memory_root, name, how, status):
 @pytest.mark.parametrize(
     "actor_id,actions,status",
     [
-        ("root", ["obelisk-remember"], 200),
-        ("alice", ["obelisk-remember"], 200),
+        ("root", ["obelisk-remember", "view-table"], 200),
+        ("alice", ["obelisk-remember", "view-table"], 200),
+        ("root", ["obelisk-remember"], 403),  # an answer shows what it may not view
         ("root", [], 200),  # an unrestricted token acts as its actor
         ("root", ["view-instance"], 403),  # a token without the action
         ("root", ["obelisk-forget"], 403),
@@ -175,7 +176,8 @@ async def test_forget_permission_matrix(db, memory_root, name, how, status):
 @pytest.mark.asyncio
 @pytest.mark.parametrize(
     "actor_id,actions,status",
-    [("root", ["obelisk-forget"], 200), ("root", ["obelisk-remember"], 403), ("bob", ["obelisk-forget"], 403)],
+    [("root", ["obelisk-forget", "view-table"], 200), ("root", ["obelisk-forget"], 403),
+     ("root", ["obelisk-remember", "view-table"], 403), ("bob", ["obelisk-forget", "view-table"], 403)],
 )
 async def test_forget_with_api_tokens(db, memory_root, actor_id, actions, status):
     ds = await started(db, config_for(memory_root, {"actor": {"id": actor_id}}))
@@ -186,6 +188,22 @@ async def test_forget_with_api_tokens(db, memory_root, actor_id, actions, status
     )
     assert response.status_code == status, response.text
     assert counts(db)[1] == before[1] + (1 if status == 200 else 0)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("hidden", [
+    {"allow": False},  # the whole instance
+    {"databases": {"obelisk": {"tables": {"memories": {"allow": False}}}}},
+    {"databases": {"obelisk": {"tables": {"sessions": {"allow": False}}}}},
+])
+async def test_a_writer_who_may_not_view_what_an_answer_shows_is_refused(db, memory_root, hidden):
+    ds = await started(db, {**plugin_config(memory_root), **hidden})
+    before = counts(db)
+    session_id = rows(db, "SELECT id FROM sessions WHERE project IS NOT NULL LIMIT 1")[0][0]
+    response = await ds.client.post(REMEMBER, json={**record(memory_root), "session_id": session_id}, actor={"id": "alice"})
+    assert (response.status_code, response.json()["error"]["code"]) == (403, "OBELISK_PERMISSION_DENIED")
+    assert "project" not in response.text
+    assert counts(db) == before
 
 
 @pytest.mark.asyncio
@@ -207,6 +225,7 @@ async def test_forget_twice_reports_already_deleted_and_audits_once(db, memory_r
         ({"path": "/etc/passwd", "summary": "outside the root"}, 400, "OBELISK_MEMORY_REFUSED"),
         ({"path": "decision.md"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ({"path": "decision.md", "summary": "x", "surprise": 1}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ({"path": "decision.md", "summary": "x", "anchors": "[" * 1000 + "]" * 1000}, 400, "OBELISK_INVALID_ARGUMENT"),
     ],
 )
 async def test_remember_rejects_bad_records_without_writing(db, memory_root, body, status, code):

@@ -312,22 +312,48 @@ def first_word_start(text: str, terms) -> int | None:
     ending: porter stems ``compiled`` as ``compil``) begins, in any case; None if none does.
 
     ``str.find`` on the lower-cased text: a case-insensitive regex with a
-    look-behind takes half a second on 25 MB, this a few hundredths."""
+    look-behind takes half a second on 25 MB, this a few hundredths. Many
+    terms, or a term found often inside words, read the words one by one
+    instead, the first ``MAX_WORD_STARTS`` of them: what one call costs stays
+    bounded, whatever a query asks."""
     stems = _stems(terms)
     if not stems:
         return None
     lowered = text.lower()
-    if len(lowered) != len(text):  # a few characters lower-case to two: offsets would shift
-        found = word_start_pattern(terms).search(text)
-        return found.start() if found else None
-    first = None
+    if len(lowered) != len(text) or len(stems) > MAX_FIND_STEMS:  # (offsets would shift: some letters lower to two)
+        return _first_by_word_starts(text, stems)
+    first, budget = None, MAX_FIND_SKIPS
     for stem in stems:
         at = lowered.find(stem, 0, len(text) if first is None else first)
         while at != -1 and at > 0 and lowered[at - 1].isalnum():  # inside a word ("_" starts one)
+            budget -= 1
+            if budget < 0:
+                return _first_by_word_starts(text, stems)
             at = lowered.find(stem, at + 1, len(text) if first is None else first)
         if at != -1:
             first = at
     return first
+
+
+MAX_FIND_STEMS = 16
+MAX_FIND_SKIPS = 1000
+MAX_WORD_STARTS = 200_000  # about a fifth of a second: a bound on what one call may cost
+_WORD_START = re.compile(r"(?<![^\W_])[^\W_]")
+
+
+def _first_by_word_starts(text: str, stems: set[str]) -> int | None:
+    """``first_word_start`` by reading each word's start against the stems, by length."""
+    lengths: dict[int, set[str]] = {}
+    for stem in stems:
+        lengths.setdefault(len(stem), set()).add(stem)
+    by_length = sorted(lengths.items())
+    for count, word in enumerate(_WORD_START.finditer(text)):
+        if count == MAX_WORD_STARTS:
+            return None  # (a snippet then shows the text's start)
+        at = word.start()
+        if any(text[at : at + length].lower() in found for length, found in by_length):
+            return at
+    return None
 
 
 def word_start_pattern(terms) -> re.Pattern:

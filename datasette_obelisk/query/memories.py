@@ -150,6 +150,8 @@ def normalise_anchors(anchors):
         json.dumps(anchors)
     except (TypeError, ValueError):
         raise invalid("remember(): anchors must be JSON values") from None
+    except RecursionError:
+        raise invalid("remember(): anchors are nested too deeply") from None
     return list(anchors)
 
 

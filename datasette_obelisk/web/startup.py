@@ -1,15 +1,24 @@
-"""What the plugin sets up when Datasette starts. It never writes to a user's database."""
+"""What the plugin sets up when Datasette starts, and again when a served
+database's schema changes (an ingest made a file an archive, or migrated it).
+It never writes to a user's database."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import sys
+import time
+from weakref import WeakKeyDictionary
 
 from .browse import apply_browse_defaults
 from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
 from .stored_queries import QUERIES, register_stored_queries
-from .visibility import record_sources
+from .visibility import hidden_resources, record_sources
+
+RECHECK_SECONDS = 1.0  # Datasette reads the schemas again at most once a second too
+_seen: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: schema version set up for}
+_rechecked: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> (monotonic time, lock)
 
 
 async def configure(datasette) -> None:
@@ -20,10 +29,45 @@ async def configure(datasette) -> None:
     if config.database is not None and config.database not in datasette.databases:  # a typo would 404 every page
         served = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
         raise ConfigError(f"{PLUGIN_NAME}: database {config.database!r} is not served (served: {served})")
+    _seen[datasette] = await schema_versions(datasette)
     for name in await obelisk_databases(datasette):
-        try:
-            await register_stored_queries(datasette, name)
-            await record_sources(datasette, name, QUERIES)
-            await apply_browse_defaults(datasette, name)
-        except sqlite3.Error as exc:  # a damaged archive must not keep the others from being served
-            print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)
+        await set_up(datasette, name)
+
+
+async def set_up(datasette, name: str) -> None:
+    try:
+        await register_stored_queries(datasette, name)
+        await record_sources(datasette, name, QUERIES)
+        await apply_browse_defaults(datasette, name)
+    except sqlite3.Error as exc:  # a damaged archive must not keep the others from being served
+        print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)
+
+
+async def schema_versions(datasette) -> dict[str, int]:
+    versions = {}
+    for name, db in datasette.databases.items():
+        if name != "_internal" and not db.is_memory:
+            versions[name] = (await db.execute("PRAGMA schema_version")).first()[0]
+    return versions
+
+
+async def keep_current(datasette) -> None:
+    """Set up again, at most once every ``RECHECK_SECONDS``, the databases whose schema changed."""
+    last, lock = _rechecked.get(datasette) or (0.0, asyncio.Lock())
+    if time.monotonic() - last < RECHECK_SECONDS or lock.locked() or datasette not in _seen:
+        return
+    _rechecked[datasette] = (time.monotonic(), lock)
+    async with lock:
+        versions = await schema_versions(datasette)
+        changed = {name for name, version in versions.items() if _seen[datasette].get(name) != version}
+        _seen[datasette] = versions
+        for name in await obelisk_databases(datasette) if changed else ():
+            if name in changed:
+                await set_up(datasette, name)
+
+
+async def current_hidden_resources(datasette, actor, action):
+    """``visibility.hidden_resources`` over what each database holds now."""
+    await keep_current(datasette)
+    denied = hidden_resources(datasette, actor, action)
+    return await denied if denied is not None else None

@@ -24,6 +24,7 @@ from datasette.utils import named_parameters
 from ..query.moments import bound_sql, moment_sql
 from ..query.obelisk import MAX_LIMIT, THREAD_PLACEMENT, TOP_LEVEL
 from .params import FALSE, TRUE
+from .sql_functions import MAX_QUERY_CHARS
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,11 @@ def mode_check() -> tuple[str, str]:
     return refusal("lower(trim(:mode)) NOT IN ('', 'terms', 'phrase')", "mode must be terms or phrase", ":mode")
 
 
+def query_check() -> tuple[str, str]:
+    """What ``obelisk_fts`` takes (past it, NULL: MATCH would fail without saying why)."""
+    return f"length(:q) > {MAX_QUERY_CHARS}", f"'q takes at most {MAX_QUERY_CHARS:,} characters, not ' || length(:q)"
+
+
 def offset_check() -> tuple[str, str]:
     return refusal(f"{given(':offset')} AND trim(:offset) GLOB '*[^0-9]*'", "offset must be a whole number", ":offset")
 
@@ -118,7 +124,7 @@ where messages_fts match obelisk_fts(:q, coalesce(nullif(trim(:mode), ''), 'term
   and m.is_meta = 0 and coalesce(s.is_excluded, 0) = 0 and {PROJECT} and {SOURCE}
   and {SESSION.format(col="m.session_id")}
 order by rank, m.timestamp desc
-{limit(20, mode_check())}
+{limit(20, mode_check(), query_check())}
 """,
     ),
     StoredQuery(
@@ -228,7 +234,7 @@ where mem.deleted_at is null
   and (:project = '' or mem.project like :project)
   and (:q = '' or found.rowid is not null)
 order by found.rank, {moment_sql('mem.created_at')} desc, mem.pk desc
-{limit(50)}
+{limit(50, query_check())}
 """,
     ),
     StoredQuery(

@@ -1,7 +1,8 @@
 """``POST /-/obelisk/api/remember`` and ``/forget``: the only writes, guarded.
 
 In order: POST only; the actor must hold the action on the database
-(``obelisk-remember`` / ``obelisk-forget``, denied by default); the
+(``obelisk-remember`` / ``obelisk-forget``, denied by default) and may
+view the tables an answer shows (``memories``, ``sessions``); the
 database must be mutable and have the audit table, and at least one
 memory root must be configured (for forget too: no roots, no writes); the body (JSON, or a
 form from our memories page) is capped at ``max_body_bytes``. Then
@@ -36,8 +37,10 @@ from .databases import database_for
 from .endpoints import Endpoint, Param
 from .responses import json_error, json_ok, method_not_allowed
 from .urls import obelisk_url
+from .visibility import ensure_visible
 
 JSON_TYPE = "application/json"
+ANSWER_READS = ("memories", "sessions")  # a memory, and the project of the session it names
 FORM_TYPE = "application/x-www-form-urlencoded"
 
 
@@ -156,6 +159,7 @@ def write_view(action: str, perform, done: str, already: str | None = None):
             db = await database_for(datasette, request)
             if not await allowed(datasette, request.actor, action, db.name):
                 raise QueryError("OBELISK_PERMISSION_DENIED", f"{action} is not granted to you on {db.name!r}")
+            await ensure_visible(datasette, request.actor, db.name, ANSWER_READS)  # an answer shows them
             if not db.is_mutable:
                 raise QueryError("OBELISK_READ_ONLY", f"database {db.name!r} is served immutable")
             if not config.memory_roots:
