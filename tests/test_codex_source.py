@@ -593,9 +593,57 @@ def test_patch_paths_follow_the_call_s_working_folder():
                                      "arguments": json.dumps({"command": "apply_patch <<'EOF'\n" + patch + "\nEOF\n",
                                                               **({"workdir": workdir} if workdir else {})})})
           for i, workdir in enumerate(["pkg", "/elsewhere", "../up", None])],
+        envelope("response_item", {"type": "local_shell_call", "call_id": "c5", "status": "completed", "action": {
+            "type": "exec", "command": ["bash", "-lc", "echo x > rel.txt"], "working_directory": "/other/dir"}}),
     ])
     assert [c.file_paths for c in of(records, ToolCall)] == [
-        ["/repo/pkg/main.py"], ["/elsewhere/main.py"], ["/up/main.py"], ["/repo/main.py"]]
+        ["/repo/pkg/main.py"], ["/elsewhere/main.py"], ["/up/main.py"], ["/repo/main.py"], ["/other/dir/rel.txt"]]
+
+
+def test_an_mcp_call_that_failed_is_failed():
+    call = lambda cid, name: envelope("response_item", {  # noqa: E731
+        "type": "function_call", "name": name, "arguments": "{}", "call_id": cid})
+    output = lambda cid, text: envelope("response_item", {  # noqa: E731
+        "type": "function_call_output", "call_id": cid, "output": text})
+    end = lambda cid, result: envelope("event_msg", {"type": "mcp_tool_call_end", "call_id": cid, "result": result})  # noqa: E731
+    flagged = '[{"type":"text","text":"Error: 403 Resource not accessible"}]'
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-mcp"}),
+        call("a", "gh__create_issue"), end("a", {"Ok": {"content": [], "isError": True}}), output("a", flagged),
+        call("b", "gh__list"), end("b", {"Err": "tool call failed: timeout"}), output("b", "err: tool call failed: timeout"),
+        call("c", "gh__list"), output("c", "err: tool call failed: timeout"),  # no end event (0.2x-0.4x)
+        call("d", "gh__list"), end("d", {"Ok": {"content": [], "isError": False}}), output("d", flagged),
+        call("e", "shell"), output("e", "err: a command's own words"),
+    ])
+    results = {r.tool_use_id.rsplit(":", 1)[1]: (r.outcome, r.is_error) for r in of(records, ToolResult)}
+    assert results == {"a": ("failed", 1), "b": ("failed", 1), "c": ("failed", 1), "d": ("succeeded", 0),
+                       "e": ("succeeded", 0)}
+
+
+def test_a_rollout_whose_first_line_names_no_folder_takes_its_environment_context_s():
+    records = feed_raw([
+        orjson.dumps({"id": "c27a914d-1111-4222-8333-444455556666", "timestamp": "2025-08-20T13:20:47.060Z",
+                      "instructions": None, "git": {"branch": "main"}}),
+        b'{"record_type":"state"}',
+        orjson.dumps({"type": "message", "role": "user", "content": [{"type": "input_text", "text":
+                      "<environment_context>\n  <cwd>/home/me/proj</cwd>\n  <shell>bash</shell>\n</environment_context>"}]}),
+        orjson.dumps({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the bug"}]}),
+    ])
+    assert [(s.cwd, s.project) for s in of(records, Session) if s.cwd] == [("/home/me/proj", "-home-me-proj")]
+    assert [m.cwd for m in of(records, Message)] == ["/home/me/proj", "/home/me/proj"]
+
+
+def test_an_attached_image_s_markup_titles_nothing():
+    image = {"type": "input_image", "image_url": "data:image/png;base64," + base64.b64encode(b"x" * 30).decode()}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-img"}),
+        envelope("turn_context", {"cwd": "/w", "model": "gpt-5"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<image name=[Image #1]>"}, image, {"type": "input_text", "text": "</image>"},
+            {"type": "input_text", "text": "what is in this screenshot?"}]}),
+        envelope("event_msg", {"type": "user_message", "message": "what is in this screenshot?", "images": []}),
+    ])
+    assert [t.title for t in of(records, TitleCandidate)] == ["what is in this screenshot?"]
 
 
 @pytest.mark.parametrize(

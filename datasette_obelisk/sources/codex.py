@@ -259,6 +259,11 @@ REJECTION_MARKERS = ("rejected by user", "rejected by the user", "denied by user
 # How Codex words its own refusal to run a built-in tool call (the start of
 # the output it records: a patch that does not apply, arguments it cannot
 # parse, a tool it does not know, an execution that never produced output).
+# What a prompt item holds around an attached image (0.10x+): its name tags
+# and, stored, the image's placeholder.
+IMAGE_MARKUP = re.compile(r"</?image\b[^>\n]*>|\[image(?:[: ][^\]\n]*)?\]")
+ENVIRONMENT_CWD = re.compile(r"\s*<environment_context>.*?<cwd>([^<]*)</cwd>", re.S)
+MCP_ERROR_PREFIX = "err: "  # an MCP call that failed (0.2x-0.4x: ``err: {error:?}``)
 TOOL_ERROR_PREFIXES = (
     "apply_patch verification failed:",
     "apply_patch handler received ",
@@ -307,7 +312,11 @@ class CodexSource:
     # 9: a response's events written before its items (0.4x) are twins of them;
     #    a compaction's history keeps messages that carry an id; a completed
     #    item's text is recognised when a compaction repeats it
-    parser_version = 9
+    # 10: an MCP call that failed is failed (its end event, or ``err:``); a
+    #    local shell's working directory places the files it writes; an
+    #    attached image's markup titles nothing; an environment context names the
+    #    session's folder when its first line does not
+    parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -435,7 +444,8 @@ class CodexState:
     twins: list = field(default_factory=list)
     last_said: str | None = None  # the last conversation Message, while no other Message followed
     last_total: list | None = None  # previous total_token_usage
-    open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated]
+    open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated, an MCP server's tool]
+    failed_calls: list = field(default_factory=list)  # calls whose end event said they failed
     closed_calls: list = field(default_factory=list)  # synthetic results already given
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     aborted_at: str | None = None  # when that was
@@ -792,7 +802,8 @@ class CodexParser:
     def _first_prompt(self, message: Message, out: list) -> None:
         if message.text.strip() and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
-            out.append(first_prompt_title(message))
+            typed = IMAGE_MARKUP.sub(" ", message.text).strip()  # (an image's own words title nothing)
+            out.append(first_prompt_title(message, typed or None))
 
     def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> list[str]:
         """The uuids of the Messages this line repeats in its other form (event vs
@@ -889,6 +900,8 @@ class CodexParser:
             out.append(Merged(position, "duplicate"))
             return
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
+        if injected and role == "user" and self.s.cwd is None:
+            self._context_cwd(text, out)
         # an answer in parts has one event per part
         parts = len(texts) if role == "assistant" and texts else 1
         message = self._conversation(
@@ -898,6 +911,14 @@ class CodexParser:
         )
         self._remember(role, said, [message.uuid])
         self.s.context_block = injected
+
+    def _context_cwd(self, text: str, out: list) -> None:
+        """The folder an environment context names, for rollouts whose first line
+        names none (before mid-2025 Codex wrote no ``cwd`` there)."""
+        found = ENVIRONMENT_CWD.match(text[:4096])
+        if found and found.group(1).strip():
+            self.s.cwd = found.group(1).strip()
+            out.append(Session(id=self.session_id, source=SOURCE, cwd=self.s.cwd, project=project_slug(self.s.cwd)))
 
     def _is_context_block_item(self, timestamp) -> bool:
         """A user item with no event twin before it, written between turns
@@ -949,12 +970,16 @@ class CodexParser:
             decoded.get("sandbox_permissions") == "require_escalated"
             or decoded.get("with_escalated_permissions") is True
         )
-        self.s.open_calls = (self.s.open_calls + [[call_id, message.uuid, escalated]])[-MAX_OPEN_CALLS:]
+        self.s.open_calls = (self.s.open_calls + [[call_id, message.uuid, escalated, "__" in name]])[-MAX_OPEN_CALLS:]
 
     def _tool_output(self, item: dict, kind: str, timestamp, position, out, uuid) -> None:
         call_id = first_text(item.get("call_id"), item.get("id")) or f"call@{position.byte_offset}"
         content, exit_code = _output_text(item)
         closed = call_id in self.s.closed_calls
+        mcp = any(call[0] == call_id and call[3] for call in self.s.open_calls)
+        failed = call_id in self.s.failed_calls
+        if failed:
+            self.s.failed_calls.remove(call_id)
         message = self._message(
             position, "response_item", timestamp, uuid=uuid, subtype=kind, role="user",
             text=content, content_type="tool_result",
@@ -966,6 +991,8 @@ class CodexParser:
             self.s.closed_calls.remove(call_id)
             return
         outcome = _output_outcome(content, exit_code, item)
+        if outcome == "succeeded" and (failed or (mcp and content.startswith(MCP_ERROR_PREFIX))):
+            outcome = "failed"  # (Codex writes an MCP call's error flag in its end event alone)
         spawned = self.s.last_spawn[1] if self.s.last_spawn and self.s.last_spawn[0] == call_id else None
         out.append(
             ToolResult(
@@ -1010,7 +1037,7 @@ class CodexParser:
             self._placeholder_result(call, self.s.aborted_at or timestamp, out)
 
     def _placeholder_result(self, call: list, timestamp, out: list) -> None:
-        call_id, message_uuid, escalated = call
+        call_id, message_uuid, escalated = call[:3]
         outcome = "blocked" if escalated else "cancelled"
         note = "escalation not granted" if escalated else "turn aborted"
         out.append(
@@ -1068,6 +1095,10 @@ class CodexParser:
             self.s.in_turn = False
             out.append(self._drift(position) or Merged(position, "metadata"))
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
+            call_id = first_text(payload.get("call_id"))
+            waiting = any(call[0] == call_id for call in self.s.open_calls)  # (its output still to come)
+            if kind == "mcp_tool_call_end" and waiting and _mcp_failed(payload.get("result")):
+                self.s.failed_calls = [*self.s.failed_calls, call_id][-MAX_OPEN_CALLS:]
             out.append(Merged(position, "duplicate"))
         elif kind in METADATA_EVENTS:
             out.append(Merged(position, "metadata"))
@@ -1527,7 +1558,8 @@ def _file_paths(name: str, arguments: Any, decoded: Any, cwd: str | None) -> lis
         script = _shell_command(decoded if isinstance(decoded, dict) else arguments)
         if script and "*** Begin Patch" not in script:
             paths += shell_written_paths(script)
-    workdir = dig(decoded, "workdir") if isinstance(decoded, dict) else None
+    given = decoded if isinstance(decoded, dict) else arguments if isinstance(arguments, dict) else {}
+    workdir = given.get("workdir") or given.get("working_directory")  # (a local_shell_call's action)
     base = absolute_path(workdir, cwd) if isinstance(workdir, str) and workdir else cwd
     return unique(absolute_path(path, base) for path in paths)
 
@@ -1591,6 +1623,11 @@ def _is_tool_error(text: str) -> bool:
     return text.startswith(TOOL_ERROR_PREFIXES) or (
         text.startswith('{"content"') and _mcp_is_error(text)
     )
+
+
+def _mcp_failed(result: Any) -> bool:
+    """Whether an ``mcp_tool_call_end`` result is an error (``Err``) or flagged one (``isError``)."""
+    return isinstance(result, dict) and ("Err" in result or dig(result, "Ok", "isError") is True)
 
 
 def _mcp_is_error(text: str) -> bool:
