@@ -32,7 +32,8 @@ def json_option(fn):
 
 
 def dumps(value) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    """JSON for a terminal: what ``UNSAFE`` names is escaped too (JSON escapes only U+0000-U+001F)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str).translate(UNSAFE_IN_JSON)
 
 
 def fresh_connection(db_path):
@@ -89,8 +90,11 @@ UNSAFE = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if 
     c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
 
 
+UNSAFE_IN_JSON = {c: f"\\u{c:04x}" for c in UNSAFE if c >= 0x20}  # (only inside strings: still the same JSON)
+
+
 def echo(text: str = "", err: bool = False) -> None:
-    """``click.echo`` of text a log may hold, made inert (JSON output escapes it by itself)."""
+    """``click.echo`` of text a log may hold, made inert (``dumps`` does the same for JSON)."""
     click.echo(text.replace("\r\n", "\n").translate(UNSAFE), err=err)
 
 

@@ -608,15 +608,24 @@ def as_a_user_the_folder_refuses(command: list[str]):
     return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}", *command]
 
 
-def test_an_archive_in_a_folder_that_cannot_be_written_is_read_as_it_is(tmp_path):
+@pytest.mark.parametrize("wal_left", [False, True])  # a writer that stopped without closing leaves its -wal
+def test_an_archive_in_a_folder_that_cannot_be_written_is_read_as_it_is(tmp_path, wal_left):
     import os
     import shutil
+    import sqlite3
     import subprocess
     import sys
 
     folder = tmp_path / "shared"
     folder.mkdir()
-    shutil.copy(claude_db(tmp_path), folder / "o.db")
+    db = claude_db(tmp_path)
+    writer = sqlite3.connect(db)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    with writer:
+        writer.execute("INSERT INTO obelisk_state (key, value) VALUES ('left', 'in the wal')")
+    for suffix in ("", "-wal") if wal_left else ("",):
+        shutil.copy(f"{db}{suffix}", folder / f"o.db{suffix}")
+    writer.close()
     os.chmod(folder, 0o555)
     try:
         def obelisk(*args):
@@ -659,7 +668,7 @@ def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
 def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
-    hostile = "colour \x1b[31mred\x1b[0m title \x1b]0;pwned\x07 clip \x1b]52;c;ZWNobw==\x07 \u202eevil\tok\r\nnext"
+    hostile = "colour \x1b[31mred\x1b[0m title \x1b]0;pwned\x07 clip \x1b]52;c;ZWNobw==\x07 \u202eevil\tok\r\nnext \x9b2J\x7f"
     line = {"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
             "message": {"role": "user", "content": hostile}}
     (project / "s1.jsonl").write_text(json.dumps(line) + "\n")
@@ -670,7 +679,10 @@ def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
         out = invoke(*command, "--db", db).stdout
         assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out, command
         assert shown in out and "\\x0d" not in out, command
-    assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # JSON escapes it itself
+    for command in (["read", "s1"], ["search", "colour"], ["sessions"]):
+        out = invoke(*command, "--db", db, "--json").stdout
+        assert not set(out) & {"\x1b", "\x07", "\u202e", "\x9b", "\x7f"}, command
+    assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # the same JSON
 
 
 def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monkeypatch):

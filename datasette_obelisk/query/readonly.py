@@ -17,6 +17,7 @@ authorizer, removed again afterwards.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
@@ -79,10 +80,12 @@ def connect_readonly(db_path: str | Path) -> sqlite3.Connection:
         try:
             obelisk = has_schema(conn)
         except sqlite3.OperationalError as exc:
-            if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_READONLY:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+            if code != sqlite3.SQLITE_READONLY and (code != sqlite3.SQLITE_CANTOPEN or os.access(path.parent, os.W_OK)):
                 raise
-            # A WAL database in a folder this user cannot write (no -shm can be made there):
-            # read as the database file holds it (what a writer has not checkpointed is not seen).
+            # A WAL database in a folder this user cannot write (no -shm can be made there; with a
+            # -wal left behind, SQLite cannot open it at all): read as the database file holds it
+            # (what a writer has not checkpointed is not seen).
             conn.close()
             conn = _open(file_uri(path.resolve()) + "&immutable=1")
             obelisk = has_schema(conn)
