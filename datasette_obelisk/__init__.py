@@ -86,7 +86,7 @@ def table_actions(datasette, actor, database, table, request):
 def view_actions(datasette, actor, database, view, request):
     from .web.menus import table_actions
 
-    return table_actions(datasette, database, view)
+    return table_actions(datasette, database, view, request)
 
 
 @hookimpl

@@ -306,6 +306,11 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
         page.goto(f"{hostile_server}/-/obelisk/session/11111111-aaaa-4000-8000-000000000001{path}")
         assert LONG_PATH in page.locator(".ob-child, .ob-tree").first.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
+    # Nor does a long filter chip, or an error quoting a long value.
+    for path in ("/-/obelisk?q=quokka&tool=mcp__plugin_github_github__create_pull_request_review_comment",
+                 f"/-/obelisk?q=quokka&source={'X' * 300}", f"/-/obelisk/session/{'X' * 300}"):
+        page.goto(f"{hostile_server}{path}")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
     # The override stays inside its own span: the date after it is still drawn after it.
     page.goto(f"{hostile_server}/-/obelisk?q=quokka&branch={OVERRIDE_BRANCH}")
     meta = page.locator(".ob-result .ob-meta").first
@@ -439,3 +444,16 @@ def test_a_link_to_a_first_line_the_view_hides_offers_to_show_it(server, page, w
     assert page.locator(".ob-notice", has_text="#1 is an injected line").count() == 1
     page.goto(f"{server}/-/obelisk/session/{session}")  # no line asked for: no notice
     assert page.locator(".ob-notice").count() == 0
+
+
+def test_a_long_tool_name_stays_inside_its_chart(page):
+    from datasette_obelisk.web.charts import horizontal_bars
+
+    css = (Path(__file__).parent.parent / "datasette_obelisk" / "static" / "obelisk.css").read_text()
+    names = ["W" * 60, "mcp__plugin_github_github__create_pull_request_review_comment", "Read"]
+    chart = horizontal_bars("Tool calls by tool", [(name, 10 - i) for i, name in enumerate(names)])
+    page.set_content(f"<style>{css}</style><div style='width: 760px'>{chart}</div>")
+    lefts = page.evaluate("[...document.querySelectorAll('svg.chart text.tick[text-anchor=end]')].map(t => t.getBBox().x)")
+    assert len(lefts) == 3 and min(lefts) >= 0, lefts
+    assert page.evaluate("[...document.querySelectorAll('svg.chart g > title')].map(t => t.textContent)") == [
+        f"{names[0]}: 10", f"{names[1]}: 9", "Read: 8"]

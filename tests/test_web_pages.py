@@ -475,6 +475,12 @@ async def test_the_overview_source_links_list_that_sources_recent_sessions(ds, w
                              "NOT IN ('subagent', 'workflow') ORDER BY ended_at DESC LIMIT 15")
     assert listed == [session_id for (session_id,) in top_level] and len(listed) > 3
     assert "No session matches these filters." in await page(ds, "/-/obelisk", source="codex", project="nowhere")
+    # The overview counts the sessions its links list: agents whose parent is stored are not among them.
+    counted = dict(re.findall(r'<a href="/-/obelisk\?source=(\w+)[^"]*">\w+</a></td><td class="num">([\d,]+)<', overview))
+    for source, count in counted.items():
+        listed = (await ds.client.get(f"/obelisk/obelisk_sessions.json?source={source}&limit=1000&_shape=array")).json()
+        assert int(count.replace(",", "")) == len(listed), source
+    assert set(counted) >= {"claude", "codex"}
 
 
 @pytest.mark.parametrize("limit", [2, 3, 5])
@@ -1169,3 +1175,23 @@ async def test_an_event_shows_a_replys_thinking_apart(ds, web_db):
     thinking, answer = text[:chars], text[chars:].lstrip("\n")
     folded = re.search(r'<details><summary class="ob-muted">Thinking</summary>(.*?)</details>(.*?)</li>', html, re.S)
     assert folded and unescape(thinking) in unescape(folded.group(1)) and answer in unescape(folded.group(2))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path, args", [
+    ("/obelisk/messages", {"_search": "zebrafish"}),
+    ("/obelisk/browse_messages", {"_search": "zebrafish"}),  # a view
+    ("/obelisk/browse_messages", {"_search_text": "zebrafish"}),
+])
+async def test_the_search_action_of_a_table_or_view_takes_its_search_along(ds, path, args):
+    html = await page(ds, path, **args)
+    assert "/-/obelisk?db=obelisk&amp;q=zebrafish" in html
+
+
+@pytest.mark.asyncio
+async def test_times_are_shown_in_utc_whatever_offset_a_log_wrote():
+    from datasette_obelisk.web.template_helpers import TemplateHelpers
+
+    assert [TemplateHelpers.when(t) for t in ("2025-12-24T10:00:00.000+02:00", "2025-12-24T23:30:00-05:00",
+                                             "2025-12-24T10:00:00Z", "yesterday", None)] == [
+        "2025-12-24 08:00", "2025-12-25 04:30", "2025-12-24 10:00", "yesterday", ""]

@@ -38,13 +38,14 @@ def failed(table: str = "") -> str:
 
 
 def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
-    """Sessions, conversation messages, tool calls and failures (``blocked``: how many
-    of them were blocked), overall and by source and project, and the source files:
+    """Sessions (as the session lists count them: no agent whose parent is stored, nor
+    an excluded one), conversation messages (agents' too), tool calls and failures
+    (``blocked``: how many of them were blocked), overall and by source and project, and the source files:
     how many, how many are gone from disk, their unreadable lines and when the last
     one was ingested (``files=False``: ``None``, ``source_files`` is not read)."""
     row = conn.execute(
         f"""SELECT
-             (SELECT COUNT(*) FROM sessions) AS sessions,
+             (SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}) AS sessions,
              (SELECT COALESCE(SUM(message_count), 0) FROM sessions) AS messages,
              (SELECT COUNT(*) FROM tool_calls) AS tool_calls,
              (SELECT COUNT(*) FROM tool_results WHERE {failed()}) AS failures,
@@ -52,14 +53,14 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
              (SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL) AS memories"""
     ).fetchone()
     by_source = _dicts(conn.execute(
-        """SELECT source, COUNT(*) AS sessions, SUM(message_count) AS messages,
+        f"""SELECT source, SUM({TOP_LEVEL}) AS sessions, SUM(message_count) AS messages,
                   SUM(input_tokens + output_tokens) AS tokens, MAX(ended_at) AS last_session_at
-           FROM sessions GROUP BY source ORDER BY sessions DESC"""
+           FROM sessions s GROUP BY source ORDER BY sessions DESC"""
     ))
     by_project = _dicts(conn.execute(
-        """SELECT project, source, COUNT(*) AS sessions, SUM(message_count) AS messages,
+        f"""SELECT project, source, SUM({TOP_LEVEL}) AS sessions, SUM(message_count) AS messages,
                   MAX(ended_at) AS last_session_at
-           FROM sessions GROUP BY project, source ORDER BY last_session_at DESC"""
+           FROM sessions s GROUP BY project, source ORDER BY last_session_at DESC"""
     ))
     files = files and conn.execute(
         """SELECT COUNT(*), COALESCE(SUM(missing), 0), COALESCE(SUM(lines_failed), 0), MAX(ingested_at)

@@ -76,9 +76,10 @@ def horizontal_bars(title: str, items: list[tuple[str, int]], width: int = 760) 
     for i, (label, value) in enumerate(items):
         y = top + i * row
         w = value / peak * (width - label_w - 60)
-        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" class="tick" text-anchor="end">{escape(_clip(label, 32))}</text>')
+        parts.append(f"<g><title>{escape(label)}: {value:,}</title>")  # (the whole name, on hover)
+        parts.append(f'<text x="{label_w - 6}" y="{y + 12}" class="tick" text-anchor="end">{escape(_clip_to_width(label, label_w - 10))}</text>')
         parts.append(f'<rect x="{label_w}" y="{y + 2}" width="{max(w, 1):.1f}" height="{row - 5}" fill="{PALETTE[0]}"/>')
-        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" class="tick">{value}</text>')
+        parts.append(f'<text x="{label_w + w + 4:.1f}" y="{y + 12}" class="tick">{value}</text></g>')
     parts.append("</svg>")
     return Markup("".join(parts))
 
@@ -88,6 +89,21 @@ def _label_positions(count: int, most: int = 8) -> list[int]:
         return list(range(count))
     step = (count - 1) / (most - 1)
     return sorted({round(i * step) for i in range(most)})
+
+
+# Rough advance widths (in ems) of a sans-serif face: a label cut to fit by them
+# stays inside its column whatever its letters.
+NARROW, WIDE = frozenset("iljtfrI.,:;'|!()[] "), frozenset("MWmw@%")
+
+
+def _clip_to_width(text: str, units: float, size: float = 11) -> str:
+    """``text`` cut (with an ellipsis) to what ``units`` of ``size`` px text hold."""
+    room, used = units / size, 0.0
+    for n, char in enumerate(text):
+        used += 0.3 if char in NARROW else 0.95 if char in WIDE else 0.72 if char.isupper() else 0.6
+        if used > room:
+            return text[: max(n - 1, 1)] + "…"
+    return text
 
 
 def _clip(text: str, length: int) -> str:

@@ -55,7 +55,8 @@ def table_actions(datasette, database, table, request=None):
         if table not in TABLE_PAGES or database not in await obelisk_databases(datasette):
             return []
         path, label = TABLE_PAGES[table]
-        search = request.args.get("_search") if request is not None and path == "" else None
+        args = request.args if request is not None and path == "" else {}
+        search = args.get("_search") or args.get("_search_text")  # (a view's search names its column)
         return [{"href": obelisk_url(datasette, path, db=database, q=search or None), "label": label}]
 
     return inner

@@ -8,6 +8,7 @@ from urllib.parse import quote
 from ..query.obelisk import MAX_RAW_LIMIT
 from ..query.transcript import RESULT_CHARS
 from . import urls
+from ..utc import canonical
 from .highlight import snippet_html
 
 
@@ -61,10 +62,11 @@ class TemplateHelpers:
 
     @staticmethod
     def when(timestamp) -> str:
-        """``2026-01-02 03:04`` from an ISO timestamp (as given when it is not one)."""
+        """``2026-01-02 03:04`` in UTC from an ISO timestamp, whatever its offset (as given
+        when it is not one): a log may write ``+02:00``, the archive's times are UTC."""
         if not timestamp:
             return ""
-        text = str(timestamp)
+        text = canonical(str(timestamp)) or str(timestamp)
         return text[:16].replace("T", " ") if len(text) >= 16 and text[4] == "-" else text
 
     @staticmethod
