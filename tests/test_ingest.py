@@ -1512,6 +1512,7 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     renamed: its rows follow it, so its raw lines are still found."""
     from datasette_obelisk.plugins import get_sources
     from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.errors import QueryError
 
     gemini = tmp_path / ".gemini"
     chats = gemini / "tmp" / "abc" / "chats"
@@ -1529,6 +1530,43 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     assert '"hello there"' in obelisk.raw(conn, "gemini:s-1:u1")["text"]
+    # Saved again since (it grew): what the stored offsets name is no longer that chat.
+    chat["messages"].append({"id": "u2", "timestamp": "2026-01-01T00:00:09Z", "type": "user", "content": "more"})
+    (gemini / "tmp" / "def" / "chats" / "session-2026-01-01T00-00-s1.json").write_text(json.dumps(chat))
+    with pytest.raises(QueryError) as error:
+        obelisk.raw(conn, "gemini:s-1:u1")
+    assert error.value.code == "OBELISK_NOT_FOUND" and "was rewritten since it was indexed" in error.value.message
+
+
+@pytest.mark.parametrize("after", ["$rewindTo", "$set"])
+def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, tmp_path, after):
+    """gemini-cli carries an old ``.json`` chat on in a ``.jsonl`` (the ``.json`` stays),
+    may rewrite the ``.json`` later (a summary), and the log rewinds or compresses
+    what the ``.json`` holds: read again, the ``.json`` is read with that log."""
+    from datasette_obelisk.plugins import get_sources
+
+    gemini = tmp_path / ".gemini"
+    chats = gemini / "tmp" / "h1" / "chats"
+    chats.mkdir(parents=True)
+    head = {"sessionId": "s-1", "projectHash": "h1", "startTime": "2026-05-01T10:00:00.000Z"}
+    said = [{"id": uid, "timestamp": f"2026-05-01T10:00:0{n}.000Z", "type": kind, "content": text}
+            for n, (uid, kind, text) in enumerate([("u1", "user", "first ask"), ("g1", "gemini", "ans1"),
+                                                    ("u2", "user", "second"), ("g2", "gemini", "ans2")], 1)]
+    legacy = chats / "session-2026-05-01T10-00-s1.json"
+    legacy.write_text(json.dumps({**head, "messages": said}))
+    took_back = {"$rewindTo": "u2"} if after == "$rewindTo" else {"$set": {"messages": said[2:]}}
+    third = {"id": "u3", "timestamp": "2026-05-01T10:00:07.000Z", "type": "user", "content": "third"}
+    (chats / "session-2026-05-01T10-00-s1.jsonl").write_text(
+        "".join(json.dumps(item) + "\n" for item in [head, *said, {"$set": {"sessionId": "s-1"}}, took_back, third]))
+    sources = {"gemini": get_sources()["gemini"]}
+    ingest(db, {"gemini": gemini}, sources=sources)
+    derived = "SELECT uuid, surface, visibility FROM messages ORDER BY seq"
+    expected = rows(db, derived) + rows(db, "SELECT message_count FROM sessions")
+    legacy.write_text(json.dumps({**head, "messages": said, "summary": "A chat"}))  # saved again, a summary added
+    ingest(db, {"gemini": gemini}, sources=sources)
+    assert rows(db, derived) + rows(db, "SELECT message_count FROM sessions") == expected
+    taken = "gemini:s-1:u2" if after == "$rewindTo" else "gemini:s-1:u1"
+    assert (taken, "shadowed") in [row[:2] for row in expected]
 
 
 def said(uuid, parent, role, text, second):

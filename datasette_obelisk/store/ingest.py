@@ -23,6 +23,7 @@ import orjson
 
 from ..records import LineError, Position
 from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
+from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
@@ -304,14 +305,17 @@ class Ingester:
         sessions it shares with other files, and plans to read all of those
         files again (see ``families``). A family with a file gone from disk or
         not found by this run keeps its rows: only its changed file is read
-        again. A document read again (a ``.meta.json`` rewritten, a Gemini
-        chat saved again) stays alone, so an agent's metadata written while
-        its session runs does not mean reading the whole session again.
+        again. A document read again stays alone (a ``.meta.json`` rewritten
+        while its agent runs does not mean reading the whole session again),
+        unless it is a chat another log carries on (``carried_on``: a Gemini
+        ``.json`` and its ``.jsonl``), whose rewinds and compressions name its
+        messages in log order.
         """
         starts = [
             plan.row["id"] for plan in plans
             if plan.job is not None and plan.row is not None and plan.resume is None
-            and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version)
+            and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version
+                 or self.carried_on(plan))
         ]
         if not starts:
             return plans
@@ -339,6 +343,21 @@ class Ingester:
             else:
                 replanned.append(planned.get(path))
         return [plan for plan in replanned if plan is not None]
+
+    def carried_on(self, plan: Plan) -> bool:
+        """Whether a document saved again holds messages of a session another file
+        carries on, and is whole (one caught half written keeps its rows, alone)."""
+        shared = self.conn.execute(
+            """SELECT 1 FROM file_sessions a JOIN file_sessions b ON b.session_id = a.session_id AND b.file_id != a.file_id
+               WHERE a.file_id = ? AND EXISTS (SELECT 1 FROM messages WHERE file_id = a.file_id) LIMIT 1""",
+            [plan.row["id"]],
+        ).fetchone()
+        if shared is None or plan.unit.compression:
+            return False
+        try:
+            return is_json_object(plan.unit.path.read_bytes())
+        except OSError:
+            return False
 
     def clear_families(self) -> None:
         """Delete the rows of every file ``with_families`` reads again, before any
