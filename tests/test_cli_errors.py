@@ -6,6 +6,7 @@ error (with --json also ``{"ok": false, "error": {"code": "OBELISK_INVALID_ARGUM
 
 import json
 import sqlite3
+from pathlib import Path
 
 import orjson
 import pytest
@@ -129,6 +130,7 @@ def test_a_database_a_newer_version_made_is_not_written(tmp_path):
     with pytest.raises(NewerDatabase):
         run_ingest(db, {"claude": tmp_path / "agent"})
     assert invoke("sessions", "--db", db).exit_code == 0  # read as it is
+    assert invoke("redact", "--check", "--db", db).stdout == "No secrets found by the current rules.\n"
     from datasette_obelisk.query.memories import write_transaction  # every memory write (attune, the web)
 
     conn = sqlite3.connect(db)
@@ -140,6 +142,22 @@ def test_a_database_a_newer_version_made_is_not_written(tmp_path):
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT DISTINCT parser_version FROM source_files").fetchall() == [(get_sources()["claude"].parser_version,)]
     conn.close()
+
+
+def test_redact_check_reads_a_database_as_it_is(tmp_path):
+    import hashlib
+
+    db = claude_db(tmp_path)
+    Path(f"{db}.redaction-key").unlink(missing_ok=True)
+    change = sqlite3.connect(db)
+    with change:  # as a version from before the latest migration left it
+        change.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [LATEST_MIGRATION])
+    change.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    change.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    result = invoke("redact", "--check", "--db", db)
+    assert (result.exit_code, result.stdout) == (0, "No secrets found by the current rules.\n")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before and not Path(f"{db}.redaction-key").exists()
 
 
 def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):

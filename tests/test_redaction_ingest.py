@@ -110,7 +110,7 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
     assert {row for row in conn.execute("SELECT cwd, git_branch FROM messages")} == {(cwd, branch)}
     [(effort,)] = conn.execute("SELECT reasoning_effort FROM sessions").fetchall()
     assert effort.startswith("high-[REDACTED:github-pat:")
-    assert redacting.check(conn, redacting.redactor_for(db)) == {}
+    assert redacting.check(conn) == {}
 
 
 def test_same_secret_same_marker_within_a_database(tmp_path, samples):
@@ -239,7 +239,7 @@ def test_a_file_gone_in_the_run_that_brings_new_rules_is_redacted_in_place(tmp_p
     path.unlink()  # read again for the new rules, it is found gone
     assert ingest(db, {"claude": tmp_path / ".claude"}).files_missing == 1
     conn = sqlite3.connect(db)
-    assert redacting.check(conn, redacting.redactor_for(db)) == {}
+    assert redacting.check(conn) == {}
     assert conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (3,)  # the archive keeps its rows
 
 

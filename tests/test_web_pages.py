@@ -870,6 +870,20 @@ async def test_a_long_parent_chain_lists_its_root_and_the_nearest_fifty(long_cha
 
 
 @pytest.mark.asyncio
+async def test_a_parent_chain_longer_than_the_walk_says_it_goes_on_above(long_chain, monkeypatch):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.lineage import CHAIN_SHOWN
+
+    await long_chain.invoke_startup()
+    monkeypatch.setattr(obelisk, "MAX_CHAIN", CHAIN - 5)  # the walk stops 4 messages below the root
+    last = rows(long_chain.databases["long"].path, "SELECT seq FROM messages ORDER BY seq DESC LIMIT 1")[0][0]
+    chain = (await page(long_chain, f"/-/obelisk/event/{LONG}/{last}")).split("<h2>Parent chain</h2>")[1]
+    walked = CHAIN - 4
+    assert "… the chain goes on above: it is longer than the {:,} messages walked from this one".format(walked) in chain
+    assert f"… {walked - 1 - CHAIN_SHOWN} more of the {walked} messages walked" in chain
+
+
+@pytest.mark.asyncio
 async def test_pages_show_the_start_of_a_long_text_and_link_the_rest(long_chain):
     from datasette_obelisk.query.transcript import RESULT_CHARS
 
