@@ -1331,3 +1331,18 @@ def test_a_state_saved_before_sayings_were_groups_still_keeps_what_a_history_rep
     line = envelope("compacted", {"message": "", "replacement_history": [user_item({"type": "input_text", "text": "do it"})]})
     [compaction] = [r for r in resumed.feed(line, Position(3, 1000, len(line))) if isinstance(r, Message)]
     assert compaction.meta == {"preserved_uuids": ["codex:t-old:" + str(len(lines[0]) + 1)]}
+
+
+def test_a_rollback_names_the_first_prompt_of_the_turns_it_took_back():
+    def turn(n):
+        return [envelope("event_msg", {"type": "user_message", "message": f"prompt {n}"}),
+                envelope("event_msg", {"type": "agent_message", "message": f"answer {n}"})]
+
+    back = lambda turns: envelope("event_msg", {"type": "thread_rolled_back", "num_turns": turns})  # noqa: E731
+    records = feed_raw([envelope("session_meta", {"id": "t-back"}), *turn(1), *turn(2), *turn(3), back(2), *turn(4),
+                        back(1), back(5), back("2")])
+    prompts = {m.text: m.uuid for m in of(records, Message) if m.role == "user"}
+    markers = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
+    # the second rollback counts from the turns left: prompt 4; more turns than remembered, or no number: none
+    assert [m.logical_parent_uuid for m in markers] == [prompts["prompt 2"], prompts["prompt 4"], None, None]
+    assert [m.surface for m in markers] == ["log-only"] * 4

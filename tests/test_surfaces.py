@@ -81,3 +81,22 @@ def test_the_first_prompt_sent_again_is_a_rewind_of_it():
     assert [surfaces_of(going_on)[n][0] for n in (3, 4, 5, 6)] == ["current"] * 4  # u3 names what it goes on from
     unlinked = [row(1, "p1"), row(2, "p2"), row(3, "p3", "x")]  # lines not linked to each other
     assert [surface for surface, _, _ in surfaces_of(unlinked).values()] == ["current"] * 3
+
+
+def test_a_codex_rollback_takes_back_the_turns_from_the_prompt_it_names():
+    def said(n, uuid, role):
+        return row(n, uuid, "x", type="response_item", role=role)
+
+    rows = [
+        said(1, "p1", "user"), said(2, "r1", "assistant"),
+        said(3, "p2", "user"), said(4, "r2", "assistant"),
+        row(5, "back", "r2", type="event_msg", subtype="thread_rolled_back", role=None, surface="log-only",
+            is_meta=1, logical_parent_uuid="p2"),
+        said(6, "p3", "user"), said(7, "r3", "assistant"),
+    ]
+    assert surfaces_of(rows) == {
+        1: ("current", "visible", None), 2: ("current", "visible", None),
+        3: ("shadowed", "inactive", "back"), 4: ("shadowed", "inactive", "back"),
+        5: ("log-only", "visible", None),
+        6: ("current", "visible", None), 7: ("current", "visible", None),
+    }

@@ -315,7 +315,8 @@ class CodexSource:
     # 10: an MCP call that failed is failed (its end event, or ``err:``); a
     #    local shell's working directory places the files it writes; an
     #    attached image's markup titles nothing; an environment context names the
-    #    session's folder when its first line does not
+    #    session's folder when its first line does not; a rollback names the first
+    #    prompt it took back
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -1180,7 +1181,19 @@ class CodexParser:
             message = self._log_only(out, position, "event_msg", kind, timestamp, text=text)
             self._abort_open_calls(out, message.timestamp)
             return
-        self._log_only(out, position, "event_msg", kind, timestamp, text=_event_text(payload, kind))
+        target = self._rolled_back(payload.get("num_turns")) if kind == "thread_rolled_back" else None
+        self._log_only(out, position, "event_msg", kind, timestamp, text=_event_text(payload, kind),
+                       logical_parent_uuid=target)
+
+    def _rolled_back(self, turns) -> str | None:
+        """The first prompt of the last ``turns`` user turns, which a rollback took
+        back (Codex drops them from the history): the marker names it, as a rewind's
+        names its target (``derive.rewound``). None when it is not remembered."""
+        prompts = self.s.prompts
+        if type(turns) is not int or not 0 < turns <= len(prompts):
+            return None
+        self.s.prompts = prompts[:-turns]
+        return prompts[-turns][0]
 
     def _item_completed(self, payload, timestamp, position, out) -> None:
         """``item_completed`` (0.149+): messages are twins of response items,

@@ -399,12 +399,12 @@ def surfaces_of(rows: list[SessionRow]) -> dict[int, tuple]:
                 replaced_by[row.uuid] = newest.uuid
                 if surface[row.uuid] != "log-only":
                     surface[row.uuid] = "shadowed"
-    # Rewind markers (Gemini's ``$rewindTo``): the rows from the marker's
-    # target up to the marker were taken back, or those it names
+    # Rewind markers (Gemini's ``$rewindTo``, Codex's rollback): the rows from the
+    # marker's target up to the marker were taken back, or those it names
     # (``meta.taken_uuids``); the marker replaced them.
     index_of = {row.uuid: index for index, row in enumerate(rows)}
     for index, row in enumerate(rows):
-        for taken in rewound(rows, index, index_of) if row.type == "rewind" else ():
+        for taken in rewound(rows, index, index_of) if row.type == "rewind" or row.subtype in ROLLBACKS else ():
             visibility[taken.uuid] = "inactive"
             replaced_by.setdefault(taken.uuid, row.uuid)
             if surface[taken.uuid] != "log-only":
@@ -467,6 +467,9 @@ def time_order(row: SessionRow) -> tuple:
 def kept_by(row: SessionRow) -> set[str]:
     """The uuids a compaction row names as kept verbatim (``meta.preserved_uuids``)."""
     return _named(row, "preserved_uuids")
+
+
+ROLLBACKS = frozenset({"thread_rolled_back"})  # Codex: the last turns taken back, the first of them named
 
 
 def rewound(rows: list[SessionRow], index: int, index_of: dict) -> list[SessionRow]:
