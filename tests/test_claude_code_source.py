@@ -680,6 +680,20 @@ def test_a_task_notification_queued_as_an_attachment_gives_its_totals():
     assert totals(records) == [("aqq1", 8765, 4321)]
 
 
+def test_a_prompt_queued_while_the_agent_worked_is_the_user_s():
+    records = feed_lines([
+        queued("also update the README", commandMode="prompt", origin={"kind": "human"}),
+        {**queued("older build", commandMode="prompt"), "uuid": "q2"},
+        {**queued("ls -la", commandMode="bash"), "uuid": "q3"},
+        {**queued(notification("x1", 1, 2), commandMode="task-notification", origin={"kind": "task-notification"}), "uuid": "q4"},
+    ])
+    assert [(m.uuid, m.role, m.is_meta, m.content_type, m.surface) for m in of_type(records, Message)] == [
+        ("q1", "user", 0, "text", None), ("q2", "user", 0, "text", None),
+        ("q3", None, 1, "attachment", "log-only"), ("q4", None, 1, "attachment", "log-only"),
+    ]
+    assert of_type(records, TitleCandidate) == []  # (a queued prompt is never the first)
+
+
 def test_a_notification_of_an_agent_another_session_started_adds_no_agent():
     # After /clear the agent's notification can land in the next session's log.
     assert of_type(feed_lines([user("u1", notification("abc123", 23099, 15506))]), Subagent) == []

@@ -81,7 +81,8 @@ SESSIONS = [
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642', 'subagent', 'Create main page integration', 31, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_main', None, None, 1, None, None),
-    ('small', 'custom', 'Stage0 small fixture', 6, None, None),
+    # With the prompt queued while the agent worked (line 39, a queued_command attachment).
+    ('small', 'custom', 'Stage0 small fixture', 7, None, None),
     # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3 count; u3 is a compaction's summary).
     ('small:agent-sidechain-sys1', None, None, 4, 'small', 'subagent'),
 ]

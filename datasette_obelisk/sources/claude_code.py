@@ -140,7 +140,8 @@ class ClaudeCodeSource:
     # (and the logs are read again for the first prompt edited and sent again)
     # 11: a user's stopped command is cancelled; a task notification queued as
     # an attachment gives its agent's totals; the first prompt edited and sent
-    # again under a hook's line titles its session
+    # again under a hook's line titles its session; a prompt queued while the
+    # agent worked is the user's
     parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -525,6 +526,10 @@ class ClaudeCodeParser:
         )
         if payload:
             _add_api_fields(message, payload)
+        elif line_type == "attachment" and _queued_prompt(obj.get("attachment")):
+            # typed while the agent worked, and sent on within its turn: said by the user
+            message.role, message.content_type, message.surface = "user", "text", None
+            message.is_meta = int(flagged_meta or _looks_meta(text))
         if message.subtype == "compact_boundary":
             message.meta = _compaction_meta(obj)
         elif message.subtype == "turn_duration":
@@ -869,6 +874,16 @@ def _structural_text(obj: dict, line_type: str) -> str:
         return _attachment_text(attachment) if isinstance(attachment, dict) else ""
     parts = [_text(obj.get("content")), _text(obj.get("apiRefusalExplanation")), *_error_details(obj.get("error"))]
     return "\n".join(dict.fromkeys(part for part in parts if part))
+
+
+def _queued_prompt(attachment) -> bool:
+    """A ``queued_command`` attachment holding a prompt the user typed (not a task's
+    notification, nor a ``!`` command)."""
+    if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
+        return False
+    origin = attachment.get("origin")
+    kind = origin.get("kind") if isinstance(origin, dict) else None
+    return attachment.get("commandMode") in (None, "prompt") and kind in (None, "human")
 
 
 def _attachment_text(attachment: dict) -> str:
