@@ -383,7 +383,7 @@ def test_read_entries(logs):
     assert page["entries"] == [
         {"id": "a1", "sourceIds": ["a1"], "type": "user", "timestamp": 1767225600000, "content": "plan the database migration"},
         {"id": "a2", "sourceIds": ["a2"], "type": "assistant", "timestamp": 1767225900000, "content": "running it"},
-        {"id": "a2:call", "sourceIds": ["a2", "a2"], "type": "tool", "timestamp": 1767225900000, "name": "Bash",
+        {"id": "a2:call", "sourceIds": ["a2"], "type": "tool", "timestamp": 1767225900000, "name": "Bash",
          "arguments": {}, "result": "migrated 3 tables", "outcome": "succeeded"},
         {"id": "a3", "sourceIds": ["a3"], "type": "assistant", "timestamp": 1767225960000, "content": "done"},
     ]

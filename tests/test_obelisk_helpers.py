@@ -572,6 +572,8 @@ def test_sql_returns_dicts_with_bindings(ro):
         ("SELECT 1; SELECT 2", "OBELISK_INVALID_SQL"),
         ("SELEKT 1", "OBELISK_INVALID_SQL"),
         ("SELECT * FROM no_such_table", "OBELISK_INVALID_SQL"),
+        ("", "OBELISK_INVALID_SQL"),  # no statement at all
+        ("  -- only a comment", "OBELISK_INVALID_SQL"),
     ],
 )
 def test_sql_refusals(ro, statement, code):

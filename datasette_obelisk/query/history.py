@@ -473,7 +473,7 @@ def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
     for tool in tools:
         entries.append({
             "id": tool["id"],
-            "sourceIds": [s for s in (row["uuid"], tool["result_message"]) if s],
+            "sourceIds": list(dict.fromkeys(s for s in (row["uuid"], tool["result_message"]) if s)),  # (a result given on its call's line: once)
             "type": "tool",
             "timestamp": to_ms(tool["timestamp"]) or clock or 0,
             "name": tool["name"],
