@@ -768,7 +768,7 @@ def publish_config(db_path, output):
         click.echo(f"Wrote {output}. Serve it with:\n  {command}", err=True)
     else:
         click.echo(text, nl=False)
-        click.echo(f"# serve with: {command}", err=True)
+        click.echo(f"# save this as publish.yaml (or write it with -o FILE), then serve with: {command}", err=True)
 
 
 from . import cli_query  # noqa: E402,F401

@@ -192,6 +192,10 @@ def test_redacted_database_checks_clean_and_publishes(tmp_path, samples):
         "databases": {"o": {"tables": {table: {"allow": False} for table in PUBLISH_HIDDEN_TABLES}}},
         "plugins": {"datasette-obelisk": {"read_only": True}},
     }
+    printed = CliRunner().invoke(cli, ["publish-config", "--db", str(db)])
+    assert yaml.safe_load(printed.stdout) == yaml.safe_load((tmp_path / "publish.yaml").read_text())
+    assert printed.stderr == (f"# save this as publish.yaml (or write it with -o FILE), then serve with: "
+                              f"datasette serve --immutable {db} -c publish.yaml\n")
 
 
 def test_new_rules_replay_live_files_and_redact_archived_rows(tmp_path, samples, monkeypatch):
