@@ -808,6 +808,18 @@ def test_what_follows_a_rewind_descends_from_what_it_kept():
     assert feed_all(data, restore_every_line=True) == records
 
 
+def test_the_first_prompt_taken_back_by_a_rewind_leaves_the_title_to_the_next():
+    u1, g1 = {"id": "u1", "type": "user", "content": "first try"}, {"id": "g1", "type": "gemini", "content": "ok"}
+    u2, g2 = {"id": "u2", "type": "user", "content": "go on"}, {"id": "g2", "type": "gemini", "content": "ok"}
+    again = {"id": "u3", "type": "user", "content": "second try"}
+    data = jsonl(META, u1, g1, u2, g2, {"$rewindTo": "u1"}, again, {"$rewindTo": "g1"}, {**u2, "id": "u4"})
+    records = feed_all(data)
+    # (a rewind past the first prompt's reply keeps it: no new title then)
+    assert [(t.title, t.leaf_uuid) for t in of(records, TitleCandidate)] == [
+        ("first try", "gemini:s-1:u1"), ("second try", "gemini:s-1:u3")]
+    assert feed_all(data, restore_every_line=True) == records
+
+
 def test_a_rewind_after_a_compression_goes_back_to_what_the_first_message_taken_back_followed():
     u1, g1 = {"id": "u1", "type": "user", "content": "a"}, {"id": "g1", "type": "gemini", "content": "b"}
     u2, g2 = {"id": "u2", "type": "user", "content": "c"}, {"id": "g2", "type": "gemini", "content": "d"}

@@ -112,7 +112,8 @@ class GeminiSource:
     #    and the context it opens with stays current; a resume leaving out
     #    replies that held nothing and commands replaces nothing; a command
     #    titles no chat
-    parser_version = 11
+    # 12: the first prompt taken back by a rewind leaves the title to the next
+    parser_version = 12
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -166,6 +167,7 @@ class GeminiState:
     session: str = ""
     session_emitted: bool = False
     first_prompt_seen: bool = False
+    first_prompt: str | None = None  # the id of the message that titled the chat
     last_uuid: str | None = None
     last_message: list | None = None  # [message id, has token counts]
     last_results: list = field(default_factory=list)  # uuids of the tool result rows the last message gave
@@ -428,6 +430,8 @@ class GeminiParser:
         # Rows of kept copies come before the compaction: what was taken back is named, not a run of rows.
         meta = {"taken_uuids": [row for i in taken for row in self._rows_of(i)]} if set(taken) & set(self.s.copies) else None
         self.s.current = current[: len(current) - len(taken)] if taken else []
+        if self.s.first_prompt in taken:  # the chat's first prompt taken back: the next one titles it
+            self.s.first_prompt_seen, self.s.first_prompt = False, None
         # the marker (and after it what comes next) follows what the first message taken back followed
         if taken and taken[0] in self.s.first_parents:
             self.s.last_uuid = self.s.first_parents[taken[0]]
@@ -562,7 +566,7 @@ class GeminiParser:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
         elif role == "user" and typed.strip() and not message.is_meta and not self.s.first_prompt_seen \
                 and record["id"] not in self.s.unsent:  # a command names no task
-            self.s.first_prompt_seen = True
+            self.s.first_prompt_seen, self.s.first_prompt = True, record["id"]
             # as typed: displayContent, else content without a hook's context (nor, with
             # displayContent, the files an @ reference read)
             out.append(first_prompt_title(message, typed))
