@@ -481,6 +481,12 @@ async def test_the_overview_source_links_list_that_sources_recent_sessions(ds, w
         listed = (await ds.client.get(f"/obelisk/obelisk_sessions.json?source={source}&limit=1000&_shape=array")).json()
         assert int(count.replace(",", "")) == len(listed), source
     assert set(counted) >= {"claude", "codex"}
+    by_project = re.findall(r'<a href="/-/obelisk\?project=([^&"]+)&amp;source=(\w+)[^"]*">[^<]*</a></td><td>\w+</td><td class="num">([\d,]+)<', overview)
+    assert len(by_project) > 5
+    for project, source, count in by_project:
+        listed = await page(ds, "/-/obelisk", project=unquote(project), source=source, limit="1000")
+        assert len({href for href in links(listed) if href.startswith("/-/obelisk/session/") and "/lineage" not in href
+                    and "#" not in href}) == int(count.replace(",", "")), (project, source)
 
 
 @pytest.mark.parametrize("limit", [2, 3, 5])
@@ -630,8 +636,8 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     assert failed == listed - 1 and '(call not in the logs)</a></td><td class="num">–</td><td class="num">1</td>' in tools
     assert sum(numbers(re.findall(r'<td class="num">(\d+)</td></tr>', tools))) == listed
     [(no_project,)] = rows(web_db, "SELECT COUNT(*) FROM sessions WHERE project IS NULL")
-    if no_project:
-        assert "/obelisk/sessions?project__isnull=1&amp;_sort_desc=ended_at" in project_table
+    if no_project:  # (no page lists the sessions of no project: not a link)
+        assert "<tr><td>(none)</td>" in project_table
 
 
 def test_overview_activity_reads_the_messages_once(web_db):
@@ -782,8 +788,11 @@ def listed_from_raw(raw: dict, stored: list[tuple[int, int]], flags: tuple) -> l
     for seq, n in stored:
         line = raw[n]
         results = blocks(line, "tool_result")
+        queued = line.get("attachment") if line["type"] == "attachment" else None
         if line.get("subtype") == "compact_boundary" or line.get("isCompactSummary"):
             listed.append(seq)
+        elif queued and queued.get("type") == "queued_command" and queued.get("commandMode") == "prompt":
+            listed.append(seq)  # a prompt typed while the agent worked
         elif line["type"] not in ("user", "assistant"):
             listed += [seq] if "log" in flags else []
         elif line.get("isMeta") is True and "meta" not in flags:
@@ -810,8 +819,9 @@ async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
     structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 2
     # small: the compact boundaries (raw lines 21 and 51), the Bash call of line 29 (its result,
     # line 30, folded), the answers of lines 47, 50 and 55, the thinking of line 65, the prompts
-    # of lines 49 and 60; every other stored line is structural, none injected.
-    assert [len(shown["small", flags]) for flags in FLAGS] == [9, 9 + structural, 9, 9 + structural]
+    # of lines 49 and 60 and the one queued on line 39; every other stored line is structural,
+    # none injected.
+    assert [len(shown["small", flags]) for flags in FLAGS] == [10, 10 + structural, 10, 10 + structural]
     # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
     # are structural; the isMeta tool results 9 and 10 answer no stored call.
     assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]
