@@ -644,6 +644,14 @@ def test_an_attached_image_s_markup_titles_nothing():
         envelope("event_msg", {"type": "user_message", "message": "what is in this screenshot?", "images": []}),
     ])
     assert [t.title for t in of(records, TitleCandidate)] == ["what is in this screenshot?"]
+    records = feed_raw([  # an image alone: the next prompt titles the session
+        envelope("session_meta", {"id": "t-img2"}),
+        envelope("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<image name=[Image #1]>"}, image, {"type": "input_text", "text": "</image>"}]}),
+        envelope("event_msg", {"type": "user_message", "message": "", "images": []}),
+        envelope("event_msg", {"type": "user_message", "message": "describe the cat"}),
+    ])
+    assert [t.title for t in of(records, TitleCandidate)] == ["describe the cat"]
 
 
 @pytest.mark.parametrize(

@@ -334,6 +334,7 @@ def test_first_word_start_finds_a_term_at_the_start_of_a_word_in_any_case():
     assert first_word_start("a rebuild, then Builds", ["builds"]) == 16  # "build" inside "rebuild" is no word start
     assert first_word_start("x_compiled Compiling", ["compiled"]) == 2  # "_" starts a word, as in the regex
     assert first_word_start("İstanbul compiled", ["compiled"]) == 9  # "İ" lower-cases to two characters
+    assert first_word_start("İstanbul is big", ["istanbul"]) == 0 and first_word_start("the İstanbul trip", ["istanbul"]) == 4
     assert first_word_start("nothing here", ["compiled"]) is None and first_word_start("text", []) is None
 
 

@@ -319,9 +319,12 @@ def first_word_start(text: str, terms) -> int | None:
     stems = _stems(terms)
     if not stems:
         return None
-    lowered = text.lower()
-    if len(lowered) != len(text) or len(stems) > MAX_FIND_STEMS:  # (offsets would shift: some letters lower to two)
+    if len(stems) > MAX_FIND_STEMS:
         return _first_by_word_starts(text, stems)
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters lower-case to two: offsets would shift
+        found = word_start_pattern(terms).search(text)
+        return found.start() if found else None
     first, budget = None, MAX_FIND_SKIPS
     for stem in stems:
         at = lowered.find(stem, 0, len(text) if first is None else first)

@@ -801,10 +801,10 @@ class CodexParser:
             del said[next(iter(said))]
 
     def _first_prompt(self, message: Message, out: list) -> None:
-        if message.text.strip() and not self.s.first_prompt_seen:
+        typed = IMAGE_MARKUP.sub(" ", message.text).strip()  # (an image alone titles nothing)
+        if typed and not self.s.first_prompt_seen:
             self.s.first_prompt_seen = True
-            typed = IMAGE_MARKUP.sub(" ", message.text).strip()  # (an image's own words title nothing)
-            out.append(first_prompt_title(message, typed or None))
+            out.append(first_prompt_title(message, typed))
 
     def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> list[str]:
         """The uuids of the Messages this line repeats in its other form (event vs

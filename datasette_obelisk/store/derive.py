@@ -32,6 +32,7 @@ from .session_index import (
     session_stats,
     update_session_documents,
 )
+from .writer import DESCRIBED, SOURCE_RANK
 
 TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
 DERIVED_TITLE_SQL = ", ".join(f"'{kind}'" for kind in (*TITLE_PRECEDENCE, "subagent"))
@@ -780,16 +781,18 @@ NESTED = """SELECT sa.id, sa.agent_id, sa.session_id, sa.child_session_id, c.ses
 NESTED_SCOPES = (
     "sa.session_id = :s",
     "sa.child_session_id = :s",
-    f"c.session_id = :s AND c.name IN {SPAWNING_TOOLS!r}",
+    f"sa.parent_tool_use_id IN (SELECT id FROM tool_calls WHERE session_id = :s AND name IN {SPAWNING_TOOLS!r})",
 )
 
 
-def nest_agents(conn, session_ids) -> None:
-    """Put an agent that another agent started under that agent's session.
+def nest_agents(conn, session_ids) -> set[str]:
+    """Put an agent that another agent started under that agent's session; the
+    agents' sessions moved so (their rows are then no longer those of ``session_ids``).
 
     Its ``.meta.json`` names the starting call (``toolUseId``), which sits in
     the other agent's transcript; the file itself names only the main session.
     """
+    moved = set()
     for session_id in session_ids:
         scopes = NESTED_SCOPES if ":agent-" in session_id else NESTED_SCOPES[:2]
         for scope in scopes:
@@ -804,21 +807,31 @@ def nest_agents(conn, session_ids) -> None:
                         fold_agent_rows(conn, child, taken[0], caller, "id = :row", row=row_id)
                         row_id = taken[0]
                 fold_agent_rows(conn, child, row_id, caller, "parent_tool_use_id IS NULL")
+                moved.add(child)
+    return moved
 
 
 def fold_agent_rows(conn, child: str, keep: int, parent: str, which: str, **params) -> None:
     """Fold into the ``subagents`` row ``keep`` the other rows of ``child`` that
-    ``which`` picks (what they knew kept), and make ``parent`` its session's parent."""
+    ``which`` picks, and make ``parent`` its session's parent. What they knew is
+    kept: an agent's type and task from the most telling source any of them had
+    (as ``writer.SUBAGENT_UPSERT`` ranks them), its figures where ``keep`` has none."""
     others = f"FROM subagents WHERE child_session_id = :child AND id != :keep AND {which}"
     params = {"child": child, "keep": keep, **params}
+    for field in DESCRIBED:
+        conn.execute(
+            f"""UPDATE subagents SET {field} = best.value, {field}_source = best.source
+                FROM (SELECT {field} AS value, {field}_source AS source FROM subagents
+                      WHERE {field} IS NOT NULL AND (id = :keep OR id IN (SELECT id {others}))
+                      ORDER BY {SOURCE_RANK.format(f"{field}_source")} DESC, value DESC LIMIT 1) AS best
+                WHERE subagents.id = :keep""",
+            params,
+        )
     conn.execute(
         f"""UPDATE subagents SET child_session_id = :child,
-               agent_type = COALESCE(subagents.agent_type, o.agent_type),
-               description = COALESCE(subagents.description, o.description),
                duration_ms = COALESCE(subagents.duration_ms, o.duration_ms),
                total_tokens = COALESCE(subagents.total_tokens, o.total_tokens)
-           FROM (SELECT MAX(agent_type) AS agent_type, MAX(description) AS description,
-                        MAX(duration_ms) AS duration_ms, MAX(total_tokens) AS total_tokens {others}) AS o
+           FROM (SELECT MAX(duration_ms) AS duration_ms, MAX(total_tokens) AS total_tokens {others}) AS o
            WHERE subagents.id = :keep""",
         params,
     )
@@ -901,8 +914,8 @@ def link_subagents(conn, session_ids) -> None:
     belong to its session row.
     """
     adopt_agents(conn, session_ids)
-    nest_agents(conn, session_ids)
-    for session_id in session_ids:
+    moved = nest_agents(conn, session_ids)
+    for session_id in [*session_ids, *sorted(moved - set(session_ids))]:
         conn.execute(
             """UPDATE subagents SET parent_tool_use_id = (
                    SELECT tr.tool_use_id FROM tool_results tr

@@ -14,11 +14,11 @@ from .browse import apply_browse_defaults
 from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
 from .stored_queries import QUERIES, register_stored_queries
-from .visibility import hidden_resources, record_sources
+from .visibility import hidden_resources, record_sources, recorded_databases
 
 RECHECK_SECONDS = 1.0  # Datasette reads the schemas again at most once a second too
 _seen: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: schema version set up for}
-_rechecked: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> (monotonic time, lock)
+_rechecked: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> [monotonic time of the last full check, lock]
 
 
 async def configure(datasette) -> None:
@@ -27,9 +27,9 @@ async def configure(datasette) -> None:
     config = settings(datasette)
     check_memory_roots(config)
     if config.database is not None and config.database not in datasette.databases:  # a typo would 404 every page
-        served = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
-        raise ConfigError(f"{PLUGIN_NAME}: database {config.database!r} is not served (served: {served})")
-    _seen[datasette] = await schema_versions(datasette)
+        names = ", ".join(name for name in datasette.databases if name != "_internal") or "none"
+        raise ConfigError(f"{PLUGIN_NAME}: database {config.database!r} is not served (served: {names})")
+    _seen[datasette] = await schema_versions(datasette, served(datasette))
     for name in await obelisk_databases(datasette):
         await set_up(datasette, name)
 
@@ -43,24 +43,42 @@ async def set_up(datasette, name: str) -> None:
         print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)
 
 
-async def schema_versions(datasette) -> dict[str, int]:
+async def schema_versions(datasette, names) -> dict[str, int]:
+    """``PRAGMA schema_version`` of the served databases ``names`` (one that cannot be read: left out)."""
     versions = {}
-    for name, db in datasette.databases.items():
-        if name != "_internal" and not db.is_memory:
-            versions[name] = (await db.execute("PRAGMA schema_version")).first()[0]
+    for name in names:
+        try:
+            versions[name] = (await datasette.databases[name].execute("PRAGMA schema_version")).first()[0]
+        except Exception:  # noqa: BLE001 (a permission check must not fail for one unreadable database)
+            continue
     return versions
 
 
+def served(datasette) -> list[str]:
+    return [name for name, db in datasette.databases.items() if name != "_internal" and not db.is_memory]
+
+
 async def keep_current(datasette) -> None:
-    """Set up again, at most once every ``RECHECK_SECONDS``, the databases whose schema changed."""
-    last, lock = _rechecked.get(datasette) or (0.0, asyncio.Lock())
-    if time.monotonic() - last < RECHECK_SECONDS or lock.locked() or datasette not in _seen:
+    """Set up again the databases whose schema changed: at every check those not set
+    up yet (an archive made there shows its views at once), the others at most once
+    every ``RECHECK_SECONDS``."""
+    if datasette not in _seen:
         return
-    _rechecked[datasette] = (time.monotonic(), lock)
+    state = _rechecked.setdefault(datasette, [0.0, asyncio.Lock()])
+    last, lock = state
+    if lock.locked():  # (a check made while setting up)
+        return
+    due = time.monotonic() - last >= RECHECK_SECONDS
+    set_up_already = recorded_databases(datasette)
+    names = [name for name in served(datasette) if due or name not in set_up_already]
+    if not names:
+        return
+    if due:
+        state[0] = time.monotonic()
     async with lock:
-        versions = await schema_versions(datasette)
+        versions = await schema_versions(datasette, names)
         changed = {name for name, version in versions.items() if _seen[datasette].get(name) != version}
-        _seen[datasette] = versions
+        _seen[datasette].update(versions)
         for name in await obelisk_databases(datasette) if changed else ():
             if name in changed:
                 await set_up(datasette, name)

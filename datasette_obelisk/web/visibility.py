@@ -86,6 +86,11 @@ async def record_sources(datasette, database: str, queries) -> None:
     _sources.setdefault(datasette, {})[database] = await datasette.get_database(database).execute_fn(load)
 
 
+def recorded_databases(datasette) -> set[str]:
+    """The databases whose sources ``record_sources`` recorded (set up as archives)."""
+    return set(_sources.get(datasette, {}))
+
+
 def sources_for(datasette, database: str) -> Sources:
     return _sources.get(datasette, {}).get(database) or Sources()
 
