@@ -1056,11 +1056,12 @@ def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_pa
         (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
 
 
-def nested_agent_files():
-    """A 2.1.172+ session whose agent ab1 started agent ab2 (files flat under subagents/)."""
+def nested_agent_files(named: bool = False):
+    """A 2.1.172+ session whose agent ab1 started agent ab2 (files flat under subagents/);
+    ``named``: ab1's result names ab2 too, and its call asks for another type than ab2's own."""
     common = {"sessionId": "cc1", "cwd": "/p", "version": "2.1.180"}
 
-    def exchange(prefix, prompt, call, agent=None, sidechain=False):
+    def exchange(prefix, prompt, call, agent=None, sidechain=False, kind=None):
         result = {"type": "tool_result", "tool_use_id": call, "content": "done"}
         details = {"toolUseResult": {"status": "completed", "agentId": agent}} if agent else {}
         head = {**common, "isSidechain": sidechain, **({"agentId": prefix} if sidechain else {})}
@@ -1069,14 +1070,16 @@ def nested_agent_files():
              "message": {"role": "user", "content": prompt}},
             {**head, "type": "assistant", "uuid": f"{prefix}-a", "parentUuid": f"{prefix}-u",
              "timestamp": "2026-05-01T10:00:01Z", "message": {"role": "assistant", "id": f"m-{prefix}", "content": [
-                 {"type": "tool_use", "id": call, "name": "Agent", "input": {"description": "dig", "prompt": "Dig"}}]}},
+                 {"type": "tool_use", "id": call, "name": "Agent", "input": {
+                     "description": "dig", "prompt": "Dig", **({"subagent_type": kind} if kind else {})}}]}},
             {**head, "type": "user", "uuid": f"{prefix}-r", "parentUuid": f"{prefix}-a", **details,
              "timestamp": "2026-05-01T10:00:09Z", "message": {"role": "user", "content": [result]}},
         )
 
     return {
         "cc1.jsonl": exchange("m", "Look into it", "toolu_top", agent="ab1"),
-        "cc1/subagents/agent-ab1.jsonl": exchange("ab1", "Dig", "toolu_nested", sidechain=True),
+        "cc1/subagents/agent-ab1.jsonl": exchange("ab1", "Dig", "toolu_nested", sidechain=True,
+                                                  **({"agent": "ab2", "kind": "from-call"} if named else {})),
         "cc1/subagents/agent-ab1.meta.json": b'{"agentType": "general-purpose", "toolUseId": "toolu_top"}',
         "cc1/subagents/agent-ab2.jsonl": claude_lines(
             {**common, "isSidechain": True, "agentId": "ab2", "type": "user", "uuid": "ab2-u", "parentUuid": None,
@@ -1085,11 +1088,12 @@ def nested_agent_files():
     }
 
 
-@pytest.mark.parametrize("split", [0, 1, 2, 3])
-def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split):
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("split", [0, 1, 2, 3, 4])
+def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split, named):
     project = tmp_path / "claude" / "projects" / "-p"
     db = tmp_path / "obelisk.db"
-    files = list(nested_agent_files().items())
+    files = list(nested_agent_files(named).items())
     files = files[split:] + files[:split]  # the nesting call read before or after the nested agent
     for batch in (files[:2], files[2:]):
         for name, data in batch:
@@ -1101,7 +1105,7 @@ def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split):
         ("ab2", "cc1:agent-ab1", "cc1:agent-ab2", "toolu_nested"),
     ]
     assert rows(db, "SELECT id, parent_session_id, agent_type FROM sessions WHERE agent_id IS NOT NULL ORDER BY id") == [
-        ("cc1:agent-ab1", "cc1", "general-purpose"), ("cc1:agent-ab2", "cc1:agent-ab1", "Explore")]
+        ("cc1:agent-ab1", "cc1", "general-purpose"), ("cc1:agent-ab2", "cc1:agent-ab1", "Explore")]  # (.meta.json's)
     once = tmp_path / "once.db"
     ingest(once, {"claude": tmp_path / "claude"})
     assert snapshot(once) == snapshot(db)
