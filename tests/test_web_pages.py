@@ -1219,3 +1219,19 @@ async def test_times_are_shown_in_utc_whatever_offset_a_log_wrote():
     assert [TemplateHelpers.when(t) for t in ("2025-12-24T10:00:00.000+02:00", "2025-12-24T23:30:00-05:00",
                                              "2025-12-24T10:00:00Z", "yesterday", None)] == [
         "2025-12-24 08:00", "2025-12-25 04:30", "2025-12-24 10:00", "yesterday", ""]
+
+
+@pytest.mark.asyncio
+async def test_a_long_title_is_cut_short_in_the_window_title(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-w"
+    folder.mkdir(parents=True)
+    prompt = "refactor " * 50
+    (folder / "s1.jsonl").write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00Z",
+                                                 "message": {"role": "user", "content": prompt}}) + "\n")
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "o.db")
+    await datasette.invoke_startup()
+    title = re.search(r"<title>(.*?)</title>", await page(datasette, "/-/obelisk/session/s1"), re.S).group(1)
+    assert title.endswith("… · Obelisk") and len(title) == 80 + len(" · Obelisk")
