@@ -573,6 +573,9 @@ async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, mo
     [(claude,)] = rows(web_db, "SELECT COUNT(*) FROM tool_results tr JOIN sessions s ON s.id = tr.session_id "
                                "WHERE (outcome = 'failed' OR is_error = 1) AND s.source = 'claude'")
     assert f"of {claude:,}." in await page(ds, "/-/obelisk/failures", limit="1", source="claude")
+    # A source no stored session has: the menu still shows it chosen, so the form keeps it.
+    assert not rows(web_db, "SELECT 1 FROM sessions WHERE source = 'gemini'")
+    assert "<option selected>gemini</option>" in await page(ds, "/-/obelisk/failures", source="gemini")
 
 
 HUGE = "99999999999999999999999"

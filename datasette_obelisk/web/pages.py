@@ -171,7 +171,9 @@ async def failures_page(datasette, request, db, params):
         return {
             "failures": found, "total": obelisk.failure_count(conn, query),
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
-            "sources": [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")],
+            # (the chosen one too when no session has it: the menu shows what filters the page)
+            "sources": sorted({row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
+                              | ({options["source"]} if options.get("source") else set())),
         }
 
     return {
