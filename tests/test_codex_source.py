@@ -279,7 +279,7 @@ def test_a_responses_events_written_before_its_items_are_their_twins():
     ])
     shown = [(m.type, m.role, m.content_type, m.text) for m in of(records, Message) if not m.is_meta]
     assert shown == [
-        ("event_msg", "user", "text", "what is 2+2?"),
+        ("response_item", "user", "text", "what is 2+2?"),  # the prompt once: its item, then its event
         ("event_msg", "assistant", "thinking", "**Adding**"),
         ("event_msg", "assistant", "text", "4"),
         ("event_msg", "assistant", "thinking", "**Checking**"),
@@ -289,7 +289,9 @@ def test_a_responses_events_written_before_its_items_are_their_twins():
         ("event_msg", "assistant", "text", "b"),
         ("response_item", "assistant", "text", "c"),
     ]
-    assert Counter(r.reason for r in of(records, Merged))["duplicate"] == 4
+    assert [m.text for m in of(records, Message) if m.is_meta] == ["<environment_context>\n  <cwd>/tmp/x</cwd>\n</environment_context>"]
+    assert Counter(r.reason for r in of(records, Merged))["duplicate"] == 5
+    assert [t.title for t in of(records, TitleCandidate)] == ["what is 2+2?"]
 
 
 def _answer(*parts):

@@ -316,7 +316,8 @@ class CodexSource:
     #    local shell's working directory places the files it writes; an
     #    attached image's markup titles nothing; an environment context names the
     #    session's folder when its first line does not; a rollback names the first
-    #    prompt it took back
+    #    prompt it took back; 0.4x's first prompt, written after the environment
+    #    alone, is a prompt (not context) whose event is its twin
     parser_version = 10
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -431,7 +432,7 @@ class CodexState:
     first_unknown: list | None = None  # [line_no, type] of an unknown line read before any such Message
     drift_reported: bool = False
     in_turn: bool = False  # a turn started (task_started, turn_context) and has not ended
-    context_block: bool = False  # the last Message was injected context
+    context_block: bool = False  # the last Message was injected context, in a block a developer item opened
     # context
     cwd: str | None = None
     model: str | None = None
@@ -900,6 +901,7 @@ class CodexParser:
             self._remember(role, said, twins)  # a history repeats this form of the text
             out.append(Merged(position, "duplicate"))
             return
+        in_block = self.s.context_block
         injected = injected or (role == "user" and self._is_context_block_item(timestamp))
         if injected and role == "user" and self.s.cwd is None:
             self._context_cwd(text, out)
@@ -911,7 +913,9 @@ class CodexParser:
             subtype="message", role=role, text=text, content_type="text", uuid=uuid, is_meta=int(injected),
         )
         self._remember(role, said, [message.uuid])
-        self.s.context_block = injected
+        # A block opens with the developer's or system's context (0.5x+); 0.4x-0.7x
+        # wrote the environment alone, then the first prompt, item first.
+        self.s.context_block = injected and (role in {"developer", "system"} or in_block)
 
     def _context_cwd(self, text: str, out: list) -> None:
         """The folder an environment context names, for rollouts whose first line
