@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import sqlite3
 
 import pytest
@@ -1109,6 +1110,29 @@ def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split, nam
     once = tmp_path / "once.db"
     ingest(once, {"claude": tmp_path / "claude"})
     assert snapshot(once) == snapshot(db)
+
+
+def test_m035_puts_an_archived_nested_agent_under_its_agent(tmp_path):
+    from datasette_obelisk.store.db import open_db
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    for name, data in nested_agent_files().items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_bytes(data)
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    shutil.rmtree(project)  # the agent pruned its logs: the archive keeps them
+    ingest(db, {"claude": tmp_path / "claude"})
+    placed = "SELECT sa.agent_id, sa.session_id, s.parent_session_id FROM subagents sa JOIN sessions s ON s.id = sa.child_session_id ORDER BY 1"
+    expected = rows(db, placed)
+    assert expected == [("ab1", "cc1", "cc1"), ("ab2", "cc1:agent-ab1", "cc1:agent-ab1")]
+    change(db, "UPDATE subagents SET session_id = 'cc1' WHERE agent_id = 'ab2'",  # as derived before
+           "UPDATE sessions SET parent_session_id = 'cc1' WHERE id = 'cc1:agent-ab2'",
+           "DELETE FROM _sqlite_migrations WHERE name = 'm035_rederive_archived_agents_and_titles'")
+    open_db(db).close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, placed) == expected
+    assert rows(db, "SELECT DISTINCT availability FROM sessions") == [("archived",)]
 
 
 def test_m029_reads_again_the_files_whose_lines_failed_on_a_lone_surrogate(tmp_path):

@@ -56,6 +56,7 @@ def test_migrations_in_order(conn):
         "m032_rederive_archived_sessions",
         "m033_refuse_older_parsers",
         "m034_rederive_archived_rewinds",
+        "m035_rederive_archived_agents_and_titles",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -970,7 +970,22 @@ def m034_rederive_archived_rewinds(db):
     # parser 10); the sessions of logs gone from disk are derived again by the
     # next ingest. (And a version that knows no migration past m033 refuses
     # the database, as its older parsers would undo what the new ones store.)
+    queue_archived_sessions(db)
+
+
+def queue_archived_sessions(db):
+    """Queue for the next ingest's derivation the sessions of logs gone from disk."""
     db.execute(
         """INSERT OR IGNORE INTO derive_queue (session_id)
            SELECT session_id FROM file_sessions WHERE file_id IN (SELECT id FROM source_files WHERE missing = 1)"""
     )
+
+
+@migrations()
+def m035_rederive_archived_agents_and_titles(db):
+    # Derivation changed: an agent another agent started (Claude Code
+    # 2.1.172+) sits under that agent, merged rows keep their best-ranked type
+    # and task, and a summary titles by its leaf's place in the log. Logs
+    # still on disk are read again (Claude parser 11); the sessions of logs
+    # gone from disk are derived again by the next ingest.
+    queue_archived_sessions(db)
