@@ -1566,8 +1566,9 @@ def test_a_document_in_a_renamed_folder_takes_its_rows_along(db, tmp_path):
     assert error.value.code == "OBELISK_NOT_FOUND" and "was rewritten since it was indexed" in error.value.message
 
 
+@pytest.mark.parametrize("log_gone", [False, True])  # the log carrying it on archived: the chat is read alone
 @pytest.mark.parametrize("after", ["$rewindTo", "$set"])
-def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, tmp_path, after):
+def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, tmp_path, after, log_gone):
     """gemini-cli carries an old ``.json`` chat on in a ``.jsonl`` (the ``.json`` stays),
     may rewrite the ``.json`` later (a summary), and the log rewinds or compresses
     what the ``.json`` holds: read again, the ``.json`` is read with that log."""
@@ -1590,6 +1591,9 @@ def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, t
     ingest(db, {"gemini": gemini}, sources=sources)
     derived = "SELECT uuid, surface, visibility FROM messages ORDER BY seq"
     expected = rows(db, derived) + rows(db, "SELECT message_count FROM sessions")
+    if log_gone:
+        (chats / "session-2026-05-01T10-00-s1.jsonl").unlink()
+        ingest(db, {"gemini": gemini}, sources=sources)
     legacy.write_text(json.dumps({**head, "messages": said, "summary": "A chat"}))  # saved again, a summary added
     ingest(db, {"gemini": gemini}, sources=sources)
     assert rows(db, derived) + rows(db, "SELECT message_count FROM sessions") == expected

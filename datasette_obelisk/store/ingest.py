@@ -164,6 +164,9 @@ class Ingester:
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self.plans_seen = None  # PRAGMA data_version once they were
         self._reading: set[str] = set()  # sessions of the file being written
+        # file id -> {uuid: (session, seq)} of the rows a file read again alone held: they
+        # keep their place among the rows of the session's other files (an archived log's)
+        self._kept_seqs: dict[int, dict[str, tuple[str, int]]] = {}
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
         self.found: dict[str, int] = {}  # how many files each source discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
@@ -737,6 +740,10 @@ class Ingester:
             file_id = self.ensure_file_row(unit, row)
             if replay:
                 cold_load.index_pending_text(self.conn)
+                self._kept_seqs[file_id] = {
+                    uuid: (session_id, seq) for uuid, session_id, seq in
+                    self.conn.execute("SELECT uuid, session_id, seq FROM messages WHERE file_id = ?", [file_id])
+                }
                 touched = delete_file_rows(self.conn, file_id)
                 self._sessions |= touched
                 self.queue_sessions(touched)
@@ -891,7 +898,7 @@ class Ingester:
             if not deferred:
                 watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
                 watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
-            writer = Writer(self.conn, file_id, str(unit.path))
+            writer = Writer(self.conn, file_id, str(unit.path), self._kept_seqs.get(file_id))
             writer.write(records, batch.message_rows, batch.message_marks)
             if not deferred:
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)

@@ -170,22 +170,27 @@ MESSAGE_INSERT = (
 class Writer:
     """Turns records into rows for one source file inside one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, file_id: int, path: str):
+    def __init__(self, conn: sqlite3.Connection, file_id: int, path: str, kept_seqs: dict | None = None):
         self.conn = conn
         self.file_id = file_id
         self.path = path
+        # {uuid: (session, seq)}: the places the rows of a file read again alone had
+        # (``Ingester``), taken again by the same lines (and used up)
+        self.kept_seqs = kept_seqs if kept_seqs is not None else {}
         self.counts = WriteCounts()
         self._next_seq: dict[str, int] = {}
         self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
 
-    def seq_for(self, session_id: str) -> int:
-        seq = self._next_seq.get(session_id)
-        if seq is None:
-            row = self.conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id]
-            ).fetchone()
-            seq = row[0] + 1
-        self._next_seq[session_id] = seq + 1
+    def seq_for(self, session_id: str, uuid: str | None = None) -> int:
+        """The next place in ``session_id``; the one ``uuid`` had, when its file is read again alone."""
+        following = self._next_seq.get(session_id)
+        if following is None:
+            stored = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id])
+            held = [place for session, place in self.kept_seqs.values() if session == session_id]
+            following = max([stored.fetchone()[0], *held]) + 1
+        kept = self.kept_seqs.pop(uuid, None) if self.kept_seqs else None
+        seq = kept[1] if kept is not None and kept[0] == session_id else following
+        self._next_seq[session_id] = max(following, seq + 1)
         return seq
 
     def write(self, records, message_rows=None, marks=None) -> None:
@@ -271,7 +276,7 @@ class Writer:
                 self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
             copies.add(same)
-            rows.append(row + (self.seq_for(row[1]), self.file_id))
+            rows.append(row + (self.seq_for(row[1], uuid), self.file_id))
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
