@@ -5,6 +5,7 @@ It never writes to a user's database."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
 import time
@@ -18,6 +19,7 @@ from .visibility import hidden_resources, record_sources, recorded_databases
 
 RECHECK_SECONDS = 1.0  # Datasette reads the schemas again at most once a second too
 _seen: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: schema version set up for}
+_stamps: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: its file's and WAL's (mtime, size)}
 _rechecked: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> [monotonic time of the last full check, lock]
 
 
@@ -58,10 +60,25 @@ def served(datasette) -> list[str]:
     return [name for name, db in datasette.databases.items() if name != "_internal" and not db.is_memory]
 
 
+def written_since(datasette, name: str) -> bool:
+    """Whether the file of database ``name`` (or its WAL) changed since this was last asked."""
+    path = datasette.databases[name].path
+    stamp = []
+    for file in (path, f"{path}-wal"):
+        try:
+            st = os.stat(file)
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except (OSError, TypeError, ValueError):
+            stamp.append(None)
+    stamps = _stamps.setdefault(datasette, {})
+    changed, stamps[name] = stamps.get(name) != stamp, stamp
+    return changed
+
+
 async def keep_current(datasette) -> None:
     """Set up again the databases whose schema changed: at every check those not set
-    up yet (an archive made there shows its views at once), the others at most once
-    every ``RECHECK_SECONDS``."""
+    up yet whose file was written since (an archive made there shows its views at
+    once), and all of them at most once every ``RECHECK_SECONDS``."""
     if datasette not in _seen:
         return
     state = _rechecked.setdefault(datasette, [0.0, asyncio.Lock()])
@@ -70,7 +87,8 @@ async def keep_current(datasette) -> None:
         return
     due = time.monotonic() - last >= RECHECK_SECONDS
     set_up_already = recorded_databases(datasette)
-    names = [name for name in served(datasette) if due or name not in set_up_already]
+    names = [name for name in served(datasette)
+             if due or (name not in set_up_already and written_since(datasette, name))]
     if not names:
         return
     if due:
