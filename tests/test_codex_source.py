@@ -1350,9 +1350,31 @@ def test_a_rollback_names_the_first_prompt_of_the_turns_it_took_back():
 
     back = lambda turns: envelope("event_msg", {"type": "thread_rolled_back", "num_turns": turns})  # noqa: E731
     records = feed_raw([envelope("session_meta", {"id": "t-back"}), *turn(1), *turn(2), *turn(3), back(2), *turn(4),
-                        back(1), back(5), back("2")])
+                        back(1), back("2"), back(5), *turn(5)])
     prompts = {m.text: m.uuid for m in of(records, Message) if m.role == "user"}
     markers = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
-    # the second rollback counts from the turns left: prompt 4; more turns than remembered, or no number: none
-    assert [m.logical_parent_uuid for m in markers] == [prompts["prompt 2"], prompts["prompt 4"], None, None]
+    # the second rollback counts from the turns left: prompt 4; no number: none; more turns than are
+    # left: all of them (from prompt 1)
+    assert [m.logical_parent_uuid for m in markers] == [prompts["prompt 2"], prompts["prompt 4"], None, prompts["prompt 1"]]
     assert [m.surface for m in markers] == ["log-only"] * 4
+    # the first prompt taken back: the next one titles the session
+    assert [t.title for t in of(records, TitleCandidate)] == ["prompt 1", "prompt 5"]
+
+
+def test_a_rollback_counts_a_compaction_s_summary_as_a_turn():
+    def turn(n):
+        return [envelope("event_msg", {"type": "user_message", "message": f"prompt {n}"}),
+                envelope("event_msg", {"type": "agent_message", "message": f"answer {n}"})]
+
+    history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"prompt {n}"}]}
+               for n in (1, 2)]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-back2"}), *turn(1), *turn(2),
+        envelope("compacted", {"message": "", "replacement_history": [*history, {
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Another language model started"}]}]}),
+        *turn(3), envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 2}),
+    ])
+    # Codex's history: prompt 1, prompt 2 (kept), the summary, prompt 3: two turns back is the summary
+    [summary] = [m for m in of(records, Message) if m.is_compact_summary]
+    [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
+    assert marker.logical_parent_uuid == summary.uuid

@@ -157,7 +157,9 @@ def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[
     with translated_errors(), reading_only(conn):
         cursor = conn.execute(query, params)
         if cursor.description is None:  # blank, a comment alone: no statement that reads
-            raise QueryError("OBELISK_INVALID_SQL", "sql() runs one SELECT or WITH statement: this text holds none")
+            raise QueryError(
+                "OBELISK_INVALID_SQL", "sql() runs one statement that reads (SELECT, WITH, VALUES, a PRAGMA): this text holds none"
+            )
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchmany(MAX_SQL_ROWS + 1)
     if len(rows) > MAX_SQL_ROWS:

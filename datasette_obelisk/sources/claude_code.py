@@ -140,9 +140,9 @@ class ClaudeCodeSource:
     # (and the logs are read again for the first prompt edited and sent again)
     # 11: a user's stopped command is cancelled; a task notification queued as
     # an attachment gives its agent's totals; the first prompt edited and sent
-    # again under a hook's line titles its session; a prompt queued while the
-    # agent worked is the user's
-    parser_version = 11
+    # again under a hook's line titles its session
+    # 12: a prompt queued while the agent worked is the user's
+    parser_version = 12
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"

@@ -318,7 +318,10 @@ class CodexSource:
     #    session's folder when its first line does not; a rollback names the first
     #    prompt it took back; 0.4x's first prompt, written after the environment
     #    alone, is a prompt (not context) whose event is its twin
-    parser_version = 10
+    # 11: a rollback counts a compaction's summary as a turn, takes back all turns
+    #    when asked for more, and leaves the title to the next prompt when it takes
+    #    back the first
+    parser_version = 11
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -440,6 +443,11 @@ class CodexState:
     git_branch: str | None = None
     last_uuid: str | None = None
     first_prompt_seen: bool = False
+    first_prompt: str | None = None  # the uuid of the prompt that titled the session
+    # uuids of the user turns of Codex's history, oldest first: prompts and a
+    # compaction's summary (what a rollback counts); whether older ones were let go
+    turns: list = field(default_factory=list)
+    turns_cut: bool = False
     previous: list | None = None  # ["compacted"] right after a compacted line
     # [kind, form, parts left, uuid, digests of what it said] of the Messages of the
     # current run whose twins may follow, oldest first
@@ -664,6 +672,7 @@ class CodexParser:
 
     def _start_replay(self, foreign_thread, timestamp, out: list) -> None:
         s = self.s
+        s.turns_cut = True  # (the parent's turns it copies are turns of its history, not stored here)
         if not s.replaying:
             s.replaying = True
             s.last_replay_ms = iso_ms(timestamp)
@@ -787,6 +796,7 @@ class CodexParser:
             self._user_turn(out, message.timestamp)
             self._first_prompt(message, out)
             self.s.prompts = [*self.s.prompts[1 - KEPT_REMEMBERED:], [message.uuid, len(message.text)]]
+            self._turn(message.uuid)
         return message
 
     def _remember(self, role: str, text: str, uuids: list[str]) -> None:
@@ -804,7 +814,7 @@ class CodexParser:
     def _first_prompt(self, message: Message, out: list) -> None:
         typed = IMAGE_MARKUP.sub(" ", message.text).strip()  # (an image alone titles nothing)
         if typed and not self.s.first_prompt_seen:
-            self.s.first_prompt_seen = True
+            self.s.first_prompt_seen, self.s.first_prompt = True, message.uuid
             out.append(first_prompt_title(message, typed))
 
     def _is_twin(self, twin: str, form: str, said: Iterable[str] = ()) -> list[str]:
@@ -1189,15 +1199,24 @@ class CodexParser:
         self._log_only(out, position, "event_msg", kind, timestamp, text=_event_text(payload, kind),
                        logical_parent_uuid=target)
 
+    def _turn(self, uuid: str) -> None:
+        self.s.turns_cut = self.s.turns_cut or len(self.s.turns) >= KEPT_REMEMBERED
+        self.s.turns = [*self.s.turns[1 - KEPT_REMEMBERED:], uuid]
+
     def _rolled_back(self, turns) -> str | None:
-        """The first prompt of the last ``turns`` user turns, which a rollback took
-        back (Codex drops them from the history): the marker names it, as a rewind's
-        names its target (``derive.rewound``). None when it is not remembered."""
-        prompts = self.s.prompts
-        if type(turns) is not int or not 0 < turns <= len(prompts):
+        """The first of the last ``turns`` user turns (prompts, and a compaction's
+        summary), which a rollback took back (Codex drops them from the history;
+        more than it holds: all): the marker names it, as a rewind's names its
+        target (``derive.rewound``). None when it is not remembered."""
+        held = self.s.turns
+        if type(turns) is not int or turns <= 0 or not held or (turns > len(held) and self.s.turns_cut):
             return None
-        self.s.prompts = prompts[:-turns]
-        return prompts[-turns][0]
+        taken = held[-turns:]
+        self.s.turns = held[: len(held) - len(taken)]
+        self.s.prompts = [prompt for prompt in self.s.prompts if prompt[0] not in taken]
+        if self.s.first_prompt in taken:  # the next prompt titles the session
+            self.s.first_prompt_seen, self.s.first_prompt = False, None
+        return taken[0]
 
     def _item_completed(self, payload, timestamp, position, out) -> None:
         """``item_completed`` (0.149+): messages are twins of response items,
@@ -1317,6 +1336,11 @@ class CodexParser:
             content_type="text", is_compact_summary=1, is_meta=is_meta, meta=meta,
         )
         out.append(message)
+        if type == "compacted":  # the history now holds what it kept, then the summary as a user turn
+            kept = set((meta or {}).get("preserved_uuids") or ())
+            self.s.turns = [uuid for uuid in self.s.turns if uuid in kept]
+            self.s.turns_cut = False
+            self._turn(message.uuid)
         if summary.strip():
             out.append(
                 Summary(
@@ -1689,5 +1713,6 @@ def _event_text(payload: dict, kind: str) -> str:
     if kind == "entered_review_mode":
         return first_text(payload.get("user_facing_hint"), payload.get("prompt")) or ""
     if kind == "thread_rolled_back":
-        return f"rolled back {payload.get('num_turns', '?')} turns"
+        turns = payload.get("num_turns", "?")
+        return f"rolled back {turns} turn{'' if turns == 1 else 's'}"
     return first_text(payload.get("message"), payload.get("text")) or ""
