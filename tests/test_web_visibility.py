@@ -231,3 +231,35 @@ async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_sho
         assert response.status_code == 403, path
         assert "zebrafish command" not in response.text.lower()
     assert (await ds.client.get("/obelisk/obelisk_sessions.json?_size=1")).status_code == 200  # set up now
+
+
+@pytest.mark.asyncio
+async def test_databases_that_are_no_archives_are_not_asked_their_schema_on_every_check(web_db, tmp_path, monkeypatch):
+    import sqlite3
+
+    from datasette.app import Datasette
+
+    from datasette_obelisk.web import startup
+
+    plain = []
+    for n in range(3):
+        plain.append(tmp_path / f"plain{n}.db")
+        sqlite3.connect(plain[-1]).execute("CREATE TABLE t (x)").connection.close()
+    ds = Datasette([str(web_db), *map(str, plain)])
+    await ds.invoke_startup()
+    await ds.client.get("/")  # (the first checks look at every file once)
+    asked = []
+    original = startup.schema_versions
+
+    async def counting(datasette, names):
+        asked.extend(names)
+        return await original(datasette, names)
+
+    monkeypatch.setattr(startup, "schema_versions", counting)
+    monkeypatch.setattr(startup, "RECHECK_SECONDS", 3600)
+    for path in ("/", "/plain0", "/obelisk"):
+        assert (await ds.client.get(path)).status_code == 200
+    assert asked == []
+    sqlite3.connect(plain[1]).execute("CREATE TABLE u (y)").connection.close()  # written: looked at again
+    await ds.client.get("/plain0")
+    assert asked == ["plain1"]
