@@ -1371,10 +1371,19 @@ def test_a_rollback_counts_a_compaction_s_summary_as_a_turn():
     records = feed_raw([
         envelope("session_meta", {"id": "t-back2"}), *turn(1), *turn(2),
         envelope("compacted", {"message": "", "replacement_history": [*history, {
-            "type": "message", "role": "user", "content": [{"type": "input_text", "text": "Another language model started"}]}]}),
+            "type": "message", "role": "user", "content": [{"type": "input_text", "text": codex.HANDOVER_OPENING + " and produced a "
+                                                            "summary; " + codex.HANDOVER_END + " they fixed the parser."}]}]}),
         *turn(3), envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 2}),
     ])
     # Codex's history: prompt 1, prompt 2 (kept), the summary, prompt 3: two turns back is the summary
     [summary] = [m for m in of(records, Message) if m.is_compact_summary]
     [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
     assert marker.logical_parent_uuid == summary.uuid
+    # a remote compaction's summary is an encrypted item, no user turn: two turns back is prompt 2
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-back3"}), *turn(1), *turn(2),
+        envelope("compacted", {"message": "", "replacement_history": [*history, {"type": "compaction", "encrypted_content": "gAAAA"}]}),
+        *turn(3), envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 2}),
+    ])
+    [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
+    assert marker.logical_parent_uuid == next(m.uuid for m in of(records, Message) if m.text == "prompt 2")

@@ -1112,6 +1112,38 @@ def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split, nam
     assert snapshot(once) == snapshot(db)
 
 
+def test_a_file_read_again_alone_keeps_its_lines_places_renamed_copies_too(tmp_path):
+    """Two files of one agent, the first gone from disk; the second, holding a changed
+    copy of a line of the first (stored as ``x@<offset>``), is replaced and read again alone."""
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+
+    def agent_line(uuid, parent, role, text, second):
+        content = text if role == "user" else [{"type": "text", "text": text}]
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1", "isSidechain": True,
+                "agentId": "abc", "timestamp": f"2026-01-01T00:00:{second:02d}Z",
+                "message": {"role": role, "content": content, **({"id": f"m-{uuid}"} if role == "assistant" else {})}}
+
+    first, second = project / "agent-abc.jsonl", project / "agent-abc-2.jsonl"
+    first.write_bytes(claude_lines(agent_line("x", None, "user", "first prompt", 1), agent_line("a2", "x", "assistant", "a", 2)))
+    second.write_bytes(claude_lines(agent_line("b1", "a2", "user", "b prompt", 3),
+                                    agent_line("x", "b1", "user", "first prompt CHANGED", 4),
+                                    agent_line("b3", "x", "assistant", "b", 5)))
+    os.utime(first, (1e9, 1e9))
+    os.utime(second, (1e9 + 10, 1e9 + 10))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    first.unlink()
+    ingest(db, {"claude": tmp_path / "claude"})
+    placed = "SELECT uuid, seq FROM messages ORDER BY seq"
+    expected = rows(db, placed)
+    assert [uuid for uuid, _ in expected][2:] == ["b1", next(u for u, _ in expected if u.startswith("x@")), "b3"]
+    (project / "copy.tmp").write_bytes(second.read_bytes())
+    os.replace(project / "copy.tmp", second)  # (a new inode: read again from its start)
+    assert ingest(db, {"claude": tmp_path / "claude"}).files_replayed == 1
+    assert rows(db, placed) == expected
+
+
 def test_m035_puts_an_archived_nested_agent_under_its_agent(tmp_path):
     from datasette_obelisk.store.db import open_db
 

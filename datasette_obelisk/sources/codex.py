@@ -1340,7 +1340,8 @@ class CodexParser:
             kept = set((meta or {}).get("preserved_uuids") or ())
             self.s.turns = [uuid for uuid in self.s.turns if uuid in kept]
             self.s.turns_cut = False
-            self._turn(message.uuid)
+            if summary.strip():  # (a remote compaction's summary is an encrypted item: no user turn)
+                self._turn(message.uuid)
         if summary.strip():
             out.append(
                 Summary(

@@ -931,6 +931,8 @@ class Ingester:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+        if batch.at_eof:
+            self._kept_seqs.pop(file_id, None)  # (what is left named lines the file no longer holds)
         self._batch_bytes += max(0, cursor - self._file_cursor)
         self.flush()
         self._sessions |= counts.sessions

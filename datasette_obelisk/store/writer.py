@@ -276,7 +276,7 @@ class Writer:
                 self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
             copies.add(same)
-            rows.append(row + (self.seq_for(row[1], uuid), self.file_id))
+            rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))  # (by the name it is stored under)
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
