@@ -1057,13 +1057,16 @@ def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_pa
         (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
 
 
-def nested_agent_files(named: bool = False):
+def nested_agent_files(named: bool = False, footer: bool = False):
     """A 2.1.172+ session whose agent ab1 started agent ab2 (files flat under subagents/);
-    ``named``: ab1's result names ab2 too, and its call asks for another type than ab2's own."""
+    ``named``: ab1's result names ab2 too, and its call asks for another type than ab2's own;
+    ``footer``: the result's text ends as Claude Code ends it (the agent and its figures)."""
     common = {"sessionId": "cc1", "cwd": "/p", "version": "2.1.180"}
 
     def exchange(prefix, prompt, call, agent=None, sidechain=False, kind=None):
-        result = {"type": "tool_result", "tool_use_id": call, "content": "done"}
+        said = (f"done\nagentId: ab2 (use SendMessage with to: 'ab2' to continue this agent)\n"
+                f"<usage>total_tokens: 4321\ntool_uses: 3\nduration_ms: 8765</usage>") if footer and sidechain else "done"
+        result = {"type": "tool_result", "tool_use_id": call, "content": said}
         details = {"toolUseResult": {"status": "completed", "agentId": agent}} if agent else {}
         head = {**common, "isSidechain": sidechain, **({"agentId": prefix} if sidechain else {})}
         return claude_lines(
@@ -1142,6 +1145,23 @@ def test_a_file_read_again_alone_keeps_its_lines_places_renamed_copies_too(tmp_p
     os.replace(project / "copy.tmp", second)  # (a new inode: read again from its start)
     assert ingest(db, {"claude": tmp_path / "claude"}).files_replayed == 1
     assert rows(db, placed) == expected
+
+
+@pytest.mark.parametrize("split", [0, 2])
+def test_a_nested_agent_takes_its_figures_from_its_result_s_footer(tmp_path, split):
+    project = tmp_path / "claude" / "projects" / "-p"
+    db = tmp_path / "obelisk.db"
+    files = list(nested_agent_files(footer=True).items())
+    for batch in (files[split:], files[:split]):
+        for name, data in batch:
+            (project / name).parent.mkdir(parents=True, exist_ok=True)
+            (project / name).write_bytes(data)
+        ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT agent_id, session_id, parent_tool_use_id, duration_ms, total_tokens FROM subagents "
+                    "WHERE agent_id = 'ab2'") == [("ab2", "cc1:agent-ab1", "toolu_nested", 8765, 4321)]
+    once = tmp_path / "once.db"
+    ingest(once, {"claude": tmp_path / "claude"})
+    assert snapshot(once) == snapshot(db)
 
 
 def test_m035_puts_an_archived_nested_agent_under_its_agent(tmp_path):

@@ -142,7 +142,9 @@ class ClaudeCodeSource:
     # an attachment gives its agent's totals; the first prompt edited and sent
     # again under a hook's line titles its session
     # 12: a prompt queued while the agent worked is the user's
-    parser_version = 12
+    # 13: an agent's result with no toolUseResult (an agent's agent) names it and
+    # its figures by the footer of its text
+    parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -634,8 +636,8 @@ class ClaudeCodeParser:
             parent_tool_use_id=result.tool_use_id,
             agent_type=_text(details.get("agentType")),
             description=_text(details.get("description")),
-            duration_ms=int_or_none(details.get("totalDurationMs")),
-            total_tokens=int_or_none(details.get("totalTokens")),
+            duration_ms=result.agent_duration_ms,
+            total_tokens=result.agent_tokens,
             described_by="result" if _text(details.get("agentType")) or _text(details.get("description")) else None,
         )
 
@@ -721,6 +723,7 @@ class ClaudeCodeParser:
         is_error = block.get("is_error") is True
         details = obj.get("toolUseResult")
         details = details if isinstance(details, dict) else {}
+        footer_agent, footer = _agent_footer(content)
         return ToolResult(
             tool_use_id=_text(block.get("tool_use_id")) or f"{uuid}:{index}",
             message_uuid=uuid,
@@ -729,10 +732,10 @@ class ClaudeCodeParser:
             is_error=int(is_error),
             outcome=_outcome(content, is_error, obj),
             timestamp=_text(obj.get("timestamp")),
-            agent_id=self._spawned_agent_id(obj),
+            agent_id=self._spawned_agent_id(obj) or footer_agent,
             exit_code=_exit_code(content),
-            agent_duration_ms=int_or_none(details.get("totalDurationMs")),
-            agent_tokens=int_or_none(details.get("totalTokens")),
+            agent_duration_ms=int_or_none(details.get("totalDurationMs", footer.get("duration_ms"))),
+            agent_tokens=int_or_none(details.get("totalTokens", footer.get("total_tokens"))),
             file_path=_result_file_path(details),
         )
 
@@ -1055,6 +1058,21 @@ def _outcome(content: str, is_error: bool, obj: dict) -> str:
     if head.startswith(REFUSAL_PREFIXES) or any(marker in head for marker in REFUSAL_MARKERS):
         return "blocked"
     return "failed"
+
+
+# What an Agent/Task result's text ends with (2.1.x): the agent it ran and its
+# figures, the only record of them where the line has no toolUseResult (an
+# agent another agent started, 2.1.172+).
+AGENT_FOOTER = re.compile(r"agentId: ([\w-]+)\b.*?<usage>(.*?)</usage>\s*\Z", re.S)
+
+
+def _agent_footer(content: str) -> tuple[str | None, dict]:
+    """The agent id and the ``<usage>`` counts a result's text ends with, if it does."""
+    tail = content[-2000:]
+    found = AGENT_FOOTER.search(tail) if "</usage>" in tail else None
+    if found is None:
+        return None, {}
+    return found.group(1), {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", found.group(2))}
 
 
 def _exit_code(content: str) -> int | None:

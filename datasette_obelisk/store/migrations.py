@@ -986,6 +986,6 @@ def m035_rederive_archived_agents_and_titles(db):
     # Derivation changed: an agent another agent started (Claude Code
     # 2.1.172+) sits under that agent, merged rows keep their best-ranked type
     # and task, and a summary titles by its leaf's place in the log. Logs
-    # still on disk are read again (Claude parser 12); the sessions of logs
+    # still on disk are read again (Claude parser 13); the sessions of logs
     # gone from disk are derived again by the next ingest.
     queue_archived_sessions(db)
