@@ -273,7 +273,7 @@ def trace(uuid, db_path, as_json):
     chain = call(db_path, obelisk.trace, uuid)
     if not chain:
         raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
-    if len(chain) > obelisk.MAX_CHAIN and call(db_path, obelisk.goes_on_above, chain[0]["uuid"]):  # the walk stopped early
+    if call(db_path, obelisk.goes_on_above, [m["uuid"] for m in chain]):  # the walk stopped early
         echo(f"Note: the chain is longer than {obelisk.MAX_CHAIN:,} messages: it starts here, "
              "below the conversation's root", err=True)
     if as_json:

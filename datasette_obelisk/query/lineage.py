@@ -54,6 +54,5 @@ def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
         "parent_chain": [dict(row) for row in obelisk.messages_by_uuid(conn, shown, columns)],
         "chain_length": len(chain),
         "chain_omitted": len(chain) - len(shown),
-        # The walk stops at obelisk.MAX_CHAIN: a root that is none has parents still.
-        "chain_cut": len(chain) > obelisk.MAX_CHAIN and obelisk.goes_on_above(conn, chain[0]),
+        "chain_cut": obelisk.goes_on_above(conn, chain),
     }

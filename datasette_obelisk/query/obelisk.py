@@ -491,9 +491,12 @@ def ancestor_uuids(conn, row) -> list[str]:
     return chain
 
 
-def goes_on_above(conn, uuid: str) -> bool:
-    """Whether the message ``uuid`` has a stored parent (its chain goes on above it)."""
-    row = one(conn, "SELECT parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [uuid])
+def goes_on_above(conn, chain: list[str]) -> bool:
+    """Whether a chain ``trace`` walked (its uuids, root first) stopped at ``MAX_CHAIN``
+    below the conversation's root: its first message still has a stored parent."""
+    if len(chain) <= MAX_CHAIN:
+        return False
+    row = one(conn, "SELECT parent_uuid, logical_parent_uuid FROM messages WHERE uuid = ?", [chain[0]])
     parent = row and (row["parent_uuid"] or row["logical_parent_uuid"])
     return bool(parent) and one(conn, "SELECT 1 FROM messages WHERE uuid = ?", [parent]) is not None
 
