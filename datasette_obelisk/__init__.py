@@ -19,12 +19,13 @@ def register_commands(cli):
     cli.add_command(obelisk, name="obelisk")
 
 
-@hookimpl
+@hookimpl(trylast=True)  # after Datasette's own, whose escape_fts it replaces
 def prepare_connection(conn):
     from .web.connections import tune
-    from .web.sql_functions import register_functions
+    from .web.sql_functions import register_escape_fts, register_functions
 
     register_functions(conn)
+    register_escape_fts(conn)
     tune(conn)
 
 

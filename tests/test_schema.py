@@ -7,6 +7,7 @@ import sys
 import pytest
 import sqlite_utils
 
+from datasette_obelisk import cjk
 from datasette_obelisk.store.db import LATEST_MIGRATION, is_current, open_db
 from datasette_obelisk.store.migrations import migrations
 
@@ -57,6 +58,7 @@ def test_migrations_in_order(conn):
         "m033_refuse_older_parsers",
         "m034_rederive_archived_rewinds",
         "m035_rederive_archived_agents_and_titles",
+        "m036_index_cjk_characters_apart",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -106,10 +108,10 @@ def test_fts_tables(conn):
     }
     assert sql == {
         "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
-        "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_digests_fts": "CREATE VIRTUAL TABLE session_digests_fts USING fts5( title, summary, content='session_digests', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
-        "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_results', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_errors_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
     }
 
 
@@ -132,19 +134,32 @@ def test_triggers(conn):
     assert triggers["messages_ai"][1] == (
         "CREATE TRIGGER messages_ai AFTER INSERT ON messages "
         "WHEN NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk') BEGIN "
-        "INSERT INTO messages_fts (rowid, text) VALUES (new.id, new.text); END"
+        "INSERT INTO messages_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text)); END"
+    )
+    assert triggers["messages_au"][1] == (
+        "CREATE TRIGGER messages_au AFTER UPDATE OF text, search_text ON messages BEGIN "
+        "INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, coalesce(old.search_text, old.text)); "
+        "INSERT INTO messages_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text)); END"
     )
     assert triggers["tool_results_ai"][1] == (
         "CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results WHEN new.outcome = 'failed' "
         "AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk') BEGIN "
-        "INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, new.content); END"
+        "INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, coalesce(new.search_content, new.content)); END"
     )
 
 
 def test_views(conn):
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")] == [
-        "browse_messages", "browse_tool_calls",
+        "browse_messages", "browse_tool_calls", "messages_search", "tool_errors_search",
     ]
+    views = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"))
+    assert " ".join(views["messages_search"].split()) == (
+        "CREATE VIEW messages_search AS SELECT id, coalesce(search_text, text) AS text FROM messages"
+    )
+    assert " ".join(views["tool_errors_search"].split()) == (
+        "CREATE VIEW tool_errors_search AS SELECT id, coalesce(search_content, content) AS content "
+        "FROM tool_results WHERE outcome = 'failed'"
+    )
 
 
 def test_triggers_keep_fts_in_step_with_other_writers(conn):
@@ -156,6 +171,20 @@ def test_triggers_keep_fts_in_step_with_other_writers(conn):
     conn.execute("DELETE FROM messages")
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'giraffe'").fetchone() == (0,)
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_the_text_indexed_sets_cjk_characters_apart_whoever_writes(conn):
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, search_text, file_id, line_no, "
+                 "byte_offset, byte_length) VALUES ('u1', 's', 1, 'x', 'user', '数据库', ?, 0, 1, 0, 1)",
+                 [cjk.search_text("数据库")])
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [cjk.split('"数据"')]).fetchall() == [(1,)]
+    conn.execute("UPDATE messages SET text = '迁移', search_text = ? WHERE uuid = 'u1'", [cjk.search_text("迁移")])
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [cjk.split('"数据"')]).fetchall() == []
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [cjk.split('"移"')]).fetchall() == [(1,)]
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    conn.execute("DELETE FROM messages")
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (0,)
 
 
 EXPECTED_TABLES = {
@@ -185,7 +214,7 @@ EXPECTED_TABLES = {
         'model', 'cwd', 'git_branch', 'api_message_id', 'request_id', 'input_tokens',
         'output_tokens', 'cache_read_tokens', 'cache_creation_tokens', 'usage_counted',
         'stop_reason', 'turn_duration_ms', 'meta_json', 'file_id', 'line_no', 'byte_offset',
-        'byte_length',
+        'byte_length', 'search_text',
     ],
     'obelisk_state': [
         'key', 'value',
@@ -232,6 +261,7 @@ EXPECTED_TABLES = {
     'tool_results': [
         'id', 'tool_use_id', 'message_uuid', 'session_id', 'content', 'content_length', 'file_path',
         'is_error', 'outcome', 'exit_code', 'agent_id', 'timestamp', 'file_id', 'agent_duration_ms', 'agent_tokens',
+        'search_content',
     ],
     'workflow_agents': [
         'agent_id', 'run_id', 'session_id', 'agent_type', 'description', 'phase', 'label', 'model',

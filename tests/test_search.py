@@ -38,7 +38,8 @@ def code_of(call):
         ("don't", '"don\'t"', '"don" AND "t"'),
         ("😀", None, None),
         ("fix 😀", '"fix"', '"fix"'),
-        ("数据库 迁移", '"数据库" AND "迁移"', '"数据库" AND "迁移"'),
+        ("数据库 迁移", '"\ufffe数\ufffe据\ufffe库\ufffe" AND "\ufffe迁\ufffe移\ufffe"',
+         '"数" AND "据" AND "库" AND "迁" AND "移"'),
         ("AND OR NOT", '"AND" AND "OR" AND "NOT"', '"and" AND "or" AND "not"'),
         ("  database   migration ", '"database" AND "migration"', '"database" AND "migration"'),
         ('"npm test" fix', '"npm test" AND "fix"', '"npm" AND "test" AND "fix"'),  # quotes that pair make a phrase
@@ -66,7 +67,7 @@ def test_phrase_and_prefix_expressions():
 
 
 def test_tokens_split_like_unicode61():
-    assert tokens("Foo_bar-BAZ 數據 café/x.py 😀 don't") == ["foo", "bar", "baz", "數據", "café", "x", "py", "don", "t"]
+    assert tokens("Foo_bar-BAZ 數據 café/x.py 😀 don't") == ["foo", "bar", "baz", "數", "據", "café", "x", "py", "don", "t"]
 
 
 @pytest.mark.parametrize("text", AWKWARD)

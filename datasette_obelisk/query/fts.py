@@ -7,6 +7,8 @@
         text between double quotes (``"npm test"``), when they pair up.
         ``words``: every token must match, wherever (``foo-bar`` is ``foo``
         and ``bar``), as the history contract tokenizes a query.
+        In every mode but ``raw`` a run of CJK characters is the phrase of
+        its characters (each one a token, as the indexes read them).
         ``phrase``: the whole text as one phrase.
         ``raw``: FTS5 syntax, passed through after a syntax check.
         ``prefix=True`` makes the last term a prefix (``term*``).
@@ -19,7 +21,12 @@
         Raise INVALID_QUERY unless FTS5 parses ``expression`` (checked against
         an empty in-memory table, so it costs nothing).
     tokens(text) -> list[str]
-        Lower-cased tokens as FTS5's unicode61 tokenizer splits ``text``.
+        Lower-cased tokens as the indexes read ``text``: as FTS5's unicode61
+        tokenizer splits it, each CJK character a token (``cjk.py``).
+    words(text) -> list[str]
+        The same, CJK runs left whole (each one is the phrase of its characters).
+    phrase(text) -> str
+        ``text`` as one FTS5 phrase, CJK characters set apart.
     normalize_text(text) -> str
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
     quote(text) -> str
@@ -44,6 +51,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
+from .. import cjk
 from .errors import LONE_SURROGATE, QueryError, holds_lone_surrogate
 
 MODES = ("terms", "phrase", "raw")  # and "words", the history contract's
@@ -69,8 +77,11 @@ class FtsQuery:
 
     @property
     def prefix_term(self) -> str | None:
-        """The token that is a prefix (the last one) when ``prefix`` is on."""
-        return self.terms[-1] if self.prefix and self.terms and self.mode != "raw" else None
+        """The token that is a prefix (the last one) when ``prefix`` is on (a CJK
+        character is a whole word: no prefix of anything)."""
+        if not self.prefix or not self.terms or self.mode == "raw" or cjk.is_cjk(self.terms[-1][0]):
+            return None
+        return self.terms[-1]
 
     def expanded(self, words) -> str | None:
         """The exact expression with the prefix term replaced by each of ``words``.
@@ -84,9 +95,9 @@ class FtsQuery:
         words = [w for w in words if w]
         if not words:
             return None
-        head = [quote(piece) for piece in self.pieces[:-1]]
+        head = [phrase(piece) for piece in self.pieces[:-1]]
         last = tokens(self.pieces[-1])[:-1]
-        options = " OR ".join(quote(" ".join([*last, word])) for word in words)
+        options = " OR ".join(phrase(" ".join([*last, word])) for word in words)
         return " AND ".join([*head, f"({options})"])
 
     def normalized(self) -> dict:
@@ -113,6 +124,13 @@ def is_token_char(char: str) -> bool:
 
 
 def tokens(text: str) -> list[str]:
+    found = words(text)
+    if text.isascii():
+        return found
+    return [token for word in found for token in cjk.split(word).split(cjk.SEPARATOR) if token]
+
+
+def words(text: str) -> list[str]:
     found: list[str] = []
     current: list[str] = []
     for char in text:
@@ -128,6 +146,10 @@ def tokens(text: str) -> list[str]:
 
 def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
+
+
+def phrase(text: str) -> str:
+    return quote(cjk.split(text))
 
 
 def search_mode(value: str) -> str | None:
@@ -166,17 +188,18 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
     if not normalized:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "a search needs a query: the text is blank")
     if mode == "raw":
-        validate_raw(normalized)
-        return FtsQuery(normalized, mode, False, normalized, None, tuple(tokens(normalized)), (normalized,))
-    pieces = {"terms": lambda: terms_of(normalized), "words": lambda: tokens(normalized)}.get(mode, lambda: [normalized])()
+        expression = cjk.split(normalized)  # (inside a bareword or a string alike)
+        validate_raw(expression)
+        return FtsQuery(normalized, mode, False, expression, None, tuple(tokens(normalized)), (normalized,))
+    pieces = {"terms": lambda: terms_of(normalized), "words": lambda: words(normalized)}.get(mode, lambda: [normalized])()
     kept = [(piece, tokens(piece)) for piece in pieces]
-    kept = [(piece, words) for piece, words in kept if words]
+    kept = [(piece, found) for piece, found in kept if found]
     if not kept:
         return FtsQuery(normalized, mode, prefix, None, None, ())
-    terms = tuple(word for _, words in kept for word in words)
-    phrases = [quote(piece) for piece, _ in kept]
+    terms = tuple(token for _, found in kept for token in found)
+    phrases = [phrase(piece) for piece, _ in kept]
     bag_terms = [quote(word) for word in terms]
-    if prefix:
+    if prefix and not cjk.is_cjk(terms[-1][0]):
         phrases[-1] += "*"
         bag_terms[-1] += "*"
     return FtsQuery(
@@ -265,12 +288,12 @@ def _matching(expression: str, documents: list[tuple[str, str]], marked: bool = 
     conn = _scratch()
     conn.executemany(
         "INSERT INTO documents (rowid, a, b) VALUES (?, ?, ?)",
-        [(n, *map(unmarked, d)) if marked else (n, *d) for n, d in enumerate(documents)],
+        [(n, *(_indexed(c, marked) for c in d)) for n, d in enumerate(documents)],
     )
     columns = "highlight(documents, 0, ?, ?), highlight(documents, 1, ?, ?)" if marked else "NULL, NULL"
     try:
         return [
-            (rowid, (a, b))
+            (rowid, (a, b) if not marked else (cjk.unsplit(a), cjk.unsplit(b)))
             for rowid, a, b in conn.execute(
                 f"SELECT rowid, {columns} FROM documents WHERE documents MATCH ? ORDER BY rank, rowid",
                 [MARK_START, MARK_END, MARK_START, MARK_END, expression] if marked else [expression],
@@ -278,6 +301,13 @@ def _matching(expression: str, documents: list[tuple[str, str]], marked: bool = 
         ]
     finally:
         conn.execute("DELETE FROM documents")
+
+
+def _indexed(text: str | None, marked: bool) -> str | None:
+    """A document's column as the indexes read it (and with no marks of its own when ``marked``)."""
+    if text is None:
+        return None
+    return cjk.split(unmarked(text) if marked else text)
 
 
 def _window(text: str, terms) -> tuple[str, bool | None]:
@@ -328,7 +358,7 @@ def first_word_start(text: str, terms) -> int | None:
     first, budget = None, MAX_FIND_SKIPS
     for stem in stems:
         at = lowered.find(stem, 0, len(text) if first is None else first)
-        while at != -1 and at > 0 and lowered[at - 1].isalnum():  # inside a word ("_" starts one)
+        while at != -1 and _inside_word(lowered, at, stem):
             budget -= 1
             if budget < 0:
                 return _first_by_word_starts(text, stems)
@@ -338,10 +368,16 @@ def first_word_start(text: str, terms) -> int | None:
     return first
 
 
+def _inside_word(text: str, at: int, stem: str) -> bool:
+    """Whether ``stem`` found at ``at`` starts inside a word ("_" starts one; a CJK
+    character is a word, and so is what follows one)."""
+    return at > 0 and text[at - 1].isalnum() and not cjk.is_cjk(stem[0]) and not cjk.is_cjk(text[at - 1])
+
+
 MAX_FIND_STEMS = 16
 MAX_FIND_SKIPS = 1000
 MAX_WORD_STARTS = 200_000  # about a fifth of a second: a bound on what one call may cost
-_WORD_START = re.compile(r"(?<![^\W_])[^\W_]")
+_WORD_START = re.compile(rf"(?<![^\W_])[^\W_]|(?<=[{cjk.RANGES}])[^\W_]|[{cjk.RANGES}]")
 
 
 def _first_by_word_starts(text: str, stems: set[str]) -> int | None:
@@ -362,7 +398,8 @@ def _first_by_word_starts(text: str, stems: set[str]) -> int | None:
 def word_start_pattern(terms) -> re.Pattern:
     """The words starting like one of ``terms`` (as ``first_word_start``), in any case."""
     alternatives = "|".join(map(re.escape, sorted(_stems(terms), key=len, reverse=True)))
-    return re.compile(r"(?<![^\W_])(?:" + alternatives + r")\w*", re.IGNORECASE)
+    start = rf"(?:(?<![^\W_])|(?<=[{cjk.RANGES}])|(?=[{cjk.RANGES}]))"
+    return re.compile(rf"{start}(?:{alternatives})(?:(?<=[{cjk.RANGES}])|[^\W{cjk.RANGES}]*)", re.IGNORECASE)
 
 
 def _stems(terms) -> set[str]:

@@ -58,7 +58,7 @@ from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
 from .errors import QueryError, refusing_unencodable
 from .filters import Filters
-from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, quote
+from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, phrase
 from .search import rows
 from .text import parse_json, snippet, split_thinking, to_ms
 
@@ -311,7 +311,7 @@ def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
     first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
     if first is None:
         return []
-    holding = [_lines_matching(conn, quote(piece), first, last) for piece in fts.pieces]
+    holding = [_lines_matching(conn, phrase(piece), first, last) for piece in fts.pieces]
     wanted = set.intersection(*holding) | {
         call for call, result in _call_lines(conn, session_id) if all(call in h or result in h for h in holding)
     }

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from .. import cjk
 from ..sources.lines import BOM
 from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
@@ -257,11 +258,12 @@ def named(conn: sqlite3.Connection) -> sqlite3.Cursor:
 def safe_match(text: str) -> str | None:
     """Every token double-quoted, AND-ed: an FTS5 query that cannot fail.
 
-    Tokens split as FTS5's unicode61 tokenizer does. None is dropped (a
-    repeated token is quoted once: AND-ing it again changes nothing).
+    Tokens split as FTS5's unicode61 tokenizer does (a CJK run is the phrase
+    of its characters). None is dropped (a repeated token is quoted once:
+    AND-ing it again changes nothing).
     """
-    found = dict.fromkeys(fts.tokens(text))
-    return " ".join(fts.quote(t) for t in found) if found else None
+    found = dict.fromkeys(fts.words(text))
+    return " ".join(fts.phrase(t) for t in found) if found else None
 
 
 def clip(text: str | None, limit: int = MAX_TEXT, around: int = 0) -> str | None:
@@ -383,7 +385,7 @@ def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> lis
         expression = fts.parse_query(text, mode).expression
         return rows(conn, sql, [expression, *params]) if expression else []
     try:
-        return named(conn).execute(sql, [text, *params]).fetchall()
+        return named(conn).execute(sql, [cjk.split(text), *params]).fetchall()
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_ERROR:
             raise error_for(exc) from None

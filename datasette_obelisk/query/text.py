@@ -23,6 +23,7 @@ import json
 import re
 from datetime import datetime, timezone
 
+from .. import cjk
 from .fts import MARK_END, MARK_START, first_word_start, word_start_pattern
 
 SNIPPET_CHARS = 240
@@ -57,7 +58,9 @@ def literal_pattern(text: str) -> re.Pattern:
 
 
 def snippet(marked: str, width: int = SNIPPET_CHARS) -> dict:
-    """A window of ``width`` characters with the first match a third of the way in."""
+    """A window of ``width`` characters with the first match a third of the way in
+    (``marked`` may be the text as the indexes read it: CJK characters set apart)."""
+    marked = cjk.unsplit(marked)
     first = max(0, marked.find(MARK_START))
     low, high = max(0, first - 2 * width), first + 4 * width
     plain: list[str] = []

@@ -184,11 +184,12 @@ def _index_pending(conn: sqlite3.Connection, state: dict, limit: int | None) -> 
 def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, up_to: int = 1 << 62) -> None:
     """Index message text (up to id ``up_to``) and failed tool output of rows with larger ids."""
     conn.execute(
-        "INSERT INTO messages_fts (rowid, text) SELECT id, text FROM messages WHERE id > ? AND id <= ?",
+        "INSERT INTO messages_fts (rowid, text) SELECT id, coalesce(search_text, text) FROM messages "
+        "WHERE id > ? AND id <= ?",
         [message_id, up_to],
     )
     conn.execute(
-        "INSERT INTO tool_errors_fts (rowid, content) SELECT id, content FROM tool_results "
+        "INSERT INTO tool_errors_fts (rowid, content) SELECT id, coalesce(search_content, content) FROM tool_results "
         "WHERE id > ? AND outcome = 'failed'",
         [result_id],
     )

@@ -13,7 +13,7 @@ BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
 # that has it skips loading sqlite-utils and the migrations: every CLI call
 # opens the database, and those imports were a third of a no-op ingest.
-LATEST_MIGRATION = "m035_rederive_archived_agents_and_titles"
+LATEST_MIGRATION = "m036_index_cjk_characters_apart"
 
 
 def default_db_path(environ=os.environ) -> Path:
@@ -172,6 +172,12 @@ def has_schema(conn: sqlite3.Connection) -> bool:
         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('messages_fts', 'obelisk_state')"
     ).fetchone()[0]
     return found == 2
+
+
+def splits_cjk(conn: sqlite3.Connection) -> bool:
+    """Whether ``conn``'s database indexes CJK characters apart (``cjk.py``, m036)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = 'messages_search'").fetchone()
+    return found is not None and has_schema(conn)
 
 
 def get_state(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:

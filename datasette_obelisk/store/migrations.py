@@ -989,3 +989,101 @@ def m035_rederive_archived_agents_and_titles(db):
     # still on disk are read again (Claude parser 13); the sessions of logs
     # gone from disk are derived again by the next ingest.
     queue_archived_sessions(db)
+
+
+@migrations()
+def m036_index_cjk_characters_apart(db):
+    # FTS5's unicode61 reads a run of Chinese, Japanese or Korean characters
+    # as one word, so no word inside a CJK sentence could be found. Each CJK
+    # character is now a word of its own (cjk.py): message text and failed
+    # tool output keep that form beside them (NULL where it is the same), and
+    # their FTS tables read it through a view and are indexed again; so are
+    # the session bags, from their stored counts. A cold load killed half-way
+    # is finished first (it would bring back the triggers it dropped).
+    from .. import cjk
+    from .cold_load import finish
+    from .session_index import index_bags_again
+
+    finish(db.conn)
+    db.conn.create_function("obelisk_search_text", 1, cjk.search_text, deterministic=True)
+    db.executescript(
+        """
+        ALTER TABLE messages ADD COLUMN search_text TEXT;
+        ALTER TABLE tool_results ADD COLUMN search_content TEXT;
+        DROP TRIGGER messages_ai;
+        DROP TRIGGER messages_ad;
+        DROP TRIGGER messages_au;
+        DROP TRIGGER tool_results_ai;
+        DROP TRIGGER tool_results_ad;
+        DROP TRIGGER tool_results_au_old;
+        DROP TRIGGER tool_results_au_new;
+        DROP TABLE messages_fts;
+        DROP TABLE tool_errors_fts;
+        """
+    )
+    non_ascii = "*[^\x01-\x7f]*"
+    db.execute(
+        "UPDATE messages SET search_text = obelisk_search_text(text) WHERE text GLOB ?", [non_ascii]
+    )
+    db.execute(
+        "UPDATE tool_results SET search_content = obelisk_search_text(content) "
+        "WHERE outcome = 'failed' AND content GLOB ?",
+        [non_ascii],
+    )
+    db.executescript(
+        """
+        CREATE VIEW messages_search AS
+            SELECT id, coalesce(search_text, text) AS text FROM messages;
+        CREATE VIRTUAL TABLE messages_fts USING fts5(
+            text, content='messages_search', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER messages_ai AFTER INSERT ON messages
+        WHEN NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk')
+        BEGIN
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text));
+        END;
+        CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.id, coalesce(old.search_text, old.text));
+        END;
+        CREATE TRIGGER messages_au AFTER UPDATE OF text, search_text ON messages BEGIN
+            INSERT INTO messages_fts (messages_fts, rowid, text)
+            VALUES ('delete', old.id, coalesce(old.search_text, old.text));
+            INSERT INTO messages_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text));
+        END;
+        INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+
+        CREATE VIEW tool_errors_search AS
+            SELECT id, coalesce(search_content, content) AS content FROM tool_results WHERE outcome = 'failed';
+        CREATE VIRTUAL TABLE tool_errors_fts USING fts5(
+            content, content='tool_errors_search', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results
+        WHEN new.outcome = 'failed'
+            AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk')
+        BEGIN
+            INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, coalesce(new.search_content, new.content));
+        END;
+        CREATE TRIGGER tool_results_ad AFTER DELETE ON tool_results
+        WHEN old.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            VALUES ('delete', old.id, coalesce(old.search_content, old.content));
+        END;
+        CREATE TRIGGER tool_results_au_old AFTER UPDATE OF content, outcome, search_content ON tool_results
+        WHEN old.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            VALUES ('delete', old.id, coalesce(old.search_content, old.content));
+        END;
+        CREATE TRIGGER tool_results_au_new AFTER UPDATE OF content, outcome, search_content ON tool_results
+        WHEN new.outcome = 'failed'
+        BEGIN
+            INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, coalesce(new.search_content, new.content));
+        END;
+        INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
+        """
+    )
+    index_bags_again(db.conn)

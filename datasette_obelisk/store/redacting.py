@@ -17,6 +17,7 @@ from pathlib import Path
 
 import orjson
 
+from ..cjk import search_text
 from ..records import (
     Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
@@ -59,6 +60,11 @@ STORED_TEXT = {
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),
+}
+# The form the FTS tables index of a column (``cjk.search_text``), set again with it.
+SEARCH_FORMS = {
+    ("messages", "text"): "search_text = ?",
+    ("tool_results", "content"): "search_content = CASE WHEN outcome = 'failed' THEN ? END",
 }
 
 
@@ -235,8 +241,9 @@ def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=No
                 continue
             new = record_redactor.redact_json(value) if column.endswith("_json") else redactor.redact(value)
             if new != value:
-                updates.append((new, row_key))
-        conn.executemany(f"UPDATE OR IGNORE {table} SET {column} = ? WHERE {key} = ?", updates)
+                updates.append((new, search_text(new), row_key) if (table, column) in SEARCH_FORMS else (new, row_key))
+        also = f", {SEARCH_FORMS[table, column]}" if (table, column) in SEARCH_FORMS else ""
+        conn.executemany(f"UPDATE OR IGNORE {table} SET {column} = ?{also} WHERE {key} = ?", updates)
         changed += len(updates)
     return changed
 

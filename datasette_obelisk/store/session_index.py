@@ -28,6 +28,8 @@ candidate with ``messages_fts`` inside the session's id range.
         ``obelisk_state.generation``.
     rebuild_session_documents(conn) -> int
         Every session from scratch (migration, repair, benchmarks).
+    index_bags_again(conn)
+        Every bag indexed again from the stored counts (migration).
     plan_document(conn, session_id, precounted) -> DocumentPlan | None
     write_document(conn, plan) -> int
         The two halves of one update. Planning only reads (and does the
@@ -48,6 +50,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import orjson
+
+from .. import cjk
 
 MAX_REPEAT = 8
 IS_META_SQL = "(is_meta != 0 OR visibility = 'hidden')"
@@ -90,13 +94,14 @@ _REPEATS = [min(MAX_REPEAT, n.bit_length()) - 1 for n in range(1 << MAX_REPEAT)]
 def bag(counts: dict) -> str:
     """Each word ``1 + log2(count)`` times (at most ``MAX_REPEAT``); order is irrelevant to FTS5.
 
-    Every word once, then the extra copies, word by word."""
+    Every word once, then the extra copies, word by word; CJK characters set
+    apart, as ``messages_fts`` reads them."""
     extra = [
         (" " + word) * (_REPEATS[count] if count < len(_REPEATS) else MAX_REPEAT - 1)
         for word, count in counts.items()
         if count > 1
     ]
-    return " ".join(counts) + "".join(extra)
+    return cjk.split(" ".join(counts) + "".join(extra))
 
 
 @dataclass
@@ -171,6 +176,15 @@ def update_session_documents(
             "ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
         )
     return changed
+
+
+def index_bags_again(conn: sqlite3.Connection) -> None:
+    """Index every session's bags again from their stored counts (when the form of a bag changes)."""
+    conn.execute("INSERT INTO session_docs_fts (session_docs_fts) VALUES ('delete-all')")
+    for doc_id, body, meta in conn.cursor().execute("SELECT id, body_words, meta_words FROM session_docs"):
+        conn.execute(
+            "INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)", [doc_id, _bag_of(body), _bag_of(meta)]
+        )
 
 
 def rebuild_session_documents(conn: sqlite3.Connection) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from ..cjk import search_text
 from ..records import (
     LineError,
     Merged,
@@ -55,7 +56,7 @@ def nulls(values) -> tuple:
 # ``seq`` and ``file_id``, which only the database knows.
 MESSAGE_COLUMNS = (
     "uuid session_id source type subtype role parent_uuid logical_parent_uuid "
-    "timestamp text text_length content_type is_meta surface is_sidechain "
+    "timestamp text search_text text_length content_type is_meta surface is_sidechain "
     "is_compact_summary agent_id model cwd git_branch api_message_id request_id "
     "input_tokens output_tokens cache_read_tokens cache_creation_tokens stop_reason meta_json "
     "turn_duration_ms line_no byte_offset byte_length seq file_id"
@@ -148,8 +149,8 @@ CALL_FILE_INSERT = (
 RESULT_INSERT = (
     "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
     "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens, "
-    "file_path) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)))"
+    "file_path, search_content) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15)"
 )
 ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
@@ -348,12 +349,13 @@ class Writer:
 
     def _tool_result(self, r: ToolResult) -> None:
         message_uuid = self._message_uuid(r.message_uuid)
+        content = stored_content(r.content, r.outcome, self._texts.get(message_uuid))
         self._results.append(
             nulls((
-                r.tool_use_id, message_uuid, r.session_id,
-                stored_content(r.content, r.outcome, self._texts.get(message_uuid)), len(r.content),
+                r.tool_use_id, message_uuid, r.session_id, content, len(r.content),
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
                 r.agent_duration_ms, r.agent_tokens, r.file_path,
+                search_text(content) if r.outcome == "failed" else None,  # what tool_errors_fts indexes
             ))
         )
 
@@ -450,7 +452,7 @@ def message_row(m: Message) -> tuple:
     p = m.position
     return nulls((
         m.uuid, m.session_id, m.source, m.type, m.subtype, m.role,
-        m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, len(m.text),
+        m.parent_uuid, m.logical_parent_uuid, m.timestamp, m.text, search_text(m.text), len(m.text),
         m.content_type, m.is_meta, m.surface or "current", m.is_sidechain,
         m.is_compact_summary, m.agent_id, m.model, m.cwd, m.git_branch,
         m.api_message_id, m.request_id, m.input_tokens, m.output_tokens,

@@ -1,6 +1,6 @@
 """Zero-config search and facets on Datasette's own table and view pages.
 
-Our FTS tables are declared ``content='messages'`` (single quotes), which
+Our FTS tables are declared ``content='messages_search'`` (single quotes), which
 Datasette's detection does not recognise, and views are never detected. At
 startup the plugin adds this table configuration for each obelisk database,
 under whatever the user configured: their ``datasette.yaml`` always wins.

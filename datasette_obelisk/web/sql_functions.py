@@ -28,6 +28,11 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
     cannot interrupt a function, so its work is bounded here::
 
         select rowid from messages_fts where messages_fts match obelisk_fts('foo-bar c++')
+
+``escape_fts(text)``
+    Datasette's own (what a table page's ``?_search=`` matches), but on an
+    obelisk database CJK characters are set apart as its indexes read them,
+    so ``?_search=数据`` finds the word inside a sentence.
 """
 
 from __future__ import annotations
@@ -35,10 +40,11 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from .. import cjk
 from ..query import fts, obelisk
 from ..query.errors import QueryError
 from ..query.text import SNIPPET_CHARS, approximate_snippet
-from ..store.db import has_schema
+from ..store.db import has_schema, splits_cjk
 
 SAFE_MODES = ("terms", "phrase")
 MAX_QUERY_CHARS = 10_000
@@ -115,3 +121,17 @@ def register_functions(conn: sqlite3.Connection) -> None:
         conn.create_function("obelisk_snippet", arity, snippet_text, deterministic=True)
     for arity in (1, 2):
         conn.create_function("obelisk_fts", arity, fts_expression, deterministic=True)
+
+
+def register_escape_fts(conn: sqlite3.Connection) -> None:
+    """Datasette's ``escape_fts``, CJK characters set apart on an obelisk database
+    (register it after Datasette's own)."""
+    from datasette.utils import escape_fts
+
+    def escape(text):
+        escaped = escape_fts(text)
+        if isinstance(escaped, str) and cjk.search_text(escaped) is not None and splits_cjk(conn):
+            return cjk.split(escaped)
+        return escaped
+
+    conn.create_function("escape_fts", 1, escape)

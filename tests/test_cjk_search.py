@@ -1,0 +1,161 @@
+"""Words inside Chinese, Japanese and Korean text are found, wherever one is searched."""
+
+import json
+import sqlite3
+
+import pytest
+import sqlite_utils
+from click.testing import CliRunner
+
+from datasette_obelisk import cjk
+from datasette_obelisk.cli import cli
+from datasette_obelisk.query import obelisk
+from datasette_obelisk.query.fts import parse_query, tokens
+from datasette_obelisk.query.history import history_search
+from datasette_obelisk.query.search import search_sessions
+from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.migrations import migrations
+from datasette_obelisk.store.redaction import Redactor
+from datasette_obelisk.store.redacting import redact_stored_rows
+from datasette_obelisk.store.session_index import update_session_documents
+from query_fixtures import toy  # noqa: F401
+from web_fixtures import make_datasette
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def line(id, text, ts, **extra):
+    return {"id": id, "text": text, "ts": ts, **extra}
+
+
+@pytest.fixture
+def logs(toy):
+    toy.write(
+        "zh",
+        line("z1", "数据库迁移失败了，请检查日志", "2026-01-01T00:00:00Z", cwd="/w/zh"),
+        line("z2", "我来运行迁移脚本", "2026-01-01T00:01:00Z", role="assistant", type="assistant",
+             tool="Bash", output="错误：无法连接数据库服务器", outcome="failed"),
+    )
+    toy.write("ja", line("j1", "日本語のテキストを検索したい", "2026-01-02T00:00:00Z", cwd="/w/ja"))
+    toy.write("ko", line("k1", "데이터베이스 마이그레이션을 확인하겠습니다", "2026-01-03T00:00:00Z", cwd="/w/ko"))
+    toy.write("mixed", line("m1", "Python数据分析 with pandas", "2026-01-04T00:00:00Z", cwd="/w/en"))
+    toy.ingest()
+    return toy
+
+
+def found(conn, text, **options):
+    return [hit["message"]["uuid"] for hit in obelisk.search(conn, text, options)]
+
+
+def test_split_sets_each_cjk_character_apart():
+    assert cjk.split("ab数据c") == "ab\ufffe数\ufffe据\ufffec"
+    assert cjk.search_text("plain ascii") is None
+    assert cjk.search_text("café") is None
+    assert cjk.search_text("テスト") == "\ufffeテ\ufffeス\ufffeト\ufffe"
+    assert cjk.unsplit(cjk.split("数据 and 데이터")) == "数据 and 데이터"
+    assert tokens("Python数据 마이") == ["python", "数", "据", "마", "이"]
+
+
+def test_a_cjk_word_is_the_phrase_of_its_characters():
+    query = parse_query("迁移 failed", prefix=True)
+    assert query.expression == '"\ufffe迁\ufffe移\ufffe" AND "failed"*'
+    assert query.candidates == '"迁" AND "移" AND "failed"*'
+    ends_cjk = parse_query("failed 迁移", prefix=True)  # a CJK character is a whole word: no prefix
+    assert ends_cjk.expression == '"failed" AND "\ufffe迁\ufffe移\ufffe"'
+    assert ends_cjk.prefix_term is None
+    assert parse_query("迁移 OR テスト", "raw").expression == "\ufffe迁\ufffe移\ufffe OR \ufffeテ\ufffeス\ufffeト\ufffe"
+
+
+def test_the_helpers_find_words_inside_cjk_sentences(logs):
+    conn = logs.conn()
+    assert found(conn, "迁移") == ["z2", "z1"]  # newest first
+    assert found(conn, "数据库") == ["z1"]
+    assert found(conn, "检查日志") == ["z1"]
+    assert found(conn, "テキスト") == ["j1"]
+    assert found(conn, "検索") == ["j1"]
+    assert found(conn, "마이그레이션") == ["k1"]  # inside 마이그레이션을
+    assert found(conn, "数据") == ["m1", "z1"]  # also right after a Latin word
+    assert found(conn, "python") == ["m1"]
+    assert found(conn, "迁库") == []  # the characters, but not side by side
+    assert sorted(found(conn, "数据 OR テキスト")) == ["j1", "m1", "z1"]  # FTS5 syntax, split alike
+    assert found(conn, "迁移", mode="phrase") == ["z2", "z1"]
+
+
+def test_grouped_search_marks_the_cjk_word(logs):
+    page = search_sessions(logs.conn(), "迁移")
+    assert [item["session"]["id"] for item in page["items"]] == ["zh"]
+    snippets = {hit["uuid"]: hit["snippet"] for hit in page["items"][0]["hits"]}
+    assert snippets == {
+        "z1": {"text": "数据库迁移失败了，请检查日志", "matches": [[3, 5]]},
+        "z2": {"text": "我来运行迁移脚本", "matches": [[4, 6]]},
+    }
+    assert [item["session"]["id"] for item in search_sessions(logs.conn(), "데이터베이스")["items"]] == ["ko"]
+
+
+def test_history_search_finds_cjk_words(logs):
+    page = history_search(logs.conn(), {"query": "テキスト"})
+    assert [s["sessionId"] for s in page["sessions"]] == ["ja"]
+    assert history_search(logs.conn(), {"query": "检查"})["sessions"][0]["sessionId"] == "zh"
+
+
+def test_a_line_appended_later_is_found_too(logs):
+    logs.write("zh", line("z3", "性能测试通过", "2026-01-01T00:02:00Z", role="assistant", type="assistant"),
+               append=True)
+    logs.ingest()
+    conn = logs.write_conn()
+    assert found(conn, "测试") == ["z3"]
+    assert conn.execute("SELECT search_text FROM messages WHERE uuid = 'z3'").fetchone() == (cjk.split("性能测试通过"),)
+    assert conn.execute("SELECT search_text FROM messages WHERE uuid = 'm1'").fetchone()[0] is not None
+    assert conn.execute("SELECT COUNT(*) FROM messages WHERE search_text IS NULL").fetchone() == (0,)
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_the_cli_finds_cjk_words(logs):
+    result = CliRunner().invoke(cli, ["search", "检查日志", "--db", str(logs.db), "--json"])
+    assert result.exit_code == 0, result.output
+    assert [hit["message"]["uuid"] for hit in json.loads(result.output)] == ["z1"]
+
+
+@pytest.mark.asyncio
+async def test_datasette_table_search_finds_cjk_words(logs):
+    ds = make_datasette(logs.db)
+    await ds.invoke_startup()
+    name = logs.db.stem
+    response = await ds.client.get(f"/{name}/browse_messages.json?_search=迁移&_shape=array&_col=uuid")
+    assert response.status_code == 200
+    assert sorted(row["uuid"] for row in response.json()) == ["z1", "z2"]
+    response = await ds.client.get(f"/{name}/messages.json?_search=テキスト&_shape=array&_col=uuid")
+    assert [row["uuid"] for row in response.json()] == ["j1"]
+    response = await ds.client.get(f"/{name}/browse_tool_calls.json?_search=无法连接&_shape=array")
+    assert [row["message_uuid"] for row in response.json()] == ["z2"]
+
+
+def test_redaction_rewrites_the_indexed_text_too(logs):
+    conn = open_db(logs.db)
+    conn.execute("UPDATE messages SET text = ?, search_text = ? WHERE uuid = 'z1'",
+                 [f"令牌 {TOKEN} 泄露", cjk.search_text(f"令牌 {TOKEN} 泄露")])
+    assert redact_stored_rows(conn, Redactor(key=b"k" * 32)) == 1
+    text, indexed = conn.execute("SELECT text, search_text FROM messages WHERE uuid = 'z1'").fetchone()
+    assert TOKEN not in text and indexed == cjk.split(text)
+    assert conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", [TOKEN.lower()]).fetchall() == []
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_an_older_database_indexes_its_cjk_text_apart(tmp_path):
+    path = tmp_path / "old.db"
+    migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, "
+                 "byte_length) VALUES ('u1', 's', 1, 'x', 'user', '数据库迁移失败了', 1, 1, 0, 1)")
+    conn.execute("INSERT INTO tool_results (tool_use_id, message_uuid, session_id, content, content_length, "
+                 "is_error, outcome, file_id) VALUES ('t1', 'u1', 's', '无法连接', 4, 1, 'failed', 1)")
+    update_session_documents(conn, ["s"])
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH '\"数据库迁移失败了\"'").fetchone() == (1,)
+    conn.close()
+    conn = open_db(path)
+    assert conn.execute("SELECT search_text FROM messages").fetchall() == [(cjk.split("数据库迁移失败了"),)]
+    for table, query in [("messages_fts", "迁移"), ("tool_errors_fts", "连接"), ("session_docs_fts", "败")]:
+        assert conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", [cjk.split(f'"{query}"')]).fetchall() == [(1,)]
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+    assert found(conn, "迁移") == ["u1"]
