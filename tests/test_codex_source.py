@@ -1387,3 +1387,66 @@ def test_a_rollback_counts_a_compaction_s_summary_as_a_turn():
     ])
     [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
     assert marker.logical_parent_uuid == next(m.uuid for m in of(records, Message) if m.text == "prompt 2")
+
+
+def test_codex_s_own_words_for_stopped_refused_and_broken_calls():
+    call = lambda cid, name="shell_command": envelope("response_item", {  # noqa: E731
+        "type": "function_call", "name": name, "arguments": "{}", "call_id": cid})
+    output = lambda cid, text: envelope("response_item", {  # noqa: E731
+        "type": "function_call_output", "call_id": cid, "output": text})
+    risk = "This action was rejected due to unacceptable risk.\nReason: writes outside the workspace"
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-words"}),
+        call("a"), output("a", "Wall time: 2.2 seconds\naborted by user"),
+        call("b", "exec_command"), output("b", "Wall time: 0.4 seconds\naborted by user"),
+        call("c", "view_image"), output("c", "aborted by user after 1.3s"),
+        call("d", "exec_command"),
+        output("d", 'exec_command failed: CreateProcess { message: "No such file or directory (os error 2)" }'),
+        call("e", "write_stdin"), output("e", "write_stdin failed: stdin is closed for this session"),
+        call("f", "exec_command"), output("f", 'exec_command failed: CreateProcess { message: "Rejected(\\"' + risk + '\\")" }'),
+        call("g", "exec_command"), output("g", risk),
+        # a command's own output saying the same further down
+        call("h"), output("h", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nWall time: 2.2 seconds\naborted by user"),
+    ])
+    results = {r.tool_use_id.rsplit(":", 1)[1]: (r.outcome, r.is_error) for r in of(records, ToolResult)}
+    assert results == {
+        "a": ("cancelled", 0), "b": ("cancelled", 0), "c": ("cancelled", 0), "d": ("failed", 1),
+        "e": ("failed", 1), "f": ("blocked", 1), "g": ("blocked", 1), "h": ("succeeded", 0),
+    }
+
+
+def test_a_review_s_findings_and_codex_s_warnings_are_no_prompts():
+    user = lambda text: envelope("response_item", {  # noqa: E731
+        "type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-inject"}),
+        user("<user_action>\n  <context>User initiated a review task. Here's the full review output from reviewer "
+             "model.</context>\n  <action>review</action>\n  <results>\n  none\n  </results>\n</user_action>\n"),
+        user("Warning: apply_patch was requested via exec_command. Use the apply_patch tool instead of exec_command."),
+        user("WARNING: The maximum number of unified exec processes you can keep open is 60 and you currently have 61."),
+        envelope("event_msg", {"type": "user_message", "message": "Warning: this one I typed"}),
+        user("Warning: this one I typed"),
+    ])
+    messages = of(records, Message)
+    assert [(m.is_meta, m.text[:20]) for m in messages] == [
+        (1, "<user_action>\n  <con"), (1, "Warning: apply_patch"), (1, "WARNING: The maximum"), (0, "Warning: this one I "),
+    ]
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Warning: this one I typed")]
+
+
+def test_a_spawned_agent_is_linked_by_its_call_s_output_when_no_event_names_it():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-spawn"}),
+        envelope("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "s1",
+                                   "arguments": json.dumps({"message": "look around"})}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "s1",
+                                   "output": json.dumps({"agent_id": "019a-child", "nickname": "Scout"})}),
+        envelope("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "s2", "arguments": "{}"}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "s2", "output": "collab spawn failed: limit"}),
+    ])
+    assert [(r.tool_use_id, r.agent_id) for r in of(records, ToolResult)] == [
+        ("codex:t-spawn:s1", "019a-child"), ("codex:t-spawn:s2", None),
+    ]
+    assert [(s.agent_id, s.session_id, s.child_session_id, s.parent_tool_use_id) for s in of(records, Subagent)] == [
+        ("019a-child", "codex:t-spawn", "codex:019a-child", "codex:t-spawn:s1"),
+    ]

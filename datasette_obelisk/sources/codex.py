@@ -254,8 +254,20 @@ INJECTED_PREFIXES = (
     "<user_shell_command>",
     "<personality_spec>",
     "<app-context>",
+    "<user_action>",  # a /review's findings handed back (no prompt of the user's)
+    # What Codex tells the model in the user's name (``record_model_warning``)
+    "Warning: apply_patch was requested via ",
+    "Warning: update_plan was requested via ",
+    "Warning: The maximum number of ",
+    "Warning: Your account was flagged for potentially high-risk cyber activity",
 )
-REJECTION_MARKERS = ("rejected by user", "rejected by the user", "denied by user", "declined by user")
+INJECTED_PREFIXES_FOLDED = tuple(prefix.lower() for prefix in INJECTED_PREFIXES)  # (Codex matches in any case)
+REJECTION_MARKERS = (
+    "rejected by user", "rejected by the user", "denied by user", "declined by user",
+    "rejected due to unacceptable risk",  # the automatic approval reviewer's refusal
+)
+# A shell call the user stopped: Codex's own output for it (``aborted by user after 2.2s`` for other tools).
+SHELL_ABORTED = re.compile(r"wall time: [\d.]+ seconds\naborted by user")
 # How Codex words its own refusal to run a built-in tool call (the start of
 # the output it records: a patch that does not apply, arguments it cannot
 # parse, a tool it does not know, an execution that never produced output).
@@ -272,6 +284,8 @@ TOOL_ERROR_PREFIXES = (
     "unsupported call:",
     "unsupported custom tool call:",
     "execution error:",
+    "exec_command failed:",
+    "write_stdin failed:",
 )
 _EXIT_CODE = re.compile(r"(?:^|\n)(?:Exit code:|Process exited with code) ?(-?\d+)")
 # Where Codex's header (exit code, wall time) ends and the command's own output
@@ -321,7 +335,7 @@ class CodexSource:
     # 11: a rollback counts a compaction's summary as a turn, takes back all turns
     #    when asked for more, and leaves the title to the next prompt when it takes
     #    back the first
-    parser_version = 11
+    parser_version = 12
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -454,7 +468,7 @@ class CodexState:
     twins: list = field(default_factory=list)
     last_said: str | None = None  # the last conversation Message, while no other Message followed
     last_total: list | None = None  # previous total_token_usage
-    open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated, an MCP server's tool]
+    open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated, an MCP server's tool, spawn_agent]
     failed_calls: list = field(default_factory=list)  # calls whose end event said they failed
     closed_calls: list = field(default_factory=list)  # synthetic results already given
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
@@ -985,13 +999,15 @@ class CodexParser:
             decoded.get("sandbox_permissions") == "require_escalated"
             or decoded.get("with_escalated_permissions") is True
         )
-        self.s.open_calls = (self.s.open_calls + [[call_id, message.uuid, escalated, "__" in name]])[-MAX_OPEN_CALLS:]
+        call = [call_id, message.uuid, escalated, "__" in name, name == "spawn_agent"]
+        self.s.open_calls = (self.s.open_calls + [call])[-MAX_OPEN_CALLS:]
 
     def _tool_output(self, item: dict, kind: str, timestamp, position, out, uuid) -> None:
         call_id = first_text(item.get("call_id"), item.get("id")) or f"call@{position.byte_offset}"
         content, exit_code = _output_text(item)
         closed = call_id in self.s.closed_calls
         mcp = any(call[0] == call_id and call[3] for call in self.s.open_calls)
+        spawn = any(call[0] == call_id and call[4:] == [True] for call in self.s.open_calls)
         failed = call_id in self.s.failed_calls
         if failed:
             self.s.failed_calls.remove(call_id)
@@ -1009,6 +1025,8 @@ class CodexParser:
         if outcome == "succeeded" and (failed or (mcp and content.startswith(MCP_ERROR_PREFIX))):
             outcome = "failed"  # (Codex writes an MCP call's error flag in its end event alone)
         spawned = self.s.last_spawn[1] if self.s.last_spawn and self.s.last_spawn[0] == call_id else None
+        if spawned is None and spawn and outcome == "succeeded":
+            spawned = self._spawned_by_output(content, call_id, out)
         out.append(
             ToolResult(
                 tool_use_id=f"{self.session_id}:{call_id}",
@@ -1167,6 +1185,19 @@ class CodexParser:
             out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
             **usage,
         )
+
+    def _spawned_by_output(self, content: str, call_id: str, out: list) -> str | None:
+        """The thread a ``spawn_agent`` call started, as its output names it
+        (``{"agent_id": …}``), when no spawn event was written (the default
+        rollouts of some versions keep none)."""
+        result = loads_or_none(content)
+        thread = first_text(result.get("agent_id")) if isinstance(result, dict) else None
+        if thread:
+            out.append(Subagent(
+                agent_id=thread, session_id=self.session_id, child_session_id=f"codex:{thread}",
+                parent_tool_use_id=f"{self.session_id}:{call_id}",
+            ))
+        return thread
 
     def _spawn_event(self, payload, position, out) -> None:
         thread = _spawned_thread(payload)
@@ -1432,7 +1463,10 @@ def _usage_key(usage: dict) -> list:
 
 
 def _is_injected(text: str) -> bool:
-    return text.lstrip().startswith(INJECTED_PREFIXES)
+    return text.lstrip()[:PREFIX_CHARS].lower().startswith(INJECTED_PREFIXES_FOLDED)
+
+
+PREFIX_CHARS = max(map(len, INJECTED_PREFIXES))
 
 
 def _image_notes(images: Any) -> str:
@@ -1647,7 +1681,7 @@ def _output_header(text: str) -> str:
 
 def _output_outcome(text: str, exit_code: int | None, item: dict) -> str:
     head = text[:EXIT_SCAN_CHARS].lower()
-    if text.strip() == "aborted" or head.startswith("aborted by user"):
+    if text.strip() == "aborted" or head.startswith("aborted by user") or SHELL_ABORTED.fullmatch(head.strip()):
         return "cancelled"
     # Codex's refusal is the whole first line; a command's output that
     # mentions a refusal (a grep hit, a log) is not one.
