@@ -234,6 +234,22 @@ async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_sho
 
 
 @pytest.mark.asyncio
+async def test_requests_arriving_while_a_database_is_set_up_wait_for_it(web_db, tmp_path):
+    import asyncio
+    import sqlite3
+
+    late = tmp_path / "obelisk.db"
+    sqlite3.connect(late).close()
+    ds = await started(late, hiding("messages"))
+    assert (await ds.client.get("/obelisk/browse_messages.json")).status_code == 404
+    source, target = sqlite3.connect(web_db), sqlite3.connect(late)
+    source.backup(target)
+    source.close(), target.close()
+    responses = await asyncio.gather(*(ds.client.get("/obelisk/browse_messages.json?_search=zebrafish") for _ in range(8)))
+    assert [response.status_code for response in responses] == [403] * 8
+
+
+@pytest.mark.asyncio
 async def test_databases_that_are_no_archives_are_not_asked_their_schema_on_every_check(web_db, tmp_path, monkeypatch):
     import sqlite3
 

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import sys
 import time
+from contextvars import ContextVar
 from weakref import WeakKeyDictionary
 
 from .browse import apply_browse_defaults
@@ -21,6 +22,7 @@ RECHECK_SECONDS = 1.0  # Datasette reads the schemas again at most once a second
 _seen: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: schema version set up for}
 _stamps: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> {database: its file's and WAL's (mtime, size)}
 _rechecked: WeakKeyDictionary = WeakKeyDictionary()  # Datasette -> [monotonic time of the last full check, lock]
+_setting_up = ContextVar("obelisk_setting_up", default=False)  # in the task that holds the lock
 
 
 async def configure(datasette) -> None:
@@ -78,14 +80,23 @@ def written_since(datasette, name: str) -> bool:
 async def keep_current(datasette) -> None:
     """Set up again the databases whose schema changed: at every check those not set
     up yet whose file was written since (an archive made there shows its views at
-    once), and all of them at most once every ``RECHECK_SECONDS``."""
-    if datasette not in _seen:
+    once), and all of them at most once every ``RECHECK_SECONDS``.
+
+    Other requests wait while one sets a database up: answered meanwhile,
+    they would see it as no archive, with nothing of it hidden."""
+    if datasette not in _seen or _setting_up.get():  # (a check made while setting up)
         return
     state = _rechecked.setdefault(datasette, [0.0, asyncio.Lock()])
-    last, lock = state
-    if lock.locked():  # (a check made while setting up)
-        return
-    due = time.monotonic() - last >= RECHECK_SECONDS
+    async with state[1]:
+        token = _setting_up.set(True)
+        try:
+            await _check(datasette, state)
+        finally:
+            _setting_up.reset(token)
+
+
+async def _check(datasette, state: list) -> None:
+    due = time.monotonic() - state[0] >= RECHECK_SECONDS
     set_up_already = recorded_databases(datasette)
     names = [name for name in served(datasette)
              if due or (name not in set_up_already and written_since(datasette, name))]
@@ -93,13 +104,12 @@ async def keep_current(datasette) -> None:
         return
     if due:
         state[0] = time.monotonic()
-    async with lock:
-        versions = await schema_versions(datasette, names)
-        changed = {name for name, version in versions.items() if _seen[datasette].get(name) != version}
-        _seen[datasette].update(versions)
-        for name in await obelisk_databases(datasette) if changed else ():
-            if name in changed:
-                await set_up(datasette, name)
+    versions = await schema_versions(datasette, names)
+    changed = {name for name, version in versions.items() if _seen[datasette].get(name) != version}
+    _seen[datasette].update(versions)
+    for name in await obelisk_databases(datasette) if changed else ():
+        if name in changed:
+            await set_up(datasette, name)
 
 
 async def current_hidden_resources(datasette, actor, action):
