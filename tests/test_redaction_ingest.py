@@ -290,3 +290,26 @@ def test_a_reply_holding_its_thinking_keeps_where_it_ends_once_redacted(tmp_path
     conn.close()
     thinking, said = split_thinking(text, meta)
     assert token not in text and thinking.startswith("Auth: the token ") and said == "FINAL ANSWER here."
+
+
+def test_a_live_tail_is_redacted_as_the_latest_ingest_was(tmp_path):
+    from datasette_obelisk.query.live import refresh
+    from datasette_obelisk.store.db import open_db
+
+    path = tmp_path / ".claude" / "projects" / "-work-app" / "s1.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text(claude_line("u1", None, "user", "hello") + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"}, redact=False)
+    ingest(db, {"claude": tmp_path / ".claude"})  # the latest ingest redacts
+    with open(path, "a") as fp:
+        fp.write(claude_line("u2", "u1", "user", f"my token is {TOKEN}") + "\n")
+    conn = open_db(db)
+    assert refresh(conn) == [str(path)]
+    assert TOKEN not in conn.execute("SELECT text FROM messages WHERE uuid = 'u2'").fetchone()[0]
+    assert redacting.get_state(conn, "unredacted_ingest") == "1"  # (publishing still refuses it)
+    ingest(db, {"claude": tmp_path / ".claude"}, redact=False)
+    with open(path, "a") as fp:
+        fp.write(claude_line("u3", "u2", "user", f"again {TOKEN}") + "\n")
+    assert refresh(conn) == [str(path)]
+    assert TOKEN in conn.execute("SELECT text FROM messages WHERE uuid = 'u3'").fetchone()[0]

@@ -132,11 +132,11 @@ def _redactor_with_key(key: bytes) -> Redactor:
 def redaction_for_connection(conn: sqlite3.Connection):
     """The ``text -> text`` redaction for text re-read from source files (``raw()``).
 
-    None for a database ingested with ``--no-redact``. Uses the database's
-    key when its file is readable (markers then match the stored ones), else
-    a one-off key: the secrets are removed either way.
+    None for a database whose latest ingest ran with ``--no-redact``. Uses the
+    database's key when its file is readable (markers then match the stored
+    ones), else a one-off key: the secrets are removed either way.
     """
-    if get_state(conn, "unredacted_ingest"):
+    if not latest_ingest_redacted(conn):
         return None
     try:
         key = bytes.fromhex(key_path(database_path(conn)).read_text().strip())
@@ -147,11 +147,18 @@ def redaction_for_connection(conn: sqlite3.Connection):
 
 def record_redactor_for(conn: sqlite3.Connection) -> "RecordRedactor | None":
     """How to redact what a later, smaller ingest into this database reads
-    (a live tail before an answer): as its ingests did, with its key; None
-    for a database ingested with ``--no-redact``."""
-    if get_state(conn, "unredacted_ingest"):
+    (a live tail before an answer): as its latest ingest did, with its key;
+    None when that one ran with ``--no-redact``."""
+    if not latest_ingest_redacted(conn):
         return None
     return RecordRedactor(redactor_for(database_path(conn)))
+
+
+def latest_ingest_redacted(conn: sqlite3.Connection) -> bool:
+    """Whether the latest ingest redacted (a database of a version that did not
+    record it: whether every one did)."""
+    mode = get_state(conn, "redaction_mode")
+    return mode == "on" if mode is not None else not get_state(conn, "unredacted_ingest")
 
 
 class RecordRedactor:
@@ -219,8 +226,10 @@ def prepare(conn: sqlite3.Connection, enabled: bool) -> bool:
     """Record how this ingest redacts; True when stored rows need the new rules.
 
     A database ingested even once without redaction stays marked, so a
-    publish step can refuse it.
+    publish step can refuse it; what is read later without an ingest (a live
+    tail, ``raw()``) is redacted as the latest ingest did.
     """
+    set_state(conn, "redaction_mode", "on" if enabled else "off")
     if not enabled:
         set_state(conn, "unredacted_ingest", "1")
         return False
