@@ -696,17 +696,26 @@ def test_a_prompt_queued_while_the_agent_worked_is_the_user_s():
 
 def test_an_agent_result_without_details_names_its_agent_by_its_footer():
     # 2.1.172+: a result in an agent's transcript (an agent's agent) has no toolUseResult
-    footer = ("Found three call sites.\nagentId: ab2 (use SendMessage with to: 'ab2' to continue this agent)\n"
+    footer = ("Found three call sites; the field agentId: legacy-x is unused.\n"
+              "agentId: ab2 (use SendMessage with to: 'ab2' to continue this agent)\n"
               "<usage>total_tokens: 4321\ntool_uses: 3\nduration_ms: 8765</usage>")
+    same = "agentId: zz9 (use SendMessage with to: 'zz9' to continue this agent)\n<usage>total_tokens: 99999</usage>"
     unit_ = unit("subagent", "agent-ab1.jsonl", parent_session_id="cc1", agent_id="ab1")
     records = feed_lines([
         assistant("a1", [{"type": "tool_use", "id": "toolu_n", "name": "Agent", "input": {"prompt": "Dig"}}], isSidechain=True),
         user("r1", [tool_result("toolu_n", footer)], isSidechain=True),
         user("r2", [tool_result("toolu_x", "a Bash output that says agentId: zz and <usage>n: 1</usage> then more")],
              isSidechain=True),
+        # a command's output, or a file read, that ends as an agent's result does
+        assistant("a3", [{"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "cat log"}}],
+                  isSidechain=True),
+        user("r3", [tool_result("toolu_b", same)], isSidechain=True),
+        assistant("a4", [{"type": "tool_use", "id": "toolu_t", "name": "Task", "input": {"prompt": "x"}}], isSidechain=True),
+        user("r4", [tool_result("toolu_t", same)], isSidechain=True, toolUseResult={"type": "text", "file": {}}),
     ], unit_)
     results = {r.tool_use_id: (r.agent_id, r.agent_duration_ms, r.agent_tokens) for r in of_type(records, ToolResult)}
-    assert results == {"toolu_n": ("ab2", 8765, 4321), "toolu_x": (None, None, None)}
+    assert results == {"toolu_n": ("ab2", 8765, 4321), "toolu_x": (None, None, None), "toolu_b": (None, None, None),
+                       "toolu_t": (None, None, None)}
     [agent] = [a for a in of_type(records, Subagent) if a.agent_id == "ab2"]
     assert (agent.parent_tool_use_id, agent.duration_ms, agent.total_tokens) == ("toolu_n", 8765, 4321)
 
@@ -1104,7 +1113,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 13)
+    assert (source.name, source.parser_version) == ("claude", 14)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

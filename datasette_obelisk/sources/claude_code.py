@@ -144,7 +144,7 @@ class ClaudeCodeSource:
     # 12: a prompt queued while the agent worked is the user's
     # 13: an agent's result with no toolUseResult (an agent's agent) names it and
     # its figures by the footer of its text
-    parser_version = 13
+    parser_version = 14
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -273,6 +273,7 @@ class ClaudeCodeParser:
         self.entrypoint = state.get("entrypoint")
         self.effort = state.get("effort")
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
+        self.agent_calls: list = state.get("agent_calls", [])  # this file's Agent/Task calls, latest last
         self.session_emitted = state.get("session", False)
         self.first_prompt_emitted = state.get("first_prompt", False)
         # whether a line named its parent, and whether a compaction came: before
@@ -294,6 +295,7 @@ class ClaudeCodeParser:
             "entrypoint": self.entrypoint,
             "effort": self.effort,
             "launched": self.launched,
+            "agent_calls": self.agent_calls,
             "session": self.session_emitted,
             "first_prompt": self.first_prompt_emitted,
             "first_parent": self.first_parent,
@@ -707,8 +709,11 @@ class ClaudeCodeParser:
     def _tool_call(self, block: dict, index: int, obj: dict, uuid: str) -> ToolCall:
         name = _text(block.get("name")) or ""
         tool_input = block.get("input")
+        call_id = _text(block.get("id")) or f"{uuid}:{index}"
+        if name in AGENT_TOOLS:
+            self.agent_calls = [*self.agent_calls, call_id][-MAX_AGENT_CALLS:]
         return ToolCall(
-            id=_text(block.get("id")) or f"{uuid}:{index}",
+            id=call_id,
             message_uuid=uuid,
             session_id=self.session_id,
             name=name,
@@ -723,9 +728,11 @@ class ClaudeCodeParser:
         is_error = block.get("is_error") is True
         details = obj.get("toolUseResult")
         details = details if isinstance(details, dict) else {}
-        footer_agent, footer = _agent_footer(content)
+        call_id = _text(block.get("tool_use_id")) or f"{uuid}:{index}"
+        # (only the result of an agent call of this file's, written with no details, says it there)
+        footer_agent, footer = _agent_footer(content) if not details and call_id in self.agent_calls else (None, {})
         return ToolResult(
-            tool_use_id=_text(block.get("tool_use_id")) or f"{uuid}:{index}",
+            tool_use_id=call_id,
             message_uuid=uuid,
             session_id=self.session_id,
             content=content,
@@ -1063,7 +1070,9 @@ def _outcome(content: str, is_error: bool, obj: dict) -> str:
 # What an Agent/Task result's text ends with (2.1.x): the agent it ran and its
 # figures, the only record of them where the line has no toolUseResult (an
 # agent another agent started, 2.1.172+).
-AGENT_FOOTER = re.compile(r"agentId: ([\w-]+)\b.*?<usage>(.*?)</usage>\s*\Z", re.S)
+AGENT_FOOTER = re.compile(r"(?:\A|\n)agentId: ([\w-]+)\b[^\n]*\n<usage>(.*?)</usage>\s*\Z", re.S)
+AGENT_TOOLS = ("Agent", "Task")
+MAX_AGENT_CALLS = 64
 
 
 def _agent_footer(content: str) -> tuple[str | None, dict]:
