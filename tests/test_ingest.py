@@ -1115,6 +1115,23 @@ def test_an_agent_another_agent_started_is_under_that_agent(tmp_path, split, nam
     assert snapshot(once) == snapshot(db)
 
 
+@pytest.mark.parametrize("footer", [False, True])
+def test_a_nested_agent_ingested_one_file_at_a_time_takes_its_type(tmp_path, footer):
+    project = tmp_path / "claude" / "projects" / "-p"
+    db = tmp_path / "obelisk.db"
+    files = nested_agent_files(named=not footer, footer=footer)
+    for name in ["cc1/subagents/agent-ab1.jsonl", "cc1/subagents/agent-ab2.jsonl", "cc1/subagents/agent-ab2.meta.json",
+                 "cc1/subagents/agent-ab1.meta.json", "cc1.jsonl"]:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_bytes(files[name])
+        ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT id, parent_session_id, agent_type FROM sessions WHERE agent_id IS NOT NULL ORDER BY id") == [
+        ("cc1:agent-ab1", "cc1", "general-purpose"), ("cc1:agent-ab2", "cc1:agent-ab1", "Explore")]
+    once = tmp_path / "once.db"
+    ingest(once, {"claude": tmp_path / "claude"})
+    assert snapshot(once) == snapshot(db)
+
+
 def test_a_file_read_again_alone_keeps_its_lines_places_renamed_copies_too(tmp_path):
     """Two files of one agent, the first gone from disk; the second, holding a changed
     copy of a line of the first (stored as ``x@<offset>``), is replaced and read again alone."""

@@ -722,8 +722,9 @@ CLAIMS_BY_AGENT = """SELECT sa.id, sa.session_id FROM subagents sa JOIN sessions
      AND NOT EXISTS (SELECT 1 FROM sessions c WHERE c.id = sa.child_session_id)"""
 
 
-def adopt_agents(conn, session_ids) -> None:
-    """Give an agent whose parent is no stored session the session that started it.
+def adopt_agents(conn, session_ids) -> set[str]:
+    """Give an agent whose parent is no stored session the session that started it;
+    the agents' sessions adopted so.
 
     A Claude agent names its parent by its lines' ``sessionId`` (2.0.x) or
     its folder (2.1.x), while a main file is stored under its file name: when
@@ -744,6 +745,7 @@ def adopt_agents(conn, session_ids) -> None:
                 [session_id],
             )
         )
+    adopted = set()
     for child in sorted(candidates):
         orphan = conn.execute(ORPHAN, [child]).fetchone()
         if orphan is None:
@@ -752,6 +754,7 @@ def adopt_agents(conn, session_ids) -> None:
             again = conn.execute(ADOPTED, [child]).fetchone()
             if again is not None:
                 adopt_agent(conn, child, *again)
+                adopted.add(child)
             continue
         agent_id, named = orphan
         claims = conn.execute(CLAIMS, {"child": child, "named": named}).fetchall()
@@ -759,6 +762,8 @@ def adopt_agents(conn, session_ids) -> None:
             claims = conn.execute(CLAIMS_BY_AGENT, {"agent": agent_id, "named": named}).fetchall()
         if len(claims) == 1:
             adopt_agent(conn, child, *claims[0])
+            adopted.add(child)
+    return adopted
 
 
 def adopt_agent(conn, child: str, keep: int, parent: str) -> None:
@@ -913,8 +918,7 @@ def link_subagents(conn, session_ids) -> None:
     from the spawning call's result); figures computed from a transcript
     belong to its session row.
     """
-    adopt_agents(conn, session_ids)
-    moved = nest_agents(conn, session_ids)
+    moved = adopt_agents(conn, session_ids) | nest_agents(conn, session_ids)
     for session_id in [*session_ids, *sorted(moved - set(session_ids))]:
         conn.execute(
             """UPDATE subagents SET parent_tool_use_id = (

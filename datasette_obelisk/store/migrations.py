@@ -999,7 +999,9 @@ def m036_index_cjk_characters_apart(db):
     # tool output keep that form beside them (NULL where it is the same), and
     # their FTS tables read it through a view and are indexed again; so are
     # the session bags, from their stored counts. A cold load killed half-way
-    # is finished first (it would bring back the triggers it dropped).
+    # is finished first (it would bring back the triggers it dropped). And
+    # derivation changed (a nested agent adopted late takes its type): the
+    # sessions of logs gone from disk are derived again by the next ingest.
     from .. import cjk
     from .cold_load import finish
     from .session_index import index_bags_again
@@ -1087,3 +1089,4 @@ def m036_index_cjk_characters_apart(db):
         """
     )
     index_bags_again(db.conn)
+    queue_archived_sessions(db)
