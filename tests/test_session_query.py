@@ -90,6 +90,15 @@ def test_an_event_written_without_a_time_has_the_time_before_it(sq):
     assert [e["time"] for e in [window["target"], *window["events"]]] == [1767503167000] * 3
 
 
+def test_an_event_whose_time_is_no_time_has_the_time_before_it(sq):
+    # small.jsonl: 37 lines hold "[trimmed for fixture]" where their timestamp would be, from seq 18 on
+    events = sq.listEvents("small")
+    assert len(events) == 54
+    assert {e["time"] for e in events[16:]} == {1765843220000}  # (seq 17's: 2025-12-16T00:00:20.000Z)
+    whole = [{"kind": "time", "from": min(e["time"] for e in events), "to": 2**53}]
+    assert [e["seq"] for e in sq.filterEvents("small", whole)] == list(range(1, 55))
+
+
 def test_compaction_after_rewind(sq):
     # Reading the file: b1u/b1a were rewound (b2u is newer under a1); the
     # compaction (cb + summary cs) keeps b2a, b2u2, b2a2 and replaces the rest.

@@ -31,6 +31,7 @@ semantic text (``semantic_sql``), so it finds what a text scan finds.
 
 from __future__ import annotations
 
+from .moments import moment_sql
 from .text import to_ms
 
 # Log-only events whose text is semantic: failures and status notices (a
@@ -92,16 +93,18 @@ def branch_sql(alias: str = "m", session: str | None = None) -> str:
 
 
 def event_time_sql(alias: str = "m") -> str:
-    """The event's timestamp; for a line written without one, the nearest
-    earlier event's, else the nearest later one's, else the session's start.
-    (In a log without any, ``time`` is 0, as the session's ``createdAt``.)"""
+    """The event's timestamp; for a line written without one (or with one that
+    is no time: a log's ``[trimmed]`` placeholder), the nearest earlier event's,
+    else the nearest later one's, else the session's start. (In a log without
+    any, ``time`` is 0, as the session's ``createdAt``.)"""
     a = alias
     near = (
         "(SELECT t.timestamp FROM messages t WHERE t.session_id = {a}.session_id "
-        "AND t.seq {op} {a}.seq AND t.timestamp IS NOT NULL ORDER BY t.seq {order} LIMIT 1)"
+        f"AND t.seq {{op}} {{a}}.seq AND {moment_sql('t.timestamp')} IS NOT NULL ORDER BY t.seq {{order}} LIMIT 1)"
     )
     return (
-        f"COALESCE({a}.timestamp, {near.format(a=a, op='<', order='DESC')}, {near.format(a=a, op='>', order='ASC')}, "
+        f"COALESCE(CASE WHEN {moment_sql(f'{a}.timestamp')} IS NOT NULL THEN {a}.timestamp END, "
+        f"{near.format(a=a, op='<', order='DESC')}, {near.format(a=a, op='>', order='ASC')}, "
         f"(SELECT s.started_at FROM sessions s WHERE s.id = {a}.session_id))"
     )
 
