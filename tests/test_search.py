@@ -142,6 +142,14 @@ def test_approximate_snippet_finds_word_starts():
     assert result == {"text": "nothing here. Migrations ran; remigration not", "matches": [[14, 24]]}
 
 
+def test_an_approximate_snippet_never_starts_inside_a_word():
+    # the window opens 2 * 60 characters before the real match: right inside "haystackneedle"
+    text = "lorem " * 30 + "haystackneedle" + "." * (2 * 60 - 6) + "needle here"
+    result = approximate_snippet(text, ["needle"], width=60)
+    assert result["text"][result["matches"][0][0]:][:11] == "needle here"
+    assert len(result["matches"]) == 1
+
+
 def test_literal_pattern_is_case_insensitive_and_whitespace_flexible():
     pattern = literal_pattern("Hello  (world)")
     assert pattern.search("say hello\n\t(WORLD) now")
