@@ -35,26 +35,48 @@ for _name in BUILTIN_SOURCES:
 
 
 def get_sources() -> dict:
-    """Every installed source by name, in registration order.
+    """Every installed source by name: the built-in ones first, then the
+    plugins' in registration order.
 
-    A plugin whose hook raises, or returns anything but a list of named
-    sources, is left out (``broken_plugins`` says why): the other sources
-    still work."""
+    A plugin whose hook raises, or returns anything but a list of sources
+    (each with a name, a whole-number ``parser_version`` and the methods of
+    ``sources.base.Source``), is left out (``broken_plugins`` says why): the
+    other sources still work. So is a source whose name another took first
+    (a plugin cannot replace a built-in source)."""
     global _broken
-    found, broken = {}, {}
-    for impl in pm.hook.obelisk_sources.get_hookimpls():
+    found, owners, broken = {}, {}, {}
+    impls = sorted(pm.hook.obelisk_sources.get_hookimpls(), key=lambda impl: impl.plugin_name not in BUILTIN_SOURCES)
+    for impl in impls:
         try:
-            batch = list(impl.function() or ())
-            names = [source.name for source in batch]
-            if not all(isinstance(name, str) and name for name in names):
-                raise TypeError(f"a source's name is not text: {names!r}")
+            batch = impl.function()
+            if batch is None:
+                raise TypeError("the hook returned None, not a list of sources")
+            batch = list(batch)
+            for source in batch:
+                check_source(source)
         except Exception as exc:
             broken[impl.plugin_name] = repr(exc)
             continue
-        for name, source in zip(names, batch):
-            found.setdefault(name, source)
+        for source in batch:
+            if source.name in found:
+                broken[impl.plugin_name] = f"its source {source.name!r} is installed already, by {owners[source.name]}"
+                continue
+            found[source.name], owners[source.name] = source, impl.plugin_name
     _broken = broken
     return found
+
+
+def check_source(source) -> None:
+    """TypeError unless ``source`` has what every source needs."""
+    name = getattr(source, "name", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a source's name is not text: {name!r}")
+    version = getattr(source, "parser_version", None)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise TypeError(f"source {name}: parser_version is not a whole number: {version!r}")
+    for method in ("default_root", "discover", "open_parser"):
+        if not callable(getattr(source, method, None)):
+            raise TypeError(f"source {name}: {method} is not a method")
 
 
 _broken: dict[str, str] = {}

@@ -256,8 +256,16 @@ def a_generator_that_fails():
 @pytest.mark.parametrize("returns,reason", [
     (raise_error, "RuntimeError('plugin exploded')"),
     (ToySource, "TypeError(\"'ToySource' object is not iterable\")"),
-    (lambda: [object()], "AttributeError(\"'object' object has no attribute 'name'\")"),
+    (lambda: [object()], "TypeError(\"a source's name is not text: None\")"),
     (a_generator_that_fails, "RuntimeError('halfway')"),
+    (lambda: None, "TypeError('the hook returned None, not a list of sources')"),
+    (lambda: [type("S", (ToySource,), {"parser_version": "2"})()],
+     "TypeError(\"source toy: parser_version is not a whole number: '2'\")"),
+    (lambda: [type("S", (ToySource,), {"parser_version": None})()],
+     "TypeError('source toy: parser_version is not a whole number: None')"),
+    (lambda: [type("S", (ToySource,), {"discover": None})()], "TypeError('source toy: discover is not a method')"),
+    (lambda: [type("S", (ToySource,), {"name": "gemini"})()], "its source 'gemini' is installed already, by "
+                                                            "datasette_obelisk.sources.gemini"),
 ])
 def test_a_plugin_whose_hook_fails_is_left_out_and_named(returns, reason):
     plugin = Plugin(returns)
