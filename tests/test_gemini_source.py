@@ -844,3 +844,29 @@ def test_a_rewind_to_a_message_read_before_its_first_row_was_noted_follows_the_l
     line = orjson.dumps({"$rewindTo": "g1"})
     [rewind] = [r for r in resumed.feed(line, Position(4, 500, len(line))) if isinstance(r, Message)]
     assert rewind.parent_uuid == "gemini:s-1:g1"
+
+
+def test_a_chat_takes_its_project_from_its_folder_s_project_root(tmp_path):
+    from datasette_obelisk.sources.gemini import GeminiSource
+
+    folder = tmp_path / "tmp" / "myapp"
+    (folder / "chats" / "parent-1234").mkdir(parents=True)
+    (folder / ".project_root").write_text("/home/u/myapp\n")
+    (folder / "chats" / "session-2026-04-29T21-39-aaaa.jsonl").write_bytes(
+        jsonl(META, {"id": "u1", "type": "user", "content": "Hi"}))
+    (folder / "chats" / "parent-1234" / "child-5678.jsonl").write_bytes(
+        jsonl({**META, "sessionId": "child-5678", "kind": "subagent"}))
+    (tmp_path / "tmp" / "other" / "chats").mkdir(parents=True)  # no .project_root
+    (tmp_path / "tmp" / "other" / "chats" / "session-2026-04-29T21-39-bbbb.jsonl").write_bytes(
+        jsonl({**META, "sessionId": "s-2"}, {"id": "u1", "type": "user", "content": "Hi"}))
+    units = sorted(GeminiSource().discover(tmp_path), key=lambda unit: str(unit.path))
+    assert [unit.hints.get("project_root") for unit in units] == ["/home/u/myapp", "/home/u/myapp", None]
+    sessions = [[(s.id, s.cwd, s.project) for s in of(feed_all(unit.path.read_bytes(), unit), Session)] for unit in units]
+    assert sessions == [
+        [("gemini:child-5678", "/home/u/myapp", "-home-u-myapp")],
+        [("gemini:s-1", "/home/u/myapp", "-home-u-myapp")],
+        [("gemini:s-2", None, None)],
+    ]
+    # the folders a chat names come first
+    records = feed_all(jsonl({**META, "directories": ["/home/u/elsewhere"]}), units[1])
+    assert [(s.cwd, s.project) for s in of(records, Session)] == [("/home/u/elsewhere", "-home-u-elsewhere")]

@@ -113,7 +113,9 @@ class GeminiSource:
     #    replies that held nothing and commands replaces nothing; a command
     #    titles no chat
     # 12: the first prompt taken back by a rewind leaves the title to the next
-    parser_version = 12
+    # 13: a chat takes its project from its folder's ``.project_root`` (the
+    #     chats of gemini-cli 0.3x+ name no folder of their own)
+    parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -128,13 +130,34 @@ class GeminiSource:
     def discover(self, root: Path) -> Iterator[SourceFile]:
         root = Path(root)
         folder = root / "tmp" if (root / "tmp").is_dir() else root
+        roots: dict[Path, str | None] = {}
         for path in walk_files(folder):
             unit = chat_unit(path)
             if unit is not None:
+                project = path.parents[1 if unit.kind == "chat" else 2]
+                if project not in roots:
+                    roots[project] = project_root(project)
+                if roots[project]:
+                    unit.hints["project_root"] = roots[project]
                 yield unit
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         return GeminiParser(unit, state)
+
+
+def project_root(folder: Path) -> str | None:
+    """The project a ``tmp/<project>`` folder holds the chats of, as its
+    ``.project_root`` names it (gemini-cli writes it beside ``chats/``)."""
+    try:
+        with open(folder / ".project_root", "rb") as fp:
+            named = fp.read(MAX_PROJECT_ROOT + 1)
+    except OSError:
+        return None
+    text = named.decode("utf-8", "replace").strip()
+    return text if 0 < len(named) <= MAX_PROJECT_ROOT and "\n" not in text else None
+
+
+MAX_PROJECT_ROOT = 4096
 
 
 def chat_unit(path: Path) -> SourceFile | None:
@@ -198,6 +221,7 @@ class GeminiParser:
     def __init__(self, unit: SourceFile, state: dict[str, Any] | None = None):
         self.unit = unit
         self.parent = unit.hints.get("parent_session_id")
+        self.project_root = first_text(unit.hints.get("project_root"))
         if state:
             self.s = GeminiState(**state)
         else:
@@ -261,7 +285,7 @@ class GeminiParser:
             Session(
                 id=self.session_id,
                 source=SOURCE,
-                **_workspace(record),
+                **self._folder(record),
                 started_at=first_text(record.get("startTime")),
                 parent_session_id=f"gemini:{parent}" if parent else None,
                 relationship="subagent" if parent else None,
@@ -308,7 +332,15 @@ class GeminiParser:
     def _ensure_session(self, out: list) -> None:
         if not self.s.session_emitted:
             self.s.session_emitted = True
-            out.append(Session(id=self.session_id, source=SOURCE))
+            out.append(Session(id=self.session_id, source=SOURCE, **self._folder({})))
+
+    def _folder(self, record: dict) -> dict:
+        """``cwd`` and ``project`` from the folders ``record`` names, else from
+        the project its chats folder is for (``.project_root``)."""
+        workspace = _workspace(record)
+        if workspace["cwd"] is None and self.project_root:
+            return {"cwd": self.project_root, "project": project_slug(self.project_root)}
+        return workspace
 
     def _update(self, update: dict, position: Position, out: list) -> None:
         self._ensure_session(out)
