@@ -820,6 +820,19 @@ def test_the_first_prompt_taken_back_by_a_rewind_leaves_the_title_to_the_next():
     assert feed_all(data, restore_every_line=True) == records
 
 
+def test_a_rewind_to_the_copy_a_compression_kept_of_the_first_prompt_leaves_the_title_to_the_next():
+    said = [{"id": "u1", "type": "user", "content": "first ask"}, {"id": "g1", "type": "gemini", "content": "ans1"},
+            {"id": "u2", "type": "user", "content": "second"}, {"id": "g2", "type": "gemini", "content": "ans2"}]
+    copies = [{"id": "c0", "type": "user", "content": "summary of the chat"},
+              *({**m, "id": f"c{n}"} for n, m in enumerate(said, 1))]
+    data = jsonl(META, *said, {"$set": {"messages": copies}}, {"$rewindTo": "c1"},
+                 {"id": "u5", "type": "user", "content": "start over"})
+    records = feed_all(data)
+    assert [(t.title, t.leaf_uuid) for t in of(records, TitleCandidate)] == [
+        ("first ask", "gemini:s-1:u1"), ("start over", "gemini:s-1:u5")]
+    assert feed_all(data, restore_every_line=True) == records
+
+
 def test_a_rewind_after_a_compression_goes_back_to_what_the_first_message_taken_back_followed():
     u1, g1 = {"id": "u1", "type": "user", "content": "a"}, {"id": "g1", "type": "gemini", "content": "b"}
     u2, g2 = {"id": "u2", "type": "user", "content": "c"}, {"id": "g2", "type": "gemini", "content": "d"}

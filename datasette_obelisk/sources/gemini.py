@@ -114,7 +114,8 @@ class GeminiSource:
     #    titles no chat
     # 12: the first prompt taken back by a rewind leaves the title to the next
     # 13: a chat takes its project from its folder's ``.project_root`` (the
-    #     chats of gemini-cli 0.3x+ name no folder of their own)
+    #     chats of gemini-cli 0.3x+ name no folder of their own); a rewind to
+    #     the copy a compression kept of the first prompt leaves the title to the next
     parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -462,7 +463,8 @@ class GeminiParser:
         # Rows of kept copies come before the compaction: what was taken back is named, not a run of rows.
         meta = {"taken_uuids": [row for i in taken for row in self._rows_of(i)]} if set(taken) & set(self.s.copies) else None
         self.s.current = current[: len(current) - len(taken)] if taken else []
-        if self.s.first_prompt in taken:  # the chat's first prompt taken back: the next one titles it
+        first = f"{self.session_id}:{self.s.first_prompt}"
+        if any(first in self._rows_of(i) for i in taken):  # the chat's first prompt (or its copy) taken back
             self.s.first_prompt_seen, self.s.first_prompt = False, None
         # the marker (and after it what comes next) follows what the first message taken back followed
         if taken and taken[0] in self.s.first_parents:
