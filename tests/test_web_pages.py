@@ -625,6 +625,14 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     charted = sum(numbers(re.findall(r"<title>\S+ \S+: (\d+)</title>", chart)))
     undated = re.search(r"([\d,]+) conversation messages? without a date (?:is|are) not charted", html)
     assert charted + (int(undated.group(1)) if undated else 0) == conversation
+    # sessions as the card counts them (and lists them where it links): agents of stored sessions are no sessions
+    from datasette_obelisk.query.dashboard import TOP_LEVEL
+
+    chart = re.search(r"<svg[^>]*><title>Sessions started per \w+, by source</title>.*?</svg>", html, re.S).group(0)
+    [(dated,)] = rows(web_db, f"SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL} AND date(started_at) IS NOT NULL")
+    [(every_session,)] = rows(web_db, "SELECT COUNT(*) FROM sessions")
+    assert sum(numbers(re.findall(r"<title>\S+ \S+: (\d+)</title>", chart))) == dated <= cards["sessions"] < every_session
+    assert re.search(r'<a class="ob-card" href="/[^"]*/obelisk_sessions"><div class="value">[\d,]+</div><div class="label">sessions<', html)
     failures = await page(ds, "/-/obelisk/failures", limit="1000")
     listed = failures.count('<li class="ob-result">')
     blocked = failures.count('<span class="ob-outcome failed">blocked</span>')

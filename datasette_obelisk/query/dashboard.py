@@ -84,7 +84,7 @@ def holdings(conn: sqlite3.Connection) -> dict:
 
 
 def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
-    """Sessions started and conversation messages written per day and source.
+    """Sessions started (as ``totals`` counts them) and conversation messages written per day and source.
 
     Days while the archive spans at most ``max_buckets`` days, else weeks
     (starting Monday), else months, so a long archive still fits one chart.
@@ -100,8 +100,8 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
     undated = sum(count for day_text, _, count in per_day if day_text is None)  # no date, or none SQLite reads
     found = {
         "sessions": conn.execute(
-            f"SELECT date(started_at), source, COUNT(*) FROM sessions "
-            f"WHERE started_at GLOB {ISO_DAY} AND date(started_at) IS NOT NULL GROUP BY 1, 2"
+            f"SELECT date(started_at), source, COUNT(*) FROM sessions s "
+            f"WHERE {TOP_LEVEL} AND started_at GLOB {ISO_DAY} AND date(started_at) IS NOT NULL GROUP BY 1, 2"
         ).fetchall(),
         "messages": [row for row in per_day if row[0] is not None],
     }
