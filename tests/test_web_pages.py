@@ -372,7 +372,7 @@ async def test_every_tool_link_from_files_and_failures_reaches_its_anchor(ds, we
 
 
 @pytest.mark.asyncio
-async def test_transcript_rewinds_compactions_and_subagents(ds):
+async def test_transcript_rewinds_compactions_and_subagents(ds, web_db):
     forked = await page(ds, f"/-/obelisk/session/{FORKED}")
     assert "on a rewound branch" in forked
     # "show" opens the page that starts with the branch, also without JavaScript
@@ -380,7 +380,19 @@ async def test_transcript_rewinds_compactions_and_subagents(ds):
     assert f'/-/obelisk/session/{FORKED}?start={first}&amp;shadowed=1#m{first}">show</a>' in forked
     assert "on a rewound branch" not in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
     assert "· rewound" in await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
-    assert "Context compacted here" in await page(ds, f"/-/obelisk/session/{COMPACTED}")
+    compacted = await page(ds, f"/-/obelisk/session/{COMPACTED}")
+    # one marker for the boundary (#8) and the summary right after it (#9), which has the anchor of its own
+    assert compacted.count("Context compacted here") == 1
+    assert re.search(r'<li class="ob-marker" id="m8">⟲ Context compacted here <a href="[^"]+/8">#8</a> — the summary '
+                     r'that replaced it: <a href="[^"]+/9">#9</a></li>\s*<li class="ob-entry role-user" id="m9">'
+                     r'<details><summary>Compaction summary</summary>', compacted)
+    assert "Conversation compacted" not in compacted  # (the boundary's own words are no summary)
+    # thinking whose text the log does not keep (Claude Code 2.1.x keeps its signature alone): said so, no empty fold
+    [(empty_thinking,)] = rows(web_db, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND content_type = 'thinking' "
+                                       "AND text = '' AND visibility = 'visible'", [WITH_SUBAGENTS])
+    agents = await page(ds, f"/-/obelisk/session/{WITH_SUBAGENTS}")
+    assert empty_thinking and agents.count("(the log does not record this thinking)") == empty_thinking
+    assert not re.search(r"<summary class=\"ob-muted\">Thinking</summary>\s*</details>", agents)
 
 
 UNARCHIVED_AGENTS = {

@@ -17,8 +17,11 @@
           stored) or workflow it started, and ``text``, what
           the line said besides its calls (a "mixed" line's prose, else "").
           A result line is folded into its call and not listed again;
-        - ``{"kind": "compaction", "message": row}``: a compact boundary or
-          the summary that replaced the context before it;
+        - ``{"kind": "compaction", "message": row, "summary": row | None}``:
+          a compact boundary with the summary that replaced the context
+          before it (the line right after it: one entry for both), a
+          boundary alone (``summary`` None), or a summary alone (``message``
+          and ``summary`` the same row);
         - ``{"kind": "rewound", "count", "first_seq", "last_seq"}``: a run
           of messages a rewind abandoned, folded (``rewound=True`` lists them
           instead, each marked by its ``visibility``).
@@ -93,6 +96,9 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         if row["visibility"] == "inactive" and not rewound:
             fold_rewound(entries, row)
             continue
+        if entry.get("summary") is row and entries and entries[-1]["kind"] == "compaction" and entries[-1].get("summary") is None:
+            entries[-1]["summary"] = row  # the summary of the boundary right before it
+            continue
         entries.append(entry)
     return {
         "session": session,
@@ -125,7 +131,7 @@ def hidden_by(row: dict, *, meta: bool, log: bool) -> str | None:
 
 def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> dict | None:
     if is_compaction(row):
-        return {"kind": "compaction", "message": row}
+        return {"kind": "compaction", "message": row, "summary": row if row["is_compact_summary"] else None}
     if not shown(row, meta=meta, log=log):
         return None
     thinking, said = split_thinking(row["text"] or "", row["meta_json"])
