@@ -323,6 +323,23 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
     context.close()
 
 
+def test_titles_fragments_and_chosen_facets(hostile_server, page):
+    # A direction override in log text (here in the query) does not turn the page's <title> around.
+    page.goto(f"{hostile_server}/-/obelisk?q=quokka\u202ecensus")
+    assert page.title() == "quokkacensus · Search · Obelisk"
+    # A chosen facet value says so to assistive technology.
+    page.goto(f"{hostile_server}/-/obelisk?q=quokka&branch={OVERRIDE_BRANCH}#facets")
+    chosen = page.locator("a[data-facet=branch][aria-current=true]")
+    assert chosen.count() == 1 and chosen.get_attribute("title") == OVERRIDE_BRANCH
+    # A fragment naming a part of the page (the facets) is no message to outline.
+    assert page.locator("#facets").get_attribute("class") == "ob-facets"
+    # #m0 names no message: no page starting at it is asked for.
+    page.goto(f"{hostile_server}/-/obelisk/session/22222222-bbbb-4000-8000-000000000002#m0")
+    page.wait_for_timeout(300)
+    assert "start=" not in page.url and page.locator("h1").count() == 1
+    assert page.js_errors == []
+
+
 def test_the_failures_source_menu_submits_when_it_changes(server, page):
     page.goto(f"{server}/-/obelisk/failures")
     with page.expect_navigation():

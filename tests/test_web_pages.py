@@ -501,6 +501,12 @@ async def test_the_overview_source_links_list_that_sources_recent_sessions(ds, w
                     and "#" not in href}) == int(count.replace(",", "")), (project, source)
 
 
+def entry_seqs(entry: dict) -> list[int]:
+    """The lines a transcript entry shows: its own, and a compaction's summary right after it."""
+    summary = entry.get("summary")
+    return [entry["message"]["seq"], *([summary["seq"]] if summary and summary is not entry["message"] else [])]
+
+
 @pytest.mark.parametrize("limit", [2, 3, 5])
 def test_a_transcript_read_page_by_page_lists_what_one_page_lists(web_db, limit):
     """A tool result whose call is on an earlier page is shown with that call,
@@ -511,7 +517,7 @@ def test_a_transcript_read_page_by_page_lists_what_one_page_lists(web_db, limit)
     conn.row_factory = sqlite3.Row
 
     def seqs(page):
-        return [e["message"]["seq"] for e in page["entries"] if "message" in e]
+        return [seq for e in page["entries"] if "message" in e for seq in entry_seqs(e)]
 
     split = 0
     for (session_id,) in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall():
@@ -556,7 +562,7 @@ def test_every_message_s_transcript_link_reaches_its_anchor(web_db):
             continue
         shown = transcript.transcript(conn, session_id, start=where["start"] or 1, limit=3, rewound=where["rewound"],
                                       meta=where["meta"], log=where["log"])
-        anchors = {f"m{e['message']['seq']}" for e in shown["entries"] if "message" in e}
+        anchors = {f"m{seq}" for e in shown["entries"] if "message" in e for seq in entry_seqs(e)}
         anchors |= {f"tool-{c['id']}" for e in shown["entries"] if e["kind"] == "tool" for c in e["calls"]}
         assert where["anchor"] in anchors, (session_id, seq, where)
         reached += 1

@@ -30,7 +30,7 @@ document.addEventListener("DOMContentLoaded", () => {
       return;  // a fragment that is no percent-encoding (#%): nothing to open
     }
     const target = id && document.getElementById(id);
-    const message = !target && /^m([0-9]+)$/.exec(id);
+    const message = !target && /^m([1-9][0-9]*)$/.exec(id);
     if (message && document.querySelector("[data-ob-pages]")) {
       // A message of this session on another page: the page that starts with it.
       const url = new URL(location.href);
@@ -42,7 +42,7 @@ document.addEventListener("DOMContentLoaded", () => {
     }
     if (!target) return;
     document.querySelectorAll(".ob-target").forEach((element) => element.classList.remove("ob-target"));
-    target.classList.add("ob-target");
+    if (target.closest(".ob-transcript")) target.classList.add("ob-target");  // a message or a call, not a page's part
     const details = target.closest("details");
     if (details) details.open = true;
   };

@@ -12,6 +12,9 @@ from ..utc import canonical
 from .highlight import snippet_html
 
 
+BIDI_CONTROLS = dict.fromkeys([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
 class TemplateHelpers:
     def __init__(self, datasette, db: str | None, raw_shown: bool = True):
         self.datasette = datasette
@@ -99,3 +102,10 @@ class TemplateHelpers:
     def clip(text, length: int = 300) -> str:
         text = text or ""
         return text if len(text) <= length else text[: length - 1] + "…"
+
+    @staticmethod
+    def in_title(text, length: int | None = None) -> str:
+        """Log text for a page's ``<title>``: without the controls that change the
+        direction of what follows (CSS isolates them in the page, not in a title)."""
+        text = (text or "").translate(BIDI_CONTROLS)
+        return TemplateHelpers.clip(text, length) if length else text
