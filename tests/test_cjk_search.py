@@ -159,3 +159,24 @@ def test_an_older_database_indexes_its_cjk_text_apart(tmp_path):
         assert conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", [cjk.split(f'"{query}"')]).fetchall() == [(1,)]
         conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
     assert found(conn, "迁移") == ["u1"]
+
+
+def test_an_older_database_whose_cold_load_was_killed_is_brought_up_to_date(tmp_path):
+    from datasette_obelisk.store import cold_load
+
+    path = tmp_path / "old.db"
+    migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("BEGIN IMMEDIATE")
+    assert cold_load.begin(conn)
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, "
+                 "byte_length) VALUES ('u1', 's', 1, 'x', 'user', '数据库迁移失败了', 1, 1, 0, 1)")
+    conn.execute("COMMIT")  # and killed: the load never finished
+    conn.close()
+    conn = open_db(path)
+    assert not cold_load.active(conn)
+    assert found(conn, "迁移") == ["u1"]
+    assert conn.execute("SELECT COUNT(*) FROM messages_fts").fetchone() == (1,)
+    conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+    triggers = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    assert {"messages_ai", "messages_ad", "messages_au", "tool_results_ai"} <= triggers

@@ -1006,12 +1006,16 @@ def m036_index_cjk_characters_apart(db):
     from .cold_load import finish
     from .session_index import index_bags_again
 
-    finish(db.conn)
-    db.conn.create_function("obelisk_search_text", 1, cjk.search_text, deterministic=True)
     db.executescript(
         """
         ALTER TABLE messages ADD COLUMN search_text TEXT;
         ALTER TABLE tool_results ADD COLUMN search_content TEXT;
+        """
+    )
+    finish(db.conn)  # (what it indexes is indexed again below)
+    db.conn.create_function("obelisk_search_text", 1, cjk.search_text, deterministic=True)
+    db.executescript(
+        """
         DROP TRIGGER messages_ai;
         DROP TRIGGER messages_ad;
         DROP TRIGGER messages_au;
