@@ -157,7 +157,7 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         return click.echo(dumps(hits))
     if not hits:
         return echo("No matches.")
-    terms = fts.tokens(text)
+    terms = fts.words(text)
     for number, hit in enumerate(hits, 1):
         message, session = hit["message"], hit["session"]
         title = one_line(session["title"], 80)

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from datasette_obelisk import cjk
 from datasette_obelisk.cli import cli
 from datasette_obelisk.query import obelisk
+from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import parse_query, tokens
 from datasette_obelisk.query.history import history_search
 from datasette_obelisk.query.search import search_sessions
@@ -57,12 +58,20 @@ def test_split_sets_each_cjk_character_apart():
 
 
 def test_a_cjk_word_is_the_phrase_of_its_characters():
+    # (as written too: the digests and memories read CJK text so)
     query = parse_query("迁移 failed", prefix=True)
-    assert query.expression == '"\ufffe迁\ufffe移\ufffe" AND "failed"*'
+    assert query.expression == '("迁移" OR "\ufffe迁\ufffe移\ufffe") AND "failed"*'
     assert query.candidates == '"迁" AND "移" AND "failed"*'
+    assert query.words == ("迁移", "failed")
     ends_cjk = parse_query("failed 迁移", prefix=True)  # a CJK character is a whole word: no prefix
-    assert ends_cjk.expression == '"failed" AND "\ufffe迁\ufffe移\ufffe"'
+    assert ends_cjk.expression == '"failed" AND ("迁移" OR "\ufffe迁\ufffe移\ufffe")'
     assert ends_cjk.prefix_term is None
+    mixed = parse_query("pandas数据", prefix=True)
+    assert mixed.expression == '("pandas数据" OR "pandas\ufffe数\ufffe据\ufffe")'
+    assert parse_query("数据python", prefix=True).expression == '("数据python"* OR "\ufffe数\ufffe据\ufffepython"*)'
+    with pytest.raises(QueryError) as refused:
+        parse_query("数据 AND", "raw")
+    assert refused.value.message.startswith("invalid FTS5 query '数据 AND': ") and "\ufffe" not in refused.value.message
     assert parse_query("迁移 OR テスト", "raw").expression == "\ufffe迁\ufffe移\ufffe OR \ufffeテ\ufffeス\ufffeト\ufffe"
 
 
@@ -180,3 +189,55 @@ def test_an_older_database_whose_cold_load_was_killed_is_brought_up_to_date(tmp_
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
     triggers = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {"messages_ai", "messages_ad", "messages_au", "tool_results_ai"} <= triggers
+
+
+def test_titles_summaries_and_memories_match_cjk_runs_as_written(logs, tmp_path):
+    from datasette_obelisk.query.memories import remember
+
+    logs.sql("UPDATE sessions SET title = '数据库迁移' WHERE id = 'ja'")
+    conn = logs.write_conn()
+    page = history_search(conn, {"query": "数据库迁移"})  # the digest of ja, the messages of zh
+    assert [s["sessionId"] for s in page["sessions"]] == ["ja", "zh"]
+    root = tmp_path / "notes"
+    (root / "设计").mkdir(parents=True)
+    (root / "设计" / "数据库.md").write_text("# notes\n")
+    remember(conn, {"path": str(root / "设计" / "数据库.md"), "summary": "design notes"}, memory_roots=[root])
+    assert [m["summary"] for m in obelisk.memories(conn, {"query": "设计"})] == ["design notes"]
+    assert [m["summary"] for m in obelisk.memories(conn, {"query": "数据库 design"})] == ["design notes"]
+
+
+@pytest.mark.asyncio
+async def test_datasette_table_search_finds_cjk_runs_in_memories_too(logs, tmp_path):
+    from datasette_obelisk.query.memories import remember
+
+    root = tmp_path / "notes"
+    (root / "设计").mkdir(parents=True)
+    (root / "设计" / "a.md").write_text("# notes\n")
+    remember(logs.write_conn(), {"path": str(root / "设计" / "a.md"), "summary": "design notes"}, memory_roots=[root])
+    ds = make_datasette(logs.db)
+    await ds.invoke_startup()
+    response = await ds.client.get(f"/{logs.db.stem}/memories.json?_search=设计&_shape=array&_col=summary")
+    assert [row["summary"] for row in response.json()] == ["design notes"]
+
+
+def test_the_indexed_form_of_a_text_is_never_shown(logs):
+    conn = logs.conn()
+    context = obelisk.context(conn, "z1")
+    assert "search_text" not in context["message"] and context["message"]["text"] == "数据库迁移失败了，请检查日志"
+    assert all("search_text" not in row for row in obelisk.trace(conn, "z2"))
+    [failure] = obelisk.failures(conn)
+    assert "search_content" not in failure["result"] and failure["result"]["content"] == "错误：无法连接数据库服务器"
+    from datasette_obelisk.web.schemas import table_columns
+
+    assert "search_text" not in table_columns("messages") and "search_content" not in table_columns("tool_results")
+
+
+def test_a_hit_is_shown_around_the_cjk_word_not_one_of_its_characters(toy):
+    text = "请看标题。" + "我们的代码有很多的问题。" * 2000 + " 这次的目标是修复数据库迁移。"
+    toy.write("long", line("l1", text, "2026-01-05T00:00:00Z"))
+    toy.ingest()
+    [hit] = obelisk.search(toy.conn(), "目标")
+    assert "目标" in hit["message"]["text"]
+    from datasette_obelisk.web.sql_functions import snippet_text
+
+    assert "目标" in snippet_text(text, "目标", 80)

@@ -38,7 +38,7 @@ def code_of(call):
         ("don't", '"don\'t"', '"don" AND "t"'),
         ("😀", None, None),
         ("fix 😀", '"fix"', '"fix"'),
-        ("数据库 迁移", '"\ufffe数\ufffe据\ufffe库\ufffe" AND "\ufffe迁\ufffe移\ufffe"',
+        ("数据库 迁移", '("数据库" OR "\ufffe数\ufffe据\ufffe库\ufffe") AND ("迁移" OR "\ufffe迁\ufffe移\ufffe")',
          '"数" AND "据" AND "库" AND "迁" AND "移"'),
         ("AND OR NOT", '"AND" AND "OR" AND "NOT"', '"and" AND "or" AND "not"'),
         ("  database   migration ", '"database" AND "migration"', '"database" AND "migration"'),

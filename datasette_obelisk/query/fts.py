@@ -17,16 +17,20 @@
         ``terms`` or ``phrase`` mode: text without any indexable character
         (only emoji or punctuation) gives ``expression=None``, which matches
         nothing.
-    validate_raw(expression, columns=("text",)) -> None
+    validate_raw(expression, columns=("text",), shown=None) -> None
         Raise INVALID_QUERY unless FTS5 parses ``expression`` (checked against
-        an empty in-memory table, so it costs nothing).
+        an empty in-memory table, so it costs nothing); the message quotes
+        ``shown`` (what the user wrote) when given.
     tokens(text) -> list[str]
         Lower-cased tokens as the indexes read ``text``: as FTS5's unicode61
         tokenizer splits it, each CJK character a token (``cjk.py``).
     words(text) -> list[str]
         The same, CJK runs left whole (each one is the phrase of its characters).
-    phrase(text) -> str
-        ``text`` as one FTS5 phrase, CJK characters set apart.
+    phrase(text, prefix=False) -> str
+        ``text`` as one FTS5 phrase; one holding CJK characters either as
+        written or with them set apart (``messages_fts``, ``tool_errors_fts``
+        and the session bags read them apart, the digests and memories as
+        written: a CJK word is found inside their text only as a whole run).
     normalize_text(text) -> str
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
     quote(text) -> str
@@ -70,6 +74,7 @@ class FtsQuery:
     candidates: str | None
     terms: tuple[str, ...]
     pieces: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()  # ``terms`` with a CJK run whole: what a snippet looks for
 
     @property
     def matches_nothing(self) -> bool:
@@ -148,8 +153,12 @@ def quote(text: str) -> str:
     return '"' + text.replace('"', '""') + '"'
 
 
-def phrase(text: str) -> str:
-    return quote(cjk.split(text))
+def phrase(text: str, prefix: bool = False) -> str:
+    star = "*" if prefix else ""
+    apart = cjk.split(text)
+    if apart == text:
+        return quote(text) + star
+    return f"({quote(text)}{star} OR {quote(apart)}{star})"
 
 
 def search_mode(value: str) -> str | None:
@@ -189,22 +198,23 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
         raise QueryError("SESSION_QUERY_INVALID_QUERY", "a search needs a query: the text is blank")
     if mode == "raw":
         expression = cjk.split(normalized)  # (inside a bareword or a string alike)
-        validate_raw(expression)
-        return FtsQuery(normalized, mode, False, expression, None, tuple(tokens(normalized)), (normalized,))
+        validate_raw(expression, shown=normalized)
+        return FtsQuery(normalized, mode, False, expression, None, tuple(tokens(normalized)), (normalized,),
+                        tuple(words(normalized)))
     pieces = {"terms": lambda: terms_of(normalized), "words": lambda: words(normalized)}.get(mode, lambda: [normalized])()
     kept = [(piece, tokens(piece)) for piece in pieces]
     kept = [(piece, found) for piece, found in kept if found]
     if not kept:
         return FtsQuery(normalized, mode, prefix, None, None, ())
     terms = tuple(token for _, found in kept for token in found)
-    phrases = [phrase(piece) for piece, _ in kept]
+    starred = prefix and not cjk.is_cjk(terms[-1][0])
+    phrases = [phrase(piece, starred and n == len(kept) - 1) for n, (piece, _) in enumerate(kept)]
     bag_terms = [quote(word) for word in terms]
-    if prefix and not cjk.is_cjk(terms[-1][0]):
-        phrases[-1] += "*"
+    if starred:
         bag_terms[-1] += "*"
     return FtsQuery(
         normalized, mode, prefix, " AND ".join(phrases), " AND ".join(bag_terms), terms,
-        tuple(piece for piece, _ in kept),
+        tuple(piece for piece, _ in kept), tuple(word for piece, _ in kept for word in words(piece)),
     )
 
 
@@ -230,7 +240,7 @@ def _scratch() -> sqlite3.Connection:
     return conn
 
 
-def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
+def validate_raw(expression: str, columns: tuple[str, ...] = ("text",), shown: str | None = None) -> None:
     conn = _scratch()
     table = _checker.tables.get(columns)
     if table is None:
@@ -240,7 +250,8 @@ def validate_raw(expression: str, columns: tuple[str, ...] = ("text",)) -> None:
     try:
         conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ?", [expression]).fetchall()
     except sqlite3.Error as exc:
-        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {expression!r}: {exc}") from None
+        message = str(exc).replace(cjk.SEPARATOR, "")
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {shown or expression!r}: {message}") from None
 
 
 HIGHLIGHT_CHARS = 32_768  # highlight() slows down sharply with the matches in a column
@@ -276,7 +287,7 @@ def match_documents(expression: str, documents: list[tuple[str, str]], terms=())
     also = [unsure[k] for k, _ in _matching(expression, [documents[n] for n in unsure], marked=False)]
     rest = [n for n in also if n not in marked]
     if rest and terms:
-        any_term = " OR ".join(quote(term) for term in terms)
+        any_term = " OR ".join(phrase(term) for term in terms)
         marked.update((rest[k], columns) for k, columns in _matching(any_term, [shown[n] for n in rest]))
     return [(n, marked.get(n, shown[n])) for n in proven + also]
 

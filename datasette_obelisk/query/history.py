@@ -292,7 +292,7 @@ def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]
     hits: list[dict] = []
     for start in range(0, len(lines), HIT_BATCH):
         entries = [entry for _, _, entry in _entries(conn, session_id, lines[start : start + HIT_BATCH])]
-        for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries], fts.terms):
+        for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries], fts.words):
             hits.append(snippet("\n".join(column for column in marked if column)))
         if len(hits) >= count:
             break

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from .. import cjk
 from ..sources.lines import BOM
+from ..store.db import INDEXED_FORMS
 from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
@@ -263,7 +264,9 @@ def safe_match(text: str) -> str | None:
     AND-ing it again changes nothing).
     """
     found = dict.fromkeys(fts.words(text))
-    return " ".join(fts.phrase(t) for t in found) if found else None
+    phrases = [fts.phrase(t) for t in found]
+    # (space-joined, as the seed writes it; an alternative in parentheses needs its AND written)
+    return (" AND " if any(p.startswith("(") for p in phrases) else " ").join(phrases) if phrases else None
 
 
 def clip(text: str | None, limit: int = MAX_TEXT, around: int = 0) -> str | None:
@@ -287,6 +290,7 @@ def message_row(row: sqlite3.Row | None, clipped: bool = False) -> dict | None:
     if row is None:
         return None
     result = dict(row)
+    result.pop(INDEXED_FORMS["messages"], None)
     result["text"] = clipped_in_sql(result.get("text")) if clipped else clip(result.get("text"))
     return result
 
@@ -346,7 +350,7 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
         where.add("m.session_id IN (SELECT id FROM sessions WHERE project LIKE ?)", o["project"])
     if not o["include_meta"]:
         where.add("m.is_meta = 0")
-    limit, terms = o["limit"], fts.tokens(text)
+    limit, terms = o["limit"], fts.words(text)
     # Rank on ids first, with bm25() (FTS5's own ORDER BY rank is slower), and
     # put off the time tie-break to the rows kept: when the rows fetched end
     # past the last kept rank, every row tied with a kept one is among them.
@@ -1210,7 +1214,8 @@ def failure_count(conn, opts=None, **kwargs) -> int:
 
 
 def failure(conn, row) -> dict:
-    hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project")
+    hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project",
+              INDEXED_FORMS["tool_results"])
     result = {k: row[k] for k in row.keys() if k not in hidden}
     result["content"] = clip(row["whole_content"])
     call = one(conn, f"SELECT {', '.join(TOOL_CALL_FIELDS)} FROM tool_calls WHERE id = ?", [row["tool_use_id"]])

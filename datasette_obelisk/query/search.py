@@ -546,5 +546,5 @@ def _snippets(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> dict[in
         if hit["id"] not in found:
             row = conn.execute("SELECT substr(text, 1, 200000) FROM messages WHERE id = ?", [hit["id"]]).fetchone()
             text = row[0] if row else ""  # gone since it was found (an ingest read its file again)
-            found[hit["id"]] = approximate_snippet(unmarked(text or ""), fts.terms)
+            found[hit["id"]] = approximate_snippet(unmarked(text or ""), fts.words)
     return found

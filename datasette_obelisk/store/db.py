@@ -174,6 +174,11 @@ def has_schema(conn: sqlite3.Connection) -> bool:
     return found == 2
 
 
+# Columns that hold a row's text as the FTS tables read it (m036): bookkeeping,
+# never part of a row the helpers, the pages or the API show.
+INDEXED_FORMS = {"messages": "search_text", "tool_results": "search_content"}
+
+
 def splits_cjk(conn: sqlite3.Connection) -> bool:
     """Whether ``conn``'s database indexes CJK characters apart (``cjk.py``, m036)."""
     found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'view' AND name = 'messages_search'").fetchone()

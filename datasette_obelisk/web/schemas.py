@@ -82,14 +82,15 @@ SQL_TYPES = {"INTEGER": "integer", "TEXT": "string", "REAL": "number"}
 @functools.cache
 def migrated_columns() -> dict:
     """``{table: [(column, type, notnull, pk)]}`` of the schema the migrations create, read once."""
-    from ..store.db import migrate
+    from ..store.db import INDEXED_FORMS, migrate
 
     conn = sqlite3.connect(":memory:")
     try:
         migrate(conn)
         tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         query = 'SELECT name, type, "notnull", pk FROM pragma_table_info(?)'
-        return {table: conn.execute(query, [table]).fetchall() for table in tables}
+        return {table: [column for column in conn.execute(query, [table]).fetchall() if column[0] != INDEXED_FORMS.get(table)]
+                for table in tables}
     finally:
         conn.close()
 

@@ -31,13 +31,17 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
 
 ``escape_fts(text)``
     Datasette's own (what a table page's ``?_search=`` matches), but on an
-    obelisk database CJK characters are set apart as its indexes read them,
-    so ``?_search=数据`` finds the word inside a sentence.
+    obelisk database a term holding CJK characters is also matched with them
+    set apart, as the message and tool output indexes read them, so
+    ``?_search=数据`` finds the word inside a sentence. (``_searchmode=raw``
+    passes the text as it is: there, write a CJK word with spaces between
+    its characters.)
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 
 from .. import cjk
@@ -47,6 +51,7 @@ from ..query.text import SNIPPET_CHARS, approximate_snippet
 from ..store.db import has_schema, splits_cjk
 
 SAFE_MODES = ("terms", "phrase")
+FTS_STRING = re.compile(r'"(?:[^"]|"")*"')
 MAX_QUERY_CHARS = 10_000
 MATCH_NOTHING = '""'
 
@@ -101,7 +106,7 @@ def snippet_text(text, query, width=SNIPPET_CHARS) -> str | None:
     text, query, width = as_text(text), as_text(query), as_width(width)
     if text is None or query is None or width is None or len(query) > MAX_QUERY_CHARS:
         return None
-    return approximate_snippet(text, fts.tokens(query), width)["text"]
+    return approximate_snippet(text, fts.words(query), width)["text"]
 
 
 def fts_expression(text, mode="terms") -> str | None:
@@ -131,7 +136,9 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
     def escape(text):
         escaped = escape_fts(text)
         if isinstance(escaped, str) and cjk.search_text(escaped) is not None and splits_cjk(conn):
-            return cjk.split(escaped)
+            terms = FTS_STRING.findall(escaped)
+            if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
+                return " AND ".join(fts.phrase(term[1:-1].replace('""', '"')) for term in terms)
         return escaped
 
     conn.create_function("escape_fts", 1, escape)
