@@ -241,3 +241,11 @@ def test_a_hit_is_shown_around_the_cjk_word_not_one_of_its_characters(toy):
     from datasette_obelisk.web.sql_functions import snippet_text
 
     assert "目标" in snippet_text(text, "目标", 80)
+
+
+def test_a_long_text_without_spaces_is_counted_between_characters():
+    from datasette_obelisk.store.session_index import SLICE_BYTES, count_words
+
+    text = "数据" * (SLICE_BYTES // 3)  # 2 MB of UTF-8 and no space: read in slices
+    words = count_words([text])
+    assert "\ufffd" not in "".join(words) and sum(len(word) * n for word, n in words.items()) == len(text)

@@ -344,8 +344,9 @@ _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 
 
 def _between_words(text: str, at: int) -> bool:
-    """Whether no word runs across position ``at`` of ``text``."""
-    return at in (0, len(text)) or text[at - 1].isspace() or text[at].isspace()
+    """Whether no word runs across position ``at`` of ``text`` (each CJK character is a word)."""
+    return at in (0, len(text)) or text[at - 1].isspace() or text[at].isspace() or (
+        cjk.is_cjk(text[at - 1]) or cjk.is_cjk(text[at]))
 
 
 def first_word_start(text: str, terms) -> int | None:

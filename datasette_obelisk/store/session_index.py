@@ -79,6 +79,10 @@ def count_words(texts: Iterable[str]) -> Counter:
             cut = piece.rfind(b" ") if end < len(data) else -1
             if cut > 0:  # end the slice between words
                 piece, end = piece[:cut], start + cut
+            elif end < len(data):  # no space (a CJK text): at least between characters
+                while end > start + 1 and data[end] & 0xC0 == 0x80:
+                    end -= 1
+                piece = data[start:end].translate(_FOLD)
             raw.update(piece.split())
             start = end
     counts: Counter = Counter()
