@@ -61,7 +61,7 @@ def test_a_cjk_word_is_the_phrase_of_its_characters():
     # (as written too: the digests and memories read CJK text so)
     query = parse_query("迁移 failed", prefix=True)
     assert query.expression == '("迁移" OR "\ufffe迁\ufffe移\ufffe") AND "failed"*'
-    assert query.candidates == '"迁" AND "移" AND "failed"*'
+    assert query.candidates == '("迁移" OR "\ufffe迁\ufffe移\ufffe") AND "failed"*'
     assert query.words == ("迁移", "failed")
     ends_cjk = parse_query("failed 迁移", prefix=True)  # a CJK character is a whole word: no prefix
     assert ends_cjk.expression == '"failed" AND ("迁移" OR "\ufffe迁\ufffe移\ufffe")'
@@ -249,3 +249,25 @@ def test_a_long_text_without_spaces_is_counted_between_characters():
     text = "数据" * (SLICE_BYTES // 3)  # 2 MB of UTF-8 and no space: read in slices
     words = count_words([text])
     assert "\ufffd" not in "".join(words) and sum(len(word) * n for word, n in words.items()) == len(text)
+
+
+def test_a_database_not_yet_migrated_still_finds_cjk_runs_whole(tmp_path):
+    # as an older version wrote it: CJK runs indexed whole, in the messages and the session bags
+    from datasette_obelisk.store.db import connect
+
+    path = tmp_path / "old.db"
+    migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("INSERT INTO sessions (id, source, started_at, ended_at, message_count) "
+                 "VALUES ('s', 'x', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1)")
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, role, text, timestamp, file_id, line_no, "
+                 "byte_offset, byte_length) VALUES ('u1', 's', 1, 'x', 'user', 'user', '构建失败：找不到模块 react', "
+                 "'2026-01-01T00:00:00Z', 1, 1, 0, 1)")
+    words = json.dumps({"react": 1, "找不到模块": 1, "构建失败": 1})
+    conn.execute("INSERT INTO session_docs (id, session_id, first_id, last_id, messages, chars, meta_messages, "
+                 "body_words, meta_words) VALUES (1, 's', 1, 1, 1, 19, 0, ?, '{}')", [words])
+    conn.execute("INSERT INTO session_docs_fts (rowid, body, meta) VALUES (1, '构建失败 找不到模块 react', '')")
+    conn.close()
+    read = connect(path)
+    assert found(read, "找不到模块") == ["u1"]
+    assert [item["session"]["id"] for item in search_sessions(read, "找不到模块")["items"]] == ["s"]

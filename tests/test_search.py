@@ -39,7 +39,7 @@ def code_of(call):
         ("😀", None, None),
         ("fix 😀", '"fix"', '"fix"'),
         ("数据库 迁移", '("数据库" OR "\ufffe数\ufffe据\ufffe库\ufffe") AND ("迁移" OR "\ufffe迁\ufffe移\ufffe")',
-         '"数" AND "据" AND "库" AND "迁" AND "移"'),
+         '("数据库" OR "\ufffe数\ufffe据\ufffe库\ufffe") AND ("迁移" OR "\ufffe迁\ufffe移\ufffe")'),
         ("AND OR NOT", '"AND" AND "OR" AND "NOT"', '"and" AND "or" AND "not"'),
         ("  database   migration ", '"database" AND "migration"', '"database" AND "migration"'),
         ('"npm test" fix', '"npm test" AND "fix"', '"npm" AND "test" AND "fix"'),  # quotes that pair make a phrase

@@ -209,12 +209,11 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
     terms = tuple(token for _, found in kept for token in found)
     starred = prefix and not cjk.is_cjk(terms[-1][0])
     phrases = [phrase(piece, starred and n == len(kept) - 1) for n, (piece, _) in enumerate(kept)]
-    bag_terms = [quote(word) for word in terms]
-    if starred:
-        bag_terms[-1] += "*"
+    said = tuple(word for piece, _ in kept for word in words(piece))
+    bag_terms = [phrase(word, starred and n == len(said) - 1) for n, word in enumerate(said)]
     return FtsQuery(
         normalized, mode, prefix, " AND ".join(phrases), " AND ".join(bag_terms), terms,
-        tuple(piece for piece, _ in kept), tuple(word for piece, _ in kept for word in words(piece)),
+        tuple(piece for piece, _ in kept), said,
     )
 
 

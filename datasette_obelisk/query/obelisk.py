@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from .. import cjk
 from ..sources.lines import BOM
-from ..store.db import INDEXED_FORMS
+from ..store.db import INDEXED_FORMS, splits_cjk
 from ..store.fingerprint import hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
@@ -389,7 +389,7 @@ def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> lis
         expression = fts.parse_query(text, mode).expression
         return rows(conn, sql, [expression, *params]) if expression else []
     try:
-        return named(conn).execute(sql, [cjk.split(text), *params]).fetchall()
+        return named(conn).execute(sql, [cjk.split(text) if splits_cjk(conn) else text, *params]).fetchall()
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_ERROR:
             raise error_for(exc) from None
