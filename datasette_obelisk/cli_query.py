@@ -223,7 +223,7 @@ def print_transcript(session: dict | None, messages: list[dict], notes: dict, th
         echo(f"{session['id']} · {session['source']} · {session['project'] or '-'} · "
              f"{session['started_at'] or '?'} → {session['ended_at'] or '?'}")
     for message in messages:
-        if message["content_type"] in ("thinking", "redacted_thinking") and not message["text"].strip():
+        if message["content_type"] in transcript.THINKING and not message["text"].strip():
             continue
         kind = f" ({message['content_type']})" if message["content_type"] not in (None, "text") else ""
         noted = "".join(f" [{note}]" for note in notes.get(message["uuid"], ()))

@@ -271,3 +271,13 @@ def test_a_database_not_yet_migrated_still_finds_cjk_runs_whole(tmp_path):
     read = connect(path)
     assert found(read, "找不到模块") == ["u1"]
     assert [item["session"]["id"] for item in search_sessions(read, "找不到模块")["items"]] == ["s"]
+
+
+def test_a_long_text_marks_the_whole_cjk_word():
+    from datasette_obelisk.query.text import approximate_snippet
+
+    result = approximate_snippet("在数据分析项目中" + "。" * 10 + "数据分开", ("数据分析",), width=40)
+    assert [result["text"][s:e] for s, e in result["matches"]] == ["数据分析"]
+    far = "마이그레잇 " + "가나다 " * 20_000 + "마이그레이션을 확인"
+    result = approximate_snippet(far, ("마이그레이션",), width=60)
+    assert [result["text"][s:e] for s, e in result["matches"]] == ["마이그레이션"]

@@ -1264,3 +1264,31 @@ async def test_a_long_title_is_cut_short_in_the_window_title(tmp_path):
     await datasette.invoke_startup()
     title = re.search(r"<title>(.*?)</title>", await page(datasette, "/-/obelisk/session/s1"), re.S).group(1)
     assert title.endswith("… · Obelisk") and len(title) == 80 + len(" · Obelisk")
+
+
+@pytest.mark.asyncio
+async def test_thinking_the_log_does_not_record_says_so(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-p"
+    folder.mkdir(parents=True)
+    head = {"sessionId": "s1", "cwd": "/p"}
+    lines = [
+        {**head, "type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-05-01T10:00:00Z",
+         "message": {"role": "user", "content": "think hard"}},
+        {**head, "type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-05-01T10:00:01Z",
+         "message": {"role": "assistant", "id": "m1", "content": [{"type": "thinking", "thinking": "", "signature": "x"}]}},
+        {**head, "type": "assistant", "uuid": "a2", "parentUuid": "a1", "timestamp": "2026-05-01T10:00:02Z",
+         "message": {"role": "assistant", "id": "m1", "content": [{"type": "redacted_thinking", "data": "AAAA"}]}},
+        {**head, "type": "assistant", "uuid": "a3", "parentUuid": "a2", "timestamp": "2026-05-01T10:00:03Z",
+         "message": {"role": "assistant", "id": "m1", "content": [{"type": "text", "text": "done"}]}},
+    ]
+    (folder / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    assert rows(tmp_path / "o.db", "SELECT uuid, content_type, text FROM messages WHERE uuid IN ('a1', 'a2') ORDER BY seq") == [
+        ("a1", "thinking", ""), ("a2", "redacted_thinking", "")]
+    ds = make_datasette(tmp_path / "o.db")
+    transcript_page = await page(ds, "/-/obelisk/session/s1")
+    assert transcript_page.count("(the log does not record this thinking)") == 2
+    for seq in (2, 3):
+        assert "(the log does not record this thinking)" in await page(ds, f"/-/obelisk/event/s1/{seq}")

@@ -64,6 +64,7 @@ PREVIEW_CHARS = 160
 RESULT_CHARS = 20_000
 MAX_LIMIT = 5_000
 TOOL_USE, TOOL_RESULT = "tool_use", "tool_result"
+THINKING = ("thinking", "redacted_thinking")
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, limit: int = 500,
@@ -141,7 +142,7 @@ def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> 
                 "thinking": thinking}
     if row["content_type"] == TOOL_RESULT and row["uuid"] in folded:
         return None
-    if row["content_type"] == "thinking":
+    if row["content_type"] in THINKING:
         return {"kind": "thinking", "message": row}
     return {"kind": "message", "message": row, "text": said, "thinking": thinking}
 
