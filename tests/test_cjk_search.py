@@ -281,3 +281,18 @@ def test_a_long_text_marks_the_whole_cjk_word():
     far = "마이그레잇 " + "가나다 " * 20_000 + "마이그레이션을 확인"
     result = approximate_snippet(far, ("마이그레이션",), width=60)
     assert [result["text"][s:e] for s, e in result["matches"]] == ["마이그레이션"]
+
+
+def test_a_prefix_search_finds_a_word_after_cjk_characters(toy):
+    toy.write("s1", line("a", "npm测试失败，请运行npm", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    for prefix in (False, True):
+        assert [item["session"]["id"] for item in search_sessions(toy.conn(), "运行np" if prefix else "运行npm",
+                                                                   prefix=prefix)["items"]] == ["s1"]
+
+
+def test_a_word_whose_capital_lowers_to_a_letter_and_a_mark_is_found(toy):
+    toy.write("tr", line("t1", "İstanbul ofisi için dağıtım", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    assert tokens("İstanbul") == ["i̇stanbul"]  # (FTS5 keeps the mark in the word, then folds it away)
+    assert [s["sessionId"] for s in history_search(toy.conn(), {"query": "İstanbul"})["sessions"]] == ["tr"]

@@ -125,7 +125,7 @@ def is_token_char(char: str) -> bool:
     if char < "\x80":
         return char.isalnum()
     category = unicodedata.category(char)
-    return category[0] in "LN" or category == "Co"
+    return category[0] in "LN" or category in ("Co", "Mn")  # (a combining mark is part of its word, then folded)
 
 
 def tokens(text: str) -> list[str]:

@@ -430,11 +430,10 @@ def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> 
     folded = fold(prefix)
     for start in dict.fromkeys((prefix, folded)):
         for word, count in re.findall(r'"(' + re.escape(start) + r'[^"]*)":(\d+)', counts_json):
-            found[word] = found.get(word, 0) + int(count)
+            if word.isascii():  # (the others are read as FTS5 reads them, below)
+                found[word] = found.get(word, 0) + int(count)
     for word, count in NON_ASCII_WORD.findall(counts_json):
-        if word.startswith((prefix, folded)):
-            continue  # found above
-        for part in tokens(fold(word)):  # folded first: a combining mark is no separator
+        for part in tokens(fold(word)):  # folded first, as FTS5 reads it
             if part.startswith(folded):
                 found[part] = found.get(part, 0) + int(count)
     return sorted(found, key=lambda w: (-found[w], w))[:limit]
