@@ -139,6 +139,7 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
             terms = FTS_STRING.findall(escaped)
             if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
                 return " AND ".join(fts.phrase(term[1:-1].replace('""', '"')) for term in terms)
+            return cjk.split(escaped)  # (anything else: as the message index reads it)
         return escaped
 
     conn.create_function("escape_fts", 1, escape)
