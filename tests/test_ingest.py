@@ -1723,3 +1723,21 @@ def test_m034_derives_again_the_sessions_of_logs_gone_from_disk(tmp_path):
     ingest(db, {"claude": tmp_path / "claude"})
     assert rows(db, derived) == expected
     assert rows(db, "SELECT message_count, availability FROM sessions") == [(2, "archived")]
+
+
+def test_a_gemini_chat_whose_folder_names_its_project_later_takes_it(tmp_path):
+    chats = tmp_path / "gemini" / "tmp" / "myapp" / "chats"
+    chats.mkdir(parents=True)
+    chat = chats / "session-2026-04-29T21-39-aaaa.jsonl"
+    meta = {"sessionId": "s-1", "projectHash": "abc", "startTime": "2026-04-29T21:39:22.319Z", "kind": "main"}
+    chat.write_text(json.dumps(meta) + "\n" + json.dumps({"id": "u1", "type": "user", "content": "Hi"}) + "\n")
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"gemini": tmp_path / "gemini"})
+    assert rows(db, "SELECT cwd, project FROM sessions") == [(None, None)]
+    (chats.parent / ".project_root").write_text("/home/u/myapp\n")  # (and the chat does not change)
+    ingest(db, {"gemini": tmp_path / "gemini"})
+    assert rows(db, "SELECT cwd, project FROM sessions") == [("/home/u/myapp", "-home-u-myapp")]
+    once = tmp_path / "once.db"
+    ingest(once, {"gemini": tmp_path / "gemini"})
+    assert snapshot(once) == snapshot(db)
+    assert ingest(db, {"gemini": tmp_path / "gemini"}).files_replayed == 0  # (read again once only)

@@ -415,12 +415,20 @@ class Ingester:
         )
 
     def keep_discovery(self, units: list[SourceFile]) -> None:
-        """Store the hints and read order of the files stored before they were kept."""
-        missing = {path for (path,) in self.conn.execute("SELECT path FROM source_files WHERE hints IS NULL")}
-        found = [(hints_json(u), u.priority, str(u.path)) for u in units if str(u.path) in missing]
-        if found:
+        """Store the hints and read order of the files stored before they were kept; a file
+        whose hints changed since (a Gemini chat's folder now names its project) is read again."""
+        stored = dict(self.conn.execute("SELECT path, hints FROM source_files"))
+        found, changed = [], []
+        for unit in units:
+            path = str(unit.path)
+            if path in stored and stored[path] != (hints := hints_json(unit)):
+                (found if stored[path] is None else changed).append((hints, unit.priority, path))
+        if found or changed:
             with self.transaction():
                 self.conn.executemany("UPDATE source_files SET hints = ?, priority = ? WHERE path = ?", found)
+                self.conn.executemany(
+                    "UPDATE source_files SET hints = ?, priority = ?, parser_version = NULL WHERE path = ?", changed
+                )
 
     def report(self, done: int) -> None:
         if self.progress is not None:
