@@ -89,6 +89,11 @@ def generated_db(tmp_path_factory) -> Path:
     return db
 
 
+def line(id, text, ts, **extra) -> dict:
+    """A toy log line (see ``ToyLogs``)."""
+    return {"id": id, "text": text, "ts": ts, **extra}
+
+
 class ToyLogs:
     """Write toy sessions (one JSON object a line) and ingest them.
 

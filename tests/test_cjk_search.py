@@ -19,14 +19,10 @@ from datasette_obelisk.store.migrations import migrations
 from datasette_obelisk.store.redaction import Redactor
 from datasette_obelisk.store.redacting import redact_stored_rows
 from datasette_obelisk.store.session_index import update_session_documents
-from query_fixtures import toy  # noqa: F401
+from query_fixtures import line, toy  # noqa: F401
 from web_fixtures import make_datasette
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-
-
-def line(id, text, ts, **extra):
-    return {"id": id, "text": text, "ts": ts, **extra}
 
 
 @pytest.fixture
@@ -151,10 +147,15 @@ def test_redaction_rewrites_the_indexed_text_too(logs):
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def test_an_older_database_indexes_its_cjk_text_apart(tmp_path):
+def older_database(tmp_path) -> tuple:
+    """A database as the version before m036 made it: its path, and a connection to write to it."""
     path = tmp_path / "old.db"
     migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
-    conn = sqlite3.connect(path, isolation_level=None)
+    return path, sqlite3.connect(path, isolation_level=None)
+
+
+def test_an_older_database_indexes_its_cjk_text_apart(tmp_path):
+    path, conn = older_database(tmp_path)
     conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, "
                  "byte_length) VALUES ('u1', 's', 1, 'x', 'user', '数据库迁移失败了', 1, 1, 0, 1)")
     conn.execute("INSERT INTO tool_results (tool_use_id, message_uuid, session_id, content, content_length, "
@@ -173,9 +174,7 @@ def test_an_older_database_indexes_its_cjk_text_apart(tmp_path):
 def test_an_older_database_whose_cold_load_was_killed_is_brought_up_to_date(tmp_path):
     from datasette_obelisk.store import cold_load
 
-    path = tmp_path / "old.db"
-    migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
-    conn = sqlite3.connect(path, isolation_level=None)
+    path, conn = older_database(tmp_path)
     conn.execute("BEGIN IMMEDIATE")
     assert cold_load.begin(conn)
     conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, "
@@ -255,9 +254,7 @@ def test_a_database_not_yet_migrated_still_finds_cjk_runs_whole(tmp_path):
     # as an older version wrote it: CJK runs indexed whole, in the messages and the session bags
     from datasette_obelisk.store.db import connect
 
-    path = tmp_path / "old.db"
-    migrations.apply(sqlite_utils.Database(path), stop_before="m036_index_cjk_characters_apart")
-    conn = sqlite3.connect(path, isolation_level=None)
+    path, conn = older_database(tmp_path)
     conn.execute("INSERT INTO sessions (id, source, started_at, ended_at, message_count) "
                  "VALUES ('s', 'x', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z', 1)")
     conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, role, text, timestamp, file_id, line_no, "

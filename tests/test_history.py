@@ -9,7 +9,7 @@ from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import TOKENIZER, match_documents, parse_query
 from datasette_obelisk.query.history import History, history_read, history_search, searchable
 from datasette_obelisk.query.search import search_sessions
-from query_fixtures import connect, copy_corpus, corpus_db, read_conn, resigned, toy  # noqa: F401
+from query_fixtures import connect, copy_corpus, corpus_db, line, read_conn, resigned, toy  # noqa: F401
 
 # The corpus's 2.0.x agent file sidechain_agent.jsonl, read as the agent its lines name.
 FLAT_AGENT = "88a8d761-7b9a-4bf1-a8ca-c1febe6bf358:agent-e1c84ba5"
@@ -20,10 +20,6 @@ def code_of(call):
     with pytest.raises(QueryError) as info:
         call()
     return info.value.code
-
-
-def line(id, text, ts, **extra):
-    return {"id": id, "text": text, "ts": ts, **extra}
 
 
 @pytest.fixture

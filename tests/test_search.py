@@ -10,7 +10,7 @@ from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.fts import parse_query, tokens, validate_raw
 from datasette_obelisk.query.search import search_events, search_sessions
 from datasette_obelisk.query.text import approximate_snippet, literal_pattern, middle_truncate, snippet
-from query_fixtures import connect, corpus_db, generated_db, read_conn, resigned, toy  # noqa: F401
+from query_fixtures import connect, corpus_db, generated_db, line, read_conn, resigned, toy  # noqa: F401
 
 AWKWARD = [
     "foo-bar", "c++", '"quotes', "/src/x.py", "don't", "😀", "fix 😀", "数据库 迁移", "AND OR NOT",
@@ -164,10 +164,6 @@ def test_middle_truncate_says_how_much_was_cut():
 
 
 # -- grouped search ------------------------------------------------------------
-
-
-def line(id, text, ts, **extra):
-    return {"id": id, "text": text, "ts": ts, **extra}
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.session_query import SessionQuery
-from query_fixtures import copy_corpus, corpus_db, read_conn, toy  # noqa: F401
+from query_fixtures import copy_corpus, corpus_db, line, read_conn, toy  # noqa: F401
 
 DAG = "dag_compact_after_rewind_preserved"
 FORK = "claude_forked_session"
@@ -488,10 +488,6 @@ def test_configuration_and_cancellation(read_conn):
         aborted = True
 
     assert code_of(lambda: sq.searchSessions({"query": "x"}, signal=Signal())) == "SESSION_QUERY_ABORTED"
-
-
-def line(id, text, ts, **extra):
-    return {"id": id, "text": text, "ts": ts, **extra}
 
 
 @pytest.fixture

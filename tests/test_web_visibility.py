@@ -213,8 +213,9 @@ async def test_visibility_is_asked_once_per_table_and_actor_then_remembered(web_
     assert (await ds.client.get("/-/obelisk/api/memories")).json() == denied("memories")
 
 
-@pytest.mark.asyncio
-async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_should(web_db, tmp_path):
+async def served_then_archived(web_db, tmp_path):
+    """A server of an empty database (``messages`` hidden) that then becomes the archive ``web_db``
+    under it, as an ingest (or a migration) changes the schema under a server."""
     import sqlite3
 
     late = tmp_path / "obelisk.db"
@@ -222,8 +223,14 @@ async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_sho
     ds = await started(late, hiding("messages"))
     assert (await ds.client.get("/obelisk/obelisk_search.json?q=zebrafish")).status_code == 404
     source, target = sqlite3.connect(web_db), sqlite3.connect(late)
-    source.backup(target)  # as an ingest (or a migration) changes the schema under the server
+    source.backup(target)
     source.close(), target.close()
+    return ds
+
+
+@pytest.mark.asyncio
+async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_should(web_db, tmp_path):
+    ds = await served_then_archived(web_db, tmp_path)
     # (no wait: a database not set up as an archive is looked at on every check)
     for path in ("/obelisk/browse_messages.json?_search=zebrafish", "/obelisk/session_docs.json?_size=1",
                  "/obelisk/obelisk_search.json?q=zebrafish"):
@@ -236,15 +243,8 @@ async def test_a_database_that_becomes_an_archive_while_served_hides_what_it_sho
 @pytest.mark.asyncio
 async def test_requests_arriving_while_a_database_is_set_up_wait_for_it(web_db, tmp_path):
     import asyncio
-    import sqlite3
 
-    late = tmp_path / "obelisk.db"
-    sqlite3.connect(late).close()
-    ds = await started(late, hiding("messages"))
-    assert (await ds.client.get("/obelisk/browse_messages.json")).status_code == 404
-    source, target = sqlite3.connect(web_db), sqlite3.connect(late)
-    source.backup(target)
-    source.close(), target.close()
+    ds = await served_then_archived(web_db, tmp_path)
     responses = await asyncio.gather(*(ds.client.get("/obelisk/browse_messages.json?_search=zebrafish") for _ in range(8)))
     assert [response.status_code for response in responses] == [403] * 8
 
