@@ -293,3 +293,20 @@ def test_a_word_whose_capital_lowers_to_a_letter_and_a_mark_is_found(toy):
     toy.ingest()
     assert tokens("İstanbul") == ["i̇stanbul"]  # (FTS5 keeps the mark in the word, then folds it away)
     assert [s["sessionId"] for s in history_search(toy.conn(), {"query": "İstanbul"})["sessions"]] == ["tr"]
+
+
+@pytest.mark.parametrize("text, prefix", [
+    ("новый пользователей", "пользоват"), ("її мовою", "ї"), ("καλημέρα κόσμε", "καλη"), ("أهلا وسهلا", "أه"),
+    ("नमस्ते दुनिया", "नम"), ("le café noir", "caf"), ("İstanbul ofisi", "ist"),
+])
+def test_a_prefix_search_finds_words_of_every_script(toy, text, prefix):
+    toy.write("s1", line("a", text, "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    assert [item["session"]["id"] for item in search_sessions(toy.conn(), prefix, prefix=True)["items"]] == ["s1"]
+
+
+def test_a_term_of_marks_alone_is_no_term(toy):
+    toy.write("s1", line("m1", "un café noir", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    assert parse_query("noir \u0301").expression == '"noir"'
+    assert found(toy.conn(), "noir \u0301") == ["m1"]

@@ -138,14 +138,13 @@ def tokens(text: str) -> list[str]:
 def words(text: str) -> list[str]:
     found: list[str] = []
     current: list[str] = []
-    for char in text:
+    for char in [*text, " "]:
         if is_token_char(char):
             current.append(char)
         elif current:
-            found.append("".join(current).lower())
+            if not all(unicodedata.category(c) == "Mn" for c in current):  # (marks alone index nothing)
+                found.append("".join(current).lower())
             current = []
-    if current:
-        found.append("".join(current).lower())
     return found
 
 

@@ -433,8 +433,8 @@ def prefix_words(counts_json: str, prefix: str, limit: int = MAX_EXPANSIONS) -> 
             if word.isascii():  # (the others are read as FTS5 reads them, below)
                 found[word] = found.get(word, 0) + int(count)
     for word, count in NON_ASCII_WORD.findall(counts_json):
-        for part in tokens(fold(word)):  # folded first, as FTS5 reads it
-            if part.startswith(folded):
+        for part in tokens(word):  # (as written: FTS5 folds some letters, fold() more)
+            if fold(part).startswith(folded):
                 found[part] = found.get(part, 0) + int(count)
     return sorted(found, key=lambda w: (-found[w], w))[:limit]
 
