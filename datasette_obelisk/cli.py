@@ -513,7 +513,7 @@ def echo_summary(summary, roots) -> None:
 
 def _replayed(summary) -> str:
     n = summary.files_replayed
-    return f" ({n} of them again from the start: rewritten, or a new parser or redaction rules)" if n else ""
+    return f" ({n} of them again from the start: rewritten, or a new parser, redaction rules or discovery hints)" if n else ""
 
 
 def _links(summary) -> str:

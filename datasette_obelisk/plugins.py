@@ -57,11 +57,13 @@ def get_sources() -> dict:
         except Exception as exc:
             broken[impl.plugin_name] = repr(exc)
             continue
+        taken = next((source.name for source in batch if source.name in found), None)
+        if taken is not None:  # (the plugin is left out whole, as any broken one)
+            broken[impl.plugin_name] = f"its source {taken!r} is installed already, by {owners[taken]}"
+            continue
         for source in batch:
-            if source.name in found:
-                broken[impl.plugin_name] = f"its source {source.name!r} is installed already, by {owners[source.name]}"
-                continue
-            found[source.name], owners[source.name] = source, impl.plugin_name
+            found.setdefault(source.name, source)
+            owners.setdefault(source.name, impl.plugin_name)
     _broken = broken
     return found
 
@@ -99,4 +101,5 @@ def unknown_sources(names, installed, stored=()) -> str | None:
     return (
         f"unknown source {', '.join(unknown)}; installed: {', '.join(installed)}"
         + (f"; also in the database: {', '.join(others)}" if others else "")
+        + "".join(f"; {broken}" for broken in broken_plugins())
     )

@@ -69,7 +69,7 @@ def test_the_summary_says_how_many_files_were_read_again_from_the_start(tmp_path
     result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy"])
     assert result.exit_code == 0, result.output
     assert result.output.startswith(
-        "1 files (1 read (1 of them again from the start: rewritten, or a new parser or redaction rules), "
+        "1 files (1 read (1 of them again from the start: rewritten, or a new parser, redaction rules or discovery hints), "
         "0 unchanged, 0 gone from disk), 2 lines, 1 sessions, 2 messages, 0 errors in "
     )
 

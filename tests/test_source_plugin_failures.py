@@ -297,3 +297,18 @@ def test_a_plugin_that_cannot_be_imported_leaves_the_others_working(tmp_path):
         "the source plugin broken failed and is left out: "
         "ModuleNotFoundError(\"No module named 'a_module_nobody_installed'\")"
     ]]
+
+
+def test_a_plugin_naming_a_source_taken_is_left_out_whole_and_named_when_asked_for(tmp_path):
+    mine = type("Mine", (ToySource,), {"name": "mine"})
+    plugin = Plugin(lambda: [type("Claude", (ToySource,), {"name": "claude"})(), mine()])
+    pm.register(plugin, "clashing")
+    try:
+        assert list(get_sources()) == ["claude", "codex", "gemini"]
+        (tmp_path / "logs").mkdir()
+        result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--dir", f"mine={tmp_path / 'logs'}"])
+        assert result.exit_code == 2
+        assert ("unknown source mine; installed: claude, codex, gemini; the source plugin clashing failed and is left "
+                "out: its source 'claude' is installed already, by datasette_obelisk.sources.claude_code") in result.output
+    finally:
+        pm.unregister(plugin)
