@@ -387,6 +387,15 @@ async def test_transcript_rewinds_compactions_and_subagents(ds, web_db):
                      r'that replaced it: <a href="[^"]+/9">#9</a></li>\s*<li class="ob-entry role-user" id="m9">'
                      r'<details><summary>Compaction summary</summary>', compacted)
     assert "Conversation compacted" not in compacted  # (the boundary's own words are no summary)
+    # a page that opens with the summary (its boundary ends the page before) adds no second marker
+    from datasette_obelisk.web import pages
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pages, "TRANSCRIPT_PAGE", 8)
+        first = await page(ds, f"/-/obelisk/session/{COMPACTED}")
+        second = await page(ds, f"/-/obelisk/session/{COMPACTED}", start="9")
+    assert first.count("Context compacted here") == 1 and "Context compacted here" not in second
+    assert '<li class="ob-entry role-user" id="m9"><details><summary>Compaction summary</summary>' in second
     # thinking whose text the log does not keep (Claude Code 2.1.x keeps its signature alone): said so, no empty fold
     [(empty_thinking,)] = rows(web_db, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND content_type = 'thinking' "
                                        "AND text = '' AND visibility = 'visible'", [WITH_SUBAGENTS])

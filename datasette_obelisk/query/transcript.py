@@ -21,7 +21,8 @@
           a compact boundary with the summary that replaced the context
           before it (the line right after it: one entry for both), a
           boundary alone (``summary`` None), or a summary alone (``message``
-          and ``summary`` the same row);
+          and ``summary`` the same row; ``continued`` when it opens a page
+          whose boundary ended the page before);
         - ``{"kind": "rewound", "count", "first_seq", "last_seq"}``: a run
           of messages a rewind abandoned, folded (``rewound=True`` lists them
           instead, each marked by its ``visibility``).
@@ -101,6 +102,9 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
             entries[-1]["summary"] = row  # the summary of the boundary right before it
             continue
         entries.append(entry)
+    first = entries[0] if entries else {}
+    if first.get("summary") is not None and first["summary"] is first["message"] and _after_boundary(conn, first["message"]):
+        first["continued"] = True  # its boundary ends the page before: no second marker
     return {
         "session": session,
         "parent": _one(conn, "SELECT id, title, source, relationship FROM sessions WHERE id = ?", [session["parent_session_id"]]),
@@ -121,6 +125,14 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "previous_start": previous_start,
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
     }
+
+
+def _after_boundary(conn, row: dict) -> bool:
+    """Whether the line before ``row`` in its session is a compact boundary (with no summary of its own)."""
+    before = _one(
+        conn, "SELECT * FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1", [row["session_id"], row["seq"]]
+    )
+    return before is not None and is_compaction(before) and not before["is_compact_summary"]
 
 
 def hidden_by(row: dict, *, meta: bool, log: bool) -> str | None:
