@@ -478,3 +478,20 @@ def test_a_log_moved_before_a_newer_parser_reads_it_is_read_again_by_the_next_in
     got, once = snapshot(tmp_path / "moved.db"), snapshot(tmp_path / "fresh.db")
     assert got == once, diff(got, once)
     assert rows(tmp_path / "moved.db", "SELECT uuid, is_meta FROM messages ORDER BY seq") == [("u1", 0), ("u2", 1), ("u3", 0)]
+
+
+@pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
+def test_a_touched_file_whose_last_line_has_no_newline_is_not_read_again(tmp_path, logs, read_ahead):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    main = project / "eb000000-0000-4000-8000-000000000001.jsonl"
+    main.write_bytes(main.read_bytes().rstrip(b"\n"))  # its last line whole, unterminated
+    ingest(tmp_path / "o.db", {"claude": claude}, read_ahead_bytes=read_ahead)
+    before = snapshot(tmp_path / "o.db")
+    os.utime(main)  # touched, nothing written
+    summary = ingest(tmp_path / "o.db", {"claude": claude}, read_ahead_bytes=read_ahead)
+    assert (summary.files_read, summary.files_replayed) == (1, 0)
+    assert snapshot(tmp_path / "o.db") == before
+    main.write_bytes(main.read_bytes() + b"\n")  # the line ends now: it was read already
+    summary = ingest(tmp_path / "o.db", {"claude": claude}, read_ahead_bytes=read_ahead)
+    assert (summary.files_read, summary.files_replayed) == (1, 0)
+    assert snapshot(tmp_path / "o.db") == before

@@ -111,7 +111,11 @@ class Reader:
         cursor, line_no = job.cursor, job.line_no
         stream.seek(cursor) if stream is raw else _skip(stream, cursor)
         if job.open_line:
-            if stream.read(1) != b"\n":
+            following = stream.read(1)
+            if not following:  # nothing written after it (the file was touched): nothing to read
+                yield self.batch(unit, parser, raw, [], cursor, line_no, 0, open_line=True)
+                return
+            if following != b"\n":
                 yield Reopen()
                 return
             cursor += 1
