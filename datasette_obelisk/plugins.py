@@ -57,9 +57,13 @@ def get_sources() -> dict:
         except Exception as exc:
             broken[impl.plugin_name] = repr(exc)
             continue
-        taken = next((source.name for source in batch if source.name in found), None)
+        names = [source.name for source in batch]
+        taken = next((name for name in names if name in found), None)
         if taken is not None:  # (the plugin is left out whole, as any broken one)
             broken[impl.plugin_name] = f"its source {taken!r} is installed already, by {owners[taken]}"
+            continue
+        if len(set(names)) < len(names):
+            broken[impl.plugin_name] = f"it names a source twice: {sorted(n for n in set(names) if names.count(n) > 1)!r}"
             continue
         for source in batch:
             found.setdefault(source.name, source)

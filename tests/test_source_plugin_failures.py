@@ -266,6 +266,7 @@ def a_generator_that_fails():
     (lambda: [type("S", (ToySource,), {"discover": None})()], "TypeError('source toy: discover is not a method')"),
     (lambda: [type("S", (ToySource,), {"name": "gemini"})()], "its source 'gemini' is installed already, by "
                                                             "datasette_obelisk.sources.gemini"),
+    (lambda: [ToySource(), ToySource()], "it names a source twice: ['toy']"),
 ])
 def test_a_plugin_whose_hook_fails_is_left_out_and_named(returns, reason):
     plugin = Plugin(returns)

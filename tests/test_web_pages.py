@@ -1301,3 +1301,45 @@ async def test_thinking_the_log_does_not_record_says_so(tmp_path):
     assert transcript_page.count("(the log does not record this thinking)") == 2
     for seq in (2, 3):
         assert "(the log does not record this thinking)" in await page(ds, f"/-/obelisk/event/s1/{seq}")
+
+
+@pytest.mark.parametrize("between", ["attachment", "meta"])
+def test_a_summary_opening_a_page_after_hidden_lines_adds_no_marker(tmp_path, between):
+    from datasette_obelisk.query import transcript
+    from datasette_obelisk.store.ingest import ingest
+
+    head = {"cwd": "/tmp", "sessionId": "s", "version": "2.1.0"}
+
+    def said(kind, uuid, parent, text, ts, **extra):
+        content = [{"type": "text", "text": text}]
+        message = {"role": kind, "content": content, **({"id": f"m{uuid}"} if kind == "assistant" else {})}
+        return {**head, "type": kind, "uuid": uuid, "parentUuid": parent, "timestamp": ts, "message": message, **extra}
+
+    lines = [said("user", "u1", None, "Start", "2025-07-01T10:00:00Z"), said("assistant", "a1", "u1", "Ready", "2025-07-01T10:01:00Z"),
+             {**head, "type": "system", "subtype": "compact_boundary", "uuid": "cb", "parentUuid": None,
+              "logicalParentUuid": "a1", "timestamp": "2025-07-01T10:30:00Z", "content": "Conversation compacted"}]
+    if between == "attachment":  # (Claude Code writes these right after a compaction)
+        lines.append({**head, "type": "attachment", "uuid": "at", "parentUuid": "cb", "timestamp": "2025-07-01T10:30:00.5Z",
+                      "attachment": {"type": "compact_file_reference", "filename": "/tmp/a.py", "displayPath": "a.py"}})
+    else:
+        lines.append(said("user", "at", "cb", "<system-reminder>x</system-reminder>", "2025-07-01T10:30:00.5Z", isMeta=True))
+    lines += [said("user", "cs", "cb", "This session is being continued... Summary: plan.", "2025-07-01T10:30:01Z",
+                   isCompactSummary=True), said("assistant", "a2", "cs", "After", "2025-07-01T10:31:00Z")]
+    project = tmp_path / "claude" / "projects" / "p"
+    project.mkdir(parents=True)
+    (project / "s.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(tmp_path / "o.db")
+    conn.row_factory = sqlite3.Row
+    seqs = dict(conn.execute("SELECT uuid, seq FROM messages WHERE session_id = 's'").fetchall())
+
+    def markers(page_):
+        return [e["message"]["seq"] for e in page_["entries"] if e["kind"] == "compaction" and not e.get("continued")]
+
+    assert markers(transcript.transcript(conn, "s")) == [seqs["cb"]]
+    for end in (seqs["cb"], seqs["at"]):  # a page ends with the boundary, or with the hidden line after it
+        first = transcript.transcript(conn, "s", limit=end)
+        rest = transcript.transcript(conn, "s", start=end + 1, limit=5)
+        assert markers(first) + markers(rest) == [seqs["cb"]], end
+    shown = {"log": True} if between == "attachment" else {"meta": True}  # the line between shown: a marker of its own
+    assert markers(transcript.transcript(conn, "s", start=seqs["cs"], **shown)) == [seqs["cs"]]

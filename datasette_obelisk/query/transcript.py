@@ -103,7 +103,9 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
             continue
         entries.append(entry)
     first = entries[0] if entries else {}
-    if first.get("summary") is not None and first["summary"] is first["message"] and _after_boundary(conn, first["message"]):
+    if first.get("summary") is not None and first["summary"] is first["message"] and _after_boundary(
+        conn, first["message"], rewound=rewound, meta=meta, log=log
+    ):
         first["continued"] = True  # its boundary ends the page before: no second marker
     return {
         "session": session,
@@ -127,12 +129,21 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
     }
 
 
-def _after_boundary(conn, row: dict) -> bool:
-    """Whether the line before ``row`` in its session is a compact boundary (with no summary of its own)."""
-    before = _one(
-        conn, "SELECT * FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1", [row["session_id"], row["seq"]]
-    )
-    return before is not None and is_compaction(before) and not before["is_compact_summary"]
+def _after_boundary(conn, row: dict, *, rewound: bool, meta: bool, log: bool) -> bool:
+    """Whether the entry before ``row`` (lines these options hide passed over) is a compact
+    boundary with no summary of its own, as one page would join them."""
+    for before in _all(
+        conn, "SELECT * FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+        [row["session_id"], row["seq"], MAX_PASSED_OVER],
+    ):
+        if before["visibility"] == "inactive" and not rewound:
+            return False  # (folded into a rewound branch's entry)
+        if hidden_by(before, meta=meta, log=log) is None:
+            return is_compaction(before) and not before["is_compact_summary"]
+    return False
+
+
+MAX_PASSED_OVER = 50  # hidden lines looked past for a boundary
 
 
 def hidden_by(row: dict, *, meta: bool, log: bool) -> str | None:
