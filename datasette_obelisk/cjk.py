@@ -11,6 +11,7 @@ wherever it stands (``数据`` in ``数据库迁移``).
     split(text) -> str            ``text`` with each CJK character set apart
     search_text(text) -> str|None ``split(text)`` when that differs, else None
                                   (what ``messages.search_text`` holds)
+    holds(text) -> bool           whether ``text`` holds a CJK character
     unsplit(text) -> str          ``text`` without the separators
     is_cjk(char) -> bool
 """
@@ -43,16 +44,17 @@ def _set_apart(run: re.Match) -> str:
     return SEPARATOR + SEPARATOR.join(run.group()) + SEPARATOR
 
 
-def split(text: str) -> str:
-    if text.isascii():
-        return text
-    return _RUN.sub(_set_apart, text)
+def holds(text: str) -> bool:
+    """Whether ``text`` holds a CJK character."""
+    return not text.isascii() and CJK.search(text) is not None
 
 
 def search_text(text: str | None) -> str | None:
-    if not text or text.isascii() or CJK.search(text) is None:
-        return None
-    return _RUN.sub(_set_apart, text)
+    return _RUN.sub(_set_apart, text) if text and holds(text) else None
+
+
+def split(text: str) -> str:
+    return search_text(text) or text
 
 
 def unsplit(text: str) -> str:

@@ -66,8 +66,7 @@ def get_sources() -> dict:
             broken[impl.plugin_name] = f"it names a source twice: {sorted(n for n in set(names) if names.count(n) > 1)!r}"
             continue
         for source in batch:
-            found.setdefault(source.name, source)
-            owners.setdefault(source.name, impl.plugin_name)
+            found[source.name], owners[source.name] = source, impl.plugin_name
     _broken = broken
     return found
 

@@ -415,4 +415,4 @@ def word_start_pattern(terms) -> re.Pattern:
 def _stems(terms) -> set[str]:
     """What a word starting like each term starts with: its first letters (porter
     cuts an ending: ``compiled`` is ``compil``), a word holding CJK whole."""
-    return {term.lower() if cjk.CJK.search(term) else term.lower()[: max(3, len(term) - 2)] for term in terms}
+    return {term.lower() if cjk.holds(term) else term.lower()[: max(3, len(term) - 2)] for term in terms}

@@ -21,7 +21,7 @@ from ..cjk import search_text
 from ..records import (
     Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
-from .db import database_path, get_state, set_state
+from .db import INDEXED_FORMS, database_path, get_state, set_state
 from .writer import FILE_TABLES
 from .redaction import RULESET_VERSION, Redactor
 
@@ -63,8 +63,8 @@ STORED_TEXT = {
 }
 # The form the FTS tables index of a column (``cjk.search_text``), set again with it.
 SEARCH_FORMS = {
-    ("messages", "text"): "search_text = ?",
-    ("tool_results", "content"): "search_content = CASE WHEN outcome = 'failed' THEN ? END",
+    ("messages", "text"): f"{INDEXED_FORMS['messages']} = ?",
+    ("tool_results", "content"): f"{INDEXED_FORMS['tool_results']} = CASE WHEN outcome = 'failed' THEN ? END",
 }
 
 

@@ -135,7 +135,7 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
 
     def escape(text):
         escaped = escape_fts(text)
-        if isinstance(escaped, str) and cjk.search_text(escaped) is not None and splits_cjk(conn):
+        if isinstance(escaped, str) and cjk.holds(escaped) and splits_cjk(conn):
             terms = FTS_STRING.findall(escaped)
             if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
                 return " AND ".join(fts.phrase(term[1:-1].replace('""', '"')) for term in terms)
