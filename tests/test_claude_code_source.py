@@ -1113,7 +1113,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 14)
+    assert (source.name, source.parser_version) == ("claude", 15)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):
@@ -1169,3 +1169,73 @@ def test_what_hooks_said_and_todo_lists_are_the_text_of_their_attachments():
         {"id": "1", "subject": "Research plan mode", "description": "Write it up", "status": "completed"},
         {"id": "2", "subject": "Review", "status": "pending"}]}) == "[completed] Research plan mode: Write it up\n[pending] Review"
     assert _attachment_text({"type": "hook_success", "stdout": "ok"}) == ""
+    assert _attachment_text({"type": "hook_success", "hookName": "SessionStart:startup", "hookEvent": "SessionStart",
+                             "content": ""}) == ""  # (a name alone says nothing)
+    assert _attachment_text({"type": "hook_success", "hookName": "SessionStart:startup", "hookEvent": "SessionStart",
+                             "content": "branch main, 3 open issues"}) == "SessionStart:startup\nbranch main, 3 open issues"
+    assert _attachment_text({"type": "hook_success", "hookName": "PostToolUse:Bash", "hookEvent": "PostToolUse",
+                             "content": "formatted"}) == ""  # (its output never reached the model)
+
+
+def test_what_hooks_tasks_plans_and_teammates_said_is_searchable():
+    from datasette_obelisk.sources.claude_code import _attachment_text
+
+    assert _attachment_text({"type": "task_status", "taskId": "a1", "taskType": "local_agent", "status": "failed",
+                             "description": "Run schema migration",
+                             "deltaSummary": "psql: FATAL password authentication failed"}) == (
+        "[failed] Run schema migration\npsql: FATAL password authentication failed")
+    assert _attachment_text({"type": "task_status", "status": "running", "description": "npm test",
+                             "deltaSummary": None, "shell": {"command": "npm test -- --watch", "kind": "bash"}}) == (
+        "[running] npm test\nnpm test -- --watch")
+    assert _attachment_text({"type": "hook_stopped_continuation", "hookName": "PostToolUse:Bash",
+                             "message": "Blocked by policy: migrations need DBA sign-off"}) == (
+        "PostToolUse:Bash\nBlocked by policy: migrations need DBA sign-off")
+    assert _attachment_text({"type": "async_hook_response", "hookName": "UserPromptSubmit", "stdout": "raw",
+                             "response": {"systemMessage": "Ticket ABC-12 linked",
+                                          "hookSpecificOutput": {"additionalContext": "ABC-12: fix login"}}}) == (
+        "UserPromptSubmit\nTicket ABC-12 linked\nABC-12: fix login")
+    assert _attachment_text({"type": "plan_file_reference", "planFilePath": "/p/plan.md",
+                             "planContent": "1. Add retries"}) == "1. Add retries"
+    assert _attachment_text({"type": "plugin_note", "plugin": "x", "content": ["first note", {"type": "text", "text": "second"}]}) == (
+        "first note\nsecond")
+    assert _attachment_text({"type": "teammate_mailbox", "messages": [{"from": "lead", "text": "Take the API"},
+                                                                      {"text": "Then the docs"}, "junk"]}) == (
+        "Take the API\nThen the docs")
+    records = feed_lines([{"type": "system", "subtype": "stop_hook_summary", "uuid": "h1", "hookCount": 1,
+                           "hookErrors": ["check.sh: lint failed"], "stopReason": "Lint must pass before stopping",
+                           "preventedContinuation": True}])
+    assert [m.text for m in of_type(records, Message)] == ["Lint must pass before stopping\ncheck.sh: lint failed"]
+
+
+def test_what_another_sender_wrote_in_the_user_s_name_is_no_prompt():
+    # 2.1.x stamps a user line's sender (``origin``): a teammate's or peer's message,
+    # a plugin's, Claude Code's own continuation are not the user typing.
+    records = feed_lines([
+        user("p1", '<teammate-message teammate_id="team-lead">\nPlease fix the login bug\n</teammate-message>',
+             origin={"kind": "peer", "from": "team-lead"}),
+        user("p2", "continue", origin={"kind": "auto-continuation"}, parentUuid="p1"),
+        user("p3", "Add retries", origin={"kind": "human"}, parentUuid="p2"),
+        user("p4", "Also the docs", origin={"kind": "cli"}, parentUuid="p3"),
+        {**queued("check CI", commandMode="prompt", isMeta=True), "uuid": "q1"},  # a scheduled wake-up
+    ])
+    assert [(m.uuid, m.role, m.is_meta) for m in of_type(records, Message)] == [
+        ("p1", "user", 1), ("p2", "user", 1), ("p3", "user", 0), ("p4", "user", 0), ("q1", "user", 1)]
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Add retries")]
+
+
+def test_a_branched_session_names_the_session_it_was_copied_from():
+    fork = {"sessionId": "orig-1", "messageUuid": "u2"}
+    records = feed_lines([
+        user("u1", "Plan the refactor", sessionId="s1", forkedFrom=fork, cwd="/w"),
+        assistant("a1", [{"type": "text", "text": "Sure"}], sessionId="s1", forkedFrom=fork, parentUuid="u1"),
+        user("u3", "Now the tests", sessionId="s1", parentUuid="a1"),
+    ])
+    assert [(s.id, s.parent_session_id, s.relationship) for s in of_type(records, Session)] == [("s1", "orig-1", "fork")]
+    itself = feed_lines([user("u1", "Hi", forkedFrom={"sessionId": "s1", "messageUuid": "u0"})])
+    assert [(s.parent_session_id, s.relationship) for s in of_type(itself, Session)] == [(None, None)]
+    # The parser's state carries the parent to a later ingest of the same file.
+    parser = SOURCE.open_parser(unit(session_id="s1"), None)
+    parser.feed(orjson.dumps(user("u1", "Hi", forkedFrom=fork)), Position(1, 0, 10))
+    resumed = SOURCE.open_parser(unit(session_id="s1"), parser.state())
+    later = resumed.feed(orjson.dumps(user("u2", "Again", cwd="/elsewhere")), Position(2, 11, 10))
+    assert [(s.parent_session_id, s.relationship, s.cwd) for s in of_type(later, Session)] == [("orig-1", "fork", "/elsewhere")]

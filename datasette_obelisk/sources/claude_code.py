@@ -103,6 +103,27 @@ REFUSAL_PREFIXES = (
 )
 REFUSAL_MARKERS = (" requires approval", " was blocked. For security")
 
+# Where an attachment keeps what the user saw of it (after its ``hookName``).
+ATTACHMENT_TEXT = {
+    "hook_blocking_error": (("blockingError", "blockingError"), ("blockingError",)),
+    "hook_non_blocking_error": (("stderr",),),
+    "hook_additional_context": (("content",),),
+    "hook_stopped_continuation": (("message",),),
+    "hook_success": (("content",),),
+    "async_hook_response": (("response", "systemMessage"), ("response", "hookSpecificOutput", "additionalContext")),
+    "plan_file_reference": (("planContent",),),
+    "plugin_note": (("content",),),
+    "teammate_mailbox": (("messages", "*", "text"),),
+}
+# Who, by a user line's ``origin``, wrote it in the user's name: another agent, a
+# plugin, Claude Code itself (a notification, an observer, an automatic "continue").
+# Other kinds (``human``, ``cli``, a channel's relayed message) are someone's words.
+OTHER_SENDERS = frozenset(
+    {"peer", "coordinator", "plugin", "task-notification", "observer", "observer-activity", "auto-continuation"}
+)
+# The hooks whose output is added to the model's context.
+CONTEXT_HOOK_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
+
 FILE_TOOLS = frozenset({"Read", "Edit", "Write", "MultiEdit", "NotebookEdit"})
 PATH_KEYS = ("file_path", "notebook_path")
 
@@ -144,7 +165,11 @@ class ClaudeCodeSource:
     # 12: a prompt queued while the agent worked is the user's
     # 13: an agent's result with no toolUseResult (an agent's agent) names it and
     # its figures by the footer of its text
-    parser_version = 14
+    # 15: a user line another sender wrote (``origin``: a peer agent, a plugin...)
+    # or a queued command flagged meta is meta; a branched session names the one it
+    # was copied from (``forkedFrom``); what stop hooks, task statuses, plans,
+    # teammates' mailboxes and plugins' notes said is searchable
+    parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -272,6 +297,7 @@ class ClaudeCodeParser:
         self.version = state.get("version")
         self.entrypoint = state.get("entrypoint")
         self.effort = state.get("effort")
+        self.forked_from = state.get("forked_from")  # the session a branch was copied from
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.agent_calls: list = state.get("agent_calls", [])  # this file's Agent/Task calls, latest last
         self.session_emitted = state.get("session", False)
@@ -294,6 +320,7 @@ class ClaudeCodeParser:
             "version": self.version,
             "entrypoint": self.entrypoint,
             "effort": self.effort,
+            "forked_from": self.forked_from,
             "launched": self.launched,
             "agent_calls": self.agent_calls,
             "session": self.session_emitted,
@@ -437,20 +464,22 @@ class ClaudeCodeParser:
         Inline sidechain lines (<= 1.0.x main files) run in the subagent's
         context, so they never change the session's.
         """
-        known = (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort)
+        known = (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from)
         if obj.get("isSidechain") is True and not self.is_agent:
             context = known
         else:
+            fork = None if self.is_agent or self.forked_from else _fork_parent(obj)
             context = (
                 _text(obj.get("cwd")) or self.cwd,
                 _text(obj.get("gitBranch")) or self.git_branch,
                 _text(obj.get("version")) or self.version,
                 _text(obj.get("entrypoint")) or self.entrypoint,
                 label(obj.get("effort")) or self.effort,  # on an assistant line (2.1.x): its reasoning effort
+                self.forked_from or (fork if fork != self.session_id else None),
             )
         if self.session_emitted and context == known:
             return []
-        self.cwd, self.git_branch, self.version, self.entrypoint, self.effort = context
+        self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from = context
         records: list[Record] = [self._session()]
         if not self.session_emitted and self.is_agent and self.parent:
             records.append(self._agent_link())
@@ -473,6 +502,8 @@ class ClaudeCodeParser:
             session.relationship = "workflow" if self.kind == "workflow_agent" else "subagent"
             session.agent_id = self.agent_id
             session.agent_type = self._own_agent_type()
+        elif self.forked_from:
+            session.parent_session_id, session.relationship = self.forked_from, "fork"
         return session
 
     def _own_agent_type(self) -> str | None:
@@ -518,7 +549,7 @@ class ClaudeCodeParser:
             is_meta=int(
                 flagged_meta
                 or not is_role
-                or (line_type == "user" and content_type == "text" and _looks_meta(text))
+                or (line_type == "user" and content_type == "text" and (_looks_meta(text) or _sent_for(obj)))
             ),
             is_sidechain=int(obj.get("isSidechain") is True),
             is_compact_summary=int(obj.get("isCompactSummary") is True or _unflagged_summary(obj, line_type, content_type, text)),
@@ -533,7 +564,7 @@ class ClaudeCodeParser:
         elif line_type == "attachment" and _queued_prompt(obj.get("attachment")):
             # typed while the agent worked, and sent on within its turn: said by the user
             message.role, message.content_type, message.surface = "user", "text", None
-            message.is_meta = int(flagged_meta or _looks_meta(text))
+            message.is_meta = int(flagged_meta or obj["attachment"].get("isMeta") is True or _looks_meta(text))
         if message.subtype == "compact_boundary":
             message.meta = _compaction_meta(obj)
         elif message.subtype == "turn_duration":
@@ -882,8 +913,23 @@ def _structural_text(obj: dict, line_type: str) -> str:
     if line_type == "attachment":
         attachment = obj.get("attachment")
         return _attachment_text(attachment) if isinstance(attachment, dict) else ""
-    parts = [_text(obj.get("content")), _text(obj.get("apiRefusalExplanation")), *_error_details(obj.get("error"))]
+    parts = [
+        _text(obj.get("content")), _text(obj.get("apiRefusalExplanation")), *_error_details(obj.get("error")),
+        *_texts_at(obj, ("stopReason",), ("hookErrors", "*")),  # what stop hooks said
+    ]
     return "\n".join(dict.fromkeys(part for part in parts if part))
+
+
+def _sent_for(obj: dict) -> bool:
+    """A user line another sender wrote in the user's name (2.1.x ``origin``)."""
+    origin = obj.get("origin")
+    return isinstance(origin, dict) and origin.get("kind") in OTHER_SENDERS
+
+
+def _fork_parent(obj: dict) -> str | None:
+    """The session a branched session's lines were copied from (``forkedFrom``)."""
+    forked = obj.get("forkedFrom")
+    return _text(forked.get("sessionId")) if isinstance(forked, dict) else None
 
 
 def _queued_prompt(attachment) -> bool:
@@ -898,25 +944,39 @@ def _queued_prompt(attachment) -> bool:
 
 def _attachment_text(attachment: dict) -> str:
     """The searchable text of an attachment: a prompt queued while the agent was busy,
-    what a hook that blocked or failed said or added to the context, the todo or
-    task list a reminder repeats."""
+    what a hook said or added to the context, a background task's status, a plan,
+    teammates' and plugins' notes, the todo or task list a reminder repeats."""
     kind = attachment.get("type")
     if kind == "queued_command":
         return _render_parts(attachment.get("prompt"))
-    if kind == "hook_blocking_error":
-        blocking = attachment.get("blockingError")
-        said = blocking.get("blockingError") if isinstance(blocking, dict) else blocking
-        parts = [_text(attachment.get("hookName")), _text(said)]
-    elif kind == "hook_non_blocking_error":
-        parts = [_text(attachment.get("hookName")), _text(attachment.get("stderr"))]
-    elif kind == "hook_additional_context":
-        parts = [_text(attachment.get("hookName")), _render_parts(attachment.get("content"))]
-    elif kind in ("todo_reminder", "task_reminder"):
+    if kind in ("todo_reminder", "task_reminder"):
         todos = attachment.get("content") if isinstance(attachment.get("content"), list) else []
         parts = [_todo_line(todo) for todo in todos if isinstance(todo, dict)]
+    elif kind == "task_status":
+        parts = [_todo_line(attachment), *_texts_at(attachment, ("deltaSummary",), ("shell", "command"))]
+    elif kind == "hook_success" and attachment.get("hookEvent") not in CONTEXT_HOOK_EVENTS:
+        return ""  # (only these hooks' output reaches the model)
+    elif kind in ATTACHMENT_TEXT:
+        said = _texts_at(attachment, *ATTACHMENT_TEXT[kind])
+        parts = [_text(attachment.get("hookName")), *said] if said else []
     else:
         return ""
     return "\n".join(part for part in parts if part)
+
+
+def _texts_at(value: Any, *paths: tuple[str, ...]) -> list[str]:
+    """The texts found at ``paths`` (``*`` stands for every item of a list), each
+    a string or a list of content parts."""
+    found = []
+    for path in paths:
+        values = [value]
+        for key in path:
+            if key == "*":
+                values = [item for v in values if isinstance(v, list) for item in v]
+            else:
+                values = [v.get(key) for v in values if isinstance(v, dict)]
+        found.extend(text for v in values if (text := _render_parts(v) if isinstance(v, list) else _text(v)))
+    return found
 
 
 def _unflagged_summary(obj: dict, line_type: str, content_type: str | None, text: str) -> bool:
