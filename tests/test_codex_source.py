@@ -1450,3 +1450,68 @@ def test_a_spawned_agent_is_linked_by_its_call_s_output_when_no_event_names_it()
     assert [(s.agent_id, s.session_id, s.child_session_id, s.parent_tool_use_id) for s in of(records, Subagent)] == [
         ("019a-child", "codex:t-spawn", "codex:019a-child", "codex:t-spawn:s1"),
     ]
+
+
+def test_context_from_hooks_goals_extensions_and_clients_is_injected():
+    def said(text):
+        return envelope("response_item", {"type": "message", "role": "user",
+                                          "content": [{"type": "input_text", "text": text}]})
+
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-ctx"}),
+        said('<hook_prompt hook_run_id="stop:0">Run the linter too.</hook_prompt>'),
+        said('<codex_internal_context source="goal">\nKeep going until tests pass\n</codex_internal_context>'),
+        said("<goal_context>\nShip v2\n</goal_context>"),
+        said("<extension_context>\nsteer\n</extension_context>"),
+        said("<external_editor>buffer</external_editor>"),
+        said("<codex_internal_context> is a tag I typed"),  # (no source: Codex's own check passes it on)
+        said("Fix the parser"),
+    ])
+    assert [(m.text[:22], m.is_meta) for m in of(records, Message)] == [
+        ('<hook_prompt hook_run_', 1), ('<codex_internal_contex', 1), ("<goal_context>\nShip v2", 1),
+        ("<extension_context>\nst", 1), ("<external_editor>buffe", 1), ("<codex_internal_contex", 1),
+        ("Fix the parser", 0)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["Fix the parser"]
+
+
+def test_a_message_from_another_agent_is_a_turn_of_its_own():
+    def turn(n):
+        return [envelope("event_msg", {"type": "user_message", "message": f"prompt {n}"}),
+                envelope("event_msg", {"type": "agent_message", "message": f"answer {n}"})]
+
+    task = envelope("inter_agent_communication", {
+        "author": "/root", "recipient": "/root/worker", "other_recipients": [],
+        "content": "Audit the parser for drift and report findings.", "trigger_turn": True})
+    records = feed_raw([envelope("session_meta", {"id": "t-worker"}), task,
+                        envelope("event_msg", {"type": "agent_message", "message": "Noted."})])
+    assert [(m.type, m.role, m.is_meta, m.text, m.meta) for m in of(records, Message)] == [
+        ("inter_agent_communication", "user", 0, "Audit the parser for drift and report findings.",
+         {"from": "/root", "to": "/root/worker"}),
+        ("event_msg", "assistant", 0, "Noted.", None)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["Audit the parser for drift and report findings."]
+    # A rollback of one turn takes back the message, not the prompt before it.
+    records = feed_raw([envelope("session_meta", {"id": "t-root"}), *turn(1), task,
+                        envelope("event_msg", {"type": "agent_message", "message": "Noted."}),
+                        envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 1})])
+    [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
+    assert marker.logical_parent_uuid == next(m.uuid for m in of(records, Message) if m.type == "inter_agent_communication")
+
+
+def test_a_failed_mcp_call_of_a_paginated_history_is_failed():
+    # With ``history_mode: paginated`` Codex writes no mcp_tool_call_end: the completed
+    # item's status says whether the call failed.
+    call = lambda cid: envelope("response_item", {  # noqa: E731
+        "type": "function_call", "name": "mcp__db__query", "arguments": "{}", "call_id": cid})
+    done = lambda cid, **fields: envelope("event_msg", {"type": "item_completed", "item": {  # noqa: E731
+        "type": "McpToolCall", "id": cid, "server": "db", "tool": "query", "arguments": {}, **fields}})
+    output = lambda cid: envelope("response_item", {  # noqa: E731
+        "type": "function_call_output", "call_id": cid, "output": '[{"type":"text","text":"relation does not exist"}]'})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-pages", "history_mode": "paginated"}),
+        call("a"), done("a", status="failed", result={"content": [], "isError": True}), output("a"),
+        call("b"), done("b", status="completed", error={"message": "timeout"}), output("b"),
+        call("c"), done("c", status="completed", result={"content": []}), output("c"),
+        done("d", status="failed"),  # (no call open: nothing to fail)
+    ])
+    results = {r.tool_use_id.rsplit(":", 1)[1]: (r.outcome, r.is_error) for r in of(records, ToolResult)}
+    assert results == {"a": ("failed", 1), "b": ("failed", 1), "c": ("succeeded", 0)}

@@ -161,7 +161,7 @@ _HISTORY_ITEM = re.compile(
 )
 
 # Top-level types that carry no conversation: merged without being decoded.
-UNDECODED_METADATA = {"world_state", "inter_agent_communication_metadata", "inter_agent_communication"}
+UNDECODED_METADATA = {"world_state", "inter_agent_communication_metadata"}
 
 # -- vocabularies -----------------------------------------------------------
 
@@ -246,7 +246,11 @@ INJECTED_PREFIXES = (
     "# AGENTS.md instructions",
     "<INSTRUCTIONS>",
     "<turn_aborted>",
-    "<codex_internal_context>",
+    "<codex_internal_context",  # (and its ``source="…"``)
+    "<goal_context>",
+    "<extension_context>",
+    "<external_",  # context a client added (``<external_{key}>``)
+    "<hook_prompt",  # what a hook told the model to do next
     "<collaboration_mode>",
     "<skills_instructions>",
     "<skill>",
@@ -335,7 +339,12 @@ class CodexSource:
     # 11: a rollback counts a compaction's summary as a turn, takes back all turns
     #    when asked for more, and leaves the title to the next prompt when it takes
     #    back the first
-    parser_version = 12
+    # 12: a review's findings and Codex's warnings in the user's name are injected;
+    #    a shell call the user stopped is cancelled; a spawn_agent output names its agent
+    # 13: an agent's message to another (``inter_agent_communication``) is a
+    #    message and a turn a rollback counts; hooks', goals' and extensions'
+    #    context is injected; a failed MCP call of a paginated history is failed
+    parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -568,6 +577,8 @@ class CodexParser:
                     position, timestamp, _compaction_text(payload, summary=summary), out, type="compacted",
                     summary=summary, meta=meta,
                 )
+            elif kind == "inter_agent_communication":
+                self._inter_agent(payload, timestamp, position, out)
             elif kind in UNDECODED_METADATA:
                 self._ensure_session(out)
                 out.append(Merged(position, "metadata"))
@@ -1130,8 +1141,8 @@ class CodexParser:
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
             call_id = first_text(payload.get("call_id"))
             waiting = any(call[0] == call_id for call in self.s.open_calls)  # (its output still to come)
-            if kind == "mcp_tool_call_end" and waiting and _mcp_failed(payload.get("result")):
-                self.s.failed_calls = [*self.s.failed_calls, call_id][-MAX_OPEN_CALLS:]
+            if kind == "mcp_tool_call_end" and _mcp_failed(payload.get("result")):
+                self._failed(call_id)
             out.append(Merged(position, "duplicate"))
         elif kind in METADATA_EVENTS:
             out.append(Merged(position, "metadata"))
@@ -1184,6 +1195,22 @@ class CodexParser:
         self._log_only(
             out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
             **usage,
+        )
+
+    def _failed(self, call_id: str | None) -> None:
+        """Note that the call ``call_id``, whose output is still to come, failed."""
+        if any(call[0] == call_id for call in self.s.open_calls):
+            self.s.failed_calls = [*self.s.failed_calls, call_id][-MAX_OPEN_CALLS:]
+
+    def _inter_agent(self, payload, timestamp, position, out) -> None:
+        """A message another agent of the thread tree sent this one (a task, a
+        report): a turn of its own, as Codex counts it, said by its author."""
+        self._ensure_session(out)
+        author, recipient = first_text(payload.get("author")), first_text(payload.get("recipient"))
+        text = first_text(payload.get("content")) or ""
+        self._conversation(
+            out, position, timestamp, None, "item", type="inter_agent_communication", role="user", text=text,
+            content_type="text", meta={"from": author, "to": recipient},
         )
 
     def _spawned_by_output(self, content: str, call_id: str, out: list) -> str | None:
@@ -1259,6 +1286,8 @@ class CodexParser:
             text = first_text(item.get("text")) or ""
             self._log_only(out, position, "event_msg", "item_completed", timestamp, text=text)
         elif twin is None:
+            if kind == "McpToolCall" and _mcp_item_failed(item):  # (paginated history writes no end event)
+                self._failed(first_text(item.get("id")))
             out.append(Merged(position, "duplicate"))
         else:
             said = _completed_item_said(item, twin)
@@ -1704,6 +1733,14 @@ def _is_tool_error(text: str) -> bool:
 def _mcp_failed(result: Any) -> bool:
     """Whether an ``mcp_tool_call_end`` result is an error (``Err``) or flagged one (``isError``)."""
     return isinstance(result, dict) and ("Err" in result or dig(result, "Ok", "isError") is True)
+
+
+def _mcp_item_failed(item: dict) -> bool:
+    """Whether a completed ``McpToolCall`` item failed (its status, an error, or a result flagged one)."""
+    return (
+        first_text(item.get("status")) == "failed" or bool(item.get("error"))
+        or dig(item, "result", "isError") is True
+    )
 
 
 def _mcp_is_error(text: str) -> bool:
