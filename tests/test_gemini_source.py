@@ -883,3 +883,135 @@ def test_a_chat_takes_its_project_from_its_folder_s_project_root(tmp_path):
     # the folders a chat names come first
     records = feed_all(jsonl({**META, "directories": ["/home/u/elsewhere"]}), units[1])
     assert [(s.cwd, s.project) for s in of(records, Session)] == [("/home/u/elsewhere", "-home-u-elsewhere")]
+
+
+MASKED_OUTPUT = "<tool_output_masked>\nOutput too large. Full output available at: /tmp/c1.txt\n</tool_output_masked>"
+
+
+def read_call(call_id: str, output: str, done=True) -> dict:
+    call = {"id": call_id, "name": "read_file", "args": {"file_path": f"/w/{call_id}.py"}}
+    return {**call, "status": "success", "result": read_response(call_id, output)} if done else {"functionCall": call}
+
+
+def read_response(call_id: str, output: str) -> list:
+    return [{"functionResponse": {"id": call_id, "name": "read_file", "response": {"output": output}}}]
+
+
+def masked_chat(*after, coalesced=True, changed=None) -> bytes:
+    """A chat whose tool output gemini-cli (0.44+) masks: ``setHistory`` of plain contents
+    writes every message of its history again under a new id (M1-M8), each followed by a
+    ``lastUpdated`` update, then a ``$set`` of the history of the copies. The context opens
+    it, joined to the first prompt (``getHistory`` coalesces consecutive turns of a role)
+    unless ``coalesced`` is false (then M0 is its copy); ``changed`` says a copy's new text."""
+    def said(id, kind, content, second, **more):
+        return {"id": id, "timestamp": f"2026-05-01T10:00:{second:02d}.000Z", "type": kind, "content": content, **more}
+
+    env_text = ENV["content"][0]["text"]
+    written = [
+        said("u1", "user", [{"text": "Read a.py"}], 1),
+        said("g1", "gemini", "", 2, model="m", tokens=TOKENS, toolCalls=[read_call("c1", "x = 1\n" * 40)]),
+        said("r1", "user", read_response("c1", "x = 1\n" * 40), 3),
+        said("g2", "gemini", "a.py sets x.", 4, model="m", tokens=TOKENS),
+        said("u2", "user", [{"text": "Now b.py"}], 5),
+        said("g3", "gemini", "", 6, model="m", tokens=TOKENS, toolCalls=[read_call("c2", "y = 2")]),
+        said("r2", "user", read_response("c2", "y = 2"), 7),
+        said("g4", "gemini", "b.py sets y.", 8, model="m", tokens=TOKENS),
+    ]
+    again = [[{"text": "Read a.py"}], [read_call("c1", "", done=False)], read_response("c1", MASKED_OUTPUT),
+             [{"text": "a.py sets x."}], [{"text": "Now b.py"}], [read_call("c2", "", done=False)],
+             read_response("c2", "y = 2"), [{"text": "b.py sets y."}]]
+    if changed:
+        again[changed[0] - 1] = [{"text": changed[1]}]
+    if coalesced:
+        again[0] = [{"text": env_text}, *again[0]]
+    else:
+        again.insert(0, [{"text": env_text}])
+    first = 1 if coalesced else 0
+    copies = [said(f"M{n}", "user", content, 20 + n) if n % 2 or n == 0 else
+              said(f"M{n}", "gemini", content, 20 + n, thoughts=[], tokens=None)
+              for n, content in enumerate(again, start=first)]
+    return jsonl(
+        META, {"$set": {"messages": [ENV], "lastUpdated": "2026-05-01T10:00:00.000Z"}}, *written,
+        *(line for copy in copies for line in (copy, {"$set": {"lastUpdated": copy["timestamp"]}})),
+        {"$set": {"messages": copies, "lastUpdated": "2026-05-01T10:00:40.000Z"}},
+        said("u3", "user", [{"text": "Thanks"}], 41), *after,
+    )
+
+
+@pytest.mark.parametrize("coalesced", [True, False])
+def test_a_history_written_again_under_new_ids_stores_no_copy(coalesced):
+    """Each copy is what it copies: before version 14 each one saying something was stored
+    again, and what it copied shadowed by a placeholder compaction."""
+    data = masked_chat({"$rewindTo": "M5"}, {"id": "u4", "type": "user", "content": "Only a.py"}, coalesced=coalesced)
+    records = feed_all(data)
+    messages = of(records, Message)
+    rewind = "gemini:s-1:rewind@" + str(data.index(b'{"$rewindTo'))
+    assert [(m.uuid.removeprefix("gemini:s-1:"), m.parent_uuid) for m in messages] == [
+        ("env-1", None), ("u1", "gemini:s-1:env-1"), ("g1", "gemini:s-1:u1"), ("g1:result:c1", "gemini:s-1:g1"),
+        ("g2", "gemini:s-1:g1:result:c1"), ("u2", "gemini:s-1:g2"), ("g3", "gemini:s-1:u2"),
+        ("g3:result:c2", "gemini:s-1:g3"), ("g4", "gemini:s-1:g3:result:c2"), ("u3", "gemini:s-1:g4"),
+        (rewind.removeprefix("gemini:s-1:"), "gemini:s-1:g2"), ("u4", rewind),
+    ]
+    copies = 8 if coalesced else 9  # each followed by a lastUpdated update
+    assert Counter(r.reason for r in of(records, Merged)) == {
+        "metadata": 1 + copies, "tool-response": 2, "history-copy": copies, "history-sync": 1}
+    assert [(r.tool_use_id, r.content) for r in of(records, ToolResult)] == [
+        ("gemini:s-1:c1", "x = 1\n" * 40), ("gemini:s-1:c2", "y = 2")]  # the masked output is not stored
+    # the copies have the rows of what they copy: a rewind to one names them
+    assert (messages[-2].logical_parent_uuid, messages[-2].meta) == ("gemini:s-1:u2", {"taken_uuids": [
+        "gemini:s-1:u2", "gemini:s-1:g3", "gemini:s-1:g3:result:c2", "gemini:s-1:g4", "gemini:s-1:u3"]})
+    assert [t.title for t in of(records, TitleCandidate)] == ["Read a.py"]
+    assert feed_all(data, restore_every_line=True) == records
+
+
+def test_a_copy_saying_something_new_replaces_what_it_copies_as_a_compaction():
+    data = masked_chat(changed=(4, "a.py sets x. [truncated]"))
+    records = feed_all(data)
+    sync = data.rindex(HISTORY_SYNC)
+    boundary = f"gemini:s-1:compaction@{sync}"
+    assert [m.uuid.removeprefix("gemini:s-1:") for m in of(records, Message)][8:] == [
+        "g4", "M4", f"compaction@{sync}", f"compaction@{sync}:summary", "u3"]
+    marker = next(m for m in of(records, Message) if m.uuid == boundary)
+    assert (marker.text, marker.meta) == ("history replaced: 1 dropped, 8 kept", {"preserved_uuids": [
+        f"gemini:s-1:{uuid}" for uuid in
+        ("env-1", "u1", "g1", "g1:result:c1", "M4", "u2", "g3", "g3:result:c2", "g4")]})
+    assert feed_all(data, restore_every_line=True) == records
+
+
+def test_a_prompt_saying_again_what_the_first_said_is_no_copy():
+    """Only a copy of the context the history opens with starts a rewrite: a prompt never does."""
+    u1 = {"id": "u1", "type": "user", "content": [{"text": "continue"}]}
+    g1 = {"id": "g1", "type": "gemini", "content": "ok"}
+    records = feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, u1, g1, {**u1, "id": "u2"}, {**g1, "id": "g2"}))
+    assert [m.uuid for m in of(records, Message)] == [
+        "gemini:s-1:env-1", "gemini:s-1:u1", "gemini:s-1:g1", "gemini:s-1:u2", "gemini:s-1:g2"]
+
+
+def test_a_history_written_again_ingested_piece_by_piece_gives_the_same_rows(tmp_path):
+    import sqlite3
+
+    from dbsnapshot import diff, snapshot
+
+    from datasette_obelisk.store.ingest import ingest
+
+    data = masked_chat({"id": "g5", "type": "gemini", "content": "Welcome."}, changed=(4, "a.py sets x. [truncated]"))
+    databases = {}
+    for how in ("whole", "pieces"):
+        path = tmp_path / how / ".gemini" / "tmp" / "h" / "chats" / "session-2026-05-01T10-00-s1.jsonl"
+        path.parent.mkdir(parents=True)
+        ends = [index + 1 for index, byte in enumerate(data) if byte == ord("\n")]
+        cuts = sorted({cut for start, end in zip([0] + ends, ends) for cut in ((start + end) // 2, end)})
+        for cut in cuts if how == "pieces" else [len(data)]:
+            path.write_bytes(data[:cut])
+            ingest(tmp_path / f"{how}.db", {"gemini": tmp_path / how / ".gemini"}, sources={"gemini": GeminiSource()},
+                   redact=False)
+        databases[how] = snapshot(tmp_path / f"{how}.db")
+    assert databases["pieces"] == databases["whole"], diff(databases["pieces"], databases["whole"])
+    conn = sqlite3.connect(tmp_path / "whole.db")
+    got = conn.execute("SELECT substr(uuid, 12), surface FROM messages WHERE type != 'compaction' ORDER BY seq")
+    assert got.fetchall() == [  # the copies are no rows; the one saying something new replaced what it copied
+        ("env-1", "current"), ("u1", "current"), ("g1", "current"), ("g1:result:c1", "current"),
+        ("g2", "shadowed"), ("u2", "current"), ("g3", "current"), ("g3:result:c2", "current"), ("g4", "current"),
+        ("M4", "current"), ("u3", "current"), ("g5", "current"),
+    ]
+    conn.close()

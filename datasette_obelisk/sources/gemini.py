@@ -19,12 +19,16 @@ the re-append keeps only what is new (see ``_reappended``), so usage is
 counted once. A ``$set`` of the whole ``messages`` list (gemini-cli
 syncing its history, e.g. after compressing it) stores the messages it adds;
 when it drops messages it is a compaction (see ``_history``), so that line
-may give more than one row, each with the line's position.
+may give more than one row, each with the line's position. Setting it from
+plain contents (masking tool outputs, truncating them) first writes every
+message again under a new id: a copy is kept as what it copies (``_copied``).
 ``logs.json`` (the prompt log) is not a session and is never discovered.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -116,7 +120,9 @@ class GeminiSource:
     # 13: a chat takes its project from its folder's ``.project_root`` (the
     #     chats of gemini-cli 0.3x+ name no folder of their own); a rewind to
     #     the copy a compression kept of the first prompt leaves the title to the next
-    parser_version = 13
+    # 14: the messages gemini-cli writes again under new ids before it sets its history
+    #     from plain contents (masking, truncating) are what they copy, not stored again
+    parser_version = 14
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -214,6 +220,9 @@ class GeminiState:
     copies: list = field(default_factory=list)  # ids a compression gave messages it kept (their rows are earlier ones)
     # ids of the history's messages a resume leaves out of what it sends (_unsent)
     unsent: dict = field(default_factory=dict)
+    context: list = field(default_factory=list)  # ids of the injected messages the history opens with
+    # while gemini-cli writes its history again: where in context + current its next copy goes on from
+    replay: int | None = None
 
 
 class GeminiParser:
@@ -263,10 +272,13 @@ class GeminiParser:
     # -- records ------------------------------------------------------------
 
     def _record(self, data: dict, position: Position, out: list) -> None:
+        if not (isinstance(data.get("id"), str) or _stamp(data)):
+            self.s.replay = None  # gemini-cli writes its copies with nothing else between them
         if isinstance(data.get("$rewindTo"), str):
             self._rewind(data["$rewindTo"], position, out)
         elif isinstance(data.get("id"), str):
-            self._message_record(data, position, out)
+            if not self._copied(data, position, out):
+                self._message_record(data, position, out)
         elif isinstance(data.get("$set"), dict):
             self._update(data["$set"], position, out)
         elif isinstance(data.get("sessionId"), str):
@@ -384,8 +396,8 @@ class GeminiParser:
             # saying what a dropped message said is that message, kept
             copies = self._copies(added[1:], dropped)
             timestamp = first_text(update.get("lastUpdated"))
-            kept_uuids = [f"{self.session_id}:{m['id']}" for m in update["messages"]  # the context it opens with
-                          if isinstance(m, dict) and m.get("id") in self.s.injected]
+            kept_uuids = [uuid for m in update["messages"]  # the context it opens with
+                          if isinstance(m, dict) and m.get("id") in self.s.injected for uuid in self._rows_of(m["id"])]
             kept_uuids += [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
             kept_uuids += [uuid for m in added if m["id"] in copies for uuid in self._rows_of(copies[m["id"]])]
             boundary = self._boundary(
@@ -400,10 +412,13 @@ class GeminiParser:
                 )
         for index, record in enumerate(added):
             if record["id"] in copies:
-                self._alias(record["id"], copies[record["id"]])
+                self._alias(record, [copies[record["id"]]])
             else:
                 self._message_record(record, position, out, compact_summary=bool(dropped) and not rollback and index == 0)
         added = [record for record in added if record["id"] not in copies]
+        opening = _opening(update["messages"], self.s.injected)  # as it says it now (a resume renews it)
+        self.s.context = [m["id"] for m in opening]
+        self.s.said.update((m["id"], _said(m)) for m in opening)
         # A message it keeps stays current even written without its type.
         before = set(self.s.current)
         self.s.current = [m["id"] for m in records if (m["id"] in before or m.get("type") in CONVERSATION_TYPES)
@@ -417,7 +432,8 @@ class GeminiParser:
             self.s.last_results = self._result_uuids(last)
             uuid = f"{self.session_id}:{last['id']}"
             self.s.last_calls = {_call_id(call, index, uuid): uuid for index, call in enumerate(_tool_calls(last))}
-            self.s.hollow = last["id"] in self.s.rowless and first_text(last.get("type")) == "gemini"
+            self.s.hollow = (last["id"] in self.s.rowless and last["id"] not in self.s.copies
+                             and first_text(last.get("type")) == "gemini")
         return bool(dropped or added)
 
     def _copies(self, added: list, dropped: list) -> dict:
@@ -432,14 +448,78 @@ class GeminiParser:
             pairs.pop()
         return {copy: original for copy, original, _ in pairs}
 
-    def _alias(self, copy: str, original: str) -> None:
-        """``copy`` is the history's new id of ``original``: its rows are the original's."""
+    def _alias(self, record: dict, originals: list[str]) -> None:
+        """``record`` is the history's new id of ``originals`` (one, or consecutive ones
+        said as one): its rows are theirs."""
+        copy = record["id"]
         self.s.rowless.append(copy)
-        self.s.extra_rows[copy] = self._rows_of(original)
-        if original in self.s.first_parents:
-            self.s.first_parents[copy] = self.s.first_parents[original]
-        self.s.said[copy] = self.s.said[original]
+        self.s.extra_rows[copy] = [row for original in originals for row in self._rows_of(original)]
+        if originals[0] in self.s.first_parents:
+            self.s.first_parents[copy] = self.s.first_parents[originals[0]]
+        self.s.said[copy] = _said(record)
         self.s.copies.append(copy)
+
+    def _copied(self, record: dict, position: Position, out: list) -> bool:
+        """Whether ``record`` is a copy gemini-cli writes of messages of its history (see
+        ``_copy_of``): it takes their place in the history, with their rows, and gives none."""
+        originals = self._copy_of(record)
+        if not originals:
+            return False
+        self._ensure_session(out)
+        self._alias(record, originals)
+        gone = set(originals)
+        if gone & set(self.s.current):
+            self.s.current = _replaced(self.s.current, gone, record["id"])
+            self.s.context = [i for i in self.s.context if i not in gone]
+        else:  # a copy of the context is context
+            self.s.context = _replaced(self.s.context, gone, record["id"])
+            self.s.injected = [*self.s.injected, record["id"]][-KEPT_INJECTED:]
+        self.s.replay = [*self.s.context, *self.s.current].index(record["id"]) + 1
+        self.s.last_message, self.s.last_results, self.s.last_calls, self.s.hollow = None, [], {}, False
+        self._forget_gone()
+        out.append(Merged(position, "history-copy"))
+        return True
+
+    def _copy_of(self, record: dict) -> list[str]:
+        """The messages of the history ``record`` says again, when gemini-cli writes its
+        history anew (``setHistory`` of plain contents): every message under a new id, in
+        order, from the context it opens with, consecutive ones of a role as one. A copy
+        may skip messages (dropped, or changed: those are stored as new); empty when it
+        copies none."""
+        history = [*self.s.context, *self.s.current]
+        if self.s.replay is not None:
+            starts = range(self.s.replay, len(history))
+        elif record.get("type") == "user" and _is_injected(record.get("content")):
+            starts = range(1)  # it opens with the context: what no prompt says
+        else:
+            return []
+        if record.get("type") not in CONVERSATION_TYPES or record["id"] in {*history, *self.s.injected}:
+            return []  # (a message written again under its own id is no copy)
+        parts = _parts(record.get("content"))
+        said = functools.cache(lambda i, j: _said({"type": record.get("type"), "content": parts[i:j]}))
+        for start in starts:
+            if originals := self._said_again(history, start, len(parts), said):
+                return originals
+        return []
+
+    def _said_again(self, history: list[str], start: int, count: int, said) -> list[str]:
+        """The messages from ``history[start]`` on that the ``count`` parts of a copy say
+        in turn (``said(i, j)``: the digest of parts i to j), skipping those gemini-cli never
+        sends; empty unless the parts say them all."""
+        originals: list[str] = []
+        index = 0
+        while index < count:
+            while start < len(history) and history[start] in self.s.unsent:
+                start += 1
+            if start == len(history):
+                return []
+            want = self.s.said.get(history[start])
+            end = next((end for end in range(count, index, -1) if said(index, end) == want), None)
+            if end is None:
+                return []
+            originals.append(history[start])
+            index, start = end, start + 1
+        return originals
 
     def _boundary(self, preserved: list[str], kept: int, dropped: int, position: Position, timestamp, out: list) -> str:
         """The log-only row that marks a history replacement and names the rows of what it kept; its uuid."""
@@ -491,7 +571,7 @@ class GeminiParser:
 
     def _forget_gone(self) -> None:
         """Let go of what is noted about messages no longer in the history."""
-        current = set(self.s.current)
+        current = {*self.s.current, *self.s.context}
         self.s.rowless = [i for i in self.s.rowless if i in current]
         self.s.extra_rows = {i: rows for i, rows in self.s.extra_rows.items() if i in current}
         self.s.first_parents = {i: row for i, row in self.s.first_parents.items() if i in current}
@@ -808,6 +888,27 @@ def _parts_text(content: Any) -> str:
             elif isinstance(part.get("fileData"), dict):
                 pieces += [[f"[file: {part['fileData'].get('fileUri') or ''}]"], []]
     return "\n".join(text for text in map("".join, pieces) if text)
+
+
+def _stamp(data: dict) -> bool:
+    """Whether a line only updates ``lastUpdated`` (as after every message gemini-cli records)."""
+    return isinstance(data.get("$set"), dict) and data.keys() == {"$set"} and data["$set"].keys() == {"lastUpdated"}
+
+
+def _opening(messages: list, injected: list) -> list[dict]:
+    """The injected messages a history opens with."""
+    return list(itertools.takewhile(lambda m: isinstance(m, dict) and m.get("id") in injected, messages))
+
+
+def _replaced(ids: list[str], gone: set, new: str) -> list[str]:
+    """``ids`` with the first of ``gone`` replaced by ``new``, and the others left out."""
+    at = next(index for index, i in enumerate(ids) if i in gone)
+    return [*ids[:at], new, *(i for i in ids[at:] if i not in gone)]
+
+
+def _parts(content: Any) -> list:
+    """A message's content as a list of parts."""
+    return content if isinstance(content, list) else [content] if isinstance(content, (str, dict)) else []
 
 
 def _unsent(record: dict) -> bool:
