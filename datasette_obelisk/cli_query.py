@@ -102,6 +102,18 @@ def given(**options) -> dict:
     return {k: v for k, v in options.items() if v is not None}
 
 
+def one_more(limit: int) -> int:
+    """The limit to ask a helper for: one past ``limit``, to tell whether it left rows out."""
+    return min(limit + 1, obelisk.MAX_LIMIT)
+
+
+def cut(rows: list, limit: int, what: str) -> tuple[list, str | None]:
+    """``rows`` cut to ``limit``, and the line that says so when that left some out."""
+    if len(rows) <= limit:
+        return rows, None
+    return rows[:limit], f"({limit} shown; there are more {what}: raise --limit or narrow the search)"
+
+
 def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
     """``text`` flattened to one line of at most ``width`` characters near ``around``."""
     text = text or ""
@@ -147,12 +159,13 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         return hits, obelisk.message_states(conn, [hit["message"]["uuid"] for hit in hits])
 
     hits, states = call(db_path, hits_and_states, text, given(
-        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
+        limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
         cwd=cwd, includeMeta=include_meta or None, mode=mode,
     ), session_id=session_id)
     note = call(db_path, dashboard.indexing_note)
     if note:
         echo(f"Note: {note}", err=True)
+    hits, more = cut(hits, limit, "matches")
     if as_json:
         return click.echo(dumps(hits))
     if not hits:
@@ -165,6 +178,8 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         echo(f"   {message['timestamp'] or '-'}  {message['role'] or '-'}  {message['uuid']}"
                    f"{away(*states.get(message['uuid'], (None, None)))}")
         echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
+    if more:
+        echo(more)
 
 
 @cli.command()
@@ -298,9 +313,9 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     \b
         obelisk sessions --project '%myapp%' --limit 10
     """
-    rows = call(db_path, obelisk.sessions, given(
-        limit=limit, branch=branch, project=project, source=source, after=after, before=before,
-    ))
+    rows, more = cut(call(db_path, obelisk.sessions, given(
+        limit=one_more(limit), branch=branch, project=project, source=source, after=after, before=before,
+    )), limit, "sessions")
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
@@ -308,6 +323,8 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     for row in rows:
         echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
                    f"{row['id']}  {one_line(row['title'], 80)}".rstrip())
+    if more:
+        echo(more)
 
 
 @cli.command()
@@ -325,9 +342,9 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     \b
         obelisk failures --project '%myapp%' --limit 10
     """
-    rows = call(db_path, obelisk.failures, given(
-        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
-    ), session_id=session_id)
+    rows, more = cut(call(db_path, obelisk.failures, given(
+        limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
+    ), session_id=session_id), limit, "failures")
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
@@ -341,6 +358,8 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
         echo(f"   output: {one_line(result['content'])}")
         for message in row["nextMessages"][:1]:
             echo(f"   next:   {message['role'] or '-'}: {one_line(message['text'])}")
+    if more:
+        echo(more)
 
 
 @cli.command()

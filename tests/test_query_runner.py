@@ -423,6 +423,19 @@ def test_search_prints_readable_text(corpus_db):
     assert invoke("search", "zzzyxw", "--db", corpus_db).stdout == "No matches.\n"
 
 
+@pytest.mark.parametrize("args, what", [
+    (["sessions", "--source", "claude"], "sessions"), (["failures"], "failures"), (["search", "function"], "matches"),
+])
+def test_text_output_says_when_the_limit_left_rows_out(corpus_db, args, what):
+    total = len(json.loads(invoke(*args, "--limit", "200", "--db", corpus_db, "--json").stdout))
+    whole = invoke(*args, "--limit", str(total), "--db", corpus_db).stdout.splitlines()
+    cut = invoke(*args, "--limit", str(total - 1), "--db", corpus_db).stdout.splitlines()
+    assert cut[-1] == f"({total - 1} shown; there are more {what}: raise --limit or narrow the search)"
+    assert len(cut) <= len(whole) and cut[:-1] == whole[: len(cut) - 1] and not whole[-1].startswith("(")
+    # JSON holds the rows asked for, and says nothing more
+    assert len(json.loads(invoke(*args, "--limit", str(total - 1), "--db", corpus_db, "--json").stdout)) == total - 1
+
+
 def test_search_text_marks_the_hits_the_model_no_longer_sees(corpus_db):
     # kvsankar's forked session: lines 3-6 (the QuickSort branch, fu2a to fa3a) were rewound for MergeSort.
     found = invoke("search", "quicksort", "--session", "claude_forked_session", "--db", corpus_db).stdout
