@@ -73,6 +73,9 @@ async def test_recent_is_sessions_with_a_limit(ds):
         ({"n": "５"}, "n must be an integer, not '５'"),  # Python's int() reads other scripts' digits
         ({"n": "1_0"}, "n must be an integer, not '1_0'"),
         ({"n": "9" * 20}, "n must be a 64-bit integer, not 99999999999999999999"),
+        ({"n": "1" * 4301}, "n must be a 64-bit integer, not " + "1" * 39 + "…"),  # (past what int() reads)
+        ({"n": "-" + "1" * 5000}, "n must be a 64-bit integer, not -" + "1" * 38 + "…"),
+        ({"n": "0" * 5000 + "1001"}, "recent(): n must be an integer between 1 and 1000, not 1001"),
         ({"limit": "2"}, "unknown parameter limit; this endpoint takes db, n"),
     ],
 )

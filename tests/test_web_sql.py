@@ -71,6 +71,20 @@ def test_obelisk_trace_past_the_time_limit_stops_the_statement_with_the_usual_er
     conn.close()
 
 
+def test_obelisk_trace_called_once_the_time_limit_fell_leaves_the_usual_error(web_db):
+    from datasette_obelisk.web.sql_functions import register_functions
+
+    conn = sqlite3.connect(web_db)
+    register_functions(conn)
+    steps = []
+    conn.set_progress_handler(lambda: steps.append(1) or len(steps) > 50, 100)  # every statement stopped from then on
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r WHERE x < 10000000) "
+                     "SELECT count(obelisk_trace('nope')) FROM r").fetchall()
+    assert str(error.value) == "interrupted"
+    conn.close()
+
+
 @pytest.mark.asyncio
 async def test_obelisk_snippet(ds):
     text = "word " * 100 + "zebrafish " + "word " * 100

@@ -86,7 +86,12 @@ class Params:
 def _integer(name: str, value: str, code: str, minimum: int, maximum: int) -> int:
     if not isinstance(value, str) or not INTEGER.fullmatch(value):  # int() also reads "５" and "1_000"
         raise QueryError(code, f"{name} must be an integer, not {_clip(value)!r}")
-    number = int(value)
+    text = value.strip()
+    negative, digits = text.startswith("-"), text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 19:  # past 64 bits (int() refuses over 4,300 digits)
+        number = INT64_MIN - 1 if negative else INT64_MAX + 1
+    else:
+        number = -int(digits) if negative else int(digits)
     low, high = max(minimum, INT64_MIN), min(maximum, INT64_MAX)
     if not low <= number <= high:
         bounds = "a 64-bit integer" if (low, high) == (INT64_MIN, INT64_MAX) else f"between {low} and {high}"

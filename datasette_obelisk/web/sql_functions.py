@@ -86,14 +86,14 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     uuid = as_text(uuid)
     if uuid is None:
         return None
-    # Only the connection's own database: --crossdb's _memory would find
-    # an attached database's messages under the bare name.
-    if not has_schema(conn):  # another file, or --crossdb's _memory: no chains
-        return None
     # The helpers read rows by name; sqlite-utils connections return tuples.
     # A cursor keeps the factory it was made with, so the caller's is safe.
     saved, conn.row_factory = conn.row_factory, sqlite3.Row
     try:
+        # Only the connection's own database: --crossdb's _memory would find
+        # an attached database's messages under the bare name.
+        if not has_schema(conn):  # another file, or --crossdb's _memory: no chains
+            return None
         return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
     except (QueryError, sqlite3.Error):
         # Past the time limit the statement calling it is stopped next, with the usual message.
