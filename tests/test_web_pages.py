@@ -1343,3 +1343,27 @@ def test_a_summary_opening_a_page_after_hidden_lines_adds_no_marker(tmp_path, be
         assert markers(first) + markers(rest) == [seqs["cb"]], end
     shown = {"log": True} if between == "attachment" else {"meta": True}  # the line between shown: a marker of its own
     assert markers(transcript.transcript(conn, "s", start=seqs["cs"], **shown)) == [seqs["cs"]]
+
+
+@pytest.mark.asyncio
+async def test_a_message_another_agent_sent_names_its_sender(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    thread = "019a4000-0000-7000-8000-000000000001"
+    day = tmp_path / "codex" / "sessions" / "2026" / "11" / "01"
+    day.mkdir(parents=True)
+    lines = [
+        {"type": "session_meta", "payload": {"id": thread, "cwd": "/w/p"}},
+        {"type": "inter_agent_communication", "payload": {
+            "author": "/root", "recipient": "/root/worker", "other_recipients": [],
+            "content": "Audit the parser <b>now</b>", "trigger_turn": True}},
+        {"type": "event_msg", "payload": {"type": "agent_message", "message": "Noted."}},
+    ]
+    (day / f"rollout-2026-11-01T10-00-00-{thread}.jsonl").write_text(
+        "".join(json.dumps({"timestamp": f"2026-11-01T10:00:0{i}.000Z", **line}) + "\n" for i, line in enumerate(lines)))
+    db = tmp_path / "o.db"
+    ingest(db, {"codex": tmp_path / "codex"})
+    html = await page(make_datasette(db), f"/-/obelisk/session/codex:{thread}")
+    heads = re.findall(r'<div class="ob-entry-head">\s*<span>([^<]*)</span>', html)
+    assert heads == ["user · from /root", "assistant"]
+    assert "Audit the parser &lt;b&gt;now&lt;/b&gt;" in html
