@@ -430,6 +430,32 @@ def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever
         (original, "u1,u2,o3"), (forked, "f3")]
 
 
+def test_a_branch_leaves_the_session_it_copied_its_lines_whenever_it_was_written(tmp_path):
+    """A Claude Code branch (``/branch``) copies the session's lines under their
+    uuids and times, each saying where it was copied from (``forkedFrom``): read
+    first, it must not take them, also when the original went on after it."""
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    original, branch = "ffffffff-0000-4000-8000-000000000001", "00000000-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, second, session, **extra):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, **extra,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
+
+    copied = {"forkedFrom": {"sessionId": original, "messageUuid": "u2"}}
+    (project / f"{branch}.jsonl").write_text("\n".join([
+        line("u1", None, 1, branch, **copied), line("u2", "u1", 2, branch, **copied), line("b3", "u2", 10, branch)]) + "\n")
+    os.utime(project / f"{branch}.jsonl", (1_800_000_000, 1_800_000_000))
+    (project / f"{original}.jsonl").write_text("\n".join([
+        line("u1", None, 1, original), line("u2", "u1", 2, original), line("o3", "u2", 20, original)]) + "\n")
+    os.utime(project / f"{original}.jsonl", (1_800_000_100, 1_800_000_100))  # resumed after the branch
+    run(tmp_path / "whole.db", tmp_path / ".claude")
+    assert rows(tmp_path / "whole.db", "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+        (branch, "b3"), (original, "u1,u2,o3")]
+    assert rows(tmp_path / "whole.db", "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
+        (branch, original, "fork"), (original, None, None)]
+
+
 def test_an_adopted_agent_read_again_in_a_renamed_folder_names_its_parent_once(tmp_path, corpus):
     """A 2.0.x agent file names its parent by its lines' sessionId, which the
     main file's name is not: adopted once, it stays adopted when its folder moves."""

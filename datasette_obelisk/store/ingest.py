@@ -1017,24 +1017,26 @@ def data_version(conn: sqlite3.Connection) -> int:
 
 def in_log_order(plans: list[Plan]) -> list[Plan]:
     """``plans`` with the logs read from their start in the order they began
-    (their first timestamp; on a tie, a log whose first line names another
-    session after the others, then by last write; by path without one), after
-    those read on from a cursor, parents before their agents as ever. A log
-    resumed into a new file replays lines of the one it resumed: read first,
-    the older one keeps them, as it does when the files arrive one at a time."""
+    (their first timestamp; on a tie, a log whose first line is a copy after
+    the others, then by last write; by path without one), after those read on
+    from a cursor, parents before their agents as ever. A log resumed into a
+    new file replays lines of the one it resumed (its first line names that
+    session), a branch copies them (``forkedFrom``): read first, the older one
+    keeps them, as it does when the files arrive one at a time."""
     def key(plan: Plan):
         if plan.job is None or plan.job.cursor or plan.unit.compression:
             return (plan.unit.priority, 0, "", 0, 0, str(plan.unit.path))
-        moment, named = first_moment(plan.unit.path)
-        copied = int(named is not None and named != plan.unit.path.stem)
+        moment, named, forked = first_moment(plan.unit.path)
+        copied = int(forked or (named is not None and named != plan.unit.path.stem))
         return (plan.unit.priority, 1, moment, copied, plan.fingerprint.mtime_ns if moment else 0, str(plan.unit.path))
 
     return sorted(plans, key=key)
 
 
-def first_moment(path) -> tuple[str, str | None]:
-    """The first timestamp in a log's head ("" when there is none there) and
-    the session its line names, if it names one."""
+def first_moment(path) -> tuple[str, str | None, bool]:
+    """The first timestamp in a log's head ("" when there is none there), the
+    session its line names, if it names one, and whether that line says it was
+    copied from another session (a branch's ``forkedFrom``)."""
     head = b""
     try:
         with open(path, "rb") as raw:
@@ -1045,13 +1047,15 @@ def first_moment(path) -> tuple[str, str | None]:
                 if found or not chunk:
                     break
     except OSError:
-        return "", None
+        return "", None, False
     if not found:
-        return "", None
+        return "", None, False
     start = head.rfind(b"\n", 0, found.start()) + 1
     end = head.find(b"\n", found.end())
-    named = SESSION_NAMED.search(head, start, end if end >= 0 else len(head))
-    return found.group(1).decode("ascii", "replace"), named.group(1).decode("utf-8", "replace") if named else None
+    end = end if end >= 0 else len(head)
+    named = SESSION_NAMED.search(head, start, end)
+    moment = found.group(1).decode("ascii", "replace")
+    return moment, named.group(1).decode("utf-8", "replace") if named else None, b'"forkedFrom"' in head[start:end]
 
 
 def is_gone(path: str) -> bool:
