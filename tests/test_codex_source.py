@@ -1495,6 +1495,18 @@ def test_a_message_from_another_agent_is_a_turn_of_its_own():
                         envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 1})])
     [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
     assert marker.logical_parent_uuid == next(m.uuid for m in of(records, Message) if m.type == "inter_agent_communication")
+    # Codex's other form: a metadata line, then an ``agent_message`` item (an encrypted payload beside its header).
+    item = envelope("response_item", {"type": "agent_message", "id": "am1", "author": "/root/worker", "recipient": "/root",
+                                      "content": [{"type": "input_text", "text": "child done"},
+                                                  {"type": "encrypted_content", "encrypted_content": "gAAAA"}]})
+    records = feed_raw([envelope("session_meta", {"id": "t-root2"}), *turn(1),
+                        envelope("inter_agent_communication_metadata", {"trigger_turn": False}), item,
+                        envelope("event_msg", {"type": "agent_message", "message": "Noted."}),
+                        envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 1})])
+    [sent] = [m for m in of(records, Message) if (m.type, m.subtype) == ("response_item", "agent_message")]
+    assert (sent.role, sent.is_meta, sent.text, sent.meta) == ("user", 0, "child done", {"from": "/root/worker", "to": "/root"})
+    [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
+    assert marker.logical_parent_uuid == sent.uuid
 
 
 def test_a_failed_mcp_call_of_a_paginated_history_is_failed():

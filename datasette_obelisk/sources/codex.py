@@ -341,8 +341,9 @@ class CodexSource:
     #    back the first
     # 12: a review's findings and Codex's warnings in the user's name are injected;
     #    a shell call the user stopped is cancelled; a spawn_agent output names its agent
-    # 13: an agent's message to another (``inter_agent_communication``) is a
-    #    message and a turn a rollback counts; hooks', goals' and extensions'
+    # 13: an agent's message to another (``inter_agent_communication``, or an
+    #    ``agent_message`` item) is a message and a turn a rollback counts, its
+    #    sender and recipient in its meta; hooks', goals' and extensions'
     #    context is injected; a failed MCP call of a paginated history is failed
     parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
@@ -578,7 +579,8 @@ class CodexParser:
                     summary=summary, meta=meta,
                 )
             elif kind == "inter_agent_communication":
-                self._inter_agent(payload, timestamp, position, out)
+                text = first_text(payload.get("content")) or ""
+                self._agent_message(payload, text, timestamp, position, out, type=kind)
             elif kind in UNDECODED_METADATA:
                 self._ensure_session(out)
                 out.append(Merged(position, "metadata"))
@@ -904,16 +906,9 @@ class CodexParser:
             self._tool_call(item, kind, timestamp, position, out, uuid)
         elif kind in OUTPUT_ITEMS:
             self._tool_output(item, kind, timestamp, position, out, uuid)
-        elif kind == "agent_message":
-            text = _parts_text(item.get("content"))
-            author, recipient = first_text(item.get("author")), first_text(item.get("recipient"))
-            header = f"[{author or '?'} → {recipient or '?'}]\n" if author or recipient else ""
-            out.append(
-                self._message(
-                    position, "response_item", timestamp, uuid=uuid, subtype=kind, role="user",
-                    text=header + text, content_type="text",
-                )
-            )
+        elif kind == "agent_message":  # (after an inter_agent_communication_metadata line)
+            self._agent_message(item, _parts_text(item.get("content")), timestamp, position, out,
+                                type="response_item", subtype=kind, uuid=uuid)
         elif kind in COMPACTION_ITEMS:
             self._compaction_message(
                 position, timestamp, "[remote compaction: encrypted summary not stored]", out,
@@ -1202,15 +1197,14 @@ class CodexParser:
         if any(call[0] == call_id for call in self.s.open_calls):
             self.s.failed_calls = [*self.s.failed_calls, call_id][-MAX_OPEN_CALLS:]
 
-    def _inter_agent(self, payload, timestamp, position, out) -> None:
+    def _agent_message(self, payload, text, timestamp, position, out, **fields) -> None:
         """A message another agent of the thread tree sent this one (a task, a
-        report): a turn of its own, as Codex counts it, said by its author."""
+        report): a turn of its own, as Codex counts it; ``meta`` names who sent it to whom."""
         self._ensure_session(out)
         author, recipient = first_text(payload.get("author")), first_text(payload.get("recipient"))
-        text = first_text(payload.get("content")) or ""
         self._conversation(
-            out, position, timestamp, None, "item", type="inter_agent_communication", role="user", text=text,
-            content_type="text", meta={"from": author, "to": recipient},
+            out, position, timestamp, None, "item", role="user", text=text, content_type="text",
+            meta={"from": author, "to": recipient}, **fields,
         )
 
     def _spawned_by_output(self, content: str, call_id: str, out: list) -> str | None:
