@@ -1015,3 +1015,45 @@ def test_a_history_written_again_ingested_piece_by_piece_gives_the_same_rows(tmp
         ("M4", "current"), ("u3", "current"), ("g5", "current"),
     ]
     conn.close()
+
+
+def test_what_the_user_said_while_tools_ran_is_kept_beside_their_responses():
+    """gemini-cli puts the user's steering hint (or a background command's output)
+    before the tool responses it sends: the message's own row."""
+    response = DONE["result"][0]["functionResponse"]
+    hint = ("User steering update:\n<user_input>\nalso update the README\n</user_input>\n"
+            "Acknowledge the update and adjust the plan.")
+    background = "Background execution update:\n<background_output>\nbuild ok\n</background_output>\n\nAcknowledge it."
+    records = feed_all(jsonl(
+        META, {"id": "u1", "type": "user", "content": "test it"},
+        {"id": "g1", "type": "gemini", "content": "", "toolCalls": [DONE]},
+        {"id": "u2", "type": "user", "content": [{"text": hint}, {"functionResponse": response}]},
+        {"id": "u3", "type": "user", "content": [{"text": background}, {"functionResponse": response}]},
+        {"id": "u4", "type": "user", "content": [{"functionResponse": response}]},
+    ))
+    assert [(m.uuid, m.role, m.is_meta, m.text) for m in of(records, Message) if m.content_type == "text"] == [
+        ("gemini:s-1:u1", "user", 0, "test it"), ("gemini:s-1:u2", "user", 0, hint), ("gemini:s-1:u3", "user", 1, background)]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "tool-response"]
+    assert len(of(records, ToolResult)) == 1  # each response repeats the call's result, stored once
+
+
+def test_context_gemini_cli_adds_in_the_user_s_name_titles_nothing():
+    editor = "Here is the user's editor context as a JSON object. This is for your information only.\n```json\n{}\n```"
+    memory = "\n<loaded_context>\n<project_context>\nAlways use tabs.\n</project_context>\n</loaded_context>"
+    records = feed_all(jsonl(
+        META, {"id": "e1", "type": "user", "content": [{"text": editor}]},
+        {"id": "t1", "type": "user", "content": [{"text": memory}, {"text": "Find the config parser"}]},
+        {"id": "g1", "type": "gemini", "content": "Found it."},
+    ))
+    assert [(m.uuid, m.is_meta) for m in of(records, Message)] == [
+        ("gemini:s-1:e1", 1), ("gemini:s-1:t1", 0), ("gemini:s-1:g1", 0)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["Find the config parser"]
+
+
+def test_the_reply_gemini_cli_puts_in_for_an_interrupted_one_is_injected():
+    placeholder = "[The previous response was interrupted before it completed.]"
+    kept = [{"id": "u1", "type": "user", "content": "go"}, {"id": "p1", "type": "gemini", "content": placeholder},
+            {"id": "u2", "type": "user", "content": "again"}]
+    records = feed_all(jsonl(META, kept[0], kept[2], {"$set": {"messages": kept}}))
+    assert [(m.uuid, m.role, m.is_meta) for m in of(records, Message) if m.role] == [
+        ("gemini:s-1:u1", "user", 0), ("gemini:s-1:u2", "user", 0), ("gemini:s-1:p1", "assistant", 1)]

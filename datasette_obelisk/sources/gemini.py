@@ -79,7 +79,19 @@ _EXIT_CODE_LINE = re.compile(r"(?:^|\n)Exit Code: (-?\d+)(?=\n|$)")
 _EXIT_CODE_DISPLAY = re.compile(r"Command exited with code: (-?\d+)")
 EXIT_SCAN_CHARS = 1024  # the status lines follow the output
 KEPT_INJECTED = 64
-INJECTED_PREFIXES = ("<session_context>", "<hook_context>")  # gemini-cli's own isIgnoredUserContent
+INJECTED_PREFIXES = (
+    "<session_context>", "<hook_context>",  # gemini-cli's own isIgnoredUserContent
+    "Here is the user's editor context as a JSON object.",  # IDE mode's context, then its changes
+    "Here is a summary of changes in the user's editor context",
+)
+# Parts added beside a prompt: a hook's context, the project memory an agent's task opens with.
+ADDED_PARTS = (*INJECTED_PREFIXES, "<loaded_context>")
+# What gemini-cli sends before tool responses: the user's words while the tools
+# ran (a steering hint), or what a command left running in the background printed.
+STEERING = "User steering update:\n<user_input>"
+BESIDE_RESPONSES = (STEERING, "Background execution update:\n<background_output>")
+# The reply gemini-cli puts in its history for one a cancelled call cut short (never written as a message).
+INTERRUPTED = "[The previous response was interrupted before it completed.]"
 AGENT_TASK_ARGUMENTS = ("objective", "description", "prompt", "task")
 
 
@@ -121,7 +133,10 @@ class GeminiSource:
     #     chats of gemini-cli 0.3x+ name no folder of their own); a rewind to
     #     the copy a compression kept of the first prompt leaves the title to the next
     # 14: the messages gemini-cli writes again under new ids before it sets its history
-    #     from plain contents (masking, truncating) are what they copy, not stored again
+    #     from plain contents (masking, truncating) are what they copy, not stored again;
+    #     what the user said while tools ran is kept; IDE context is injected; an
+    #     agent's project memory titles nothing; the reply gemini-cli puts in for an
+    #     interrupted one is injected
     parser_version = 14
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
@@ -633,7 +648,6 @@ class GeminiParser:
             out.append(notice)
             return
         if role == "user" and _responses(record.get("content")):
-            self.s.rowless.append(record["id"])
             self._tool_responses(record, position, out)
             return
         if role == "assistant" and not _holds(record) and not compact_summary:
@@ -670,7 +684,7 @@ class GeminiParser:
             content_type=_content_type(content, thoughts, calls),
             model=first_text(record.get("model")),
             is_compact_summary=int(compact_summary),
-            is_meta=int(record["id"] in self.s.injected),
+            is_meta=int(record["id"] in self.s.injected or (role == "assistant" and content == INTERRUPTED)),
             meta=thinking_meta(thoughts, text),
             **usage,
         )
@@ -763,7 +777,15 @@ class GeminiParser:
         content = record.get("content")
         parts = [content] if isinstance(content, dict) else content
         others = [p for p in parts if not (isinstance(p, dict) and isinstance(p.get("functionResponse"), dict))]
-        out.append(Merged(position, "tool-response"))
+        beside = [p["text"] for p in others if isinstance(p, dict) and str(p.get("text")).startswith(BESIDE_RESPONSES)]
+        others = [p for p in others if not (isinstance(p, dict) and p.get("text") in beside)]
+        if beside:  # the message's row: what it says besides the responses
+            text = "\n\n".join(beside)
+            out.append(self._message(position, "user", timestamp, uuid=uuid, role="user", text=text,
+                                     content_type="text", is_meta=int(STEERING not in text)))
+        else:
+            self.s.rowless.append(record["id"])
+            out.append(Merged(position, "tool-response"))
         for index, response in enumerate(_responses(content)):
             call_id = first_text(response.get("id"))
             if call_id is None or call_id in self.s.answered:  # none: no call to answer
@@ -980,10 +1002,11 @@ def _is_injected(content: Any) -> bool:
 
 
 def _typed_parts(content: Any) -> Any:
-    """A message's content without the parts a hook added beside the prompt."""
+    """A message's content without the parts added beside the prompt (``ADDED_PARTS``)."""
     if not isinstance(content, list):
         return content
-    return [part for part in content if not _is_injected(part if isinstance(part, dict) else None)]
+    return [part for part in content
+            if not (isinstance(part, dict) and _parts_text(part).lstrip().startswith(ADDED_PARTS))]
 
 
 def _call_id(call: dict, index: int, message_uuid: str) -> str:
