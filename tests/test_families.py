@@ -446,8 +446,10 @@ def test_a_branch_leaves_the_session_it_copied_its_lines_whenever_it_was_written
     (project / f"{branch}.jsonl").write_text("\n".join([
         line("u1", None, 1, branch, **copied), line("u2", "u1", 2, branch, **copied), line("b3", "u2", 10, branch)]) + "\n")
     os.utime(project / f"{branch}.jsonl", (1_800_000_000, 1_800_000_000))
+    queued = json.dumps({"type": "queue-operation", "operation": "enqueue", "sessionId": original,
+                         "timestamp": "2026-01-01T00:00:05Z"})  # (a first line later than the lines after it)
     (project / f"{original}.jsonl").write_text("\n".join([
-        line("u1", None, 1, original), line("u2", "u1", 2, original), line("o3", "u2", 20, original)]) + "\n")
+        queued, line("u1", None, 1, original), line("u2", "u1", 2, original), line("o3", "u2", 20, original)]) + "\n")
     os.utime(project / f"{original}.jsonl", (1_800_000_100, 1_800_000_100))  # resumed after the branch
     run(tmp_path / "whole.db", tmp_path / ".claude")
     assert rows(tmp_path / "whole.db", "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [

@@ -1017,18 +1017,20 @@ def data_version(conn: sqlite3.Connection) -> int:
 
 def in_log_order(plans: list[Plan]) -> list[Plan]:
     """``plans`` with the logs read from their start in the order they began
-    (their first timestamp; on a tie, a log whose first line is a copy after
-    the others, then by last write; by path without one), after those read on
-    from a cursor, parents before their agents as ever. A log resumed into a
-    new file replays lines of the one it resumed (its first line names that
-    session), a branch copies them (``forkedFrom``): read first, the older one
-    keeps them, as it does when the files arrive one at a time."""
+    (their first timestamp; on a tie, a log whose first line names another
+    session after the others, then by last write; by path without one), and
+    branches after them, after those read on from a cursor, parents before
+    their agents as ever. A log resumed into a new file replays lines of the
+    one it resumed, a branch copies them (``forkedFrom``, under their times,
+    which may be earlier than its original's first line): read first, the
+    older one keeps them, as it does when the files arrive one at a time."""
     def key(plan: Plan):
         if plan.job is None or plan.job.cursor or plan.unit.compression:
             return (plan.unit.priority, 0, "", 0, 0, str(plan.unit.path))
         moment, named, forked = first_moment(plan.unit.path)
-        copied = int(forked or (named is not None and named != plan.unit.path.stem))
-        return (plan.unit.priority, 1, moment, copied, plan.fingerprint.mtime_ns if moment else 0, str(plan.unit.path))
+        copied = int(named is not None and named != plan.unit.path.stem)
+        return (plan.unit.priority, 1, forked, moment, copied, plan.fingerprint.mtime_ns if moment else 0,
+                str(plan.unit.path))
 
     return sorted(plans, key=key)
 
