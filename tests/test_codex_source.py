@@ -1485,7 +1485,7 @@ def test_a_message_from_another_agent_is_a_turn_of_its_own():
     records = feed_raw([envelope("session_meta", {"id": "t-worker"}), task,
                         envelope("event_msg", {"type": "agent_message", "message": "Noted."})])
     assert [(m.type, m.role, m.is_meta, m.text, m.meta) for m in of(records, Message)] == [
-        ("inter_agent_communication", "user", 0, "Audit the parser for drift and report findings.",
+        ("inter_agent_communication", "user", 0, "[/root → /root/worker]\nAudit the parser for drift and report findings.",
          {"from": "/root", "to": "/root/worker"}),
         ("event_msg", "assistant", 0, "Noted.", None)]
     assert [t.title for t in of(records, TitleCandidate)] == ["Audit the parser for drift and report findings."]
@@ -1504,7 +1504,8 @@ def test_a_message_from_another_agent_is_a_turn_of_its_own():
                         envelope("event_msg", {"type": "agent_message", "message": "Noted."}),
                         envelope("event_msg", {"type": "thread_rolled_back", "num_turns": 1})])
     [sent] = [m for m in of(records, Message) if (m.type, m.subtype) == ("response_item", "agent_message")]
-    assert (sent.role, sent.is_meta, sent.text, sent.meta) == ("user", 0, "child done", {"from": "/root/worker", "to": "/root"})
+    assert (sent.role, sent.is_meta, sent.text, sent.meta) == (
+        "user", 0, "[/root/worker → /root]\nchild done", {"from": "/root/worker", "to": "/root"})
     [marker] = [m for m in of(records, Message) if m.subtype == "thread_rolled_back"]
     assert marker.logical_parent_uuid == sent.uuid
 

@@ -458,6 +458,36 @@ def test_a_branch_leaves_the_session_it_copied_its_lines_whenever_it_was_written
         (branch, original, "fork"), (original, None, None)]
 
 
+@pytest.mark.parametrize("prompt_chars", [10, 4_000, 70_000])
+def test_a_branch_of_a_branch_is_read_after_the_branch_it_copies(tmp_path, prompt_chars):
+    """Each branch copies the lines of the one it branched from, its first line
+    as long as the prompt (``forkedFrom`` comes last, past the first 4 or 64 KB)."""
+    project = tmp_path / ".claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    o, b1, b2 = (f"{n}0000000-0000-4000-8000-00000000000{n}" for n in (9, 5, 1))
+
+    def line(uuid, parent, second, session, source=None):
+        text = uuid if uuid != "u1" else "x" * prompt_chars
+        fork = {"forkedFrom": {"sessionId": source, "messageUuid": uuid}} if source else {}
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": text},
+                           **fork})
+
+    logs = {
+        o: [line("u1", None, 1, o), line("u2", "u1", 2, o), line("o3", "u2", 3, o)],
+        b1: [line("u1", None, 1, b1, o), line("u2", "u1", 2, b1, o), line("b3", "u2", 10, b1), line("b5", "c4", 30, b1)],
+        b2: [line("u1", None, 1, b2, b1), line("u2", "u1", 2, b2, b1), line("b3", "u2", 10, b2, b1), line("c4", "b3", 20, b2)],
+    }
+    for when, name in enumerate([b2, o, b1]):  # the branch it copies written last
+        (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
+        os.utime(project / f"{name}.jsonl", (1_800_000_000 + when, 1_800_000_000 + when))
+    run(tmp_path / "whole.db", tmp_path / ".claude")
+    assert rows(tmp_path / "whole.db", "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+        (b2, "c4"), (b1, "b3,b5"), (o, "u1,u2,o3")]
+    assert rows(tmp_path / "whole.db", "SELECT id, parent_session_id FROM sessions ORDER BY id") == [
+        (b2, b1), (b1, o), (o, None)]
+
+
 def test_an_adopted_agent_read_again_in_a_renamed_folder_names_its_parent_once(tmp_path, corpus):
     """A 2.0.x agent file names its parent by its lines' sessionId, which the
     main file's name is not: adopted once, it stays adopted when its folder moves."""

@@ -1346,7 +1346,7 @@ def test_a_summary_opening_a_page_after_hidden_lines_adds_no_marker(tmp_path, be
 
 
 @pytest.mark.asyncio
-async def test_a_message_another_agent_sent_names_its_sender(tmp_path):
+async def test_a_message_another_agent_sent_names_its_sender_and_injected_lines_are_marked(tmp_path):
     from datasette_obelisk.store.ingest import ingest
 
     thread = "019a4000-0000-7000-8000-000000000001"
@@ -1358,6 +1358,8 @@ async def test_a_message_another_agent_sent_names_its_sender(tmp_path):
             "author": "/root", "recipient": "/root/worker", "other_recipients": [],
             "content": "Audit the parser <b>now</b>", "trigger_turn": True}},
         {"type": "event_msg", "payload": {"type": "agent_message", "message": "Noted."}},
+        {"type": "response_item", "payload": {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": '<hook_prompt hook_run_id="stop:0">Run the linter too.</hook_prompt>'}]}},
     ]
     (day / f"rollout-2026-11-01T10-00-00-{thread}.jsonl").write_text(
         "".join(json.dumps({"timestamp": f"2026-11-01T10:00:0{i}.000Z", **line}) + "\n" for i, line in enumerate(lines)))
@@ -1365,5 +1367,10 @@ async def test_a_message_another_agent_sent_names_its_sender(tmp_path):
     ingest(db, {"codex": tmp_path / "codex"})
     html = await page(make_datasette(db), f"/-/obelisk/session/codex:{thread}")
     heads = re.findall(r'<div class="ob-entry-head">\s*<span>([^<]*)</span>', html)
-    assert heads == ["user · from /root", "assistant"]
-    assert "Audit the parser &lt;b&gt;now&lt;/b&gt;" in html
+    assert heads == ["user", "assistant"]  # (the injected line is hidden)
+    assert "[/root → /root/worker]\nAudit the parser &lt;b&gt;now&lt;/b&gt;" in html
+    # The event page says which lines are injected.
+    html = await page(make_datasette(db), f"/-/obelisk/event/codex:{thread}/1")
+    heads = re.findall(r'<div class="ob-entry-head"><span>([^<]*)</span>', html)
+    assert heads == ["user/message · current", "assistant/message · current",
+                     "user/message · current · injected"]

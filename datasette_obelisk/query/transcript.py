@@ -167,15 +167,7 @@ def entry_for(row: dict, calls: dict, folded: set, *, meta: bool, log: bool) -> 
         return None
     if row["content_type"] in THINKING:
         return {"kind": "thinking", "message": row}
-    return {"kind": "message", "message": row, "text": said, "thinking": thinking, "sender": sender_of(row)}
-
-
-def sender_of(row: dict) -> str | None:
-    """The agent that sent a message to this one (Codex's ``inter_agent_communication``)."""
-    if not row["meta_json"] or '"from"' not in row["meta_json"]:
-        return None
-    sender = json.loads(row["meta_json"]).get("from")
-    return sender if isinstance(sender, str) else None
+    return {"kind": "message", "message": row, "text": said, "thinking": thinking}
 
 
 def is_compaction(row: dict) -> bool:

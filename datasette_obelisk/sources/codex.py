@@ -343,7 +343,7 @@ class CodexSource:
     #    a shell call the user stopped is cancelled; a spawn_agent output names its agent
     # 13: an agent's message to another (``inter_agent_communication``, or an
     #    ``agent_message`` item) is a message and a turn a rollback counts, its
-    #    sender and recipient in its meta; hooks', goals' and extensions'
+    #    sender and recipient in its meta too; hooks', goals' and extensions'
     #    context is injected; a failed MCP call of a paginated history is failed
     parser_version = 13
     trusted_records = True  # held to their shape by the tests, so not checked one by one
@@ -804,11 +804,12 @@ class CodexParser:
         s.own_content = True
         return message
 
-    def _conversation(self, out, position, timestamp, twin, form, parts=1, said=(), **fields) -> Message:
+    def _conversation(self, out, position, timestamp, twin, form, parts=1, said=(), typed=None, **fields) -> Message:
         """A user, assistant or thinking Message, remembered so that its twin
         in the other form (``form`` is "event" or "item") merges into it; an
         item of ``parts`` parts has one event per part. ``said`` are the texts
-        a twin may repeat: the whole, then its parts (see ``_is_twin``)."""
+        a twin may repeat: the whole, then its parts (see ``_is_twin``); ``typed``
+        what may title the session when it is not the whole text."""
         run = self.s.twins
         message = self._message(position, fields.pop("type"), timestamp, **fields)
         out.append(message)
@@ -821,7 +822,7 @@ class CodexParser:
             self.s.last_said = message.uuid
         if message.role == "user" and not message.is_meta and message.content_type == "text":
             self._user_turn(out, message.timestamp)
-            self._first_prompt(message, out)
+            self._first_prompt(message, out, typed)
             self.s.prompts = [*self.s.prompts[1 - KEPT_REMEMBERED:], [message.uuid, len(message.text)]]
             self._turn(message.uuid)
         return message
@@ -838,8 +839,8 @@ class CodexParser:
         if len(said) > KEPT_REMEMBERED:
             del said[next(iter(said))]
 
-    def _first_prompt(self, message: Message, out: list) -> None:
-        typed = IMAGE_MARKUP.sub(" ", message.text).strip()  # (an image alone titles nothing)
+    def _first_prompt(self, message: Message, out: list, typed: str | None = None) -> None:
+        typed = IMAGE_MARKUP.sub(" ", message.text if typed is None else typed).strip()  # (an image alone titles nothing)
         if typed and not self.s.first_prompt_seen:
             self.s.first_prompt_seen, self.s.first_prompt = True, message.uuid
             out.append(first_prompt_title(message, typed))
@@ -1199,12 +1200,14 @@ class CodexParser:
 
     def _agent_message(self, payload, text, timestamp, position, out, **fields) -> None:
         """A message another agent of the thread tree sent this one (a task, a
-        report): a turn of its own, as Codex counts it; ``meta`` names who sent it to whom."""
+        report): a turn of its own, as Codex counts it, its text headed by who sent
+        it to whom (``[/root → /root/worker]``, in ``meta`` too); the message alone titles."""
         self._ensure_session(out)
         author, recipient = first_text(payload.get("author")), first_text(payload.get("recipient"))
+        header = f"[{author or '?'} → {recipient or '?'}]\n" if author or recipient else ""
         self._conversation(
-            out, position, timestamp, None, "item", role="user", text=text, content_type="text",
-            meta={"from": author, "to": recipient}, **fields,
+            out, position, timestamp, None, "item", role="user", text=header + text, content_type="text",
+            meta={"from": author, "to": recipient}, typed=text, **fields,
         )
 
     def _spawned_by_output(self, content: str, call_id: str, out: list) -> str | None:

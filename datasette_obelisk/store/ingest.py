@@ -1008,6 +1008,8 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
 FIRST_MOMENT = re.compile(rb'"(?:timestamp|startTime)"\s*:\s*"(\d{4}-[^"]{1,40})"')
 SESSION_NAMED = re.compile(rb'"sessionId"\s*:\s*"([^"]{1,200})"')
 HEAD_BYTES = 65536
+FORKED_FROM = re.compile(rb'"forkedFrom"\s*:\s*\{\s*"sessionId"\s*:\s*"([^"]{1,200})"')
+TAIL_BYTES = 4096
 
 
 def data_version(conn: sqlite3.Connection) -> int:
@@ -1018,27 +1020,40 @@ def data_version(conn: sqlite3.Connection) -> int:
 def in_log_order(plans: list[Plan]) -> list[Plan]:
     """``plans`` with the logs read from their start in the order they began
     (their first timestamp; on a tie, a log whose first line names another
-    session after the others, then by last write; by path without one), and
-    branches after them, after those read on from a cursor, parents before
-    their agents as ever. A log resumed into a new file replays lines of the
-    one it resumed, a branch copies them (``forkedFrom``, under their times,
+    session after the others, then by last write; by path without one), each
+    branch after the log it copies, after those read on from a cursor, parents
+    before their agents as ever. A log resumed into a new file replays lines of
+    the one it resumed, a branch copies them (``forkedFrom``, under their times,
     which may be earlier than its original's first line): read first, the
     older one keeps them, as it does when the files arrive one at a time."""
+    heads = {id(plan): first_moment(plan.unit.path) for plan in plans
+             if not (plan.job is None or plan.job.cursor or plan.unit.compression)}
+    by_session = {plan.unit.path.stem: plan for plan in plans if id(plan) in heads}
+
+    def depth(plan: Plan) -> int:
+        """How many branches deep the log is, as far as these logs tell."""
+        level, forked = 0, heads[id(plan)][2]
+        while forked is not None and level < len(plans):
+            level += 1
+            parent = by_session.get(forked)
+            forked = heads[id(parent)][2] if parent is not None else None
+        return level
+
     def key(plan: Plan):
-        if plan.job is None or plan.job.cursor or plan.unit.compression:
-            return (plan.unit.priority, 0, "", 0, 0, str(plan.unit.path))
-        moment, named, forked = first_moment(plan.unit.path)
+        if id(plan) not in heads:
+            return (plan.unit.priority, 0, 0, "", 0, 0, str(plan.unit.path))
+        moment, named, _ = heads[id(plan)]
         copied = int(named is not None and named != plan.unit.path.stem)
-        return (plan.unit.priority, 1, forked, moment, copied, plan.fingerprint.mtime_ns if moment else 0,
+        return (plan.unit.priority, 1, depth(plan), moment, copied, plan.fingerprint.mtime_ns if moment else 0,
                 str(plan.unit.path))
 
     return sorted(plans, key=key)
 
 
-def first_moment(path) -> tuple[str, str | None, bool]:
+def first_moment(path) -> tuple[str, str | None, str | None]:
     """The first timestamp in a log's head ("" when there is none there), the
-    session its line names, if it names one, and whether that line says it was
-    copied from another session (a branch's ``forkedFrom``)."""
+    session its line names, if it names one, and the session that line was
+    copied from (a branch's ``forkedFrom``, written near the line's end)."""
     head = b""
     try:
         with open(path, "rb") as raw:
@@ -1048,16 +1063,32 @@ def first_moment(path) -> tuple[str, str | None, bool]:
                 found = FIRST_MOMENT.search(head)
                 if found or not chunk:
                     break
+            if not found:
+                return "", None, None
+            start = head.rfind(b"\n", 0, found.start()) + 1
+            end = head.find(b"\n", found.end())
+            line = head[start:end] if end >= 0 else head[start:]
+            tail = b"" if end >= 0 else line_tail(raw, line[-TAIL_BYTES:])
     except OSError:
-        return "", None, False
-    if not found:
-        return "", None, False
-    start = head.rfind(b"\n", 0, found.start()) + 1
-    end = head.find(b"\n", found.end())
-    end = end if end >= 0 else len(head)
-    named = SESSION_NAMED.search(head, start, end)
-    moment = found.group(1).decode("ascii", "replace")
-    return moment, named.group(1).decode("utf-8", "replace") if named else None, b'"forkedFrom"' in head[start:end]
+        return "", None, None
+    named = SESSION_NAMED.search(line)
+    forked = FORKED_FROM.search(line) or FORKED_FROM.search(tail)
+    return (
+        found.group(1).decode("ascii", "replace"),
+        named.group(1).decode("utf-8", "replace") if named else None,
+        forked.group(1).decode("utf-8", "replace") if forked else None,
+    )
+
+
+def line_tail(raw, tail: bytes) -> bytes:
+    """The last ``TAIL_BYTES`` of the line ``raw`` is in, read on from where it is
+    (``tail``: the line's end so far), holding no more of it than that."""
+    while chunk := raw.read(1 << 20):
+        cut = chunk.find(b"\n")
+        tail = (tail + (chunk if cut < 0 else chunk[:cut]))[-TAIL_BYTES:]
+        if cut >= 0:
+            break
+    return tail
 
 
 def is_gone(path: str) -> bool:
