@@ -323,6 +323,20 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
     context.close()
 
 
+def test_a_narrow_overview_keeps_project_names_readable_and_only_folds_get_a_toggle(server, browser):
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server}/-/obelisk/overview")
+    widths = page.locator("table.ob-table td:first-child").evaluate_all("cells => cells.map(c => c.offsetWidth)")
+    assert widths and min(widths) >= 9 * 16  # (it used to shrink to a few characters, broken anywhere)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375  # the tables scroll in their boxes
+    page.goto(f"{server}/-/obelisk/session/dag_compact_after_rewind_preserved")  # no tool calls
+    assert page.locator(".ob-tool").count() == 0 and page.locator("[data-ob-toggle-all]:visible").count() == 0
+    page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
+    assert page.locator(".ob-tool").count() > 0 and page.locator("[data-ob-toggle-all]:visible").count() == 2
+    context.close()
+
+
 def test_titles_fragments_and_chosen_facets(hostile_server, page):
     # A direction override in log text (here in the query) does not turn the page's <title> around.
     page.goto(f"{hostile_server}/-/obelisk?q=quokka\u202ecensus")

@@ -1,8 +1,9 @@
 // datasette-obelisk: small enhancements; every page works without this file.
 document.addEventListener("DOMContentLoaded", () => {
   // "Expand all" / "Collapse all" for folded tool calls on a transcript.
+  const folds = document.querySelector(".ob-tool") !== null;  // (none: nothing to expand)
   document.querySelectorAll("[data-ob-toggle-all]").forEach((button) => {
-    button.hidden = false;
+    button.hidden = !folds;
     button.addEventListener("click", () => {
       const open = button.dataset.obToggleAll === "open";
       document.querySelectorAll(".ob-tool").forEach((details) => { details.open = open; });
