@@ -1032,7 +1032,8 @@ def test_what_the_user_said_while_tools_ran_is_kept_beside_their_responses():
         {"id": "u4", "type": "user", "content": [{"functionResponse": response}]},
     ))
     assert [(m.uuid, m.role, m.is_meta, m.text) for m in of(records, Message) if m.content_type == "text"] == [
-        ("gemini:s-1:u1", "user", 0, "test it"), ("gemini:s-1:u2", "user", 0, hint), ("gemini:s-1:u3", "user", 1, background)]
+        ("gemini:s-1:u1", "user", 0, "test it"), ("gemini:s-1:u2", "user", 0, "also update the README"),
+        ("gemini:s-1:u3", "user", 1, background)]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "tool-response"]
     assert len(of(records, ToolResult)) == 1  # each response repeats the call's result, stored once
 

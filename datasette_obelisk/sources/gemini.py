@@ -779,10 +779,10 @@ class GeminiParser:
         others = [p for p in parts if not (isinstance(p, dict) and isinstance(p.get("functionResponse"), dict))]
         beside = [p["text"] for p in others if isinstance(p, dict) and str(p.get("text")).startswith(BESIDE_RESPONSES)]
         others = [p for p in others if not (isinstance(p, dict) and p.get("text") in beside)]
-        if beside:  # the message's row: what it says besides the responses
-            text = "\n\n".join(beside)
-            out.append(self._message(position, "user", timestamp, uuid=uuid, role="user", text=text,
-                                     content_type="text", is_meta=int(STEERING not in text)))
+        if beside:  # the message's row: what it says besides the responses (of a hint, the user's words)
+            said = [_steering_words(text) for text in beside]
+            out.append(self._message(position, "user", timestamp, uuid=uuid, role="user", text="\n\n".join(said),
+                                     content_type="text", is_meta=int(said == beside)))
         else:
             self.s.rowless.append(record["id"])
             out.append(Merged(position, "tool-response"))
@@ -999,6 +999,14 @@ def _content_type(content: str, thoughts: str, calls: list) -> str | None:
 def _is_injected(content: Any) -> bool:
     """A user message gemini-cli wrote: its environment context, or a hook's."""
     return _parts_text(content).lstrip().startswith(INJECTED_PREFIXES)
+
+
+def _steering_words(text: str) -> str:
+    """What the user typed, of a steering hint (``<user_input>`` of ``STEERING``); other text as it is."""
+    if not text.startswith(STEERING):
+        return text
+    words, closed, _ = text[len(STEERING):].partition("</user_input>")
+    return words.strip() if closed else text
 
 
 def _typed_parts(content: Any) -> Any:
