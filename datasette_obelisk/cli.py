@@ -442,8 +442,9 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     show = sys.stderr.isatty() if progress is None else progress
     summary = ingest_now(show and not as_json, db, roots, sources=sources, redact=not no_redact, expect_logs=list(dirs))
     if as_json:
-        echo_warnings(summary.warnings)
-        click.echo(json.dumps(pass_record(summary, db, roots, warnings), indent=None if watch else 2))
+        found = warnings if roots else [*warnings, NO_FOLDERS]
+        echo_warnings([*summary.warnings, *found[len(warnings):]])
+        click.echo(json.dumps(pass_record(summary, db, roots, found), indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
     if watch:
@@ -494,9 +495,12 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         pass
 
 
+NO_FOLDERS = {"source": None, "path": None, "message": "No agent log folders found (looked for the sources' default folders)."}
+
+
 def echo_summary(summary, roots) -> None:
     if not roots:
-        click.echo("No agent log folders found (looked for the sources' default folders).", err=True)
+        click.echo(NO_FOLDERS["message"], err=True)
     click.echo(
         f"{summary.files} files ({summary.files_read} read{_replayed(summary)}, {summary.files_skipped} unchanged, "
         f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "

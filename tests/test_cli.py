@@ -27,7 +27,7 @@ def test_ingest_json_summary_and_exit_zero(tmp_path, toy_plugin):
     result = CliRunner().invoke(cli, ["ingest", "--db", str(db), "--source", "toy", "--json"], env={"OBELISK_DB": None})
     # The toy source has no default folder, so nothing is found without a folder.
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["files"] == 0
+    assert json.loads(result.stdout)["files"] == 0
 
 
 def test_ingest_exit_one_when_lines_fail(tmp_path, toy_plugin, monkeypatch):

@@ -315,6 +315,10 @@ def test_an_agent_folder_variable_naming_nothing_yet_is_a_folder_to_come(tmp_pat
     result = invoke("ingest", "--db", tmp_path / "o.db")
     assert result.exit_code == 0
     assert result.stderr == NO_FOLDERS
+    # With --json too: a warning on stderr and in the summary.
+    result = invoke("ingest", "--db", tmp_path / "o.db", "--json")
+    assert (result.exit_code, result.stderr) == (0, "warning: " + NO_FOLDERS)
+    assert json.loads(result.stdout)["warnings"] == [{"source": None, "path": None, "message": NO_FOLDERS.strip()}]
 
 
 class ToyHomeSource(toy_source.ToySource):
@@ -425,10 +429,11 @@ def test_a_default_root_that_is_a_file_is_not_scanned_and_is_warned_about(tmp_pa
     python = run_ingest(tmp_path / "p.db", sources={"toy": toy_source.ToySource()}).as_dict()
     assert (python["files"], python["warnings"]) == (0, [{"source": "toy", "path": str(afile), "message": message}])
     result = invoke("ingest", "--db", tmp_path / "o.db", "--source", "toy", "--json")
-    assert (result.exit_code, result.stderr) == (0, f"warning: {message}\n")
+    assert (result.exit_code, result.stderr) == (0, f"warning: {message}\nwarning: {NO_FOLDERS}")
     summary = json.loads(result.stdout)
     assert (summary["roots"], summary["files"], summary["warnings"]) == (
-        {}, 0, [{"source": "toy", "path": str(afile), "message": message}])
+        {}, 0, [{"source": "toy", "path": str(afile), "message": message},
+                {"source": None, "path": None, "message": NO_FOLDERS.strip()}])
     assert f"toy\tparser v1\t({afile} is not a folder)\n" in invoke("sources").stdout
     # A folder option replaces it.
     folder = tmp_path / "folder"
