@@ -986,6 +986,9 @@ def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character():
         ({"uuid": "n2"}, Message),
         ({"type": 7, "uuid": ["x"], "message": "oops"}, Merged),
         ({"type": "assistant", "uuid": "n3", "message": {"content": [None, 3, {"type": 1}, {"no": "type"}]}}, Message),
+        ({"type": "attachment", "uuid": "n4", "attachment": {"type": "hook_success", "hookEvent": ["x"]}}, Message),
+        ({"type": "attachment", "uuid": "n5", "attachment": {"type": ["task_status"]}}, Message),
+        ({"type": "user", "uuid": "n6", "origin": {"kind": ["peer"]}, "forkedFrom": ["s"], "message": {"content": "hi"}}, Message),
     ],
 )
 def test_unknown_shapes_are_never_fatal(line, accounted):
@@ -1001,10 +1004,13 @@ KEYS = [
     "toolUseResult", "data", "attachment", "subtype", "sessionId", "cwd", "gitBranch", "version",
     "isCompactSummary", "text", "tool_use_id", "is_error", "input", "name", "id", "usage", "source",
     "summary", "customTitle", "aiTitle", "leafUuid", "prompt", "toolDenialKind", "timestamp",
+    "origin", "kind", "forkedFrom", "hookEvent", "hookName", "hookErrors", "stopReason", "deltaSummary",
+    "messages", "response", "planContent", "status",
 ]
 TYPES = ["user", "assistant", "system", "progress", "attachment", "summary", "custom-title",
          "ai-title", "tool_use", "tool_result", "text", "thinking", "image", "agent_progress",
-         "queued_command", "away_summary", "Edit", "Skill"]
+         "queued_command", "away_summary", "Edit", "Skill", "hook_success", "task_status", "teammate_mailbox",
+         "hook_stopped_continuation", "peer", "SessionStart"]
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from(TYPES) | st.text(max_size=8)
 json_values = st.recursive(
     scalars,

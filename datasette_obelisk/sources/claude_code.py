@@ -923,7 +923,7 @@ def _structural_text(obj: dict, line_type: str) -> str:
 def _sent_for(obj: dict) -> bool:
     """A user line another sender wrote in the user's name (2.1.x ``origin``)."""
     origin = obj.get("origin")
-    return isinstance(origin, dict) and origin.get("kind") in OTHER_SENDERS
+    return isinstance(origin, dict) and _text(origin.get("kind")) in OTHER_SENDERS
 
 
 def _fork_parent(obj: dict) -> str | None:
@@ -946,7 +946,7 @@ def _attachment_text(attachment: dict) -> str:
     """The searchable text of an attachment: a prompt queued while the agent was busy,
     what a hook said or added to the context, a background task's status, a plan,
     teammates' and plugins' notes, the todo or task list a reminder repeats."""
-    kind = attachment.get("type")
+    kind = _text(attachment.get("type"))
     if kind == "queued_command":
         return _render_parts(attachment.get("prompt"))
     if kind in ("todo_reminder", "task_reminder"):
@@ -954,7 +954,7 @@ def _attachment_text(attachment: dict) -> str:
         parts = [_todo_line(todo) for todo in todos if isinstance(todo, dict)]
     elif kind == "task_status":
         parts = [_todo_line(attachment), *_texts_at(attachment, ("deltaSummary",), ("shell", "command"))]
-    elif kind == "hook_success" and attachment.get("hookEvent") not in CONTEXT_HOOK_EVENTS:
+    elif kind == "hook_success" and _text(attachment.get("hookEvent")) not in CONTEXT_HOOK_EVENTS:
         return ""  # (only these hooks' output reaches the model)
     elif kind in ATTACHMENT_TEXT:
         said = _texts_at(attachment, *ATTACHMENT_TEXT[kind])
