@@ -459,8 +459,8 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
 def pass_record(summary, db: Path, roots, warnings=()) -> dict:
     """An ingest pass as ``--json`` prints it: the same keys on every ``--watch`` line.
 
-    ``warnings`` lists the sources skipped because their default folder is not a folder,
-    then the summary's own (a folder gone while watching)."""
+    ``warnings`` lists the sources skipped because their default folder is not a folder
+    (and that no folder was found at all), then the summary's own (a folder gone while watching)."""
     from .sources.base import printable_path
 
     return dict(

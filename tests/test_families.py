@@ -469,9 +469,9 @@ def test_a_branch_of_a_branch_is_read_after_the_branch_it_copies(tmp_path, promp
     def line(uuid, parent, second, session, source=None):
         text = uuid if uuid != "u1" else "x" * prompt_chars
         fork = {"forkedFrom": {"sessionId": source, "messageUuid": uuid}} if source else {}
-        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
-                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": text},
-                           **fork})
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,  # Claude Code's
+                           "message": {"role": "user", "content": text},  # key order: the time after the text
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", **fork})
 
     logs = {
         o: [line("u1", None, 1, o), line("u2", "u1", 2, o), line("o3", "u2", 3, o)],

@@ -1021,8 +1021,8 @@ def test_what_the_user_said_while_tools_ran_is_kept_beside_their_responses():
     """gemini-cli puts the user's steering hint (or a background command's output)
     before the tool responses it sends: the message's own row."""
     response = DONE["result"][0]["functionResponse"]
-    hint = ("User steering update:\n<user_input>\nalso update the README\n</user_input>\n"
-            "Acknowledge the update and adjust the plan.")
+    hint = ("User steering update:\n<user_input>\nalso update the README, not <user_input>x</user_input>\n"
+            "</user_input>\nAcknowledge the update and adjust the plan.")
     background = "Background execution update:\n<background_output>\nbuild ok\n</background_output>\n\nAcknowledge it."
     records = feed_all(jsonl(
         META, {"id": "u1", "type": "user", "content": "test it"},
@@ -1032,7 +1032,7 @@ def test_what_the_user_said_while_tools_ran_is_kept_beside_their_responses():
         {"id": "u4", "type": "user", "content": [{"functionResponse": response}]},
     ))
     assert [(m.uuid, m.role, m.is_meta, m.text) for m in of(records, Message) if m.content_type == "text"] == [
-        ("gemini:s-1:u1", "user", 0, "test it"), ("gemini:s-1:u2", "user", 0, "also update the README"),
+        ("gemini:s-1:u1", "user", 0, "test it"), ("gemini:s-1:u2", "user", 0, "also update the README, not <user_input>x</user_input>"),
         ("gemini:s-1:u3", "user", 1, background)]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "tool-response"]
     assert len(of(records, ToolResult)) == 1  # each response repeats the call's result, stored once

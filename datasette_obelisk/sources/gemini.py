@@ -1005,7 +1005,7 @@ def _steering_words(text: str) -> str:
     """What the user typed, of a steering hint (``<user_input>`` of ``STEERING``); other text as it is."""
     if not text.startswith(STEERING):
         return text
-    words, closed, _ = text[len(STEERING):].partition("</user_input>")
+    words, closed, _ = text[len(STEERING):].rpartition("</user_input>")  # (the words may hold the tag)
     return words.strip() if closed else text
 
 

@@ -1063,18 +1063,17 @@ def first_moment(path) -> tuple[str, str | None, str | None]:
                 found = FIRST_MOMENT.search(head)
                 if found or not chunk:
                     break
-            if not found:
-                return "", None, None
-            start = head.rfind(b"\n", 0, found.start()) + 1
-            end = head.find(b"\n", found.end())
+            # that line (the first, when its time is past the head: a long first prompt)
+            start = head.rfind(b"\n", 0, found.start()) + 1 if found else 0
+            end = head.find(b"\n", found.end() if found else 0)
             line = head[start:end] if end >= 0 else head[start:]
             tail = b"" if end >= 0 else line_tail(raw, line[-TAIL_BYTES:])
     except OSError:
         return "", None, None
-    named = SESSION_NAMED.search(line)
+    named = SESSION_NAMED.search(line) if found else None
     forked = FORKED_FROM.search(line) or FORKED_FROM.search(tail)
     return (
-        found.group(1).decode("ascii", "replace"),
+        found.group(1).decode("ascii", "replace") if found else "",
         named.group(1).decode("utf-8", "replace") if named else None,
         forked.group(1).decode("utf-8", "replace") if forked else None,
     )
