@@ -1038,6 +1038,12 @@ def test_what_the_user_said_while_tools_ran_is_kept_beside_their_responses():
     assert len(of(records, ToolResult)) == 1  # each response repeats the call's result, stored once
 
 
+def test_a_steering_hint_sent_as_a_prompt_titles_with_the_user_s_words():
+    hint = "User steering update:\n<user_input>\nskip the docs\n</user_input>\nAcknowledge the update."
+    records = feed_all(jsonl(META, {"id": "u1", "type": "user", "content": [{"text": hint}]}))
+    assert [t.title for t in of(records, TitleCandidate)] == ["skip the docs"]
+
+
 def test_context_gemini_cli_adds_in_the_user_s_name_titles_nothing():
     editor = "Here is the user's editor context as a JSON object. This is for your information only.\n```json\n{}\n```"
     memory = "\n<loaded_context>\n<project_context>\nAlways use tabs.\n</project_context>\n</loaded_context>"

@@ -690,6 +690,7 @@ class GeminiParser:
         )
         out.append(message)
         typed = _parts_text(record.get("displayContent")) or _parts_text(_typed_parts(record.get("content")))
+        typed = _steering_words(typed)  # (a hint sent while the agent was idle is a prompt of its own)
         if compact_summary:
             out.append(Summary(uuid, self.session_id, "compaction", text, timestamp, message_uuid=uuid))
         elif role == "user" and typed.strip() and not message.is_meta and not self.s.first_prompt_seen \
