@@ -1,7 +1,14 @@
 """Other processes: a free port to serve on, and what /proc says of them (Linux)."""
 
+import signal
 import socket
 from pathlib import Path
+
+
+def ctrl_c_default() -> None:
+    """For ``preexec_fn``: a child that Ctrl-C (SIGINT) stops, also where the tests run
+    with SIGINT ignored (a shell's background job passes that on to its children)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 import toy_source
+from processes import ctrl_c_default
 from datasette_obelisk.cli import cli
 
 
@@ -394,7 +395,7 @@ def test_ctrl_c_stops_the_server_up_starts_with_status_0(tmp_path):
     db = tmp_path / "o.db"
     sqlite3.connect(db).close()
     server = subprocess.Popen([sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     try:
         for _ in range(300):
             try:

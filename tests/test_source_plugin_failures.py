@@ -223,6 +223,7 @@ def test_a_source_that_cannot_name_its_default_folder_is_skipped(tmp_path, monke
     assert result.exit_code == 0
     assert [w["message"] for w in json.loads(result.stdout)["warnings"]] == [
         "the buggy source could not name its default folder: RuntimeError('no home for buggy'); buggy not ingested",
+        "No agent log folders found (looked for the sources' default folders).",
     ]
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from datasette_obelisk.store import watch as watch_module
 from datasette_obelisk.store.ingest import IngestSummary
-from processes import children, exited, free_port
+from processes import children, ctrl_c_default, exited, free_port
 
 OBELISK = [sys.executable, "-m", "datasette_obelisk"]
 
@@ -85,7 +85,7 @@ def watching(db: Path, options: list, steps) -> tuple[int, str, str]:
     can wait for a pass's report: rows are visible before the pass that wrote them ends."""
     process = subprocess.Popen(
         OBELISK + ["ingest", "--watch", "--interval", "0.1", "--db", str(db), *options],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default,
     )
     printed: list[str] = []
 
@@ -223,7 +223,7 @@ def test_up_serves_sessions_written_after_it_started(tmp_path, project):
     log = open(tmp_path / "server.log", "w")  # a file: an unread pipe would fill with access lines
     server = subprocess.Popen(
         OBELISK + ["up", "--db", str(db), "--claude-dir", str(project.parent.parent), "--port", str(port)],
-        stdout=log, stderr=log,
+        stdout=log, stderr=log, preexec_fn=ctrl_c_default,
     )
 
     def session_ids() -> list:
