@@ -442,9 +442,9 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     show = sys.stderr.isatty() if progress is None else progress
     summary = ingest_now(show and not as_json, db, roots, sources=sources, redact=not no_redact, expect_logs=list(dirs))
     if as_json:
-        found = warnings if roots else [*warnings, NO_FOLDERS]
-        echo_warnings([*summary.warnings, *found[len(warnings):]])
-        click.echo(json.dumps(pass_record(summary, db, roots, found), indent=None if watch else 2))
+        missing = [] if roots else [NO_FOLDERS]
+        echo_warnings([*summary.warnings, *missing])
+        click.echo(json.dumps(pass_record(summary, db, roots, [*warnings, *missing]), indent=None if watch else 2))
     else:
         echo_summary(summary, roots)
     if watch:
