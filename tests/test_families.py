@@ -458,6 +458,27 @@ def test_a_branch_leaves_the_session_it_copied_its_lines_whenever_it_was_written
         (branch, original, "fork"), (original, None, None)]
 
 
+def test_a_live_refresh_reading_a_branch_and_its_original_again_reads_them_as_an_ingest_does(tmp_path):
+    """Both grew and a newer parser reads both from their start (served before the
+    next ingest): the branch still leaves the original its lines."""
+    from datasette_obelisk.query.live import refresh
+
+    test_a_branch_leaves_the_session_it_copied_its_lines_whenever_it_was_written(tmp_path)
+    db, project = tmp_path / "whole.db", tmp_path / ".claude" / "projects" / "-w"
+    for log in project.iterdir():
+        session = log.stem
+        with open(log, "a") as fp:
+            fp.write(json.dumps({"type": "user", "uuid": f"late-{session[:2]}", "parentUuid": None, "sessionId": session,
+                                 "timestamp": "2026-01-01T00:01:00Z", "message": {"role": "user", "content": "late"}}) + "\n")
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE source_files SET parser_version = parser_version - 1")
+    conn.commit()
+    assert len(refresh(conn)) == 2
+    assert conn.execute("SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1").fetchall() == [
+        ("00000000-0000-4000-8000-000000000002", "b3,late-00"), ("ffffffff-0000-4000-8000-000000000001", "u1,u2,o3,late-ff")]
+    conn.close()
+
+
 @pytest.mark.parametrize("prompt_chars", [10, 4_000, 70_000])
 def test_a_branch_of_a_branch_is_read_after_the_branch_it_copies(tmp_path, prompt_chars):
     """Each branch copies the lines of the one it branched from, its first line

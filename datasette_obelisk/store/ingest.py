@@ -642,7 +642,7 @@ class Ingester:
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
-        plans = self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])
+        plans = in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None]))
         kept_before = set(self.reader.kept_open)  # the run's own, when it reads a family again
         self.clear_families()
         try:
