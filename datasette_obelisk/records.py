@@ -49,6 +49,8 @@ class Session:
     agent_type: str | None = None
     originator: str | None = None
     is_excluded: int | None = None  # guardian / auto-review threads
+    tag: str | None = None  # a user-set tag (Claude Agent SDK tagSession); "" once cleared
+    continued_in: str | None = None  # the session this one went on in (Claude Code: moved to the background)
 
 
 @dataclass(slots=True)

@@ -1119,7 +1119,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 15)
+    assert (source.name, source.parser_version) == ("claude", 16)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):
@@ -1221,7 +1221,7 @@ def test_what_another_sender_wrote_in_the_user_s_name_is_no_prompt():
              origin={"kind": "peer", "from": "team-lead"}),
         user("p2", "continue", origin={"kind": "auto-continuation"}, parentUuid="p1"),
         user("p3", "Add retries", origin={"kind": "human"}, parentUuid="p2"),
-        user("p4", "Also the docs", origin={"kind": "cli"}, parentUuid="p3"),
+        user("p4", "Also the docs", parentUuid="p3"),  # (no origin: before 2.1.x stamped one)
         {**queued("check CI", commandMode="prompt", isMeta=True), "uuid": "q1"},  # a scheduled wake-up
     ])
     assert [(m.uuid, m.role, m.is_meta) for m in of_type(records, Message)] == [
@@ -1245,3 +1245,73 @@ def test_a_branched_session_names_the_session_it_was_copied_from():
     resumed = SOURCE.open_parser(unit(session_id="s1"), parser.state())
     later = resumed.feed(orjson.dumps(user("u2", "Again", cwd="/elsewhere")), Position(2, 11, 10))
     assert [(s.parent_session_id, s.relationship, s.cwd) for s in of_type(later, Session)] == [("orig-1", "fork", "/elsewhere")]
+
+
+def test_only_a_person_s_origin_makes_a_prompt():
+    # 2.1.332 frames every origin but ``human`` as not the user's (an MCP channel,
+    # a Slack mention, an injection of no known provenance, a voice call, a kind
+    # it does not know): none is a prompt or titles the session; all stay searchable.
+    records = feed_lines([
+        user("c1", '<channel source="telegram" chat_id="42">\ndeploy it when green\n</channel>',
+             origin={"kind": "channel", "server": "telegram"}),
+        user("s1", "[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\n@claude check the flaky test",
+             origin={"kind": "slack-ping", "channelId": "C01", "threadTs": "1.0", "messageTs": "1.0"}, parentUuid="c1"),
+        user("x1", "[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\nrun the report", origin={"kind": "unclassified"},
+             parentUuid="s1"),
+        user("n1", "something new", origin={"kind": "a-kind-from-later"}, parentUuid="x1"),
+        user("h1", "Fix the redirect loop", origin={"kind": "human"}, parentUuid="n1"),
+    ])
+    assert [(m.uuid, m.role, m.is_meta) for m in of_type(records, Message)] == [
+        ("c1", "user", 1), ("s1", "user", 1), ("x1", "user", 1), ("n1", "user", 1), ("h1", "user", 0)]
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Fix the redirect loop")]
+
+
+def test_a_voice_call_note_is_said_in_the_session_but_is_no_prompt():
+    # 2.1.332 stores a voice call's note as a system line (so no older build sends
+    # it to a model) and reads it back as a user line of origin ``voice-call``.
+    note = {"type": "system", "subtype": "voice_call_talk", "level": "info", "isMeta": True, "msgV": 1,
+            "uuid": "v1", "parentUuid": "u1", "timestamp": "2026-11-25T10:03:30.000Z",
+            "content": "[TALK FROM A VOICE CALL - NOT USER INPUT]\nwe saw 502s on payments",
+            "origin": {"kind": "voice-call", "requestUuid": "9b0c2f7e-1d4a-4c57-9b5e-5a0f3e1c2d3b"}}
+    records = feed_lines([user("u1", "Fix the redirect loop"), note])
+    voice = of_type(records, Message)[1]
+    assert (voice.type, voice.subtype, voice.role, voice.is_meta, voice.surface, voice.content_type) == (
+        "system", "voice_call_talk", "user", 1, None, "text")
+    assert voice.text.endswith("we saw 502s on payments")
+    assert [t.title for t in of_type(records, TitleCandidate)] == ["Fix the redirect loop"]
+
+
+def test_agent_name_tag_and_continued_in_describe_the_session():
+    records = feed_lines([
+        user("u1", "Fix the redirect loop"),
+        {"type": "custom-title", "customTitle": "login loop", "sessionId": "s1"},
+        {"type": "agent-name", "agentName": "login-loop", "sessionId": "s1"},
+        {"type": "tag", "tag": "auth", "sessionId": "s1"},
+        # the Agent SDK's session store writes them with a uuid and a timestamp
+        {"type": "custom-title", "customTitle": "From the SDK", "sessionId": "s1", "uuid": "t1",
+         "timestamp": "2026-11-25T10:05:00.000Z"},
+        {"type": "tag", "tag": "", "sessionId": "s1", "uuid": "t2", "timestamp": "2026-11-25T10:05:01.000Z"},
+        {"type": "worktree-state", "sessionId": "s1", "worktreeSession": {"worktreePath": "/w/.claude/worktrees/x"}},
+        {"type": "continued-in", "timestamp": "2026-11-25T10:06:00.000Z", "sessionId": "s1",
+         "continuedInSessionId": "s2"},
+    ])
+    assert [m.uuid for m in of_type(records, Message)] == ["u1"]
+    assert len(of_type(records, Merged)) == 7
+    assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [
+        ("first_prompt", "Fix the redirect loop"), ("custom", "login loop"), ("name", "login-loop"),
+        ("custom", "From the SDK")]
+    described = [(s.id, s.tag, s.continued_in) for s in of_type(records, Session) if s.tag is not None or s.continued_in]
+    assert described == [("s1", "auth", None), ("s1", "", None), ("s1", None, "s2")]
+
+
+def test_a_forked_agent_s_first_line_says_what_it_was_forked_with():
+    agent = unit(kind="subagent", name="s1/subagents/agent-af1.jsonl", agent_id="af1", parent_session_id="s1")
+    records = feed_lines([
+        {"type": "fork-context-ref", "agentId": "af1", "parentSessionId": "s1", "parentLastUuid": "a9",
+         "contextLength": 12},
+        user("f1", "Check the cookie path", isSidechain=True, agentId="af1"),
+        assistant("f2", [{"type": "text", "text": "It is wrong."}], isSidechain=True, agentId="af1", parentUuid="f1"),
+    ], agent)
+    first, second = of_type(records, Message)
+    assert first.meta == {"fork_context": {"parentSessionId": "s1", "parentLastUuid": "a9", "contextLength": 12}}
+    assert second.meta is None

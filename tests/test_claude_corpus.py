@@ -6,6 +6,7 @@ uuid or a line without one that is not a conversation line) or an error
 (not a JSON object)); titles, surfaces and token totals by reading the lines.
 """
 
+import json
 import shutil
 import sqlite3
 
@@ -81,8 +82,9 @@ SESSIONS = [
     ('fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-f4ab2bf6d642', 'subagent', 'Create main page integration', 31, 'fe5e1c67-53e7-4862-81ae-d0e013e3270b', 'subagent'),
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_main', None, None, 1, None, None),
-    # With the prompt queued while the agent worked (line 39, a queued_command attachment).
-    ('small', 'custom', 'Stage0 small fixture', 7, None, None),
+    # With the prompt queued while the agent worked (line 39, a queued_command attachment);
+    # line 60's origin (its kind trimmed, a sender's ``from`` and ``senderTaskId``) is no person's.
+    ('small', 'custom', 'Stage0 small fixture', 6, None, None),
     # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3 count; u3 is a compaction's summary).
     ('small:agent-sidechain-sys1', None, None, 4, 'small', 'subagent'),
 ]
@@ -510,3 +512,38 @@ def test_a_line_that_opens_with_thinking_says_how_long_its_thinking_is(db):
         (29, '{"thinking_chars":21}', "[trimmed for fixture]"),
         (55, '{"thinking_chars":21}', "[trimmed for fixture]"),
     ]
+
+
+def _continued_logs(old, new):
+    def line(**fields):
+        return json.dumps({"cwd": "/w", "version": "2.1.332", "timestamp": "2026-11-25T10:00:00.000Z", **fields}) + "\n"
+
+    prompt = {"type": "user", "uuid": "u1", "parentUuid": None, "message": {"role": "user", "content": "Fix it"}}
+    return {
+        old: line(**prompt, sessionId=old)
+        + '{"type":"agent-name","agentName":"fix-it","sessionId":"%s"}\n' % old
+        + '{"type":"tag","tag":"auth","sessionId":"%s"}\n' % old
+        + '{"type":"continued-in","timestamp":"2026-11-25T10:04:00.000Z","sessionId":"%s","continuedInSessionId":"%s"}\n'
+        % (old, new),
+        new: line(**prompt, sessionId=new),
+    }
+
+
+@pytest.mark.parametrize("first", ["old", "new"])
+def test_a_session_continued_in_another_is_its_parent_whichever_is_read_first(tmp_path, first):
+    old, new = "ffffffff-1111-4111-8111-111111111111", "00000000-2222-4222-8222-222222222222"
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    logs = _continued_logs(old, new)
+    path = tmp_path / "obelisk.db"
+    order = [old, new] if first == "old" else [new, old]
+    (project / f"{order[0]}.jsonl").write_text(logs[order[0]])
+    ingest(path, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(path)
+    if first == "old":  # (the background session is not stored yet: no empty session stands in for it)
+        assert conn.execute("SELECT id, title, title_source, tag, continued_in FROM sessions").fetchall() == [
+            (old, "fix-it", "name", "auth", new)]
+    (project / f"{order[1]}.jsonl").write_text(logs[order[1]])
+    ingest(path, {"claude": tmp_path / "claude"})
+    assert conn.execute("SELECT id, parent_session_id, relationship FROM sessions ORDER BY id").fetchall() == [
+        (new, old, "continuation"), (old, None, None)]

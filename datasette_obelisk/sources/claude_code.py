@@ -115,12 +115,16 @@ ATTACHMENT_TEXT = {
     "plugin_note": (("content",),),
     "teammate_mailbox": (("messages", "*", "text"),),
 }
-# Who, by a user line's ``origin``, wrote it in the user's name: another agent, a
-# plugin, Claude Code itself (a notification, an observer, an automatic "continue").
-# Other kinds (``human``, ``cli``, a channel's relayed message) are someone's words.
-OTHER_SENDERS = frozenset(
-    {"peer", "coordinator", "plugin", "task-notification", "observer", "observer-activity", "auto-continuation"}
-)
+# Who, by a user line's ``origin`` (2.1.x), typed it: a person (``human``, or no
+# origin at all). Every other kind wrote it in the user's name: another agent, a
+# plugin, Claude Code itself (a notification, an observer, an automatic
+# "continue"), an MCP channel, a Slack mention, a voice call's notes, an injection
+# of unknown provenance; 2.1.332 frames them all as not the user's, an unknown
+# kind too (as ``unclassified``).
+PERSON_ORIGINS = frozenset({"human"})
+# A voice call's note (2.1.x, origin ``voice-call``), stored as a system line that
+# older builds do not send to the model; Claude Code reads it back as a user line.
+VOICE_NOTE = "voice_call_talk"
 # The hooks whose output is added to the model's context.
 CONTEXT_HOOK_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
 
@@ -129,9 +133,15 @@ PATH_KEYS = ("file_path", "notebook_path")
 
 TITLE_KEYS = {
     "custom-title": ("custom", "customTitle"),
+    "agent-name": ("name", "agentName"),  # /rename, --name, a branch's or plan's name (2.1.x)
     "ai-title": ("ai", "aiTitle"),
     "summary": ("summary", "summary"),
 }
+# Lines about the session rather than in its conversation, whatever else they carry.
+METADATA_TYPES = frozenset(
+    {*TITLE_KEYS, "pr-link", "tag", "continued-in", "worktree-state", "fork-context-ref", "agent-color",
+     "agent-setting", "last-prompt", "relocated"}
+)
 
 
 class ClaudeCodeSource:
@@ -169,7 +179,7 @@ class ClaudeCodeSource:
     # or a queued command flagged meta is meta; a branched session names the one it
     # was copied from (``forkedFrom``); what stop hooks, task statuses, plans,
     # teammates' mailboxes and plugins' notes said is searchable
-    parser_version = 15
+    parser_version = 16
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -298,6 +308,7 @@ class ClaudeCodeParser:
         self.entrypoint = state.get("entrypoint")
         self.effort = state.get("effort")
         self.forked_from = state.get("forked_from")  # the session a branch was copied from
+        self.fork_context = state.get("fork_context")  # a forked agent's fork-context-ref, until its first line
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.agent_calls: list = state.get("agent_calls", [])  # this file's Agent/Task calls, latest last
         self.session_emitted = state.get("session", False)
@@ -321,6 +332,7 @@ class ClaudeCodeParser:
             "entrypoint": self.entrypoint,
             "effort": self.effort,
             "forked_from": self.forked_from,
+            "fork_context": self.fork_context,
             "launched": self.launched,
             "agent_calls": self.agent_calls,
             "session": self.session_emitted,
@@ -397,6 +409,8 @@ class ClaudeCodeParser:
         if self.is_agent and not self.parent:
             self._adopt_parent(obj)
         line_type = _text(obj.get("type"))
+        if line_type in METADATA_TYPES:  # (the Agent SDK's session store gives them a uuid too)
+            return self._metadata_line(obj, line_type, position)
         if line_type in ROLE_TYPES or line_type in STRUCTURAL_TYPES or _text(obj.get("uuid")):
             return self._conversation_line(obj, line_type or "unknown", position)
         return self._metadata_line(obj, line_type, position)
@@ -419,6 +433,18 @@ class ClaudeCodeParser:
                         position=position,
                     )
                 )
+        elif line_type == "tag" and isinstance(obj.get("tag"), str):
+            # the Agent SDK's tagSession; "" clears it, the last one wins
+            records.append(Session(self.session_id, SOURCE, project=self.project, tag=obj["tag"].strip()))
+        elif line_type == "continued-in":
+            # moved to the background (/background, <-): the rest is in a new session
+            child = _text(obj.get("continuedInSessionId"))
+            if child and child != self.session_id and not self.is_agent:
+                records.append(Session(self.session_id, SOURCE, project=self.project, continued_in=child))
+        elif line_type == "fork-context-ref" and self.is_agent:
+            # a forked agent's context is its parent's conversation up to parentLastUuid
+            self.fork_context = {key: obj[key] for key in ("parentSessionId", "parentLastUuid", "contextLength")
+                                 if isinstance(obj.get(key), (str, int))} or None
         elif line_type == "pr-link":
             url = _text(obj.get("prUrl"))
             if url:
@@ -455,6 +481,8 @@ class ClaudeCodeParser:
         message = self._message(obj, line_type, uuid, payload, text, content_type, position)
         if content_type == "mixed" and message.meta is None:
             message.meta = thinking_meta(leading_thinking(content), text)
+        if self.fork_context and self.is_agent:  # (the agent's first line: what it was forked with)
+            message.meta = {**(message.meta or {}), "fork_context": self.fork_context}
         facts = list(self._line_facts(obj, message, payload, tools, position))
         return [*self._session_records(obj), message, *tools, *facts]
 
@@ -565,6 +593,9 @@ class ClaudeCodeParser:
             # typed while the agent worked, and sent on within its turn: said by the user
             message.role, message.content_type, message.surface = "user", "text", None
             message.is_meta = int(flagged_meta or obj["attachment"].get("isMeta") is True or _looks_meta(text))
+        elif line_type == "system" and message.subtype == VOICE_NOTE and _voice_note(obj):
+            # what was said on a voice call beside the session: no prompt, but words to find
+            message.role, message.content_type, message.surface, message.is_meta = "user", "text", None, 1
         if message.subtype == "compact_boundary":
             message.meta = _compaction_meta(obj)
         elif message.subtype == "turn_duration":
@@ -611,6 +642,7 @@ class ClaudeCodeParser:
                 yield TitleCandidate(
                     self.session_id, "first_prompt", title, message.timestamp, message.uuid, position=position
                 )
+        self.fork_context = None
         self.linked = self.linked or bool(message.parent_uuid)
         self.compacted = self.compacted or message.subtype == "compact_boundary" or bool(message.is_compact_summary)
 
@@ -923,7 +955,13 @@ def _structural_text(obj: dict, line_type: str) -> str:
 def _sent_for(obj: dict) -> bool:
     """A user line another sender wrote in the user's name (2.1.x ``origin``)."""
     origin = obj.get("origin")
-    return isinstance(origin, dict) and _text(origin.get("kind")) in OTHER_SENDERS
+    return isinstance(origin, dict) and _text(origin.get("kind")) not in PERSON_ORIGINS
+
+
+def _voice_note(obj: dict) -> bool:
+    """A 2.1.x voice call's note: a system line holding the talk and its ``voice-call`` origin."""
+    origin = obj.get("origin")
+    return isinstance(origin, dict) and origin.get("kind") == "voice-call" and isinstance(obj.get("content"), str)
 
 
 def _fork_parent(obj: dict) -> str | None:

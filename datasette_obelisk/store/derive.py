@@ -34,7 +34,7 @@ from .session_index import (
 )
 from .writer import DESCRIBED, SOURCE_RANK
 
-TITLE_PRECEDENCE = ("custom", "ai", "index", "summary", "first_prompt")
+TITLE_PRECEDENCE = ("custom", "name", "ai", "index", "summary", "first_prompt")
 DERIVED_TITLE_SQL = ", ".join(f"'{kind}'" for kind in (*TITLE_PRECEDENCE, "subagent"))
 SPAWNING_TOOLS = ("Task", "Agent")
 
@@ -64,6 +64,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     conn.executemany(INLINE_AGENTS_PROGRAM, [[s] for s in session_ids])
     link_subagents(conn, session_ids)
     link_workflows(conn, session_ids)
+    conn.executemany(CONTINUATIONS, [{"s": s} for s in session_ids])
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
 
@@ -73,6 +74,13 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
 INLINE_AGENTS_PROGRAM = """UPDATE sessions SET version = p.version, originator = p.originator
     FROM sessions AS p WHERE p.id = ?1 AND sessions.parent_session_id = ?1 AND sessions.agent_id GLOB 'sidechain-*'
     AND (sessions.version IS NOT p.version OR sessions.originator IS NOT p.originator)"""
+
+
+# A session that says it went on in another (``continued_in``) is that one's parent,
+# whichever of the two was read first; a copy's ``fork`` link gives way to it.
+CONTINUATIONS = """UPDATE sessions SET parent_session_id = p.id, relationship = 'continuation'
+    FROM sessions AS p WHERE p.continued_in = sessions.id AND (p.id = :s OR sessions.id = :s)
+    AND (sessions.parent_session_id IS NULL OR (sessions.parent_session_id = p.id AND sessions.relationship = 'fork'))"""
 
 
 FORGOTTEN_UNLESS = ("messages", "file_sessions", "titles", "summaries", "workflows", "memories")

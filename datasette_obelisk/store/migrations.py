@@ -1094,3 +1094,12 @@ def m036_index_cjk_characters_apart(db):
     )
     index_bags_again(db.conn)
     queue_archived_sessions(db)
+
+
+@migrations()
+def m037_add_sessions_tag(db):
+    # Claude Code sessions can carry a tag (the Agent SDK's tagSession; /resume
+    # shows it as #tag and its filter matches it). Claude parser 16 reads it.
+    db.execute("ALTER TABLE sessions ADD COLUMN tag TEXT")
+    # and the session it was continued in (``continued-in``), linked both ways by derive
+    db.execute("ALTER TABLE sessions ADD COLUMN continued_in TEXT")

@@ -39,7 +39,7 @@ TEXT_FIELDS = {
 # name): redacted through a cache.
 CONTEXT_FIELDS = {
     Message: ("cwd", "git_branch"),
-    Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort"),
+    Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag"),
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
 }
@@ -56,7 +56,7 @@ STORED_TEXT = {
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
     "pull_requests": ("id", "url", "repository"),
-    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort"),
+    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),
