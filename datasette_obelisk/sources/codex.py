@@ -258,6 +258,7 @@ INJECTED_PREFIXES = (
     "<user_shell_command>",
     "<personality_spec>",
     "<app-context>",
+    "<recommended_plugins>",  # plugins Codex suggests installing (0.13x+), first in the context message
     "<user_action>",  # a /review's findings handed back (no prompt of the user's)
     # What Codex tells the model in the user's name (``record_model_warning``)
     "Warning: apply_patch was requested via ",
@@ -277,7 +278,9 @@ SHELL_ABORTED = re.compile(r"wall time: [\d.]+ seconds\naborted by user")
 # parse, a tool it does not know, an execution that never produced output).
 # What a prompt item holds around an attached image (0.10x+): its name tags
 # and, stored, the image's placeholder.
-IMAGE_MARKUP = re.compile(r"</?image\b[^>\n]*>|\[image(?:[: ][^\]\n]*)?\]")
+IMAGE_MARKUP = re.compile(
+    r"</?(?:image|audio)\b[^>\n]*>|\[(?:image|audio)(?:[: ][^\]\n]*)?\]|\[data audio/[^\]\n]*\]"
+)
 ENVIRONMENT_CWD = re.compile(r"\s*<environment_context>.*?<cwd>([^<]*)</cwd>", re.S)
 MCP_ERROR_PREFIX = "err: "  # an MCP call that failed (0.2x-0.4x: ``err: {error:?}``)
 TOOL_ERROR_PREFIXES = (
@@ -301,7 +304,11 @@ HEADER_STARTS = ("Exit code:", "Chunk ID:", "Wall time:", "Process exited with c
 # parent history is written in one flush, its lines milliseconds apart.
 COPY_BURST_GAP_MS = 50
 MAX_OPEN_CALLS = 64
-_THREAD_ID = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+# How multi-agent v2 heads a message to another agent (``InterAgentMessage``, the payload after it).
+_AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender: [^\n]*\nPayload:\n?")
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# ``…-<thread>.jsonl``, or ``…-<thread>_<rollout>.jsonl`` for a rollout thread/revert started
+_THREAD_ID = re.compile(rf"({_UUID})(?:_({_UUID}))?$")
 
 
 # -- the source -------------------------------------------------------------
@@ -345,7 +352,12 @@ class CodexSource:
     #    ``agent_message`` item) is a message and a turn a rollback counts, its
     #    sender and recipient in its meta too; hooks', goals' and extensions'
     #    context is injected; a failed MCP call of a paginated history is failed
-    parser_version = 13
+    # 14: recommended plugins are injected; a reverted thread's rollout is no fork
+    #    of itself; a compaction's guardian history is not what it kept; audio
+    #    attachments are noted; a named output without a call has its call; custom
+    #    tools keep their namespace; cache writes of uncounted responses counted;
+    #    an agent's task envelope titles nothing
+    parser_version = 14
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -392,6 +404,8 @@ def rollout_unit(path: Path, priority: int = 0) -> SourceFile | None:
     match = _THREAD_ID.search(stem)
     if match:
         hints["thread_id"] = match.group(1).lower()
+        if match.group(2):
+            hints["rollout_id"] = match.group(2).lower()
     return SourceFile(
         path, SOURCE, kind="rollout", layout=layout, compression=compression, hints=hints, priority=priority
     )
@@ -478,6 +492,7 @@ class CodexState:
     twins: list = field(default_factory=list)
     last_said: str | None = None  # the last conversation Message, while no other Message followed
     last_total: list | None = None  # previous total_token_usage
+    last_cache_write: int = 0  # its cache_write_input_tokens
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated, an MCP server's tool, spawn_agent]
     failed_calls: list = field(default_factory=list)  # calls whose end event said they failed
     closed_calls: list = field(default_factory=list)  # synthetic results already given
@@ -654,6 +669,10 @@ class CodexParser:
         s.git_branch = first_text(git.get("branch"))
         s.model = first_text(meta.get("model"))
         lineage = lineage_of(meta)
+        if lineage.relationship == "fork" and not meta.get("forked_from_id") and (
+            lineage.parent == s.thread or self.unit.hints.get("rollout_id")
+        ):  # a reverted thread's new rollout: its history_base is its own earlier rollout
+            lineage.parent = lineage.relationship = None
         s.parent, s.relationship = lineage.parent, lineage.relationship
         s.is_subagent, s.excluded = lineage.is_subagent, lineage.excluded
         s.agent_id = s.thread if lineage.is_subagent else None
@@ -768,6 +787,7 @@ class CodexParser:
             total = dig(payload, "info", "total_token_usage")
             if isinstance(total, dict):
                 self.s.last_total = _usage_key(total)
+                self.s.last_cache_write = as_int(total.get("cache_write_input_tokens"))
         out.append(Merged(position, "replay"))
 
     # -- messages -----------------------------------------------------------
@@ -1023,6 +1043,15 @@ class CodexParser:
             text=content, content_type="tool_result",
         )
         out.append(message)
+        if not first_text(item.get("call_id")) and first_text(item.get("name")):
+            # a named output without a call (0.16x+: an external tool event thread/inject_items
+            # adds): the call it answers is the tool that produced it
+            name, namespace = first_text(item.get("name")), first_text(item.get("namespace"))
+            out.append(ToolCall(
+                id=f"{self.session_id}:{call_id}", message_uuid=message.uuid, session_id=self.session_id,
+                name=f"{namespace}.{name}" if namespace else name, input_json="null", timestamp=timestamp,
+                file_paths=[],
+            ))
         self.s.open_calls = [call for call in self.s.open_calls if call[0] != call_id]
         self.s.aborted_calls = [call for call in self.s.aborted_calls if call[0] != call_id]
         if closed:  # a synthetic result was already given when the turn ended
@@ -1155,6 +1184,8 @@ class CodexParser:
             text, role, content_type = said, "assistant", "thinking"
         else:
             text = said + _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
+            text += "".join(f"\n{_audio_note(a)}" for key in ("audio", "local_audio")
+                            for a in (payload.get(key) if isinstance(payload.get(key), list) else ()))
             role, content_type = twin, "text"
         message = self._conversation(
             out, position, timestamp, twin, "event", said=[said], type="event_msg", subtype=kind, role=role, text=text,
@@ -1176,17 +1207,20 @@ class CodexParser:
         last = _usage_key(reported) if reported else None
         if previous is None and self.s.parent is None:
             previous = [0] * len(key)  # (a child's first total may include its parent's)
+        cache_write = as_int(reported.get("cache_write_input_tokens"))
         if previous is not None:
             grown = [now - before for now, before in zip(key, previous)]
             if min(grown) >= 0 and (last is None or any(g > n for g, n in zip(grown, last))):
                 last = grown  # responses without a token_count of their own (a cut or resumed log)
+                # (their cache writes too: the total's growth, not the last response's)
+                cache_write = as_int(total.get("cache_write_input_tokens")) - self.s.last_cache_write
         last = key if last is None else last
+        self.s.last_cache_write = as_int(total.get("cache_write_input_tokens"))
         if key == previous or not any(last):
             out.append(Merged(position, "usage"))
             return
         usage = usage_fields(
-            input_total=last[0], cached=last[1], output=last[2],
-            cache_write=as_int(reported.get("cache_write_input_tokens")),
+            input_total=last[0], cached=last[1], output=last[2], cache_write=max(cache_write, 0),
         )
         self._log_only(
             out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
@@ -1205,9 +1239,10 @@ class CodexParser:
         self._ensure_session(out)
         author, recipient = first_text(payload.get("author")), first_text(payload.get("recipient"))
         header = f"[{author or '?'} → {recipient or '?'}]\n" if author or recipient else ""
+        envelope = _AGENT_ENVELOPE.match(text)  # (multi-agent v2: the payload may be encrypted, then absent)
         self._conversation(
             out, position, timestamp, None, "item", role="user", text=header + text, content_type="text",
-            meta={"from": author, "to": recipient}, typed=text, **fields,
+            meta={"from": author, "to": recipient}, typed=text[envelope.end():] if envelope else text, **fields,
         )
 
     def _spawned_by_output(self, content: str, call_id: str, out: list) -> str | None:
@@ -1349,9 +1384,10 @@ class CodexParser:
             except orjson.JSONDecodeError:
                 head = None
             payload = dig(head, "payload") if isinstance(dig(head, "payload"), dict) else {}
-            items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut))
-            size = len(line.rstrip()) - cut - len(HISTORY_KEY) - len(b"}}")
-            meta, summary = self._kept(line[cut:], _compaction_summary(payload))
+            end = _history_end(line, cut)
+            items = sum(1 for _ in _HISTORY_ITEM.finditer(line, cut, end))
+            size = end - cut - len(HISTORY_KEY)
+            meta, summary = self._kept(line[cut:end], _compaction_summary(payload))
             text = _compaction_text(payload, items=items, size=size, summary=summary)
         self._compaction_message(position, timestamp, text, out, type="compacted", summary=summary, meta=meta)
 
@@ -1501,6 +1537,13 @@ def _image_notes(images: Any) -> str:
     return "".join(f"\n{_image_note(image)}" for image in images)
 
 
+def _audio_note(url: Any) -> str:
+    """A placeholder for an audio attachment: inline data by size, links and paths by address."""
+    if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
+        return blob_note(url)
+    return f"[audio: {url}]" if isinstance(url, str) and url else "[audio]"
+
+
 def _image_note(url: Any) -> str:
     """A placeholder for an image: inline data by size, links by address."""
     if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
@@ -1512,6 +1555,21 @@ def _history_json(payload: dict) -> bytes | None:
     """A decoded compaction's replacement history as compact JSON (None when it wrote none)."""
     history = payload.get("replacement_history")
     return None if history is None else orjson.dumps(history)
+
+
+# What a compacted line writes after its replacement history (0.16x+), in this order:
+# a Guardian transcript and retained context hold messages the history does not.
+_AFTER_HISTORY = re.compile(
+    rb'\],"(?:replacement_history_metadata|guardian_history|retained_context|mcp_resource_origins|'
+    rb'window_number|first_window_id|previous_window_id|window_id|compaction_response_id|'
+    rb'latest_token_usage_record|resume_metadata)":'
+)
+
+
+def _history_end(line: bytes, cut: int) -> int:
+    """Where the replacement history that starts at ``cut`` ends (after its ``]``)."""
+    found = _AFTER_HISTORY.search(line, cut)
+    return found.start() + 1 if found else len(line.rstrip()) - len(b"}}")
 
 
 def _kept_texts(history: bytes) -> Iterator[tuple[str, str]]:
@@ -1571,6 +1629,8 @@ def _parts_text(content: Any) -> str:
             texts.append(part["text"])
         elif first_text(part.get("type")) in {"input_image", "image", "output_image"}:
             texts.append(_image_note(part.get("image_url") or part.get("data")))
+        elif first_text(part.get("type")) == "input_audio":
+            texts.append(_audio_note(part.get("audio_url")))
     return "\n".join(texts)
 
 
@@ -1615,7 +1675,9 @@ def _tool_name_and_input(item: dict, kind: str) -> tuple[str, Any]:
         namespace = first_text(item.get("namespace"))
         return (f"{namespace}.{name}" if namespace else name), item.get("arguments")
     if kind == "custom_tool_call":
-        return first_text(item.get("name")) or "custom_tool", item.get("input")
+        name = first_text(item.get("name")) or "custom_tool"
+        namespace = first_text(item.get("namespace"))
+        return (f"{namespace}.{name}" if namespace else name), item.get("input")
     if kind == "local_shell_call":
         return "local_shell", item.get("action")
     if kind == "tool_search_call":
