@@ -92,7 +92,14 @@ STEERING = "User steering update:\n<user_input>"
 BESIDE_RESPONSES = (STEERING, "Background execution update:\n<background_output>")
 # The reply gemini-cli puts in its history for one a cancelled call cut short (never written as a message).
 INTERRUPTED = "[The previous response was interrupted before it completed.]"
+# The prompt gemini-cli 0.61+ sends in the user's name when a reply after tool results
+# held no text (useGeminiStream / LegacyAgentSession auto-nudge).
+EMPTY_REPLY_NUDGE = ("[System: You successfully executed a tool but returned an empty response. "
+                     "Please analyze the tool output and explain your progress or final answer.]")
 AGENT_TASK_ARGUMENTS = ("objective", "description", "prompt", "task")
+# Where gemini-cli 0.61+ keeps tmp/ (chats, logs, checkpoints) when it runs under macOS
+# Seatbelt (SANDBOX=sandbox-exec): beside the home's .gemini, which the profile keeps read-only.
+SANDBOX_RUNTIME = Path(".cache") / ".gemini"
 
 
 class GeminiSource:
@@ -137,7 +144,10 @@ class GeminiSource:
     #     what the user said while tools ran is kept; IDE context is injected; an
     #     agent's project memory titles nothing; the reply gemini-cli puts in for an
     #     interrupted one is injected
-    parser_version = 14
+    # 15: the prompt gemini-cli sends for a reply that held nothing after tool results is meta;
+    #     a reply holding nothing that a history sync leaves out before a message it keeps
+    #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
+    parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
     # versions, replaces the home directory the .gemini folder is under).
@@ -146,14 +156,18 @@ class GeminiSource:
     folder_layout = "tmp/<project hash>/chats/session-*.json[l] (or a tmp folder itself)"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        """``~/.gemini``; None when it is not a folder."""
-        return existing_folder(root_location(self, environ))
+        """``~/.gemini`` (else ``~/.cache/.gemini``); None when neither is a folder."""
+        location = root_location(self, environ)
+        return existing_folder(location) or existing_folder(location and location.parent / SANDBOX_RUNTIME)
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         root = Path(root)
-        folder = root / "tmp" if (root / "tmp").is_dir() else root
+        folders = [root / "tmp" if (root / "tmp").is_dir() else root]
+        runtime = root.parent / SANDBOX_RUNTIME / "tmp"
+        if root.name == ".gemini" and runtime.is_dir() and runtime.resolve() != folders[0].resolve():
+            folders.append(runtime)  # the chats gemini-cli writes under macOS Seatbelt (0.61+)
         roots: dict[Path, str | None] = {}
-        for path in walk_files(folder):
+        for path in (path for folder in folders for path in walk_files(folder)):
             unit = chat_unit(path)
             if unit is not None:
                 project = path.parents[1 if unit.kind == "chat" else 2]
@@ -397,10 +411,17 @@ class GeminiParser:
         dropped = [i for i in self.s.current if i not in set(ids)]
         added = [m for m in records if m["id"] not in self.s.current]
         kept = [i for i in ids if i in self.s.current]
+        # What gemini-cli never sends (a reply holding nothing, a command) before a message it keeps
+        # is left out without being replaced or taken back (a resume, a history written anew).
+        keep = set(kept)
+        last_kept = max((n for n, i in enumerate(self.s.current) if i in keep), default=0)
+        silent = {i for i in self.s.current[:last_kept] if i in self.s.unsent}
+        dropped = [i for i in dropped if i not in silent]
         if not added and all(i in self.s.unsent for i in dropped):
             dropped = []  # a resume leaves out what gemini-cli never sends: nothing replaced, nothing taken back
         # (a compression that keeps nothing adds its summary: not a rollback)
-        rollback = bool(dropped) and self.s.current == kept + dropped and bool(kept or not added)
+        history = [i for i in self.s.current if i not in silent]
+        rollback = bool(dropped) and history == kept + dropped and bool(kept or not added)
         if rollback:
             # the last messages taken back (gemini-cli rolls a cancelled or failed request back,
             # and may add what closes an interrupted turn)
@@ -414,9 +435,9 @@ class GeminiParser:
             kept_uuids = [uuid for m in update["messages"]  # the context it opens with
                           if isinstance(m, dict) and m.get("id") in self.s.injected for uuid in self._rows_of(m["id"])]
             kept_uuids += [uuid for m in records if m["id"] in self.s.current for uuid in self._uuids_of(m)]
-            kept_uuids += [uuid for m in added if m["id"] in copies for uuid in self._rows_of(copies[m["id"]])]
+            kept_uuids += [uuid for m in added if m["id"] in copies for i in copies[m["id"]] for uuid in self._rows_of(i)]
             boundary = self._boundary(
-                kept_uuids, len(kept) + len(copies), len(dropped) - len(copies), position, timestamp, out)
+                kept_uuids, len(kept) + len(copies), len(dropped) - sum(map(len, copies.values())), position, timestamp, out)
             if not added:
                 out.append(
                     self._message(
@@ -427,7 +448,7 @@ class GeminiParser:
                 )
         for index, record in enumerate(added):
             if record["id"] in copies:
-                self._alias(record, [copies[record["id"]]])
+                self._alias(record, copies[record["id"]])
             else:
                 self._message_record(record, position, out, compact_summary=bool(dropped) and not rollback and index == 0)
         added = [record for record in added if record["id"] not in copies]
@@ -453,15 +474,26 @@ class GeminiParser:
 
     def _copies(self, added: list, dropped: list) -> dict:
         """The added messages (by id) that are what was dropped last, saying the same
-        in the same order: the turns a compression kept, from a prompt on."""
+        in the same order: the turns a compression kept, from a prompt on (id -> the
+        messages it says: one, or consecutive ones of a role said as one; gemini-cli
+        leaves out what it never sent)."""
         pairs = []
-        for record, original in zip(reversed(added), reversed(dropped)):
-            if self.s.said.get(original) != _said(record):
+        end = len(dropped)
+        for record in reversed(added):
+            while end and dropped[end - 1] in self.s.unsent:
+                end -= 1
+            parts = _parts(record.get("content"))
+            said = functools.cache(lambda i, j, parts=parts: _said({"type": record.get("type"), "content": parts[i:j]}))
+            originals = next((found for start in range(end - 1, -1, -1)
+                              if (found := self._said_again(dropped[:end], start, len(parts), said, parts))
+                              and found[-1] == dropped[end - 1]), None)
+            if not originals or (len(originals) == 1 and self.s.said.get(originals[0]) != _said(record)):
                 break
-            pairs.append((record["id"], original, _is_prompt(record)))
+            pairs.append((record["id"], originals, _is_prompt(record)))
+            end = dropped.index(originals[0])
         while pairs and not pairs[-1][2]:  # what it keeps starts with a prompt
             pairs.pop()
-        return {copy: original for copy, original, _ in pairs}
+        return {copy: originals for copy, originals, _ in pairs}
 
     def _alias(self, record: dict, originals: list[str]) -> None:
         """``record`` is the history's new id of ``originals`` (one, or consecutive ones
@@ -513,14 +545,16 @@ class GeminiParser:
         parts = _parts(record.get("content"))
         said = functools.cache(lambda i, j: _said({"type": record.get("type"), "content": parts[i:j]}))
         for start in starts:
-            if originals := self._said_again(history, start, len(parts), said):
+            if originals := self._said_again(history, start, len(parts), said, parts):
                 return originals
         return []
 
-    def _said_again(self, history: list[str], start: int, count: int, said) -> list[str]:
+    def _said_again(self, history: list[str], start: int, count: int, said, parts=()) -> list[str]:
         """The messages from ``history[start]`` on that the ``count`` parts of a copy say
         in turn (``said(i, j)``: the digest of parts i to j), skipping those gemini-cli never
-        sends; empty unless the parts say them all."""
+        sends, and the parts of context it wrote as the user's (IDE context: kept apart
+        from the history, it comes back merged into the prompt it preceded); empty unless
+        the parts say them all."""
         originals: list[str] = []
         index = 0
         while index < count:
@@ -530,6 +564,9 @@ class GeminiParser:
                 return []
             want = self.s.said.get(history[start])
             end = next((end for end in range(count, index, -1) if said(index, end) == want), None)
+            if end is None and index < len(parts) and _is_injected(parts[index]):
+                index += 1  # an injected message's text, merged with its neighbours
+                continue
             if end is None:
                 return []
             originals.append(history[start])
@@ -684,7 +721,8 @@ class GeminiParser:
             content_type=_content_type(content, thoughts, calls),
             model=first_text(record.get("model")),
             is_compact_summary=int(compact_summary),
-            is_meta=int(record["id"] in self.s.injected or (role == "assistant" and content == INTERRUPTED)),
+            is_meta=int(record["id"] in self.s.injected or (role == "assistant" and content == INTERRUPTED)
+                        or (role == "user" and content.strip() == EMPTY_REPLY_NUDGE)),
             meta=thinking_meta(thoughts, text),
             **usage,
         )
