@@ -374,3 +374,14 @@ def test_a_request_reads_one_snapshot_while_an_ingest_commits(tmp_path):
     assert time_limited(work, 1000)(reader) == (1, 1)
     assert not reader.in_transaction
     assert reader.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+
+
+@pytest.mark.asyncio
+async def test_an_empty_parameter_is_not_given_and_an_unknown_session_has_nothing(ds):
+    assert await get(ds, f"{SQ}/sessions/search", query="zebrafish", cursor="") == await get(
+        ds, f"{SQ}/sessions/search", query="zebrafish")
+    assert await get(ds, f"{API}/history/search", cursor="", limit="") == await get(ds, f"{API}/history/search")
+    for path, params in [
+        ("/search", {"q": "zebrafish"}), ("/thread", {}), ("/failures", {}), ("/summaries", {}), ("/sessions", {}),
+    ]:
+        assert await get(ds, f"{API}{path}", sessionId="no-such-session", **params) == []
