@@ -1528,3 +1528,184 @@ def test_a_failed_mcp_call_of_a_paginated_history_is_failed():
     ])
     results = {r.tool_use_id.rsplit(":", 1)[1]: (r.outcome, r.is_error) for r in of(records, ToolResult)}
     assert results == {"a": ("failed", 1), "b": ("failed", 1), "c": ("succeeded", 0)}
+
+
+def test_recommended_plugins_are_injected_context_and_title_nothing():
+    # 0.13x+: the context message opens with the plugins Codex suggests installing
+    plugins = ("<recommended_plugins>\nHere is a list of plugins that are available but not installed.\n\n"
+               "- Linear (linear@openai-curated)\n</recommended_plugins>")
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-plugins", "cli_version": "0.171.0"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions instructions>\nread-only\n</permissions instructions>"}]}),
+        envelope("response_item", user_item(
+            {"type": "input_text", "text": plugins},
+            {"type": "input_text", "text": "# AGENTS.md instructions for /w\n\n<INSTRUCTIONS>\nUse pytest.\n</INSTRUCTIONS>"},
+            {"type": "input_text", "text": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"})),
+        envelope("turn_context", {"turn_id": "t1", "cwd": "/w", "model": "gpt-5.5"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "fix the flaky test"})),
+        envelope("event_msg", {"type": "user_message", "message": "fix the flaky test"}),
+    ])
+    assert [(m.role, m.is_meta, m.text[:21]) for m in of(records, Message)] == [
+        ("developer", 1, "<permissions instruct"), ("user", 1, "<recommended_plugins>"),
+        ("user", 0, "fix the flaky test")]
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "fix the flaky test")]
+
+
+THREAD_ID = "019ad000-0000-7000-8000-0000000000a1"
+FIRST_ROLLOUT = "019ad100-0000-7000-8000-0000000000b2"  # the rollout of a first thread/revert
+SECOND_ROLLOUT = "019ad200-0000-7000-8000-0000000000c3"  # the rollout of a revert of that one
+
+
+@pytest.mark.parametrize("base", [THREAD_ID, FIRST_ROLLOUT], ids=["first-revert", "revert-of-a-revert"])
+def test_a_reverted_rollout_is_no_fork_of_itself(base):
+    # thread/revert keeps the thread's id and starts a rollout named ``…-<thread>_<rollout>.jsonl``
+    # whose history_base is the rollout it reverted (the thread's own, or an earlier revert's)
+    rollout = FIRST_ROLLOUT if base == THREAD_ID else SECOND_ROLLOUT
+    unit = rollout_unit(Path(f"/h/sessions/2026/12/01/rollout-2026-12-01T11-00-00-{THREAD_ID}_{rollout}.jsonl"))
+    records = feed_raw([
+        envelope("session_meta", {"session_id": THREAD_ID, "id": THREAD_ID, "history_mode": "paginated",
+                                  "history_base": {"thread_id": base, "end_ordinal_exclusive": 8,
+                                                   "end_byte_offset": 2169}}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t3"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "use memcached instead"})),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "switched to memcached"}]}),
+    ], unit)
+    [session] = of(records, Session)
+    assert (session.id, session.parent_session_id, session.relationship) == (f"codex:{THREAD_ID}", None, None)
+    assert [m.text for m in of(records, Message)] == ["use memcached instead", "switched to memcached"]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata"]
+    assert unit.hints == {"thread_id": THREAD_ID, "rollout_id": rollout}
+
+
+def test_a_compactions_guardian_history_is_not_what_it_kept():
+    # 0.16x+ writes a Guardian transcript (and window ids) after the replacement history
+    prompt = lambda t: user_item({"type": "input_text", "text": t})  # noqa: E731
+    history = [prompt("prompt B")]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-guardian"}),
+        envelope("response_item", prompt("prompt A")),
+        envelope("event_msg", {"type": "agent_message", "message": "answer A"}),
+        envelope("response_item", prompt("prompt B")),
+        envelope("event_msg", {"type": "agent_message", "message": "answer B"}),
+        envelope("compacted", {"message": "Summary of the work so far.", "replacement_history": history,
+                               "guardian_history": [prompt("prompt A"), prompt("prompt B")],
+                               "window_number": 1, "window_id": "w-1"}),
+    ])
+    said = {m.text: m.uuid for m in of(records, Message) if not m.is_compact_summary}
+    [compaction] = [m for m in of(records, Message) if m.is_compact_summary]
+    assert compaction.meta == {"preserved_uuids": [said["prompt B"]]}  # prompt A was dropped
+    assert compaction.text == (
+        f"Summary of the work so far.\n\n[replacement_history: 1 items, {len(orjson.dumps(history))} bytes, not stored]")
+    assert [s.content for s in of(records, Summary)] == ["Summary of the work so far."]
+
+
+def test_a_task_envelope_of_another_agent_titles_nothing():
+    # multi-agent v2: a task comes headed by its envelope, its payload encrypted (then absent) or after it
+    def task(text, encrypted=True):
+        parts = [{"type": "input_text", "text": text}]
+        return envelope("response_item", {"type": "agent_message", "author": "/root", "recipient": "/root/worker",
+                                          "content": parts + ([{"type": "encrypted_content", "encrypted_content": "gAAAA"}]
+                                                              if encrypted else [])})
+
+    head = "Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\n"
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-v2", "multi_agent_version": "v2", "source": {"subagent": {"thread_spawn": {
+            "parent_thread_id": "t-root", "agent_path": "/root/worker", "agent_role": "worker"}}}}),
+        envelope("inter_agent_communication_metadata", {"trigger_turn": True}), task(head),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Worker done."}]}),
+        envelope("inter_agent_communication_metadata", {"trigger_turn": True}),
+        task(head.replace("NEW_TASK", "FOLLOWUP_TASK") + "Now check the tests.", encrypted=False),
+    ])
+    assert [(m.role, m.is_meta, m.text) for m in of(records, Message)] == [
+        ("user", 0, "[/root → /root/worker]\n" + head), ("assistant", 0, "Worker done."),
+        ("user", 0, "[/root → /root/worker]\n" + head.replace("NEW_TASK", "FOLLOWUP_TASK") + "Now check the tests.")]
+    # the envelope alone titles nothing: the first payload does
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Now check the tests.")]
+
+
+def test_an_attached_audio_s_markup_titles_nothing_and_its_data_is_a_placeholder():
+    wav = base64.b64encode(b"RIFF" + bytes(40)).decode()
+    tag = '<audio name=[Audio #1] path="/home/u/standup.wav">'
+    item = envelope("response_item", user_item(
+        {"type": "input_text", "text": tag}, {"type": "input_audio", "audio_url": f"data:audio/wav;base64,{wav}"},
+        {"type": "input_text", "text": "</audio>"}))
+    attached = lambda **audio: envelope("event_msg", {  # noqa: E731
+        "type": "user_message", "message": "", "local_images": [], **audio})
+    later = [envelope("response_item", user_item({"type": "input_text", "text": "summarise the recording"})),
+             envelope("event_msg", {"type": "user_message", "message": "summarise the recording"})]
+    item_first = feed_raw([envelope("session_meta", {"id": "t-audio"}), item,
+                           attached(local_audio=["/home/u/standup.wav"]), *later])
+    assert [(t.kind, t.title) for t in of(item_first, TitleCandidate)] == [("first_prompt", "summarise the recording")]
+    assert [m.text for m in of(item_first, Message)] == [
+        f"{tag}\n[data audio/wav 44 bytes]\n</audio>", "summarise the recording"]
+    event_first = feed_raw([envelope("session_meta", {"id": "t-audio2"}),
+                            attached(local_audio=["/home/u/standup.wav"], audio=[f"data:audio/wav;base64,{wav}"]),
+                            item, *later])
+    assert [m.text for m in of(event_first, Message)] == [
+        "\n[data audio/wav 44 bytes]\n[audio: /home/u/standup.wav]", "summarise the recording"]
+    for records in (item_first, event_first):
+        assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "summarise the recording")]
+        assert wav[:40] not in repr(records)
+
+
+def test_a_named_output_without_a_call_has_its_call():
+    # 0.16x+: an external tool's event (thread/inject_items) is an output named by its tool, with no call id
+    named = lambda text, **where: envelope("response_item", {  # noqa: E731
+        "type": "function_call_output", "name": "notifications", **where, "output": text})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-named"}),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "c1", "name": "shell", "output": "ok"}),
+        named("Alice mentioned you in #deploys.", namespace="slack"),
+        named("Bob mentioned you."),
+    ])
+    outputs = [m for m in of(records, Message) if m.content_type == "tool_result"]
+    ids = ["codex:t-named:c1"] + [f"codex:t-named:call@{m.position.byte_offset}" for m in outputs[1:]]
+    assert [(c.id, c.name, c.message_uuid, c.input_json) for c in of(records, ToolCall)] == [
+        (ids[0], "shell", of(records, Message)[0].uuid, "{}"),
+        (ids[1], "slack.notifications", outputs[1].uuid, "null"),
+        (ids[2], "notifications", outputs[2].uuid, "null")]
+    assert [(r.tool_use_id, r.content, r.outcome) for r in of(records, ToolResult)] == [
+        (ids[0], "ok", "succeeded"), (ids[1], "Alice mentioned you in #deploys.", "succeeded"),
+        (ids[2], "Bob mentioned you.", "succeeded")]
+
+
+def test_a_custom_tool_keeps_its_namespace():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-ns"}),
+        envelope("response_item", {"type": "custom_tool_call", "status": "completed", "call_id": "c1", "name": "exec",
+                                   "namespace": "code_mode", "input": "print(open('x').read())"}),
+        envelope("response_item", {"type": "custom_tool_call_output", "call_id": "c1", "output": "hello"}),
+        envelope("response_item", {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch",
+                                   "input": "*** Begin Patch\n*** End Patch"}),
+    ])
+    assert [(c.id, c.name) for c in of(records, ToolCall)] == [
+        ("codex:t-ns:c1", "code_mode.exec"), ("codex:t-ns:c2", "apply_patch")]
+    assert [m.text for m in of(records, Message) if m.content_type == "tool_use"] == [
+        "code_mode.exec\nprint(open('x').read())", "apply_patch\n*** Begin Patch\n*** End Patch"]
+
+
+def test_cache_writes_of_responses_without_an_event_are_counted_from_the_total():
+    def count(total, last):
+        return envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total,
+                                                                      "last_token_usage": last}})
+
+    def tokens(tokens_in, cached, written, out):
+        return {**usage(tokens_in, cached, out), "cache_write_input_tokens": written}
+
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-writes"}),
+        # a log that starts late: the total grew by more than its last response
+        count(tokens(1_000, 200, 300, 50), tokens(100, 20, 30, 5)),
+        count(tokens(1_600, 300, 400, 80), tokens(600, 100, 100, 30)),  # one response: its own counts
+    ])
+    usage_messages = of(records, Message)
+    assert [(m.input_tokens, m.cache_read_tokens, m.cache_creation_tokens, m.output_tokens, m.surface)
+            for m in usage_messages] == [(500, 200, 300, 50, "log-only"), (400, 100, 100, 30, "log-only")]
+    # the sums are the last total's
+    assert sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in usage_messages) == 1_600
+    assert sum(m.cache_creation_tokens for m in usage_messages) == 400
