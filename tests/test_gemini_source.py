@@ -380,6 +380,30 @@ def test_default_root(tmp_path):
     assert source.default_root({"HOME": str(tmp_path)}) == tmp_path / ".gemini"
 
 
+def test_chats_gemini_cli_keeps_under_macos_seatbelt_are_found_by_default(tmp_path):
+    """Under macOS Seatbelt gemini-cli 0.61+ writes tmp/ in ``~/.cache/.gemini``: the
+    default folder when there is no ``~/.gemini``, read beside it when there is."""
+    from datasette_obelisk.store.ingest import default_roots
+
+    sandboxed = tmp_path / ".cache" / ".gemini" / "tmp" / "p1"
+    (sandboxed / "chats").mkdir(parents=True)
+    (sandboxed / ".project_root").write_text("/home/u/boxed\n")
+    (sandboxed / "chats" / "session-2026-09-10T10-00-sb1.jsonl").write_bytes(jsonl(META))
+    source, environ = GeminiSource(), {"HOME": str(tmp_path)}
+    assert source.default_root(environ) == tmp_path / ".cache" / ".gemini"
+    assert default_roots({"gemini": source}, environ) == {"gemini": tmp_path / ".cache" / ".gemini"}
+    assert [(str(u.path.relative_to(tmp_path)), u.hints.get("project_root")) for u in source.discover(
+        source.default_root(environ))] == [(".cache/.gemini/tmp/p1/chats/session-2026-09-10T10-00-sb1.jsonl",
+                                           "/home/u/boxed")]
+    (tmp_path / ".gemini" / "tmp" / "p2" / "chats").mkdir(parents=True)
+    (tmp_path / ".gemini" / "tmp" / "p2" / "chats" / "session-2026-09-10T11-00-gh1.jsonl").write_bytes(jsonl(META))
+    assert source.default_root(environ) == tmp_path / ".gemini"
+    assert sorted((str(u.path.relative_to(tmp_path)), u.hints.get("project_root")) for u in source.discover(
+        source.default_root(environ))) == [
+        (".cache/.gemini/tmp/p1/chats/session-2026-09-10T10-00-sb1.jsonl", "/home/u/boxed"),
+        (".gemini/tmp/p2/chats/session-2026-09-10T11-00-gh1.jsonl", None)]
+
+
 def test_registered_through_the_hookspec():
     sources = gemini.obelisk_sources()
     assert [type(s) for s in sources] == [GeminiSource]
@@ -1064,3 +1088,186 @@ def test_the_reply_gemini_cli_puts_in_for_an_interrupted_one_is_injected():
     records = feed_all(jsonl(META, kept[0], kept[2], {"$set": {"messages": kept}}))
     assert [(m.uuid, m.role, m.is_meta) for m in of(records, Message) if m.role] == [
         ("gemini:s-1:u1", "user", 0), ("gemini:s-1:u2", "user", 0), ("gemini:s-1:p1", "assistant", 1)]
+
+
+NUDGE = ("[System: You successfully executed a tool but returned an empty response. "
+         "Please analyze the tool output and explain your progress or final answer.]")
+LS_RESPONSE = {"functionResponse": {"id": "c1", "name": "run_shell_command", "response": {"output": "Output: a.txt"}}}
+LS = {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success", "result": [LS_RESPONSE]}
+
+
+def nudged_turn() -> list:
+    """A tool turn whose reply after the results held nothing (e1), then the prompt
+    gemini-cli 0.61+ sends in the user's name for it (n1), and the reply to that."""
+    g1 = {"id": "g1", "type": "gemini", "content": "", "thoughts": [], "tokens": TOKENS, "model": "m"}
+    return [
+        {"id": "u1", "type": "user", "content": [{"text": "list the files"}]}, g1, {**g1, "toolCalls": [LS]},
+        {"id": "r1", "type": "user", "content": [LS_RESPONSE]},
+        {"id": "e1", "type": "gemini", "content": [], "thoughts": [], "tokens": TOKENS},
+        {"id": "n1", "type": "user", "content": [{"text": NUDGE}]},
+        {"id": "g2", "type": "gemini", "content": "One file.", "tokens": TOKENS, "model": "m"},
+    ]
+
+
+def ingested(tmp_path, data: bytes):
+    """``data`` ingested as a chat in a ``~/.gemini``: a connection to the database."""
+    import sqlite3
+
+    from datasette_obelisk.store.ingest import ingest
+
+    chats = tmp_path / ".gemini" / "tmp" / "h" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-09-10T10-00-s1.jsonl").write_bytes(data)
+    ingest(tmp_path / "o.db", {"gemini": tmp_path / ".gemini"}, sources={"gemini": GeminiSource()}, redact=False)
+    return sqlite3.connect(tmp_path / "o.db")
+
+
+def test_the_prompt_gemini_cli_sends_after_a_reply_that_held_nothing_is_meta(tmp_path):
+    quoted = {"id": "u2", "type": "user", "content": [{"text": f"what does {NUDGE} mean?"}]}
+    data = jsonl(META, *nudged_turn(), quoted)
+    records = feed_all(data)
+    assert [(m.uuid, m.is_meta) for m in of(records, Message) if m.content_type == "text"] == [
+        ("gemini:s-1:u1", 0), ("gemini:s-1:n1", 1), ("gemini:s-1:g2", 0), ("gemini:s-1:u2", 0)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["list the files"]
+    conn = ingested(tmp_path, data)
+    got = conn.execute("SELECT is_meta, visibility, surface FROM messages WHERE uuid = 'gemini:s-1:n1'").fetchall()
+    assert got == [(1, "visible", "current")]
+    assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(3,)]  # u1, g2, u2: not the nudge
+
+
+def test_a_resume_leaving_out_a_reply_that_held_nothing_before_what_it_keeps_replaces_nothing(tmp_path):
+    """gemini-cli's resume sends no reply that held nothing (e1) and writes each reply's
+    tool responses after it (g1_response): nothing was dropped, nothing taken back."""
+    turn = nudged_turn()
+    resumed = [ENV, turn[0], {**turn[2], "content": [{"functionCall": {"id": "c1", "name": "run_shell_command",
+                                                                       "args": {"command": "ls"}}}]},
+               {"id": "g1_response", "type": "user", "content": [LS_RESPONSE]}, *turn[3:4], *turn[5:]]
+    data = jsonl(META, {"$set": {"messages": [ENV]}}, *turn, {"$set": {"messages": resumed}},
+                 {"id": "u3", "type": "user", "content": [{"text": "thanks"}]},
+                 {"id": "g3", "type": "gemini", "content": "Welcome.", "tokens": TOKENS})
+    records = feed_all(data)
+    assert [m.uuid.removeprefix("gemini:s-1:") for m in of(records, Message)] == [
+        "env-1", "u1", "g1:usage", "g1", "g1:result:c1", "e1:usage", "n1", "g2", "u3", "g3"]  # no boundary, no rewind
+    # the history sync stores nothing: what it adds (g1_response) repeats a result
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "tool-response", "tool-response"]
+    assert feed_all(data, restore_every_line=True) == records
+    conn = ingested(tmp_path, data)
+    assert conn.execute("SELECT DISTINCT visibility, surface FROM messages WHERE NOT is_meta").fetchall() == [
+        ("visible", "current")]
+    assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(4,)]
+
+
+def declined_after_a_nudge(*context) -> bytes:
+    """A tool the user declines in the turn after a nudged one (``context``: the IDE
+    context gemini-cli wrote as the user's before each prompt): gemini-cli writes its
+    history again under new ids (k1-k4), the context merged into the prompt it preceded
+    and the tool response into the nudge, then sets it without the declined turn."""
+    turn = nudged_turn()
+    before = [{"id": f"i{n}", "type": "user", "content": [{"text": text}]} for n, text in enumerate(context, 1)]
+    g3 = {"id": "g3", "type": "gemini", "content": "", "tokens": TOKENS, "model": "m"}
+    write = {"id": "c2", "name": "write_file", "args": {"file_path": "/w/x.txt", "content": "x"}, "status": "cancelled",
+             "result": [{"functionResponse": {"id": "c2", "name": "write_file", "response": {
+                 "error": "[Operation Cancelled] Reason: User denied execution."}}}]}
+    copies = [
+        {"id": "k1", "type": "user", "content": [ENV["content"][0], *(m["content"][0] for m in before[:1]),
+                                                 {"text": "list the files"}]},
+        {"id": "k2", "type": "gemini", "content": [{"functionCall": {"id": "c1", "name": "run_shell_command",
+                                                                     "args": {"command": "ls"}}}], "tokens": None},
+        {"id": "k3", "type": "user", "content": [LS_RESPONSE, {"text": NUDGE}]},
+        {"id": "k4", "type": "gemini", "content": [{"text": "One file."}], "tokens": None},
+    ]
+    return jsonl(
+        META, {"$set": {"messages": [ENV]}}, *before[:1], *turn, *before[1:],
+        {"id": "u2", "type": "user", "content": [{"text": "now write x.txt"}]}, g3, {**g3, "toolCalls": [write]},
+        *(line for copy in copies for line in (copy, {"$set": {"lastUpdated": "2026-09-10T10:01:00Z"}})),
+        {"$set": {"messages": copies, "lastUpdated": "2026-09-10T10:01:01Z"}},
+        {"id": "u3", "type": "user", "content": [{"text": "bye"}]},
+        {"id": "g4", "type": "gemini", "content": "Bye.", "tokens": TOKENS},
+    )
+
+
+def test_declining_a_tool_after_a_nudged_turn_takes_back_the_prompt():
+    data = declined_after_a_nudge()
+    records = feed_all(data)
+    rewind = f"gemini:s-1:rewind@{data.rindex(HISTORY_SYNC)}"
+    assert [(m.uuid.removeprefix("gemini:s-1:"), m.type, m.parent_uuid, m.logical_parent_uuid)
+            for m in of(records, Message)[-3:]] == [
+        (rewind.removeprefix("gemini:s-1:"), "rewind", "gemini:s-1:g2", "gemini:s-1:u2"),
+        ("u3", "user", rewind, None), ("g4", "gemini", "gemini:s-1:u3", None)]
+    assert not [m for m in of(records, Message) if m.type == "compaction"]
+    assert [m.uuid for m in of(records, Message) if m.text == "One file."] == ["gemini:s-1:g2"]  # no copy stored
+    assert feed_all(data, restore_every_line=True) == records
+
+
+def test_declining_a_tool_after_a_nudged_turn_leaves_the_declined_turn_inactive(tmp_path):
+    conn = ingested(tmp_path, declined_after_a_nudge())
+    got = conn.execute("SELECT substr(uuid, 12), is_meta, visibility, surface FROM messages "
+                       "WHERE type IN ('user', 'gemini', 'tool_result') ORDER BY seq").fetchall()
+    assert got == [
+        ("env-1", 1, "visible", "current"), ("u1", 0, "visible", "current"), ("g1:usage", 1, "visible", "log-only"),
+        ("g1", 0, "visible", "current"), ("g1:result:c1", 0, "visible", "current"),
+        ("e1:usage", 1, "visible", "log-only"), ("n1", 1, "visible", "current"), ("g2", 0, "visible", "current"),
+        ("u2", 0, "inactive", "shadowed"), ("g3:usage", 1, "inactive", "log-only"), ("g3", 0, "inactive", "shadowed"),
+        ("g3:result:c2", 0, "inactive", "shadowed"), ("u3", 0, "visible", "current"), ("g4", 0, "visible", "current"),
+    ]
+    assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(4,)]  # u1, g2, u3, g4
+
+
+IDE_CONTEXT = ("Here is the user's editor context as a JSON object. This is for your information only.\n"
+               "```json\n{\"activeFile\":{\"path\":\"/w/a.py\"}}\n```")
+IDE_CHANGES = ("Here is a summary of changes in the user's editor context, in JSON format. This is for your "
+               "information only.\n```json\n{\"changes\":{\"activeFileChanged\":{\"path\":\"/w/b.py\"}}}\n```")
+
+
+def test_copies_with_the_ide_context_merged_into_the_prompt_are_what_they_copy(tmp_path):
+    """In IDE mode gemini-cli writes the editor context as the user's before a prompt;
+    the history it sets again says it in the prompt's copy (k1): the declined turn is
+    taken back, nothing replaced, nothing stored twice."""
+    data = declined_after_a_nudge(IDE_CONTEXT, IDE_CHANGES)
+    records = feed_all(data)
+    rewind = f"gemini:s-1:rewind@{data.rindex(HISTORY_SYNC)}"
+    marks = [m for m in of(records, Message) if m.type not in ("user", "gemini", "tool_result")]
+    assert [(m.uuid, m.type, m.logical_parent_uuid) for m in marks] == [(rewind, "rewind", "gemini:s-1:u2")]
+    assert [m.uuid for m in of(records, Message) if m.text == "One file."] == ["gemini:s-1:g2"]
+    assert feed_all(data, restore_every_line=True) == records
+    conn = ingested(tmp_path, data)
+    got = conn.execute("SELECT substr(uuid, 12), is_meta, visibility, surface FROM messages "
+                       "WHERE type IN ('user', 'gemini') AND role IS NOT NULL AND text != '' ORDER BY seq").fetchall()
+    assert got == [
+        ("env-1", 1, "visible", "current"), ("i1", 1, "visible", "current"), ("u1", 0, "visible", "current"),
+        ("g1", 0, "visible", "current"), ("n1", 1, "visible", "current"), ("g2", 0, "visible", "current"),
+        ("i2", 1, "visible", "current"), ("u2", 0, "inactive", "shadowed"), ("g3", 0, "inactive", "shadowed"),
+        ("u3", 0, "visible", "current"), ("g4", 0, "visible", "current"),
+    ]
+    assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(4,)]
+
+
+def test_a_compression_keeping_a_turn_whose_tool_response_and_nudge_it_merged_keeps_them_once(tmp_path):
+    said = lambda kind, id, content: {"id": id, "type": kind, "content": content}  # noqa: E731
+    compression = {"$set": {"messages": [
+        ENV, said("user", "s1", [{"text": "<state_snapshot>summary of hello</state_snapshot>"}]),
+        said("gemini", "s2", [{"text": "Got it. Thanks for the additional context!"}]),
+        said("user", "s3", [{"text": "list the files"}]),
+        said("gemini", "s4", [{"functionCall": {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}}}]),
+        said("user", "s5", [LS_RESPONSE, {"text": NUDGE}]), said("gemini", "s6", [{"text": "One file."}]),
+    ], "lastUpdated": "2026-09-10T10:01:18Z"}}
+    data = jsonl(META, {"$set": {"messages": [ENV]}}, said("user", "u0", [{"text": "hello"}]),
+                 said("gemini", "g0", "Hi!"), *nudged_turn(), compression,
+                 said("user", "u5", [{"text": "thanks"}]), said("gemini", "g5", "Welcome."))
+    records = feed_all(data)
+    messages = of(records, Message)
+    boundary = next(m for m in messages if m.subtype == "compact_boundary")
+    assert (boundary.uuid, boundary.text, boundary.meta) == (
+        f"gemini:s-1:compaction@{data.rindex(HISTORY_SYNC)}",
+        "history replaced: 3 dropped, 4 kept", {"preserved_uuids": [f"gemini:s-1:{uuid}" for uuid in (
+            "env-1", "u1", "g1", "g1:usage", "g1:result:c1", "n1", "g2")]})
+    assert [m.uuid.removeprefix("gemini:s-1:") for m in messages if m.type in ("user", "gemini")] == [
+        "env-1", "u0", "g0", "u1", "g1:usage", "g1", "e1:usage", "n1", "g2", "s1", "s2", "u5", "g5"]  # no copy stored
+    assert [s.message_uuid for s in of(records, Summary)] == ["gemini:s-1:s1"]
+    assert feed_all(data, restore_every_line=True) == records
+    conn = ingested(tmp_path, data)
+    got = conn.execute("SELECT substr(uuid, 12), surface FROM messages WHERE NOT is_meta ORDER BY seq").fetchall()
+    assert got == [("u0", "shadowed"), ("g0", "shadowed"), ("u1", "current"), ("g1", "current"),
+                   ("g1:result:c1", "current"), ("g2", "current"), ("s1", "current"), ("s2", "current"),
+                   ("u5", "current"), ("g5", "current")]
+    assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(7,)]
