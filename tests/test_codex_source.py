@@ -1709,3 +1709,44 @@ def test_cache_writes_of_responses_without_an_event_are_counted_from_the_total()
     # the sums are the last total's
     assert sum(m.input_tokens + m.cache_read_tokens + m.cache_creation_tokens for m in usage_messages) == 1_600
     assert sum(m.cache_creation_tokens for m in usage_messages) == 400
+
+
+def test_a_total_counted_whole_counts_its_cache_writes_too():
+    def count(total):
+        return envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total}})
+
+    def tokens(tokens_in, cached, written, out):
+        return {**usage(tokens_in, cached, out), "cache_write_input_tokens": written}
+
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-child", "forked_from_id": "t-parent"}),
+        count(tokens(1_000, 200, 300, 50)),  # a child's first total: counted whole
+        count(tokens(400, 100, 100, 20)),  # a total that shrank: counted whole
+    ])
+    assert [(m.input_tokens, m.cache_read_tokens, m.cache_creation_tokens, m.output_tokens)
+            for m in of(records, Message) if m.surface == "log-only"] == [(500, 200, 300, 50), (200, 100, 100, 20)]
+
+
+def test_a_realtime_hand_off_titles_the_session_with_its_task_and_a_tail_flush_is_injected():
+    task = ("<realtime_delegation>\n  <input>check why a &lt; b fails</input>\n"
+            "  <transcript_delta>user: check why\nassistant: on it</transcript_delta>\n</realtime_delegation>")
+    flush = ("<realtime_delegation>\n  <source>transcript_tail_flush</source>\n  <input>Note the talk.</input>\n"
+             "  <transcript_delta>user: thanks</transcript_delta>\n</realtime_delegation>")
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-voice"}),
+        envelope("response_item", user_item({"type": "input_text", "text": flush})),
+        envelope("response_item", user_item({"type": "input_text", "text": task})),
+    ])
+    # the whole hand-off stays searchable; a flush of the talk is no prompt
+    assert [(m.is_meta, m.text) for m in of(records, Message)] == [(1, flush), (0, task)]
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "check why a < b fails")]
+
+
+@pytest.mark.parametrize("kind", ["security_risk_score", "realtime_item", "retained_context", "rollout_reference"])
+def test_newer_metadata_lines_are_metadata(kind):
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-meta"}),
+        envelope(kind, {"score": 2} if kind == "security_risk_score" else {"item": {"id": "x"}}),
+        envelope("response_item", user_item({"type": "input_text", "text": "hello"})),
+    ])
+    assert [m.reason for m in of(records, Merged)] == ["metadata", "metadata"]  # (session_meta, then it)

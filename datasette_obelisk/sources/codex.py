@@ -80,6 +80,7 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -160,8 +161,13 @@ _HISTORY_ITEM = re.compile(
     rb'compaction|context_compaction|agent_message)"'
 )
 
-# Top-level types that carry no conversation: merged without being decoded.
-UNDECODED_METADATA = {"world_state", "inter_agent_communication_metadata"}
+# Top-level types that carry no conversation: merged without being decoded (a
+# security review's score, what a realtime session shows, context a compaction
+# retained that the history also holds, a reference to another rollout).
+UNDECODED_METADATA = {
+    "world_state", "inter_agent_communication_metadata", "security_risk_score", "realtime_item",
+    "retained_context", "rollout_reference",
+}
 
 # -- vocabularies -----------------------------------------------------------
 
@@ -304,6 +310,11 @@ HEADER_STARTS = ("Exit code:", "Chunk ID:", "Wall time:", "Process exited with c
 # parent history is written in one flush, its lines milliseconds apart.
 COPY_BURST_GAP_MS = 50
 MAX_OPEN_CALLS = 64
+# What a realtime (voice) session hands Codex as the user's (0.14x+): the task said,
+# XML-escaped, and the talk since the last hand-off; ``<source>transcript_tail_flush``
+# hands over only the talk's tail.
+REALTIME_DELEGATION = "<realtime_delegation>"
+_DELEGATED = re.compile(r"\s*<realtime_delegation>\s*(?:<source>([^<]*)</source>\s*)?<input>(.*?)</input>", re.S)
 # How multi-agent v2 heads a message to another agent (``InterAgentMessage``, the payload after it).
 _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender: [^\n]*\nPayload:\n?")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -356,7 +367,8 @@ class CodexSource:
     #    of itself; a compaction's guardian history is not what it kept; audio
     #    attachments are noted; a named output without a call has its call; custom
     #    tools keep their namespace; cache writes of uncounted responses counted;
-    #    an agent's task envelope titles nothing
+    #    an agent's task envelope titles nothing; a realtime hand-off titles with its
+    #    task, a flush of its talk is injected; newer metadata lines are metadata
     parser_version = 14
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -860,7 +872,8 @@ class CodexParser:
             del said[next(iter(said))]
 
     def _first_prompt(self, message: Message, out: list, typed: str | None = None) -> None:
-        typed = IMAGE_MARKUP.sub(" ", message.text if typed is None else typed).strip()  # (an image alone titles nothing)
+        typed = _spoken_task(message.text if typed is None else typed)
+        typed = IMAGE_MARKUP.sub(" ", typed).strip()  # (an image alone titles nothing)
         if typed and not self.s.first_prompt_seen:
             self.s.first_prompt_seen, self.s.first_prompt = True, message.uuid
             out.append(first_prompt_title(message, typed))
@@ -1165,7 +1178,6 @@ class CodexParser:
             out.append(self._drift(position) or Merged(position, "metadata"))
         elif kind in TOOL_EVENT_DUPLICATES or (kind or "").startswith("collab_"):
             call_id = first_text(payload.get("call_id"))
-            waiting = any(call[0] == call_id for call in self.s.open_calls)  # (its output still to come)
             if kind == "mcp_tool_call_end" and _mcp_failed(payload.get("result")):
                 self._failed(call_id)
             out.append(Merged(position, "duplicate"))
@@ -1214,7 +1226,8 @@ class CodexParser:
                 last = grown  # responses without a token_count of their own (a cut or resumed log)
                 # (their cache writes too: the total's growth, not the last response's)
                 cache_write = as_int(total.get("cache_write_input_tokens")) - self.s.last_cache_write
-        last = key if last is None else last
+        if last is None:  # the whole total (a child's first, or one that shrank): its cache writes too
+            last, cache_write = key, as_int(total.get("cache_write_input_tokens"))
         self.s.last_cache_write = as_int(total.get("cache_write_input_tokens"))
         if key == previous or not any(last):
             out.append(Merged(position, "usage"))
@@ -1525,7 +1538,17 @@ def _usage_key(usage: dict) -> list:
 
 
 def _is_injected(text: str) -> bool:
-    return text.lstrip()[:PREFIX_CHARS].lower().startswith(INJECTED_PREFIXES_FOLDED)
+    head = text.lstrip()[:PREFIX_CHARS].lower()
+    if head.startswith(REALTIME_DELEGATION):  # a flush of the talk's tail asks for nothing
+        found = _DELEGATED.match(text)
+        return bool(found and found.group(1))
+    return head.startswith(INJECTED_PREFIXES_FOLDED)
+
+
+def _spoken_task(text: str) -> str:
+    """What a realtime hand-off asks for (its ``<input>``, unescaped); else ``text``."""
+    found = _DELEGATED.match(text) if text.lstrip().startswith(REALTIME_DELEGATION) else None
+    return html.unescape(found.group(2)) if found else text
 
 
 PREFIX_CHARS = max(map(len, INJECTED_PREFIXES))
