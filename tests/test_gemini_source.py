@@ -1271,3 +1271,15 @@ def test_a_compression_keeping_a_turn_whose_tool_response_and_nudge_it_merged_ke
                    ("g1:result:c1", "current"), ("g2", "current"), ("s1", "current"), ("s2", "current"),
                    ("u5", "current"), ("g5", "current")]
     assert conn.execute("SELECT message_count FROM sessions").fetchall() == [(7,)]
+
+
+def test_what_gemini_cli_s_loop_detection_tells_the_model_is_meta():
+    feedback = ("System: Potential loop detected. Details: Repetitive tool calls. Please take a step back and "
+                "confirm you're making forward progress.")
+    records = feed_all(jsonl(
+        META,
+        {"id": "u1", "type": "user", "content": [{"text": feedback}], "displayContent": [{"text": "list the files"}]},
+        {"id": "u2", "type": "user", "content": [{"text": "list the files"}]},
+    ))
+    assert [(m.uuid, m.is_meta) for m in of(records, Message)] == [("gemini:s-1:u1", 1), ("gemini:s-1:u2", 0)]
+    assert [t.title for t in of(records, TitleCandidate)] == ["list the files"]

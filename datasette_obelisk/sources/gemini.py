@@ -96,6 +96,9 @@ INTERRUPTED = "[The previous response was interrupted before it completed.]"
 # held no text (useGeminiStream / LegacyAgentSession auto-nudge).
 EMPTY_REPLY_NUDGE = ("[System: You successfully executed a tool but returned an empty response. "
                      "Please analyze the tool output and explain your progress or final answer.]")
+# What gemini-cli sends in the user's name: that nudge, and what its loop detection
+# tells the model (``_recoverFromLoop``).
+SENT_FOR_THE_USER = (EMPTY_REPLY_NUDGE, "System: Potential loop detected. ")
 AGENT_TASK_ARGUMENTS = ("objective", "description", "prompt", "task")
 # Where gemini-cli 0.61+ keeps tmp/ (chats, logs, checkpoints) when it runs under macOS
 # Seatbelt (SANDBOX=sandbox-exec): beside the home's .gemini, which the profile keeps read-only.
@@ -144,7 +147,8 @@ class GeminiSource:
     #     what the user said while tools ran is kept; IDE context is injected; an
     #     agent's project memory titles nothing; the reply gemini-cli puts in for an
     #     interrupted one is injected
-    # 15: the prompt gemini-cli sends for a reply that held nothing after tool results is meta;
+    # 15: the prompt gemini-cli sends for a reply that held nothing after tool results, and
+    #     what its loop detection tells the model, are meta;
     #     a reply holding nothing that a history sync leaves out before a message it keeps
     #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
     parser_version = 15
@@ -722,7 +726,7 @@ class GeminiParser:
             model=first_text(record.get("model")),
             is_compact_summary=int(compact_summary),
             is_meta=int(record["id"] in self.s.injected or (role == "assistant" and content == INTERRUPTED)
-                        or (role == "user" and content.strip() == EMPTY_REPLY_NUDGE)),
+                        or (role == "user" and content.lstrip().startswith(SENT_FOR_THE_USER))),
             meta=thinking_meta(thoughts, text),
             **usage,
         )
