@@ -817,6 +817,14 @@ def blocks(line: dict, kind: str) -> list[dict]:
     return [b for b in content if isinstance(b, dict) and b.get("type") == kind] if isinstance(content, list) else []
 
 
+def not_a_person_s(line: dict) -> bool:
+    """A text prompt another sender wrote in the user's name: its ``origin`` is not a person's
+    (tool results and images carry the origin of the prompt they came with)."""
+    origin, content = line.get("origin"), (line.get("message") or {}).get("content")
+    text = isinstance(content, str) or (isinstance(content, list) and all(b.get("type") == "text" for b in content))
+    return line["type"] == "user" and isinstance(origin, dict) and origin.get("kind") != "human" and text
+
+
 def listed_from_raw(raw: dict, stored: list[tuple[int, int]], flags: tuple) -> list[int]:
     """The seqs a transcript lists, from the raw lines alone: a compaction always; a line that is
     not a user or assistant message with ?log=1; an isMeta message with ?meta=1; a line of only
@@ -833,7 +841,7 @@ def listed_from_raw(raw: dict, stored: list[tuple[int, int]], flags: tuple) -> l
             listed.append(seq)  # a prompt typed while the agent worked
         elif line["type"] not in ("user", "assistant"):
             listed += [seq] if "log" in flags else []
-        elif line.get("isMeta") is True and "meta" not in flags:
+        elif (line.get("isMeta") is True or not_a_person_s(line)) and "meta" not in flags:
             continue
         elif not (results and len(results) == len(line["message"]["content"]) and all(b.get("tool_use_id") in calls for b in results)):
             listed.append(seq)
@@ -857,9 +865,9 @@ async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
     structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 2
     # small: the compact boundaries (raw lines 21 and 51), the Bash call of line 29 (its result,
     # line 30, folded), the answers of lines 47, 50 and 55, the thinking of line 65, the prompts
-    # of lines 49 and 60 and the one queued on line 39; every other stored line is structural,
-    # none injected.
-    assert [len(shown["small", flags]) for flags in FLAGS] == [10, 10 + structural, 10, 10 + structural]
+    # of line 49 and the one queued on line 39, and with ?meta=1 line 60 (another sender's, by its
+    # origin); every other stored line is structural, none injected.
+    assert [len(shown["small", flags]) for flags in FLAGS] == [9, 9 + structural, 10, 10 + structural]
     # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
     # are structural; the isMeta tool results 9 and 10 answer no stored call.
     assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]
