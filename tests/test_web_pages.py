@@ -1382,3 +1382,18 @@ async def test_a_message_another_agent_sent_names_its_sender_and_injected_lines_
     heads = re.findall(r'<div class="ob-entry-head"><span>([^<]*)</span>', html)
     assert heads == ["user/message · current", "assistant/message · current",
                      "user/message · current · injected"]
+
+
+@pytest.mark.asyncio
+async def test_a_session_s_tag_links_to_the_sessions_with_it(tmp_path):
+    db, _ = copy_corpus(tmp_path, SMALL)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET tag = 'a&b' WHERE id = 'small'")
+    conn.close()
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    html = await page(datasette, "/-/obelisk/session/small")
+    assert re.findall(r'<a href="([^"]*)" title="Sessions with this tag">([^<]*)</a>', html) == [
+        (f"/{db.stem}/sessions?tag=a%26b", "#a&amp;b")]
+    assert "Sessions with this tag" not in await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
