@@ -130,7 +130,7 @@ class TitleCandidate:
     """A possible title; the store picks the winner by precedence."""
 
     session_id: str
-    kind: str  # custom | ai | summary | index | first_prompt
+    kind: str  # custom | ai | name | index | summary | first_prompt
     title: str
     timestamp: str | None = None
     leaf_uuid: str | None = None

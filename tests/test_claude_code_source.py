@@ -1259,10 +1259,17 @@ def test_only_a_person_s_origin_makes_a_prompt():
         user("x1", "[MESSAGE FROM NON-USER SOURCE - NOT USER INPUT]\nrun the report", origin={"kind": "unclassified"},
              parentUuid="s1"),
         user("n1", "something new", origin={"kind": "a-kind-from-later"}, parentUuid="x1"),
-        user("h1", "Fix the redirect loop", origin={"kind": "human"}, parentUuid="n1"),
+        user("i1", [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}},
+                    {"type": "text", "text": "deploy it when green"}], origin={"kind": "channel"}, parentUuid="n1"),
+        user("h1", "Fix the redirect loop", origin={"kind": "human"}, parentUuid="i1"),
+        assistant("a1", [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}], parentUuid="h1"),
+        # tool results carry the origin of the prompt they answer
+        user("r1", [{"type": "tool_result", "tool_use_id": "t1", "content": "a.txt"}], origin={"kind": "channel"},
+             parentUuid="a1"),
     ])
     assert [(m.uuid, m.role, m.is_meta) for m in of_type(records, Message)] == [
-        ("c1", "user", 1), ("s1", "user", 1), ("x1", "user", 1), ("n1", "user", 1), ("h1", "user", 0)]
+        ("c1", "user", 1), ("s1", "user", 1), ("x1", "user", 1), ("n1", "user", 1), ("i1", "user", 1),
+        ("h1", "user", 0), ("a1", "assistant", 0), ("r1", "user", 0)]
     assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Fix the redirect loop")]
 
 

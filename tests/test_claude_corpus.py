@@ -83,8 +83,9 @@ SESSIONS = [
     ('sample_session', 'first_prompt', 'Create a hello world function', 4, None, None),
     ('sidechain_main', None, None, 1, None, None),
     # With the prompt queued while the agent worked (line 39, a queued_command attachment);
-    # line 60's origin (its kind trimmed, a sender's ``from`` and ``senderTaskId``) is no person's.
-    ('small', 'custom', 'Stage0 small fixture', 6, None, None),
+    # the origins of lines 49 (an image prompt) and 60 (a sender's ``from`` and ``senderTaskId``)
+    # had their kinds trimmed: no person's.
+    ('small', 'custom', 'Stage0 small fixture', 5, None, None),
     # One sidechain: u1 -> a1 -> u2/u2b -> a2, a3 -> u3 (u1, a1, a2, a3 count; u3 is a compaction's summary).
     ('small:agent-sidechain-sys1', None, None, 4, 'small', 'subagent'),
 ]

@@ -1572,10 +1572,16 @@ def test_a_reverted_rollout_is_no_fork_of_itself(base):
         envelope("response_item", user_item({"type": "input_text", "text": "use memcached instead"})),
         envelope("response_item", {"type": "message", "role": "assistant",
                                    "content": [{"type": "output_text", "text": "switched to memcached"}]}),
+        # its totals go on from the reverted rollout's: only the last response is new
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(10_000, 0, 500),
+                                                               "last_token_usage": usage(1_000, 0, 50)}}),
     ], unit)
     [session] = of(records, Session)
     assert (session.id, session.parent_session_id, session.relationship) == (f"codex:{THREAD_ID}", None, None)
-    assert [m.text for m in of(records, Message)] == ["use memcached instead", "switched to memcached"]
+    assert [m.text for m in of(records, Message) if m.surface != "log-only"] == [
+        "use memcached instead", "switched to memcached"]
+    assert [(m.input_tokens, m.output_tokens) for m in of(records, Message) if m.surface == "log-only"] == [
+        (1_000, 50)]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "metadata"]
     assert unit.hints == {"thread_id": THREAD_ID, "rollout_id": rollout}
 

@@ -523,8 +523,8 @@ def test_m026_moves_an_inline_agents_summary_and_gives_it_its_parents_program(tm
     ingest(db, {"claude": tmp_path / "claude"})
     assert rows(db, "SELECT s.id, s.version, s.originator, s.message_count, (SELECT COUNT(*) FROM summaries "
                     "WHERE session_id = s.id) FROM sessions s ORDER BY id") == expected
-    # (line 39: a queued prompt; line 60: a line another sender wrote in the user's name)
-    assert expected == [("small", "[trimmed for fixture]", "cli", 6, 0),
+    # (line 39: a queued prompt; lines 49 and 60: prompts of origins no person's)
+    assert expected == [("small", "[trimmed for fixture]", "cli", 5, 0),
                         ("small:agent-sidechain-sys1", "[trimmed for fixture]", "cli", 4, 1)]
 
 
@@ -997,6 +997,20 @@ def test_a_session_renamed_back_takes_the_title_it_had(tmp_path):
     assert rows(db, "SELECT kind, title FROM titles ORDER BY id") == [
         ("first_prompt", "Find the thing"), ("ai", "AI two"), ("ai", "AI one"), ("custom", "C2"), ("custom", "C1")
     ]
+
+
+def test_a_session_s_name_titles_it_below_an_ai_title(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    (project / f"{SESSION}.jsonl").write_bytes(
+        main_lines() + claude_lines({"type": "agent-name", "agentName": "thing-finder", "sessionId": SESSION}))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("thing-finder", "name")]  # over the first prompt
+    with (project / f"{SESSION}.jsonl").open("ab") as log:
+        log.write(claude_lines({"type": "ai-title", "aiTitle": "Finding the thing", "sessionId": SESSION}))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("Finding the thing", "ai")]
 
 
 WORKFLOW_SESSION = "3f000000-0000-4000-8000-000000000002"

@@ -818,11 +818,11 @@ def blocks(line: dict, kind: str) -> list[dict]:
 
 
 def not_a_person_s(line: dict) -> bool:
-    """A text prompt another sender wrote in the user's name: its ``origin`` is not a person's
-    (tool results and images carry the origin of the prompt they came with)."""
-    origin, content = line.get("origin"), (line.get("message") or {}).get("content")
-    text = isinstance(content, str) or (isinstance(content, list) and all(b.get("type") == "text" for b in content))
-    return line["type"] == "user" and isinstance(origin, dict) and origin.get("kind") != "human" and text
+    """A prompt another sender wrote in the user's name: its ``origin`` is not a person's
+    (tool results carry the origin of the prompt they answer)."""
+    origin = line.get("origin")
+    return (line["type"] == "user" and isinstance(origin, dict) and origin.get("kind") != "human"
+            and not blocks(line, "tool_result"))
 
 
 def listed_from_raw(raw: dict, stored: list[tuple[int, int]], flags: tuple) -> list[int]:
@@ -864,10 +864,10 @@ async def test_log_shows_structural_lines_and_meta_injected_ones(tmp_path):
     # The log-only lines but the two compact boundaries, which are shown anyway.
     structural = len(rows(db, "SELECT 1 FROM messages WHERE session_id = 'small' AND surface = 'log-only'")) - 2
     # small: the compact boundaries (raw lines 21 and 51), the Bash call of line 29 (its result,
-    # line 30, folded), the answers of lines 47, 50 and 55, the thinking of line 65, the prompts
-    # of line 49 and the one queued on line 39, and with ?meta=1 line 60 (another sender's, by its
-    # origin); every other stored line is structural, none injected.
-    assert [len(shown["small", flags]) for flags in FLAGS] == [9, 9 + structural, 10, 10 + structural]
+    # line 30, folded), the answers of lines 47, 50 and 55, the thinking of line 65, the prompt
+    # queued on line 39, and with ?meta=1 those of lines 49 and 60 (another sender's, by their
+    # origins); every other stored line is structural, none injected.
+    assert [len(shown["small", flags]) for flags in FLAGS] == [8, 8 + structural, 10, 10 + structural]
     # the sidechain: prompt 7, answers 8, 18, 19, summary 22; session_start 1 and hook attachment 4
     # are structural; the isMeta tool results 9 and 10 answer no stored call.
     assert [len(shown["small:agent-sidechain-sys1", flags]) for flags in FLAGS] == [5, 7, 7, 9]

@@ -42,7 +42,7 @@ How the archive maps onto the contract:
   replaced); ``sourceEventSeqs`` are the tool calls a tool result answers, and
   ``derivedEventSeqs`` the results that answer a tool call.
 - Titles: ``{title, source, kind, messageSeqs, eventSeq, updatedAt}`` where
-  ``kind`` is the archive's title kind (custom, ai, index, summary,
+  ``kind`` is the archive's title kind (custom, ai, name, index, summary,
   first_prompt, subagent) and ``source`` the contract's word for it
   (``user`` for custom titles, ``fallback`` for the first prompt or a
   subagent description, ``provider`` otherwise). Title lines are not events:

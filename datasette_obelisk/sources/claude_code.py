@@ -122,6 +122,8 @@ ATTACHMENT_TEXT = {
 # of unknown provenance; 2.1.332 frames them all as not the user's, an unknown
 # kind too (as ``unclassified``).
 PERSON_ORIGINS = frozenset({"human"})
+# What a prompt may hold besides text (an image, a document), all someone's words.
+SAID_TYPES = frozenset({"text", "mixed", "image", "document"})
 # A voice call's note (2.1.x, origin ``voice-call``), stored as a system line that
 # older builds do not send to the model; Claude Code reads it back as a user line.
 VOICE_NOTE = "voice_call_talk"
@@ -133,7 +135,7 @@ PATH_KEYS = ("file_path", "notebook_path")
 
 TITLE_KEYS = {
     "custom-title": ("custom", "customTitle"),
-    "agent-name": ("name", "agentName"),  # /rename, --name, a branch's or plan's name (2.1.x)
+    "agent-name": ("name", "agentName"),  # /rename, --name, a branch's or plan's name, or a generated one (2.1.x)
     "ai-title": ("ai", "aiTitle"),
     "summary": ("summary", "summary"),
 }
@@ -577,7 +579,8 @@ class ClaudeCodeParser:
             is_meta=int(
                 flagged_meta
                 or not is_role
-                or (line_type == "user" and content_type == "text" and (_looks_meta(text) or _sent_for(obj)))
+                or (line_type == "user" and content_type == "text" and _looks_meta(text))
+                or (line_type == "user" and content_type in SAID_TYPES and _sent_for(obj) and not _answers(payload))
             ),
             is_sidechain=int(obj.get("isSidechain") is True),
             is_compact_summary=int(obj.get("isCompactSummary") is True or _unflagged_summary(obj, line_type, content_type, text)),
@@ -956,6 +959,12 @@ def _sent_for(obj: dict) -> bool:
     """A user line another sender wrote in the user's name (2.1.x ``origin``)."""
     origin = obj.get("origin")
     return isinstance(origin, dict) and _text(origin.get("kind")) not in PERSON_ORIGINS
+
+
+def _answers(payload: dict | None) -> bool:
+    """A user line that holds tool results (they carry the origin of the prompt they answer)."""
+    content = payload.get("content") if payload else None
+    return isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
 
 
 def _voice_note(obj: dict) -> bool:

@@ -284,8 +284,8 @@ SHELL_ABORTED = re.compile(r"wall time: [\d.]+ seconds\naborted by user")
 # parse, a tool it does not know, an execution that never produced output).
 # What a prompt item holds around an attached image (0.10x+): its name tags
 # and, stored, the image's placeholder.
-IMAGE_MARKUP = re.compile(
-    r"</?(?:image|audio)\b[^>\n]*>|\[(?:image|audio)(?:[: ][^\]\n]*)?\]|\[data audio/[^\]\n]*\]"
+IMAGE_MARKUP = re.compile(  # (bounded: a long line of unclosed tags stays linear)
+    r"</?(?:image|audio)\b[^>\n]{0,400}>|\[(?:image|audio)(?:[: ][^\]\n]{0,400})?\]|\[data audio/[^\]\n]{0,400}\]"
 )
 ENVIRONMENT_CWD = re.compile(r"\s*<environment_context>.*?<cwd>([^<]*)</cwd>", re.S)
 MCP_ERROR_PREFIX = "err: "  # an MCP call that failed (0.2x-0.4x: ``err: {error:?}``)
@@ -471,6 +471,7 @@ class CodexState:
     session_emitted: bool = False
     created_ms: int | None = None
     parent: str | None = None  # parent thread id
+    reverted: bool = False  # a reverted thread's new rollout, no child of another
     relationship: str | None = None
     is_subagent: bool = False
     excluded: bool = False
@@ -685,6 +686,7 @@ class CodexParser:
             lineage.parent == s.thread or self.unit.hints.get("rollout_id")
         ):  # a reverted thread's new rollout: its history_base is its own earlier rollout
             lineage.parent = lineage.relationship = None
+            s.reverted = True  # (its totals go on from that rollout's)
         s.parent, s.relationship = lineage.parent, lineage.relationship
         s.is_subagent, s.excluded = lineage.is_subagent, lineage.excluded
         s.agent_id = s.thread if lineage.is_subagent else None
@@ -872,9 +874,11 @@ class CodexParser:
             del said[next(iter(said))]
 
     def _first_prompt(self, message: Message, out: list, typed: str | None = None) -> None:
+        if self.s.first_prompt_seen:
+            return
         typed = _spoken_task(message.text if typed is None else typed)
         typed = IMAGE_MARKUP.sub(" ", typed).strip()  # (an image alone titles nothing)
-        if typed and not self.s.first_prompt_seen:
+        if typed:
             self.s.first_prompt_seen, self.s.first_prompt = True, message.uuid
             out.append(first_prompt_title(message, typed))
 
@@ -1217,8 +1221,8 @@ class CodexParser:
         reported = info.get("last_token_usage")
         reported = reported if isinstance(reported, dict) else {}
         last = _usage_key(reported) if reported else None
-        if previous is None and self.s.parent is None:
-            previous = [0] * len(key)  # (a child's first total may include its parent's)
+        if previous is None and self.s.parent is None and not self.s.reverted:
+            previous = [0] * len(key)  # (a child's or a reverted rollout's first total may include earlier ones)
         cache_write = as_int(reported.get("cache_write_input_tokens"))
         if previous is not None:
             grown = [now - before for now, before in zip(key, previous)]

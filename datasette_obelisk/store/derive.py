@@ -34,7 +34,7 @@ from .session_index import (
 )
 from .writer import DESCRIBED, SOURCE_RANK
 
-TITLE_PRECEDENCE = ("custom", "name", "ai", "index", "summary", "first_prompt")
+TITLE_PRECEDENCE = ("custom", "ai", "name", "index", "summary", "first_prompt")
 DERIVED_TITLE_SQL = ", ".join(f"'{kind}'" for kind in (*TITLE_PRECEDENCE, "subagent"))
 SPAWNING_TOOLS = ("Task", "Agent")
 
@@ -674,7 +674,7 @@ def shorten(title: str) -> str:
 
 
 def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tuple[str | None, str | None]:
-    """The title by precedence: custom > ai > index > summary > first prompt.
+    """The title by precedence: custom > ai > name > index > summary > first prompt.
 
     Within a kind the newest wins, except the first prompt, which is first:
     the first whose message (its leaf uuid) is not in ``rewound``, the rows
