@@ -59,7 +59,7 @@ def test_migrations_in_order(conn):
         "m034_rederive_archived_rewinds",
         "m035_rederive_archived_agents_and_titles",
         "m036_index_cjk_characters_apart",
-        "m037_add_sessions_tag",
+        "m037_add_session_tags_and_continuations",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

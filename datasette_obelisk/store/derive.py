@@ -64,7 +64,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     conn.executemany(INLINE_AGENTS_PROGRAM, [[s] for s in session_ids])
     link_subagents(conn, session_ids)
     link_workflows(conn, session_ids)
-    conn.executemany(CONTINUATIONS, [{"s": s} for s in session_ids])
+    link_continuations(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
 
@@ -76,11 +76,17 @@ INLINE_AGENTS_PROGRAM = """UPDATE sessions SET version = p.version, originator =
     AND (sessions.version IS NOT p.version OR sessions.originator IS NOT p.originator)"""
 
 
-# A session that says it went on in another (``continued_in``) is that one's parent,
-# whichever of the two was read first; a copy's ``fork`` link gives way to it.
-CONTINUATIONS = """UPDATE sessions SET parent_session_id = p.id, relationship = 'continuation'
-    FROM sessions AS p WHERE p.continued_in = sessions.id AND (p.id = :s OR sessions.id = :s)
-    AND (sessions.parent_session_id IS NULL OR (sessions.parent_session_id = p.id AND sessions.relationship = 'fork'))"""
+CONTINUATIONS_OF = """SELECT id, continued_in FROM sessions WHERE id = :s AND continued_in IS NOT NULL
+    UNION SELECT id, continued_in FROM sessions WHERE continued_in = :s"""
+CONTINUED = """UPDATE sessions SET parent_session_id = :parent, relationship = 'continuation' WHERE id = :child
+    AND (parent_session_id IS NULL OR (parent_session_id = :parent AND relationship = 'fork'))"""
+
+
+def link_continuations(conn: sqlite3.Connection, session_ids) -> None:
+    """A session that says it went on in another (``continued_in``) is that one's parent,
+    whichever of the two was read first; a copy's ``fork`` link to it gives way."""
+    pairs = {pair for s in session_ids for pair in conn.execute(CONTINUATIONS_OF, {"s": s})}
+    conn.executemany(CONTINUED, [{"parent": parent, "child": child} for parent, child in sorted(pairs)])
 
 
 FORGOTTEN_UNLESS = ("messages", "file_sessions", "titles", "summaries", "workflows", "memories")

@@ -1097,9 +1097,11 @@ def m036_index_cjk_characters_apart(db):
 
 
 @migrations()
-def m037_add_sessions_tag(db):
+def m037_add_session_tags_and_continuations(db):
     # Claude Code sessions can carry a tag (the Agent SDK's tagSession; /resume
     # shows it as #tag and its filter matches it). Claude parser 16 reads it.
     db.execute("ALTER TABLE sessions ADD COLUMN tag TEXT")
-    # and the session it was continued in (``continued-in``), linked both ways by derive
+    # And the session one went on in (``continued-in``), which derive makes its
+    # child whichever is read first: looked up from the child, hence the index.
     db.execute("ALTER TABLE sessions ADD COLUMN continued_in TEXT")
+    db.execute("CREATE INDEX sessions_continued_in ON sessions (continued_in) WHERE continued_in IS NOT NULL")
