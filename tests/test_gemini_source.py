@@ -404,6 +404,28 @@ def test_chats_gemini_cli_keeps_under_macos_seatbelt_are_found_by_default(tmp_pa
         (".gemini/tmp/p2/chats/session-2026-09-10T11-00-gh1.jsonl", None)]
 
 
+
+def test_a_chat_gone_from_beside_the_gemini_folder_is_archived(tmp_path):
+    import sqlite3
+
+    from datasette_obelisk.store.ingest import ingest
+
+    chats = [tmp_path / folder / "tmp" / "p1" / "chats" / f"session-2026-09-10T10-00-{name}.jsonl"
+             for folder, name in ((".gemini", "home-1"), (".cache/.gemini", "box-1"))]
+    for chat, name in zip(chats, ("home-1", "box-1")):
+        chat.parent.mkdir(parents=True)
+        chat.write_bytes(jsonl({**META, "sessionId": name}, {"id": "u1", "type": "user", "content": "hello"}))
+    db = tmp_path / "o.db"
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    for chat in chats:
+        chat.unlink()
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT id, availability, message_count FROM sessions ORDER BY id").fetchall() == [
+        ("gemini:box-1", "archived", 1), ("gemini:home-1", "archived", 1)]
+    assert conn.execute("SELECT missing FROM source_files").fetchall() == [(1,), (1,)]
+
+
 def test_registered_through_the_hookspec():
     sources = gemini.obelisk_sources()
     assert [type(s) for s in sources] == [GeminiSource]

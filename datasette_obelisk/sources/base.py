@@ -59,6 +59,9 @@ class Source(Protocol):
     ``folder_layout: str``
         What its folder holds, for the warning given when a folder passed
         to ``ingest`` holds no file of this source.
+    ``folders(root) -> list[Path]``
+        Every folder ``discover(root)`` reads, when that is more than ``root``
+        (a stored file under none of them that is gone is archived).
     ``trusted_records: bool``
         True skips the check of each record's fields against ``records``
         (the built-in sources, whose tests pin their records). Left unset,
@@ -106,6 +109,12 @@ def root_location(source: Any, environ: Mapping[str, str]) -> Path | None:
 def existing_folder(path: Path | None) -> Path | None:
     """``path`` when it is a folder, else None."""
     return path if path is not None and path.is_dir() else None
+
+
+def folders_of(source: Any, root: Path) -> list[Path]:
+    """The folders ``source.discover(root)`` reads: its ``folders(root)``, else ``root``."""
+    folders = getattr(source, "folders", None)
+    return list(folders(Path(root))) if folders is not None else [Path(root)]
 
 
 def default_root_of(source: Any, environ: Mapping[str, str]) -> tuple[Path | None, str | None]:

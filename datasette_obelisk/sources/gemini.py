@@ -164,14 +164,18 @@ class GeminiSource:
         location = root_location(self, environ)
         return existing_folder(location) or existing_folder(location and location.parent / SANDBOX_RUNTIME)
 
-    def discover(self, root: Path) -> Iterator[SourceFile]:
-        root = Path(root)
+    def folders(self, root: Path) -> list[Path]:
+        """``root``'s tmp folder (else ``root``) and, for a ``.gemini`` folder, the one
+        gemini-cli writes beside it under macOS Seatbelt (0.61+), whether or not it is there."""
         folders = [root / "tmp" if (root / "tmp").is_dir() else root]
         runtime = root.parent / SANDBOX_RUNTIME / "tmp"
-        if root.name == ".gemini" and runtime.is_dir() and runtime.resolve() != folders[0].resolve():
-            folders.append(runtime)  # the chats gemini-cli writes under macOS Seatbelt (0.61+)
+        if root.name == ".gemini" and runtime.resolve() != folders[0].resolve():
+            folders.append(runtime)
+        return folders
+
+    def discover(self, root: Path) -> Iterator[SourceFile]:
         roots: dict[Path, str | None] = {}
-        for path in (path for folder in folders for path in walk_files(folder)):
+        for path in (path for folder in self.folders(Path(root)) for path in walk_files(folder)):
             unit = chat_unit(path)
             if unit is not None:
                 project = path.parents[1 if unit.kind == "chat" else 2]

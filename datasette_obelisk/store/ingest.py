@@ -22,7 +22,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import orjson
 
 from ..records import LineError, Position
-from ..sources.base import Source, SourceFile, default_folder_warnings, default_root_of, printable_path
+from ..sources.base import (
+    Source, SourceFile, default_folder_warnings, default_root_of, folders_of, printable_path,
+)
 from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
@@ -567,7 +569,9 @@ class Ingester:
     def mark_missing(self, seen: set[str]) -> None:
         """Files gone from disk keep their rows; their sessions become archived,
         unless the file moved or was compressed: then its rows follow the copy."""
-        prefixes = tuple(os.path.join(str(root), "") for root in self.roots.values())  # /a/b/, never /a/bc
+        prefixes = tuple(  # /a/b/, never /a/bc
+            os.path.join(str(folder), "") for name, root in self.roots.items()
+            for folder in {Path(root), *folders_of(self.sources[name], root)})
         if not prefixes:
             return
         unseen = [
