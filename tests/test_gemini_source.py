@@ -1305,3 +1305,26 @@ def test_what_gemini_cli_s_loop_detection_tells_the_model_is_meta():
     ))
     assert [(m.uuid, m.is_meta) for m in of(records, Message)] == [("gemini:s-1:u1", 1), ("gemini:s-1:u2", 0)]
     assert [t.title for t in of(records, TitleCandidate)] == ["list the files"]
+
+
+@pytest.mark.parametrize("ide", [False, True], ids=["prompt", "prompt-with-ide-context"])
+def test_a_compression_keeping_a_prompt_with_its_ide_context_merged_in_keeps_the_prompt(ide):
+    def said(kind, id_, content):
+        return {"id": id_, "type": kind, "content": content}
+
+    context = [said("user", "i1", [{"text": IDE_CONTEXT}])] if ide else []
+    compression = {"$set": {"messages": [
+        ENV, said("user", "s1", [{"text": "<state_snapshot>summary of hello</state_snapshot>"}]),
+        said("gemini", "s2", [{"text": "Got it. Thanks for the additional context!"}]),
+        said("user", "s3", [{"text": IDE_CONTEXT}] * ide + [{"text": "list the files"}]),  # the copies kept
+        said("gemini", "s4", [{"text": "One file."}]),
+    ]}}
+    records = feed_all(jsonl(META, {"$set": {"messages": [ENV]}}, said("user", "u0", [{"text": "hello"}]),
+                             said("gemini", "g0", "Hi!"), *context, said("user", "u1", [{"text": "list the files"}]),
+                             said("gemini", "g1", "One file."), compression))
+    messages = of(records, Message)
+    assert [m.uuid.removeprefix("gemini:s-1:") for m in messages if not m.uuid.startswith("gemini:s-1:compaction@")] == [
+        "env-1", "u0", "g0", *["i1"] * ide, "u1", "g1", "s1", "s2"]  # no copy of u1 or g1 stored again
+    assert [(m.text, m.meta) for m in messages if m.subtype == "compact_boundary"] == [
+        ("history replaced: 2 dropped, 2 kept",
+         {"preserved_uuids": ["gemini:s-1:env-1", "gemini:s-1:u1", "gemini:s-1:g1"]})]

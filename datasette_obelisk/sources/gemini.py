@@ -495,7 +495,8 @@ class GeminiParser:
             originals = next((found for start in range(end - 1, -1, -1)
                               if (found := self._said_again(dropped[:end], start, len(parts), said, parts))
                               and found[-1] == dropped[end - 1]), None)
-            if not originals or (len(originals) == 1 and self.s.said.get(originals[0]) != _said(record)):
+            said_alone = _said({**record, "content": [part for part in parts if not _is_injected(part)]})
+            if not originals or (len(originals) == 1 and self.s.said.get(originals[0]) != said_alone):
                 break
             pairs.append((record["id"], originals, _is_prompt(record)))
             end = dropped.index(originals[0])
