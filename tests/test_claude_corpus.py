@@ -548,3 +548,18 @@ def test_a_session_continued_in_another_is_its_parent_whichever_is_read_first(tm
     ingest(path, {"claude": tmp_path / "claude"})
     assert conn.execute("SELECT id, parent_session_id, relationship FROM sessions ORDER BY id").fetchall() == [
         (new, old, "continuation"), (old, None, None)]
+
+
+def test_sessions_continued_in_others_read_together_are_all_linked(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    pairs = [("aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-2222-4222-8222-222222222222"),
+             ("cccccccc-3333-4333-8333-333333333333", "dddddddd-4444-4444-8444-444444444444")]
+    for old, new in pairs:
+        for session, log in _continued_logs(old, new).items():
+            (project / f"{session}.jsonl").write_text(log)
+    path = tmp_path / "obelisk.db"
+    ingest(path, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT id, parent_session_id FROM sessions WHERE relationship = 'continuation' "
+                        "ORDER BY id").fetchall() == [(new, old) for old, new in pairs]

@@ -85,7 +85,7 @@ CONTINUED = """UPDATE sessions SET parent_session_id = :parent, relationship = '
 def link_continuations(conn: sqlite3.Connection, session_ids) -> None:
     """A session that says it went on in another (``continued_in``) is that one's parent,
     whichever of the two was read first; a copy's ``fork`` link to it gives way."""
-    pairs = {pair for s in session_ids for pair in conn.execute(CONTINUATIONS_OF, {"s": s})}
+    pairs = {tuple(pair) for s in session_ids for pair in conn.execute(CONTINUATIONS_OF, {"s": s})}
     conn.executemany(CONTINUED, [{"parent": parent, "child": child} for parent, child in sorted(pairs)])
 
 
