@@ -2,6 +2,7 @@
 
 import json
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -207,3 +208,71 @@ def test_an_ingest_deriving_between_anothers_plans_and_its_writes(tmp_path, monk
     clean = tmp_path / "clean.db"
     subprocess.run(ingest_command(clean, root), check=True)
     assert snapshot(db) == snapshot(clean)
+
+
+STOPPED_RUNNER = """
+import os, signal
+from datasette_obelisk.store import ingest as ingest_module
+
+ingest_module.ATOMIC_REREAD_BYTES = 0  # committed as it goes, as a run reading more than 32 MB again is
+write = ingest_module.Ingester.commit
+batches = 0
+
+
+def commit(self, *args):
+    global batches
+    done = write(self, *args)
+    batches += 1
+    if batches == {at}:
+        os.kill(os.getpid(), signal.{signal})
+    return done
+
+
+ingest_module.Ingester.commit = commit
+ingest_module.ingest({db!r}, {{"claude": {root!r}}}, chunk_bytes=2000, read_ahead_bytes={ahead})
+"""
+SESSION_MESSAGES = (
+    "SELECT id, availability, (SELECT COUNT(*) FROM messages WHERE session_id = s.id) FROM sessions s ORDER BY id"
+)
+
+
+# SIGKILL, or Ctrl-C (SIGINT); ahead=0: forked readers parse ahead of the writer.
+@pytest.mark.parametrize("stop, ahead", [("SIGKILL", None), ("SIGINT", None), ("SIGKILL", 0)])
+def test_a_re_read_stopped_partway_then_the_logs_pruned_archives_every_row(tmp_path, stop, ahead):
+    # A parser change has every log read again, more than is read in one
+    # transaction; the run is stopped partway, and the agent prunes its old
+    # logs before the next ingest. Every session is archived with all its
+    # messages, as when the logs are pruned without the stopped run between.
+    from datasette_obelisk.demo.generator import generate
+    from datasette_obelisk.store.ingest import ingest
+    from processes import ctrl_c_default
+
+    generate(tmp_path / "corpus", seed=3, target_bytes=4_000_000, codex=False)
+    claude = tmp_path / "corpus" / ".claude"
+    db, reference = tmp_path / "o.db", tmp_path / "reference.db"
+    ingest(db, {"claude": claude}, redact=False)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.execute("VACUUM INTO ?", [str(reference)])
+    before = conn.execute(SESSION_MESSAGES).fetchall()
+    conn.close()
+    assert len(before) > 10 and {availability for _, availability, _ in before} == {"live"}
+
+    code = STOPPED_RUNNER.format(db=str(db), root=str(claude), at=300, signal=stop, ahead=ahead)
+    stopped = subprocess.run([sys.executable, "-c", code], preexec_fn=ctrl_c_default, capture_output=True)
+    assert stopped.returncode == -getattr(signal, stop), stopped.stderr.decode()
+    conn = sqlite3.connect(db)
+    read, left = conn.execute("SELECT COUNT(parser_version), COUNT(*) - COUNT(parser_version) FROM source_files").fetchone()
+    conn.close()
+    assert read and left  # stopped partway
+
+    shutil.rmtree(claude / "projects")
+    (claude / "projects").mkdir()
+    for path in (db, reference):
+        assert ingest(path, {"claude": claude}, redact=False).files_missing
+    conn = sqlite3.connect(db)
+    assert conn.execute(SESSION_MESSAGES).fetchall() == [(session, "archived", count) for session, _, count in before]
+    conn.close()
+    got, expected = snapshot(db), snapshot(reference)
+    assert got == expected, diff(got, expected)

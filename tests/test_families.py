@@ -186,10 +186,11 @@ def test_a_document_read_again_stays_alone(tmp_path, logs):
     assert (summary.files_read, summary.files_replayed) == (1, 1)
 
 
-def test_inline_agents_derived_from_their_old_lines_keep_their_parent(tmp_path, logs):
+def test_inline_agents_derived_while_their_family_is_read_again_keep_their_parent(tmp_path, logs):
     """While a reader works ahead, the writer derives queued sessions: after a
-    parser change, an inline agent's session is derived from its old lines
-    before its parent's log is read again and regroups them."""
+    parser change, nothing of a family is forgotten until its first file is
+    written again, and inline agents' sessions derived between its files
+    (forgotten, their lines not read yet) end with their parent."""
     claude, _ = logs("d-kimuson__claude-code-viewer")
     run(tmp_path / "first.db", claude)
     db = tmp_path / "again.db"
@@ -199,9 +200,11 @@ def test_inline_agents_derived_from_their_old_lines_keep_their_parent(tmp_path, 
     ingester = Ingester(conn, {"claude": get_sources()["claude"]}, {"claude": claude})
     units = ingester.discover()
     ingester.with_families([ingester.plan(unit) for unit in units])
-    ingester.derive_some(100)  # the five agents' sessions, back without a parent
-    assert rows(db, "SELECT COUNT(*) FROM sessions WHERE id LIKE '%:agent-sidechain-%' AND parent_session_id IS NULL") == [(5,)]
-    for unit in units:
+    agents = "SELECT COUNT(*) FROM sessions WHERE id LIKE '%:agent-sidechain-%' AND parent_session_id IS NOT NULL"
+    assert rows(db, agents) == [(5,)]  # planned: nothing forgotten yet
+    ingester.ingest_file(units[0])
+    ingester.derive_some(100)
+    for unit in units[1:]:
         ingester.ingest_file(unit)
     ingester.flush(force=True)
     ingester.derive_pending()

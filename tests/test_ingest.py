@@ -175,22 +175,23 @@ def test_a_file_whose_name_is_not_utf_8_is_an_error_and_the_others_are_read(db, 
 
 
 @pytest.mark.parametrize("read_ahead", [None, 0])  # read here, or by forked readers
-def test_a_log_deleted_after_its_rows_were_cleared_for_a_re_read_is_still_read(db, root, monkeypatch, read_ahead):
-    # A parser change reads every log again, clearing their rows first; the agent
-    # prunes one before its turn. It is read from the descriptor held since.
+def test_a_log_deleted_before_its_turn_in_a_re_read_is_still_read(db, root, monkeypatch, read_ahead):
+    # A parser change reads every log again, holding them open before any is read
+    # and clearing each family's rows as it is read; the agent prunes one before
+    # its turn. It is read from the descriptor held since.
     from datasette_obelisk.store import ingest as ingest_module
 
     (root / "s1.jsonl").write_bytes(line(id="a", text="keep me") + line(id="b", text="and me"))
     (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
     run(db, root)
-    clear = ingest_module.Ingester.clear_families
+    keep = ingest_module.Ingester.keep_families_open
 
     def pruned_meanwhile(self):
-        clear(self)
+        keep(self)
         if (root / "s1.jsonl").exists():
             (root / "s1.jsonl").unlink()
 
-    monkeypatch.setattr(ingest_module.Ingester, "clear_families", pruned_meanwhile)
+    monkeypatch.setattr(ingest_module.Ingester, "keep_families_open", pruned_meanwhile)
     newer = ToySource()
     newer.parser_version = 2
     descriptors = set(os.listdir("/proc/self/fd"))
@@ -200,6 +201,32 @@ def test_a_log_deleted_after_its_rows_were_cleared_for_a_re_read_is_still_read(d
     assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",), ("c",)]
     assert ingest(db, {"toy": root}, sources={"toy": newer}).files_missing == 1
     assert rows(db, "SELECT id, availability FROM sessions ORDER BY id") == [("s1", "archived"), ("s2", "live")]
+
+
+def test_a_log_deleted_before_its_turn_and_not_held_open_keeps_its_rows(db, root, monkeypatch):
+    # More files to read again than descriptors to hold: one the agent prunes
+    # before its turn cannot be read, and its family keeps every row (archived next).
+    from datasette_obelisk.store import ingest as ingest_module
+
+    (root / "s1.jsonl").write_bytes(line(id="a", text="keep me") + line(id="b", text="and me"))
+    (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
+    run(db, root)
+    monkeypatch.setattr(ingest_module, "MAX_KEPT_OPEN", 0)
+    keep = ingest_module.Ingester.keep_families_open
+
+    def pruned_meanwhile(self):
+        keep(self)
+        (root / "s1.jsonl").unlink(missing_ok=True)
+
+    monkeypatch.setattr(ingest_module.Ingester, "keep_families_open", pruned_meanwhile)
+    newer = ToySource()
+    newer.parser_version = 2
+    summary = ingest(db, {"toy": root}, sources={"toy": newer})
+    assert (summary.files_replayed, summary.errors) == (1, 1)
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",), ("c",)]
+    assert ingest(db, {"toy": root}, sources={"toy": newer}).files_missing == 1
+    assert rows(db, "SELECT id, availability, message_count FROM sessions ORDER BY id") == [
+        ("s1", "archived", 2), ("s2", "live", 1)]
 
 
 def test_a_folder_whose_name_extends_the_roots_is_not_under_it(db, tmp_path):

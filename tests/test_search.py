@@ -696,6 +696,27 @@ def test_session_documents_recount_when_rows_change(toy):
     assert documents(toy) == {}
 
 
+def test_a_session_read_again_with_the_same_words_keeps_its_indexed_bag(toy):
+    from datasette_obelisk.store.session_index import rebuild_session_documents
+
+    toy.write("k", line("k1", "kept words", "2026-01-01T00:00:00Z"), line("k2", "kept again", "2026-01-01T00:01:00Z"))
+    toy.ingest()
+    toy.write("z", line("z1", "other words", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    before = documents(toy)
+    toy.sql("UPDATE source_files SET parser_version = NULL WHERE path LIKE '%/k.jsonl'")  # a newer parser
+    toy.ingest()
+    after = documents(toy)
+    assert after["k"][2:] == before["k"][2:] and after["k"][:2] != before["k"][:2]  # its rows under new ids
+    assert after["z"] == before["z"]
+    doc_id = toy.conn().execute("SELECT id FROM session_docs WHERE session_id = 'k'").fetchone()[0]
+    assert toy.conn().execute("SELECT rowid FROM session_docs_fts WHERE session_docs_fts MATCH 'kept'").fetchall() == [
+        (doc_id,)]
+    assert ids(search_sessions(toy.conn(), "kept")) == ["k"]
+    rebuild_session_documents(toy.write_conn())
+    assert documents(toy) == after
+
+
 def test_facet_counts_are_kept_until_the_generation_changes(toy):
     """The next page of a search reuses its facet counts; an ingest that changes data recounts."""
     from datasette_obelisk.query.search_facets import facet_counts

@@ -12,8 +12,8 @@ which gives what a first ingest of those files gives.
     family(conn, file_id) -> (file ids, session ids)
         The smallest set of files and sessions holding ``file_id`` in which
         every file of a session and every session of a file belong.
-    families_to_read(conn, file_ids, found) -> ({file id: path}, session ids)
-        The files and sessions of the families of ``file_ids`` that can be
+    families_to_read(conn, file_ids, found) -> [({file id: path}, session ids)]
+        The files and sessions of each family of ``file_ids`` that can be
         read again whole: every file among the paths ``found`` (on disk).
 """
 
@@ -45,10 +45,11 @@ def family(conn: sqlite3.Connection, file_id: int) -> tuple[set[int], set[str]]:
     return files, sessions
 
 
-def families_to_read(conn: sqlite3.Connection, file_ids: Iterable[int], found: set[str]) -> tuple[dict[int, str], set[str]]:
+def families_to_read(
+    conn: sqlite3.Connection, file_ids: Iterable[int], found: set[str]
+) -> list[tuple[dict[int, str], set[str]]]:
     seen: set[int] = set()
-    paths: dict[int, str] = {}
-    sessions: set[str] = set()
+    whole: list[tuple[dict[int, str], set[str]]] = []
     for file_id in file_ids:
         if file_id in seen:
             continue
@@ -59,9 +60,8 @@ def families_to_read(conn: sqlite3.Connection, file_ids: Iterable[int], found: s
             "SELECT id, path FROM source_files WHERE id IN (SELECT value FROM json_each(?))", [as_json(files)]
         ))
         if len(stored) == len(files) and all(path in found for path in stored.values()):
-            paths.update(stored)
-            sessions |= named
-    return paths, sessions
+            whole.append((stored, named))
+    return whole
 
 
 def as_json(values) -> str:

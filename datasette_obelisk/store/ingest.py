@@ -3,6 +3,9 @@
 Each file is read from its byte cursor; rows, cursor, parser state and
 fingerprint are committed together in short ``BEGIN IMMEDIATE``
 transactions, so a crash at any moment loses nothing and duplicates nothing.
+Files read again from their start with their family (``families``) are
+forgotten, cleared and written again in one transaction per family (or per
+few families read one after the other).
 """
 
 from __future__ import annotations
@@ -41,9 +44,10 @@ CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
 # A run that reads stored files again from their start, reading at most this
 # much in all, commits once: readers see the old rows until the new ones are
-# derived, never a session forgotten or half read.
+# derived, never a session forgotten or half read. A larger one commits
+# between families (``Family``).
 ATOMIC_REREAD_BYTES = 32 << 20
-# Files cleared for a read from their start held open at once (see ``keep_open``):
+# Files to read again from their start held open at once (see ``keep_open``):
 # a quarter of the descriptors the process may hold, at most 512.
 try:
     import resource
@@ -105,6 +109,26 @@ class IngestSummary:
         }
 
 
+@dataclass(eq=False)
+class Family:
+    """Files read again from their start together (``families``), and the sessions they hold.
+
+    Its sessions are forgotten and its files' rows deleted in the transaction
+    that writes the first of them again (with the families read next to it,
+    ``Ingester.together``), which is not committed before the last is
+    written: a run stopped at any moment leaves every family either as it
+    was or read again whole, so one whose files are deleted before the next
+    run (an agent pruning old logs) is archived with every row.
+    """
+
+    files: dict[int, str]  # source_files id -> path
+    sessions: set[str]
+    rows: dict[int, dict] = field(default_factory=dict)  # the rows its files were planned from
+    left: set[int] | None = field(default_factory=set)  # files planned and not written yet; None: no family
+    opened: bool = False
+    group: list["Family"] | None = None  # the families cleared with it (``Ingester.together``)
+
+
 @dataclass
 class Plan:
     """What to do with one file, decided before any of it is read."""
@@ -161,7 +185,8 @@ class Ingester:
         self.clock = clock
         self.summary = IngestSummary()
         self._sessions: set[str] = set()
-        self._clearing: set[int] = set()  # files of families read again, whose rows go first
+        self._families: dict[int, Family] = {}  # file id -> the family it is read again with
+        self._open: set[Family] = set()  # families cleared and not written whole yet: no commit meanwhile
         self.words: dict[str, SessionWords] = {}  # counted by the reader, for the session index
         self.plans: dict[str, derive.SessionPlan] = {}  # derivations worked out ahead
         self.plans_seen = None  # PRAGMA data_version once they were
@@ -262,10 +287,10 @@ class Ingester:
         self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None]))
+        plans = self.together(in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])))
         to_read = bytes_to_read(plans)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
-        self.clear_families()
+        self.keep_families_open()
         ahead = self.read_ahead_bytes is not None and to_read >= self.read_ahead_bytes
         done = total - sum(_size(plan.unit.path) for plan in plans)
         jobs = [plan.job for plan in plans if plan.job]
@@ -308,7 +333,9 @@ class Ingester:
 
         Reading a log again after a parser change or a rewrite forgets the
         sessions it shares with other files, and plans to read all of those
-        files again (see ``families``). A family with a file gone from disk or
+        files again (see ``families``): they are marked to be read again now,
+        and forgotten and cleared when the first of them is written
+        (``open_family``). A family with a file gone from disk or
         not found by this run keeps its rows: only its changed file is read
         again. A document read again stays alone (a ``.meta.json`` rewritten
         while its agent runs does not mean reading the whole session again),
@@ -325,19 +352,18 @@ class Ingester:
         if not starts:
             return plans
         units = self.found_units()
-        again, forget = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
-        if not forget:
+        whole = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
+        if not any(sessions for _, sessions in whole):
             return plans
+        again = {file_id: path for files, _ in whole for file_id, path in files.items()}
         with self.transaction():
             self.conn.execute(
                 "UPDATE source_files SET parser_version = NULL WHERE id IN (SELECT value FROM json_each(?))",
                 [families.as_json(again)],
             )
-            for session_id in sorted(forget):
-                derive.forget_session(self.conn, session_id)
-            self.queue_sessions(forget)
-            self.bump_generation()
-        self._clearing |= set(again)
+        for files, sessions in whole:
+            family = Family(files, sessions)
+            self._families.update((file_id, family) for file_id in files)
         planned = {str(plan.unit.path): plan for plan in plans}
         paths = set(again.values())
         replanned = []
@@ -364,24 +390,112 @@ class Ingester:
         except OSError:
             return False
 
-    def clear_families(self) -> None:
-        """Delete the rows of every file ``with_families`` reads again, before any
-        is read: one read first would merge its lines into the rows of another
-        holding copies of them, which that file's own reading then deletes.
-        (After a cold load has begun: it counts the rows of the files read again.)"""
-        if not self._clearing:
-            return
-        paths = dict(self.conn.execute(
-            "SELECT id, path FROM source_files WHERE id IN (SELECT value FROM json_each(?))",
-            [orjson.dumps(sorted(self._clearing)).decode()],
-        ).fetchall())
-        with self.transaction():
-            cold_load.index_pending_text(self.conn)
-            for file_id in sorted(self._clearing):
-                if file_id in paths and not self.keep_open(paths[file_id]):
-                    continue  # gone already: it keeps its rows, and its read says it failed
-                delete_file_rows(self.conn, file_id)
-        self._clearing = set()
+    def together(self, plans: list[Plan]) -> list[Plan]:
+        """``plans`` with the files of each family read again next to each other, where
+        the first of them is read (so parents still come before their agents,
+        originals before their copies): each family is written in one transaction
+        (``Family``), and what is read between its files would wait for it.
+
+        Families next to each other are cleared together, about ``chunk_bytes``
+        to read at a time: their rows go before any of their new rows are
+        written, which spares the full-text index a flush for every family
+        (it takes row ids in ascending order only)."""
+        blocks: list[list[Plan]] = []
+        of_family: dict[Family, list[Plan]] = {}
+        for plan in plans:
+            family = self.family_of(plan)
+            if family is None or family.opened:
+                blocks.append([plan])
+                continue
+            if family not in of_family:
+                of_family[family] = []
+                blocks.append(of_family[family])
+                family.left = set()
+            of_family[family].append(plan)
+            family.rows[plan.row["id"]] = plan.row
+            family.left.add(plan.row["id"])
+        group: list[Family] = []
+        size = 0
+        for block in blocks:
+            family = self.family_of(block[0])
+            if family is None or family.opened:
+                group = []  # a file read alone between them ends the group
+                continue
+            if not group or size >= self.chunk_bytes:
+                group, size = [], 0
+            group.append(family)
+            family.group = group
+            size += bytes_to_read(block)
+        return [plan for block in blocks for plan in block]
+
+    def family_of(self, plan: Plan) -> Family | None:
+        return self._families.get(plan.row["id"]) if plan.row is not None else None
+
+    def keep_families_open(self) -> None:
+        """Hold open the files of the families read again, before any is read and
+        before reader processes are forked, which inherit them (``keep_open``)."""
+        for family in dict.fromkeys(self._families.values()):
+            if not family.opened:
+                for path in family.files.values():
+                    self.keep_open(path)
+
+    def open_family(self, family: Family) -> bool:
+        """In the open batch, before its first file is written: forget the sessions
+        of the family (and of those cleared with it, ``together``) and delete
+        their files' rows, so none read first merges its lines into the rows of
+        another holding copies of them, which that file's own reading would then
+        delete. Nothing is committed until the last of their files is written
+        (``written``). False when the family is no family any more (``clear_family``)."""
+        if not family.opened:
+            cleared = [member for member in family.group or [family] if self.clear_family(member)]
+            if cleared:
+                cold_load.index_pending_text(self.conn)
+                for member in cleared:
+                    for session_id in sorted(member.sessions):
+                        derive.forget_session(self.conn, session_id)
+                    self.queue_sessions(member.sessions)
+                for member in cleared:
+                    for file_id in sorted(member.files):
+                        delete_file_rows(self.conn, file_id)
+                self.bump_generation()
+        return family.opened
+
+    def clear_family(self, family: Family) -> bool:
+        """Whether ``family`` is to be cleared now (then it is open, ``_open``).
+
+        A family whose files another ingester wrote since they were planned, or
+        one of which is gone (not held open), is no family any more: each of its
+        files is written alone, as a later run would."""
+        if family.opened or family.left is None:
+            return False
+        for file_id in family.files:
+            self._families.pop(file_id, None)
+        for file_id, row in family.rows.items():
+            now = self.conn.execute("SELECT * FROM source_files WHERE id = ?", [file_id]).fetchone()
+            if now is None or dict(now) != row:
+                family.left = None
+                return False
+        if not all(self.keep_open(path) for path in family.files.values()):
+            family.left = None
+            return False
+        if not family.rows:  # its files planned one by one (``ingest_file``): all of them are to come
+            family.left = set(family.files)
+        for file_id in family.files:
+            self._families[file_id] = family
+        family.opened = True
+        self._open.add(family)
+        return True
+
+    def written(self, family: Family, file_id: int) -> None:
+        """``file_id`` of ``family`` is written: once every family open is written whole,
+        the batch may be committed."""
+        family.left.discard(file_id)
+        if not family.left and family in self._open:
+            self._open.discard(family)
+            for file_id in family.files:
+                if self._families.get(file_id) is family:
+                    del self._families[file_id]
+            self.flush()
 
     def keep_open(self, path: str) -> bool:
         """Hold ``path`` open until it is read (``Reader.kept_open``), as far as
@@ -558,9 +672,10 @@ class Ingester:
         Small files share a transaction; none stays open for long, so other
         writers (memory writes through the web face) never wait more than
         about ``BATCH_SECONDS``, except while a run that reads stored files
-        again holds its one transaction (``ATOMIC_REREAD_BYTES``).
+        again holds its one transaction (``ATOMIC_REREAD_BYTES``), or a
+        family read again is not written whole yet (``Family``).
         """
-        if not self.conn.in_transaction or self._held:
+        if not self.conn.in_transaction or self._held or (self._open and not force):
             return
         due = self._batch_bytes >= self.chunk_bytes or time.perf_counter() - self._batch_started >= BATCH_SECONDS
         if force or due:
@@ -646,9 +761,9 @@ class Ingester:
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
-        plans = in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None]))
+        plans = self.together(in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])))
         kept_before = set(self.reader.kept_open)  # the run's own, when it reads a family again
-        self.clear_families()
+        self.keep_families_open()
         try:
             for plan in plans:
                 self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
@@ -720,7 +835,18 @@ class Ingester:
         return dict(row) if row is not None else None
 
     def apply(self, plan: Plan, items) -> None:
-        """Write what was read for ``plan``'s file, in order."""
+        """Write what was read for ``plan``'s file, in order; the first file of a
+        family read again clears the family first (``open_family``)."""
+        family = self.family_of(plan)
+        if family is not None:
+            self.begin_batch()
+            if not self.open_family(family):
+                family = None
+        self.write_plan(plan, items)
+        if family is not None:  # (not after an exception: the family's transaction is rolled back)
+            self.written(family, plan.row["id"])
+
+    def write_plan(self, plan: Plan, items) -> None:
         unit, row = plan.unit, plan.row
         if plan.error is not None:
             self.file_error(unit, row, plan.error)

@@ -16,7 +16,9 @@ Updates are incremental for the common case, a session that grew: the
 document remembers which messages it counted (``last_id`` and the count,
 characters and meta lines up to it); when those still match, only newer
 messages are counted and added. Anything else (a file re-read, lines moved
-to another session, a visibility change) recounts the session.
+to another session, a visibility change) recounts the session; when the
+counts come out the same (a file read again, its rows under new ids), only
+the document's stats change and its indexed bags stay.
 
 A bag says that a session *may* match: query/search.py confirms each
 candidate with ``messages_fts`` inside the session's id range.
@@ -226,6 +228,7 @@ class DocumentPlan:
     stats: tuple  # first id, last id, messages, chars, meta messages
     words: tuple[str, str] | None = None  # body and meta counts as JSON; None: no messages left
     bags: tuple[str, str] | None = None
+    kept: int | None = None  # the stored document's id, when its counts (so its indexed bags) stay
 
     def size(self) -> int:
         """Roughly, the bytes its texts hold."""
@@ -248,9 +251,8 @@ def plan_document(
         return None
     if not stats[2] and old is None:
         return None
-    unindex = (old[0], _bag_of(old[6]), _bag_of(old[7])) if old is not None else None
     if not stats[2]:
-        return DocumentPlan(session_id, unindex, stats)
+        return DocumentPlan(session_id, (old[0], _bag_of(old[6]), _bag_of(old[7])), stats)
     grew = old is not None and tuple(old[1:6]) == session_stats(conn, session_id, old[2])
     body = Counter(orjson.loads(old[6])) if grew else Counter()
     meta = Counter(orjson.loads(old[7])) if grew else Counter()
@@ -260,11 +262,14 @@ def plan_document(
     else:
         new_body, new_meta = _count(conn, session_id, old[2] if grew else None)
     body, meta = _merged(body, new_body), _merged(meta, new_meta)
+    words = (orjson.dumps(body).decode(), orjson.dumps(meta).decode())
+    if old is not None and words == (old[6], old[7]):
+        return DocumentPlan(session_id, None, stats, words, kept=old[0])
     return DocumentPlan(
         session_id,
-        unindex,
+        (old[0], _bag_of(old[6]), _bag_of(old[7])) if old is not None else None,
         stats,
-        (orjson.dumps(body).decode(), orjson.dumps(meta).decode()),
+        words,
         (bag(body), bag(meta)),  # as _bag_of would rebuild them from the JSON
     )
 
@@ -273,6 +278,13 @@ def write_document(conn: sqlite3.Connection, plan: DocumentPlan | None) -> int:
     """Write a planned document inside the caller's transaction; 1 when something changed."""
     if plan is None:
         return 0
+    if plan.kept is not None:
+        conn.execute(
+            "UPDATE session_docs SET first_id = ?, last_id = ?, messages = ?, chars = ?, meta_messages = ? "
+            "WHERE id = ?",
+            [*plan.stats, plan.kept],
+        )
+        return 1
     if plan.old is not None:
         conn.execute(
             "INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta) VALUES ('delete', ?, ?, ?)",
