@@ -1026,6 +1026,25 @@ def test_a_session_renamed_back_takes_the_title_it_had(tmp_path):
     ]
 
 
+def test_a_log_rewritten_with_words_of_the_same_length_is_found_by_its_new_words(tmp_path):
+    from datasette_obelisk.query.search import search_sessions
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    log = project / f"{SESSION}.jsonl"
+    log.write_bytes(main_lines())
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    log.write_bytes(main_lines().replace(b"Find the thing", b"Seek the thing"))  # read again from its start
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    assert [hit["session"]["id"] for hit in search_sessions(conn, "see", prefix=True)["items"]] == [SESSION]
+    assert search_sessions(conn, "fin", prefix=True)["items"] == []
+    assert json.loads(conn.execute("SELECT body_words FROM session_docs").fetchone()[0]) == {
+        "around": 1, "found": 1, "it": 1, "look": 2, "seek": 1, "task": 1, "the": 1, "thing": 1}
+
+
 def test_a_session_s_name_titles_it_below_an_ai_title(tmp_path):
     project = tmp_path / "claude" / "projects" / "-p"
     project.mkdir(parents=True)
