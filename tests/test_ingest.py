@@ -1125,8 +1125,8 @@ def nested_agent_files(named: bool = False, footer: bool = False):
     common = {"sessionId": "cc1", "cwd": "/p", "version": "2.1.180"}
 
     def exchange(prefix, prompt, call, agent=None, sidechain=False, kind=None):
-        said = (f"done\nagentId: ab2 (use SendMessage with to: 'ab2' to continue this agent)\n"
-                f"<usage>total_tokens: 4321\ntool_uses: 3\nduration_ms: 8765</usage>") if footer and sidechain else "done"
+        said = ("done\nagentId: ab2 (use SendMessage with to: 'ab2' to continue this agent)\n"
+                "<usage>total_tokens: 4321\ntool_uses: 3\nduration_ms: 8765</usage>") if footer and sidechain else "done"
         result = {"type": "tool_result", "tool_use_id": call, "content": said}
         details = {"toolUseResult": {"status": "completed", "agentId": agent}} if agent else {}
         head = {**common, "isSidechain": sidechain, **({"agentId": prefix} if sidechain else {})}
