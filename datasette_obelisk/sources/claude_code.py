@@ -181,6 +181,10 @@ class ClaudeCodeSource:
     # or a queued command flagged meta is meta; a branched session names the one it
     # was copied from (``forkedFrom``); what stop hooks, task statuses, plans,
     # teammates' mailboxes and plugins' notes said is searchable
+    # 16: only a person's origin makes a prompt (a channel, a Slack mention, a
+    # kind not known: meta); a session's name titles it, its tag and the session
+    # it went on in (``continued-in``) are kept; a voice call's notes are said in
+    # it; a forked agent's first line names the context it was forked with
     parser_version = 16
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
