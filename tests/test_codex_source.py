@@ -1695,19 +1695,21 @@ def test_a_custom_tool_keeps_its_namespace():
         "code_mode.exec\nprint(open('x').read())", "apply_patch\n*** Begin Patch\n*** End Patch"]
 
 
+def token_count(total, last=None):
+    info = {"total_token_usage": total, **({"last_token_usage": last} if last else {})}
+    return envelope("event_msg", {"type": "token_count", "info": info})
+
+
+def written(tokens_in, cached, writes, out):
+    return {**usage(tokens_in, cached, out), "cache_write_input_tokens": writes}
+
+
 def test_cache_writes_of_responses_without_an_event_are_counted_from_the_total():
-    def count(total, last):
-        return envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total,
-                                                                      "last_token_usage": last}})
-
-    def tokens(tokens_in, cached, written, out):
-        return {**usage(tokens_in, cached, out), "cache_write_input_tokens": written}
-
     records = feed_raw([
         envelope("session_meta", {"id": "t-writes"}),
         # a log that starts late: the total grew by more than its last response
-        count(tokens(1_000, 200, 300, 50), tokens(100, 20, 30, 5)),
-        count(tokens(1_600, 300, 400, 80), tokens(600, 100, 100, 30)),  # one response: its own counts
+        token_count(written(1_000, 200, 300, 50), written(100, 20, 30, 5)),
+        token_count(written(1_600, 300, 400, 80), written(600, 100, 100, 30)),  # one response: its own counts
     ])
     usage_messages = of(records, Message)
     assert [(m.input_tokens, m.cache_read_tokens, m.cache_creation_tokens, m.output_tokens, m.surface)
@@ -1718,16 +1720,10 @@ def test_cache_writes_of_responses_without_an_event_are_counted_from_the_total()
 
 
 def test_a_total_counted_whole_counts_its_cache_writes_too():
-    def count(total):
-        return envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total}})
-
-    def tokens(tokens_in, cached, written, out):
-        return {**usage(tokens_in, cached, out), "cache_write_input_tokens": written}
-
     records = feed_raw([
         envelope("session_meta", {"id": "t-child", "forked_from_id": "t-parent"}),
-        count(tokens(1_000, 200, 300, 50)),  # a child's first total: counted whole
-        count(tokens(400, 100, 100, 20)),  # a total that shrank: counted whole
+        token_count(written(1_000, 200, 300, 50)),  # a child's first total: counted whole
+        token_count(written(400, 100, 100, 20)),  # a total that shrank: counted whole
     ])
     assert [(m.input_tokens, m.cache_read_tokens, m.cache_creation_tokens, m.output_tokens)
             for m in of(records, Message) if m.surface == "log-only"] == [(500, 200, 300, 50), (200, 100, 100, 20)]

@@ -415,14 +415,13 @@ class ClaudeCodeParser:
         if self.is_agent and not self.parent:
             self._adopt_parent(obj)
         line_type = _text(obj.get("type"))
-        if line_type in METADATA_TYPES:  # (the Agent SDK's session store gives them a uuid too)
-            return self._metadata_line(obj, line_type, position)
-        if line_type in ROLE_TYPES or line_type in STRUCTURAL_TYPES or _text(obj.get("uuid")):
+        if line_type not in METADATA_TYPES and (  # (the Agent SDK's session store gives those a uuid too)
+                line_type in ROLE_TYPES or line_type in STRUCTURAL_TYPES or _text(obj.get("uuid"))):
             return self._conversation_line(obj, line_type or "unknown", position)
         return self._metadata_line(obj, line_type, position)
 
     def _metadata_line(self, obj: dict, line_type: str | None, position: Position) -> list[Record]:
-        """A line without uuid (titles, snapshots, queue, modes, ...)."""
+        """A line about the session, not in its conversation (titles, tags, snapshots, queue, modes, ...)."""
         records: list[Record] = []
         if line_type in TITLE_KEYS:
             kind, key = TITLE_KEYS[line_type]
@@ -487,7 +486,7 @@ class ClaudeCodeParser:
         message = self._message(obj, line_type, uuid, payload, text, content_type, position)
         if content_type == "mixed" and message.meta is None:
             message.meta = thinking_meta(leading_thinking(content), text)
-        if self.fork_context and self.is_agent:  # (the agent's first line: what it was forked with)
+        if self.fork_context:  # (an agent's first line: what it was forked with)
             message.meta = {**(message.meta or {}), "fork_context": self.fork_context}
         facts = list(self._line_facts(obj, message, payload, tools, position))
         return [*self._session_records(obj), message, *tools, *facts]
@@ -959,10 +958,16 @@ def _structural_text(obj: dict, line_type: str) -> str:
     return "\n".join(dict.fromkeys(part for part in parts if part))
 
 
-def _sent_for(obj: dict) -> bool:
-    """A user line another sender wrote in the user's name (2.1.x ``origin``)."""
+def _origin_kind(obj: dict) -> str | None:
+    """Who a line says wrote it (2.1.x ``origin.kind``); None when it does not say."""
     origin = obj.get("origin")
-    return isinstance(origin, dict) and _text(origin.get("kind")) not in PERSON_ORIGINS
+    return _text(origin.get("kind")) if isinstance(origin, dict) else None
+
+
+def _sent_for(obj: dict) -> bool:
+    """A user line another sender wrote in the user's name."""
+    kind = _origin_kind(obj)
+    return kind is not None and kind not in PERSON_ORIGINS
 
 
 def _answers(payload: dict | None) -> bool:
@@ -973,8 +978,7 @@ def _answers(payload: dict | None) -> bool:
 
 def _voice_note(obj: dict) -> bool:
     """A 2.1.x voice call's note: a system line holding the talk and its ``voice-call`` origin."""
-    origin = obj.get("origin")
-    return isinstance(origin, dict) and origin.get("kind") == "voice-call" and isinstance(obj.get("content"), str)
+    return _origin_kind(obj) == "voice-call" and isinstance(obj.get("content"), str)
 
 
 def _fork_parent(obj: dict) -> str | None:
@@ -988,9 +992,7 @@ def _queued_prompt(attachment) -> bool:
     notification, nor a ``!`` command)."""
     if not isinstance(attachment, dict) or attachment.get("type") != "queued_command":
         return False
-    origin = attachment.get("origin")
-    kind = origin.get("kind") if isinstance(origin, dict) else None
-    return attachment.get("commandMode") in (None, "prompt") and kind in (None, "human")
+    return attachment.get("commandMode") in (None, "prompt") and not _sent_for(attachment)
 
 
 def _attachment_text(attachment: dict) -> str:

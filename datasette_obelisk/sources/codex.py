@@ -505,7 +505,6 @@ class CodexState:
     twins: list = field(default_factory=list)
     last_said: str | None = None  # the last conversation Message, while no other Message followed
     last_total: list | None = None  # previous total_token_usage
-    last_cache_write: int = 0  # its cache_write_input_tokens
     open_calls: list = field(default_factory=list)  # [call_id, message_uuid, escalated, an MCP server's tool, spawn_agent]
     failed_calls: list = field(default_factory=list)  # calls whose end event said they failed
     closed_calls: list = field(default_factory=list)  # synthetic results already given
@@ -801,7 +800,6 @@ class CodexParser:
             total = dig(payload, "info", "total_token_usage")
             if isinstance(total, dict):
                 self.s.last_total = _usage_key(total)
-                self.s.last_cache_write = as_int(total.get("cache_write_input_tokens"))
         out.append(Merged(position, "replay"))
 
     # -- messages -----------------------------------------------------------
@@ -1063,10 +1061,9 @@ class CodexParser:
         if not first_text(item.get("call_id")) and first_text(item.get("name")):
             # a named output without a call (0.16x+: an external tool event thread/inject_items
             # adds): the call it answers is the tool that produced it
-            name, namespace = first_text(item.get("name")), first_text(item.get("namespace"))
             out.append(ToolCall(
                 id=f"{self.session_id}:{call_id}", message_uuid=message.uuid, session_id=self.session_id,
-                name=f"{namespace}.{name}" if namespace else name, input_json="null", timestamp=timestamp,
+                name=_qualified(item, "function"), input_json="null", timestamp=timestamp,
                 file_paths=[],
             ))
         self.s.open_calls = [call for call in self.s.open_calls if call[0] != call_id]
@@ -1199,9 +1196,7 @@ class CodexParser:
         if twin == "thinking":
             text, role, content_type = said, "assistant", "thinking"
         else:
-            text = said + _image_notes(payload.get("images")) + _image_notes(payload.get("local_images"))
-            text += "".join(f"\n{_audio_note(a)}" for key in ("audio", "local_audio")
-                            for a in (payload.get(key) if isinstance(payload.get(key), list) else ()))
+            text = said + "".join(_attachment_notes(payload.get(key), kind) for key, kind in EVENT_ATTACHMENTS)
             role, content_type = twin, "text"
         message = self._conversation(
             out, position, timestamp, twin, "event", said=[said], type="event_msg", subtype=kind, role=role, text=text,
@@ -1217,28 +1212,22 @@ class CodexParser:
             out.append(Merged(position, "usage"))
             return
         key, previous = _usage_key(total), self.s.last_total
+        previous = previous if previous is None or len(previous) == len(key) else None  # (another parser's)
         self.s.last_total = key
         reported = info.get("last_token_usage")
         reported = reported if isinstance(reported, dict) else {}
         last = _usage_key(reported) if reported else None
         if previous is None and self.s.parent is None and not self.s.reverted:
             previous = [0] * len(key)  # (a child's or a reverted rollout's first total may include earlier ones)
-        cache_write = as_int(reported.get("cache_write_input_tokens"))
         if previous is not None:
             grown = [now - before for now, before in zip(key, previous)]
             if min(grown) >= 0 and (last is None or any(g > n for g, n in zip(grown, last))):
                 last = grown  # responses without a token_count of their own (a cut or resumed log)
-                # (their cache writes too: the total's growth, not the last response's)
-                cache_write = as_int(total.get("cache_write_input_tokens")) - self.s.last_cache_write
-        if last is None:  # the whole total (a child's first, or one that shrank): its cache writes too
-            last, cache_write = key, as_int(total.get("cache_write_input_tokens"))
-        self.s.last_cache_write = as_int(total.get("cache_write_input_tokens"))
+        last = key if last is None else last  # (else the whole total: a child's first, one that shrank)
         if key == previous or not any(last):
             out.append(Merged(position, "usage"))
             return
-        usage = usage_fields(
-            input_total=last[0], cached=last[1], output=last[2], cache_write=max(cache_write, 0),
-        )
+        usage = usage_fields(input_total=last[0], cached=last[1], output=last[2], cache_write=last[CACHE_WRITES])
         self._log_only(
             out, position, "event_msg", "token_count", timestamp, role="assistant", model=self.s.model,
             **usage,
@@ -1533,8 +1522,10 @@ def _turn_id(payload: dict) -> Any:
 
 
 USAGE_KEYS = (
-    "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens"
+    "input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens",
+    "cache_write_input_tokens",
 )
+CACHE_WRITES = USAGE_KEYS.index("cache_write_input_tokens")
 
 
 def _usage_key(usage: dict) -> list:
@@ -1558,24 +1549,21 @@ def _spoken_task(text: str) -> str:
 PREFIX_CHARS = max(map(len, INJECTED_PREFIXES))
 
 
-def _image_notes(images: Any) -> str:
-    if not isinstance(images, list) or not images:
+# A user_message event's attachments, by key, and what each is.
+EVENT_ATTACHMENTS = (("images", "image"), ("local_images", "image"), ("audio", "audio"), ("local_audio", "audio"))
+
+
+def _attachment_notes(urls: Any, kind: str) -> str:
+    if not isinstance(urls, list) or not urls:
         return ""
-    return "".join(f"\n{_image_note(image)}" for image in images)
+    return "".join(f"\n{_attachment_note(url, kind)}" for url in urls)
 
 
-def _audio_note(url: Any) -> str:
-    """A placeholder for an audio attachment: inline data by size, links and paths by address."""
+def _attachment_note(url: Any, kind: str = "image") -> str:
+    """A placeholder for an attached image or audio: inline data by size, links and paths by address."""
     if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
         return blob_note(url)
-    return f"[audio: {url}]" if isinstance(url, str) and url else "[audio]"
-
-
-def _image_note(url: Any) -> str:
-    """A placeholder for an image: inline data by size, links by address."""
-    if isinstance(url, str) and (url.startswith("data:") or (url.startswith("[") and url.endswith("]"))):
-        return blob_note(url)
-    return f"[image: {url}]" if isinstance(url, str) and url else "[image]"
+    return f"[{kind}: {url}]" if isinstance(url, str) and url else f"[{kind}]"
 
 
 def _history_json(payload: dict) -> bytes | None:
@@ -1655,9 +1643,9 @@ def _parts_text(content: Any) -> str:
         elif isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif first_text(part.get("type")) in {"input_image", "image", "output_image"}:
-            texts.append(_image_note(part.get("image_url") or part.get("data")))
+            texts.append(_attachment_note(part.get("image_url") or part.get("data")))
         elif first_text(part.get("type")) == "input_audio":
-            texts.append(_audio_note(part.get("audio_url")))
+            texts.append(_attachment_note(part.get("audio_url"), "audio"))
     return "\n".join(texts)
 
 
@@ -1696,15 +1684,17 @@ def _compaction_text(payload: dict, items: int | None = None, size: int | None =
     return f"{summary}\n\n{note}" if summary else note
 
 
+def _qualified(item: dict, default: str) -> str:
+    """A tool's name under its namespace (``code_mode.exec``), when it has one."""
+    name, namespace = first_text(item.get("name")) or default, first_text(item.get("namespace"))
+    return f"{namespace}.{name}" if namespace else name
+
+
 def _tool_name_and_input(item: dict, kind: str) -> tuple[str, Any]:
     if kind == "function_call":
-        name = first_text(item.get("name")) or "function"
-        namespace = first_text(item.get("namespace"))
-        return (f"{namespace}.{name}" if namespace else name), item.get("arguments")
+        return _qualified(item, "function"), item.get("arguments")
     if kind == "custom_tool_call":
-        name = first_text(item.get("name")) or "custom_tool"
-        namespace = first_text(item.get("namespace"))
-        return (f"{namespace}.{name}" if namespace else name), item.get("input")
+        return _qualified(item, "custom_tool"), item.get("input")
     if kind == "local_shell_call":
         return "local_shell", item.get("action")
     if kind == "tool_search_call":

@@ -1,4 +1,5 @@
-"""Gemini CLI chats: ``$HOME/.gemini/tmp/<project hash>/chats/``.
+"""Gemini CLI chats: ``$HOME/.gemini/tmp/<project hash>/chats/`` (and, under macOS
+Seatbelt, 0.61+, ``$HOME/.cache/.gemini/tmp/``).
 
 Two layouts:
 
@@ -169,7 +170,7 @@ class GeminiSource:
         gemini-cli writes beside it under macOS Seatbelt (0.61+), whether or not it is there."""
         folders = [root / "tmp" if (root / "tmp").is_dir() else root]
         runtime = root.parent / SANDBOX_RUNTIME / "tmp"
-        if root.name == ".gemini" and runtime.resolve() != folders[0].resolve():
+        if root.name == ".gemini" and root.parent.name != ".cache" and runtime.resolve() != folders[0].resolve():
             folders.append(runtime)
         return folders
 
@@ -491,12 +492,12 @@ class GeminiParser:
             while end and dropped[end - 1] in self.s.unsent:
                 end -= 1
             parts = _parts(record.get("content"))
-            said = functools.cache(lambda i, j, parts=parts: _said({"type": record.get("type"), "content": parts[i:j]}))
+            said, window = _part_digests(record, parts), dropped[:end]
             originals = next((found for start in range(end - 1, -1, -1)
-                              if (found := self._said_again(dropped[:end], start, len(parts), said, parts))
+                              if (found := self._said_again(window, start, parts, said))
                               and found[-1] == dropped[end - 1]), None)
-            said_alone = _said({**record, "content": [part for part in parts if not _is_injected(part)]})
-            if not originals or (len(originals) == 1 and self.s.said.get(originals[0]) != said_alone):
+            if not originals or (len(originals) == 1 and self.s.said.get(originals[0]) != _said(
+                    {**record, "content": [part for part in parts if not _is_injected(part)]})):
                 break
             pairs.append((record["id"], originals, _is_prompt(record)))
             end = dropped.index(originals[0])
@@ -552,20 +553,20 @@ class GeminiParser:
         if record.get("type") not in CONVERSATION_TYPES or record["id"] in {*history, *self.s.injected}:
             return []  # (a message written again under its own id is no copy)
         parts = _parts(record.get("content"))
-        said = functools.cache(lambda i, j: _said({"type": record.get("type"), "content": parts[i:j]}))
+        said = _part_digests(record, parts)
         for start in starts:
-            if originals := self._said_again(history, start, len(parts), said, parts):
+            if originals := self._said_again(history, start, parts, said):
                 return originals
         return []
 
-    def _said_again(self, history: list[str], start: int, count: int, said, parts=()) -> list[str]:
-        """The messages from ``history[start]`` on that the ``count`` parts of a copy say
+    def _said_again(self, history: list[str], start: int, parts: list, said) -> list[str]:
+        """The messages from ``history[start]`` on that the ``parts`` of a copy say
         in turn (``said(i, j)``: the digest of parts i to j), skipping those gemini-cli never
         sends, and the parts of context it wrote as the user's (IDE context: kept apart
         from the history, it comes back merged into the prompt it preceded); empty unless
         the parts say them all."""
         originals: list[str] = []
-        index = 0
+        index, count = 0, len(parts)
         while index < count:
             while start < len(history) and history[start] in self.s.unsent:
                 start += 1
@@ -573,7 +574,7 @@ class GeminiParser:
                 return []
             want = self.s.said.get(history[start])
             end = next((end for end in range(count, index, -1) if said(index, end) == want), None)
-            if end is None and index < len(parts) and _is_injected(parts[index]):
+            if end is None and _is_injected(parts[index]):
                 index += 1  # an injected message's text, merged with its neighbours
                 continue
             if end is None:
@@ -1042,6 +1043,11 @@ def _content_type(content: str, thoughts: str, calls: list) -> str | None:
     if content:
         return "mixed" if thoughts or calls else "text"
     return "tool_use" if calls else "thinking" if thoughts else None
+
+
+def _part_digests(record: dict, parts: list):
+    """``said(i, j)``: the digest of what parts i to j of ``record`` say, each worked out once."""
+    return functools.cache(lambda i, j: _said({"type": record.get("type"), "content": parts[i:j]}))
 
 
 def _is_injected(content: Any) -> bool:

@@ -287,7 +287,7 @@ class Ingester:
         self.keep_discovery(units)
         total = sum(_size(u.path) for u in units)
         self.derive_pending()
-        plans = self.together(in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])))
+        plans = self.planned(units)
         to_read = bytes_to_read(plans)
         self.begin_cold_load(to_read, [plan.row["id"] for plan in plans if plan.job and plan.row and plan.resume is None])
         self.keep_families_open()
@@ -318,7 +318,7 @@ class Ingester:
 
     def held_with_families(self, plans: list[Plan]) -> list[Plan]:
         """``with_families(plans)``; when they read stored files again from their start, in a
-        transaction held until ``release`` (``ATOMIC_REREAD_BYTES``), which the forgetting opens."""
+        transaction held until ``release`` (``ATOMIC_REREAD_BYTES``), opened here (``begin_batch``)."""
         if any(plan.job and plan.row and plan.resume is None for plan in plans):
             self.begin_batch()
             self._held = True
@@ -492,9 +492,9 @@ class Ingester:
         family.left.discard(file_id)
         if not family.left and family in self._open:
             self._open.discard(family)
-            for file_id in family.files:
-                if self._families.get(file_id) is family:
-                    del self._families[file_id]
+            for member in family.files:
+                if self._families.get(member) is family:
+                    del self._families[member]
             self.flush()
 
     def keep_open(self, path: str) -> bool:
@@ -758,10 +758,14 @@ class Ingester:
         if plan is not None:
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
+    def planned(self, units: list[SourceFile]) -> list:
+        """The plans of ``units`` that read something, their families along, in read order."""
+        return self.together(in_log_order(self.held_with_families([p for p in map(self.plan, units) if p is not None])))
+
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
         start takes its family along."""
-        plans = self.together(in_log_order(self.held_with_families([plan for plan in map(self.plan, units) if plan is not None])))
+        plans = self.planned(units)
         kept_before = set(self.reader.kept_open)  # the run's own, when it reads a family again
         self.keep_families_open()
         try:

@@ -32,6 +32,9 @@ candidate with ``messages_fts`` inside the session's id range.
         Every session from scratch (migration, repair, benchmarks).
     index_bags_again(conn)
         Every bag indexed again from the stored counts (migration).
+    recount_documents(conn, session_ids)
+        Have these documents counted again when next planned (a file's rows
+        deleted to be read again).
     plan_document(conn, session_id, precounted) -> DocumentPlan | None
     write_document(conn, plan) -> int
         The two halves of one update. Planning only reads (and does the
@@ -252,7 +255,7 @@ def plan_document(
     if not stats[2] and old is None:
         return None
     if not stats[2]:
-        return DocumentPlan(session_id, (old[0], _bag_of(old[6]), _bag_of(old[7])), stats)
+        return DocumentPlan(session_id, _unindex(old), stats)
     grew = old is not None and tuple(old[1:6]) == session_stats(conn, session_id, old[2])
     body = Counter(orjson.loads(old[6])) if grew else Counter()
     meta = Counter(orjson.loads(old[7])) if grew else Counter()
@@ -267,7 +270,7 @@ def plan_document(
         return DocumentPlan(session_id, None, stats, words, kept=old[0])
     return DocumentPlan(
         session_id,
-        (old[0], _bag_of(old[6]), _bag_of(old[7])) if old is not None else None,
+        _unindex(old) if old is not None else None,
         stats,
         words,
         (bag(body), bag(meta)),  # as _bag_of would rebuild them from the JSON
@@ -308,6 +311,17 @@ def write_document(conn: sqlite3.Connection, plan: DocumentPlan | None) -> int:
         )
     conn.execute("INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)", [doc_id, *plan.bags])
     return 1
+
+
+def _unindex(old) -> tuple:
+    """What deletes a stored document's bags from the contentless index: its id and bags."""
+    return old[0], _bag_of(old[6]), _bag_of(old[7])
+
+
+def recount_documents(conn: sqlite3.Connection, session_ids) -> None:
+    """Count these sessions' documents again when next planned, whatever their stats say
+    (their rows were deleted, to be read again: they may come back under the same ids)."""
+    conn.executemany("UPDATE session_docs SET messages = -1 WHERE session_id = ?", [[s] for s in sorted(session_ids)])
 
 
 def _merged(counts: Counter, more: Counter) -> dict:

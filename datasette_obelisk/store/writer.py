@@ -24,6 +24,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
+from .session_index import recount_documents
 from .tool_output import stored_content
 
 # A title longer than this is cut (a log can hold a title of any size; one of
@@ -496,7 +497,6 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     )
     for table in (*FILE_TABLES, "ingest_errors", "file_sessions", "message_aliases"):
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
-    # Rows read again may take the same ids and say something else in as many
-    # characters: their sessions' search documents are counted again.
-    conn.executemany("UPDATE session_docs SET messages = -1 WHERE session_id = ?", [[s] for s in sorted(sessions)])
+    # Rows read again may take the same ids and say something else in as many characters.
+    recount_documents(conn, sessions)
     return sessions
