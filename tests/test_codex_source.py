@@ -1695,6 +1695,19 @@ def test_a_custom_tool_keeps_its_namespace():
         "code_mode.exec\nprint(open('x').read())", "apply_patch\n*** Begin Patch\n*** End Patch"]
 
 
+def test_an_mcp_tool_has_one_name_whether_or_not_its_server_is_a_namespace():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-mcp"}),
+        envelope("response_item", {"type": "function_call", "name": "create_issue", "namespace": "mcp__linear__",
+                                   "arguments": "{}", "call_id": "c1"}),  # 0.12x+
+        envelope("response_item", {"type": "function_call_output", "call_id": "c1", "output": "err: no team"}),
+        envelope("response_item", {"type": "function_call", "name": "mcp__linear__create_issue",
+                                   "arguments": "{}", "call_id": "c2"}),  # before
+    ])
+    assert [c.name for c in of(records, ToolCall)] == ["mcp__linear__create_issue"] * 2
+    assert [r.outcome for r in of(records, ToolResult)][:1] == ["failed"]  # (an MCP call's ``err:``)
+
+
 def token_count(total, last=None):
     info = {"total_token_usage": total, **({"last_token_usage": last} if last else {})}
     return envelope("event_msg", {"type": "token_count", "info": info})

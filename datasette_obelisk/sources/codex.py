@@ -366,7 +366,8 @@ class CodexSource:
     # 14: recommended plugins are injected; a reverted thread's rollout is no fork
     #    of itself; a compaction's guardian history is not what it kept; audio
     #    attachments are noted; a named output without a call has its call; custom
-    #    tools keep their namespace; cache writes of uncounted responses counted;
+    #    tools keep their namespace (an MCP server's prefixes its tool, as before); cache
+    #    writes of uncounted responses counted;
     #    an agent's task envelope titles nothing; a realtime hand-off titles with its
     #    task, a flush of its talk is injected; newer metadata lines are metadata
     parser_version = 14
@@ -1685,9 +1686,12 @@ def _compaction_text(payload: dict, items: int | None = None, size: int | None =
 
 
 def _qualified(item: dict, default: str) -> str:
-    """A tool's name under its namespace (``code_mode.exec``), when it has one."""
+    """A tool's name under its namespace (``code_mode.exec``), when it has one; an MCP
+    server's namespace (``mcp__linear__``, 0.12x+) prefixes it, as the name alone did before."""
     name, namespace = first_text(item.get("name")) or default, first_text(item.get("namespace"))
-    return f"{namespace}.{name}" if namespace else name
+    if not namespace:
+        return name
+    return f"{namespace}{name}" if namespace.startswith("mcp__") and namespace.endswith("__") else f"{namespace}.{name}"
 
 
 def _tool_name_and_input(item: dict, kind: str) -> tuple[str, Any]:
