@@ -1652,7 +1652,7 @@ def test_an_attached_audio_s_markup_titles_nothing_and_its_data_is_a_placeholder
                             attached(local_audio=["/home/u/standup.wav"], audio=[f"data:audio/wav;base64,{wav}"]),
                             item, *later])
     assert [m.text for m in of(event_first, Message)] == [
-        "\n[data audio/wav 44 bytes]\n[audio: /home/u/standup.wav]", "summarise the recording"]
+        "[data audio/wav 44 bytes]\n[audio: /home/u/standup.wav]", "summarise the recording"]
     for records in (item_first, event_first):
         assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "summarise the recording")]
         assert wav[:40] not in repr(records)

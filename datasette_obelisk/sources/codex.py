@@ -1197,7 +1197,8 @@ class CodexParser:
         if twin == "thinking":
             text, role, content_type = said, "assistant", "thinking"
         else:
-            text = said + "".join(_attachment_notes(payload.get(key), kind) for key, kind in EVENT_ATTACHMENTS)
+            notes = "".join(_attachment_notes(payload.get(key), kind) for key, kind in EVENT_ATTACHMENTS)
+            text = said + notes if said else notes.removeprefix("\n")  # (attachments alone: no blank first line)
             role, content_type = twin, "text"
         message = self._conversation(
             out, position, timestamp, twin, "event", said=[said], type="event_msg", subtype=kind, role=role, text=text,
