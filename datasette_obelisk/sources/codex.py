@@ -681,13 +681,8 @@ class CodexParser:
         git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
         s.git_branch = first_text(git.get("branch"))
         s.model = first_text(meta.get("model"))
-        lineage = lineage_of(meta)
-        if lineage.relationship == "fork" and not meta.get("forked_from_id") and (
-            lineage.parent == s.thread or self.unit.hints.get("rollout_id")
-        ):  # a reverted thread's new rollout: its history_base is its own earlier rollout
-            lineage.parent = lineage.relationship = None
-            s.reverted = True  # (its totals go on from that rollout's)
-        s.parent, s.relationship = lineage.parent, lineage.relationship
+        lineage = lineage_of(meta, s.thread, reverted_file=bool(self.unit.hints.get("rollout_id")))
+        s.parent, s.relationship, s.reverted = lineage.parent, lineage.relationship, lineage.reverted
         s.is_subagent, s.excluded = lineage.is_subagent, lineage.excluded
         s.agent_id = s.thread if lineage.is_subagent else None
         parent = lineage.parent
@@ -1477,15 +1472,18 @@ class Lineage:
     agent_type: str | None = None
     nickname: str | None = None
     spawn_call: str | None = None
+    reverted: bool = False  # a reverted thread's new rollout, whose totals go on from the earlier one's
 
 
-def lineage_of(meta: dict) -> Lineage:
+def lineage_of(meta: dict, thread: str | None = None, reverted_file: bool = False) -> Lineage:
     """Where a thread comes from, as its ``session_meta`` says.
 
     Spawned threads name their parent in ``source.subagent.thread_spawn``
     (or ``parent_thread_id``); forks in ``forked_from_id`` or, in paginated
-    history mode, ``history_base.thread_id``. Guardian (auto-review) threads
-    are ``source.subagent.other == "guardian"``.
+    history mode, ``history_base.thread_id``. A thread/revert's new rollout
+    (``reverted_file``: named ``…-<thread>_<rollout>.jsonl``) has a base too,
+    its own earlier rollout (``thread``'s, or an earlier revert's): no fork.
+    Guardian (auto-review) threads are ``source.subagent.other == "guardian"``.
     """
     subagent = dig(meta, "source", "subagent")
     spawn = dig(subagent, "thread_spawn") if isinstance(subagent, dict) else None
@@ -1493,10 +1491,13 @@ def lineage_of(meta: dict) -> Lineage:
     other = first_text(dig(subagent, "other")) if isinstance(subagent, dict) else None
     is_subagent = bool(subagent) or meta.get("thread_source") == "subagent"
     parent = first_text(spawn.get("parent_thread_id"), meta.get("parent_thread_id"))
+    reverted = False
     if parent and is_subagent:
         relationship = "subagent"
     else:
         parent = first_text(meta.get("forked_from_id"), dig(meta, "history_base", "thread_id"), parent)
+        reverted = bool(parent) and not meta.get("forked_from_id") and (parent == thread or reverted_file)
+        parent = None if reverted else parent
         relationship = "fork" if parent else None
     agent_type = first_text(meta.get("agent_role"), spawn.get("agent_role"), other, subagent)
     return Lineage(
@@ -1507,6 +1508,7 @@ def lineage_of(meta: dict) -> Lineage:
         agent_type=agent_type if is_subagent else None,
         nickname=first_text(meta.get("agent_nickname"), spawn.get("agent_nickname")),
         spawn_call=first_text(spawn.get("spawn_call_id")),
+        reverted=reverted,
     )
 
 
