@@ -1068,6 +1068,25 @@ def test_guardian_and_auto_review_threads_are_excluded():
     assert {s.is_excluded for s in of(main, Session)} == {None}
 
 
+def test_internal_threads_are_agents_and_a_guardian_review_is_excluded_not_a_fork():
+    # 0.16x+: Codex starts a Guardian review as an internal session of the thread it reviews
+    # (``spawn_internal_session``: parent_thread_id), a memory consolidation as one of no thread.
+    review = "The following is the Codex agent history whose request action you are assessing."
+    guardian = feed_raw([
+        envelope("session_meta", {"id": "g-2", "session_id": "p-1", "parent_thread_id": "p-1",
+                                  "source": {"internal": "guardian"}, "thread_source": "guardian_review"}),
+        envelope("response_item", user_item({"type": "input_text", "text": review})),
+    ])
+    session = of(guardian, Session)[0]
+    assert (session.is_excluded, session.relationship, session.parent_session_id, session.agent_type) == (
+        1, "subagent", "codex:p-1", "guardian")
+    assert [m.agent_id for m in of(guardian, Message)] == ["g-2"]
+    memory = of(feed_raw([envelope("session_meta", {"id": "c-1", "source": {"internal": "memory_consolidation"},
+                                                    "thread_source": "memory_consolidation"})]), Session)[0]
+    assert (memory.is_excluded, memory.relationship, memory.agent_id, memory.agent_type) == (
+        None, None, "c-1", "memory_consolidation")
+
+
 # -- generations and odd files ---------------------------------------------------
 
 

@@ -370,7 +370,9 @@ class CodexSource:
     #    writes of uncounted responses counted;
     #    an agent's task envelope titles nothing; a realtime hand-off titles with its
     #    task, a flush of its talk is injected; newer metadata lines are metadata
-    parser_version = 14
+    # 15: an internal thread (0.16x+: ``source.internal``, a Guardian review's or a memory
+    #    consolidation's) is an agent's, not a fork of the thread it reviews; a Guardian's excluded
+    parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -1483,13 +1485,18 @@ def lineage_of(meta: dict, thread: str | None = None, reverted_file: bool = Fals
     history mode, ``history_base.thread_id``. A thread/revert's new rollout
     (``reverted_file``: named ``…-<thread>_<rollout>.jsonl``) has a base too,
     its own earlier rollout (``thread``'s, or an earlier revert's): no fork.
-    Guardian (auto-review) threads are ``source.subagent.other == "guardian"``.
+    Guardian (auto-review) threads are ``source.subagent.other == "guardian"``,
+    or (0.16x+) ``source.internal == "guardian"`` (``thread_source: guardian_review``)
+    naming the thread they review in ``parent_thread_id``: an internal thread, like
+    ``source.internal == "memory_consolidation"``, is an agent's as a subagent is.
     """
     subagent = dig(meta, "source", "subagent")
+    internal = first_text(dig(meta, "source", "internal"))
     spawn = dig(subagent, "thread_spawn") if isinstance(subagent, dict) else None
     spawn = spawn if isinstance(spawn, dict) else {}
-    other = first_text(dig(subagent, "other")) if isinstance(subagent, dict) else None
-    is_subagent = bool(subagent) or meta.get("thread_source") == "subagent"
+    other = first_text(dig(subagent, "other")) if isinstance(subagent, dict) else internal
+    guardian_review = meta.get("thread_source") == "guardian_review"
+    is_subagent = bool(subagent or internal) or meta.get("thread_source") == "subagent" or guardian_review
     parent = first_text(spawn.get("parent_thread_id"), meta.get("parent_thread_id"))
     reverted = False
     if parent and is_subagent:
@@ -1504,7 +1511,7 @@ def lineage_of(meta: dict, thread: str | None = None, reverted_file: bool = Fals
         parent=parent,
         relationship=relationship,
         is_subagent=is_subagent,
-        excluded=bool(other) and ("guardian" in other or ("auto" in other and "review" in other)),
+        excluded=guardian_review or bool(other) and ("guardian" in other or ("auto" in other and "review" in other)),
         agent_type=agent_type if is_subagent else None,
         nickname=first_text(meta.get("agent_nickname"), spawn.get("agent_nickname")),
         spawn_call=first_text(spawn.get("spawn_call_id")),
