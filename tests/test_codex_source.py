@@ -1572,6 +1572,31 @@ def test_recommended_plugins_are_injected_context_and_title_nothing():
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "fix the flaky test")]
 
 
+def test_an_agent_message_boards_notices_are_injected_and_title_nothing():
+    # 0.15x: a user-role notice wrapped in its tags; 0.16x+: an assistant-role one without
+    # markers, its content kind saying what it is (Codex's AgentMessageBoardNotification).
+    old_notice = ("<agent_message_board_notification>\nNew post 0b5c in discussion 7d1e. "
+                  "Use read_post or read_thread to read it.\n</agent_message_board_notification>")
+    new_notice = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": (
+        "Message Type: CHANNEL_POST\nSender: /root/explorer\nChannel: findings\nMessage ID: m-1\n"
+        "Thread ID: d-1\nPayload:\nFound the flaky test")}],
+        "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["agent_message_board.notification"]}}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-board", "cli_version": "0.171.0"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", user_item({"type": "input_text", "text": old_notice})),
+        envelope("response_item", new_notice),
+        envelope("response_item", user_item({"type": "input_text", "text": "summarise what the explorer found"})),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "It found the flaky test."}]}),
+        envelope("event_msg", {"type": "agent_message", "message": "It found the flaky test."}),
+    ])
+    assert [(m.role, m.is_meta, m.text[:20]) for m in of(records, Message)] == [
+        ("user", 1, "<agent_message_board"), ("assistant", 1, "Message Type: CHANNE"),
+        ("user", 0, "summarise what the e"), ("assistant", 0, "It found the flaky t")]
+    assert [t.title for t in of(records, TitleCandidate)] == ["summarise what the explorer found"]
+    assert [m.reason for m in of(records, Merged)] == ["metadata", "metadata", "duplicate"]
+
 THREAD_ID = "019ad000-0000-7000-8000-0000000000a1"
 FIRST_ROLLOUT = "019ad100-0000-7000-8000-0000000000b2"  # the rollout of a first thread/revert
 SECOND_ROLLOUT = "019ad200-0000-7000-8000-0000000000c3"  # the rollout of a revert of that one

@@ -266,6 +266,7 @@ INJECTED_PREFIXES = (
     "<app-context>",
     "<recommended_plugins>",  # plugins Codex suggests installing (0.13x+), first in the context message
     "<user_action>",  # a /review's findings handed back (no prompt of the user's)
+    "<agent_message_board_notification>",  # a post on an agent message board (0.15x; see NOTICE_KINDS)
     # What Codex tells the model in the user's name (``record_model_warning``)
     "Warning: apply_patch was requested via ",
     "Warning: update_plan was requested via ",
@@ -273,6 +274,10 @@ INJECTED_PREFIXES = (
     "Warning: Your account was flagged for potentially high-risk cyber activity",
 )
 INJECTED_PREFIXES_FOLDED = tuple(prefix.lower() for prefix in INJECTED_PREFIXES)  # (Codex matches in any case)
+# Content kinds (``internal_chat_message_metadata_passthrough.content_item_kinds``) of what Codex
+# writes in another's name with no marker in its text: a board post's notice, an assistant-role
+# message since 0.16x ("Message Type: CHANNEL_POST\nSender: …").
+NOTICE_KINDS = {"agent_message_board.notification"}
 REJECTION_MARKERS = (
     "rejected by user", "rejected by the user", "denied by user", "declined by user",
     "rejected due to unacceptable risk",  # the automatic approval reviewer's refusal
@@ -371,7 +376,8 @@ class CodexSource:
     #    an agent's task envelope titles nothing; a realtime hand-off titles with its
     #    task, a flush of its talk is injected; newer metadata lines are metadata
     # 15: an internal thread (0.16x+: ``source.internal``, a Guardian review's or a memory
-    #    consolidation's) is an agent's, not a fork of the thread it reviews; a Guardian's excluded
+    #    consolidation's) is an agent's, not a fork of the thread it reviews; a Guardian's excluded;
+    #    an agent message board's notices are injected (a user's prompt in 0.15x, an answer since)
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -957,7 +963,7 @@ class CodexParser:
         role = first_text(item.get("role"))
         role = role if role in MESSAGE_ROLES else "user"
         text = _parts_text(item.get("content"))
-        injected = role in {"developer", "system"} or (role == "user" and _is_injected(text))
+        injected = role in {"developer", "system"} or (role == "user" and _is_injected(text)) or _is_notice(item)
         twin = {"user": "user", "assistant": "assistant"}.get(role) if not injected else None
         texts = _said_parts(item.get("content"))
         said = "\n".join(texts)
@@ -1549,6 +1555,12 @@ def _is_injected(text: str) -> bool:
         found = _DELEGATED.match(text)
         return bool(found and found.group(1))
     return head.startswith(INJECTED_PREFIXES_FOLDED)
+
+
+def _is_notice(item: dict) -> bool:
+    """Whether a message item is all of kinds Codex writes in another's name (``NOTICE_KINDS``)."""
+    kinds = dig(item, "internal_chat_message_metadata_passthrough", "content_item_kinds")
+    return isinstance(kinds, list) and bool(kinds) and all(kind in NOTICE_KINDS for kind in kinds)
 
 
 def _spoken_task(text: str) -> str:
