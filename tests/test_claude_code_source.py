@@ -1119,7 +1119,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 16)
+    assert (source.name, source.parser_version) == ("claude", 17)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):
@@ -1271,6 +1271,32 @@ def test_only_a_person_s_origin_makes_a_prompt():
         ("c1", "user", 1), ("s1", "user", 1), ("x1", "user", 1), ("n1", "user", 1), ("i1", "user", 1),
         ("h1", "user", 0), ("a1", "assistant", 0), ("r1", "user", 0)]
     assert [(t.kind, t.title) for t in of_type(records, TitleCandidate)] == [("first_prompt", "Fix the redirect loop")]
+
+
+def test_what_an_agent_team_s_member_sent_is_no_prompt_and_names_its_sender():
+    # 2.1.332 delivers a team mailbox as a prompt written with no ``origin``: to a
+    # member in ``<teammate-message>`` envelopes (its first line is the lead's
+    # instructions), to the lead framed as another session's message.
+    frame = ("This came from another Claude session \u2014 not typed by your user, but very likely working on"
+             " their behalf. After completing your current task, decide whether/how to respond.")
+    member = feed_lines([
+        user("m1", '<teammate-message teammate_id="team-lead" summary="Write tests">\nWrite tests for auth.py\n'
+                   '</teammate-message>'),
+        assistant("m2", [{"type": "text", "text": "On it"}], parentUuid="m1"),
+        user("m3", "Skip the slow ones", origin={"kind": "human"}, parentUuid="m2"),  # the user, in its pane
+    ])
+    assert [(m.uuid, m.is_meta, m.meta) for m in of_type(member, Message)] == [
+        ("m1", 1, {"from": "team-lead"}), ("m2", 0, None), ("m3", 0, None)]
+    assert [(t.kind, t.title) for t in of_type(member, TitleCandidate)] == [("first_prompt", "Skip the slow ones")]
+    lead = feed_lines([
+        user("l1", "Fix the login bug with a team", origin={"kind": "human"}),
+        user("l2", 'Another Claude session sent a message:\n<teammate-message teammate_id="researcher" color="blue"'
+                   ' summary="Found it">\nauth.py line 42\n</teammate-message>\n<teammate-message teammate_id="tester">'
+                   '\nTests pass\n</teammate-message>\n' + frame, parentUuid="l1"),
+        user("l3", 'Quote: <teammate-message teammate_id="x">', parentUuid="l2"),  # typed by the user
+    ])
+    assert [(m.uuid, m.is_meta, m.meta) for m in of_type(lead, Message)] == [
+        ("l1", 0, None), ("l2", 1, {"from": ["researcher", "tester"]}), ("l3", 0, None)]
 
 
 def test_a_voice_call_note_is_said_in_the_session_but_is_no_prompt():

@@ -70,7 +70,13 @@ META_PREFIXES = (
     "Caveat: The messages below were generated",
     "<bash-stdout>",  # what a command the user ran with ``!`` printed
     "<bash-stderr>",
+    # What an agent team's member sent (2.1.x): its mailbox delivered as a prompt
+    # with no ``origin``; the lead's copy is framed as another session's message.
+    "<teammate-message",
+    "Another Claude session sent a message",
 )
+# Who sent each message an agent team's member had delivered (``teammate_id``).
+TEAMMATE_SENDER = re.compile(r'<teammate-message\s+teammate_id="([^"]*)"')
 # Built-in commands that set something up rather than ask for work.
 SETTING_COMMANDS = frozenset(
     "add-dir agents bashes clear compact config context cost doctor exit export help hooks ide login logout mcp "
@@ -185,7 +191,9 @@ class ClaudeCodeSource:
     # kind not known: meta); a session's name titles it, its tag and the session
     # it went on in (``continued-in``) are kept; a voice call's notes are said in
     # it; a forked agent's first line names the context it was forked with
-    parser_version = 16
+    # 17: what an agent team's member sent (``<teammate-message>``, written with
+    # no origin) is no prompt of the user's, and names its sender (meta ``from``)
+    parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
@@ -488,6 +496,8 @@ class ClaudeCodeParser:
             message.meta = thinking_meta(leading_thinking(content), text)
         if self.fork_context:  # (an agent's first line: what it was forked with)
             message.meta = {**(message.meta or {}), "fork_context": self.fork_context}
+        if line_type == "user" and content_type == "text" and (senders := _teammate_senders(text)):
+            message.meta = {**(message.meta or {}), "from": senders[0] if len(senders) == 1 else senders}
         facts = list(self._line_facts(obj, message, payload, tools, position))
         return [*self._session_records(obj), message, *tools, *facts]
 
@@ -1073,6 +1083,14 @@ def _command_request(text: str) -> str | None:
 
 def _looks_meta(text: str) -> bool:
     return text[:64].lstrip().startswith(META_PREFIXES)
+
+
+def _teammate_senders(text: str) -> list[str]:
+    """The members of an agent team whose messages a line delivers, in order: none
+    unless it opens with them (the lead's copy, with their frame)."""
+    if not text[:64].lstrip().startswith(("<teammate-message", "Another Claude session sent a message")):
+        return []
+    return list(dict.fromkeys(TEAMMATE_SENDER.findall(text)))
 
 
 def leading_thinking(content: Any) -> str:
