@@ -51,6 +51,8 @@ class Session:
     is_excluded: int | None = None  # guardian / auto-review threads
     tag: str | None = None  # a user-set tag (Claude Agent SDK tagSession); "" once cleared
     continued_in: str | None = None  # the session this one went on in (Claude Code: moved to the background)
+    agent_name: str | None = None  # the name its agent was given (Claude Code: an Agent call's, an agent team member's)
+    team_name: str | None = None  # the agent team its agent is a member of (Claude Code)
 
 
 @dataclass(slots=True)

@@ -1299,6 +1299,46 @@ def test_what_an_agent_team_s_member_sent_is_no_prompt_and_names_its_sender():
         ("l1", 0, None), ("l2", 1, {"from": ["researcher", "tester"]}), ("l3", 0, None)]
 
 
+def test_an_agent_s_given_name_and_its_team_describe_its_session():
+    # 2.1.332 keeps an Agent call's ``name`` in the agent's .meta.json, with the team
+    # of an in-process member of an agent team; a member running in a pane of its own
+    # writes its own session, every line naming it (``agentName``) and its team.
+    agent = "aresearcher-0123456789abcdef"
+    child = f"s1:agent-{agent}"
+    meta = unit("subagent_meta", f"s1/subagents/agent-{agent}.meta.json", "document",
+                agent_id=agent, parent_session_id="s1", project="-p")
+    data = orjson.dumps({"agentType": "general-purpose", "isBuiltIn": True, "description": "Investigate login",
+                         "name": "researcher", "spawnDepth": 1, "taskKind": "in_process_teammate",
+                         "teamName": "alpha", "color": "blue", "planModeRequired": False})
+    records = SOURCE.open_parser(meta, None).document(data)
+    assert of_type(records, Session) == [Session(child, "claude", project="-p", parent_session_id="s1",
+                                                 relationship="subagent", agent_id=agent, agent_name="researcher",
+                                                 team_name="alpha")]
+    assert of_type(records, TitleCandidate) == [TitleCandidate(child, "name", "researcher")]
+    unnamed = SOURCE.open_parser(meta, None).document(b'{"agentType": "Explore", "description": "Audit DB"}')
+    assert of_type(unnamed, Session) == of_type(unnamed, TitleCandidate) == []
+    team = {"agentName": "tester", "teamName": "alpha"}
+    lines = [
+        user("p1", '<teammate-message teammate_id="team-lead">\nWrite tests\n</teammate-message>',
+             timestamp="2026-11-25T10:02:00.000Z", cwd="/w", **team),
+        assistant("p2", [{"type": "text", "text": "On it"}], parentUuid="p1", cwd="/w", **team),
+        assistant("p3", [{"type": "text", "text": "Done"}], parentUuid="p2", cwd="/w/sub", **team),
+        # an agent it started writes its lines here with no team (<= 1.0.x inline)
+        user("q1", "Look around", isSidechain=True, parentUuid=None, cwd="/w"),
+    ]
+    records = feed_lines(lines)
+    assert [(s.cwd, s.agent_name, s.team_name) for s in of_type(records, Session)] == [
+        ("/w", "tester", "alpha"), ("/w/sub", "tester", "alpha")]
+    assert [(t.kind, t.title, t.timestamp) for t in of_type(records, TitleCandidate)] == [
+        ("name", "tester", "2026-11-25T10:02:00.000Z")]
+    # The parser's state carries them to a later ingest of the same file.
+    parser = SOURCE.open_parser(unit(session_id="s1"), None)
+    parser.feed(orjson.dumps(lines[0]), Position(1, 0, 10))
+    later = SOURCE.open_parser(unit(session_id="s1"), parser.state()).feed(orjson.dumps(lines[2]), Position(3, 22, 10))
+    assert [(s.agent_name, s.team_name) for s in of_type(later, Session)] == [("tester", "alpha")]
+    assert of_type(later, TitleCandidate) == []
+
+
 def test_a_voice_call_note_is_said_in_the_session_but_is_no_prompt():
     # 2.1.332 stores a voice call's note as a system line (so no older build sends
     # it to a model) and reads it back as a user line of origin ``voice-call``.

@@ -563,3 +563,39 @@ def test_sessions_continued_in_others_read_together_are_all_linked(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT id, parent_session_id FROM sessions WHERE relationship = 'continuation' "
                         "ORDER BY id").fetchall() == [(new, old) for old, new in pairs]
+
+
+@pytest.mark.parametrize("meta_first", [True, False])
+def test_a_named_agent_and_an_agent_team_s_members_are_titled_by_their_names(tmp_path, meta_first):
+    lead, pane, agent = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222", "a0123456789abcdef"
+    project = tmp_path / "claude" / "projects" / "-w"
+    agents = project / lead / "subagents"
+    agents.mkdir(parents=True)
+
+    def line(uuid, role, content, **fields):
+        return json.dumps({"type": role, "uuid": uuid, "parentUuid": None, "cwd": "/w", "version": "2.1.332",
+                           "timestamp": "2026-11-25T10:00:00.000Z", "message": {"role": role, "content": content},
+                           **fields}) + "\n"
+
+    (project / f"{lead}.jsonl").write_text(line("l1", "user", "Fix the login bug", sessionId=lead))
+    agent_log = line("n1", "user", "Audit the DB schema", sessionId=lead, isSidechain=True, agentId=agent)
+    meta = json.dumps({"agentType": "Explore", "description": "Audit DB", "name": "db-auditor", "spawnDepth": 1})
+    (agents / f"agent-{agent}.meta.json").write_text(meta)
+    if not meta_first:
+        (agents / f"agent-{agent}.jsonl").write_text(agent_log)
+    (project / f"{pane}.jsonl").write_text(
+        line("p1", "user", '<teammate-message teammate_id="team-lead">\nWrite tests\n</teammate-message>',
+             sessionId=pane, agentName="tester", teamName="alpha"))
+    path = tmp_path / "obelisk.db"
+    ingest(path, {"claude": tmp_path / "claude"})
+    if meta_first:
+        (agents / f"agent-{agent}.jsonl").write_text(agent_log)
+        ingest(path, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(path)
+    assert conn.execute(
+        "SELECT id, title, title_source, agent_name, team_name, relationship, message_count FROM sessions ORDER BY id"
+    ).fetchall() == [
+        (lead, "Fix the login bug", "first_prompt", None, None, None, 1),
+        (f"{lead}:agent-{agent}", "db-auditor", "name", "db-auditor", None, "subagent", 1),
+        (pane, "tester", "name", "tester", "alpha", None, 0),
+    ]

@@ -152,8 +152,7 @@ def test_redact_check_reads_a_database_as_it_is(tmp_path):
     change = sqlite3.connect(db)
     with change:  # as a version from before the latest migration left it
         change.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [LATEST_MIGRATION])
-        for undo in ("DROP INDEX sessions_continued_in", "ALTER TABLE sessions DROP COLUMN continued_in",
-                     "ALTER TABLE sessions DROP COLUMN tag"):  # (m037's)
+        for undo in ("ALTER TABLE sessions DROP COLUMN agent_name", "ALTER TABLE sessions DROP COLUMN team_name"):  # (m038's)
             change.execute(undo)
     change.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     change.close()

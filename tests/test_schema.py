@@ -60,6 +60,7 @@ def test_migrations_in_order(conn):
         "m035_rederive_archived_agents_and_titles",
         "m036_index_cjk_characters_apart",
         "m037_add_session_tags_and_continuations",
+        "m038_add_sessions_agent_and_team_names",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -233,6 +234,7 @@ EXPECTED_TABLES = {
         'message_count', 'parent_session_id', 'relationship', 'agent_id', 'agent_type',
         'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
         'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source', 'reasoning_effort', 'tag', 'continued_in',
+        'agent_name', 'team_name',
     ],
     'source_files': [
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',

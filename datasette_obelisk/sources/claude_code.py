@@ -192,7 +192,9 @@ class ClaudeCodeSource:
     # it went on in (``continued-in``) are kept; a voice call's notes are said in
     # it; a forked agent's first line names the context it was forked with
     # 17: what an agent team's member sent (``<teammate-message>``, written with
-    # no origin) is no prompt of the user's, and names its sender (meta ``from``)
+    # no origin) is no prompt of the user's, and names its sender (meta ``from``);
+    # an agent's name (its .meta.json's ``name``, a team member's ``agentName``)
+    # titles its session, which keeps it and the team (``teamName``)
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -322,6 +324,8 @@ class ClaudeCodeParser:
         self.entrypoint = state.get("entrypoint")
         self.effort = state.get("effort")
         self.forked_from = state.get("forked_from")  # the session a branch was copied from
+        self.agent_name = state.get("agent_name")  # an agent team member's name and team (its lines')
+        self.team_name = state.get("team_name")
         self.fork_context = state.get("fork_context")  # a forked agent's fork-context-ref, until its first line
         self.launched: list = state.get("launched", [])  # agents this session's calls started, latest last
         self.agent_calls: list = state.get("agent_calls", [])  # this file's Agent/Task calls, latest last
@@ -346,6 +350,8 @@ class ClaudeCodeParser:
             "entrypoint": self.entrypoint,
             "effort": self.effort,
             "forked_from": self.forked_from,
+            "agent_name": self.agent_name,
+            "team_name": self.team_name,
             "fork_context": self.fork_context,
             "launched": self.launched,
             "agent_calls": self.agent_calls,
@@ -502,12 +508,14 @@ class ClaudeCodeParser:
         return [*self._session_records(obj), message, *tools, *facts]
 
     def _session_records(self, obj: dict) -> list[Record]:
-        """The Session on the first conversation line, again when cwd/branch/version change.
+        """The Session on the first conversation line, again when cwd/branch/version change;
+        the name of an agent team's member (its lines' ``agentName``) titles it.
 
         Inline sidechain lines (<= 1.0.x main files) run in the subagent's
         context, so they never change the session's.
         """
-        known = (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from)
+        known = (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from,
+                 self.agent_name, self.team_name)
         if obj.get("isSidechain") is True and not self.is_agent:
             context = known
         else:
@@ -519,11 +527,17 @@ class ClaudeCodeParser:
                 _text(obj.get("entrypoint")) or self.entrypoint,
                 label(obj.get("effort")) or self.effort,  # on an assistant line (2.1.x): its reasoning effort
                 self.forked_from or (fork if fork != self.session_id else None),
+                _text(obj.get("agentName")) or self.agent_name,  # (2.1.x: a team member's own session)
+                _text(obj.get("teamName")) or self.team_name,
             )
         if self.session_emitted and context == known:
             return []
-        self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from = context
+        named = context[6] if context[6] != self.agent_name else None
+        (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from,
+         self.agent_name, self.team_name) = context
         records: list[Record] = [self._session()]
+        if named:
+            records.append(TitleCandidate(self.session_id, "name", named, _text(obj.get("timestamp"))))
         if not self.session_emitted and self.is_agent and self.parent:
             records.append(self._agent_link())
         self.session_emitted = True
@@ -539,6 +553,8 @@ class ClaudeCodeParser:
             version=self.version,
             originator=self.entrypoint,  # cli, sdk-cli, sdk-ts...: which client ran it
             reasoning_effort=self.effort,
+            agent_name=self.agent_name,
+            team_name=self.team_name,
         )
         if self.is_agent:
             session.parent_session_id = self.parent
@@ -840,23 +856,33 @@ class ClaudeCodeParser:
     # Documents
 
     def _agent_meta(self, doc: dict) -> list[Record]:
-        """``agent-<id>.meta.json``: type, description and spawning tool call."""
+        """``agent-<id>.meta.json``: type, description and spawning tool call; the name
+        the agent was given (an Agent call's ``name``, a team member's), which titles
+        its session, and its agent team (``teamName``, an in-process member's)."""
         parent = self.parent or ""
         agent_type = _text(doc.get("agentType"))
         description = _text(doc.get("description"))
         if self.run_id:
             return [WorkflowAgent(self.agent_id, self.run_id, parent, agent_type, description)]
-        return [
+        child = self._child_session_id(self.agent_id)
+        records: list[Record] = [
             Subagent(
                 self.agent_id,
                 parent,
-                child_session_id=self._child_session_id(self.agent_id),
+                child_session_id=child,
                 parent_tool_use_id=_text(doc.get("toolUseId")),
                 agent_type=agent_type,
                 description=description,
                 described_by="agent" if agent_type or description else None,
             )
         ]
+        name, team = _text(doc.get("name")), _text(doc.get("teamName"))
+        if (name or team) and parent:
+            records.append(Session(child, SOURCE, project=self.project, parent_session_id=parent,
+                                   relationship="subagent", agent_id=self.agent_id, agent_name=name, team_name=team))
+        if name and parent:
+            records.append(TitleCandidate(child, "name", name))
+        return records
 
     def _workflow(self, doc: dict) -> list[Record]:
         """``workflows/<run>.json``: the run and the agents it fanned out to."""

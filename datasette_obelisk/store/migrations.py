@@ -1105,3 +1105,12 @@ def m037_add_session_tags_and_continuations(db):
     # child whichever is read first: looked up from the child, hence the index.
     db.execute("ALTER TABLE sessions ADD COLUMN continued_in TEXT")
     db.execute("CREATE INDEX sessions_continued_in ON sessions (continued_in) WHERE continued_in IS NOT NULL")
+
+
+@migrations()
+def m038_add_sessions_agent_and_team_names(db):
+    # A Claude Code agent can be given a name (an Agent call's ``name``, kept in its
+    # .meta.json; an agent team's member, whose lines carry ``agentName``) and be a
+    # member of an agent team (``teamName``). Claude parser 17 reads them.
+    db.execute("ALTER TABLE sessions ADD COLUMN agent_name TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN team_name TEXT")

@@ -39,7 +39,8 @@ TEXT_FIELDS = {
 # name): redacted through a cache.
 CONTEXT_FIELDS = {
     Message: ("cwd", "git_branch"),
-    Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag"),
+    Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag", "agent_name",
+              "team_name"),
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
 }
@@ -56,7 +57,8 @@ STORED_TEXT = {
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
     "pull_requests": ("id", "url", "repository"),
-    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag"),
+    "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag",
+                 "agent_name", "team_name"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),

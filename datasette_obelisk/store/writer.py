@@ -111,7 +111,8 @@ SESSION_UPSERT = _upsert_sql(
     "sessions",
     ["id"],
     SESSION_FIELDS,
-    last_wins={"cwd", "git_branch", "git_commit", "version", "model", "reasoning_effort", "title", "title_source", "tag", "continued_in"},
+    last_wins={"cwd", "git_branch", "git_commit", "version", "model", "reasoning_effort", "title", "title_source", "tag", "continued_in",
+               "agent_name", "team_name"},
 )
 # An agent's type and its task each come from the most telling source that gave
 # them, in whatever order the files arrive: its file's name (agent-acompact-*),
