@@ -1801,7 +1801,8 @@ def test_a_realtime_hand_off_titles_the_session_with_its_task_and_a_tail_flush_i
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "check why a < b fails")]
 
 
-@pytest.mark.parametrize("kind", ["security_risk_score", "realtime_item", "retained_context", "rollout_reference"])
+@pytest.mark.parametrize("kind", ["security_risk_score", "realtime_item", "retained_context", "rollout_reference",
+                                  "dynamic_tools_updated", "id_allocation"])
 def test_newer_metadata_lines_are_metadata(kind):
     records = feed_raw([
         envelope("session_meta", {"id": "t-meta"}),

@@ -163,10 +163,11 @@ _HISTORY_ITEM = re.compile(
 
 # Top-level types that carry no conversation: merged without being decoded (a
 # security review's score, what a realtime session shows, context a compaction
-# retained that the history also holds, a reference to another rollout).
+# retained that the history also holds, a reference to another rollout, the
+# dynamic tools offered from then on, ids set aside for the thread: 0.17x).
 UNDECODED_METADATA = {
     "world_state", "inter_agent_communication_metadata", "security_risk_score", "realtime_item",
-    "retained_context", "rollout_reference",
+    "retained_context", "rollout_reference", "dynamic_tools_updated", "id_allocation",
 }
 
 # -- vocabularies -----------------------------------------------------------
@@ -377,7 +378,8 @@ class CodexSource:
     #    task, a flush of its talk is injected; newer metadata lines are metadata
     # 15: an internal thread (0.16x+: ``source.internal``, a Guardian review's or a memory
     #    consolidation's) is an agent's, not a fork of the thread it reviews; a Guardian's excluded;
-    #    an agent message board's notices are injected (a user's prompt in 0.15x, an answer since)
+    #    an agent message board's notices are injected (a user's prompt in 0.15x, an answer since);
+    #    0.17x's ``dynamic_tools_updated`` and ``id_allocation`` lines are metadata, not unknown
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
