@@ -1810,3 +1810,111 @@ def test_newer_metadata_lines_are_metadata(kind):
         envelope("response_item", user_item({"type": "input_text", "text": "hello"})),
     ])
     assert [m.reason for m in of(records, Merged)] == ["metadata", "metadata"]  # (session_meta, then it)
+
+
+def numbered(lines: list[bytes]) -> list[bytes]:
+    """Lines of a paginated rollout: each with its ordinal, after its timestamp."""
+    numbered = []
+    for ordinal, line in enumerate(lines):
+        data = orjson.loads(line)
+        numbered.append(orjson.dumps({"timestamp": data.pop("timestamp"), "ordinal": ordinal, **data}))
+    return numbered
+
+
+def inherited(type_: str, payload: dict, stamp: str, **metadata) -> bytes:
+    """A line multi-agent v2 copies into a child, its message marked inherited (metadata beside the payload)."""
+    data = orjson.loads(envelope(type_, payload, stamp))
+    if type_ == "response_item" and payload.get("role") in ("user", "assistant"):
+        data["metadata"] = {**metadata, "inherited_user_message": True}
+    return orjson.dumps(data)
+
+
+@pytest.mark.parametrize("parent_meta", [False, True], ids=["0.16x", "with-parent-meta"])
+def test_a_childs_lines_before_its_history_start_are_its_parents(parent_meta):
+    # 0.16x+ (spawn_forked_thread, LiveThread::create_with_inherited_model_context): the child's own
+    # session_meta names where its history starts; the copy before it is re-stamped at the spawn, its
+    # messages carry no turn id, and (0.15x) the parent's session_meta and totals may be copied too
+    say = lambda role, text, **kw: {"type": "message", "role": role,  # noqa: E731
+                                    "content": [{"type": "output_text" if role == "assistant" else "input_text",
+                                                 "text": text}], **kw}
+    copied = [
+        *([envelope("session_meta", {"id": PARENT_ID, "timestamp": "2026-01-18T07:26:59.584Z"}, COPY_TIME)]
+          if parent_meta else []),
+        envelope("event_msg", {"type": "task_started", "turn_id": OLD_TURN}, COPY_TIME),
+        envelope("turn_context", {"turn_id": OLD_TURN, "model": "gpt-parent", "cwd": "/p"}, COPY_TIME),
+        envelope("response_item", say("developer", "<permissions instructions>x</permissions instructions>"), COPY_TIME),
+        inherited("response_item", say("user", "parent prompt"), COPY_TIME, user_input_order=0),
+        inherited("response_item", say("assistant", "parent answer", phase="final_answer"), COPY_TIME),
+        *([envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(900, 0, 90)}}, COPY_TIME)]
+          if parent_meta else []),
+        envelope("event_msg", {"type": "task_complete", "turn_id": OLD_TURN}, COPY_TIME),
+        envelope("response_item", say("user", "parent prompt, a turn without an id"), COPY_TIME),
+        envelope("compacted", {"message": "parent summary"}, COPY_TIME),
+        envelope("world_state", {"full": True, "state": {}}, COPY_TIME),
+        envelope("response_item", say("developer", "You are a subagent."), COPY_TIME),
+    ]
+    start = 1 + len(copied)
+    meta = {"id": CHILD_ID, "timestamp": FORK_TIME, "history_mode": "paginated", "forked_from_id": PARENT_ID,
+            "source": {"subagent": {"thread_spawn": {"parent_thread_id": PARENT_ID, "depth": 1}}},
+            "subagent_history_start_ordinal": start}
+    records = feed_raw(numbered([
+        envelope("session_meta", meta, FORK_TIME),
+        *copied,
+        envelope("event_msg", {"type": "thread_settings_applied", "thread_settings": {}}, COPY_TIME),  # its own
+        envelope("event_msg", {"type": "task_started", "turn_id": NEW_TURN}, OWN_TIME),
+        envelope("inter_agent_communication", {"author": "/root", "recipient": "/root/worker", "content": (
+            "Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\nchild task")}, OWN_TIME),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(950, 0, 95),
+                                                               "last_token_usage": usage(50, 0, 5)}}, OWN_TIME),
+        envelope("response_item", say("assistant", "child answer", phase="final_answer"), OWN_TIME),
+    ]))
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * len(copied) + ["metadata"] * 2
+    messages = of(records, Message)
+    assert [m.text for m in messages if not m.is_meta] == ["[/root → /root/worker]\n" + (
+        "Message Type: NEW_TASK\nTask name: /root/worker\nSender: /root\nPayload:\nchild task"), "child answer"]
+    assert not of(records, Summary)
+    assert [t.title for t in of(records, TitleCandidate)] == ["child task"]
+    assert [(m.input_tokens, m.output_tokens) for m in messages if m.subtype == "token_count"] == [(50, 5)]
+    assert (of(records, Session)[0].parent_session_id, of(records, Session)[0].relationship) == (
+        f"codex:{PARENT_ID}", "subagent")
+
+
+def test_a_message_marked_inherited_is_a_copy_however_late_it_was_written():
+    # a legacy (ordinal-less) v2 fork: a copied prompt outside any copied turn, written 200 ms into the copy
+    late = "2026-01-30T17:42:41.630Z"
+    prompt = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "parent prompt 2"}]}
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, FORK_TIME),
+        *copied_parent(COPY_TIME, None),
+        inherited("response_item", prompt, late),
+        *own_turn(OWN_TIME, None),
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata"] + ["replay"] * 9 + ["metadata"] * 2
+    assert [m.text for m in of(records, Message) if m.role == "user"] == ["child prompt"]
+    assert [t.title for t in of(records, TitleCandidate)] == ["child prompt"]
+
+
+def test_a_delivery_record_repeats_an_assistant_message_already_read():
+    # 0.16x+ (RetainedContextEvent::DeliveredAssistantMessage): an assistant message a messaging tool
+    # delivered is written again for review, its text a placeholder when it was cut
+    said = lambda text, msg_id: {"type": "message", "role": "assistant", "id": msg_id,  # noqa: E731
+                                 "content": [{"type": "output_text", "text": text}],
+                                 "internal_chat_message_metadata_passthrough": {"turn_id": "turn-1"}}
+    delivered = lambda text, msg_id, marker, order: orjson.dumps({  # noqa: E731
+        "timestamp": "2026-03-01T10:00:00.000Z", "type": "response_item", "payload": said(text, msg_id),
+        "metadata": {"delivered_assistant_message": marker, "user_input_order": order}})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-delivered"}),
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": "Deploy staging when ready"}]}),
+        envelope("response_item", said("May I deploy staging?", "msg-1")),
+        envelope("response_item", {"type": "custom_tool_call", "call_id": "c1", "name": "exec",
+                                   "input": "await tools.message('May I deploy staging?')"}),
+        envelope("response_item", {"type": "custom_tool_call_output", "call_id": "c1", "output": "sent"}),
+        delivered("May I deploy staging?", "msg-1", "codex:code-mode-delivery:v1:complete", 1),
+        delivered("The content of a confirmed assistant message is unavailable. Do not infer what was asked or "
+                  "authorized.", "msg-2", "codex:code-mode-delivery:v1:incomplete:Deploying n", 2),
+    ])
+    answers = [m.text for m in of(records, Message) if m.role == "assistant" and m.content_type == "text"]
+    assert answers == ["May I deploy staging?"]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate", "duplicate"]

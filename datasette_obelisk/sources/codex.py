@@ -65,8 +65,13 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   over as its history's prompt opening with ``HANDOVER_OPENING``.
 * Lineage and replay: forks (``forked_from_id``, ``history_base``) and
   spawned threads (``source.subagent.thread_spawn``) name their parent.
-  Paginated forks (``history_base``) copy nothing. The parent history other
-  children copy is ``Merged("replay")``: lines older than the child's
+  Paginated forks (``history_base``) copy nothing of their own accord. A child
+  that names where its own history starts (``subagent_history_start_ordinal``,
+  0.15x+) is told by that alone: its lines of a lower ``ordinal`` are its
+  parent's, the others its own, whatever their times and turns. Otherwise a
+  message multi-agent v2 marks inherited (``metadata.inherited_user_message``) is
+  a copy, and the parent history other children copy is ``Merged("replay")``:
+  lines older than the child's
   creation, lines of turns whose UUIDv7 turn id predates it, and everything
   after a copied foreign ``session_meta`` until the child's own content: a
   UUIDv7 turn id minted after its creation, the child's own
@@ -76,6 +81,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   lines of rollouts older than turn ids) are judged by the copy's single
   flush: a line more than 50 ms after the copied line before it is the
   child's (see ``_is_replay``).
+* Deliveries: a response item recording that an assistant message Codex already
+  wrote was delivered (``metadata.delivered_assistant_message``, 0.16x+: kept for
+  review, a placeholder when its text is incomplete) is ``Merged("duplicate")``.
 """
 
 from __future__ import annotations
@@ -144,7 +152,7 @@ HANDOVER_END = "use the information in this summary to assist with your own anal
 
 PROBE_BYTES = 256
 _ENVELOPE = re.compile(
-    rb'^\{"timestamp":"([^"\\]{0,64})",(?:"ordinal":-?\d+,)?"type":"([a-z_]{1,64})"'
+    rb'^\{"timestamp":"([^"\\]{0,64})",(?:"ordinal":(-?\d+),)?"type":"([a-z_]{1,64})"'
 )
 HISTORY_KEY = b',"replacement_history":'
 # A user or assistant message of a replacement history (an ``id`` may come before or
@@ -379,7 +387,9 @@ class CodexSource:
     # 15: an internal thread (0.16x+: ``source.internal``, a Guardian review's or a memory
     #    consolidation's) is an agent's, not a fork of the thread it reviews; a Guardian's excluded;
     #    an agent message board's notices are injected (a user's prompt in 0.15x, an answer since);
-    #    0.17x's ``dynamic_tools_updated`` and ``id_allocation`` lines are metadata, not unknown
+    #    0.17x's ``dynamic_tools_updated`` and ``id_allocation`` lines are metadata, not unknown;
+    #    a child's lines before its ``subagent_history_start_ordinal`` and messages marked inherited
+    #    are its parent's copy; a delivery record repeating an assistant message is its duplicate
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -487,6 +497,7 @@ class CodexState:
     is_subagent: bool = False
     excluded: bool = False
     agent_id: str | None = None
+    history_start: int | None = None  # the ordinal of the child's first own line (subagent_history_start_ordinal)
     # replay of copied parent history
     replaying: bool = False
     replay_old_timestamps: bool = False
@@ -577,15 +588,16 @@ class CodexParser:
     def _line(self, line: bytes | None, position: Position, out: list) -> None:
         probe = _ENVELOPE.match(line[:PROBE_BYTES]) if line is not None else None
         if probe:
-            kind = probe.group(2).decode()
+            kind = probe.group(3).decode()
             timestamp = probe.group(1).decode()
+            ordinal = int(probe.group(2)) if probe.group(2) else None
             if self.s.aborted_calls and kind in ("compacted", *UNDECODED_METADATA):
                 self._settle_aborted_calls(out, timestamp)
             if kind == "compacted":
-                self._compacted(line, timestamp, position, out)
+                self._compacted(line, timestamp, ordinal, position, out)
                 return
             if kind in UNDECODED_METADATA:
-                self._undecoded_metadata(line, timestamp, position, out)
+                self._undecoded_metadata(line, timestamp, ordinal, position, out)
                 return
         data = decode_line(line, position)
         if isinstance(data, LineError):
@@ -602,8 +614,11 @@ class CodexParser:
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
             if kind == "session_meta":
                 self._session_meta(payload, timestamp, position, out)
-            elif self._is_replay(timestamp, payload):
+            elif self._is_replay(timestamp, payload, data.get("ordinal"), _harness(data, "inherited_user_message")):
                 self._replayed(kind, payload, position, out)
+            elif kind == "response_item" and _harness(data, "delivered_assistant_message"):
+                self._ensure_session(out)  # (a record for review of a message already read)
+                out.append(Merged(position, "duplicate"))
             elif kind == "response_item":
                 self._item(payload, timestamp, position, out)
             elif kind == "event_msg":
@@ -695,6 +710,8 @@ class CodexParser:
         s.parent, s.relationship, s.reverted = lineage.parent, lineage.relationship, lineage.reverted
         s.is_subagent, s.excluded = lineage.is_subagent, lineage.excluded
         s.agent_id = s.thread if lineage.is_subagent else None
+        start = meta.get("subagent_history_start_ordinal")
+        s.history_start = start if type(start) is int and start >= 0 else None
         parent = lineage.parent
         out.append(
             Session(
@@ -746,8 +763,13 @@ class CodexParser:
             parent_id = f"codex:{foreign_thread}"
             out.append(Session(self.session_id, SOURCE, parent_session_id=parent_id, relationship="fork"))
 
-    def _is_replay(self, timestamp, payload: dict | None = None) -> bool:
+    def _is_replay(self, timestamp, payload: dict | None = None, ordinal=None, inherited: bool = False) -> bool:
         """Whether this line is parent history copied into a fork or child.
+
+        A child that names the ordinal its own history starts at is told by
+        it (``ordinal``, the line's): Codex re-stamps the copy at the spawn and
+        leaves out turn ids and the parent's ``session_meta`` as it pleases. A
+        message multi-agent v2 marks inherited is a copy (``inherited``).
 
         Without a copied foreign ``session_meta`` only lines older than the
         child, or of turns minted before it, are copies. After one, the copy
@@ -766,6 +788,17 @@ class CodexParser:
         after the copied line before it is the child's.
         """
         s = self.s
+        if s.history_start is not None and type(ordinal) is int:
+            if ordinal >= s.history_start:
+                self._end_replay()
+                return False
+            s.turns_cut = True  # (the parent's turns it copies are turns of its history, not stored here)
+            return True
+        if inherited:
+            s.turns_cut = True
+            if s.replaying and iso_ms(timestamp) is not None:
+                s.last_replay_ms = iso_ms(timestamp)
+            return True
         created = s.created_ms
         if not s.replaying and (s.parent is None or created is None):
             return False
@@ -1372,13 +1405,13 @@ class CodexParser:
             out.append(Session(id=self.session_id, source=SOURCE, **update))
         out.append(Merged(position, "metadata"))
 
-    def _compacted(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
+    def _compacted(self, line: bytes, timestamp: str, ordinal: int | None, position: Position, out: list) -> None:
         """A ``compacted`` line, read without decoding ``replacement_history``
         (but checked to be one whole JSON object first)."""
         if not is_json_object(line):
             out.append(LineError(position, "truncated compacted record"))
             return
-        if self._is_replay(timestamp):
+        if self._is_replay(timestamp, ordinal=ordinal):
             self._ensure_session(out)
             out.append(Merged(position, "replay"))
             return
@@ -1461,12 +1494,14 @@ class CodexParser:
             )
         self.s.previous = ["compacted"]
 
-    def _undecoded_metadata(self, line: bytes, timestamp: str, position: Position, out: list) -> None:
+    def _undecoded_metadata(
+        self, line: bytes, timestamp: str, ordinal: int | None, position: Position, out: list
+    ) -> None:
         if not is_json_object(line):
             out.append(LineError(position, "truncated record"))
             return
         self._ensure_session(out)
-        replay = self._is_replay(timestamp)
+        replay = self._is_replay(timestamp, ordinal=ordinal)
         out.append(Merged(position, "replay" if replay else "metadata"))
 
 
@@ -1530,6 +1565,13 @@ def lineage_of(meta: dict, thread: str | None = None, reverted_file: bool = Fals
 def _fallback_thread(path: Path) -> str:
     name = path.name.split(".", 1)[0]
     return name[len("rollout-") :] if name.startswith("rollout-") else name
+
+
+def _harness(data: dict, key: str) -> bool:
+    """Whether a line's harness metadata (``metadata``, beside a response item's payload,
+    0.16x+) sets ``key``: a flag, or a delivery's marker."""
+    metadata = data.get("metadata")
+    return isinstance(metadata, dict) and data.get("type") == "response_item" and bool(metadata.get(key))
 
 
 def _turn_id(payload: dict) -> Any:
