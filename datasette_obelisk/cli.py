@@ -7,6 +7,7 @@ import errno
 import functools
 import json
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import click
 
 from .query.errors import QueryError, holds_lone_surrogate
-from .query.readonly import connect_readonly
+from .query.readonly import connect_readonly, error_for
 from .store.db import NewerDatabase, default_db_path
 
 DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
@@ -136,6 +137,8 @@ def report_errors(fn):
             fail(exc, kwargs.get("as_json", False))
         except NewerDatabase as exc:
             raise click.UsageError(str(exc)) from None
+        except sqlite3.Error as exc:  # a damaged database the helpers did not read themselves
+            fail(error_for(exc), kwargs.get("as_json", False))
         except KeyboardInterrupt:
             exit_interrupted("Interrupted.")
         except OSError as exc:
@@ -178,6 +181,8 @@ def ingest_now(show_progress: bool, db: Path, roots, **options):
             return run_ingest(db, roots, progress=bar, **options)
     except NewerDatabase as exc:  # a newer version's parsers read the logs (its migrations are seen before)
         raise click.UsageError(f"--db {exc}") from None
+    except sqlite3.Error as exc:  # a damaged file its header did not tell, or one SQLite cannot open
+        raise click.ClickException(f"--db {db}: {exc}") from None
     finally:
         if bar:
             bar.close()

@@ -105,6 +105,42 @@ def test_a_database_path_that_is_no_regular_file_is_a_usage_error(tmp_path):
     assert (read.exit_code, read.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {fifo} is not a regular file\n")
 
 
+def damage(db: Path, table: str) -> None:
+    """Overwrite the start of ``table``'s root page: SQLite then finds the file malformed
+    when a statement reads that table (the schema itself still reads)."""
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", [table]).fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as fp:
+        fp.seek((root - 1) * page_size)
+        fp.write(b"\xff" * 64)
+
+
+MALFORMED = "database disk image is malformed"
+
+
+@pytest.mark.parametrize("command", [["search", "hello"], ["redact", "--check"]])
+def test_a_damaged_database_is_an_error_with_its_code_not_a_traceback(tmp_path, command):
+    db = claude_db(tmp_path)
+    damage(db, "messages")
+    result = invoke(*command, "--db", db)
+    assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: OBELISK_INVALID_SQL: {MALFORMED}\n")
+    as_json = invoke(*command, "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (1, json_error("OBELISK_INVALID_SQL", MALFORMED))
+
+
+def test_ingest_into_a_damaged_database_says_so_in_one_line(tmp_path):
+    db = claude_db(tmp_path)
+    damage(db, "messages")
+    line = {"type": "user", "uuid": "u2", "sessionId": "s2", "timestamp": "2026-01-02T00:00:00Z",
+            "message": {"role": "user", "content": "a new session"}}
+    (tmp_path / "agent" / "projects" / "-w" / "s2.jsonl").write_text(json.dumps(line) + "\n")
+    result = invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent")
+    assert (result.exit_code, result.stderr) == (1, f"Error: --db {db}: {MALFORMED}\n")
+
+
 def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):
     db = claude_db(tmp_path)
     odd = tmp_path / "o\udcff.db"  # the byte 0xff, as Python names it

@@ -297,6 +297,27 @@ HISTORY = f"{API}/history"
 
 
 @pytest.mark.asyncio
+async def test_a_damaged_archive_is_a_json_error_not_a_500_page(web_db, tmp_path):
+    db = copy_db(web_db, tmp_path / "obelisk.db")
+    conn = sqlite3.connect(db)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'messages'").fetchone()[0]
+    conn.close()
+    with open(db, "r+b") as fp:  # SQLite finds the messages table malformed
+        fp.seek((root - 1) * page_size)
+        fp.write(b"\xff" * 64)
+    ds = make_datasette(db)
+    # As every other helper endpoint answers it (thread, context...)
+    await error(ds, f"{API}/search", 400, "OBELISK_INVALID_SQL", q="zebrafish")
+    await error(ds, f"{API}/thread", 400, "OBELISK_INVALID_SQL", sessionId=XSS_SESSION)
+    # As the session-query endpoints answer it: the archive could not be read
+    await error(ds, f"{SQ}/sessions/search", 500, "SESSION_QUERY_INDEX_FAILED", query="zebrafish")
+    await error(ds, f"{HISTORY}/search", 500, "SESSION_QUERY_PERSISTENCE_FAILED", query="zebrafish")
+    await error(ds, f"{HISTORY}/search", 500, "SESSION_QUERY_PERSISTENCE_FAILED")
+    await error(ds, f"{HISTORY}/read", 500, "SESSION_QUERY_PERSISTENCE_FAILED", sessionId=XSS_SESSION)
+
+
+@pytest.mark.asyncio
 async def test_history_search_and_read(ds):
     found = await get(ds, f"{HISTORY}/search", query="zebrafish")
     assert [s["sessionId"] for s in found["sessions"]] == [XSS_SESSION]

@@ -48,6 +48,7 @@ OBELISK_INVALID_ARGUMENT for a malformed request.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 
@@ -147,10 +148,30 @@ def _covered_through(conn, session_id: str, summary_uuid: str | None) -> str:
     return through or ""
 
 
+DAMAGED = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
+
+
+def reading_the_archive(fn):
+    """A damaged archive is ``SESSION_QUERY_PERSISTENCE_FAILED``, as the
+    session-query service reports it, never a bare ``sqlite3.DatabaseError``.
+    (An ``OperationalError``, such as a read stopped at its time limit, is left
+    to the caller.)"""
+    @functools.wraps(fn)
+    def reading(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) or getattr(exc, "sqlite_errorcode", 0) & 0xFF not in DAMAGED:
+                raise
+            raise QueryError("SESSION_QUERY_PERSISTENCE_FAILED", f"reading the archive failed: {exc}") from None
+    return reading
+
+
 # -- search ----------------------------------------------------------------
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
+@reading_the_archive
 def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     o = _options(options, kwargs, {"query", "attributes", "limit", "cursor"}, "search")
     query = _check_query(o.get("query"))
@@ -364,6 +385,7 @@ def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
+@reading_the_archive
 def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     o = _options(options, kwargs, {"sessionId", "limit", "cursor"}, "read")
     session_id = o.get("sessionId")

@@ -393,6 +393,8 @@ def match_rows(conn, sql: str, text: str, mode: str | None, params: list) -> lis
     except sqlite3.OperationalError as exc:
         if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_ERROR:
             raise error_for(exc) from None
+    except sqlite3.Error as exc:  # a damaged archive: reported as every other read of the helpers reports it
+        raise error_for(exc) from None
     expression = safe_match(text)
     return rows(conn, sql, [expression, *params]) if expression else []
 
