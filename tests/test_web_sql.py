@@ -147,6 +147,10 @@ async def test_obelisk_fts_never_errors(ds, text, mode, expected):
         ("obelisk_fts(x'6162')", '"ab"'),
         ("obelisk_fts(42)", '"42"'),
         ("obelisk_trace('')", "[]"),
+        # escape_fts (what ?_search= calls) keeps the same contract
+        ("escape_fts(null)", None),
+        ("escape_fts(42)", '"42"'),
+        ("escape_fts(x'6162')", '"ab"'),
     ],
 )
 async def test_sql_function_contract(ds, expression, expected):

@@ -134,6 +134,9 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
     from datasette.utils import escape_fts
 
     def escape(text):
+        text = as_text(text)  # (as the other functions: NULL gives NULL, a number or BLOB is read as text)
+        if text is None:
+            return None
         escaped = escape_fts(text)
         if isinstance(escaped, str) and cjk.holds(escaped) and splits_cjk(conn):
             terms = FTS_STRING.findall(escaped)
