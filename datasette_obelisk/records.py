@@ -53,6 +53,17 @@ class Session:
     continued_in: str | None = None  # the session this one went on in (Claude Code: moved to the background)
     agent_name: str | None = None  # the name its agent was given (Claude Code: an Agent call's, an agent team member's)
     team_name: str | None = None  # the agent team its agent is a member of (Claude Code)
+    # What Claude Code last reported the session cost and changed (its cost-state
+    # lines, whose totals a resume carries on: the last is the session's)
+    cost_usd: float | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
+    relocated_cwd: str | None = None  # the folder Claude Code moved the session to, its project's (relocated)
+    # The git worktree the session last worked in, its branch and the one it was made from
+    worktree_path: str | None = None
+    worktree_branch: str | None = None
+    worktree_base_branch: str | None = None
+    ended_by_model: int | None = None  # 1: the model ended the conversation (Claude Code's EndConversation)
 
 
 @dataclass(slots=True)

@@ -1377,6 +1377,67 @@ def test_agent_name_tag_and_continued_in_describe_the_session():
     assert described == [("s1", "auth", None), ("s1", "", None), ("s1", None, "s2")]
 
 
+def cost_state(usd, added, removed, **extra):
+    """A 2.1.332 ``cost-state`` line: the session's totals so far."""
+    return {"type": "cost-state", "sessionId": "s1", "totalCostUSD": usd, "totalAPIDuration": 61234,
+            "totalAPIDurationWithoutRetries": 60000, "totalToolDuration": 5000, "totalLinesAdded": added,
+            "totalLinesRemoved": removed, "totalDuration": 300000, "startTime": 1764064800000,
+            "modelUsage": {"claude-opus-4-5": {"inputTokens": 10, "outputTokens": 200, "cacheReadInputTokens": 3000,
+                                               "cacheCreationInputTokens": 400, "webSearchRequests": 0, "costUSD": usd}},
+            "hasUnknownModelCost": False, **extra}
+
+
+WORKTREE = {"originalCwd": "/w", "preEnterOriginalCwd": "/w", "worktreePath": "/w/.claude/worktrees/fix-login",
+            "worktreeName": "fix-login", "worktreeBranch": "worktree-fix-login", "originalBranch": "main",
+            "originalHeadCommit": "0123456789abcdef0123456789abcdef01234567", "sessionId": "s1", "hookBased": False,
+            "enteredExisting": False}
+
+
+def test_the_cost_folder_worktree_and_end_claude_code_reported_describe_the_session():
+    # 2.1.332 writes these to the main session's log: the totals so far when a process
+    # leaves the session (a resume restores them from the last, so each line holds the
+    # session's, not what one process added), the folder it moved the log to, the
+    # worktree it entered (null once it left) and that the model ended it.
+    records = feed_lines([
+        user("u1", "Fix the login bug", cwd="/w"),
+        {"type": "worktree-state", "worktreeSession": WORKTREE, "sessionId": "s1"},
+        {"type": "relocated", "sessionId": "s1", "relocatedCwd": "/w/.claude/worktrees/fix-login"},
+        cost_state(0.4213, 12, 3),
+        {"type": "worktree-state", "worktreeSession": None, "sessionId": "s1"},  # left it: it still worked there
+        {"type": "relocated", "sessionId": "s1", "relocatedCwd": "/w"},
+        {"type": "ended-by-model", "timestamp": "2026-11-25T11:00:05.000Z", "sessionId": "s1"},
+        cost_state(1.84, 214, 61),
+        # what Claude Code refuses to read back: no figure, a negative one, a string, beyond its bounds
+        {"type": "cost-state", "sessionId": "s1", "totalCostUSD": 2.5},
+        cost_state(-1, 5, 5), cost_state("2.5", 5, 5), cost_state(2e9, 5, 5), cost_state(2.5, True, 5),
+        {"type": "relocated", "sessionId": "s1", "relocatedCwd": ""},
+        # the Agent SDK's session store gives such lines a uuid: still no message
+        {"type": "ended-by-model", "sessionId": "s1", "uuid": "e1", "timestamp": "2026-11-25T11:00:06.000Z"},
+    ])
+    assert [m.uuid for m in of_type(records, Message)] == ["u1"]
+    assert len(of_type(records, Merged)) == 14
+    assert of_type(records, Session)[1:] == [
+        Session("s1", "claude", worktree_path="/w/.claude/worktrees/fix-login", worktree_branch="worktree-fix-login",
+                worktree_base_branch="main"),
+        Session("s1", "claude", relocated_cwd="/w/.claude/worktrees/fix-login"),
+        Session("s1", "claude", cost_usd=0.4213, lines_added=12, lines_removed=3),
+        Session("s1", "claude", relocated_cwd="/w"),
+        Session("s1", "claude", ended_by_model=1),
+        Session("s1", "claude", cost_usd=1.84, lines_added=214, lines_removed=61),
+        Session("s1", "claude", ended_by_model=1),
+    ]
+    # A cost of no cents is a number all the same; a hook's worktree names no branch.
+    hooked = {"worktreePath": "/w/wt", "worktreeName": "wt", "hookBased": True, "sessionId": "s1"}
+    records = feed_lines([cost_state(0, 0, 0), {"type": "worktree-state", "worktreeSession": hooked, "sessionId": "s1"}])
+    assert of_type(records, Session) == [Session("s1", "claude", cost_usd=0.0, lines_added=0, lines_removed=0),
+                                         Session("s1", "claude", worktree_path="/w/wt")]
+    assert isinstance(of_type(records, Session)[0].cost_usd, float)
+    # An agent's log holds none of them (Claude Code writes them to its session's).
+    agent = unit(kind="subagent", name="s1/subagents/agent-a1.jsonl", agent_id="a1", parent_session_id="s1")
+    assert of_type(feed_lines([cost_state(1.0, 1, 1), {"type": "ended-by-model", "sessionId": "s1"}], agent),
+                   Session) == []
+
+
 def test_a_forked_agent_s_first_line_says_what_it_was_forked_with():
     agent = unit(kind="subagent", name="s1/subagents/agent-af1.jsonl", agent_id="af1", parent_session_id="s1")
     records = feed_lines([

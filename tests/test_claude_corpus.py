@@ -346,6 +346,17 @@ def test_pull_requests_come_from_pr_link_lines(db):
     ).fetchall() == [("small", 1, "https://example.invalid/org/repo/pull/1", "org/repo", "2025-12-16T00:00:10.000Z")]
 
 
+def test_the_folder_and_worktree_claude_code_moved_a_session_to_come_from_its_lines(db):
+    # small.jsonl line 27 (relocated) makes its project path, which its lines' cwd
+    # ("[trimmed for fixture]" on 45 of them) would otherwise give; of its two
+    # worktree-state lines (28, 46) the last names the worktree, trimmed, and no base branch.
+    assert db.execute(
+        "SELECT id, project_path, relocated_cwd, worktree_path, worktree_branch, worktree_base_branch, cost_usd, "
+        "ended_by_model FROM sessions WHERE relocated_cwd IS NOT NULL OR worktree_path IS NOT NULL"
+    ).fetchall() == [("small", "/tmp/repo/worktrees/example", "/tmp/repo/worktrees/example",
+                      "[trimmed for fixture]", "[trimmed for fixture]", None, None, None)]
+
+
 def test_inline_agents_take_the_directory_and_branch_of_their_last_line(db):
     assert db.execute(
         "SELECT agent_id, cwd, git_branch FROM sessions WHERE agent_id LIKE 'sidechain-%' ORDER BY agent_id"
@@ -599,3 +610,51 @@ def test_a_named_agent_and_an_agent_team_s_members_are_titled_by_their_names(tmp
         (f"{lead}:agent-{agent}", "db-auditor", "name", "db-auditor", None, "subagent", 1),
         (pane, "tester", "name", "tester", "alpha", None, 0),
     ]
+
+
+
+def test_what_claude_code_last_reported_of_a_session_stands_however_its_lines_arrive(tmp_path):
+    # A 2.1.332 session enters a worktree (its log moves there: relocated) and its
+    # process exits (cost-state: the session's totals so far); a resume restores the
+    # totals and goes on, leaves the worktree (null; the log moves back) and the model
+    # ends the conversation. Read as it grows, or whole: the last totals, not their sum.
+    session = "33333333-3333-4333-8333-333333333333"
+    worktree = "/w/.claude/worktrees/fix-login"
+
+    def line(uuid, role, text, parent, cwd):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "cwd": cwd, "sessionId": session,
+                "version": "2.1.332", "timestamp": "2026-11-25T10:00:00.000Z", "message": {"role": role, "content": text}}
+
+    def cost(usd, added, removed):
+        return {"type": "cost-state", "sessionId": session, "totalCostUSD": usd, "totalAPIDuration": 1000,
+                "totalAPIDurationWithoutRetries": 1000, "totalToolDuration": 10, "totalLinesAdded": added,
+                "totalLinesRemoved": removed, "totalDuration": 5000, "startTime": 1764064800000, "modelUsage": {}}
+
+    state = {"originalCwd": "/w", "worktreePath": worktree, "worktreeName": "fix-login",
+             "worktreeBranch": "worktree-fix-login", "originalBranch": "main", "sessionId": session}
+    parts = [
+        [line("u1", "user", "Fix the login bug", None, "/w"), line("a1", "assistant", "In a worktree", "u1", worktree),
+         {"type": "worktree-state", "worktreeSession": state, "sessionId": session},
+         {"type": "relocated", "sessionId": session, "relocatedCwd": worktree}, cost(0.42, 12, 3)],
+        [line("u2", "user", "Go on", "a1", worktree), line("a2", "assistant", "Done", "u2", worktree),
+         cost(1.84, 214, 61)],
+        [{"type": "worktree-state", "worktreeSession": None, "sessionId": session},
+         {"type": "relocated", "sessionId": session, "relocatedCwd": "/w"},
+         {"type": "ended-by-model", "timestamp": "2026-11-25T11:00:05.000Z", "sessionId": session}],
+    ]
+    read = ("SELECT project_path, cost_usd, lines_added, lines_removed, worktree_path, worktree_branch, "
+            "worktree_base_branch, ended_by_model FROM sessions")
+    in_worktree = (worktree, "worktree-fix-login", "main")
+    expected = [(worktree, 0.42, 12, 3, *in_worktree, None), (worktree, 1.84, 214, 61, *in_worktree, None),
+                ("/w", 1.84, 214, 61, *in_worktree, 1)]  # (three of its four lines were in the worktree)
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    log = project / f"{session}.jsonl"
+    path = tmp_path / "obelisk.db"
+    for part, rows in zip(parts, expected):
+        with log.open("a") as out:
+            out.writelines(json.dumps(obj) + "\n" for obj in part)
+        ingest(path, {"claude": tmp_path / "claude"})
+        assert sqlite3.connect(path).execute(read).fetchall() == [rows]
+    ingest(tmp_path / "whole.db", {"claude": tmp_path / "claude"})
+    assert sqlite3.connect(tmp_path / "whole.db").execute(read).fetchall() == [expected[-1]]

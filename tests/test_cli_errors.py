@@ -188,8 +188,9 @@ def test_redact_check_reads_a_database_as_it_is(tmp_path):
     change = sqlite3.connect(db)
     with change:  # as a version from before the latest migration left it
         change.execute("DELETE FROM _sqlite_migrations WHERE name = ?", [LATEST_MIGRATION])
-        for undo in ("ALTER TABLE sessions DROP COLUMN agent_name", "ALTER TABLE sessions DROP COLUMN team_name"):  # (m038's)
-            change.execute(undo)
+        for column in ("cost_usd", "lines_added", "lines_removed", "relocated_cwd", "worktree_path", "worktree_branch",
+                       "worktree_base_branch", "ended_by_model"):  # (m039's)
+            change.execute(f"ALTER TABLE sessions DROP COLUMN {column}")
     change.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     change.close()
     before = hashlib.sha256(db.read_bytes()).hexdigest()

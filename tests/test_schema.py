@@ -61,6 +61,7 @@ def test_migrations_in_order(conn):
         "m036_index_cjk_characters_apart",
         "m037_add_session_tags_and_continuations",
         "m038_add_sessions_agent_and_team_names",
+        "m039_add_sessions_cost_and_worktree",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -234,7 +235,8 @@ EXPECTED_TABLES = {
         'message_count', 'parent_session_id', 'relationship', 'agent_id', 'agent_type',
         'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
         'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source', 'reasoning_effort', 'tag', 'continued_in',
-        'agent_name', 'team_name',
+        'agent_name', 'team_name', 'cost_usd', 'lines_added', 'lines_removed', 'relocated_cwd', 'worktree_path',
+        'worktree_branch', 'worktree_base_branch', 'ended_by_model',
     ],
     'source_files': [
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',

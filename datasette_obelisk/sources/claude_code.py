@@ -148,8 +148,11 @@ TITLE_KEYS = {
 # Lines about the session rather than in its conversation, whatever else they carry.
 METADATA_TYPES = frozenset(
     {*TITLE_KEYS, "pr-link", "tag", "continued-in", "worktree-state", "fork-context-ref", "agent-color",
-     "agent-setting", "last-prompt", "relocated"}
+     "agent-setting", "last-prompt", "relocated", "cost-state", "ended-by-model"}
 )
+# What a cost-state line must hold for Claude Code to take it (and the most it takes).
+MAX_COST_USD = 1e9
+MAX_FIGURE = 1e15
 
 
 class ClaudeCodeSource:
@@ -194,7 +197,11 @@ class ClaudeCodeSource:
     # 17: what an agent team's member sent (``<teammate-message>``, written with
     # no origin) is no prompt of the user's, and names its sender (meta ``from``);
     # an agent's name (its .meta.json's ``name``, a team member's ``agentName``)
-    # titles its session, which keeps it and the team (``teamName``)
+    # titles its session, which keeps it and the team (``teamName``); the cost and
+    # the lines changed Claude Code last reported (``cost-state``), the folder it
+    # moved the session to (``relocated``: the project's path), the worktree the
+    # session last worked in (``worktree-state``) and that the model ended it
+    # (``ended-by-model``) describe the session
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -460,6 +467,11 @@ class ClaudeCodeParser:
             child = _text(obj.get("continuedInSessionId"))
             if child and child != self.session_id and not self.is_agent:
                 records.append(Session(self.session_id, SOURCE, project=self.project, continued_in=child))
+        elif line_type in SESSION_STATE_LINES and not self.is_agent:
+            # (written to the main session's log only)
+            described = SESSION_STATE_LINES[line_type](obj)
+            if described:
+                records.append(Session(self.session_id, SOURCE, project=self.project, **described))
         elif line_type == "fork-context-ref" and self.is_agent:
             # a forked agent's context is its parent's conversation up to parentLastUuid
             self.fork_context = {key: obj[key] for key in ("parentSessionId", "parentLastUuid", "contextLength")
@@ -992,6 +1004,59 @@ def _structural_text(obj: dict, line_type: str) -> str:
         *_texts_at(obj, ("stopReason",), ("hookErrors", "*")),  # what stop hooks said
     ]
     return "\n".join(dict.fromkeys(part for part in parts if part))
+
+
+def _cost_state(obj: dict) -> dict | None:
+    """What a ``cost-state`` line says the session cost and changed so far.
+
+    Claude Code writes one when its process leaves the session (exit, ``/clear``,
+    another session resumed) and restores its totals from the last one when the
+    session is resumed: each line holds the session's totals so far (not what
+    one process added), so the last one wins. A line Claude Code would refuse
+    (a figure that is no finite non-negative number, or beyond its bounds) is
+    left out, as Claude Code leaves it out.
+    """
+    cost, added, removed = (obj.get(key) for key in ("totalCostUSD", "totalLinesAdded", "totalLinesRemoved"))
+    figures = (cost, MAX_COST_USD), (added, MAX_FIGURE), (removed, MAX_FIGURE)
+    if not all(_figure(value, most) for value, most in figures):
+        return None
+    lines = int_or_none(added), int_or_none(removed)
+    if None in lines:
+        return None
+    return {"cost_usd": float(cost), "lines_added": lines[0], "lines_removed": lines[1]}
+
+
+def _figure(value: Any, most: float) -> bool:
+    """A finite number from 0 to ``most`` (a bool is no number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= most
+
+
+def _relocated(obj: dict) -> dict | None:
+    """``relocated``: the folder Claude Code moved the session's log to (its project's),
+    entering or leaving a worktree or moving to another folder; the last one is where it is."""
+    folder = _text(obj.get("relocatedCwd"))
+    return {"relocated_cwd": folder} if folder else None
+
+
+def _worktree(obj: dict) -> dict | None:
+    """``worktree-state``: the git worktree the session works in (EnterWorktree,
+    ``--worktree``), its branch and the branch it was made from. Leaving it writes
+    ``null``, which says nothing here: the session still worked there."""
+    state = obj.get("worktreeSession")
+    path = _text(state.get("worktreePath")) if isinstance(state, dict) else None
+    if not path:
+        return None
+    return {"worktree_path": path, "worktree_branch": _text(state.get("worktreeBranch")) or None,
+            "worktree_base_branch": _text(state.get("originalBranch")) or None}
+
+
+# Lines that describe the session (Claude Code 2.1.x), each read into Session fields.
+SESSION_STATE_LINES = {
+    "cost-state": _cost_state,
+    "relocated": _relocated,
+    "worktree-state": _worktree,
+    "ended-by-model": lambda obj: {"ended_by_model": 1},  # EndConversation: no prompt may follow
+}
 
 
 def _origin_kind(obj: dict) -> str | None:

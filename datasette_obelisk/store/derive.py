@@ -550,7 +550,7 @@ SESSION_UPDATE = f"""UPDATE sessions SET
      ended_at = COALESCE(?2, ended_at),
      message_count = ?3, input_tokens = ?4, output_tokens = ?5,
      cache_read_tokens = ?6, cache_creation_tokens = ?7,
-     project_path = COALESCE(?8, project_path, cwd),
+     project_path = COALESCE(relocated_cwd, ?8, project_path, cwd),
      project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?9, project) END,
      project_source = COALESCE(project_source, 'cwd'),
      git_branch = COALESCE(?10, git_branch), model = COALESCE(?11, model),

@@ -1114,3 +1114,20 @@ def m038_add_sessions_agent_and_team_names(db):
     # member of an agent team (``teamName``). Claude parser 17 reads them.
     db.execute("ALTER TABLE sessions ADD COLUMN agent_name TEXT")
     db.execute("ALTER TABLE sessions ADD COLUMN team_name TEXT")
+
+
+@migrations()
+def m039_add_sessions_cost_and_worktree(db):
+    # What Claude Code reports of a session (2.1.x): its cost in USD and the lines
+    # it added and removed (the last cost-state line), the folder it moved the
+    # session's log to (relocated: the project's path), the git worktree it last
+    # worked in with its branch and the one it was made from (worktree-state), and
+    # that the model ended it (ended-by-model). Claude parser 17 reads them.
+    db.execute("ALTER TABLE sessions ADD COLUMN cost_usd REAL")
+    db.execute("ALTER TABLE sessions ADD COLUMN lines_added INTEGER")
+    db.execute("ALTER TABLE sessions ADD COLUMN lines_removed INTEGER")
+    db.execute("ALTER TABLE sessions ADD COLUMN relocated_cwd TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN worktree_path TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN worktree_branch TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN worktree_base_branch TEXT")
+    db.execute("ALTER TABLE sessions ADD COLUMN ended_by_model INTEGER")

@@ -40,7 +40,7 @@ TEXT_FIELDS = {
 CONTEXT_FIELDS = {
     Message: ("cwd", "git_branch"),
     Session: ("project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag", "agent_name",
-              "team_name"),
+              "team_name", "relocated_cwd", "worktree_path", "worktree_branch", "worktree_base_branch"),
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
 }
@@ -58,7 +58,7 @@ STORED_TEXT = {
     "titles": ("id", "title"),
     "pull_requests": ("id", "url", "repository"),
     "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag",
-                 "agent_name", "team_name"),
+                 "agent_name", "team_name", "relocated_cwd", "worktree_path", "worktree_branch", "worktree_base_branch"),
     "subagents": ("id", "description"),
     "workflows": ("run_id", "script"),
     "workflow_agents": ("agent_id", "description"),

@@ -107,12 +107,15 @@ def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=(), ch
     )
 
 
+# A session's worktree is the last one a record names, its columns taken together.
+WORKTREE_FIELDS = ("worktree_path", "worktree_branch", "worktree_base_branch")
 SESSION_UPSERT = _upsert_sql(
     "sessions",
     ["id"],
     SESSION_FIELDS,
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "reasoning_effort", "title", "title_source", "tag", "continued_in",
-               "agent_name", "team_name"},
+               "agent_name", "team_name", "cost_usd", "lines_added", "lines_removed", "relocated_cwd", "ended_by_model"},
+    chosen={f: f"CASE WHEN excluded.worktree_path IS NOT NULL THEN excluded.{f} ELSE {f} END" for f in WORKTREE_FIELDS},
 )
 # An agent's type and its task each come from the most telling source that gave
 # them, in whatever order the files arrive: its file's name (agent-acompact-*),
