@@ -1412,3 +1412,28 @@ async def test_a_session_s_agent_team_links_to_the_sessions_of_its_members(tmp_p
     assert re.findall(r'<a href="([^"]*)" title="Sessions of this agent team">([^<]*)</a>', html) == [
         (f"/{db.stem}/sessions?team_name=alpha+%26+co", "team alpha &amp; co")]
     assert "Sessions of this agent team" not in await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
+
+
+@pytest.mark.asyncio
+async def test_a_session_page_says_what_claude_code_reported_of_it(tmp_path):
+    # small.jsonl names a worktree (its last worktree-state, trimmed); the cost, the
+    # lines changed and the model's ending come from lines this copy is given.
+    db, _ = copy_corpus(tmp_path, SMALL)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET worktree_branch = 'wt<1>', worktree_base_branch = 'main', cost_usd = 1.8449, "
+                     "lines_added = 1214, lines_removed = 61, ended_by_model = 1 WHERE id = 'small'")
+        conn.execute("UPDATE sessions SET cost_usd = 0.04213, lines_added = 0, lines_removed = 0 "
+                     "WHERE id = 'small:agent-sidechain-sys1'")
+    conn.close()
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    html = await page(datasette, "/-/obelisk/session/small")
+    assert '<span title="[trimmed for fixture]">worktree wt&lt;1&gt; from main</span>' in html
+    assert '<span title="The cost Claude Code estimated">$1.84</span>' in html
+    assert '<span title="The lines of code Claude Code counted">+1,214 −61 lines</span>' in html
+    assert "<span>ended by the model</span>" in html
+    html = await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
+    assert '<span title="The cost Claude Code estimated">$0.0421</span>' in html
+    assert "+0 −0 lines" in html
+    assert "worktree" not in html.split('<div class="ob-toolbar">')[0] and "ended by the model" not in html
