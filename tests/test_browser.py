@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -488,3 +489,31 @@ def test_a_long_tool_name_stays_inside_its_chart(page):
     assert len(lefts) == 3 and min(lefts) >= 0, lefts
     assert page.evaluate("[...document.querySelectorAll('svg.chart g > title')].map(t => t.textContent)") == [
         f"{names[0]}: 10", f"{names[1]}: 9", "Read: 8"]
+
+
+def test_a_facet_chosen_in_a_search_still_filters_once_the_box_is_cleared(server, page, web_db):
+    """Clearing the box keeps the chosen facets (as chips): the recent sessions listed are
+    those a branch, tool, model or role chosen admits, as the search counted them."""
+    import sqlite3
+
+    page.goto(f"{server}/-/obelisk?q=the")
+    facet = page.locator("a[data-facet=branch]").first
+    branch = facet.get_attribute("title")
+    facet.click()
+    page.wait_for_selector(".ob-chip")
+    page.fill("input[name=q]", "")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_selector("h2:has-text('Recent sessions')")
+    assert page.locator(".ob-chips").inner_text() == f"Branch: {branch} ✕"
+    listed = {unquote(a.split("/")[-1]) for a in page.eval_on_selector_all(
+        ".ob-result h3 a", "links => links.map(a => a.getAttribute('href'))")}
+    conn = sqlite3.connect(web_db)
+    on_branch = {row[0] for row in conn.execute(
+        "SELECT s.id FROM sessions s WHERE COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') AND EXISTS ("
+        " SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.is_meta = 0 AND m.visibility != 'hidden'"
+        " AND COALESCE(NULLIF(m.git_branch, ''), s.git_branch) = ?)", [branch])}
+    top_level = conn.execute("SELECT COUNT(*) FROM sessions WHERE COALESCE(relationship, '') "
+                             "NOT IN ('subagent', 'workflow')").fetchone()[0]
+    conn.close()
+    assert listed and listed <= on_branch and len(listed) == min(len(on_branch), 15) < top_level
+    assert page.js_errors == []

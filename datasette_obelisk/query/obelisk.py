@@ -38,6 +38,7 @@ from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from . import fts
 from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
+from .filters import Filters
 from ..utc import canonical
 from .moments import moment_sql
 from .readonly import error_for, run_sql, translated_errors
@@ -921,10 +922,21 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     return [dict(r) for r in found]
 
 
+# The event filters the search page's facets choose (role, branch, model, tool).
+EVENT_NARROWING = ("roles", "branches", "models", "tools")
+
+
 def recent_in(conn, filters, limit: int) -> list[dict]:
-    """Top-level sessions a ``Filters`` selects (its session filters), most
-    recently ended first: the search page before any query."""
+    """Top-level sessions a ``Filters`` selects (its session filters, and with a
+    role, branch, model or tool chosen, only sessions with a message that has
+    one, as the search counts them), most recently ended first: the search page
+    before any query."""
     where, params = filters.session_sql("s")
+    narrowing = {name: getattr(filters, name) for name in EVENT_NARROWING if getattr(filters, name) is not None}
+    if narrowing:
+        event_where, event_params = Filters.build(**narrowing).event_sql("m")
+        where = f"{where} AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {event_where})"
+        params = [*params, *event_params]
     found = rows(
         conn,
         f"SELECT s.* FROM sessions s WHERE {TOP_LEVEL} AND {where} ORDER BY {moment_sql('s.ended_at')} DESC, s.id LIMIT ?",

@@ -34,8 +34,8 @@ async def search_page(datasette, request, db, params):
         for source in form.lists.get("source", ()):  # a misspelt source is refused, as the API refuses it
             obelisk.known_source(conn, {"source": source})
 
-    if not form.query:  # top-level sessions of the chosen sources, projects and days: no parent to name
-        filters = Filters.build(**form.filter_options())
+    if not form.query:  # top-level sessions of the chosen filters: no parent to name
+        filters = Filters.build(**search_facets.narrowed(form.filter_options(), form.narrowing()))
 
         def recent(conn):
             known_sources(conn)
