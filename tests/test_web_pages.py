@@ -662,7 +662,7 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     assert re.search(r'<a class="ob-card" href="/[^"]*/obelisk_sessions"><div class="value">[\d,]+</div><div class="label">sessions<', html)
     failures = await page(ds, "/-/obelisk/failures", limit="1000")
     listed = failures.count('<li class="ob-result">')
-    blocked = failures.count('<span class="ob-outcome failed">blocked</span>')
+    blocked = failures.count('<span class="ob-outcome blocked">blocked</span>')  # (amber, as on a transcript)
     assert blocked and cards[f"failed tool calls ({blocked} blocked)"] == listed
     tools = re.search(r"<h2>Tools</h2>.*?</table>", html, re.S).group(0)
     [(names, calls, failed)] = rows(web_db, "SELECT COUNT(DISTINCT name), COUNT(*), (SELECT COUNT(*) FROM tool_results r "
