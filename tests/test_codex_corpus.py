@@ -857,6 +857,24 @@ def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root)
     assert rows(db_path, "SELECT availability FROM sessions") == [("live",)]
 
 
+def test_a_compressed_rollout_moved_to_the_archive_is_still_read_back(tmp_path, corpus_root):
+    # Codex compresses an idle rollout in place, then may archive it: the rows
+    # follow the compressed copy, so raw() still finds every line.
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
+    before = sorted(raw_lines(db_path))
+    packed = live.with_name(live.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(live.read_bytes()))
+    live.unlink()
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    archived = home / "archived_sessions" / packed.name
+    archived.parent.mkdir()
+    os.rename(packed, archived)
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert sorted(raw_lines(db_path)) == before and len(before) == 18
+    assert rows(db_path, "SELECT DISTINCT f.path FROM messages m JOIN source_files f ON f.id = m.file_id") == [
+        (str(archived),)]
+
+
 def test_a_deleted_rollout_keeps_its_rows_with_the_missing_file(tmp_path, corpus_root):
     db_path, _, _, archived = archive(tmp_path, corpus_root)
     archived.unlink()

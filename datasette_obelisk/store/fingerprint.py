@@ -58,5 +58,26 @@ def stream_hashes(stream, cursor: int) -> tuple[str, str] | None:
     return _hash(head), _hash(tail)
 
 
+def compressed_hashes_at(fp, cursor: int) -> tuple[str, str] | None:
+    """``hashes_at`` of the decompressed bytes of the zstd file ``fp`` (what ``relocate``
+    compares a copy with, once the file is gone). Read with ``pread`` too."""
+    import zstandard
+
+    with zstandard.ZstdDecompressor().stream_reader(_PRead(fp.fileno()), read_across_frames=True) as stream:
+        return stream_hashes(stream, cursor)
+
+
+class _PRead:
+    """A forward reader over a file descriptor that leaves its position alone."""
+
+    def __init__(self, fd: int):
+        self.fd, self.position = fd, 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = os.pread(self.fd, size if size >= 0 else 1 << 20, self.position)
+        self.position += len(data)
+        return data
+
+
 def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -20,7 +20,7 @@ import orjson
 from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
 from ..sources.lines import BOM, Line, decode_object, load_json, read_lines
-from .fingerprint import hashes_at
+from .fingerprint import compressed_hashes_at, hashes_at
 from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
 from .writer import split_messages
@@ -149,8 +149,15 @@ class Reader:
             records = [self.redact(r) for r in records]
         messages = [r for r in records if type(r) is Message]
         others, rows, marks = split_messages(records) if messages else (records, [], [])
-        # (a document's too, whole: a copy of it elsewhere is known by them, see relocate)
-        hashes = hashes_at(raw, cursor) if not unit.compression else (None, None)
+        # (a document's too, whole: a copy of it elsewhere is known by them, see relocate;
+        # a compressed file is never read on from its cursor, but the hashes of its
+        # decompressed text, once read to its end, let its rows follow it when it moves)
+        if not unit.compression:
+            hashes = hashes_at(raw, cursor)
+        elif at_eof:
+            hashes = compressed_hashes_at(raw, cursor) or (None, None)
+        else:
+            hashes = (None, None)
         return Batch(
             others, cursor, line_no, lines,
             orjson.dumps({"parser": parser.state(), "open_line": open_line}).decode(),
