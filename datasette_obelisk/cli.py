@@ -425,7 +425,8 @@ def ingest(db_path, dirs, source_names, as_json, progress, no_redact, watch, int
     """Ingest agent session logs into the database, reading only what changed.
 
     With --watch, ingest again every few seconds and print a line for each
-    pass that read something (one JSON object per line with --json).
+    pass that read something or found files gone (one JSON object per line
+    with --json).
 
     A source's folder is given by --dir NAME=PATH (--claude-dir PATH is
     --dir claude=PATH); with folders given and no --source, only those
