@@ -113,6 +113,41 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
     assert redacting.check(conn) == {}
 
 
+
+def test_secrets_in_an_agent_team_s_names_and_a_worktree_are_redacted_too(tmp_path):
+    # A member's name is its lines' agentName, its .meta.json's name, and the
+    # teammate_id its messages to the lead name it by (meta_json's ``from``).
+    project = tmp_path / ".claude" / "projects" / "-work-app"
+    agents = project / "s1" / "subagents"
+    agents.mkdir(parents=True)
+    member, team, worktree = f"tester-{TOKEN}", f"alpha-{TOKEN}", f"/work/app/.claude/worktrees/{TOKEN}"
+    state = {"worktreePath": worktree, "worktreeBranch": f"wt-{TOKEN}", "originalBranch": f"main-{TOKEN}"}
+    (project / "s1.jsonl").write_text("\n".join([
+        claude_line("u1", None, "user", "Fix it with a team"),
+        json.dumps({"type": "worktree-state", "sessionId": "s1", "worktreeSession": state}),
+        json.dumps({"type": "relocated", "sessionId": "s1", "relocatedCwd": worktree}),
+        claude_line("u2", "u1", "user", f'<teammate-message teammate_id="{member}">\nTests pass\n</teammate-message>'),
+    ]) + "\n")
+    (project / "s2.jsonl").write_text(claude_line("p1", None, "user", "Write tests", sessionId="s2",
+                                                  agentName=member, teamName=team) + "\n")
+    (agents / "agent-a1.meta.json").write_text(json.dumps({"agentType": "Explore", "name": member, "teamName": team}))
+    (agents / "agent-a1.jsonl").write_text(claude_line("n1", None, "user", "Look", isSidechain=True, agentId="a1") + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / ".claude"})
+    conn = sqlite3.connect(db)
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
+                                 "AND name NOT IN ('source_files', 'sqlite_stat1')"):
+        columns = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')") if c != "jsonl_path"]
+        for column in columns:
+            found = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE instr("{column}", ?)', [TOKEN]).fetchone()[0]
+            assert found == 0, (table, column)
+    [(sender,)] = conn.execute("SELECT json_extract(meta_json, '$.from') FROM messages WHERE uuid = 'u2'").fetchall()
+    assert sender.startswith("tester-[REDACTED:github-pat:")
+    assert {name for (name,) in conn.execute("SELECT agent_name FROM sessions WHERE agent_name IS NOT NULL")} == {sender}
+    assert conn.execute("SELECT COUNT(*) FROM sessions WHERE worktree_path LIKE '%[REDACTED:github-pat:%' "
+                        "AND relocated_cwd = worktree_path AND project_path = worktree_path").fetchone() == (1,)
+
+
 def test_same_secret_same_marker_within_a_database(tmp_path, samples):
     write_session(tmp_path / ".claude", samples[:1] * 2)
     db = tmp_path / "o.db"

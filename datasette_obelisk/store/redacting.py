@@ -44,6 +44,10 @@ CONTEXT_FIELDS = {
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
 }
+# Who a message says sent it and to whom (its meta's ``from`` and ``to``: an agent
+# team's member, a Codex agent; a name or a list of them), taken from its text
+# before that was redacted: names, redacted as the context fields are.
+META_NAMES = ("from", "to")
 JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
 LIST_FIELDS = {ToolCall: ("file_paths",)}
 CACHED_VALUES = 4096
@@ -194,7 +198,18 @@ class RecordRedactor:
             values = getattr(record, name)
             if values:
                 setattr(record, name, [self.redact_context(value) for value in values])
+        if kind is Message and record.meta and any(record.meta.get(key) for key in META_NAMES):
+            record.meta = {**record.meta, **{key: self.redact_names(record.meta[key])
+                                             for key in META_NAMES if record.meta.get(key)}}
         return record
+
+    def redact_names(self, value):
+        """A name (or a list of them) redacted as a context field; anything else as it is."""
+        if isinstance(value, str):
+            return self.redact_context(value)
+        if isinstance(value, list):
+            return [self.redact_context(v) if isinstance(v, str) else v for v in value]
+        return value
 
     def redact_context(self, value: str) -> str:
         redacted = self._context.get(value)
