@@ -588,7 +588,9 @@ def test_a_named_agent_and_an_agent_team_s_members_are_titled_by_their_names(tmp
                            "timestamp": "2026-11-25T10:00:00.000Z", "message": {"role": role, "content": content},
                            **fields}) + "\n"
 
-    (project / f"{lead}.jsonl").write_text(line("l1", "user", "Fix the login bug", sessionId=lead))
+    # (a team's lead writes its lines as the team's reserved "team-lead": no name it was given)
+    (project / f"{lead}.jsonl").write_text(line("l1", "user", "Fix the login bug", sessionId=lead,
+                                                agentName="team-lead", teamName="alpha"))
     agent_log = line("n1", "user", "Audit the DB schema", sessionId=lead, isSidechain=True, agentId=agent)
     meta = json.dumps({"agentType": "Explore", "description": "Audit DB", "name": "db-auditor", "spawnDepth": 1})
     (agents / f"agent-{agent}.meta.json").write_text(meta)
@@ -606,11 +608,10 @@ def test_a_named_agent_and_an_agent_team_s_members_are_titled_by_their_names(tmp
     assert conn.execute(
         "SELECT id, title, title_source, agent_name, team_name, relationship, message_count FROM sessions ORDER BY id"
     ).fetchall() == [
-        (lead, "Fix the login bug", "first_prompt", None, None, None, 1),
+        (lead, "Fix the login bug", "first_prompt", "team-lead", "alpha", None, 1),
         (f"{lead}:agent-{agent}", "db-auditor", "name", "db-auditor", None, "subagent", 1),
         (pane, "tester", "name", "tester", "alpha", None, 0),
     ]
-
 
 
 def test_what_claude_code_last_reported_of_a_session_stands_however_its_lines_arrive(tmp_path):

@@ -197,7 +197,8 @@ class ClaudeCodeSource:
     # 17: what an agent team's member sent (``<teammate-message>``, written with
     # no origin) is no prompt of the user's, and names its sender (meta ``from``);
     # an agent's name (its .meta.json's ``name``, a team member's ``agentName``)
-    # titles its session, which keeps it and the team (``teamName``); the cost and
+    # titles its session (not a reserved one: a team's lead writes "team-lead"), which
+    # keeps it and the team (``teamName``); the cost and
     # the lines changed Claude Code last reported (``cost-state``), the folder it
     # moved the session to (``relocated``: the project's path), the worktree the
     # session last worked in (``worktree-state``) and that the model ended it
@@ -544,7 +545,7 @@ class ClaudeCodeParser:
             )
         if self.session_emitted and context == known:
             return []
-        named = context[6] if context[6] != self.agent_name else None
+        named = context[6] if context[6] != self.agent_name and not _reserved_name(context[6]) else None
         (self.cwd, self.git_branch, self.version, self.entrypoint, self.effort, self.forked_from,
          self.agent_name, self.team_name) = context
         records: list[Record] = [self._session()]
@@ -892,7 +893,7 @@ class ClaudeCodeParser:
         if (name or team) and parent:
             records.append(Session(child, SOURCE, project=self.project, parent_session_id=parent,
                                    relationship="subagent", agent_id=self.agent_id, agent_name=name, team_name=team))
-        if name and parent:
+        if name and parent and not _reserved_name(name):
             records.append(TitleCandidate(child, "name", name))
         return records
 
@@ -1080,6 +1081,15 @@ def _answers(payload: dict | None) -> bool:
 def _voice_note(obj: dict) -> bool:
     """A 2.1.x voice call's note: a system line holding the talk and its ``voice-call`` origin."""
     return _origin_kind(obj) == "voice-call" and isinstance(obj.get("content"), str)
+
+
+# Names Claude Code keeps for an agent team's own roles (a team's lead writes its
+# lines as "team-lead"): no name anyone gave an agent, so none titles its session.
+RESERVED_AGENT_NAMES = frozenset({"team-lead", "main", "user", "system"})
+
+
+def _reserved_name(name: str | None) -> bool:
+    return name is not None and name.lower() in RESERVED_AGENT_NAMES
 
 
 def _fork_parent(obj: dict) -> str | None:
