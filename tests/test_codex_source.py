@@ -1801,6 +1801,56 @@ def test_a_realtime_hand_off_titles_the_session_with_its_task_and_a_tail_flush_i
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "check why a < b fails")]
 
 
+DELEGATION = ("<codex_delegation>\n  <source_thread_id>01a0ffff-0000-7000-8000-000000000099</source_thread_id>\n"
+              "  <input>Check &lt;main&gt; &amp; report</input>\n</codex_delegation>")
+
+
+@pytest.mark.parametrize("shape", ["user message", "tool output", "compact tool output"])
+def test_a_task_another_thread_delegated_titles_the_session_with_its_input(shape):
+    # create_thread / send_message_to_thread (codex_app, codex_tui): the task in <input>, XML-escaped; a
+    # user message before 0.16x, since then the turn's input is a tool output without a call
+    text = DELEGATION.replace("\n  ", "").replace("\n", "") if shape.startswith("compact") else DELEGATION
+    delivered = (user_item({"type": "input_text", "text": text}) if shape == "user message" else
+                 {"type": "function_call_output", "id": "fco_1", "name": "create_thread", "namespace": "codex_tui",
+                  "output": text})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-delegated"}),
+        envelope("response_item", delivered),
+        envelope("response_item", user_item({"type": "input_text", "text": "now fix it"})),
+    ])
+    # the delegation stays what it was (a prompt, a tool's output), whole and searchable
+    assert [(m.is_meta, m.text) for m in of(records, Message)][0] == (0, text)
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Check <main> & report")]
+
+
+def test_a_named_output_other_than_a_delegation_titles_nothing():
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-not-delegated"}),
+        envelope("response_item", {"type": "function_call_output", "name": "create_thread", "namespace": "codex_app",
+                                   "output": '{"threadId": "01a0"}'}),
+        envelope("response_item", {"type": "function_call_output", "name": "notifications", "output": DELEGATION}),
+        envelope("response_item", user_item({"type": "input_text", "text": "hello"})),
+    ])
+    assert [t.title for t in of(records, TitleCandidate)] == ["hello"]
+
+
+def test_a_scheduled_automation_run_is_a_prompt_titled_with_its_instructions():
+    # a heartbeat (content kind user.heartbeat, turn trigger automation_heartbeat_scheduled): the user's
+    # automation speaking in their name, its instructions as given (not escaped)
+    beat = ("<heartbeat>\n  <automation_id>daily-ci</automation_id>\n  <current_time_iso>2026-10-01T10:00:02Z"
+            "</current_time_iso>\n  <instructions>\nCheck CI & list <failures>\n  </instructions>\n</heartbeat>\n")
+    item = {**user_item({"type": "input_text", "text": beat}),
+            "internal_chat_message_metadata_passthrough": {"turn_id": "t1", "content_item_kinds": ["user.heartbeat"]}}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-heartbeat"}),
+        envelope("event_msg", {"type": "user_message", "message": beat}),
+        envelope("response_item", item),
+    ])
+    assert [(m.is_meta, m.text) for m in of(records, Message)] == [(0, beat)]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate"]
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Check CI & list <failures>")]
+
+
 @pytest.mark.parametrize("kind", ["security_risk_score", "realtime_item", "retained_context", "rollout_reference",
                                   "dynamic_tools_updated", "id_allocation"])
 def test_newer_metadata_lines_are_metadata(kind):

@@ -329,6 +329,22 @@ MAX_OPEN_CALLS = 64
 # hands over only the talk's tail.
 REALTIME_DELEGATION = "<realtime_delegation>"
 _DELEGATED = re.compile(r"\s*<realtime_delegation>\s*(?:<source>([^<]*)</source>\s*)?<input>(.*?)</input>", re.S)
+# A task another thread hands this one (0.15x+, ``create_thread``/``send_message_to_thread``
+# of the app's or TUI's task tools): its ``<input>`` XML-escaped; a tool output without a call
+# since 0.16x, a user message before. Compact (cloud) or indented (Desktop, TUI).
+_THREAD_DELEGATED = re.compile(
+    r"\s*<codex_delegation>\s*<source_thread_id>[^<]*</source_thread_id>\s*"
+    r"<input>(.*)</input>\s*</codex_delegation>\s*\Z",
+    re.S,
+)
+DELEGATION_TOOLS = {"create_thread", "send_message_to_thread"}
+# What an automation's scheduled run sends in the user's name (content kind ``user.heartbeat``,
+# turn trigger ``automation_heartbeat_scheduled``): the instructions it was given, not escaped.
+_HEARTBEAT = re.compile(
+    r"\s*<heartbeat>\s*<automation_id>[^<]*</automation_id>\s*<current_time_iso>[^<]*</current_time_iso>\s*"
+    r"<instructions>(.*)</instructions>\s*</heartbeat>\s*\Z",
+    re.S,
+)
 # How multi-agent v2 heads a message to another agent (``InterAgentMessage``, the payload after it).
 _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender: [^\n]*\nPayload:\n?")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -389,7 +405,9 @@ class CodexSource:
     #    an agent message board's notices are injected (a user's prompt in 0.15x, an answer since);
     #    0.17x's ``dynamic_tools_updated`` and ``id_allocation`` lines are metadata, not unknown;
     #    a child's lines before its ``subagent_history_start_ordinal`` and messages marked inherited
-    #    are its parent's copy; a delivery record repeating an assistant message is its duplicate
+    #    are its parent's copy; a delivery record repeating an assistant message is its duplicate;
+    #    a task another thread delegated (``<codex_delegation>``, a prompt or a tool output) titles with
+    #    its input, unescaped, and a scheduled automation's run (``<heartbeat>``) with its instructions
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -1105,6 +1123,8 @@ class CodexParser:
                 name=_qualified(item, "function"), input_json="null", timestamp=timestamp,
                 file_paths=[],
             ))
+            if first_text(item.get("name")) in DELEGATION_TOOLS and (task := _delegated_task(content)):
+                self._first_prompt(message, out, task)  # the task a thread was created with (Codex's preview)
         self.s.open_calls = [call for call in self.s.open_calls if call[0] != call_id]
         self.s.aborted_calls = [call for call in self.s.aborted_calls if call[0] != call_id]
         if closed:  # a synthetic result was already given when the turn ended
@@ -1608,9 +1628,22 @@ def _is_notice(item: dict) -> bool:
 
 
 def _spoken_task(text: str) -> str:
-    """What a realtime hand-off asks for (its ``<input>``, unescaped); else ``text``."""
-    found = _DELEGATED.match(text) if text.lstrip().startswith(REALTIME_DELEGATION) else None
-    return html.unescape(found.group(2)) if found else text
+    """What a realtime hand-off or a task another thread delegated asks for (its ``<input>``,
+    unescaped), what a scheduled automation was told to do (its ``<instructions>``); else ``text``."""
+    head = text.lstrip()[:24]
+    if head.startswith(REALTIME_DELEGATION):
+        found = _DELEGATED.match(text)
+        return html.unescape(found.group(2)) if found else text
+    if head.startswith("<codex_delegation>"):
+        return _delegated_task(text) or text
+    found = _HEARTBEAT.match(text) if head.startswith("<heartbeat>") else None
+    return found.group(1).strip() if found else text
+
+
+def _delegated_task(text: str) -> str | None:
+    """The task a ``<codex_delegation>`` hands over, unescaped; None for any other text."""
+    found = _THREAD_DELEGATED.match(text)
+    return html.unescape(found.group(1)).strip() if found else None
 
 
 PREFIX_CHARS = max(map(len, INJECTED_PREFIXES))
