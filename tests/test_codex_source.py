@@ -1851,6 +1851,26 @@ def test_a_scheduled_automation_run_is_a_prompt_titled_with_its_instructions():
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "Check CI & list <failures>")]
 
 
+def test_the_marker_ending_an_imported_session_is_no_answer():
+    # external-agent-migration (sessions/export.rs): another agent's session written as turns of user and
+    # agent messages (event, then item), its last turn ended by Codex's marker, an agent_message event alone
+    answer = lambda text: [envelope("event_msg", {"type": "agent_message", "message": text}),  # noqa: E731
+                           envelope("response_item", {"type": "message", "role": "assistant",
+                                                      "content": [{"type": "output_text", "text": text}]})]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-imported"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "external-import-turn-1"}),
+        envelope("event_msg", {"type": "user_message", "message": "run the tests"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "run the tests"})),
+        *answer("All pass."),
+        envelope("event_msg", {"type": "agent_message", "message": "<EXTERNAL SESSION IMPORTED>"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "external-import-turn-1"}),
+    ])
+    assert [(m.role, m.is_meta, m.surface, m.text) for m in of(records, Message)] == [
+        ("user", 0, None, "run the tests"), ("assistant", 0, None, "All pass."),
+        ("assistant", 1, "log-only", "<EXTERNAL SESSION IMPORTED>")]
+
+
 @pytest.mark.parametrize("kind", ["security_risk_score", "realtime_item", "retained_context", "rollout_reference",
                                   "dynamic_tools_updated", "id_allocation"])
 def test_newer_metadata_lines_are_metadata(kind):

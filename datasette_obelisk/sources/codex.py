@@ -345,6 +345,8 @@ _HEARTBEAT = re.compile(
     r"<instructions>(.*)</instructions>\s*</heartbeat>\s*\Z",
     re.S,
 )
+# The agent message an imported session (another agent's, e.g. Claude Code's) ends with: Codex's, not the model's.
+IMPORT_MARKER = "<EXTERNAL SESSION IMPORTED>"
 # How multi-agent v2 heads a message to another agent (``InterAgentMessage``, the payload after it).
 _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender: [^\n]*\nPayload:\n?")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -407,7 +409,8 @@ class CodexSource:
     #    a child's lines before its ``subagent_history_start_ordinal`` and messages marked inherited
     #    are its parent's copy; a delivery record repeating an assistant message is its duplicate;
     #    a task another thread delegated (``<codex_delegation>``, a prompt or a tool output) titles with
-    #    its input, unescaped, and a scheduled automation's run (``<heartbeat>``) with its instructions
+    #    its input, unescaped, and a scheduled automation's run (``<heartbeat>``) with its instructions;
+    #    the marker ending an imported session is Codex's (log-only), not an answer
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -1249,6 +1252,9 @@ class CodexParser:
     def _event_twin(self, payload, kind, timestamp, position, out) -> None:
         twin = EVENT_TWINS[kind]
         said = first_text(payload.get("text" if twin == "thinking" else "message")) or ""
+        if kind == "agent_message" and said == IMPORT_MARKER:  # (an event alone, never a response item)
+            self._log_only(out, position, "event_msg", kind, timestamp, text=said, role="assistant")
+            return
         if self._is_twin(twin, "event", [said]):
             out.append(Merged(position, "duplicate"))
             return
