@@ -1449,3 +1449,36 @@ def test_a_forked_agent_s_first_line_says_what_it_was_forked_with():
     first, second = of_type(records, Message)
     assert first.meta == {"fork_context": {"parentSessionId": "s1", "parentLastUuid": "a9", "contextLength": 12}}
     assert second.meta is None
+
+
+def test_the_lines_after_a_prompt_stored_anew_are_its_own():
+    # 2.1.332 stores a prompt a client sent again after a compaction cut its
+    # turn off under a fresh uuid (``sentAsUuid``: the one it was sent as) and
+    # goes on naming that one: those lines answer the copy, not the compacted first.
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+                "logicalParentUuid": "a1", "content": "Conversation compacted"}
+    lines = [
+        user("u1", "do X"),
+        assistant("a1", [{"type": "text", "text": "working"}], parentUuid="u1"),
+        boundary,
+        user("s1", "This session is being continued from a previous conversation.", parentUuid="b1",
+             isCompactSummary=True),
+        user("u1copy", "do X", parentUuid="s1", sentAsUuid="u1"),
+        assistant("a3", [{"type": "text", "text": "done"}], parentUuid="u1"),
+        {**boundary, "uuid": "b2", "logicalParentUuid": "u1"},  # compacted again right after the copy
+        user("t1", "side", isSidechain=True, sentAsUuid="a3"),  # (an agent's line is never stored anew)
+        assistant("a4", [{"type": "text", "text": "more"}], parentUuid="a3"),
+    ]
+    links = [(m.uuid, m.parent_uuid, m.logical_parent_uuid) for m in of_type(feed_lines(lines), Message)]
+    assert links == [
+        ("u1", None, None), ("a1", "u1", None), ("b1", None, "a1"), ("s1", "b1", None), ("u1copy", "s1", None),
+        ("a3", "u1copy", None), ("b2", None, "u1copy"), ("t1", None, None), ("a4", "a3", None),
+    ]
+    # The copy may be read in one ingest and what answers it in the next.
+    for split in range(len(lines) + 1):
+        first = SOURCE.open_parser(unit(session_id="s1"), None)
+        records = [r for n, obj in enumerate(lines[:split]) for r in first.feed(orjson.dumps(obj), Position(n + 1, n, 1))]
+        state = orjson.loads(orjson.dumps(first.state()))
+        second = SOURCE.open_parser(unit(session_id="s1"), state)
+        records += [r for n, obj in enumerate(lines[split:], split) for r in second.feed(orjson.dumps(obj), Position(n + 1, n, 1))]
+        assert [(m.uuid, m.parent_uuid, m.logical_parent_uuid) for m in of_type(records, Message)] == links, split

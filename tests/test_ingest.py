@@ -1761,6 +1761,40 @@ def test_the_first_prompt_edited_and_sent_again_titles_its_session(tmp_path, hea
     assert rows(once, "SELECT title, message_count FROM sessions") == [("second try", 2)]
 
 
+def test_what_answers_a_prompt_stored_anew_goes_with_it(tmp_path):
+    # Claude Code 2.1.332 writes a prompt sent again after a compaction under a
+    # fresh uuid (sentAsUuid: the one it was sent as), and its answer names that
+    # one. A rewind to the copy takes its answer back too; its trace goes through it.
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.store.db import connect
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+                "logicalParentUuid": "a1", "sessionId": "s1", "timestamp": "2026-01-01T00:00:03Z"}
+    summary = {**said("s", "b1", "user", "This session is being continued from a previous conversation.", 3),
+               "isCompactSummary": True}
+    log = project / "s1.jsonl"
+    log.write_bytes(claude_lines(said("u1", None, "user", "do X", 1), said("a1", "u1", "assistant", "working", 2),
+                                 boundary, summary, said("a2", "s", "assistant", "going on", 4),
+                                 {**said("u1copy", "a2", "user", "do X", 5), "sentAsUuid": "u1"}))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    with open(log, "ab") as fp:  # answered, then rewound to the copy: "do Y" sent in its place
+        fp.write(claude_lines(said("a3", "u1", "assistant", "X is done", 6), said("u2", "a2", "user", "do Y", 7),
+                              said("a4", "u2", "assistant", "Y is done", 8)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    derived = "SELECT uuid, surface, visibility, replaced_by FROM messages WHERE seq > 5 ORDER BY seq"
+    assert rows(db, derived) == [
+        ("u1copy", "shadowed", "inactive", "u2"), ("a3", "shadowed", "inactive", "u2"),
+        ("u2", "current", "visible", None), ("a4", "current", "visible", None),
+    ]
+    assert rows(db, "SELECT message_count FROM sessions") == [(5,)]  # u1, a1, a2, u2, a4
+    conn = connect(db)
+    assert obelisk.trace_uuids(conn, "a3") == ["u1", "a1", "b1", "s", "a2", "u1copy", "a3"]
+    conn.close()
+
+
 def test_m034_derives_again_the_sessions_of_logs_gone_from_disk(tmp_path):
     from datasette_obelisk.store.db import open_db
 

@@ -84,6 +84,7 @@ SETTING_COMMANDS = frozenset(
     "statusline terminal-setup todos upgrade usage vim".split()
 )
 MAX_LAUNCHED = 256
+MAX_STORED_ANEW = 256  # prompts stored anew whose copies later lines may name by their first uuid
 INTERRUPTED = "[Request interrupted by user"
 # What Claude Code answers for a call it never ran because the user
 # interrupted the turn (the calls queued beside the one running, too).
@@ -202,7 +203,9 @@ class ClaudeCodeSource:
     # the lines changed Claude Code last reported (``cost-state``), the folder it
     # moved the session to (``relocated``: the project's path), the worktree the
     # session last worked in (``worktree-state``) and that the model ended it
-    # (``ended-by-model``) describe the session
+    # (``ended-by-model``) describe the session; a prompt stored anew after a
+    # compaction (2.1.3xx: a fresh uuid, ``sentAsUuid`` the one it was sent as) is
+    # the parent of the lines after it that name the uuid it was sent as
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -345,6 +348,9 @@ class ClaudeCodeParser:
         self.first_parent = state.get("first_parent")
         self.linked = state.get("linked", False)
         self.compacted = state.get("compacted", False)
+        # A prompt Claude Code stored anew (a copy with a fresh uuid, its ``sentAsUuid``
+        # the uuid it was sent as): the uuid it was sent as -> the copy's, latest last.
+        self.stored_anew: dict[str, str] = state.get("stored_anew", {})
         self.is_agent = self.kind in AGENT_KINDS
         self.session_id = self._session_id()
 
@@ -368,6 +374,7 @@ class ClaudeCodeParser:
             "first_parent": self.first_parent,
             "linked": self.linked,
             "compacted": self.compacted,
+            "stored_anew": self.stored_anew,
         }
 
     def feed(self, line: bytes, position: Position) -> list[Record]:
@@ -518,7 +525,9 @@ class ClaudeCodeParser:
         if line_type == "user" and content_type == "text" and (senders := _teammate_senders(text)):
             message.meta = {**(message.meta or {}), "from": senders[0] if len(senders) == 1 else senders}
         facts = list(self._line_facts(obj, message, payload, tools, position))
-        return [*self._session_records(obj), message, *tools, *facts]
+        records = [*self._session_records(obj), message, *tools, *facts]
+        self._note_stored_anew(obj, uuid)
+        return records
 
     def _session_records(self, obj: dict) -> list[Record]:
         """The Session on the first conversation line, again when cwd/branch/version change;
@@ -613,8 +622,8 @@ class ClaudeCodeParser:
             type=line_type,
             position=position,
             subtype=_subtype(obj, line_type),
-            parent_uuid=_text(obj.get("parentUuid")),
-            logical_parent_uuid=_text(obj.get("logicalParentUuid")),
+            parent_uuid=self._parent(obj.get("parentUuid")),
+            logical_parent_uuid=self._parent(obj.get("logicalParentUuid")),
             timestamp=_text(obj.get("timestamp")),
             text=text,
             content_type=content_type,
@@ -646,6 +655,28 @@ class ClaudeCodeParser:
         elif message.subtype == "turn_duration":
             message.turn_duration_ms = int_or_none(obj.get("durationMs"))
         return message
+
+    def _parent(self, value: Any) -> str | None:
+        """The line a link names: a prompt stored anew, for the uuid it was sent as.
+
+        Claude Code writes a prompt again after a compaction that cut its turn
+        off (a client sent it again: ``promptRowIsStoredAnew``) under a fresh
+        uuid, ``sentAsUuid`` the one it had, and goes on naming that one: the
+        lines after the copy are its own, not the compacted first line's (which
+        the transcript's own compaction may have removed from the file)."""
+        uuid = _text(value)
+        return self.stored_anew.get(uuid, uuid) if uuid else uuid
+
+    def _note_stored_anew(self, obj: dict, uuid: str) -> None:
+        """Remember a prompt stored anew (``sentAsUuid``), as Claude Code writes it: a main
+        line of the user's whose uuid is not the one it was sent as."""
+        sent_as = _text(obj.get("sentAsUuid"))
+        if obj.get("type") != "user" or not sent_as or sent_as == uuid or obj.get("isSidechain") is True:
+            return
+        self.stored_anew.pop(sent_as, None)
+        self.stored_anew[sent_as] = uuid
+        while len(self.stored_anew) > MAX_STORED_ANEW:
+            del self.stored_anew[next(iter(self.stored_anew))]
 
     def _member_agent_id(self, obj: dict) -> str | None:
         """The agent a line belongs to (not one it merely refers to)."""
