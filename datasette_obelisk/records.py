@@ -136,6 +136,9 @@ class ToolResult:
     agent_duration_ms: int | None = None
     agent_tokens: int | None = None
     file_path: str | None = None  # the file the tool read or wrote, as its result names it
+    # The message holding the whole output when the line holds only its start: a
+    # file of its own, read as a message of that uuid (Claude Code's persisted output).
+    output_uuid: str | None = None
 
 
 @dataclass(slots=True)

@@ -1067,7 +1067,10 @@ def make_tree(base):
         "s1/subagents/workflows/wf_1/agent-w1.meta.json",
         "s1/subagents/workflows/wf_1/journal.jsonl",
         "s1/workflows/wf_1.json",
-        "s1/tool-results/toolu_1.txt",  # ignored from here on
+        "s1/tool-results/toolu_1.txt",  # a tool's output saved apart (2.x)
+        "s1/tool-results/toolu_2.json",  # an MCP tool's content blocks
+        "s1/tool-results/toolu_3.png",  # ignored from here on: an image, saved as it came
+        "s1/tool-results/pdf-toolu_4/page-1.txt",
         "sessions-index.json",
         "notes.txt",
         "s1/subagents/notes.jsonl",
@@ -1100,6 +1103,8 @@ def test_discovery_kinds_hints_and_priorities(tmp_path):
         run + "agent-w1.meta.json": ("subagent_meta", "document", 2, {"agent_id": "w1", "run_id": "wf_1", **s}),
         run + "journal.jsonl": ("workflow_journal", "jsonl", 1, {"run_id": "wf_1", **s}),
         "s1/workflows/wf_1.json": ("workflow", "document", 2, {"run_id": "wf_1", **s}),
+        "s1/tool-results/toolu_1.txt": ("tool_output", "text", 3, s),
+        "s1/tool-results/toolu_2.json": ("tool_output", "text", 3, s),
     }
     # A projects-like folder given directly is read the same way.
     direct = {str(u.path.relative_to(project)) for u in SOURCE.discover(tmp_path / ".claude" / "projects")}
@@ -1482,3 +1487,61 @@ def test_the_lines_after_a_prompt_stored_anew_are_its_own():
         second = SOURCE.open_parser(unit(session_id="s1"), state)
         records += [r for n, obj in enumerate(lines[split:], split) for r in second.feed(orjson.dumps(obj), Position(n + 1, n, 1))]
         assert [(m.uuid, m.parent_uuid, m.logical_parent_uuid) for m in of_type(records, Message)] == links, split
+
+
+# A tool's output saved apart (2.x): the log's note and the file
+
+
+def saved_note(path):
+    """The note Claude Code 2.1.332 logs in place of an output it saved (``xe``)."""
+    return (f"<persisted-output>\nOutput too large (96.6KB). Full output saved to: {path}\n\n"
+            "Preview (first 2KB):\nline 1\nline 2\n...\n</persisted-output>")
+
+
+@pytest.mark.parametrize("content, uuid", [
+    (saved_note("/home/u/.claude/projects/-w/s1/tool-results/toolu_01A.txt"), "s1:tool-results/toolu_01A.txt"),
+    ([{"type": "text", "text": saved_note("/h/.claude/projects/-w/s1/tool-results/toolu_01A.json")}],
+     "s1:tool-results/toolu_01A.json"),
+    # An agent's output is saved in its root session's folder; a Windows path; one cut at the limit.
+    (saved_note(r"C:\Users\u\.claude\projects\C--w\root\tool-results\toolu_01A.txt"), "root:tool-results/toolu_01A.txt"),
+    ("<persisted-output>\nOutput exceeded the 1.0GB persist limit; only the first 1.0GB were saved to: "
+     "/h/p/s1/tool-results/toolu_01A.txt\n\nPreview (first 2KB):\nx\n</persisted-output>", "s1:tool-results/toolu_01A.txt"),
+    # Not a note of Claude Code's: an output quoting one, a path elsewhere, no path.
+    ("cat notes.md\n" + saved_note("/h/p/s1/tool-results/toolu_01A.txt"), None),
+    (saved_note("/tmp/out.txt"), None),
+    ("<persisted-output>\nOutput too large.\n</persisted-output>", None),
+])
+def test_a_result_names_the_message_holding_its_output_saved_apart(content, uuid):
+    records = feed_lines([user("u1", [tool_result("toolu_01A", content)])])
+    [result] = of_type(records, ToolResult)
+    assert result.output_uuid == uuid
+    assert of_type(records, Message)[0].text == (content if isinstance(content, str) else content[0]["text"])
+
+
+def saved_records(name, data, size=None, left=0):
+    unit_ = unit(kind="tool_output", name=f"s1/tool-results/{name}", layout="text",
+                 parent_session_id="s1", project="-p")
+    return SOURCE.open_parser(unit_, None).text(data, len(data) if size is None else size, left)
+
+
+def test_an_output_saved_apart_is_a_message_of_its_session():
+    whole = "step 1: ok\nstep 2: ok — done\n"
+    assert saved_records("toolu_01A.txt", whole.encode()) == [
+        Session("s1", "claude", project="-p"),
+        Message(uuid="s1:tool-results/toolu_01A.txt", session_id="s1", source="claude", type="tool_output",
+                position=Position(1, 0, len(whole.encode())), text=whole, content_type="tool_result",
+                surface="log-only", meta={"tool_use_id": "toolu_01A", "bytes": len(whole.encode())}),
+    ]
+    # Content blocks are their text, as in a result; a name Claude Code escaped is its tool use id.
+    blocks = orjson.dumps([{"type": "text", "text": "first"}, {"type": "text", "text": "second"}],
+                          option=orjson.OPT_INDENT_2)
+    [message] = of_type(saved_records("mcp%2Fcall.json", blocks), Message)
+    assert (message.uuid, message.text, message.meta["tool_use_id"]) == ("s1:tool-results/mcp%2Fcall.json",
+                                                                          "first\nsecond", "mcp/call")
+    # What is not JSON is kept as it is.
+    assert of_type(saved_records("toolu_01B.json", b"[not json"), Message)[0].text == "[not json"
+    # Held only in part (over the reader's limit): the length of the whole, as it was counted.
+    [message] = of_type(saved_records("toolu_01C.txt", b"abc", size=10_000, left=9_997), Message)
+    assert (message.text, message.meta) == ("abc", {"tool_use_id": "toolu_01C", "bytes": 10_000, "length": 10_000})
+    # Empty (caught as it was made): nothing yet.
+    assert saved_records("toolu_01D.txt", b"") == [Merged(Position(1, 0, 0), "empty")]

@@ -62,6 +62,7 @@ def test_migrations_in_order(conn):
         "m037_add_session_tags_and_continuations",
         "m038_add_sessions_agent_and_team_names",
         "m039_add_sessions_cost_and_worktree",
+        "m040_add_tool_results_output_uuid",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -266,7 +267,7 @@ EXPECTED_TABLES = {
     'tool_results': [
         'id', 'tool_use_id', 'message_uuid', 'session_id', 'content', 'content_length', 'file_path',
         'is_error', 'outcome', 'exit_code', 'agent_id', 'timestamp', 'file_id', 'agent_duration_ms', 'agent_tokens',
-        'search_content',
+        'search_content', 'output_uuid',
     ],
     'workflow_agents': [
         'agent_id', 'run_id', 'session_id', 'agent_type', 'description', 'phase', 'label', 'model',
@@ -310,6 +311,13 @@ def test_deriving_a_session_searches_its_agents_by_index(conn):
     for sql in (AGENT_TYPE_UPDATE, SPAWN_SPEC_UPDATE):
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"s": "x"})]
         assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_a_tool_output_read_after_its_results_finds_them_by_index(conn):
+    from datasette_obelisk.store.writer import RESULTS_OF_OUTPUT
+
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + RESULTS_OF_OUTPUT, ["s:tool-results/x.txt"])]
+    assert plan == ["SEARCH tool_results USING INDEX tool_results_output (output_uuid=?)"]
 
 
 def test_two_processes_creating_the_same_database_both_succeed(tmp_path):

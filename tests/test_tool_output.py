@@ -7,10 +7,12 @@ import pytest
 
 from datasette_obelisk.query.history import history_read
 from datasette_obelisk.query import obelisk
+from datasette_obelisk.query.search import search_events, search_sessions
 from datasette_obelisk.query.transcript import tool_calls
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from datasette_obelisk.store.tool_output import CLIP_CHARS
+from dbsnapshot import diff, snapshot
 
 SESSION = "5b0e4c1a-0000-4000-8000-000000000001"
 LONG = " ".join(f"line{i} output of the build" for i in range(3000))  # 80k characters
@@ -111,3 +113,229 @@ def test_migration_clips_databases_that_stored_output_twice(db):
     open_db(db).close()
     assert results(db)["call-ok"] == (LONG[:CLIP_CHARS], len(LONG), "succeeded")
     assert results(db)["call-bad"][0] == FAILED
+
+
+# -- Claude Code's persisted output (2.x) ---------------------------------------
+# A result over 50,000 characters is saved whole to <session>/tool-results/<tool
+# use id>.txt and the log holds a note with its first 2 KB (2.1.332, the
+# ``<persisted-output>`` block ``xe`` writes). The file comes before the line in
+# Claude Code's own writes, but an ingest may see either first.
+
+SAVED_SESSION = "6c1f0d2a-0000-4000-8000-000000000002"
+WHOLE = "".join(f"step {i}: compiled module{i} — ok\n" for i in range(3000)) + "zebraquartz only past the preview\n"
+
+
+def saved_note(path, whole):
+    preview = whole[:2000]
+    preview = preview[: preview.rfind("\n")]
+    return (f"<persisted-output>\nOutput too large ({len(whole) / 1024:.1f}KB). Full output saved to: {path}\n\n"
+            f"Preview (first 2KB):\n{preview}\n...\n</persisted-output>")
+
+
+def saved_log(path, is_error=False) -> list[bytes]:
+    def at(item):
+        return (json.dumps({**item, "sessionId": SAVED_SESSION}) + "\n").encode()
+
+    note = saved_note(path, WHOLE)
+    return [at(item) for item in (
+        line("s1", None, "user", "build everything", "2026-05-01T10:00:00Z"),
+        tool_use("s2", "s1", "toolu_01Big", "2026-05-01T10:00:01Z"),
+        tool_result("s3", "s2", "toolu_01Big", note, "2026-05-01T10:00:02Z", is_error=is_error),
+        line("s4", "s3", "assistant", [{"type": "text", "text": "Built."}], "2026-05-01T10:00:03Z"),
+    )]
+
+
+@pytest.fixture
+def saved(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-work-app"
+    output = project / SAVED_SESSION / "tool-results" / "toolu_01Big.txt"
+    output.parent.mkdir(parents=True)
+    return project / f"{SAVED_SESSION}.jsonl", output
+
+
+def found(db, word):
+    return sqlite3.connect(db).execute(
+        "SELECT m.uuid, m.type, m.surface, m.is_meta FROM messages_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE messages_fts MATCH ?", [word]).fetchall()
+
+
+OUTPUT_UUID = f"{SAVED_SESSION}:tool-results/toolu_01Big.txt"
+
+
+def assert_whole(db):
+    assert results(db)["toolu_01Big"] == (WHOLE[:CLIP_CHARS], len(WHOLE), "succeeded")
+    assert found(db, "zebraquartz") == [(OUTPUT_UUID, "tool_output", "log-only", 0)]
+    conn = open_db(db)
+    conn.row_factory = sqlite3.Row
+    [call] = tool_calls(conn, SAVED_SESSION, ["s2"])["s2"]
+    assert (call["result"], call["result_length"]) == (WHOLE[:20_000], len(WHOLE))
+    assert [tuple(row) for row in conn.execute(
+        "SELECT message_count, availability FROM sessions WHERE id = ?", [SAVED_SESSION])] == [(2, "live")]
+    assert [hit["message"]["uuid"] for hit in obelisk.search(conn, "zebraquartz")] == [OUTPUT_UUID]
+    grouped = search_sessions(conn, "zebraquartz")["items"]
+    assert [(item["session"]["id"], [hit["uuid"] for hit in item["hits"]]) for item in grouped] == [
+        (SAVED_SESSION, [OUTPUT_UUID])]
+    assert [hit["type"] for hit in search_events(conn, SAVED_SESSION, "zebraquartz")["items"]] == ["tool_output"]
+
+
+@pytest.mark.parametrize("first", ["file", "log", "both"])
+def test_a_saved_output_is_the_results_whole_output_whichever_is_read_first(tmp_path, saved, first):
+    log, output = saved
+    db = tmp_path / "o.db"
+    if first in ("file", "both"):
+        output.write_text(WHOLE)
+    if first in ("log", "both"):
+        log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    if first == "log":  # the note until the file comes
+        note = saved_note(output, WHOLE)
+        assert results(db)["toolu_01Big"] == (note, len(note), "succeeded")
+        assert found(db, "zebraquartz") == []
+        output.write_text(WHOLE)
+    elif first == "file":
+        log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert_whole(db)
+    before = snapshot(db)
+    summary = ingest(db, {"claude": tmp_path / "claude"})
+    assert (summary.files, summary.files_skipped, summary.files_read) == (2, 2, 0)  # (stat only)
+    assert snapshot(db) == before
+
+
+def test_a_saved_output_and_its_log_read_as_they_are_written(tmp_path, saved):
+    log, output = saved
+    db = tmp_path / "o.db"
+    lines = saved_log(output)
+    encoded = WHOLE.encode()
+    steps = [
+        lambda: log.write_bytes(lines[0] + lines[1]),
+        lambda: output.write_bytes(encoded[: len(encoded) // 2]),  # caught half written
+        lambda: log.write_bytes(b"".join(lines[:3]) + lines[3][:10]),
+        lambda: output.write_bytes(encoded),
+        lambda: log.write_bytes(b"".join(lines)),
+    ]
+    for step in steps:
+        step()
+        ingest(db, {"claude": tmp_path / "claude"})
+    assert_whole(db)
+    whole = tmp_path / "whole.db"
+    ingest(whole, {"claude": tmp_path / "claude"})
+    # The same rows, but for the place of the output's: where it was read (it shows with the log only).
+    assert diff(snapshot(whole), snapshot(db)) == [
+        ("messages", 5, 5), {"seq": (5, 3), "key": OUTPUT_UUID}, {"seq": (3, 4), "key": "s3"},
+        {"seq": (4, 5), "key": "s4"}]
+
+
+def test_a_saved_output_claude_code_deleted_is_kept(tmp_path, saved):
+    log, output = saved
+    db = tmp_path / "o.db"
+    output.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    output.unlink()  # its cleanup, after cleanupPeriodDays, while the log stays
+    assert ingest(db, {"claude": tmp_path / "claude"}).files_missing == 1
+    assert_whole(db)
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("UPDATE source_files SET parser_version = NULL")  # its log read again from its start
+    conn.close()
+    assert ingest(db, {"claude": tmp_path / "claude"}).files_replayed == 1
+    assert_whole(db)
+
+
+@pytest.mark.parametrize("runs", ["log, then file", "one cold load"])
+def test_a_failed_saved_output_is_searched_whole_among_failures(tmp_path, saved, runs):
+    log, output = saved
+    db = tmp_path / "o.db"
+    log.write_bytes(b"".join(saved_log(output, is_error=True)))
+    if runs == "one cold load":  # its result indexed late, then given the whole output
+        output.write_text(WHOLE)
+        ingest(db, {"claude": tmp_path / "claude"}, cold_load_bytes=1)
+    else:
+        ingest(db, {"claude": tmp_path / "claude"})
+        output.write_text(WHOLE)
+        ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT content = ?, content_length FROM tool_results", [WHOLE]).fetchall() == [(1, len(WHOLE))]
+    assert conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH 'zebraquartz'").fetchall() == [(1,)]
+    assert conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)").fetchall() == []
+
+
+def test_saved_content_blocks_are_their_text(tmp_path, saved):
+    log, output = saved
+    db = tmp_path / "o.db"
+    output = output.with_suffix(".json")  # an MCP tool's blocks, as JSON.stringify(blocks, null, 2)
+    blocks = [{"type": "text", "text": WHOLE[:30_000]}, {"type": "text", "text": WHOLE[30_000:]}]
+    output.write_text(json.dumps(blocks, indent=2))
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    joined = WHOLE[:30_000] + "\n" + WHOLE[30_000:]
+    assert results(db)["toolu_01Big"] == (joined[:CLIP_CHARS], len(joined), "succeeded")
+    assert found(db, "zebraquartz") == [(f"{SAVED_SESSION}:tool-results/toolu_01Big.json", "tool_output", "log-only", 0)]
+
+
+def test_a_huge_saved_output_is_held_up_to_the_limit_in_bounded_memory(tmp_path, saved, monkeypatch):
+    import tracemalloc
+
+    from datasette_obelisk.store import reader
+
+    monkeypatch.setattr(reader, "MAX_TEXT", 1 << 16)
+    log, output = saved
+    db = tmp_path / "o.db"
+    huge = "x" * ((1 << 16) - 1) + "é" + "zebraquartz " * 1_000_000  # 12 MB, the limit inside the é
+    output.write_text(huge)
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(tmp_path / "warm.db", {"claude": tmp_path / "claude"})  # (what is imported on first use is not counted)
+    tracemalloc.start()
+    try:
+        ingest(db, {"claude": tmp_path / "claude"})
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 << 20
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT text_length, json_extract(meta_json, '$.length'), json_extract(meta_json, '$.bytes') "
+                        "FROM messages WHERE type = 'tool_output'").fetchall() == [((1 << 16) - 1, len(huge), len(huge.encode()))]
+    assert results(db)["toolu_01Big"] == (huge[:CLIP_CHARS], len(huge), "succeeded")
+
+
+def test_a_log_read_again_takes_its_agents_along_though_its_saved_outputs_are_gone(tmp_path, saved):
+    # A saved output is in no family: Claude Code deleting it does not leave the session's
+    # logs to be read again one by one (which keeps what an older parser merged).
+    log, output = saved
+    db = tmp_path / "o.db"
+    output.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output)))
+    agent = output.parent.parent / "subagents" / "agent-a1.jsonl"
+    agent.parent.mkdir()
+    agent.write_text(json.dumps({**line("g1", None, "user", "look around", "2026-05-01T10:00:05Z"),
+                                 "sessionId": SAVED_SESSION, "isSidechain": True, "agentId": "a1"}) + "\n")
+    ingest(db, {"claude": tmp_path / "claude"})
+    output.unlink()
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(log)])
+    conn.close()
+    summary = ingest(db, {"claude": tmp_path / "claude"})
+    assert (summary.files_replayed, summary.files_missing) == (2, 0)
+    assert_whole(db)
+
+
+def test_a_saved_output_gone_stays_its_own_though_another_says_the_same(tmp_path, saved):
+    log, output = saved
+    db = tmp_path / "o.db"
+    twin = output.with_name("toolu_01Twin.txt")  # the same command run again, the same output
+    for path in (output, twin):
+        path.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    output.unlink()
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(db, isolation_level=None)
+    assert conn.execute("SELECT f.path, f.missing FROM messages m JOIN source_files f ON f.id = m.file_id "
+                        "WHERE m.type = 'tool_output' ORDER BY m.uuid").fetchall() == [
+        (str(output), 1), (str(twin), 0)]
+    conn.execute("UPDATE source_files SET parser_version = NULL")  # the twin read again takes only its own
+    conn.close()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert results(db)["toolu_01Big"] == (WHOLE[:CLIP_CHARS], len(WHOLE), "succeeded")
+    assert sorted(uuid for uuid, *_ in found(db, "zebraquartz")) == [OUTPUT_UUID, f"{SAVED_SESSION}:tool-results/toolu_01Twin.txt"]

@@ -690,8 +690,8 @@ def read_line(row, uuid: str) -> bytes:
     try:
         with open_stream(path, row["compression"]) as (fp, stream):
             if not row["compression"] and row["head_hash"]:
-                # (a document, read whole, is as long as it was too: saved again, it may only have grown)
-                resized = row["layout"] == "document" and os.fstat(fp.fileno()).st_size != row["cursor"]
+                # (a document or a text, read whole, is as long as it was too: saved again, it may only have grown)
+                resized = row["layout"] in ("document", "text") and os.fstat(fp.fileno()).st_size != row["cursor"]
                 if resized or hashes_at(fp, row["cursor"]) != (row["head_hash"], row["tail_hash"]):
                     raise line_gone(uuid, path, "was rewritten since it was indexed")
             stream.seek(row["byte_offset"])

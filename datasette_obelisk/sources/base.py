@@ -19,8 +19,10 @@ from ..records import Position, Record
 class SourceFile:
     """One file a source wants ingested.
 
-    ``layout`` is ``"jsonl"`` (read incrementally by byte cursor) or
-    ``"document"`` (a whole JSON file, re-read whenever it changes).
+    ``layout`` is ``"jsonl"`` (read incrementally by byte cursor),
+    ``"document"`` (a whole JSON file, re-read whenever it changes) or
+    ``"text"`` (a file of plain text, re-read whenever it changes, held up to
+    ``reader.MAX_TEXT`` bytes: a tool's output saved apart; in no family).
     ``hints`` carries what discovery learnt from the path (session id, agent
     id, parent session) for the parser.
     """
@@ -40,6 +42,10 @@ class FileParser(Protocol):
 
     def document(self, data: bytes) -> Iterable[Record]:
         """Records for a whole-file document (``layout == "document"``)."""
+
+    def text(self, data: bytes, size: int, left: int) -> Iterable[Record]:
+        """Records for a text file (``layout == "text"``): ``data``, its first bytes
+        (whole characters), of ``size`` bytes in all, ``left`` characters not held."""
 
     def state(self) -> dict[str, Any]:
         """Small JSON-able state to resume after the last fed line."""

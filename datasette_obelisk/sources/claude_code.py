@@ -16,6 +16,14 @@ Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
     <session>/subagents/workflows/<run>/agent-<id>.meta.json  kind "subagent_meta"
     <session>/subagents/workflows/<run>/journal.jsonl      kind "workflow_journal"
     <session>/workflows/<run>.json                   kind "workflow"
+    <session>/tool-results/<tool use id>.txt|.json   kind "tool_output" (layout "text")
+
+A tool result too large for the context (2.x: over its tool's limit, 50,000
+characters by default, or the largest of a reply's results over 200,000 together) is saved whole to a file below the
+session's folder (its agents' too), and the log's ``tool_result`` holds only a
+``<persisted-output>`` note: the start of it and where the rest went. That
+file is a message of its own (``output_uuid``), which Claude Code may delete
+(its cleanup, after ``cleanupPeriodDays``) while the log stays.
 
 A file beside the sessions is an agent's transcript when its lines say so,
 whatever its name: a 2.0.x agent file that was renamed or copied is still
@@ -27,8 +35,9 @@ from __future__ import annotations
 
 import re
 
-from pathlib import Path
+from pathlib import Path, PureWindowsPath
 from typing import Any, Iterator, Mapping
+from urllib.parse import unquote
 
 import orjson
 
@@ -51,7 +60,7 @@ from ..records import (
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import call_text, int_or_none, label, thinking_meta
-from .lines import Line, decode_object
+from .lines import Line, decode_object, load_json
 
 SOURCE = "claude"
 
@@ -98,6 +107,13 @@ SKILL_PREFIX = "Base directory for this skill"
 # How a compaction summary opens; logs from before ``isCompactSummary`` say it only
 # this way, on a line that starts a new chain.
 CONTINUED = "This session is being continued from a previous conversation"
+
+# What a tool result holds in place of an output Claude Code saved to a file
+# (2.x): ``<persisted-output>``, the note saying where, and the output's start.
+PERSISTED = "<persisted-output>"
+SAVED_TO = re.compile(r"(?:Full output saved to|were saved to): ([^\n]+)")
+TOOL_RESULTS = "tool-results"  # the folder below the session's that holds them
+OUTPUT_SUFFIXES = (".txt", ".json")  # text; JSON for content blocks (an MCP tool's)
 
 # Tool results that say the tool never ran because permission was refused:
 # rejected or cancelled in the prompt, not granted in ``-p`` mode, or denied
@@ -205,7 +221,10 @@ class ClaudeCodeSource:
     # session last worked in (``worktree-state``) and that the model ended it
     # (``ended-by-model``) describe the session; a prompt stored anew after a
     # compaction (2.1.3xx: a fresh uuid, ``sentAsUuid`` the one it was sent as) is
-    # the parent of the lines after it that name the uuid it was sent as
+    # the parent of the lines after it that name the uuid it was sent as; a tool's
+    # output Claude Code saved to a file of its own (``<session>/tool-results/``)
+    # is read, and its result's stored output is the whole of it (``output_uuid``),
+    # not the note's preview
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -255,6 +274,9 @@ def classify(path: Path, parts: tuple[str, ...]) -> SourceFile | None:
         return _project_file(path, parts[0], name)
     if len(parts) == 4 and parts[2] == "subagents":
         return _agent_file(path, name, parts[0], parts[1], run_id=None)
+    if len(parts) == 4 and parts[2] == TOOL_RESULTS and name.endswith(OUTPUT_SUFFIXES):
+        hints = {"parent_session_id": parts[1], "project": parts[0]}
+        return _unit(path, "tool_output", hints, priority=3, layout="text")
     if len(parts) == 4 and parts[2] == "workflows" and name.endswith(".json"):
         hints = {"run_id": name[: -len(".json")], "parent_session_id": parts[1], "project": parts[0]}
         return _unit(path, "workflow", hints, priority=2, layout="document")
@@ -317,6 +339,7 @@ class ClaudeCodeParser:
         state = state or {}
         hints = unit.hints
         self.kind = unit.kind
+        self.unit_path = unit.path
         self.project = hints.get("project")
         self.run_id = hints.get("run_id")
         if self.run_id is None and unit.kind in ("workflow_agent", "workflow_journal"):
@@ -391,6 +414,40 @@ class ClaudeCodeParser:
         records = self._workflow(obj) if self.kind == "workflow" else self._agent_meta(obj)
         records.append(Merged(position, "metadata"))
         return records
+
+    def text(self, data: bytes, size: int, left: int) -> list[Record]:
+        """A tool's output saved to a file of its own: ``data``, its first bytes (all of
+        it but for ``left`` characters more, not held), of ``size`` bytes in all.
+
+        One message of the session whose folder holds it (an agent's output is
+        saved in its root session's), found by the uuid the log's result names
+        (``output_uuid``): structural (log-only) but searchable (type
+        ``tool_output``), its tool use id and size in ``meta``. A ``.json`` file
+        holds the output's content blocks: their text, as a result's.
+        """
+        position = Position(1, 0, len(data))
+        if not data and not size:
+            return [Merged(position, "empty")]
+        name = self.unit_path.name
+        text = data.decode("utf-8", errors="replace")
+        if name.endswith(".json") and not left:
+            try:
+                blocks = load_json(data)
+            except orjson.JSONDecodeError:
+                blocks = None
+            if isinstance(blocks, list):
+                text = _render_parts(blocks)
+        meta: dict[str, Any] = {"tool_use_id": unquote(name.rsplit(".", 1)[0]), "bytes": size}
+        if left:
+            meta["length"] = len(text) + left  # (what was not held is not searched)
+        session = self.parent or ""
+        return [
+            Session(session, SOURCE, project=self.project),
+            Message(
+                uuid=output_uuid(session, name), session_id=session, source=SOURCE, type="tool_output",
+                position=position, text=text, content_type="tool_result", surface="log-only", meta=meta,
+            ),
+        ]
 
     # Identity
 
@@ -883,6 +940,7 @@ class ClaudeCodeParser:
             agent_duration_ms=int_or_none(details.get("totalDurationMs", footer.get("duration_ms"))),
             agent_tokens=int_or_none(details.get("totalTokens", footer.get("total_tokens"))),
             file_path=_result_file_path(details),
+            output_uuid=persisted_output(content),
         )
 
     def _spawned_agent_id(self, obj: dict) -> str | None:
@@ -1283,6 +1341,25 @@ def _prompt_text(content: Any) -> str:
             if kind == "text" and isinstance(block.get("text"), str):
                 parts.append(block["text"])
     return "\n".join(parts)
+
+
+def persisted_output(content: str) -> str | None:
+    """The uuid of the message holding the output a ``<persisted-output>`` note
+    stands for: ``<session>:tool-results/<file name>``, from the path it names."""
+    if not content.lstrip()[: len(PERSISTED)] == PERSISTED:
+        return None
+    saved = SAVED_TO.search(content, 0, 8192)
+    if saved is None:
+        return None
+    parts = PureWindowsPath(saved.group(1).strip()).parts  # (either separator)
+    if len(parts) < 3 or parts[-2] != TOOL_RESULTS or not parts[-1].endswith(OUTPUT_SUFFIXES):
+        return None
+    return output_uuid(parts[-3], parts[-1])
+
+
+def output_uuid(session_id: str, name: str) -> str:
+    """The uuid of the message read from ``<session>/tool-results/<name>``."""
+    return f"{session_id}:{TOOL_RESULTS}/{name}"
 
 
 def _media_placeholder(block: dict, kind: str) -> str:

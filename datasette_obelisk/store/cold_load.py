@@ -58,13 +58,13 @@ from .db import connect, database_path, get_state, set_state, transaction
 STATE_KEY = "cold_load"
 # Kept during the load: the lookups the ingester and the derivations it
 # runs meanwhile make (a session's messages in order, a file's rows, the
-# tool rows of a message, the result naming an agent, the inline sidechain
-# lines still to group), and indexes whose keys only grow, which cost little
-# to maintain.
+# tool rows of a message, the result naming an agent or a saved output, the
+# inline sidechain lines still to group), and indexes whose keys only grow,
+# which cost little to maintain.
 KEPT = {
     "messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file",
     "tool_results_agent", "tool_calls_message", "tool_results_message",
-    "messages_ungrouped_sidechain",
+    "messages_ungrouped_sidechain", "tool_results_output",
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")

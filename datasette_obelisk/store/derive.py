@@ -591,10 +591,11 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 # no message at all that is not an agent's or workflow's document (a copy of
 # the session's log whose lines are all replays is one). An agent's log and
 # its .meta.json name the parent session too, but the parent is archived once
-# its own log is gone.
+# its own log is gone. Nor is a tool's output saved apart (a text file) the
+# session's log, though it holds a message of the session.
 AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
 OWN_FILE = (
-    "(EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
+    "f.layout != 'text' AND (EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
     " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id)"
     f" AND f.kind NOT IN ({', '.join(repr(k) for k in AGENT_DOCUMENTS)})))"
 )
@@ -622,7 +623,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
              (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
               AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
              (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s ORDER BY f.missing,
+              WHERE fs.session_id = :s AND f.layout != 'text' ORDER BY f.missing,
                 EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s) DESC,
                 f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
              (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id

@@ -28,9 +28,12 @@ SESSIONS_OF_FILES = (
     "SELECT session_id FROM file_sessions WHERE file_id IN (SELECT value FROM json_each(:ids)) "
     "UNION SELECT session_id FROM messages WHERE file_id IN (SELECT value FROM json_each(:ids))"
 )
+# A text file (a tool's output saved apart) holds a message of its session and
+# nothing that merges with what other files say: it is in no family.
 FILES_OF_SESSIONS = (
+    "SELECT id FROM source_files WHERE layout != 'text' AND id IN ("
     "SELECT file_id FROM file_sessions WHERE session_id IN (SELECT value FROM json_each(:ids)) "
-    "UNION SELECT file_id FROM messages WHERE session_id IN (SELECT value FROM json_each(:ids))"
+    "UNION SELECT file_id FROM messages WHERE session_id IN (SELECT value FROM json_each(:ids)))"
 )
 
 

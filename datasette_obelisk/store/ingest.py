@@ -341,11 +341,13 @@ class Ingester:
         while its agent runs does not mean reading the whole session again),
         unless it is a chat another log carries on (``carried_on``: a Gemini
         ``.json`` and its ``.jsonl``), whose rewinds and compressions name its
-        messages in log order.
+        messages in log order. A text file (a tool's output saved apart) always
+        stays alone, and in no family (``families``): what it holds depends on
+        no other file.
         """
         starts = [
             plan.row["id"] for plan in plans
-            if plan.job is not None and plan.row is not None and plan.resume is None
+            if plan.job is not None and plan.row is not None and plan.resume is None and plan.unit.layout != "text"
             and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version
                  or self.carried_on(plan))
         ]
@@ -930,7 +932,7 @@ class Ingester:
                     pass
                 self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
                 return self.ingest_files([unit])
-        if unit.layout != "document":
+        if unit.layout == "jsonl":
             self.check_drift(unit, file_id)
 
     def is_unchanged(self, row, fingerprint: Fingerprint, source: Source, st) -> bool:

@@ -1131,3 +1131,13 @@ def m039_add_sessions_cost_and_worktree(db):
     db.execute("ALTER TABLE sessions ADD COLUMN worktree_branch TEXT")
     db.execute("ALTER TABLE sessions ADD COLUMN worktree_base_branch TEXT")
     db.execute("ALTER TABLE sessions ADD COLUMN ended_by_model INTEGER")
+
+
+@migrations()
+def m040_add_tool_results_output_uuid(db):
+    # Claude Code (2.x) saves a tool's output too large for the context to a file
+    # of its own and logs only its start; Claude parser 17 reads that file as a
+    # message, which the result names: its stored output is then the whole
+    # (tool_output.full_content_sql), whichever of the two was read first.
+    db.execute("ALTER TABLE tool_results ADD COLUMN output_uuid TEXT")
+    db.execute("CREATE INDEX tool_results_output ON tool_results (output_uuid) WHERE output_uuid IS NOT NULL")

@@ -19,11 +19,18 @@ import orjson
 
 from ..records import LineError, Message, Position
 from ..sources.base import Source, SourceFile
-from ..sources.lines import BOM, Line, decode_object, load_json, read_lines
+from ..sources.lines import BOM, CHUNK, MAX_LINE, Line, decode_object, load_json, read_lines
 from .fingerprint import compressed_hashes_at, hashes_at
 from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
 from .writer import split_messages
+
+# A text file (``layout == "text"``) is held up to this many bytes, as a line
+# is; the rest is counted, not held.
+MAX_TEXT = MAX_LINE
+# UTF-8 continuation bytes: every other byte starts a character.
+CONTINUATION = bytes(range(0x80, 0xC0))
+
 
 @dataclass
 class Job:
@@ -108,6 +115,16 @@ class Reader:
                 found = checked_document(found, Position(1, 0, len(data)), unit.source)
             yield self.batch(unit, parser, raw, found, len(data), 1, 1)
             return
+        if unit.layout == "text":
+            data, size, left = read_text(stream, MAX_TEXT)
+            try:
+                found = list(parser.text(data, size, left))
+            except Exception as exc:  # a parser bug must not stop the run
+                found = [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
+            if not trusted:
+                found = checked_document(found, Position(1, 0, len(data)), unit.source)
+            yield self.batch(unit, parser, raw, found, size, 1, 1)
+            return
         cursor, line_no = job.cursor, job.line_no
         stream.seek(cursor) if stream is raw else _skip(stream, cursor)
         if job.open_line:
@@ -186,6 +203,30 @@ class Reader:
             return list(parser.document(data.removeprefix(BOM)))  # an editor's byte order mark is no JSON
         except Exception as exc:  # a parser bug must not stop the run
             return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
+
+
+def read_text(stream, limit: int) -> tuple[bytes, int, int]:
+    """A text file's first bytes, at most ``limit`` (cut before a character, not
+    inside one), its size in bytes and how many characters follow what is held.
+    Bounded memory: what is not held is read a block at a time and counted."""
+    data = stream.read(limit)
+    held = len(data)
+    rest = stream.read(CHUNK) if held == limit else b""
+    if not rest:
+        return data, held, 0
+    cut = held
+    if rest[0] in CONTINUATION:  # the character at the cut began before it: left out whole
+        while cut > held - 3 and data[cut - 1] in CONTINUATION:
+            cut -= 1
+        cut = max(0, cut - 1)
+    if cut < held:
+        data, rest = data[:cut], data[cut:] + rest
+    size, left = cut, 0
+    while rest:
+        size += len(rest)
+        left += len(rest.translate(None, CONTINUATION))
+        rest = stream.read(CHUNK)
+    return data, size, left
 
 
 def is_complete(line: Line) -> bool:

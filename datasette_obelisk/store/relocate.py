@@ -14,6 +14,7 @@ next ingest reads it again.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 import orjson
@@ -27,7 +28,8 @@ def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
     """Move the rows of a file gone from disk to its copy; the copy's id, or None.
     ``redact``: what the ingest does to a project name (None: nothing)."""
     gone = conn.execute(
-        "SELECT source, cursor, head_hash, tail_hash, parser_version FROM source_files WHERE id = ?", [gone_id]
+        "SELECT source, cursor, head_hash, tail_hash, parser_version, layout, path FROM source_files WHERE id = ?",
+        [gone_id],
     ).fetchone()
     if gone is None or gone[2] is None or not gone[1]:
         return None
@@ -40,6 +42,8 @@ def relocate(conn: sqlite3.Connection, gone_id: int, redact=None) -> int | None:
         {"gone": gone_id, "source": gone[0], "cursor": gone[1]},
     ).fetchall()
     for copy_id, path, compression in candidates:
+        if gone[5] == "text" and os.path.basename(path) != os.path.basename(gone[6]):
+            continue  # (a tool's output saved apart is named after its call: another the same is another's)
         if _hashes(path, compression, gone[1]) == (gone[2], gone[3]):
             _move_rows(conn, gone_id, copy_id)
             _follow_project(conn, gone_id, copy_id, redact or (lambda name: name))

@@ -6,6 +6,11 @@ then keeps only its first ``CLIP_CHARS`` characters (as the Obelisk seed
 does) while ``content_length`` keeps the full length; the whole output is
 that message's ``text``. Failed output is always kept whole: it is what
 ``tool_errors_fts`` indexes.
+
+An output the log holds only the start of, whose whole is a file of its own
+(Claude Code's ``<persisted-output>``), is the text of the message read from
+that file (``output_uuid``): the result's ``content`` and ``content_length``
+are its, once it is read, whichever comes first; until then, the log's note.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ def full_content_sql(alias: str = "r") -> str:
     """A SQL expression for the whole output of the tool result row ``alias``."""
     return (
         f"CASE WHEN {alias}.content_length > {CLIP_CHARS} AND length({alias}.content) < {alias}.content_length "
-        f"THEN (SELECT text FROM messages WHERE uuid = {alias}.message_uuid) ELSE {alias}.content END"
+        f"THEN coalesce((SELECT text FROM messages WHERE uuid = coalesce({alias}.output_uuid, {alias}.message_uuid)), "
+        f"{alias}.content) ELSE {alias}.content END"
     )
 
 

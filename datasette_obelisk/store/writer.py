@@ -24,6 +24,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
+from .cold_load import index_pending_text
 from .session_index import recount_documents
 from .tool_output import stored_content
 
@@ -63,6 +64,7 @@ MESSAGE_COLUMNS = (
     "turn_duration_ms line_no byte_offset byte_length seq file_id"
 ).split()
 TEXT = MESSAGE_COLUMNS.index("text")
+TYPE, META = MESSAGE_COLUMNS.index("type"), MESSAGE_COLUMNS.index("meta_json")
 SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
 BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
@@ -154,8 +156,16 @@ CALL_FILE_INSERT = (
 RESULT_INSERT = (
     "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
     "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens, "
-    "file_path, search_content) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15)"
+    "file_path, search_content, output_uuid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15, ?16)"
+)
+# A message holding a tool's whole output, read from a file of its own (see
+# ``ToolResult.output_uuid``): its text, and the length of the whole when it was
+# too long to hold (``meta.length``).
+OUTPUT_TYPE = "tool_output"
+RESULTS_OF_OUTPUT = "SELECT id, outcome FROM tool_results WHERE output_uuid = ?"
+OUTPUT_SELECT = (
+    "SELECT text, coalesce(json_extract(meta_json, '$.length'), text_length) FROM messages WHERE uuid = ?"
 )
 ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
@@ -226,10 +236,36 @@ class Writer:
         self.conn.executemany(CALL_INSERT, self._calls)
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
         self.conn.executemany(RESULT_INSERT, self._results)
+        self._complete_results(message_rows)
         self.conn.executemany(
             FILE_SESSION_UPSERT,
             [(self.file_id, s, self._starts.get(s)) for s in self.counts.mentioned | self.counts.sessions],
         )
+
+    def _complete_results(self, message_rows: list[tuple]) -> None:
+        """The results stored before the whole of their output (a file of its own,
+        read after their log's line) take it now: what a result read after it
+        takes (``_tool_result``)."""
+        for row in message_rows:
+            if row[TYPE] != OUTPUT_TYPE:
+                continue
+            results = self.conn.execute(RESULTS_OF_OUTPUT, [row[0]]).fetchall()
+            if not results:
+                continue
+            text = row[TEXT]
+            length = orjson.loads(row[META]).get("length", len(text)) if isinstance(row[META], str) else len(text)
+            if any(outcome == "failed" for _, outcome in results):
+                index_pending_text(self.conn)  # (the update takes the old output out of the index)
+            for result_id, outcome in results:
+                content = stored_content(text, outcome, text)
+                if outcome == "failed":
+                    # Out of tool_errors_fts first, then in again: its two update triggers fire
+                    # newest first, which would index the new text before taking the old out.
+                    self.conn.execute("UPDATE tool_results SET outcome = 'updating' WHERE id = ?", [result_id])
+                self.conn.execute(
+                    "UPDATE tool_results SET content = ?, content_length = ?, search_content = ?, outcome = ? WHERE id = ?",
+                    [content, length, search_text(content) if outcome == "failed" else None, outcome, result_id],
+                )
 
     def _message_uuid(self, uuid: str | None) -> str | None:
         """``uuid`` as stored, for a record of the line being handled."""
@@ -355,12 +391,17 @@ class Writer:
     def _tool_result(self, r: ToolResult) -> None:
         message_uuid = self._message_uuid(r.message_uuid)
         content = stored_content(r.content, r.outcome, self._texts.get(message_uuid))
+        length = len(r.content)
+        output = self.conn.execute(OUTPUT_SELECT, [r.output_uuid]).fetchone() if r.output_uuid else None
+        if output is not None:  # its whole output, read already (else it takes it then: _complete_results)
+            content, length = stored_content(output[0], r.outcome, output[0]), output[1]
         self._results.append(
             nulls((
-                r.tool_use_id, message_uuid, r.session_id, content, len(r.content),
+                r.tool_use_id, message_uuid, r.session_id, content, length,
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
                 r.agent_duration_ms, r.agent_tokens, r.file_path,
                 search_text(content) if r.outcome == "failed" else None,  # what tool_errors_fts indexes
+                r.output_uuid,
             ))
         )
 
