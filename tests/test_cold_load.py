@@ -239,7 +239,7 @@ def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
     dropped = {sql.split()[2] for sql in state["schema"] if sql.startswith("CREATE TRIGGER")}
     assert dropped == {
         "messages_ai", "messages_ad", "messages_au", "tool_results_ai", "tool_results_ad",
-        "tool_results_au_old", "tool_results_au_new",
+        "tool_results_au",
     }
     assert summary.files_replayed == summary.files == len(reread_everything(tmp_path / "first.db"))
     assert snapshot(db) == snapshot(tmp_path / "first.db")

@@ -63,6 +63,7 @@ def test_migrations_in_order(conn):
         "m038_add_sessions_agent_and_team_names",
         "m039_add_sessions_cost_and_worktree",
         "m040_add_tool_results_output_uuid",
+        "m041_merge_tool_result_update_triggers",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -133,7 +134,7 @@ def test_triggers(conn):
         "sessions_digest_ai": "sessions", "sessions_digest_au": "sessions",
         "summaries_digest_ad": "summaries", "summaries_digest_ai": "summaries", "summaries_digest_au": "summaries",
         "tool_results_ad": "tool_results", "tool_results_ai": "tool_results",
-        "tool_results_au_new": "tool_results", "tool_results_au_old": "tool_results",
+        "tool_results_au": "tool_results",
     }
     assert triggers["messages_ai"][1] == (
         "CREATE TRIGGER messages_ai AFTER INSERT ON messages "
@@ -175,6 +176,25 @@ def test_triggers_keep_fts_in_step_with_other_writers(conn):
     conn.execute("DELETE FROM messages")
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'giraffe'").fetchone() == (0,)
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_failed_tool_output_updated_in_place_stays_indexed_once(conn):
+    """Redaction rewrites stored output in place: the index loses the old words and
+    keeps the new, also the words both hold, and a result no longer failed leaves it."""
+    conn.execute("INSERT INTO tool_results (tool_use_id, message_uuid, session_id, content, outcome, file_id) "
+                 "VALUES ('t1', 'u1', 's', 'Exit code 1 zebra', 'failed', 0)")
+
+    def matches(word):
+        return conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ?", [word]).fetchall()
+
+    conn.execute("UPDATE tool_results SET content = 'Exit code 1 giraffe' WHERE tool_use_id = 't1'")
+    assert (matches("zebra"), matches("giraffe"), matches("exit")) == ([], [(1,)], [(1,)])
+    conn.execute("UPDATE tool_results SET outcome = 'failed' WHERE tool_use_id = 't1'")
+    assert matches("exit") == [(1,)]
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
+    conn.execute("UPDATE tool_results SET outcome = 'succeeded' WHERE tool_use_id = 't1'")
+    assert matches("exit") == []
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def test_the_text_indexed_sets_cjk_characters_apart_whoever_writes(conn):

@@ -69,7 +69,7 @@ KEPT = {
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")
 # Dropped as well by a reload, whose FTS tables hold nothing to delete.
-RELOAD_TRIGGERS = ("messages_ad", "messages_au", "tool_results_ad", "tool_results_au_old", "tool_results_au_new")
+RELOAD_TRIGGERS = ("messages_ad", "messages_au", "tool_results_ad", "tool_results_au")
 FTS_TABLES = ("messages_fts", "tool_errors_fts")
 # From about this share of the messages on, reading files again is faster
 # as a reload (measured on the 500 MB benchmark corpus, files read again

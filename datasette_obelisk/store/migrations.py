@@ -1141,3 +1141,29 @@ def m040_add_tool_results_output_uuid(db):
     # (tool_output.full_content_sql), whichever of the two was read first.
     db.execute("ALTER TABLE tool_results ADD COLUMN output_uuid TEXT")
     db.execute("CREATE INDEX tool_results_output ON tool_results (output_uuid) WHERE output_uuid IS NOT NULL")
+
+
+@migrations()
+def m041_merge_tool_result_update_triggers(db):
+    # m036's two update triggers of tool_errors_fts (one taking the old output
+    # out, one putting the new in) fire newest first: a failed result's output
+    # rewritten in place (redaction's rules changed) was indexed before its old
+    # words were taken out, so the words both held left the index and FTS5 found
+    # it inconsistent. One trigger does both, in order; the index is rebuilt. A
+    # cold load killed half-way is finished first (it would bring back the two).
+    from .cold_load import finish
+
+    finish(db.conn)
+    db.executescript(
+        """
+        DROP TRIGGER IF EXISTS tool_results_au_old;
+        DROP TRIGGER IF EXISTS tool_results_au_new;
+        CREATE TRIGGER tool_results_au AFTER UPDATE OF content, outcome, search_content ON tool_results BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            SELECT 'delete', old.id, coalesce(old.search_content, old.content) WHERE old.outcome = 'failed';
+            INSERT INTO tool_errors_fts (rowid, content)
+            SELECT new.id, coalesce(new.search_content, new.content) WHERE new.outcome = 'failed';
+        END;
+        INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
+        """
+    )

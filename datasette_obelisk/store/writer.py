@@ -258,13 +258,9 @@ class Writer:
                 index_pending_text(self.conn)  # (the update takes the old output out of the index)
             for result_id, outcome in results:
                 content = stored_content(text, outcome, text)
-                if outcome == "failed":
-                    # Out of tool_errors_fts first, then in again: its two update triggers fire
-                    # newest first, which would index the new text before taking the old out.
-                    self.conn.execute("UPDATE tool_results SET outcome = 'updating' WHERE id = ?", [result_id])
                 self.conn.execute(
-                    "UPDATE tool_results SET content = ?, content_length = ?, search_content = ?, outcome = ? WHERE id = ?",
-                    [content, length, search_text(content) if outcome == "failed" else None, outcome, result_id],
+                    "UPDATE tool_results SET content = ?, content_length = ?, search_content = ? WHERE id = ?",
+                    [content, length, search_text(content) if outcome == "failed" else None, result_id],
                 )
 
     def _message_uuid(self, uuid: str | None) -> str | None:
