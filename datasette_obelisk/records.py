@@ -44,7 +44,7 @@ class Session:
     started_at: str | None = None
     ended_at: str | None = None
     parent_session_id: str | None = None
-    relationship: str | None = None  # subagent | fork | continuation | workflow
+    relationship: str | None = None  # subagent | fork | continuation | workflow | import
     agent_id: str | None = None
     agent_type: str | None = None
     originator: str | None = None

@@ -918,6 +918,102 @@ def test_session_index_names_a_thread_even_before_its_rollout(tmp_path, corpus_r
                          "'session_index'") == [(3, 0, 3, 0)]
 
 
+# -- imported sessions ------------------------------------------------------------
+
+
+def claude_session_log(session: str, prompt: str, answer: str) -> str:
+    def line(uuid, parent, role, content):
+        return json.dumps({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": "/w/app",
+                           "version": "2.1.300", "timestamp": "2026-11-25T10:00:00.000Z",
+                           "message": {"role": role, "content": content}}) + "\n"
+
+    return line(f"{session[:4]}-u", None, "user", prompt) + line(f"{session[:4]}-a", f"{session[:4]}-u", "assistant", [
+        {"type": "thinking", "thinking": "Only Claude Code keeps this.", "signature": "x"},
+        {"type": "text", "text": answer}])
+
+
+def imported_rollout(thread: str, prompt: str, answer: str) -> bytes:
+    """A rollout as Codex's import writes it (external-agent-migration, sessions/export.rs): a new
+    thread's session_meta, then each prompt and answer as an event and a response item, its last
+    turn ended by Codex's marker and a token count."""
+    at = "2026-11-25T10:00:00.000Z"
+    return b"".join([
+        envelope("session_meta", {"id": thread, "session_id": thread, "timestamp": at, "cwd": "/w/app",
+                                  "originator": "codex_vscode", "cli_version": "0.170.0", "source": "vscode",
+                                  "model_provider": "openai", "history_mode": "legacy"}, at),
+        envelope("event_msg", {"type": "task_started", "turn_id": "external-import-turn-1"}, at),
+        envelope("event_msg", {"type": "user_message", "message": prompt}, at),
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": prompt}]}, at),
+        envelope("event_msg", {"type": "agent_message", "message": answer}, at),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": answer}]}, at),
+        envelope("event_msg", {"type": "agent_message", "message": "<EXTERNAL SESSION IMPORTED>"}, at),
+        envelope("event_msg", {"type": "token_count", "info": {
+            "total_token_usage": {"total_tokens": 12}, "last_token_usage": {"total_tokens": 12}}}, at),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "external-import-turn-1"}, at),
+    ])
+
+
+def test_a_thread_imported_from_a_claude_code_session_is_its_child_and_both_keep_their_text(tmp_path):
+    first, second = "aaaaaaaa-1111-4111-8111-111111111111", "bbbbbbbb-2222-4222-8222-222222222222"
+    threads = {first: "019fd000-0000-7000-8000-000000000001", second: "019fd000-0000-7000-8000-000000000002"}
+    claude = tmp_path / ".claude" / "projects" / "-w-app"
+    claude.mkdir(parents=True)
+    codex = tmp_path / ".codex"
+    day = codex / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    ledger = codex / "external_agent_session_imports.json"
+
+    def imported(session, prompt, answer):
+        (claude / f"{session}.jsonl").write_text(claude_session_log(session, prompt, answer))
+        rollout = day / f"rollout-2026-11-25T10-00-00-{threads[session]}.jsonl"
+        rollout.write_bytes(imported_rollout(threads[session], prompt, answer))
+        return rollout
+
+    def record(session):  # (what Codex writes once the batch of imports is done)
+        return {"source_path": str(claude / f"{session}.jsonl"), "content_sha256": session[0] * 64,
+                "imported_thread_id": threads[session], "imported_at": 1795600000,
+                "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}
+
+    db_path = tmp_path / "obelisk.db"
+    homes = {"claude": tmp_path / ".claude", "codex": codex}
+    links = "SELECT id, source, parent_session_id, relationship, message_count FROM sessions ORDER BY id"
+    rollout = imported(first, "Fix the login", "Done: the token is refreshed.")
+    ingest(db_path, homes)
+    assert rows(db_path, links) == [(first, "claude", None, None, 2), (f"codex:{threads[first]}", "codex", None, None, 2)]
+    ledger.write_text(json.dumps({"records": [record(first)]}, indent=2))
+    summary = ingest(db_path, homes)
+    assert (summary.files_read, summary.lines, summary.merged) == (1, 1, 1)  # the ledger alone
+    assert rows(db_path, links) == [
+        (first, "claude", None, None, 2), (f"codex:{threads[first]}", "codex", first, "import", 2)]
+    assert ingest(db_path, homes).files_read == 0
+    # Both keep their text: the original whole, Codex's copy as Codex wrote it (no thinking).
+    assert rows(db_path, "SELECT session_id, role, text FROM messages WHERE is_meta = 0 ORDER BY session_id, seq") == [
+        (first, "user", "Fix the login"),
+        (first, "assistant", "Only Claude Code keeps this.\nDone: the token is refreshed."),
+        (f"codex:{threads[first]}", "user", "Fix the login"),
+        (f"codex:{threads[first]}", "assistant", "Done: the token is refreshed."),
+    ]
+
+    # Another import: the ledger, rewritten whole, is read again alone.
+    imported(second, "Add a test", "Added.")
+    ledger.write_text(json.dumps({"records": [record(first), record(second)]}, indent=2))
+    ingest(db_path, homes)
+    assert rows(db_path, links)[2:] == [
+        (f"codex:{threads[first]}", "codex", first, "import", 2), (f"codex:{threads[second]}", "codex", second, "import", 2)]
+    # A rollout read again from its start (a parser change) takes the ledger along: the link stays.
+    change = sqlite3.connect(db_path)
+    with change:
+        change.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(rollout)])
+    change.close()
+    assert ingest(db_path, homes).files_read == 3  # the rollout, the ledger naming it and the other one it names
+    assert rows(db_path, links)[2:] == [
+        (f"codex:{threads[first]}", "codex", first, "import", 2), (f"codex:{threads[second]}", "codex", second, "import", 2)]
+    assert rows(db_path, "SELECT lines_read, lines_merged, lines_failed FROM source_files WHERE kind = 'import_ledger'") == [
+        (2, 2, 0)]
+
+
 # -- incremental and crash-safe ---------------------------------------------------
 
 

@@ -1250,6 +1250,41 @@ def test_session_index_lines_are_index_titles(tmp_path):
     assert [type(r).__name__ for r in records if isinstance(r, ACCOUNTING)] == ["Merged", "LineError", "Merged"]
 
 
+def test_the_import_ledger_makes_a_thread_imported_from_a_claude_code_session_its_child(tmp_path):
+    # external-agent-migration (sessions/ledger.rs): one record a source file Codex imported, its
+    # canonical path and the thread it went into; rewritten whole (pretty JSON) on every import
+    claude, cursor, windows = (f"{n}{n}{n}{n}{n}{n}{n}{n}-1111-4111-8111-111111111111" for n in "abc")
+    threads = [f"019f0000-0000-7000-8000-00000000000{n}" for n in range(5)]
+    ledger = tmp_path / "external_agent_session_imports.json"
+    ledger.write_text(json.dumps({"records": [
+        {"source_path": f"/home/u/.claude/projects/-w-app/{claude}.jsonl", "content_sha256": "0" * 64,
+         "imported_thread_id": threads[0], "imported_at": 1790932099, "source_modified_at": 1790932000123456789,
+         "connector_names": ["Slack"], "title": "Fix the login"},
+        # Cursor's transcripts go to the same ledger: not a Claude Code session
+        {"source_path": f"/home/u/.cursor/projects/w-app/agent-transcripts/{cursor}/{cursor}.jsonl",
+         "content_sha256": "1" * 64, "imported_thread_id": threads[1], "imported_at": 1790932099},
+        {"source_path": f"\\\\?\\C:\\Users\\u\\.claude\\projects\\C--w\\{windows}.jsonl",
+         "content_sha256": "2" * 64, "imported_thread_id": threads[2], "imported_at": 1790932099},
+        {"source_path": "/home/u/.claude/projects/-w-app/agent-a1b2c3.jsonl", "imported_thread_id": threads[3]},
+        {"source_path": f"/home/u/.claude/projects/-w-app/{claude}.jsonl"},  # no thread
+        "not a record",
+    ], "detected_connector_records": [{"source_path": "/x.jsonl", "connector_names": ["Gmail"]}]}, indent=2))
+    units = [u for u in CodexSource().discover(tmp_path) if u.kind == "import_ledger"]
+    assert [(u.path, u.layout, u.priority) for u in units] == [(ledger, "document", 2)]
+    records = CodexSource().open_parser(units[0], None).document(ledger.read_bytes())
+    assert [(s.id, s.source, s.parent_session_id, s.relationship) for s in of(records, Session)] == [
+        (f"codex:{threads[0]}", "codex", claude, "import"), (f"codex:{threads[2]}", "codex", windows, "import")]
+    assert [(type(r).__name__, r.position.line_no, getattr(r, "reason", None)) for r in records
+            if isinstance(r, ACCOUNTING)] == [
+        ("Merged", 1, "metadata"), ("Merged", 2, "metadata"), ("Merged", 3, "metadata"), ("Merged", 4, "metadata"),
+        ("Merged", 5, "unknown-type"), ("Merged", 6, "unknown-type")]
+    parser = CodexSource().open_parser(units[0], None)
+    [error] = parser.document(b'{"records": [')
+    assert (error.position.line_no, error.reason.startswith("invalid JSON")) == (0, True)
+    assert [r.reason for r in parser.document(b'{"imports": []}')] == ["not a Codex import ledger document"]
+    assert parser.document(b'{"records": []}') == []
+
+
 # -- discovery ----------------------------------------------------------------
 
 
@@ -1262,6 +1297,8 @@ def test_discovery_in_a_codex_home(tmp_path):
         "sessions/rollout-2025-04-20-abc.json": b"{}",
         "archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl": b"",
         "session_index.jsonl": b"",
+        "external_agent_session_imports.json": b"{}",
+        "external_agent_session_imports.lock": b"",
         "history.jsonl": b"",
         "sessions/2026/02/23/notes.txt": b"",
         "log/codex-tui.log": b"",
@@ -1274,6 +1311,7 @@ def test_discovery_in_a_codex_home(tmp_path):
     units = {str(u.path.relative_to(tmp_path)): u for u in CodexSource().discover(tmp_path)}
     assert set(units) == {
         "session_index.jsonl",
+        "external_agent_session_imports.json",
         f"sessions/2026/02/23/rollout-2026-02-23T12-54-34-{thread}.jsonl",
         f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst",
         "sessions/rollout-44444444-4444-4444-8444-444444444444.jsonl",
@@ -1281,6 +1319,7 @@ def test_discovery_in_a_codex_home(tmp_path):
         "archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
     }
     assert units["session_index.jsonl"].kind == "session_index"
+    assert units["external_agent_session_imports.json"].kind == "import_ledger"
     zst = units[f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst"]
     assert (zst.compression, zst.layout, zst.hints) == ("zstd", "jsonl", {"thread_id": thread})
     assert units["sessions/rollout-2025-04-20-abc.json"].layout == "document"

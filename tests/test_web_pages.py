@@ -1415,6 +1415,39 @@ async def test_a_session_s_agent_team_links_to_the_sessions_of_its_members(tmp_p
 
 
 @pytest.mark.asyncio
+async def test_a_codex_thread_imported_from_a_claude_code_session_links_to_it_and_back(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    (project / f"{session}.jsonl").write_text(json.dumps({
+        "type": "user", "uuid": "u1", "sessionId": session, "cwd": "/w", "timestamp": "2026-11-25T10:00:00.000Z",
+        "message": {"role": "user", "content": "Fix the login"}}) + "\n")
+    day = tmp_path / "codex" / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl").write_text("".join(json.dumps(
+        {"timestamp": "2026-11-25T10:00:00.000Z", "type": kind, "payload": payload}) + "\n" for kind, payload in [
+        ("session_meta", {"id": thread, "timestamp": "2026-11-25T10:00:00.000Z", "cwd": "/w"}),
+        ("event_msg", {"type": "task_started", "turn_id": "external-import-turn-1"}),
+        ("event_msg", {"type": "user_message", "message": "Fix the login"}),
+        ("event_msg", {"type": "agent_message", "message": "<EXTERNAL SESSION IMPORTED>"}),
+        ("event_msg", {"type": "task_complete", "turn_id": "external-import-turn-1"}),
+    ]))
+    (tmp_path / "codex" / "external_agent_session_imports.json").write_text(json.dumps({"records": [
+        {"source_path": str(project / f"{session}.jsonl"), "content_sha256": "0" * 64,
+         "imported_thread_id": thread, "imported_at": 1795600000}]}))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude", "codex": tmp_path / "codex"})
+    datasette = make_datasette(tmp_path / "o.db")
+    await datasette.invoke_startup()
+    html = await page(datasette, f"/-/obelisk/session/codex:{thread}")
+    assert f'<p class="ob-meta">import of <a href="/-/obelisk/session/{session}">Fix the login</a></p>' in html
+    html = await page(datasette, f"/-/obelisk/session/{session}")
+    assert re.findall(r'<li><a href="([^"]*)">([^<]*)</a> <span class="ob-muted">([^<]*)</span></li>', html) == [
+        (f"/-/obelisk/session/codex:{thread}", "Fix the login", "import · 1 message")]
+
+
+@pytest.mark.asyncio
 async def test_a_session_page_says_what_claude_code_reported_of_it(tmp_path):
     # small.jsonl names a worktree (its last worktree-state, trimmed); the cost, the
     # lines changed and the model's ending come from lines this copy is given.

@@ -81,6 +81,12 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   lines of rollouts older than turn ids) are judged by the copy's single
   flush: a line more than 50 ms after the copied line before it is the
   child's (see ``_is_replay``).
+* Imports: a session of another agent Codex imported is a rollout of
+  its own, a new thread's, its text as turns of prompts and answers (tool
+  calls and results as text, thinking dropped) ending in Codex's marker. The
+  rollout does not say where it came from; the import ledger beside the
+  sessions does (``ImportLedgerParser``): a thread imported from a Claude Code
+  session is that session's child, relationship ``import``.
 * Deliveries: a response item recording that an assistant message Codex already
   wrote was delivered (``metadata.delivered_assistant_message``, 0.16x+: kept for
   review, a placeholder when its text is incomplete) is ``Merged("duplicate")``.
@@ -347,6 +353,8 @@ _HEARTBEAT = re.compile(
 )
 # The agent message an imported session (another agent's, e.g. Claude Code's) ends with: Codex's, not the model's.
 IMPORT_MARKER = "<EXTERNAL SESSION IMPORTED>"
+# Where Codex keeps the sessions it imported and the threads it imported them into (ImportLedgerParser).
+IMPORT_LEDGER = "external_agent_session_imports.json"
 # How multi-agent v2 heads a message to another agent (``InterAgentMessage``, the payload after it).
 _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender: [^\n]*\nPayload:\n?")
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -410,7 +418,9 @@ class CodexSource:
     #    are its parent's copy; a delivery record repeating an assistant message is its duplicate;
     #    a task another thread delegated (``<codex_delegation>``, a prompt or a tool output) titles with
     #    its input, unescaped, and a scheduled automation's run (``<heartbeat>``) with its instructions;
-    #    the marker ending an imported session is Codex's (log-only), not an answer
+    #    the marker ending an imported session is Codex's (log-only), not an answer, and the import
+    #    ledger (``external_agent_session_imports.json``) makes a thread imported from a Claude Code
+    #    session that session's child (relationship ``import``)
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -426,6 +436,9 @@ class CodexSource:
         index = root / "session_index.jsonl"
         if index.is_file():
             yield SourceFile(index, SOURCE, kind="session_index", priority=2)
+        ledger = root / IMPORT_LEDGER
+        if ledger.is_file():
+            yield SourceFile(ledger, SOURCE, kind="import_ledger", layout="document", priority=2)
         folders = [(root / "sessions", 0), (root / "archived_sessions", 1)]
         if not any(folder.is_dir() for folder, _ in folders):
             folders = [(root, 0)]  # pointed at a sessions folder itself
@@ -438,6 +451,8 @@ class CodexSource:
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":
             return SessionIndexParser()
+        if unit.kind == "import_ledger":
+            return ImportLedgerParser()
         return CodexParser(unit, state)
 
 
@@ -499,6 +514,60 @@ class SessionIndexParser:
 
     def state(self) -> dict[str, Any]:
         return {}
+
+
+# -- external_agent_session_imports.json ------------------------------------
+
+
+class ImportLedgerParser:
+    """``external_agent_session_imports.json``: the sessions of other agents Codex imported
+    (``external-agent-migration``), ``{records: [{source_path, content_sha256,
+    imported_thread_id, imported_at, source_modified_at, connector_names, title}]}``, one
+    record a source file, rewritten whole on every import.
+
+    The rollout of an imported session names nothing of where it came from
+    (its ``session_meta`` is a new thread's), so a record whose source is a
+    Claude Code session file (``projects/<project>/<session>.jsonl``) makes the
+    thread it was imported into a child of that session, relationship
+    ``import``. Its text stays in both: Codex's copy is lossy (no thinking,
+    tool calls and results clipped), but may be the only one left. Sources
+    of other agents (Cursor's ``agent-transcripts``) link nothing.
+    """
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        return []
+
+    def document(self, data: bytes) -> list[Record]:
+        value = load_document(data, "records", "Codex import ledger")
+        if isinstance(value, LineError):
+            return [value]
+        out: list[Record] = []
+        for index, record in enumerate(value["records"], start=1):
+            position = Position(index, 0, len(data))
+            thread = record.get("imported_thread_id") if isinstance(record, dict) else None
+            if not (isinstance(thread, str) and thread):
+                out.append(Merged(position, "unknown-type"))
+                continue
+            original = imported_claude_session(record.get("source_path"))
+            if original is not None:
+                out.append(Session(f"codex:{thread}", SOURCE, parent_session_id=original, relationship="import"))
+            out.append(Merged(position, "metadata"))
+        return out
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+
+def imported_claude_session(source_path: Any) -> str | None:
+    """The session a Claude Code session file is (as the claude source names it: its
+    file name), for the path Codex imported it from; None for any other file."""
+    if not isinstance(source_path, str):
+        return None
+    parts = re.split(r"[\\/]", source_path)
+    if len(parts) < 3 or parts[-3] != "projects" or not parts[-1].endswith(".jsonl"):
+        return None
+    session = parts[-1][: -len(".jsonl")]
+    return session if session and not session.startswith("agent-") else None
 
 
 # -- rollouts ---------------------------------------------------------------
