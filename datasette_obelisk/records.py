@@ -142,6 +142,16 @@ class ToolResult:
 
 
 @dataclass(slots=True)
+class SessionLink:
+    """Another file's word on a session's parent: set on the session once stored
+    (when it has no parent yet), never a session of its own."""
+
+    session_id: str
+    parent_session_id: str
+    relationship: str
+
+
+@dataclass(slots=True)
 class TitleCandidate:
     """A possible title; the store picks the winner by precedence."""
 
@@ -237,6 +247,7 @@ class LineError:
 
 Record = (
     Session
+    | SessionLink
     | Message
     | ToolCall
     | ToolResult

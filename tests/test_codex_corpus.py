@@ -1012,6 +1012,11 @@ def test_a_thread_imported_from_a_claude_code_session_is_its_child_and_both_keep
         (f"codex:{threads[first]}", "codex", first, "import", 2), (f"codex:{threads[second]}", "codex", second, "import", 2)]
     assert rows(db_path, "SELECT lines_read, lines_merged, lines_failed FROM source_files WHERE kind = 'import_ledger'") == [
         (2, 2, 0)]
+    # A thread whose rollout is not here (deleted, another Codex home) is no session of its own.
+    gone = {**record(second), "imported_thread_id": "019fd000-0000-7000-8000-000000000003"}
+    ledger.write_text(json.dumps({"records": [record(first), record(second), gone]}, indent=2))
+    ingest(db_path, homes)
+    assert [r[0] for r in rows(db_path, links)] == [first, second, f"codex:{threads[first]}", f"codex:{threads[second]}"]
 
 
 # -- incremental and crash-safe ---------------------------------------------------

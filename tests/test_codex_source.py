@@ -22,6 +22,7 @@ from datasette_obelisk.records import (
     Message,
     Position,
     Session,
+    SessionLink,
     Subagent,
     Summary,
     TitleCandidate,
@@ -1272,8 +1273,9 @@ def test_the_import_ledger_makes_a_thread_imported_from_a_claude_code_session_it
     units = [u for u in CodexSource().discover(tmp_path) if u.kind == "import_ledger"]
     assert [(u.path, u.layout, u.priority) for u in units] == [(ledger, "document", 2)]
     records = CodexSource().open_parser(units[0], None).document(ledger.read_bytes())
-    assert [(s.id, s.source, s.parent_session_id, s.relationship) for s in of(records, Session)] == [
-        (f"codex:{threads[0]}", "codex", claude, "import"), (f"codex:{threads[2]}", "codex", windows, "import")]
+    assert of(records, Session) == []  # (a thread whose rollout is not stored is no session)
+    assert [(s.session_id, s.parent_session_id, s.relationship) for s in of(records, SessionLink)] == [
+        (f"codex:{threads[0]}", claude, "import"), (f"codex:{threads[2]}", windows, "import")]
     assert [(type(r).__name__, r.position.line_no, getattr(r, "reason", None)) for r in records
             if isinstance(r, ACCOUNTING)] == [
         ("Merged", 1, "metadata"), ("Merged", 2, "metadata"), ("Merged", 3, "metadata"), ("Merged", 4, "metadata"),

@@ -111,6 +111,7 @@ from ..records import (
     Position,
     Record,
     Session,
+    SessionLink,
     Subagent,
     Summary,
     TitleCandidate,
@@ -550,7 +551,7 @@ class ImportLedgerParser:
                 continue
             original = imported_claude_session(record.get("source_path"))
             if original is not None:
-                out.append(Session(f"codex:{thread}", SOURCE, parent_session_id=original, relationship="import"))
+                out.append(SessionLink(f"codex:{thread}", original, "import"))
             out.append(Merged(position, "metadata"))
         return out
 

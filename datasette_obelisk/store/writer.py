@@ -18,6 +18,7 @@ from ..records import (
     Session,
     Subagent,
     Summary,
+    SessionLink,
     TitleCandidate,
     ToolCall,
     ToolResult,
@@ -375,6 +376,13 @@ class Writer:
             )
         self.counts.sessions.add(s.id)
 
+    def _session_link(self, link: SessionLink) -> None:
+        self.conn.execute(
+            "UPDATE sessions SET parent_session_id = ?, relationship = ? WHERE id = ? AND parent_session_id IS NULL",
+            [link.parent_session_id, link.relationship, link.session_id],
+        )
+        self.counts.sessions.add(link.session_id)  # (its file is read again with the session's)
+
     def _tool_call(self, t: ToolCall) -> None:
         self._calls.append(
             nulls((
@@ -446,6 +454,7 @@ class Writer:
         Merged: _merged,
         LineError: _error,
         Session: _session,
+        SessionLink: _session_link,
         ToolCall: _tool_call,
         ToolResult: _tool_result,
         TitleCandidate: _title,
