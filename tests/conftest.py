@@ -17,6 +17,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
     monkeypatch.delenv("OBELISK_DB", raising=False)
     return home
 

@@ -378,6 +378,15 @@ def test_default_root(tmp_path):
     assert source.default_root({"HOME": str(tmp_path)}) is None
     (tmp_path / ".gemini").mkdir()
     assert source.default_root({"HOME": str(tmp_path)}) == tmp_path / ".gemini"
+    # gemini-cli's own home, when set, is where its .gemini folder is
+    elsewhere = tmp_path / "gemini-home"
+    assert source.default_root({"HOME": str(tmp_path), "GEMINI_CLI_HOME": str(elsewhere)}) is None
+    (elsewhere / ".cache" / ".gemini").mkdir(parents=True)
+    assert source.default_root({"HOME": str(tmp_path), "GEMINI_CLI_HOME": str(elsewhere)}) == (
+        elsewhere / ".cache" / ".gemini")
+    (elsewhere / ".gemini").mkdir()
+    assert source.default_root({"HOME": str(tmp_path), "GEMINI_CLI_HOME": str(elsewhere)}) == elsewhere / ".gemini"
+    assert source.default_root({"HOME": str(tmp_path), "GEMINI_CLI_HOME": ""}) == tmp_path / ".gemini"
 
 
 def test_chats_gemini_cli_keeps_under_macos_seatbelt_are_found_by_default(tmp_path):

@@ -154,15 +154,17 @@ class GeminiSource:
     #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
     parser_version = 15
     trusted_records = True  # held to their shape by the tests, so not checked one by one
-    # Gemini CLI has no variable naming this folder ($GEMINI_CLI_HOME, in recent
-    # versions, replaces the home directory the .gemini folder is under).
+    # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)
+    # names the home directory the .gemini folder is under, in place of the user's.
     root_variable = None
     home_folder = ".gemini"
     folder_layout = "tmp/<project hash>/chats/session-*.json[l] (or a tmp folder itself)"
 
     def default_root(self, environ: Mapping[str, str]) -> Path | None:
-        """``~/.gemini`` (else ``~/.cache/.gemini``); None when neither is a folder."""
-        location = root_location(self, environ)
+        """``~/.gemini`` (else ``~/.cache/.gemini``), ``~`` being ``$GEMINI_CLI_HOME``
+        when that is set, as gemini-cli reads it; None when neither is a folder."""
+        named = environ.get(HOME_VARIABLE)
+        location = Path(named).expanduser() / self.home_folder if named else root_location(self, environ)
         return existing_folder(location) or existing_folder(location and location.parent / SANDBOX_RUNTIME)
 
     def folders(self, root: Path) -> list[Path]:
@@ -188,6 +190,10 @@ class GeminiSource:
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         return GeminiParser(unit, state)
+
+
+# What gemini-cli takes for the home directory, when set (utils/paths.ts ``homedir``).
+HOME_VARIABLE = "GEMINI_CLI_HOME"
 
 
 def project_root(folder: Path) -> str | None:
