@@ -339,3 +339,25 @@ def test_a_saved_output_gone_stays_its_own_though_another_says_the_same(tmp_path
     ingest(db, {"claude": tmp_path / "claude"})
     assert results(db)["toolu_01Big"] == (WHOLE[:CLIP_CHARS], len(WHOLE), "succeeded")
     assert sorted(uuid for uuid, *_ in found(db, "zebraquartz")) == [OUTPUT_UUID, f"{SAVED_SESSION}:tool-results/toolu_01Twin.txt"]
+
+
+@pytest.mark.parametrize("again", ["logs", "every file"])
+def test_a_saved_output_stays_after_its_logs_lines_when_they_are_read_again(tmp_path, saved, again):
+    # A saved output is in no family: its message stays while the session's logs are
+    # cleared and written again (a parser change, new redaction rules, a reload), and
+    # then comes after their lines, as in a run that reads every file anew.
+    log, output = saved
+    db = tmp_path / "o.db"
+    output.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("UPDATE source_files SET parser_version = NULL" + (" WHERE layout = 'jsonl'" if again == "logs" else ""))
+    conn.close()
+    assert ingest(db, {"claude": tmp_path / "claude"}).files_replayed == (1 if again == "logs" else 2)
+    assert_whole(db)
+    whole = tmp_path / "whole.db"
+    ingest(whole, {"claude": tmp_path / "claude"})
+    assert diff(snapshot(whole), snapshot(db)) == []
+    order = sqlite3.connect(db).execute("SELECT uuid FROM messages ORDER BY seq").fetchall()
+    assert [uuid for uuid, in order] == ["s1", "s2", "s3", "s4", OUTPUT_UUID]

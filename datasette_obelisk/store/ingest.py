@@ -459,6 +459,7 @@ class Ingester:
                 for member in cleared:
                     for file_id in sorted(member.files):
                         delete_file_rows(self.conn, file_id)
+                    set_saved_outputs_aside(self.conn, member.sessions)
                 self.bump_generation()
         return family.opened
 
@@ -493,6 +494,7 @@ class Ingester:
         the batch may be committed."""
         family.left.discard(file_id)
         if not family.left and family in self._open:
+            place_saved_outputs(self.conn, family.sessions)
             self._open.discard(family)
             for member in family.files:
                 if self._families.get(member) is family:
@@ -1112,6 +1114,34 @@ class Ingester:
             before = kept.size()
             kept.add(counted)
             self._words_size += kept.size() - before
+
+
+def set_saved_outputs_aside(conn: sqlite3.Connection, session_ids) -> None:
+    """Before a family's logs are written again: the messages of its sessions read from
+    text files (a tool's output saved apart, in no family) step out of the sessions'
+    order (their places negated), so the logs' lines take their places from the start
+    again, as in a run that reads them first (``place_saved_outputs`` puts them back)."""
+    conn.execute(
+        "UPDATE messages SET seq = -seq WHERE session_id IN (SELECT value FROM json_each(?)) AND seq > 0 "
+        "AND file_id IN (SELECT id FROM source_files WHERE layout = 'text')",
+        [families.as_json(session_ids)],
+    )
+
+
+def place_saved_outputs(conn: sqlite3.Connection, session_ids) -> None:
+    """Once a family is written whole: the messages ``set_saved_outputs_aside`` set aside
+    come after its logs' lines, in the order they had, where a run reading the files
+    anew puts them (text files are read last); their sessions are derived again."""
+    for session_id in sorted(session_ids):
+        aside = [row[0] for row in conn.execute(
+            "SELECT id FROM messages WHERE session_id = ? AND seq < 0 ORDER BY seq DESC", [session_id])]
+        if not aside:
+            continue
+        (last,) = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ? AND seq > 0", [session_id]
+        ).fetchone()
+        conn.executemany("UPDATE messages SET seq = ? WHERE id = ?", [(last + i, id_) for i, id_ in enumerate(aside, 1)])
+        conn.execute("INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [session_id])
 
 
 def _size(path: Path) -> int:

@@ -204,7 +204,7 @@ class Writer:
         if following is None:
             stored = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id])
             held = [place for session, place in self.kept_seqs.values() if session == session_id]
-            following = max([stored.fetchone()[0], *held]) + 1
+            following = max([stored.fetchone()[0], 0, *held]) + 1  # (places set aside are negative)
         kept = self.kept_seqs.pop(uuid, None) if self.kept_seqs else None
         seq = kept[1] if kept is not None and kept[0] == session_id else following
         self._next_seq[session_id] = max(following, seq + 1)
