@@ -361,3 +361,28 @@ def test_a_saved_output_stays_after_its_logs_lines_when_they_are_read_again(tmp_
     assert diff(snapshot(whole), snapshot(db)) == []
     order = sqlite3.connect(db).execute("SELECT uuid FROM messages ORDER BY seq").fetchall()
     assert [uuid for uuid, in order] == ["s1", "s2", "s3", "s4", OUTPUT_UUID]
+
+
+def test_a_saved_output_gone_when_new_rules_come_leaves_no_secret_in_its_result(tmp_path, saved):
+    # Stored without redaction, the output is deleted by Claude Code, then the rules apply: its
+    # log, still there, is read again first and takes the stored output, which is redacted in
+    # place only once its file is found gone; the result's copy must follow.
+    secret = "ghp_" + "r7Tq2LmX9vKp4WzN8cYb3HdJ6sFg1AeU5oQi"  # (random, in a GitHub token's shape)
+    log, output = saved
+    db = tmp_path / "o.db"
+    whole = WHOLE + f"GITHUB_TOKEN={secret}\n"
+    output.write_text(whole)
+    log.write_bytes(b"".join(saved_log(output, is_error=True)))
+    ingest(db, {"claude": tmp_path / "claude"}, redact=False)
+    output.unlink()
+    assert ingest(db, {"claude": tmp_path / "claude"}).files_missing == 1
+    conn = sqlite3.connect(db)
+    [(text, text_length)] = conn.execute("SELECT text, text_length FROM messages WHERE uuid = ?", [OUTPUT_UUID])
+    assert secret not in text
+    assert conn.execute("SELECT COUNT(*) FROM tool_results WHERE instr(content, ?)", [secret]).fetchone() == (0,)
+    assert conn.execute("SELECT content = ?, content_length, outcome FROM tool_results", [text]).fetchall() == [
+        (1, len(text), "failed")]
+    assert text_length == len(text)  # (what new rules redact in place is measured again)
+    word = secret.split("_")[-1]
+    assert conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ?", [f'"{word}"']).fetchall() == []
+    assert conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)").fetchall() == []

@@ -38,7 +38,7 @@ from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
 from .units import hints_json, in_read_order, unit_of_row
-from .writer import Writer, delete_file_rows, file_holds_rows
+from .writer import Writer, delete_file_rows, file_holds_rows, retake_outputs
 
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
@@ -724,6 +724,7 @@ class Ingester:
             pending = [row["id"] for row in gone if row["parser_version"] is None]
             if pending and self.redact is not None:
                 redacting.redact_stored_rows(self.conn, self.redact.redactor, pending)
+                retake_outputs(self.conn, pending)  # (a log read again this run took a saved output before)
             self.bump_generation()
         self.summary.files_missing += len(gone)
 
@@ -1362,6 +1363,7 @@ def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
         gone = [row[0] for row in conn.execute("SELECT id FROM source_files WHERE missing = 1")]
         if gone:
             redacting.redact_stored_rows(conn, redactor, gone)
+            retake_outputs(conn, gone)
             conn.execute(
                 "INSERT OR IGNORE INTO derive_queue (session_id) SELECT DISTINCT session_id "
                 f"FROM messages WHERE file_id IN ({','.join('?' * len(gone))})",

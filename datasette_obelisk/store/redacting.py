@@ -74,6 +74,13 @@ SEARCH_FORMS = {
 }
 
 
+# What is set again with a column (``SET ... = ?``): its indexed form, a message's length.
+ALSO = {
+    ("messages", "text"): {SEARCH_FORMS["messages", "text"]: search_text, "text_length = ?": len},
+    ("tool_results", "content"): {SEARCH_FORMS["tool_results", "content"]: search_text},
+}
+
+
 def key_path(db_path: str | Path) -> Path:
     return Path(f"{db_path}.redaction-key")
 
@@ -267,8 +274,8 @@ def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=No
                 continue
             new = record_redactor.redact_json(value) if column.endswith("_json") else redactor.redact(value)
             if new != value:
-                updates.append((new, search_text(new), row_key) if (table, column) in SEARCH_FORMS else (new, row_key))
-        also = f", {SEARCH_FORMS[table, column]}" if (table, column) in SEARCH_FORMS else ""
+                updates.append((new, *(forms(new) for forms in ALSO.get((table, column), {}).values()), row_key))
+        also = "".join(f", {setting}" for setting in ALSO.get((table, column), {}))
         conn.executemany(f"UPDATE OR IGNORE {table} SET {column} = ?{also} WHERE {key} = ?", updates)
         changed += len(updates)
     return changed

@@ -248,21 +248,8 @@ class Writer:
         read after their log's line) take it now: what a result read after it
         takes (``_tool_result``)."""
         for row in message_rows:
-            if row[TYPE] != OUTPUT_TYPE:
-                continue
-            results = self.conn.execute(RESULTS_OF_OUTPUT, [row[0]]).fetchall()
-            if not results:
-                continue
-            text = row[TEXT]
-            length = orjson.loads(row[META]).get("length", len(text)) if isinstance(row[META], str) else len(text)
-            if any(outcome == "failed" for _, outcome in results):
-                index_pending_text(self.conn)  # (the update takes the old output out of the index)
-            for result_id, outcome in results:
-                content = stored_content(text, outcome, text)
-                self.conn.execute(
-                    "UPDATE tool_results SET content = ?, content_length = ?, search_content = ? WHERE id = ?",
-                    [content, length, search_text(content) if outcome == "failed" else None, result_id],
-                )
+            if row[TYPE] == OUTPUT_TYPE:
+                take_output(self.conn, row[0], row[TEXT], row[META])
 
     def _message_uuid(self, uuid: str | None) -> str | None:
         """``uuid`` as stored, for a record of the line being handled."""
@@ -550,3 +537,30 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     # Rows read again may take the same ids and say something else in as many characters.
     recount_documents(conn, sessions)
     return sessions
+
+
+def take_output(conn: sqlite3.Connection, uuid: str, text: str, meta_json: str | None) -> None:
+    """The results whose whole output is the message ``uuid`` (``ToolResult.output_uuid``)
+    take its ``text``."""
+    results = conn.execute(RESULTS_OF_OUTPUT, [uuid]).fetchall()
+    if not results:
+        return
+    length = orjson.loads(meta_json).get("length", len(text)) if isinstance(meta_json, str) else len(text)
+    if any(outcome == "failed" for _, outcome in results):
+        index_pending_text(conn)  # (the update takes the old output out of the index)
+    for result_id, outcome in results:
+        content = stored_content(text, outcome, text)
+        conn.execute(
+            "UPDATE tool_results SET content = ?, content_length = ?, search_content = ? WHERE id = ?",
+            [content, length, search_text(content) if outcome == "failed" else None, result_id],
+        )
+
+
+def retake_outputs(conn: sqlite3.Connection, file_ids) -> None:
+    """The results whose whole output is a message of ``file_ids`` take its text again
+    (redacted in place by new rules: their copies are not the files' rows)."""
+    for uuid, text, meta_json in conn.execute(
+        "SELECT uuid, text, meta_json FROM messages WHERE type = ? AND file_id IN (SELECT value FROM json_each(?))",
+        [OUTPUT_TYPE, orjson.dumps(list(file_ids)).decode()],
+    ).fetchall():
+        take_output(conn, uuid, text, meta_json)
