@@ -1,6 +1,7 @@
 """Tool output is stored once: a long output that is its message's whole text is clipped in tool_results."""
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -386,3 +387,29 @@ def test_a_saved_output_gone_when_new_rules_come_leaves_no_secret_in_its_result(
     word = secret.split("_")[-1]
     assert conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ?", [f'"{word}"']).fetchall() == []
     assert conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)").fetchall() == []
+
+
+@pytest.mark.asyncio
+async def test_a_saved_outputs_cut_links_to_the_file_it_was_saved_to(tmp_path, saved):
+    # The line of its result holds only the note: "see raw" under the output's first
+    # characters opens the whole, the file's text (its own message's raw text).
+    from html import unescape
+    from urllib.parse import parse_qs, urlsplit
+
+    from web_fixtures import make_datasette
+
+    log, output = saved
+    db = tmp_path / "o.db"
+    output.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output, is_error=True)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    [seq] = sqlite3.connect(db).execute("SELECT seq FROM messages WHERE uuid = 's3'").fetchone()
+    for url in (f"/-/obelisk/session/{SAVED_SESSION}", f"/-/obelisk/event/{SAVED_SESSION}/{seq}", "/-/obelisk/failures"):
+        html = (await ds.client.get(url)).text
+        links = [unescape(href) for href in re.findall(r'more characters \(see <a href="([^"]+)"', html)]
+        # (the event page's window shows the saved output's own message too)
+        assert links and {uuid for link in links for uuid in parse_qs(urlsplit(link).query)["uuid"]} == {OUTPUT_UUID}, url
+        raw = (await ds.client.get(links[0])).json()
+        assert raw["text"] == WHOLE

@@ -56,7 +56,7 @@ import json
 import sqlite3
 
 from ..sources.common import strings_in
-from ..store.tool_output import full_content_sql
+from ..store.tool_output import full_content_sql, raw_uuid_sql
 from .errors import QueryError
 from .obelisk import unknown_session
 from .text import split_thinking
@@ -262,6 +262,7 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
         f"""SELECT c.id, c.message_uuid, c.name, c.input_json, c.file_path, c.timestamp,
                    r.message_uuid AS result_uuid, r.outcome, r.exit_code,
                    substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
+                   {raw_uuid_sql('r')} AS result_raw_uuid,
                    c.id AS tool_use_id, c.name AS tool_name, {SUBAGENT_COLUMNS},
                    w.run_id AS workflow_run_id, w.workflow_name
             FROM tool_calls c
@@ -277,8 +278,9 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
 
 
 def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS) -> dict[str, dict]:
-    """``{tool_use_id: {"output", "length", "message_uuid"}}`` for the tool results these lines carry:
-    the first ``limit`` characters of each output and the length of the whole."""
+    """``{tool_use_id: {"output", "length", "message_uuid", "raw_uuid"}}`` for the tool results these
+    lines carry: the first ``limit`` characters of each output, the length of the whole and the
+    message whose raw text holds it whole (``raw_uuid_sql``)."""
     if not message_uuids:
         return {}
     return {
@@ -286,7 +288,7 @@ def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS)
         for row in _all(
             conn,
             f"""SELECT r.tool_use_id, r.message_uuid, substr({full_content_sql('r')}, 1, ?) AS output,
-                       r.content_length AS length
+                       r.content_length AS length, {raw_uuid_sql('r')} AS raw_uuid
                 FROM tool_results r WHERE r.message_uuid IN ({", ".join("?" * len(message_uuids))})""",
             [limit, *message_uuids],
         )

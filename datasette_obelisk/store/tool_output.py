@@ -34,6 +34,12 @@ def full_content_sql(alias: str = "r") -> str:
     )
 
 
+def raw_uuid_sql(alias: str = "r") -> str:
+    """A SQL expression for the message whose raw text is the whole output of the tool result
+    row ``alias``: the one read from the file its output was saved to, once stored, else its line's."""
+    return f"coalesce((SELECT uuid FROM messages WHERE uuid = {alias}.output_uuid), {alias}.message_uuid)"
+
+
 CLIP_STORED_SQL = f"""
 UPDATE tool_results SET content = substr(content, 1, {CLIP_CHARS})
 WHERE content_length > {CLIP_CHARS} AND outcome != 'failed'
