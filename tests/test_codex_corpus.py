@@ -1019,6 +1019,33 @@ def test_a_thread_imported_from_a_claude_code_session_is_its_child_and_both_keep
     assert [r[0] for r in rows(db_path, links)] == [first, second, f"codex:{threads[first]}", f"codex:{threads[second]}"]
 
 
+
+def test_an_imported_thread_whose_rollout_is_gone_is_archived_though_the_lists_naming_it_stay(tmp_path):
+    # The import ledger and session_index.jsonl name threads; neither is a thread's log.
+    session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
+    claude = tmp_path / ".claude" / "projects" / "-w-app"
+    claude.mkdir(parents=True)
+    (claude / f"{session}.jsonl").write_text(claude_session_log(session, "Fix the login", "Done."))
+    codex = tmp_path / ".codex"
+    day = codex / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    rollout = day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl"
+    rollout.write_bytes(imported_rollout(thread, "Fix the login", "Done."))
+    (codex / "external_agent_session_imports.json").write_text(json.dumps({"records": [{
+        "source_path": str(claude / f"{session}.jsonl"), "content_sha256": "a" * 64, "imported_thread_id": thread,
+        "imported_at": 1795600000, "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}]}))
+    (codex / "session_index.jsonl").write_text(
+        json.dumps({"id": thread, "thread_name": "Login fix", "updated_at": "2026-11-25T10:00:00Z"}) + "\n")
+    db_path = tmp_path / "obelisk.db"
+    homes = {"claude": tmp_path / ".claude", "codex": codex}
+    thread_row = f"SELECT parent_session_id, availability, jsonl_path FROM sessions WHERE id = 'codex:{thread}'"
+    ingest(db_path, homes)
+    assert rows(db_path, thread_row) == [(session, "live", str(rollout))]
+    rollout.unlink()
+    assert ingest(db_path, homes).files_missing == 1
+    assert rows(db_path, thread_row) == [(session, "archived", str(rollout))]
+
+
 # -- incremental and crash-safe ---------------------------------------------------
 
 

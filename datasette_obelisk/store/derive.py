@@ -592,10 +592,14 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 # the session's log whose lines are all replays is one). An agent's log and
 # its .meta.json name the parent session too, but the parent is archived once
 # its own log is gone. Nor is a tool's output saved apart (a text file) the
-# session's log, though it holds a message of the session.
+# session's log, though it holds a message of the session. Nor is a list naming
+# sessions (Codex's session_index.jsonl and import ledger) the log of any: a thread
+# whose rollout is gone is archived, and its log is not the list.
 AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
+INDEXES = ("session_index", "import_ledger")
+NOT_LOGS = ", ".join(repr(k) for k in INDEXES)
 OWN_FILE = (
-    "f.layout != 'text' AND (EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
+    f"f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) AND (EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
     " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id)"
     f" AND f.kind NOT IN ({', '.join(repr(k) for k in AGENT_DOCUMENTS)})))"
 )
@@ -623,7 +627,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
              (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
               AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
              (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s AND f.layout != 'text' ORDER BY f.missing,
+              WHERE fs.session_id = :s AND f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) ORDER BY f.missing,
                 EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s) DESC,
                 f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
              (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
