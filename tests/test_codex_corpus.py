@@ -846,13 +846,19 @@ def test_a_rollout_moved_back_from_the_archive_is_live_where_it_is(tmp_path, cor
     assert snapshot(db_path)["messages"] == before["messages"]
 
 
-def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root):
+def compressed_in_place(tmp_path, corpus_root):
+    """An ingested rollout Codex then compressed in place, ingested again; its raw lines before."""
     home, live, db_path = ingested_rollout(tmp_path, corpus_root)
     before = sorted(raw_lines(db_path))
     packed = live.with_name(live.name + ".zst")
     packed.write_bytes(zstandard.ZstdCompressor().compress(live.read_bytes()))
     live.unlink()
     ingest(db_path, {"codex": home}, sources=codex_sources())
+    return home, packed, db_path, before
+
+
+def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root):
+    home, packed, db_path, before = compressed_in_place(tmp_path, corpus_root)
     assert sorted(raw_lines(db_path)) == before and len(before) == 18
     assert rows(db_path, "SELECT availability FROM sessions") == [("live",)]
 
@@ -860,12 +866,7 @@ def test_a_rollout_compressed_in_place_is_still_read_back(tmp_path, corpus_root)
 def test_a_compressed_rollout_moved_to_the_archive_is_still_read_back(tmp_path, corpus_root):
     # Codex compresses an idle rollout in place, then may archive it: the rows
     # follow the compressed copy, so raw() still finds every line.
-    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
-    before = sorted(raw_lines(db_path))
-    packed = live.with_name(live.name + ".zst")
-    packed.write_bytes(zstandard.ZstdCompressor().compress(live.read_bytes()))
-    live.unlink()
-    ingest(db_path, {"codex": home}, sources=codex_sources())
+    home, packed, db_path, before = compressed_in_place(tmp_path, corpus_root)
     archived = home / "archived_sessions" / packed.name
     archived.parent.mkdir()
     os.rename(packed, archived)

@@ -92,13 +92,7 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
     db = tmp_path / "o.db"
     ingest(db, {"claude": tmp_path / ".claude"})
     conn = sqlite3.connect(db)
-    # Only where the logs lie keeps it: the host paths of source_files and sessions.jsonl_path.
-    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
-                                 "AND name NOT IN ('source_files', 'sqlite_stat1')"):
-        columns = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')") if c != "jsonl_path"]
-        for column in columns:
-            found = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE instr("{column}", ?)', [TOKEN]).fetchone()[0]
-            assert found == 0, (table, column)
+    assert_token_nowhere(conn)
     [(cwd, branch, project_name, project_path)] = conn.execute(
         "SELECT cwd, git_branch, project, project_path FROM sessions").fetchall()
     assert cwd.startswith("/srv/https-u-[REDACTED:github-pat:") and cwd.endswith("]@github.com/o/r")
@@ -112,6 +106,15 @@ def test_secrets_in_paths_branches_and_project_names_are_redacted_too(tmp_path):
     assert effort.startswith("high-[REDACTED:github-pat:")
     assert redacting.check(conn) == {}
 
+
+def assert_token_nowhere(conn):
+    """Only where the logs lie keeps it: the host paths of source_files and sessions.jsonl_path."""
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
+                                 "AND name NOT IN ('source_files', 'sqlite_stat1')"):
+        columns = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')") if c != "jsonl_path"]
+        for column in columns:
+            found = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE instr("{column}", ?)', [TOKEN]).fetchone()[0]
+            assert found == 0, (table, column)
 
 
 def test_secrets_in_an_agent_team_s_names_and_a_worktree_are_redacted_too(tmp_path):
@@ -135,12 +138,7 @@ def test_secrets_in_an_agent_team_s_names_and_a_worktree_are_redacted_too(tmp_pa
     db = tmp_path / "o.db"
     ingest(db, {"claude": tmp_path / ".claude"})
     conn = sqlite3.connect(db)
-    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%' "
-                                 "AND name NOT IN ('source_files', 'sqlite_stat1')"):
-        columns = [c for (c,) in conn.execute(f"SELECT name FROM pragma_table_info('{table}')") if c != "jsonl_path"]
-        for column in columns:
-            found = conn.execute(f'SELECT COUNT(*) FROM "{table}" WHERE instr("{column}", ?)', [TOKEN]).fetchone()[0]
-            assert found == 0, (table, column)
+    assert_token_nowhere(conn)
     [(sender,)] = conn.execute("SELECT json_extract(meta_json, '$.from') FROM messages WHERE uuid = 'u2'").fetchall()
     assert sender.startswith("tester-[REDACTED:github-pat:")
     assert {name for (name,) in conn.execute("SELECT agent_name FROM sessions WHERE agent_name IS NOT NULL")} == {sender}

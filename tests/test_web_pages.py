@@ -1385,33 +1385,21 @@ async def test_a_message_another_agent_sent_names_its_sender_and_injected_lines_
 
 
 @pytest.mark.asyncio
-async def test_a_session_s_tag_links_to_the_sessions_with_it(tmp_path):
+@pytest.mark.parametrize("column, value, title, link", [
+    ("tag", "a&b", "Sessions with this tag", ("sessions?tag=a%26b", "#a&amp;b")),
+    ("team_name", "alpha & co", "Sessions of this agent team", ("sessions?team_name=alpha+%26+co", "team alpha &amp; co")),
+])
+async def test_a_session_s_tag_and_agent_team_link_to_the_sessions_that_share_it(tmp_path, column, value, title, link):
     db, _ = copy_corpus(tmp_path, SMALL)
     conn = sqlite3.connect(db)
     with conn:
-        conn.execute("UPDATE sessions SET tag = 'a&b' WHERE id = 'small'")
+        conn.execute(f"UPDATE sessions SET {column} = ? WHERE id = 'small'", [value])
     conn.close()
     datasette = make_datasette(db)
     await datasette.invoke_startup()
     html = await page(datasette, "/-/obelisk/session/small")
-    assert re.findall(r'<a href="([^"]*)" title="Sessions with this tag">([^<]*)</a>', html) == [
-        (f"/{db.stem}/sessions?tag=a%26b", "#a&amp;b")]
-    assert "Sessions with this tag" not in await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
-
-
-@pytest.mark.asyncio
-async def test_a_session_s_agent_team_links_to_the_sessions_of_its_members(tmp_path):
-    db, _ = copy_corpus(tmp_path, SMALL)
-    conn = sqlite3.connect(db)
-    with conn:
-        conn.execute("UPDATE sessions SET team_name = 'alpha & co', agent_name = 'researcher' WHERE id = 'small'")
-    conn.close()
-    datasette = make_datasette(db)
-    await datasette.invoke_startup()
-    html = await page(datasette, "/-/obelisk/session/small")
-    assert re.findall(r'<a href="([^"]*)" title="Sessions of this agent team">([^<]*)</a>', html) == [
-        (f"/{db.stem}/sessions?team_name=alpha+%26+co", "team alpha &amp; co")]
-    assert "Sessions of this agent team" not in await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
+    assert re.findall(rf'<a href="([^"]*)" title="{title}">([^<]*)</a>', html) == [(f"/{db.stem}/{link[0]}", link[1])]
+    assert title not in await page(datasette, "/-/obelisk/session/small:agent-sidechain-sys1")
 
 
 @pytest.mark.asyncio
