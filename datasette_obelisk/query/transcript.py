@@ -277,6 +277,16 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
     return found
 
 
+def saved_output_uuids(conn, tool_use_ids: list[str]) -> dict[str, str]:
+    """``{tool_use_id: uuid}`` of the results among these whose output was saved to a file
+    of its own: the message whose raw text holds it whole (``raw_uuid_sql``)."""
+    return dict(conn.execute(
+        f"SELECT r.tool_use_id, {raw_uuid_sql('r')} FROM tool_results r WHERE r.output_uuid IS NOT NULL "
+        "AND r.tool_use_id IN (SELECT value FROM json_each(?))",
+        [json.dumps(tool_use_ids)],
+    ))
+
+
 def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS) -> dict[str, dict]:
     """``{tool_use_id: {"output", "length", "message_uuid", "raw_uuid"}}`` for the tool results these
     lines carry: the first ``limit`` characters of each output, the length of the whole and the

@@ -6,13 +6,10 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
-import json
-
 from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
 from ..query.filters import Filters
 from ..query.fts import parse_query
 from ..query.session_query import SessionQuery
-from ..store.tool_output import raw_uuid_sql
 from . import charts
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
@@ -175,11 +172,7 @@ async def failures_page(datasette, request, db, params):
             "failures": found, "total": obelisk.failure_count(conn, query),
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             # (an output saved to a file of its own is whole in that file's raw text, not its line's)
-            "raw_uuids": dict(conn.execute(
-                f"SELECT r.tool_use_id, {raw_uuid_sql('r')} FROM tool_results r WHERE r.output_uuid IS NOT NULL "
-                "AND r.tool_use_id IN (SELECT value FROM json_each(?))",
-                [json.dumps([f["result"]["tool_use_id"] for f in found])],
-            )),
+            "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
             # (the chosen one too when no session has it: the menu shows what filters the page)
             "sources": sorted({row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
                               | ({options["source"]} if options.get("source") else set())),
