@@ -144,7 +144,13 @@ class ToolResult:
 @dataclass(slots=True)
 class SessionLink:
     """Another file's word on a session's parent: set on the session once stored
-    (when it has no parent yet), never a session of its own."""
+    (when it has no parent yet), never a session of its own.
+
+    Kept with its file's rows (``session_links``) and set when the session is
+    derived, so a session stored after the file was read takes it too. Its
+    ``relationship`` is one no log gives (``derive.LINKED``): a session holding
+    one got it from a link, and loses it when no stored file gives it any more.
+    """
 
     session_id: str
     parent_session_id: str

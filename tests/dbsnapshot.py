@@ -13,6 +13,7 @@ TABLES = {
     "subagents": "session_id, agent_id",
     "summaries": "id",
     "titles": "session_id, kind, title, leaf_uuid",
+    "session_links": "session_id, parent_session_id, relationship",
     "ingest_errors": "line_no, byte_offset, reason",
 }
 

@@ -1021,6 +1021,108 @@ def test_a_thread_imported_from_a_claude_code_session_is_its_child_and_both_keep
 
 
 
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row-by-row", "cold-load"])
+def test_a_ledger_read_before_the_thread_links_it_once_its_rollout_comes(tmp_path, corpus_root, cold_load_bytes):
+    # The ledger is rewritten as soon as Codex imports; the rollout may reach the
+    # store later (another run, a live refresh): what a fresh ingest gives all the same.
+    session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
+    spawned = "33333333-3333-4333-8333-333333333333"  # a subagent's thread: its parent is its log's
+    claude = tmp_path / ".claude" / "projects" / "-w-app"
+    claude.mkdir(parents=True)
+    (claude / f"{session}.jsonl").write_text(claude_session_log(session, "Fix the login", "Done."))
+    codex = tmp_path / ".codex"
+    codex.mkdir()
+    ledger = codex / "external_agent_session_imports.json"
+
+    def record(imported):
+        return {"source_path": str(claude / f"{session}.jsonl"), "content_sha256": "a" * 64,
+                "imported_thread_id": imported, "imported_at": 1795600000,
+                "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}
+
+    ledger.write_text(json.dumps({"records": [record(thread), record(spawned)]}))
+    homes = {"claude": tmp_path / ".claude", "codex": codex}
+    db_path = tmp_path / "obelisk.db"
+    links = "SELECT id, parent_session_id, relationship FROM sessions WHERE id LIKE 'codex:%' ORDER BY id"
+    ingest(db_path, homes, cold_load_bytes=cold_load_bytes)
+    assert rows(db_path, links) == []  # no rollout yet: no session
+    day = codex / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    rollout = day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl"
+    rollout.write_bytes(imported_rollout(thread, "Fix the login", "Done."))
+    codex_home(codex, corpus_root, [PARENT, CHILD])
+    summary = ingest(db_path, homes, cold_load_bytes=cold_load_bytes)
+    assert summary.files_read == 3  # the rollouts alone: the ledger is not read again
+    linked = [(f"codex:{thread}", session, "import"),
+              ("codex:22222222-2222-4222-8222-222222222222", None, None),
+              (f"codex:{spawned}", "codex:22222222-2222-4222-8222-222222222222", "subagent")]
+    assert sorted(rows(db_path, links)) == sorted(linked)
+    ingest(tmp_path / "fresh.db", homes, cold_load_bytes=cold_load_bytes)
+    got, expected = snapshot(db_path), snapshot(tmp_path / "fresh.db")
+    assert got == expected, diff(got, expected)
+    assert ingest(db_path, homes).files_read == 0
+
+    # A rollout read again from its start keeps the link (the ledger, unchanged, gives it still).
+    change = sqlite3.connect(db_path)
+    with change:
+        change.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(rollout)])
+    change.close()
+    ingest(db_path, homes)
+    assert sorted(rows(db_path, links)) == sorted(linked)
+
+    # The ledger rewritten without them: the link it gave goes, the parent the subagent's log gives stays.
+    ledger.write_text(json.dumps({"records": []}))
+    ingest(db_path, homes)
+    assert sorted(rows(db_path, links)) == sorted([(f"codex:{thread}", None, None), *linked[1:]])
+    (tmp_path / "fresh.db").unlink()
+    ingest(tmp_path / "fresh.db", homes)
+    got, expected = snapshot(db_path), snapshot(tmp_path / "fresh.db")
+    assert got == expected, diff(got, expected)
+
+
+def test_a_database_from_before_the_links_were_kept_takes_the_links_it_missed_and_keeps_the_others(tmp_path):
+    session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
+    claude = tmp_path / ".claude" / "projects" / "-w-app"
+    claude.mkdir(parents=True)
+    (claude / f"{session}.jsonl").write_text(claude_session_log(session, "Fix the login", "Done."))
+    codex = tmp_path / ".codex"
+    day = codex / "sessions" / "2026" / "11" / "25"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl").write_bytes(imported_rollout(thread, "Fix the login", "Done."))
+    ledger = codex / "external_agent_session_imports.json"
+    ledger.write_text(json.dumps({"records": [{
+        "source_path": str(claude / f"{session}.jsonl"), "content_sha256": "a" * 64, "imported_thread_id": thread,
+        "imported_at": 1795600000, "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}]}))
+    db_path = tmp_path / "obelisk.db"
+    homes = {"claude": tmp_path / ".claude", "codex": codex}
+    link = f"SELECT parent_session_id, relationship FROM sessions WHERE id = 'codex:{thread}'"
+    ingest(db_path, homes)
+    assert rows(db_path, link) == [(session, "import")]
+
+    def as_before_the_links_were_kept(missed: bool):
+        old = sqlite3.connect(db_path)
+        with old:
+            old.execute("DROP TABLE session_links")
+            old.execute("DELETE FROM _sqlite_migrations WHERE name = 'm042_create_session_links'")
+            if missed:  # (its ledger read before its rollout)
+                old.execute("UPDATE sessions SET parent_session_id = NULL, relationship = NULL WHERE id = ?",
+                            [f"codex:{thread}"])
+            old.execute("INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [f"codex:{thread}"])
+        old.close()
+
+    # The link missed is set: the ledger still there is read again.
+    as_before_the_links_were_kept(missed=True)
+    ingest(db_path, homes)
+    assert rows(db_path, link) == [(session, "import")]
+    # The link of a ledger gone from disk (not read again) stays when its thread is derived again.
+    ledger.unlink()
+    assert ingest(db_path, homes).files_missing == 1
+    as_before_the_links_were_kept(missed=False)
+    ingest(db_path, homes)
+    assert rows(db_path, link) == [(session, "import")]
+    assert rows(db_path, "SELECT session_id, parent_session_id, relationship FROM session_links") == [
+        (f"codex:{thread}", session, "import")]
+
+
 def test_an_imported_thread_whose_rollout_is_gone_is_archived_though_the_lists_naming_it_stay(tmp_path):
     # The import ledger and session_index.jsonl name threads; neither is a thread's log.
     session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"

@@ -64,6 +64,7 @@ def test_migrations_in_order(conn):
         "m039_add_sessions_cost_and_worktree",
         "m040_add_tool_results_output_uuid",
         "m041_merge_tool_result_update_triggers",
+        "m042_create_session_links",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -218,6 +219,7 @@ EXPECTED_TABLES = {
     ],
     'message_aliases': ['file_id', 'uuid', 'stored_as'],
     'session_digests': ['id', 'session_id', 'title', 'summary'],
+    'session_links': ['id', 'session_id', 'parent_session_id', 'relationship', 'file_id'],
     'derive_queue': [
         'session_id',
     ],

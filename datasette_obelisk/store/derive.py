@@ -64,6 +64,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     conn.executemany(INLINE_AGENTS_PROGRAM, [[s] for s in session_ids])
     link_subagents(conn, session_ids)
     link_workflows(conn, session_ids)
+    link_sessions(conn, session_ids)
     link_continuations(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
@@ -74,6 +75,29 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
 INLINE_AGENTS_PROGRAM = """UPDATE sessions SET version = p.version, originator = p.originator
     FROM sessions AS p WHERE p.id = ?1 AND sessions.parent_session_id = ?1 AND sessions.agent_id GLOB 'sidechain-*'
     AND (sessions.version IS NOT p.version OR sessions.originator IS NOT p.originator)"""
+
+
+# The relationships only another file's word gives (``records.SessionLink``): a
+# session holding one got it from a link, which it follows.
+LINKED = ("import",)
+LINKED_SQL = ", ".join(f"'{relationship}'" for relationship in LINKED)
+# The link the first file giving one gives, set on a session with no parent or a link's.
+LINK = f"""UPDATE sessions SET parent_session_id = l.parent_session_id, relationship = l.relationship
+    FROM (SELECT parent_session_id, relationship FROM session_links WHERE session_id = :s ORDER BY id LIMIT 1) AS l
+    WHERE sessions.id = :s AND (sessions.parent_session_id IS NULL OR sessions.relationship IN ({LINKED_SQL}))
+      AND (sessions.parent_session_id IS NOT l.parent_session_id OR sessions.relationship IS NOT l.relationship)"""
+UNLINK = f"""UPDATE sessions SET parent_session_id = NULL, relationship = NULL
+    WHERE id = :s AND relationship IN ({LINKED_SQL}) AND NOT EXISTS (SELECT 1 FROM session_links WHERE session_id = :s)"""
+
+
+def link_sessions(conn: sqlite3.Connection, session_ids) -> None:
+    """A session another file names the child of another (``session_links``: Codex's
+    import ledger) is that one's child, whichever of the two files was read first;
+    one whose link no stored file gives any more (the record gone from the ledger)
+    has no parent again. A parent its own log gives (a fork's) is never replaced."""
+    params = [{"s": s} for s in sorted(session_ids)]
+    conn.executemany(LINK, params)
+    conn.executemany(UNLINK, params)
 
 
 CONTINUATIONS_OF = """SELECT id, continued_in FROM sessions WHERE id = :s AND continued_in IS NOT NULL

@@ -1167,3 +1167,33 @@ def m041_merge_tool_result_update_triggers(db):
         INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
         """
     )
+
+
+@migrations()
+def m042_create_session_links(db):
+    # The parent another file names for a session (Codex's import ledger: the
+    # Claude Code session a thread was imported from) was set on the session
+    # only if it was stored when the file was read: a thread whose rollout came
+    # later stayed without it. The links a file gives are kept here, deleted
+    # with its rows like titles, and set when the session is derived. The links
+    # already set are kept (a ledger gone from disk is not read again); the
+    # ledgers still there are read again, and set those that were missed.
+    db.executescript(
+        """
+        CREATE TABLE session_links (
+            id INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            parent_session_id TEXT NOT NULL,
+            relationship TEXT NOT NULL,
+            file_id INTEGER NOT NULL
+        );
+        CREATE INDEX session_links_session ON session_links (session_id);
+        CREATE INDEX session_links_file ON session_links (file_id);
+        INSERT INTO session_links (session_id, parent_session_id, relationship, file_id)
+        SELECT s.id, s.parent_session_id, s.relationship, min(f.id) FROM sessions s
+          JOIN file_sessions fs ON fs.session_id = s.id JOIN source_files f ON f.id = fs.file_id
+          WHERE s.relationship = 'import' AND s.parent_session_id IS NOT NULL AND f.kind = 'import_ledger'
+          GROUP BY s.id;
+        UPDATE source_files SET parser_version = NULL WHERE kind = 'import_ledger' AND missing = 0;
+        """
+    )

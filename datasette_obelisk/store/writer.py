@@ -41,7 +41,7 @@ TITLE_INSERT = """INSERT INTO titles (session_id, kind, title, timestamp, leaf_u
    ON CONFLICT (session_id, kind, title, ifnull(leaf_uuid, '')) DO UPDATE
    SET id = (SELECT max(id) FROM titles) + 1, timestamp = COALESCE(excluded.timestamp, timestamp)
    WHERE kind != 'first_prompt'"""
-FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests")
+FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests", "session_links")
 
 # CPython's sqlite3 module (3.11) binds ``None`` through its adapter
 # registry, at about seven times the cost of an int; a float NaN is bound
@@ -364,11 +364,12 @@ class Writer:
         self.counts.sessions.add(s.id)
 
     def _session_link(self, link: SessionLink) -> None:
+        # Kept, as a title is, until the session is stored: deriving it sets the link (derive.link_sessions).
         self.conn.execute(
-            "UPDATE sessions SET parent_session_id = ?, relationship = ? WHERE id = ? AND parent_session_id IS NULL",
-            [link.parent_session_id, link.relationship, link.session_id],
+            "INSERT INTO session_links (session_id, parent_session_id, relationship, file_id) VALUES (?, ?, ?, ?)",
+            [link.session_id, link.parent_session_id, link.relationship, self.file_id],
         )
-        self.counts.sessions.add(link.session_id)  # (its file is read again with the session's)
+        self.counts.sessions.add(link.session_id)  # (derived now, and its file is read again with the session's)
 
     def _tool_call(self, t: ToolCall) -> None:
         self._calls.append(
