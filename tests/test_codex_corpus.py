@@ -1079,7 +1079,9 @@ def test_a_ledger_read_before_the_thread_links_it_once_its_rollout_comes(tmp_pat
     assert got == expected, diff(got, expected)
 
 
-def test_a_database_from_before_the_links_were_kept_takes_the_links_it_missed_and_keeps_the_others(tmp_path):
+def one_import(tmp_path):
+    """A Claude Code session, the Codex thread it was imported into and the ledger saying so:
+    the session, the thread, the Codex home and the thread's rollout."""
     session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
     claude = tmp_path / ".claude" / "projects" / "-w-app"
     claude.mkdir(parents=True)
@@ -1087,11 +1089,17 @@ def test_a_database_from_before_the_links_were_kept_takes_the_links_it_missed_an
     codex = tmp_path / ".codex"
     day = codex / "sessions" / "2026" / "11" / "25"
     day.mkdir(parents=True)
-    (day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl").write_bytes(imported_rollout(thread, "Fix the login", "Done."))
-    ledger = codex / "external_agent_session_imports.json"
-    ledger.write_text(json.dumps({"records": [{
+    rollout = day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl"
+    rollout.write_bytes(imported_rollout(thread, "Fix the login", "Done."))
+    (codex / "external_agent_session_imports.json").write_text(json.dumps({"records": [{
         "source_path": str(claude / f"{session}.jsonl"), "content_sha256": "a" * 64, "imported_thread_id": thread,
         "imported_at": 1795600000, "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}]}))
+    return session, thread, codex, rollout
+
+
+def test_a_database_from_before_the_links_were_kept_takes_the_links_it_missed_and_keeps_the_others(tmp_path):
+    session, thread, codex, _ = one_import(tmp_path)
+    ledger = codex / "external_agent_session_imports.json"
     db_path = tmp_path / "obelisk.db"
     homes = {"claude": tmp_path / ".claude", "codex": codex}
     link = f"SELECT parent_session_id, relationship FROM sessions WHERE id = 'codex:{thread}'"
@@ -1125,18 +1133,7 @@ def test_a_database_from_before_the_links_were_kept_takes_the_links_it_missed_an
 
 def test_an_imported_thread_whose_rollout_is_gone_is_archived_though_the_lists_naming_it_stay(tmp_path):
     # The import ledger and session_index.jsonl name threads; neither is a thread's log.
-    session, thread = "aaaaaaaa-1111-4111-8111-111111111111", "019fd000-0000-7000-8000-000000000001"
-    claude = tmp_path / ".claude" / "projects" / "-w-app"
-    claude.mkdir(parents=True)
-    (claude / f"{session}.jsonl").write_text(claude_session_log(session, "Fix the login", "Done."))
-    codex = tmp_path / ".codex"
-    day = codex / "sessions" / "2026" / "11" / "25"
-    day.mkdir(parents=True)
-    rollout = day / f"rollout-2026-11-25T10-00-00-{thread}.jsonl"
-    rollout.write_bytes(imported_rollout(thread, "Fix the login", "Done."))
-    (codex / "external_agent_session_imports.json").write_text(json.dumps({"records": [{
-        "source_path": str(claude / f"{session}.jsonl"), "content_sha256": "a" * 64, "imported_thread_id": thread,
-        "imported_at": 1795600000, "source_modified_at": 1795600000000000000, "connector_names": [], "title": None}]}))
+    session, thread, codex, rollout = one_import(tmp_path)
     (codex / "session_index.jsonl").write_text(
         json.dumps({"id": thread, "thread_name": "Login fix", "updated_at": "2026-11-25T10:00:00Z"}) + "\n")
     db_path = tmp_path / "obelisk.db"
