@@ -313,7 +313,7 @@ def check_variable_folder(source, environ=os.environ) -> None:
 BUILT_IN_FOLDERS = {
     "claude": "Claude Code folder, as --dir claude=PATH (default: $CLAUDE_CONFIG_DIR, else ~/.claude)",
     "codex": "Codex folder, as --dir codex=PATH (default: $CODEX_HOME, else ~/.codex)",
-    "gemini": "Gemini CLI folder, as --dir gemini=PATH (default: ~/.gemini)",
+    "gemini": "Gemini CLI folder, as --dir gemini=PATH (default: ~/.gemini, ~ being $GEMINI_CLI_HOME when set)",
 }
 
 
