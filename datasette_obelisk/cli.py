@@ -586,7 +586,7 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
 
     While Datasette serves, a second process ingests what changes every few
     seconds (obelisk ingest --watch) over the same folders, so new sessions
-    show up by themselves. Folders are given as to ``obelisk ingest``.
+    show up by themselves. Folders are given as to `obelisk ingest`.
 
     Example:
 

@@ -8,7 +8,7 @@ from cogapp import Cog
 DOCS = Path(__file__).parent.parent / "docs"
 
 
-@pytest.mark.parametrize("name", ["schema.md"])
+@pytest.mark.parametrize("name", ["cli.md", "schema.md"])
 def test_generated_docs_are_current(name):
     result = Cog().main(["cog", "--check", str(DOCS / name)])
     assert result == 0, f"docs/{name} is out of date: run `cog -r docs/{name}`"
