@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from datasette_obelisk.query.history import history_read
+from datasette_obelisk.query.history import history_read, history_search
 from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.search import search_events, search_sessions
 from datasette_obelisk.query.transcript import tool_calls
@@ -241,6 +241,32 @@ def test_a_saved_output_claude_code_deleted_is_kept(tmp_path, saved):
     conn.close()
     assert ingest(db, {"claude": tmp_path / "claude"}).files_replayed == 1
     assert_whole(db)
+
+
+def test_history_search_matches_the_saved_output_history_read_returns(tmp_path, saved):
+    """The tool entry read returns holds the whole output: search matches all of it,
+    alone or with the call's arguments, not only the preview its log line holds."""
+    log, output = saved
+    db = tmp_path / "o.db"
+    output.write_text(WHOLE)
+    log.write_bytes(b"".join(saved_log(output)))
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    [tool] = [e for e in history_read(conn, sessionId=SAVED_SESSION)["entries"] if e["type"] == "tool"]
+    assert (tool["id"], tool["result"]) == ("toolu_01Big", WHOLE)
+    found = history_search(conn, query="zebraquartz")["sessions"]
+    assert [(s["sessionId"], s["snippets"]) for s in found] == [(SAVED_SESSION, [
+        "…: compiled module2994 — ok step 2995: compiled module2995 — ok step 2996: compiled module2996 — ok step 2997: "
+        "compiled module2997 — ok step 2998: compiled module2998 — ok step 2999: compiled module2999 — ok zebraquartz "
+        "only past the preview",
+    ])]
+    found = history_search(conn, query="make zebraquartz")["sessions"]
+    assert [(s["sessionId"], s["snippets"]) for s in found] == [(SAVED_SESSION, [
+        "Bash make — ok step 2091: compiled module2091 — ok step 2092: compiled module2092 — ok step 2093: compiled "
+        "module2093 — ok step 2094: compiled module2094 — ok step 2095: compiled module2095 — ok step 2096: compiled "
+        "module2096 — ok step 2097…",
+    ])]
+    assert history_search(conn, query="zebraquartz build")["sessions"] == []  # "build" is in another entry
 
 
 @pytest.mark.parametrize("runs", ["log, then file", "one cold load"])

@@ -328,13 +328,17 @@ def searchable(entry: dict) -> tuple[str, str]:
 
 
 def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
-    """Entry lines holding every term, and call lines whose call and result lines hold them between them."""
+    """Entry lines holding every term, and call lines whose call, result and saved
+    output lines hold them between them."""
     first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
     if first is None:
         return []
-    holding = [_lines_matching(conn, phrase(piece), first, last) for piece in fts.pieces]
+    calls = _call_lines(conn, session_id)
+    # (an agent's saved output is a message of its root session's: outside this range)
+    outside = sorted({output for _, _, output in calls if output is not None and not first <= output <= last})
+    holding = [_lines_matching(conn, phrase(piece), first, last, outside) for piece in fts.pieces]
     wanted = set.intersection(*holding) | {
-        call for call, result in _call_lines(conn, session_id) if all(call in h or result in h for h in holding)
+        lines[0] for lines in calls if all(any(line in h for line in lines) for h in holding)
     }
     return _entry_rows(
         conn, session_id, "m.id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(wanted))],
@@ -342,21 +346,31 @@ def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
     )
 
 
-def _lines_matching(conn, expression: str, first: int, last: int) -> set[int]:
-    return {
+def _lines_matching(conn, expression: str, first: int, last: int, outside=()) -> set[int]:
+    """The lines from ``first`` to ``last``, and those of ``outside``, that match ``expression``."""
+    found = {
         rowid
         for (rowid,) in conn.execute(
             "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid BETWEEN ? AND ?",
             [expression, first, last],
         )
     }
+    for rowid in outside:
+        if conn.execute("SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid = ?", [expression, rowid]).fetchone():
+            found.add(rowid)
+    return found
 
 
-def _call_lines(conn, session_id: str) -> list[tuple[int, int | None]]:
-    """``(call line, result line)`` message ids of the session's tool calls."""
+def _call_lines(conn, session_id: str) -> list[tuple[int, int | None, int | None]]:
+    """``(call line, result line, saved output line)`` message ids of the session's tool calls.
+
+    The saved output is the message holding the whole of an output its log
+    line holds only the start of (``output_uuid``): a tool entry's result.
+    """
     return conn.execute(
-        "SELECT cm.id, rm.id FROM tool_calls c JOIN messages cm ON cm.uuid = c.message_uuid "
+        "SELECT cm.id, rm.id, om.id FROM tool_calls c JOIN messages cm ON cm.uuid = c.message_uuid "
         "LEFT JOIN tool_results r ON r.tool_use_id = c.id LEFT JOIN messages rm ON rm.uuid = r.message_uuid "
+        "LEFT JOIN messages om ON om.uuid = r.output_uuid "
         "WHERE c.session_id = ?",
         [session_id],
     ).fetchall()
