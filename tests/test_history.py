@@ -386,6 +386,33 @@ def test_read_entries(logs):
     ]
 
 
+def test_prose_that_names_its_call_or_quotes_its_input_keeps_its_words(toy, read_conn):
+    """A Claude line's prose and calls are one text, each call on lines of its own
+    (its name, then its input's strings): only those lines are cut from the entry."""
+    toy.write(
+        "s",
+        line("a1", "I will call Bash now. Bash runs it.\nBash", "2026-01-01T00:00:00Z", role="assistant",
+             type="assistant", tool="Bash", output="ok", outcome="succeeded"),
+        line("a2", "Bash\nand then Bash\nBash", "2026-01-01T00:01:00Z", role="assistant", type="assistant",
+             tool="Bash", output="ok", outcome="succeeded"),
+    )
+    toy.ingest()
+    entries = history_read(toy.conn(), sessionId="s")["entries"]
+    assert [(e["id"], e.get("content")) for e in entries] == [
+        ("a1", "I will call Bash now. Bash runs it."), ("a1:call", None),
+        ("a2", "Bash\nand then Bash"), ("a2:call", None),
+    ]
+    # The corpus: a text block saying what the call is named (its name and text trimmed alike).
+    _, small = read_everything(read_conn, "small")
+    assert [(e["type"], e["id"], e.get("content")) for e in small] == [
+        ("assistant", "a-nested-1", "Listing the files."), ("tool", "toolu_stage0_1", None),
+        ("user", "att-nested-7", "[trimmed for fixture]"),
+        ("assistant", "[trimmed for fixture]@17030", "[trimmed for fixture]"),
+        ("assistant", "[trimmed for fixture]@24012", "[trimmed for fixture]"),
+        ("tool", "[trimmed for fixture]", None),
+    ]
+
+
 def test_read_pages_by_limit_and_cursor(logs):
     conn = logs.conn()
     full = history_read(conn, sessionId="s1")["entries"]

@@ -524,18 +524,37 @@ def _without_tool_calls(text: str, tools: list[dict]) -> str:
     """A message's text without the searchable rendering of its tool calls.
 
     A line holding both prose and tool calls (Claude) stores them as one
-    text; the calls are tool entries of their own, so they are cut out
-    (the sources render a call as its name and the strings of its input).
+    text, its blocks' one line after another; the calls are tool entries of
+    their own, so they are cut out (the sources render a call as its name and
+    the strings of its input). Each call is cut once, where it stands: on
+    lines of its own, the last calls last, so prose that names a tool or
+    quotes its input keeps its words.
     """
-    for tool in tools:
+    end = len(text)
+    for tool in reversed(tools):
         arguments = parse_json(tool["input_json"])
         for rendered in (
             "\n".join([tool["name"], *strings_in(arguments)]),
             f"{tool['name']} {tool['input_json']}",
         ):
-            if rendered:
-                text = text.replace(rendered, "")
+            at = _last_on_own_lines(text, rendered, end) if rendered else None
+            if at is not None:
+                before, after = text[:at], text[at + len(rendered):]
+                text = (before[:-1] + after) if before.endswith("\n") else before + after.removeprefix("\n")
+                end = len(before) - before.endswith("\n")
+                break
     return text.strip()
+
+
+def _last_on_own_lines(text: str, piece: str, end: int) -> int | None:
+    """Where the last ``piece`` ending by ``end`` that is whole lines of ``text`` starts."""
+    at = text.rfind(piece, 0, end)
+    while at != -1:
+        stop = at + len(piece)
+        if (at == 0 or text[at - 1] == "\n") and (stop == len(text) or text[stop] == "\n"):
+            return at
+        at = text.rfind(piece, 0, stop - 1)
+    return None
 
 
 def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dict]]:
