@@ -116,6 +116,31 @@ def test_migration_clips_databases_that_stored_output_twice(db):
     assert results(db)["call-bad"][0] == FAILED
 
 
+def test_text_beside_a_tool_result_is_a_user_entry_without_the_output(tmp_path):
+    """A user line may hold a tool result and text: the output is its call's entry, once."""
+    project = tmp_path / "claude" / "projects" / "-work-app"
+    project.mkdir(parents=True)
+    lines = [
+        line("u1", None, "user", "build it", "2026-05-01T10:00:00Z"),
+        tool_use("a1", "u1", "call-ok", "2026-05-01T10:00:01Z"),
+        line("r1", "a1", "user", [
+            {"type": "tool_result", "tool_use_id": "call-ok", "content": "built 3 targets"},
+            {"type": "text", "text": "also check the docs folder"},
+        ], "2026-05-01T10:00:02Z"),
+    ]
+    (project / f"{SESSION}.jsonl").write_text("".join(json.dumps(item) + "\n" for item in lines))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    entries = history_read(conn, sessionId=SESSION)["entries"]
+    assert [(e["type"], e["id"], e["sourceIds"], e.get("content", e.get("result"))) for e in entries] == [
+        ("user", "u1", ["u1"], "build it"),
+        ("tool", "call-ok", ["a1", "r1"], "built 3 targets"),
+        ("user", "r1", ["r1"], "also check the docs folder"),
+    ]
+    assert history_search(conn, query="targets docs")["sessions"] == []  # two entries, not one
+
+
 # -- Claude Code's persisted output (2.x) ---------------------------------------
 # A result over 50,000 characters is saved whole to <session>/tool-results/<tool
 # use id>.txt and the log holds a note with its first 2 KB (2.1.332, the

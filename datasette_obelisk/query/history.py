@@ -446,9 +446,11 @@ def _entries(conn, session_id: str, batch: list[dict], clock=None):
     timestamped row moves it on.
     """
     tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch])
+    results = _line_results(conn, [row["uuid"] for row in batch if row["content_type"] == "mixed"])
     for row in batch:
         clock = to_ms(row["timestamp"]) or clock
-        for index, entry in enumerate(_message_entries(row, tools.get(row["uuid"], []), clock)):
+        entries = _message_entries(row, tools.get(row["uuid"], []), clock, results.get(row["uuid"], []))
+        for index, entry in enumerate(entries):
             yield row, index, entry
 
 
@@ -488,8 +490,11 @@ def _clock_before(conn, session_id: str, seq: int) -> int | None:
     return to_ms(started[0]) if started else None
 
 
-def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
+def _message_entries(row: dict, tools: list[dict], clock, results: list[str] = ()) -> list[dict]:
     """A message's text entry (if any text is left) and one entry per tool call.
+
+    ``results`` are the outputs of tool results the line also holds (text
+    beside them: they are their calls' entries, not this one's).
 
     A call without a result is ``cancelled`` with a ``null`` result: the
     contract has no outcome for a call still running, and a result that
@@ -497,7 +502,7 @@ def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
     """
     entries = []
     said = split_thinking(row["text"] or "", row["meta_json"])[1]  # reasoning is no entry
-    content = _without_tool_calls(said, tools) if row["content_type"] != "tool_use" else ""
+    content = _without_tool_calls(said, tools, results) if row["content_type"] != "tool_use" else ""
     if content:
         entries.append({
             "id": row["uuid"],
@@ -520,8 +525,9 @@ def _message_entries(row: dict, tools: list[dict], clock) -> list[dict]:
     return entries
 
 
-def _without_tool_calls(text: str, tools: list[dict]) -> str:
-    """A message's text without the searchable rendering of its tool calls.
+def _without_tool_calls(text: str, tools: list[dict], results=()) -> str:
+    """A message's text without the searchable rendering of its tool calls,
+    nor the outputs in ``results`` (a user line's tool results, given with text).
 
     A line holding both prose and tool calls (Claude) stores them as one
     text, its blocks' one line after another; the calls are tool entries of
@@ -543,6 +549,13 @@ def _without_tool_calls(text: str, tools: list[dict]) -> str:
                 text = (before[:-1] + after) if before.endswith("\n") else before + after.removeprefix("\n")
                 end = len(before) - before.endswith("\n")
                 break
+    end = len(text)
+    for output in reversed(results):
+        at = _last_on_own_lines(text, output, end) if output else None
+        if at is not None:
+            before, after = text[:at], text[at + len(output):]
+            text = (before[:-1] + after) if before.endswith("\n") else before + after.removeprefix("\n")
+            end = len(before) - before.endswith("\n")
     return text.strip()
 
 
@@ -555,6 +568,19 @@ def _last_on_own_lines(text: str, piece: str, end: int) -> int | None:
             return at
         at = text.rfind(piece, 0, stop - 1)
     return None
+
+
+def _line_results(conn, uuids: list[str]) -> dict[str, list[str]]:
+    """The outputs of the tool results each of the lines ``uuids`` holds, in order."""
+    found: dict[str, list[str]] = {}
+    if uuids:
+        for uuid, content in conn.execute(
+            "SELECT message_uuid, content FROM tool_results WHERE message_uuid IN (SELECT value FROM json_each(?)) "
+            "ORDER BY rowid",
+            [json.dumps(uuids)],
+        ):
+            found.setdefault(uuid, []).append(content or "")
+    return found
 
 
 def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dict]]:
