@@ -12,7 +12,7 @@ import sqlite_utils
 from datasette.app import Datasette
 
 from datasette_obelisk.web.stored_queries import QUERIES
-from web_fixtures import WORKFLOW_RUN, XSS_SESSION, ds, web_db  # noqa: F401 (fixtures)
+from web_fixtures import WORKFLOW_RUN, XSS_SESSION, copy_db, ds, make_datasette, web_db  # noqa: F401 (fixtures)
 
 DOCS = Path(__file__).parent.parent / "docs" / "web.md"
 
@@ -304,6 +304,33 @@ async def test_stored_failures_are_the_helpers(ds, web_db):
     expected = helper(web_db, "failures", {"limit": 1000})
     assert [r["tool_use_id"] for r in rows] == [f["result"]["tool_use_id"] for f in expected]
     assert len(rows) == 32 and {r["outcome"] for r in rows} > {"failed"}  # is_error results too
+
+
+@pytest.mark.asyncio
+async def test_stored_workflows_and_summaries_are_the_helpers_in_time_order(web_db, tmp_path):
+    """Stamps of one instant written several ways sort as instants, and a run whose
+    session's log was never read is listed, as workflows() and summaries() list them."""
+    db = copy_db(web_db, tmp_path / "obelisk.db")
+    conn = sqlite3.connect(db)
+    conn.executemany(
+        "INSERT INTO workflows (run_id, session_id, timestamp, file_id) VALUES (?, ?, ?, 0)",
+        [("run-late", XSS_SESSION, "2026-03-01T10:00:04Z"), ("run-offset", XSS_SESSION, "2026-03-01T11:00:02+02:00"),
+         ("run-orphan", "never-read", "2026-03-01T10:00:01.000Z")],
+    )
+    conn.executemany(
+        "INSERT INTO summaries (id, session_id, timestamp, source, content, file_id) VALUES (?, ?, ?, 'compaction', 'x', 0)",
+        [("sum-whole", XSS_SESSION, "2026-03-01T10:00:04Z"), ("sum-half", XSS_SESSION, "2026-03-01T10:00:04.500Z")],
+    )
+    conn.commit()
+    conn.close()
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    runs = await stored(ds, "obelisk_workflows", limit="1000")
+    assert [r["run_id"] for r in runs] == [r["run_id"] for r in helper(db, "workflows", {"limit": 1000})]
+    assert [r["run_id"] for r in runs] == ["run-late", WORKFLOW_RUN, "run-orphan", "run-offset"]
+    summaries = await stored(ds, "obelisk_summaries", session_id=XSS_SESSION)
+    assert [r["id"] for r in summaries] == [r["id"] for r in helper(db, "summaries", {"sessionId": XSS_SESSION})]
+    assert [r["id"] for r in summaries] == ["sum-half", "sum-whole"]
 
 
 @pytest.mark.asyncio

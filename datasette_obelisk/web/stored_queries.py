@@ -210,14 +210,14 @@ order by {moment_sql('s.ended_at')} desc, s.id
     StoredQuery(
         "obelisk_summaries",
         "Summaries",
-        "Away and compaction summaries, newest first, with their session.",
+        "Away and compaction summaries, newest first, with their session, as summaries() lists them.",
         f"""
 select su.id, su.session_id, su.timestamp, su.source as kind, s.title as session_title,
   s.project, su.content
 from summaries su
-join sessions s on s.id = su.session_id
+left join sessions s on s.id = su.session_id
 where {SESSION.format(col="su.session_id")} and {PROJECT} and {SOURCE}
-order by su.timestamp desc
+order by {moment_sql('su.timestamp')} desc, su.id
 {limit(100)}
 """,
     ),
@@ -257,14 +257,15 @@ order by c.started_at desc, sa.id desc
     StoredQuery(
         "obelisk_workflows",
         "Workflow runs",
-        "Workflow runs, newest first, with their agent counts.",
+        "Workflow runs, newest first, with their agent counts, as workflows() lists them "
+        "(those whose session's log was never read included).",
         f"""
 select w.run_id, w.session_id, w.workflow_name, w.status, w.timestamp, w.agent_count,
   w.duration_ms, w.total_tokens
 from workflows w
-join sessions s on s.id = w.session_id
+left join sessions s on s.id = w.session_id
 where {SESSION.format(col="w.session_id")} and {PROJECT} and {SOURCE}
-order by w.timestamp desc
+order by {moment_sql('w.timestamp')} desc, w.run_id
 {limit(100)}
 """,
     ),
