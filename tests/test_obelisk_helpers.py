@@ -711,6 +711,20 @@ def test_overview_inferences(ro):
     assert unknown["current_project"]["sessions"] == []
 
 
+@pytest.mark.parametrize("cwd", ["/project/", "/project/./", "/project//", "/elsewhere/../project"])
+def test_overview_reads_a_given_folder_however_it_is_written(ro, cwd):
+    # Each names /project, where sample_session ran: its project, exactly, as "/project" gives it.
+    assert o.overview(ro, {"cwd": cwd})["current"] == {
+        "cwd": "/project",
+        "project": {
+            "project": "simonw__claude-code-transcripts",
+            "project_path": "/project",
+            "source": "cwd_project_path",
+            "confidence": "exact",
+        },
+    }
+
+
 def test_overview_from_message_cwd(tmp_path):
     db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "x", "ts": "2026-01-01T00:00:00Z"}]})
     execute(db, "UPDATE sessions SET project = 'toy', project_path = '/repo'")

@@ -738,7 +738,8 @@ def overview(conn, opts=None, *, use_process_cwd: bool = True, **kwargs) -> dict
         "overview", opts, kwargs, {"limit": 8, "project_limit": 20, "memory_limit": 100},
         ("project", "cwd"), string_key="project",
     )
-    cwd = o.get("cwd") or (os.getcwd() if use_process_cwd else None)
+    # (a given folder as os.getcwd() writes one: no trailing "/", no "." or ".." steps)
+    cwd = os.path.normpath(o["cwd"]) if o.get("cwd") else (os.getcwd() if use_process_cwd else None)
     if cwd and holds_lone_surrogate(cwd):  # a folder named in bytes that are no UTF-8: no project's
         cwd = cwd.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     if o.get("project") is not None:
