@@ -139,6 +139,21 @@ def test_search_filters(ro):
     assert uuids(h["message"] for h in o.search(ro, "synthetic files", {"cwd": "/workspace/%", "source": "codex"}))
 
 
+def test_an_excluded_session_is_searched_when_asked_for_by_id(tmp_path):
+    # A guardian (auto-review) thread stays out of a search of everything, but one restricted
+    # to it finds its text, as sessions() lists it when asked for by id and thread() reads it.
+    db = build_toy_db(tmp_path, {
+        "main": [{"id": "m1", "text": "review the walrus module"}],
+        "guard": [{"id": "g1", "text": "walrus command risk is low"}],
+    })
+    execute(db, "UPDATE sessions SET is_excluded = 1 WHERE id = 'guard'")
+    with connect_readonly(db) as conn:
+        assert uuids(h["message"] for h in o.search(conn, "walrus")) == ["m1"]
+        assert uuids(h["message"] for h in o.search(conn, "walrus", "guard")) == ["g1"]
+        assert [s["id"] for s in o.sessions(conn, "guard")] == ["guard"]
+        assert uuids(o.thread(conn, "guard")) == ["g1"]
+
+
 def test_search_limit_orders_by_rank(ro):
     hits = o.search(ro, "hello", 3)
     assert len(hits) == 3

@@ -331,7 +331,8 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     ``terms`` (every term), ``phrase`` or ``raw`` (FTS5 syntax, errors
     reported as ``SESSION_QUERY_INVALID_QUERY``). An empty or whitespace-only
     ``text`` is ``OBELISK_INVALID_ARGUMENT`` (as a missing ``q`` over HTTP), and
-    so is one over ``fts.MAX_QUERY_CHARS`` characters.
+    so is one over ``fts.MAX_QUERY_CHARS`` characters. Excluded sessions (guardian
+    threads) are left out unless ``sessionId`` names one.
     """
     o = known_source(conn, options(
         "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
@@ -343,10 +344,12 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
         raise invalid("search() needs query text: it is empty or only whitespace")
     if len(text) > fts.MAX_QUERY_CHARS:
         raise invalid(f"search() takes at most {fts.MAX_QUERY_CHARS:,} characters of query text, not {len(text):,}")
-    where = Where("messages_fts MATCH ?", NOT_EXCLUDED).scope(o, {
+    where = Where("messages_fts MATCH ?").scope(o, {
         "session_id": "m.session_id", "after": "m.timestamp", "before": "m.timestamp",
         "cwd": "m.cwd", "source": "m.source",
     })
+    if o.get("session_id") is None:  # (an excluded session asked for by id is searched, as sessions() lists it)
+        where.add(NOT_EXCLUDED)
     if o.get("project") is not None:
         where.add("m.session_id IN (SELECT id FROM sessions WHERE project LIKE ?)", o["project"])
     if not o["include_meta"]:
