@@ -521,10 +521,37 @@ def test_directories_set_later_give_the_cwd_and_project(tmp_path, corpus_root):
         {"$set": {"directories": ["/home/u/proj"], "summary": "Listing files"}}
     ))
     ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
-    # Gemini messages carry no cwd: the project's path is the session's own.
+    # The messages, written before the folder was named, carry no cwd: the project's path is the session's own.
     assert rows(tmp_path / "obelisk.db", "SELECT id, cwd, project, project_path, title, title_source FROM sessions") == [
         (JSONL_SESSION, "/home/u/proj", "-home-u-proj", "/home/u/proj", "Listing files", "summary")
     ]
+
+
+def test_messages_carry_the_folder_named_when_they_were_written(tmp_path, corpus_root):
+    """A chat's messages take its folder as known at their line (its
+    ``.project_root``, then a ``directories`` update), as Claude Code and
+    Codex lines carry theirs: a search narrowed by cwd finds them."""
+    from datasette_obelisk.query import obelisk
+
+    path = tmp_path / ".gemini" / LAYOUT[JSONL]
+    path.parent.mkdir(parents=True)
+    (path.parent.parent / ".project_root").write_text("/home/u/root")
+    path.write_bytes(jsonl(
+        {"sessionId": "where", "projectHash": PROJECT, "startTime": "2026-05-01T10:00:00.000Z", "kind": "main"},
+        {"id": "u1", "timestamp": "2026-05-01T10:00:01.000Z", "type": "user", "content": [{"text": "walrus one"}]},
+        {"$set": {"directories": ["/home/u/proj"]}},
+        {"id": "g1", "timestamp": "2026-05-01T10:00:02.000Z", "type": "gemini", "content": "walrus two"},
+        {"id": "u2", "timestamp": "2026-05-01T10:00:03.000Z", "type": "user", "content": [{"text": "walrus three"}]},
+    ))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert rows(db_path, "SELECT uuid, cwd FROM messages ORDER BY seq") == [
+        ("gemini:where:u1", "/home/u/root"), ("gemini:where:g1", "/home/u/proj"), ("gemini:where:u2", "/home/u/proj"),
+    ]
+    assert rows(db_path, "SELECT cwd, project_path FROM sessions") == [("/home/u/proj", "/home/u/proj")]
+    conn = connect_readonly(db_path)
+    found = obelisk.search(conn, "walrus", {"cwd": "/home/u/proj"})
+    assert sorted(hit["message"]["uuid"] for hit in found) == ["gemini:where:g1", "gemini:where:u2"]
 
 
 def test_migrated_chat_is_titled_by_its_summary(tmp_path, corpus_root):

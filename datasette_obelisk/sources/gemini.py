@@ -152,7 +152,8 @@ class GeminiSource:
     #     what its loop detection tells the model, are meta;
     #     a reply holding nothing that a history sync leaves out before a message it keeps
     #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
-    parser_version = 15
+    # 16: messages carry the chat's folder as known at their line (cwd)
+    parser_version = 16
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)
     # names the home directory the .gemini folder is under, in place of the user's.
@@ -267,6 +268,7 @@ class GeminiState:
     context: list = field(default_factory=list)  # ids of the injected messages the history opens with
     # while gemini-cli writes its history again: where in context + current its next copy goes on from
     replay: int | None = None
+    cwd: str | None = None  # the chat's folder as last named: its messages' cwd
 
 
 class GeminiParser:
@@ -396,13 +398,15 @@ class GeminiParser:
         the project its chats folder is for (``.project_root``)."""
         workspace = _workspace(record)
         if workspace["cwd"] is None and self.project_root:
-            return {"cwd": self.project_root, "project": project_slug(self.project_root)}
+            workspace = {"cwd": self.project_root, "project": project_slug(self.project_root)}
+        self.s.cwd = workspace["cwd"] or self.s.cwd
         return workspace
 
     def _update(self, update: dict, position: Position, out: list) -> None:
         self._ensure_session(out)
         workspace = _workspace(update)
         if workspace["cwd"]:
+            self.s.cwd = workspace["cwd"]
             out.append(Session(id=self.session_id, source=SOURCE, **workspace))
         stored = isinstance(update.get("messages"), list) and self._history(update, position, out)
         self._summary(update, out, position)
@@ -657,6 +661,7 @@ class GeminiParser:
             parent_uuid=self.s.last_uuid,
             timestamp=timestamp,
             agent_id=self.s.session if self.parent else None,
+            cwd=self.s.cwd,
             **fields,
         )
         self.s.last_uuid = uuid
