@@ -543,6 +543,27 @@ def test_event_cursors_follow_their_own_session(toy):
     )
 
 
+
+def test_event_cursors_go_stale_when_other_sessions_reweigh_the_terms(toy):
+    """A query of several terms weighs each by how many sessions hold it
+    (query/ranking.py): sessions added elsewhere can reorder this session's
+    events, and a page carried on from the old order would repeat one event
+    and never show another."""
+    toy.write("one", line("e1", "alpha alpha alpha beta", "2026-01-01T00:00:00Z"),
+              line("e2", "beta beta beta alpha", "2026-01-01T00:01:00Z"))
+    for n in range(3):
+        toy.write(f"b{n}", line(f"b{n}", "beta words", "2026-01-02T00:00:00Z"))
+    toy.ingest()
+    first = search_events(toy.conn(), "one", "alpha beta", limit=1)
+    assert [h["uuid"] for h in first["items"]] == ["e1"]
+    for n in range(6):
+        toy.write(f"a{n}", line(f"a{n}", "alpha words", "2026-01-03T00:00:00Z"))
+    toy.ingest()
+    assert [h["uuid"] for h in search_events(toy.conn(), "one", "alpha beta", limit=2)["items"]] == ["e2", "e1"]
+    assert code_of(lambda: search_events(toy.conn(), "one", "alpha beta", limit=1, cursor=first["next_cursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
 def tampered(cursor: str, **changes) -> str:
     body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     body.update(changes)

@@ -28,8 +28,9 @@ An event hit is ``{"id", "uuid", "session_id", "seq", "type", "raw_type",
 for better matches; ``matches`` are ``[start, end)`` code-point offsets into
 the plain snippet text. Cursors of ``search_sessions`` are bound to the
 request and to ``obelisk_state.generation``; those of ``search_events`` to
-the request and to the target session only, so they survive changes to
-other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
+the request, to the target session and, for a query of several terms, to
+the weights the whole archive gives them (they order the session's events),
+so they survive other changes to other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
 is not bound to the generation either: the next page carries on from its
 position in the ranking as it is now (the search page, while agents write).
 
@@ -475,7 +476,10 @@ def search_events(
     limit = check_limit(limit)
     filters = filters or Filters.build(**filter_options)
     session = session_row(conn, session_id)
+    scorer = EventScorer(conn, fts)
     generation = session_generation(conn, session_id)
+    if len(scorer.weights) > 1:  # the terms' weights come from every session: they order this one's events too
+        generation += ":" + ",".join(map(str, scorer.weights))
     request = fingerprint(
         {"session": session_id, "query": fts.normalized(), "filters": filters.normalized(), "limit": limit}
     )
@@ -489,7 +493,7 @@ def search_events(
     if first_id is None:
         return page
     where, params = filters.event_sql("m")
-    score, score_params = EventScorer(conn, fts).sql("?", [average_length(conn, session_id)], window="w.window")
+    score, score_params = scorer.sql("?", [average_length(conn, session_id)], window="w.window")
     # FTS5 first (CROSS JOIN): read the other way round, it was asked once per message of the
     # session, and a prefix merges its terms' doclists over the whole table each time.
     found = rows(
