@@ -445,6 +445,19 @@ def test_range_bounds_must_be_finite_64_bit_numbers(sq):
     assert sq.searchEvents({"sessionId": FORK, "query": "the", "filters": [{"kind": "time", "from": 9.2e18}]})["items"] == []
 
 
+
+def test_a_fractional_bound_holds_only_the_milliseconds_inside_its_range(sq):
+    # Times are whole milliseconds: FORK was created at 1765357200000, its first two events 10 s apart.
+    def created(low, high):
+        return [r["header"]["id"] for r in sq.filterSessions([{"kind": "created-at", "from": low, "to": high}])]
+
+    assert created(1765357200000.5, 1765357200000.9) == []
+    assert created(1765357199999.5, 1765357200000.5) == [FORK]
+    assert [d["seq"] for d in sq.filterEvents(FORK, [{"kind": "time", "from": 1765357200000.5, "to": 1765357210000}])] == [2]
+    assert [d["seq"] for d in sq.filterEvents(FORK, [{"kind": "time", "from": 1765357200000, "to": 1765357209999.5}])] == [1]
+    late = [{"kind": "time", "from": 1765357200000.5, "to": 1765357200000.5}]
+    assert sq.searchEvents({"sessionId": FORK, "query": "sorting", "filters": late})["items"] == []
+
 def test_event_seqs_must_be_64_bit_integers(sq):
     for seq in (99999999999999999999999, -(2**63)):
         assert code_of(lambda: sq.readEvent({"sessionId": FORK, "seq": seq})) == "SESSION_QUERY_INVALID_WINDOW"

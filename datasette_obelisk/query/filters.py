@@ -98,13 +98,16 @@ def _number(name: str, value):
     return value
 
 
-def _bound(name: str, value) -> int | None:
+def _bound(name: str, value, upper: bool = False) -> int | None:
+    """An inclusive bound in epoch ms (``upper``: the range's end)."""
     if value is None:
         return None
     if isinstance(value, bool):
         raise invalid(f"{name}: expected a number or an ISO-8601 time")
     if isinstance(value, (int, float)):
         _number(name, value)
+        # Times are whole milliseconds: a bound between two admits only the one inside the range.
+        return math.floor(value) if upper else math.ceil(value)
     ms = to_ms(value)
     if ms is None:
         raise invalid(f"{name}: expected a number or an ISO-8601 time, got {value!r}")
@@ -167,9 +170,9 @@ class Filters:
             parents=_strings("parents", parents, nullable=True),
             availability=_strings("availability", availability),
             created_from=_bound("created_from", created_from),
-            created_to=_bound("created_to", created_to),
+            created_to=_bound("created_to", created_to, upper=True),
             time_from=_bound("time_from", time_from),
-            time_to=_bound("time_to", time_to),
+            time_to=_bound("time_to", time_to, upper=True),
             seq_from=_seq("seq_from", seq_from),
             seq_to=_seq("seq_to", seq_to),
             types=_strings("types", types),
