@@ -503,6 +503,19 @@ def test_configuration_and_cancellation(read_conn):
     assert code_of(lambda: sq.searchSessions({"query": "x"}, signal=Signal())) == "SESSION_QUERY_ABORTED"
 
 
+
+def test_an_interrupted_batch_of_titles_is_rejected_whole(read_conn):
+    # SQLite interrupted (over HTTP, the time limit; CLI scripts, their timeout) is
+    # cancellation: it rejects the whole operation, not each id on its own.
+    sq = SessionQuery(read_conn)
+    read_conn.set_progress_handler(lambda: 1, 1)
+    assert code_of(lambda: sq.readTitleSnapshot(FORK)) == "SESSION_QUERY_ABORTED"
+    assert code_of(lambda: sq.readTitleSnapshots([FORK, DAG])) == "SESSION_QUERY_ABORTED"
+    read_conn.set_progress_handler(None, 0)
+    assert [(r["sessionId"], r["status"]) for r in sq.readTitleSnapshots([FORK, "nope"])] == [
+        (FORK, "fulfilled"), ("nope", "rejected"),
+    ]
+
 @pytest.fixture
 def pair(toy):
     toy.write("p", line("p1", "parent words", "2026-01-01T00:00:00Z"), line("p2", "more", "2026-01-01T00:01:00Z", parent="p1"))

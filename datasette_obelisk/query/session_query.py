@@ -242,6 +242,8 @@ class SessionQuery:
             try:
                 value = self.read_title_snapshot(session_id)
             except QueryError as exc:
+                if exc.code == "SESSION_QUERY_ABORTED":  # interrupted (a time limit): cancellation, not one id's failure
+                    raise
                 results.append({"sessionId": session_id, "status": "rejected", "reason": exc.as_dict()["error"]})
             else:
                 results.append({"sessionId": session_id, "status": "fulfilled", "value": value})
