@@ -549,6 +549,21 @@ def test_a_log_without_times_is_created_at_0_in_headers_lists_and_filters(pair):
     assert [e["seq"] for e in sq.filterEvents("t", [{"kind": "time", "to": 0}])] == [1]
 
 
+
+def test_an_event_s_time_is_the_one_its_time_filter_matches(toy):
+    # A fraction past the millisecond is rounded once, as the time filters round it
+    # (half a millisecond up), for records, search hits and filters alike.
+    toy.write("h", line("h1", "needle one", "2026-01-01T00:00:00.0005Z"),
+              line("h2", "needle two", "2026-01-01T09:00:00.0025+09:00"))
+    toy.ingest()
+    sq = SessionQuery(toy.conn())
+    assert [(e["seq"], e["time"]) for e in sq.listEvents("h")] == [(1, 1767225600001), (2, 1767225600003)]
+    for seq, time in ((1, 1767225600001), (2, 1767225600003)):
+        at = [{"kind": "time", "from": time, "to": time}]
+        assert [(d["seq"], d["time"]) for d in sq.filterEvents("h", at)] == [(seq, time)]
+        found = sq.searchEvents({"sessionId": "h", "query": "needle", "filters": at})["items"]
+        assert [(hit["seq"], hit["time"]) for hit in found] == [(seq, time)]
+
 def test_lineage_cycles_are_invalid(pair):
     pair.sql("UPDATE sessions SET parent_session_id = 'p' WHERE id = 'c'")
     pair.sql("UPDATE sessions SET parent_session_id = 'c' WHERE id = 'p'")

@@ -32,7 +32,6 @@ semantic text (``semantic_sql``), so it finds what a text scan finds.
 from __future__ import annotations
 
 from .moments import moment_sql
-from .text import to_ms
 
 # Log-only events whose text is semantic: failures and status notices (a
 # hook that blocked a prompt or a call, or failed; a Codex undo that did or
@@ -110,10 +109,19 @@ def event_time_sql(alias: str = "m") -> str:
     )
 
 
+def event_ms_sql(alias: str = "m") -> str:
+    """The event's ``time`` in epoch ms (0 when it has none), one expression for records,
+    search hits and ``time`` filters, so that a filter matches the time a record shows
+    (SQLite rounds a fraction past the millisecond half up)."""
+    return f"COALESCE(CAST(ROUND((julianday({event_time_sql(alias)}) - 2440587.5) * 86400000) AS INTEGER), 0)"
+
+
 def event_select(alias: str = "m", text: bool = False) -> str:
-    """The columns ``event_record`` and ``full_event`` read (``timestamp`` as ``event_time_sql``)."""
+    """The columns ``event_record`` and ``full_event`` read (``timestamp`` as ``event_time_sql``,
+    ``time_ms`` as ``event_ms_sql``)."""
     columns = [f"{alias}.{c}" for c in EVENT_COLUMNS if c != "timestamp"]
     columns.append(f"{event_time_sql(alias)} AS timestamp")
+    columns.append(f"{event_ms_sql(alias)} AS time_ms")
     columns.append(f"{event_type_sql(alias)} AS event_type")
     if text:
         columns.append(f"{alias}.text AS text")
@@ -139,7 +147,7 @@ def event_record(row) -> dict:
         "sessionId": row["session_id"],
         "seq": row["seq"],
         "type": row["event_type"],
-        "time": to_ms(row["timestamp"]) or 0,
+        "time": row["time_ms"],
         "surface": row["surface"],
     }
 

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import branch_sql, event_time_sql, event_type_sql, semantic_sql, speaker_sql, tool_name_sql
+from .events import branch_sql, event_ms_sql, event_type_sql, semantic_sql, speaker_sql, tool_name_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -267,7 +267,7 @@ class Filters:
 
     def event_sql(self, m: str = "m") -> tuple[str, list]:
         where = _Where()
-        where.bounds(f"COALESCE({ms_sql(event_time_sql(m))}, 0)", self.time_from, self.time_to)
+        where.bounds(event_ms_sql(m), self.time_from, self.time_to)
         where.bounds(f"{m}.seq", self.seq_from, self.seq_to)
         where.values(event_type_sql(m), self.types)
         where.values(speaker_sql(m), self.roles)

@@ -69,7 +69,7 @@ from .filters import Filters
 from .fts import MARK_END, MARK_START, FtsQuery, parse_query, tokens, unmarked
 from .indexes import indexed_by
 from .ranking import WINDOW_SQL, EventScorer
-from .text import approximate_snippet, snippet, to_ms
+from .text import approximate_snippet, snippet
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -521,7 +521,7 @@ def _finish_hits(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> None
         hit["snippet"] = snippets[hit["id"]]
         hit["raw_type"] = hit.pop("type")
         hit["type"] = hit.pop("event_type")
-        hit["time"] = to_ms(hit["timestamp"]) or 0
+        hit["time"] = hit.pop("time_ms")
         hit["is_meta"] = bool(hit["is_meta"])
         hit["score"] = round(hit["score"], 6)
         for name in ("subtype", "is_compact_summary", "replaced_by", "parent_uuid", "text_length"):
