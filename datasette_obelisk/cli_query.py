@@ -289,7 +289,7 @@ def trace(uuid, db_path, as_json):
     if not chain:
         raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
     if call(db_path, obelisk.goes_on_above, [m["uuid"] for m in chain]):  # the walk stopped early
-        echo(f"Note: the chain is longer than {obelisk.MAX_CHAIN:,} messages: it starts here, "
+        echo(f"Note: the chain has more than {obelisk.MAX_CHAIN:,} ancestors: it starts here, "
              "below the conversation's root", err=True)
     if as_json:
         return click.echo(dumps(chain))

@@ -780,6 +780,6 @@ def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch
     monkeypatch.setattr(obelisk, "MAX_CHAIN", 3)
     assert "Note:" not in invoke("trace", "m4", "--db", db).stderr  # 3 above it: the root, reached
     cut = invoke("trace", "m5", "--db", db)
-    assert cut.stderr == "Note: the chain is longer than 3 messages: it starts here, below the conversation's root\n"
+    assert cut.stderr == "Note: the chain has more than 3 ancestors: it starts here, below the conversation's root\n"
     assert [line.split()[3] for line in cut.stdout.splitlines() if line.strip()[:2] in ("0.", "1.", "2.", "3.")] == [
         "m2", "m3", "m4", "m5"]
