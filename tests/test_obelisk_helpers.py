@@ -14,6 +14,7 @@ from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.memories import remember
 from datasette_obelisk.query.readonly import connect_readonly
 from datasette_obelisk.store.db import connect
+from datasette_obelisk.store.fingerprint import hashes_at
 from datasette_obelisk.store.ingest import ingest
 from helper_fixtures import (  # noqa: F401 (fixtures)
     CLAUDE,
@@ -566,6 +567,39 @@ def test_raw_says_when_the_file_is_gone_or_rewritten(tmp_path):
     assert (rewritten.value.code, gone.value.code) == ("OBELISK_NOT_FOUND", "OBELISK_NOT_FOUND")
     assert "rewritten since it was indexed" in rewritten.value.message
     assert "is no longer on disk" in gone.value.message and str(path) in gone.value.message
+
+
+
+SECRET = b"password=hunter2\n"
+
+
+def fingerprint_of(path: Path, cursor: int) -> tuple[str, str]:
+    with open(path, "rb") as fp:
+        return hashes_at(fp, cursor)
+
+
+@pytest.mark.parametrize("case", ["unfingerprinted", "past the cursor", "a device", "not zstd"])
+def test_raw_reads_only_bytes_the_archive_fingerprinted(tmp_path, case):
+    """A database names the files it read and can be made anywhere: raw() never reads a file, or
+    bytes of one, that its ingest did not fingerprint (``datasette their.db`` must not serve the
+    server's own files, /proc/self/environ and DATASETTE_SECRET included)."""
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "first line"}]})
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(SECRET)
+    path, compression, cursor, hashes = {
+        "unfingerprinted": (secret, None, 0, (None, None)),
+        "past the cursor": (secret, None, 0, fingerprint_of(secret, 0)),  # the hashes of no bytes
+        "a device": (Path("/dev/zero"), None, len(SECRET), fingerprint_of(Path("/dev/zero"), len(SECRET))),
+        "not zstd": (secret, "zstd", len(SECRET), fingerprint_of(secret, len(SECRET))),
+    }[case]
+    if not path.exists():
+        pytest.skip(f"{path} does not exist here")
+    execute(db, "INSERT INTO source_files (id, path, source, kind, compression, cursor, head_hash, tail_hash) "
+                "VALUES (999, ?, 'toy', 'session', ?, ?, ?, ?)", [str(path), compression, cursor, *hashes])
+    execute(db, "UPDATE messages SET file_id = 999, byte_offset = 0, byte_length = ? WHERE uuid = 'a'", [len(SECRET)])
+    with connect_readonly(db) as conn, pytest.raises(QueryError) as refused:
+        o.raw(conn, "a")
+    assert refused.value.code == "OBELISK_NOT_FOUND" and "hunter2" not in refused.value.message
 
 
 # -- sql ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,7 +33,7 @@ from typing import Any, NamedTuple
 from .. import cjk
 from ..sources.lines import BOM
 from ..store.db import INDEXED_FORMS, splits_cjk
-from ..store.fingerprint import hashes_at
+from ..store.fingerprint import compressed_hashes_at, hashes_at
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
@@ -658,7 +659,8 @@ def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
 
     The line is re-read by seeking to its byte offset (streaming through a
     ``.zst`` file). None for an unknown uuid; ``OBELISK_NOT_FOUND`` when the
-    source file is gone or was rewritten since it was indexed. The source's
+    source file is gone or was rewritten since it was indexed, or its bytes
+    cannot be checked against the ingest's fingerprint (``read_line``). The source's
     line goes through the database's secret redaction (``redact``, text ->
     text, overrides it) unless the database was ingested with --no-redact.
     """
@@ -689,22 +691,53 @@ def raw(conn, uuid, opts=None, *, redact=None, **kwargs) -> dict | None:
 
 
 def read_line(row, uuid: str) -> bytes:
+    """The bytes of a message's line, read again from its log file.
+
+    Only bytes the archive fingerprinted are read: the line must lie within
+    the ``cursor`` bytes the ingest read, of a regular file whose head and
+    whose bytes just before the cursor still hash as recorded. A database
+    names the paths it read, and can be made anywhere (by hand too): a row
+    without a fingerprint, or a line outside it, is never read, so serving a
+    database cannot serve other files of the machine that serves it.
+    """
     path = Path(row["path"])
+    start, length, cursor = row["byte_offset"], row["byte_length"], row["cursor"]
+    if (not (row["head_hash"] and row["tail_hash"])
+            or not all(isinstance(n, int) and n >= 0 for n in (start, length, cursor)) or start + length > cursor):
+        raise line_gone(uuid, path, "cannot be checked against what was indexed")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO would block, a device never ends)
+            raise line_gone(uuid, path, "is not a regular file")
         with open_stream(path, row["compression"]) as (fp, stream):
-            if not row["compression"] and row["head_hash"]:
+            if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
+                raise line_gone(uuid, path, "is not a regular file")
+            if row["compression"]:
+                hashes = decompressed_hashes(fp, cursor)
+            else:
+                size = os.fstat(fp.fileno()).st_size
                 # (a document or a text, read whole, is as long as it was too: saved again, it may only have grown)
-                resized = row["layout"] in ("document", "text") and os.fstat(fp.fileno()).st_size != row["cursor"]
-                if resized or hashes_at(fp, row["cursor"]) != (row["head_hash"], row["tail_hash"]):
-                    raise line_gone(uuid, path, "was rewritten since it was indexed")
-            stream.seek(row["byte_offset"])
-            data = stream.read(row["byte_length"])
+                resized = size < cursor or (row["layout"] in ("document", "text") and size != cursor)
+                hashes = None if resized else hashes_at(fp, cursor)
+            if hashes != (row["head_hash"], row["tail_hash"]):
+                raise line_gone(uuid, path, "was rewritten since it was indexed")
+            stream.seek(start)
+            data = stream.read(length)
     except OSError:
         raise line_gone(uuid, path, "is no longer on disk") from None
-    if len(data) != row["byte_length"]:
+    if len(data) != length:
         raise line_gone(uuid, path, "was rewritten since it was indexed")
     # The line without a byte order mark opening the file or the CR of a CRLF ending, as it was parsed.
-    return (data.removeprefix(BOM) if row["byte_offset"] == 0 else data).removesuffix(b"\r")
+    return (data.removeprefix(BOM) if start == 0 else data).removesuffix(b"\r")
+
+
+def decompressed_hashes(fp, cursor: int) -> tuple[str, str] | None:
+    """``hashes_at`` of a zstd file's decompressed bytes; None when it is shorter, or no zstd file."""
+    import zstandard
+
+    try:
+        return compressed_hashes_at(fp, cursor)
+    except zstandard.ZstdError:
+        return None
 
 
 def line_gone(uuid: str, path: Path, why: str) -> QueryError:
