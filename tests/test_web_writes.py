@@ -265,6 +265,27 @@ async def test_body_size_is_capped(db, memory_root):
     assert counts(db) == before
 
 
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("form", [False, True])
+async def test_datasettes_own_body_cap_holds_when_it_is_smaller(db, memory_root, form):
+    """``--setting max_post_body_bytes`` caps every POST body of the instance, ours too."""
+    ds = await started(db, plugin_config(memory_root, grant_alice=False), settings={"max_post_body_bytes": 200})
+    before = counts(db)
+    body = {**record(memory_root), "summary": "x" * 500}
+    headers = {"Accept": "application/json"}
+    sent = {"data": body} if form else {"json": body}
+    response = await ds.client.post(REMEMBER, **sent, headers=headers, actor=ROOT)
+    assert (response.status_code, response.json()["error"]) == (
+        413, {"code": "OBELISK_PAYLOAD_TOO_LARGE", "message": "the request body is over 200 bytes"})
+    assert counts(db) == before
+    # Larger than ours, it leaves ours in force.
+    ds = await started(db, plugin_config(memory_root, grant_alice=False, max_body_bytes=300),
+                       settings={"max_post_body_bytes": 10_000})
+    response = await ds.client.post(REMEMBER, **sent, headers=headers, actor=ROOT)
+    assert (response.status_code, response.json()["error"]["message"]) == (413, "the request body is over 300 bytes")
+    assert counts(db) == before
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("raw,code", [(b"not json", "OBELISK_INVALID_ARGUMENT"), (b"[1, 2]", "OBELISK_INVALID_ARGUMENT")])
 async def test_bodies_must_be_json_objects(db, memory_root, raw, code):

@@ -5,7 +5,8 @@ In order: POST only; the actor must hold the action on the database
 view the tables an answer shows (``memories``, ``sessions``); the
 database must be mutable and have the audit table, and at least one
 memory root must be configured (for forget too: no roots, no writes); the body (JSON, or a
-form from our memories page) is capped at ``max_body_bytes``. Then
+form from our memories page) is capped at ``max_body_bytes``, or at Datasette's
+``max_post_body_bytes`` when that is smaller. Then
 ``query/memories.py`` writes, confined to the configured memory roots, and
 ``query/audit.py`` records who did it. Datasette's CSRF protection runs
 before any of this and refuses cross-site browser requests.
@@ -78,6 +79,13 @@ async def read_record(request, max_bytes: int) -> dict:
         except RecursionError:  # nested deeper than Python's parser goes (orjson's limit is higher)
             raise QueryError("OBELISK_INVALID_ARGUMENT", "the request body is nested too deeply") from None
     return record
+
+
+def body_cap(datasette, max_body_bytes: int) -> int:
+    """The plugin's cap on a body, or the instance's (``--setting max_post_body_bytes``,
+    which caps every POST body Datasette reads; 0 turns it off) when that is smaller."""
+    instance = datasette.setting("max_post_body_bytes")
+    return min(max_body_bytes, instance) if instance else max_body_bytes
 
 
 def refuse_repeated(keys) -> dict:
@@ -164,7 +172,7 @@ def write_view(action: str, perform, done: str, already: str | None = None):
                 raise QueryError("OBELISK_READ_ONLY", f"database {db.name!r} is served immutable")
             if not config.memory_roots:
                 raise QueryError("OBELISK_MEMORY_REFUSED", "no memory_roots are configured: nothing is writable")
-            record = await read_record(request, config.max_body_bytes)
+            record = await read_record(request, body_cap(datasette, config.max_body_bytes))
             entered = {key: value for key, value in record.items() if isinstance(value, str)}
             roots = list(config.memory_roots)
             actor = request.actor
