@@ -125,6 +125,27 @@ async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypat
         "run `obelisk ingest --db <it>` to bring it up to date")
 
 
+@pytest.mark.asyncio
+async def test_what_an_older_database_lacks_is_a_clear_error_where_a_helper_translates_sqlite_errors(
+        tmp_path, monkeypatch):
+    # failures() turns SQLite's errors into codes itself (OBELISK_INVALID_SQL): on a database
+    # from before m040, whose tool results have no output_uuid, that is an old schema all the same.
+    _, db = ingested_log(tmp_path, monkeypatch)
+    change(db, "DROP TRIGGER IF EXISTS tool_results_au", "DROP INDEX IF EXISTS tool_results_output",
+           "ALTER TABLE tool_results DROP COLUMN output_uuid",
+           "DELETE FROM _sqlite_migrations WHERE name >= 'm040'")
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    for path in ("/-/obelisk/failures", "/-/obelisk/api/failures"):
+        response = await ds.client.get(path)
+        assert response.status_code == 404
+    assert response.json()["error"] == {
+        "code": "OBELISK_NOT_FOUND",
+        "message": "this database was written by an older datasette-obelisk (no such column: tr.output_uuid): "
+                   "run `obelisk ingest --db <it>` to bring it up to date",
+    }
+
+
 def test_a_document_or_a_compressed_log_is_counted_whole_and_a_grown_log_by_its_new_bytes():
     from datasette_obelisk.query.live import bytes_to_read
 

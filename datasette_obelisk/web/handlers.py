@@ -56,23 +56,29 @@ def time_limited(work, milliseconds: int):
             error = error_for(exc)
             if error.code == "OBELISK_TIMEOUT":
                 raise past_limit(error.code, milliseconds) from None
-            if str(exc).startswith(("no such table", "no such column")) and not is_current(conn):
-                raise QueryError(
-                    "OBELISK_NOT_FOUND",
-                    f"this database was written by an older datasette-obelisk ({exc}): "
-                    "run `obelisk ingest --db <it>` to bring it up to date",
-                ) from None
-            raise
+            raise older_schema(conn, str(exc)) or exc from None
         except QueryError as error:
             if error.code in TIMEOUT_CODES:
                 raise past_limit(error.code, milliseconds) from None
-            raise
+            # (a helper that translates SQLite's errors itself: sql(), failures())
+            raise (error.code == "OBELISK_INVALID_SQL" and older_schema(conn, error.message)) or error from None
         finally:
             if snapshot and conn.in_transaction:
                 conn.execute("ROLLBACK")  # it only read
             set_deadline(conn, None)
 
     return run
+
+
+def older_schema(conn, message: str) -> QueryError | None:
+    """``OBELISK_NOT_FOUND`` for a table or column an older database (not migrated yet) lacks."""
+    if message.startswith(("no such table", "no such column")) and not is_current(conn):
+        return QueryError(
+            "OBELISK_NOT_FOUND",
+            f"this database was written by an older datasette-obelisk ({message}): "
+            "run `obelisk ingest --db <it>` to bring it up to date",
+        )
+    return None
 
 
 TIMEOUT_CODES = ("OBELISK_TIMEOUT", "SESSION_QUERY_ABORTED")  # over HTTP only the time limit aborts
