@@ -151,6 +151,7 @@ async def test_obelisk_fts_never_errors(ds, text, mode, expected):
         ("escape_fts(null)", None),
         ("escape_fts(42)", '"42"'),
         ("escape_fts(x'6162')", '"ab"'),
+        ("escape_fts('a' || char(0) || 'b')", '"a" "b"'),  # (a NUL ends an FTS5 string: a space instead)
     ],
 )
 async def test_sql_function_contract(ds, expression, expected):
@@ -511,6 +512,8 @@ async def test_search_on_tables_without_configuration(ds):
     assert [row["session_id"] for row in failed["rows"]] == [XSS_SESSION]
     memories = await table(ds, "/obelisk/memories.json", _search="zebrafish")
     assert len(memories["rows"]) == 1
+    nul = await table(ds, "/obelisk/messages.json", _search="zebrafish\x00")
+    assert {row["session_id"] for row in nul["rows"]} == {XSS_SESSION}
 
 
 @pytest.mark.asyncio

@@ -137,7 +137,7 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
         text = as_text(text)  # (as the other functions: NULL gives NULL, a number or BLOB is read as text)
         if text is None:
             return None
-        escaped = escape_fts(text)
+        escaped = escape_fts(text.replace("\x00", " "))  # (FTS5 ends a string at a NUL: "unterminated string")
         if isinstance(escaped, str) and cjk.holds(escaped) and splits_cjk(conn):
             terms = FTS_STRING.findall(escaped)
             if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
