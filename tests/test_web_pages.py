@@ -1152,6 +1152,40 @@ async def test_pages_show_the_start_of_a_long_tool_result_and_link_the_rest(big_
         assert answer["text"].startswith('{"sessionId": "big-result-session"') and "toolu_" in answer["text"]
 
 
+def archive(tmp_path, session: str, db: str) -> None:
+    """``session``'s log deleted, then ingested again: its session is archived."""
+    from datasette_obelisk.store.ingest import ingest
+
+    (tmp_path / "claude" / "projects" / "-tmp-big" / f"{session}.jsonl").unlink()
+    ingest(tmp_path / db, {"claude": tmp_path / "claude"})
+    assert rows(tmp_path / db, "SELECT availability FROM sessions") == [("archived",)]
+
+
+@pytest.mark.asyncio
+async def test_the_failures_page_links_no_raw_output_once_the_log_is_gone(big_results, tmp_path):
+    # As on the transcript and the event page: an archived session has no raw line
+    # to show (/api/raw answers 404), so a long output is cut without a link to it.
+    from datasette_obelisk.web.pages import FAILURE_RESULT_CHARS
+
+    ds, _ = big_results
+    archive(tmp_path, BIG_RESULTS, "results.db")
+    await ds.invoke_startup()
+    html = await page(ds, "/-/obelisk/failures")
+    assert html.count(f"… {BIG_OUTPUT - FAILURE_RESULT_CHARS:,} more characters</span>") == 1
+    assert not [link for link in links(html) if "/api/raw" in link]
+    assert (await ds.client.get("/-/obelisk/api/raw", params={"uuid": "res-5"})).status_code == 404
+
+
+@pytest.mark.asyncio
+async def test_failures_and_files_link_no_raw_input_once_the_log_is_gone(big_call, tmp_path):
+    archive(tmp_path, BIG_CALL, "big.db")
+    await big_call.invoke_startup()
+    for url, params in (("/-/obelisk/failures", {}), ("/-/obelisk/files", {"path": WRITTEN})):
+        html = await page(big_call, url, **params)
+        assert html.count("… 30,009 more characters</span>") == 1, url
+        assert not [link for link in links(html) if "/api/raw" in link], url
+
+
 @pytest.mark.asyncio
 async def test_the_event_page_shows_an_output_its_lines_text_holds_once(tmp_path):
     from datasette_obelisk.store.ingest import ingest

@@ -6,6 +6,8 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
+import json
+
 from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
 from ..query.filters import Filters
 from ..query.fts import parse_query
@@ -153,7 +155,8 @@ async def files_page(datasette, request, db, params):
     if path:
         def load(conn):
             history = obelisk.file_history(conn, path, {"limit": 1000})
-            return {"history": history, "anchors": anchors_for(conn, [h["toolCall"] for h in history])}
+            return {"history": history, "anchors": anchors_for(conn, [h["toolCall"] for h in history]),
+                    "gone": archived(conn, [h["session"]["id"] for h in history])}
 
         return {"active_tab": "Files", "path": path, **await db.execute_fn(load)}
     offset = params.integer("offset", 0, minimum=0)
@@ -173,6 +176,8 @@ async def failures_page(datasette, request, db, params):
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             # (an output saved to a file of its own is whole in that file's raw text, not its line's)
             "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
+            # (nor is there a raw line to link once every log of its session is gone, as on the transcript)
+            "gone": archived(conn, [f["session"]["id"] for f in found]),
             # (the chosen one too when no session has it: the menu shows what filters the page)
             "sources": sorted({row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
                               | ({options["source"]} if options.get("source") else set())),
@@ -196,6 +201,14 @@ def contains(pattern: str) -> str:
     """A LIKE pattern as given when it has a ``%``, else one matching any text holding it
     (the helpers take LIKE patterns without an escape: a ``_`` stays a wildcard)."""
     return pattern if "%" in pattern else f"%{pattern}%"
+
+
+def archived(conn, session_ids: list) -> set:
+    """Those of these sessions whose every log is gone (``source_gone``): no raw line to link."""
+    return {row[0] for row in conn.execute(
+        "SELECT id FROM sessions WHERE availability = 'archived' AND id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(dict.fromkeys(session_ids)))],
+    )}
 
 
 def anchors_for(conn, calls: list) -> dict:
