@@ -469,6 +469,7 @@ async def test_files_failures_memories_overview(ds, web_db):
     assert "%2Findex.ts" not in await page(ds, "/-/obelisk/files", contains="x" * 60_000)
     history = await page(ds, "/-/obelisk/files", path="/path/to/Demo/types/index.ts")
     assert "Write" in history and "#tool-" in history
+    assert "Every tool call that touched this path" in history and "The oldest" not in history
     failures = await page(ds, "/-/obelisk/failures")
     assert "The zebrafish command failed." in failures
     # What came next says what kind of message each is, beside its role.
@@ -603,6 +604,32 @@ async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, mo
     # A source no stored session has: the menu still shows it chosen, so the form keeps it.
     assert not rows(web_db, "SELECT 1 FROM sessions WHERE source = 'gemini'")
     assert "<option selected>gemini</option>" in await page(ds, "/-/obelisk/failures", source="gemini")
+
+
+@pytest.mark.asyncio
+async def test_the_history_of_a_path_says_how_many_calls_it_leaves_out(tmp_path):
+    # The list of paths counts every call; a path's history lists the oldest 1,000 and says so.
+    from datasette_obelisk.store.ingest import ingest
+
+    head = {"sessionId": "hot-file-session", "cwd": "/tmp/hot"}
+    lines = [{**head, "type": "user", "uuid": "hot-0", "parentUuid": None, "timestamp": "2026-03-02T10:00:00.000Z",
+              "message": {"role": "user", "content": "read it again and again"}}]
+    for n in range(1, 1002):
+        lines.append({**head, "type": "assistant", "uuid": f"hot-{n}", "parentUuid": f"hot-{n - 1}",
+                      "timestamp": f"2026-03-02T{10 + n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}.000Z",
+                      "message": {"role": "assistant", "content": [
+                          {"type": "tool_use", "id": f"toolu_hot{n}", "name": "Read", "input": {"file_path": "/tmp/hot/a.py"}}]}})
+    folder = tmp_path / "claude" / "projects" / "-tmp-hot"
+    folder.mkdir(parents=True)
+    (folder / "hot-file-session.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    ingest(tmp_path / "hot.db", {"claude": tmp_path / "claude"})
+    ds = make_datasette(tmp_path / "hot.db")
+    await ds.invoke_startup()
+    listed = await page(ds, "/-/obelisk/files")
+    assert '<td class="num">1001</td>' in listed
+    history = await page(ds, "/-/obelisk/files", path="/tmp/hot/a.py")
+    assert "The oldest 1,000 of the 1,001 tool calls that touched this path" in history
+    assert history.count("<td><details>") == 1000 and "toolu_hot1000" in history and "toolu_hot1001" not in history
 
 
 HUGE = "99999999999999999999999"

@@ -20,6 +20,7 @@ from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
 FILES_PAGE = 50
+FILE_HISTORY_SHOWN = 1000  # calls the history of one path lists, oldest first
 RECENT_SHOWN = 15  # sessions the search page lists before a query
 # The failures page lists up to ``limit`` results (50 by default, at most
 # 1,000), so it shows a preview of each output, not the transcript's
@@ -154,8 +155,10 @@ async def files_page(datasette, request, db, params):
     contains = params.text("contains")
     if path:
         def load(conn):
-            history = obelisk.file_history(conn, path, {"limit": 1000})
-            return {"history": history, "anchors": anchors_for(conn, [h["toolCall"] for h in history]),
+            history = obelisk.file_history(conn, path, {"limit": FILE_HISTORY_SHOWN})
+            # (the page says how many it leaves out, as the list of paths counts them all)
+            total = obelisk.file_history_count(conn, path) if len(history) == FILE_HISTORY_SHOWN else len(history)
+            return {"history": history, "total": total, "anchors": anchors_for(conn, [h["toolCall"] for h in history]),
                     "gone": archived(conn, [h["session"]["id"] for h in history])}
 
         return {"active_tab": "Files", "path": path, **await db.execute_fn(load)}
