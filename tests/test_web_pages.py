@@ -632,6 +632,37 @@ async def test_the_history_of_a_path_says_how_many_calls_it_leaves_out(tmp_path)
     assert history.count("<td><details>") == 1000 and "toolu_hot1000" in history and "toolu_hot1001" not in history
 
 
+@pytest.mark.asyncio
+async def test_the_memories_page_says_how_many_memories_it_leaves_out(web_db, tmp_path):
+    # The overview counts every memory; the page lists 200 (the newest, or those recalled best) and says so.
+    from web_fixtures import copy_db
+
+    from datasette_obelisk.query.memories import remember
+
+    db = copy_db(web_db, tmp_path / "memories.db")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    try:
+        for n in range(201):
+            (notes / f"note-{n}.md").write_text(f"# Note {n}\n")
+            remember(conn, {"path": str(notes / f"note-{n}.md"), "summary": f"Wombat note {n}"}, memory_roots=[notes])
+    finally:
+        conn.close()
+    [(active,)] = rows(db, "SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL")
+    assert active == 202  # the corpus's zebrafish memory too
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    assert '<div class="value">202</div><div class="label">memories' in await page(ds, "/-/obelisk/overview")
+    listed = await page(ds, "/-/obelisk/memories")
+    assert "The newest 200 of 202 memories" in listed and listed.count("<tr>\n    <td><strong>") == 200
+    recalled = await page(ds, "/-/obelisk/memories", q="wombat")
+    assert "The 200 that match “wombat” best, of 201." in recalled
+    few = await page(ds, "/-/obelisk/memories", q="zebrafish")
+    assert "How zebrafish commands fail" in few and " best, of " not in few and "The newest" not in few
+
+
 HUGE = "99999999999999999999999"
 INT64_PAST = str(2**63)
 

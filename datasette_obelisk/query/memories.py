@@ -249,3 +249,20 @@ def stored_sessions(conn: sqlite3.Connection, session_ids) -> set[str]:
     named = sorted({s for s in session_ids if s})
     return {row[0] for row in conn.execute(
         "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(named)])}
+
+
+def active_count(conn: sqlite3.Connection, query: str | None = None) -> int:
+    """How many active memories ``obelisk.memories`` lists, its ``limit`` aside: every one,
+    or those an English ``query`` recalls (a blank one is none)."""
+    from .obelisk import safe_match
+
+    if query is None or not query.strip():
+        return conn.execute("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL").fetchone()[0]
+    expression = safe_match(query)
+    if expression is None:
+        return 0
+    return conn.execute(
+        "SELECT COUNT(*) FROM memories mem JOIN memories_fts ON memories_fts.rowid = mem.pk "
+        "WHERE memories_fts MATCH ? AND mem.deleted_at IS NULL",
+        [expression],
+    ).fetchone()[0]

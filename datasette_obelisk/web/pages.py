@@ -21,6 +21,7 @@ from .visibility import is_visible
 TRANSCRIPT_PAGE = 500
 FILES_PAGE = 50
 FILE_HISTORY_SHOWN = 1000  # calls the history of one path lists, oldest first
+MEMORIES_SHOWN = 200  # memories the memories page lists: the newest, or those recalled best
 RECENT_SHOWN = 15  # sessions the search page lists before a query
 # The failures page lists up to ``limit`` results (50 by default, at most
 # 1,000), so it shows a preview of each output, not the transcript's
@@ -221,18 +222,22 @@ def anchors_for(conn, calls: list) -> dict:
 
 async def memories_page(datasette, request, db, params):
     query = params.text("q")
-    options = {"limit": 200, **({"query": query} if query else {})}
+    options = {"limit": MEMORIES_SHOWN, **({"query": query} if query else {})}
+
     def load(conn):
         found = obelisk.memories(conn, options)
-        return found, memories.stored_sessions(conn, [m.get("session_id") for m in found])
+        # (the page says how many it leaves out, as the overview counts them all)
+        total = memories.active_count(conn, query) if len(found) == MEMORIES_SHOWN else len(found)
+        return found, total, memories.stored_sessions(conn, [m.get("session_id") for m in found])
 
-    found, stored = await db.execute_fn(load)
+    found, total, stored = await db.execute_fn(load)
     config = settings(datasette)
     writable = not config.read_only and db.is_mutable
     return {
         "active_tab": "Memories",
         "q": query,
         "memories": found,
+        "total": total,
         "stored_sessions": stored,  # a memory may name a session that is not (or no longer) stored
         "can_remember": writable and await allowed(datasette, request.actor, REMEMBER, db.name),
         "can_forget": writable and await allowed(datasette, request.actor, FORGET, db.name),
