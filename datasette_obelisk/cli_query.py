@@ -365,16 +365,17 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
 @cli.command()
 @click.argument("path")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
+@click.option("--offset", type=click.IntRange(0, obelisk.MAX_OFFSET - 1), default=0, help="Skip this many of the oldest")
 @click.option("--session", "session_id", help="Only this session")
 @scope_options
 @db_option
 @json_option
 @report_errors
-def files(path, limit, session_id, project, source, after, before, db_path, as_json):
+def files(path, limit, offset, session_id, project, source, after, before, db_path, as_json):
     """Every tool call that read or changed a file, oldest first, with its outcome.
 
-    When there are more than --limit, the first are shown and the end says
-    how to see the rest (on stderr with --json).
+    When there are more than --limit, the end says which calls were shown
+    and how to see the next ones (on stderr with --json).
 
     Example:
 
@@ -383,14 +384,17 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
     """
     def history_and_outcomes(conn, path, opts):
         rows = obelisk.file_history(conn, path, opts)
-        total = obelisk.file_history_count(conn, path, opts) if len(rows) == limit else len(rows)
+        total = obelisk.file_history_count(conn, path, opts) if len(rows) == limit or offset else len(rows)
         return rows, total, obelisk.call_outcomes(conn, [row["toolCall"]["id"] for row in rows])
 
     rows, total, outcomes = call(db_path, history_and_outcomes, path, given(
-        limit=limit, sessionId=session_id, project=project, source=source, after=after, before=before,
+        limit=limit, offset=offset or None, sessionId=session_id, project=project, source=source, after=after,
+        before=before,
     ), session_id=session_id)
     if as_json:
         click.echo(dumps(rows))
+    elif not rows and total:
+        echo(f"No calls past the {total:,} that touched {path}.")
     elif not rows:
         absolute = os.path.abspath(os.path.expanduser(path))
         hint = "" if absolute == path else f" (tool calls name files by absolute path, such as {absolute})"
@@ -399,10 +403,10 @@ def files(path, limit, session_id, project, source, after, before, db_path, as_j
         session, tool = row["session"], row["toolCall"]
         echo(f"{row['timestamp'] or '-':<24}  {tool['name']:<12}  {outcomes.get(tool['id'], 'no result'):<9}  "
                    f"{session['id']}  {one_line(session['title'], 80)}".rstrip())
-    if total > len(rows):
-        rest = f"all of them: --limit {total}" if total <= obelisk.MAX_LIMIT else \
-            f"--limit up to {obelisk.MAX_LIMIT}, and narrow with --after, --before, --session or --project"
-        echo(f"\n[the first {len(rows)} of {total} calls; {rest}]", err=as_json)
+    if rows and total > len(rows):
+        shown = f"calls {offset + 1:,}–{offset + len(rows):,} of {total:,}"
+        rest = f"; the next: --offset {offset + len(rows)}" if offset + len(rows) < total else ""
+        echo(f"\n[{shown}{rest}]", err=as_json)
 
 
 def script_source(file, code) -> str:

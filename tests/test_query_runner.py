@@ -547,7 +547,7 @@ def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(cor
     lines = listed.stdout.splitlines()
     assert [line.split()[1:3] for line in lines[:4]] == [
         ["Read", "succeeded"], ["Edit", "failed"], ["Edit", "failed"], ["Read", "succeeded"]]
-    assert lines[4:] == ["", "[the first 4 of 7 calls; all of them: --limit 7]"]
+    assert lines[4:] == ["", "[calls 1–4 of 7; the next: --offset 4]"]
     as_json = invoke("files", page, "--limit", "4", "--db", corpus_db, "--json")
     assert len(json.loads(as_json.stdout)) == 4 and as_json.stderr == "\n" + lines[4 + 1] + "\n"
     assert invoke("files", page, "--session", "sample_session", "--db", corpus_db).stdout == f"No tool call touched {page}.\n"
@@ -557,9 +557,11 @@ def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(cor
     home = invoke("files", "~/page.tsx", "--db", corpus_db).stdout
     assert home.endswith(f"such as {os.path.expanduser('~/page.tsx')}).\n")
     assert len(invoke("files", page, "--project", "d-kimuson%", "--db", corpus_db).stdout.splitlines()) == 7
-    monkeypatch.setattr(o, "MAX_LIMIT", 5)  # more than one call may list
-    assert invoke("files", page, "--limit", "4", "--db", corpus_db).stdout.endswith(
-        "[the first 4 of 7 calls; --limit up to 5, and narrow with --after, --before, --session or --project]\n")
+    rest = invoke("files", page, "--limit", "4", "--offset", "4", "--db", corpus_db).stdout.splitlines()
+    assert [line.split()[1:3] for line in rest[:3]] == [["Edit", "succeeded"], ["Read", "succeeded"], ["Edit", "succeeded"]]
+    assert rest[3:] == ["", "[calls 5–7 of 7]"]
+    assert invoke("files", page, "--offset", "7", "--db", corpus_db).stdout == (
+        f"No calls past the 7 that touched {page}.\n")
 
 
 @pytest.mark.parametrize("args", [

@@ -469,7 +469,7 @@ async def test_files_failures_memories_overview(ds, web_db):
     assert "%2Findex.ts" not in await page(ds, "/-/obelisk/files", contains="x" * 60_000)
     history = await page(ds, "/-/obelisk/files", path="/path/to/Demo/types/index.ts")
     assert "Write" in history and "#tool-" in history
-    assert "Every tool call that touched this path" in history and "The oldest" not in history
+    assert "Every tool call that touched this path" in history and "Calls 1–" not in history and "Later calls" not in history
     failures = await page(ds, "/-/obelisk/failures")
     assert "The zebrafish command failed." in failures
     # What came next says what kind of message each is, beside its role.
@@ -607,8 +607,8 @@ async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, mo
 
 
 @pytest.mark.asyncio
-async def test_the_history_of_a_path_says_how_many_calls_it_leaves_out(tmp_path):
-    # The list of paths counts every call; a path's history lists the oldest 1,000 and says so.
+async def test_the_history_of_a_path_says_how_many_calls_there_are_and_pages(tmp_path):
+    # The list of paths counts every call; a path's history lists 1,000 a page, oldest first, and says so.
     from datasette_obelisk.store.ingest import ingest
 
     head = {"sessionId": "hot-file-session", "cwd": "/tmp/hot"}
@@ -628,8 +628,21 @@ async def test_the_history_of_a_path_says_how_many_calls_it_leaves_out(tmp_path)
     listed = await page(ds, "/-/obelisk/files")
     assert '<td class="num">1001</td>' in listed
     history = await page(ds, "/-/obelisk/files", path="/tmp/hot/a.py")
-    assert "The oldest 1,000 of the 1,001 tool calls that touched this path" in history
+    assert "Calls 1–1,000 of the 1,001 tool calls that touched this path" in history
     assert history.count("<td><details>") == 1000 and "toolu_hot1000" in history and "toolu_hot1001" not in history
+    assert "Earlier calls" not in history and "offset=1000" in history and "Later calls" in history
+    later = await page(ds, "/-/obelisk/files", path="/tmp/hot/a.py", offset="1000")
+    assert "Calls 1,001–1,001 of the 1,001 tool calls that touched this path" in later
+    assert later.count("<td><details>") == 1 and "toolu_hot1001" in later and "toolu_hot1000" not in later
+    assert "Earlier calls" in later and "Later calls" not in later
+    past = await page(ds, "/-/obelisk/files", path="/tmp/hot/a.py", offset="5000")
+    assert "No calls past the 1,001 that touched this path" in past
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    conn = connect_readonly(tmp_path / "hot.db")
+    assert [h["toolCall"]["id"] for h in obelisk.file_history(conn, "/tmp/hot/a.py", {"limit": 2, "offset": 999})] == [
+        "toolu_hot1000", "toolu_hot1001"]
 
 
 @pytest.mark.asyncio

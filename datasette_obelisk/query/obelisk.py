@@ -1136,7 +1136,8 @@ FILE_CALLS_FROM = """FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool
 def _file_history_scope(conn, file_path, opts, kwargs) -> tuple[dict, "Where"]:
     require_text("fileHistory", "an absolute file path", file_path)
     o = known_source(conn, options(
-        "fileHistory", opts, kwargs, {"limit": 200}, ("after", "before", "source", "session_id", "project"), string_key=None,
+        "fileHistory", opts, kwargs, {"limit": 200, "offset": 0}, ("after", "before", "source", "session_id", "project"),
+        string_key=None,
     ))
     where = Where().add("f.path = ?", file_path).scope(o, {
         "after": FILE_CALL_AT, "before": FILE_CALL_AT, "source": "s.source", "session_id": "tc.session_id",
@@ -1154,15 +1155,16 @@ def file_history_count(conn, file_path, opts=None, **kwargs) -> int:
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
     """Tool calls that touched ``file_path`` (any file tool, Codex patches), oldest first;
-    besides the reference's options, ``sessionId`` and ``project`` narrow them as for ``failures()``."""
+    besides the reference's options, ``sessionId`` and ``project`` narrow them as for ``failures()``,
+    and ``offset`` skips the oldest ones (``file_history_count`` says how many there are)."""
     o, where = _file_history_scope(conn, file_path, opts, kwargs)
     found = rows(
         conn,
         f"""SELECT tc.id, tc.message_uuid, tc.name, tc.input_json, tc.session_id, s.title, s.project,
                    {FILE_CALL_AT} AS at
             {FILE_CALLS_FROM}
-            WHERE {where} ORDER BY {moment_sql(FILE_CALL_AT)}, tc.id LIMIT ?""",
-        [*where.params, o["limit"]],
+            WHERE {where} ORDER BY {moment_sql(FILE_CALL_AT)}, tc.id LIMIT ? OFFSET ?""",
+        [*where.params, o["limit"], o["offset"]],
     )
     return [
         {

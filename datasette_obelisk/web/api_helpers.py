@@ -144,7 +144,8 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/file-history", obelisk.file_history, "Tool calls that touched a file, oldest first",
-        [Param("path", required=True, description="absolute file path"), SESSION_ID, *SCOPE, *TIME, LIMIT],
+        [Param("path", required=True, description="absolute file path"), SESSION_ID, *SCOPE, *TIME, LIMIT,
+         Param("offset", "integer", "skip this many of the oldest")],
         s.array(s.FILE_HISTORY_ITEM), positional="path",
     ),
     endpoint(

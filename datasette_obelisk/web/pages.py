@@ -154,16 +154,17 @@ async def overview_page(datasette, request, db, params):
 async def files_page(datasette, request, db, params):
     path = params.text("path")
     contains = params.text("contains")
+    offset = params.integer("offset", 0, minimum=0)
     if path:
         def load(conn):
-            history = obelisk.file_history(conn, path, {"limit": FILE_HISTORY_SHOWN})
-            # (the page says how many it leaves out, as the list of paths counts them all)
-            total = obelisk.file_history_count(conn, path) if len(history) == FILE_HISTORY_SHOWN else len(history)
+            history = obelisk.file_history(conn, path, {"limit": FILE_HISTORY_SHOWN, "offset": offset})
+            # (the page says which calls it lists, as the list of paths counts them all)
+            total = obelisk.file_history_count(conn, path)
             return {"history": history, "total": total, "anchors": anchors_for(conn, [h["toolCall"] for h in history]),
                     "gone": archived(conn, [h["session"]["id"] for h in history])}
 
-        return {"active_tab": "Files", "path": path, **await db.execute_fn(load)}
-    offset = params.integer("offset", 0, minimum=0)
+        return {"active_tab": "Files", "path": path, "offset": offset, "page_size": FILE_HISTORY_SHOWN,
+                **await db.execute_fn(load)}
     found = await db.execute_fn(lambda conn: dashboard.touched_files(conn, contains, FILES_PAGE, offset))
     return {"active_tab": "Files", "contains": contains, "offset": offset, "page_size": FILES_PAGE, **found}
 
