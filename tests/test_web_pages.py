@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -604,6 +605,17 @@ async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, mo
     # A source no stored session has: the menu still shows it chosen, so the form keeps it.
     assert not rows(web_db, "SELECT 1 FROM sessions WHERE source = 'gemini'")
     assert "<option selected>gemini</option>" in await page(ds, "/-/obelisk/failures", source="gemini")
+    # One session's failures say so, with a chip that lifts the filter; a session not stored is not found.
+    [(title, in_session)] = rows(web_db, "SELECT s.title, COUNT(*) FROM tool_results tr JOIN sessions s "
+                                         "ON s.id = tr.session_id WHERE (outcome = 'failed' OR is_error = 1) AND s.id = ?",
+                                 [XSS_SESSION])
+    one = await page(ds, "/-/obelisk/failures", sessionId=XSS_SESSION, source="claude")
+    assert one.count('<li class="ob-result">') == in_session > 0
+    [chip] = re.findall(r'<a class="ob-chip" href="([^"]+)"[^>]*>([^<]+)</a>', one)
+    assert (chip[0], html.unescape(chip[1])) == ("/-/obelisk/failures?source=claude", f"Session: {title} ✕")
+    assert "<script>" not in chip[1]
+    missing = await ds.client.get("/-/obelisk/failures", params={"sessionId": "no-such-session"})
+    assert missing.status_code == 404 and "no session &#39;no-such-session&#39;" in missing.text
 
 
 @pytest.mark.asyncio

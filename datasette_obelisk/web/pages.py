@@ -175,9 +175,15 @@ async def failures_page(datasette, request, db, params):
     query = {**options, "project": contains(options["project"])} if "project" in options else options
 
     def load(conn):
+        session = None
+        if options.get("sessionId"):  # (one not stored is an error, as elsewhere: an empty list would say "no failures")
+            session = conn.execute("SELECT id, title FROM sessions WHERE id = ?", [options["sessionId"]]).fetchone()
+            if session is None:
+                raise obelisk.unknown_session(conn, options["sessionId"])
         found = obelisk.failures(conn, query)
         return {
             "failures": found, "total": obelisk.failure_count(conn, query),
+            "session_title": session and (session[1] or session[0]),
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             # (an output saved to a file of its own is whole in that file's raw text, not its line's)
             "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
