@@ -618,6 +618,29 @@ async def test_files_and_failures_say_how_many_there_are_and_page(ds, web_db, mo
     assert missing.status_code == 404 and "no session &#39;no-such-session&#39;" in missing.text
 
 
+def test_a_path_was_last_touched_at_its_latest_instant_whatever_the_offsets(tmp_path):
+    from datasette_obelisk.query import dashboard
+    from datasette_obelisk.query.readonly import connect_readonly
+    from datasette_obelisk.store.ingest import ingest
+
+    head = {"sessionId": "offsets", "cwd": "/tmp/off"}
+
+    def read_at(n, at):
+        return {**head, "type": "assistant", "uuid": f"a{n}", "parentUuid": None, "timestamp": at, "message": {
+            "role": "assistant", "content": [{"type": "tool_use", "id": f"toolu_{n}", "name": "Read",
+                                              "input": {"file_path": "/tmp/off/a.py"}}]}}
+
+    folder = tmp_path / "claude" / "projects" / "-tmp-off"
+    folder.mkdir(parents=True)
+    # 10:00 at +05:00 is 05:00 UTC: the later call is the one at 06:00Z.
+    lines = [read_at(1, "2026-03-02T10:00:00.000+05:00"), read_at(2, "2026-03-02T06:00:00.000Z")]
+    (folder / "offsets.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    found = dashboard.touched_files(connect_readonly(tmp_path / "o.db"))
+    assert found == {"files": [{"path": "/tmp/off/a.py", "calls": 2, "sessions": 1,
+                                "last_at": "2026-03-02T06:00:00.000Z"}], "total": 1}
+
+
 @pytest.mark.asyncio
 async def test_the_history_of_a_path_says_how_many_calls_there_are_and_pages(tmp_path):
     # The list of paths counts every call; a path's history lists 1,000 a page, oldest first, and says so.

@@ -13,6 +13,7 @@ import sqlite3
 from datetime import date, timedelta
 
 from ..store import cold_load, derive
+from .moments import moment_sql
 from .obelisk import TOP_LEVEL
 
 ISO_DAY = "'[0-9][0-9][0-9][0-9]-[0-1][0-9]-[0-3][0-9]*'"
@@ -196,7 +197,7 @@ def touched_files(conn: sqlite3.Connection, contains: str | None = None, limit: 
     files = _dicts(
         conn.execute(
             f"""SELECT f.path, COUNT(*) AS calls, COUNT(DISTINCT c.session_id) AS sessions,
-                       MAX(c.timestamp) AS last_at
+                       MAX({moment_sql("c.timestamp")}) AS last_at
                 FROM tool_call_files f JOIN tool_calls c ON c.id = f.tool_call_id
                 {where} GROUP BY f.path ORDER BY calls DESC, f.path LIMIT ? OFFSET ?""",
             [*params, limit, offset],
