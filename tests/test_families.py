@@ -562,6 +562,29 @@ def test_a_log_moved_before_a_newer_parser_reads_it_is_read_again_by_the_next_in
     assert rows(tmp_path / "moved.db", "SELECT uuid, is_meta FROM messages ORDER BY seq") == [("u1", 0), ("u2", 1), ("u3", 0)]
 
 
+def test_a_parent_log_new_in_the_run_that_reads_its_agents_again_keeps_what_it_said(tmp_path, logs):
+    # The agent's log arrived first; its parent's log appears while the agent's
+    # is rewritten: the parent's log, read first, names the session the agent's
+    # family forgets before it is read again. The parent's log is read again
+    # with that family, as one ingest of the files gives it.
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    main = project / "eb000000-0000-4000-8000-000000000001.jsonl"
+    agent = project / "eb000000-0000-4000-8000-000000000001" / "subagents" / "agent-cccc333.jsonl"
+    kept = main.read_bytes()
+    main.unlink()
+    run(tmp_path / "again.db", claude)
+    main.write_bytes(kept)
+    drop_line(agent, 3)
+    run(tmp_path / "again.db", claude)
+    assert rows(tmp_path / "again.db", "SELECT id, cwd, version FROM sessions WHERE id LIKE 'eb%' ORDER BY id") == [
+        ("eb000000-0000-4000-8000-000000000001", "/home/synthetic/async-fixture", "2.1.34"),
+        ("eb000000-0000-4000-8000-000000000001:agent-cccc333", "/home/synthetic/async-fixture", "2.1.34"),
+    ]
+    run(tmp_path / "first.db", claude)
+    got, once = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "first.db")
+    assert got == once, diff(got, once)
+
+
 @pytest.mark.parametrize("read_ahead", [None, 0], ids=["inline", "read-ahead"])
 def test_a_touched_file_whose_last_line_has_no_newline_is_not_read_again(tmp_path, logs, read_ahead):
     claude, project = logs("handgemacht-ai__claude-code-log")

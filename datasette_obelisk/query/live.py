@@ -113,6 +113,7 @@ def refresh(
     try:
         ingester = Ingester(conn, sources, {}, redact=record_redactor_for(conn))
         ingester.ingest_files(in_read_order(map(unit_of_row, rows)))
+        ingester.read_outsiders_again()
         ingester.derive_pending()
         ingester.release()  # one commit for files read again from their start, derivations included
         ingester.flush(force=True)  # the batch the ingester keeps open across files

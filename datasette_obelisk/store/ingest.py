@@ -195,6 +195,9 @@ class Ingester:
         # keep their place among the rows of the session's other files (an archived log's)
         self._kept_seqs: dict[int, dict[str, tuple[str, int]]] = {}
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
+        # Files outside a family that named its sessions when it was cleared (``open_family``):
+        # read again with it once the files planned are written (``read_outsiders_again``).
+        self._outsiders: set[int] = set()
         self.found: dict[str, int] = {}  # how many files each source discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
         self._discovered: set[str] = set()  # their paths
@@ -303,6 +306,7 @@ class Ingester:
                     self.report(done)
         finally:
             self.close_kept()
+        self.read_outsiders_again()
         self.mark_missing({str(u.path) for u in units})
         self.flush(force=True)
         if cold_load.active(self.conn):
@@ -452,6 +456,7 @@ class Ingester:
             cleared = [member for member in family.group or [family] if self.clear_family(member)]
             if cleared:
                 cold_load.index_pending_text(self.conn)
+                self.mark_outsiders(cleared)
                 for member in cleared:
                     for session_id in sorted(member.sessions):
                         derive.forget_session(self.conn, session_id)
@@ -462,6 +467,38 @@ class Ingester:
                     set_saved_outputs_aside(self.conn, member.sessions)
                 self.bump_generation()
         return family.opened
+
+    def mark_outsiders(self, cleared: list[Family]) -> None:
+        """Files outside the families ``cleared`` that hold their sessions now: written
+        since the families were planned (a parent's log new in this run, read before its
+        agents' logs were found rewritten; another ingester's). What they said of the
+        sessions about to be forgotten would be lost: each is marked to be read again
+        from its start, with its family, after this pass (and by the next run, if this
+        one is stopped)."""
+        sessions = set().union(*(member.sessions for member in cleared))
+        files = set().union(*(member.files for member in cleared))
+        outside = {
+            row[0] for row in self.conn.execute(families.FILES_OF_SESSIONS, {"ids": families.as_json(sessions)})
+        } - files
+        if outside:
+            self.conn.execute(
+                "UPDATE source_files SET parser_version = NULL WHERE id IN (SELECT value FROM json_each(?))",
+                [families.as_json(outside)],
+            )
+            self._outsiders |= outside
+
+    def read_outsiders_again(self) -> None:
+        """Read again, with their families, the files ``mark_outsiders`` marked."""
+        while self._outsiders:
+            ids, self._outsiders = self._outsiders, set()
+            rows = self.conn.execute(
+                "SELECT * FROM source_files WHERE missing = 0 AND hints IS NOT NULL AND id IN "
+                "(SELECT value FROM json_each(?))",
+                [families.as_json(ids)],
+            ).fetchall()
+            units = [unit_of_row(row) for row in rows if row["source"] in self.sources and os.path.isfile(row["path"])]
+            if units:
+                self.ingest_files(in_read_order(units))
 
     def clear_family(self, family: Family) -> bool:
         """Whether ``family`` is to be cleared now (then it is open, ``_open``).
