@@ -1731,6 +1731,39 @@ def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, t
     assert (taken, "shadowed") in [row[:2] for row in expected]
 
 
+@pytest.mark.parametrize("parser_changed", [False, True])
+def test_a_chat_left_half_written_keeps_its_rows_also_when_a_newer_parser_reads_the_logs_again(db, tmp_path, parser_changed):
+    """A Gemini chat document caught half written (or left so by a crash) keeps what
+    it held until it reads again, also when a newer parser has the logs read again
+    with their families (which forgets a family's sessions before its files are read)."""
+    from datasette_obelisk.plugins import get_sources
+
+    gemini = tmp_path / ".gemini"
+    chats = gemini / "tmp" / "h1" / "chats"
+    chats.mkdir(parents=True)
+    chat = {"sessionId": "s-1", "projectHash": "h1", "startTime": "2026-05-01T10:00:00.000Z", "messages": [
+        {"id": "u1", "timestamp": "2026-05-01T10:00:01.000Z", "type": "user", "content": "first ask"},
+        {"id": "g1", "timestamp": "2026-05-01T10:00:02.000Z", "type": "gemini", "content": "an answer"}]}
+    legacy = chats / "session-2026-05-01T10-00-s1.json"
+    legacy.write_text(json.dumps(chat))
+    sources = {"gemini": get_sources()["gemini"]}
+    ingest(db, {"gemini": gemini}, sources=sources)
+    stored = "SELECT uuid, session_id, text FROM messages ORDER BY seq"
+    assert rows(db, stored) == [("gemini:s-1:u1", "gemini:s-1", "first ask"), ("gemini:s-1:g1", "gemini:s-1", "an answer")]
+    whole = legacy.read_bytes()
+    legacy.write_bytes(whole[:60])
+    if parser_changed:
+        change(db, "UPDATE source_files SET parser_version = NULL")  # as an older version left it
+    summary = ingest(db, {"gemini": gemini}, sources=sources)
+    assert [reason[:26] for _, _, reason in summary.error_samples] == ["invalid JSON: unexpected e"]
+    assert rows(db, stored) == [("gemini:s-1:u1", "gemini:s-1", "first ask"), ("gemini:s-1:g1", "gemini:s-1", "an answer")]
+    assert rows(db, "SELECT id, message_count, availability FROM sessions") == [("gemini:s-1", 2, "live")]
+    legacy.write_bytes(whole)  # saved whole again: read again
+    assert ingest(db, {"gemini": gemini}, sources=sources).errors == 0
+    assert rows(db, stored) == [("gemini:s-1:u1", "gemini:s-1", "first ask"), ("gemini:s-1:g1", "gemini:s-1", "an answer")]
+    assert rows(db, "SELECT parser_version FROM source_files") == [(sources["gemini"].parser_version,)]
+
+
 def said(uuid, parent, role, text, second):
     """A Claude Code line of session s1 (a prompt or a reply) at second ``second``."""
     return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",

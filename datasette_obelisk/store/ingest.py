@@ -359,6 +359,7 @@ class Ingester:
             return plans
         units = self.found_units()
         whole = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
+        whole = [(files, sessions) for files, sessions in whole if self.documents_whole(files)]
         if not any(sessions for _, sessions in whole):
             return plans
         again = {file_id: path for files, _ in whole for file_id, path in files.items()}
@@ -380,6 +381,26 @@ class Ingester:
             else:
                 replanned.append(planned.get(path))
         return [plan for plan in replanned if plan is not None]
+
+    def documents_whole(self, files: dict[int, str]) -> bool:
+        """Whether each document among ``files`` (read whole) is one JSON object now.
+
+        A family is forgotten before its files are read again: a document caught half
+        written, or left so by a crash, would take what it held along. Such a family
+        is not read again; its changed files are read alone, and the document keeps
+        its rows until it reads again (``write_plan``)."""
+        documents = self.conn.execute(
+            "SELECT path FROM source_files WHERE layout = 'document' AND compression IS NULL "
+            "AND id IN (SELECT value FROM json_each(?))",
+            [families.as_json(files)],
+        ).fetchall()
+        for (path,) in documents:
+            try:
+                if not is_json_object(Path(path).read_bytes().removeprefix(line_reader.BOM)):
+                    return False
+            except OSError:
+                return False
+        return True
 
     def carried_on(self, plan: Plan) -> bool:
         """Whether a document saved again holds messages of a session another file
