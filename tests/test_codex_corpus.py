@@ -876,6 +876,30 @@ def test_a_compressed_rollout_moved_to_the_archive_is_still_read_back(tmp_path, 
         (str(archived),)]
 
 
+def test_a_copy_found_after_its_rollout_was_found_gone_takes_its_rows(tmp_path, corpus_root):
+    # The rollout is deleted and a run archives it; a later run finds a copy of it,
+    # compressed in archived_sessions/: the rows follow the copy, as when it came
+    # first, so raw() finds every line and the database is what one ingest gives.
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
+    before = sorted(raw_lines(db_path))
+    data = live.read_bytes()
+    live.unlink()
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert rows(db_path, "SELECT availability FROM sessions") == [("archived",)]
+    packed = home / "archived_sessions" / (live.name + ".zst")
+    packed.parent.mkdir()
+    packed.write_bytes(zstandard.ZstdCompressor().compress(data))
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert sorted(raw_lines(db_path)) == before and len(before) == 18
+    assert rows(db_path, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
+        (str(live), 1, 20, 0, 20), (str(packed), 0, 20, 18, 2),
+    ]
+    assert rows(db_path, "SELECT availability, jsonl_path FROM sessions") == [("live", str(packed))]
+    ingest(tmp_path / "once.db", {"codex": home}, sources=codex_sources())
+    got, once = snapshot(db_path), snapshot(tmp_path / "once.db")
+    assert got == once, diff(got, once)
+
+
 def test_a_deleted_rollout_keeps_its_rows_with_the_missing_file(tmp_path, corpus_root):
     db_path, _, _, archived = archive(tmp_path, corpus_root)
     archived.unlink()

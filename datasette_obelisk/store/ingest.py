@@ -308,6 +308,7 @@ class Ingester:
             self.close_kept()
         self.read_outsiders_again()
         self.mark_missing({str(u.path) for u in units})
+        self.follow_late_copies()
         self.flush(force=True)
         if cold_load.active(self.conn):
             self.note("building indexes")
@@ -785,6 +786,35 @@ class Ingester:
                 retake_outputs(self.conn, pending)  # (a log read again this run took a saved output before)
             self.bump_generation()
         self.summary.files_missing += len(gone)
+
+    def follow_late_copies(self) -> None:
+        """Files found gone by an earlier run whose rows stayed with them, no copy being
+        there then, follow a copy read by this run (a rollout deleted, then back
+        compressed in ``archived_sessions/``), as they do when the copy comes first."""
+        read = [path for path in self._files["read"] if path in self._discovered]
+        if not read:
+            return
+        stranded = [row[0] for row in self.conn.execute(
+            """SELECT DISTINCT g.id FROM source_files g
+               JOIN file_sessions a ON a.file_id = g.id
+               JOIN file_sessions b ON b.session_id = a.session_id AND b.file_id != g.id
+               JOIN source_files c ON c.id = b.file_id
+               WHERE g.missing = 1 AND g.lines_stored > 0 AND c.missing = 0
+                 AND c.path IN (SELECT value FROM json_each(?))
+               ORDER BY g.id""",
+            [orjson.dumps(sorted(read)).decode()],
+        )]
+        if not stranded:
+            return
+        with self.transaction():
+            moved = False
+            for file_id in stranded:
+                copy = relocate(self.conn, file_id, self.redact.redact_context if self.redact else None)
+                if copy is not None:
+                    self.queue_sessions_of_file(copy)
+                    moved = True
+            if moved:
+                self.bump_generation()
 
     def queue_sessions(self, session_ids) -> None:
         self.conn.executemany(
