@@ -1731,6 +1731,35 @@ def test_a_legacy_chat_saved_again_keeps_what_its_carried_on_log_took_back(db, t
     assert (taken, "shadowed") in [row[:2] for row in expected]
 
 
+def test_a_legacy_chat_rewound_to_fewer_messages_is_what_one_ingest_of_it_gives(db, tmp_path):
+    """A Gemini chat document saved again whole after a rewind: the replies it no
+    longer holds leave nothing behind (the session's model), and what follows the
+    rewind takes the next place, as in one ingest of the chat."""
+    from datasette_obelisk.plugins import get_sources
+
+    gemini = tmp_path / ".gemini"
+    chats = gemini / "tmp" / "h1" / "chats"
+    chats.mkdir(parents=True)
+    head = {"sessionId": "s-1", "projectHash": "h1", "startTime": "2026-05-01T10:00:00.000Z"}
+    said = [{"id": uid, "timestamp": f"2026-05-01T10:00:0{n}.000Z", "type": kind, "content": text,
+             **({"model": "gemini-2.5-pro"} if kind == "gemini" else {})}
+            for n, (uid, kind, text) in enumerate([("u1", "user", "first ask"), ("g1", "gemini", "ans1"),
+                                                    ("u2", "user", "second"), ("g2", "gemini", "ans2")], 1)]
+    legacy = chats / "session-2026-05-01T10-00-s1.json"
+    legacy.write_text(json.dumps({**head, "messages": said}))
+    sources = {"gemini": get_sources()["gemini"]}
+    ingest(db, {"gemini": gemini}, sources=sources)
+    assert rows(db, "SELECT model, message_count FROM sessions") == [("gemini-2.5-pro", 4)]
+    retyped = {"id": "u3", "timestamp": "2026-05-01T10:00:09.000Z", "type": "user", "content": "first ask, again"}
+    legacy.write_text(json.dumps({**head, "messages": [said[0], retyped]}))  # rewound to before the first reply
+    ingest(db, {"gemini": gemini}, sources=sources)
+    assert rows(db, "SELECT uuid, seq FROM messages ORDER BY seq") == [("gemini:s-1:u1", 1), ("gemini:s-1:u3", 2)]
+    assert rows(db, "SELECT model, message_count FROM sessions") == [(None, 2)]
+    ingest(tmp_path / "once.db", {"gemini": gemini}, sources=sources)
+    got, once = snapshot(db), snapshot(tmp_path / "once.db")
+    assert got == once, diff(got, once)
+
+
 @pytest.mark.parametrize("parser_changed", [False, True])
 def test_a_chat_left_half_written_keeps_its_rows_also_when_a_newer_parser_reads_the_logs_again(db, tmp_path, parser_changed):
     """A Gemini chat document caught half written (or left so by a crash) keeps what

@@ -344,7 +344,8 @@ class Ingester:
         not found by this run keeps its rows: only its changed file is read
         again. A document read again stays alone (a ``.meta.json`` rewritten
         while its agent runs does not mean reading the whole session again),
-        unless it is a chat another log carries on (``carried_on``: a Gemini
+        unless it is a chat (``is_chat``): saved again whole it may hold fewer
+        messages (a rewind), and another log may carry it on (a Gemini
         ``.json`` and its ``.jsonl``), whose rewinds and compressions name its
         messages in log order. A text file (a tool's output saved apart) always
         stays alone, and in no family (``families``): what it holds depends on
@@ -354,7 +355,7 @@ class Ingester:
             plan.row["id"] for plan in plans
             if plan.job is not None and plan.row is not None and plan.resume is None and plan.unit.layout != "text"
             and (plan.unit.layout == "jsonl" or plan.row["parser_version"] != self.sources[plan.unit.source].parser_version
-                 or self.carried_on(plan))
+                 or self.is_chat(plan))
         ]
         if not starts:
             return plans
@@ -403,15 +404,14 @@ class Ingester:
                 return False
         return True
 
-    def carried_on(self, plan: Plan) -> bool:
-        """Whether a document saved again holds messages of a session another file
-        carries on, and is whole (one caught half written keeps its rows, alone)."""
-        shared = self.conn.execute(
-            """SELECT 1 FROM file_sessions a JOIN file_sessions b ON b.session_id = a.session_id AND b.file_id != a.file_id
-               WHERE a.file_id = ? AND EXISTS (SELECT 1 FROM messages WHERE file_id = a.file_id) LIMIT 1""",
-            [plan.row["id"]],
-        ).fetchone()
-        if shared is None or plan.unit.compression:
+    def is_chat(self, plan: Plan) -> bool:
+        """Whether a document saved again holds messages, and is whole (one caught half
+        written keeps its rows, alone). Read again alone, a chat rewound to fewer
+        messages would leave its session what they said (its model) and their places
+        (the next message's place after theirs): read with its family (often itself
+        alone), its sessions are forgotten first."""
+        holds = self.conn.execute("SELECT 1 FROM messages WHERE file_id = ? LIMIT 1", [plan.row["id"]]).fetchone()
+        if holds is None or plan.unit.compression:
             return False
         try:
             return is_json_object(plan.unit.path.read_bytes())
