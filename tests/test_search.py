@@ -352,6 +352,32 @@ def test_a_page_that_has_found_nothing_looks_further_before_giving_up(toy, monke
     assert [ids(p) for p in pages] == [[], ["both"]]
 
 
+def test_few_events_an_event_filter_keeps_of_a_frequent_word_are_ranked_exactly(toy, monkeypatch):
+    """A frequent word under an event filter the bags know nothing of (a seq range) that keeps
+    few of its matches: they are read once and ranked exactly, not found by confirming every
+    session the bags name, one query each, until a page gives up with nothing."""
+    for n in range(12):  # "common" in every one of their lines, all before seq 4
+        toy.write(f"s{n:02}", *[line(f"s{n:02}{k}", "common words here", f"2026-01-01T00:0{k}:00Z") for k in range(3)])
+    toy.write("late", *[line(f"late{k}", "common" if k == 4 else "other words", f"2026-01-02T00:0{k}:00Z")
+                        for k in range(6)])
+    toy.ingest()
+    conn = toy.conn()
+    (seq,) = conn.execute("SELECT seq FROM messages WHERE uuid = 'late4'").fetchone()
+    monkeypatch.setattr(search_module, "EXACT_MAX", 3)  # "common" matches 37 messages: many
+    monkeypatch.setattr(search_module, "MAX_CANDIDATES", 2)
+    monkeypatch.setattr(search_module, "MAX_EMPTY_CANDIDATES", 4)
+    late = search_module.Filters.build(seq_from=seq)
+    assert isinstance(search_module._finder(conn, parse_query("common"), late), search_module._FewMatches)
+    page = search_sessions(conn, "common", filters=late)
+    assert (ids(page), page["next_cursor"]) == (["late"], None)
+    assert page["items"][0]["best"]["id"] == search_events(conn, "late", "common", filters=late)["items"][0]["id"]
+    # Past FILTERED_SCAN_MAX matches the bags rank, as they do for a time range (its sessions' spans narrow them).
+    day = search_module.Filters.build(time_from="2026-01-02T00:00:00Z")
+    assert isinstance(search_module._finder(conn, parse_query("common"), day), search_module._ManyMatches)
+    monkeypatch.setattr(search_module, "FILTERED_SCAN_MAX", 10)
+    assert isinstance(search_module._finder(conn, parse_query("common"), late), search_module._ManyMatches)
+
+
 def test_sessions_of_equal_rank_page_once_each_newest_first(toy):
     for n in range(60):  # the same text a minute apart: equal ranks
         toy.write(f"s{n:02}", line(f"s{n:02}a", "apple banana", f"2026-01-01T00:{n:02}:00Z"))

@@ -35,9 +35,10 @@ is not bound to the generation either: the next page carries on from its
 position in the ranking as it is now (the search page, while agents write).
 
 How grouped search stays fast (bench/README.md has the numbers): when the
-exact query matches few messages (at most ``EXACT_MAX``) every one is scored
-(query/ranking.py) under the event filters, and sessions are ranked by their
-best event, as the contract says. Ranking every matching message costs time
+exact query matches few messages (at most ``EXACT_MAX``), or few pass the
+event filters (a frequent word in a seq range), every one of those is scored
+(query/ranking.py), and sessions are ranked by their best event, as the
+contract says. Ranking every matching message costs time
 linear in the matches, so when it matches many, sessions are ranked by bm25
 over the session index instead (``session_docs_fts``: one bag of words per
 session, store/session_index.py), recency breaking ties; each candidate is
@@ -77,6 +78,10 @@ MAX_SNIPPETS = 3
 MAX_CANDIDATES = 200
 MAX_EMPTY_CANDIDATES = 2000  # a page that has found nothing yet goes on this far
 EXACT_MAX = 500
+FILTERED_SCAN_MAX = 200_000  # matches read to find those a BAGLESS event filter keeps (_few_matches)
+# Event filters the session bags know nothing of, each cheap to check on a message (not a
+# tool: two lookups a message, which made reading 100,000 matches slower than confirming sessions).
+BAGLESS = ("seq_from", "seq_to", "types", "surfaces", "roles", "models", "branches")
 SCAN_MAX = 2000
 SHORTLIST = 64
 # A session's mean message length, as bm25 normalises by it (``d``: its session_docs row).
@@ -172,13 +177,42 @@ def _finder(conn, fts: FtsQuery, filters: Filters) -> "_Candidates":
     if fts.candidates is None:
         return _AllMatches(conn, fts, filters)
     if fts.prefix_term is None:
-        found = conn.execute(
-            "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
-            [fts.expression, EXACT_MAX + 1],
-        ).fetchone()[0]
-        if found <= EXACT_MAX:
-            return _FewMatches(conn, fts, filters)
+        matches = _few_matches(conn, fts, filters)
+        if matches is not None:
+            return _FewMatches(conn, fts, filters, matches)
     return _ManyMatches(conn, fts, filters)
+
+
+def _few_matches(conn, fts: FtsQuery, filters: Filters) -> list[int] | None:
+    """The ids of the messages that match under the event filters, when at most
+    ``EXACT_MAX`` do; else None.
+
+    A frequent word can match few events under an event filter the session
+    bags know nothing of (a seq range, an event type): ranked by the bags,
+    every session holding the word was confirmed one by one, each a query,
+    before a page could say it had found (nearly) nothing. With such a
+    filter (``BAGLESS``) up to ``FILTERED_SCAN_MAX`` matches are read to find
+    those it keeps; otherwise only ``EXACT_MAX + 1``, as a count of the
+    matches was (a time range has its sessions' spans to narrow the bags).
+    (CROSS JOIN: the matches are read as the join needs them, so a word the
+    filters keep stops at ``EXACT_MAX + 1``; joined the other way SQLite
+    first copies every match.)
+    """
+    scan = FILTERED_SCAN_MAX if any(getattr(filters, name) is not None for name in BAGLESS) else EXACT_MAX + 1
+    where, params = filters.event_sql("m")
+    kept = [rowid for (rowid,) in conn.execute(
+        f"""SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?) x
+            CROSS JOIN messages m ON m.id = x.rowid WHERE {where} LIMIT ?""",
+        [fts.expression, scan, *params, EXACT_MAX + 1],
+    )]
+    if len(kept) > EXACT_MAX:
+        return None
+    # Every match was read, unless there are more than those.
+    beyond = conn.execute(
+        "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1 OFFSET ?)",
+        [fts.expression, scan],
+    ).fetchone()[0]
+    return None if beyond else kept
 
 
 class _Candidates:
@@ -293,16 +327,18 @@ class _FewMatches(_Candidates):
 
     shortlist = EXACT_MAX
 
+    def __init__(self, conn, fts: FtsQuery, filters: Filters, matches: list[int]):
+        super().__init__(conn, fts, filters)
+        self.matched = json.dumps(matches)  # the ids of the matching messages the filters keep (_few_matches)
+
     def candidates(self, offset: int, count: int) -> list[dict]:
         where, params = self.session_clause()
-        event_where, event_params = self.filters.event_sql("m")
         score, score_params = self.scorer.sql(AVERAGE_LENGTH.format("d"), window="m.window")
         return rows(
             self.conn,
             f"""WITH m AS MATERIALIZED (
                   SELECT m.session_id, m.text_length, {WINDOW_SQL.format("m")} AS window
-                  FROM messages_fts x JOIN messages m ON m.id = x.rowid
-                  WHERE messages_fts MATCH ? AND {event_where}
+                  FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))
                 ),
                 best AS (
                   SELECT m.session_id, MAX({score}) AS score FROM m
@@ -315,7 +351,7 @@ class _FewMatches(_Candidates):
                 JOIN sessions s ON s.id = b.session_id
                 WHERE {where}
                 ORDER BY b.score DESC, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
-            [self.fts.expression, *event_params, *score_params, *params, count, offset],
+            [self.matched, *score_params, *params, count, offset],
         )
 
 
