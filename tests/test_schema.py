@@ -65,6 +65,7 @@ def test_migrations_in_order(conn):
         "m040_add_tool_results_output_uuid",
         "m041_merge_tool_result_update_triggers",
         "m042_create_session_links",
+        "m043_index_failed_tool_results",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -333,6 +334,27 @@ def test_deriving_a_session_searches_its_agents_by_index(conn):
     for sql in (AGENT_TYPE_UPDATE, SPAWN_SPEC_UPDATE):
         plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, {"s": "x"})]
         assert not [step for step in plan if step.startswith("SCAN")], plan
+
+
+def test_failures_are_read_from_their_own_index(conn):
+    # A scan of tool_results read every output to find the failures (twice a failures page).
+    from datasette_obelisk.query import dashboard, obelisk
+    from datasette_obelisk.web.stored_queries import QUERIES
+
+    _, where = obelisk._failure_scope(conn, {}, {})
+    failures = {
+        "failures": f"SELECT tr.id {obelisk.FAILURE_FROM} WHERE {where} "
+                    f"ORDER BY {obelisk.moment_sql(obelisk.FAILURE_AT)} DESC, tr.id DESC LIMIT 50",
+        "failure_count": f"SELECT COUNT(*) {obelisk.FAILURE_FROM} WHERE {where}",
+        "overview": f"SELECT COUNT(*) FROM tool_results WHERE {dashboard.failed()} AND outcome = 'blocked'",
+        "stored query": next(q.sql for q in QUERIES if q.name == "obelisk_failures"),
+    }
+    for name, sql in failures.items():
+        params = {p: "" for p in ("session_id", "project", "source", "limit")} if name == "stored query" else where.params
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+        assert any("USING INDEX tool_results_failed" in step for step in plan), (name, plan)
+    found = conn.execute(f"SELECT COUNT(*) FROM tool_results r WHERE {dashboard.failed('r')} AND r.session_id = ?", ["s"])
+    assert found.fetchone() == (0,)
 
 
 def test_a_tool_output_read_after_its_results_finds_them_by_index(conn):

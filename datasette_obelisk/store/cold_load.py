@@ -60,11 +60,12 @@ STATE_KEY = "cold_load"
 # runs meanwhile make (a session's messages in order, a file's rows, the
 # tool rows of a message, the result naming an agent or a saved output, the
 # inline sidechain lines still to group), and indexes whose keys only grow,
-# which cost little to maintain.
+# which cost little to maintain, as does the index of the few failed results
+# (built again at the end, it would read every tool result).
 KEPT = {
     "messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file",
     "tool_results_agent", "tool_calls_message", "tool_results_message",
-    "messages_ungrouped_sidechain", "tool_results_output",
+    "messages_ungrouped_sidechain", "tool_results_output", "tool_results_failed",
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")
