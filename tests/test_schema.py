@@ -66,6 +66,7 @@ def test_migrations_in_order(conn):
         "m041_merge_tool_result_update_triggers",
         "m042_create_session_links",
         "m043_index_failed_tool_results",
+        "m044_index_conversation_messages",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -312,7 +313,7 @@ def test_indexes(conn):
             "AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
         )
     ] == [
-        "messages_api_message", "messages_cwd", "messages_file", "messages_parent",
+        "messages_api_message", "messages_conversation", "messages_cwd", "messages_file", "messages_parent",
         "messages_session_rows", "messages_session_seq", "messages_session_time",
         "messages_timestamp", "messages_ungrouped_sidechain",
     ]
@@ -355,6 +356,14 @@ def test_failures_are_read_from_their_own_index(conn):
         assert any("USING INDEX tool_results_failed" in step for step in plan), (name, plan)
     found = conn.execute(f"SELECT COUNT(*) FROM tool_results r WHERE {dashboard.failed('r')} AND r.session_id = ?", ["s"])
     assert found.fetchone() == (0,)
+
+
+def test_the_overview_counts_conversation_messages_from_their_own_index(conn):
+    # A scan of messages read every text to reach the columns after it (m044).
+    from datasette_obelisk.query.dashboard import MESSAGES_PER_DAY
+
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + MESSAGES_PER_DAY)]
+    assert plan[0] == "SCAN messages USING INDEX messages_conversation", plan
 
 
 def test_a_tool_output_read_after_its_results_finds_them_by_index(conn):

@@ -75,6 +75,14 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
     }
 
 
+# One pass over the conversation messages (their own index, m044: a scan of messages read
+# every text to reach the columns after it): the UTC day of each dated one, NULL for the undated.
+MESSAGES_PER_DAY = (
+    f"SELECT CASE WHEN timestamp GLOB {ISO_DAY} THEN date(timestamp) END, source, COUNT(*) "
+    f"FROM messages WHERE {CONVERSATION} GROUP BY 1, 2"
+)
+
+
 def holdings(conn: sqlite3.Connection) -> dict:
     """``{"sessions": people's sessions, "transcripts": every session, agents' too, "messages": log messages}``."""
     row = conn.execute(
@@ -93,11 +101,7 @@ def activity(conn: sqlite3.Connection, max_buckets: int = 92) -> dict:
     "sessions": {source: [count per bucket]}, "messages": {...},
     "undated": conversation messages without a date, so not charted}``.
     """
-    # One pass over the messages: the UTC day of each dated conversation message, NULL for the undated.
-    per_day = conn.execute(
-        f"SELECT CASE WHEN timestamp GLOB {ISO_DAY} THEN date(timestamp) END, source, COUNT(*) "
-        f"FROM messages WHERE {CONVERSATION} GROUP BY 1, 2"
-    ).fetchall()
+    per_day = conn.execute(MESSAGES_PER_DAY).fetchall()
     undated = sum(count for day_text, _, count in per_day if day_text is None)  # no date, or none SQLite reads
     found = {
         "sessions": conn.execute(
