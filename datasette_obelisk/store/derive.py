@@ -622,12 +622,30 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
 INDEXES = ("session_index", "import_ledger")
 NOT_LOGS = ", ".join(repr(k) for k in INDEXES)
+# Whether file ``f`` holds a message of session ``:s``: looked up by file
+# (``+`` keeps SQLite from scanning the session's rows for every file instead:
+# a session whose agents' logs all name it has thousands of files).
+FILE_HOLDS_SESSION = "EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND +m.session_id = :s)"
 OWN_FILE = (
-    f"f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) AND (EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s)"
+    f"f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) AND ({FILE_HOLDS_SESSION}"
     " OR (NOT EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id)"
     f" AND f.kind NOT IN ({', '.join(repr(k) for k in AGENT_DOCUMENTS)})))"
 )
 
+
+# The last cwd, branch and model of a session, the log naming it, and how many of its logs are on disk.
+LAST_SQL = f"""SELECT
+     (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
+      GROUP BY cwd ORDER BY COUNT(*) DESC, MAX(seq) DESC LIMIT 1) AS project_path,
+     (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
+      ORDER BY seq DESC LIMIT 1) AS git_branch,
+     (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
+      AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
+     (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
+      WHERE fs.session_id = :s AND f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) ORDER BY f.missing,
+        {FILE_HOLDS_SESSION} DESC, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
+     (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
+      WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files"""
 
 def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
     """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
@@ -642,22 +660,7 @@ def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict
     ended = max(timestamps, default=None) or max(recorded, default=None)
     used = [r for r in rows if r.id in counted]
     title, title_source = choose_title(conn, session_id, {r.uuid for r in rows if surfaces[r.id][1] == "inactive"})
-    last = conn.execute(
-        f"""SELECT
-             (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
-              GROUP BY cwd ORDER BY COUNT(*) DESC, MAX(seq) DESC LIMIT 1) AS project_path,
-             (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
-              ORDER BY seq DESC LIMIT 1) AS git_branch,
-             (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
-              AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
-             (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s AND f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) ORDER BY f.missing,
-                EXISTS (SELECT 1 FROM messages m WHERE m.file_id = f.id AND m.session_id = :s) DESC,
-                f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
-             (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
-              WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files""",
-        {"s": session_id},
-    ).fetchone()
+    last = conn.execute(LAST_SQL, {"s": session_id}).fetchone()
     return [
         started, ended,
         sum(is_conversation(r, surfaces[r.id][1]) for r in rows),
@@ -751,8 +754,9 @@ def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tupl
 ORPHAN = """SELECT c.agent_id, c.parent_session_id FROM sessions c
    WHERE c.id = ? AND c.relationship = 'subagent' AND c.agent_id IS NOT NULL
      AND NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = c.parent_session_id)"""
+# (``+``: the agent's rows are found by the agent, not among every agent of its parent)
 ADOPTED = """SELECT sa.id, c.parent_session_id FROM sessions c
-   JOIN subagents sa ON sa.child_session_id = c.id AND sa.session_id = c.parent_session_id
+   JOIN subagents sa ON sa.child_session_id = c.id AND +sa.session_id = c.parent_session_id
    WHERE c.id = ? AND c.relationship = 'subagent' AND EXISTS (
      SELECT 1 FROM subagents o WHERE o.child_session_id = c.id AND o.id != sa.id
        AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = o.session_id))"""
