@@ -1601,3 +1601,18 @@ async def test_a_session_page_says_what_claude_code_reported_of_it(tmp_path):
     assert '<span title="The cost Claude Code estimated">$0.0421</span>' in html
     assert "+0 −0 lines" in html
     assert "worktree" not in html.split('<div class="ob-toolbar">')[0] and "ended by the model" not in html
+
+
+def test_a_transcript_page_far_into_a_session_reads_only_its_own_lines(tmp_path):
+    """Which of a page's tool results answer a call on an earlier page is asked
+    from the page's results: reading every line before the page made the page at
+    line 299,600 of a 300,000-line session take 0.9 s (0.05 s at its start)."""
+    from datasette_obelisk.query import transcript
+    from datasette_obelisk.store.db import open_db
+
+    conn = open_db(tmp_path / "o.db")
+    sql = transcript.EARLIER_CALLS_SQL.format(marks="?, ?")
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql, ["s", 299_600, "a", "b"])]
+    searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
+    assert searches[0].startswith("SEARCH r USING INDEX tool_results_message (message_uuid=?)"), plan
+    assert "SEARCH m USING INDEX sqlite_autoindex_messages_1 (uuid=?)" in searches, plan

@@ -233,6 +233,14 @@ def subagents(conn, session_id: str) -> list[dict]:
     )
 
 
+# From the page's results to their calls' lines (``+``: never every line of the
+# session before ``start``, which made a page cost as much as its place in the session).
+EARLIER_CALLS_SQL = """SELECT r.message_uuid FROM tool_results r
+    JOIN tool_calls c ON c.id = r.tool_use_id
+    JOIN messages m ON m.uuid = c.message_uuid AND +m.session_id = ?
+    WHERE +m.seq < ? AND r.message_uuid IN ({marks})"""
+
+
 def results_of_earlier_calls(conn, session_id: str, start: int, result_uuids: list[str]) -> set[str]:
     """Which of ``result_uuids`` answer a call made before ``start``: the
     page that shows the call shows its result too, so this one folds it."""
@@ -242,10 +250,7 @@ def results_of_earlier_calls(conn, session_id: str, start: int, result_uuids: li
         row["message_uuid"]
         for row in _all(
             conn,
-            f"""SELECT r.message_uuid FROM tool_results r
-                JOIN tool_calls c ON c.id = r.tool_use_id
-                JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = ?
-                WHERE m.seq < ? AND r.message_uuid IN ({", ".join("?" * len(result_uuids))})""",
+            EARLIER_CALLS_SQL.format(marks=", ".join("?" * len(result_uuids))),
             [session_id, start, *result_uuids],
         )
     }
