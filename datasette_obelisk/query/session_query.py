@@ -591,14 +591,19 @@ def _check_surface(events: list[dict]) -> None:
                 "SESSION_QUERY_INVALID_SURFACE",
                 f"event {row['seq']} is {row['surface']} but names {link!r} as its replacement",
             )
+    # Each chain is walked once: a walk stops at an event whose chain was found
+    # to end already (2,000 compactions each replacing the last summary made
+    # every walk 2,000 steps long: quadratic).
+    ends: set[str] = set()  # events whose chain of replacements ends
     for row in events:
         seen = {row["uuid"]}
         current = row
-        while current["replaced_by"] is not None:
+        while current["replaced_by"] is not None and current["uuid"] not in ends:
             current = by_uuid[current["replaced_by"]]
             if current["uuid"] in seen:
                 raise QueryError("SESSION_QUERY_INVALID_SURFACE", f"event {row['seq']} is replaced in a cycle")
             seen.add(current["uuid"])
+        ends |= seen
 
 
 def _tools_by_message(conn, session_id: str, uuids=None) -> dict[str, dict]:
