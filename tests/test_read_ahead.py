@@ -262,3 +262,19 @@ def test_a_reopened_file_leaves_the_next_jobs_in_step(tmp_path, read_ahead_bytes
     assert conn.execute("SELECT count(*) FROM messages").fetchone()[0] == 15
     assert conn.execute("SELECT line_no FROM ingest_errors").fetchall() == [(3,)]
     conn.close()
+
+
+def test_a_batch_of_tiny_lines_ends_at_a_number_of_lines_too(tmp_path):
+    """A file of a million 10-byte lines held the records of 8 MB of them per
+    batch (two batches alive at once: 318 MB); a batch also ends after
+    ``chunk_lines`` lines, and nothing is lost or read twice."""
+    from datasette_obelisk.sources.base import SourceFile
+
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(b'{"a":%d}\n' % (1000 + i) for i in range(2_500)))
+    reader = Reader(get_sources(), None, 1 << 30, chunk_lines=1_000)
+    items = list(reader.read_job(Job(SourceFile(path, "claude", "session"))))
+    assert [i.lines for i in items] == [1_000, 1_000, 500]
+    assert [len(i.records) for i in items] == [1_000, 1_000, 500]
+    assert items[-1].cursor == path.stat().st_size and items[-1].line_no == 2_500
+    assert reader_module.CHUNK_LINES * 200 <= 8 << 20  # a default batch of them stays a few MB
