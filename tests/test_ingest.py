@@ -1898,3 +1898,25 @@ def test_a_gemini_chat_whose_folder_names_its_project_later_takes_it(tmp_path):
     ingest(once, {"gemini": tmp_path / "gemini"})
     assert snapshot(once) == snapshot(db)
     assert ingest(db, {"gemini": tmp_path / "gemini"}).files_replayed == 0  # (read again once only)
+
+
+def test_a_pass_over_unchanged_files_reads_their_rows_at_once(root, db, monkeypatch):
+    """Whether a file is unchanged is told from its stored fingerprint, read for
+    every stored file at once: a no-op pass over 30,000 files spent half its CPU
+    (0.66 s of 1.4 s) reading their source_files rows one query at a time."""
+    from datasette_obelisk.store.ingest import Ingester
+
+    for n in range(30):
+        (root / f"s{n}.jsonl").write_bytes(line(id=f"s{n}-1", text="hello", ts="2026-01-01T00:00:00Z"))
+    run(db, root)
+    read = []
+    original = Ingester.file_row
+    monkeypatch.setattr(Ingester, "file_row", lambda self, unit: read.append(unit.path.name) or original(self, unit))
+    summary = run(db, root)
+    assert (summary.files_skipped, summary.files_read) == (30, 0)
+    assert read == []  # not one row read by itself
+    with open(root / "s7.jsonl", "ab") as fp:
+        fp.write(line(id="s7-2", text="more", ts="2026-01-01T00:00:01Z"))
+    summary = run(db, root)
+    assert (summary.files_skipped, summary.files_read, summary.messages) == (29, 1, 1)
+    assert set(read) == {"s7.jsonl"}

@@ -63,6 +63,8 @@ PLAN_BYTES = 32 << 20  # derivations planned ahead while a cold load builds its 
 SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
+# The columns ``Ingester.is_unchanged`` reads.
+UNCHANGED_COLUMNS = "path, parser_version, missing, device, inode, size, mtime_ns, pending_bytes, last_error"
 
 
 @dataclass
@@ -201,6 +203,7 @@ class Ingester:
         self.found: dict[str, int] = {}  # how many files each source discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
         self._discovered: set[str] = set()  # their paths
+        self._unchanged_rows: dict = {}  # path -> UNCHANGED_COLUMNS of stored files, while planning
         self._by_inode: dict | None = None  # (device, inode) -> source_files ids, for same_file_row
         self._words_size = 0
         self._held = False  # one transaction for this run's reads again (ATOMIC_REREAD_BYTES)
@@ -852,8 +855,17 @@ class Ingester:
             self.apply(plan, self.reader.read_job(plan.job) if plan.job else iter(()))
 
     def planned(self, units: list[SourceFile]) -> list:
-        """The plans of ``units`` that read something, their families along, in read order."""
-        return self.together(in_log_order(self.held_with_families([p for p in map(self.plan, units) if p is not None])))
+        """The plans of ``units`` that read something, their families along, in read order.
+
+        What tells an unchanged file (``UNCHANGED_COLUMNS``) is read for every
+        stored file at once: a pass over 30,000 unchanged files spent half its
+        time reading their rows one by one."""
+        self._unchanged_rows = {row["path"]: row for row in self.conn.execute(f"SELECT {UNCHANGED_COLUMNS} FROM source_files")}
+        try:
+            found = [p for p in map(self.plan, units) if p is not None]
+        finally:
+            self._unchanged_rows = {}
+        return self.together(in_log_order(self.held_with_families(found)))
 
     def ingest_files(self, units: list[SourceFile]) -> None:
         """Ingest ``units`` now, in this process; a log read again from its
@@ -870,6 +882,17 @@ class Ingester:
 
     def plan(self, unit: SourceFile) -> Plan | None:
         """Where to read ``unit`` from; None when it is unchanged."""
+        known = self._unchanged_rows.get(str(unit.path))
+        if known is not None:
+            try:
+                st = os.stat(unit.path)
+            except OSError:
+                st = None
+            if st is not None and stat_module.S_ISREG(st.st_mode) and self.is_unchanged(
+                known, Fingerprint.of(st), self.sources[unit.source], st
+            ):
+                self.count_file("skipped", unit)
+                return None
         row = self.file_row(unit)
         try:
             st = os.stat(unit.path)
