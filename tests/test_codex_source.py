@@ -1638,6 +1638,34 @@ def test_an_agent_message_boards_notices_are_injected_and_title_nothing():
     assert [t.title for t in of(records, TitleCandidate)] == ["summarise what the explorer found"]
     assert [m.reason for m in of(records, Merged)] == ["metadata", "metadata", "duplicate"]
 
+
+@pytest.mark.parametrize("kind", [[], {"type": "message"}], ids=["list", "object"])
+def test_a_type_that_is_no_string_is_an_unknown_type_not_a_parser_error(kind):
+    # (each was a TypeError, unhashable, and the whole line a parser error: a prompt
+    # with it in its content kinds was lost)
+    call = envelope("response_item", {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c1"})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-odd"}), call,
+        envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted"}),
+        envelope("response_item", {"type": kind}),  # after a call its turn's abort left open
+    ])
+    assert [(r.tool_use_id, r.outcome) for r in of(records, ToolResult)] == [("codex:t-odd:c1", "cancelled")]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "unknown-type"]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-odd"}),
+        envelope("response_item", {**user_item({"type": "input_text", "text": "hello"}),
+                                   "internal_chat_message_metadata_passthrough": {"content_item_kinds": [kind]}}),
+    ])
+    assert [(m.role, m.is_meta, m.text) for m in of(records, Message)] == [("user", 0, "hello")]
+    fork, parent = "019bccd5-5e15-7883-8b2b-74522ca33fd4", "019bccd5-5e15-7883-8b2b-000000000000"
+    records = feed_raw([  # a fork's copy of its parent's history
+        envelope("session_meta", {"id": fork, "timestamp": "2026-01-02T00:00:00Z", "forked_from_id": parent}),
+        envelope("session_meta", {"id": parent, "timestamp": "2026-01-01T00:00:00Z"}),
+        envelope("event_msg", {"type": kind, "turn_id": "x"}, "2026-01-02T00:00:00Z"),
+    ])
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "replay", "replay"]
+
+
 THREAD_ID = "019ad000-0000-7000-8000-0000000000a1"
 FIRST_ROLLOUT = "019ad100-0000-7000-8000-0000000000b2"  # the rollout of a first thread/revert
 SECOND_ROLLOUT = "019ad200-0000-7000-8000-0000000000c3"  # the rollout of a revert of that one

@@ -700,7 +700,7 @@ class CodexParser:
         kind = data.get("type")
         payload = data.get("payload")
         timestamp = first_text(data.get("timestamp"))
-        if self.s.aborted_calls and dig(payload if isinstance(payload, dict) else data, "type") not in OUTPUT_ITEMS:
+        if self.s.aborted_calls and first_text(dig(payload if isinstance(payload, dict) else data, "type")) not in OUTPUT_ITEMS:
             self._settle_aborted_calls(out, timestamp)
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
             if kind == "session_meta":
@@ -912,7 +912,7 @@ class CodexParser:
         if not copied:
             self._end_replay()
             return False
-        if payload and payload.get("type") in TURN_CLOSES:
+        if payload and first_text(payload.get("type")) in TURN_CLOSES:
             s.replay_turn = False
         elif turn_ms is not None:
             s.replay_turn = True
@@ -1700,7 +1700,7 @@ def _is_injected(text: str) -> bool:
 def _is_notice(item: dict) -> bool:
     """Whether a message item is all of kinds Codex writes in another's name (``NOTICE_KINDS``)."""
     kinds = dig(item, "internal_chat_message_metadata_passthrough", "content_item_kinds")
-    return isinstance(kinds, list) and bool(kinds) and all(kind in NOTICE_KINDS for kind in kinds)
+    return isinstance(kinds, list) and bool(kinds) and all(isinstance(kind, str) and kind in NOTICE_KINDS for kind in kinds)
 
 
 def _spoken_task(text: str) -> str:
