@@ -1337,3 +1337,22 @@ def test_a_compression_keeping_a_prompt_with_its_ide_context_merged_in_keeps_the
     assert [(m.text, m.meta) for m in messages if m.subtype == "compact_boundary"] == [
         ("history replaced: 2 dropped, 2 kept",
          {"preserved_uuids": ["gemini:s-1:env-1", "gemini:s-1:u1", "gemini:s-1:g1"]})]
+
+
+@pytest.mark.parametrize("kind", [[], {"type": "gemini"}], ids=["list", "object"])
+def test_a_message_whose_type_is_no_string_is_of_unknown_type_not_a_parser_error(kind):
+    # (a TypeError, unhashable, made the whole line a parser error: the reply a $set added with it was lost)
+    first = {"id": "u1", "type": "user", "content": "Hi"}
+    added = {"id": "s1", "type": "gemini", "content": "Synthetic turn"}
+    records = feed_all(jsonl(META, first, {"$set": {"messages": [first, added, {"id": "x1", "type": kind, "content": "odd"}]}}))
+    assert [(m.uuid, m.type, m.role, m.text) for m in of(records, Message)] == [
+        ("gemini:s-1:u1", "user", "user", "Hi"), ("gemini:s-1:s1", "gemini", "assistant", "Synthetic turn"),
+        ("gemini:s-1:x1", "unknown", None, "odd"),
+    ]
+    records = feed_all(jsonl(  # a history written anew: each line a copy of what it said before?
+        META, {"$set": {"messages": [COMPRESSED_ENV]}}, first, {**COMPRESSED_ENV, "id": "env2"},
+        {"id": "u9", "type": kind, "content": "Hi"}))
+    assert [(m.uuid, m.type, m.is_meta) for m in of(records, Message)] == [
+        ("gemini:s-1:env", "user", 1), ("gemini:s-1:u1", "user", 0), ("gemini:s-1:u9", "unknown", 1),
+    ]
+    assert [r.reason for r in of(records, Merged)] == ["metadata", "history-copy"]

@@ -476,7 +476,7 @@ class GeminiParser:
         self.s.said.update((m["id"], _said(m)) for m in opening)
         # A message it keeps stays current even written without its type.
         before = set(self.s.current)
-        self.s.current = [m["id"] for m in records if (m["id"] in before or m.get("type") in CONVERSATION_TYPES)
+        self.s.current = [m["id"] for m in records if (m["id"] in before or first_text(m.get("type")) in CONVERSATION_TYPES)
                           and m["id"] not in self.s.injected]
         self._forget_gone()
         if records and records[-1] is not (added[-1] if added else None):
@@ -560,7 +560,7 @@ class GeminiParser:
             starts = range(1)  # it opens with the context: what no prompt says
         else:
             return []
-        if record.get("type") not in CONVERSATION_TYPES or record["id"] in {*history, *self.s.injected}:
+        if first_text(record.get("type")) not in CONVERSATION_TYPES or record["id"] in {*history, *self.s.injected}:
             return []  # (a message written again under its own id is no copy)
         parts = _parts(record.get("content"))
         said = _part_digests(record, parts)
