@@ -796,6 +796,26 @@ def test_archived_rollout_keeps_its_session(tmp_path, corpus_root):
     assert rows(db_path, "SELECT COUNT(*), COUNT(DISTINCT uuid) FROM messages") == [(18, 18)]
 
 
+def test_a_corrupt_compressed_copy_of_a_gone_rollout_is_no_copy(tmp_path, corpus_root):
+    # Its rows stay with the gone file (archived); the check that would move them to the
+    # copy failed the whole ingest, run after run, with the decompressor's error.
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
+    packed = home / "archived_sessions" / (live.name + ".zst")
+    packed.parent.mkdir()
+    packed.write_bytes(zstandard.ZstdCompressor(write_checksum=True).compress(live.read_bytes()))
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    live.unlink()
+    data = bytearray(packed.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    packed.write_bytes(bytes(data))
+    for _ in range(2):
+        summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+        assert [(Path(path).name, line, reason) for path, line, reason in summary.error_samples] == [
+            (packed.name, None, "parser error: ZstdError(\"zstd decompress error: Restored data doesn't match checksum\")")]
+    assert rows(db_path, "SELECT missing, (SELECT COUNT(*) FROM messages WHERE file_id = f.id) FROM source_files f "
+                         "ORDER BY id") == [(1, 18), (0, 0)]
+
+
 def test_archived_rollout_stays_live(tmp_path, corpus_root):
     db_path, _, _, _ = archive(tmp_path, corpus_root)
     assert rows(db_path, "SELECT availability FROM sessions") == [("live",)]

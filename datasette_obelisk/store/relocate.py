@@ -72,10 +72,12 @@ def _follow_project(conn: sqlite3.Connection, old: int, new: int, redact) -> Non
 
 
 def _hashes(path: str, compression: str | None, cursor: int):
+    import zstandard
+
     try:
         with open_stream(path, compression) as (_, stream):
             return stream_hashes(stream, cursor)
-    except OSError:
+    except (OSError, zstandard.ZstdError):  # (a compressed copy that is corrupt is no copy)
         return None
 
 
