@@ -422,7 +422,8 @@ class CodexSource:
     #    the marker ending an imported session is Codex's (log-only), not an answer, and the import
     #    ledger (``external_agent_session_imports.json``) makes a thread imported from a Claude Code
     #    session that session's child (relationship ``import``)
-    parser_version = 15
+    # 16: a ``type`` that is no string (a list, an object) is an unknown type, not a parser error
+    parser_version = 16
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"

@@ -152,7 +152,8 @@ class GeminiSource:
     #     what its loop detection tells the model, are meta;
     #     a reply holding nothing that a history sync leaves out before a message it keeps
     #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
-    # 16: messages carry the chat's folder as known at their line (cwd)
+    # 16: messages carry the chat's folder as known at their line (cwd); a message whose
+    #     ``type`` is no string is of unknown type, not a parser error
     parser_version = 16
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)
