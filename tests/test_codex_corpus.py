@@ -704,6 +704,20 @@ def test_format_drift_is_reported_loudly(tmp_path):
     assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(0, reason)]
 
 
+def test_format_drift_keeps_the_row_of_a_bad_first_line(tmp_path):
+    # (a file's error is at line 0, byte 0: keyed by file and byte offset alone, it took
+    # the place of the first line's)
+    path = drifted_rollout(tmp_path)
+    path.write_bytes(b"{not json\n" + path.read_bytes())
+    db_path = tmp_path / "obelisk.db"
+    summary = ingest(db_path, {"codex": tmp_path / ".codex"}, sources=codex_sources())
+    drift = "none of the 5 lines has a type the codex parser knows: format drift? (0 messages ingested)"
+    bad = "invalid JSON: unexpected character, expected a string key: line 1 column 2 (char 1)"
+    assert [(line, reason) for file, line, reason in summary.error_samples if file == str(path)] == [(1, bad), (None, drift)]
+    assert rows(db_path, "SELECT line_no, byte_offset, reason FROM ingest_errors WHERE path = ? ORDER BY line_no",
+                [str(path)]) == [(0, 0, drift), (1, 0, bad)]
+
+
 def test_format_drift_fails_the_cli(tmp_path):
     path = drifted_rollout(tmp_path)
     db_path = tmp_path / "obelisk.db"

@@ -882,3 +882,37 @@ def test_generated_chats_ingested_as_they_grow_give_a_whole_ingests_rows(tmp_pat
         ingest(tmp_path / "live.db", {"gemini": tmp_path / "live" / ".gemini"}, sources=gemini_sources(), redact=False)
     got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "whole.db")
     assert got == expected, diff(got, expected)
+
+
+def test_each_bad_message_of_a_chat_document_has_its_error_row(tmp_path, corpus_root):
+    # (keyed by file and byte offset alone, and each at offset 0, they kept the last one's row)
+    chat = orjson.loads((corpus_root / LEGACY).read_bytes())
+    chat["messages"] = [chat["messages"][0], 1, "two", chat["messages"][1], None]
+    path = tmp_path / ".gemini" / LAYOUT[LEGACY]
+    path.parent.mkdir(parents=True)
+    path.write_bytes(orjson.dumps(chat))
+    summary = ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert summary.errors == 3
+    assert rows(tmp_path / "obelisk.db", "SELECT line_no, byte_offset, reason FROM ingest_errors ORDER BY line_no") == [
+        (2, 0, "message is not a message record"), (3, 0, "message is not a message record"),
+        (5, 0, "message is not a message record")]
+
+
+def test_a_database_keyed_by_offset_alone_reads_again_the_files_whose_error_rows_it_lost(tmp_path, corpus_root):
+    test_each_bad_message_of_a_chat_document_has_its_error_row(tmp_path, corpus_root)
+    db_path = tmp_path / "obelisk.db"
+    old = sqlite3.connect(db_path)
+    with old:  # as m001 made it, with the one row it kept
+        old.execute("DROP TABLE ingest_errors")
+        old.execute("""CREATE TABLE ingest_errors (id INTEGER PRIMARY KEY, file_id INTEGER, path TEXT NOT NULL,
+                       line_no INTEGER, byte_offset INTEGER, byte_length INTEGER, reason TEXT NOT NULL,
+                       created_at TEXT NOT NULL, UNIQUE (path, byte_offset))""")
+        old.execute("INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
+                    "SELECT id, path, 5, 0, size, 'message is not a message record', '2026-01-01' FROM source_files")
+        old.execute("DELETE FROM _sqlite_migrations WHERE name = 'm045_key_ingest_errors_by_line'")
+    old.close()
+    summary = ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert (summary.files_replayed, summary.errors) == (1, 3)
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors ORDER BY line_no") == [
+        (2, "message is not a message record"), (3, "message is not a message record"),
+        (5, "message is not a message record")]

@@ -67,6 +67,7 @@ def test_migrations_in_order(conn):
         "m042_create_session_links",
         "m043_index_failed_tool_results",
         "m044_index_conversation_messages",
+        "m045_key_ingest_errors_by_line",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -1228,3 +1228,35 @@ def m044_index_conversation_messages(db):
         "WHERE role IN ('user', 'assistant') AND is_meta = 0 AND is_compact_summary = 0 AND visibility = 'visible' "
         "AND content_type NOT IN ('thinking', 'redacted_thinking', 'tool_result', 'tool_use', 'interruption')"
     )
+
+
+@migrations()
+def m045_key_ingest_errors_by_line(db):
+    # An error row was known by its file and byte offset alone: of a document's
+    # items (each at offset 0) only the last bad one kept its row, and an error
+    # about the whole file (line 0, offset 0: it could not be read, or its
+    # lines were all of unknown types) took the place of its first line's,
+    # which a file read on from its cursor never wrote again. Its line is part
+    # of its key now. Files that failed more lines than they have rows for are
+    # read again, to write the rows they lost.
+    db.executescript(
+        """
+        ALTER TABLE ingest_errors RENAME TO ingest_errors_unkeyed;
+        CREATE TABLE ingest_errors (
+            id INTEGER PRIMARY KEY,
+            file_id INTEGER,
+            path TEXT NOT NULL,
+            line_no INTEGER,
+            byte_offset INTEGER,
+            byte_length INTEGER,
+            reason TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            UNIQUE (path, line_no, byte_offset)
+        );
+        INSERT INTO ingest_errors SELECT * FROM ingest_errors_unkeyed;
+        DROP TABLE ingest_errors_unkeyed;
+        CREATE INDEX ingest_errors_file ON ingest_errors (file_id);
+        UPDATE source_files SET parser_version = NULL WHERE missing = 0 AND lines_failed > (
+            SELECT COUNT(*) FROM ingest_errors WHERE file_id = source_files.id AND line_no > 0);
+        """
+    )

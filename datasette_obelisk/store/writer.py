@@ -346,8 +346,8 @@ class Writer:
         self.conn.execute(
             "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
-            "ON CONFLICT (path, byte_offset) DO UPDATE SET reason = excluded.reason, "
-            "line_no = excluded.line_no, byte_length = excluded.byte_length, file_id = excluded.file_id",
+            "ON CONFLICT (path, line_no, byte_offset) DO UPDATE SET reason = excluded.reason, "
+            "byte_length = excluded.byte_length, file_id = excluded.file_id",
             [self.file_id, self.path, p.line_no, p.byte_offset, p.byte_length, e.reason],
         )
 
