@@ -978,6 +978,17 @@ def test_an_escaped_lone_surrogate_is_read_as_a_replacement_character():
         "t": "\ufffd", "n": 1.2345678901234568e+23, "m": 18446744073709551615}
 
 
+def test_an_escaped_nul_is_read_as_a_replacement_character():
+    # SQLite's JSON functions end a text at a NUL: an id holding one was lost in json_each
+    from datasette_obelisk.sources.lines import load_json
+    line = b'{"type": "user", "uuid": "u\\u0000", "sessionId": "s1", "message": {"role": "user", "content": "a\\u0000b"}}'
+    assert [(m.uuid, m.text) for m in of_type(feed_lines([line]), Message)] == [("u\ufffd", "a\ufffdb")]
+    # (a key too, the text too; an escaped backslash before "u0000" is no NUL)
+    for data in (b'{"k\\u0000": ["\\u0000\\u0000", "\\\\u0000", "\\\\\\u0000"]}',
+                 '{"k\\u0000": ["\\u0000\\u0000", "\\\\u0000", "\\\\\\u0000"]}'):
+        assert load_json(data) == {"k\ufffd": ["\ufffd\ufffd", "\\u0000", "\\\ufffd"]}
+
+
 @pytest.mark.parametrize(
     "line, accounted",
     [
@@ -1124,7 +1135,7 @@ def test_default_root(tmp_path):
 def test_registered_through_the_hookspec():
     source = get_sources()["claude"]
     assert isinstance(source, ClaudeCodeSource)
-    assert (source.name, source.parser_version) == ("claude", 17)
+    assert (source.name, source.parser_version) == ("claude", 18)
 
 
 def test_a_renamed_message_takes_its_lines_tool_calls_results_and_summary(tmp_path):

@@ -718,6 +718,22 @@ def test_format_drift_keeps_the_row_of_a_bad_first_line(tmp_path):
                 [str(path)]) == [(0, 0, drift), (1, 0, bad)]
 
 
+def test_a_thread_id_holding_an_escaped_nul_is_ingested(tmp_path):
+    # SQLite's json_each ends a text at a NUL: the session was never found in the queue of
+    # sessions to derive, and the ingest looped forever (so it runs in a process of its own)
+    path = dated_rollout(
+        tmp_path, "0195a000-0000-7000-8000-000000000004",
+        envelope("session_meta", {"id": "t\u0000x", "cwd": "/w"}, "2026-03-01T10:00:00.000Z")
+        + envelope("response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                   "2026-03-01T10:00:01.000Z"),
+    )
+    db_path = tmp_path / "obelisk.db"
+    code = f"from datasette_obelisk.store.ingest import ingest; ingest({str(db_path)!r}, {{'codex': {str(path.parents[4])!r}}})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    assert rows(db_path, "SELECT id, message_count FROM sessions") == [("codex:t\ufffdx", 1)]
+    assert rows(db_path, "SELECT COUNT(*) FROM derive_queue") == [(0,)]
+
+
 def test_format_drift_fails_the_cli(tmp_path):
     path = drifted_rollout(tmp_path)
     db_path = tmp_path / "obelisk.db"

@@ -225,7 +225,8 @@ class ClaudeCodeSource:
     # output Claude Code saved to a file of its own (``<session>/tool-results/``)
     # is read, and its result's stored output is the whole of it (``output_uuid``),
     # not the note's preview
-    parser_version = 17
+    # 18: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json)
+    parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"

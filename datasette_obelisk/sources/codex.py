@@ -423,7 +423,8 @@ class CodexSource:
     #    ledger (``external_agent_session_imports.json``) makes a thread imported from a Claude Code
     #    session that session's child (relationship ``import``)
     # 16: a ``type`` that is no string (a list, an object) is an unknown type, not a parser error
-    parser_version = 16
+    # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json)
+    parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
@@ -93,7 +94,12 @@ def _split_lines(stream: BinaryIO, start: int, first_line_no: int, max_line: int
 def load_json(data: bytes | str) -> Any:
     """``orjson.loads``, except that an escaped lone surrogate (``"\\ud83d"``: a
     JavaScript string cut inside an emoji, as a tool output clipped by length)
-    is read as U+FFFD instead of failing the whole line."""
+    is read as U+FFFD instead of failing the whole line, and so is an escaped
+    NUL (``"\\u0000"``): SQLite's JSON functions end a text at a NUL, so an id
+    holding one was never found again through ``json_each`` (an ingest deriving
+    a session of such an id looped forever)."""
+    if (b"\\u0000" if isinstance(data, bytes) else "\\u0000") in data:
+        data = _ESCAPED_NUL.sub(rb"\1\\ufffd", data) if isinstance(data, bytes) else _ESCAPED_NUL_TEXT.sub(r"\1\\ufffd", data)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -105,6 +111,11 @@ def load_json(data: bytes | str) -> Any:
             )
         except (ValueError, RecursionError):  # (nested deeper than Python goes)
             raise exc from None
+
+
+# "\u0000" not written as text (after an escaped backslash): keeps the backslashes before it
+_ESCAPED_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+_ESCAPED_NUL_TEXT = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def _refused(text: str):
