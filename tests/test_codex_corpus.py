@@ -790,6 +790,66 @@ def test_zstd_copy_gives_the_same_rows(tmp_path, corpus_root, relative):
     assert rows(tmp_path / "plain.db", counts) == [(*FILES[LAYOUT[relative]], None)]
 
 
+THREAD = "019c0000-0000-7000-8000-00000000c0de"
+PACKED = f"sessions/2026/03/01/rollout-2026-03-01T10-00-00-{THREAD}.jsonl.zst"
+CUT_SHORT = "cannot read file: its zstd data is cut short (the file ends inside a frame)"
+
+
+def prompts(count: int, filler: int = 0) -> list[bytes]:
+    """A rollout's lines: its session_meta, then ``count - 1`` prompts (of ``filler`` more characters)."""
+    return [envelope("session_meta", {"id": THREAD, "timestamp": "2026-03-01T10:00:00.000Z"}, "2026-03-01T10:00:00.000Z")] + [
+        envelope("response_item", {"type": "message", "role": "user",
+                                   "content": [{"type": "input_text", "text": f"prompt {i} " + "x" * filler}]},
+                 f"2026-03-01T10:{i // 60 % 60:02d}:{i % 60:02d}.000Z")
+        for i in range(1, count)]
+
+
+def frames_of(lines: list[bytes], size: int, **options) -> list[bytes]:
+    """``lines`` compressed ``size`` to a zstd frame."""
+    return [zstandard.ZstdCompressor(**options).compress(b"".join(lines[i:i + size])) for i in range(0, len(lines), size)]
+
+
+def test_a_compressed_rollout_cut_short_keeps_what_it_read_and_says_so_once_quiet(tmp_path):
+    # (the decompressor takes the cut for the end of the file: its last frame was lost
+    # without a word, and a file of one frame read as empty)
+    home, db_path = tmp_path / ".codex", tmp_path / "obelisk.db"
+    path = home / PACKED
+    path.parent.mkdir(parents=True)
+    frames = frames_of(prompts(30), 10)
+    path.write_bytes(b"".join(frames)[:len(frames[0]) + len(frames[1]) + len(frames[2]) // 2])
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert (summary.messages, summary.errors) == (19, 0)  # its writer may be at it still
+    os.utime(path, (1e9, 1e9))  # ... and went quiet long ago
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert (summary.messages, summary.errors) == (19, 1)
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(21, CUT_SHORT)]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [(21, 19, 1, 1)]
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert (summary.files_skipped, summary.errors) == (1, 0)
+    path.write_bytes(frames[0][:-1])  # nothing of it can be read: the file cannot be read
+    os.utime(path, (1e9, 1e9))
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert (summary.messages, summary.errors) == (0, 1)
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(0, CUT_SHORT)]
+
+
+def test_a_compressed_rollout_corrupt_midway_keeps_what_was_read_before(tmp_path):
+    # (the decompressor's error failed the file: none of its lines was stored)
+    home, db_path = tmp_path / ".codex", tmp_path / "obelisk.db"
+    path = home / PACKED
+    path.parent.mkdir(parents=True)
+    frames = frames_of(prompts(3000, filler=1000), 500, write_checksum=True)
+    broken = bytearray(frames[4])
+    broken[len(broken) // 2] ^= 0xFF
+    path.write_bytes(b"".join([*frames[:4], broken, frames[5]]))
+    summary = ingest(db_path, {"codex": home}, sources=codex_sources())
+    reason = "cannot read file: its zstd data is corrupt (zstd decompress error: Restored data doesn't match checksum)"
+    assert (summary.messages, summary.errors) == (1804, 1)  # every line of the first 2 MB decompressed
+    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(1806, reason)]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (1806, 1804, 1, 1)]
+
+
 def ingested_rollout(tmp_path, corpus_root, relative=COMPACTION):
     """A corpus rollout copied where Codex writes it and ingested: (home, its path, the database)."""
     home = tmp_path / ".codex"
@@ -841,7 +901,7 @@ def test_a_corrupt_compressed_copy_of_a_gone_rollout_is_no_copy(tmp_path, corpus
     for _ in range(2):
         summary = ingest(db_path, {"codex": home}, sources=codex_sources())
         assert [(Path(path).name, line, reason) for path, line, reason in summary.error_samples] == [
-            (packed.name, None, "parser error: ZstdError(\"zstd decompress error: Restored data doesn't match checksum\")")]
+            (packed.name, None, "cannot read file: its zstd data is corrupt (zstd decompress error: Restored data doesn't match checksum)")]
     assert rows(db_path, "SELECT missing, (SELECT COUNT(*) FROM messages WHERE file_id = f.id) FROM source_files f "
                          "ORDER BY id") == [(1, 18), (0, 0)]
 

@@ -144,27 +144,38 @@ class Reader:
             cursor += 1
         records: list = []
         size = lines = 0
-        for line in read_lines(stream, cursor, line_no + 1):
-            end = line.position.byte_offset + line.position.byte_length
-            if not line.terminated:
-                if is_complete(line):
-                    records.extend(feed(parser, line))
-                    yield self.batch(unit, parser, raw, records, end, line.position.line_no, lines + 1, open_line=True)
-                else:
-                    yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=end - cursor)
-                    if job.settled:
-                        yield PendingLine(line.position)
-                return
-            if line.data is not None and not line.data.strip():
+        try:
+            for line in read_lines(stream, cursor, line_no + 1):
+                end = line.position.byte_offset + line.position.byte_length
+                if not line.terminated:
+                    if is_complete(line):
+                        records.extend(feed(parser, line))
+                        yield self.batch(unit, parser, raw, records, end, line.position.line_no, lines + 1, open_line=True)
+                    else:
+                        yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=end - cursor)
+                        if job.settled:
+                            yield PendingLine(line.position)
+                    return
+                if line.data is not None and not line.data.strip():
+                    cursor, line_no = end + 1, line.position.line_no
+                    continue
+                records.extend(feed(parser, line))
+                lines += 1
+                size += line.position.byte_length + 1
                 cursor, line_no = end + 1, line.position.line_no
-                continue
-            records.extend(feed(parser, line))
+                if size >= self.chunk_bytes or lines >= self.chunk_lines:
+                    yield self.batch(unit, parser, raw, records, cursor, line_no, lines, at_eof=False)
+                    records, size, lines = [], 0, 0
+        except CompressedDataError as exc:
+            # A compressed file that cannot be read to its end keeps what was read before
+            # (one cut short may still be being written: read again once it has gone quiet).
+            if exc.cut_short and not job.settled:
+                yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=1)
+                return
+            if cursor == job.cursor and not records:
+                raise  # nothing read: the file cannot be read (a re-read keeps what it held)
+            records.append(LineError(Position(line_no + 1, cursor, 0), f"cannot read file: {exc}"))
             lines += 1
-            size += line.position.byte_length + 1
-            cursor, line_no = end + 1, line.position.line_no
-            if size >= self.chunk_bytes or lines >= self.chunk_lines:
-                yield self.batch(unit, parser, raw, records, cursor, line_no, lines, at_eof=False)
-                records, size, lines = [], 0, 0
         yield self.batch(unit, parser, raw, records, cursor, line_no, lines)
 
     def batch(self, unit, parser, raw, records, cursor, line_no, lines, *, open_line=False, pending=0, at_eof=True) -> Batch:
@@ -263,9 +274,82 @@ def open_stream(path, compression: str | None, kept_open: Mapping[str, int] | No
             import zstandard
 
             with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                yield raw, stream
+                yield raw, ZstdStream(stream, raw)
         else:
             yield raw, raw
+
+
+class CompressedDataError(OSError):
+    """A compressed file that cannot be decompressed to its end: corrupt, or ``cut_short``."""
+
+    def __init__(self, reason: str, cut_short: bool = False):
+        super().__init__(reason)
+        self.cut_short = cut_short
+
+
+class ZstdStream:
+    """The decompressed bytes of a zstd file (``stream``, read across frames from ``raw``).
+
+    The decompressor takes a file cut short inside a frame for its end, without
+    a word: that is told here, from the frame and block headers, once it gives
+    no more. Both that and corrupt data are ``CompressedDataError``s."""
+
+    def __init__(self, stream, raw):
+        self.stream, self.raw = stream, raw
+
+    def read(self, size: int = -1) -> bytes:
+        import zstandard
+
+        try:
+            data = self.stream.read(size)
+        except zstandard.ZstdError as exc:
+            raise CompressedDataError(f"its zstd data is corrupt ({exc})") from None
+        if not data and size and zstd_cut_short(self.raw.fileno()):
+            raise CompressedDataError("its zstd data is cut short (the file ends inside a frame)", cut_short=True)
+        return data
+
+    def seek(self, offset: int) -> int:
+        import zstandard
+
+        try:
+            return self.stream.seek(offset)
+        except zstandard.ZstdError as exc:
+            raise CompressedDataError(f"its zstd data is corrupt ({exc})") from None
+
+
+ZSTD_MAGIC = 0xFD2FB528
+SKIPPABLE_MAGIC = 0x184D2A5  # the first 28 bits of a skippable frame's magic number
+
+
+def zstd_cut_short(fd: int) -> bool:
+    """Whether the zstd frames of the file ``fd`` end inside a frame (RFC 8878: a frame is
+    its header, then blocks up to the one marked last, then its checksum if it has one).
+    Only headers are read. What is no zstd data at all is the decompressor's to report."""
+    size = os.fstat(fd).st_size
+    at = 0
+    while at < size:
+        head = os.pread(fd, 8, at)
+        magic = int.from_bytes(head[:4], "little")
+        if len(head) < 5 or (magic >> 4 == SKIPPABLE_MAGIC and len(head) < 8):
+            return True
+        if magic >> 4 == SKIPPABLE_MAGIC:
+            at += 8 + int.from_bytes(head[4:8], "little")
+            continue
+        if magic != ZSTD_MAGIC:
+            return False
+        descriptor = head[4]
+        single_segment = descriptor >> 5 & 1
+        at += 5 + (not single_segment) + (0, 1, 2, 4)[descriptor & 3] + (single_segment, 2, 4, 8)[descriptor >> 6]
+        last = False
+        while not last:
+            block = os.pread(fd, 3, at)
+            if len(block) < 3:
+                return True
+            header = int.from_bytes(block, "little")
+            last = bool(header & 1)
+            at += 3 + (1 if header >> 1 & 3 == 1 else header >> 3)  # (an RLE block holds one byte)
+        at += 4 * (descriptor >> 2 & 1)
+    return at > size
 
 
 def _skip(stream, count: int) -> None:
