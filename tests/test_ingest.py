@@ -639,6 +639,28 @@ def test_a_stored_file_in_a_folder_that_cannot_be_read_is_not_gone(db, root, mon
     assert rows(db, "SELECT availability FROM sessions") == [("live",)]
 
 
+def test_a_folder_that_cannot_be_read_is_named(db, root, monkeypatch):
+    """Its logs were missed without a word (mode 000, as another user; simulated, as root reads any)."""
+    from datasette_obelisk.sources import base
+
+    (root / "ok.jsonl").write_bytes(line(id="a", text="fine"))
+    (root / "locked").mkdir()
+    (root / "locked" / "s1.jsonl").write_bytes(line(id="b", text="unseen"))
+    real_scandir = base.os.scandir
+
+    def scandir(path):
+        if str(path) == str(root / "locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(base.os, "scandir", scandir)
+    summary = run(db, root)
+    assert (summary.files, summary.messages, summary.errors) == (1, 1, 0)
+    assert summary.warnings == [{"source": "toy", "path": str(root / "locked"),
+                                 "message": f"the toy folder {root / 'locked'} cannot be read (Permission denied): no log in it is read"}]
+    assert run(db, root).warnings == summary.warnings  # each run, while it cannot be read
+
+
 def test_replayed_uuid_is_stored_once(db, root):
     (root / "s1.jsonl").write_bytes(line(id="a", text="original"))
     (root / "s2.jsonl").write_bytes(line(id="a", text="original") + line(id="b", text="new"))

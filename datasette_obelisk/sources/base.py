@@ -8,6 +8,8 @@ saved at the last committed line), feeds it lines and writes the records.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Protocol
@@ -161,6 +163,22 @@ def printable_path(path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
+# The folders ``walk_files`` could not read, while someone collects them (``unreadable_folders``).
+_unreadable: ContextVar[list | None] = ContextVar("unreadable_folders", default=None)
+
+
+@contextmanager
+def unreadable_folders() -> Iterator[list[tuple[Path, OSError]]]:
+    """Within the block, each folder ``walk_files`` skips because it cannot be read,
+    with why: the ingester reports them, which would otherwise miss their files without a word."""
+    found: list[tuple[Path, OSError]] = []
+    token = _unreadable.set(found)
+    try:
+        yield found
+    finally:
+        _unreadable.reset(token)
+
+
 def walk_files(root: Path) -> Iterator[Path]:
     """Files below ``root``, sorted.
 
@@ -168,9 +186,9 @@ def walk_files(root: Path) -> Iterator[Path]:
     still the agent's), once every real folder has been walked, and only to
     a folder not walked yet: a link back up, or to a folder also reached
     directly, reads nothing twice, and files keep their real paths. Unreadable
-    folders are skipped; entries that are not regular files (a dangling link,
-    a symlink loop, a FIFO) are still yielded so the ingester can report them
-    instead of silently missing them.
+    folders are skipped (and noted, see ``unreadable_folders``); entries that
+    are not regular files (a dangling link, a symlink loop, a FIFO) are still
+    yielded so the ingester can report them instead of silently missing them.
     """
     walked: set[tuple[int, int]] = set()
     links: list[Path] = []
@@ -190,7 +208,11 @@ def _walk_folder(folder: Path, walked: set, links: list) -> Iterator[Path]:
     try:
         st = os.stat(folder)
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
+        return  # (no such folder: nothing missed)
+    except OSError as exc:
+        if (noted := _unreadable.get()) is not None:
+            noted.append((folder, exc))
         return
     walked.add((st.st_dev, st.st_ino))
     for entry in entries:

@@ -26,7 +26,7 @@ import orjson
 
 from ..records import LineError, Position
 from ..sources.base import (
-    Source, SourceFile, default_folder_warnings, default_root_of, folders_of, printable_path,
+    Source, SourceFile, default_folder_warnings, default_root_of, folders_of, printable_path, unreadable_folders,
 )
 from ..sources.common import is_json_object
 from ..sources import lines as line_reader
@@ -215,7 +215,8 @@ class Ingester:
         units = []
         for name, root in list(self.roots.items()):
             try:
-                found = list(self.sources[name].discover(root))
+                with unreadable_folders() as skipped:
+                    found = list(self.sources[name].discover(root))
                 stray = next((u for u in found if not isinstance(u, SourceFile) or u.source != name), None)
                 if stray is not None:
                     raise TypeError(f"it found {stray!r}, which is no SourceFile of source {name!r}")
@@ -226,6 +227,10 @@ class Ingester:
                 del self.roots[name]  # nor are its stored files taken for gone
                 continue
             self.found[name] = len(found)
+            for folder, exc in skipped:
+                where = printable_path(folder)
+                self.summary.warnings.append({"source": name, "path": where, "message": (
+                    f"the {name} folder {where} cannot be read ({exc.strerror or exc}): no log in it is read")})
             units.extend(self.storable(found))
         return self.one_path_per_file(in_read_order(units))
 
@@ -1448,7 +1453,7 @@ def ingest(
             conn, sources, {k: Path(v).absolute() for k, v in roots.items()}, redact=record_redactor, **options
         )
         summary = ingester.run()
-        summary.warnings = warnings + empty_folder_warnings(
+        summary.warnings = warnings + summary.warnings + empty_folder_warnings(
             sources, {name: roots[name] for name in expect_logs if name in roots}, ingester.found
         )
         return summary
