@@ -207,8 +207,12 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
         # Without --limit, the whole session: a page of the most one call returns at a time.
         step = limit or obelisk.MAX_THREAD
         first = True
-        while True:
-            page = obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset))
+        pages = (  # (the session put in time order once, not once a page)
+            iter([obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset))])
+            if limit is not None else
+            obelisk.thread_pages(conn, session_id, given(includeMeta=include_meta, offset=offset), step=step)
+        )
+        for page in pages:
             uuids = [message["uuid"] for message in page.items]
             if as_json:
                 items = dumps(page.items)
@@ -221,7 +225,6 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
             first = False
             if limit is not None or not page.remaining or not page.items:
                 break
-            offset += len(page.items)
     finally:
         conn.close()
     if limit is not None and page.remaining:
