@@ -182,11 +182,15 @@ def known_source(conn, opts: dict) -> dict:
         return {**opts, "source": None}
     installed = get_sources()
     if source is not None and source not in installed:
-        stored = [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
-        message = unknown_sources([source], installed, stored)
+        message = unknown_sources([source], installed, stored_sources(conn))
         if message:
             raise invalid(message)
     return opts
+
+
+def stored_sources(conn) -> list[str]:
+    """The sources of the stored sessions, in order."""
+    return [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]
 
 
 def invalid(message: str) -> QueryError:
@@ -1019,6 +1023,14 @@ def unknown_session(conn, session_id: str) -> QueryError:
     hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
     shown = session_id if len(session_id) <= 200 else session_id[:200] + "…"
     return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")
+
+
+def stored_session_title(conn, session_id: str) -> str:
+    """A stored session's title (its id when it has none), else ``unknown_session``'s error."""
+    found = conn.execute("SELECT id, title FROM sessions WHERE id = ?", [session_id]).fetchone()
+    if found is None:
+        raise unknown_session(conn, session_id)
+    return found[1] or found[0]
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")

@@ -218,6 +218,19 @@ SUBAGENT_COLUMNS = """sa.agent_id, sa.child_session_id, sa.agent_type, sa.descri
     EXISTS (SELECT 1 FROM sessions cs WHERE cs.id = sa.child_session_id) AS child_archived"""
 
 
+def source_gone(session: dict | None) -> bool:
+    """Whether every log a session was read from is gone (no raw line to show)."""
+    return session is not None and session["availability"] == "archived"
+
+
+def archived(conn, session_ids: list) -> set:
+    """Those of these sessions whose every log is gone (``source_gone``): no raw line to link."""
+    return {row[0] for row in conn.execute(
+        "SELECT id FROM sessions WHERE availability = 'archived' AND id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(dict.fromkeys(session_ids)))],
+    )}
+
+
 def subagents(conn, session_id: str) -> list[dict]:
     """The subagents a session started, in log order: agent id, type, description, the call
     that started it (``tool_use_id``, ``tool_name``, ``tool_seq``) and ``child_archived``,

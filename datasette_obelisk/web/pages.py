@@ -6,8 +6,6 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
-import json
-
 from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
 from ..query.filters import Filters
 from ..query.fts import parse_query
@@ -83,12 +81,7 @@ async def session_page(datasette, request, db, params):
     data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
     # a page asked to start at a line (a link to it) says when the view hides that line
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
-    return {"t": data, "options": options, "session_id": session_id, "source_gone": source_gone(data["session"])}
-
-
-def source_gone(session) -> bool:
-    """Whether every log a session was read from is gone (no raw line to show)."""
-    return session is not None and session["availability"] == "archived"
+    return {"t": data, "options": options, "session_id": session_id, "source_gone": transcript.source_gone(data["session"])}
 
 
 async def lineage_page(datasette, request, db, params):
@@ -118,7 +111,7 @@ async def event_page(datasette, request, db, params):
             "subagents": {sa["tool_use_id"]: sa for sa in transcript.subagents(conn, session_id)},
             "in_transcript": transcript.message_anchor(conn, session_id, seq, limit=TRANSCRIPT_PAGE),
             "session_title": next(iter(obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})), {}).get("title"),
-            "source_gone": source_gone(conn.execute("SELECT availability FROM sessions WHERE id = ?", [session_id]).fetchone()),
+            "source_gone": bool(transcript.archived(conn, [session_id])),
             **lineage.event_chains(conn, session_id, seq),
         }
 
@@ -161,7 +154,7 @@ async def files_page(datasette, request, db, params):
             # (the page says which calls it lists, as the list of paths counts them all)
             total = obelisk.file_history_count(conn, path)
             return {"history": history, "total": total, "anchors": anchors_for(conn, [h["toolCall"] for h in history]),
-                    "gone": archived(conn, [h["session"]["id"] for h in history])}
+                    "gone": transcript.archived(conn, [h["session"]["id"] for h in history])}
 
         return {"active_tab": "Files", "path": path, "offset": offset, "page_size": FILE_HISTORY_SHOWN,
                 **await db.execute_fn(load)}
@@ -175,23 +168,19 @@ async def failures_page(datasette, request, db, params):
     query = {**options, "project": contains(options["project"])} if "project" in options else options
 
     def load(conn):
-        session = None
-        if options.get("sessionId"):  # (one not stored is an error, as elsewhere: an empty list would say "no failures")
-            session = conn.execute("SELECT id, title FROM sessions WHERE id = ?", [options["sessionId"]]).fetchone()
-            if session is None:
-                raise obelisk.unknown_session(conn, options["sessionId"])
+        # (a session not stored is an error, as elsewhere: an empty list would say "no failures")
+        title = obelisk.stored_session_title(conn, options["sessionId"]) if options.get("sessionId") else None
         found = obelisk.failures(conn, query)
         return {
             "failures": found, "total": obelisk.failure_count(conn, query),
-            "session_title": session and (session[1] or session[0]),
+            "session_title": title,
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             # (an output saved to a file of its own is whole in that file's raw text, not its line's)
             "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
             # (nor is there a raw line to link once every log of its session is gone, as on the transcript)
-            "gone": archived(conn, [f["session"]["id"] for f in found]),
+            "gone": transcript.archived(conn, [f["session"]["id"] for f in found]),
             # (the chosen one too when no session has it: the menu shows what filters the page)
-            "sources": sorted({row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
-                              | ({options["source"]} if options.get("source") else set())),
+            "sources": sorted({*obelisk.stored_sources(conn), *([options["source"]] if options.get("source") else [])}),
         }
 
     return {
@@ -212,14 +201,6 @@ def contains(pattern: str) -> str:
     """A LIKE pattern as given when it has a ``%``, else one matching any text holding it
     (the helpers take LIKE patterns without an escape: a ``_`` stays a wildcard)."""
     return pattern if "%" in pattern else f"%{pattern}%"
-
-
-def archived(conn, session_ids: list) -> set:
-    """Those of these sessions whose every log is gone (``source_gone``): no raw line to link."""
-    return {row[0] for row in conn.execute(
-        "SELECT id FROM sessions WHERE availability = 'archived' AND id IN (SELECT value FROM json_each(?))",
-        [json.dumps(list(dict.fromkeys(session_ids)))],
-    )}
 
 
 def anchors_for(conn, calls: list) -> dict:
