@@ -251,6 +251,8 @@ def test_pages_fit_a_phone_screen(server, browser, web_db, screenshots):
 LONG_BRANCH = "feature/PLAT-4821-migrate-billing-ledger-to-postgres-and-back-again"
 OVERRIDE_BRANCH = "feat\u202e"  # a right-to-left override, never closed
 LONG_PATH = "src/app/migrations/0007_add_schedule_index_to_the_billing_ledger_and_backfill_it.py"
+RTL_SESSION = "33333333-cccc-4000-8000-000000000003"
+RTL_TEXT = "مرحبا بالعالم!\nשלום (גרסה 2)."
 
 
 @pytest.fixture(scope="module")
@@ -267,6 +269,10 @@ def hostile_server(tmp_path_factory):
                 "timestamp": "2026-03-02T01:00:00.000Z", "cwd": "/w", "gitBranch": branch,
                 "message": {"role": "user", "content": "quokka census"}}
         (project / f"{session}.jsonl").write_text(json.dumps(line) + "\n")
+    # a prompt in right-to-left scripts, punctuation and brackets last
+    line = {"type": "user", "uuid": "rtl-u1", "parentUuid": None, "sessionId": RTL_SESSION,
+            "timestamp": "2026-03-02T02:00:00.000Z", "cwd": "/w", "message": {"role": "user", "content": RTL_TEXT}}
+    (project / f"{RTL_SESSION}.jsonl").write_text(json.dumps(line) + "\n")
     # an agent of the first session, titled by a path that has nowhere to break
     agents = project / "11111111-aaaa-4000-8000-000000000001" / "subagents"
     agents.mkdir(parents=True)
@@ -336,6 +342,25 @@ def test_a_narrow_overview_keeps_project_names_readable_and_only_folds_get_a_tog
     page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
     assert page.locator(".ob-tool").count() > 0 and page.locator("[data-ob-toggle-all]:visible").count() == 2
     context.close()
+
+
+def test_a_message_in_a_right_to_left_script_reads_right_to_left(hostile_server, page):
+    """Each line of a message takes the direction of its own script: the "!" that ends an Arabic
+    line and the "." that ends a Hebrew one are drawn at its left end, left of its first letter."""
+    page.goto(f"{hostile_server}/-/obelisk/session/{RTL_SESSION}")
+    lines = page.locator("#m1 .ob-text").evaluate("""text => {
+        const node = text.firstChild, range = document.createRange();
+        const x = (i) => { range.setStart(node, i); range.setEnd(node, i + 1); return range.getBoundingClientRect().left; };
+        return node.textContent.split("\\n").map((line, n, all) => {
+            const start = all.slice(0, n).reduce((sum, l) => sum + l.length + 1, 0);
+            return {first: x(start), last: x(start + line.length - 1)};
+        });
+    }""")
+    assert len(lines) == 2
+    for line in lines:
+        assert line["last"] < line["first"], lines
+    # (the page around it keeps its own direction)
+    assert page.locator("#m1 .ob-entry-head").evaluate("e => getComputedStyle(e).direction") == "ltr"
 
 
 def test_titles_fragments_and_chosen_facets(hostile_server, page):
