@@ -8,6 +8,7 @@ one change, so the page works without JavaScript.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import date
 from urllib.parse import urlencode
@@ -22,6 +23,7 @@ FACET_LABELS = {
 PAGE_SIZE = 20
 FACET_VALUES = 8  # shown per facet; "more" shows up to MORE_FACET_VALUES of one
 MORE_FACET_VALUES = 100
+DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # (date.fromisoformat also reads 2026-W01-1 and 20260101…)
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,7 @@ class SearchForm:
 def day(name: str, value: str) -> str:
     """``value`` when it is a day written ``YYYY-MM-DD``, else OBELISK_INVALID_ARGUMENT."""
     try:
-        if len(value) == 10 and date.fromisoformat(value):
+        if DAY.fullmatch(value) and date.fromisoformat(value):
             return value
     except ValueError:
         pass
