@@ -122,10 +122,43 @@ def unmarked(text: str) -> str:
 
 
 def is_token_char(char: str) -> bool:
+    """Whether the indexes' tokenizer (``TOKENIZER``) reads ``char`` as part of a word.
+
+    Beyond ASCII, SQLite is asked (once a character): unicode61's tables are
+    its own, not Python's ``unicodedata``. Emoji newer than its tables (🤖,
+    🙂, 🏗) are word characters to it, older ones (🚀) separate words, and a
+    combining mark either joins its word (folded away) or not; a query split
+    otherwise drops terms the index holds, or widens a search to the rest.
+    """
     if char < "\x80":
         return char.isalnum()
-    category = unicodedata.category(char)
-    return category[0] in "LN" or category in ("Co", "Mn")  # (a combining mark is part of its word, then folded)
+    known = _word_characters.get(char)
+    return learn_characters(char).get(char, False) if known is None else known
+
+
+_word_characters: dict[str, bool] = {}
+MAX_KNOWN_CHARACTERS = 200_000
+
+
+def learn_characters(text: str) -> dict[str, bool]:
+    """Ask SQLite, in one statement, which characters of ``text`` not yet known are word
+    characters to ``TOKENIZER`` (``q<char>q`` is then one word, not ``q`` twice); what it said."""
+    new = [c for c in dict.fromkeys(text) if c >= "\x80" and c not in _word_characters]
+    if not new:
+        return {}
+    if len(_word_characters) + len(new) > MAX_KNOWN_CHARACTERS:
+        _word_characters.clear()
+    asked = [c for c in new if not "\ud800" <= c <= "\udfff"]  # (a lone surrogate, refused later: no word)
+    conn = _scratch()
+    try:
+        conn.executemany("INSERT INTO characters (rowid, x) VALUES (?, ?)", [(n, f"q{c}q") for n, c in enumerate(asked)])
+        apart = {rowid for (rowid,) in conn.execute("SELECT rowid FROM characters WHERE characters MATCH 'q'")}
+    finally:
+        conn.execute("DELETE FROM characters")
+    found = {c: n not in apart for n, c in enumerate(asked)}
+    learned = {c: found.get(c, False) for c in new}
+    _word_characters.update(learned)
+    return learned
 
 
 def tokens(text: str) -> list[str]:
@@ -138,6 +171,8 @@ def tokens(text: str) -> list[str]:
 def words(text: str) -> list[str]:
     found: list[str] = []
     current: list[str] = []
+    if not text.isascii():
+        learn_characters(text)
     for char in [*text, " "]:
         if is_token_char(char):
             current.append(char)
@@ -235,6 +270,7 @@ def _scratch() -> sqlite3.Connection:
         conn = _checker.conn = sqlite3.connect(":memory:", isolation_level=None)
         _checker.tables = {}
         conn.execute(f"CREATE VIRTUAL TABLE documents USING fts5(a, b, tokenize='{TOKENIZER}')")
+        conn.execute(f"CREATE VIRTUAL TABLE characters USING fts5(x, tokenize='{TOKENIZER}')")
     return conn
 
 
