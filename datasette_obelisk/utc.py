@@ -17,8 +17,12 @@ CANONICAL = "%Y-%m-%dT%H:%M:%fZ"
 YEAR_OR_MONTH = re.compile(r"\d{4}(-\d{2})?")
 
 
-def canonical(text: str) -> str | None:
-    """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None."""
+def canonical(text: str, rounding: str = "nearest") -> str | None:
+    """``text`` (an ISO 8601 date or time) in the canonical UTC form, else None.
+
+    A fraction finer than a millisecond is rounded to the ``nearest`` one, or
+    ``up`` / ``down`` (what a lower / upper bound needs: stored times are whole
+    milliseconds, and a bound between two admits only the one inside it)."""
     text = text.strip()
     if text.endswith("z"):  # SQLite reads a lowercase z as UTC too
         text = text[:-1] + "Z"
@@ -30,7 +34,7 @@ def canonical(text: str) -> str | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    millis = (moment.microsecond + 500) // 1000
+    millis = (moment.microsecond + {"nearest": 500, "up": 999, "down": 0}[rounding]) // 1000
     try:
         moment = moment.replace(microsecond=0).astimezone(timezone.utc) + timedelta(milliseconds=millis)
     except OverflowError:

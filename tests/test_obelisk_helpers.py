@@ -1120,6 +1120,12 @@ BOUNDED = {
         ({"after": "2025-06-14T13:01:31.5+02:00"}, "bc"),
         ({"before": "2025-06-14T11:01:31.999"}, "abd"),  # no offset: UTC
         ({"after": "2025-06-14T11:01:32Z"}, "c"),
+        # Times are whole milliseconds: a finer bound admits only those inside it (d is at .200).
+        ({"after": "2025-06-14T11:01:31.2004Z"}, "bc"),
+        ({"after": "2025-06-14T11:01:31.200400+00:00"}, "bc"),  # (Python's isoformat())
+        ({"before": "2025-06-14T11:01:31.1996Z"}, "a"),
+        ({"after": "2025-06-14T11:01:31.1996Z", "before": "2025-06-14T11:01:31.2004Z"}, "d"),
+        ({"after": "2025-06-14T11:01:31.2004Z", "before": "2025-06-14T11:01:31.2006Z"}, ""),
     ],
 )
 def test_time_bounds_compare_instants_in_every_helper(stamped_db, helper, bounds, found):

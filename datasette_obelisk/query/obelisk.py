@@ -161,8 +161,9 @@ def check_type(helper: str, name: str, value, max_limit: int):
 
 
 def time_bound(helper: str, display: str, value: str) -> str:
-    """An ``after`` / ``before`` value as the canonical instant stored times are compared with."""
-    instant = canonical(value)
+    """An ``after`` / ``before`` value as the canonical instant stored times are compared with
+    (a fraction finer than a millisecond rounded inward: ``after`` up, ``before`` down)."""
+    instant = canonical(value, "up" if display == "after" else "down")
     if instant is None:
         raise invalid(
             f"{helper}(): {display} must be an ISO 8601 date or time, such as 2025-06-14 or "
