@@ -108,10 +108,13 @@ def one_more(limit: int) -> int:
 
 
 def cut(rows: list, limit: int, what: str) -> tuple[list, str | None]:
-    """``rows`` cut to ``limit``, and the line that says so when that left some out."""
-    if len(rows) <= limit:
-        return rows, None
-    return rows[:limit], f"({limit} shown; there are more {what}: raise --limit or narrow the search)"
+    """``rows`` cut to ``limit``, and the line that says so when that left some out
+    (or may have: at the most a helper returns, ``one_more`` asked for no row past it)."""
+    if len(rows) > limit:
+        return rows[:limit], f"({limit} shown; there are more {what}: raise --limit or narrow the search)"
+    if len(rows) == limit == obelisk.MAX_LIMIT:
+        return rows, f"({limit} shown, the most one call returns; there may be more {what}: narrow the search)"
+    return rows, None
 
 
 def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:

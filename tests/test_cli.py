@@ -478,3 +478,24 @@ def test_every_command_s_help_shows_an_example():
     for path, command in commands(cli, []):
         result = CliRunner().invoke(cli, [*path, "--help"])
         assert result.exit_code == 0 and re.search(r"\n  Examples?:\n", result.output), path
+
+
+@pytest.mark.parametrize("command, what", [(["sessions"], "sessions"), (["search", "needle"], "matches")])
+def test_a_list_cut_at_the_most_a_call_returns_says_there_may_be_more(tmp_path, toy_plugin, monkeypatch, command, what):
+    # One past --limit tells whether rows were left out; at the helpers' maximum there is no
+    # one past to ask for, and the list was cut without a word.
+    from datasette_obelisk.query import obelisk
+    from query_fixtures import ToyLogs, line
+
+    toy = ToyLogs(tmp_path)
+    for n in range(5):
+        toy.write(f"s{n}", line(f"m{n}", "needle", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    monkeypatch.setattr(obelisk, "MAX_LIMIT", 4)
+    at_most = CliRunner().invoke(cli, [*command, "--db", str(toy.db), "--limit", "4"])
+    assert at_most.exit_code == 0, at_most.output
+    assert at_most.output.splitlines()[-1] == (
+        f"(4 shown, the most one call returns; there may be more {what}: narrow the search)"
+    )
+    below = CliRunner().invoke(cli, [*command, "--db", str(toy.db), "--limit", "3"])
+    assert below.output.splitlines()[-1] == f"(3 shown; there are more {what}: raise --limit or narrow the search)"
