@@ -346,3 +346,51 @@ def test_a_live_tail_is_redacted_as_the_latest_ingest_was(tmp_path):
         fp.write(claude_line("u3", "u2", "user", f"again {TOKEN}") + "\n")
     assert refresh(conn) == [str(path)]
     assert TOKEN in conn.execute("SELECT text FROM messages WHERE uuid = 'u3'").fetchone()[0]
+
+
+def test_a_secret_deep_in_a_tool_s_json_input_is_redacted_and_costs_no_line(tmp_path):
+    """orjson reads 1,024 levels of nesting but writes only 255: a Codex call's
+    arguments (JSON text kept verbatim) nested deeper, holding a secret, failed
+    the redaction of the file's batch, so none of its lines was stored, run after run."""
+    secret = "ghp_mYoQlhdmdVUhf8YZVo8sTqHB3pUcUqWmuwwD"
+    day = tmp_path / ".codex" / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+    thread = "019c0000-0000-7000-8000-000000000001"
+    for depth in (300,):
+        arguments = '{"cmd":"ls","x":' + "[" * depth + json.dumps(secret) + "]" * depth + "}"
+        lines = [
+            {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+             "payload": {"id": thread, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/work/app"}},
+            {"timestamp": "2026-03-01T10:00:01.000Z", "type": "response_item",
+             "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list it"}]}},
+            {"timestamp": "2026-03-01T10:00:02.000Z", "type": "response_item",
+             "payload": {"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": "call_1"}},
+            {"timestamp": "2026-03-01T10:00:03.000Z", "type": "response_item",
+             "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}},
+        ]
+        (day / f"rollout-2026-03-01T10-00-00-{thread}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+        db = tmp_path / f"o{depth}.db"
+        summary = ingest(db, {"codex": tmp_path / ".codex"})
+        assert summary.errors == 0, summary.error_samples
+        conn = sqlite3.connect(db)
+        (stored,) = conn.execute("SELECT input_json FROM tool_calls").fetchone()
+        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 3
+        conn.close()
+        assert secret not in stored and secret[:12] not in stored
+        assert stored.startswith('{"cmd":"ls","x":' + "[" * depth + '"[REDACTED:github-pat:')
+        assert secret.encode() not in database_bytes(db)
+
+
+def test_redacting_json_text_nested_as_deep_as_it_is_read_keeps_it_whole():
+    """A stored row redacted again under new rules (or a live tail) goes through the same step."""
+    secret = "ghp_mYoQlhdmdVUhf8YZVo8sTqHB3pUcUqWmuwwD"
+    redactor = redacting.RecordRedactor(redacting.Redactor(key=b"k" * 32))
+    for depth in (254, 300, 1000, 1023):
+        text = '{"a":' + "[" * depth + json.dumps(secret) + "," + json.dumps("x \u00e9") + "]" * depth + "}"
+        redacted = redactor.redact_json(text)
+        assert secret not in redacted
+        opening = '{"a":' + "[" * depth + '"[REDACTED:github-pat:'
+        assert redacted.startswith(opening), redacted[:60]
+        assert redacted.endswith('","x \u00e9"' + "]" * depth + "}")
+        unchanged = text.replace(secret, "nothing secret")
+        assert redactor.redact_json(unchanged) == unchanged

@@ -113,6 +113,40 @@ def load_json(data: bytes | str) -> Any:
             raise exc from None
 
 
+def dump_json(value: Any) -> bytes:
+    """``orjson.dumps`` (compact JSON), also for a value nested deeper than orjson
+    writes: it reads 1,024 levels of nesting but writes only 255, so a tool's
+    input or output nested deeper, valid JSON on its line, is written here, the
+    same bytes, without recursion."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        if "Recursion limit" not in str(exc):
+            raise
+    out = []
+    stack = [value]  # values still to write; bytes on it are written as they are
+    while stack:
+        item = stack.pop()
+        if isinstance(item, bytes):
+            out.append(item)
+        elif isinstance(item, dict):
+            stack.append(b"}")
+            for i, (key, v) in reversed(list(enumerate(item.items()))):
+                stack.append(v)
+                stack.append((b"," if i else b"") + orjson.dumps(key) + b":")
+            stack.append(b"{")
+        elif isinstance(item, (list, tuple)):
+            stack.append(b"]")
+            for i in range(len(item) - 1, -1, -1):
+                stack.append(item[i])
+                if i:
+                    stack.append(b",")
+            stack.append(b"[")
+        else:
+            out.append(orjson.dumps(item))
+    return b"".join(out)
+
+
 # "\u0000" not written as text (after an escaped backslash): keeps the backslashes before it
 _ESCAPED_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 _ESCAPED_NUL_TEXT = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")

@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from ..cjk import search_text
+from ..sources.lines import dump_json
 from ..records import (
     Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
@@ -243,7 +244,11 @@ class RecordRedactor:
         except orjson.JSONDecodeError:
             return self.redactor.redact(text)
         redacted = self.redactor.redact_value(value)
-        return text if redacted == value else orjson.dumps(redacted).decode()
+        try:
+            return text if redacted == value else dump_json(redacted).decode()  # (orjson writes only 255 levels)
+        except RecursionError:  # nested deeper than Python compares (orjson reads 1,024 levels)
+            written = dump_json(redacted)
+            return text if written == dump_json(value) else written.decode()
 
 
 def prepare(conn: sqlite3.Connection, enabled: bool) -> bool:
