@@ -59,7 +59,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
-from .common import call_text, int_or_none, label, thinking_meta
+from .common import as_json, call_text, int_or_none, label, thinking_meta
 from .lines import Line, decode_object, load_json
 
 SOURCE = "claude"
@@ -225,7 +225,8 @@ class ClaudeCodeSource:
     # output Claude Code saved to a file of its own (``<session>/tool-results/``)
     # is read, and its result's stored output is the whole of it (``output_uuid``),
     # not the note's preview
-    # 18: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json)
+    # 18: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
+    #     output nested deeper than orjson writes (255 levels) keeps its line
     parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -914,7 +915,7 @@ class ClaudeCodeParser:
             message_uuid=uuid,
             session_id=self.session_id,
             name=name,
-            input_json=orjson.dumps({} if tool_input is None else tool_input).decode(),
+            input_json=as_json({} if tool_input is None else tool_input),
             timestamp=_text(obj.get("timestamp")),
             file_paths=_file_paths(name, tool_input),
             presentation="skill" if name == "Skill" else "default",
@@ -1008,7 +1009,7 @@ class ClaudeCodeParser:
                 parent_tool_use_id=_text(doc.get("toolUseId")),
                 task_id=_text(doc.get("taskId")),
                 script=_text(doc.get("script")),
-                result_json=None if result is None else orjson.dumps(result).decode(),
+                result_json=None if result is None else as_json(result),
                 timestamp=_text(doc.get("timestamp")),
                 agent_count=agent_count,
                 duration_ms=int_or_none(doc.get("durationMs")),

@@ -144,6 +144,7 @@ from .common import (
     usage_fields,
     uuid7_ms,
 )
+from .lines import dump_json
 
 SOURCE = "codex"
 KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
@@ -423,7 +424,8 @@ class CodexSource:
     #    ledger (``external_agent_session_imports.json``) makes a thread imported from a Claude Code
     #    session that session's child (relationship ``import``)
     # 16: a ``type`` that is no string (a list, an object) is an unknown type, not a parser error
-    # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json)
+    # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
+    #     output nested deeper than orjson writes (255 levels) keeps its line
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -1747,7 +1749,7 @@ def _attachment_note(url: Any, kind: str = "image") -> str:
 def _history_json(payload: dict) -> bytes | None:
     """A decoded compaction's replacement history as compact JSON (None when it wrote none)."""
     history = payload.get("replacement_history")
-    return None if history is None else orjson.dumps(history)
+    return None if history is None else dump_json(history)
 
 
 # What a compacted line writes after its replacement history (0.16x+), in this order:
@@ -1855,7 +1857,7 @@ def _compaction_summary(payload: dict) -> str:
 def _compaction_text(payload: dict, items: int | None = None, size: int | None = None, *, summary: str) -> str:
     if items is None and isinstance(payload.get("replacement_history"), list):
         history = payload["replacement_history"]
-        items, size = len(history), len(orjson.dumps(history))
+        items, size = len(history), len(dump_json(history))
     if items is None:
         return summary
     note = f"[replacement_history: {items} items, {size} bytes, not stored]"

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from ..records import LineError, Message, Position, TitleCandidate
-from .lines import Line, decode_object, load_json
+from .lines import Line, decode_object, dump_json, load_json
 
 # -- decoding ---------------------------------------------------------------
 
@@ -152,15 +152,17 @@ def load_document(data: bytes, items_key: str, what: str) -> dict | LineError:
 
 
 def strings_in(value: Any) -> Iterator[str]:
-    """Every string inside nested lists and dicts, in order, unescaped."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for v in value:
-            yield from strings_in(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from strings_in(v)
+    """Every string inside nested lists and dicts, in order, unescaped (without
+    recursion: JSON is read up to 1,024 levels deep, deeper than Python recurses)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            stack.extend(reversed(item.values()))
 
 
 def call_text(name: str, arguments: Any) -> str:
@@ -178,7 +180,7 @@ def call_text(name: str, arguments: Any) -> str:
 
 
 def as_json(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    return dump_json(value).decode()  # (orjson.dumps writes only 255 levels of nesting)
 
 
 def loads_or_none(text: Any) -> Any:

@@ -154,7 +154,8 @@ class GeminiSource:
     #     is neither dropped nor taken back (a resume, a cancelled turn's setHistory)
     # 16: messages carry the chat's folder as known at their line (cwd); a message whose
     #     ``type`` is no string is of unknown type, not a parser error
-    # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json)
+    # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
+    #     output nested deeper than orjson writes (255 levels) keeps its line
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)

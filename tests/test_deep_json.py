@@ -1,0 +1,94 @@
+"""A log line is JSON up to 1,024 levels deep (what orjson reads): a tool's input
+or output nested that deep is kept, and its line is no error. orjson writes only
+255 levels and Python recurses about 1,000 deep, so a tool call nested deeper
+than 255 levels cost its whole line (a parser error), in every source."""
+
+import json
+import sqlite3
+
+import orjson
+import pytest
+
+from datasette_obelisk.sources.lines import dump_json
+from datasette_obelisk.store.ingest import ingest
+
+
+def deep(depth, leaf="leaf"):
+    return "[" * depth + json.dumps(leaf, ensure_ascii=False) + "]" * depth
+
+
+@pytest.mark.parametrize("depth", [1, 254, 256, 300, 1000, 1022])
+def test_dump_json_writes_what_orjson_writes_at_any_depth_it_reads(depth):
+    text = '{"a":' + deep(depth, "x \u00e9") + ',"b":{"c":[1,2.5,null,true,{}],"d":[]}}'
+    value = orjson.loads(text)
+    assert dump_json(value) == text.encode()
+
+
+def claude(tmp_path, depth):
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "timestamp": "2026-03-01T10:00:00Z",
+         "cwd": "/w", "message": {"role": "user", "content": "run it"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1", "timestamp": "2026-03-01T10:00:01Z",
+         "cwd": "/w", "message": {"role": "assistant", "id": "m1", "content": [
+             {"type": "text", "text": "running it"},
+             {"type": "tool_use", "id": "toolu_1", "name": "mcp__db__put", "input": {"doc": "__DEEP__"}}]}},
+        {"type": "user", "uuid": "r1", "parentUuid": "a1", "sessionId": "s1", "timestamp": "2026-03-01T10:00:02Z",
+         "cwd": "/w", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}},
+    ]
+    folder = tmp_path / "claude" / "projects" / "-w"
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines).replace('"__DEEP__"', deep(depth)))
+    return "claude", tmp_path / "claude"
+
+
+def codex(tmp_path, depth):
+    thread = "019c0000-0000-7000-8000-000000000002"
+    arguments = '{"cmd":"ls","x":' + deep(depth) + "}"
+    lines = [
+        {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+         "payload": {"id": thread, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/w"}},
+        {"timestamp": "2026-03-01T10:00:01.000Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run it"}]}},
+        {"timestamp": "2026-03-01T10:00:02.000Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": "call_1"}},
+        {"timestamp": "2026-03-01T10:00:03.000Z", "type": "response_item",
+         "payload": {"type": "function_call", "name": "put", "arguments": {"doc": "__DEEP__"}, "call_id": "call_2"}},
+        {"timestamp": "2026-03-01T10:00:04.000Z", "type": "response_item",
+         "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}},
+    ]
+    day = tmp_path / "codex" / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-03-01T10-00-00-{thread}.jsonl").write_text(
+        "".join(json.dumps(o) + "\n" for o in lines).replace('"__DEEP__"', deep(depth)))
+    return "codex", tmp_path / "codex"
+
+
+def gemini(tmp_path, depth):
+    lines = [
+        {"sessionId": "g1", "projectHash": "p", "startTime": "2026-03-01T10:00:00.000Z", "lastUpdated": "2026-03-01T10:00:00.000Z", "kind": "main"},
+        {"id": "m1", "timestamp": "2026-03-01T10:00:01.000Z", "type": "user", "content": [{"text": "run it"}]},
+        {"id": "m2", "timestamp": "2026-03-01T10:00:02.000Z", "type": "gemini", "content": "running it",
+         "toolCalls": [{"id": "put-1", "name": "put", "args": {"doc": "__DEEP__"}, "status": "success",
+                        "timestamp": "2026-03-01T10:00:02.000Z",
+                        "result": [{"functionResponse": {"id": "put-1", "name": "put", "response": {"output": "__DEEP__"}}}]}]},
+    ]
+    chats = tmp_path / "gemini" / "tmp" / "p" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-03-01T10-00-g1.jsonl").write_text(
+        "".join(json.dumps(o) + "\n" for o in lines).replace('"__DEEP__"', deep(depth)))
+    return "gemini", tmp_path / "gemini"
+
+
+@pytest.mark.parametrize("depth", [300, 1000])
+@pytest.mark.parametrize("make", [claude, codex, gemini])
+def test_a_tool_call_nested_deeper_than_orjson_writes_keeps_its_line(tmp_path, make, depth):
+    source, folder = make(tmp_path, depth)
+    db = tmp_path / "o.db"
+    summary = ingest(db, {source: folder}, redact=False)
+    assert summary.errors == 0, summary.error_samples
+    conn = sqlite3.connect(db)
+    inputs = [orjson.loads(text) for (text,) in conn.execute("SELECT input_json FROM tool_calls")]
+    texts = " ".join(text for (text,) in conn.execute("SELECT text FROM messages"))
+    conn.close()
+    assert inputs and all(dump_json(value).count(b"[") == depth for value in inputs)
+    assert "run it" in texts and ("running it" in texts or "done" in texts)
