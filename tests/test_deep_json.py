@@ -92,3 +92,37 @@ def test_a_tool_call_nested_deeper_than_orjson_writes_keeps_its_line(tmp_path, m
     conn.close()
     assert inputs and all(dump_json(value).count(b"[") == depth for value in inputs)
     assert "run it" in texts and ("running it" in texts or "done" in texts)
+
+
+@pytest.mark.parametrize("depth", [960, 1000, 1018])
+def test_pages_and_answers_over_a_call_nested_as_deep_as_it_is_read_do_not_fail(tmp_path, depth):
+    """Python decodes JSON about 1,000 levels deep at most (less in a deep stack):
+    a stored input nested deeper failed every page and answer that decodes it (500)."""
+    import asyncio
+
+    from click.testing import CliRunner
+    from datasette.app import Datasette
+
+    from datasette_obelisk.cli import cli
+
+    source, folder = codex(tmp_path, depth)
+    db = tmp_path / "o.db"
+    assert ingest(db, {source: folder}, redact=False).errors == 0
+    session = "codex:019c0000-0000-7000-8000-000000000002"
+    urls = [
+        f"/-/obelisk/session/{session}", f"/-/obelisk/session/{session}?log=1&shadowed=1&meta=1",
+        "/-/obelisk/failures", "/-/obelisk/api/history/search?query=ls", f"/-/obelisk/api/history/read?sessionId={session}",
+        f"/-/obelisk/api/session-query/session/{session}", f"/-/obelisk/api/session-query/session/{session}/surface",
+        *(f"/-/obelisk/api/session-query/event/{session}/{seq}" for seq in range(1, 5)),
+        *(f"/-/obelisk/event/{session}/{seq}" for seq in range(1, 5)),
+    ]
+
+    async def statuses():
+        ds = Datasette([str(db)])
+        await ds.invoke_startup()
+        return {url: (await ds.client.get(url)).status_code for url in urls}
+
+    assert {url: status for url, status in asyncio.run(statuses()).items() if status >= 500} == {}
+    for args in (["read", session], ["read", session, "--json"]):
+        result = CliRunner().invoke(cli, [*args, "--db", str(db)])
+        assert result.exit_code == 0, result.output

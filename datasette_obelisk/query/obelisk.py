@@ -43,6 +43,7 @@ from .filters import Filters
 from ..utc import canonical
 from .moments import moment_sql
 from .readonly import error_for, run_sql, translated_errors
+from .text import parse_json as text_parse_json
 
 MAX_LIMIT = 1_000
 MAX_THREAD = 10_000  # messages one thread() call returns
@@ -310,12 +311,8 @@ def compact_message(row, text_limit: int = MAX_TEXT, around: int = 0) -> dict:
 
 
 def parse_json(value):
-    if not isinstance(value, str):
-        return value
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
+    """Stored JSON text decoded (``text.parse_json``: undecodable or too deep, as it is)."""
+    return text_parse_json(value) if isinstance(value, str) else value
 
 
 def memory_row(row, fields=MEMORY_FIELDS) -> dict:

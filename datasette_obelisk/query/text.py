@@ -125,14 +125,39 @@ def middle_truncate(text: str, max_chars: int) -> str:
     return text[:head] + marker + (text[-tail:] if tail else "")
 
 
+# JSON nested deeper stays text in an answer: a log line holds up to 1,024 levels,
+# and Python decodes and encodes JSON recursively (about 1,000 levels, fewer in
+# a deep stack), so a value decoded in one place failed an answer encoding it.
+MAX_DECODED_DEPTH = 400
+
+
 def parse_json(value):
-    """JSON text decoded; None stays None and undecodable text is returned as is."""
+    """JSON text decoded; None stays None and undecodable text is returned as is,
+    and so is JSON nested more than ``MAX_DECODED_DEPTH`` levels deep."""
     if value is None:
         return None
     try:
-        return json.loads(value)
-    except ValueError:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError):
         return value
+    return value if nested_deeper(decoded, value, MAX_DECODED_DEPTH) else decoded
+
+
+def nested_deeper(decoded, text: str, depth: int) -> bool:
+    """Whether ``decoded`` (the value of JSON ``text``) nests more than ``depth``
+    lists and objects; text with fewer brackets is not even looked at."""
+    if text.count("[") + text.count("{") <= depth:
+        return False
+    level = [(decoded, 1)]
+    while level:
+        value, at = level.pop()
+        if at > depth:
+            return True
+        if isinstance(value, dict):
+            level.extend((v, at + 1) for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            level.extend((v, at + 1) for v in value if isinstance(v, (dict, list)))
+    return False
 
 
 def split_thinking(text: str, meta_json: str | None) -> tuple[str, str]:

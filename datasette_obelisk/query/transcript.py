@@ -200,7 +200,7 @@ def call_text(call: dict) -> str:
     """The searchable text a source stores for a call: its name, then every string of its input."""
     try:
         data = json.loads(call["input_json"] or "null")
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than Python decodes)
         data = None
     return "\n".join([call["name"], *strings_in(data)])
 
@@ -398,7 +398,7 @@ def preview(input_json: str | None) -> str:
     """One line of a call's input: the command, path or pattern when there is one."""
     try:
         data = json.loads(input_json or "null")
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than Python decodes)
         data = input_json
     if isinstance(data, dict):
         for key in ("command", "cmd", "file_path", "path", "pattern", "query", "url", "description", "prompt"):

@@ -82,7 +82,7 @@ class TemplateHelpers:
     def pretty_json(text) -> str:
         try:
             return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):  # (nested deeper than Python goes: as it is)
             return text or ""
 
     @staticmethod
