@@ -1556,3 +1556,36 @@ def test_an_output_saved_apart_is_a_message_of_its_session():
     assert (message.text, message.meta) == ("abc", {"tool_use_id": "toolu_01C", "bytes": 10_000, "length": 10_000})
     # Empty (caught as it was made): nothing yet.
     assert saved_records("toolu_01D.txt", b"") == [Merged(Position(1, 0, 0), "empty")]
+
+
+def test_the_lines_2_1_334_adds_are_read_without_error():
+    # Claude Code 2.1.333/2.1.334 (platform builds) add a ``denial-counts`` line (auto
+    # mode's refusals so far, in the main session's log), attachments that carry
+    # instructions (``plugin_rules``, ``projects_instructions``) or a plugin's answer
+    # for an earlier attachment (``attachment_answer``), and ``textRewritten`` on an
+    # attachment a plugin rewrote: what the person queued stays the queued prompt.
+    def attachment(uuid, parent, body, **extra):
+        return {"type": "attachment", "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "version": "2.1.334", "attachment": body, **extra}
+
+    records = feed_lines([
+        user("u1", "Fix the login bug", origin={"kind": "human"}, version="2.1.334"),
+        {"type": "denial-counts", "sessionId": "s1", "consecutive": 2, "total": 5},
+        attachment("r1", "u1", {"type": "plugin_rules", "names": ["fmt@acme"], "rules": ["Run gofmt"]}),
+        attachment("p1", "r1", {"type": "projects_instructions", "blocks": ["Use tabs"], "changed": False}),
+        attachment("q1", "p1", {"type": "queued_command", "prompt": "also check logout", "origin": {"kind": "human"}},
+                   textRewritten={"by": "prompt.attachment", "askedOf": ["acme"],
+                                  "rendered": [{"content": "also check logout (AUTH-12)"}]}),
+        attachment("n1", "q1", {"type": "attachment_answer", "rowUuid": "q1", "row": {"type": "queued_command"},
+                                "rendered": [{"content": "also check logout (AUTH-12)"}], "askedOf": ["acme"]}),
+    ])
+    assert of_type(records, LineError) == []
+    assert [(m.uuid, m.subtype, m.parent_uuid, m.content_type, m.is_meta, m.text)
+            for m in of_type(records, Message)] == [
+        ("u1", None, None, "text", 0, "Fix the login bug"),
+        ("r1", "plugin_rules", "u1", "attachment", 1, ""),
+        ("p1", "projects_instructions", "r1", "attachment", 1, ""),
+        ("q1", "queued_command", "p1", "text", 0, "also check logout"),
+        ("n1", "attachment_answer", "q1", "attachment", 1, ""),
+    ]
+    assert [(m.position.line_no, m.reason) for m in of_type(records, Merged)] == [(2, "metadata")]
