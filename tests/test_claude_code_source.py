@@ -1589,3 +1589,38 @@ def test_the_lines_2_1_334_adds_are_read_without_error():
         ("n1", "attachment_answer", "q1", "attachment", 1, ""),
     ]
     assert [(m.position.line_no, m.reason) for m in of_type(records, Merged)] == [(2, "metadata")]
+
+
+def test_an_agent_s_figures_under_the_names_2_1_3xx_gives_them():
+    # Claude Code 2.1.3xx (2.1.332, 2.1.334) counts an agent's tokens as
+    # ``subagent_tokens``: tagged in a task notification's <usage>, and as a line of
+    # an agent result's footer, which names the worktree the agent ran in (if it did)
+    # between its agentId line and its <usage>.
+    tagged = ("<task-notification>\n<task-id>a53e5</task-id>\n<tool-use-id>t1</tool-use-id>\n<status>completed</status>\n"
+              "<summary>Agent \"Catalog API\" finished</summary>\n<result>Four endpoints.</result>\n"
+              "<usage><subagent_tokens>153883</subagent_tokens><tool_uses>29</tool_uses>"
+              "<duration_ms>249552</duration_ms></usage>\n</task-notification>")
+    records = feed_lines([launched("a53e5"), user("u1", tagged)])
+    assert totals(records) == [("a53e5", 249552, 153883)]
+    records = feed_lines([launched("aqq2"), queued(tagged.replace("a53e5", "aqq2"), commandMode="task-notification")])
+    assert totals(records) == [("aqq2", 249552, 153883)]
+
+    usage = "<usage>subagent_tokens: 62189\ntool_uses: 12\nduration_ms: 96159</usage>"
+    plain = "agentId: ab3 (use SendMessage with to: 'ab3', summary: '<5-10 word recap>' to continue this agent)\n" + usage
+    in_worktree = ("agentId: ab4 (use SendMessage with to: 'ab4', summary: '<5-10 word recap>' to continue this agent)\n"
+                   "worktreePath: /w/.claude/worktrees/agent-ab4\nworktreeBranch: worktree-agent-ab4\n" + usage)
+    unit_ = unit("subagent", "agent-ab1.jsonl", parent_session_id="cc1", agent_id="ab1")
+
+    def call(id_):
+        return assistant(f"a-{id_}", [{"type": "tool_use", "id": id_, "name": "Agent", "input": {"prompt": "Dig"}}],
+                         isSidechain=True)
+
+    records = feed_lines([
+        call("toolu_p"), user("r1", [tool_result("toolu_p", [{"type": "text", "text": "Login and logout."},
+                                                             {"type": "text", "text": plain}])], isSidechain=True),
+        call("toolu_w"), user("r2", [tool_result("toolu_w", "Login and logout.\n" + in_worktree)], isSidechain=True),
+    ], unit_)
+    results = {r.tool_use_id: (r.agent_id, r.agent_duration_ms, r.agent_tokens) for r in of_type(records, ToolResult)}
+    assert results == {"toolu_p": ("ab3", 96159, 62189), "toolu_w": ("ab4", 96159, 62189)}
+    assert [(a.agent_id, a.parent_tool_use_id, a.duration_ms, a.total_tokens) for a in of_type(records, Subagent)
+            if a.parent_tool_use_id] == [("ab3", "toolu_p", 96159, 62189), ("ab4", "toolu_w", 96159, 62189)]

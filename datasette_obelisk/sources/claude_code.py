@@ -226,7 +226,9 @@ class ClaudeCodeSource:
     # is read, and its result's stored output is the whole of it (``output_uuid``),
     # not the note's preview
     # 18: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
-    #     output nested deeper than orjson writes (255 levels) keeps its line
+    #     output nested deeper than orjson writes (255 levels) keeps its line; an agent's
+    #     tokens are its ``subagent_tokens`` too (2.1.3xx), and a footer naming a worktree
+    #     still names its agent
     parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -853,13 +855,13 @@ class ClaudeCodeParser:
             if agent is None or agent.group(1) not in self.launched:
                 continue
             usage = re.search(r"<usage>(.*?)</usage>", block, re.S)
-            counts = {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", usage.group(1))} if usage else {}
+            counts = _usage_counts(usage.group(1)) if usage else {}
             yield Subagent(
                 agent.group(1),
                 self.session_id,
                 child_session_id=self._child_session_id(agent.group(1), obj),
                 duration_ms=int_or_none(counts.get("duration_ms")),
-                total_tokens=int_or_none(counts.get("total_tokens")),
+                total_tokens=int_or_none(_usage_tokens(counts)),
             )
 
     # Content
@@ -940,7 +942,7 @@ class ClaudeCodeParser:
             agent_id=self._spawned_agent_id(obj) or footer_agent,
             exit_code=_exit_code(content),
             agent_duration_ms=int_or_none(details.get("totalDurationMs", footer.get("duration_ms"))),
-            agent_tokens=int_or_none(details.get("totalTokens", footer.get("total_tokens"))),
+            agent_tokens=int_or_none(details.get("totalTokens", _usage_tokens(footer))),
             file_path=_result_file_path(details),
             output_uuid=persisted_output(content),
         )
@@ -1411,8 +1413,16 @@ def _outcome(content: str, is_error: bool, obj: dict) -> str:
 
 # What an Agent/Task result's text ends with (2.1.x): the agent it ran and its
 # figures, the only record of them where the line has no toolUseResult (an
-# agent another agent started, 2.1.172+).
-AGENT_FOOTER = re.compile(r"(?:\A|\n)agentId: ([\w-]+)\b[^\n]*\n<usage>(.*?)</usage>\s*\Z", re.S)
+# agent another agent started, 2.1.172+); 2.1.3xx names the worktree the agent
+# ran in (if it did) between the two.
+AGENT_FOOTER = re.compile(
+    r"(?:\A|\n)agentId: ([\w-]+)\b[^\n]*\n(?:worktree(?:Path|Branch): [^\n]*\n)*<usage>(.*?)</usage>\s*\Z", re.S
+)
+# A figure of a <usage> block: ``name: N`` lines (an agent's result, notifications
+# before 2.1.3xx), or ``<name>N</name>`` (2.1.3xx notifications).
+USAGE_FIGURE = re.compile(r"<(\w+)>\s*(\d+)\s*</\1>|(\w+):\s*(\d+)")
+# An agent's tokens: ``total_tokens`` until 2.1.2xx, ``subagent_tokens`` in 2.1.3xx.
+TOKEN_FIGURES = ("total_tokens", "subagent_tokens")
 AGENT_TOOLS = ("Agent", "Task")
 MAX_AGENT_CALLS = 64
 
@@ -1423,7 +1433,17 @@ def _agent_footer(content: str) -> tuple[str | None, dict]:
     found = AGENT_FOOTER.search(tail) if "</usage>" in tail else None
     if found is None:
         return None, {}
-    return found.group(1), {key: int(value) for key, value in re.findall(r"(\w+):\s*(\d+)", found.group(2))}
+    return found.group(1), _usage_counts(found.group(2))
+
+
+def _usage_counts(usage: str) -> dict[str, int]:
+    """The figures of a ``<usage>`` block, by name (the last of a name wins)."""
+    return {tag or name: int(tagged or value) for tag, tagged, name, value in USAGE_FIGURE.findall(usage)}
+
+
+def _usage_tokens(counts: dict[str, int]) -> int | None:
+    """An agent's tokens among the figures of its ``<usage>``, under either name."""
+    return next((counts[name] for name in TOKEN_FIGURES if name in counts), None)
 
 
 def _exit_code(content: str) -> int | None:
