@@ -68,6 +68,7 @@ def test_migrations_in_order(conn):
         "m043_index_failed_tool_results",
         "m044_index_conversation_messages",
         "m045_key_ingest_errors_by_line",
+        "m046_create_derive_tallies",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -225,6 +226,11 @@ EXPECTED_TABLES = {
     'session_links': ['id', 'session_id', 'parent_session_id', 'relationship', 'file_id'],
     'derive_queue': [
         'session_id',
+    ],
+    'derive_tallies': [
+        'session_id', 'last_id', 'last_seq', 'rows', 'started_at', 'ended_at', 'conversation',
+        'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_creation_tokens', 'cwds',
+        'git_branch', 'model',
     ],
     'file_sessions': [
         'file_id', 'session_id', 'started_at',

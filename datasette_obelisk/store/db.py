@@ -13,7 +13,7 @@ BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
 # that has it skips loading sqlite-utils and the migrations: every CLI call
 # opens the database, and those imports were a third of a no-op ingest.
-LATEST_MIGRATION = "m045_key_ingest_errors_by_line"
+LATEST_MIGRATION = "m046_create_derive_tallies"
 
 
 def default_db_path(environ=os.environ) -> Path:
@@ -123,6 +123,11 @@ def migrate(conn: sqlite3.Connection) -> None:
 
     from .migrations import migrations
 
+    # What the last derivations counted (derive.plan_appended) may not hold once a
+    # migration has changed rows: every session is derived whole next time.
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'derive_tallies'").fetchone():
+        with transaction(conn):
+            conn.execute("DELETE FROM derive_tallies")
     migrations.apply(sqlite_utils.Database(conn, execute_plugins=False))
 
 

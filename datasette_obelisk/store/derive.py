@@ -10,13 +10,17 @@
 
 What a session's rows and search document need can be planned ahead
 (``plan_session`` only reads) and written by ``derive_sessions`` later.
+
+Lines appended to a session are derived alone when nothing before them can
+change (``plan_appended``): what the last derivation found is kept per session
+(``derive_tallies``), and the new rows are added to it.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections import defaultdict, namedtuple
+from collections import Counter, defaultdict, namedtuple
 from dataclasses import dataclass
 
 import orjson
@@ -130,6 +134,7 @@ def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete a session ``is_forgotten`` says nothing names, with its digest and agent links."""
     conn.execute("DELETE FROM sessions WHERE id = ?", [session_id])
     conn.execute("DELETE FROM session_digests WHERE session_id = ?", [session_id])
+    forget_tallies(conn, [session_id])
     conn.execute("DELETE FROM subagents WHERE session_id = ?", [session_id])
     conn.execute("UPDATE subagents SET child_session_id = NULL WHERE child_session_id = ?", [session_id])
 
@@ -154,7 +159,7 @@ def regroup(conn: sqlite3.Connection, session_ids, words=None) -> set[str]:
 @dataclass(slots=True)
 class SessionPlan:
     """What deriving a session writes: its rows' surfaces and usage, its
-    ``sessions`` row and its search document."""
+    ``sessions`` row, its search document and its tally."""
 
     stats: tuple  # session_stats when planned
     stamp: tuple | None  # document_stamp when planned
@@ -163,11 +168,17 @@ class SessionPlan:
     session: list  # SESSION_UPDATE values
     source: str | None  # for a sessions row still to create; None: no lines, no row
     document: DocumentPlan | None
+    tally: list | None = None  # TALLY_UPSERT values; None: none kept (the next derivation is whole)
 
     def size(self) -> int:
         """Roughly, the bytes it holds."""
         rows = len(self.surfaces) + len(self.usage)
         return 100 * rows + 500 + (self.document.size() if self.document else 0)
+
+
+# How sessions were planned: ``whole`` (every row read) or ``appended`` (the rows
+# after those the last derivation saw, ``plan_appended``). Tests read it.
+PLANS: Counter = Counter()
 
 
 def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> SessionPlan:
@@ -176,28 +187,257 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
     Valid while no other write touches the session: everything here follows
     from its rows, titles, subagents and files, read once. (Regrouping inline
     sidechain lines changes the rows, so ``derive_sessions`` plans again.)"""
-    rows = session_rows(conn, session_id)
-    surfaces = surfaces_of(rows)
-    counted = counted_usage(rows)
     stats = session_stats(conn, session_id)
+    appended = plan_appended(conn, session_id, stats)
+    if appended is not None:
+        PLANS["appended"] += 1
+        surfaces, usage, tally, rewound, source = appended
+    else:
+        PLANS["whole"] += 1
+        rows = session_rows(conn, session_id)
+        surfaced = surfaces_of(rows)
+        counted = counted_usage(rows)
+        surfaces = [new + (r.id,) for r in rows if (new := surfaced[r.id]) != (r.surface, r.visibility, r.replaced_by)]
+        usage = [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)]
+        tally = Tally.of(conn, session_id, rows, surfaced, counted)
+        rewound = {r.uuid for r in rows if surfaced[r.id][1] == "inactive"}
+        source = min((r.source for r in rows if r.source is not None), default=None)
     return SessionPlan(
         stats,
         document_stamp(conn, session_id),
-        [new + (r.id,) for r in rows if (new := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
-        [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)],
-        session_values(conn, session_id, rows, surfaces, counted),
-        min((r.source for r in rows if r.source is not None), default=None),
+        surfaces,
+        usage,
+        session_values(conn, session_id, tally, rewound),
+        source,
         plan_document(conn, session_id, (words or {}).get(session_id), stats),
+        tally.values(session_id),
     )
 
 
+# Where a session's rows are: its last place, and the last branch and model its rows name.
+PLACES_SQL = """SELECT (SELECT MAX(seq) FROM messages WHERE session_id = :s),
+     (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
+      ORDER BY seq DESC LIMIT 1),
+     (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
+      AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1)"""
+# The cwds a session's rows name: how many name each, and the last place naming it.
+CWDS_SQL = "SELECT cwd, COUNT(*), MAX(seq) FROM messages WHERE session_id = ? AND cwd IS NOT NULL GROUP BY cwd"
+
+
+TALLY_UPSERT = """INSERT INTO derive_tallies (session_id, last_id, last_seq, rows, started_at, ended_at,
+       conversation, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cwds, git_branch, model)
+   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+   ON CONFLICT (session_id) DO UPDATE SET last_id = ?2, last_seq = ?3, rows = ?4, started_at = ?5, ended_at = ?6,
+       conversation = ?7, input_tokens = ?8, output_tokens = ?9, cache_read_tokens = ?10,
+       cache_creation_tokens = ?11, cwds = ?12, git_branch = ?13, model = ?14"""
+
+
 def write_session(conn: sqlite3.Connection, session_id: str, plan: SessionPlan) -> None:
-    """Write a plan's row updates and ``sessions`` row, inside the caller's transaction."""
+    """Write a plan's row updates, ``sessions`` row and tally, inside the caller's transaction."""
     conn.executemany(SURFACE_UPDATE, plan.surfaces)
     conn.executemany(USAGE_UPDATE, plan.usage)
     if plan.source is not None:
         conn.execute("INSERT OR IGNORE INTO sessions (id, source) VALUES (?, ?)", [session_id, plan.source])
     conn.execute(SESSION_UPDATE, plan.session)
+    if plan.tally is not None:
+        conn.execute(TALLY_UPSERT, plan.tally)
+    else:
+        forget_tallies(conn, [session_id])
+
+
+def forget_tallies(conn: sqlite3.Connection, session_ids) -> None:
+    """Have these sessions derived whole next time: their stored rows changed otherwise
+    than by lines appended (deleted, moved to another session, reordered)."""
+    conn.executemany("DELETE FROM derive_tallies WHERE session_id = ?", [[s] for s in sorted(set(session_ids))])
+
+
+@dataclass(slots=True)
+class Tally:
+    """What deriving a session found in its rows (those up to ``last_id``, in
+    ``seq`` order up to ``last_seq``): the figures of its ``sessions`` row, kept
+    so rows appended later are added to them (``plan_appended``)."""
+
+    last_id: int = 0
+    last_seq: int = 0
+    rows: int = 0
+    started: str | None = None  # the earliest row time (canonical)
+    ended: str | None = None  # the latest
+    conversation: int = 0  # rows is_conversation counts
+    tokens: list = None  # input, output, cache read, cache creation tokens of the rows whose usage counts
+    cwds: dict = None  # cwd -> [rows naming it, the last seq naming it]
+    git_branch: str | None = None  # the last row's that names one
+    model: str | None = None  # the last row's that names one (not '<synthetic>')
+
+    def __post_init__(self):
+        self.tokens = [0, 0, 0, 0] if self.tokens is None else self.tokens
+        self.cwds = {} if self.cwds is None else self.cwds
+
+    @classmethod
+    def of(cls, conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> "Tally":
+        """The tally of all a session's rows; where they are (seq, cwd, branch, model) is
+        read by SQL, not held for each row."""
+        tally = cls()
+        tally.add(rows, {r.id: surfaces[r.id][1] for r in rows})
+        tally.count_usage([r for r in rows if r.id in counted], +1)
+        last_seq, tally.git_branch, tally.model = conn.execute(PLACES_SQL, {"s": session_id}).fetchone()
+        tally.last_seq = last_seq or 0
+        tally.cwds = {cwd: [count, seq] for cwd, count, seq in conn.execute(CWDS_SQL, [session_id])}
+        return tally
+
+    def add(self, rows: list, visibility: dict) -> None:
+        """Add rows (in ``seq`` order, after those counted) with their derived visibility;
+        where they are (seq, cwd, branch, model) too, when they are ``AppendedRow`` tuples."""
+        appended = bool(rows) and isinstance(rows[0], AppendedRow)
+        for r in rows:
+            self.rows += 1
+            self.last_id = max(self.last_id, r.id)
+            if is_moment(r.timestamp) and (t := moment(r.timestamp)):
+                self.started = t if self.started is None else min(self.started, t)
+                self.ended = t if self.ended is None else max(self.ended, t)
+            self.conversation += is_conversation(r, visibility[r.id])
+            if not appended:
+                continue
+            self.last_seq = max(self.last_seq, r.seq)
+            if r.cwd is not None:
+                seen = self.cwds.setdefault(r.cwd, [0, r.seq])
+                seen[0] += 1
+                seen[1] = max(seen[1], r.seq)
+            if r.git_branch:
+                self.git_branch = r.git_branch
+            if r.model is not None and r.model != "<synthetic>":
+                self.model = r.model
+
+    def count_usage(self, rows: list[SessionRow], sign: int) -> None:
+        """Add (``sign`` 1) or take away (-1) the tokens of rows whose usage counts."""
+        for r in rows:
+            for index, value in enumerate((r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_creation_tokens)):
+                self.tokens[index] += sign * (value or 0)
+
+    def project_path(self) -> str | None:
+        """The cwd most rows name (of those, the one named last)."""
+        return max(self.cwds.items(), key=lambda item: item[1])[0] if self.cwds else None
+
+    def values(self, session_id: str) -> list | None:
+        """``TALLY_UPSERT`` values; None when there is nothing to keep (no rows, or totals
+        past what SQLite stores: such a session is derived whole each time)."""
+        if not self.rows or not all(SQLITE_INTEGERS[0] <= t <= SQLITE_INTEGERS[-1] for t in self.tokens):
+            return None
+        return [
+            session_id, self.last_id, self.last_seq, self.rows, self.started, self.ended, self.conversation,
+            *self.tokens, orjson.dumps(self.cwds).decode(), self.git_branch, self.model,
+        ]
+
+    @classmethod
+    def stored(cls, conn, session_id: str) -> "Tally | None":
+        row = conn.execute(
+            "SELECT last_id, last_seq, rows, started_at, ended_at, conversation, input_tokens, output_tokens, "
+            "cache_read_tokens, cache_creation_tokens, cwds, git_branch, model FROM derive_tallies WHERE session_id = ?",
+            [session_id],
+        ).fetchone()
+        if row is None:
+            return None
+        return cls(*row[:6], list(row[6:10]), orjson.loads(row[10]), row[11], row[12])
+
+
+def plan_appended(conn: sqlite3.Connection, session_id: str, stats: tuple):
+    """Read only: (surface updates, usage updates, tally, rewound uuids, source) of a
+    session derived from the rows appended since its last derivation alone; None when
+    it must be derived whole.
+
+    The rows the last derivation saw keep what it found when each new row
+    - comes after them (``seq``) and is no compaction (boundary or summary) nor rewind marker;
+    - names as its parent no row on a rewound branch or taken back (which it
+      could bring back), nor a prompt with no parent (the session's first
+      prompts are siblings once answered), and, a prompt itself, names a parent
+      no other prompt names (a rewind);
+    - is the parent of no row seen before.
+    Then the new rows are current (log-only) and visible (hidden) as they were
+    written, and only the usage of the API messages they are copies of is
+    counted again. Rows moved, reordered or deleted drop the tally
+    (``forget_tallies``); a count that disagrees makes sure of it.
+    """
+    tally = Tally.stored(conn, session_id)
+    if tally is None:
+        return None
+    source = conn.execute("SELECT source FROM sessions WHERE id = ?", [session_id]).fetchone()
+    if source is None:
+        return None
+    new = session_rows(conn, session_id, after=tally.last_id, kind=AppendedRow)
+    if tally.rows + len(new) != stats[2] or len(new) > tally.rows:  # (many new rows: as fast read whole)
+        return None
+    if not all(r.seq > tally.last_seq and not reshapes(r) for r in new):
+        return None
+    by_uuid = {r.uuid: r for r in new}
+    seen = _seen_rows(conn, session_id, tally.last_id, "uuid", {r.parent_uuid for r in new if r.parent_uuid} - set(by_uuid))
+    for r in new:
+        if not r.parent_uuid:
+            continue
+        parent = by_uuid.get(r.parent_uuid) or seen.get(r.parent_uuid)
+        if parent is not None and (
+            (parent.uuid in seen and parent.visibility == "inactive")
+            or (not parent.parent_uuid and is_prompt(parent))
+        ):
+            return None
+        if is_prompt(r):
+            siblings = [s for s in new if s.parent_uuid == r.parent_uuid and s is not r]
+            siblings += _seen_rows(conn, session_id, tally.last_id, "parent_uuid", [r.parent_uuid], all_rows=True)
+            if any(map(is_prompt, siblings)):
+                return None
+    if _seen_rows(conn, session_id, tally.last_id, "parent_uuid", list(by_uuid), all_rows=True):
+        return None
+    surfaces = {r.id: ("log-only" if r.surface == "log-only" else "current",
+                       "hidden" if r.visibility == "hidden" else "visible", None) for r in new}
+    usage = []
+    for r in new:
+        if has_usage(r) and not r.api_message_id:
+            tally.count_usage([r], +1)
+            if r.usage_counted != 1:
+                usage.append((1, r.id))
+    for api_message_id in sorted({r.api_message_id for r in new if has_usage(r) and r.api_message_id}):
+        copies = session_rows(conn, session_id, api_message_id=api_message_id)
+        tally.count_usage([r for r in copies if r.id <= tally.last_id and has_usage(r) and r.usage_counted == 1], -1)
+        counted = counted_usage(copies)
+        tally.count_usage([r for r in copies if r.id in counted], +1)
+        usage += [(int(r.id in counted), r.id) for r in copies if r.usage_counted != int(r.id in counted) and has_usage(r)]
+    last_id = tally.last_id
+    tally.add(new, {row_id: surface[1] for row_id, surface in surfaces.items()})
+    return (
+        [new_surface + (r.id,) for r in new if (new_surface := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
+        usage,
+        tally,
+        StoredRewound(conn, session_id, last_id),
+        source[0],
+    )
+
+
+def reshapes(row: SessionRow) -> bool:
+    """Whether a row may change what rows before it are: a compaction or a rewind marker."""
+    return row.subtype == "compact_boundary" or bool(row.is_compact_summary) or row.type == "rewind" \
+        or row.subtype in ROLLBACKS
+
+
+def _seen_rows(conn, session_id: str, last_id: int, column: str, values, all_rows: bool = False):
+    """The session's rows up to ``last_id`` whose ``column`` is one of ``values``:
+    by uuid (``{uuid: row}``), or all of them (``all_rows``, a list)."""
+    found = []
+    values = sorted(values)
+    for start in range(0, len(values), 500):
+        found += session_rows(conn, session_id, up_to=last_id, where=(column, values[start:start + 500]))
+    return found if all_rows else {r.uuid: r for r in found}
+
+
+class StoredRewound:
+    """The uuids of a session's rows on a rewound branch or taken back, as stored up to
+    ``last_id`` (rows appended after it are neither), looked up one at a time."""
+
+    def __init__(self, conn, session_id: str, last_id: int):
+        self.conn, self.session_id, self.last_id = conn, session_id, last_id
+
+    def __contains__(self, uuid) -> bool:
+        return uuid is not None and self.conn.execute(
+            "SELECT 1 FROM messages WHERE uuid = ? AND session_id = ? AND id <= ? AND visibility = 'inactive'",
+            [uuid, self.session_id, self.last_id],
+        ).fetchone() is not None
 
 
 def summary_leaf_sessions(conn, session_ids) -> set[str]:
@@ -288,6 +528,7 @@ def group_inline_sidechains(conn, session_id: str, words: dict[str, SessionWords
         [(child, child) for child in children],
     )
     renumber(conn, session_id)
+    forget_tallies(conn, {session_id, *children})  # rows moved out, in and renumbered
     if words is not None and session_id in words:
         for child, counted in count_session_words(moved).items():
             words[session_id].remove(counted)
@@ -365,16 +606,36 @@ SessionRow = namedtuple(
     "is_meta is_compact_summary surface visibility replaced_by meta_json source "
     "api_message_id input_tokens output_tokens cache_read_tokens cache_creation_tokens usage_counted",
 )
+# A row appended since the last derivation, with what ``Tally.add`` reads of it too.
+AppendedRow = namedtuple("AppendedRow", (*SessionRow._fields, "seq", "cwd", "git_branch", "model"))
 
 
-def session_rows(conn, session_id: str) -> list[SessionRow]:
-    """A session's messages in order, as named tuples (cheaper than ``sqlite3.Row``)."""
+def session_rows(conn, session_id: str, *, after: int | None = None, up_to: int | None = None,
+                 api_message_id: str | None = None, where: tuple | None = None, kind=SessionRow) -> list:
+    """A session's messages in order, as named tuples of ``kind`` (cheaper than ``sqlite3.Row``):
+    all of them, or those with an id after ``after`` or up to ``up_to``, copies of one
+    API message, or those whose column ``where[0]`` is one of ``where[1]``."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    return list(map(SessionRow._make, cursor.execute(
-        f"SELECT {', '.join(SessionRow._fields)} FROM messages WHERE session_id = ? ORDER BY seq",
-        [session_id],
-    )))
+    # (A few rows of a long session: found by their own index, ``+`` keeping SQLite from
+    # searching the session's rows for them instead.)
+    few = api_message_id is not None or where is not None
+    sql = f"SELECT {', '.join(kind._fields)} FROM messages WHERE {'+' if few else ''}session_id = ?"
+    params: list = [session_id]
+    if after is not None:
+        sql += " AND id > ?"
+        params.append(after)
+    if up_to is not None:
+        sql += f" AND {'+' if few else ''}id <= ?"
+        params.append(up_to)
+    if api_message_id is not None:
+        sql += " AND api_message_id = ?"
+        params.append(api_message_id)
+    if where is not None:
+        column, values = where
+        sql += f" AND {column} IN (SELECT value FROM json_each(?))"
+        params.append(orjson.dumps(list(values)).decode())
+    return list(map(kind._make, cursor.execute(sql + " ORDER BY seq", params)))
 
 
 def is_prompt(row: SessionRow) -> bool:
@@ -633,43 +894,33 @@ OWN_FILE = (
 )
 
 
-# The last cwd, branch and model of a session, the log naming it, and how many of its logs are on disk.
+# The log naming a session, and how many of its logs are on disk.
 LAST_SQL = f"""SELECT
-     (SELECT cwd FROM messages WHERE session_id = :s AND cwd IS NOT NULL
-      GROUP BY cwd ORDER BY COUNT(*) DESC, MAX(seq) DESC LIMIT 1) AS project_path,
-     (SELECT git_branch FROM messages WHERE session_id = :s AND COALESCE(git_branch, '') != ''
-      ORDER BY seq DESC LIMIT 1) AS git_branch,
-     (SELECT model FROM messages WHERE session_id = :s AND model IS NOT NULL
-      AND model != '<synthetic>' ORDER BY seq DESC LIMIT 1) AS model,
      (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
       WHERE fs.session_id = :s AND f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) ORDER BY f.missing,
         {FILE_HOLDS_SESSION} DESC, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
      (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
       WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files"""
 
-def session_values(conn, session_id: str, rows: list[SessionRow], surfaces: dict, counted: set) -> list:
-    """``SESSION_UPDATE`` values: totals of the rows as ``surfaces`` and ``counted`` leave
-    them, the title, and the last cwd, branch and model."""
+def session_values(conn, session_id: str, tally: Tally, rewound) -> list:
+    """``SESSION_UPDATE`` values: the totals of the rows as ``tally`` counted them, the title
+    (``rewound``: the uuids of rows rewound or taken back), and the last cwd, branch and model."""
     starts = conn.execute(
         "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
     ).fetchall()
-    timestamps = [t for t in (moment(r.timestamp) for r in rows if is_moment(r.timestamp)) if t]
     recorded = [t for t in (moment(start) for start, in starts if is_moment(start)) if t]
-    started = min([*timestamps, *recorded], default=None)
+    started = min([*([tally.started] if tally.started else []), *recorded], default=None)
     # A session with no time but its files' starts ends at the last of them.
-    ended = max(timestamps, default=None) or max(recorded, default=None)
-    used = [r for r in rows if r.id in counted]
-    title, title_source = choose_title(conn, session_id, {r.uuid for r in rows if surfaces[r.id][1] == "inactive"})
+    ended = tally.ended or max(recorded, default=None)
+    title, title_source = choose_title(conn, session_id, rewound)
     last = conn.execute(LAST_SQL, {"s": session_id}).fetchone()
+    project_path = tally.project_path()
     return [
         started, ended,
-        sum(is_conversation(r, surfaces[r.id][1]) for r in rows),
-        *(min(total, MAX_INTEGER) for total in (
-            sum(r.input_tokens or 0 for r in used), sum(r.output_tokens or 0 for r in used),
-            sum(r.cache_read_tokens or 0 for r in used), sum(r.cache_creation_tokens or 0 for r in used),
-        )),
-        last[0], project_slug(last[0]), last[1], last[2], last[3],
-        title, title_source, last[4], len(rows), session_id,
+        tally.conversation,
+        *(min(total, MAX_INTEGER) for total in tally.tokens),
+        project_path, project_slug(project_path), tally.git_branch, tally.model, last[0],
+        title, title_source, last[1], tally.rows, session_id,
     ]
 
 

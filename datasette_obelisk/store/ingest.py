@@ -1243,6 +1243,7 @@ def set_saved_outputs_aside(conn: sqlite3.Connection, session_ids) -> None:
         "AND file_id IN (SELECT id FROM source_files WHERE layout = 'text')",
         [families.as_json(session_ids)],
     )
+    derive.forget_tallies(conn, session_ids)  # (reordered)
 
 
 def place_saved_outputs(conn: sqlite3.Connection, session_ids) -> None:
@@ -1258,6 +1259,7 @@ def place_saved_outputs(conn: sqlite3.Connection, session_ids) -> None:
             "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ? AND seq > 0", [session_id]
         ).fetchone()
         conn.executemany("UPDATE messages SET seq = ? WHERE id = ?", [(last + i, id_) for i, id_ in enumerate(aside, 1)])
+        derive.forget_tallies(conn, [session_id])  # (reordered)
         conn.execute("INSERT OR IGNORE INTO derive_queue (session_id) VALUES (?)", [session_id])
 
 

@@ -1260,3 +1260,35 @@ def m045_key_ingest_errors_by_line(db):
             SELECT COUNT(*) FROM ingest_errors WHERE file_id = source_files.id AND line_no > 0);
         """
     )
+
+
+@migrations()
+def m046_create_derive_tallies(db):
+    # What deriving a session found in its rows up to the last one it saw:
+    # a line appended to a long live session is then derived alone
+    # (derive.plan_appended), not with the session's other 300,000 rows
+    # (3.8 s and 415 MB a line). A row is written by each derivation and
+    # dropped whenever a session's stored rows change otherwise (deleted to
+    # be read again, moved to another session, reordered): the session is
+    # then derived whole. Migrating empties this table first (db.migrate),
+    # whatever a migration changes in the rows. Sessions derived before have none: their next
+    # derivation is whole and writes it.
+    db.execute(
+        """CREATE TABLE derive_tallies (
+            session_id TEXT PRIMARY KEY,
+            last_id INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            rows INTEGER NOT NULL,
+            started_at TEXT,
+            ended_at TEXT,
+            conversation INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cache_read_tokens INTEGER NOT NULL,
+            cache_creation_tokens INTEGER NOT NULL,
+            cwds TEXT NOT NULL,
+            git_branch TEXT,
+            model TEXT
+        ) WITHOUT ROWID"""
+    )
+

@@ -537,6 +537,8 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
     # Rows read again may take the same ids and say something else in as many characters.
     recount_documents(conn, sessions)
+    # Nor are the rows a session's last derivation saw all there: it is derived whole (derive.forget_tallies).
+    conn.executemany("DELETE FROM derive_tallies WHERE session_id = ?", [[s] for s in sorted(sessions)])
     return sessions
 
 
