@@ -1617,3 +1617,34 @@ def test_a_transcript_page_far_into_a_session_reads_only_its_own_lines(tmp_path)
     searches = [step for step in plan if step.startswith(("SEARCH", "SCAN"))]
     assert searches[0].startswith("SEARCH r USING INDEX tool_results_message (message_uuid=?)"), plan
     assert "SEARCH m USING INDEX sqlite_autoindex_messages_1 (uuid=?)" in searches, plan
+
+
+@pytest.mark.asyncio
+async def test_a_session_whose_log_has_no_times_shows_no_empty_date(tmp_path):
+    """A log without timestamps: no empty date between the separators of a result's line,
+    nor an empty range (' →  UTC') on its transcript, nor on its failures."""
+    from datasette_obelisk.store.ingest import ingest
+
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = [
+        {"type": "user", "uuid": "t1", "parentUuid": None, "sessionId": "timeless", "cwd": "/w",
+         "message": {"role": "user", "content": "timeless wombat question"}},
+        {"type": "assistant", "uuid": "t2", "parentUuid": "t1", "sessionId": "timeless", "cwd": "/w",
+         "message": {"role": "assistant", "model": "claude-test", "content": [
+             {"type": "tool_use", "id": "toolu_t", "name": "Bash", "input": {"command": "false"}}]}},
+        {"type": "user", "uuid": "t3", "parentUuid": "t2", "sessionId": "timeless", "cwd": "/w",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_t", "content": "wombat failed", "is_error": True}]}},
+    ]
+    (project / "timeless.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    for url, params in (("/-/obelisk", {}), ("/-/obelisk", {"q": "wombat"}), ("/-/obelisk/failures", {}),
+                        ("/-/obelisk/session/timeless", {})):
+        html = await page(datasette, url, **params)
+        assert "timeless" in html, url
+        metas = re.findall(r'<div class="ob-meta">(.*?)</div>', html, re.S)
+        assert metas and not any("<span></span>" in meta or "<span> → " in meta for meta in metas), (url, metas)
