@@ -1648,3 +1648,13 @@ async def test_a_session_whose_log_has_no_times_shows_no_empty_date(tmp_path):
         assert "timeless" in html, url
         metas = re.findall(r'<div class="ob-meta">(.*?)</div>', html, re.S)
         assert metas and not any("<span></span>" in meta or "<span> → " in meta for meta in metas), (url, metas)
+
+
+@pytest.mark.asyncio
+async def test_an_unknown_database_page_names_the_served_ones_and_links_out_of_it(ds):
+    """?db= naming no archive: the 404 says which ones there are, and its links (the tabs,
+    the search form) leave the unknown name behind instead of answering this 404 again."""
+    html = await page(ds, "/-/obelisk/overview", 404, db="nope")
+    assert "no obelisk database named &#39;nope&#39;; this instance serves &#39;obelisk&#39;" in html
+    assert "nope" not in "".join(links(html)) and 'value="nope"' not in html
+    assert "/-/obelisk/overview" in links(html)

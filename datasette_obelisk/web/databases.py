@@ -27,7 +27,9 @@ async def database_for(datasette, request):
     names = await obelisk_databases(datasette)
     if wanted:
         if wanted not in names:
-            raise QueryError("OBELISK_NOT_FOUND", f"no obelisk database named {wanted!r}")
+            viewable = await viewable_databases(datasette, request.actor, names)
+            known = f"; this instance serves {', '.join(map(repr, viewable))}" if viewable else ""
+            raise QueryError("OBELISK_NOT_FOUND", f"no obelisk database named {wanted!r}{known}")
         return datasette.get_database(wanted)
     if not names:
         raise QueryError(

@@ -18,7 +18,7 @@ from datasette.utils.asgi import Response
 from ..query.errors import QueryError
 from ..query.readonly import error_for, set_deadline
 from ..store.db import is_current
-from .databases import database_for
+from .databases import database_for, obelisk_databases
 from .live import refresh_if_live
 from .params import Params
 from .responses import json_error, json_ok, json_page, method_not_allowed
@@ -184,6 +184,8 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
 
 async def error_page(datasette, request, error: QueryError, extra: dict | None = None) -> Response:
     db = request.args.get("db")
+    if db and db not in await obelisk_databases(datasette):  # (its links would all answer this 404 again)
+        db = None
     html = await datasette.render_template(
         "obelisk/error.html",
         {**(extra or {}), "error": error, "db_param": db, "ob": TemplateHelpers(datasette, db)},
