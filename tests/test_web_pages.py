@@ -1658,3 +1658,16 @@ async def test_an_unknown_database_page_names_the_served_ones_and_links_out_of_i
     assert "no obelisk database named &#39;nope&#39;; this instance serves &#39;obelisk&#39;" in html
     assert "nope" not in "".join(links(html)) and 'value="nope"' not in html
     assert "/-/obelisk/overview" in links(html)
+
+
+@pytest.mark.asyncio
+async def test_a_failure_that_answers_no_stored_call_links_to_where_its_result_is_shown(ds):
+    """small.jsonl's sidechain holds a blocked result whose call is not in the log: the failures page
+    links to that result on its transcript (an injected line there), not to the transcript's start."""
+    html = await page(ds, "/-/obelisk/failures", sessionId="small:agent-sidechain-sys1")
+    item = re.search(r'<h2>Tool result <span class="ob-outcome blocked">.*?</li>', html, re.S)
+    assert item, "the orphan result is listed"
+    target = next(link for link in links(item.group(0)) if link.startswith("/-/obelisk/session/"))
+    path, _, anchor = target.partition("#")
+    assert anchor.startswith("m"), target
+    assert f'id="{anchor}"' in await page(ds, path)

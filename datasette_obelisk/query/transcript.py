@@ -367,6 +367,16 @@ def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500) -> dict
     return None if options is None else {**_on_page(conn, row, options), "anchor": f"m{seq}"}
 
 
+def result_anchors(conn, results: list, *, limit: int = 500) -> dict:
+    """``message_anchor`` of each ``(session id, message uuid)`` of ``results`` that is stored, by message uuid."""
+    found = {}
+    for session_id, uuid in results:
+        row = conn.execute("SELECT seq FROM messages WHERE session_id = ? AND uuid = ?", [session_id, uuid]).fetchone()
+        if row is not None:
+            found[uuid] = message_anchor(conn, session_id, row[0], limit=limit)
+    return found
+
+
 def _on_page(conn, row: dict, options: dict) -> dict:
     """``options`` with the start of the transcript page that holds ``row`` (None for the first)."""
     if row["page_offset"]:

@@ -175,6 +175,11 @@ async def failures_page(datasette, request, db, params):
             "failures": found, "total": obelisk.failure_count(conn, query),
             "session_title": title,
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
+            # (a result that answers no stored call is shown on its own: linked where it is, not to the start)
+            "result_anchors": transcript.result_anchors(
+                conn, [(f["session"]["id"], f["result"]["message_uuid"]) for f in found if not f["toolCall"]],
+                limit=TRANSCRIPT_PAGE,
+            ),
             # (an output saved to a file of its own is whole in that file's raw text, not its line's)
             "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
             # (nor is there a raw line to link once every log of its session is gone, as on the transcript)
