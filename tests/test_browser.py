@@ -453,6 +453,31 @@ def test_back_to_a_search_shows_the_form_of_its_results(server, page):
     assert page.js_errors == []
 
 
+def test_what_is_typed_before_the_page_has_loaded_stays_in_the_box(server, page):
+    """The box has the focus at once; a query typed while the page still loads (a slow network
+    holds its script) is still there once it has loaded; a reload (as a way back) shows the form
+    of the results again."""
+    held = []
+    page.route("**/obelisk.js*", lambda route: held.append(route))  # (its pageshow comes once it has run)
+    page.goto(f"{server}/-/obelisk", wait_until="commit")
+    page.wait_for_selector("input[name=q]", state="attached")
+    page.focus("input[name=q]")
+    page.keyboard.type("flaky test")
+    assert page.evaluate("document.readyState") != "complete" and held
+    for route in held:
+        route.continue_()
+    page.unroute("**/obelisk.js*")
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(200)
+    assert page.input_value("input[name=q]") == "flaky test"
+    page.goto(f"{server}/-/obelisk?q={WORD}")
+    page.fill("input[name=q]", "typed but never searched")
+    page.reload()
+    page.wait_for_selector(".ob-result")
+    assert page.input_value("input[name=q]") == WORD
+    assert page.js_errors == []
+
+
 def test_a_link_to_a_tool_call_on_the_same_page_opens_it(server, page):
     page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
     tool = page.locator("details.ob-tool").first

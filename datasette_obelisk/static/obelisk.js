@@ -17,9 +17,12 @@ document.addEventListener("DOMContentLoaded", () => {
     select.addEventListener("pointerdown", () => { keyed = false; });
     select.addEventListener("change", () => { if (!keyed) select.form.requestSubmit(); });
   });
-  // Back or forward to a page: its form shows what its results are for, not what was
-  // typed or chosen before leaving (which the browser would restore).
-  window.addEventListener("pageshow", () => {
+  // Back or forward to a page (or reloading it): its form shows what its results are for, not
+  // what was typed or chosen before leaving (which the browser would restore). Not on a first
+  // visit: what is typed in the (focused) box before the page has loaded is the reader's.
+  window.addEventListener("pageshow", (event) => {
+    const navigation = performance.getEntriesByType("navigation")[0];
+    if (!event.persisted && navigation && navigation.type === "navigate") return;
     document.querySelectorAll("form[data-ob-sync]").forEach((form) => form.reset());
   });
   // Open the tool call a link points at (#tool-...), now and when the fragment changes.
