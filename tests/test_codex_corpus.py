@@ -324,6 +324,23 @@ def test_the_reasoning_effort_is_the_last_turn_s(db):
     ]
 
 
+def test_an_answer_keeps_the_reasoning_effort_its_turn_asked_for(db):
+    # the localpush rollout's first turn asked for high effort (turn_context lines 11-127), every later
+    # one for medium (line 138 on): its assistant rows say which, where the session keeps only the last
+    assert db.execute(
+        "SELECT session_id, json_extract(meta_json, '$.effort'), min(line_no), max(line_no), count(*) FROM messages "
+        "WHERE source = 'codex' AND role = 'assistant' AND meta_json LIKE '%effort%' GROUP BY 1, 2 ORDER BY 1, 3"
+    ).fetchall() == [
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "high", 13, 126, 53),
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "medium", 140, 2721, 1059),
+        ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "high", 14, 19, 4),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "medium", 7, 23, 7),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "[trimmed for fixture]", 43, 114, 6),
+        ("codex:compact-codex-001", "high", 4, 20, 11),
+        ("codex:rejection-codex-001", "high", 4, 21, 11),
+    ]
+
+
 def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
     """The stored usage of a rollout adds up to its last running total
     (``total_token_usage`` of its last token_count event that has one), also

@@ -295,6 +295,32 @@ def test_a_responses_events_written_before_its_items_are_their_twins():
     assert [t.title for t in of(records, TitleCandidate)] == ["what is 2+2?"]
 
 
+def test_an_answer_keeps_the_effort_its_turn_asked_for():
+    # the session's reasoning effort is the last turn's; each answer keeps its own turn's
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-effort", "cli_version": "0.104.0"}),
+        envelope("event_msg", {"type": "user_message", "message": "think hard"}),
+        envelope("turn_context", {"cwd": "/w", "model": "gpt-5.3-codex", "effort": "high"}),
+        envelope("event_msg", {"type": "agent_reasoning", "text": "**Thinking**"}),
+        envelope("event_msg", {"type": "agent_message", "message": "done"}),
+        envelope("event_msg", {"type": "user_message", "message": "now quickly"}),
+        envelope("turn_context", {"cwd": "/w", "model": "gpt-5.3-codex", "effort": "low"}),
+        envelope("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        envelope("event_msg", {"type": "agent_message", "message": "also done"}),
+    ])
+    assert [(m.role, m.text, m.meta) for m in of(records, Message)] == [
+        ("user", "think hard", None),
+        ("assistant", "**Thinking**", {"effort": "high"}),
+        ("assistant", "done", {"effort": "high"}),
+        ("user", "now quickly", None),
+        ("assistant", "shell", {"effort": "low"}),
+        ("user", "ok", None),
+        ("assistant", "also done", {"effort": "low"}),
+    ]
+    assert [s.reasoning_effort for s in of(records, Session) if s.reasoning_effort] == ["high", "low"]
+
+
 def _answer(*parts):
     return envelope("response_item", {"type": "message", "role": "assistant",
                                       "content": [{"type": "output_text", "text": t} for t in parts]})

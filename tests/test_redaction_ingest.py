@@ -117,6 +117,29 @@ def assert_token_nowhere(conn):
             assert found == 0, (table, column)
 
 
+def test_a_secret_in_a_codex_turn_s_reasoning_effort_is_redacted_in_its_answers_too(tmp_path):
+    day = tmp_path / ".codex" / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+
+    def line(type_, payload):
+        return json.dumps({"timestamp": "2026-03-01T10:00:00.000Z", "type": type_, "payload": payload})
+
+    (day / "rollout-2026-03-01T10-00-00-t1.jsonl").write_text("\n".join([
+        line("session_meta", {"id": "t1", "cwd": "/w", "cli_version": "0.104.0"}),
+        line("event_msg", {"type": "user_message", "message": "go"}),
+        line("turn_context", {"cwd": "/w", "model": "gpt-5", "effort": f"high-{TOKEN}"}),
+        line("event_msg", {"type": "agent_message", "message": "done"}),
+    ]) + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"codex": tmp_path / ".codex"})
+    conn = sqlite3.connect(db)
+    assert_token_nowhere(conn)
+    [(effort, meta_effort)] = conn.execute(
+        "SELECT s.reasoning_effort, json_extract(m.meta_json, '$.effort') FROM messages m "
+        "JOIN sessions s ON s.id = m.session_id WHERE m.role = 'assistant'").fetchall()
+    assert effort.startswith("high-[REDACTED:github-pat:") and meta_effort == effort
+
+
 def test_secrets_in_an_agent_team_s_names_and_a_worktree_are_redacted_too(tmp_path):
     # A member's name is its lines' agentName, its .meta.json's name, and the
     # teammate_id its messages to the lead name it by (meta_json's ``from``).

@@ -966,6 +966,9 @@ class CodexParser:
         )
         if message.role == "assistant" and message.model is None:
             message.model = s.model
+        if message.role == "assistant" and s.effort:
+            # the effort its turn asked of the model (the session's is only the last)
+            message.meta = {**(message.meta or {}), "effort": s.effort}
         s.last_uuid = uuid
         s.own_content = True
         return message

@@ -47,8 +47,9 @@ CONTEXT_FIELDS = {
 }
 # Who a message says sent it and to whom (its meta's ``from`` and ``to``: an agent
 # team's member, a Codex agent; a name or a list of them), taken from its text
-# before that was redacted: names, redacted as the context fields are.
-META_NAMES = ("from", "to")
+# before that was redacted: names, redacted as the context fields are; and the
+# reasoning effort a Codex answer's turn asked for (``effort``), as the session's is.
+META_NAMES = ("from", "to", "effort")
 JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
 LIST_FIELDS = {ToolCall: ("file_paths",)}
 CACHED_VALUES = 4096
