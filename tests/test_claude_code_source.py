@@ -625,6 +625,22 @@ def test_the_reasoning_effort_is_the_last_an_assistant_line_names_cut_short():
     assert [s.reasoning_effort for s in of_type(records, Session)] == [None, "medium", "x" * 99 + "…"]
 
 
+def test_each_assistant_line_keeps_the_reasoning_effort_it_names():
+    records = feed_lines([
+        user("u1", "Hi"),
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1", "effort": "high",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Hello"}]}},
+        user("u2", "Quickly now"),
+        {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "sessionId": "s1", "effort": "low",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "Done"}]}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2", "sessionId": "s1",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "No effort named"}]}},
+    ])
+    assert [(m.uuid, m.meta) for m in of_type(records, Message)] == [
+        ("u1", None), ("a1", {"effort": "high"}), ("u2", None), ("a2", {"effort": "low"}), ("a3", None)]
+    assert [s.reasoning_effort for s in of_type(records, Session)] == [None, "high", "low"]
+
+
 def test_pr_link_lines_name_pull_requests():
     def pr_link(**fields):
         return {"type": "pr-link", "sessionId": "elsewhere", "timestamp": "2026-01-02T03:04:05Z", **fields}

@@ -520,9 +520,22 @@ def test_a_line_that_opens_with_thinking_says_how_long_its_thinking_is(db):
         "SELECT line_no, meta_json, substr(text, 1, json_extract(meta_json, '$.thinking_chars')) FROM messages "
         "WHERE meta_json LIKE '%thinking_chars%' ORDER BY line_no"
     ).fetchall() == [
-        (8, '{"thinking_chars":20}', "Reasoning goes here."),
-        (29, '{"thinking_chars":21}', "[trimmed for fixture]"),
+        (8, '{"thinking_chars":20,"effort":"medium"}', "Reasoning goes here."),
+        (29, '{"thinking_chars":21,"effort":"medium"}', "[trimmed for fixture]"),
         (55, '{"thinking_chars":21}', "[trimmed for fixture]"),
+    ]
+
+
+def test_an_assistant_line_keeps_the_reasoning_effort_it_names(db):
+    # The corpus's only lines naming an effort (small.jsonl lines 8, 18, 19, 29: medium; 65, 78: the
+    # placeholder, line 78 a part of the reply its placeholder id names, merged into it); the session
+    # keeps only the last, each line its own
+    assert db.execute(
+        "SELECT line_no, json_extract(meta_json, '$.effort') FROM messages WHERE meta_json LIKE '%\"effort\"%' "
+        "ORDER BY line_no"
+    ).fetchall() == [
+        (8, "medium"), (18, "medium"), (19, "medium"), (29, "medium"),
+        (65, "[trimmed for fixture]"),
     ]
 
 

@@ -228,7 +228,7 @@ class ClaudeCodeSource:
     # 18: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
     #     output nested deeper than orjson writes (255 levels) keeps its line; an agent's
     #     tokens are its ``subagent_tokens`` too (2.1.3xx), and a footer naming a worktree
-    #     still names its agent
+    #     still names its agent; an assistant row keeps the reasoning effort its line names
     parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
@@ -585,6 +585,8 @@ class ClaudeCodeParser:
             message.meta = {**(message.meta or {}), "fork_context": self.fork_context}
         if line_type == "user" and content_type == "text" and (senders := _teammate_senders(text)):
             message.meta = {**(message.meta or {}), "from": senders[0] if len(senders) == 1 else senders}
+        if line_type == "assistant" and (effort := label(obj.get("effort"))):
+            message.meta = {**(message.meta or {}), "effort": effort}  # (the session's is only the last)
         facts = list(self._line_facts(obj, message, payload, tools, position))
         records = [*self._session_records(obj), message, *tools, *facts]
         self._note_stored_anew(obj, uuid)

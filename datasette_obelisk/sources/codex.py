@@ -425,7 +425,8 @@ class CodexSource:
     #    session that session's child (relationship ``import``)
     # 16: a ``type`` that is no string (a list, an object) is an unknown type, not a parser error
     # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
-    #     output nested deeper than orjson writes (255 levels) keeps its line
+    #     output nested deeper than orjson writes (255 levels) keeps its line; an answer
+    #     keeps the reasoning effort its turn asked for (``meta_json.effort``)
     parser_version = 17
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
