@@ -1942,3 +1942,54 @@ def test_a_pass_over_unchanged_files_reads_their_rows_at_once(root, db, monkeypa
     summary = run(db, root)
     assert (summary.files_skipped, summary.files_read, summary.messages) == (29, 1, 1)
     assert set(read) == {"s7.jsonl"}
+
+
+def test_logs_naming_each_other_their_parent_make_no_lineage_cycle(tmp_path):
+    """Two Claude Code branches each naming the other in ``forkedFrom``, a Codex
+    rollout naming itself in ``forked_from_id``: stored as they were, each session
+    was its own ancestor, and its lineage failed (SESSION_QUERY_INVALID_LINEAGE,
+    a 500 on the lineage page and the trace answer), whichever order they came in."""
+    from datasette_obelisk.query.session_query import SessionQuery
+
+    def claude_session(root, session, parent):
+        folder = root / "claude" / "projects" / "-w"
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [
+            {"type": "user", "uuid": f"{session}-u", "parentUuid": None, "sessionId": session, "cwd": "/w",
+             "timestamp": "2026-03-01T10:00:00Z", "message": {"role": "user", "content": "hello"},
+             "forkedFrom": {"sessionId": parent, "messageUuid": f"{parent}-u"}},
+            {"type": "assistant", "uuid": f"{session}-a", "parentUuid": f"{session}-u", "sessionId": session, "cwd": "/w",
+             "timestamp": "2026-03-01T10:00:01Z", "message": {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+             "forkedFrom": {"sessionId": parent, "messageUuid": f"{parent}-a"}},
+        ]
+        (folder / f"{session}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+
+    thread = "019c0000-0000-7000-8000-000000000003"
+    day = tmp_path / "both" / "codex" / "sessions" / "2026" / "03" / "01"
+    day.mkdir(parents=True)
+    (day / f"rollout-2026-03-01T10-00-00-{thread}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in [
+        {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
+         "payload": {"id": thread, "forked_from_id": thread, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/w"}},
+        {"timestamp": "2026-03-01T10:00:01.000Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]}},
+    ]))
+    claude_session(tmp_path / "both", "sa", "sb")
+    claude_session(tmp_path / "both", "sb", "sa")
+    together = tmp_path / "together.db"
+    ingest(together, {"claude": tmp_path / "both" / "claude", "codex": tmp_path / "both" / "codex"})
+    one_by_one = tmp_path / "one_by_one.db"
+    claude_session(tmp_path / "later", "sa", "sb")
+    ingest(one_by_one, {"claude": tmp_path / "later" / "claude"})
+    claude_session(tmp_path / "later", "sb", "sa")
+    ingest(one_by_one, {"claude": tmp_path / "later" / "claude"})
+    parents = []
+    for db in (together, one_by_one):
+        conn = sqlite3.connect(db)
+        conn.row_factory = sqlite3.Row
+        for session in [r[0] for r in conn.execute("SELECT id FROM sessions")]:
+            trace = SessionQuery(conn).traceSession(session)
+            assert trace["complete"] is True
+        parents.append(sorted(tuple(r) for r in conn.execute("SELECT id, parent_session_id FROM sessions WHERE id GLOB 's?'")))
+        conn.close()
+    assert parents[0] == parents[1] == [("sa", None), ("sb", "sa")]
+    assert rows(together, "SELECT parent_session_id FROM sessions WHERE source = 'codex'") == [(None,)]

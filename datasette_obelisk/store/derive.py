@@ -70,6 +70,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     link_workflows(conn, session_ids)
     link_sessions(conn, session_ids)
     link_continuations(conn, session_ids)
+    break_parent_cycles(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
 
@@ -115,6 +116,30 @@ def link_continuations(conn: sqlite3.Connection, session_ids) -> None:
     whichever of the two was read first; a copy's ``fork`` link to it gives way."""
     pairs = {tuple(pair) for s in session_ids for pair in conn.execute(CONTINUATIONS_OF, {"s": s})}
     conn.executemany(CONTINUED, [{"parent": parent, "child": child} for parent, child in sorted(pairs)])
+
+
+PARENT_OF = "SELECT parent_session_id FROM sessions WHERE id = ?"
+UNPARENTED = "UPDATE sessions SET parent_session_id = NULL, relationship = NULL WHERE id = ?"
+MAX_ANCESTORS = 100_000
+
+
+def break_parent_cycles(conn: sqlite3.Connection, session_ids) -> None:
+    """Logs that contradict each other (two forks each naming the other the one
+    they were copied from, a rollout naming itself) would make a session its own
+    ancestor, which no lineage can show: the session of the cycle with the
+    smallest id has no parent, whichever run closed the cycle, so the
+    result is what a first ingest gives."""
+    for session_id in sorted(session_ids):
+        chain, seen = [session_id], {session_id}
+        row = conn.execute(PARENT_OF, [session_id]).fetchone()
+        parent = row[0] if row else None
+        while parent is not None and parent not in seen and len(chain) < MAX_ANCESTORS:
+            seen.add(parent)
+            chain.append(parent)
+            row = conn.execute(PARENT_OF, [parent]).fetchone()
+            parent = row[0] if row else None
+        if parent is not None and parent in seen:
+            conn.execute(UNPARENTED, [min(chain[chain.index(parent):])])
 
 
 FORGOTTEN_UNLESS = ("messages", "file_sessions", "titles", "summaries", "workflows", "memories")
