@@ -1671,3 +1671,29 @@ async def test_a_failure_that_answers_no_stored_call_links_to_where_its_result_i
     path, _, anchor = target.partition("#")
     assert anchor.startswith("m"), target
     assert f'id="{anchor}"' in await page(ds, path)
+
+
+
+@pytest.mark.asyncio
+async def test_a_session_named_a_dot_segment_is_linked_so_a_browser_keeps_it(tmp_path):
+    """A Claude Code log named ``..jsonl`` or ``...jsonl`` is session ``.`` or ``..``:
+    a link to ``/-/obelisk/session/..`` is ``/-/obelisk/`` to a browser (RFC 3986
+    removes dot segments), so the session could not be opened from any page."""
+    from datasette_obelisk.store.ingest import ingest
+
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    for name in (".", ".."):
+        line = {"type": "user", "uuid": f"u{len(name)}", "parentUuid": None, "sessionId": name, "cwd": "/w",
+                "timestamp": "2026-03-01T10:00:00Z", "message": {"role": "user", "content": f"dotted zebrafish {len(name)}"}}
+        (project / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    listing = await page(datasette, "/-/obelisk", q="zebrafish")
+    links = {href for href in re.findall(r'href="([^"]*/session/[^"/?]*)"', listing)}
+    assert links == {"/-/obelisk/session/%2E", "/-/obelisk/session/%2E%2E"}, links
+    for name, href in ((".", "/-/obelisk/session/%2E"), ("..", "/-/obelisk/session/%2E%2E")):
+        assert f"dotted zebrafish {len(name)}" in await page(datasette, href)
+        await page(datasette, href + "/lineage")

@@ -8,7 +8,10 @@ ROOT = "/-/obelisk"
 
 
 def segment(value) -> str:
-    return quote(str(value), safe=":@")
+    """``value`` as one path segment; ``.`` and ``..`` (a Claude Code log named
+    ``..jsonl``) escaped, as a browser removes them from a path unescaped."""
+    text = quote(str(value), safe=":@")
+    return text.replace(".", "%2E") if text in (".", "..") else text
 
 
 def obelisk_url(datasette, _where: str = "", **query) -> str:
