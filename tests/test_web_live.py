@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import os
 import sqlite3
 import threading
 
@@ -172,3 +173,60 @@ async def test_a_database_deleted_while_served_is_not_made_again(tmp_path, monke
     db.unlink()
     await ds.client.get("/-/obelisk/api/sessions")
     assert not db.exists()
+
+
+@pytest.mark.asyncio
+async def test_a_database_naming_another_file_does_not_read_it_into_what_it_serves(tmp_path, monkeypatch):
+    """A database names the paths it read and can be made anywhere: served, it must not read
+    other files of the machine into itself (as /api/raw does not serve them)."""
+    from datasette_obelisk.store.fingerprint import _hash
+
+    log, db = ingested_log(tmp_path, monkeypatch)
+    secret = tmp_path / "elsewhere" / "notes.jsonl"
+    secret.parent.mkdir()
+    secret.write_text(line("z", None, "the wombat password"))
+    fifo = tmp_path / "elsewhere" / "pipe"
+    os.mkfifo(fifo)
+    empty, brace = _hash(b""), _hash(b"{")
+    for forged in (
+        f"UPDATE source_files SET path = '{secret}', size = 1, mtime_ns = 1",  # the fingerprint of another file
+        f"UPDATE source_files SET path = '{secret}', size = 1, mtime_ns = 1, cursor = 0, "
+        f"head_hash = '{empty}', tail_hash = '{empty}'",  # a fingerprint of nothing
+        f"UPDATE source_files SET path = '{secret}', size = 1, mtime_ns = 1, head_hash = NULL, tail_hash = NULL",
+        f"UPDATE source_files SET path = '{secret}', size = 1, mtime_ns = 1, cursor = 1, "
+        f"head_hash = '{brace}', tail_hash = '{brace}'",  # a fingerprint of a byte any log starts with
+        f"UPDATE source_files SET path = '{fifo}', size = 1, mtime_ns = 1",  # never blocks
+    ):
+        change(db, forged)
+        ds = make_datasette(db)
+        await ds.invoke_startup()
+        response = await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})
+        assert (response.status_code, response.json()) == (200, [])
+        conn = sqlite3.connect(db)
+        assert conn.execute("SELECT count(*) FROM messages WHERE text LIKE '%wombat%'").fetchone() == (0,)
+        conn.close()
+
+
+@pytest.mark.asyncio
+async def test_a_log_rewritten_since_its_ingest_is_left_to_obelisk_ingest(tmp_path, monkeypatch):
+    log, db = ingested_log(tmp_path, monkeypatch)
+    log.write_text(line("a", None, "other first words") + line("b", "a", "a wombat wanders in"))
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    assert (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json() == []
+    ingest(db, {"claude": tmp_path / ".claude"})
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]
+
+
+@pytest.mark.asyncio
+async def test_a_log_whose_last_line_was_settled_without_its_break_is_still_read_as_it_grows(tmp_path, monkeypatch):
+    log, db = ingested_log(tmp_path, monkeypatch)
+    log.write_text(line("a", None, "first words").rstrip("\n"))
+    ingest(db, {"claude": tmp_path / ".claude"})
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    with open(log, "a") as fp:
+        fp.write("\n" + line("b", "a", "a wombat wanders in"))
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]

@@ -1,6 +1,7 @@
 """Live-preferred answers: tail-ingest logs that grew since the last ingest.
 
-    refresh(conn, session_ids=None, *, enabled=True, sources=None, max_bytes=None) -> list[str] | None
+    refresh(conn, session_ids=None, *, enabled=True, sources=None, max_bytes=None,
+            fingerprinted=False) -> list[str] | None
         Before answering for ``session_ids`` (every known file when None),
         compare each of their source files' ``os.stat`` size and mtime with
         its ``source_files`` row; a file that changed is ingested again —
@@ -10,6 +11,12 @@
         or read by a newer parser) takes the other files of its sessions
         along, as ``obelisk ingest`` does. Returns the paths re-read; None,
         reading nothing, when that means reading more than ``max_bytes``.
+        With ``fingerprinted`` (the web's refresh), only a regular file whose
+        bytes up to its cursor still hash as the ingest recorded is read
+        (``fingerprint_holds``): a database names the paths it read and can
+        be made anywhere, by hand too, so serving one must not read other
+        files of the machine into it. A log rewritten or a document saved
+        again is then left to ``obelisk ingest`` (and ``obelisk up``'s watcher).
 
 ``conn`` must be a *write* connection (``store.db.open_db``); everything
 else in query/ reads only. A database whose schema is not this version's
@@ -25,8 +32,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
+
+import orjson
 
 from ..store.db import BUSY_TIMEOUT_MS, is_current, newer_parsers
+from ..store.fingerprint import HASH_BYTES, hashes_at
 from ..store import cold_load
 from ..store.units import in_read_order, unit_of_row
 
@@ -82,8 +93,54 @@ def grew(row: dict, parser_versions: dict) -> bool:
     return plain_log and current and row["size_now"] > (row["size"] or 0) >= row["cursor"]
 
 
+def fingerprint_holds(row: dict) -> bool:
+    """Whether ``row``'s file is a regular file whose bytes up to the cursor hash as
+    the ingest recorded them (head and tail), as ``/api/raw`` checks a line's file."""
+    cursor = row.get("cursor")
+    if not (row.get("head_hash") and row.get("tail_hash")) or not isinstance(cursor, int) or cursor < 1:
+        return False
+    try:
+        fd = os.open(row["path"], os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO must not block the open)
+    except (OSError, TypeError, ValueError):
+        return False
+    try:
+        with os.fdopen(fd, "rb") as fp:
+            if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
+                return False
+            if row.get("compression"):
+                from .obelisk import decompressed_hashes
+
+                hashes = decompressed_hashes(fp, cursor)
+            else:
+                if os.fstat(fp.fileno()).st_size < cursor or not ends_a_line(fp.fileno(), cursor):
+                    return False
+                hashes = hashes_at(fp, cursor)
+    except OSError:
+        return False
+    return hashes == (row["head_hash"], row["tail_hash"])
+
+
+def ends_a_line(fd: int, cursor: int) -> bool:
+    """Whether the ingest's cursor sits where a log line ends: after a line break, or after
+    a last line that is whole JSON (one settled without its break). A fingerprint then covers
+    at least one whole line, which cannot be guessed the way a first byte (``{``) can."""
+    start = max(0, cursor - HASH_BYTES)
+    tail = os.pread(fd, cursor - start, start)
+    if tail.endswith(b"\n"):
+        return True
+    line = tail[tail.rfind(b"\n") + 1:]
+    if len(line) == len(tail) and start > 0:  # a last line longer than the fingerprint's tail
+        return False
+    try:
+        orjson.loads(line)
+    except ValueError:
+        return False
+    return True
+
+
 def refresh(
-    conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None, max_bytes: int | None = None
+    conn: sqlite3.Connection, session_ids=None, *, enabled: bool = True, sources=None, max_bytes: int | None = None,
+    fingerprinted: bool = False,
 ) -> list[str] | None:
     if not enabled:
         return []
@@ -101,6 +158,8 @@ def refresh(
     versions = {name: source.parser_version for name, source in sources.items()}
     newer = {source for source, _ in newer_parsers(conn, versions)}  # answered from what a newer parser stored
     rows = [row for row in rows if row["source"] in sources and row["source"] not in newer]
+    if fingerprinted:
+        rows = [row for row in rows if fingerprint_holds(row)]
     if not rows:
         return []
     if max_bytes is not None and bytes_to_read(rows, versions) > max_bytes:

@@ -2,7 +2,10 @@
 
 Only for a mutable, file-backed database on an instance that is not
 ``read_only``; at most once a second per database, on a connection of our
-own (never Datasette's write connection), in a worker thread. A request
+own (never Datasette's write connection), in a worker thread. Only a log whose
+bytes up to its cursor still hash as the ingest recorded is read
+(``live.fingerprint_holds``): the paths come from the database, which may
+have been made anywhere. A request
 waits for at most ``INLINE_BYTES`` of new log; a larger catch-up (a long
 session appended in bulk, logs rewritten) goes on in the background, one
 at a time per database, and requests answer from what is stored meanwhile.
@@ -50,7 +53,7 @@ def refresh_file(path: str, max_bytes: int | None = None) -> bool:
         return True
     try:
         if has_schema(conn):
-            return live.refresh(conn, max_bytes=max_bytes) is not None
+            return live.refresh(conn, max_bytes=max_bytes, fingerprinted=True) is not None
     except sqlite3.Error:
         pass  # busy or read-only: answer from what is stored
     finally:
