@@ -480,6 +480,23 @@ async def test_the_configuration_s_own_stored_query_of_one_of_our_names_wins(web
 
 
 @pytest.mark.asyncio
+async def test_the_configuration_s_own_stored_query_of_one_of_our_names_is_hidden_by_what_it_reads(web_db):
+    """Not by what ours of that name would read: hiding memories hides our obelisk_memories, not theirs."""
+    from web_fixtures import make_datasette
+
+    config = {"databases": {"obelisk": {
+        "queries": {"obelisk_memories": {"sql": "select 43 as mine"}},
+        "tables": {"memories": {"allow": False}},
+    }}}
+    ds = make_datasette(web_db, config=config)
+    await ds.invoke_startup()
+    mine = await ds.client.get("/obelisk/obelisk_memories.json", params={"_shape": "array"})
+    assert (mine.status_code, mine.json()) == (200, [{"mine": 43}])
+    ours = await ds.client.get("/obelisk/obelisk_overview.json", params={"_shape": "array"})  # reads memories
+    assert ours.status_code == 403
+
+
+@pytest.mark.asyncio
 async def test_obelisk_fts_takes_text_up_to_a_bound(ds):
     # The API refuses more than 1,000 characters; SQLite cannot interrupt a function, so it is bounded.
     long = "zebrafish " * 200

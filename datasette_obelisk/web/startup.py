@@ -15,7 +15,7 @@ from weakref import WeakKeyDictionary
 from .browse import apply_browse_defaults
 from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
-from .stored_queries import QUERIES, register_stored_queries
+from .stored_queries import QUERIES, configured_names, register_stored_queries
 from .visibility import hidden_resources, record_sources, recorded_databases
 
 RECHECK_SECONDS = 1.0  # Datasette reads the schemas again at most once a second too
@@ -41,7 +41,10 @@ async def configure(datasette) -> None:
 async def set_up(datasette, name: str) -> None:
     try:
         await register_stored_queries(datasette, name)
-        await record_sources(datasette, name, QUERIES)
+        # (a query of one of our names the configuration gives is its own, and served
+        # as Datasette serves it: what ours would read says nothing about it)
+        mine = configured_names(datasette, name)
+        await record_sources(datasette, name, [query for query in QUERIES if query.name not in mine])
         await apply_browse_defaults(datasette, name)
     except sqlite3.Error as exc:  # a damaged archive must not keep the others from being served
         print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)
