@@ -279,3 +279,16 @@ async def test_databases_that_are_no_archives_are_not_asked_their_schema_on_ever
     sqlite3.connect(plain[1]).execute("CREATE TABLE u (y)").connection.close()  # written: looked at again
     await ds.client.get("/plain0")
     assert asked == ["plain1"]
+
+
+@pytest.mark.asyncio
+async def test_the_database_listing_leaves_out_the_index_of_a_hidden_table(web_db):
+    """Our own checks (Datasette's rules alone) must not stay in the request's permission
+    cache: there they made the view an FTS index reads look allowed, and the listing
+    named messages_fts with the count of the hidden messages."""
+    ds = await started(web_db, hiding("messages"))
+    listed = {table["name"] for table in (await ds.client.get("/obelisk.json")).json()["tables"]}
+    allowed = {r.child for r in (await ds.allowed_resources("view-table", None, parent="obelisk", limit=1000)).resources}
+    assert "messages_fts" not in listed and "messages" not in listed
+    assert listed <= allowed
+    assert (await ds.client.get("/obelisk/messages_fts.json")).status_code == 403

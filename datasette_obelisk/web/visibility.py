@@ -45,6 +45,10 @@ DERIVED = {
 # generation counter) and never shown, so hiding them hides nothing of ours.
 BOOKKEEPING = frozenset({"obelisk_state", "derive_queue"})
 _checking = ContextVar("obelisk_checking_tables", default=False)
+try:  # Datasette's request-scoped cache of permission verdicts
+    from datasette.permissions import _permission_check_cache as _request_cache
+except ImportError:  # pragma: no cover (a Datasette without one: nothing to keep apart)
+    _request_cache = None
 
 
 @dataclass
@@ -114,6 +118,10 @@ async def hidden_among(datasette, actor, database: str, tables) -> set[str]:
         expires, known = cache[key] = (now + VIEWABLE_SECONDS, {})
     hidden = set()
     token = _checking.set(True)
+    # These verdicts leave our own rules out: kept in the request's permission cache,
+    # a later check in the same request would find a view over a hidden table allowed
+    # (the source of an FTS index: /obelisk.json listed messages_fts with its count).
+    cache_token = _request_cache.set({}) if _request_cache is not None else None
     try:
         for table in {logical_table(table, dependencies) for table in tables}:
             if table not in known:
@@ -123,6 +131,8 @@ async def hidden_among(datasette, actor, database: str, tables) -> set[str]:
             if not known[table]:
                 hidden.add(table)
     finally:
+        if cache_token is not None:
+            _request_cache.reset(cache_token)
         _checking.reset(token)
     return hidden
 
