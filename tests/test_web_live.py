@@ -230,3 +230,21 @@ async def test_a_log_whose_last_line_was_settled_without_its_break_is_still_read
         fp.write("\n" + line("b", "a", "a wombat wanders in"))
     found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
     assert [hit["message"]["uuid"] for hit in found] == ["b"]
+
+
+@pytest.mark.asyncio
+async def test_a_log_rewritten_in_the_agents_own_folder_is_read_again(tmp_path, monkeypatch):
+    # (the logs of this machine's own agents are what the archive is for, fingerprint or not)
+    log, db = ingested_log(tmp_path, monkeypatch)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
+    log.write_text(line("a", None, "other first words") + line("b", "a", "a wombat wanders in"))
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    found = (await ds.client.get("/-/obelisk/api/search", params={"q": "wombat"})).json()
+    assert [hit["message"]["uuid"] for hit in found] == ["b"]
+    from datasette_obelisk.plugins import get_sources
+    from datasette_obelisk.query.live import is_inside, own_folders
+
+    assert is_inside(str(log), own_folders(get_sources()))
+    # (a path that only names the folder on its way out of it is not inside)
+    assert not is_inside(f"{tmp_path}/.claude/projects/../../elsewhere.jsonl", own_folders(get_sources()))

@@ -11,12 +11,14 @@
         or read by a newer parser) takes the other files of its sessions
         along, as ``obelisk ingest`` does. Returns the paths re-read; None,
         reading nothing, when that means reading more than ``max_bytes``.
-        With ``fingerprinted`` (the web's refresh), only a regular file whose
-        bytes up to its cursor still hash as the ingest recorded is read
-        (``fingerprint_holds``): a database names the paths it read and can
-        be made anywhere, by hand too, so serving one must not read other
-        files of the machine into it. A log rewritten or a document saved
-        again is then left to ``obelisk ingest`` (and ``obelisk up``'s watcher).
+        With ``fingerprinted`` (the web's refresh), only a file in the sources'
+        own folders on this machine (``own_folders``), or a regular file whose
+        bytes up to its cursor still hash as the ingest recorded
+        (``fingerprint_holds``), is read: a database names the paths it read
+        and can be made anywhere, by hand too, so serving one must not read
+        other files of the machine into it. A log elsewhere that was rewritten
+        or a document saved again is then left to ``obelisk ingest`` (and
+        ``obelisk up``'s watcher).
 
 ``conn`` must be a *write* connection (``store.db.open_db``); everything
 else in query/ reads only. A database whose schema is not this version's
@@ -36,6 +38,7 @@ import stat
 
 import orjson
 
+from ..sources.base import default_root_of, folders_of
 from ..store.db import BUSY_TIMEOUT_MS, is_current, newer_parsers
 from ..store.fingerprint import HASH_BYTES, hashes_at
 from ..store import cold_load
@@ -120,6 +123,26 @@ def fingerprint_holds(row: dict) -> bool:
     return hashes == (row["head_hash"], row["tail_hash"])
 
 
+def own_folders(sources, environ=os.environ) -> list[str]:
+    """The folders the sources read by default on this machine (``~/.claude/projects``, …),
+    resolved: their logs are this machine's agents' own, whatever a database names."""
+    found = []
+    for source in sources.values():
+        root = default_root_of(source, environ)[0]
+        if root is not None:
+            found += [os.path.join(os.path.realpath(folder), "") for folder in folders_of(source, root)]
+    return found
+
+
+def is_inside(path: str, folders: list[str]) -> bool:
+    """Whether ``path``, resolved, lies in one of ``folders`` (``own_folders``)."""
+    try:
+        resolved = os.path.realpath(path)
+    except (OSError, TypeError, ValueError):
+        return False
+    return any(resolved.startswith(folder) for folder in folders)
+
+
 def ends_a_line(fd: int, cursor: int) -> bool:
     """Whether the ingest's cursor sits where a log line ends: after a line break, or after
     a last line that is whole JSON (one settled without its break). A fingerprint then covers
@@ -159,7 +182,8 @@ def refresh(
     newer = {source for source, _ in newer_parsers(conn, versions)}  # answered from what a newer parser stored
     rows = [row for row in rows if row["source"] in sources and row["source"] not in newer]
     if fingerprinted:
-        rows = [row for row in rows if fingerprint_holds(row)]
+        own = own_folders(sources)
+        rows = [row for row in rows if is_inside(row["path"], own) or fingerprint_holds(row)]
     if not rows:
         return []
     if max_bytes is not None and bytes_to_read(rows, versions) > max_bytes:

@@ -2,10 +2,10 @@
 
 Only for a mutable, file-backed database on an instance that is not
 ``read_only``; at most once a second per database, on a connection of our
-own (never Datasette's write connection), in a worker thread. Only a log whose
-bytes up to its cursor still hash as the ingest recorded is read
-(``live.fingerprint_holds``): the paths come from the database, which may
-have been made anywhere. A request
+own (never Datasette's write connection), in a worker thread. Only a log in
+the sources' own folders, or one whose bytes up to its cursor still hash as
+the ingest recorded, is read (``live.own_folders``, ``live.fingerprint_holds``):
+the paths come from the database, which may have been made anywhere. A request
 waits for at most ``INLINE_BYTES`` of new log; a larger catch-up (a long
 session appended in bulk, logs rewritten) goes on in the background, one
 at a time per database, and requests answer from what is stored meanwhile.
