@@ -23,15 +23,18 @@ accepts ``signal=`` (anything with a true ``aborted`` attribute, or a set
 How the archive maps onto the contract:
 
 - A *session* is a ``sessions`` row. ``SessionHeader`` is ``{version: 1, id,
-  createdAt, cwd?, parentSession?}`` plus ``source`` and, for subagents and
-  forks, ``relationship`` and ``agentPreset`` (the agent type).
-  ``createdAt`` is the first message time in epoch ms.
+  createdAt, cwd?, parentSession?}`` plus ``source`` and, when the session
+  has them, ``relationship`` (subagent, workflow, fork, continuation, import)
+  and ``agentPreset`` (the agent type). ``createdAt`` is the session's start
+  (``sessions.started_at``: its earliest message time, or an earlier start
+  its log records) in epoch ms; 0 for a session whose log has no time at all.
 - ``live``: the session's source log file still exists; ``persisted``:
   always true, as this archive keeps every session it stored, also once its
   file is gone. The ``availability`` filter's words match those flags.
 - An *event* is a ``messages`` row, ``seq`` its position in the session;
-  ``type`` is described in query/events.py; ``time`` is epoch ms (``None``
-  for the rare line without a timestamp); ``surface`` is the stored one:
+  ``type`` is described in query/events.py; ``time`` is epoch ms (a line
+  without a usable timestamp has the time of the nearest event before it,
+  else after it, else the session's ``createdAt``); ``surface`` is the stored one:
   ``shadowed`` for context a compaction replaced and for branches a rewind
   abandoned, ``log-only`` for structural lines.
 - ``traceEvent``: ``replacedBy`` is, for a shadowed event, the event named
