@@ -1993,3 +1993,28 @@ def test_logs_naming_each_other_their_parent_make_no_lineage_cycle(tmp_path):
         conn.close()
     assert parents[0] == parents[1] == [("sa", None), ("sb", "sa")]
     assert rows(together, "SELECT parent_session_id FROM sessions WHERE source = 'codex'") == [(None,)]
+
+
+def test_a_gemini_document_counts_its_items_not_its_rows(tmp_path):
+    """A legacy Gemini .json chat is read item by item: a reply holding its call's output
+    gives two message rows but is one item, counted once, as a log's line is."""
+    chat = {
+        "sessionId": "d0c00000-0000-4000-8000-000000000001", "projectHash": "h",
+        "startTime": "2026-01-01T00:00:00.000Z", "lastUpdated": "2026-01-01T00:00:05.000Z",
+        "messages": [
+            {"id": "m1", "timestamp": "2026-01-01T00:00:00.000Z", "type": "user", "content": [{"text": "list files"}]},
+            {"id": "m2", "timestamp": "2026-01-01T00:00:03.000Z", "type": "gemini", "content": "", "model": "gemini-2.5-pro",
+             "toolCalls": [{"id": "ls-1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "success",
+                            "timestamp": "2026-01-01T00:00:04.000Z",
+                            "result": [{"functionResponse": {"id": "ls-1", "name": "run_shell_command",
+                                                             "response": {"output": "README.md"}}}]}]},
+        ],
+    }
+    chats = tmp_path / "gemini" / "tmp" / "h" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "session-2026-01-01T00-00-d0c00000.json").write_text(json.dumps(chat))
+    summary = ingest(tmp_path / "o.db", {"gemini": tmp_path / "gemini"})
+    assert (summary.lines, summary.messages, summary.errors) == (2, 3, 0)
+    assert rows(tmp_path / "o.db", "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (2, 3, 0, 0)
+    ]

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import orjson
 
-from ..records import LineError, Position
+from ..records import LineError, Merged, Position
 from ..sources.base import (
     Source, SourceFile, default_folder_warnings, default_root_of, folders_of, printable_path, unreadable_folders,
 )
@@ -38,7 +38,7 @@ from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
 from .units import hints_json, in_read_order, unit_of_row
-from .writer import Writer, delete_file_rows, file_holds_rows, retake_outputs
+from .writer import LINE_NO, Writer, delete_file_rows, file_holds_rows, retake_outputs
 
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
@@ -1168,7 +1168,7 @@ class Ingester:
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
             if unit.layout == "document":  # one file, many items: count the items
-                lines = counts.stored + counts.merged + counts.failed
+                lines = document_items(records, batch.message_rows)
             self.queue_sessions(counts.sessions | counts.mentioned)
             self.conn.execute(
                 """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?,
@@ -1488,3 +1488,11 @@ def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
                 gone,
             )
 
+
+def document_items(records, message_rows) -> int:
+    """How many items of a document a batch read: each item is one position, whether
+    it gave one message row, two (a Gemini reply holding its call's output), was
+    merged or failed, as a line of a log is counted once."""
+    positions = {row[LINE_NO] for row in message_rows}
+    positions.update(r.position.line_no for r in records if type(r) in (Merged, LineError))
+    return len(positions)

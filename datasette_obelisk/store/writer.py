@@ -68,7 +68,7 @@ TEXT = MESSAGE_COLUMNS.index("text")
 TYPE, META = MESSAGE_COLUMNS.index("type"), MESSAGE_COLUMNS.index("meta_json")
 SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
-BYTE_OFFSET = MESSAGE_COLUMNS.index("byte_offset")
+BYTE_OFFSET, LINE_NO = MESSAGE_COLUMNS.index("byte_offset"), MESSAGE_COLUMNS.index("line_no")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
 # A subagents row says, field by field, where its type and task came from (``Subagent.described_by``).
