@@ -127,3 +127,23 @@ def test_web_md_says_a_thread_over_max_thread_is_413(tmp_path, monkeypatch):
     assert response.json()["error"]["code"] == "OBELISK_PAYLOAD_TOO_LARGE"
     web = " ".join((DOCS / "web.md").read_text().split())
     assert "more than 10,000 messages is 413 `OBELISK_PAYLOAD_TOO_LARGE`" in web
+
+
+def test_readme_says_which_unterminated_line_waits(tmp_path):
+    """README (Live): a last line without its newline waits only while it is not yet a whole
+    JSON object; one that is whole is read now (architecture.md says so too)."""
+    import json
+
+    from datasette_obelisk.store.ingest import ingest
+
+    session = "12121212-1212-4212-8212-121212121212"
+    project = tmp_path / "claude" / "projects" / "p"
+    project.mkdir(parents=True)
+    first = {"type": "user", "uuid": "n1", "sessionId": session, "timestamp": "2026-01-01T00:00:00Z",
+             "message": {"role": "user", "content": "one"}}
+    last = dict(first, uuid="n2", parentUuid="n1", message={"role": "user", "content": "two"})
+    (project / f"{session}.jsonl").write_text(json.dumps(first) + "\n" + json.dumps(last))  # no newline at the end
+    assert ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"}).messages == 2
+    readme = " ".join((DOCS.parent / "README.md").read_text().split())
+    assert "A line still being written (no newline yet) waits" not in readme
+    assert "not yet a whole JSON object" in readme
