@@ -718,8 +718,8 @@ PUBLISH_SETTINGS = {
 
 # Bookkeeping a published archive does not show: who wrote (audit_log holds
 # actors), host paths and parser state (source_files, ingest_errors), and
-# internal state (obelisk_state, derive_queue). See docs/web.md.
-PUBLISH_HIDDEN_TABLES = ("audit_log", "source_files", "ingest_errors", "obelisk_state", "derive_queue")
+# internal state (obelisk_state, derive_queue, derive_tallies). See docs/web.md.
+PUBLISH_HIDDEN_TABLES = ("audit_log", "source_files", "ingest_errors", "obelisk_state", "derive_queue", "derive_tallies")
 
 
 def publish_settings(database: str = "obelisk") -> dict:
@@ -741,7 +741,7 @@ def publish_config(db_path, output):
     Downloads, arbitrary SQL, signed tokens, CSV streaming and facet
     suggestions are off, the plugin registers no write route, and the
     bookkeeping tables (audit_log, source_files, ingest_errors,
-    obelisk_state, derive_queue) are hidden.
+    obelisk_state, derive_queue, derive_tallies) are hidden.
     Refuses a database that is missing or not an obelisk database
     (OBELISK_NOT_FOUND, exit 1, as the read commands), or that was ingested
     with --no-redact.

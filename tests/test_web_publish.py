@@ -112,3 +112,13 @@ async def test_publish_config_turns_facet_suggestions_off(web_db):
     asked = (await ds.client.get("/obelisk/messages.json", params={"_search": "the", "_facet": "role",
                                                                   "_extra": "facet_results,suggested_facets"})).json()
     assert asked["suggested_facets"] == [] and asked["facet_results"]["results"]["role"]["results"]
+
+
+def test_every_internal_table_is_hidden_when_published():
+    """The tables Datasette's pages hide as the plugin's internal state (derive_tallies,
+    m046, among them) are hidden on a published instance too."""
+    from datasette_obelisk.web.browse import TABLE_DEFAULTS
+
+    internal = {name for name, settings in TABLE_DEFAULTS.items() if settings.get("hidden")} - {"_sqlite_migrations"}
+    assert "derive_tallies" in internal
+    assert internal <= set(PUBLISH_HIDDEN_TABLES)

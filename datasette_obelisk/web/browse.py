@@ -37,6 +37,7 @@ TABLE_DEFAULTS = {
         "facets": ["tool_name", "outcome", "source", "project", DATE],
     },
     "derive_queue": {"hidden": True},
+    "derive_tallies": {"hidden": True},
     "obelisk_state": {"hidden": True},
     "_sqlite_migrations": {"hidden": True},
 }
