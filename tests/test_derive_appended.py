@@ -299,3 +299,23 @@ def test_a_migration_has_every_session_derived_whole_again(tmp_path, claude):
     append(log(claude), conversation(1, start=3))
     assert plans_of(db, claude) == (1, 0)
     assert_fresh(tmp_path, db, claude)
+
+
+@pytest.mark.parametrize("marked_missing_first", [True, False])
+def test_rows_redacted_in_place_derive_their_session_whole(tmp_path, claude, marked_missing_first):
+    # New redaction rules redact the rows of a log gone from disk where they are (they
+    # cannot be read again): the cwd and branch its session was derived from change in
+    # place, and what the last derivation counted of them (derive_tallies) no longer holds.
+    secret = "AKIAIOSFODNN7EXAMPLQ"
+    db = tmp_path / "o.db"
+    append(log(claude), conversation(2).replace(b"/home/dev/app", f"/home/dev/{secret}".encode())
+           .replace(b'"branch-', f'"{secret}-'.encode()))
+    ingest(db, {"claude": claude}, redact=False)  # (rules that did not know the secret yet)
+    assert rows(db, "SELECT project_path FROM sessions") == [(f"/home/dev/{secret}",)]
+    log(claude).unlink()  # (Claude Code cleans old logs up: the session stays, archived)
+    if marked_missing_first:
+        ingest(db, {"claude": claude}, redact=False)
+    ingest(db, {"claude": claude})
+    assert secret not in str(rows(db, "SELECT cwd, git_branch FROM messages"))
+    assert secret not in str(rows(db, "SELECT project_path, project, git_branch, cwd FROM sessions"))
+    assert rows(db, "SELECT COUNT(*) FROM derive_tallies") == [(1,)]  # derived whole again, counted anew

@@ -790,8 +790,7 @@ class Ingester:
             # Files that were to be read again (after new redaction rules too) and never will be.
             pending = [row["id"] for row in gone if row["parser_version"] is None]
             if pending and self.redact is not None:
-                redacting.redact_stored_rows(self.conn, self.redact.redactor, pending)
-                retake_outputs(self.conn, pending)  # (a log read again this run took a saved output before)
+                redact_in_place(self.conn, self.redact.redactor, pending)
             self.bump_generation()
         self.summary.files_missing += len(gone)
 
@@ -1474,14 +1473,25 @@ def empty_folder_warnings(sources: Mapping[str, Source], roots: Mapping[str, Pat
     return warnings
 
 
+def redact_in_place(conn: sqlite3.Connection, redactor, file_ids: list[int]) -> None:
+    """The rows of files not read again (gone from disk) take the current rules where
+    they are. Their sessions are derived whole next: what their last derivations
+    counted (``derive_tallies``: cwds, the last branch) still says what was redacted."""
+    redacting.redact_stored_rows(conn, redactor, file_ids)
+    retake_outputs(conn, file_ids)  # (a log read again this run took a saved output before)
+    derive.forget_tallies(conn, [row[0] for row in conn.execute(
+        "SELECT DISTINCT session_id FROM messages WHERE file_id IN (SELECT value FROM json_each(?))",
+        [orjson.dumps(list(file_ids)).decode()],
+    )])
+
+
 def apply_new_rules(conn: sqlite3.Connection, redactor) -> None:
     """New redaction rules: files still on disk are read again, the rest redacted in place."""
     with transaction(conn):
         conn.execute("UPDATE source_files SET parser_version = NULL WHERE missing = 0")
         gone = [row[0] for row in conn.execute("SELECT id FROM source_files WHERE missing = 1")]
         if gone:
-            redacting.redact_stored_rows(conn, redactor, gone)
-            retake_outputs(conn, gone)
+            redact_in_place(conn, redactor, gone)
             conn.execute(
                 "INSERT OR IGNORE INTO derive_queue (session_id) SELECT DISTINCT session_id "
                 f"FROM messages WHERE file_id IN ({','.join('?' * len(gone))})",
