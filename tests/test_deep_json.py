@@ -41,9 +41,9 @@ def claude(tmp_path, depth):
     return "claude", tmp_path / "claude"
 
 
-def codex(tmp_path, depth):
+def codex(tmp_path, depth, leaf="leaf"):
     thread = "019c0000-0000-7000-8000-000000000002"
-    arguments = '{"cmd":"ls","x":' + deep(depth) + "}"
+    arguments = '{"cmd":"ls","x":' + deep(depth, leaf) + "}"
     lines = [
         {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
          "payload": {"id": thread, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/w"}},
@@ -59,7 +59,7 @@ def codex(tmp_path, depth):
     day = tmp_path / "codex" / "sessions" / "2026" / "03" / "01"
     day.mkdir(parents=True)
     (day / f"rollout-2026-03-01T10-00-00-{thread}.jsonl").write_text(
-        "".join(json.dumps(o) + "\n" for o in lines).replace('"__DEEP__"', deep(depth)))
+        "".join(json.dumps(o) + "\n" for o in lines).replace('"__DEEP__"', deep(depth, leaf)))
     return "codex", tmp_path / "codex"
 
 

@@ -375,33 +375,20 @@ def test_a_secret_deep_in_a_tool_s_json_input_is_redacted_and_costs_no_line(tmp_
     """orjson reads 1,024 levels of nesting but writes only 255: a Codex call's
     arguments (JSON text kept verbatim) nested deeper, holding a secret, failed
     the redaction of the file's batch, so none of its lines was stored, run after run."""
+    from test_deep_json import codex
+
     secret = "ghp_mYoQlhdmdVUhf8YZVo8sTqHB3pUcUqWmuwwD"
-    day = tmp_path / ".codex" / "sessions" / "2026" / "03" / "01"
-    day.mkdir(parents=True)
-    thread = "019c0000-0000-7000-8000-000000000001"
-    for depth in (300,):
-        arguments = '{"cmd":"ls","x":' + "[" * depth + json.dumps(secret) + "]" * depth + "}"
-        lines = [
-            {"timestamp": "2026-03-01T10:00:00.000Z", "type": "session_meta",
-             "payload": {"id": thread, "timestamp": "2026-03-01T10:00:00.000Z", "cwd": "/work/app"}},
-            {"timestamp": "2026-03-01T10:00:01.000Z", "type": "response_item",
-             "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list it"}]}},
-            {"timestamp": "2026-03-01T10:00:02.000Z", "type": "response_item",
-             "payload": {"type": "function_call", "name": "exec_command", "arguments": arguments, "call_id": "call_1"}},
-            {"timestamp": "2026-03-01T10:00:03.000Z", "type": "response_item",
-             "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}},
-        ]
-        (day / f"rollout-2026-03-01T10-00-00-{thread}.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
-        db = tmp_path / f"o{depth}.db"
-        summary = ingest(db, {"codex": tmp_path / ".codex"})
-        assert summary.errors == 0, summary.error_samples
-        conn = sqlite3.connect(db)
-        (stored,) = conn.execute("SELECT input_json FROM tool_calls").fetchone()
-        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 3
-        conn.close()
-        assert secret not in stored and secret[:12] not in stored
-        assert stored.startswith('{"cmd":"ls","x":' + "[" * depth + '"[REDACTED:github-pat:')
-        assert secret.encode() not in database_bytes(db)
+    name, root = codex(tmp_path, 300, leaf=secret)
+    db = tmp_path / "o.db"
+    summary = ingest(db, {name: root})
+    assert summary.errors == 0, summary.error_samples
+    conn = sqlite3.connect(db)
+    (stored,) = conn.execute("SELECT input_json FROM tool_calls WHERE name = 'exec_command'").fetchone()
+    assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 4
+    conn.close()
+    assert secret not in stored and secret[:12] not in stored
+    assert stored.startswith('{"cmd":"ls","x":' + "[" * 300 + '"[REDACTED:github-pat:')
+    assert secret.encode() not in database_bytes(db)
 
 
 def test_redacting_json_text_nested_as_deep_as_it_is_read_keeps_it_whole():
