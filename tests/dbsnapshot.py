@@ -54,3 +54,12 @@ def diff(a: dict, b: dict, limit=5) -> list:
                     if len(out) > limit:
                         return out
     return out
+
+
+def rows(db, sql, params=()) -> list[tuple]:
+    """What ``sql`` selects from the database at ``db``, on a connection of its own."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()

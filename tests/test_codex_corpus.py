@@ -45,7 +45,7 @@ from click.testing import CliRunner
 from datasette_obelisk.cli import cli
 from datasette_obelisk.plugins import get_sources
 from datasette_obelisk.store.ingest import ingest
-from dbsnapshot import diff, snapshot
+from dbsnapshot import diff, rows, snapshot
 
 DAAAIN = "daaain__claude-code-log"
 MADSHN = "madshn__localpush"
@@ -232,14 +232,6 @@ def ingested(tmp_path_factory, home):
 @pytest.fixture(scope="module")
 def db(ingested):
     return ingested[0]
-
-
-def rows(db_path, sql, params=()):
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def codex_sources():
@@ -1169,7 +1161,6 @@ def test_a_thread_imported_from_a_claude_code_session_is_its_child_and_both_keep
     ledger.write_text(json.dumps({"records": [record(first), record(second), gone]}, indent=2))
     ingest(db_path, homes)
     assert [r[0] for r in rows(db_path, links)] == [first, second, f"codex:{threads[first]}", f"codex:{threads[second]}"]
-
 
 
 @pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row-by-row", "cold-load"])

@@ -8,7 +8,7 @@ import pytest
 
 from datasette_obelisk.store import derive
 from datasette_obelisk.store.ingest import ingest
-from dbsnapshot import diff, snapshot
+from dbsnapshot import diff, rows, snapshot
 
 SID = "0b0b0b0b-0000-4000-8000-000000000001"
 AGENT = "a0123456789abcdef"
@@ -87,14 +87,6 @@ def assert_fresh(tmp_path, db, claude):
     ingest(fresh, {"claude": claude})
     got, expected = snapshot(db), snapshot(fresh)
     assert got == expected, diff(got, expected)
-
-
-def rows(db, sql, params=()):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def test_a_plain_append_is_derived_alone(tmp_path, claude):

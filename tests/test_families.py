@@ -14,19 +14,11 @@ from datasette_obelisk.plugins import get_sources
 from datasette_obelisk.query.live import refresh
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import Ingester, ingest
-from dbsnapshot import diff, snapshot
+from dbsnapshot import diff, rows, snapshot
 
 
 def run(db, claude):
     return ingest(db, {"claude": claude}, sources={"claude": get_sources()["claude"]})
-
-
-def rows(db, sql):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
 
 def drop_line(path, number):

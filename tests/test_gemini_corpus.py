@@ -35,7 +35,7 @@ from datasette_obelisk.plugins import get_sources
 from datasette_obelisk.query.readonly import connect_readonly
 from datasette_obelisk.query.session_query import SessionQuery
 from datasette_obelisk.store.ingest import ingest
-from dbsnapshot import diff, snapshot
+from dbsnapshot import diff, rows, snapshot
 
 JSONL = "jazzyalex__agent-sessions/jsonl_v040.jsonl"
 LEGACY = "jazzyalex__agent-sessions/small.json"
@@ -119,14 +119,6 @@ def db(ingested):
 
 def gemini_sources():
     return {"gemini": get_sources()["gemini"]}
-
-
-def rows(db_path, sql, params=()):
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def jsonl(*records) -> bytes:

@@ -8,7 +8,7 @@ import pytest
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
-from dbsnapshot import diff, snapshot
+from dbsnapshot import diff, rows, snapshot
 
 SOURCES = {"toy": ToySource()}
 
@@ -31,14 +31,6 @@ def root(tmp_path):
 @pytest.fixture
 def db(tmp_path):
     return tmp_path / "obelisk.db"
-
-
-def rows(db, sql, params=()):
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def change(db, *statements):

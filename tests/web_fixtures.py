@@ -17,6 +17,7 @@ import pytest_asyncio
 from datasette.app import Datasette
 
 from datasette_obelisk.store.ingest import ingest
+from dbsnapshot import rows  # noqa: F401 (the web tests take it from here)
 
 CORPUS = Path(__file__).parent.parent.parent / "shared" / "corpus"
 XSS_SESSION = "xss-session-0001"
@@ -109,14 +110,6 @@ def copy_db(source: Path, target: Path) -> Path:
         conn.close()
     shutil.copyfile(source, target)
     return target
-
-
-def rows(db: Path, sql: str, params=()) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql, params).fetchall()
-    finally:
-        conn.close()
 
 
 def make_datasette(db: Path | None, config: dict | None = None, **options) -> Datasette:
