@@ -817,6 +817,32 @@ def test_facet_counts_read_each_sessions_combinations_once(toy, monkeypatch):
     assert sampled["sampled"] is True and sampled["facets"]["role"] == [{"value": "user", "count": 1}]
 
 
+
+@pytest.mark.parametrize("chosen, name", [({"narrowing": {"branch": ["main"]}}, "branch"),
+                                          ({"narrowing": {"tool": ["Bash"]}}, "tool"),
+                                          ({"sources": ["toy"]}, "source"),
+                                          ({"time_from": "2026-01-01T00:00:00.000Z"}, "day")])
+def test_a_chosen_facet_is_counted_again_for_its_own_values_alone(toy, chosen, name):
+    """A facet with a choice is recounted without it (to list its other values): that
+    second pass groups by that facet's value alone, not by every facet's (the tool
+    one a lookup per match), which the first pass has counted already."""
+    from datasette_obelisk.query import search_facets
+
+    toy.write("c1", line("c1a", "chosen words", "2026-01-01T00:00:00Z"),
+              line("c1b", "chosen call", "2026-01-01T00:01:00Z", tool="Bash"))
+    toy.ingest()
+    conn = toy.conn()
+    statements = []
+    conn.set_trace_callback(statements.append)
+    search_facets._kept.clear()
+    result = search_facets.faceted_search(conn, "chosen", **chosen)
+    grouped = [s.split("GROUP BY session_id, ")[1].split(", ") for s in statements
+               if "messages_fts MATCH" in s and "GROUP BY session_id, " in s]
+    assert sorted(grouped, key=len) == [[name], list(search_facets.FACETS)]
+    if name != "branch":  # (the toy's lines name none: that choice keeps no match)
+        assert result["facets"][name] and result["facets"]["role"]  # its own values; the others', from the first pass
+
+
 def test_log_text_holding_the_match_marks_cannot_forge_a_match(toy):
     forged = "\ufdd0<b>forged</b>\ufdd1 findme"
     toy.write("s1", line("a1", forged, "2026-01-01T00:00:00Z"))

@@ -1,9 +1,10 @@
 """Facet counts for a search, and a page of search narrowed by facet values.
 
     facet_counts(conn, query, *, mode="terms", narrowing=None, per_facet=8,
-                 **filter_options) -> dict
+                 only=None, **filter_options) -> dict
         ``{"facets": {name: [{"value", "count"}]}, "sampled": bool}``: for
-        each facet (source, project, branch, model, role, tool, day) the
+        each facet (source, project, branch, model, role, tool, day; those
+        ``only`` names, when given, the others left empty) the
         values found among the matching messages and how many *sessions*
         have a match with that value, most first. At most ``HIT_SAMPLE``
         matches are counted (``sampled`` says the limit was reached). The
@@ -15,7 +16,8 @@
         One page of grouped search and the facet counts beside it; its
         cursor follows the archive as it grows (``follow_changes``). A
         facet with values chosen is counted without its own choice (every
-        other filter applies), so its other values stay there to add.
+        other filter applies), so its other values stay there to add; that
+        second count computes that facet's values alone.
         ``narrowing`` is ``{"branch": [...], "model": [...], "tool": [...]}``
         (values ORed within a facet, facets ANDed): only matches with those
         values count, as event filters (``Filters`` ``branches``, ``models``,
@@ -55,11 +57,11 @@ NARROWING = {"branch": "branches", "model": "models", "tool": "tools"}  # facet 
 OWN_OPTIONS = {"source": ("sources",), "project": ("projects",), "role": ("roles",), "day": ("time_from", "time_to")}
 
 
-def _hits(expression: str, filters: Filters) -> tuple[str, list]:
-    """The first ``HIT_SAMPLE`` matching messages with every facet's value."""
+def _hits(expression: str, filters: Filters, facets=FACETS) -> tuple[str, list]:
+    """The first ``HIT_SAMPLE`` matching messages with the value of each of ``facets``."""
     event_where, event_params = filters.event_sql("m")
     session_where, session_params = filters.session_sql("s")
-    columns = ", ".join(f"{sql} AS {name}" for name, sql in FACETS.items())
+    columns = ", ".join(f"{FACETS[name]} AS {name}" for name in facets)
     sql = f"""SELECT m.session_id, {columns}
           FROM messages_fts f JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.session_id
           WHERE messages_fts MATCH ? AND {event_where} AND {session_where}
@@ -74,14 +76,17 @@ def narrowed(filter_options: dict, narrowing: dict | None) -> dict:
 
 
 def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
-                 per_facet: int = 8, **filter_options) -> dict:
+                 per_facet: int = 8, only: tuple[str, ...] | None = None, **filter_options) -> dict:
+    """The counts of every facet, or of those ``only`` names (the others left empty: a facet's
+    value can cost a lookup per match, as ``tool``'s does)."""
     fts = parse_query(query, mode)
     result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0}
     if fts.matches_nothing:
         return result
-    hits_sql, params = _hits(fts.expression, Filters.build(**narrowed(filter_options, narrowing)))
+    counted = [name for name in FACETS if only is None or name in only]
+    hits_sql, params = _hits(fts.expression, Filters.build(**narrowed(filter_options, narrowing)), counted)
     # Each session's distinct combinations of values, with how many matches have them.
-    columns = ", ".join(FACETS)
+    columns = ", ".join(counted)
     sql = f"SELECT session_id, {columns}, COUNT(*) FROM ({hits_sql}) GROUP BY session_id, {columns}"
     key = (_database(conn), current_generation(conn), sql, json.dumps(params), per_facet)
     with _kept_lock:
@@ -95,7 +100,7 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
     rows = conn.execute(sql, params).fetchall()
     result["sampled"] = sum(row[-1] for row in rows) >= HIT_SAMPLE
     result["sessions"] = len({row[0] for row in rows})
-    for index, name in enumerate(FACETS, start=1):
+    for index, name in enumerate(counted, start=1):
         sessions: dict = {}
         for row in rows:
             value = row[index]
@@ -131,11 +136,12 @@ def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms",
     narrowing = {name: values for name, values in (narrowing or {}).items() if values}
     counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, **filter_options)
     for name in FACETS:  # a facet with a choice: its values as if nothing were chosen in it
+        # (Counted again for this facet alone: the others' values are those counted above.)
         if name in narrowing:
-            others = facet_counts(conn, query, mode=mode, per_facet=per_facet, **filter_options,
+            others = facet_counts(conn, query, mode=mode, per_facet=per_facet, only=(name,), **filter_options,
                                   narrowing={k: v for k, v in narrowing.items() if k != name})
         elif any(filter_options.get(option) for option in OWN_OPTIONS.get(name, ())):
-            others = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet,
+            others = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, only=(name,),
                                   **{k: v for k, v in filter_options.items() if k not in OWN_OPTIONS[name]})
         else:
             continue
