@@ -764,6 +764,40 @@ def test_a_session_read_again_with_the_same_words_keeps_its_indexed_bag(toy):
     assert documents(toy) == after
 
 
+def test_a_line_appended_to_a_long_session_updates_its_document_without_reading_every_row(toy, monkeypatch):
+    """The document's counts grow by the rows appended: whether the rows it counted are
+    still those is asked of the index (the rows after it, its first and last id), not by
+    adding up the session's rows again up to its last id (a live 300,000-line session
+    did that on every line appended)."""
+    from datasette_obelisk.store import session_index
+    from datasette_obelisk.store.session_index import rebuild_session_documents, session_stats, stats_up_to
+
+    toy.write("long", *[line(f"l{n}", f"long words {n % 7}", "2026-01-01T00:00:00Z") for n in range(300)])
+    toy.ingest()
+    read_up_to = []
+    real = session_index.session_stats
+    monkeypatch.setattr(session_index, "session_stats",
+                        lambda conn, sid, up_to=None: read_up_to.append(up_to) or real(conn, sid, up_to))
+    toy.write("long", line("l300", "long words appended", "2026-01-01T00:01:00Z"), append=True)
+    toy.ingest()
+    assert read_up_to == []  # (nothing summed up to the old last id)
+    grown = documents(toy)
+    assert grown["long"][2] == 301 and "appended" in grown["long"][5]
+    rebuild_session_documents(toy.write_conn())
+    assert documents(toy) == grown
+    conn = toy.conn()
+    stats = session_stats(conn, "long")
+    for up_to in (0, stats[0], stats[0] + 150, stats[1] - 1, stats[1], stats[1] + 5):
+        assert stats_up_to(conn, "long", stats, up_to) == session_stats(conn, "long", up_to)
+    steps = []
+    conn.set_progress_handler(lambda: steps.append(1), 10)
+    stats_up_to(conn, "long", stats, stats[1] - 1)
+    by_index = len(steps)
+    steps.clear()
+    session_stats(conn, "long", stats[1] - 1)
+    assert by_index * 10 < len(steps)  # a few index entries, not every row
+
+
 def test_facet_counts_are_kept_until_the_generation_changes(toy):
     """The next page of a search reuses its facet counts; an ingest that changes data recounts."""
     from datasette_obelisk.query.search_facets import facet_counts

@@ -39,6 +39,9 @@ candidate with ``messages_fts`` inside the session's id range.
     write_document(conn, plan) -> int
         The two halves of one update. Planning only reads (and does the
         counting and JSON), so it can run while another connection writes.
+        Whether a document's counted rows are still there is asked of the
+        index (``stats_up_to``: the rows after it, its first and last id),
+        so a line appended to a long session does not add up all its rows.
 
 Counting words is the costly part, so the ingester's reader counts the
 words of the messages it reads (``count_session_words``) and passes them
@@ -222,6 +225,29 @@ def session_stats(conn, session_id: str, up_to: int | None = None) -> tuple:
     ).fetchone())
 
 
+def stats_up_to(conn, session_id: str, stats: tuple, up_to: int) -> tuple:
+    """``session_stats(conn, session_id, up_to)`` from the whole session's ``stats``: less
+    the rows after ``up_to`` (those a pass appended), read by index, not every row again."""
+    if stats[1] is None or stats[1] <= up_to:
+        return stats
+    later = session_stats_after(conn, session_id, up_to)
+    bounds = conn.execute(
+        "SELECT (SELECT id FROM messages WHERE session_id = ?1 AND id <= ?2 ORDER BY id LIMIT 1),"
+        " (SELECT id FROM messages WHERE session_id = ?1 AND id <= ?2 ORDER BY id DESC LIMIT 1)",
+        [session_id, up_to],
+    ).fetchone()
+    return (bounds[0], bounds[1], stats[2] - later[0], stats[3] - later[1], stats[4] - later[2])
+
+
+def session_stats_after(conn, session_id: str, after: int) -> tuple:
+    """(messages, chars, meta messages) of a session's rows with an id after ``after``."""
+    return tuple(conn.execute(
+        f"SELECT COUNT(*), COALESCE(SUM(text_length), 0), COALESCE(SUM({IS_META_SQL}), 0) "
+        f"FROM messages WHERE session_id = ? AND id > ?",
+        [session_id, after],
+    ).fetchone())
+
+
 @dataclass(slots=True)
 class DocumentPlan:
     """What bringing one session's document up to date writes (see ``plan_document``)."""
@@ -256,7 +282,7 @@ def plan_document(
         return None
     if not stats[2]:
         return DocumentPlan(session_id, _unindex(old), stats)
-    grew = old is not None and tuple(old[1:6]) == session_stats(conn, session_id, old[2])
+    grew = old is not None and tuple(old[1:6]) == stats_up_to(conn, session_id, stats, old[2])
     body = Counter(orjson.loads(old[6])) if grew else Counter()
     meta = Counter(orjson.loads(old[7])) if grew else Counter()
     gained = (stats[2] - old[3], stats[3] - old[4], stats[4] - old[5]) if grew else stats[2:]
