@@ -335,6 +335,15 @@ def test_failure_and_status_details_are_semantic_text(sq):
     assert sq.searchEvents({"sessionId": "small", "query": "compacted"})["items"] == []
 
 
+def test_a_background_task_s_status_is_semantic_text(sq):
+    # small.jsonl line 72: a task_status attachment, "[status] description" as the task lists show it.
+    found = sq.filterEvents("small", [{"kind": "type", "values": ["attachment/task_status"]}])
+    assert [(d["seq"], d["text"]) for d in found] == [(43, "[[trimmed for fixture]] [trimmed for fixture]")]
+    found = sq.searchEvents({"sessionId": "small", "query": "trimmed", "filters": [
+        {"kind": "type", "values": ["attachment/task_status"]}]})["items"]
+    assert [item["seq"] for item in found] == [43]
+
+
 def test_blocking_hooks_failing_hooks_and_todo_lists_are_semantic_text(sq):
     # small.jsonl lines 57 and 73 (todo reminders, the first empty), 41, 67 and 71
     # (task reminders, the second empty), 75 and 79 (hook errors): the hook's name and

@@ -36,13 +36,14 @@ from .moments import moment_sql
 # Log-only events whose text is semantic: failures and status notices (a
 # hook that blocked a prompt or a call, or failed; a Codex undo that did or
 # did not work), todo lists (a Claude Code todo or task reminder, a Codex plan), a Codex
-# review, a prompt queued while the agent was busy, and the whole of a tool's
-# output that Claude Code saved to a file of its own (its result holds the start).
+# review, a prompt queued while the agent was busy, a background task's status,
+# and the whole of a tool's output that Claude Code saved to a file of its own
+# (its result holds the start).
 DETAIL_TYPES = (
     # Claude Code
     "system/api_error", "system/api_refusal", "system/error", "system/model_refusal_fallback",
     "attachment/queued_command", "attachment/hook_blocking_error", "attachment/hook_non_blocking_error",
-    "attachment/todo_reminder", "attachment/task_reminder", "tool_output",
+    "attachment/todo_reminder", "attachment/task_reminder", "attachment/task_status", "tool_output",
     # Codex
     "event_msg/error", "event_msg/warning", "event_msg/turn_aborted", "event_msg/item_completed",
     "event_msg/entered_review_mode", "event_msg/exited_review_mode", "event_msg/undo_completed",
