@@ -133,7 +133,11 @@ def is_token_char(char: str) -> bool:
     if char < "\x80":
         return char.isalnum()
     known = _word_characters.get(char)
-    return learn_characters(char).get(char, False) if known is None else known
+    if known is None:
+        # (not what learn_characters learned: another thread may have learned it meanwhile)
+        known = _ask([char])[char]
+        _word_characters[char] = known
+    return known
 
 
 _word_characters: dict[str, bool] = {}
@@ -148,7 +152,15 @@ def learn_characters(text: str) -> dict[str, bool]:
         return {}
     if len(_word_characters) + len(new) > MAX_KNOWN_CHARACTERS:
         _word_characters.clear()
-    asked = [c for c in new if not "\ud800" <= c <= "\udfff"]  # (a lone surrogate, refused later: no word)
+    learned = _ask(new)
+    _word_characters.update(learned)
+    return learned
+
+
+def _ask(chars: list[str]) -> dict[str, bool]:
+    """Whether each of ``chars`` is a word character to ``TOKENIZER``, asked of SQLite
+    (this thread's scratch database), whatever the cache holds."""
+    asked = [c for c in chars if not "\ud800" <= c <= "\udfff"]  # (a lone surrogate, refused later: no word)
     conn = _scratch()
     try:
         conn.executemany("INSERT INTO characters (rowid, x) VALUES (?, ?)", [(n, f"q{c}q") for n, c in enumerate(asked)])
@@ -156,9 +168,7 @@ def learn_characters(text: str) -> dict[str, bool]:
     finally:
         conn.execute("DELETE FROM characters")
     found = {c: n not in apart for n, c in enumerate(asked)}
-    learned = {c: found.get(c, False) for c in new}
-    _word_characters.update(learned)
-    return learned
+    return {c: found.get(c, False) for c in chars}
 
 
 def tokens(text: str) -> list[str]:
