@@ -126,3 +126,31 @@ def test_pages_and_answers_over_a_call_nested_as_deep_as_it_is_read_do_not_fail(
     for args in (["read", session], ["read", session, "--json"]):
         result = CliRunner().invoke(cli, [*args, "--db", str(db)])
         assert result.exit_code == 0, result.output
+
+
+def test_stored_json_in_a_blob_is_still_decoded(tmp_path):
+    # parse_json's depth check must not fail on a value json.loads reads: a BLOB (a
+    # database written by another tool) was decoded before the check, then raised TypeError.
+    from datasette_obelisk.query import session_query, text
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    assert text.parse_json(b'{"a": [1]}') == {"a": [1]}
+    deep = b"[" * 401 + b"]" * 401
+    assert text.parse_json(deep) == deep
+    sid = "0b0b0b0b-0000-4000-8000-000000000002"
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": sid, "timestamp": "2026-01-01T00:00:00Z",
+         "cwd": "/w", "message": {"role": "user", "content": "read it"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": sid, "timestamp": "2026-01-01T00:00:01Z",
+         "cwd": "/w", "message": {"id": "m1", "role": "assistant", "model": "claude-x", "content": [
+             {"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "/w/a.py"}}]}},
+    ]
+    (project / f"{sid}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    with sqlite3.connect(tmp_path / "o.db") as conn:
+        conn.execute("UPDATE tool_calls SET input_json = CAST(input_json AS BLOB)")
+    answer = session_query.SessionQuery(connect_readonly(str(tmp_path / "o.db"))).read_session(sid)
+    calls = [call for event in answer["events"] for call in (event["data"].get("toolCalls") or [])]
+    assert [call["input"] for call in calls] == [{"file_path": "/w/a.py"}]

@@ -146,7 +146,8 @@ def parse_json(value):
 def nested_deeper(decoded, text: str, depth: int) -> bool:
     """Whether ``decoded`` (the value of JSON ``text``) nests more than ``depth``
     lists and objects; text with fewer brackets is not even looked at."""
-    if text.count("[") + text.count("{") <= depth:
+    opening = (b"[", b"{") if isinstance(text, (bytes, bytearray)) else ("[", "{")  # (a BLOB json.loads reads too)
+    if text.count(opening[0]) + text.count(opening[1]) <= depth:
         return False
     level = [(decoded, 1)]
     while level:
