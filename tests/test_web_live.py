@@ -248,3 +248,19 @@ async def test_a_log_rewritten_in_the_agents_own_folder_is_read_again(tmp_path, 
     assert is_inside(str(log), own_folders(get_sources()))
     # (a path that only names the folder on its way out of it is not inside)
     assert not is_inside(f"{tmp_path}/.claude/projects/../../elsewhere.jsonl", own_folders(get_sources()))
+
+
+def test_a_settled_last_line_with_a_lone_surrogate_ends_a_line(tmp_path):
+    # The reader settles an unterminated last line that load_json reads (an escaped lone
+    # surrogate: a tool output clipped inside an emoji); the live refresh's fingerprint
+    # check must take the cursor after it for a line's end too, or the log is never refreshed.
+    from datasette_obelisk.query.live import ends_a_line
+
+    path = tmp_path / "open.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": "\\ud83d"}')
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert ends_a_line(fd, path.stat().st_size)
+        assert not ends_a_line(fd, path.stat().st_size - 1)
+    finally:
+        os.close(fd)

@@ -36,9 +36,8 @@ import os
 import sqlite3
 import stat
 
-import orjson
-
 from ..sources.base import default_root_of, folders_of
+from ..sources.lines import load_json
 from ..store.db import BUSY_TIMEOUT_MS, is_current, newer_parsers
 from ..store.fingerprint import HASH_BYTES, hashes_at
 from ..store import cold_load
@@ -155,7 +154,7 @@ def ends_a_line(fd: int, cursor: int) -> bool:
     if len(line) == len(tail) and start > 0:  # a last line longer than the fingerprint's tail
         return False
     try:
-        orjson.loads(line)
+        load_json(line)  # (as the reader settles such a line: an escaped lone surrogate is read too)
     except ValueError:
         return False
     return True
