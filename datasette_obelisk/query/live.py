@@ -39,7 +39,7 @@ import stat
 from ..sources.base import default_root_of, folders_of
 from ..sources.lines import load_json
 from ..store.db import BUSY_TIMEOUT_MS, is_current, newer_parsers
-from ..store.fingerprint import HASH_BYTES, hashes_at
+from ..store.fingerprint import HASH_BYTES, still_holds
 from ..store import cold_load
 from ..store.units import in_read_order, unit_of_row
 
@@ -97,7 +97,8 @@ def grew(row: dict, parser_versions: dict) -> bool:
 
 def fingerprint_holds(row: dict) -> bool:
     """Whether ``row``'s file is a regular file whose bytes up to the cursor hash as
-    the ingest recorded them (head and tail), as ``/api/raw`` checks a line's file."""
+    the ingest recorded them (``fingerprint.still_holds``, as ``/api/raw`` checks a line's
+    file), its cursor at the end of a line."""
     cursor = row.get("cursor")
     if not (row.get("head_hash") and row.get("tail_hash")) or not isinstance(cursor, int) or cursor < 1:
         return False
@@ -109,17 +110,11 @@ def fingerprint_holds(row: dict) -> bool:
         with os.fdopen(fd, "rb") as fp:
             if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
                 return False
-            if row.get("compression"):
-                from .obelisk import decompressed_hashes
-
-                hashes = decompressed_hashes(fp, cursor)
-            else:
-                if os.fstat(fp.fileno()).st_size < cursor or not ends_a_line(fp.fileno(), cursor):
-                    return False
-                hashes = hashes_at(fp, cursor)
+            if not row.get("compression") and not ends_a_line(fp.fileno(), cursor):
+                return False
+            return still_holds(fp, row)
     except OSError:
         return False
-    return hashes == (row["head_hash"], row["tail_hash"])
 
 
 def own_folders(sources, environ=os.environ) -> list[str]:

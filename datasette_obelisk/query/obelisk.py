@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 from .. import cjk
 from ..sources.lines import BOM
 from ..store.db import INDEXED_FORMS, splits_cjk
-from ..store.fingerprint import compressed_hashes_at, hashes_at
+from ..store.fingerprint import still_holds
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
@@ -740,14 +740,7 @@ def read_line(row, uuid: str) -> bytes:
         with open_stream(path, row["compression"]) as (fp, stream):
             if not stat.S_ISREG(os.fstat(fp.fileno()).st_mode):
                 raise line_gone(uuid, path, "is not a regular file")
-            if row["compression"]:
-                hashes = decompressed_hashes(fp, cursor)
-            else:
-                size = os.fstat(fp.fileno()).st_size
-                # (a document or a text, read whole, is as long as it was too: saved again, it may only have grown)
-                resized = size < cursor or (row["layout"] in ("document", "text") and size != cursor)
-                hashes = None if resized else hashes_at(fp, cursor)
-            if hashes != (row["head_hash"], row["tail_hash"]):
+            if not still_holds(fp, row):
                 raise line_gone(uuid, path, "was rewritten since it was indexed")
             stream.seek(start)
             data = stream.read(length)
@@ -757,16 +750,6 @@ def read_line(row, uuid: str) -> bytes:
         raise line_gone(uuid, path, "was rewritten since it was indexed")
     # The line without a byte order mark opening the file or the CR of a CRLF ending, as it was parsed.
     return (data.removeprefix(BOM) if start == 0 else data).removesuffix(b"\r")
-
-
-def decompressed_hashes(fp, cursor: int) -> tuple[str, str] | None:
-    """``hashes_at`` of a zstd file's decompressed bytes; None when it is shorter, or no zstd file."""
-    import zstandard
-
-    try:
-        return compressed_hashes_at(fp, cursor)
-    except zstandard.ZstdError:
-        return None
 
 
 def line_gone(uuid: str, path: Path, why: str) -> QueryError:

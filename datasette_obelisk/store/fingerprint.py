@@ -67,6 +67,27 @@ def compressed_hashes_at(fp, cursor: int) -> tuple[str, str] | None:
         return stream_hashes(stream, cursor)
 
 
+def still_holds(fp, row) -> bool:
+    """Whether the open regular file ``fp`` still holds the bytes its ``source_files``
+    ``row`` fingerprinted: its head and the bytes just before the cursor hash as
+    recorded (decompressed, for a ``.zst`` file), and a document or a text, read
+    whole, is as long as it was (saved again, it may only have grown)."""
+    cursor = row["cursor"]
+    if row["compression"]:
+        import zstandard
+
+        try:
+            hashes = compressed_hashes_at(fp, cursor)
+        except zstandard.ZstdError:
+            return False
+    else:
+        size = os.fstat(fp.fileno()).st_size
+        if size < cursor or (row["layout"] in ("document", "text") and size != cursor):
+            return False
+        hashes = hashes_at(fp, cursor)
+    return hashes == (row["head_hash"], row["tail_hash"])
+
+
 class _PRead:
     """A forward reader over a file descriptor that leaves its position alone."""
 
