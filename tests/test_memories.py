@@ -182,6 +182,25 @@ def test_one_of_several_roots(tmp_path, conn, root):
     assert memory["path"] == str(other.resolve() / "x.md")
 
 
+def test_remember_again_with_the_same_values_adds_no_twin(conn, db, root):
+    record = {"path": str(root / "wal.md"), "summary": "WAL", "session_id": "s1", "anchors": ["wal"]}
+    first = remember(conn, record, memory_roots=[root])
+    again = remember(conn, {**record, "summary": " WAL ", "path": str(root / "." / "wal.md")}, memory_roots=[root])
+    assert again == {**first, "already_registered": True}
+    assert [row[0] for row in stored(db)] == [first["id"]]
+    # any value that differs is another memory; an archived twin is not reused
+    other = [
+        remember(conn, {**record, "anchors": None}, memory_roots=[root]),
+        remember(conn, {**record, "message_start": "a"}, memory_roots=[root]),
+        remember(conn, {**record, "project": "elsewhere"}, memory_roots=[root]),
+    ]
+    assert all("already_registered" not in memory for memory in other)
+    forget(conn, {"id": first["id"], "reason": "old"})
+    renewed = remember(conn, record, memory_roots=[root])
+    assert "already_registered" not in renewed and renewed["id"] != first["id"]
+    assert len(stored(db)) == 5
+
+
 # -- forget ----------------------------------------------------------------------------
 
 

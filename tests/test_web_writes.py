@@ -218,6 +218,16 @@ async def test_forget_twice_reports_already_deleted_and_audits_once(db, memory_r
 
 
 @pytest.mark.asyncio
+async def test_remember_twice_answers_the_same_memory_and_audits_once(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    before = counts(db)
+    first, again = [await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT) for _ in range(2)]
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again.json() == {**first.json(), "already_registered": True}
+    assert counts(db) == (before[0] + 1, before[1], before[2] + 1)
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize(
     "body,status,code",
     [
@@ -333,6 +343,22 @@ async def test_a_form_forgetting_an_archived_memory_says_so(db, memory_root):
     assert said == [
         [[f"Archived memory {memory_id}", ds.INFO]],
         [[f"Memory {memory_id} was already archived ({deleted_at}, reason: obsolete): nothing changed", ds.WARNING]],
+    ]
+
+
+@pytest.mark.asyncio
+async def test_a_form_posted_twice_registers_once_and_says_so(db, memory_root):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    path = str((memory_root / "decision.md").resolve())
+    said = []
+    for _ in range(2):  # a double click
+        response = await ds.client.post(REMEMBER, data={"path": path, "summary": "twice", "project": ""}, actor=ROOT)
+        assert response.status_code == 302
+        said.append(ds.unsign(response.cookies["ds_messages"], "messages"))
+    [(memory_id, created_at)] = rows(db, "SELECT id, created_at FROM memories WHERE summary = 'twice'")
+    assert said == [
+        [[f"Remembered {path} as {memory_id}", ds.INFO]],
+        [[f"{path} was already remembered with these values as {memory_id} ({created_at}): nothing changed", ds.WARNING]],
     ]
 
 

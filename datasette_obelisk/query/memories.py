@@ -57,6 +57,9 @@ def new_memory_id() -> str:
 def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: str | None = None) -> dict:
     """Register a markdown memory file; returns ``{id, path, project, anchors, created_at}``.
 
+    Registering again exactly what an active memory holds writes nothing and
+    returns that memory with ``already_registered: true``.
+
     A relative ``path`` resolves against the ``project_path`` of
     ``session_id`` when given, else against ``cwd`` (default: the process's).
     A ``session_id`` not stored yet (a live session the next ingest reads)
@@ -94,16 +97,31 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
         "anchors": anchors,
         "created_at": now_iso(),
     }
+    stored_anchors = None if anchors is None else json.dumps(anchors)
     with write_transaction(conn):
+        same = registered(conn, fields, project, path, stored_anchors, summary.strip())
+        if same is not None:
+            return {**memory, "id": same[0], "created_at": same[1], "already_registered": True}
         conn.execute(
             "INSERT INTO memories (id, session_id, project, message_start, message_end, path, anchors, "
             "summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 memory["id"], fields["session_id"], project, fields["message_start"], fields["message_end"],
-                path, None if anchors is None else json.dumps(anchors), summary.strip(), memory["created_at"],
+                path, stored_anchors, summary.strip(), memory["created_at"],
             ],
         )
     return memory
+
+
+def registered(conn, fields: dict, project, path: str, anchors, summary: str):
+    """``(id, created_at)`` of an active memory registered with exactly these
+    values: a retried ``remember`` (a lost answer, a double click) adds no twin."""
+    return conn.execute(
+        "SELECT id, created_at FROM memories WHERE deleted_at IS NULL AND path = ? AND summary = ? "
+        "AND project IS ? AND session_id IS ? AND message_start IS ? AND message_end IS ? AND anchors IS ? "
+        "ORDER BY created_at, id LIMIT 1",
+        [path, summary, project, fields["session_id"], fields["message_start"], fields["message_end"], anchors],
+    ).fetchone()
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")

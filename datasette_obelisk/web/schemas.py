@@ -194,7 +194,10 @@ FAILURE = obj(
      "nextMessages": array(COMPACT_MESSAGE)}
 )
 ANCHORED = {"anchors": PARSED_JSON}
-REMEMBERED = row("memories", ("id", "path", "project", "anchors", "created_at"), ANCHORED)
+REMEMBERED = row(
+    "memories", ("id", "path", "project", "anchors", "created_at"), ANCHORED,
+    {"already_registered": {"const": True, "description": "present when an active memory held exactly these values"}},
+)
 FORGOTTEN = obj(
     {"id": STRING, "deleted_at": STRING, "deleted_reason": OPT_STRING},
     {"already_deleted": {"const": True, "description": "present when it was archived before"}},

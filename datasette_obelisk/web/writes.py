@@ -117,8 +117,11 @@ def remember(conn, record, actor, database, roots):
     cwd = str(roots[0]) if roots else None
     with memories.write_transaction(conn):
         result = memories.remember(conn, record, memory_roots=roots, cwd=cwd)
-        detail = {"path": result["path"], "project": result["project"], "session_id": record.get("session_id")}
-        audit.record_write(conn, actor=actor, action=REMEMBER, database=database, memory_id=result["id"], detail=detail)
+        if not result.get("already_registered"):
+            detail = {"path": result["path"], "project": result["project"], "session_id": record.get("session_id")}
+            audit.record_write(
+                conn, actor=actor, action=REMEMBER, database=database, memory_id=result["id"], detail=detail
+            )
     return result
 
 
@@ -156,7 +159,7 @@ def refused_if_unwritable(perform, conn, *args):
 
 def write_view(action: str, perform, done: str, already: str | None = None):
     """A POST endpoint; a form post is sent back to the memories page with ``done`` (or,
-    when the memory was archived before, ``already``) as its message."""
+    when the write had been made before, ``already``) as its message."""
     async def view(datasette, request):
         if request.method != "POST":
             return method_not_allowed("POST")
@@ -184,7 +187,7 @@ def write_view(action: str, perform, done: str, already: str | None = None):
                 return await memories_with_error(datasette, request, error, entered)
             return json_error(error)
         if from_our_form(request):
-            if already and result.get("already_deleted"):
+            if already and (result.get("already_deleted") or result.get("already_registered")):
                 datasette.add_message(request, already.format(**result), datasette.WARNING)
             else:
                 datasette.add_message(request, done.format(**result), datasette.INFO)
@@ -231,7 +234,8 @@ WRITE_ENDPOINTS = [
     ),
 ]
 ACTIONS = {
-    "/remember": (REMEMBER, "Remembered {path} as {id}"),
+    "/remember": (REMEMBER, "Remembered {path} as {id}",
+                  "{path} was already remembered with these values as {id} ({created_at}): nothing changed"),
     "/forget": (FORGET, "Archived memory {id}",
                 "Memory {id} was already archived ({deleted_at}, reason: {deleted_reason}): nothing changed"),
 }
