@@ -737,6 +737,28 @@ def test_each_row_of_a_sync_line_reads_back_that_line(tmp_path):
     assert rows(db_path, "SELECT id, message_uuid FROM tool_calls") == [("gemini:sync:read_1", "gemini:sync:ack")]
 
 
+def test_raw_of_a_chat_document_message_reads_that_message(tmp_path, corpus_root):
+    """A legacy ``.json`` chat is one document: each message's row keeps the
+    bytes of its own item, so raw() reads that message, not the file's head."""
+    from datasette_obelisk.query import obelisk
+
+    source = corpus_root / LEGACY
+    path = tmp_path / ".gemini" / LAYOUT[LEGACY]
+    path.parent.mkdir(parents=True)
+    shutil.copyfile(source, path)
+    ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources(), redact=False)
+    data = source.read_bytes()
+    items = orjson.loads(data)["messages"]
+    with connect_readonly(tmp_path / "obelisk.db") as conn:
+        stored = conn.execute("SELECT line_no, uuid, byte_offset, byte_length FROM messages ORDER BY seq").fetchall()
+        assert [(line_no, uuid) for line_no, uuid, _, _ in stored] == [
+            (1, f"{LEGACY_SESSION}:{items[0]['id']}"), (2, f"{LEGACY_SESSION}:{items[1]['id']}")]
+        for line_no, uuid, offset, length in stored:
+            text = obelisk.raw(conn, uuid, {"limit": 100_000})["text"]
+            assert text.encode() == data[offset : offset + length]
+            assert orjson.loads(text) == items[line_no - 1]
+
+
 def test_sync_lines_appended_piece_by_piece_give_the_same_rows(tmp_path):
     """Ingested after each piece is appended (a line cut in its middle, a
     whole line still without its newline, then the newline), and read again
@@ -882,12 +904,13 @@ def test_each_bad_message_of_a_chat_document_has_its_error_row(tmp_path, corpus_
     chat["messages"] = [chat["messages"][0], 1, "two", chat["messages"][1], None]
     path = tmp_path / ".gemini" / LAYOUT[LEGACY]
     path.parent.mkdir(parents=True)
-    path.write_bytes(orjson.dumps(chat))
+    path.write_bytes(blob := orjson.dumps(chat))
     summary = ingest(tmp_path / "obelisk.db", {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
     assert summary.errors == 3
-    assert rows(tmp_path / "obelisk.db", "SELECT line_no, byte_offset, reason FROM ingest_errors ORDER BY line_no") == [
-        (2, 0, "message is not a message record"), (3, 0, "message is not a message record"),
-        (5, 0, "message is not a message record")]
+    one, null = blob.index(b'},1,"two",{') + 2, blob.rindex(b"},null]}") + 2
+    assert rows(tmp_path / "obelisk.db", "SELECT line_no, byte_offset, byte_length, reason FROM ingest_errors ORDER BY line_no") == [
+        (2, one, 1, "message is not a message record"), (3, one + 2, 5, "message is not a message record"),
+        (5, null, 4, "message is not a message record")]
 
 
 def test_a_database_keyed_by_offset_alone_reads_again_the_files_whose_error_rows_it_lost(tmp_path, corpus_root):

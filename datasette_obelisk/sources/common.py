@@ -6,6 +6,7 @@ Everything here is pure: bytes and strings in, values out.
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
 import re
 import shlex
@@ -149,6 +150,67 @@ def load_document(data: bytes, items_key: str, what: str) -> dict | LineError:
     if not isinstance(value, dict) or not isinstance(value.get(items_key), list):
         return LineError(whole, f"not a {what} document")
     return value
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_ITEM_DECODER = json.JSONDecoder(strict=False)
+
+
+def item_positions(data: bytes, items_key: str, count: int) -> list[Position]:
+    """Where each of the ``count`` items of a document's top-level ``items_key``
+    list lies: line = its 1-based index, offset and length = its bytes, so a
+    re-read of one item (``raw``) finds that item, not the whole file. A
+    document the standard library cannot walk (nested deeper than Python
+    recurses) gives every item the whole file as its place."""
+    text = data.decode("utf-8", "surrogateescape")
+    try:
+        spans = _item_spans(text, items_key)
+    except (ValueError, IndexError, RecursionError):
+        spans = None
+    if spans is None or len(spans) != count:
+        return [Position(index, 0, len(data)) for index in range(1, count + 1)]
+    positions, chars, offset = [], 0, 0
+    for index, (start, end) in enumerate(spans, start=1):
+        offset += _byte_length(text[chars:start])
+        length = _byte_length(text[start:end])
+        positions.append(Position(index, offset, length))
+        offset, chars = offset + length, end
+    return positions
+
+
+def _byte_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _item_spans(text: str, items_key: str) -> list[tuple[int, str]] | None:
+    """``(start, end)`` character offsets of each item of the last top-level ``items_key`` list."""
+    space, decode = _SPACE.match, _ITEM_DECODER.raw_decode
+    at = space(text, 1 if text.startswith("\ufeff") else 0).end()
+    if text[at] != "{":
+        return None
+    found, at = None, space(text, at + 1).end()
+    while text[at] != "}":
+        key, at = decode(text, at)
+        at = space(text, at).end()
+        if text[at] != ":":
+            return None
+        at = space(text, at + 1).end()
+        if key == items_key and text[at] == "[":
+            found, at = [], space(text, at + 1).end()
+            while text[at] != "]":
+                start = at
+                _, at = decode(text, at)
+                found.append((start, at))
+                at = space(text, at).end()
+                if text[at] == ",":
+                    at = space(text, at + 1).end()
+            at += 1
+        else:
+            _, at = decode(text, at)
+        at = space(text, at).end()
+        if text[at] == ",":
+            at = space(text, at + 1).end()
+    return found
 
 
 def strings_in(value: Any) -> Iterator[str]:

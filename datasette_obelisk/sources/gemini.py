@@ -59,6 +59,7 @@ from .common import (
     decode_line,
     first_prompt_title,
     first_text,
+    item_positions,
     load_document,
     project_slug,
     said_key,
@@ -156,7 +157,7 @@ class GeminiSource:
     #     ``type`` is no string is of unknown type, not a parser error
     # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
     #     output nested deeper than orjson writes (255 levels) keeps its line
-    parser_version = 17
+    parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)
     # names the home directory the .gemini folder is under, in place of the user's.
@@ -309,8 +310,8 @@ class GeminiParser:
             return [record]
         out: list[Record] = []
         self._metadata(record, out, summary=False)
-        for index, message in enumerate(record["messages"], start=1):
-            position = Position(index, 0, len(data))
+        messages = record["messages"]
+        for message, position in zip(messages, item_positions(data, "messages", len(messages))):
             if isinstance(message, dict) and isinstance(message.get("id"), str):
                 self._message_record(message, position, out)
             else:
