@@ -1163,6 +1163,11 @@ def test_typescript_json_rollout_document():
     records = CodexSource().open_parser(unit, None).document(document)
     assert of(records, Session)[0].id == "codex:ts-1"
     assert [m.uuid for m in of(records, Message)] == [f"codex:ts-1:item-{i}" for i in (1, 2, 3, 4)]
+    # each message keeps the bytes of its own item, so raw() reads that item
+    items = json.loads(document)["items"]
+    assert [json.loads(document[m.position.byte_offset : m.position.byte_offset + m.position.byte_length])
+            for m in of(records, Message)] == items
+    assert [m.position.line_no for m in of(records, Message)] == [1, 2, 3, 4]
     assert of(records, ToolCall)[0].file_paths == ["a.py"]
     assert [(r.outcome, r.exit_code) for r in of(records, ToolResult)] == [("failed", 1)]
 

@@ -132,6 +132,7 @@ from .common import (
     is_json_object,
     iso_ms,
     label,
+    item_positions,
     load_document,
     loads_or_none,
     normalize_repository,
@@ -427,7 +428,7 @@ class CodexSource:
     # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
     #     output nested deeper than orjson writes (255 levels) keeps its line; an answer
     #     keeps the reasoning effort its turn asked for (``meta_json.effort``)
-    parser_version = 17
+    parser_version = 18
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
@@ -548,8 +549,8 @@ class ImportLedgerParser:
         if isinstance(value, LineError):
             return [value]
         out: list[Record] = []
-        for index, record in enumerate(value["records"], start=1):
-            position = Position(index, 0, len(data))
+        records = value["records"]
+        for record, position in zip(records, item_positions(data, "records", len(records))):
             thread = record.get("imported_thread_id") if isinstance(record, dict) else None
             if not (isinstance(thread, str) and thread):
                 out.append(Merged(position, "unknown-type"))
@@ -671,8 +672,8 @@ class CodexParser:
         out: list[Record] = []
         meta = value.get("session") if isinstance(value.get("session"), dict) else {}
         self._identity(meta, meta.get("timestamp"), out)
-        for index, item in enumerate(value["items"], start=1):
-            position = Position(index, 0, len(data))
+        items = value["items"]
+        for index, (item, position) in enumerate(zip(items, item_positions(data, "items", len(items))), start=1):
             if not isinstance(item, dict):
                 out.append(LineError(position, "item is not a JSON object"))
                 continue
