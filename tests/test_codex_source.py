@@ -1982,6 +1982,32 @@ def test_newer_metadata_lines_are_metadata(kind):
     assert [m.reason for m in of(records, Merged)] == ["metadata", "metadata"]  # (session_meta, then it)
 
 
+def test_additional_tools_item_is_metadata_not_drift():
+    # 0.17x persists the tools offered from a point on as a response item of their own
+    # (``additional_tools``: a role and tool definitions, no conversation); a turn that
+    # ends without a message after it is no format drift
+    tools = [{"type": "function", "name": "lookup", "description": "Look up a gene", "parameters": {}}]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-tools"}),
+        envelope("response_item", {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": tools}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+    ])
+    assert not of(records, LineError)
+    assert not of(records, Message)
+    assert [m.reason for m in of(records, Merged)] == ["metadata"] * 4
+    # a compaction's replacement history that keeps one counts it as one of its items
+    history = [user_item({"type": "input_text", "text": "look it up"}),
+               {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": tools}]
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-tools-2"}),
+        envelope("event_msg", {"type": "user_message", "message": "look it up"}),
+        envelope("compacted", {"message": "", "replacement_history": history}),
+    ])
+    [compaction] = [m for m in of(records, Message) if m.type == "compacted"]
+    assert compaction.text == f"[replacement_history: 2 items, {len(orjson.dumps(history))} bytes, not stored]"
+
+
 def numbered(lines: list[bytes]) -> list[bytes]:
     """Lines of a paginated rollout: each with its ordinal, after its timestamp."""
     numbered = []

@@ -175,7 +175,7 @@ _HISTORY_ITEM = re.compile(
     rb'\{"type":"(?:message|reasoning|function_call|function_call_output|'
     rb"custom_tool_call|custom_tool_call_output|local_shell_call|web_search_call|"
     rb"tool_search_call|tool_search_output|image_generation_call|ghost_snapshot|"
-    rb'compaction|context_compaction|agent_message)"'
+    rb'compaction|context_compaction|agent_message|additional_tools)"'
 )
 
 # Top-level types that carry no conversation: merged without being decoded (a
@@ -262,6 +262,8 @@ CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_sea
 IMMEDIATE_CALL_ITEMS = {"web_search_call", "image_generation_call"}
 OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
 COMPACTION_ITEMS = {"compaction", "context_compaction", "compaction_summary"}
+# Response items with no conversation: an undo point, the tools offered from then on (0.17x)
+METADATA_ITEMS = {"ghost_snapshot", "additional_tools"}
 SHELL_TOOLS = {"shell", "shell_command", "exec_command", "local_shell", "container.exec", "bash"}
 INJECTED_PREFIXES = (
     "<environment_context>",
@@ -1089,7 +1091,7 @@ class CodexParser:
                 position, timestamp, "[remote compaction: encrypted summary not stored]", out,
                 type="response_item", subtype=kind, is_meta=1, uuid=uuid,
             )
-        elif kind == "ghost_snapshot":
+        elif kind in METADATA_ITEMS:
             out.append(Merged(position, "metadata"))
         else:
             self._unknown(f"response_item/{kind}", position, out)
