@@ -104,6 +104,9 @@ FILES = {
     # task_started, session_meta, turn_context; 3 twins; 1 token_count without info.
     LAYOUT[INTERRUPTED]: (19, 12, 7, 0),
 }
+# Read without its parent, whose log is then stored nowhere, the child keeps lines 2-3 it copied:
+# the parent's prompt (its user_message event) and its spawn_agent call are messages of the child.
+ALONE = {LAYOUT[CHILD]: (5, 4, 1, 0)}
 
 # The first prompts (line 9 of each): the user items before them (lines 4-5)
 # are the context block written between turns, after developer messages.
@@ -602,6 +605,129 @@ def test_fork_lineage_both_ways(fork_db):
     assert rows(db_path, "SELECT COUNT(*) FROM subagents") == [(0,)]  # a fork is not a subagent
 
 
+FORK_NAME = f"sessions/2026/02/23/rollout-2026-02-23T12-40-00-{FORK_ID}.jsonl"
+ARCHIVED_PARENT = "archived_sessions/rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"
+
+
+def fork_home(home: Path, corpus_root: Path, fork: bool = True, parent: str | None = None, data: bytes | None = None) -> Path:
+    """A Codex home holding the fork of the interrupted rollout (``fork_of``) and/or its parent at ``parent``."""
+    (home / "sessions").mkdir(parents=True, exist_ok=True)
+    if parent:
+        (home / parent).parent.mkdir(parents=True, exist_ok=True)
+        (home / parent).write_bytes((corpus_root / INTERRUPTED).read_bytes())
+    if fork:
+        (home / FORK_NAME).parent.mkdir(parents=True, exist_ok=True)
+        (home / FORK_NAME).write_bytes(fork_of((corpus_root / INTERRUPTED).read_bytes()) if data is None else data)
+    return home
+
+
+def test_a_fork_whose_parent_is_stored_nowhere_keeps_the_history_it_copied(tmp_path, corpus_root):
+    home = fork_home(tmp_path / ".codex", corpus_root)
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": home})
+    fork, parent = f"codex:{FORK_ID}", f"codex:{FORK_PARENT}"
+    # 1 session_meta; the 19 copied lines as the parent's own reading gives them (12 messages: lines
+    # 2-7, 9, 11, 14, 16, 18, 19 of the parent; its task_started and turn_context metadata, the
+    # info-less token_count a usage repeat, 3 twins), but its session_meta, still a replay; 6 own lines
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
+        (26, 15, 11, 0)]
+    copied = rows(db_path, "SELECT line_no, role, subtype FROM messages WHERE session_id = ? "
+                           "AND json_extract(meta_json, '$.copied_from') = ? ORDER BY seq", [fork, parent])
+    assert copied == [
+        (3, "developer", "message"), (4, "developer", "message"), (5, "user", "message"), (6, "user", "message"),
+        (7, "developer", "message"), (8, "developer", "message"), (10, "user", "message"), (12, "user", "message"),
+        (15, "assistant", "agent_reasoning"), (17, "assistant", "agent_message"), (19, "assistant", "function_call"),
+        (20, "assistant", "token_count"),
+    ]
+    assert rows(db_path, "SELECT seq, line_no FROM messages WHERE session_id = ? AND meta_json IS NOT NULL "
+                         "AND json_extract(meta_json, '$.copied_from') IS NULL ORDER BY seq", [fork]) == [
+        (14, 24), (15, 26)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE session_id != ?", [fork]) == [(0,)]
+    # searchable, and the parent's prompt found in the fork
+    assert rows(db_path, "SELECT m.session_id, m.line_no FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                         "WHERE messages_fts MATCH '2239bcba'") == [(fork, 10)]
+    assert rows(db_path, "SELECT id, session_id FROM tool_calls") == [(f"{fork}:call_UtYwHmwWekzvq83m8Rb9K8jJ", fork)]
+    # the fork is still a fork of the parent, titled by its own prompt
+    assert rows(db_path, "SELECT id, title, parent_session_id, relationship FROM sessions") == [
+        (fork, "Try the other approach.", parent, "fork")]
+
+
+def _layouts(tmp_path, corpus_root, scenario: str) -> Path:
+    """Ingest the fork and its parent as ``scenario`` says; the database."""
+    db_path = tmp_path / f"{scenario}.db"
+    home = tmp_path / scenario / ".codex"
+    if scenario == "together":
+        ingest(db_path, {"codex": fork_home(home, corpus_root, parent=INTERRUPTED_NAME)})
+    elif scenario == "parent-in-a-later-run":
+        ingest(db_path, {"codex": fork_home(home, corpus_root)})
+        ingest(db_path, {"codex": fork_home(home, corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+    elif scenario == "same-run-fork-read-first":  # sessions/ is read before archived_sessions/
+        ingest(db_path, {"codex": fork_home(home, corpus_root, parent=ARCHIVED_PARENT)})
+    elif scenario == "parent-in-another-folder-later":
+        ingest(db_path, {"codex": fork_home(home, corpus_root)})
+        ingest(db_path, {"codex": fork_home(tmp_path / "other" / ".codex", corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+    elif scenario == "parent-in-another-folder-first":
+        ingest(db_path, {"codex": fork_home(tmp_path / "other" / ".codex", corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+        ingest(db_path, {"codex": fork_home(home, corpus_root)})
+    elif scenario == "fork-appended-then-parent":
+        data = fork_of((corpus_root / INTERRUPTED).read_bytes())
+        cut = data.index(b"\n", len(data) // 2) + 1
+        ingest(db_path, {"codex": fork_home(home, corpus_root, data=data[:cut])})
+        ingest(db_path, {"codex": fork_home(home, corpus_root, data=data)})  # (read on from its cursor)
+        ingest(db_path, {"codex": fork_home(home, corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+    return db_path
+
+
+INTERRUPTED_NAME = LAYOUT[INTERRUPTED]
+FORK_SCENARIOS = ["parent-in-a-later-run", "same-run-fork-read-first", "parent-in-another-folder-later",
+                  "parent-in-another-folder-first", "fork-appended-then-parent"]
+
+
+@pytest.mark.parametrize("scenario", FORK_SCENARIOS)
+def test_a_kept_copy_gives_way_to_its_parent_however_the_logs_arrive(tmp_path, corpus_root, scenario):
+    together = _layouts(tmp_path, corpus_root, "together")
+    db_path = _layouts(tmp_path, corpus_root, scenario)
+    assert diff(snapshot(together), snapshot(db_path)) == []
+    fork, parent = f"codex:{FORK_ID}", f"codex:{FORK_PARENT}"
+    counts = "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id ORDER BY session_id"
+    assert rows(db_path, counts) == rows(together, counts) == [(parent, 12), (fork, 3)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE meta_json LIKE '%copied_from%'") == [(0,)]
+    assert rows(db_path, "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files "
+                         "WHERE path LIKE ?", [f"%{FORK_ID}.jsonl"]) == [(26, 3, 23, 0)]
+
+
+def test_generated_fork_keeps_its_copy_until_its_parent_comes(tmp_path):
+    from datasette_obelisk.demo.generator import generate
+
+    stats = generate(tmp_path / "gen", seed=3, target_bytes=300_000, claude=False, codex=True).codex
+    home = tmp_path / "gen" / ".codex"
+    heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
+             for path in home.rglob("rollout-*.jsonl")}
+    [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
+    [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+    together = tmp_path / "together.db"
+    ingest(together, {"codex": home})
+    # the parent's log elsewhere: the fork keeps what it copied, every copied call among it
+    elsewhere = tmp_path / "elsewhere" / ".codex" / "sessions"
+    elsewhere.mkdir(parents=True)
+    parent_path.rename(elsewhere / parent_path.name)
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": home})
+    fork = f"codex:{meta['id']}"
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_calls c JOIN messages m ON m.uuid = c.message_uuid "
+                         "WHERE json_extract(m.meta_json, '$.copied_from') = ?",
+                [f"codex:{meta['forked_from_id']}"]) == [(stats.replayed_tool_calls,)]
+    assert rows(db_path, "SELECT SUM(lines_read) = SUM(lines_stored + lines_merged + lines_failed) FROM source_files") == [(1,)]
+    assert rows(db_path, "SELECT COUNT(*) > 0 FROM messages WHERE session_id = ? AND meta_json LIKE '%copied_from%'",
+                [fork]) == [(1,)]
+    # then it comes, from the other folder: as if read together
+    ingest(db_path, {"codex": elsewhere.parent})
+    parent_path.parent.mkdir(parents=True, exist_ok=True)
+    (elsewhere / parent_path.name).rename(parent_path)
+    ingest(db_path, {"codex": home})
+    assert diff(snapshot(together), snapshot(db_path)) == []
+
+
 # -- the malformed and the truncated rollout ---------------------------------------
 
 
@@ -795,8 +921,9 @@ def test_zstd_copy_gives_the_same_rows(tmp_path, corpus_root, relative):
     got, expected = snapshot(tmp_path / "packed.db"), snapshot(tmp_path / "plain.db")
     assert got == expected, diff(got, expected)
     counts = "SELECT lines_read, lines_stored, lines_merged, lines_failed, compression FROM source_files"
-    assert rows(tmp_path / "packed.db", counts) == [(*FILES[LAYOUT[relative]], "zstd")]
-    assert rows(tmp_path / "plain.db", counts) == [(*FILES[LAYOUT[relative]], None)]
+    expected = ALONE.get(LAYOUT[relative], FILES[LAYOUT[relative]])
+    assert rows(tmp_path / "packed.db", counts) == [(*expected, "zstd")]
+    assert rows(tmp_path / "plain.db", counts) == [(*expected, None)]
 
 
 THREAD = "019c0000-0000-7000-8000-00000000c0de"

@@ -1051,6 +1051,132 @@ def test_the_childs_own_session_meta_ends_the_copy():
     assert [(m.input_tokens, m.output_tokens) for m in usage] == [(50, 5)]
 
 
+def orphan_unit(hints=None) -> SourceFile:
+    """A fork's rollout whose parent's log is stored nowhere (``copies_of``, as ``settle_hints`` says)."""
+    return SourceFile(Path(f"rollout-2026-01-30T17-42-41-{CHILD_ID}.jsonl"), "codex", kind="rollout",
+                      hints={"thread_id": CHILD_ID, "parent": PARENT_ID, "copies_of": PARENT_ID, **(hints or {})})
+
+
+@pytest.mark.parametrize("turns", [True, False], ids=["uuid7-turn-ids", "gap-after-copy"])
+def test_the_copy_of_a_parent_stored_nowhere_is_kept_and_marked(turns):
+    lines = [
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, FORK_TIME),
+        *copied_parent(COPY_TIME, OLD_TURN if turns else None),
+        *own_turn(OWN_TIME, NEW_TURN if turns else None),
+    ]
+    records = feed_raw(lines, orphan_unit())
+    # the 8 copied lines: the parent's session_meta stays a replay, task_started and turn_context are
+    # metadata, the prompt's event its twin; prompt, call, output and usage are messages of the fork
+    assert [r.reason for r in of(records, Merged)] == [
+        "metadata", "replay", "metadata", "metadata", "duplicate", "metadata", "metadata"]
+    parent = f"codex:{PARENT_ID}"
+    assert [(m.role, m.subtype, m.text, m.input_tokens, m.output_tokens, (m.meta or {}).get("copied_from"))
+            for m in of(records, Message)] == [
+        ("user", "message", "parent prompt", None, None, parent),
+        ("assistant", "function_call", "shell", None, None, parent),
+        ("user", "function_call_output", "ok", None, None, parent),
+        ("assistant", "token_count", "", 100, 10, parent),
+        ("user", "message", "child prompt", None, None, None),
+        ("assistant", "token_count", "", 50, 5, None),
+    ]
+    child = f"codex:{CHILD_ID}"
+    assert [(c.id, c.session_id) for c in of(records, ToolCall)] == [(f"{child}:p1", child)]
+    assert [(r.tool_use_id, r.outcome) for r in of(records, ToolResult)] == [(f"{child}:p1", "succeeded")]
+    # the fork's own prompt titles it, as when the parent is stored
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "child prompt")]
+    assert (of(records, Session)[0].parent_session_id, of(records, Session)[0].relationship) == (parent, "fork")
+    # resumed after every line, the same
+    assert feed_all(lines_of(b"\n".join(lines) + b"\n"), orphan_unit(), restore_every_line=True) == records
+    # without the hint (the parent stored), the copy is merged as before
+    assert [r.reason for r in of(feed_raw(lines), Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 2
+
+
+def test_a_kept_copy_without_forked_from_id_names_the_parent_it_copies():
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME}, FORK_TIME),
+        *copied_parent(COPY_TIME, OLD_TURN),
+        *own_turn(OWN_TIME, NEW_TURN),
+    ], orphan_unit())
+    assert [(m.text, (m.meta or {}).get("copied_from")) for m in of(records, Message) if m.role == "user"] == [
+        ("parent prompt", f"codex:{PARENT_ID}"), ("ok", f"codex:{PARENT_ID}"), ("child prompt", None)]
+
+
+def rollout_file(folder: Path, thread: str, lines: list[bytes], compress: bool = False) -> SourceFile:
+    path = folder / f"rollout-2026-01-30T17-42-41-{thread}.jsonl"
+    data = b"\n".join(lines) + b"\n"
+    if compress:
+        path = path.with_name(path.name + ".zst")
+        data = zstandard.ZstdCompressor().compress(data)
+    path.write_bytes(data)
+    return rollout_unit(path)
+
+
+def test_rollout_parent_is_read_from_the_head(tmp_path):
+    child_meta = {"id": CHILD_ID, "timestamp": FORK_TIME, "base_instructions": {"text": "x" * 200_000}}
+    fork = [envelope("session_meta", {**child_meta, "forked_from_id": PARENT_ID.upper()}, FORK_TIME),
+            *copied_parent(COPY_TIME, OLD_TURN)]
+    assert codex.rollout_parent(rollout_file(tmp_path, CHILD_ID, fork)) == (PARENT_ID, True)
+    packed = rollout_file(tmp_path, "019c1000-0000-7000-8000-000000000009", fork, compress=True)
+    assert codex.rollout_parent(packed) == (PARENT_ID, True)
+    legacy = [envelope("session_meta", child_meta, FORK_TIME), *copied_parent(COPY_TIME, OLD_TURN)]
+    assert codex.rollout_parent(rollout_file(tmp_path, "019c1000-0000-7000-8000-000000000003", legacy)) == (
+        PARENT_ID, True)
+    own = [envelope("session_meta", {"id": PARENT_ID}), *own_turn(OWN_TIME, None)]
+    assert codex.rollout_parent(rollout_file(tmp_path, PARENT_ID, own)) == (None, True)
+    spawned = [envelope("session_meta", {"id": "019c1000-0000-7000-8000-000000000005", "source": {
+        "subagent": {"thread_spawn": {"parent_thread_id": PARENT_ID, "depth": 1}}}})]
+    assert codex.rollout_parent(rollout_file(tmp_path, "019c1000-0000-7000-8000-000000000005", spawned)) == (
+        PARENT_ID, True)
+    assert codex.rollout_parent(rollout_file(tmp_path, "019c1000-0000-7000-8000-000000000006", [b"not json"])) == (
+        None, True)
+    # a head still being written is not settled: the first line unended, or the copied meta still to come
+    path = rollout_file(tmp_path, "019c1000-0000-7000-8000-000000000007", legacy).path
+    data = path.read_bytes()
+    path.write_bytes(data[:100])
+    assert codex.rollout_parent(rollout_unit(path)) == (None, False)
+    path.write_bytes(data[:data.index(b"\n") + 1])
+    assert codex.rollout_parent(rollout_unit(path)) == (None, False)
+    path.write_bytes(data[:data.index(b"\n", data.index(b"\n") + 1) + 1])
+    assert codex.rollout_parent(rollout_unit(path)) == (PARENT_ID, True)
+
+
+def test_settle_hints_keeps_a_copy_while_its_parent_is_stored_nowhere(tmp_path):
+    fork = [envelope("session_meta", {"id": CHILD_ID, "forked_from_id": PARENT_ID}, FORK_TIME),
+            *copied_parent(COPY_TIME, OLD_TURN)]
+    child = rollout_file(tmp_path, CHILD_ID, fork)
+    parent = rollout_file(tmp_path, PARENT_ID, [envelope("session_meta", {"id": PARENT_ID}), *own_turn(OWN_TIME, None)])
+    source = CodexSource()
+    assert source.settle_hints([child], {}) == {}
+    assert child.hints == {"thread_id": CHILD_ID, "parent": PARENT_ID, "copies_of": PARENT_ID}
+    child = rollout_unit(child.path)
+    assert source.settle_hints([child, parent], {}) == {}  # found by the same run
+    assert (child.hints, parent.hints) == ({"thread_id": CHILD_ID, "parent": PARENT_ID},
+                                           {"thread_id": PARENT_ID, "parent": None})
+    child = rollout_unit(child.path)
+    stored = {str(parent.path): {"thread_id": PARENT_ID, "parent": None}}
+    assert source.settle_hints([child], stored) == {}  # stored before
+    assert child.hints == {"thread_id": CHILD_ID, "parent": PARENT_ID}
+    child = rollout_unit(child.path)
+    assert source.settle_hints([child], {str(parent.path): {}}) == {}  # stored before hints were kept
+    assert child.hints == {"thread_id": CHILD_ID, "parent": PARENT_ID}
+    # a stored fork this run did not find gives way to the parent found now
+    kept = {"thread_id": CHILD_ID, "parent": PARENT_ID, "copies_of": PARENT_ID}
+    assert source.settle_hints([rollout_unit(parent.path)], {"/elsewhere/fork.jsonl": kept}) == {
+        "/elsewhere/fork.jsonl": {"thread_id": CHILD_ID, "parent": PARENT_ID}}
+    # a head still being written names no parent yet, and is read again next time
+    data = child.path.read_bytes()
+    child.path.write_bytes(data[:100])
+    child = rollout_unit(child.path)
+    assert source.settle_hints([child], {}) == {}
+    assert child.hints == {"thread_id": CHILD_ID}
+    child.path.write_bytes(data)
+    # the parent a stored file's head named is not read again
+    child.path.unlink()
+    child = rollout_unit(child.path)
+    assert source.settle_hints([child], {str(child.path): kept}) == {}
+    assert child.hints == kept
+
+
 def test_fork_without_forked_from_id_is_recognised_by_the_copied_meta():
     records = feed_raw([
         envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME}, FORK_TIME),

@@ -70,6 +70,12 @@ class Source(Protocol):
     ``folders(root) -> list[Path]``
         Every folder ``discover(root)`` reads, when that is more than ``root``
         (a stored file under none of them that is gone is archived).
+    ``settle_hints(units, stored) -> dict[str, dict]``
+        Completes the hints of this run's ``units`` with what depends on other
+        files (called before they are compared with the stored ones: a file
+        whose hints change is read again); ``stored`` maps the path of each
+        stored file of the source to its hints (``{}`` when none were kept). Returns the new hints of
+        stored files not in ``units`` that are to change (read again too).
     ``trusted_records: bool``
         True skips the check of each record's fields against ``records``
         (the built-in sources, whose tests pin their records). Left unset,

@@ -80,7 +80,14 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   were written; only lines outside copied turns without a turn id (and all
   lines of rollouts older than turn ids) are judged by the copy's single
   flush: a line more than 50 ms after the copied line before it is the
-  child's (see ``_is_replay``).
+  child's (see ``_is_replay``). The copy is merged only while the parent's
+  own log is stored or found by the same run: of a parent stored nowhere
+  (deleted, never copied over), it is all that is left, so the child keeps
+  it, read as its own lines but that its messages say whose history they
+  copy (``meta.copied_from``) and it titles nothing, names no agent and
+  links nothing (``copies_of`` in the file's hints, ``settle_hints``). When
+  the parent's log comes, in any run, the child is read again and leaves the
+  copy to it: the database is the one reading both at once gives.
 * Imports: a session of another agent Codex imported is a rollout of
   its own, a new thread's, its text as turns of prompts and answers (tool
   calls and results as text, thinking dropped) ending in Codex's marker. The
@@ -457,6 +464,35 @@ class CodexSource:
                 if unit is not None:
                     yield unit
 
+    def settle_hints(self, units: list[SourceFile], stored: dict[str, dict]) -> dict[str, dict]:
+        """Note in each rollout's hints the thread whose history it may copy (``parent``,
+        read from its head once it is written, then kept) and, when no log of that thread is stored
+        (``stored``: the hints of this source's stored files) nor found by this run, that
+        the copy is kept (``copies_of``): it is all there is of that history. Returns
+        the hints of stored files not in ``units`` that are to change (their parent's
+        log came since): read again, they leave the copy to it."""
+        present = {hints.get("thread_id") or _thread_of(path) for path, hints in stored.items()}
+        present |= {unit.hints.get("thread_id") for unit in units}
+        present.discard(None)
+        for unit in units:
+            if unit.kind != "rollout":
+                continue
+            before = stored.get(str(unit.path)) or {}
+            parent, settled = (before["parent"], True) if "parent" in before else rollout_parent(unit)
+            unit.hints.pop("copies_of", None)
+            if not settled:  # (read again next time)
+                unit.hints.pop("parent", None)
+                continue
+            unit.hints["parent"] = parent
+            if parent and parent not in present:
+                unit.hints["copies_of"] = parent
+        found = {str(unit.path) for unit in units}
+        return {
+            path: {key: value for key, value in hints.items() if key != "copies_of"}
+            for path, hints in stored.items()
+            if path not in found and hints.get("copies_of") in present
+        }
+
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":
             return SessionIndexParser()
@@ -487,6 +523,72 @@ def rollout_unit(path: Path, priority: int = 0) -> SourceFile | None:
     return SourceFile(
         path, SOURCE, kind="rollout", layout=layout, compression=compression, hints=hints, priority=priority
     )
+
+
+def _thread_of(path: str) -> str | None:
+    """The thread a rollout's file name names, if it names one."""
+    unit = rollout_unit(Path(path))
+    return unit.hints.get("thread_id") if unit is not None else None
+
+
+def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
+    """The thread whose history a rollout may copy, as its head says (see
+    ``lineage_of``); for a fork that names none, the thread of a ``session_meta``
+    copied right after its own. And whether that is settled: not while the head
+    is still being written (a line the agent has not ended), nor when the file
+    cannot be read (unreadable, corrupt: reported when read)."""
+    if unit.layout != "jsonl":
+        return None, True
+    try:
+        with open(unit.path, "rb") as raw:
+            if unit.compression == "zstd":
+                import zstandard
+
+                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                    lines, whole = _head_lines(stream)
+            else:
+                lines, whole = _head_lines(raw)
+    except Exception:
+        return None, False
+    metas = []
+    for line in lines:
+        data = loads_or_none(line)
+        if not isinstance(data, dict):
+            return None, True
+        if data.get("type") == "session_meta" and isinstance(data.get("payload"), dict):
+            metas.append(data["payload"])
+        elif not metas and "type" not in data and "id" in data:
+            return None, True  # (a pre-envelope rollout: no fork)
+        else:
+            break
+    if not metas:
+        return None, whole or bool(lines)
+    thread = first_text(metas[0].get("id"), unit.hints.get("thread_id"))
+    parent = lineage_of(metas[0], thread, reverted_file=bool(unit.hints.get("rollout_id"))).parent
+    if parent is None:
+        if len(lines) < 2 and not whole:
+            return None, False  # (the copied session_meta may follow)
+        if len(metas) > 1:
+            parent = first_text(metas[1].get("id"))
+            parent = None if parent is None or thread is None or parent.lower() == thread.lower() else parent
+    return (parent.lower() if parent else None), True
+
+
+LINEAGE_HEAD_BYTES = 4 << 20  # (a session_meta holds the whole system prompt)
+
+
+def _head_lines(stream) -> tuple[list[bytes], bool]:
+    """The first two ended lines of ``stream`` (as far as ``LINEAGE_HEAD_BYTES`` holds
+    them), and whether nothing more is to come of them (the head was read whole, or
+    its first line is longer than that)."""
+    head = b""
+    while head.count(b"\n") < 2 and len(head) < LINEAGE_HEAD_BYTES:
+        chunk = stream.read(16384)
+        if not chunk:
+            break
+        head += chunk
+    lines = head.split(b"\n")[:-1][:2]  # (the part after the last newline is no ended line)
+    return lines, len(lines) == 2 or (not lines and len(head) >= LINEAGE_HEAD_BYTES)
 
 
 @hookimpl
@@ -651,6 +753,10 @@ class CodexParser:
             }
         else:
             self.s = CodexState(thread=unit.hints.get("thread_id") or _fallback_thread(unit.path))
+        # the parent thread whose log is stored nowhere: its history this rollout copies
+        # is kept here (``copies_of``, see ``CodexSource.settle_hints``)
+        self.copies_of = first_text(unit.hints.get("copies_of"))
+        self._copy = False  # the line being read is a copy kept
 
     def state(self) -> dict[str, Any]:
         return asdict(self.s)
@@ -685,6 +791,38 @@ class CodexParser:
     # -- one line -----------------------------------------------------------
 
     def _line(self, line: bytes | None, position: Position, out: list) -> None:
+        s, start = self.s, len(out)
+        kept = (s.own_content, s.first_prompt_seen, s.first_prompt)
+        self._copy = False
+        self._read_line(line, position, out)
+        if self._copy:
+            self._copy = False
+            s.own_content, s.first_prompt_seen, s.first_prompt = kept
+            self._copied(out, start)
+
+    def _keeps_copy(self) -> bool:
+        """Whether a line found to be a copy of the parent's history is kept (read as
+        this rollout's own, then marked ``_copied``): when the parent's log is stored nowhere."""
+        if self.copies_of:
+            self._copy = True
+            return True
+        return False
+
+    def _copied(self, out: list, start: int) -> None:
+        """The records of a copied line kept (``_keeps_copy``): its messages say whose
+        history they copy (``meta.copied_from``); a title, a subagent or a link it names
+        are the parent's, not this rollout's."""
+        parent = f"codex:{self.s.parent or self.copies_of}"
+        kept = []
+        for record in out[start:]:
+            if isinstance(record, (TitleCandidate, Subagent, SessionLink)):
+                continue
+            if isinstance(record, Message):
+                record.meta = {**(record.meta or {}), "copied_from": parent}
+            kept.append(record)
+        out[start:] = kept
+
+    def _read_line(self, line: bytes | None, position: Position, out: list) -> None:
         probe = _ENVELOPE.match(line[:PROBE_BYTES]) if line is not None else None
         if probe:
             kind = probe.group(3).decode()
@@ -713,7 +851,8 @@ class CodexParser:
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
             if kind == "session_meta":
                 self._session_meta(payload, timestamp, position, out)
-            elif self._is_replay(timestamp, payload, data.get("ordinal"), _harness(data, "inherited_user_message")):
+            elif (self._is_replay(timestamp, payload, data.get("ordinal"), _harness(data, "inherited_user_message"))
+                  and not self._keeps_copy()):
                 self._replayed(kind, payload, position, out)
             elif kind == "response_item" and _harness(data, "delivered_assistant_message"):
                 self._ensure_session(out)  # (a record for review of a message already read)
@@ -1518,7 +1657,7 @@ class CodexParser:
         if not is_json_object(line):
             out.append(LineError(position, "truncated compacted record"))
             return
-        if self._is_replay(timestamp, ordinal=ordinal):
+        if self._is_replay(timestamp, ordinal=ordinal) and not self._keeps_copy():
             self._ensure_session(out)
             out.append(Merged(position, "replay"))
             return
@@ -1608,7 +1747,7 @@ class CodexParser:
             out.append(LineError(position, "truncated record"))
             return
         self._ensure_session(out)
-        replay = self._is_replay(timestamp, ordinal=ordinal)
+        replay = self._is_replay(timestamp, ordinal=ordinal) and not self._keeps_copy()
         out.append(Merged(position, "replay" if replay else "metadata"))
 
 

@@ -293,6 +293,7 @@ class Ingester:
         self.finish_cold_load()  # left over by a run that was killed
         units = self.discover()
         self.summary.files = len(units)
+        units = units + self.settle_hints(units)
         self._units = units
         self._discovered = {str(u.path) for u in units}
         self.keep_discovery(units)
@@ -600,6 +601,37 @@ class Ingester:
         return in_read_order(
             unit_of_row(row) for row in rows if row["source"] in self.sources and os.path.isfile(row["path"])
         )
+
+    def settle_hints(self, units: list[SourceFile]) -> list[SourceFile]:
+        """Let each source that can (``settle_hints``) complete its files' hints with what
+        depends on other files, stored or found now (a Codex fork whose parent's log is
+        stored nowhere keeps the parent's history it copies). Returns the stored files
+        this run did not find whose hints change so (their parent's log came from another
+        folder): read again from their start with this run's files, as if found by it."""
+        again = []
+        for name, source in self.sources.items():
+            settle = getattr(source, "settle_hints", None)
+            if settle is None or name not in self.roots:
+                continue
+            stored = {  # (a file stored before hints were kept: none known)
+                path: orjson.loads(hints) if hints else {} for path, hints in self.conn.execute(
+                    "SELECT path, hints FROM source_files WHERE source = ?", [name])
+            }
+            changed = settle([unit for unit in units if unit.source == name], stored)
+            if not changed:
+                continue
+            with self.transaction():
+                for path, hints in changed.items():
+                    self.conn.execute(
+                        "UPDATE source_files SET hints = ?, parser_version = NULL WHERE path = ?",
+                        [orjson.dumps(hints, option=orjson.OPT_SORT_KEYS).decode(), path],
+                    )
+            rows = self.conn.execute(
+                "SELECT * FROM source_files WHERE missing = 0 AND path IN (SELECT value FROM json_each(?))",
+                [orjson.dumps(sorted(changed)).decode()],
+            ).fetchall()
+            again += [unit_of_row(row) for row in rows if os.path.isfile(row["path"])]
+        return in_read_order(again)
 
     def keep_discovery(self, units: list[SourceFile]) -> None:
         """Store the hints and read order of the files stored before they were kept; a file
