@@ -612,3 +612,35 @@ def test_a_session_with_thousands_of_agents_is_derived_by_index(tmp_path):
     # An agent adopted already: its subagents rows by the agent, not among its parent's.
     agent = [plan for plan in searches(derive.ADOPTED, ["p:agent-a"]) if plan.startswith("SEARCH sa ")]
     assert agent == ["SEARCH sa USING INDEX subagents_child (child_session_id=?)"], agent
+
+
+def test_an_agents_log_emptied_keeps_its_session_archived_under_its_parent(tmp_path, logs):
+    claude, project = logs("handgemacht-ai__claude-code-log")
+    run(tmp_path / "o.db", claude)
+    agent = "SELECT availability, parent_session_id, message_count FROM sessions WHERE id LIKE '%:agent-cccc333'"
+    assert rows(tmp_path / "o.db", agent) == [("live", "eb000000-0000-4000-8000-000000000001", 3)]
+    (project / "eb000000-0000-4000-8000-000000000001" / "subagents" / "agent-cccc333.jsonl").write_bytes(b"")
+    summary = run(tmp_path / "o.db", claude)
+    assert (summary.files_missing, summary.files_replayed, summary.files_read) == (1, 0, 0)
+    assert rows(tmp_path / "o.db", agent) == [("archived", "eb000000-0000-4000-8000-000000000001", 3)]
+    assert rows(tmp_path / "o.db", "SELECT COUNT(*) FROM messages WHERE session_id LIKE '%:agent-cccc333'") == [(3,)]
+    # Its parent's log read again from its start (a line dropped) leaves the agent as it is.
+    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 5)
+    summary = run(tmp_path / "o.db", claude)
+    assert (summary.files_replayed, summary.files_missing) == (1, 0)
+    assert rows(tmp_path / "o.db", agent) == [("archived", "eb000000-0000-4000-8000-000000000001", 3)]
+
+
+def test_an_agents_document_found_empty_keeps_what_it_held_until_it_reads_again(tmp_path, logs):
+    claude, project = logs("jazzyalex__agent-sessions")
+    run(tmp_path / "o.db", claude)
+    before = snapshot(tmp_path / "o.db")
+    meta = project / "0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f" / "subagents" / "agent-a0ad4f44468bdf20d.meta.json"
+    saved = meta.read_bytes()
+    meta.write_bytes(b"")  # caught while it is saved again whole
+    summary = run(tmp_path / "o.db", claude)
+    assert (summary.files_missing, summary.errors) == (0, 1)
+    assert rows(tmp_path / "o.db", "SELECT missing FROM source_files WHERE path = ?", [str(meta)]) == [(0,)]
+    meta.write_bytes(saved + b"\n")
+    assert run(tmp_path / "o.db", claude).files_replayed == 1
+    assert diff(snapshot(tmp_path / "o.db"), before) == []

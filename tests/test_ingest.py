@@ -2010,3 +2010,77 @@ def test_a_gemini_document_counts_its_items_not_its_rows(tmp_path):
     assert rows(tmp_path / "o.db", "SELECT lines_read, lines_stored, lines_merged, lines_failed FROM source_files") == [
         (2, 3, 0, 0)
     ]
+
+
+def test_an_emptied_log_keeps_its_rows_archived_and_what_is_written_in_it_next_is_added(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two"))
+    (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
+    run(db, root)
+    path.write_bytes(b"")  # emptied in place (a tool, a crash): gone, as if deleted
+    summary = run(db, root)
+    assert (summary.files_missing, summary.files_replayed, summary.files_read) == (1, 0, 0)
+    assert rows(db, "SELECT uuid FROM messages ORDER BY uuid") == [("a",), ("b",), ("c",)]
+    assert rows(db, "SELECT id, availability, message_count FROM sessions ORDER BY id") == [
+        ("s1", "archived", 2), ("s2", "live", 1)]
+    before = snapshot(db)
+    summary = run(db, root)
+    assert (summary.files_missing, summary.files_replayed, summary.files_read) == (0, 0, 0)
+    assert snapshot(db) == before
+    # Written again with one of its lines and a new one: that line is not stored twice.
+    path.write_bytes(line(id="b", text="two") + line(id="d", text="new"))
+    summary = run(db, root)
+    assert (summary.files_read, summary.files_replayed, summary.messages, summary.merged) == (1, 0, 1, 1)
+    assert rows(db, "SELECT uuid, seq FROM messages WHERE session_id = 's1' ORDER BY seq") == [
+        ("a", 1), ("b", 2), ("d", 3)]
+    assert rows(db, "SELECT id, availability, message_count FROM sessions ORDER BY id") == [
+        ("s1", "live", 3), ("s2", "live", 1)]
+    assert rows(db, "SELECT path, missing, lines_read FROM source_files ORDER BY id") == [
+        (str(path) + "#gone-1", 1, 2), (str(root / "s2.jsonl"), 0, 1), (str(path), 0, 2)]
+    assert run(db, root).files_skipped == 2
+
+
+def test_an_emptied_log_written_again_with_its_lines_and_more_is_as_a_first_ingest(db, root, tmp_path):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two"))
+    run(db, root)
+    path.write_bytes(b"")
+    run(db, root)
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two") + line(id="c", text="three"))
+    assert run(db, root).files_replayed == 1
+    assert rows(db, "SELECT id, availability, message_count FROM sessions") == [("s1", "live", 3)]
+    assert rows(db, "SELECT path, missing FROM source_files") == [(str(path), 0)]
+    run(tmp_path / "clean.db", root)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+
+
+def test_a_new_log_where_a_deleted_one_was_leaves_the_archived_rows(db, root, tmp_path):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two"))
+    run(db, root)
+    path.unlink()
+    assert run(db, root).files_missing == 1
+    path.write_bytes(line(id="c", text="another session, longer than the first one was"))
+    summary = run(db, root)
+    assert (summary.files_read, summary.files_replayed, summary.messages) == (1, 0, 1)
+    assert rows(db, "SELECT uuid, seq FROM messages ORDER BY seq") == [("a", 1), ("b", 2), ("c", 3)]
+    assert rows(db, "SELECT path, missing, lines_stored FROM source_files ORDER BY id") == [
+        (str(path) + "#gone-1", 1, 2), (str(path), 0, 1)]
+    # Deleted again, and back as it was: nothing is stored twice.
+    path.unlink()
+    run(db, root)
+    path.write_bytes(line(id="c", text="another session, longer than the first one was"))
+    assert run(db, root).files_replayed == 1
+    assert rows(db, "SELECT uuid FROM messages ORDER BY seq") == [("a",), ("b",), ("c",)]
+
+
+def test_a_deleted_log_back_with_more_lines_is_as_a_first_ingest(db, root, tmp_path):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two"))
+    run(db, root)
+    path.unlink()
+    run(db, root)
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two") + line(id="c", text="three"))
+    assert run(db, root).files_replayed == 1
+    run(tmp_path / "clean.db", root)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []

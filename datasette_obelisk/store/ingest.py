@@ -32,7 +32,7 @@ from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
-from .fingerprint import Fingerprint, hashes_at
+from .fingerprint import Fingerprint, hashes_at, still_holds
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -197,6 +197,7 @@ class Ingester:
         # keep their place among the rows of the session's other files (an archived log's)
         self._kept_seqs: dict[int, dict[str, tuple[str, int]]] = {}
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
+        self._emptied: set[str] = set()  # paths of stored files found emptied (``gone_in_place``)
         # Files outside a family that named its sessions when it was cleared (``open_family``):
         # read again with it once the files planned are written (``read_outsiders_again``).
         self._outsiders: set[int] = set()
@@ -369,7 +370,8 @@ class Ingester:
         if not starts:
             return plans
         units = self.found_units()
-        whole = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units})
+        # (A file emptied is gone: its family keeps its rows, as one with a file deleted.)
+        whole = families.families_to_read(self.conn, starts, {str(unit.path) for unit in units} - self._emptied)
         whole = [(files, sessions) for files, sessions in whole if self.documents_whole(files)]
         if not any(sessions for _, sessions in whole):
             return plans
@@ -815,16 +817,65 @@ class Ingester:
                 self.conn.execute("DELETE FROM ingest_errors WHERE file_id = ?", [row["id"]])
                 self.conn.execute("DELETE FROM source_files WHERE id = ?", [row["id"]])
             gone = [row for row in gone if row not in empty]
-            for row in gone:
-                self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
-                self.queue_sessions_of_file(row["id"])
-                relocate(self.conn, row["id"], self.redact.redact_context if self.redact else None)
-            # Files that were to be read again (after new redaction rules too) and never will be.
-            pending = [row["id"] for row in gone if row["parser_version"] is None]
-            if pending and self.redact is not None:
-                redact_in_place(self.conn, self.redact.redactor, pending)
-            self.bump_generation()
+            self.archive(gone)
         self.summary.files_missing += len(gone)
+
+    def archive(self, gone) -> None:
+        """In the open transaction: the stored files ``gone`` (rows with their id and
+        parser version) are gone from disk; their rows stay, their sessions become
+        archived, unless a copy of a file holds them now (``relocate``)."""
+        for row in gone:
+            self.conn.execute("UPDATE source_files SET missing = 1 WHERE id = ?", [row["id"]])
+            self.queue_sessions_of_file(row["id"])
+            relocate(self.conn, row["id"], self.redact.redact_context if self.redact else None)
+        # Files that were to be read again (after new redaction rules too) and never will be.
+        pending = [row["id"] for row in gone if row["parser_version"] is None]
+        if pending and self.redact is not None:
+            redact_in_place(self.conn, self.redact.redactor, pending)
+        self.bump_generation()
+
+    def gone_in_place(self, unit: SourceFile, row: dict, st) -> bool:
+        """Whether the stored file ``row``, whose rows are kept, is gone though a file is at its path.
+
+        A log emptied in place (by a tool, or a crash) is gone like a deleted one: its
+        rows stay, archived, and it is not read again while it is empty. (A document
+        found empty was most likely caught half-written, as it is saved again whole:
+        it keeps what it held, with an error, until it reads again.) A file found
+        gone by an earlier run (or emptied) whose path now holds other bytes (a new
+        session written there) is another file: the stored one takes a name of its own
+        (``retire``) with its rows, and the path is read as a new file, whose lines the
+        archived rows already hold merge into them. One that still holds what was read
+        (the file back, maybe grown) is read again as before."""
+        if not file_holds_rows(self.conn, row["id"]):
+            return False
+        if not st.st_size and unit.layout != "document":
+            if not row["missing"]:
+                with self.transaction():
+                    self.archive([row])
+                self.summary.files_missing += 1
+            self._emptied.add(str(unit.path))
+            return True
+        if not row["missing"]:
+            return False
+        try:
+            with open(unit.path, "rb") as raw:
+                same = still_holds(raw, row)
+        except OSError:
+            same = True  # (not read now: planned as before, it is reported)
+        if not same:
+            self.retire(row)
+        return False
+
+    def retire(self, row: dict) -> None:
+        """The stored file ``row``, gone, keeps its rows under a name no file has (its path,
+        ``#gone-`` and its id), so that its path is stored anew for the file there now."""
+        retired = f"{row['path']}#gone-{row['id']}"
+        with self.transaction():
+            self.conn.execute("UPDATE source_files SET path = ?, missing = 1 WHERE id = ?", [retired, row["id"]])
+            self.conn.execute("UPDATE ingest_errors SET path = ? WHERE file_id = ?", [retired, row["id"]])
+            self.queue_sessions_of_file(row["id"])  # (sessions.jsonl_path named it)
+            self.bump_generation()
+        self._by_inode = None
 
     def follow_late_copies(self) -> None:
         """Files found gone by an earlier run whose rows stayed with them, no copy being
@@ -945,6 +996,10 @@ class Ingester:
         if row is not None and self.is_unchanged(row, fingerprint, source, st):
             self.count_file("skipped", unit)
             return None
+        if row is not None and (row["missing"] or not st.st_size):
+            if self.gone_in_place(unit, row, st):
+                return None
+            row = self.file_row(unit)  # (None once retired: a new file)
         try:
             with open(unit.path, "rb") as raw:
                 resume = self.resume_point(row, fingerprint, source, unit, raw)
