@@ -2084,3 +2084,37 @@ def test_a_deleted_log_back_with_more_lines_is_as_a_first_ingest(db, root, tmp_p
     assert run(db, root).files_replayed == 1
     run(tmp_path / "clean.db", root)
     assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+
+
+def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_read_again(db, root, tmp_path, monkeypatch):
+    from datasette_obelisk.store import ingest as ingest_module
+
+    path = root / "s1.jsonl"
+    head = line(id="a", text="x" * 5000)  # more than the head hashed: only the bytes before the cursor tell
+    path.write_bytes(head + line(id="b", text="earth"))
+    os.utime(path, ns=(1_700_000_000_000_000_000,) * 2)
+    run(db, root)
+    st = os.stat(path)
+    checked = []
+    still_holds = ingest_module.still_holds
+    monkeypatch.setattr(ingest_module, "still_holds", lambda fp, row: checked.append(row["path"]) or still_holds(fp, row))
+    # Its mode changed (a new ctime), its bytes not: checked once, then known by its stat alone.
+    os.chmod(path, 0o600)
+    assert (run(db, root).files_skipped, checked) == (1, [str(path)])
+    assert (run(db, root).files_skipped, len(checked)) == (1, 1)
+    assert rows(db, "SELECT ctime_ns FROM source_files") == [(os.stat(path).st_ctime_ns,)]
+    # Rewritten where it is, as long as it was, its modification time set back.
+    with open(path, "r+b") as fp:
+        fp.write(head + line(id="b", text="venus"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert (os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
+    summary = run(db, root)
+    assert (summary.files_skipped, summary.files_replayed) == (0, 1)
+    assert rows(db, "SELECT uuid, text FROM messages ORDER BY seq") == [("a", "x" * 5000), ("b", "venus")]
+    run(tmp_path / "clean.db", root)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+    # A file stored before its ctime was kept is known by its size and time alone until it is read.
+    change(db, "UPDATE source_files SET ctime_ns = NULL")
+    os.chmod(path, 0o644)
+    checked.clear()
+    assert (run(db, root).files_skipped, checked) == (1, [])

@@ -69,6 +69,7 @@ def test_migrations_in_order(conn):
         "m044_index_conversation_messages",
         "m045_key_ingest_errors_by_line",
         "m046_create_derive_tallies",
+        "m047_add_source_files_ctime",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -275,7 +276,7 @@ EXPECTED_TABLES = {
         'mtime_ns', 'head_hash', 'tail_hash', 'cursor', 'line_no', 'pending_bytes',
         'parser_version', 'parser_state', 'generation', 'missing', 'lines_read', 'lines_stored',
         'lines_merged', 'lines_failed', 'first_seen_at', 'ingested_at', 'last_error', 'hints',
-        'priority',
+        'priority', 'ctime_ns',
     ],
     'subagents': [
         'id', 'agent_id', 'session_id', 'child_session_id', 'parent_tool_use_id', 'agent_type',

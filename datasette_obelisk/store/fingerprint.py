@@ -16,10 +16,11 @@ class Fingerprint:
     inode: int
     size: int
     mtime_ns: int
+    ctime_ns: int | None = None  # (not in ``matches``: a file renamed or linked takes a new one)
 
     @classmethod
     def of(cls, st: os.stat_result) -> "Fingerprint":
-        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def matches(self, row: sqlite3.Row) -> bool:
         return (self.device, self.inode, self.size, self.mtime_ns) == (

@@ -64,7 +64,7 @@ SETTLE_SECONDS = 10.0
 BATCH_SECONDS = 1.0
 WAL_AUTOCHECKPOINT_PAGES = 8192
 # The columns ``Ingester.is_unchanged`` reads.
-UNCHANGED_COLUMNS = "path, parser_version, missing, device, inode, size, mtime_ns, pending_bytes, last_error"
+UNCHANGED_COLUMNS = "path, parser_version, missing, device, inode, size, mtime_ns, ctime_ns, pending_bytes, last_error"
 
 
 @dataclass
@@ -1145,8 +1145,26 @@ class Ingester:
             return False
         if not fingerprint.matches(row):
             return False
+        if row["ctime_ns"] is not None and row["ctime_ns"] != fingerprint.ctime_ns and not self.holds_still(row["path"], st):
+            return False
         # An unterminated last line is reported once its writer has gone quiet.
         return not (row["pending_bytes"] and self.is_settled(st) and not row["last_error"])
+
+    def holds_still(self, path: str, st) -> bool:
+        """Whether the stored file at ``path``, whose status changed (``st``: its ctime)
+        though its size and modification time did not, holds the bytes read from it
+        (``still_holds``): rewritten in place with as many bytes and its time kept, it
+        is read again. One that does keeps its new ctime, so it is not checked again."""
+        row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [path]).fetchone()
+        try:
+            with open(path, "rb") as raw:
+                same = row is not None and os.fstat(raw.fileno()).st_ino == st.st_ino and still_holds(raw, row)
+        except OSError:
+            return False
+        if same:
+            with self.transaction():
+                self.conn.execute("UPDATE source_files SET ctime_ns = ? WHERE id = ?", [st.st_ctime_ns, row["id"]])
+        return same
 
     def is_settled(self, st) -> bool:
         return self.clock() - st.st_mtime_ns / 1e9 >= self.settle_seconds
@@ -1257,7 +1275,7 @@ class Ingester:
                 lines = document_items(records, batch.message_rows)
             self.queue_sessions(counts.sessions | counts.mentioned)
             self.conn.execute(
-                """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?,
+                """UPDATE source_files SET device = ?, inode = ?, size = ?, mtime_ns = ?, ctime_ns = ?,
                    head_hash = ?, tail_hash = ?, cursor = ?, line_no = ?, pending_bytes = ?,
                    parser_version = ?, parser_state = ?, missing = 0,
                    last_error = CASE WHEN ? THEN last_error END,
@@ -1268,6 +1286,7 @@ class Ingester:
                 [
                     fingerprint.device, fingerprint.inode, fingerprint.size,
                     fingerprint.mtime_ns if batch.at_eof else None,
+                    fingerprint.ctime_ns if batch.at_eof else None,
                     batch.head_hash, batch.tail_hash, cursor, batch.line_no, batch.pending,
                     self.sources[unit.source].parser_version, batch.parser_state,
                     bool(batch.pending and not lines),

@@ -1292,3 +1292,12 @@ def m046_create_derive_tallies(db):
         ) WITHOUT ROWID"""
     )
 
+
+@migrations()
+def m047_add_source_files_ctime(db):
+    # A file rewritten in place with as many bytes and its modification time kept
+    # (or set back) still has a new status-change time, which nothing can set:
+    # a file whose ctime_ns moved, all else the same, has its bytes around the
+    # cursor checked (ingest.Ingester.is_unchanged). Files stored before have
+    # none until they are read next.
+    db.execute("ALTER TABLE source_files ADD COLUMN ctime_ns INTEGER")
