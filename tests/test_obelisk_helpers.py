@@ -1252,3 +1252,54 @@ def test_only_an_argument_holding_a_lone_surrogate_is_reported_as_one():
     with pytest.raises(QueryError) as error:
         encode("plain", {"project": ["a\udc80"]})
     assert error.value.message == "encode(): an argument holds a lone surrogate, which UTF-8 cannot hold"
+
+
+def test_texts_at_the_clipping_edges_are_clipped_as_clip_does(tmp_path):
+    # SQLite clips on text_length and substr; a NUL (an older archive may hold one) and a
+    # stale text_length are finished in Python: every text comes out as clip() gives it.
+    limit = o.NEIGHBOUR_TEXT
+    texts = {
+        "a": "x" * limit, "b": "y" * (limit + 1), "c": "é" * (limit + 7),
+        "e": "a\x00b" + "z" * limit, "f": "w" * (limit + 5) + "\x00tail", "g": "stale " * limit,
+    }
+    lines = [{"id": k, "text": k, "ts": f"2026-01-01T00:00:0{n}Z"} for n, k in enumerate(sorted(texts))]
+    lines.insert(3, {"id": "hit", "text": "needle", "ts": "2026-01-01T00:00:03Z"})
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with sqlite3.connect(db) as conn:
+        for uuid, text in texts.items():
+            length = 1 if uuid == "g" else len(text)  # g: text_length left as it was
+            conn.execute("UPDATE messages SET text = ?, text_length = ? WHERE uuid = ?", [text, length, uuid])
+    with connect_readonly(db) as conn:
+        [hit] = o.search(conn, "needle")
+        assert {m["uuid"]: m["text"] for m in hit["context"]} == {k: o.clip(t, limit) for k, t in texts.items()}
+        clipped = {m["uuid"]: m["text"] for m in o.thread(conn, "s1")}
+        assert clipped == {"hit": "needle", **{k: o.clip(t) for k, t in texts.items()}}
+    assert o.clip(texts["b"], limit) == "y" * limit + "…[+1 chars]"
+    assert o.clip(texts["f"], limit) == "w" * limit + "…[+10 chars]"  # (the NUL beyond the cut)
+    assert o.clip(texts["e"], limit) == "a\x00b" + "z" * (limit - 3) + "…[+3 chars]"
+
+
+def test_a_long_neighbour_is_clipped_without_sqlite_scanning_its_text(tmp_path):
+    # A search's hits each read up to six neighbours: length() and instr() over a 25 MB
+    # output beside a hit took 100 ms, once per hit beside it.
+    long = "output line\n" * 20_000
+    db = build_toy_db(tmp_path, {"s1": [
+        {"id": "a", "text": long, "ts": "2026-01-01T00:00:00Z"},
+        {"id": "b", "text": "needle", "ts": "2026-01-01T00:00:01Z"},
+    ]})
+    scanned = []
+
+    def counting(name, fn):
+        def call(*args):
+            if isinstance(args[0], str) and len(args[0]) > o.NEIGHBOUR_TEXT:
+                scanned.append(name)
+            return fn(*args)
+        return call
+
+    with connect_readonly(db) as conn:
+        conn.create_function("length", 1, counting("length", lambda t: None if t is None else len(t)))
+        conn.create_function("instr", 2, counting("instr", lambda t, s: None if t is None else t.find(s) + 1))
+        [hit] = o.search(conn, "needle")
+        assert [m["text"] for m in hit["context"]] == [o.clip(long, o.NEIGHBOUR_TEXT)]
+        assert [m["text"] for m in o.thread(conn, "s1")] == [o.clip(long), "needle"]
+    assert scanned == []

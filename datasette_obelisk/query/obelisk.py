@@ -293,13 +293,17 @@ def first_hit(text: str, terms: list[str]) -> int:
     return min(found) if found else 0
 
 
-def message_row(row: sqlite3.Row | None, clipped: bool = False) -> dict | None:
-    """A full ``messages`` row with its text clipped (``clipped``: SQLite did it)."""
+def message_row(row: sqlite3.Row | None, clipped: bool = False, conn=None) -> dict | None:
+    """A full ``messages`` row with its text clipped (``clipped``: SQLite began it, as
+    ``message_columns`` selects it; ``conn`` finishes it)."""
     if row is None:
         return None
     result = dict(row)
     result.pop(INDEXED_FORMS["messages"], None)
-    result["text"] = clipped_in_sql(result.get("text")) if clipped else clip(result.get("text"))
+    if clipped:
+        result["text"] = clipped_in_sql(conn, result["id"], result.get("text"), result["text_length"])
+    else:
+        result["text"] = clip(result.get("text"))
     return result
 
 
@@ -440,14 +444,14 @@ def neighbours(conn, hit, include_meta: bool) -> list[dict]:
                 AND id != :id {meta}
               ORDER BY julianday(timestamp) IS NULL, ABS(julianday(timestamp) - julianday(:ts)),
                        ABS(seq - :seq) LIMIT :n)
-            SELECT seq, {', '.join(f for f in MESSAGE_FIELDS if f != "text")},
-                   {clipped_text_sql("text", NEIGHBOUR_TEXT)} AS text
+            SELECT id, seq, text_length, {', '.join(f for f in MESSAGE_FIELDS if f != "text")},
+                   {clipped_text_sql("messages", NEIGHBOUR_TEXT)} AS text
             FROM messages WHERE id IN (SELECT id FROM near) ORDER BY seq""",
         {"session": hit["session_id"], "seq": hit["seq"], "window": NEIGHBOUR_WINDOW,
          "id": hit["id"], "ts": hit["timestamp"], "n": NEIGHBOURS},
     )
-    return [{name: clipped_in_sql(r[name], NEIGHBOUR_TEXT) if name == "text" else r[name] for name in MESSAGE_FIELDS}
-            for r in found]
+    return [{name: clipped_in_sql(conn, r["id"], r["text"], r["text_length"], NEIGHBOUR_TEXT) if name == "text"
+             else r[name] for name in MESSAGE_FIELDS} for r in found]
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
@@ -585,25 +589,33 @@ THREAD_SQL = THREAD_PLACEMENT + """, page AS (
   SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.at, page.seq"""
 
 
-def clipped_text_sql(column: str, limit: int = MAX_TEXT) -> str:
-    """``clip(text, limit)`` done by SQLite: a long text is never read whole into Python.
+def clipped_text_sql(alias: str, limit: int = MAX_TEXT) -> str:
+    """The start of ``clip(text, limit)`` done by SQLite: a long text is never read whole
+    into Python, nor scanned (``length``, ``instr``: 100 ms for a 25 MB output).
 
-    SQLite's ``length`` and ``substr`` stop at a NUL character, so a text
-    holding one comes whole and ``clipped_in_sql`` clips it."""
-    return (f"CASE WHEN instr({column}, char(0)) OR length({column}) <= {limit} THEN {column} "
-            f"ELSE substr({column}, 1, {limit}) || '…[+' || (length({column}) - {limit}) || ' chars]' END")
+    A text of at most ``limit`` characters (``text_length``, as the ingest
+    counts them) comes whole, a longer one as its first ``limit``
+    characters; ``clipped_in_sql`` adds the marker. SQLite's ``substr``
+    stops at a NUL character, so a text holding one within those comes
+    short, and ``clipped_in_sql`` reads and clips it whole."""
+    return f"CASE WHEN {alias}.text_length <= {limit} THEN {alias}.text ELSE substr({alias}.text, 1, {limit}) END"
 
 
-def clipped_in_sql(text: str | None, limit: int = MAX_TEXT) -> str | None:
-    """A text ``clipped_text_sql`` gave, clipped as ``clip`` would."""
-    return clip(text, limit) if text and "\x00" in text else text
+def clipped_in_sql(conn, message_id: int, text: str | None, text_length: int, limit: int = MAX_TEXT) -> str | None:
+    """``clip(text, limit)`` of the message whose text ``clipped_text_sql`` gave as ``text``."""
+    if text is None or text_length <= limit:
+        return clip(text, limit)
+    if len(text) == limit:
+        return text + f"…[+{text_length - limit} chars]"
+    whole = one(conn, "SELECT text FROM messages WHERE id = ?", [message_id])  # a NUL cut it short
+    return clip(whole[0] if whole else text, limit)
 
 
 def message_columns(conn, alias: str = "m") -> str:
     """Every ``messages`` column of ``alias``, its text clipped (``clipped_text_sql``) as ``text``."""
     names = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
     return ", ".join(
-        f"{clipped_text_sql(f'{alias}.text')} AS text" if name == "text" else f"{alias}.{name}" for name in names
+        f"{clipped_text_sql(alias)} AS text" if name == "text" else f"{alias}.{name}" for name in names
     )
 
 
@@ -648,7 +660,7 @@ def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
     found = rows(conn, THREAD_SQL.format(columns=message_columns(conn)), {
         "session_id": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
-    return Page([message_row(r, clipped=True) for r in found], o["offset"], total)
+    return Page([message_row(r, clipped=True, conn=conn) for r in found], o["offset"], total)
 
 
 def thread_pages(conn, session_id, opts=None, *, step: int = MAX_THREAD, **kwargs):
@@ -667,7 +679,7 @@ def thread_pages(conn, session_id, opts=None, *, step: int = MAX_THREAD, **kwarg
     while True:
         ids = order[offset:offset + step]
         found = rows(conn, sql, {"ids": json.dumps(ids)}) if ids else []
-        yield Page([message_row(r, clipped=True) for r in found], offset, len(order))
+        yield Page([message_row(r, clipped=True, conn=conn) for r in found], offset, len(order))
         offset += len(ids)
         if not ids or offset >= len(order):
             return
