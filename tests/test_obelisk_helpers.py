@@ -1303,3 +1303,37 @@ def test_a_long_neighbour_is_clipped_without_sqlite_scanning_its_text(tmp_path):
         assert [m["text"] for m in hit["context"]] == [o.clip(long, o.NEIGHBOUR_TEXT)]
         assert [m["text"] for m in o.thread(conn, "s1")] == [o.clip(long), "needle"]
     assert scanned == []
+
+
+def test_neighbours_of_an_untimed_hit_are_the_nearest_timed_lines_in_the_log(tmp_path):
+    lines = [{"id": f"m{n}", "text": f"line {n}", "ts": f"2026-01-01T00:00:{n:02d}Z"} for n in range(12)]
+    lines[2]["ts"] = lines[7]["ts"] = None
+    lines[4] = {"id": "m4", "text": "the needle", "ts": None}
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with connect_readonly(db) as conn:
+        [hit] = o.search(conn, "needle")
+    # Timed lines before untimed ones (m2, m7), nearest in the log first: m3/m5, m6, m1, m0/m8.
+    assert uuids(hit["context"]) == ["m0", "m1", "m3", "m5", "m6", "m8"]
+
+
+def test_neighbours_parse_each_line_time_once(tmp_path):
+    # Sorting a hit's window by distance in time parsed every line's time twice (the
+    # window is 400 lines a hit, for up to 1,000 hits): most of a long search's time.
+    from datetime import datetime
+
+    lines = [{"id": f"m{n:02d}", "text": f"line {n}", "ts": f"2026-01-01T00:00:{n:02d}Z"} for n in range(40)]
+    lines[20]["text"] = "the needle"
+    db = build_toy_db(tmp_path, {"s1": lines})
+    parsed = []
+
+    def julianday(value):
+        parsed.append(value)
+        if value is None:
+            return None
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() / 86400 + 2440587.5
+
+    with connect_readonly(db) as conn:
+        conn.create_function("julianday", 1, julianday, deterministic=True)
+        [hit] = o.search(conn, "needle")
+    assert uuids(hit["context"]) == ["m17", "m18", "m19", "m21", "m22", "m23"]
+    assert len(parsed) <= len(lines) + 2
