@@ -595,3 +595,34 @@ def test_a_lone_surrogate_in_an_argument_is_refused_with_a_code(logs):
     assert code_of(lambda: history_search(conn, attributes={"cwd": "a\ud800"})) == "OBELISK_INVALID_ARGUMENT"
     assert code_of(lambda: history_read(conn, sessionId="a\ud800")) == "OBELISK_INVALID_ARGUMENT"
     assert code_of(lambda: history_search(conn, query="a\ud800")) == "SESSION_QUERY_INVALID_QUERY"
+
+
+def test_a_tool_output_over_the_budget_comes_whole_on_a_page_of_its_own(toy, monkeypatch):
+    big = "build output line\n" * 70_000  # 1.26 MB: more than a page's budget by itself
+    toy.write(
+        "s1",
+        line("a1", "run the build", "2026-01-01T00:00:00Z"),
+        line("a2", "building", "2026-01-01T00:01:00Z", role="assistant", type="assistant",
+             tool="Bash", output=big, outcome="succeeded"),
+        line("a3", "built", "2026-01-01T00:02:00Z", role="assistant", type="assistant"),
+        line("a4", "then test", "2026-01-01T00:03:00Z", role="assistant", type="assistant",
+             tool="Bash", output="3 passed", outcome="succeeded"),
+    )
+    toy.ingest()
+    conn = toy.conn()
+    encoded = []
+    dumps = history_module.json.dumps
+
+    def measuring(value, *args, **kwargs):
+        text = dumps(value, *args, **kwargs)
+        encoded.append(len(text))
+        return text
+
+    split = pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=100)
+    assert [[e["id"] for e in p["entries"]] for p in split] == [["a1", "a2"], ["a2:call"], ["a3", "a4", "a4:call"]]
+    [call] = [e for p in split for e in p["entries"] if e["id"] == "a2:call"]
+    assert call["result"] == big and call["outcome"] == "succeeded"  # machine-local: the whole output
+    monkeypatch.setattr(history_module.json, "dumps", measuring)
+    again = pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=100)
+    assert again == split
+    assert max(encoded) < history_module.READ_BUDGET_BYTES  # an output that cannot fit is not encoded to learn so

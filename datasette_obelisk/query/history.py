@@ -439,13 +439,16 @@ def _entry_rows(conn, session_id: str, condition: str, params, order: str = "m.s
     )
 
 
-def _entries(conn, session_id: str, batch: list[dict], clock=None):
+def _entries(conn, session_id: str, batch: list[dict], clock=None, results_read: bool = True):
     """``(row, index, entry)`` for every entry of the message rows in ``batch``.
 
     ``clock`` is the time an entry gets when its line has none; each
-    timestamped row moves it on.
+    timestamped row moves it on. Without ``results_read`` a tool entry's
+    ``result`` is None, and ``_result_row`` names the ``tool_results`` row
+    ``_read_result`` reads it from (an output can be megabytes: entries
+    looked at for their ids or skipped by a page leave it unread).
     """
-    tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch])
+    tools = _tool_entries(conn, session_id, [row["uuid"] for row in batch], results_read)
     results = _line_results(conn, [row["uuid"] for row in batch if row["content_type"] == "mixed"])
     for row in batch:
         clock = to_ms(row["timestamp"]) or clock
@@ -463,11 +466,15 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
         batch = _entry_rows(conn, session_id, "m.seq >= ?", [seq], limit=limit + 1)
         if not batch:
             return entries, False
-        for row, index, entry in _entries(conn, session_id, batch, _clock_before(conn, session_id, batch[0]["seq"])):
+        clock = _clock_before(conn, session_id, batch[0]["seq"])
+        for row, index, entry in _entries(conn, session_id, batch, clock, results_read=False):
             if (row["seq"], index) <= (seq, part):
                 continue
-            size = len(json.dumps(entry, ensure_ascii=False).encode())
-            if len(entries) == limit or (entries and used + size > budget):
+            if len(entries) == limit:
+                return entries, True
+            _read_result(conn, entry)
+            size = _json_size(entry, budget - used if entries else budget)
+            if entries and used + size > budget:
                 return entries, True
             used += size
             entry["_position"] = [row["seq"], index]
@@ -475,6 +482,25 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
         seq, part = batch[-1]["seq"], 1 << 30
         if len(batch) <= limit:
             return entries, False
+
+
+def _read_result(conn, entry: dict) -> None:
+    """The ``result`` of a tool entry ``_entries`` left unread."""
+    if "_result_row" in entry:
+        rowid = entry.pop("_result_row")
+        if rowid is not None:
+            found = conn.execute(f"SELECT {full_content_sql('r')} FROM tool_results r WHERE r.rowid = ?", [rowid]).fetchone()
+            entry["result"] = found[0] if found else None
+
+
+def _json_size(entry: dict, room: int) -> int:
+    """The bytes of ``entry`` as JSON (UTF-8, not ASCII-escaped), or, when its text alone
+    holds more characters than ``room``, some number above ``room`` (encoding a
+    multi-MB output to learn that it does not fit took 140 ms)."""
+    lower = sum(len(entry[key]) for key in ("content", "result") if isinstance(entry.get(key), str))
+    if lower > room:
+        return lower
+    return len(json.dumps(entry, ensure_ascii=False).encode())
 
 
 def _clock_before(conn, session_id: str, seq: int) -> int | None:
@@ -522,6 +548,8 @@ def _message_entries(row: dict, tools: list[dict], clock, results: list[str] = (
             "result": tool["content"],
             "outcome": tool["outcome"] or "cancelled",
         })
+        if "result_row" in tool:
+            entries[-1]["_result_row"] = tool["result_row"]
     return entries
 
 
@@ -583,12 +611,15 @@ def _line_results(conn, uuids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def _tool_entries(conn, session_id: str, uuids: list[str]) -> dict[str, list[dict]]:
+def _tool_entries(conn, session_id: str, uuids: list[str], results_read: bool = True) -> dict[str, list[dict]]:
+    """The tool calls of the lines ``uuids``; without ``results_read``, each with its
+    result's ``result_row`` instead of its ``content``."""
     marks = ", ".join("?" * len(uuids))
     found: dict[str, list[dict]] = {}
+    content = f"{full_content_sql('r')} AS content" if results_read else "NULL AS content, r.rowid AS result_row"
     for row in rows(
         conn,
-        f"""SELECT c.message_uuid, c.id, c.name, c.input_json, c.timestamp, {full_content_sql('r')} AS content, r.outcome,
+        f"""SELECT c.message_uuid, c.id, c.name, c.input_json, c.timestamp, {content}, r.outcome,
                r.message_uuid AS result_message
             FROM tool_calls c LEFT JOIN tool_results r ON r.tool_use_id = c.id
             WHERE c.session_id = ? AND c.message_uuid IN ({marks}) ORDER BY c.rowid""",
@@ -612,15 +643,21 @@ def _last_entry_id(conn, session_id: str, up_to_seq: int | None = None) -> str |
         batch = _entry_rows(conn, session_id, "m.seq <= ?", [before], "m.seq DESC", LAST_ENTRY_BATCH)
         if not batch:
             return None
-        entries = [entry for _, _, entry in _entries(conn, session_id, batch[::-1])]
+        entries = [entry for _, _, entry in _entries(conn, session_id, batch[::-1], results_read=False)]
         if entries:
             return entries[-1]["id"]
         before = batch[-1]["seq"] - 1
 
 
 def _first_entry_id(conn, session_id: str) -> str | None:
-    entries, _ = _page(conn, session_id, None, 1, READ_BUDGET_BYTES)
-    return entries[0]["id"] if entries else None
+    seq = 0
+    while True:
+        batch = _entry_rows(conn, session_id, "m.seq >= ?", [seq], limit=LAST_ENTRY_BATCH)
+        for _, _, entry in _entries(conn, session_id, batch, results_read=False):
+            return entry["id"]
+        if len(batch) < LAST_ENTRY_BATCH:
+            return None
+        seq = batch[-1]["seq"] + 1
 
 
 class History:
