@@ -1337,3 +1337,74 @@ def test_neighbours_parse_each_line_time_once(tmp_path):
         [hit] = o.search(conn, "needle")
     assert uuids(hit["context"]) == ["m17", "m18", "m19", "m21", "m22", "m23"]
     assert len(parsed) <= len(lines) + 2
+
+
+def test_thread_pages_follow_the_placement_rule_on_a_shuffled_log(tmp_path):
+    # Each untimed line sorts at the instant of the last timed line before it (the first
+    # ones, before any time, first), then log order; meta lines count for that placement
+    # but are shown only when asked for. A reference ordering in Python, on a log whose
+    # times go back and forth, in several spellings of one instant.
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, 10, tzinfo=timezone.utc)
+    lines, instants = [], {}
+    for n in range(80):
+        uuid = f"m{n:02d}"
+        when = start + timedelta(seconds=rng.choice([rng.randint(0, 40), n]))
+        kind = rng.choice(["z", "ms", "offset", "none", "trimmed", "z", "ms"])
+        ts = {
+            "z": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "ms": when.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+            "offset": when.astimezone(timezone(timedelta(hours=2))).isoformat(),
+            "none": None,
+            "trimmed": "[trimmed]",
+        }[kind]
+        instants[uuid] = when if kind in ("z", "ms", "offset") else None
+        lines.append({"id": uuid, "text": f"line {n}", "ts": ts})
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with sqlite3.connect(db) as conn:
+        meta = {u for (u,) in conn.execute("SELECT uuid FROM messages WHERE seq % 7 = 3")}
+        conn.execute("UPDATE messages SET is_meta = 1 WHERE seq % 7 = 3")
+    placed, last = [], None
+    for seq, line in enumerate(lines):
+        last = instants[line["id"]] or last
+        placed.append(((last is not None, last or start, seq), line["id"]))
+    order = [uuid for _, uuid in sorted(placed)]
+    with connect_readonly(db) as conn:
+        assert uuids(o.thread(conn, "s1", {"includeMeta": True})) == order
+        shown = [u for u in order if u not in meta]
+        assert uuids(o.thread(conn, "s1")) == shown
+        for offset in (0, 5, 33, 60):
+            page = o.thread_page(conn, "s1", {"limit": 9, "offset": offset})
+            assert (uuids(page.items), page.total) == (shown[offset : offset + 9], len(shown))
+        assert [uuids(p.items) for p in o.thread_pages(conn, "s1", {"includeMeta": True}, step=25)] == [
+            order[i : i + 25] for i in range(0, 80, 25)
+        ]
+
+
+def test_a_thread_page_reads_each_line_time_once(tmp_path):
+    # Every page puts the whole session in thread order: one pass over it, each line's
+    # time read once (two windows read them twice and sorted the session twice more).
+    from datetime import datetime, timezone
+
+    lines = [{"id": f"m{n:02d}", "text": f"line {n}", "ts": f"2026-01-01T10:00:{(n * 7) % 60:02d}Z"} for n in range(50)]
+    lines[10]["ts"] = None
+    db = build_toy_db(tmp_path, {"s1": lines})
+    read = []
+
+    def strftime(form, value):
+        read.append(value)
+        if form != "%Y-%m-%dT%H:%M:%fZ" or not isinstance(value, str):
+            return None
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+    with connect_readonly(db) as conn:
+        expected = uuids(o.thread_page(conn, "s1", {"limit": 10, "offset": 20}).items)
+    with connect_readonly(db) as conn:
+        conn.create_function("strftime", 2, strftime)
+        page = o.thread_page(conn, "s1", {"limit": 10, "offset": 20})
+    assert uuids(page.items) == expected and page.total == 50
+    assert len(read) == len(lines), len(read)
