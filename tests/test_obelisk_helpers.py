@@ -1408,3 +1408,48 @@ def test_a_thread_page_reads_each_line_time_once(tmp_path):
         page = o.thread_page(conn, "s1", {"limit": 10, "offset": 20})
     assert uuids(page.items) == expected and page.total == 50
     assert len(read) == len(lines), len(read)
+
+
+def test_neighbours_follow_the_rule_on_a_log_full_of_ties(tmp_path):
+    # Times repeat, go back and forth, are missing or unreadable, in several spellings; some
+    # lines are meta. Every hit's neighbours are the rule's: of the lines within 200 of it,
+    # the nearest in time (untimed last; for an untimed hit, timed first), then in the log,
+    # then the earlier line.
+    import random
+
+    rng = random.Random(5)
+    lines = []
+    for n in range(450):
+        roll = rng.random()
+        ts = None if roll < 0.15 else "[trimmed]" if roll < 0.2 else (
+            f"2026-01-01T10:{rng.randint(0, 2):02d}:{rng.choice([0, 30]):02d}" + rng.choice(["Z", ".000Z", "+00:00"]))
+        lines.append({"id": f"m{n:03d}", "text": f"needle {n}" if n % 9 == 0 else f"line {n}", "ts": ts})
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET is_meta = 1 WHERE seq % 11 = 4")
+    with connect_readonly(db) as conn:
+        rows = conn.execute("SELECT id, uuid, seq, julianday(timestamp), is_meta FROM messages").fetchall()
+        for include_meta in (False, True):
+            hits = o.search(conn, "needle", {"limit": 100, "includeMeta": include_meta})
+            assert len(hits) == (50 if include_meta else 45)  # (five needles are meta lines)
+            for hit in hits:
+                [(hit_id, seq, instant)] = [(r[0], r[2], r[3]) for r in rows if r[1] == hit["message"]["uuid"]]
+                window = [r for r in rows if abs(r[2] - seq) <= 200 and r[0] != hit_id and (include_meta or not r[4])]
+                if instant is None:
+                    nearest = sorted(window, key=lambda r: (r[3] is None, abs(r[2] - seq), r[2]))[:6]
+                else:
+                    nearest = sorted(window, key=lambda r: (r[3] is None, abs((r[3] or 0) - instant), abs(r[2] - seq), r[2]))[:6]
+                assert uuids(hit["context"]) == [r[1] for r in sorted(nearest, key=lambda r: r[2])]
+
+
+def test_a_search_reads_each_session_once_for_its_hits_neighbours(tmp_path):
+    # 1,000 hits sorted 1,000 windows of 400 lines in SQL, one statement each.
+    lines = [{"id": f"m{n:02d}", "text": f"needle {n}" if n % 2 else f"line {n}", "ts": f"2026-01-01T10:00:{n:02d}Z"}
+             for n in range(60)]
+    db = build_toy_db(tmp_path, {"s1": lines, "s2": lines[:1] + [dict(line, id=f"x{n}") for n, line in enumerate(lines[1:])]})
+    statements = []
+    with connect_readonly(db) as conn:
+        conn.set_trace_callback(lambda sql: statements.append(sql) if "julianday(timestamp)" in sql else None)
+        hits = o.search(conn, "needle", {"limit": 100})
+    assert len(hits) == 60 and all(len(hit["context"]) == 6 for hit in hits)
+    assert len(statements) == 2
