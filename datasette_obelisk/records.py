@@ -42,6 +42,8 @@ class Session:
     model: str | None = None
     reasoning_effort: str | None = None  # the effort its model was last asked for (low, medium, high, ...)
     started_at: str | None = None
+    # A time the log says the session went on to (a line that is no message: a turn's end, a
+    # chat's lastUpdated); the session ends at the latest of these and of its messages' times.
     ended_at: str | None = None
     parent_session_id: str | None = None
     relationship: str | None = None  # subagent | fork | continuation | workflow | import

@@ -1409,6 +1409,28 @@ def test_agent_name_tag_and_continued_in_describe_the_session():
     assert described == [("s1", "auth", None), ("s1", "", None), ("s1", None, "s2")]
 
 
+def test_a_line_about_the_session_says_when_it_went_on_to():
+    # Lines that are no message but carry a time: a prompt queued while the agent was busy (then
+    # taken, or the session left with it waiting), a pull request or a preview linked. Lines that are
+    # messages (a turn's duration, an attachment) give their rows' times; lines with no time say nothing.
+    records = feed_lines([
+        user("u1", "Fix the login bug", timestamp="2026-04-18T15:00:00.000Z"),
+        assistant("a1", "On it", parentUuid="u1", timestamp="2026-04-18T15:00:05.000Z"),
+        {"type": "system", "subtype": "turn_duration", "durationMs": 5000, "uuid": "d1", "parentUuid": "a1",
+         "sessionId": "s1", "timestamp": "2026-04-18T15:00:05.100Z"},
+        {"type": "queue-operation", "operation": "enqueue", "content": "and the logout one",
+         "sessionId": "s1", "timestamp": "2026-04-18T15:00:07.000Z"},
+        {"type": "pr-link", "sessionId": "s1", "prNumber": 7, "prUrl": "https://example.invalid/o/r/pull/7",
+         "prRepository": "o/r", "timestamp": "2026-04-18T15:00:09.000Z"},
+        {"type": "last-prompt", "lastPrompt": "and the logout one", "sessionId": "s1"},
+        {"type": "queue-operation", "operation": "remove", "sessionId": "s1", "timestamp": "[trimmed for fixture]"},
+    ])
+    assert [m.uuid for m in of_type(records, Message)] == ["u1", "a1", "d1"]
+    assert [(s.id, s.ended_at) for s in of_type(records, Session) if s.ended_at] == [
+        ("s1", "2026-04-18T15:00:07.000Z"), ("s1", "2026-04-18T15:00:09.000Z"),
+        ("s1", "[trimmed for fixture]")]  # (the store keeps only times)
+
+
 def cost_state(usd, added, removed, **extra):
     """A 2.1.332 ``cost-state`` line: the session's totals so far."""
     return {"type": "cost-state", "sessionId": "s1", "totalCostUSD": usd, "totalAPIDuration": 61234,
@@ -1454,9 +1476,10 @@ def test_the_cost_folder_worktree_and_end_claude_code_reported_describe_the_sess
         Session("s1", "claude", relocated_cwd="/w/.claude/worktrees/fix-login"),
         Session("s1", "claude", cost_usd=0.4213, lines_added=12, lines_removed=3),
         Session("s1", "claude", relocated_cwd="/w"),
-        Session("s1", "claude", ended_by_model=1),
+        # (a line's time says the session went on to then: its end is no earlier)
+        Session("s1", "claude", ended_by_model=1, ended_at="2026-11-25T11:00:05.000Z"),
         Session("s1", "claude", cost_usd=1.84, lines_added=214, lines_removed=61),
-        Session("s1", "claude", ended_by_model=1),
+        Session("s1", "claude", ended_by_model=1, ended_at="2026-11-25T11:00:06.000Z"),
     ]
     # A cost of no cents is a number all the same; a hook's worktree names no branch.
     hooked = {"worktreePath": "/w/wt", "worktreeName": "wt", "hookBased": True, "sessionId": "s1"}

@@ -336,6 +336,64 @@ def test_an_answer_keeps_the_reasoning_effort_its_turn_asked_for(db):
     ]
 
 
+def test_a_session_ends_at_the_last_time_its_own_lines_give(db):
+    # The localpush rollout completes its last turn (line 2722, task_complete at 12:09:44.294) 61 ms
+    # after its last stored row (line 2721, the usage at .233); 11111111's last line (14) is of a type
+    # not known yet, written a second after its last message (03:04:16 after 03:04:15.001). The
+    # sampler's later task_complete lines have a placeholder time, no end. The child 33333333 copies
+    # two lines of its parent: they move neither end (the parent's is its own last line, 04:05:10).
+    assert db.execute("SELECT id, started_at, ended_at FROM sessions ORDER BY id").fetchall() == [
+        ("codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9", "2026-02-23T11:54:34.334Z", "2026-02-24T12:09:44.294Z"),
+        ("codex:019c8a70-dda7-7f33-98ea-f30553347322", "2026-02-23T12:19:38.535Z", "2026-02-23T12:19:52.689Z"),
+        ("codex:019fc8be-3658-7ca3-9e29-000000000000", "2026-08-03T10:48:56.000Z", "2026-08-03T10:48:56.000Z"),
+        ("codex:11111111-1111-4111-8111-111111111111", "2026-01-02T03:04:05.000Z", "2026-01-02T03:04:16.000Z"),
+        ("codex:22222222-2222-4222-8222-222222222222", "2026-01-03T04:05:06.000Z", "2026-01-03T04:05:10.000Z"),
+        ("codex:33333333-3333-4333-8333-333333333333", "2026-01-03T04:05:10.000Z", "2026-01-03T04:05:12.000Z"),
+        ("codex:44444444-4444-4444-8444-444444444444", "2026-01-04T05:06:07.000Z", "2026-01-04T05:06:07.000Z"),
+        ("codex:66666666-6666-4666-8666-666666666666", "2026-02-01T00:00:00.000Z", "2026-02-01T00:00:01.000Z"),
+        ("codex:compact-codex-001", "2025-10-28T04:00:00.000Z", "2025-10-28T05:27:35.000Z"),
+        ("codex:rejection-codex-001", "2025-12-05T11:00:00.000Z", "2025-12-05T11:01:15.000Z"),
+    ]
+
+
+def grow(path: Path, lines: list[bytes]) -> None:
+    with open(path, "ab") as fp:
+        fp.write(b"".join(lines))
+
+
+@pytest.mark.parametrize("relative", [FILE_1, BIG])
+def test_a_rollout_read_as_it_grows_ends_where_one_read_whole_does(tmp_path, corpus_root, relative):
+    """A rollout read line by line (each ingest reads on from the last: its sessions derived from
+    the rows appended alone) ends, after every line, where one holding as many lines read whole does,
+    and gives its database; the localpush rollout's last turn completes in a line of its own."""
+    from datasette_obelisk.store import derive
+
+    lines = (corpus_root / relative).read_bytes().splitlines(keepends=True)
+    live = tmp_path / "live" / ".codex" / LAYOUT[relative]
+    live.parent.mkdir(parents=True)
+    db = tmp_path / "o.db"
+    start = 1 if relative == FILE_1 else len(lines) - 3  # (the big one: its last lines, one at a time)
+    grow(live, lines[:start])
+    ingest(db, {"codex": tmp_path / "live" / ".codex"}, sources=codex_sources())
+    for n in range(start + 1, len(lines) + 1):
+        grow(live, lines[n - 1:n])
+        before, tallied = dict(derive.PLANS), rows(db, "SELECT COUNT(*) FROM derive_tallies") == [(1,)]
+        ingest(db, {"codex": tmp_path / "live" / ".codex"}, sources=codex_sources())
+        if tallied:  # (derived before from rows: now from those appended alone)
+            assert derive.PLANS["whole"] == before.get("whole", 0), n
+        whole = tmp_path / f"whole-{n}" / ".codex" / LAYOUT[relative]
+        whole.parent.mkdir(parents=True)
+        whole.write_bytes(b"".join(lines[:n]))
+        fresh = tmp_path / f"whole-{n}.db"
+        ingest(fresh, {"codex": tmp_path / f"whole-{n}" / ".codex"}, sources=codex_sources())
+        sql = "SELECT id, started_at, ended_at FROM sessions"
+        assert rows(db, sql) == rows(fresh, sql), n
+    got, expected = snapshot(db), snapshot(fresh)
+    assert got == expected, diff(got, expected)
+    assert rows(db, "SELECT ended_at FROM sessions") == [
+        ("2026-01-02T03:04:16.000Z",) if relative == FILE_1 else ("2026-02-24T12:09:44.294Z",)]
+
+
 def test_usage_totals_equal_the_rollouts_final_total(db, home, corpus_root):
     """The stored usage of a rollout adds up to its last running total
     (``total_token_usage`` of its last token_count event that has one), also

@@ -957,6 +957,42 @@ def test_legacy_fork_replay_is_merged(turns):
     assert (sessions[0].parent_session_id, sessions[0].relationship) == (f"codex:{PARENT_ID}", "fork")
 
 
+def test_a_line_that_stores_no_message_says_when_the_session_went_on_to():
+    # A turn ends (task_complete, turn_complete) after its last message and usage; a line of a type
+    # not known yet was written by the session too. A placeholder time is passed on (the store keeps
+    # only times). Lines that store a message give no end of their own: their rows have the time.
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-end", "cli_version": "0.104.0"}, "2026-03-01T10:00:00.000Z"),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}, "2026-03-01T10:00:00.500Z"),
+        envelope("event_msg", {"type": "user_message", "message": "go"}, "2026-03-01T10:00:01.000Z"),
+        envelope("event_msg", {"type": "agent_message", "message": "done"}, "2026-03-01T10:00:02.000Z"),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}, "2026-03-01T10:00:03.500Z"),
+        envelope("event_msg", {"type": "turn_complete", "turn_id": "t2"}, "[trimmed for fixture]"),
+        envelope("future_record", {"x": 1}, "2026-03-01T10:00:04.000Z"),
+    ])
+    assert [(s.id, s.ended_at) for s in of(records, Session) if s.ended_at] == [
+        ("codex:t-end", "2026-03-01T10:00:00.000Z"), ("codex:t-end", "2026-03-01T10:00:00.500Z"),
+        ("codex:t-end", "2026-03-01T10:00:03.500Z"), ("codex:t-end", "[trimmed for fixture]"),
+        ("codex:t-end", "2026-03-01T10:00:04.000Z")]
+    # (the session_meta line's record says when it started and that it went on to then)
+    assert of(records, Session)[0].started_at == "2026-03-01T10:00:00.000Z"
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["parent-stored", "parent-stored-nowhere"])
+def test_lines_copied_from_the_parent_say_nothing_of_when_a_fork_ended(kept):
+    # the copies are re-stamped at the fork (COPY_TIME): neither the child's own activity nor its
+    # parent's. (A copy kept, its parent's log stored nowhere, stores its messages in the fork: those
+    # rows have their times; its other lines give none.)
+    records = feed_raw([
+        envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID}, FORK_TIME),
+        *copied_parent(COPY_TIME, OLD_TURN),
+        *own_turn(OWN_TIME, NEW_TURN),
+    ], orphan_unit() if kept else None)
+    assert len([m for m in of(records, Message) if (m.meta or {}).get("copied_from")]) == (4 if kept else 0)
+    assert [(s.id, s.ended_at) for s in of(records, Session) if s.ended_at] == [
+        (f"codex:{CHILD_ID}", FORK_TIME), (f"codex:{CHILD_ID}", OWN_TIME), (f"codex:{CHILD_ID}", OWN_TIME)]
+
+
 def test_a_fork_turn_started_at_once_after_the_copy_is_its_own():
     # codex exec fork: no turn ids, the copy stamped 1 ms apart, the own turn 387 ms later
     stamp = lambda ms: f"2026-01-30T17:42:41.{408 + ms:03d}Z"  # noqa: E731
@@ -1846,7 +1882,8 @@ def test_a_reverted_rollout_is_no_fork_of_itself(base):
         envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": usage(10_000, 0, 500),
                                                                "last_token_usage": usage(1_000, 0, 50)}}),
     ], unit)
-    [session] = of(records, Session)
+    # (the other lines say only that the session went on to their time)
+    [session] = [s for s in of(records, Session) if s.started_at]
     assert (session.id, session.parent_session_id, session.relationship) == (f"codex:{THREAD_ID}", None, None)
     assert [m.text for m in of(records, Message) if m.surface != "log-only"] == [
         "use memcached instead", "switched to memcached"]

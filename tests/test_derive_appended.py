@@ -276,6 +276,69 @@ def test_the_generated_corpus_written_in_steps_gives_a_fresh_ingests_database(tm
     assert_fresh(tmp_path, db, live / ".claude")
 
 
+def test_a_line_that_is_no_message_appended_alone_moves_the_end(tmp_path, claude):
+    # A prompt queued after the last reply (the session left with it waiting) and a pull request
+    # linked later are lines of no message: the session went on to their times all the same.
+    db = tmp_path / "o.db"
+    append(log(claude), conversation(3))  # the last reply at 10:00:05
+    assert plans_of(db, claude) == (1, 0)
+    assert rows(db, "SELECT ended_at FROM sessions") == [("2026-03-01T10:00:05.000Z",)]
+    queued = {"type": "queue-operation", "operation": "enqueue", "content": "and the tests", "sessionId": SID,
+              "timestamp": "2026-03-01T10:00:09.250Z"}
+    append(log(claude), (json.dumps(queued) + "\n").encode())
+    assert plans_of(db, claude) == (0, 1)
+    assert rows(db, "SELECT ended_at FROM sessions") == [("2026-03-01T10:00:09.250Z",)]
+    assert_fresh(tmp_path, db, claude)
+    linked = {"type": "pr-link", "sessionId": SID, "prNumber": 3, "prUrl": "https://example.invalid/o/r/pull/3",
+              "prRepository": "o/r", "timestamp": "2026-03-01T11:30:00+01:00"}  # (10:30:00 UTC)
+    append(log(claude), (json.dumps(linked) + "\n").encode())
+    assert plans_of(db, claude) == (0, 1)
+    assert rows(db, "SELECT ended_at FROM sessions") == [("2026-03-01T10:30:00.000Z",)]
+    assert_fresh(tmp_path, db, claude)
+    # a reply afterwards, stamped before the link, leaves the end where it was
+    append(log(claude), claude_line("u3", "a2", 10) + reply("a3", "u3", 11))
+    assert plans_of(db, claude) == (0, 1)
+    assert rows(db, "SELECT ended_at, message_count FROM sessions") == [("2026-03-01T10:30:00.000Z", 8)]
+    assert_fresh(tmp_path, db, claude)
+
+
+def test_generated_codex_and_gemini_logs_written_in_steps_give_a_fresh_ingests_database(tmp_path):
+    """Codex rollouts (turns completed in lines of their own) and Gemini chats (lastUpdated set
+    after each write), their files growing in steps: sessions end where a fresh ingest says."""
+    from datasette_obelisk.demo.generator import generate
+
+    generate(tmp_path / "gen", seed=3, target_bytes=400_000, claude=False, codex=True, gemini=True)
+    files = sorted(p for p in (tmp_path / "gen").rglob("*") if p.is_file())
+    live = tmp_path / "live"
+    lines = {}
+    for path in files:
+        target = live / path.relative_to(tmp_path / "gen")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".jsonl":
+            lines[target] = path.read_bytes().splitlines(keepends=True)
+            target.write_bytes(b"")
+        else:
+            target.write_bytes(path.read_bytes())  # documents whole
+    folders = {"codex": live / ".codex", "gemini": live / ".gemini"}
+    db = tmp_path / "o.db"
+    steps = 24
+    before = dict(derive.PLANS)
+    for step in range(1, steps + 1):
+        for target, all_lines in lines.items():
+            done, upto = (len(all_lines) * (step - 1)) // steps, (len(all_lines) * step) // steps
+            append(target, b"".join(all_lines[done:upto]))
+        ingest(db, folders)
+    assert derive.PLANS["appended"] - before.get("appended", 0) > 0
+    fresh = tmp_path / "fresh.db"
+    ingest(fresh, folders)
+    got, expected = snapshot(db), snapshot(fresh)
+    assert got == expected, diff(got, expected)
+    # (sessions whose logs went on past their last row: a turn's task_complete, a chat's lastUpdated)
+    [(past_rows,)] = rows(db, "SELECT COUNT(*) FROM sessions s JOIN derive_tallies t ON t.session_id = s.id "
+                              "WHERE s.ended_at > t.ended_at")
+    assert past_rows > 0
+
+
 def test_a_migration_has_every_session_derived_whole_again(tmp_path, claude):
     # (a migration may change stored rows: what the last derivation counted may no longer hold)
     from datasette_obelisk.store.db import open_db

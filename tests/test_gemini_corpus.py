@@ -153,6 +153,41 @@ def test_sessions(db):
     assert got == SESSIONS
 
 
+def test_a_chat_ends_when_its_file_was_last_written(db):
+    # small.json's lastUpdated (18:34:10) is 8 s after its last message (18:34:02): gemini-cli sets it at
+    # every write, a reply's tokens and tool output included. jsonl_v040's lastUpdated (its first line's,
+    # 21:39:22.319, and its $set's, 21:39:33.156) are older than its last message (21:39:45.996), its end.
+    assert db.execute("SELECT id, started_at, ended_at FROM sessions ORDER BY id").fetchall() == [
+        (JSONL_SESSION, "2026-04-29T21:39:22.319Z", "2026-04-29T21:39:45.996Z"),
+        (LEGACY_SESSION, "2026-01-16T18:34:00.000Z", "2026-01-16T18:34:10.000Z"),
+    ]
+
+
+def test_a_chat_log_read_as_it_grows_ends_where_one_read_whole_does(tmp_path, corpus_root):
+    """The .jsonl chat read a line at a time, a $set moving its end past its last message: after every
+    line its session is the one an ingest of as many lines gives, and so is the database."""
+    lines = (corpus_root / JSONL).read_bytes().splitlines(keepends=True)
+    later = b'{"$set":{"lastUpdated":"2026-04-29T21:39:47.250Z"}}\n'  # (the reply's tokens written after it)
+    lines.append(later)
+    live = tmp_path / "live" / ".gemini" / LAYOUT[JSONL]
+    live.parent.mkdir(parents=True)
+    db = tmp_path / "o.db"
+    sql = "SELECT id, started_at, ended_at, message_count FROM sessions"
+    for n in range(1, len(lines) + 1):
+        with open(live, "ab") as fp:
+            fp.write(lines[n - 1])
+        ingest(db, {"gemini": tmp_path / "live" / ".gemini"}, sources=gemini_sources())
+        whole = tmp_path / f"whole-{n}" / ".gemini" / LAYOUT[JSONL]
+        whole.parent.mkdir(parents=True)
+        whole.write_bytes(b"".join(lines[:n]))
+        fresh = tmp_path / f"whole-{n}.db"
+        ingest(fresh, {"gemini": tmp_path / f"whole-{n}" / ".gemini"}, sources=gemini_sources())
+        assert rows(db, sql) == rows(fresh, sql), n
+    got, expected = snapshot(db), snapshot(fresh)
+    assert got == expected, diff(got, expected)
+    assert rows(db, sql) == [(JSONL_SESSION, "2026-04-29T21:39:22.319Z", "2026-04-29T21:39:47.250Z", 2)]
+
+
 def test_messages(db):
     got = db.execute(
         "SELECT uuid, session_id, seq, type, role, content_type, line_no, input_tokens, output_tokens, "

@@ -121,6 +121,25 @@ def test_legacy_json_chat_document():
     assert not of(records, LineError)
 
 
+def test_a_chat_says_when_its_file_was_last_written():
+    # lastUpdated, which gemini-cli sets at every write (a reply's tokens and tool output come after
+    # the reply's time): the document's; the first line's and each $set's in a .jsonl log
+    unit = chat_unit(Path("/h/.gemini/tmp/abc/chats/session-2026-01-16T18-34-3739ef95.json"))
+    document = GeminiSource().open_parser(unit, None).document(corpus_file(LEGACY).read_bytes())
+    assert [s.ended_at for s in of(document, Session)] == ["2026-01-16T18:34:10.000Z"]
+    records = feed_all(corpus_file(JSONL).read_bytes())
+    assert [s.ended_at for s in of(records, Session) if s.ended_at] == [
+        "2026-04-29T21:39:22.319Z", "2026-04-29T21:39:33.156Z"]
+    records = feed_all(jsonl(
+        {**META, "lastUpdated": "2026-04-29T21:39:22.319Z"},
+        {"id": "u1", "type": "user", "content": "hi", "timestamp": "2026-04-29T21:39:23.000Z"},
+        {"$set": {"lastUpdated": "2026-04-29T21:39:31.000Z", "summary": "Greeting"}},
+        {"$set": {"summary": "Greeting again"}},
+    ))
+    assert [s.ended_at for s in of(records, Session) if s.ended_at] == [
+        "2026-04-29T21:39:22.319Z", "2026-04-29T21:39:31.000Z"]
+
+
 def test_prompt_log_is_not_a_session():
     path = corpus_file(PROMPT_LOG)
     assert chat_unit(Path("/h/.gemini/tmp/abc/logs.json")) is None

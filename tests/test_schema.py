@@ -70,6 +70,7 @@ def test_migrations_in_order(conn):
         "m045_key_ingest_errors_by_line",
         "m046_create_derive_tallies",
         "m047_add_source_files_ctime",
+        "m048_add_file_sessions_ended_at",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -234,7 +235,7 @@ EXPECTED_TABLES = {
         'git_branch', 'model',
     ],
     'file_sessions': [
-        'file_id', 'session_id', 'started_at',
+        'file_id', 'session_id', 'started_at', 'ended_at',
     ],
     'ingest_errors': [
         'id', 'file_id', 'path', 'line_no', 'byte_offset', 'byte_length', 'reason', 'created_at',

@@ -59,7 +59,7 @@ from ..records import (
     WorkflowAgent,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
-from .common import as_json, call_text, int_or_none, label, thinking_meta
+from .common import as_json, call_text, int_or_none, label, said_end, thinking_meta
 from .lines import Line, decode_object, load_json
 
 SOURCE = "claude"
@@ -552,6 +552,9 @@ class ClaudeCodeParser:
                     self.session_id, url, int_or_none(obj.get("prNumber")),
                     _text(obj.get("prRepository")), _text(obj.get("timestamp")),
                 ))
+        moment = _text(obj.get("timestamp"))
+        if moment:  # the session went on to then (a prompt queued, a pull request linked): its end is no earlier
+            said_end(records, Session(self.session_id, SOURCE, ended_at=moment))
         records.append(Merged(position, "metadata"))
         return records
 

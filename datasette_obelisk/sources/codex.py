@@ -145,6 +145,7 @@ from .common import (
     normalize_repository,
     patch_paths,
     project_slug,
+    said_end,
     said_key,
     shell_written_paths,
     strings_in,
@@ -757,6 +758,7 @@ class CodexParser:
         # is kept here (``copies_of``, see ``CodexSource.settle_hints``)
         self.copies_of = first_text(unit.hints.get("copies_of"))
         self._copy = False  # the line being read is a copy kept
+        self._line_time: str | None = None  # the time the line being read was written
 
     def state(self) -> dict[str, Any]:
         return asdict(self.s)
@@ -769,7 +771,9 @@ class CodexParser:
 
     def feed(self, line: bytes, position: Position) -> list[Record]:
         out: list[Record] = []
+        self._line_time = None
         self._line(line, position, out)
+        self._went_on(out)
         return out
 
     def document(self, data: bytes) -> list[Record]:
@@ -797,6 +801,7 @@ class CodexParser:
         self._read_line(line, position, out)
         if self._copy:
             self._copy = False
+            self._line_time = None  # (a copy says nothing of when this thread went on)
             s.own_content, s.first_prompt_seen, s.first_prompt = kept
             self._copied(out, start)
 
@@ -826,7 +831,7 @@ class CodexParser:
         probe = _ENVELOPE.match(line[:PROBE_BYTES]) if line is not None else None
         if probe:
             kind = probe.group(3).decode()
-            timestamp = probe.group(1).decode()
+            timestamp = self._line_time = probe.group(1).decode()
             ordinal = int(probe.group(2)) if probe.group(2) else None
             if self.s.aborted_calls and kind in ("compacted", *UNDECODED_METADATA):
                 self._settle_aborted_calls(out, timestamp)
@@ -845,7 +850,7 @@ class CodexParser:
     def _record(self, data: dict, position: Position, out: list) -> None:
         kind = data.get("type")
         payload = data.get("payload")
-        timestamp = first_text(data.get("timestamp"))
+        timestamp = self._line_time = first_text(data.get("timestamp"))
         if self.s.aborted_calls and first_text(dig(payload if isinstance(payload, dict) else data, "type")) not in OUTPUT_ITEMS:
             self._settle_aborted_calls(out, timestamp)
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
@@ -892,6 +897,17 @@ class CodexParser:
         else:
             self._ensure_session(out)
             self._unknown(None, position, out)
+
+    def _went_on(self, out: list) -> None:
+        """A line of the thread's own that gave no message (a turn's start or end, its
+        context, an event repeating an item, a type not known yet) still says the
+        session went on to its time: the session ends no earlier (``Session.ended_at``).
+        A line copied from another thread (a replay) says nothing of this one."""
+        if self._line_time is None or not self.s.identity_seen:
+            return
+        if any(type(r) is Message or (type(r) is Merged and r.reason == "replay") for r in out):
+            return
+        said_end(out, Session(id=self.session_id, source=SOURCE, ended_at=self._line_time))
 
     def _unknown(self, kind: str | None, position: Position, out: list) -> None:
         """A line of a type this parser does not know: merged. The first one

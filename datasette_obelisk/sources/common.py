@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from ..records import LineError, Message, Position, TitleCandidate
+from ..records import LineError, Message, Position, Session, TitleCandidate
 from .lines import Line, decode_object, dump_json, load_json
 
 # -- decoding ---------------------------------------------------------------
@@ -297,6 +297,16 @@ def uuid7_ms(value: Any) -> int | None:
     if not match or match.group(1) != "7":
         return None
     return int(value[:8] + value[9:13], 16)
+
+
+def said_end(records: list, end: Session) -> None:
+    """Add that a line says its session went on to ``end.ended_at``: to a record of the
+    line's about the same session (no other end said), else as a record of its own."""
+    for record in records:
+        if type(record) is Session and record.id == end.id and record.ended_at is None:
+            record.ended_at = end.ended_at
+            return
+    records.append(end)
 
 
 def first_text(*values: Any) -> str | None:

@@ -350,6 +350,7 @@ class GeminiParser:
                 source=SOURCE,
                 **self._folder(record),
                 started_at=first_text(record.get("startTime")),
+                ended_at=first_text(record.get("lastUpdated")),  # the chat's last write (gemini-cli sets it at each)
                 parent_session_id=f"gemini:{parent}" if parent else None,
                 relationship="subagent" if parent else None,
                 agent_id=s.session if subagent else None,
@@ -412,6 +413,8 @@ class GeminiParser:
         if workspace["cwd"]:
             self.s.cwd = workspace["cwd"]
             out.append(Session(id=self.session_id, source=SOURCE, **workspace))
+        if updated := first_text(update.get("lastUpdated")):  # written again then: the chat ends no earlier
+            out.append(Session(id=self.session_id, source=SOURCE, ended_at=updated))
         stored = isinstance(update.get("messages"), list) and self._history(update, position, out)
         self._summary(update, out, position)
         if not stored:

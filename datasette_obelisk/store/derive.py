@@ -934,13 +934,17 @@ LAST_SQL = f"""SELECT
 def session_values(conn, session_id: str, tally: Tally, rewound) -> list:
     """``SESSION_UPDATE`` values: the totals of the rows as ``tally`` counted them, the title
     (``rewound``: the uuids of rows rewound or taken back), and the last cwd, branch and model."""
-    starts = conn.execute(
-        "SELECT started_at FROM file_sessions WHERE session_id = ? AND started_at IS NOT NULL", [session_id]
+    bounds = conn.execute(
+        "SELECT started_at, ended_at FROM file_sessions WHERE session_id = ? "
+        "AND (started_at IS NOT NULL OR ended_at IS NOT NULL)", [session_id]
     ).fetchall()
-    recorded = [t for t in (moment(start) for start, in starts if is_moment(start)) if t]
+    recorded = [t for t in (moment(start) for start, _ in bounds if is_moment(start)) if t]
+    # the latest time its files' lines give besides its rows (canonical: a Codex turn's completion,
+    # a Gemini chat's lastUpdated, a Claude Code queued prompt)
+    ends = [end for _, end in bounds if end is not None]
     started = min([*([tally.started] if tally.started else []), *recorded], default=None)
     # A session with no time but its files' starts ends at the last of them.
-    ended = tally.ended or max(recorded, default=None)
+    ended = max([*([tally.ended] if tally.ended else []), *ends], default=None) or max(recorded, default=None)
     title, title_source = choose_title(conn, session_id, rewound)
     last = conn.execute(LAST_SQL, {"s": session_id}).fetchone()
     project_path = tally.project_path()

@@ -1301,3 +1301,18 @@ def m047_add_source_files_ctime(db):
     # cursor checked (ingest.Ingester.is_unchanged). Files stored before have
     # none until they are read next.
     db.execute("ALTER TABLE source_files ADD COLUMN ctime_ns INTEGER")
+
+
+@migrations()
+def m048_add_file_sessions_ended_at(db):
+    # A session ended at its last message's time, though its log may say it
+    # went on after that: Codex completes a turn (task_complete) after the
+    # turn's last message and usage, a Gemini chat's lastUpdated is when its
+    # file was last written (a reply's tokens or tool output recorded after
+    # the reply), and a Claude Code line about the session (a prompt queued
+    # while the agent was busy, a pull request linked) may be its last.
+    # The latest time a file's lines give a session besides its messages is
+    # kept per file, as the start is (m018); derivation takes the latest of
+    # these and of the session's message times. Nothing moves until a file is
+    # read again.
+    db.execute("ALTER TABLE file_sessions ADD COLUMN ended_at TEXT")

@@ -25,6 +25,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
+from ..utc import canonical
 from .cold_load import index_pending_text
 from .session_index import recount_documents
 from .tool_output import stored_content
@@ -70,7 +71,9 @@ SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
 BYTE_OFFSET, LINE_NO = MESSAGE_COLUMNS.index("byte_offset"), MESSAGE_COLUMNS.index("line_no")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
-SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f != "id"]
+# (A record's end is its file's, ``file_sessions.ended_at``: derivation sets the session's.)
+SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f not in ("id", "ended_at")]
+SAID_FIELDS = [f for f in SESSION_FIELDS if f != "source"]  # what a record says of its session besides its end
 # A subagents row says, field by field, where its type and task came from (``Subagent.described_by``).
 DESCRIBED = ("agent_type", "description")
 SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id", "described_by")] + [
@@ -172,11 +175,16 @@ ALIAS_UPSERT = (
     "INSERT INTO message_aliases (file_id, uuid, stored_as) VALUES (?, ?, ?) "
     "ON CONFLICT (file_id, uuid) DO UPDATE SET stored_as = excluded.stored_as"
 )
-# The earliest start a file's session records give; derivation reads it.
+# The earliest start and the latest end a file's session records give (lines read
+# later may only move them out); derivation reads them.
 FILE_SESSION_UPSERT = (
-    "INSERT INTO file_sessions (file_id, session_id, started_at) VALUES (?, ?, ?) "
-    "ON CONFLICT (file_id, session_id) DO UPDATE SET started_at = excluded.started_at "
-    "WHERE excluded.started_at < started_at OR started_at IS NULL"
+    "INSERT INTO file_sessions (file_id, session_id, started_at, ended_at) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (file_id, session_id) DO UPDATE SET "
+    "started_at = CASE WHEN excluded.started_at < started_at OR started_at IS NULL "
+    "THEN excluded.started_at ELSE started_at END, "
+    "ended_at = CASE WHEN excluded.ended_at > ended_at OR ended_at IS NULL THEN excluded.ended_at ELSE ended_at END "
+    "WHERE excluded.started_at < started_at OR (started_at IS NULL AND excluded.started_at IS NOT NULL) "
+    "OR excluded.ended_at > ended_at OR (ended_at IS NULL AND excluded.ended_at IS NOT NULL)"
 )
 MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
@@ -197,6 +205,7 @@ class Writer:
         self.counts = WriteCounts()
         self._next_seq: dict[str, int] = {}
         self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
+        self._ends: dict[str, str] = {}  # session -> the latest ended_at its records gave (canonical)
 
     def seq_for(self, session_id: str, uuid: str | None = None) -> int:
         """The next place in ``session_id``; the one ``uuid`` had, when its file is read again alone."""
@@ -240,7 +249,8 @@ class Writer:
         self._complete_results(message_rows)
         self.conn.executemany(
             FILE_SESSION_UPSERT,
-            [(self.file_id, s, self._starts.get(s)) for s in self.counts.mentioned | self.counts.sessions],
+            [(self.file_id, s, self._starts.get(s), self._ends.get(s))
+             for s in self.counts.mentioned | self.counts.sessions],
         )
 
     def _complete_results(self, message_rows: list[tuple]) -> None:
@@ -352,6 +362,17 @@ class Writer:
         )
 
     def _session(self, s: Session) -> None:
+        if s.ended_at is not None:
+            # (a placeholder, "[trimmed]", is no time)
+            text = s.ended_at if isinstance(s.ended_at, str) else ""
+            end = canonical(text) if text[:4].isdigit() and text[4:5] == "-" else None
+            if end and end > self._ends.get(s.id, ""):
+                self._ends[s.id] = end
+            if all(getattr(s, f) is None for f in SAID_FIELDS):
+                # A line's time alone: its file names the session (so it is derived, and an
+                # appended line moves the end), but no row is made for it.
+                self.counts.sessions.add(s.id)
+                return
         self.conn.execute(SESSION_UPSERT, [s.id] + [getattr(s, f) for f in SESSION_FIELDS])
         if s.started_at and (s.id not in self._starts or s.started_at < self._starts[s.id]):
             self._starts[s.id] = s.started_at
