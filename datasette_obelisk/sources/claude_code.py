@@ -229,7 +229,7 @@ class ClaudeCodeSource:
     #     output nested deeper than orjson writes (255 levels) keeps its line; an agent's
     #     tokens are its ``subagent_tokens`` too (2.1.3xx), and a footer naming a worktree
     #     still names its agent; an assistant row keeps the reasoning effort its line names
-    parser_version = 18
+    parser_version = 19
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
