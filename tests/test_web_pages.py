@@ -1403,6 +1403,19 @@ async def test_the_search_action_of_a_table_or_view_takes_its_search_along(ds, p
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path, args, target", [
+    ("/obelisk/memories", {"_search": "zebrafish"}, "/-/obelisk/memories?db=obelisk&q=zebrafish"),
+    ("/obelisk/tool_calls", {"file_path": "/w/app.py"}, "/-/obelisk/files?db=obelisk&path=%2Fw%2Fapp.py"),
+    ("/obelisk/tool_calls", {"file_path__exact": "/w/app.py"}, "/-/obelisk/files?db=obelisk&path=%2Fw%2Fapp.py"),
+    ("/obelisk/browse_tool_calls", {"file_path": "/w/app.py"}, "/-/obelisk/files?db=obelisk&path=%2Fw%2Fapp.py"),
+    ("/obelisk/tool_call_files", {"path": "/w/app.py"}, "/-/obelisk/files?db=obelisk&path=%2Fw%2Fapp.py"),
+])
+async def test_the_action_of_a_filtered_table_opens_the_page_for_that_filter(ds, path, args, target):
+    """A memories search is the memories page's recall; one file's tool calls are its file history."""
+    assert target in links(await page(ds, path, **args))
+
+
+@pytest.mark.asyncio
 async def test_times_are_shown_in_utc_whatever_offset_a_log_wrote():
     from datasette_obelisk.web.template_helpers import TemplateHelpers
 

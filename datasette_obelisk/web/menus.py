@@ -50,14 +50,24 @@ def database_actions(datasette, database):
     return inner
 
 
+# The column of a table (or view) that names one file: filtered to one path,
+# its action opens that file's history.
+FILE_COLUMNS = {"tool_calls": "file_path", "browse_tool_calls": "file_path", "tool_call_files": "path"}
+
+
 def table_actions(datasette, database, table, request=None):
     async def inner():
         if table not in TABLE_PAGES or database not in await obelisk_databases(datasette):
             return []
         path, label = TABLE_PAGES[table]
-        args = request.args if request is not None and path == "" else {}
-        search = args.get("_search") or args.get("_search_text")  # (a view's search names its column)
-        return [{"href": obelisk_url(datasette, path, db=database, q=search or None), "label": label}]
+        args = request.args if request is not None else {}
+        query = {}
+        if path in ("", "/memories"):  # the search page's text, the memories page's recall
+            query["q"] = args.get("_search") or args.get("_search_text")
+        elif path == "/files" and table in FILE_COLUMNS:
+            column = FILE_COLUMNS[table]
+            query["path"] = args.get(column) or args.get(f"{column}__exact")
+        return [{"href": obelisk_url(datasette, path, db=database, **query), "label": label}]
 
     return inner
 
