@@ -232,6 +232,8 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
         conn.close()
     if limit is not None and page.remaining:
         echo(more_messages(page), err=as_json)
+    elif not as_json and not page.items and page.total:  # (an --offset past its last message)
+        echo(f"\nNo messages past the {page.total:,} of this session.")
 
 
 def print_transcript(session: dict | None, messages: list[dict], notes: dict, thinking: dict | None = None) -> None:

@@ -767,6 +767,22 @@ def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monke
     assert [m["uuid"] for m in json.loads(page.stdout)] == ["m06", "m07"]
 
 
+def test_read_past_the_end_of_a_session_says_so(tmp_path):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+    lines = [{"type": "user" if n % 2 else "assistant", "uuid": f"m{n}", "parentUuid": f"m{n - 1}" if n > 1 else None,
+              "sessionId": "s1", "timestamp": f"2026-01-01T00:00:0{n}Z",
+              "message": {"role": "user" if n % 2 else "assistant", "content": f"line {n}"}} for n in range(1, 4)]
+    (project / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    for args in (["--offset", "3"], ["--offset", "99", "--limit", "2"]):
+        result = invoke("read", "s1", "--db", db, *args)
+        assert result.exit_code == 0, args
+        assert result.stdout.splitlines()[-1] == "No messages past the 3 of this session.", args
+    assert json.loads(invoke("read", "s1", "--db", db, "--offset", "3", "--json").stdout) == []
+
+
 def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch):
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
