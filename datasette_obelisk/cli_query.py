@@ -302,7 +302,8 @@ def trace(uuid, db_path, as_json):
     if as_json:
         return click.echo(dumps(chain))
     for depth, message in enumerate(chain):
-        echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}")
+        echo(f"{depth:>3}. [{message['timestamp'] or '-'}] {message['role'] or message['type']}  {message['uuid']}"
+             f"{status(message)}")
         echo(f"     {one_line(message['text'])}")
 
 

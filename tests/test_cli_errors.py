@@ -783,6 +783,26 @@ def test_read_past_the_end_of_a_session_says_so(tmp_path):
     assert json.loads(invoke("read", "s1", "--db", db, "--offset", "3", "--json").stdout) == []
 
 
+def test_trace_marks_the_history_the_model_no_longer_sees_as_read_does(tmp_path):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+
+    def line(uuid, parent, role, text, second):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "timestamp": f"2026-01-01T00:00:{second:02}Z", "message": {"role": role, "content": text}}
+
+    lines = [line("u1", None, "user", "pick one", 1), line("a1", "u1", "assistant", "which?", 2),
+             line("u2", "a1", "user", "the first", 3), line("a2", "u2", "assistant", "done first", 4),
+             line("u3", "a1", "user", "no, the second", 5), line("a3", "u3", "assistant", "done second", 6)]
+    (project / "s1.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    heads = [entry for entry in invoke("trace", "a2", "--db", db).stdout.splitlines() if entry[:5].strip()[:1].isdigit()]
+    assert [entry.endswith("[rewound away]") for entry in heads] == [False, False, True, True]
+    current = [entry for entry in invoke("trace", "a3", "--db", db).stdout.splitlines() if entry[:5].strip()[:1].isdigit()]
+    assert not any("away]" in entry for entry in current)
+
+
 def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch):
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
