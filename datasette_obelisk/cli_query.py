@@ -351,9 +351,14 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     \b
         obelisk failures --project '%myapp%' --limit 10
     """
-    rows, more = cut(call(db_path, obelisk.failures, given(
+    def failures_and_states(conn, opts):
+        rows = obelisk.failures(conn, opts)
+        return rows, obelisk.message_states(conn, [row["result"]["message_uuid"] for row in rows])
+
+    rows, states = call(db_path, failures_and_states, given(
         limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
-    ), session_id=session_id), limit, "failures")
+    ), session_id=session_id)
+    rows, more = cut(rows, limit, "failures")
     if as_json:
         return click.echo(dumps(rows))
     if not rows:
@@ -361,7 +366,8 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     for row in rows:
         result, call_row, session = row["result"], row["toolCall"], row["session"]
         echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
-                   f"{one_line(session['title'], 80)} ({session['id']})")
+                   f"{one_line(session['title'], 80)} ({session['id']})"
+                   f"{away(*states.get(result['message_uuid'], (None, None)))}")
         if call_row:
             echo(f"   call:   {one_line(call_row['input_json'])}")
         echo(f"   output: {one_line(result['content'])}")

@@ -803,6 +803,27 @@ def test_trace_marks_the_history_the_model_no_longer_sees_as_read_does(tmp_path)
     assert not any("away]" in entry for entry in current)
 
 
+def test_failures_marks_a_failure_on_a_rewound_branch(tmp_path):
+    project = tmp_path / "agent" / "projects" / "-w"
+    project.mkdir(parents=True)
+
+    def line(uuid, parent, role, content, second):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "timestamp": f"2026-01-01T00:00:{second:02}Z", "message": {"role": role, "content": content}}
+
+    call = [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]
+    result = [{"type": "tool_result", "tool_use_id": "t1", "is_error": True, "content": "make: *** Error 2"}]
+    lines = [line("u1", None, "user", "build it", 1), line("a1", "u1", "assistant", "how?", 2),
+             line("u2", "a1", "user", "with make", 3), line("a2", "u2", "assistant", call, 4),
+             line("r2", "a2", "user", result, 5),
+             line("u3", "a1", "user", "never mind", 6), line("a3", "u3", "assistant", "ok", 7)]
+    (project / "s1.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    db = tmp_path / "o.db"
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    first = invoke("failures", "--db", db).stdout.splitlines()[0]
+    assert first.startswith("2026-01-01T00:00:05Z  Bash") and first.endswith("[rewound away]"), first
+
+
 def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch):
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
