@@ -1416,6 +1416,35 @@ async def test_the_action_of_a_filtered_table_opens_the_page_for_that_filter(ds,
 
 
 @pytest.mark.asyncio
+async def test_the_failures_page_marks_a_failure_on_a_rewound_branch(tmp_path):
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-w"
+    folder.mkdir(parents=True)
+
+    def line(uuid, parent, role, content, second):
+        return {"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
+                "timestamp": f"2026-01-01T00:00:{second:02}Z", "message": {"role": role, "content": content}}
+
+    def failing(n, parent, second):
+        return [line(f"c{n}", parent, "assistant", [{"type": "tool_use", "id": f"t{n}", "name": "Bash",
+                                                     "input": {"command": f"make target{n}"}}], second),
+                line(f"r{n}", f"c{n}", "user", [{"type": "tool_result", "tool_use_id": f"t{n}", "is_error": True,
+                                                  "content": f"make: *** target{n} Error 2"}], second + 1)]
+
+    lines = [line("u1", None, "user", "build it", 1), *failing(1, "u1", 2),  # abandoned: the prompt after it is rewound
+             line("u2", "r1", "user", "with make", 4), *failing(2, "u2", 5),
+             line("u3", "r1", "user", "never mind", 7), line("a3", "u3", "assistant", "ok", 8)]
+    (folder / "s1.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "o.db")
+    await datasette.invoke_startup()
+    items = re.findall(r'<li class="ob-result">(.*?)</li>\s*(?=<li class="ob-result">|</ol>)', await page(datasette, "/-/obelisk/failures"), re.S)
+    marked = {re.search(r"make target(\d)", item).group(1): "rewound away" in item for item in items}
+    assert marked == {"2": True, "1": False}
+
+
+@pytest.mark.asyncio
 async def test_times_are_shown_in_utc_whatever_offset_a_log_wrote():
     from datasette_obelisk.web.template_helpers import TemplateHelpers
 

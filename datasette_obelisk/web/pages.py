@@ -184,6 +184,8 @@ async def failures_page(datasette, request, db, params):
             "raw_uuids": transcript.saved_output_uuids(conn, [f["result"]["tool_use_id"] for f in found]),
             # (nor is there a raw line to link once every log of its session is gone, as on the transcript)
             "gone": transcript.archived(conn, [f["session"]["id"] for f in found]),
+            # (a failure on a branch later rewound, or compacted away, is history the model no longer sees)
+            "states": obelisk.message_states(conn, [f["result"]["message_uuid"] for f in found]),
             # (the chosen one too when no session has it: the menu shows what filters the page)
             "sources": sorted({*obelisk.stored_sources(conn), *([options["source"]] if options.get("source") else [])}),
         }
