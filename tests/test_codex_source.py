@@ -9,6 +9,7 @@ import base64
 import functools
 import io
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -2277,3 +2278,22 @@ def test_a_delivery_record_repeats_an_assistant_message_already_read():
     answers = [m.text for m in of(records, Message) if m.role == "assistant" and m.content_type == "text"]
     assert answers == ["May I deploy staging?"]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "duplicate", "duplicate"]
+
+
+def test_a_quiet_one_line_rollout_names_no_parent_for_good(tmp_path):
+    # a session opened and left before any prompt: its session_meta alone, written long ago
+    unit = rollout_file(tmp_path, PARENT_ID, [envelope("session_meta", {"id": PARENT_ID}, FORK_TIME)])
+    assert codex.rollout_parent(unit) == (None, False)  # just written: the copied meta of a fork may follow
+    os.utime(unit.path, (0, 0))
+    assert codex.rollout_parent(unit) == (None, True)
+    source = CodexSource()
+    assert source.settle_hints([unit], {}) == {}
+    assert unit.hints == {"thread_id": PARENT_ID, "parent": None}  # kept: its head is not read again
+    # a first line never ended, its writer gone, is settled too
+    unit.path.write_bytes(unit.path.read_bytes()[:50])
+    os.utime(unit.path, (0, 0))
+    assert codex.rollout_parent(unit) == (None, True)
+    # an empty one may yet be written
+    unit.path.write_bytes(b"")
+    os.utime(unit.path, (0, 0))
+    assert codex.rollout_parent(unit) == (None, False)

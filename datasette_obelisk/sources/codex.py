@@ -102,7 +102,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 from __future__ import annotations
 
 import html
+import os
 import re
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -536,12 +538,15 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
     """The thread whose history a rollout may copy, as its head says (see
     ``lineage_of``); for a fork that names none, the thread of a ``session_meta``
     copied right after its own. And whether that is settled: not while the head
-    is still being written (a line the agent has not ended), nor when the file
-    cannot be read (unreadable, corrupt: reported when read)."""
+    is still being written (a line the agent has not ended, unless its writer has
+    been quiet for ``QUIET_SECONDS``), nor when the file cannot be read
+    (unreadable, corrupt: reported when read)."""
     if unit.layout != "jsonl":
         return None, True
     try:
         with open(unit.path, "rb") as raw:
+            st = os.fstat(raw.fileno())
+            quiet = st.st_size > 0 and time.time() - st.st_mtime >= QUIET_SECONDS  # (an empty one may be refilled)
             if unit.compression == "zstd":
                 import zstandard
 
@@ -551,6 +556,7 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
                 lines, whole = _head_lines(raw)
     except Exception:
         return None, False
+    whole = whole or quiet  # (a session left before its first prompt is its session_meta alone)
     metas = []
     for line in lines:
         data = loads_or_none(line)
@@ -576,6 +582,7 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
 
 
 LINEAGE_HEAD_BYTES = 4 << 20  # (a session_meta holds the whole system prompt)
+QUIET_SECONDS = 10.0  # a head unchanged so long is complete (as ``store.ingest.SETTLE_SECONDS``)
 
 
 def _head_lines(stream) -> tuple[list[bytes], bool]:
