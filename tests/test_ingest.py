@@ -2118,3 +2118,14 @@ def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_read_a
     os.chmod(path, 0o644)
     checked.clear()
     assert (run(db, root).files_skipped, checked) == (1, [])
+
+
+def test_an_emptied_log_archived_by_an_earlier_run_counts_as_unchanged(db, root):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one"))
+    (root / "s2.jsonl").write_bytes(line(id="c", text="other"))
+    run(db, root)
+    path.write_bytes(b"")
+    assert run(db, root).files_missing == 1
+    summary = run(db, root)
+    assert (summary.files, summary.files_skipped, summary.files_read, summary.files_missing) == (2, 2, 0, 0)

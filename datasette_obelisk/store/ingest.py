@@ -849,7 +849,9 @@ class Ingester:
         if not file_holds_rows(self.conn, row["id"]):
             return False
         if not st.st_size and unit.layout != "document":
-            if not row["missing"]:
+            if row["missing"]:
+                self.count_file("skipped", unit)  # (archived by an earlier run)
+            else:
                 with self.transaction():
                     self.archive([row])
                 self.summary.files_missing += 1
