@@ -371,6 +371,30 @@ def test_legacy_chat_rewritten_with_more_messages(tmp_path, corpus_root):
                                       "FROM sessions") == [(4, 10 + 12, 5 + 2, 8)]
 
 
+def test_a_legacy_chat_gone_for_a_run_then_saved_again_grown_is_the_same_chat(tmp_path, corpus_root):
+    """A document is saved again whole: gone for a run (moved away, synced), then back
+    with a message changed and more, it is the chat read again, not a new file."""
+    document = orjson.loads((corpus_root / LEGACY).read_bytes())
+    first = {**document["messages"][1], "content": document["messages"][1]["content"] + " (edited)"}
+    grown = {**document, "messages": [document["messages"][0], first, {
+        "id": "m3", "timestamp": "2026-01-16T18:34:30.000Z", "type": "user", "content": "And goodbye"}]}
+    live, once = tmp_path / "live" / LAYOUT[LEGACY], tmp_path / "once" / LAYOUT[LEGACY]
+    for path in (live, once):
+        path.parent.mkdir(parents=True)
+    shutil.copy(corpus_root / LEGACY, live)
+    roots = {"gemini": tmp_path / "live"}
+    ingest(tmp_path / "live.db", roots, sources=gemini_sources(), redact=False)
+    live.unlink()
+    assert ingest(tmp_path / "live.db", roots, sources=gemini_sources(), redact=False).files_missing == 1
+    live.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    ingest(tmp_path / "live.db", roots, sources=gemini_sources(), redact=False)
+    once.write_bytes(orjson.dumps(grown, option=orjson.OPT_INDENT_2))
+    ingest(tmp_path / "once.db", {"gemini": tmp_path / "once"}, sources=gemini_sources(), redact=False)
+    got, expected = snapshot(tmp_path / "live.db"), snapshot(tmp_path / "once.db")
+    assert got == expected, diff(got, expected)
+    assert rows(tmp_path / "live.db", "SELECT path, missing FROM source_files") == [(str(live), 0)]
+
+
 def test_a_legacy_chat_caught_half_written_keeps_what_it_held(tmp_path, corpus_root):
     """The document is rewritten whole, in place: a read that finds it cut keeps
     the rows of the last whole one, reports the file, and tries again next time."""

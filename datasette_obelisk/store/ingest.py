@@ -845,7 +845,8 @@ class Ingester:
         session written there) is another file: the stored one takes a name of its own
         (``retire``) with its rows, and the path is read as a new file, whose lines the
         archived rows already hold merge into them. One that still holds what was read
-        (the file back, maybe grown) is read again as before."""
+        (the file back, maybe grown), or a document (saved again whole, changed or not:
+        the same chat), is read again as before."""
         if not file_holds_rows(self.conn, row["id"]):
             return False
         if not st.st_size and unit.layout != "document":
@@ -857,7 +858,7 @@ class Ingester:
                 self.summary.files_missing += 1
             self._emptied.add(str(unit.path))
             return True
-        if not row["missing"]:
+        if not row["missing"] or unit.layout == "document":
             return False
         try:
             with open(unit.path, "rb") as raw:
