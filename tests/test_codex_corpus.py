@@ -1632,3 +1632,11 @@ def test_sigkill_at_random_moments_then_rerun_gives_the_clean_database(tmp_path)
     got = snapshot(killed)
     assert got == expected, diff(got, expected)
     assert file_counts(killed) == expected_files
+
+
+def test_a_fork_read_again_for_a_parent_found_elsewhere_is_counted_among_the_files(tmp_path, corpus_root):
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"codex": fork_home(tmp_path / "first" / ".codex", corpus_root)})
+    other = fork_home(tmp_path / "other" / ".codex", corpus_root, fork=False, parent=INTERRUPTED_NAME)
+    summary = ingest(db_path, {"codex": other})
+    assert (summary.files, summary.files_read, summary.files_skipped) == (2, 2, 0)

@@ -293,8 +293,8 @@ class Ingester:
         started = time.perf_counter()
         self.finish_cold_load()  # left over by a run that was killed
         units = self.discover()
-        self.summary.files = len(units)
         units = units + self.settle_hints(units)
+        self.summary.files = len(units)
         self._units = units
         self._discovered = {str(u.path) for u in units}
         self.keep_discovery(units)
