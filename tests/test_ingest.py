@@ -2129,3 +2129,23 @@ def test_an_emptied_log_archived_by_an_earlier_run_counts_as_unchanged(db, root)
     assert run(db, root).files_missing == 1
     summary = run(db, root)
     assert (summary.files, summary.files_skipped, summary.files_read, summary.files_missing) == (2, 2, 0, 0)
+
+
+def test_raw_of_a_line_of_a_file_another_took_the_place_of_names_its_path(db, root):
+    from datasette_obelisk.query import obelisk
+    from datasette_obelisk.query.errors import QueryError
+
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one"))
+    run(db, root)
+    path.unlink()
+    run(db, root)
+    path.write_bytes(line(id="c", text="another session, longer than the first one was"))
+    run(db, root)
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    with pytest.raises(QueryError) as caught:
+        obelisk.raw(conn, "a", redact=str)
+    assert str(caught.value).startswith(
+        f"raw(): the source file of message a was replaced by another file since it was indexed: {path} (")
+    assert "#gone-" not in str(caught.value)

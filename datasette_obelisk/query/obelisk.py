@@ -39,6 +39,7 @@ from ..store.fingerprint import still_holds
 from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
+from ..store.units import retired_from
 from . import fts
 from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
 from .filters import Filters
@@ -823,6 +824,8 @@ def read_line(row, uuid: str) -> bytes:
     database cannot serve other files of the machine that serves it.
     """
     path = Path(row["path"])
+    if (replaced := retired_from(row["path"])) is not None:
+        raise line_gone(uuid, Path(replaced), "was replaced by another file since it was indexed")
     start, length, cursor = row["byte_offset"], row["byte_length"], row["cursor"]
     if (not (row["head_hash"] and row["tail_hash"])
             or not all(isinstance(n, int) and n >= 0 for n in (start, length, cursor)) or start + length > cursor):

@@ -37,7 +37,7 @@ from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
-from .units import hints_json, in_read_order, unit_of_row
+from .units import hints_json, in_read_order, retired_path, unit_of_row
 from .writer import LINE_NO, Writer, delete_file_rows, file_holds_rows, retake_outputs
 
 CHUNK_BYTES = 8 << 20
@@ -872,7 +872,7 @@ class Ingester:
     def retire(self, row: dict) -> None:
         """The stored file ``row``, gone, keeps its rows under a name no file has (its path,
         ``#gone-`` and its id), so that its path is stored anew for the file there now."""
-        retired = f"{row['path']}#gone-{row['id']}"
+        retired = retired_path(row["path"], row["id"])
         with self.transaction():
             self.conn.execute("UPDATE source_files SET path = ?, missing = 1 WHERE id = ?", [retired, row["id"]])
             self.conn.execute("UPDATE ingest_errors SET path = ? WHERE file_id = ?", [retired, row["id"]])

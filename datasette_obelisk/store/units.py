@@ -7,10 +7,14 @@
         discover (a live refresh, the other files of a family).
     in_read_order(units) -> list[SourceFile]
         Parents before their agents, then by path.
+    retired_path(path, file_id) -> str; retired_from(path) -> str | None
+        The name a stored file gone from disk keeps once another file is at its
+        path (``<path>#gone-<id>``), and the path it was read from.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -36,3 +40,16 @@ def unit_of_row(row) -> SourceFile:
 
 def in_read_order(units) -> list[SourceFile]:
     return sorted(units, key=lambda u: (u.priority, str(u.path)))
+
+
+_RETIRED = re.compile(r"#gone-\d+\Z")
+
+
+def retired_path(path: str, file_id: int) -> str:
+    return f"{path}#gone-{file_id}"
+
+
+def retired_from(path: str) -> str | None:
+    """The path a retired file (``retired_path``) was read from; None for any other."""
+    match = _RETIRED.search(path)
+    return path[:match.start()] if match else None
