@@ -2096,8 +2096,9 @@ def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_read_a
     run(db, root)
     st = os.stat(path)
     checked = []
-    still_holds = ingest_module.still_holds
-    monkeypatch.setattr(ingest_module, "still_holds", lambda fp, row: checked.append(row["path"]) or still_holds(fp, row))
+    path_still_holds = ingest_module.path_still_holds
+    monkeypatch.setattr(ingest_module, "path_still_holds",
+                        lambda at, row, **how: checked.append(row["path"]) or path_still_holds(at, row, **how))
     # Its mode changed (a new ctime), its bytes not: checked once, then known by its stat alone.
     os.chmod(path, 0o600)
     assert (run(db, root).files_skipped, checked) == (1, [str(path)])

@@ -182,7 +182,7 @@ def _byte_length(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
 
 
-def _item_spans(text: str, items_key: str) -> list[tuple[int, str]] | None:
+def _item_spans(text: str, items_key: str) -> list[tuple[int, int]] | None:
     """``(start, end)`` character offsets of each item of the last top-level ``items_key`` list."""
     space, decode = _SPACE.match, _ITEM_DECODER.raw_decode
     at = space(text, 1 if text.startswith("\ufeff") else 0).end()

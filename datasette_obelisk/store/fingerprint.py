@@ -89,6 +89,16 @@ def still_holds(fp, row) -> bool:
     return hashes == (row["head_hash"], row["tail_hash"])
 
 
+def path_still_holds(path, row, inode: int | None = None) -> bool | None:
+    """``still_holds`` of the file at ``path`` (False when it is another file than
+    ``inode``), or None when it cannot be opened."""
+    try:
+        with open(path, "rb") as fp:
+            return (inode is None or os.fstat(fp.fileno()).st_ino == inode) and still_holds(fp, row)
+    except OSError:
+        return None
+
+
 class _PRead:
     """A forward reader over a file descriptor that leaves its position alone."""
 

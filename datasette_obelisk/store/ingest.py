@@ -32,7 +32,7 @@ from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
-from .fingerprint import Fingerprint, hashes_at, still_holds
+from .fingerprint import Fingerprint, hashes_at, path_still_holds
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -860,12 +860,7 @@ class Ingester:
             return True
         if not row["missing"] or unit.layout == "document":
             return False
-        try:
-            with open(unit.path, "rb") as raw:
-                same = still_holds(raw, row)
-        except OSError:
-            same = True  # (not read now: planned as before, it is reported)
-        if not same:
+        if path_still_holds(unit.path, row) is False:  # (None, not opened now: planned as before, it is reported)
             self.retire(row)
         return False
 
@@ -1148,22 +1143,19 @@ class Ingester:
             return False
         if not fingerprint.matches(row):
             return False
-        if row["ctime_ns"] is not None and row["ctime_ns"] != fingerprint.ctime_ns and not self.holds_still(row["path"], st):
+        moved = row["ctime_ns"] is not None and row["ctime_ns"] != fingerprint.ctime_ns
+        if moved and not self.survived_status_change(row["path"], st):
             return False
         # An unterminated last line is reported once its writer has gone quiet.
         return not (row["pending_bytes"] and self.is_settled(st) and not row["last_error"])
 
-    def holds_still(self, path: str, st) -> bool:
+    def survived_status_change(self, path: str, st) -> bool:
         """Whether the stored file at ``path``, whose status changed (``st``: its ctime)
         though its size and modification time did not, holds the bytes read from it
         (``still_holds``): rewritten in place with as many bytes and its time kept, it
         is read again. One that does keeps its new ctime, so it is not checked again."""
         row = self.conn.execute("SELECT * FROM source_files WHERE path = ?", [path]).fetchone()
-        try:
-            with open(path, "rb") as raw:
-                same = row is not None and os.fstat(raw.fileno()).st_ino == st.st_ino and still_holds(raw, row)
-        except OSError:
-            return False
+        same = row is not None and path_still_holds(path, row, inode=st.st_ino) is True
         if same:
             with self.transaction():
                 self.conn.execute("UPDATE source_files SET ctime_ns = ? WHERE id = ?", [st.st_ctime_ns, row["id"]])
@@ -1389,13 +1381,9 @@ def _still_holds(row, unit: SourceFile, st) -> bool:
     """Whether the file at ``unit.path`` still holds the bytes ``row`` read (up to its cursor)."""
     if Fingerprint.of(st).matches(row):
         return True
-    if unit.layout != "jsonl" or unit.compression or st.st_size < row["cursor"] or not row["head_hash"]:
+    if unit.layout != "jsonl" or unit.compression or not row["head_hash"]:
         return False
-    try:
-        with open(unit.path, "rb") as raw:
-            return hashes_at(raw, row["cursor"]) == (row["head_hash"], row["tail_hash"])
-    except OSError:
-        return False
+    return path_still_holds(unit.path, row) is True
 
 
 FIRST_MOMENT = re.compile(rb'"(?:timestamp|startTime)"\s*:\s*"(\d{4}-[^"]{1,40})"')
