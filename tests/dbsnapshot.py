@@ -34,6 +34,15 @@ def snapshot(db_path, keep_ids=("sessions", "tool_calls")) -> dict:
     result["fts_integrity"] = conn.execute(
         "INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"
     ).fetchall()
+    # The failed tool output indexed: each result's words, as the index holds them.
+    conn.execute("CREATE VIRTUAL TABLE temp.tool_errors_words USING fts5vocab(main, tool_errors_fts, instance)")
+    result["tool_errors_fts"] = conn.execute(
+        "SELECT r.tool_use_id, w.term, w.offset FROM temp.tool_errors_words w JOIN tool_results r ON r.id = w.doc "
+        "ORDER BY r.tool_use_id, w.offset"
+    ).fetchall()
+    result["tool_errors_fts_integrity"] = conn.execute(
+        "INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)"
+    ).fetchall()
     conn.close()
     return result
 

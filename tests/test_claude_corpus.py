@@ -480,9 +480,12 @@ def test_full_text_search_finds_thinking_and_tool_output(db):
     assert db.execute(
         "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'orchestrator'"
     ).fetchone()[0] > 0
+    # Every failure listed: 24 failed, 7 refused or blocked (flagged an error).
     assert db.execute(
         "SELECT COUNT(*) FROM tool_errors_fts_docsize"
-    ).fetchone()[0] == 24
+    ).fetchone()[0] == db.execute(
+        "SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed' OR is_error = 1"
+    ).fetchone()[0] == 31
 
 
 def test_no_base64_is_stored(db):

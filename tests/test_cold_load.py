@@ -40,7 +40,7 @@ def test_cold_load_equals_a_row_by_row_load(tmp_path, logs):
     conn = open_db(tmp_path / "cold.db")
     assert get_state(conn, cold_load.STATE_KEY) is None
     assert conn.execute("SELECT COUNT(*) FROM tool_errors_fts_docsize").fetchone()[0] == conn.execute(
-        "SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed'"
+        "SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed' OR is_error = 1"
     ).fetchone()[0] > 0
     session_docs = conn.execute("SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1").fetchall()
     assert session_docs == open_db(tmp_path / "rows.db").execute(
@@ -249,9 +249,9 @@ def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
     assert fts_rows(conn) == fts_rows(open_db(tmp_path / "first.db"))
     assert fts_rows(conn) == (
         conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
-        conn.execute("SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed'").fetchone()[0],
+        conn.execute("SELECT COUNT(*) FROM tool_results WHERE outcome = 'failed' OR is_error = 1").fetchone()[0],
     )
-    # (Without rank: it indexes only the failed results, so it never matches its whole content table.)
+    # (Without rank: it indexes only the failures, so it never matches its whole content table.)
     conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('integrity-check')")
     docs = "SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1"
     assert conn.execute(docs).fetchall() == open_db(tmp_path / "first.db").execute(docs).fetchall()

@@ -8,6 +8,7 @@ import pytest
 import sqlite_utils
 
 from datasette_obelisk import cjk
+from datasette_obelisk.query.dashboard import failed
 from datasette_obelisk.store.db import LATEST_MIGRATION, is_current, open_db
 from datasette_obelisk.store.migrations import migrations
 
@@ -71,6 +72,7 @@ def test_migrations_in_order(conn):
         "m046_create_derive_tallies",
         "m047_add_source_files_ctime",
         "m048_add_file_sessions_ended_at",
+        "m049_index_error_flagged_results",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -153,10 +155,23 @@ def test_triggers(conn):
         "INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.id, coalesce(old.search_text, old.text)); "
         "INSERT INTO messages_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text)); END"
     )
+    # tool_errors_fts holds the failures the failures list shows (dashboard.failed): failed or flagged an error.
     assert triggers["tool_results_ai"][1] == (
-        "CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results WHEN new.outcome = 'failed' "
+        "CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results WHEN (new.outcome = 'failed' OR new.is_error = 1) "
         "AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk') BEGIN "
         "INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, coalesce(new.search_content, new.content)); END"
+    )
+    assert triggers["tool_results_ad"][1] == (
+        "CREATE TRIGGER tool_results_ad AFTER DELETE ON tool_results WHEN old.outcome = 'failed' OR old.is_error = 1 "
+        "BEGIN INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content) "
+        "VALUES ('delete', old.id, coalesce(old.search_content, old.content)); END"
+    )
+    assert triggers["tool_results_au"][1] == (
+        "CREATE TRIGGER tool_results_au AFTER UPDATE OF content, outcome, is_error, search_content ON tool_results "
+        "BEGIN INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content) "
+        "SELECT 'delete', old.id, coalesce(old.search_content, old.content) WHERE old.outcome = 'failed' OR old.is_error = 1; "
+        "INSERT INTO tool_errors_fts (rowid, content) SELECT new.id, coalesce(new.search_content, new.content) "
+        "WHERE new.outcome = 'failed' OR new.is_error = 1; END"
     )
 
 
@@ -170,7 +185,7 @@ def test_views(conn):
     )
     assert " ".join(views["tool_errors_search"].split()) == (
         "CREATE VIEW tool_errors_search AS SELECT id, coalesce(search_content, content) AS content "
-        "FROM tool_results WHERE outcome = 'failed'"
+        "FROM tool_results WHERE outcome = 'failed' OR is_error = 1"
     )
 
 
@@ -201,6 +216,33 @@ def test_a_failed_tool_output_updated_in_place_stays_indexed_once(conn):
     conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
     conn.execute("UPDATE tool_results SET outcome = 'succeeded' WHERE tool_use_id = 't1'")
     assert matches("exit") == []
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_result_flagged_an_error_is_indexed_whatever_its_outcome(conn):
+    """The failures list shows a result failed or flagged an error (a refused or blocked call,
+    an interrupted command): tool_errors_fts indexes the same, as its outcome or flag change."""
+    conn.execute("INSERT INTO tool_results (tool_use_id, message_uuid, session_id, content, outcome, is_error, file_id) "
+                 "VALUES ('t1', 'u1', 's', 'This command requires approval', 'blocked', 1, 0), "
+                 "('t2', 'u2', 's', 'turn aborted zebra', 'succeeded', 0, 0)")
+
+    def matches(word):
+        return conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ? ORDER BY rowid",
+                            [word]).fetchall()
+
+    def listed():
+        return conn.execute(f"SELECT id FROM tool_results WHERE {failed()} ORDER BY id").fetchall()
+
+    assert matches("approval") == listed() == [(1,)]
+    conn.execute("UPDATE tool_results SET outcome = 'cancelled', is_error = 1 WHERE tool_use_id = 't2'")
+    assert matches("zebra") == [(2,)] and listed() == [(1,), (2,)]
+    conn.execute("UPDATE tool_results SET is_error = 0 WHERE tool_use_id = 't2'")
+    assert matches("zebra") == listed()[1:] == []
+    conn.execute("UPDATE tool_results SET content = 'Permission to use Bash denied' WHERE tool_use_id = 't1'")
+    assert (matches("approval"), matches("denied")) == ([], [(1,)])
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
+    conn.execute("DELETE FROM tool_results WHERE tool_use_id = 't1'")
+    assert matches("denied") == listed() == []
     conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
 
 

@@ -54,6 +54,7 @@ from typing import Callable, Iterable
 import orjson
 
 from .db import connect, database_path, get_state, set_state, transaction
+from .tool_output import FAILURE_SQL
 
 STATE_KEY = "cold_load"
 # Kept during the load: the lookups the ingester and the derivations it
@@ -183,7 +184,7 @@ def _index_pending(conn: sqlite3.Connection, state: dict, limit: int | None) -> 
 
 
 def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, up_to: int = 1 << 62) -> None:
-    """Index message text (up to id ``up_to``) and failed tool output of rows with larger ids."""
+    """Index message text (up to id ``up_to``) and the output of failures (``FAILURE_SQL``) of rows with larger ids."""
     conn.execute(
         "INSERT INTO messages_fts (rowid, text) SELECT id, coalesce(search_text, text) FROM messages "
         "WHERE id > ? AND id <= ?",
@@ -191,7 +192,7 @@ def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, 
     )
     conn.execute(
         "INSERT INTO tool_errors_fts (rowid, content) SELECT id, coalesce(search_content, content) FROM tool_results "
-        "WHERE id > ? AND outcome = 'failed'",
+        f"WHERE id > ? AND {FAILURE_SQL}",
         [result_id],
     )
 

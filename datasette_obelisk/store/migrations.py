@@ -1316,3 +1316,64 @@ def m048_add_file_sessions_ended_at(db):
     # these and of the session's message times. Nothing moves until a file is
     # read again.
     db.execute("ALTER TABLE file_sessions ADD COLUMN ended_at TEXT")
+
+
+@migrations()
+def m049_index_error_flagged_results(db):
+    # The failures list (query.dashboard.failed: a failed outcome or an error
+    # flag) holds results tool_errors_fts left out: those flagged an error
+    # whose outcome is another (a call refused or blocked, Codex's escalation
+    # not granted, a command the user interrupted), so their output could not
+    # be searched (a table page's ?_search=). The index reads every failure
+    # now (tool_output.FAILURE_SQL), whose output is kept whole and in the
+    # form it indexes; that of the flagged results clipped before is taken
+    # again from their messages, and the index is rebuilt. A cold load killed
+    # half-way is finished first (it would bring back the triggers dropped).
+    from .. import cjk
+    from .cold_load import finish
+    from .tool_output import CLIP_CHARS, full_content_sql
+
+    finish(db.conn)
+    db.conn.create_function("obelisk_search_text", 1, cjk.search_text, deterministic=True)
+    db.executescript(
+        """
+        DROP TRIGGER IF EXISTS tool_results_ai;
+        DROP TRIGGER IF EXISTS tool_results_ad;
+        DROP TRIGGER IF EXISTS tool_results_au;
+        DROP VIEW tool_errors_search;
+        """
+    )
+    flagged = "is_error = 1 AND outcome != 'failed'"
+    db.execute(
+        f"UPDATE tool_results SET content = {full_content_sql('tool_results')} "
+        f"WHERE {flagged} AND content_length > {CLIP_CHARS} AND length(content) < content_length"
+    )
+    db.execute(f"UPDATE tool_results SET search_content = obelisk_search_text(content) WHERE {flagged}")
+    db.executescript(
+        """
+        CREATE VIEW tool_errors_search AS
+            SELECT id, coalesce(search_content, content) AS content FROM tool_results
+            WHERE outcome = 'failed' OR is_error = 1;
+        CREATE TRIGGER tool_results_ai AFTER INSERT ON tool_results
+        WHEN (new.outcome = 'failed' OR new.is_error = 1)
+            AND NOT EXISTS (SELECT 1 FROM obelisk_state WHERE key = 'bulk')
+        BEGIN
+            INSERT INTO tool_errors_fts (rowid, content) VALUES (new.id, coalesce(new.search_content, new.content));
+        END;
+        CREATE TRIGGER tool_results_ad AFTER DELETE ON tool_results
+        WHEN old.outcome = 'failed' OR old.is_error = 1
+        BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            VALUES ('delete', old.id, coalesce(old.search_content, old.content));
+        END;
+        CREATE TRIGGER tool_results_au AFTER UPDATE OF content, outcome, is_error, search_content ON tool_results BEGIN
+            INSERT INTO tool_errors_fts (tool_errors_fts, rowid, content)
+            SELECT 'delete', old.id, coalesce(old.search_content, old.content)
+            WHERE old.outcome = 'failed' OR old.is_error = 1;
+            INSERT INTO tool_errors_fts (rowid, content)
+            SELECT new.id, coalesce(new.search_content, new.content)
+            WHERE new.outcome = 'failed' OR new.is_error = 1;
+        END;
+        INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
+        """
+    )

@@ -23,6 +23,7 @@ from ..records import (
     Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
 from .db import INDEXED_FORMS, database_path, get_state, set_state
+from .tool_output import FAILURE_SQL
 from .writer import FILE_TABLES
 from .redaction import RULESET_VERSION, Redactor
 
@@ -72,7 +73,7 @@ STORED_TEXT = {
 # The form the FTS tables index of a column (``cjk.search_text``), set again with it.
 SEARCH_FORMS = {
     ("messages", "text"): f"{INDEXED_FORMS['messages']} = ?",
-    ("tool_results", "content"): f"{INDEXED_FORMS['tool_results']} = CASE WHEN outcome = 'failed' THEN ? END",
+    ("tool_results", "content"): f"{INDEXED_FORMS['tool_results']} = CASE WHEN {FAILURE_SQL} THEN ? END",
 }
 
 

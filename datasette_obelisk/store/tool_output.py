@@ -4,8 +4,9 @@ A tool result's output is nearly always also the whole text of the message
 that carries it, and it is the bulk of every log. ``tool_results.content``
 then keeps only its first ``CLIP_CHARS`` characters (as the Obelisk seed
 does) while ``content_length`` keeps the full length; the whole output is
-that message's ``text``. Failed output is always kept whole: it is what
-``tool_errors_fts`` indexes.
+that message's ``text``. The output of a failure (a result the failures list
+shows: failed, or flagged an error, as a refused or interrupted call is) is
+always kept whole: it is what ``tool_errors_fts`` indexes.
 
 An output the log holds only the start of, whose whole is a file of its own
 (Claude Code's ``<persisted-output>``), is the text of the message read from
@@ -16,11 +17,19 @@ are its, once it is read, whichever comes first; until then, the log's note.
 from __future__ import annotations
 
 CLIP_CHARS = 10_000
+# A tool result the failures list shows (query.dashboard.failed), written as
+# the partial index tool_results_failed is: what tool_errors_fts indexes.
+FAILURE_SQL = "(outcome = 'failed' OR is_error = 1)"
 
 
-def stored_content(content: str, outcome: str | None, message_text: str | None) -> str:
-    """What ``tool_results.content`` holds for ``content``."""
-    if len(content) <= CLIP_CHARS or outcome == "failed" or content != message_text:
+def is_failure(outcome: str | None, is_error) -> bool:
+    """Whether a result of ``outcome`` and ``is_error`` is a failure (``FAILURE_SQL``)."""
+    return outcome == "failed" or is_error == 1
+
+
+def stored_content(content: str, failure: bool, message_text: str | None) -> str:
+    """What ``tool_results.content`` holds for ``content`` (``failure``: ``is_failure`` of its result)."""
+    if len(content) <= CLIP_CHARS or failure or content != message_text:
         return content
     return content[:CLIP_CHARS]
 
@@ -42,6 +51,6 @@ def raw_uuid_sql(alias: str = "r") -> str:
 
 CLIP_STORED_SQL = f"""
 UPDATE tool_results SET content = substr(content, 1, {CLIP_CHARS})
-WHERE content_length > {CLIP_CHARS} AND outcome != 'failed'
+WHERE content_length > {CLIP_CHARS} AND NOT {FAILURE_SQL}
   AND content = (SELECT text FROM messages WHERE uuid = tool_results.message_uuid)
 """

@@ -28,7 +28,7 @@ from ..records import (
 from ..utc import canonical
 from .cold_load import index_pending_text
 from .session_index import recount_documents
-from .tool_output import stored_content
+from .tool_output import is_failure, stored_content
 
 # A title longer than this is cut (a log can hold a title of any size; one of
 # 50 MB was copied into the session row, its digest and their indexes).
@@ -167,7 +167,7 @@ RESULT_INSERT = (
 # ``ToolResult.output_uuid``): its text, and the length of the whole when it was
 # too long to hold (``meta.length``).
 OUTPUT_TYPE = "tool_output"
-RESULTS_OF_OUTPUT = "SELECT id, outcome FROM tool_results WHERE output_uuid = ?"
+RESULTS_OF_OUTPUT = "SELECT id, outcome, is_error FROM tool_results WHERE output_uuid = ?"
 OUTPUT_SELECT = (
     "SELECT text, coalesce(json_extract(meta_json, '$.length'), text_length) FROM messages WHERE uuid = ?"
 )
@@ -403,17 +403,18 @@ class Writer:
 
     def _tool_result(self, r: ToolResult) -> None:
         message_uuid = self._message_uuid(r.message_uuid)
-        content = stored_content(r.content, r.outcome, self._texts.get(message_uuid))
+        failure = is_failure(r.outcome, r.is_error)
+        content = stored_content(r.content, failure, self._texts.get(message_uuid))
         length = len(r.content)
         output = self.conn.execute(OUTPUT_SELECT, [r.output_uuid]).fetchone() if r.output_uuid else None
         if output is not None:  # its whole output, read already (else it takes it then: _complete_results)
-            content, length = stored_content(output[0], r.outcome, output[0]), output[1]
+            content, length = stored_content(output[0], failure, output[0]), output[1]
         self._results.append(
             nulls((
                 r.tool_use_id, message_uuid, r.session_id, content, length,
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
                 r.agent_duration_ms, r.agent_tokens, r.file_path,
-                search_text(content) if r.outcome == "failed" else None,  # what tool_errors_fts indexes
+                search_text(content) if failure else None,  # what tool_errors_fts indexes
                 r.output_uuid,
             ))
         )
@@ -570,13 +571,14 @@ def take_output(conn: sqlite3.Connection, uuid: str, text: str, meta_json: str |
     if not results:
         return
     length = orjson.loads(meta_json).get("length", len(text)) if isinstance(meta_json, str) else len(text)
-    if any(outcome == "failed" for _, outcome in results):
+    if any(is_failure(outcome, is_error) for _, outcome, is_error in results):
         index_pending_text(conn)  # (the update takes the old output out of the index)
-    for result_id, outcome in results:
-        content = stored_content(text, outcome, text)
+    for result_id, outcome, is_error in results:
+        failure = is_failure(outcome, is_error)
+        content = stored_content(text, failure, text)
         conn.execute(
             "UPDATE tool_results SET content = ?, content_length = ?, search_content = ? WHERE id = ?",
-            [content, length, search_text(content) if outcome == "failed" else None, result_id],
+            [content, length, search_text(content) if failure else None, result_id],
         )
 
 
