@@ -1640,3 +1640,118 @@ def test_a_fork_read_again_for_a_parent_found_elsewhere_is_counted_among_the_fil
     other = fork_home(tmp_path / "other" / ".codex", corpus_root, fork=False, parent=INTERRUPTED_NAME)
     summary = ingest(db_path, {"codex": other})
     assert (summary.files, summary.files_read, summary.files_skipped) == (2, 2, 0)
+
+
+
+def fork_with_turn_context(corpus_root: Path) -> bytes:
+    """``fork_of`` whose own turn opens with its ``turn_context``, as Codex writes one
+    (it names the turn's model and effort: none is taken from the copied history)."""
+    lines = fork_of((corpus_root / INTERRUPTED).read_bytes()).splitlines(keepends=True)
+    [at] = [n for n, line in enumerate(lines) if FORK_TURN.encode() in line]
+    context = {"turn_id": FORK_TURN, "cwd": "/redacted/path/da0ba47443", "model": "gpt-5.3-codex", "effort": "medium"}
+    return b"".join(lines[:at + 1]) + envelope("turn_context", context, "2026-02-23T12:41:00.000Z") + b"".join(lines[at + 1:])
+
+
+def _fork_gone(tmp_path, corpus_root, how: str, scenario: str) -> Path:
+    """The fork's file gone (``how``: deleted, or emptied in place) and its rows
+    archived, its parent's log read with it (``together``) or after."""
+    db_path = tmp_path / f"{scenario}-{how}.db"
+    home = tmp_path / f"{scenario}-{how}" / ".codex"
+    data = fork_with_turn_context(corpus_root)
+
+    def gone():
+        if how == "deleted":
+            (home / FORK_NAME).unlink()
+        else:
+            (home / FORK_NAME).write_bytes(b"")
+
+    if scenario == "together":
+        ingest(db_path, {"codex": fork_home(home, corpus_root, parent=INTERRUPTED_NAME, data=data)})
+        gone()
+        ingest(db_path, {"codex": home})
+    elif scenario == "parent-in-a-later-run":
+        ingest(db_path, {"codex": fork_home(home, corpus_root, data=data)})
+        gone()
+        ingest(db_path, {"codex": home})
+        ingest(db_path, {"codex": fork_home(home, corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+    elif scenario == "parent-in-the-run-that-finds-it-gone":
+        ingest(db_path, {"codex": fork_home(home, corpus_root, data=data)})
+        gone()
+        ingest(db_path, {"codex": fork_home(home, corpus_root, fork=False, parent=INTERRUPTED_NAME)})
+    elif scenario == "parent-in-another-folder-later":
+        ingest(db_path, {"codex": fork_home(home, corpus_root, data=data)})
+        gone()
+        ingest(db_path, {"codex": home})
+        ingest(db_path, {"codex": fork_home(tmp_path / f"other-{how}" / ".codex", corpus_root, fork=False,
+                                            parent=INTERRUPTED_NAME)})
+    return db_path
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+@pytest.mark.parametrize("scenario", ["parent-in-a-later-run", "parent-in-the-run-that-finds-it-gone",
+                                      "parent-in-another-folder-later"])
+def test_a_gone_fork_gives_its_kept_copy_up_when_its_parent_comes(tmp_path, corpus_root, how, scenario):
+    together = _fork_gone(tmp_path, corpus_root, how, "together")
+    db_path = _fork_gone(tmp_path, corpus_root, how, scenario)
+    fork, parent = f"codex:{FORK_ID}", f"codex:{FORK_PARENT}"
+    counts = "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id ORDER BY session_id"
+    assert rows(together, counts) == [(parent, 12), (fork, 3)]
+    assert rows(db_path, counts) == [(parent, 12), (fork, 3)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE meta_json LIKE '%copied_from%'") == [(0,)]
+    assert rows(db_path, "SELECT seq, line_no, parent_uuid FROM messages WHERE session_id = ? ORDER BY seq", [fork]) == [
+        (1, 23, None), (2, 25, f"{fork}:6113"), (3, 27, f"{fork}:6417")]
+    assert rows(db_path, "SELECT id, session_id FROM tool_calls") == [(f"{parent}:call_UtYwHmwWekzvq83m8Rb9K8jJ", parent)]
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_results WHERE session_id = ?", [fork]) == [(0,)]
+    # the parent's prompt is found once, in the parent
+    assert rows(db_path, "SELECT m.session_id FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                         "WHERE messages_fts MATCH '2239bcba'") == [(parent,)]
+    sessions = "SELECT id, title, message_count, availability, input_tokens, reasoning_effort FROM sessions ORDER BY id"
+    assert rows(db_path, sessions) == rows(together, sessions)
+    file_counts = ("SELECT lines_read, lines_stored, lines_merged, lines_failed, missing FROM source_files "
+                   "WHERE path LIKE ?")
+    assert rows(db_path, file_counts, [f"%{FORK_ID}.jsonl"]) == rows(together, file_counts, [f"%{FORK_ID}.jsonl"]) == [
+        (27, 3, 24, 0, 1)]
+    assert diff(snapshot(together), snapshot(db_path)) == []
+
+
+@pytest.mark.parametrize("how", ["deleted", "emptied"])
+def test_a_generated_gone_fork_gives_its_kept_copy_up_when_its_parent_comes(tmp_path, how):
+    from datasette_obelisk.demo.generator import generate
+
+    def fork_gone(folder: Path, parent_later: bool) -> tuple[Path, dict]:
+        generate(folder / "gen", seed=3, target_bytes=300_000, claude=False, codex=True)
+        home = folder / "gen" / ".codex"
+        heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
+                 for path in home.rglob("rollout-*.jsonl")}
+        [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
+        [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+        db_path = folder / "obelisk.db"
+        if parent_later:
+            (folder / "away").mkdir()
+            parent_path.rename(folder / "away" / parent_path.name)
+            ingest(db_path, {"codex": home})
+            fork = f"codex:{meta['id']}"
+            assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE session_id = ? "
+                                 "AND json_extract(meta_json, '$.copied_from') IS NOT NULL", [fork]) == [(34,)]
+            assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork]) == [(11,)]
+        else:
+            ingest(db_path, {"codex": home})
+        if how == "deleted":
+            fork_path.unlink()
+        else:
+            fork_path.write_bytes(b"")
+        ingest(db_path, {"codex": home})
+        if parent_later:
+            (folder / "away" / parent_path.name).rename(parent_path)
+            ingest(db_path, {"codex": home})
+        return db_path, meta
+
+    together, meta = fork_gone(tmp_path / "together", parent_later=False)
+    db_path, _ = fork_gone(tmp_path / "later", parent_later=True)
+    fork, parent = f"codex:{meta['id']}", f"codex:{meta['forked_from_id']}"
+    counts = "SELECT session_id, COUNT(*) FROM messages WHERE session_id IN (?, ?) GROUP BY session_id ORDER BY 1"
+    assert rows(db_path, counts, [fork, parent]) == rows(together, counts, [fork, parent]) == [(parent, 49), (fork, 35)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE meta_json LIKE '%copied_from%'") == [(0,)]
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork]) == rows(
+        together, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork])
+    assert diff(snapshot(together), snapshot(db_path)) == []

@@ -75,7 +75,10 @@ class Source(Protocol):
         files (called before they are compared with the stored ones: a file
         whose hints change is read again); ``stored`` maps the path of each
         stored file of the source to its hints (``{}`` when none were kept). Returns the new hints of
-        stored files not in ``units`` that are to change (read again too).
+        stored files not in ``units`` that are to change (read again too). A file whose
+        hints name ``copies_of`` (an id of the source's session ``<source>:<id>``) keeps
+        copies of that session's history as its own rows (its messages' ``meta.copied_from``);
+        when its hints lose it while the file is gone (deleted, or emptied), those rows are deleted.
     ``trusted_records: bool``
         True skips the check of each record's fields against ``records``
         (the built-in sources, whose tests pin their records). Left unset,

@@ -87,7 +87,9 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   copy (``meta.copied_from``) and it titles nothing, names no agent and
   links nothing (``copies_of`` in the file's hints, ``settle_hints``). When
   the parent's log comes, in any run, the child is read again and leaves the
-  copy to it: the database is the one reading both at once gives.
+  copy to it: the database is the one reading both at once gives. A child whose
+  log is gone by then (deleted, or emptied) is not read again: the rows it kept
+  of the copy are deleted instead (``Ingester.give_up_copies``).
 * Imports: a session of another agent Codex imported is a rollout of
   its own, a new thread's, its text as turns of prompts and answers (tool
   calls and results as text, thinking dropped) ending in Codex's marker. The

@@ -38,7 +38,7 @@ from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
 from .session_index import SessionWords
 from .units import hints_json, in_read_order, retired_path, unit_of_row
-from .writer import LINE_NO, Writer, delete_file_rows, file_holds_rows, retake_outputs
+from .writer import LINE_NO, Writer, delete_copied_rows, delete_file_rows, file_holds_rows, retake_outputs
 
 CHUNK_BYTES = 8 << 20
 COLD_LOAD_BYTES = 64 << 20
@@ -619,21 +619,83 @@ class Ingester:
                 path: orjson.loads(hints) if hints else {} for path, hints in self.conn.execute(
                     "SELECT path, hints FROM source_files WHERE source = ?", [name])
             }
-            changed = settle([unit for unit in units if unit.source == name], stored)
-            if not changed:
+            found = {str(unit.path): unit for unit in units if unit.source == name}
+            changed = settle(list(found.values()), stored)
+            given_up = self.copies_given_up(stored, changed, found)
+            if not changed and not given_up:
                 continue
             with self.transaction():
-                for path, hints in changed.items():
+                for path, hints in (changed | {path: found[path].hints for path in given_up if path in found}).items():
                     self.conn.execute(
                         "UPDATE source_files SET hints = ?, parser_version = NULL WHERE path = ?",
                         [orjson.dumps(hints, option=orjson.OPT_SORT_KEYS).decode(), path],
                     )
+                if given_up:
+                    self.give_up_copies(given_up)
             rows = self.conn.execute(
                 "SELECT * FROM source_files WHERE missing = 0 AND path IN (SELECT value FROM json_each(?))",
                 [orjson.dumps(sorted(changed)).decode()],
             ).fetchall()
             again += [unit_of_row(row) for row in rows if os.path.isfile(row["path"])]
         return in_read_order(again)
+
+    def copies_given_up(
+        self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile]
+    ) -> dict[str, int]:
+        """The stored files of a source (``stored``: their hints) that kept the history they copy of a
+        session stored nowhere (``copies_of`` in their hints) and no longer do (their
+        parent's log is stored or found now), yet are gone, so are not read again to
+        leave the copy to it: deleted (or not read: ``missing``), or found emptied
+        (``gone_in_place``). Maps each one's path to its id."""
+        candidates = set()
+        for path, before in stored.items():
+            parent = before.get("copies_of")
+            if not parent:
+                continue
+            if path in changed:
+                after = changed[path]
+            elif path in found:
+                after = found[path].hints
+            else:
+                continue
+            if after.get("copies_of") != parent:
+                candidates.add(path)
+        if not candidates:
+            return {}
+        given_up = {}
+        for row in self.conn.execute(
+            "SELECT id, path, missing, layout FROM source_files WHERE path IN (SELECT value FROM json_each(?))",
+            [orjson.dumps(sorted(candidates)).decode()],
+        ):
+            path = row["path"]
+            if path in found:
+                gone = row["layout"] != "document" and _size(found[path].path) == 0 and os.path.isfile(path)
+            else:
+                gone = bool(row["missing"]) or is_gone(path)
+            if gone:
+                given_up[path] = row["id"]
+        return given_up
+
+    def give_up_copies(self, given_up: dict[str, int]) -> None:
+        """In the open transaction: the gone files ``given_up`` (``copies_given_up``) lose
+        the rows they kept of the history they copied, as if read again with their
+        parent's log; their sessions are derived again."""
+        cold_load.index_pending_text(self.conn)
+        deleted = False
+        for file_id in sorted(given_up.values()):
+            touched, lines = delete_copied_rows(self.conn, file_id)
+            if not touched:
+                continue
+            # (the lines that held the copy merge into the parent's rows, as when read with them)
+            self.conn.execute(
+                "UPDATE source_files SET lines_stored = max(lines_stored - ?, 0), lines_merged = lines_merged + ? "
+                "WHERE id = ?",
+                [lines, lines, file_id],
+            )
+            self.queue_sessions(touched)
+            deleted = True
+        if deleted:
+            self.bump_generation()
 
     def keep_discovery(self, units: list[SourceFile]) -> None:
         """Store the hints and read order of the files stored before they were kept; a file

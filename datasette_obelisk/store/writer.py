@@ -564,6 +564,61 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     return sessions
 
 
+def delete_copied_rows(conn: sqlite3.Connection, file_id: int) -> tuple[set[str], int]:
+    """Remove the rows one file kept of the history it copied of another session
+    (its messages marked ``meta.copied_from``, with the tool calls, results and
+    summaries of those messages and the aliases naming them), now that the
+    session's own log holds that history: the file read again keeps none.
+
+    Returns the sessions touched, so they are derived whole again, and how many
+    of the file's lines held those rows: lines that now merge into the session's.
+    """
+    copies = conn.execute(
+        "SELECT uuid, session_id, line_no, seq FROM messages "
+        "WHERE file_id = ? AND json_extract(meta_json, '$.copied_from') IS NOT NULL",
+        [file_id],
+    ).fetchall()
+    if not copies:
+        return set(), 0
+    uuids = orjson.dumps(sorted({row[0] for row in copies})).decode()
+    sessions = {row[1] for row in copies}
+    lines = len({row[2] for row in copies if row[2] is not None})
+    seqs = {session: sorted(row[3] for row in copies if row[1] == session) for session in sessions}
+    conn.execute(
+        "DELETE FROM tool_call_files WHERE tool_call_id IN (SELECT id FROM tool_calls "
+        "WHERE file_id = ? AND message_uuid IN (SELECT value FROM json_each(?)))",
+        [file_id, uuids],
+    )
+    for table in ("tool_calls", "tool_results", "summaries"):
+        conn.execute(
+            f"DELETE FROM {table} WHERE file_id = ? AND message_uuid IN (SELECT value FROM json_each(?))",
+            [file_id, uuids],
+        )
+    conn.execute(
+        "DELETE FROM message_aliases WHERE file_id = ? AND stored_as IN (SELECT value FROM json_each(?))",
+        [file_id, uuids],
+    )
+    conn.execute(
+        "DELETE FROM messages WHERE file_id = ? AND uuid IN (SELECT value FROM json_each(?))", [file_id, uuids]
+    )
+    # What was read after the copy follows nothing of it, and takes the places it left.
+    for column in ("parent_uuid", "logical_parent_uuid"):
+        conn.execute(
+            f"UPDATE messages SET {column} = NULL WHERE session_id IN (SELECT value FROM json_each(?)) "
+            f"AND {column} IN (SELECT value FROM json_each(?))",
+            [orjson.dumps(sorted(sessions)).decode(), uuids],
+        )
+    for session, gone in sorted(seqs.items()):
+        conn.execute(
+            "UPDATE messages SET seq = seq - (SELECT COUNT(*) FROM json_each(?1) WHERE value < messages.seq) "
+            "WHERE session_id = ?2 AND seq > ?3",
+            [orjson.dumps(gone).decode(), session, gone[0]],
+        )
+    recount_documents(conn, sessions)
+    conn.executemany("DELETE FROM derive_tallies WHERE session_id = ?", [[s] for s in sorted(sessions)])
+    return sessions, lines
+
+
 def take_output(conn: sqlite3.Connection, uuid: str, text: str, meta_json: str | None) -> None:
     """The results whose whole output is the message ``uuid`` (``ToolResult.output_uuid``)
     take its ``text``."""
