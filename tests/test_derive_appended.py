@@ -247,30 +247,41 @@ def test_a_log_read_again_from_its_start_derives_its_session_whole(tmp_path, cla
     assert_fresh(tmp_path, db, claude)
 
 
+def emptied_copy(generated, live) -> dict:
+    """A copy of the ``generated`` tree in ``live`` with its logs empty (documents whole),
+    and the lines each log is to get back."""
+    lines = {}
+    for path in sorted(p for p in generated.rglob("*") if p.is_file()):
+        target = live / path.relative_to(generated)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix == ".jsonl":
+            lines[target] = path.read_bytes().splitlines(keepends=True)
+            target.write_bytes(b"")
+        else:
+            target.write_bytes(path.read_bytes())
+    return lines
+
+
+def grow(lines: dict, step: int, steps: int) -> None:
+    """Append to each log its ``step``-th of ``steps`` shares of its lines."""
+    for target, all_lines in lines.items():
+        done, upto = (len(all_lines) * (step - 1)) // steps, (len(all_lines) * step) // steps
+        append(target, b"".join(all_lines[done:upto]))
+
+
 def test_the_generated_corpus_written_in_steps_gives_a_fresh_ingests_database(tmp_path):
     """Every shape the generator plants (rewinds, compactions, agents, inline sidechains,
     split responses, titles), its files growing a line at a time in steps."""
     from datasette_obelisk.demo.generator import generate
 
     generate(tmp_path / "gen", seed=3, target_bytes=400_000, codex=False)
-    files = sorted(p for p in (tmp_path / "gen").rglob("*") if p.is_file())
     live = tmp_path / "live"
-    lines = {}
-    for path in files:
-        target = live / path.relative_to(tmp_path / "gen")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".jsonl":
-            lines[target] = path.read_bytes().splitlines(keepends=True)
-            target.write_bytes(b"")
-        else:
-            target.write_bytes(path.read_bytes())  # documents whole
+    lines = emptied_copy(tmp_path / "gen", live)
     db = tmp_path / "o.db"
     steps = 12
     before = dict(derive.PLANS)
     for step in range(1, steps + 1):
-        for target, all_lines in lines.items():
-            done, upto = (len(all_lines) * (step - 1)) // steps, (len(all_lines) * step) // steps
-            append(target, b"".join(all_lines[done:upto]))
+        grow(lines, step, steps)
         ingest(db, {"claude": live / ".claude"})
     assert derive.PLANS["appended"] - before.get("appended", 0) > 0
     assert_fresh(tmp_path, db, live / ".claude")
@@ -308,25 +319,14 @@ def test_generated_codex_and_gemini_logs_written_in_steps_give_a_fresh_ingests_d
     from datasette_obelisk.demo.generator import generate
 
     generate(tmp_path / "gen", seed=3, target_bytes=400_000, claude=False, codex=True, gemini=True)
-    files = sorted(p for p in (tmp_path / "gen").rglob("*") if p.is_file())
     live = tmp_path / "live"
-    lines = {}
-    for path in files:
-        target = live / path.relative_to(tmp_path / "gen")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".jsonl":
-            lines[target] = path.read_bytes().splitlines(keepends=True)
-            target.write_bytes(b"")
-        else:
-            target.write_bytes(path.read_bytes())  # documents whole
+    lines = emptied_copy(tmp_path / "gen", live)
     folders = {"codex": live / ".codex", "gemini": live / ".gemini"}
     db = tmp_path / "o.db"
     steps = 24
     before = dict(derive.PLANS)
     for step in range(1, steps + 1):
-        for target, all_lines in lines.items():
-            done, upto = (len(all_lines) * (step - 1)) // steps, (len(all_lines) * step) // steps
-            append(target, b"".join(all_lines[done:upto]))
+        grow(lines, step, steps)
         ingest(db, folders)
     assert derive.PLANS["appended"] - before.get("appended", 0) > 0
     fresh = tmp_path / "fresh.db"
