@@ -675,3 +675,35 @@ def test_what_claude_code_last_reported_of_a_session_stands_however_its_lines_ar
         assert sqlite3.connect(path).execute(read).fetchall() == [rows]
     ingest(tmp_path / "whole.db", {"claude": tmp_path / "claude"})
     assert sqlite3.connect(tmp_path / "whole.db").execute(read).fetchall() == [expected[-1]]
+
+
+def test_a_log_back_with_other_bytes_is_as_a_first_ingest_of_it_inline_agents_too(tmp_path, corpus_root):
+    """A log deleted, then back re-serialized (every line the same, in other bytes): its rows,
+    those its inline agents' sessions took too, are the new file's, as a first ingest has them."""
+    from dbsnapshot import diff, snapshot
+    from datasette_obelisk.query import obelisk
+
+    log = corpus_root / "claude-code" / "d-kimuson__claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    root = tmp_path / "claude"
+    path = root / "projects" / "-p" / log.name
+    path.parent.mkdir(parents=True)
+    shutil.copy(log, path)
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": root}, sources=None)
+    path.unlink()
+    assert ingest(db, {"claude": root}, sources=None).files_missing == 1
+    back = b"".join(json.dumps(json.loads(text), ensure_ascii=False).encode() + b"\n"
+                    for text in log.read_bytes().splitlines())
+    assert back != log.read_bytes()
+    path.write_bytes(back)
+    ingest(db, {"claude": root}, sources=None)
+    ingest(tmp_path / "clean.db", {"claude": root}, sources=None)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    assert [tuple(row) for row in conn.execute("SELECT path, missing FROM source_files")] == [(str(path), 0)]
+    uuids = [row[0] for row in conn.execute("SELECT uuid FROM messages ORDER BY uuid")]
+    assert len(uuids) == 437
+    assert all(obelisk.raw(conn, uuid, redact=str)["totalLength"] > 0 for uuid in uuids)
+    assert {row[0] for row in conn.execute("SELECT availability FROM sessions")} == {"live"}
+    conn.close()

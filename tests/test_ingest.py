@@ -2150,3 +2150,76 @@ def test_raw_of_a_line_of_a_file_another_took_the_place_of_names_its_path(db, ro
     assert str(caught.value).startswith(
         f"raw(): the source file of message a was replaced by another file since it was indexed: {path} (")
     assert "#gone-" not in str(caught.value)
+
+
+def raw_text(db, uuid):
+    from datasette_obelisk.query import obelisk
+
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return obelisk.raw(conn, uuid, redact=str)["text"]
+    finally:
+        conn.close()
+
+
+def test_a_log_back_shorter_with_other_bytes_takes_over_the_rows_of_the_lines_it_holds(db, root):
+    from datasette_obelisk.query.errors import QueryError
+
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + line(id="b", text="two") + line(id="c", text="three"))
+    run(db, root)
+    path.unlink()
+    assert run(db, root).files_missing == 1
+    # Back with other bytes: one line the same (its keys in another order), two gone, one new.
+    back_b = (json.dumps({"text": "two", "id": "b"}) + "\n").encode()
+    path.write_bytes(back_b + line(id="d", text="new"))
+    summary = run(db, root)
+    assert (summary.files_read, summary.files_replayed, summary.messages, summary.merged) == (1, 0, 1, 1)
+    assert rows(db, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
+        (str(path) + "#gone-1", 1, 3, 2, 1), (str(path), 0, 2, 2, 0)]
+    assert rows(db, "SELECT m.uuid, m.seq, f.path, m.line_no, m.byte_offset, m.byte_length FROM messages m "
+                    "JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("a", 1, str(path) + "#gone-1", 1, 0, len(line(id="a", text="one")) - 1),
+        ("b", 2, str(path), 1, 0, len(back_b) - 1),
+        ("c", 3, str(path) + "#gone-1", 3, len(line(id="a", text="one") + line(id="b", text="two")),
+         len(line(id="c", text="three")) - 1),
+        ("d", 4, str(path), 2, len(back_b), len(line(id="d", text="new")) - 1)]
+    assert rows(db, "SELECT id, availability, message_count, jsonl_path FROM sessions") == [
+        ("s1", "live", 4, str(path))]
+    assert raw_text(db, "b") == back_b.decode().rstrip("\n")
+    assert raw_text(db, "d") == line(id="d", text="new").decode().rstrip("\n")
+    for gone in ("a", "c"):
+        with pytest.raises(QueryError, match="was replaced by another file"):
+            raw_text(db, gone)
+    assert run(db, root).files_skipped == 1
+
+
+def test_a_log_back_with_other_bytes_holding_every_line_leaves_no_gone_file(db, root, tmp_path):
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one", tool="Bash", paths=["x.py"]) + line(id="b", text="two"))
+    (root / "s2.jsonl").write_bytes(line(id="x", text="other"))
+    run(db, root)
+    path.unlink()
+    assert run(db, root).files_missing == 1
+    back = [(json.dumps({"text": "one", "id": "a", "paths": ["x.py"], "tool": "Bash"}) + "\n").encode(),
+            (json.dumps({"text": "two", "id": "b"}) + "\n").encode()]
+    path.write_bytes(back[0] + back[1] + line(id="c", text="three"))
+    summary = run(db, root)
+    assert (summary.files_read, summary.messages, summary.merged, summary.files_missing) == (1, 1, 2, 0)
+    assert rows(db, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY path") == [
+        (str(path), 0, 3, 3, 0), (str(root / "s2.jsonl"), 0, 1, 1, 0)]
+    assert rows(db, "SELECT t.id, f.path FROM tool_calls t JOIN source_files f ON f.id = t.file_id") == [
+        ("a:call", str(path))]
+    assert rows(db, "SELECT r.tool_use_id, f.path FROM tool_results r JOIN source_files f ON f.id = r.file_id") == [
+        ("a:call", str(path))]
+    assert rows(db, "SELECT COUNT(*) FROM file_sessions WHERE file_id NOT IN (SELECT id FROM source_files)") == [(0,)]
+    assert rows(db, "SELECT COUNT(*) FROM message_aliases WHERE file_id NOT IN (SELECT id FROM source_files)") == [(0,)]
+    assert [raw_text(db, uuid) for uuid in "abc"] == [
+        back[0].decode().rstrip("\n"), back[1].decode().rstrip("\n"), line(id="c", text="three").decode().rstrip("\n")]
+    assert rows(db, "SELECT id, availability, message_count, jsonl_path FROM sessions ORDER BY id") == [
+        ("s1", "live", 3, str(path)), ("s2", "live", 1, str(root / "s2.jsonl"))]
+    run(tmp_path / "clean.db", root)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+    summary = run(db, root)
+    assert (summary.files_skipped, summary.files_missing) == (2, 0)

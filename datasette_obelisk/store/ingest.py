@@ -906,7 +906,9 @@ class Ingester:
         gone by an earlier run (or emptied) whose path now holds other bytes (a new
         session written there) is another file: the stored one takes a name of its own
         (``retire``) with its rows, and the path is read as a new file, whose lines the
-        archived rows already hold merge into them. One that still holds what was read
+        archived rows already hold merge into them: those rows become the new file's
+        (``Writer._take_over_retired``), and the retired file, once it holds nothing,
+        goes. One that still holds what was read
         (the file back, maybe grown), or a document (saved again whole, changed or not:
         the same chat), is read again as before."""
         if not file_holds_rows(self.conn, row["id"]):

@@ -29,6 +29,7 @@ from ..utc import canonical
 from .cold_load import index_pending_text
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
+from .units import retired_from
 
 # A title longer than this is cut (a log can hold a title of any size; one of
 # 50 MB was copied into the session row, its digest and their indexes).
@@ -70,6 +71,7 @@ TYPE, META = MESSAGE_COLUMNS.index("type"), MESSAGE_COLUMNS.index("meta_json")
 SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
 BYTE_OFFSET, LINE_NO = MESSAGE_COLUMNS.index("byte_offset"), MESSAGE_COLUMNS.index("line_no")
+BYTE_LENGTH = MESSAGE_COLUMNS.index("byte_length")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 # (A record's end is its file's, ``file_sessions.ended_at``: derivation sets the session's.)
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f not in ("id", "ended_at")]
@@ -206,6 +208,8 @@ class Writer:
         self._next_seq: dict[str, int] = {}
         self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
         self._ends: dict[str, str] = {}  # session -> the latest ended_at its records gave (canonical)
+        self._retired: list[int] | None = None  # the files gone from this path (``retired_path``), once looked up
+        self._left: set[int] = set()  # those of them that gave rows up to this file
 
     def seq_for(self, session_id: str, uuid: str | None = None) -> int:
         """The next place in ``session_id``; the one ``uuid`` had, when its file is read again alone."""
@@ -234,6 +238,7 @@ class Writer:
         self._results: list[tuple] = []
         self._texts: dict[str, str] = {row[0]: row[TEXT] for row in message_rows}
         self._renamed: tuple | None = None  # (uuid, stored as) of the line being handled
+        self._held: list[tuple] = []  # (uuid, SAME_LINE, byte offset, length, line) of the lines merged
         renamed = self._insert_messages(message_rows)
         owners = _owners(marks, renamed, len(records)) if renamed else {}
         for index, record in enumerate(records):
@@ -247,6 +252,7 @@ class Writer:
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
         self.conn.executemany(RESULT_INSERT, self._results)
         self._complete_results(message_rows)
+        self._take_over_retired()
         self.conn.executemany(
             FILE_SESSION_UPSERT,
             [(self.file_id, s, self._starts.get(s), self._ends.get(s))
@@ -300,6 +306,7 @@ class Writer:
                 with_copies.add(uuid)
             if same in copies:
                 self._merge("duplicate")
+                self._held.append((uuid, same, row[BYTE_OFFSET], row[BYTE_LENGTH], row[LINE_NO]))
                 continue
             if copies:
                 name, k = f"{uuid}@{row[BYTE_OFFSET]}", 1
@@ -317,6 +324,85 @@ class Writer:
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
         return renamed
+
+    def _retired_files(self) -> list[int]:
+        """The stored files gone from this file's path, kept under a name of their own (``retired_path``)."""
+        if self._retired is None:
+            self._retired = [file_id for file_id, path in self.conn.execute(
+                "SELECT id, path FROM source_files WHERE path > ? AND path < ? AND missing = 1 ORDER BY id",
+                [self.path + "#gone-", self.path + "#gone."],
+            ) if retired_from(path) == self.path]
+        return self._retired
+
+    def _take_over_retired(self) -> None:
+        """The rows of a file gone from this path (``retired_path``) whose line this file
+        holds now, the same, are this file's: they take its place (the line's offset,
+        length and number, and the file), so ``raw()`` reads them here. A gone file
+        left holding nothing goes (``forget_retired``)."""
+        left, self._left = self._left, set()
+        if self._held and self._retired_files():
+            left |= self._take_over_lines()
+        forgotten = forget_retired(self.conn, sorted(left))
+        if forgotten:
+            self._retired = [file_id for file_id in self._retired if file_id not in forgotten]
+
+    def _take_over_lines(self) -> set[int]:
+        retired = self._retired_files()
+        marks = ",".join("?" * len(retired))
+        left: set[int] = set()
+        for uuid, same, offset, length, line_no in self._held:
+            found = next((row for row in self.conn.execute(  # (the line, or a changed copy of it: ``<uuid>@<offset>``)
+                f"SELECT uuid, file_id, session_id, {SAME_LINE} FROM messages WHERE (uuid = ? OR (uuid > ? AND uuid < ?)) "
+                f"AND file_id IN ({marks}) ORDER BY uuid != ?, id", [uuid, uuid + "@", uuid + "A", *retired, uuid],
+            ) if tuple(row[3:]) == same), None)
+            if found is None:
+                continue
+            uuid, old, session_id = found[0], found[1], found[2]
+            if session_id not in self.counts.mentioned:  # (an inline agent's line, moved to its session: derive)
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO file_sessions (file_id, session_id) VALUES (?, ?)", [self.file_id, session_id]
+                )
+                self.counts.sessions.add(session_id)
+            self.conn.execute(
+                "UPDATE messages SET file_id = ?, byte_offset = ?, byte_length = ?, line_no = ? WHERE uuid = ?",
+                [self.file_id, offset, length, line_no, uuid],
+            )
+            for table in ("tool_calls", "tool_results", "summaries"):  # what the line gave
+                self.conn.execute(
+                    f"UPDATE {table} SET file_id = ? WHERE message_uuid = ? AND file_id = ?", [self.file_id, uuid, old]
+                )
+            # The line is stored here now, merged there: read = stored + merged + failed still holds for both.
+            self.conn.execute(
+                "UPDATE source_files SET lines_stored = max(lines_stored - 1, 0), lines_merged = lines_merged + 1 "
+                "WHERE id = ?", [old],
+            )
+            self.conn.execute(
+                "UPDATE source_files SET lines_stored = lines_stored + 1, lines_merged = lines_merged - 1 WHERE id = ?",
+                [self.file_id],
+            )
+            left.add(old)
+        self._held = []
+        return left
+
+    def _take_over(self, table: str, where: str, values: list) -> None:
+        """A row a file gone from this path (``retired_path``) holds, which a line of this file
+        gives again the same (``where``): this file's now, as a first ingest of it has it."""
+        retired = self._retired_files()
+        if not retired:
+            return
+        marks = ",".join("?" * len(retired))
+        found = [row[0] for row in self.conn.execute(
+            f"SELECT DISTINCT file_id FROM {table} WHERE {where} AND file_id IN ({marks})", [*values, *retired])]
+        if not found:
+            return
+        if table == "session_links":  # (not unique: this file stored its own)
+            self.conn.execute(f"DELETE FROM {table} WHERE {where} AND file_id IN ({marks})", [*values, *retired])
+        else:
+            self.conn.execute(
+                f"UPDATE {table} SET file_id = ? WHERE {where} AND file_id IN ({marks})",
+                [self.file_id, *values, *retired],
+            )
+        self._left.update(found)
 
     def _stored(self, uuid: str) -> bool:
         return self.conn.execute("SELECT 1 FROM messages WHERE uuid = ?", [uuid]).fetchone() is not None
@@ -390,6 +476,8 @@ class Writer:
             "INSERT INTO session_links (session_id, parent_session_id, relationship, file_id) VALUES (?, ?, ?, ?)",
             [link.session_id, link.parent_session_id, link.relationship, self.file_id],
         )
+        self._take_over("session_links", "session_id = ? AND parent_session_id = ? AND relationship = ?",
+                        [link.session_id, link.parent_session_id, link.relationship])
         self.counts.sessions.add(link.session_id)  # (derived now, and its file is read again with the session's)
 
     def _tool_call(self, t: ToolCall) -> None:
@@ -422,6 +510,8 @@ class Writer:
     def _title(self, t: TitleCandidate) -> None:
         title = stored_title(t)
         self.conn.execute(TITLE_INSERT, [t.session_id, t.kind, title, t.timestamp, t.leaf_uuid, self.file_id])
+        self._take_over("titles", "session_id = ? AND kind = ? AND title = ? AND ifnull(leaf_uuid, '') = ifnull(?, '')",
+                        [t.session_id, t.kind, title, t.leaf_uuid])
         self.counts.sessions.add(t.session_id)
 
     def _summary(self, s: Summary) -> None:
@@ -438,6 +528,7 @@ class Writer:
             "VALUES (?, ?, ?, ?, ?, ?)",
             [p.session_id, p.url, p.number, p.repository, p.timestamp, self.file_id],
         )
+        self._take_over("pull_requests", "session_id = ? AND url = ?", [p.session_id, p.url])
         self.counts.sessions.add(p.session_id)
 
     def _subagent(self, s: Subagent) -> None:
@@ -535,6 +626,23 @@ def file_holds_rows(conn: sqlite3.Connection, file_id: int) -> bool:
     """Whether anything was read from one file (its errors aside)."""
     tables = (*FILE_TABLES, "file_sessions", "message_aliases", "workflows", "workflow_agents")
     return any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone() for table in tables)
+
+
+def forget_retired(conn: sqlite3.Connection, file_ids) -> set[int]:
+    """Delete the files gone from disk among ``file_ids`` that hold nothing any more
+    (no row read from them, no error): their rows all went to another file. Returns their ids."""
+    forgotten = set()
+    for file_id in file_ids:
+        if any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone()
+               for table in (*FILE_TABLES, "workflows", "workflow_agents", "ingest_errors")):
+            continue
+        if not conn.execute("SELECT 1 FROM source_files WHERE id = ? AND missing = 1", [file_id]).fetchone():
+            continue
+        for table in ("file_sessions", "message_aliases"):
+            conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
+        conn.execute("DELETE FROM source_files WHERE id = ?", [file_id])
+        forgotten.add(file_id)
+    return forgotten
 
 
 def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
