@@ -697,9 +697,11 @@ def test_a_fork_whose_parent_is_stored_nowhere_keeps_the_history_it_copied(tmp_p
         (15, "assistant", "agent_reasoning"), (17, "assistant", "agent_message"), (19, "assistant", "function_call"),
         (20, "assistant", "token_count"),
     ]
-    assert rows(db_path, "SELECT seq, line_no FROM messages WHERE session_id = ? AND meta_json IS NOT NULL "
-                         "AND json_extract(meta_json, '$.copied_from') IS NULL ORDER BY seq", [fork]) == [
-        (14, 24), (15, 26)]
+    # its own turn's rows: the copy's turn context (its effort) is the parent's, not theirs
+    assert rows(db_path, "SELECT seq, line_no, meta_json FROM messages WHERE session_id = ? AND meta_json IS NOT NULL "
+                         "AND json_extract(meta_json, '$.copied_from') IS NULL ORDER BY seq", [fork]) == []
+    assert rows(db_path, "SELECT seq, line_no FROM messages WHERE session_id = ? AND meta_json IS NULL ORDER BY seq",
+                [fork]) == [(13, 22), (14, 24), (15, 26)]
     assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE session_id != ?", [fork]) == [(0,)]
     # searchable, and the parent's prompt found in the fork
     assert rows(db_path, "SELECT m.session_id, m.line_no FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
@@ -784,6 +786,66 @@ def test_generated_fork_keeps_its_copy_until_its_parent_comes(tmp_path):
     (elsewhere / parent_path.name).rename(parent_path)
     ingest(db_path, {"codex": home})
     assert diff(snapshot(together), snapshot(db_path)) == []
+
+
+def own_rows(db_path, session: str) -> dict:
+    """A session's own rows (not copied from its parent), every column but the row ids,
+    sequence numbers and file ids that depend on what else was stored; and the columns of
+    its ``sessions`` row that the rows copied do not tally (counts, tokens, the model the
+    last of its rows names)."""
+    own = ("FROM messages WHERE session_id = :s AND (meta_json IS NULL "
+           "OR json_extract(meta_json, '$.copied_from') IS NULL)")
+    drop = {"id", "seq", "file_id"}
+    conn = sqlite3.connect(db_path)
+    conn.row_factory = sqlite3.Row
+    try:
+        def table(sql):
+            return [{k: row[k] for k in row.keys() if k not in drop} for row in conn.execute(sql, {"s": session})]
+        session_row = dict(conn.execute("SELECT * FROM sessions WHERE id = ?", [session]).fetchone())
+        for tallied in ("message_count", "input_tokens", "output_tokens", "cache_read_tokens",
+                        "cache_creation_tokens", "model", "jsonl_path", "updated_at"):
+            session_row.pop(tallied)
+        return {
+            "messages": table(f"SELECT * {own} ORDER BY seq"),
+            "tool_calls": table(f"SELECT * FROM tool_calls WHERE message_uuid IN (SELECT uuid {own}) ORDER BY id"),
+            "tool_results": table(f"SELECT * FROM tool_results WHERE message_uuid IN (SELECT uuid {own}) ORDER BY id"),
+            "session": session_row,
+        }
+    finally:
+        conn.close()
+
+
+def test_a_kept_copy_leaves_the_fork_s_own_rows_as_they_are_beside_the_parent(tmp_path, corpus_root):
+    # the fork's own turn has no turn_context: the copy's (its model, its effort) is not the fork's
+    together = _layouts(tmp_path, corpus_root, "together")
+    alone = tmp_path / "alone.db"
+    ingest(alone, {"codex": fork_home(tmp_path / "alone" / ".codex", corpus_root)})
+    fork = f"codex:{FORK_ID}"
+    assert rows(alone, "SELECT COUNT(*) FROM messages WHERE meta_json LIKE '%copied_from%'") != [(0,)]
+    assert own_rows(alone, fork) == own_rows(together, fork)
+    assert rows(alone, "SELECT model, meta_json FROM messages WHERE session_id = ? AND line_no > 21", [fork]) == [
+        (None, None), (None, None), (None, None)]
+    assert rows(alone, "SELECT reasoning_effort FROM sessions WHERE id = ?", [fork]) == [(None,)]
+
+
+def test_a_generated_fork_s_own_rows_are_the_same_with_its_copy_kept(tmp_path):
+    from datasette_obelisk.demo.generator import generate
+
+    generate(tmp_path / "gen", seed=3, target_bytes=300_000, claude=False, codex=True)
+    home = tmp_path / "gen" / ".codex"
+    heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
+             for path in home.rglob("rollout-*.jsonl")}
+    [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
+    [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+    together = tmp_path / "together.db"
+    ingest(together, {"codex": home})
+    parent_path.unlink()
+    alone = tmp_path / "alone.db"
+    ingest(alone, {"codex": home})
+    fork = f"codex:{meta['id']}"
+    assert rows(alone, "SELECT COUNT(*) > 0 FROM messages WHERE session_id = ? AND meta_json LIKE '%copied_from%'",
+                [fork]) == [(1,)]
+    assert own_rows(alone, fork) == own_rows(together, fork)
 
 
 # -- the malformed and the truncated rollout ---------------------------------------

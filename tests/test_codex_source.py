@@ -1128,6 +1128,48 @@ def test_the_copy_of_a_parent_stored_nowhere_is_kept_and_marked(turns):
     assert [r.reason for r in of(feed_raw(lines), Merged)] == ["metadata"] + ["replay"] * 8 + ["metadata"] * 2
 
 
+@pytest.mark.parametrize("copied_after_abort", [True, False], ids=["copy-goes-on", "copy-ends"])
+@pytest.mark.parametrize("turns", [True, False], ids=["uuid7-turn-ids", "gap-after-copy"])
+def test_a_kept_copy_moves_nothing_the_fork_s_own_lines_read(turns, copied_after_abort):
+    """The copy's turn context (model, effort, cwd), its calls left open by an abort, its
+    last message: the parent's. The fork's own records are those it has beside the parent."""
+    old, new = (OLD_TURN, NEW_TURN) if turns else (None, None)
+    turn_fields = {"turn_id": old} if old else {}
+    copy = copied_parent(COPY_TIME, old)
+    copy[2] = envelope("turn_context", {"model": "gpt-parent", "effort": "high", "cwd": "/p", **turn_fields}, COPY_TIME)
+    copy[6:] = [  # the call's turn aborted before its output (then, maybe, a copied line more)
+        envelope("event_msg", {"type": "turn_aborted", "reason": "interrupted", **turn_fields}, COPY_TIME),
+        *[envelope("response_item", {"type": "message", "role": "developer",
+                                     "content": [{"type": "input_text", "text": "<turn_aborted>"}]}, COPY_TIME)
+          ] * copied_after_abort,
+    ]
+    own = own_turn(OWN_TIME, new)
+    del own[1]  # no turn context of its own
+    own.insert(2, envelope("response_item", {"type": "message", "role": "assistant",
+                                             "content": [{"type": "output_text", "text": "child answer"}]}, OWN_TIME))
+    lines = [envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME, "forked_from_id": PARENT_ID,
+                                       "cwd": "/c"}, FORK_TIME), *copy, *own]
+
+    def own_records(records):
+        copied = {m.uuid for m in of(records, Message) if (m.meta or {}).get("copied_from")}
+        return [r for r in records if not isinstance(r, (Merged, Session))
+                and getattr(r, "uuid", None) not in copied and getattr(r, "message_uuid", None) not in copied]
+
+    kept = feed_raw(lines, orphan_unit())
+    merged = feed_raw(lines)
+    assert own_records(kept) == own_records(merged)
+    assert [(m.text, m.model, m.cwd, m.meta, m.parent_uuid) for m in own_records(kept) if isinstance(m, Message)] == [
+        ("child prompt", None, "/c", None, None), ("child answer", None, "/c", None, of(kept, Message)[-3].uuid),
+        ("", None, "/c", None, of(kept, Message)[-2].uuid)]
+    assert [s for s in of(kept, Session) if s.model or s.reasoning_effort or s.cwd not in (None, "/c")] == []
+    # the copy reads as the parent's own reading gives it: the aborted call cancelled
+    assert [(r.tool_use_id, r.outcome) for r in of(kept, ToolResult)] == [(f"codex:{CHILD_ID}:p1", "cancelled")]
+    assert {m.model for m in of(kept, Message) if (m.meta or {}).get("copied_from") and m.role == "assistant"} == {
+        "gpt-parent"}
+    # resumed after every line, the same
+    assert feed_all(lines_of(b"\n".join(lines) + b"\n"), orphan_unit(), restore_every_line=True) == kept
+
+
 def test_a_kept_copy_without_forked_from_id_names_the_parent_it_copies():
     records = feed_raw([
         envelope("session_meta", {"id": CHILD_ID, "timestamp": FORK_TIME}, FORK_TIME),

@@ -85,7 +85,11 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   (deleted, never copied over), it is all that is left, so the child keeps
   it, read as its own lines but that its messages say whose history they
   copy (``meta.copied_from``) and it titles nothing, names no agent and
-  links nothing (``copies_of`` in the file's hints, ``settle_hints``). When
+  links nothing (``copies_of`` in the file's hints, ``settle_hints``). It is
+  read in a state of its own (``COPY_FIELDS``): its turn context (model,
+  effort, cwd), its last message, its calls leave the child's own lines as
+  they are when the copy is merged; only the usage baseline moves on, as
+  over a replay. When
   the parent's log comes, in any run, the child is read again and leaves the
   copy to it: the database is the one reading both at once gives. A child whose
   log is gone by then (deleted, or emptied) is not read again: the rows it kept
@@ -103,6 +107,7 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 
 from __future__ import annotations
 
+import copy
 import html
 import os
 import re
@@ -748,6 +753,19 @@ class CodexState:
     # the Messages that said it (several when said in parts)
     said: dict = field(default_factory=dict)
     prompts: list = field(default_factory=list)  # [uuid, characters] of the prompts, oldest first
+    # the copy of the parent's history a rollout keeps (``copies_of``) is read with a state
+    # of its own: its ``COPY_FIELDS`` as the last copied line left them
+    copy_state: dict | None = None
+
+
+# What a copied line kept (``CodexParser._keeps_copy``) moves in the copy's state only:
+# the rollout's own lines read on as if the copy were merged (a replay).
+COPY_FIELDS = (
+    "own_content", "conversation_read", "first_unknown", "drift_reported", "in_turn", "context_block",
+    "cwd", "model", "effort", "git_branch", "last_uuid", "first_prompt_seen", "first_prompt", "turns",
+    "turns_cut", "previous", "twins", "last_said", "last_total", "open_calls", "failed_calls",
+    "closed_calls", "aborted_calls", "aborted_at", "last_spawn", "said", "prompts", "excluded",
+)
 
 
 class CodexParser:
@@ -767,6 +785,9 @@ class CodexParser:
         # is kept here (``copies_of``, see ``CodexSource.settle_hints``)
         self.copies_of = first_text(unit.hints.get("copies_of"))
         self._copy = False  # the line being read is a copy kept
+        self._own: dict | None = None  # while it is: the rollout's own COPY_FIELDS
+        self._out: list = []  # the records of the line being read
+        self._output_line = False  # the line being read is a tool output
         self._line_time: str | None = None  # the time the line being read was written
 
     def state(self) -> dict[str, Any]:
@@ -805,22 +826,55 @@ class CodexParser:
 
     def _line(self, line: bytes | None, position: Position, out: list) -> None:
         s, start = self.s, len(out)
-        kept = (s.own_content, s.first_prompt_seen, s.first_prompt)
-        self._copy = False
+        self._copy, self._out, self._output_line = False, out, False
         self._read_line(line, position, out)
         if self._copy:
             self._copy = False
             self._line_time = None  # (a copy says nothing of when this thread went on)
-            s.own_content, s.first_prompt_seen, s.first_prompt = kept
+            baseline = (s.copy_state or {}).get("last_total", self._own["last_total"])
+            self._copy_state_out()
+            if s.copy_state["last_total"] != baseline:  # (as a replay, the usage baseline moves on)
+                s.last_total = s.copy_state["last_total"]
             self._copied(out, start)
+        elif s.copy_state and s.copy_state["aborted_calls"] and not self._output_line:
+            # the copy ended on an aborted turn: its calls that got no output were cancelled
+            settled: list = []
+            self._copy_state_in()
+            self._settle_aborted_calls(settled, self._line_time)
+            self._copy_state_out()
+            out[start:start] = settled
 
     def _keeps_copy(self) -> bool:
         """Whether a line found to be a copy of the parent's history is kept (read as
-        this rollout's own, then marked ``_copied``): when the parent's log is stored nowhere."""
-        if self.copies_of:
+        this rollout's own, then marked ``_copied``): when the parent's log is stored nowhere.
+        The copy is read in a state of its own (``_copy_state_in``)."""
+        if not self.copies_of:
+            return False
+        if not self._copy:
             self._copy = True
-            return True
-        return False
+            self._copy_state_in()
+            if self.s.aborted_calls and not self._output_line:
+                self._settle_aborted_calls(self._out, self._line_time)
+        return True
+
+    def _copy_state_in(self) -> None:
+        """The kept copy's ``COPY_FIELDS`` in (at first, the rollout's own as they are), the
+        rollout's own put aside: what the copy's lines set (a turn context's model, effort
+        and cwd, the last message, calls, titles, usage) is the parent's."""
+        s = self.s
+        self._own = {name: getattr(s, name) for name in COPY_FIELDS}
+        copy_state = s.copy_state if s.copy_state is not None else copy.deepcopy(self._own)
+        for name, value in copy_state.items():
+            setattr(s, name, value)
+        s.turns_cut = s.turns_cut or self._own["turns_cut"]
+
+    def _copy_state_out(self) -> None:
+        """The rollout's own ``COPY_FIELDS`` back, the copy's kept for its next line."""
+        s = self.s
+        s.copy_state = {name: getattr(s, name) for name in COPY_FIELDS}
+        for name, value in self._own.items():
+            setattr(s, name, value)
+        self._own = None
 
     def _copied(self, out: list, start: int) -> None:
         """The records of a copied line kept (``_keeps_copy``): its messages say whose
@@ -831,6 +885,8 @@ class CodexParser:
         for record in out[start:]:
             if isinstance(record, (TitleCandidate, Subagent, SessionLink)):
                 continue
+            if isinstance(record, Session):  # (its model, effort, exclusion are the parent's)
+                record = Session(id=self.session_id, source=SOURCE)
             if isinstance(record, Message):
                 record.meta = {**(record.meta or {}), "copied_from": parent}
             kept.append(record)
@@ -860,7 +916,8 @@ class CodexParser:
         kind = data.get("type")
         payload = data.get("payload")
         timestamp = self._line_time = first_text(data.get("timestamp"))
-        if self.s.aborted_calls and first_text(dig(payload if isinstance(payload, dict) else data, "type")) not in OUTPUT_ITEMS:
+        self._output_line = first_text(dig(payload if isinstance(payload, dict) else data, "type")) in OUTPUT_ITEMS
+        if self.s.aborted_calls and not self._output_line:
             self._settle_aborted_calls(out, timestamp)
         if isinstance(kind, str) and isinstance(payload, dict):  # envelope
             if kind == "session_meta":
