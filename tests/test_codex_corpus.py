@@ -756,15 +756,22 @@ def test_a_kept_copy_gives_way_to_its_parent_however_the_logs_arrive(tmp_path, c
                          "WHERE path LIKE ?", [f"%{FORK_ID}.jsonl"]) == [(26, 3, 23, 0)]
 
 
+def generated_fork(home: Path) -> tuple[Path, Path, dict]:
+    """The one fork rollout the generator wrote under ``home``, its parent's rollout, and
+    the fork's session_meta."""
+    heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
+             for path in home.rglob("rollout-*.jsonl")}
+    [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
+    [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+    return fork_path, parent_path, meta
+
+
 def test_generated_fork_keeps_its_copy_until_its_parent_comes(tmp_path):
     from datasette_obelisk.demo.generator import generate
 
     stats = generate(tmp_path / "gen", seed=3, target_bytes=300_000, claude=False, codex=True).codex
     home = tmp_path / "gen" / ".codex"
-    heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
-             for path in home.rglob("rollout-*.jsonl")}
-    [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
-    [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+    fork_path, parent_path, meta = generated_fork(home)
     together = tmp_path / "together.db"
     ingest(together, {"codex": home})
     # the parent's log elsewhere: the fork keeps what it copied, every copied call among it
@@ -833,10 +840,7 @@ def test_a_generated_fork_s_own_rows_are_the_same_with_its_copy_kept(tmp_path):
 
     generate(tmp_path / "gen", seed=3, target_bytes=300_000, claude=False, codex=True)
     home = tmp_path / "gen" / ".codex"
-    heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
-             for path in home.rglob("rollout-*.jsonl")}
-    [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
-    [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+    fork_path, parent_path, meta = generated_fork(home)
     together = tmp_path / "together.db"
     ingest(together, {"codex": home})
     parent_path.unlink()
@@ -1783,10 +1787,7 @@ def test_a_generated_gone_fork_gives_its_kept_copy_up_when_its_parent_comes(tmp_
     def fork_gone(folder: Path, parent_later: bool) -> tuple[Path, dict]:
         generate(folder / "gen", seed=3, target_bytes=300_000, claude=False, codex=True)
         home = folder / "gen" / ".codex"
-        heads = {path: orjson.loads(path.read_bytes().split(b"\n", 1)[0])["payload"]
-                 for path in home.rglob("rollout-*.jsonl")}
-        [(fork_path, meta)] = [(path, meta) for path, meta in heads.items() if meta.get("forked_from_id")]
-        [parent_path] = [path for path, head in heads.items() if head["id"] == meta["forked_from_id"]]
+        fork_path, parent_path, meta = generated_fork(home)
         db_path = folder / "obelisk.db"
         if parent_later:
             (folder / "away").mkdir()
