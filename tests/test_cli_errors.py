@@ -747,15 +747,21 @@ def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
     assert hostile in json.loads(invoke("read", "s1", "--db", db, "--json").stdout)[0]["text"]  # the same JSON
 
 
-def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monkeypatch):
+def alternating_session(tmp_path, count: int):
+    """A database of session s1: ``count`` prompts and answers in turn, m01 ("line 1") onwards."""
     project = tmp_path / "agent" / "projects" / "-w"
     project.mkdir(parents=True)
     lines = [{"type": "user" if n % 2 else "assistant", "uuid": f"m{n:02}", "parentUuid": f"m{n - 1:02}" if n > 1 else None,
               "sessionId": "s1", "timestamp": f"2026-01-01T00:00:{n:02}Z",
-              "message": {"role": "user" if n % 2 else "assistant", "content": f"line {n}"}} for n in range(1, 8)]
+              "message": {"role": "user" if n % 2 else "assistant", "content": f"line {n}"}} for n in range(1, count + 1)]
     (project / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     db = tmp_path / "o.db"
     run_ingest(db, {"claude": tmp_path / "agent"})
+    return db
+
+
+def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monkeypatch):
+    db = alternating_session(tmp_path, 7)
     monkeypatch.setattr(obelisk, "MAX_THREAD", 3)  # one call returns 3 messages at most
     text = invoke("read", "s1", "--db", db)
     assert (text.exit_code, text.stdout.count("\n# "), text.stdout.startswith("# line 1\n")) == (0, 0, True)
@@ -768,14 +774,7 @@ def test_read_gives_a_session_longer_than_one_call_returns_whole(tmp_path, monke
 
 
 def test_read_past_the_end_of_a_session_says_so(tmp_path):
-    project = tmp_path / "agent" / "projects" / "-w"
-    project.mkdir(parents=True)
-    lines = [{"type": "user" if n % 2 else "assistant", "uuid": f"m{n}", "parentUuid": f"m{n - 1}" if n > 1 else None,
-              "sessionId": "s1", "timestamp": f"2026-01-01T00:00:0{n}Z",
-              "message": {"role": "user" if n % 2 else "assistant", "content": f"line {n}"}} for n in range(1, 4)]
-    (project / "s1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    db = tmp_path / "o.db"
-    run_ingest(db, {"claude": tmp_path / "agent"})
+    db = alternating_session(tmp_path, 3)
     for args in (["--offset", "3"], ["--offset", "99", "--limit", "2"]):
         result = invoke("read", "s1", "--db", db, *args)
         assert result.exit_code == 0, args
