@@ -23,7 +23,7 @@ from ..sources.lines import BOM, CHUNK, MAX_LINE, Line, decode_object, load_json
 from .fingerprint import compressed_hashes_at, hashes_at
 from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
-from .writer import split_messages
+from .writer import latest_ends, split_messages
 
 # A text file (``layout == "text"``) is held up to this many bytes, as a line
 # is; the rest is counted, not held.
@@ -179,6 +179,7 @@ class Reader:
         yield self.batch(unit, parser, raw, records, cursor, line_no, lines)
 
     def batch(self, unit, parser, raw, records, cursor, line_no, lines, *, open_line=False, pending=0, at_eof=True) -> Batch:
+        records = latest_ends(records)  # (a session's end said by many lines: sent once)
         if self.redact is not None:
             records = [self.redact(r) for r in records]
         messages = [r for r in records if type(r) is Message]

@@ -76,6 +76,8 @@ PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.i
 # (A record's end is its file's, ``file_sessions.ended_at``: derivation sets the session's.)
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f not in ("id", "ended_at")]
 SAID_FIELDS = [f for f in SESSION_FIELDS if f != "source"]  # what a record says of its session besides its end
+_SAID = operator.attrgetter(*SAID_FIELDS)
+_NONE_SAID = (None,) * len(SAID_FIELDS)
 # A subagents row says, field by field, where its type and task came from (``Subagent.described_by``).
 DESCRIBED = ("agent_type", "description")
 SUBAGENT_FIELDS = [f for f in Subagent.__dataclass_fields__ if f not in ("agent_id", "session_id", "described_by")] + [
@@ -449,12 +451,10 @@ class Writer:
 
     def _session(self, s: Session) -> None:
         if s.ended_at is not None:
-            # (a placeholder, "[trimmed]", is no time)
-            text = s.ended_at if isinstance(s.ended_at, str) else ""
-            end = canonical(text) if text[:4].isdigit() and text[4:5] == "-" else None
+            end = end_of(s)
             if end and end > self._ends.get(s.id, ""):
                 self._ends[s.id] = end
-            if all(getattr(s, f) is None for f in SAID_FIELDS):
+            if says_only_end(s):
                 # A line's time alone: its file names the session (so it is derived, and an
                 # appended line moves the end), but no row is made for it.
                 self.counts.sessions.add(s.id)
@@ -574,6 +574,57 @@ def stored_title(t: TitleCandidate) -> str:
     if t.kind == "first_prompt" and len(title) > MAX_TITLE:
         title = " ".join(title.split(None, MAX_TITLE)[:MAX_TITLE])
     return title if len(title) <= MAX_TITLE else title[: MAX_TITLE - 1] + "…"
+
+
+def end_of(s: Session) -> str | None:
+    """The time ``s.ended_at`` says, canonical; None when it is no time (a placeholder, "[trimmed]")."""
+    text = s.ended_at if isinstance(s.ended_at, str) else ""
+    return canonical(text) if text[:4].isdigit() and text[4:5] == "-" else None
+
+
+def says_only_end(s: Session) -> bool:
+    """Whether a session record says nothing but its end (``ended_at``; its ``source`` aside)."""
+    return s.ended_at is not None and _SAID(s) == _NONE_SAID
+
+
+def latest_ends(records: list) -> list:
+    """``records`` with, of those that say only a session's end (``says_only_end``: one
+    per line that stores no message), one per session: the one of its latest end (the
+    first when none says a time). The writer makes the same of them as of all of them
+    (``file_sessions.ended_at`` keeps the latest; the file names the session), and they
+    need not be sent, redacted and written one by one. Records are not changed."""
+    out: list = []
+    kept: dict[str, list] = {}  # session -> [its record's index in out, its end]
+    for record in records:
+        if type(record) is not Session or record.ended_at is None or _SAID(record) != _NONE_SAID:
+            out.append(record)
+            continue
+        end = _end_key(record)
+        held = kept.get(record.id)
+        if held is None:
+            kept[record.id] = [len(out), end]
+            out.append(record)
+        elif end is not None and (held[1] is None or end > held[1]):
+            out[held[0]] = record
+            held[1] = end
+    if len(out) == len(records):
+        return records
+    for session, (index, end) in kept.items():
+        if end is not None and end_of(out[index]) != end:  # of the canonical shape, but no time
+            ends = [(e, r) for r in records if type(r) is Session and r.id == session and says_only_end(r)
+                    and (e := end_of(r)) is not None]
+            if ends:
+                out[index] = max(ends, key=lambda pair: pair[0])[1]
+    return out
+
+
+def _end_key(s: Session) -> str | None:
+    """``end_of(s)``, but a text of its canonical shape is taken as it is (``latest_ends``
+    checks the one it keeps): most logs write their times so."""
+    text = s.ended_at
+    if type(text) is str and len(text) == 24 and text[23] == "Z" and text[10] == "T" and text[19] == ".":
+        return text
+    return end_of(s)
 
 
 def split_messages(records) -> tuple[list, list[tuple], list[int]]:
