@@ -1818,3 +1818,29 @@ def test_a_generated_gone_fork_gives_its_kept_copy_up_when_its_parent_comes(tmp_
     assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork]) == rows(
         together, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [fork])
     assert diff(snapshot(together), snapshot(db_path)) == []
+
+
+@pytest.mark.parametrize("grown", [False, True], ids=["as-long", "with-a-turn-more"])
+def test_a_deleted_rollout_back_with_its_lines_at_other_offsets_stores_each_message_once(tmp_path, corpus_root, grown):
+    # Message ids are byte offsets: written again with a longer first line, every
+    # message of the rollout is at another offset, and is the archived one moved.
+    home, live, db_path = ingested_rollout(tmp_path, corpus_root)
+    lines = live.read_bytes().splitlines(keepends=True)
+    live.unlink()
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert rows(db_path, "SELECT availability FROM sessions") == [("archived",)]
+    head = orjson.loads(lines[0])
+    head["payload"]["instructions"] = "Answer briefly."
+    data = orjson.dumps(head) + b"\n" + b"".join(lines[1:])
+    if grown:
+        stamp = "2025-10-28T05:00:00.000Z"
+        data += envelope("event_msg", {"type": "user_message", "message": "One more thing."}, stamp)
+        data += envelope("event_msg", {"type": "agent_message", "message": "Done."}, stamp)
+    live.write_bytes(data)
+    ingest(db_path, {"codex": home}, sources=codex_sources())
+    assert rows(db_path, "SELECT COUNT(*) FROM messages") == [(18 + 2 * grown,)]
+    assert rows(db_path, "SELECT path, missing FROM source_files") == [(str(live), 0)]
+    assert rows(db_path, "SELECT availability, message_count FROM sessions") == [("live", 10 + 2 * grown)]
+    ingest(tmp_path / "once.db", {"codex": home}, sources=codex_sources())
+    assert diff(snapshot(db_path), snapshot(tmp_path / "once.db")) == []
+    assert raw_lines(db_path) == raw_lines(tmp_path / "once.db")

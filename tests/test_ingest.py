@@ -2223,3 +2223,61 @@ def test_a_log_back_with_other_bytes_holding_every_line_leaves_no_gone_file(db, 
     assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
     summary = run(db, root)
     assert (summary.files_skipped, summary.files_missing) == (2, 0)
+
+
+def test_a_log_back_with_its_lines_at_other_offsets_stores_each_message_once(db, root, tmp_path):
+    # Messages named after their byte offset (``<session>:<offset>``, as Codex's are): the
+    # lines the new file holds again at other offsets are the archived rows, moved to it.
+    path = root / "s1.jsonl"
+    one, two = line(text="one", ts="2026-01-01T00:00:01Z"), line(text="two", ts="2026-01-01T00:00:02Z")
+    three = line(text="three", ts="2026-01-01T00:00:03Z", tool="Bash", paths=["x.py"])
+    path.write_bytes(one + two + three)
+    run(db, root)
+    path.unlink()
+    assert run(db, root).files_missing == 1
+    # Back with its first line written longer (the same message), every later line moved on, and one more.
+    longer = (json.dumps({"text": "one", "ts": "2026-01-01T00:00:01Z", "cwd": "/work"}) + "\n").encode()
+    four = line(text="four", ts="2026-01-01T00:00:04Z")
+    path.write_bytes(longer + two + three + four)
+    summary = run(db, root)
+    assert (summary.files_read, summary.messages, summary.merged) == (1, 3, 1)
+    at = [0, len(longer), len(longer + two), len(longer + two + three)]
+    assert rows(db, "SELECT m.uuid, m.seq, m.text, m.byte_offset, f.path FROM messages m "
+                    "JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("s1:0", 1, "one", 0, str(path)), (f"s1:{at[1]}", 2, "two", at[1], str(path)),
+        (f"s1:{at[2]}", 3, "three", at[2], str(path)), (f"s1:{at[3]}", 4, "four", at[3], str(path))]
+    assert rows(db, "SELECT id, message_uuid FROM tool_calls") == [(f"s1:{at[2]}:call", f"s1:{at[2]}")]
+    assert rows(db, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files") == [
+        (str(path), 0, 4, 4, 0)]
+    assert [raw_text(db, f"s1:{offset}") for offset in at] == [
+        data.decode().rstrip("\n") for data in (longer, two, three, four)]
+    run(tmp_path / "clean.db", root)
+    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+    assert run(db, root).files_skipped == 1
+
+
+def test_a_log_back_shorter_with_its_lines_at_other_offsets_leaves_the_rest_archived(db, root):
+    path = root / "s1.jsonl"
+    lines = [line(text="one", ts="2026-01-01T00:00:01Z"), line(text="two", ts="2026-01-01T00:00:02Z")]
+    lines.append(line(text="three", ts="2026-01-01T00:00:03Z", parent=f"s1:{len(lines[0])}"))
+    lines.append(line(text="four", ts="2026-01-01T00:00:04Z"))
+    path.write_bytes(b"".join(lines))
+    run(db, root)
+    path.unlink()
+    run(db, root)
+    # Back holding its second and fourth lines only: the first and third stay archived.
+    path.write_bytes(lines[1] + lines[3])
+    summary = run(db, root)
+    assert (summary.messages, summary.merged) == (2, 0)
+    gone = str(path) + "#gone-1"
+    offsets = [0, len(lines[0]), len(lines[0] + lines[1]), len(lines[0] + lines[1] + lines[2])]
+    # (the second line, at offset 0 now, is named apart from the archived first line that holds that name)
+    # (the archived third line follows the second's row)
+    assert rows(db, "SELECT m.uuid, m.seq, m.text, m.byte_offset, f.path, m.parent_uuid FROM messages m "
+                    "JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("s1:0", 1, "one", 0, gone, None), ("s1:0@0", 2, "two", 0, str(path), None),
+        (f"s1:{offsets[2]}", 3, "three", offsets[2], gone, "s1:0@0"),
+        (f"s1:{len(lines[1])}", 4, "four", len(lines[1]), str(path), None)]
+    assert rows(db, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
+        (gone, 1, 4, 2, 2), (str(path), 0, 2, 2, 0)]
+    assert rows(db, "SELECT id, availability, message_count FROM sessions") == [("s1", "live", 4)]

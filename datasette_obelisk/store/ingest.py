@@ -1327,6 +1327,9 @@ class Ingester:
             writer = Writer(self.conn, file_id, str(unit.path), self._kept_seqs.get(file_id))
             writer.write(records, batch.message_rows, batch.message_marks)
             if not deferred:
+                if writer.ids_after_deletes is not None:  # (rows written since may have taken the ids of rows deleted)
+                    watermark_messages = min(watermark_messages, writer.ids_after_deletes[0])
+                    watermark_results = min(watermark_results, writer.ids_after_deletes[1])
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts

@@ -212,18 +212,25 @@ class Writer:
         self._ends: dict[str, str] = {}  # session -> the latest ended_at its records gave (canonical)
         self._retired: list[int] | None = None  # the files gone from this path (``retired_path``), once looked up
         self._left: set[int] = set()  # those of them that gave rows up to this file
+        # (the highest message and tool result ids left once archived rows were deleted
+        # (``_move_retired_lines``): the rows written after them take ids up from there)
+        self.ids_after_deletes: tuple[int, int] | None = None
 
     def seq_for(self, session_id: str, uuid: str | None = None) -> int:
         """The next place in ``session_id``; the one ``uuid`` had, when its file is read again alone."""
-        following = self._next_seq.get(session_id)
-        if following is None:
-            stored = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id])
-            held = [place for session, place in self.kept_seqs.values() if session == session_id]
-            following = max([stored.fetchone()[0], 0, *held]) + 1  # (places set aside are negative)
+        following = self._following(session_id)
         kept = self.kept_seqs.pop(uuid, None) if self.kept_seqs else None
         seq = kept[1] if kept is not None and kept[0] == session_id else following
         self._next_seq[session_id] = max(following, seq + 1)
         return seq
+
+    def _following(self, session_id: str) -> int:
+        following = self._next_seq.get(session_id)
+        if following is None:
+            stored = self.conn.execute("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", [session_id])
+            held = [place for session, place in self.kept_seqs.values() if session == session_id]
+            following = self._next_seq[session_id] = max([stored.fetchone()[0], 0, *held]) + 1  # (places set aside are negative)
+        return following
 
     def write(self, records, message_rows=None, marks=None) -> None:
         """Write ``records``, or, as the reader hands them over (``split_messages``),
@@ -290,6 +297,7 @@ class Writer:
         if not messages:
             return {}
         renamed: dict[int, tuple[str, str]] = {}
+        moved = self._move_retired_lines(messages)
         texts = self._stored_lines([row[0] for row in messages])
         aliases = self._aliases()
         with_copies: set[str] = set()
@@ -321,11 +329,86 @@ class Writer:
                 self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
             copies.add(same)
-            rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))  # (by the name it is stored under)
+            seq = moved[index][1] if index in moved else self.seq_for(row[1], row[0])
+            rows.append(row + (seq, self.file_id))  # (by the name it is stored under)
             self.counts.sessions.add(row[1])
         self.conn.executemany(MESSAGE_INSERT, rows)
         self.counts.stored += len(rows)
+        if moved:  # what named an archived row moved names the line's row (not one of this file at its old place)
+            retired = self._retired_files()
+            marks = ",".join("?" * len(retired))
+            for index, (old, _) in moved.items():
+                name = renamed[index][1] if index in renamed else messages[index][0]
+                for column in ("parent_uuid", "logical_parent_uuid"):
+                    self.conn.execute(f"UPDATE messages SET {column} = ? WHERE {column} = ? AND file_id IN ({marks})",
+                                      [name, old, *retired])
+                # (a title the line gives again takes the archived one's place: ``_take_over``)
+                self.conn.execute(f"UPDATE OR IGNORE titles SET leaf_uuid = ? WHERE leaf_uuid = ? AND file_id IN ({marks})",
+                                  [name, old, *retired])
+                for column in ("message_start", "message_end"):
+                    self.conn.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", [name, old])
         return renamed
+
+    def _move_retired_lines(self, messages: list[tuple]) -> dict[int, tuple[str, int]]:
+        """The messages named after their place in this file (``<session>:<byte offset>``, as
+        Codex's are) whose line a file gone from this path (``retired_path``) holds at another
+        place, the same (``SAME_LINE`` and time): the same message, moved. Its archived row, and
+        the tool calls, results and summary its line gave, are deleted; the row of this file takes
+        its place in the session (``seq``), and the rows that followed it follow this one (see
+        ``_insert_messages``). (One held at the same place keeps its name: ``_take_over_lines``.)
+        Returns ``{index in messages: (archived uuid, seq)}``."""
+        placed = [index for index, row in enumerate(messages)
+                  if isinstance(row[BYTE_OFFSET], int) and row[0] == f"{row[1]}:{row[BYTE_OFFSET]}"]
+        if not placed or not self._retired_files():
+            return {}
+        retired = self._retired_files()
+        archived: dict[tuple, list[tuple]] = {}
+        for uuid, file_id, seq, *key in self.conn.execute(
+            f"SELECT uuid, file_id, seq, session_id, timestamp, {SAME_LINE} FROM messages "
+            f"WHERE file_id IN ({','.join('?' * len(retired))}) AND uuid = session_id || ':' || byte_offset "
+            "ORDER BY seq", retired,
+        ):
+            archived.setdefault(tuple(key), []).append((uuid, file_id, seq))
+        if not archived:
+            return {}
+        keys = {index: _line_key(messages[index]) for index in placed}
+        in_place = {messages[index][0] for index in placed
+                    if any(uuid == messages[index][0] for uuid, _, _ in archived.get(keys[index], ()))}
+        moved: dict[int, tuple[str, int]] = {}
+        for index in placed:
+            if messages[index][0] in in_place:
+                continue
+            found = next((held for held in archived.get(keys[index], ()) if held[0] not in in_place), None)
+            if found is None:
+                continue
+            archived[keys[index]].remove(found)
+            moved[index] = (found[0], found[2])
+            self._following(messages[index][1])  # (the places after the row's stay taken)
+            self._forget_archived_row(*found[:2], messages[index][1])
+        if moved:
+            self.ids_after_deletes = tuple(self.conn.execute(
+                "SELECT (SELECT COALESCE(MAX(id), 0) FROM messages), (SELECT COALESCE(MAX(id), 0) FROM tool_results)"
+            ).fetchone())
+        return moved
+
+    def _forget_archived_row(self, uuid: str, file_id: int, session_id: str) -> None:
+        """Delete an archived message row and what its line gave, its line now this file's."""
+        index_pending_text(self.conn)  # (the delete takes the row out of the index)
+        self.conn.execute(
+            "DELETE FROM tool_call_files WHERE tool_call_id IN "
+            "(SELECT id FROM tool_calls WHERE message_uuid = ? AND file_id = ?)", [uuid, file_id])
+        for table in ("tool_calls", "tool_results", "summaries"):
+            self.conn.execute(f"DELETE FROM {table} WHERE message_uuid = ? AND file_id = ?", [uuid, file_id])
+        self.conn.execute("DELETE FROM message_aliases WHERE stored_as = ? AND file_id = ?", [uuid, file_id])
+        self.conn.execute("DELETE FROM messages WHERE uuid = ?", [uuid])
+        # The line is stored here now, merged there: read = stored + merged + failed still holds for both.
+        self.conn.execute(
+            "UPDATE source_files SET lines_stored = max(lines_stored - 1, 0), lines_merged = lines_merged + 1 "
+            "WHERE id = ?", [file_id],
+        )
+        recount_documents(self.conn, [session_id])
+        self.conn.execute("DELETE FROM derive_tallies WHERE session_id = ?", [session_id])
+        self._left.add(file_id)
 
     def _retired_files(self) -> list[int]:
         """The stored files gone from this file's path, kept under a name of their own (``retired_path``)."""
@@ -663,6 +746,13 @@ def message_row(m: Message) -> tuple:
         orjson.dumps(m.meta).decode() if m.meta else None, m.turn_duration_ms,
         p.line_no, p.byte_offset, p.byte_length,
     ))
+
+
+def _line_key(row: tuple) -> tuple:
+    """What tells a message row's line from another: its session, time and ``SAME_LINE``
+    (as the database reads them back: NULL, a NaN here, as None)."""
+    values = (row[1], row[MESSAGE_COLUMNS.index("timestamp")], *SAME_ITEMS(row), row[TEXT])
+    return tuple(None if value != value else value for value in values)
 
 
 def _with_parents(row: tuple, aliases: dict[str, str]) -> tuple:
