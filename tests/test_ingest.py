@@ -2281,3 +2281,35 @@ def test_a_log_back_shorter_with_its_lines_at_other_offsets_leaves_the_rest_arch
     assert rows(db, "SELECT path, missing, lines_read, lines_stored, lines_merged FROM source_files ORDER BY id") == [
         (gone, 1, 4, 2, 2), (str(path), 0, 2, 2, 0)]
     assert rows(db, "SELECT id, availability, message_count FROM sessions") == [("s1", "live", 4)]
+
+
+def test_a_log_back_holding_a_renamed_copy_again_keeps_its_children_on_that_copy(db, root):
+    from datasette_obelisk.query import obelisk
+
+    # "a" is said twice: the second, changed, is stored as a@<offset>, and "b" follows it.
+    path = root / "s1.jsonl"
+    first = line(id="a", text="hello one")
+    path.write_bytes(first + line(id="a", text="hello two") + line(id="b", parent="a", text="child of two"))
+    run(db, root)
+    copy = f"a@{len(first)}"
+    assert rows(db, "SELECT uuid, parent_uuid FROM messages ORDER BY seq") == [("a", None), (copy, None), ("b", copy)]
+    path.unlink()
+    run(db, root)
+    # Back without the first: its lines naming "a" name the copy it holds, in this batch and the next.
+    back = line(id="a", text="hello two") + line(id="b", parent="a", text="child of two")
+    path.write_bytes(back + line(id="c", parent="a", text="second child of two"))
+    run(db, root)
+    with open(path, "ab") as fp:
+        fp.write(line(id="d", parent="a", text="third child of two"))
+    run(db, root)
+    assert rows(db, "SELECT uuid, parent_uuid, text, byte_offset FROM messages ORDER BY seq") == [
+        ("a", None, "hello one", 0), (copy, None, "hello two", 0), ("b", copy, "child of two", len(line(id="a", text="hello two"))),
+        ("c", copy, "second child of two", len(back)), ("d", copy, "third child of two", path.stat().st_size - len(
+            line(id="d", parent="a", text="third child of two")))]
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        assert [m["text"] for m in obelisk.context(conn, "c")["parentChain"]] == ["hello two"]
+        assert obelisk.raw(conn, copy, redact=str)["text"] == line(id="a", text="hello two").decode().rstrip("\n")
+    finally:
+        conn.close()

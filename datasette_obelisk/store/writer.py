@@ -317,6 +317,11 @@ class Writer:
             if same in copies:
                 self._merge("duplicate")
                 self._held.append((uuid, same, row[BYTE_OFFSET], row[BYTE_LENGTH], row[LINE_NO]))
+                if uuid in with_copies and (name := self._retired_copy(uuid, same)) is not None:
+                    # the line a gone file kept as a changed copy (``<uuid>@<offset>``), this file's
+                    # now (``_take_over_lines``): its later lines naming ``uuid`` mean that copy
+                    aliases[uuid] = name
+                    self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, name])
                 continue
             if copies:
                 name, k = f"{uuid}@{row[BYTE_OFFSET]}", 1
@@ -430,6 +435,17 @@ class Writer:
         forgotten = forget_retired(self.conn, sorted(left))
         if forgotten:
             self._retired = [file_id for file_id in self._retired if file_id not in forgotten]
+
+    def _retired_copy(self, uuid: str, same: tuple) -> str | None:
+        """The name of the changed copy of ``uuid`` (``<uuid>@<offset>``) saying ``same`` that a
+        file gone from this path holds, if any."""
+        retired = self._retired_files()
+        if not retired:
+            return None
+        return next((row[0] for row in self.conn.execute(
+            f"SELECT uuid, {SAME_LINE} FROM messages WHERE uuid > ? AND uuid < ? "
+            f"AND file_id IN ({','.join('?' * len(retired))}) ORDER BY id", [uuid + "@", uuid + "A", *retired],
+        ) if tuple(row[1:]) == same), None)
 
     def _take_over_lines(self) -> set[int]:
         retired = self._retired_files()
