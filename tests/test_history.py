@@ -194,6 +194,29 @@ def test_a_session_changing_between_pages_shifts_no_other(toy, query):
     assert session_ids(history_search(toy.conn(), **options, limit=1)) == ["t1"]
 
 
+def test_a_session_ranked_among_the_transcript_matches_already_read_is_no_repeat(toy):
+    """Sessions matched by an entry are ranked, not listed by time: a page goes on
+    after the sessions already examined while they still rank first. One that comes
+    to rank among them meanwhile would push one of them onto the next page again:
+    the cursor is stale instead, and a new search pages through each once."""
+    for n in range(6):
+        toy.write(f"t{n}", line(f"t{n}a", f"gamma topic number {n} with some padding words", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    first = history_search(toy.conn(), query="gamma", limit=2)
+    assert session_ids(first) == ["t5", "t4"] and "digest" not in first["sessions"][0]  # (matched by an entry)
+    toy.write("u", line("ua", "unrelated", "2026-02-01T00:00:00Z"))
+    toy.ingest()
+    rest = pages(lambda **o: history_search(toy.conn(), query="gamma", **o), limit=2, cursor=first["nextCursor"])
+    assert [session_ids(page) for page in rest] == [["t3", "t2"], ["t1", "t0"]]
+    toy.write("t9", line("t9a", "gamma", "2026-01-09T00:00:00Z"))  # ranks first: short, all gamma
+    toy.ingest()
+    assert code_of(lambda: history_search(toy.conn(), query="gamma", limit=2, cursor=first["nextCursor"])) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+    again = pages(lambda **o: history_search(toy.conn(), query="gamma", **o), limit=2)
+    assert [s for page in again for s in session_ids(page)] == ["t9", "t5", "t4", "t3", "t2", "t1", "t0"]
+
+
 def test_pages_go_on_past_sessions_with_blank_or_no_times(toy):
     for n in range(5):
         toy.write(f"t{n}", line(f"t{n}a", f"gamma {n}", f"2026-01-0{n + 1}T00:00:00Z"))

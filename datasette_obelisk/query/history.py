@@ -49,6 +49,7 @@ OBELISK_INVALID_ARGUMENT for a malformed request.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import sqlite3
 
@@ -180,13 +181,16 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     filters = Filters.build(attributes=attributes)
     generation = current_generation(conn)
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
-    position = {"after": None, "search": None}
+    position = {"after": None, "search": None, "examined": None}
     if o.get("cursor") is not None:
         # Not bound to the generation: the archive grows while an agent pages
         # (its own log among others), and a page carries on from its position.
         position = decode_cursor(conn, o["cursor"], "history.search", request, None)
-        if not (isinstance(position, dict) and set(position) == {"after", "search"} and _is_place(position["after"])
-                and (position["search"] is None or is_count(position["search"]))):
+        if not (isinstance(position, dict) and set(position) == {"after", "search", "examined"}
+                and _is_place(position["after"])
+                and (position["search"] is None or is_count(position["search"]))
+                and isinstance(position["examined"], str) == (position["search"] is not None)
+                and (position["examined"] is None or len(position["examined"]) == EXAMINED_CHARS)):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     if query is None:
         found, next_position = _recent(conn, filters, position, limit)
@@ -259,16 +263,22 @@ def _recent(conn, filters: Filters, position: dict, limit: int):
         + f"ORDER BY {UPDATED} DESC, s.id LIMIT ?",
         [*params, *([after[0], after[0], after[1]] if after else []), limit + 1],
     )
-    next_position = {"after": _place(found[limit - 1]), "search": None} if len(found) > limit else None
+    next_position = {"after": _place(found[limit - 1]), "search": None, "examined": None} if len(found) > limit else None
     return [(session, []) for session in found[:limit]], next_position
 
 
 def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     """Digest matches first (newest first), then sessions with a matching entry.
 
-    The position is ``{"after": place, "search": m}``: ``place`` is the last
-    digest match shown (see ``_recent``) and ``m``, once they are all shown,
-    counts the candidate sessions (best bag rank first) already examined.
+    The position is ``{"after": place, "search": m, "examined": digest}``:
+    ``place`` is the last digest match shown (see ``_recent``) and ``m``,
+    once they are all shown, counts the candidate sessions (best bag rank
+    first) already examined, ``digest`` naming which ones they were. A page
+    goes on after them only while the first ``m`` candidates are still
+    those: ranks move as the archive changes, and going on by count once
+    another session ranks among them (or one of them falls behind) would
+    show a session again or skip one, so that is
+    ``SESSION_QUERY_STALE_CURSOR`` (search again from the start).
     """
     fts = parse_query(query, "words")
     digests = _digest_matches(conn, fts, filters)
@@ -279,26 +289,53 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
         shown = next((n for n, session in enumerate(digests) if _comes_after(_place(session), after)), len(digests))
     found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[shown : shown + limit]]
     if shown + limit < len(digests):
-        return found, {"after": _place(digests[shown + limit - 1]), "search": None}
+        return found, {"after": _place(digests[shown + limit - 1]), "search": None, "examined": None}
     if fts.matches_nothing:
         return found, None
     seen = {session["id"] for session in digests}
     candidate = position["search"] or 0
+    examined_ids = _examined_ids(conn, fts, filters, candidate)
+    if position["search"] is not None and _examined_digest(examined_ids) != position["examined"]:
+        raise QueryError(
+            "SESSION_QUERY_STALE_CURSOR",
+            "the sessions ranked before this page changed since the cursor was issued: "
+            "run the search again without a cursor",
+        )
     examined = 0
+
+    def going_on() -> dict:
+        return {"after": None, "search": candidate, "examined": _examined_digest(examined_ids)}
+
     while True:
         batch = search_core.bag_sessions(conn, fts.candidates, filters, candidate, CANDIDATE_BATCH)
         for session_id in (row["session_id"] for row in batch):
             if examined >= search_core.MAX_CANDIDATES and found:  # an empty page looks further
-                return found, {"after": None, "search": candidate}
+                return found, going_on()
             examined += 1
             hits = [] if session_id in seen else _entry_hits(conn, fts, session_id)
             if hits:
                 if len(found) == limit:
-                    return found, {"after": None, "search": candidate}
+                    return found, going_on()
                 found.append((search_core.session_row(conn, session_id), hits))
             candidate += 1
+            examined_ids.append(session_id)
         if len(batch) < CANDIDATE_BATCH:
             return found, None
+
+
+EXAMINED_CHARS = 24
+
+
+def _examined_ids(conn, fts, filters: Filters, count: int) -> list[str]:
+    """The first ``count`` candidate sessions of the transcript tier, as they rank now."""
+    if not count:
+        return []
+    return [row["session_id"] for row in search_core.bag_sessions(conn, fts.candidates, filters, 0, count)]
+
+
+def _examined_digest(session_ids: list[str]) -> str:
+    """Which sessions were examined, whatever their order (ties and ranks may move among them)."""
+    return hashlib.sha256("\n".join(sorted(session_ids)).encode()).hexdigest()[:EXAMINED_CHARS]
 
 
 def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]:
