@@ -228,6 +228,22 @@ def test_pages_go_on_past_sessions_with_blank_or_no_times(toy):
     assert paged == whole == ["t4", "t0", "t1", "t2", "t3"]
 
 
+def test_digest_matches_page_past_sessions_with_blank_or_no_times(toy):
+    """Digest matches are listed as the sessions without a query are: a session
+    with no time at all comes once, after those with a blank one."""
+    for n in range(5):
+        toy.write(f"t{n}", line(f"t{n}a", f"gamma {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    toy.sql("UPDATE sessions SET title = 'gamma notes'")  # every session a digest match
+    toy.sql("UPDATE sessions SET ended_at = '' WHERE id IN ('t1', 't3')")  # as another tool might leave them
+    toy.sql("UPDATE sessions SET ended_at = NULL, started_at = NULL WHERE id = 't2'")
+    whole = session_ids(history_search(toy.conn(), query="gamma", limit=75))
+    paged = [s for page in pages(lambda **o: history_search(toy.conn(), query="gamma", **o), limit=1)
+             for s in session_ids(page)]
+    assert paged == whole == ["t4", "t0", "t1", "t2", "t3"]
+    assert all("digest" in s for s in history_search(toy.conn(), query="gamma", limit=75)["sessions"])
+
+
 def test_sessions_of_equal_rank_come_once_each_page_by_page(toy):
     # The same text in each, written a minute apart: equal ranks, newest first.
     for n in range(60):

@@ -427,7 +427,7 @@ def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
         conn,
         "SELECT s.* FROM session_digests_fts f JOIN session_digests d ON d.id = f.rowid "
         f"JOIN sessions s ON s.id = d.session_id WHERE session_digests_fts MATCH ? AND {where} "
-        "ORDER BY COALESCE(s.ended_at, s.started_at) DESC, s.id",
+        f"ORDER BY {UPDATED} DESC, s.id",
         [fts.expression, *params],
     )
 
