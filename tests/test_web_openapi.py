@@ -104,6 +104,33 @@ async def test_every_get_answers_in_the_documented_shape(ds, spec):
 
 
 @pytest.mark.asyncio
+async def test_every_integer_parameter_documents_the_bounds_and_default_it_has(ds, spec):
+    """An agent reads a parameter's limits from the description: the documented
+    minimum and maximum are the values the endpoint accepts at the edges and
+    refuses past them, and the documented default answers as no value does."""
+    checked = 0
+    for path, operations in spec["paths"].items():
+        operation = operations.get("get")
+        if operation is None:
+            continue
+        example = EXAMPLES.get(api_path(path), {})
+        for param in operation["parameters"]:
+            schema, name = param["schema"], param["name"]
+            if param["in"] != "query" or schema["type"] != "integer":
+                continue
+            assert {"minimum", "maximum"} <= set(schema), (path, name, schema)
+            for value, status in ((schema["minimum"], 200), (schema["maximum"], 200),
+                                  (schema["minimum"] - 1, 400), (schema["maximum"] + 1, 400)):
+                response = await ds.client.get(concrete(path), params={**example, name: str(value)})
+                assert response.status_code == status, (path, name, value, response.text[:200])
+            if "default" in schema:
+                given = await ds.client.get(concrete(path), params={**example, name: str(schema["default"])})
+                assert given.json() == (await ds.client.get(concrete(path), params=example)).json(), (path, name)
+            checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.asyncio
 async def test_errors_fit_the_error_schema(ds, spec):
     components = spec["components"]["schemas"]
     for path, operations in spec["paths"].items():

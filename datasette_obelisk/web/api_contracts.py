@@ -9,7 +9,8 @@ contract's own shape.
 from __future__ import annotations
 
 from ..query.errors import QueryError
-from ..query.session_query import SessionQuery
+from ..query import search as search_core
+from ..query.session_query import READ_WINDOW_MAX, SessionQuery
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -74,7 +75,15 @@ SESSION_ID = "{session_id}"
 FILTERS_JSON = "JSON array of the contract's filter clauses"
 QUERY = Param("query", required=True, description="search text: data, never FTS5 syntax")
 MODE = Param("mode", description="terms (default) or phrase")
-PAGE = (Param("limit", "integer"), Param("cursor", description="nextCursor of the previous page"))
+PAGE = (
+    Param("limit", "integer", "maximum items in this page", default=search_core.DEFAULT_LIMIT, minimum=1,
+          maximum=search_core.MAX_LIMIT),
+    Param("cursor", description="nextCursor of the previous page"),
+)
+WINDOW = tuple(
+    Param(name, "integer", f"raw events {where} the target", default=0, minimum=0, maximum=READ_WINDOW_MAX)
+    for name, where in (("before", "before"), ("after", "after"))
+)
 
 
 def sq(path, handler, summary, params=(), response=None) -> Endpoint:
@@ -107,7 +116,7 @@ SESSION_QUERY_ENDPOINTS = [
     sq("/titles", title_snapshots, "readTitleSnapshots: one fulfilled or rejected result per unique id, in order",
        [Param("ids", "json", "JSON array of session ids", required=True)], s.array(s.TITLE_RESULT)),
     sq(f"/event/{SESSION_ID}/{{seq}}", read_event, "readEvent: one event and a raw-log window",
-       [Param("before", "integer"), Param("after", "integer")], s.EVENT_WINDOW),
+       [*WINDOW], s.EVENT_WINDOW),
     sq(f"/event/{SESSION_ID}/{{seq}}/trace", lambda conn, p: SessionQuery(conn).trace_event(event_request(p)),
        "traceEvent: replacements and cited source events", response=s.EVENT_TRACE),
 ]

@@ -22,7 +22,14 @@ SCOPE = (
     Param("source", description="claude, codex, gemini ..."),
 )
 TIME = (Param("after", description="ISO lower bound"), Param("before", description="ISO upper bound"))
-LIMIT = Param("limit", "integer", "maximum rows")
+
+
+def limit(default: int, maximum: int = obelisk.MAX_LIMIT, description: str = "maximum rows") -> Param:
+    return Param("limit", "integer", description, default=default, minimum=1, maximum=maximum)
+
+
+def offset(description: str) -> Param:
+    return Param("offset", "integer", description, default=0, minimum=0, maximum=obelisk.MAX_OFFSET - 1)
 SESSION_ID = Param("sessionId", description="restrict to one session")
 SESSIONS = Param("sessions", "json", 'restrict to these session ids (JSON array)')
 
@@ -82,7 +89,7 @@ HELPER_ENDPOINTS = [
     endpoint(
         "/search", obelisk.search, "Full-text search over message text, best rank first",
         [Param("q", required=True, description="the search text (FTS5 syntax honoured; falls back to safe quoting)"),
-         Param("mode", description="fts (the default) | terms | phrase | raw (force one query form)"), LIMIT, SESSION_ID, *SCOPE, *TIME,
+         Param("mode", description="fts (the default) | terms | phrase | raw (force one query form)"), limit(20), SESSION_ID, *SCOPE, *TIME,
          Param("cwd", description="SQL LIKE pattern over messages.cwd"),
          Param("includeMeta", "boolean", "include is_meta rows")],
         s.array(s.SEARCH_HIT), positional="q",
@@ -98,45 +105,50 @@ HELPER_ENDPOINTS = [
     endpoint(
         "/thread", obelisk.thread_page, "A session's messages ordered by time: the whole session, or a page",
         [Param("sessionId", required=True), Param("includeMeta", "boolean"),
-         Param("limit", "integer", "a page of at most this many (default: the whole session)"),
-         Param("offset", "integer", "skip this many")],
+         Param("limit", "integer", "a page of at most this many (default: the whole session)",
+               minimum=1, maximum=obelisk.MAX_THREAD),
+         offset("skip this many")],
         s.array(s.MESSAGE_ROW), positional="sessionId", paged=True,
     ),
     endpoint(
         "/raw", obelisk.raw, "A character window of a message's original log line",
-        [Param("uuid", required=True), Param("offset", "integer"), LIMIT], s.nullable(s.RAW), positional="uuid",
+        [Param("uuid", required=True), offset("character offset into the log line"),
+         limit(obelisk.RAW_LIMIT, obelisk.MAX_RAW_LIMIT, "maximum characters")], s.nullable(s.RAW), positional="uuid",
     ),
     endpoint(
         "/overview", overview_over_http,
         "Projects, totals and the current project's sessions and memories (the current project only from project or cwd)",
-        [Param("project", description="project slug or LIKE pattern"), Param("cwd"), LIMIT,
-         Param("projectLimit", "integer"), Param("memoryLimit", "integer")],
+        [Param("project", description="project slug or LIKE pattern"), Param("cwd"),
+         limit(8, description="maximum sessions of the current project"),
+         Param("projectLimit", "integer", "maximum projects", default=20, minimum=1, maximum=obelisk.MAX_LIMIT),
+         Param("memoryLimit", "integer", "maximum memories of the current project", default=100, minimum=1,
+               maximum=obelisk.MAX_LIMIT)],
         s.OVERVIEW,
     ),
     endpoint(
         "/sessions", obelisk.sessions, "Sessions, most recently ended first",
-        [*SCOPE, *TIME, Param("branch"), SESSION_ID, SESSIONS, LIMIT], s.array(s.SESSION_ROW),
+        [*SCOPE, *TIME, Param("branch"), SESSION_ID, SESSIONS, limit(50)], s.array(s.SESSION_ROW),
     ),
     Endpoint(
         "/recent", recent_sessions, "The n most recently ended sessions: sessions with limit n", "helpers",
-        (Param("n", "integer", "how many sessions, default 10"),), s.array(s.SESSION_ROW),
+        (Param("n", "integer", "how many sessions", default=10, minimum=1, maximum=obelisk.MAX_LIMIT),), s.array(s.SESSION_ROW),
     ),
     endpoint(
         "/summaries", obelisk.summaries, "Away and compaction summaries, newest first",
-        [SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), LIMIT], s.array(s.SUMMARY_ROW),
+        [SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), limit(100)], s.array(s.SUMMARY_ROW),
     ),
     endpoint(
         "/memories", obelisk.memories, "Active memories; with query, FTS-ranked",
-        [Param("query", description="English recall query"), SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), LIMIT],
+        [Param("query", description="English recall query"), SESSION_ID, SESSIONS, *SCOPE, *TIME, Param("branch"), limit(50)],
         s.array(s.MEMORY_ROW),
     ),
     endpoint(
         "/subagents", obelisk.subagents, "Subagents with their transcript's message count",
-        [SESSION_ID, *SCOPE, LIMIT], s.array(s.SUBAGENT_ROW),
+        [SESSION_ID, *SCOPE, limit(100)], s.array(s.SUBAGENT_ROW),
     ),
     endpoint(
         "/workflows", obelisk.workflows, "Workflow runs, newest first",
-        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array(s.WORKFLOW_ROW),
+        [SESSION_ID, *SCOPE, *TIME, limit(100)], s.array(s.WORKFLOW_ROW),
     ),
     endpoint(
         "/workflow-tree", obelisk.workflow_tree, "One workflow run with its parsed result and agents",
@@ -144,12 +156,12 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/file-history", obelisk.file_history, "Tool calls that touched a file, oldest first",
-        [Param("path", required=True, description="absolute file path"), SESSION_ID, *SCOPE, *TIME, LIMIT,
-         Param("offset", "integer", "skip this many of the oldest")],
+        [Param("path", required=True, description="absolute file path"), SESSION_ID, *SCOPE, *TIME, limit(200),
+         offset("skip this many of the oldest")],
         s.array(s.FILE_HISTORY_ITEM), positional="path",
     ),
     endpoint(
         "/failures", obelisk.failures, "Failed tool results with the next three messages",
-        [SESSION_ID, *SCOPE, *TIME, LIMIT], s.array(s.FAILURE),
+        [SESSION_ID, *SCOPE, *TIME, limit(50)], s.array(s.FAILURE),
     ),
 ]

@@ -6,7 +6,9 @@ Options are query-string parameters under the contract's names;
 
 from __future__ import annotations
 
-from ..query.history import history_read, history_search
+from ..query.history import (
+    READ_DEFAULT_LIMIT, READ_MAX_LIMIT, SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT, history_read, history_search,
+)
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -38,7 +40,7 @@ HISTORY_ENDPOINTS = [
         (
             Param("query", description="every term must occur in one entry or in the digest"),
             Param("attributes", "json", 'exact values, or {"contains": text}'),
-            Param("limit", "integer", "1-75, default 10"),
+            Param("limit", "integer", "1-75, default 10", default=SEARCH_DEFAULT_LIMIT, minimum=1, maximum=SEARCH_MAX_LIMIT),
             Param("cursor", description="nextCursor of the previous page"),
         ),
         s.HISTORY_SEARCH,
@@ -47,7 +49,7 @@ HISTORY_ENDPOINTS = [
         "/history/read", read, "history.read: the active flat conversation, in pages", "history",
         (
             Param("sessionId", required=True),
-            Param("limit", "integer", "1-100, default 50"),
+            Param("limit", "integer", "1-100, default 50", default=READ_DEFAULT_LIMIT, minimum=1, maximum=READ_MAX_LIMIT),
             Param("cursor", description="nextCursor of the previous page"),
         ),
         s.HISTORY_READ,

@@ -15,6 +15,9 @@ class Param:
     type: str = "string"  # string | integer | boolean | json
     description: str = ""
     required: bool = False
+    default: int | None = None  # an integer's value when none is given
+    minimum: int | None = None  # an integer's bounds, as the endpoint enforces them
+    maximum: int | None = None
 
 
 @dataclass(frozen=True)

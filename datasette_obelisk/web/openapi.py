@@ -86,12 +86,13 @@ TOO_LARGE = error("more than one answer returns: page with limit and offset")
 
 
 def parameter(param) -> dict:
+    bounds = {key: value for key in ("default", "minimum", "maximum") if (value := getattr(param, key)) is not None}
     return {
         "name": param.name,
         "in": "query",
         "required": param.required,
         "description": param.description,
-        "schema": PARAM_SCHEMAS[param.type],
+        "schema": {**PARAM_SCHEMAS[param.type], **bounds},
     }
 
 
