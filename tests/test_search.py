@@ -632,6 +632,22 @@ def test_event_search_ranks_within_the_session(logs):
     ]
 
 
+def test_the_snippet_of_a_huge_text_is_around_its_match_however_far_in(toy):
+    """A text too long for FTS5 to mark is read around the first place one of the
+    terms occurs, not from its start: the snippet shows the match, as the contract
+    says ("a plain text excerpt selected around the match")."""
+    filler = "lorem ipsum dolor sit amet " * 40_000  # over a million characters
+    toy.write("s", line("s1", "a short start", "2026-01-01T00:00:00Z"),
+              line("s2", filler + "Quixotic ending here", "2026-01-01T00:01:00Z", role="assistant", type="assistant"))
+    toy.ingest()
+    conn = toy.conn()
+    expected = {"text": "…" + filler[-220:] + "Quixotic ending here", "matches": [[221, 229], [230, 236]]}
+    assert [hit["snippet"] for hit in search_events(conn, "s", "quixotic ending")["items"]] == [expected]
+    assert [item["best"]["snippet"] for item in search_sessions(conn, "quixotic ending")["items"]] == [expected]
+    start = search_events(conn, "s", "lorem")["items"][0]["snippet"]  # a match at the start: read from there
+    assert start["text"].startswith("lorem ipsum") and start["matches"][0] == [0, 5]
+
+
 def test_event_search_of_an_unknown_session(logs):
     assert code_of(lambda: search_events(logs.conn(), "nope", "x")) == "SESSION_QUERY_SESSION_NOT_FOUND"
 

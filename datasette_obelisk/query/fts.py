@@ -458,6 +458,11 @@ def word_start_pattern(terms) -> re.Pattern:
     return re.compile(rf"{start}(?:{alternatives})(?:(?<=[{cjk.RANGES}])|[^\W{cjk.RANGES}]*)", re.IGNORECASE)
 
 
+def word_stems(terms) -> set[str]:
+    """What a word a snippet shows for ``terms`` starts with (see ``first_word_start``)."""
+    return _stems(terms)
+
+
 def _stems(terms) -> set[str]:
     """What a word starting like each term starts with: its first letters (porter
     cuts an ending: ``compiled`` is ``compil``), a word holding CJK whole."""

@@ -67,10 +67,10 @@ from .cursors import current_generation, decode_cursor, encode_cursor, fingerpri
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
-from .fts import MARK_END, MARK_START, FtsQuery, parse_query, tokens, unmarked
+from .fts import MARK_END, MARK_START, MAX_FIND_STEMS, FtsQuery, parse_query, tokens, unmarked, word_stems
 from .indexes import indexed_by
 from .ranking import WINDOW_SQL, EventScorer
-from .text import approximate_snippet, snippet
+from .text import SNIPPET_CHARS, approximate_snippet, snippet
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -583,7 +583,27 @@ def _snippets(conn, expression: str, fts: FtsQuery, hits: list[dict]) -> dict[in
                 found[rowid] = snippet(marked)
     for hit in hits:
         if hit["id"] not in found:
-            row = conn.execute("SELECT substr(text, 1, 200000) FROM messages WHERE id = ?", [hit["id"]]).fetchone()
-            text = row[0] if row else ""  # gone since it was found (an ingest read its file again)
-            found[hit["id"]] = approximate_snippet(unmarked(text or ""), fts.words)
+            found[hit["id"]] = approximate_snippet(unmarked(_text_around_a_term(conn, hit["id"], fts.words)), fts.words)
     return found
+
+
+SNIPPET_READ = 200_000  # characters of a huge text read for its snippet
+
+
+def _text_around_a_term(conn, message_id: int, words) -> str:
+    """Up to ``SNIPPET_READ`` characters of a huge text, starting a little before the
+    first place SQLite finds one of the words' stems (any case of ASCII letters), so
+    that the snippet shows a match however far into the text it is; from the start
+    when none is found. Only those characters are read into Python."""
+    stems = sorted(word_stems(words))[:MAX_FIND_STEMS]
+    at = 0
+    if stems:
+        found = conn.execute(
+            f"SELECT {', '.join('instr(lower(text), ?)' for _ in stems)} FROM messages WHERE id = ?",
+            [*stems, message_id],
+        ).fetchone()
+        at = min((place for place in found or () if place), default=0)
+    # Past the snippet's lead before it: the snippet then says the text goes on before.
+    start = max(1, at - 3 * SNIPPET_CHARS) if at else 1
+    row = conn.execute("SELECT substr(text, ?, ?) FROM messages WHERE id = ?", [start, SNIPPET_READ, message_id]).fetchone()
+    return (row[0] if row else "") or ""  # gone since it was found (an ingest read its file again)
