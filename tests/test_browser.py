@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -492,6 +492,51 @@ def test_a_link_to_a_message_on_a_later_page_lands_on_it(server, page):
     page.goto(f"{server}/-/obelisk/session/{session}#m700")
     page.wait_for_url("**start=700#m700")
     assert page.locator("#m700").count() == 1
+    assert page.js_errors == []
+
+
+def folded_output(web_db, later_page: bool) -> tuple[str, int, str, int]:
+    """A tool output shown inside its call's entry (no entry of its own): session, output seq,
+    call id and call seq; with ``later_page``, one whose call is past the first page."""
+    import sqlite3
+
+    from datasette_obelisk.web.pages import TRANSCRIPT_PAGE
+
+    conn = sqlite3.connect(web_db)
+    try:
+        return conn.execute(
+            "SELECT r.session_id, rm.seq, c.id, cm.seq FROM tool_results r "
+            "JOIN tool_calls c ON c.id = r.tool_use_id "
+            "JOIN messages rm ON rm.uuid = r.message_uuid AND rm.session_id = r.session_id "
+            "JOIN messages cm ON cm.uuid = c.message_uuid AND cm.session_id = c.session_id "
+            "WHERE rm.seq > cm.seq AND rm.visibility = 'visible' AND cm.visibility = 'visible' "
+            "AND cm.is_meta = 0 AND cm.surface != 'log-only' "
+            "AND (SELECT COUNT(*) FROM tool_results o WHERE o.message_uuid = r.message_uuid) = 1 "
+            "AND (SELECT COUNT(*) FROM messages b WHERE b.session_id = cm.session_id AND b.seq < cm.seq) "
+            + (">= ?" if later_page else "< ?") + " ORDER BY r.session_id, rm.seq LIMIT 1",
+            [TRANSCRIPT_PAGE],
+        ).fetchone()
+    finally:
+        conn.close()
+
+
+def test_a_link_to_a_tool_output_shown_with_its_call_opens_the_call(server, page, web_db):
+    session, seq, call, _ = folded_output(web_db, later_page=False)
+    page.goto(f"{server}/-/obelisk/session/{quote(session, safe=':')}#m{seq}")
+    details = page.locator(f"details.ob-tool[id='tool-{call}']")
+    details.wait_for()
+    page.wait_for_function("id => document.getElementById(id).open", arg=f"tool-{call}")
+    assert "start=" not in page.url  # the page that shows it: not one that starts past its call
+    assert page.js_errors == []
+
+
+def test_a_link_to_a_tool_output_whose_call_is_on_an_earlier_page_offers_the_call(server, page, web_db):
+    session, seq, call, call_seq = folded_output(web_db, later_page=True)
+    page.goto(f"{server}/-/obelisk/session/{quote(session, safe=':')}?start={seq}")
+    notice = page.locator(".ob-notice", has_text=f"#{seq} is the output of")
+    notice.locator("a").click()
+    page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=f"tool-{call}")
+    assert page.locator(f"#m{call_seq}").count() == 1
     assert page.js_errors == []
 
 

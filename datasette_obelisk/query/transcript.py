@@ -16,7 +16,8 @@
           result and the subagent (``child_archived`` when its session is
           stored) or workflow it started, and ``text``, what
           the line said besides its calls (a "mixed" line's prose, else "").
-          A result line is folded into its call and not listed again;
+          A result line is folded into its call and not listed again (the
+          call carries its anchor, ``result_anchor``: ``m<seq>``);
         - ``{"kind": "compaction", "message": row, "summary": row | None}``:
           a compact boundary with the summary that replaced the context
           before it (the line right after it: one entry for both), a
@@ -33,7 +34,10 @@
         always. Entries cover seqs ``start`` .. ``start +
         limit - 1``; ``next_start`` is where the next page begins (None at
         the end), ``previous_start`` where the page before it does (None on
-        the first). Unknown session: ``OBELISK_NOT_FOUND``.
+        the first). ``start_hidden`` says which option shows the line at
+        ``start`` when the view hides it; ``start_folded``, when that line is
+        the output of a call on an earlier page, where that call is shown
+        (``message_anchor``). Unknown session: ``OBELISK_NOT_FOUND``.
 
     subagents(conn, session_id) -> [subagent...]
         The subagents a session started, archived or not.
@@ -102,6 +106,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
             entries[-1]["summary"] = row  # the summary of the boundary right before it
             continue
         entries.append(entry)
+    anchor_folded_results(entries, folded)
     first = entries[0] if entries else {}
     if first.get("summary") is not None and first["summary"] is first["message"] and _after_boundary(
         conn, first["message"], rewound=rewound, meta=meta, log=log
@@ -126,7 +131,31 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "next_start": next_start,
         "previous_start": previous_start,
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
+        "start_folded": output_of_earlier_call(conn, rows[0], folded, limit) if rows and rows[0]["seq"] == start else None,
     }
+
+
+def anchor_folded_results(entries: list, folded: set) -> None:
+    """Give each call whose result line is folded into it that line's anchor (``m<seq>``,
+    ``result_anchor``), so a link to the output opens the call; once per line, and never
+    one an entry of the page already has."""
+    listed = {entry[key]["seq"] for entry in entries for key in ("message", "summary") if entry.get(key)}
+    for entry in entries:
+        for call in entry.get("calls", ()):
+            seq = call.get("result_seq")
+            call["result_anchor"] = None
+            if seq is not None and seq not in listed and call["result_uuid"] in folded:
+                call["result_anchor"] = f"m{seq}"
+                listed.add(seq)
+
+
+def output_of_earlier_call(conn, row: dict, folded: set, limit: int) -> dict | None:
+    """Where the call is shown whose output ``row`` is, when a page starts at that output:
+    its call is on an earlier page, which shows the output with it (``message_anchor``)."""
+    if row["content_type"] != TOOL_RESULT or row["uuid"] not in folded:
+        return None
+    where = message_anchor(conn, row["session_id"], row["seq"], limit=limit)
+    return where if where and where["anchor"].startswith("tool-") else None
 
 
 def _after_boundary(conn, row: dict, *, rewound: bool, meta: bool, log: bool) -> bool:
@@ -281,6 +310,8 @@ def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, lis
                    r.message_uuid AS result_uuid, r.outcome, r.exit_code,
                    substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
                    {raw_uuid_sql('r')} AS result_raw_uuid,
+                   (SELECT rm.seq FROM messages rm WHERE rm.uuid = r.message_uuid AND rm.session_id = c.session_id)
+                     AS result_seq,
                    c.id AS tool_use_id, c.name AS tool_name, {SUBAGENT_COLUMNS},
                    w.run_id AS workflow_run_id, w.workflow_name
             FROM tool_calls c
