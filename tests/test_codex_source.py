@@ -10,6 +10,7 @@ import functools
 import io
 import json
 import os
+import sqlite3
 from collections import Counter
 from pathlib import Path
 
@@ -2339,3 +2340,105 @@ def test_a_quiet_one_line_rollout_names_no_parent_for_good(tmp_path):
     unit.path.write_bytes(b"")
     os.utime(unit.path, (0, 0))
     assert codex.rollout_parent(unit) == (None, False)
+
+
+# -- session segmentation: a rollout sealed at an immutable path ------------------
+
+SEALED_THREAD = "019ad000-0000-7000-8000-00000000000a"
+SEALED_SEGMENT = "019ad000-0000-7000-8000-0000000000b1"
+SEALED_NAME = f"rollout-2026-11-20T10-00-00-{SEALED_THREAD}.jsonl"
+
+
+def _sealed_meta(segment_id=None):
+    meta = {"id": SEALED_THREAD, "timestamp": "2026-11-20T10:00:00.000Z", "cwd": "/work/proj",
+            "cli_version": "0.172.0", "source": "cli"}
+    return envelope("session_meta", {**meta, **({"segment_id": segment_id} if segment_id else {})},
+                    "2026-11-20T10:00:00.000Z")
+
+
+def _sealed_turn(hour, prompt, answer, total, last):
+    at = lambda second: f"2026-11-20T{hour}:00:{second:02d}.000Z"  # noqa: E731
+    return [
+        envelope("event_msg", {"type": "task_started", "turn_id": f"t{hour}"}, at(1)),
+        envelope("response_item", user_item({"type": "input_text", "text": prompt}), at(2)),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": answer}]}, at(5)),
+        envelope("event_msg", {"type": "token_count", "info": {"total_token_usage": total,
+                                                               "last_token_usage": last}}, at(6)),
+        envelope("event_msg", {"type": "task_complete", "turn_id": f"t{hour}"}, at(7)),
+    ]
+
+
+def _seal(home: Path, canonical: Path, segments_folder: str) -> None:
+    """What Codex's session segmentation does on a compaction or a fork: the rollout's bytes
+    go to ``<CODEX_HOME>/<folder>/<thread>/<segment id, or initial>/<its name>``, and the
+    canonical file is replaced by one opening with the thread's session_meta (a new segment
+    id) and a same-thread ``rollout_reference`` to that copy."""
+    sealed = home / segments_folder / SEALED_THREAD / "initial" / SEALED_NAME
+    sealed.parent.mkdir(parents=True)
+    sealed.write_bytes(canonical.read_bytes())
+    reference = {"rollout_path": str(sealed), "thread_id": SEALED_THREAD,
+                 "rollout_timestamp": "2026-11-20T10-00-00", "segment_id": None, "max_depth": 1}
+    canonical.write_bytes(b"\n".join([
+        _sealed_meta(SEALED_SEGMENT),
+        envelope("rollout_reference", reference, "2026-11-20T11:00:00.000Z"),
+        *_sealed_turn("11", "second question", "second answer", usage(1_800, 0, 150), usage(800, 0, 50)),
+    ]) + b"\n")
+
+
+@pytest.mark.parametrize("segments_folder", ["rollout_segments", "x-a-folder-of-any-name"])
+def test_a_sealed_segment_keeps_the_history_before_it(tmp_path, segments_folder):
+    from datasette_obelisk.store.ingest import ingest
+
+    home = tmp_path / ".codex"
+    canonical = home / "sessions" / "2026" / "11" / "20" / SEALED_NAME
+    canonical.parent.mkdir(parents=True)
+    canonical.write_bytes(b"\n".join([
+        _sealed_meta(),
+        *_sealed_turn("10", "first question", "first answer", usage(1_000, 0, 100), usage(1_000, 0, 100)),
+    ]) + b"\n")
+    (home / "log").mkdir()
+    (home / "log" / "codex-tui.log").write_bytes(b"")
+    before, after = tmp_path / "before.db", tmp_path / "after.db"
+    ingest(before, {"codex": home})
+    _seal(home, canonical, segments_folder)
+
+    sealed = f"{segments_folder}/{SEALED_THREAD}/initial/{SEALED_NAME}"
+    assert sealed in {str(u.path.relative_to(home)) for u in CodexSource().discover(home)}
+    expected = [("user", "first question"), ("assistant", "first answer"),
+                ("user", "second question"), ("assistant", "second answer")]
+    for db in (before, after):  # read again after the seal, and read only after it
+        ingest(db, {"codex": home})
+        conn = sqlite3.connect(db)
+        said = conn.execute("SELECT role, text FROM messages WHERE surface != 'log-only' ORDER BY timestamp")
+        assert said.fetchall() == expected
+        # the usage of each response once: the sums are the last total
+        counted = conn.execute("SELECT sum(input_tokens), sum(output_tokens) FROM messages "
+                               "WHERE subtype = 'token_count'").fetchone()
+        assert counted == (1_800, 150)
+        assert conn.execute("SELECT id, title FROM sessions").fetchall() == [
+            (f"codex:{SEALED_THREAD}", "first question")]
+        conn.close()
+
+
+def test_a_rollout_going_on_from_a_sealed_segment_titles_nothing_and_counts_only_its_own_usage():
+    reference = {"rollout_path": f"/h/segments/{SEALED_THREAD}/initial/{SEALED_NAME}", "thread_id": SEALED_THREAD,
+                 "segment_id": None, "max_depth": 1}
+    unit = rollout_unit(Path(f"/h/sessions/2026/11/20/{SEALED_NAME}"))
+    records = feed_raw([
+        _sealed_meta(SEALED_SEGMENT),
+        envelope("rollout_reference", reference, "2026-11-20T11:00:00.000Z"),
+        *_sealed_turn("11", "second question", "second answer", usage(1_800, 0, 150), usage(800, 0, 50)),
+    ], unit)
+    assert [(m.role, m.text) for m in of(records, Message) if m.surface != "log-only"] == [
+        ("user", "second question"), ("assistant", "second answer")]
+    assert [(m.input_tokens, m.output_tokens) for m in of(records, Message) if m.surface == "log-only"] == [
+        (800, 50)]
+    assert not [t for t in of(records, TitleCandidate) if t.kind == "first_prompt"]
+    # a fork's reference to another thread's segment is no sealed segment of its own
+    other = feed_raw([
+        _sealed_meta(SEALED_SEGMENT),
+        envelope("rollout_reference", {**reference, "thread_id": PARENT_ID}, "2026-11-20T11:00:00.000Z"),
+        *_sealed_turn("11", "second question", "second answer", usage(1_800, 0, 150), usage(800, 0, 50)),
+    ], unit)
+    assert [t.title for t in of(other, TitleCandidate) if t.kind == "first_prompt"] == ["second question"]

@@ -100,6 +100,11 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   rollout does not say where it came from; the import ledger beside the
   sessions does (``ImportLedgerParser``): a thread imported from a Claude Code
   session is that session's child, relationship ``import``.
+* Sealed segments: with session segmentation, a compaction or a fork seals what a
+  rollout holds at an immutable path outside ``sessions/`` (see ``SEGMENT_KEY``) and the
+  rollout starts over from a same-thread ``rollout_reference``: the segment is read as a
+  rollout of the thread (a copy of the lines read before keeps their ids), and the
+  rollout going on from it titles nothing and counts only the usage of its own responses.
 * Deliveries: a response item recording that an assistant message Codex already
   wrote was delivered (``metadata.delivered_assistant_message``, 0.16x+: kept for
   review, a placeholder when its text is incomplete) is ``Merged("duplicate")``.
@@ -382,6 +387,14 @@ _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender:
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # ``…-<thread>.jsonl``, or ``…-<thread>_<rollout>.jsonl`` for a rollout thread/revert started
 _THREAD_ID = re.compile(rf"({_UUID})(?:_({_UUID}))?$")
+_UUID_NAME = re.compile(_UUID)
+# Session segmentation (Codex's ``session_segmentation`` feature) seals what a rollout holds
+# when its thread is compacted or forked: a copy at an immutable path, ``<CODEX_HOME>/<folder>/
+# <thread>/<segment id, or initial>/<the rollout's name>``, outside sessions/ and
+# archived_sessions/ (codex-rs thread-store ``rotated_segment_path``), while the rollout starts
+# over with the thread's session_meta (a new ``segment_id``) and a ``rollout_reference`` to the
+# copy. The folder is known by that layout, not by its name (``sealed_segments``).
+SEGMENT_KEY = re.compile(rf"{_UUID}|initial")
 
 
 # -- the source -------------------------------------------------------------
@@ -473,6 +486,8 @@ class CodexSource:
                 unit = rollout_unit(path, priority)
                 if unit is not None:
                     yield unit
+        if folders[0][0] != root:
+            yield from sealed_segments(root)
 
     def settle_hints(self, units: list[SourceFile], stored: dict[str, dict]) -> dict[str, dict]:
         """Note in each rollout's hints the thread whose history it may copy (``parent``,
@@ -533,6 +548,29 @@ def rollout_unit(path: Path, priority: int = 0) -> SourceFile | None:
     return SourceFile(
         path, SOURCE, kind="rollout", layout=layout, compression=compression, hints=hints, priority=priority
     )
+
+
+def sealed_segments(root: Path) -> Iterator[SourceFile]:
+    """The sealed segments of the rollouts of the Codex home ``root`` (see ``SEGMENT_KEY``)."""
+    for folder in _subfolders(root):
+        if folder.name in ("sessions", "archived_sessions"):
+            continue
+        for thread in _subfolders(folder):
+            if not _UUID_NAME.fullmatch(thread.name):
+                continue
+            for path in walk_files(thread):
+                unit = rollout_unit(path)
+                if (unit is not None and unit.hints.get("thread_id") == thread.name.lower()
+                        and path.parent.parent == thread and SEGMENT_KEY.fullmatch(path.parent.name)):
+                    yield unit
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """The folders in ``folder`` (not through links), sorted; none when it cannot be read."""
+    try:
+        return sorted(Path(e.path) for e in os.scandir(folder) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
 
 
 def _thread_of(path: str) -> str | None:
@@ -709,6 +747,7 @@ class CodexState:
     created_ms: int | None = None
     parent: str | None = None  # parent thread id
     reverted: bool = False  # a reverted thread's new rollout, no child of another
+    sealed_before: bool = False  # the rollout goes on from a sealed segment of its thread (SEGMENT_KEY)
     relationship: str | None = None
     is_subagent: bool = False
     excluded: bool = False
@@ -904,7 +943,7 @@ class CodexParser:
                 self._compacted(line, timestamp, ordinal, position, out)
                 return
             if kind in UNDECODED_METADATA:
-                self._undecoded_metadata(line, timestamp, ordinal, position, out)
+                self._undecoded_metadata(kind, line, timestamp, ordinal, position, out)
                 return
         data = decode_line(line, position)
         if isinstance(data, LineError):
@@ -1585,8 +1624,8 @@ class CodexParser:
         reported = info.get("last_token_usage")
         reported = reported if isinstance(reported, dict) else {}
         last = _usage_key(reported) if reported else None
-        if previous is None and self.s.parent is None and not self.s.reverted:
-            previous = [0] * len(key)  # (a child's or a reverted rollout's first total may include earlier ones)
+        if previous is None and self.s.parent is None and not self.s.reverted and not self.s.sealed_before:
+            previous = [0] * len(key)  # (a child's, reverted or sealed rollout's first total may hold earlier ones)
         if previous is not None:
             grown = [now - before for now, before in zip(key, previous)]
             if min(grown) >= 0 and (last is None or any(g > n for g, n in zip(grown, last))):
@@ -1823,14 +1862,26 @@ class CodexParser:
         self.s.previous = ["compacted"]
 
     def _undecoded_metadata(
-        self, line: bytes, timestamp: str, ordinal: int | None, position: Position, out: list
+        self, kind: str, line: bytes, timestamp: str, ordinal: int | None, position: Position, out: list
     ) -> None:
         if not is_json_object(line):
             out.append(LineError(position, "truncated record"))
             return
         self._ensure_session(out)
         replay = self._is_replay(timestamp, ordinal=ordinal) and not self._keeps_copy()
+        if kind == "rollout_reference" and not replay and not self.s.own_content:
+            self._sealed_reference(line)
         out.append(Merged(position, "replay" if replay else "metadata"))
+
+    def _sealed_reference(self, line: bytes) -> None:
+        """A ``rollout_reference`` read before the rollout's own messages: when it names the
+        rollout's own thread, the rollout goes on from a sealed segment of it (``SEGMENT_KEY``),
+        read as a rollout of its own: what came before (the first prompt, the usage totals
+        its first token count includes) is that segment's."""
+        reference = loads_or_none(line)
+        thread = first_text(dig(reference, "payload", "thread_id")) if isinstance(reference, dict) else None
+        if thread and thread.lower() == self.s.thread.lower():
+            self.s.sealed_before = self.s.first_prompt_seen = True
 
 
 # -- pure helpers -----------------------------------------------------------
