@@ -460,7 +460,11 @@ class CodexSource:
     # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
     #     output nested deeper than orjson writes (255 levels) keeps its line; an answer
     #     keeps the reasoning effort its turn asked for (``meta_json.effort``)
-    parser_version = 18
+    # 18: document items keep their own bytes; ``additional_tools`` is metadata; a fork keeps
+    #     the copy of a parent stored nowhere; lines that store no message give the session's end
+    # 19: a sealed segment's rollout (session segmentation) goes on from it: it titles nothing
+    #     and counts only its own usage
+    parser_version = 19
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
