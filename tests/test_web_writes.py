@@ -331,6 +331,22 @@ async def test_form_posts_redirect_back_with_a_message(db, memory_root):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("referer,location", [
+    ("http://localhost/-/obelisk/memories?q=widgets&db=obelisk", "/-/obelisk/memories?q=widgets&db=obelisk"),
+    ("http://elsewhere.example/-/obelisk/memories?q=widgets", "/-/obelisk/memories?q=widgets"),  # path only
+    ("http://localhost/-/obelisk/search?q=widgets", "/-/obelisk/memories"),  # not the memories page
+    ("http://localhost/-/obelisk/memories", "/-/obelisk/memories"),
+    (None, "/-/obelisk/memories"),
+])
+async def test_a_form_post_goes_back_to_the_memories_page_it_came_from(db, memory_root, referer, location):
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    memory_id = await remembered(ds, memory_root)
+    headers = {"referer": referer} if referer else {}
+    response = await ds.client.post(FORGET, data={"id": memory_id, "reason": "obsolete"}, actor=ROOT, headers=headers)
+    assert (response.status_code, response.headers["location"]) == (302, location)
+
+
+@pytest.mark.asyncio
 async def test_a_form_forgetting_an_archived_memory_says_so(db, memory_root):
     ds = await started(db, plugin_config(memory_root, grant_alice=False))
     memory_id = await remembered(ds, memory_root)

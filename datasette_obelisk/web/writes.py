@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
@@ -191,10 +191,20 @@ def write_view(action: str, perform, done: str, already: str | None = None):
                 datasette.add_message(request, already.format(**result), datasette.WARNING)
             else:
                 datasette.add_message(request, done.format(**result), datasette.INFO)
-            return Response.redirect(obelisk_url(datasette, "/memories", db=request.args.get("db")))
+            return Response.redirect(back_to_memories(datasette, request))
         return json_ok(result)
 
     return view
+
+
+def back_to_memories(datasette, request) -> str:
+    """The memories page a form was posted from, with its query (a recall filter) kept:
+    the ``Referer`` when it names that page, else the page for the database written."""
+    page = obelisk_url(datasette, "/memories", db=request.args.get("db"))
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.path == urlsplit(page).path and referer.query:  # (only the path and query: never another site)
+        return f"{referer.path}?{referer.query}"
+    return page
 
 
 async def memories_with_error(datasette, request, error: QueryError, entered: dict) -> Response:
