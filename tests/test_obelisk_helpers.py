@@ -1018,6 +1018,44 @@ def test_file_history_is_oldest_first(ro):
     assert len(rows) > 1 and times == sorted(times)
 
 
+@pytest.mark.parametrize("spelled", [
+    "/project/hello.py/", "/project//hello.py", "//project/hello.py", "/project/./hello.py", "/./project//./hello.py/",
+])
+def test_file_history_reads_another_spelling_of_the_path_as_the_path(ro, spelled):
+    assert o.file_history(ro, spelled) == o.file_history(ro, "/project/hello.py") != []
+    assert o.file_history_count(ro, spelled) == 1
+
+
+def test_file_history_leaves_dot_dot_to_the_filesystem(ro):
+    # (/project/sub/.. is /project only when sub is no symlink)
+    assert o.file_history(ro, "/project/sub/../hello.py") == []
+
+
+@pytest.mark.parametrize("path, normal", [
+    ("/", "/"), ("//", "/"), ("/./", "/"), ("/a/b/", "/a/b"), ("/a//b/./c/.", "/a/b/c"), ("a/./b/", "a/b"),
+    ("./", "."), ("./a", "a"), ("/a/../b", "/a/../b"), ("~/a//b", "~/a/b"), ("C:/a//b/", "C:/a/b"), ("C:/", "C:/"),
+    ("C:\\a\\", "C:\\a\\"), ("a.py", "a.py"),
+])
+def test_the_normal_form_of_a_path(path, normal):
+    assert o.normal_path(path) == normal
+
+
+def test_file_history_of_a_path_stored_as_the_agent_spelled_it(tmp_path):
+    db = build_toy_db(tmp_path, {
+        "s1": [{"id": "a", "text": "x", "ts": "2025-06-14T11:01:31.000Z", "tool": "Read", "paths": ["/p/app.py"]}],
+        "s2": [{"id": "b", "text": "x", "ts": "2025-06-14T11:01:32.000Z", "tool": "Read", "paths": ["/p//app.py"]}],
+        "s3": [{"id": "c", "text": "x", "ts": "2025-06-14T11:01:33.000Z", "tool": "Read",
+                "paths": ["/p/app.py", "/p//app.py"]}],
+    })
+    with connect_readonly(db) as conn:
+        def found(path):
+            return [r["toolCall"]["message_uuid"] for r in o.file_history(conn, path)], o.file_history_count(conn, path)
+        # The normal path finds the calls that stored it; the agent's spelling finds those too, each call once.
+        assert found("/p/app.py") == found("/p/app.py/") == found("/p/./app.py") == (["a", "c"], 2)
+        assert found("/p//app.py") == (["a", "b", "c"], 3)
+        assert [r["toolCall"]["message_uuid"] for r in o.file_history(conn, "/p//app.py", {"offset": 1, "limit": 1})] == ["b"]
+
+
 def test_failures_of_a_session(ro):
     rows = o.failures(ro, "edge_cases")
     assert len(rows) == 1

@@ -116,3 +116,16 @@ async def test_the_api_root_serves_its_openapi_description(ds):
 async def test_a_trailing_slash_still_redirects(ds):
     response = await ds.client.get(f"{API}/sessions/")
     assert (response.status_code, response.headers["location"]) == (302, f"{API}/sessions")
+
+
+@pytest.mark.asyncio
+async def test_file_history_reads_another_spelling_of_the_path_as_the_path(ds):
+    async def history(path):
+        response = await ds.client.get(API + "/file-history", params={"path": path})
+        assert response.status_code == 200, response.text[:500]
+        return response.json()
+
+    plain = await history("/home/testuser/fork-project/quicksort.py")
+    assert plain != []
+    for spelled in ("/home/testuser/fork-project/quicksort.py/", "/home//testuser/./fork-project/quicksort.py"):
+        assert await history(spelled) == plain
