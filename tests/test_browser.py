@@ -612,3 +612,23 @@ def test_a_facet_chosen_in_a_search_still_filters_once_the_box_is_cleared(server
     conn.close()
     assert listed and listed <= on_branch and len(listed) == min(len(on_branch), 15) < top_level
     assert page.js_errors == []
+
+
+def test_a_link_to_a_tool_call_on_a_later_page_lands_on_it(server, page, web_db):
+    import sqlite3
+
+    from datasette_obelisk.web.pages import TRANSCRIPT_PAGE
+
+    conn = sqlite3.connect(web_db)
+    session, call = conn.execute(
+        "SELECT c.session_id, c.id FROM tool_calls c "
+        "JOIN messages cm ON cm.uuid = c.message_uuid AND cm.session_id = c.session_id "
+        "WHERE cm.visibility = 'visible' AND cm.is_meta = 0 AND cm.surface != 'log-only' "
+        "AND (SELECT COUNT(*) FROM messages b WHERE b.session_id = cm.session_id AND b.seq < cm.seq) >= ? "
+        "ORDER BY c.session_id, cm.seq LIMIT 1", [TRANSCRIPT_PAGE]).fetchone()
+    conn.close()
+    anchor = f"tool-{call}"
+    page.goto(f"{server}/-/obelisk/session/{quote(session, safe=':')}#{quote(anchor, safe='')}")
+    page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=anchor)
+    assert page.locator(".ob-target").get_attribute("id") == anchor
+    assert page.js_errors == []

@@ -44,6 +44,17 @@ document.addEventListener("DOMContentLoaded", () => {
       }
       return;
     }
+    const call = !target && /^tool-(.+)$/.exec(id);
+    if (call && document.querySelector("[data-ob-pages]")) {
+      // A tool call of this session on another page: the server shows the page that holds it.
+      const url = new URL(location.href);
+      if (url.searchParams.get("call") !== call[1]) {
+        ["start", "call"].forEach((name) => url.searchParams.delete(name));
+        url.searchParams.set("call", call[1]);
+        location.replace(url.toString());
+      }
+      return;
+    }
     if (!target) return;
     document.querySelectorAll(".ob-target").forEach((element) => element.classList.remove("ob-target"));
     if (target.closest(".ob-transcript")) target.classList.add("ob-target");  // a message or a call, not a page's part

@@ -78,6 +78,16 @@ async def session_page(datasette, request, db, params):
         "meta": params.boolean("meta"),
         "log": params.boolean("log"),
     }
+    call = params.text("call")
+    if call:  # a link to a tool call (``#tool-<id>``) not on the page it named: the page that shows it
+        def where(conn):
+            if conn.execute("SELECT 1 FROM tool_calls WHERE id = ? AND session_id = ?", [call, session_id]).fetchone():
+                return transcript.tool_anchors(conn, [call], limit=TRANSCRIPT_PAGE).get(call)
+            return None
+
+        found = await db.execute_fn(where)
+        if found is not None:
+            options.update(start=found["start"] or 1, rewound=found["rewound"], meta=found["meta"], log=found["log"])
     data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
     # a page asked to start at a line (a link to it) says when the view hides that line
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
