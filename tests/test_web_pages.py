@@ -7,8 +7,8 @@ import json
 import re
 import shutil
 import sqlite3
-from html import unescape
-from urllib.parse import unquote, urlsplit
+from html import escape as html_escape, unescape
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
@@ -1740,3 +1740,21 @@ async def test_a_session_named_a_dot_segment_is_linked_so_a_browser_keeps_it(tmp
     for name, href in ((".", "/-/obelisk/session/%2E"), ("..", "/-/obelisk/session/%2E%2E")):
         assert f"dotted zebrafish {len(name)}" in await page(datasette, href)
         await page(datasette, href + "/lineage")
+
+
+@pytest.mark.asyncio
+async def test_every_session_link_keeps_the_branch_and_days_chosen(ds, web_db):
+    conn = sqlite3.connect(web_db)
+    branch, day = conn.execute(
+        "SELECT git_branch, substr(started_at, 1, 10) FROM sessions WHERE parent_session_id IS NULL "
+        "AND git_branch IS NOT NULL AND git_branch != '' AND started_at LIKE '____-__-__T%' "
+        "ORDER BY started_at LIMIT 1").fetchone()
+    conn.close()
+    html = await page(ds, "/-/obelisk", branch=branch, **{"from": day, "to": day})
+    [every] = [link for link in links(html) if "obelisk_sessions" in link]
+    query = parse_qs(urlsplit(every).query)
+    assert query["branch"] == [branch]
+    assert query["after"] == [f"{day}T00:00:00.000Z"] and query["before"] == [f"{day}T23:59:59.999Z"]
+    listed = (await ds.client.get(every.replace("obelisk_sessions", "obelisk_sessions.json") + "&_shape=array")).json()
+    assert listed and all(row["git_branch"] == branch and row["started_at"][:10] == day for row in listed)
+    assert f"Every session ({html_escape(branch)}, {day})" in html

@@ -72,10 +72,24 @@ class SearchForm:
         return (MORE_FACET_VALUES if self.more else FACET_VALUES) + 1
 
     def every_session(self) -> dict:
-        """The ``obelisk_sessions`` stored query's parameters for these filters: a source and a
-        project when one of each is chosen (it takes one); as many rows as Datasette shows."""
-        chosen = {name: self.lists[name][0] for name in ("source", "project") if len(self.lists.get(name, ())) == 1}
+        """The ``obelisk_sessions`` stored query's parameters for these filters: a source, a
+        project and a branch when one of each is chosen (it takes one), the days as the instants
+        a session started after and before; as many rows as Datasette shows."""
+        chosen = {name: self.lists[name][0] for name in ("source", "project", "branch")
+                  if len(self.lists.get(name, ())) == 1}
+        if self.day_from:
+            chosen["after"] = f"{day('from', self.day_from)}T00:00:00.000Z"
+        if self.day_to:
+            chosen["before"] = f"{day('to', self.day_to)}T23:59:59.999Z"
         return {**chosen, "limit": 1000}
+
+    def every_session_label(self) -> str:
+        """What the "every session" link is narrowed to: its source, project, branch and days."""
+        span = None
+        if self.day_from or self.day_to:
+            span = self.day_from if self.day_from == self.day_to else f"{self.day_from or '…'} – {self.day_to or '…'}"
+        every = self.every_session()
+        return ", ".join(value for value in (every.get("source"), every.get("project"), every.get("branch"), span) if value)
 
     # -- links -----------------------------------------------------------
 
