@@ -85,7 +85,11 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   (deleted, never copied over), it is all that is left, so the child keeps
   it, read as its own lines but that its messages say whose history they
   copy (``meta.copied_from``) and it titles nothing, names no agent and
-  links nothing (``copies_of`` in the file's hints, ``settle_hints``). It is
+  links nothing (``copies_of`` in the file's hints, ``settle_hints``). Of a
+  parent that is itself a fork, the lines of the copy its own parent's log
+  (``grandparent``) holds, stored or found, are replays of that log
+  (``replays_in``: a line as a copy repeats it, all but its time); only the
+  parent's own lines are kept. It is
   read in a state of its own (``COPY_FIELDS``): its turn context (model,
   effort, cwd), its last message, its calls leave the child's own lines as
   they are when the copy is merged; only the usage baseline moves on, as
@@ -113,6 +117,7 @@ Mapping decisions (see the tests for the counts they give on the corpus):
 from __future__ import annotations
 
 import copy
+import hashlib
 import html
 import os
 import re
@@ -463,7 +468,8 @@ class CodexSource:
     # 18: document items keep their own bytes; ``additional_tools`` is metadata; a fork keeps
     #     the copy of a parent stored nowhere; lines that store no message give the session's end
     # 19: a sealed segment's rollout (session segmentation) goes on from it: it titles nothing
-    #     and counts only its own usage
+    #     and counts only its own usage; a fork's kept copy of a parent stored nowhere leaves the lines the
+    #     grandparent's stored log holds to it
     parser_version = 19
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
@@ -500,6 +506,10 @@ class CodexSource:
         the copy is kept (``copies_of``): it is all there is of that history. Returns
         the hints of stored files not in ``units`` that are to change (their parent's
         log came since): read again, they leave the copy to it."""
+        # (a thread's log: the one found by this run, else a stored one)
+        logs = {hints.get("thread_id") or _thread_of(path): path for path, hints in stored.items() if _thread_of(path)}
+        logs |= {unit.hints.get("thread_id"): str(unit.path) for unit in units if unit.kind == "rollout"}
+        logs.pop(None, None)
         present = {hints.get("thread_id") or _thread_of(path) for path, hints in stored.items()}
         present |= {unit.hints.get("thread_id") for unit in units}
         present.discard(None)
@@ -513,14 +523,28 @@ class CodexSource:
                 unit.hints.pop("parent", None)
                 continue
             unit.hints["parent"] = parent
+            unit.hints.pop("replays_in", None)
             if parent and parent not in present:
                 unit.hints["copies_of"] = parent
+                # (the thread the parent forked from, read from the head while it names one)
+                grandparent = before.get("grandparent") or rollout_grandparent(unit)
+                if grandparent:
+                    unit.hints["grandparent"] = grandparent
+                if grandparent in logs:
+                    unit.hints["replays_in"] = logs[grandparent]
         found = {str(unit.path) for unit in units}
-        return {
-            path: {key: value for key, value in hints.items() if key != "copies_of"}
-            for path, hints in stored.items()
-            if path not in found and hints.get("copies_of") in present
-        }
+        changed = {}
+        for path, hints in stored.items():
+            if path in found or not hints.get("copies_of"):
+                continue
+            if hints["copies_of"] in present:
+                changed[path] = {key: value for key, value in hints.items()
+                                 if key not in ("copies_of", "grandparent", "replays_in")}
+            elif logs.get(hints.get("grandparent")) != hints.get("replays_in"):
+                changed[path] = {key: value for key, value in hints.items() if key != "replays_in"}
+                if hints.get("grandparent") in logs:
+                    changed[path]["replays_in"] = logs[hints["grandparent"]]
+        return changed
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":
@@ -628,6 +652,58 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
             parent = first_text(metas[1].get("id"))
             parent = None if parent is None or thread is None or parent.lower() == thread.lower() else parent
     return (parent.lower() if parent else None), True
+
+
+def rollout_grandparent(unit: SourceFile) -> str | None:
+    """The thread the copied ``session_meta`` in a fork's head (its parent's) names as
+    its parent: whose history the parent's copy begins with."""
+    if unit.layout != "jsonl":
+        return None
+    try:
+        with open(unit.path, "rb") as raw:
+            if unit.compression == "zstd":
+                import zstandard
+
+                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                    lines, _ = _head_lines(stream)
+            else:
+                lines, _ = _head_lines(raw)
+    except Exception:
+        return None
+    data = loads_or_none(lines[1]) if len(lines) > 1 else None
+    if not (isinstance(data, dict) and data.get("type") == "session_meta" and isinstance(data.get("payload"), dict)):
+        return None
+    meta = data["payload"]
+    parent = lineage_of(meta, first_text(meta.get("id"))).parent
+    return parent.lower() if parent else None
+
+
+def copied_line_key(line: bytes) -> bytes | None:
+    """A line as a copy of it repeats it: all but its time (a copy is re-stamped)."""
+    data = loads_or_none(line)
+    if not isinstance(data, dict):
+        return None
+    data.pop("timestamp", None)
+    return hashlib.blake2b(orjson.dumps(data, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
+
+
+def rollout_line_keys(path: str) -> set[bytes]:
+    """``copied_line_key`` of each line of a rollout (none when it cannot be read)."""
+    keys: set[bytes] = set()
+    try:
+        with open(path, "rb") as raw:
+            if path.endswith(".zst"):
+                import io
+
+                import zstandard
+
+                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                    keys.update(key for line in io.BufferedReader(stream) if (key := copied_line_key(line)) is not None)
+            else:
+                keys.update(key for line in raw if (key := copied_line_key(line)) is not None)
+    except Exception:
+        return set()
+    return keys
 
 
 LINEAGE_HEAD_BYTES = 4 << 20  # (a session_meta holds the whole system prompt)
@@ -827,6 +903,11 @@ class CodexParser:
         # the parent thread whose log is stored nowhere: its history this rollout copies
         # is kept here (``copies_of``, see ``CodexSource.settle_hints``)
         self.copies_of = first_text(unit.hints.get("copies_of"))
+        # the log of the thread the parent's copy begins with, when stored: the lines of the
+        # copy it holds are replays of it, not kept (read when first needed)
+        self.replays_in = first_text(unit.hints.get("replays_in")) if self.copies_of else None
+        self._replay_keys: set[bytes] | None = None
+        self._line_bytes: bytes | None = None  # the line being read
         self._copy = False  # the line being read is a copy kept
         self._own: dict | None = None  # while it is: the rollout's own COPY_FIELDS
         self._out: list = []  # the records of the line being read
@@ -870,6 +951,7 @@ class CodexParser:
     def _line(self, line: bytes | None, position: Position, out: list) -> None:
         s, start = self.s, len(out)
         self._copy, self._out, self._output_line = False, out, False
+        self._line_bytes = line
         self._read_line(line, position, out)
         if self._copy:
             self._copy = False
@@ -893,6 +975,11 @@ class CodexParser:
         The copy is read in a state of its own (``_copy_state_in``)."""
         if not self.copies_of:
             return False
+        if not self._copy and self.replays_in and self._line_bytes is not None:
+            if self._replay_keys is None:
+                self._replay_keys = rollout_line_keys(self.replays_in)
+            if copied_line_key(self._line_bytes) in self._replay_keys:
+                return False  # (the grandparent's history its log holds: a replay of it)
         if not self._copy:
             self._copy = True
             self._copy_state_in()
