@@ -620,13 +620,7 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
         with open(unit.path, "rb") as raw:
             st = os.fstat(raw.fileno())
             quiet = st.st_size > 0 and time.time() - st.st_mtime >= QUIET_SECONDS  # (an empty one may be refilled)
-            if unit.compression == "zstd":
-                import zstandard
-
-                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                    lines, whole = _head_lines(stream)
-            else:
-                lines, whole = _head_lines(raw)
+            lines, whole = _head_of(raw, unit.compression)
     except Exception:
         return None, False
     whole = whole or quiet  # (a session left before its first prompt is its session_meta alone)
@@ -654,6 +648,16 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
     return (parent.lower() if parent else None), True
 
 
+def _head_of(raw, compression: str | None) -> tuple[list[bytes], bool]:
+    """``_head_lines`` of the open file ``raw``, decompressed as it is read when ``compression`` is zstd."""
+    if compression == "zstd":
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+            return _head_lines(stream)
+    return _head_lines(raw)
+
+
 def rollout_grandparent(unit: SourceFile) -> str | None:
     """The thread the copied ``session_meta`` in a fork's head (its parent's) names as
     its parent: whose history the parent's copy begins with."""
@@ -661,13 +665,7 @@ def rollout_grandparent(unit: SourceFile) -> str | None:
         return None
     try:
         with open(unit.path, "rb") as raw:
-            if unit.compression == "zstd":
-                import zstandard
-
-                with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                    lines, _ = _head_lines(stream)
-            else:
-                lines, _ = _head_lines(raw)
+            lines, _ = _head_of(raw, unit.compression)
     except Exception:
         return None
     data = loads_or_none(lines[1]) if len(lines) > 1 else None
