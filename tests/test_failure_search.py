@@ -16,7 +16,7 @@ from query_fixtures import CORPUS, corpus_roots
 
 from datasette_obelisk import cjk
 from datasette_obelisk.query.dashboard import failed
-from datasette_obelisk.store.db import LATEST_MIGRATION, open_db
+from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from datasette_obelisk.store.tool_output import CLIP_CHARS
 
@@ -197,7 +197,7 @@ UPDATE tool_results SET content = substr(content, 1, {CLIP_CHARS})
 WHERE content_length > {CLIP_CHARS} AND outcome != 'failed'
   AND content = (SELECT text FROM messages WHERE uuid = tool_results.message_uuid);
 INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
-DELETE FROM _sqlite_migrations WHERE name = '{LATEST_MIGRATION}';
+DELETE FROM _sqlite_migrations WHERE name = 'm049_index_error_flagged_results';
 """
 
 

@@ -73,6 +73,7 @@ def test_migrations_in_order(conn):
         "m047_add_source_files_ctime",
         "m048_add_file_sessions_ended_at",
         "m049_index_error_flagged_results",
+        "m050_normalise_file_paths",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .. import cjk
+from ..sources.common import normal_path
 from ..sources.lines import BOM
 from ..store.db import INDEXED_FORMS, splits_cjk
 from ..store.fingerprint import still_holds
@@ -1249,37 +1250,14 @@ FILE_CALLS_FROM = """FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool
             LEFT JOIN sessions s ON s.id = tc.session_id"""
 
 
-def normal_path(path: str) -> str:
-    """``path`` without doubled slashes, ``.`` segments or a trailing slash (the root keeps its own).
-
-    Only the spelling changes: ``..`` stays (``a/link/../b`` need not be ``a/b``), as do ``~``,
-    symlinks and backslashes (a Windows path is matched as written).
-    """
-    if "/" not in path:
-        return path
-    parts = [part for part in path.split("/") if part not in ("", ".")]
-    if path.startswith("/"):
-        return "/" + "/".join(parts)
-    if len(parts) == 1 and len(path) > 2 and path[1] == ":":  # a drive's root, C:/
-        return parts[0] + "/"
-    return "/".join(parts) or "."
-
-
-def _path_forms(file_path: str) -> list[str]:
-    """The paths a requested path matches: as given and, when it differs, its normal form
-    (stored paths are as the agent wrote them, so a spelling the agent used still finds its calls)."""
-    return list(dict.fromkeys([normal_path(file_path), file_path]))
-
-
 def _file_history_scope(conn, file_path, opts, kwargs) -> tuple[dict, "Where"]:
     require_text("fileHistory", "an absolute file path", file_path)
     o = known_source(conn, options(
         "fileHistory", opts, kwargs, {"limit": 200, "offset": 0}, ("after", "before", "source", "session_id", "project"),
         string_key=None,
     ))
-    forms = _path_forms(file_path)
-    matched = "f.path = ?" if len(forms) == 1 else f"f.path IN ({', '.join('?' * len(forms))})"
-    where = Where().add(matched, *forms).scope(o, {
+    # (stored paths are normal: another spelling of the path finds the same calls)
+    where = Where().add("f.path = ?", normal_path(file_path)).scope(o, {
         "after": FILE_CALL_AT, "before": FILE_CALL_AT, "source": "s.source", "session_id": "tc.session_id",
         "project": "s.project",
     })
@@ -1289,9 +1267,7 @@ def _file_history_scope(conn, file_path, opts, kwargs) -> tuple[dict, "Where"]:
 def file_history_count(conn, file_path, opts=None, **kwargs) -> int:
     """How many calls ``file_history`` with these options could list (its ``limit`` aside)."""
     _, where = _file_history_scope(conn, file_path, opts, kwargs)
-    # (a call storing two spellings of the path counts once)
-    counted = "COUNT(*)" if len(_path_forms(file_path)) == 1 else "COUNT(DISTINCT tc.id)"
-    return conn.execute(f"SELECT {counted} {FILE_CALLS_FROM} WHERE {where}", where.params).fetchone()[0]
+    return conn.execute(f"SELECT COUNT(*) {FILE_CALLS_FROM} WHERE {where}", where.params).fetchone()[0]
 
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
@@ -1300,10 +1276,9 @@ def file_history(conn, file_path, opts=None, **kwargs) -> list[dict]:
     besides the reference's options, ``sessionId`` and ``project`` narrow them as for ``failures()``,
     and ``offset`` skips the oldest ones (``file_history_count`` says how many there are)."""
     o, where = _file_history_scope(conn, file_path, opts, kwargs)
-    distinct = "" if len(_path_forms(file_path)) == 1 else "DISTINCT "
     found = rows(
         conn,
-        f"""SELECT {distinct}tc.id, tc.message_uuid, tc.name, tc.input_json, tc.session_id, s.title, s.project,
+        f"""SELECT tc.id, tc.message_uuid, tc.name, tc.input_json, tc.session_id, s.title, s.project,
                    {FILE_CALL_AT} AS at
             {FILE_CALLS_FROM}
             WHERE {where} ORDER BY {moment_sql(FILE_CALL_AT)}, tc.id LIMIT ? OFFSET ?""",

@@ -140,6 +140,24 @@ def ntpath_like(path: str) -> bool:
     return len(path) > 2 and path[1] == ":" and path[2] in "\\/"
 
 
+def normal_path(path: str) -> str:
+    """``path`` without doubled slashes, ``.`` segments or a trailing slash (the root keeps its own).
+
+    Only the spelling changes: ``..`` stays (``a/link/../b`` need not be ``a/b``), as do ``~``,
+    symlinks and backslashes (a Windows path is matched as written). The store keeps the paths
+    of tool calls in this form (``writer``), so one file has one spelling; the call's input keeps
+    the agent's.
+    """
+    if "/" not in path:
+        return path
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if path.startswith("/"):
+        return "/" + "/".join(parts)
+    if len(parts) == 1 and len(path) > 2 and path[1] == ":":  # a drive's root, C:/
+        return parts[0] + "/"
+    return "/".join(parts) or "."
+
+
 def load_document(data: bytes, items_key: str, what: str) -> dict | LineError:
     """A whole-file JSON document holding a list under ``items_key``, or why not."""
     whole = Position(0, 0, len(data))

@@ -1377,3 +1377,40 @@ def m049_index_error_flagged_results(db):
         INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('rebuild');
         """
     )
+
+
+@migrations()
+def m050_normalise_file_paths(db):
+    # The paths of tool calls were stored as the agent spelled them (/a//b,
+    # /a/./b, /a/b/), so one file had several: a lookup of /a/b missed the
+    # calls that wrote /a//b, and a page listing files listed it twice. They
+    # are stored in their normal form now (sources.common.normal_path: only
+    # the spelling changes; the call's input_json keeps the agent's), taken
+    # of the redacted path as the writer takes it. The paths stored are
+    # rewritten to what an ingest stores now: of a call's spellings of one
+    # file, the first it stored is kept (its rows keep their order), the
+    # others dropped (tool_call_files' key is the call and the path), as are
+    # the call's first path (tool_calls.file_path) and the file its result
+    # names (tool_results.file_path). No index or trigger reads these
+    # columns but tool_call_files_path, kept in step by SQLite.
+    from ..sources.common import normal_path
+
+    db.conn.create_function(
+        "obelisk_normal_path", 1, lambda path: normal_path(path) if isinstance(path, str) else path,
+        deterministic=True,
+    )
+    odd = "path != obelisk_normal_path(path)"
+    db.execute(
+        f"""DELETE FROM tool_call_files WHERE rowid IN (
+            SELECT f.rowid FROM tool_call_files f
+            WHERE f.tool_call_id IN (SELECT tool_call_id FROM tool_call_files WHERE {odd})
+              AND EXISTS (SELECT 1 FROM tool_call_files g
+                          WHERE g.tool_call_id = f.tool_call_id AND g.rowid < f.rowid
+                            AND obelisk_normal_path(g.path) = obelisk_normal_path(f.path)))"""
+    )
+    db.execute(f"UPDATE tool_call_files SET path = obelisk_normal_path(path) WHERE {odd}")
+    for table in ("tool_calls", "tool_results"):
+        db.execute(
+            f"UPDATE {table} SET file_path = obelisk_normal_path(file_path) "
+            "WHERE file_path IS NOT NULL AND file_path != obelisk_normal_path(file_path)"
+        )

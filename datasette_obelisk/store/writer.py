@@ -25,6 +25,7 @@ from ..records import (
     Workflow,
     WorkflowAgent,
 )
+from ..sources.common import normal_path
 from ..utc import canonical
 from .cold_load import index_pending_text
 from .session_index import recount_documents
@@ -580,13 +581,16 @@ class Writer:
         self.counts.sessions.add(link.session_id)  # (derived now, and its file is read again with the session's)
 
     def _tool_call(self, t: ToolCall) -> None:
+        # A file's path is stored in its normal form (one spelling of one file, two spellings
+        # of it in a call one row), once redacted: what redaction finds reads the agent's spelling.
+        paths = list(dict.fromkeys(normal_path(path) for path in t.file_paths))
         self._calls.append(
             nulls((
                 t.id, self._message_uuid(t.message_uuid), t.session_id, t.name, t.presentation, t.input_json,
-                t.file_paths[0] if t.file_paths else None, t.timestamp, self.file_id,
+                paths[0] if paths else None, t.timestamp, self.file_id,
             ))
         )
-        self._call_files.extend((t.id, path, t.id, self.file_id) for path in t.file_paths)
+        self._call_files.extend((t.id, path, t.id, self.file_id) for path in paths)
 
     def _tool_result(self, r: ToolResult) -> None:
         message_uuid = self._message_uuid(r.message_uuid)
@@ -600,7 +604,7 @@ class Writer:
             nulls((
                 r.tool_use_id, message_uuid, r.session_id, content, length,
                 r.is_error, r.outcome, r.exit_code, r.agent_id, r.timestamp, self.file_id,
-                r.agent_duration_ms, r.agent_tokens, r.file_path,
+                r.agent_duration_ms, r.agent_tokens, None if r.file_path is None else normal_path(r.file_path),
                 search_text(content) if failure else None,  # what tool_errors_fts indexes
                 r.output_uuid,
             ))
