@@ -18,6 +18,9 @@ from .query.errors import QueryError, holds_lone_surrogate
 from .query.readonly import connect_readonly, error_for
 from .store.db import NewerDatabase, default_db_path
 
+USAGE_CODE = "OBELISK_INVALID_ARGUMENT"
+# A command group run with no arguments shows its help as a usage error (click 8.2): no code in it.
+NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
 
 
@@ -194,11 +197,13 @@ def has_logs(sources, roots) -> bool:
 
 
 class JsonErrors:
-    """With ``--json`` on the command's line, a usage error (exit 2) is also a JSON
-    object on stdout, ``{"ok": false, "error": {"code", "message"}}``, as the
-    commands' own errors are: a script reading stdout never gets nothing. (In
-    ``invoke``, so ``datasette obelisk ...`` and ``sqlite-utils obelisk-ingest``
-    do it too; click then shows the error on stderr and exits as usual.)"""
+    """A usage error (exit 2) carries its code, ``OBELISK_INVALID_ARGUMENT``, as the
+    commands' own errors do: on stderr as ``Error: OBELISK_INVALID_ARGUMENT: ...``
+    (``fail``'s shape), and with ``--json`` on the command's line also as a JSON
+    object on stdout, ``{"ok": false, "error": {"code", "message"}}``: a script
+    reading stdout never gets nothing. (In ``invoke``, so ``datasette obelisk ...``
+    and ``sqlite-utils obelisk-ingest`` do it too; click then shows the error on
+    stderr and exits as usual.)"""
 
     def parse_args(self, ctx, args):
         ctx.meta["obelisk_json"] = ctx.meta.get("obelisk_json") or "--json" in args
@@ -217,10 +222,14 @@ class JsonErrors:
 
     @staticmethod
     def as_json(ctx, error: click.ClickException) -> None:
-        if ctx.meta.get("obelisk_json") and not getattr(error, "obelisk_json_shown", False):
-            error.obelisk_json_shown = True
-            message = error.format_message()
-            click.echo(json.dumps({"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}))
+        if getattr(error, "obelisk_code_shown", False):
+            return
+        error.obelisk_code_shown = True
+        message = error.format_message()
+        if ctx.meta.get("obelisk_json"):
+            click.echo(json.dumps({"ok": False, "error": {"code": USAGE_CODE, "message": message}}))
+        if isinstance(error, click.UsageError) and not isinstance(error, NO_ARGS_IS_HELP):
+            error.format_message = lambda: f"{USAGE_CODE}: {message}"
 
 
 class JsonErrorsCommand(JsonErrors, click.Command):

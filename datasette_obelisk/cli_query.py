@@ -2,8 +2,9 @@
 
 Each command prints readable text, or with ``--json`` the helper's exact
 return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
-missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (with ``--json``
-also a JSON error object, ``OBELISK_INVALID_ARGUMENT``): an empty search
+missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (its code,
+``OBELISK_INVALID_ARGUMENT``, is printed too; with ``--json`` also as a JSON
+error object): an empty search
 text, an unknown ``--source``, a ``--memory-root`` that is not a folder.
 While an ingest has not indexed everything yet, ``search`` says so on stderr.
 """

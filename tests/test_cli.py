@@ -94,7 +94,7 @@ def test_usage_errors_exit_two(tmp_path):
     assert "unknown source nope" in unknown.output
     missing = runner.invoke(cli, ["ingest", "--db", str(tmp_path / "o.db"), "--claude-dir", str(tmp_path / "absent")])
     assert missing.exit_code == 2
-    assert f"Error: --claude-dir {tmp_path / 'absent'} does not exist\n" in missing.output
+    assert f"Error: OBELISK_INVALID_ARGUMENT: --claude-dir {tmp_path / 'absent'} does not exist\n" in missing.output
 
 
 def test_a_database_path_that_cannot_be_one_is_a_usage_error(tmp_path):
@@ -172,7 +172,7 @@ def test_ingest_is_also_a_datasette_and_sqlite_utils_command(tmp_path, command):
     message = f"--claude-dir {tmp_path / 'nope'} does not exist"
     assert (refused.returncode, json.loads(refused.stdout)) == (
         2, {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}})
-    assert f"Error: {message}" in refused.stderr
+    assert f"Error: OBELISK_INVALID_ARGUMENT: {message}" in refused.stderr
     unknown = subprocess.run([executable, *command[1:], "--json", "--bogus"], capture_output=True, text=True)
     error = json.loads(unknown.stdout)["error"]  # click's words for it
     assert (unknown.returncode, error["code"], "--bogus" in error["message"]) == (2, "OBELISK_INVALID_ARGUMENT", True)

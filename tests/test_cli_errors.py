@@ -24,6 +24,7 @@ from datasette_obelisk.store.db import LATEST_MIGRATION, NewerDatabase
 from datasette_obelisk.store.ingest import default_roots, ingest as run_ingest
 
 NO_FOLDERS = "No agent log folders found (looked for the sources' default folders).\n"
+USAGE = "Error: OBELISK_INVALID_ARGUMENT: "  # a usage error's line on stderr, exit 2
 EMPTY_SEARCH = "search() needs query text: it is empty or only whitespace"
 
 
@@ -33,7 +34,7 @@ def invoke(*args):
 
 def usage_error(command: str, message: str) -> str:
     return f"Usage: cli {command} [OPTIONS]{' TEXT' if command == 'search' else ''}\n" \
-           f"Try 'cli {command} --help' for help.\n\nError: {message}\n"
+           f"Try 'cli {command} --help' for help.\n\n{USAGE}{message}\n"
 
 
 def json_error(code: str, message: str) -> dict:
@@ -202,7 +203,7 @@ def test_redact_check_reads_a_database_as_it_is(tmp_path):
 def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):
     result = invoke("publish-config", "--db", tmp_path / "nope.db", "-o", tmp_path / "no" / "p.yaml")
     assert result.exit_code == 2
-    assert result.stderr.endswith(f"Error: --output {tmp_path / 'no' / 'p.yaml'}: the folder {tmp_path / 'no'} does not exist\n")
+    assert result.stderr.endswith(f"{USAGE}--output {tmp_path / 'no' / 'p.yaml'}: the folder {tmp_path / 'no'} does not exist\n")
 
 
 # -- --source --------------------------------------------------------------------------------------
@@ -217,7 +218,7 @@ def test_an_unknown_source_is_a_usage_error_naming_the_installed_ones(tmp_path, 
     message = "unknown source bogus; installed: claude, codex, gemini"
     result = invoke(*command, "--source", "bogus", "--db", db)
     assert (result.exit_code, result.stdout) == (2, "")
-    assert result.stderr.endswith(f"\nError: {message}\n")
+    assert result.stderr.endswith(f"\n{USAGE}{message}\n")
     as_json = invoke(*command, "--source", "bogus", "--db", db, "--json")
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
     assert invoke(*command, "--source", "gemini", "--db", db, "--json").stdout == "[]\n"  # installed, none stored
@@ -495,7 +496,7 @@ def test_a_memory_root_that_is_not_a_folder_is_a_usage_error(tmp_path):
     for path, why in ((tmp_path / "notes", "does not exist"), (afile, "is not a folder")):
         result = invoke("attune", "--db", db, "--memory-root", path, "-c", REMEMBER % afile)
         assert (result.exit_code, result.stdout) == (2, "")
-        assert result.stderr.endswith(f"\nError: --memory-root {path} {why}\n")
+        assert result.stderr.endswith(f"\n{USAGE}--memory-root {path} {why}\n")
         as_json = invoke("attune", "--db", db, "--memory-root", path, "-c", REMEMBER % afile, "--json")
         error = json_error("OBELISK_INVALID_ARGUMENT", f"--memory-root {path} {why}")
         assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, error)
@@ -590,7 +591,7 @@ def test_a_helper_argument_error_from_read_options_is_a_usage_error(tmp_path):
 def test_a_value_sqlite_cannot_take_is_a_usage_error(tmp_path, command, message):
     db = claude_db(tmp_path)
     result = invoke(*command, "--db", db)
-    assert (result.exit_code, result.stdout) == (2, "") and result.stderr.endswith(f"\nError: {message}\n")
+    assert (result.exit_code, result.stdout) == (2, "") and result.stderr.endswith(f"\n{USAGE}{message}\n")
     as_json = invoke(*command, "--db", db, "--json")
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
 
@@ -630,6 +631,26 @@ def test_a_usage_error_before_the_command_is_json_too_with_json():
     result = CliRunner().invoke(cli, ["--bogus", "ingest", "--json"])
     error = json.loads(result.stdout)["error"]  # click's words for it
     assert (result.exit_code, error["code"], "--bogus" in error["message"]) == (2, "OBELISK_INVALID_ARGUMENT", True)
+
+
+@pytest.mark.parametrize("args", [
+    ["search", " "],  # the helper's OBELISK_INVALID_ARGUMENT
+    ["sessions", "--limit", "0"],  # click's own refusal of a value
+    ["sessions", "--source", "nope"],  # the command's own UsageError
+    ["--bogus", "sessions"],  # before any command
+])
+def test_a_usage_error_names_its_code_on_stderr_as_with_json(tmp_path, args):
+    db = claude_db(tmp_path)
+    text, as_json = (CliRunner().invoke(cli, [*args, "--db", str(db), *extra]) for extra in ([], ["--json"]))
+    error = json.loads(as_json.stdout)["error"]
+    assert (text.exit_code, as_json.exit_code, text.stdout) == (2, 2, "")
+    assert text.stderr.endswith(f"\nError: {error['code']}: {error['message']}\n")
+    assert as_json.stderr == text.stderr
+
+
+def test_a_command_group_without_arguments_shows_its_help_without_a_code():
+    result = CliRunner().invoke(cli, [])
+    assert "Usage:" in result.output and "OBELISK_" not in result.output
 
 
 def test_logs_a_newer_parser_read_are_never_read_again_by_an_older_one(tmp_path):
@@ -708,7 +729,7 @@ def test_a_time_limit_no_watchdog_can_keep_is_a_usage_error(tmp_path, seconds):
     for command in (["query", "-c", "return 1", "--timeout", seconds], ["attune", "-c", "return 1", "--timeout", seconds],
                     ["ingest", "--watch", "--interval", seconds]):
         result = invoke(*command, "--db", db)
-        assert result.exit_code == 2 and "Error: Invalid value for" in result.stderr, command
+        assert result.exit_code == 2 and f"{USAGE}Invalid value for" in result.stderr, command
     with pytest.raises(QueryError) as error:
         from datasette_obelisk.query.runner import run_script
 
