@@ -2225,6 +2225,38 @@ def test_a_log_back_with_other_bytes_holding_every_line_leaves_no_gone_file(db, 
     assert (summary.files_skipped, summary.files_missing) == (2, 0)
 
 
+def test_a_gone_log_kept_only_by_its_unreadable_line_is_counted_once_with_the_log_back_at_its_path(db, root):
+    from datasette_obelisk.query import dashboard
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    def files():
+        conn = connect_readonly(db)
+        try:
+            return dashboard.totals(conn)["files"]
+        finally:
+            conn.close()
+
+    path = root / "s1.jsonl"
+    path.write_bytes(line(id="a", text="one") + b"{not json\n")
+    run(db, root)
+    path.unlink()
+    run(db, root)
+    assert {key: files()[key] for key in ("files", "gone", "bad_lines")} == {"files": 1, "gone": 1, "bad_lines": 1}
+    path.write_bytes(line(id="a", text="one"))  # back without its unreadable line: "a" goes to it
+    run(db, root)
+    # The file gone from the path holds nothing now but its error: it is not a second log file.
+    assert rows(db, "SELECT path, missing, lines_stored, lines_failed FROM source_files ORDER BY id") == [
+        (str(path) + "#gone-1", 1, 0, 1), (str(path), 0, 1, 0)]
+    assert rows(db, "SELECT file_id, line_no FROM ingest_errors") == [(1, 2)]
+    assert {key: files()[key] for key in ("files", "gone", "bad_lines")} == {"files": 1, "gone": 0, "bad_lines": 1}
+    # One back with other lines keeps what it held apart: two log files, one gone.
+    path.unlink()
+    run(db, root)
+    path.write_bytes(line(id="b", text="two"))
+    run(db, root)
+    assert {key: files()[key] for key in ("files", "gone", "bad_lines")} == {"files": 2, "gone": 1, "bad_lines": 1}
+
+
 def test_a_log_back_with_its_lines_at_other_offsets_stores_each_message_once(db, root, tmp_path):
     # Messages named after their byte offset (``<session>:<offset>``, as Codex's are): the
     # lines the new file holds again at other offsets are the archived rows, moved to it.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import date, timedelta
 
-from ..store import cold_load, derive
+from ..store import cold_load, derive, units, writer
 from .moments import moment_sql
 from .obelisk import TOP_LEVEL
 
@@ -43,7 +43,9 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
     an excluded one), conversation messages (agents' too), tool calls and failures
     (``blocked``: how many of them were blocked), overall and by source and project, and the source files:
     how many, how many are gone from disk, their unreadable lines and when the last
-    one was ingested (``files=False``: ``None``, ``source_files`` is not read)."""
+    one was ingested (``files=False``: ``None``, ``source_files`` is not read). A file gone
+    from its path whose rows all went to the file there now, kept only by the errors of
+    its unreadable lines, is that file: counted once, its unreadable lines still counted."""
     row = conn.execute(
         f"""SELECT
              (SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL}) AS sessions,
@@ -64,8 +66,12 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
            FROM sessions s GROUP BY project, source ORDER BY last_session_at DESC"""
     ))
     files = files and conn.execute(
-        """SELECT COUNT(*), COALESCE(SUM(missing), 0), COALESCE(SUM(lines_failed), 0), MAX(ingested_at)
-           FROM source_files"""
+        f"""SELECT COALESCE(SUM(NOT errors_only), 0), COALESCE(SUM(missing AND NOT errors_only), 0),
+                  COALESCE(SUM(lines_failed), 0), MAX(ingested_at)
+           FROM (SELECT missing, lines_failed, ingested_at,
+                        CASE WHEN missing = 0 THEN 0
+                             ELSE {units.retired_sql("f")} AND NOT ({writer.holds_read_rows_sql("f")}) END AS errors_only
+                 FROM source_files f)"""
     ).fetchone()
     return {
         **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "blocked", "memories"))},

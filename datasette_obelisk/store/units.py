@@ -49,6 +49,11 @@ def retired_path(path: str, file_id: int) -> str:
     return f"{path}#gone-{file_id}"
 
 
+def retired_sql(alias: str) -> str:
+    """SQL: the source file ``alias`` was retired (its path is its ``retired_path``)."""
+    return f"substr({alias}.path, -length('#gone-' || {alias}.id)) = '#gone-' || {alias}.id"
+
+
 def retired_from(path: str) -> str | None:
     """The path a retired file (``retired_path``) was read from; None for any other."""
     match = _RETIRED.search(path)

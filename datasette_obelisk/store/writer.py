@@ -789,13 +789,23 @@ def file_holds_rows(conn: sqlite3.Connection, file_id: int) -> bool:
     return any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone() for table in tables)
 
 
+# The tables of the rows a file's lines became (``file_sessions`` and ``message_aliases``
+# only say which sessions and uuids it named).
+READ_ROW_TABLES = (*FILE_TABLES, "workflows", "workflow_agents")
+
+
+def holds_read_rows_sql(alias: str) -> str:
+    """SQL: the source file ``alias`` holds a row one of its lines became."""
+    return " OR ".join(f"EXISTS (SELECT 1 FROM {table} WHERE file_id = {alias}.id)" for table in READ_ROW_TABLES)
+
+
 def forget_retired(conn: sqlite3.Connection, file_ids) -> set[int]:
     """Delete the files gone from disk among ``file_ids`` that hold nothing any more
     (no row read from them, no error): their rows all went to another file. Returns their ids."""
     forgotten = set()
     for file_id in file_ids:
         if any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone()
-               for table in (*FILE_TABLES, "workflows", "workflow_agents", "ingest_errors")):
+               for table in (*READ_ROW_TABLES, "ingest_errors")):
             continue
         if not conn.execute("SELECT 1 FROM source_files WHERE id = ? AND missing = 1", [file_id]).fetchone():
             continue
