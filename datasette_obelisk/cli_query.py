@@ -63,25 +63,29 @@ def call(db_path, helper, *args, session_id: str | None = None):
     """Run one read helper on a fresh read-only connection to the database.
 
     A ``source`` among its options must be installed or in the database
-    (``known_source``); a ``session_id`` the command was given must be a
-    stored session (an empty answer would read as "nothing happened there").
+    (``known_source``); a ``session_id`` the command was given that is not
+    stored is said so on stderr (``stored_session``).
     """
     conn = fresh_connection(db_path)
     try:
         if session_id is not None:
-            require_session(conn, session_id)
+            stored_session(conn, session_id)
         return helper(conn, *args)
     finally:
         conn.close()
 
 
-def require_session(conn, session_id: str) -> dict:
-    """The session ``session_id``, or ``OBELISK_NOT_FOUND`` naming the ids it may have meant."""
+def stored_session(conn, session_id: str) -> dict | None:
+    """The session ``session_id``; None, once a note on stderr says it is not stored
+    (naming the ids it may have meant), for an id the archive does not hold: the
+    helpers answer nothing for it, as in Python and over HTTP, and so does the
+    command (exit 0; ``--json`` prints the helper's value). An empty id is a usage error."""
     if not session_id.strip():
         raise QueryError("OBELISK_INVALID_ARGUMENT", "a session id is needed: it is empty or only whitespace")
     found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
     if not found:
-        raise obelisk.unknown_session(conn, session_id)
+        echo(f"Note: {obelisk.unknown_session(conn, session_id).message}", err=True)
+        return None
     return found[0]
 
 
@@ -207,7 +211,9 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
     """
     conn = fresh_connection(db_path)
     try:
-        session = require_session(conn, session_id)
+        session = stored_session(conn, session_id)
+        if session is None:  # (thread() of a session not stored: no message)
+            return click.echo(dumps([])) if as_json else echo("No messages.")
         # Without --limit, the whole session: a page of the most one call returns at a time.
         step = limit or obelisk.MAX_THREAD
         first = True
@@ -295,8 +301,9 @@ def trace(uuid, db_path, as_json):
         obelisk trace 3606d2b7-b8a0-4990-92cc-bfba4c19f8a0
     """
     chain = call(db_path, obelisk.trace, uuid)
-    if not chain:
-        raise QueryError("OBELISK_NOT_FOUND", f"no message {uuid!r}")
+    if not chain:  # (as in Python and over HTTP: nothing, exit 0)
+        echo(f"Note: no message {uuid!r}", err=True)
+        return click.echo(dumps(chain)) if as_json else echo("No messages.")
     if call(db_path, obelisk.goes_on_above, [m["uuid"] for m in chain]):  # the walk stopped early
         echo(f"Note: the chain has more than {obelisk.MAX_CHAIN:,} ancestors: it starts here, "
              "below the conversation's root", err=True)

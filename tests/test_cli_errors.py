@@ -596,7 +596,7 @@ def test_a_value_sqlite_cannot_take_is_a_usage_error(tmp_path, command, message)
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
 
 
-def test_an_unknown_session_names_the_stored_id_it_may_mean(tmp_path):
+def test_an_unknown_session_has_nothing_as_in_python_and_names_the_stored_id_it_may_mean(tmp_path):
     logs = tmp_path / ".codex" / "sessions" / "2026" / "01" / "02"
     logs.mkdir(parents=True)
     thread = "77777777-7777-4777-8777-777777777777"
@@ -607,13 +607,28 @@ def test_an_unknown_session_names_the_stored_id_it_may_mean(tmp_path):
     )
     db = tmp_path / "o.db"
     run_ingest(db, {"codex": tmp_path / ".codex"})
-    result = CliRunner().invoke(cli, ["read", thread, "--db", str(db)])
-    message = f"no session {thread!r} (did you mean 'codex:{thread}'?)"
-    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {message}\n")
-    assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).stderr == "Error: OBELISK_NOT_FOUND: no session '7777'\n"
+    note = f"Note: no session {thread!r} (did you mean 'codex:{thread}'?)\n"
+    conn = connect_readonly(db)
+    python = {  # what the helpers answer: nothing, no error
+        "read": obelisk.thread(conn, thread),
+        "search": obelisk.search(conn, "hello", {"sessionId": thread}),
+        "failures": obelisk.failures(conn, {"sessionId": thread}),
+        "files": obelisk.file_history(conn, "/x.py", {"sessionId": thread}),
+    }
+    conn.close()
+    assert set(map(json.dumps, python.values())) == {"[]"}
+    for command, args in [("read", [thread]), ("search", ["hello", "--session", thread]),
+                          ("failures", ["--session", thread]), ("files", ["/x.py", "--session", thread])]:
+        as_json = CliRunner().invoke(cli, [command, *args, "--db", str(db), "--json"])
+        assert (as_json.exit_code, json.loads(as_json.stdout), as_json.stderr) == (0, python[command], note), command
+        text = CliRunner().invoke(cli, [command, *args, "--db", str(db)])
+        assert (text.exit_code, text.stderr) == (0, note), command
+    assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).output == "Note: no session '7777'\nNo messages.\n"
     # An id longer than any LIKE pattern SQLite takes (50,000 bytes) is looked for all the same.
     long = CliRunner().invoke(cli, ["read", "%" * 30_000, "--db", str(db)])
-    assert (long.exit_code, long.stderr) == (1, f"Error: OBELISK_NOT_FOUND: no session {'%' * 200 + '…'!r}\n")
+    assert (long.exit_code, long.stderr) == (0, f"Note: no session {'%' * 200 + '…'!r}\n")
+    # An empty one is a usage error, as in Python.
+    assert CliRunner().invoke(cli, ["search", "hello", "--session", "", "--db", str(db)]).exit_code == 2
 
 
 def test_arguments_that_are_not_utf_8_are_usage_errors(tmp_path):

@@ -564,15 +564,21 @@ def test_files_names_outcomes_narrows_to_a_session_and_says_what_it_left_out(cor
         f"No calls past the 7 that touched {page}.\n")
 
 
-@pytest.mark.parametrize("args", [
-    ["read", "no-such-session"], ["trace", "no-such-uuid"], ["search", "hello", "--session", "no-such-session"],
-    ["failures", "--session", "no-such-session"], ["files", "/project/hello.py", "--session", "no-such-session"],
+@pytest.mark.parametrize("args, helper, helper_args", [
+    (["read", "no-such-session"], "thread", ("no-such-session",)),
+    (["trace", "no-such-uuid"], "trace", ("no-such-uuid",)),
+    (["search", "hello", "--session", "no-such-session"], "search", ("hello", {"sessionId": "no-such-session"})),
+    (["failures", "--session", "no-such-session"], "failures", ({"sessionId": "no-such-session"},)),
+    (["files", "/project/hello.py", "--session", "no-such-session"], "fileHistory",
+     ("/project/hello.py", {"sessionId": "no-such-session"})),
 ])
-def test_unknown_ids_exit_1_with_the_code(corpus_db, args):
-    result = invoke(*args, "--db", corpus_db)
-    assert result.exit_code == 1 and "OBELISK_NOT_FOUND" in result.stderr
+def test_unknown_ids_have_the_helpers_answer_and_a_note(corpus_db, helpers_of, args, helper, helper_args):
+    assert helpers_of(helper, *helper_args) == []
     as_json = invoke(*args, "--db", corpus_db, "--json")
-    assert as_json.exit_code == 1 and json.loads(as_json.stdout)["error"]["code"] == "OBELISK_NOT_FOUND"
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (0, [])
+    assert as_json.stderr.startswith("Note: no ") and "no-such-" in as_json.stderr
+    result = invoke(*args, "--db", corpus_db)
+    assert (result.exit_code, result.stderr) == (0, as_json.stderr)
 
 
 def test_query_errors_exit_1(corpus_db, tmp_path):
