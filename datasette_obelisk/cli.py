@@ -103,6 +103,15 @@ def fail(exc: QueryError, as_json: bool):
     sys.exit(1)
 
 
+class CodedError(click.ClickException):
+    """An error that is no usage error (exit 1) with its code (``QueryError``'s taxonomy),
+    shown as ``fail`` shows one: ``Error: CODE: message``, and with --json the JSON object."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.obelisk_code = QueryError(code, message).code  # (a code outside the taxonomy is refused)
+
+
 def is_unicode(text: str) -> bool:
     """False for text holding lone surrogates: bytes of an argument that were not UTF-8."""
     return not holds_lone_surrogate(text)
@@ -185,7 +194,7 @@ def ingest_now(show_progress: bool, db: Path, roots, **options):
     except NewerDatabase as exc:  # a newer version's parsers read the logs (its migrations are seen before)
         raise click.UsageError(f"--db {exc}") from None
     except sqlite3.Error as exc:  # a damaged file its header did not tell, or one SQLite cannot open
-        raise click.ClickException(f"--db {db}: {exc}") from None
+        raise CodedError(error_for(exc).code, f"--db {db}: {exc}") from None
     finally:
         if bar:
             bar.close()
@@ -225,11 +234,11 @@ class JsonErrors:
         if getattr(error, "obelisk_code_shown", False):
             return
         error.obelisk_code_shown = True
-        message = error.format_message()
+        message, code = error.format_message(), getattr(error, "obelisk_code", USAGE_CODE)
         if ctx.meta.get("obelisk_json"):
-            click.echo(json.dumps({"ok": False, "error": {"code": USAGE_CODE, "message": message}}))
-        if isinstance(error, click.UsageError) and not isinstance(error, NO_ARGS_IS_HELP):
-            error.format_message = lambda: f"{USAGE_CODE}: {message}"
+            click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
+        if isinstance(error, (click.UsageError, CodedError)) and not isinstance(error, NO_ARGS_IS_HELP):
+            error.format_message = lambda: f"{code}: {message}"
 
 
 class JsonErrorsCommand(JsonErrors, click.Command):

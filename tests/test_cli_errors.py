@@ -139,7 +139,11 @@ def test_ingest_into_a_damaged_database_says_so_in_one_line(tmp_path):
             "message": {"role": "user", "content": "a new session"}}
     (tmp_path / "agent" / "projects" / "-w" / "s2.jsonl").write_text(json.dumps(line) + "\n")
     result = invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent")
-    assert (result.exit_code, result.stderr) == (1, f"Error: --db {db}: {MALFORMED}\n")
+    # The code the read commands give a damaged database (OBELISK_INVALID_SQL), not a usage error's.
+    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_INVALID_SQL: --db {db}: {MALFORMED}\n")
+    as_json = invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent", "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (
+        1, json_error("OBELISK_INVALID_SQL", f"--db {db}: {MALFORMED}"))
 
 
 def test_a_database_whose_name_is_not_utf_8_is_read_and_written(tmp_path):
