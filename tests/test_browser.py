@@ -632,3 +632,49 @@ def test_a_link_to_a_tool_call_on_a_later_page_lands_on_it(server, page, web_db)
     page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=anchor)
     assert page.locator(".ob-target").get_attribute("id") == anchor
     assert page.js_errors == []
+
+
+def test_recent_sessions_page_through_every_session_the_filters_choose(server, page, web_db):
+    # The sessions listed before a query, page after page, are those the filters choose: every
+    # model, role and tool as well as two sources, and a day taking a session active on it
+    # that started the day before (no link may list others under these filters' name).
+    import sqlite3
+
+    from datasette_obelisk.query.obelisk import TOP_LEVEL
+
+    conn = sqlite3.connect(web_db)
+    model = conn.execute("SELECT model FROM messages WHERE model IS NOT NULL AND is_meta = 0 GROUP BY model "
+                         "ORDER BY COUNT(DISTINCT session_id) DESC LIMIT 1").fetchone()[0]
+    spanning, day = conn.execute(
+        f"SELECT s.id, substr(s.ended_at, 1, 10) FROM sessions s WHERE {TOP_LEVEL} AND s.source IN ('claude', 'codex') "
+        "AND substr(s.started_at, 1, 10) < substr(s.ended_at, 1, 10) ORDER BY s.id LIMIT 1").fetchone()
+    cases = {
+        f"model={quote(model)}": (
+            f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL} AND EXISTS (SELECT 1 FROM messages m WHERE "
+            "m.session_id = s.id AND m.model = ? AND m.is_meta = 0 AND m.visibility != 'hidden')", [model]),
+        "source=claude&source=codex": (f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL} AND s.source IN ('claude', 'codex')", []),
+        f"source=claude&source=codex&from={day}&to={day}": (
+            f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL} AND s.source IN ('claude', 'codex') "
+            "AND (s.ended_at IS NULL OR s.ended_at >= ?) AND (s.started_at IS NULL OR s.started_at <= ?)",
+            [f"{day}T00:00:00", f"{day}T23:59:59.999Z"]),
+    }
+    expected = {qs: {row[0] for row in conn.execute(sql, params)} for qs, (sql, params) in cases.items()}
+    conn.close()
+    assert len(expected["source=claude&source=codex"]) > 15 and spanning in expected[f"source=claude&source=codex&from={day}&to={day}"]
+    for qs, wanted in expected.items():
+        page.goto(f"{server}/-/obelisk?{qs}")
+        chips = page.locator(".ob-chips").inner_text()
+        listed: list[str] = []
+        while True:
+            assert page.locator(".ob-chips").inner_text() == chips  # the filters stay chosen
+            listed += [unquote(href.rsplit("/", 1)[1]) for href in
+                       page.locator(".ob-results h3 a").evaluate_all("els => els.map(e => e.getAttribute('href'))")]
+            following = page.locator("a[rel=next]")
+            if not following.count():
+                break
+            following.focus()
+            page.keyboard.press("Enter")
+            page.wait_for_load_state()
+        assert len(listed) == len(set(listed)) and set(listed) == wanted, qs
+        assert not page.locator("a[href*=obelisk_sessions]").count(), qs  # it lists what it lists whatever they are
+    assert page.js_errors == []

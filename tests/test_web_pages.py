@@ -1743,7 +1743,10 @@ async def test_a_session_named_a_dot_segment_is_linked_so_a_browser_keeps_it(tmp
 
 
 @pytest.mark.asyncio
-async def test_every_session_link_keeps_the_branch_and_days_chosen(ds, web_db):
+async def test_sessions_of_a_branch_and_days_are_paged_on_the_page_with_them(ds, web_db):
+    # The stored query takes the day a session started and the session's own branch, where the
+    # page takes any session active on those days with a message on the branch: the page lists
+    # them itself, a page at a time, and links no list of other sessions.
     conn = sqlite3.connect(web_db)
     branch, day = conn.execute(
         "SELECT git_branch, substr(started_at, 1, 10) FROM sessions WHERE parent_session_id IS NULL "
@@ -1751,10 +1754,13 @@ async def test_every_session_link_keeps_the_branch_and_days_chosen(ds, web_db):
         "ORDER BY started_at LIMIT 1").fetchone()
     conn.close()
     html = await page(ds, "/-/obelisk", branch=branch, **{"from": day, "to": day})
-    [every] = [link for link in links(html) if "obelisk_sessions" in link]
-    query = parse_qs(urlsplit(every).query)
-    assert query["branch"] == [branch]
-    assert query["after"] == [f"{day}T00:00:00.000Z"] and query["before"] == [f"{day}T23:59:59.999Z"]
-    listed = (await ds.client.get(every.replace("obelisk_sessions", "obelisk_sessions.json") + "&_shape=array")).json()
-    assert listed and all(row["git_branch"] == branch and row["started_at"][:10] == day for row in listed)
-    assert f"Every session ({html_escape(branch)}, {day})" in html
+    assert not [link for link in links(html) if "obelisk_sessions" in link]
+    assert f"Branch: {html_escape(branch)}" in html and f"Date: {day}" in html
+    assert re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)
+    # a cursor this list did not give is refused, not a server error
+    await page(ds, "/-/obelisk", 400, branch=branch, cursor="bogus")
+    response = await ds.client.get("/-/obelisk?source=claude&source=codex")
+    [following] = [link for link in links(response.text) if "cursor=" in link]
+    cursor = parse_qs(urlsplit(following).query)["cursor"][0]
+    await page(ds, "/-/obelisk", 400, branch=branch, cursor=cursor)  # another list's
+    await page(ds, "/-/obelisk", 400, q="the", cursor=cursor)  # not a search's

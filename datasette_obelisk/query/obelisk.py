@@ -42,6 +42,8 @@ from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from ..store.units import retired_from
 from . import fts
+from .cursors import decode_cursor, encode_cursor, fingerprint
+from .cursors import invalid as cursor_invalid
 from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
 from .filters import Filters
 from ..utc import canonical
@@ -1072,23 +1074,39 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
 EVENT_NARROWING = ("roles", "branches", "models", "tools")
 
 
-def recent_in(conn, filters, limit: int) -> list[dict]:
+def recent_in(conn, filters, limit: int, cursor: str | None = None) -> dict:
     """Top-level sessions a ``Filters`` selects (its session filters, and with a
     role, branch, model or tool chosen, only sessions with a message that has
     one, as the search counts them), most recently ended first: the search page
-    before any query."""
+    before any query. ``{"items", "next_cursor"}``: ``limit`` sessions, and the
+    cursor (keyset: it stays valid as sessions are added) that lists those after
+    them, None after the last."""
     where, params = filters.session_sql("s")
     narrowing = {name: getattr(filters, name) for name in EVENT_NARROWING if getattr(filters, name) is not None}
     if narrowing:
         event_where, event_params = Filters.build(**narrowing).event_sql("m")
         where = f"{where} AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {event_where})"
         params = [*params, *event_params]
+    # (a session with no end time comes last, as NULL does in a descending order)
+    ended = f"COALESCE({moment_sql('s.ended_at')}, '')"
+    request = fingerprint({"where": where, "params": params})
+    if cursor is not None:
+        position = decode_cursor(conn, cursor, "recent", request, None)
+        if not (isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position)):
+            raise cursor_invalid("the cursor is not one this service returned")
+        where = f"{where} AND ({ended} < ? OR ({ended} = ? AND s.id > ?))"
+        params = [*params, position[0], position[0], position[1]]
     found = rows(
         conn,
-        f"SELECT s.* FROM sessions s WHERE {TOP_LEVEL} AND {where} ORDER BY {moment_sql('s.ended_at')} DESC, s.id LIMIT ?",
-        params + [limit],
+        f"SELECT s.*, {ended} AS _ended FROM sessions s WHERE {TOP_LEVEL} AND {where} ORDER BY _ended DESC, s.id LIMIT ?",
+        params + [limit + 1],
     )
-    return [dict(r) for r in found]
+    next_cursor = None
+    if len(found) > limit:
+        edge = found[limit - 1]
+        next_cursor = encode_cursor(conn, "recent", request, None, [edge["_ended"], edge["id"]])
+    items = [{k: row[k] for k in row.keys() if k != "_ended"} for row in found[:limit]]
+    return {"items": items, "next_cursor": next_cursor}
 
 
 def unknown_session(conn, session_id: str) -> QueryError:

@@ -41,9 +41,10 @@ async def search_page(datasette, request, db, params):
 
         def recent(conn):
             known_sources(conn)
-            return obelisk.recent_in(conn, filters, RECENT_SHOWN)
+            return obelisk.recent_in(conn, filters, RECENT_SHOWN, form.cursor)
 
-        context["recent"] = await db.execute_fn(recent)
+        found = await db.execute_fn(recent)
+        context.update(recent=found["items"], recent_next=found["next_cursor"])
         return context
 
     def search(conn):

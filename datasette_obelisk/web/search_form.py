@@ -71,25 +71,21 @@ class SearchForm:
         """How many values of each facet to count: one past those shown, to know whether more exist."""
         return (MORE_FACET_VALUES if self.more else FACET_VALUES) + 1
 
-    def every_session(self) -> dict:
-        """The ``obelisk_sessions`` stored query's parameters for these filters: a source, a
-        project and a branch when one of each is chosen (it takes one), the days as the instants
-        a session started after and before; as many rows as Datasette shows."""
-        chosen = {name: self.lists[name][0] for name in ("source", "project", "branch")
-                  if len(self.lists.get(name, ())) == 1}
-        if self.day_from:
-            chosen["after"] = f"{day('from', self.day_from)}T00:00:00.000Z"
-        if self.day_to:
-            chosen["before"] = f"{day('to', self.day_to)}T23:59:59.999Z"
-        return {**chosen, "limit": 1000}
+    def every_session(self) -> dict | None:
+        """The ``obelisk_sessions`` stored query's parameters that list every session these
+        filters select, as many rows as Datasette shows; None when it cannot: it takes one
+        source, and its other filters differ from the page's (a project there is a LIKE
+        pattern, a branch the session's own, days the day a session started where the page
+        takes any session active on them; it has no model, role or tool), so the page's
+        own pager lists those."""
+        chosen = {name: values for name, values in self.lists.items() if values}
+        if self.day_from or self.day_to or set(chosen) - {"source"} or len(chosen.get("source", ())) > 1:
+            return None
+        return {**({"source": chosen["source"][0]} if chosen else {}), "limit": 1000}
 
     def every_session_label(self) -> str:
-        """What the "every session" link is narrowed to: its source, project, branch and days."""
-        span = None
-        if self.day_from or self.day_to:
-            span = self.day_from if self.day_from == self.day_to else f"{self.day_from or '…'} – {self.day_to or '…'}"
-        every = self.every_session()
-        return ", ".join(value for value in (every.get("source"), every.get("project"), every.get("branch"), span) if value)
+        """What the "every session" link is narrowed to: its source."""
+        return (self.every_session() or {}).get("source") or ""
 
     # -- links -----------------------------------------------------------
 
