@@ -678,3 +678,18 @@ def test_recent_sessions_page_through_every_session_the_filters_choose(server, p
         assert len(listed) == len(set(listed)) and set(listed) == wanted, qs
         assert not page.locator("a[href*=obelisk_sessions]").count(), qs  # it lists what it lists whatever they are
     assert page.js_errors == []
+
+
+def test_an_empty_table_quoting_a_long_path_or_query_fits_a_phone_screen(server, browser):
+    # The row saying nothing matched quotes what was asked for: on a phone it wraps
+    # instead of widening its table past the screen (to be read by scrolling sideways).
+    asked = "/home/dev/projects/nimbus-deploy/services/api/internal/store/no_such_repository_test.go.bak"
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    for path in (f"/-/obelisk/files?contains={quote(asked)}", f"/-/obelisk/memories?q={quote(asked)}"):
+        assert page.goto(server + path).status == 200
+        empty = page.locator("table.ob-table td.ob-empty")
+        assert asked in empty.inner_text(), path
+        box, table = page.locator(".ob-scroll").first.bounding_box(), page.locator("table.ob-table").bounding_box()
+        assert table["width"] <= box["width"] + 1, (path, table["width"], box["width"])
+    context.close()
