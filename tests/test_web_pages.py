@@ -219,6 +219,27 @@ async def test_search_page_days_are_utc_days_its_date_filter_finds(tmp_path):
 
 
 @pytest.mark.asyncio
+async def test_the_sessions_card_links_a_list_of_every_session_it_counts(tmp_path):
+    # More sessions than the stored query lists by default (50): the card's link lists them all.
+    folder = tmp_path / "claude" / "projects" / "-tmp-many"
+    folder.mkdir(parents=True)
+    for n in range(60):
+        line = {"type": "user", "uuid": f"u{n}", "sessionId": f"many-{n:02d}", "timestamp": f"2026-03-05T10:{n:02d}:00.000Z",
+                "message": {"role": "user", "content": f"session number {n}"}}
+        (folder / f"many-{n:02d}.jsonl").write_text(json.dumps(line) + "\n")
+    from datasette_obelisk.store.ingest import ingest
+
+    ingest(tmp_path / "many.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "many.db")
+    await datasette.invoke_startup()
+    html = await page(datasette, "/-/obelisk/overview")
+    [(link, count)] = re.findall(r'<a class="ob-card" href="([^"]+)"><div class="value">([\d,]+)</div><div class="label">sessions<', html)
+    path, _, query = unescape(link).partition("?")
+    listed = (await datasette.client.get(f"{path}.json?{query}&_shape=array")).json()
+    assert int(count) == len({row["id"] for row in listed}) == 60
+
+
+@pytest.mark.asyncio
 async def test_the_failures_project_filter_finds_part_of_a_name(ds):
     count = lambda html: re.search(r'<p class="ob-muted">(?:The newest [\d,]+ of )?([\d,]+)[ .]', html).group(1)  # noqa: E731
     typed = await page(ds, "/-/obelisk/failures", project="daaain")
@@ -767,7 +788,7 @@ async def test_overview_counts_one_thing_per_label(ds, web_db):
     [(dated,)] = rows(web_db, f"SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL} AND date(started_at) IS NOT NULL")
     [(every_session,)] = rows(web_db, "SELECT COUNT(*) FROM sessions")
     assert sum(numbers(re.findall(r"<title>\S+ \S+: (\d+)</title>", chart))) == dated <= cards["sessions"] < every_session
-    assert re.search(r'<a class="ob-card" href="/[^"]*/obelisk_sessions"><div class="value">[\d,]+</div><div class="label">sessions<', html)
+    assert re.search(r'<a class="ob-card" href="/[^"]*/obelisk_sessions\?limit=1000"><div class="value">[\d,]+</div><div class="label">sessions<', html)
     failures = await page(ds, "/-/obelisk/failures", limit="1000")
     listed = failures.count('<li class="ob-result">')
     blocked = failures.count('<span class="ob-outcome blocked">blocked</span>')  # (amber, as on a transcript)
