@@ -693,3 +693,21 @@ def test_an_empty_table_quoting_a_long_path_or_query_fits_a_phone_screen(server,
         box, table = page.locator(".ob-scroll").first.bounding_box(), page.locator("table.ob-table").bounding_box()
         assert table["width"] <= box["width"] + 1, (path, table["width"], box["width"])
     context.close()
+
+
+def test_an_agents_transcript_links_the_call_that_started_it(server, page, web_db):
+    import sqlite3
+
+    conn = sqlite3.connect(web_db)
+    child, parent, call = conn.execute(
+        "SELECT sa.child_session_id, sa.session_id, sa.parent_tool_use_id FROM subagents sa "
+        "JOIN sessions c ON c.id = sa.child_session_id AND c.parent_session_id = sa.session_id "
+        "JOIN tool_calls tc ON tc.id = sa.parent_tool_use_id ORDER BY sa.child_session_id LIMIT 1").fetchone()
+    conn.close()
+    page.goto(f"{server}/-/obelisk/session/{quote(child, safe='')}")
+    page.click("text=the call that started it")
+    anchor = f"tool-{call}"
+    page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=anchor)
+    assert unquote(page.url.split("#")[0].split("?")[0].rsplit("/", 1)[1]) == parent
+    assert page.locator(".ob-target").get_attribute("id") == anchor
+    assert page.js_errors == []

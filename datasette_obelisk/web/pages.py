@@ -89,7 +89,19 @@ async def session_page(datasette, request, db, params):
         found = await db.execute_fn(where)
         if found is not None:
             options.update(start=found["start"] or 1, rewound=found["rewound"], meta=found["meta"], log=found["log"])
-    data = await db.execute_fn(lambda conn: transcript.transcript(conn, session_id, **options))
+    def load(conn):
+        found = transcript.transcript(conn, session_id, **options)
+        # (an agent's transcript links the call of its parent that started it, where the parent shows it)
+        spawned = conn.execute(
+            "SELECT parent_tool_use_id FROM subagents WHERE child_session_id = ? AND session_id = ? "
+            "AND parent_tool_use_id IS NOT NULL ORDER BY id LIMIT 1",
+            [session_id, found["parent"]["id"]],
+        ).fetchone() if found["parent"] else None
+        anchors = transcript.tool_anchors(conn, [spawned[0]], limit=TRANSCRIPT_PAGE) if spawned else {}
+        found["spawned_by"] = {"id": spawned[0], "anchors": anchors} if spawned and anchors else None
+        return found
+
+    data = await db.execute_fn(load)
     # a page asked to start at a line (a link to it) says when the view hides that line
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
     data["start_folded"] = data["start_folded"] if "start" in request.args else None
