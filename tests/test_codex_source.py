@@ -2442,3 +2442,35 @@ def test_a_rollout_going_on_from_a_sealed_segment_titles_nothing_and_counts_only
         *_sealed_turn("11", "second question", "second answer", usage(1_800, 0, 150), usage(800, 0, 50)),
     ], unit)
     assert [t.title for t in of(other, TitleCandidate) if t.kind == "first_prompt"] == ["second question"]
+
+
+def test_the_context_codex_writes_for_a_task_or_a_rewind_is_no_prompt():
+    # After 0.171 Codex writes context of its own as user-role messages: the task the user gave
+    # an agent directly (UserAgentTask, ``<user_agent_task>``, in the root thread) and the note a
+    # context rewind carries forward (ContextRewindCarryForward); it records an agent's response
+    # it observed for another thread (``agent_response_observation``) beside the history.
+    task = ('<user_agent_task>\n{"agent_id":"019b-child","nickname":"Scout",'
+            '"task_preview":"review the parser"}\n\n</user_agent_task>')
+    carry = '<context_rewind_carry_forward>\n{"anchor_id":"a1","note":"tests pass"}\n\n</context_rewind_carry_forward>'
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-tasks", "cli_version": "0.172.0"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", {
+            **user_item({"type": "input_text", "text": task}), "id": "msg_1",
+            "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["multi_agent.user_agent_task"]}}),
+        envelope("agent_response_observation", {
+            "observer_thread_id": "t-tasks", "target_thread_id": "019b-child", "target_turn_id": None,
+            "pending_commentary": False, "baseline_final_delivery": "none", "final_delivery": "none",
+            "final_delivery_response_item_id": None, "committed_delivery_response_item_ids": []}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t2"}),
+        envelope("response_item", user_item({"type": "input_text", "text": carry})),
+        envelope("response_item", user_item({"type": "input_text", "text": "now fix the parser"})),
+        envelope("event_msg", {"type": "user_message", "message": "now fix the parser"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t2"}),
+    ])
+    assert of(records, LineError) == []
+    assert [(m.role, m.is_meta, m.text[:21]) for m in of(records, Message)] == [
+        ("user", 1, "<user_agent_task>\n{\"a"), ("user", 1, "<context_rewind_carry"), ("user", 0, "now fix the parser")]
+    assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "now fix the parser")]
+    assert "unknown-type" not in [r.reason for r in of(records, Merged)]

@@ -208,10 +208,12 @@ _HISTORY_ITEM = re.compile(
 # Top-level types that carry no conversation: merged without being decoded (a
 # security review's score, what a realtime session shows, context a compaction
 # retained that the history also holds, a reference to another rollout, the
-# dynamic tools offered from then on, ids set aside for the thread: 0.17x).
+# dynamic tools offered from then on, ids set aside for the thread: 0.17x; what one thread
+# observed of another agent's responses, after 0.171).
 UNDECODED_METADATA = {
     "world_state", "inter_agent_communication_metadata", "security_risk_score", "realtime_item",
     "retained_context", "rollout_reference", "dynamic_tools_updated", "id_allocation",
+    "agent_response_observation",
 }
 
 # -- vocabularies -----------------------------------------------------------
@@ -314,6 +316,11 @@ INJECTED_PREFIXES = (
     "<recommended_plugins>",  # plugins Codex suggests installing (0.13x+), first in the context message
     "<user_action>",  # a /review's findings handed back (no prompt of the user's)
     "<agent_message_board_notification>",  # a post on an agent message board (0.15x; see NOTICE_KINDS)
+    # (after 0.171) the task the user gave an agent directly, written in the root thread
+    # (UserAgentTask), the note a context rewind carries forward, an image left out of a request
+    "<user_agent_task>",
+    "<context_rewind_carry_forward>",
+    "<image_history_omission>",
     # What Codex tells the model in the user's name (``record_model_warning``)
     "Warning: apply_patch was requested via ",
     "Warning: update_plan was requested via ",
