@@ -2474,3 +2474,30 @@ def test_the_context_codex_writes_for_a_task_or_a_rewind_is_no_prompt():
         ("user", 1, "<user_agent_task>\n{\"a"), ("user", 1, "<context_rewind_carry"), ("user", 0, "now fix the parser")]
     assert [(t.kind, t.title) for t in of(records, TitleCandidate)] == [("first_prompt", "now fix the parser")]
     assert "unknown-type" not in [r.reason for r in of(records, Merged)]
+
+
+def test_a_subagent_s_completion_written_in_its_parent_is_no_answer_of_the_parent():
+    # After 0.171 a background agent's end is written in its parent's rollout as a completed
+    # AgentMessage item carrying ``sub_agent_completion`` (Codex's sub_agent_completion_item):
+    # the child's final answer, "Agent final answer from `<agent>`:", not the parent's.
+    completion = {"type": "AgentMessage", "id": "msg_c_019b0000-0000-7000-8000-000000000001",
+                  "content": [{"type": "Text", "text": "Agent final answer from `/root/worker`:\n\nall 12 tests pass"}],
+                  "phase": "commentary",
+                  "sub_agent_completion": {"agent_reference": "/root/worker", "status": "completed"}}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-parent", "cli_version": "0.172.0"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "run the tests in a worker"})),
+        envelope("event_msg", {"type": "user_message", "message": "run the tests in a worker"}),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Started a worker."}]}),
+        envelope("event_msg", {"type": "agent_message", "message": "Started a worker."}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+        envelope("event_msg", {"type": "item_completed", "thread_id": "t-parent", "turn_id": "t1",
+                               "item": completion, "completed_at_ms": 1}),
+    ])
+    assert of(records, LineError) == []
+    answers = [m.text for m in of(records, Message) if m.role == "assistant" and not m.is_meta]
+    assert answers == ["Started a worker."]
+    [notice] = [m for m in of(records, Message) if "all 12 tests pass" in (m.text or "")]
+    assert (notice.is_meta, notice.subtype, (notice.meta or {}).get("from")) == (1, "item_completed", "/root/worker")

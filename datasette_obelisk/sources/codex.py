@@ -1823,9 +1823,16 @@ class CodexParser:
         item = payload.get("item") if isinstance(payload.get("item"), dict) else {}
         kind = first_text(item.get("type"))
         twin = COMPLETED_ITEM_TWINS.get(kind)
+        completion = item.get("sub_agent_completion")
         if kind == "Plan":
             text = first_text(item.get("text")) or ""
             self._log_only(out, position, "event_msg", "item_completed", timestamp, text=text)
+        elif kind == "AgentMessage" and isinstance(completion, dict):
+            # (after 0.171) a background agent's end, written in its parent's rollout: the
+            # child's final answer ("Agent final answer from `<agent>`: …"), no answer of this thread's
+            agent = first_text(completion.get("agent_reference"))
+            self._log_only(out, position, "event_msg", "item_completed", timestamp,
+                           text=_parts_text(item.get("content")), meta={"from": agent} if agent else None)
         elif twin is None:
             if kind == "McpToolCall" and _mcp_item_failed(item):  # (paginated history writes no end event)
                 self._failed(first_text(item.get("id")))
