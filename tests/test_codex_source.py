@@ -2501,3 +2501,32 @@ def test_a_subagent_s_completion_written_in_its_parent_is_no_answer_of_the_paren
     assert answers == ["Started a worker."]
     [notice] = [m for m in of(records, Message) if "all 12 tests pass" in (m.text or "")]
     assert (notice.is_meta, notice.subtype, (notice.meta or {}).get("from")) == (1, "item_completed", "/root/worker")
+
+
+def test_a_review_s_start_and_findings_written_as_completed_items_are_kept():
+    # A paginated rollout (and, after 0.171, every legacy rollout Codex migrates to one) keeps
+    # a review's start and end as completed EnteredReviewMode / ExitedReviewMode items, not as
+    # the entered_review_mode / exited_review_mode events: the findings are in the item.
+    findings = {"findings": [{"title": "[P1] Off-by-one in pager", "body": "The last page is skipped.",
+                              "confidence_score": 0.8, "priority": 1,
+                              "code_location": {"absolute_file_path": "/w/pager.py", "line_range": {"start": 3, "end": 4}}}],
+                "overall_correctness": "patch is incorrect", "overall_explanation": "One bug.",
+                "overall_confidence_score": 0.8}
+    item = lambda ordinal, body: envelope("event_msg", {  # noqa: E731
+        "type": "item_completed", "thread_id": "t-review", "turn_id": "r1", "item": body, "completed_at_ms": 1})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-review", "cli_version": "0.172.0", "history_mode": "paginated"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "r1"}),
+        item(1, {"type": "EnteredReviewMode", "id": "entered-1",
+                 "target": {"type": "uncommittedChanges"}, "user_facing_hint": "current changes"}),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Reviewing the diff."}]}),
+        item(2, {"type": "ExitedReviewMode", "id": "exited-1", "review_output": findings}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "r1"}),
+    ])
+    assert of(records, LineError) == []
+    review = [(m.subtype, m.is_meta, m.text) for m in of(records, Message) if m.subtype != "message"]
+    assert review == [
+        ("entered_review_mode", 1, "current changes"),
+        ("exited_review_mode", 1, "[P1] Off-by-one in pager\nThe last page is skipped.\n\nOne bug."),
+    ]

@@ -287,6 +287,8 @@ TURN_ENDS = {"task_complete", "turn_complete"}
 TURN_CLOSES = TURN_ENDS | {"turn_aborted"}
 SPAWN_EVENTS = {"collab_agent_spawn_end", "collab_tool_call", "sub_agent_activity"}
 COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Reasoning": "thinking"}
+# The completed items a paginated rollout keeps in place of the review events (stored as those are)
+REVIEW_ITEMS = {"EnteredReviewMode": "entered_review_mode", "ExitedReviewMode": "exited_review_mode"}
 CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 IMMEDIATE_CALL_ITEMS = {"web_search_call", "image_generation_call"}
 OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
@@ -1827,6 +1829,10 @@ class CodexParser:
         if kind == "Plan":
             text = first_text(item.get("text")) or ""
             self._log_only(out, position, "event_msg", "item_completed", timestamp, text=text)
+        elif kind in REVIEW_ITEMS:
+            # a paginated rollout's review start and end (its findings), no event beside them
+            subtype = REVIEW_ITEMS[kind]
+            self._log_only(out, position, "event_msg", subtype, timestamp, text=_event_text(item, subtype))
         elif kind == "AgentMessage" and isinstance(completion, dict):
             # (after 0.171) a background agent's end, written in its parent's rollout: the
             # child's final answer ("Agent final answer from `<agent>`: …"), no answer of this thread's
