@@ -86,10 +86,12 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   it, read as its own lines but that its messages say whose history they
   copy (``meta.copied_from``) and it titles nothing, names no agent and
   links nothing (``copies_of`` in the file's hints, ``settle_hints``). Of a
-  parent that is itself a fork, the lines of the copy its own parent's log
-  (``grandparent``) holds, stored or found, are replays of that log
-  (``replays_in``: a line as a copy repeats it, all but its time); only the
-  parent's own lines are kept. It is
+  parent that is itself a fork, the lines of the copy the log of the nearest
+  thread up its chain (``ancestors``: its parent, that one's parent, ... as the
+  ``session_meta`` lines copied one after another name them) holds, stored or
+  found, are replays of that log (``replays_in``: a line as a copy repeats it,
+  all but its time); only the lines of the threads stored nowhere between are
+  kept. It is
   read in a state of its own (``COPY_FIELDS``): its turn context (model,
   effort, cwd), its last message, its calls leave the child's own lines as
   they are when the copy is merged; only the usage baseline moves on, as
@@ -535,12 +537,18 @@ class CodexSource:
             unit.hints.pop("replays_in", None)
             if parent and parent not in present:
                 unit.hints["copies_of"] = parent
-                # (the thread the parent forked from, read from the head while it names one)
-                grandparent = before.get("grandparent") or rollout_grandparent(unit)
-                if grandparent:
-                    unit.hints["grandparent"] = grandparent
-                if grandparent in logs:
-                    unit.hints["replays_in"] = logs[grandparent]
+                # (the threads the parent's copy descends from, nearest first, read from the head
+                # until they are kept)
+                unit.hints.pop("grandparent", None)
+                if "ancestors" in before:
+                    ancestors = unit.hints["ancestors"] = _ancestors(before)
+                else:
+                    ancestors, whole = rollout_ancestors(unit)
+                    ancestors = ancestors or _ancestors(before)
+                    if ancestors and whole:  # (else read again next time: more of them may follow)
+                        unit.hints["ancestors"] = ancestors
+                if (nearest := _nearest_log(ancestors, logs)) is not None:
+                    unit.hints["replays_in"] = nearest
         found = {str(unit.path) for unit in units}
         changed = {}
         for path, hints in stored.items():
@@ -548,11 +556,11 @@ class CodexSource:
                 continue
             if hints["copies_of"] in present:
                 changed[path] = {key: value for key, value in hints.items()
-                                 if key not in ("copies_of", "grandparent", "replays_in")}
-            elif logs.get(hints.get("grandparent")) != hints.get("replays_in"):
+                                 if key not in ("copies_of", "grandparent", "ancestors", "replays_in")}
+            elif (nearest := _nearest_log(_ancestors(hints), logs)) != hints.get("replays_in"):
                 changed[path] = {key: value for key, value in hints.items() if key != "replays_in"}
-                if hints.get("grandparent") in logs:
-                    changed[path]["replays_in"] = logs[hints["grandparent"]]
+                if nearest is not None:
+                    changed[path]["replays_in"] = nearest
         return changed
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
@@ -667,22 +675,69 @@ def _head_of(raw, compression: str | None) -> tuple[list[bytes], bool]:
     return _head_lines(raw)
 
 
-def rollout_grandparent(unit: SourceFile) -> str | None:
-    """The thread the copied ``session_meta`` in a fork's head (its parent's) names as
-    its parent: whose history the parent's copy begins with."""
+def _ancestors(hints: dict) -> list[str]:
+    """The threads a fork's hints name its parent's copy descending from, nearest first
+    (``ancestors``; a file's hints of before name the nearest alone, ``grandparent``)."""
+    ancestors = hints.get("ancestors")
+    if isinstance(ancestors, list):
+        return [thread for thread in ancestors if isinstance(thread, str)]
+    return [hints["grandparent"]] if isinstance(hints.get("grandparent"), str) else []
+
+
+def _nearest_log(ancestors: list[str], logs: dict[str, str]) -> str | None:
+    """The log, stored or found, of the nearest of ``ancestors`` that has one."""
+    return next((logs[thread] for thread in ancestors if thread in logs), None)
+
+
+def rollout_ancestors(unit: SourceFile) -> tuple[list[str], bool]:
+    """The threads the parent's copy in a fork's head descends from, nearest first: the
+    parent each copied ``session_meta`` (the parent's, then its parent's, one after
+    another as a fork of a fork copies them) names, for as long as the next one copied
+    is that parent's. And whether that is settled: the lines after them are written (or
+    the writer has been quiet for ``QUIET_SECONDS``)."""
     if unit.layout != "jsonl":
-        return None
+        return [], True
     try:
         with open(unit.path, "rb") as raw:
-            lines, _ = _head_of(raw, unit.compression)
+            quiet = time.time() - os.fstat(raw.fileno()).st_mtime >= QUIET_SECONDS
+            metas, whole = _head_metas(raw, unit.compression)
     except Exception:
-        return None
-    data = loads_or_none(lines[1]) if len(lines) > 1 else None
-    if not (isinstance(data, dict) and data.get("type") == "session_meta" and isinstance(data.get("payload"), dict)):
-        return None
-    meta = data["payload"]
-    parent = lineage_of(meta, first_text(meta.get("id"))).parent
-    return parent.lower() if parent else None
+        return [], False
+    ancestors: list[str] = []
+    for meta, following in zip(metas[1:], [*metas[2:], None]):
+        parent = lineage_of(meta, first_text(meta.get("id"))).parent
+        if not parent or parent.lower() in ancestors:
+            break
+        ancestors.append(parent.lower())
+        if following is None or (first_text(following.get("id")) or "").lower() != parent.lower():
+            break  # (the copy of that parent's log goes on otherwise: its history is not copied here)
+    return ancestors, whole or quiet
+
+
+def _head_metas(raw, compression: str | None) -> tuple[list[dict], bool]:
+    """The ``session_meta`` payloads the file ``raw`` begins with, one after another
+    (as far as ``LINEAGE_HEAD_BYTES`` holds them), and whether no more are to come: an
+    ended line of another kind follows them, or that many bytes were read."""
+    if compression == "zstd":
+        import io
+
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+            return _head_metas(io.BufferedReader(stream), None)
+    metas: list[dict] = []
+    read = 0
+    while read < LINEAGE_HEAD_BYTES:
+        line = raw.readline(LINEAGE_HEAD_BYTES - read)
+        if not line.endswith(b"\n"):
+            return metas, len(line) >= LINEAGE_HEAD_BYTES - read
+        read += len(line)
+        data = loads_or_none(line)
+        if not (isinstance(data, dict) and data.get("type") == "session_meta"
+                and isinstance(data.get("payload"), dict)):
+            return metas, True
+        metas.append(data["payload"])
+    return metas, True
 
 
 def copied_line_key(line: bytes) -> bytes | None:
@@ -910,7 +965,7 @@ class CodexParser:
         # the parent thread whose log is stored nowhere: its history this rollout copies
         # is kept here (``copies_of``, see ``CodexSource.settle_hints``)
         self.copies_of = first_text(unit.hints.get("copies_of"))
-        # the log of the thread the parent's copy begins with, when stored: the lines of the
+        # the log of the nearest thread up the parent's chain that is stored: the lines of the
         # copy it holds are replays of it, not kept (read when first needed)
         self.replays_in = first_text(unit.hints.get("replays_in")) if self.copies_of else None
         self._replay_keys: set[bytes] | None = None
@@ -986,7 +1041,7 @@ class CodexParser:
             if self._replay_keys is None:
                 self._replay_keys = rollout_line_keys(self.replays_in)
             if copied_line_key(self._line_bytes) in self._replay_keys:
-                return False  # (the grandparent's history its log holds: a replay of it)
+                return False  # (the history a stored log up the chain holds: a replay of it)
         if not self._copy:
             self._copy = True
             self._copy_state_in()

@@ -1,0 +1,183 @@
+"""A fork of a fork of a fork: the history its copy holds of every log stored (or
+found), however far up its chain, is a replay of that log; the copies of the
+threads stored nowhere between are kept, once."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+import pytest
+from dbsnapshot import diff, rows, snapshot
+
+from datasette_obelisk.store.ingest import ingest
+
+A = "a1a1a1a1-0000-4000-8000-00000000000a"
+B = "b2b2b2b2-0000-4000-8000-00000000000b"
+C = "c3c3c3c3-0000-4000-8000-00000000000c"
+D = "d4d4d4d4-0000-4000-8000-00000000000d"
+IDS = {"A": A, "B": B, "C": C, "D": D}
+STARTS = {"A": "2026-01-02T03:00:00.000Z", "B": "2026-01-02T04:00:00.000Z",
+          "C": "2026-01-02T05:00:00.000Z", "D": "2026-01-02T06:00:00.000Z"}
+
+
+def _line(kind: str, payload: dict, at: str) -> bytes:
+    return (json.dumps({"timestamp": at, "type": kind, "payload": payload}, separators=(",", ":")) + "\n").encode()
+
+
+def _restamp(line: bytes, at: str) -> bytes:
+    data = json.loads(line)
+    data["timestamp"] = at
+    return (json.dumps(data, separators=(",", ":")) + "\n").encode()
+
+
+def _meta(me: str, start: str, parent: str | None) -> bytes:
+    meta = {"id": me, "timestamp": start, "cwd": "/workspace/synthetic-project", "originator": "codex_cli_rs",
+            "cli_version": "0.0.0-test", "source": "cli", "model_provider": "synthetic"}
+    if parent:
+        meta["forked_from_id"] = parent
+    return _line("session_meta", meta, start)
+
+
+def _turn(name: str, at: str) -> bytes:
+    """A turn of ``name``'s own: a prompt, a shell call and its output, an answer."""
+    call = f"call_{name}"
+    later = at[:-5] + "5.000Z"
+    return b"".join([
+        _line("turn_context", {"cwd": "/workspace/synthetic-project", "approval_policy": "never",
+                               "sandbox_policy": {"type": "danger-full-access"}, "model": "gpt-test"}, at),
+        _line("event_msg", {"type": "user_message", "message": f"{name}'s own prompt"}, at),
+        _line("response_item", {"type": "message", "role": "user",
+                                "content": [{"type": "input_text", "text": f"{name}'s own prompt"}]}, at),
+        _line("response_item", {"type": "function_call", "name": "shell", "call_id": call,
+                                "arguments": json.dumps({"command": ["echo", name]})}, later),
+        _line("response_item", {"type": "function_call_output", "call_id": call,
+                                "output": json.dumps({"output": f"{name}\n", "metadata": {"exit_code": 0}})}, later),
+        _line("event_msg", {"type": "agent_message", "message": f"Answer to {name}'s own prompt"}, later),
+    ])
+
+
+def chain() -> dict[str, bytes]:
+    """A, and B forked from A, C from B, D from C: each fork its session_meta, its parent's
+    lines re-stamped, a turn of its own."""
+    logs, parent = {}, None
+    for name in "ABCD":
+        start = STARTS[name]
+        own_at = start[:-10] + "01:00.000Z"
+        copied = b"".join(_restamp(line, start) for line in logs[parent].splitlines(keepends=True)) if parent else b""
+        logs[name] = _meta(IDS[name], start, IDS[parent] if parent else None) + copied + _turn(name, own_at)
+        parent = name
+    return logs
+
+
+def rel(name: str) -> str:
+    return f"sessions/2026/01/02/rollout-2026-01-02T0{3 + 'ABCD'.index(name)}-00-00-{IDS[name]}.jsonl"
+
+
+def ingest_runs(tmp_path: Path, runs: list[str], *, label: str = "") -> tuple[Path, Path]:
+    """Ingest, one run after another, the logs each run names (added to one Codex home); a
+    run's ``-X`` deletes X's log before it (its sessions stay)."""
+    name = label + "_".join(runs)
+    db_path, home = tmp_path / f"{name}.db", tmp_path / name / ".codex"
+    logs = chain()
+    for run in runs:
+        gone = run.startswith("-")
+        for key in run.lstrip("-"):
+            path = home / rel(key)
+            if gone:
+                os.remove(path)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(logs[key])
+        ingest(db_path, {"codex": home})
+    return db_path, home
+
+
+COUNTS = ("SELECT session_id, COUNT(*), SUM(json_extract(meta_json, '$.copied_from') IS NOT NULL) "
+          "FROM messages GROUP BY session_id ORDER BY session_id")
+DUPLICATES = "SELECT text, COUNT(*) FROM messages WHERE text != '' GROUP BY text HAVING COUNT(*) > 1"
+LINKS = "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id"
+CHILDREN = "SELECT id FROM sessions WHERE parent_session_id = ? ORDER BY id"
+
+
+def s(name: str) -> str:
+    return f"codex:{IDS[name]}"
+
+
+def texts(db_path: Path, name: str) -> list[tuple]:
+    return rows(db_path, "SELECT text, json_extract(meta_json, '$.copied_from') FROM messages "
+                         "WHERE session_id = ? AND role = 'user' AND type = 'event_msg' ORDER BY seq", [s(name)])
+
+
+def test_a_fork_whose_two_parents_are_stored_nowhere_leaves_the_stored_root_s_history_to_it(tmp_path):
+    db_path, _ = ingest_runs(tmp_path, ["AD"])
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("D"), 12, 8)]
+    assert texts(db_path, "D") == [("B's own prompt", s("C")), ("C's own prompt", s("C")), ("D's own prompt", None)]
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [s("D")]) == [(3,)]
+    assert rows(db_path, LINKS) == [(s("A"), None, None), (s("D"), s("C"), "fork")]
+    assert rows(db_path, CHILDREN, [s("A")]) == []
+
+
+def test_a_fork_read_while_its_head_is_written_reads_its_chain_again_once_it_is(tmp_path):
+    db_path, home = tmp_path / "parts.db", tmp_path / "parts" / ".codex"
+    logs = chain()
+    (home / rel("A")).parent.mkdir(parents=True)
+    (home / rel("A")).write_bytes(logs["A"])
+    (home / rel("D")).write_bytes(b"".join(logs["D"].splitlines(keepends=True)[:2]))  # (C's copied session_meta)
+    ingest(db_path, {"codex": home})
+    (home / rel("D")).write_bytes(logs["D"])
+    ingest(db_path, {"codex": home})
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("D"), 12, 8)]
+    assert rows(db_path, DUPLICATES) == []
+    together, _ = ingest_runs(tmp_path, ["AD"])
+    assert diff(snapshot(together), snapshot(db_path)) == []
+
+
+@pytest.mark.parametrize("runs, kept", [(["AC", "-A"], [(s("A"), 4, 0), (s("C"), 8, 4)]),
+                                        (["AD", "-A"], [(s("A"), 4, 0), (s("D"), 12, 8)])])
+def test_a_fork_is_not_read_again_when_the_log_up_its_chain_it_replays_is_gone(tmp_path, runs, kept):
+    db_path, _ = ingest_runs(tmp_path, runs)
+    assert rows(db_path, COUNTS) == kept
+    assert rows(db_path, DUPLICATES) == []
+
+
+def test_a_fork_alone_keeps_all_it_copied(tmp_path):
+    db_path, _ = ingest_runs(tmp_path, ["D"])
+    assert rows(db_path, COUNTS) == [(s("D"), 16, 12)]
+    assert texts(db_path, "D") == [("A's own prompt", s("C")), ("B's own prompt", s("C")),
+                                   ("C's own prompt", s("C")), ("D's own prompt", None)]
+    assert rows(db_path, LINKS) == [(s("D"), s("C"), "fork")]
+
+
+def test_a_fork_leaves_its_copy_to_the_nearest_stored_log_up_its_chain(tmp_path):
+    db_path, _ = ingest_runs(tmp_path, ["ABD"])
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("B"), 4, 0), (s("D"), 8, 4)]
+    assert texts(db_path, "D") == [("C's own prompt", s("C")), ("D's own prompt", None)]
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, LINKS) == [(s("A"), None, None), (s("B"), s("A"), "fork"), (s("D"), s("C"), "fork")]
+    assert rows(db_path, CHILDREN, [s("A")]) == [(s("B"),)]
+    db_path, _ = ingest_runs(tmp_path, ["ABCD"])
+    assert rows(db_path, COUNTS) == [(s(name), 4, 0) for name in "ABCD"]
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, LINKS) == [(s("A"), None, None), (s("B"), s("A"), "fork"),
+                                    (s("C"), s("B"), "fork"), (s("D"), s("C"), "fork")]
+    assert [rows(db_path, CHILDREN, [s(name)]) for name in "ABC"] == [[(s("B"),)], [(s("C"),)], [(s("D"),)]]
+
+
+def _orders() -> list[tuple[str, list[str]]]:
+    """Each set of logs holding D, and each order its logs can come in one by one."""
+    out = []
+    for k in range(1, 4):
+        for others in itertools.combinations("ABC", k):
+            logs = "".join(others) + "D"
+            out += [(logs, list(order)) for order in itertools.permutations(logs)]
+    return out
+
+
+@pytest.mark.parametrize("logs, runs", _orders())
+def test_a_fork_of_a_fork_of_a_fork_ends_as_read_at_once_however_its_logs_arrive(tmp_path, logs, runs):
+    together, _ = ingest_runs(tmp_path, [logs], label="together-")
+    assert diff(snapshot(together), snapshot(ingest_runs(tmp_path, runs)[0])) == []
