@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -46,8 +47,9 @@ def _turn(name: str, at: str) -> bytes:
     call = f"call_{name}"
     later = at[:-5] + "5.000Z"
     return b"".join([
-        _line("turn_context", {"cwd": "/workspace/synthetic-project", "approval_policy": "never",
-                               "sandbox_policy": {"type": "danger-full-access"}, "model": "gpt-test"}, at),
+        _line("turn_context", {"turn_id": f"turn-{name}", "cwd": "/workspace/synthetic-project",
+                               "approval_policy": "never", "sandbox_policy": {"type": "danger-full-access"},
+                               "model": "gpt-test"}, at),
         _line("event_msg", {"type": "user_message", "message": f"{name}'s own prompt"}, at),
         _line("response_item", {"type": "message", "role": "user",
                                 "content": [{"type": "input_text", "text": f"{name}'s own prompt"}]}, at),
@@ -83,8 +85,7 @@ def ingest_runs(tmp_path: Path, runs: list[str], *, label: str = "") -> tuple[Pa
     db_path, home = tmp_path / f"{name}.db", tmp_path / name / ".codex"
     logs = chain()
     for run in runs:
-        gone = run.startswith("-")
-        for key in run.lstrip("-"):
+        for gone, key in re.findall(r"(-?)([A-D])", run):
             path = home / rel(key)
             if gone:
                 os.remove(path)
@@ -181,3 +182,54 @@ def _orders() -> list[tuple[str, list[str]]]:
 def test_a_fork_of_a_fork_of_a_fork_ends_as_read_at_once_however_its_logs_arrive(tmp_path, logs, runs):
     together, _ = ingest_runs(tmp_path, [logs], label="together-")
     assert diff(snapshot(together), snapshot(ingest_runs(tmp_path, runs)[0])) == []
+
+
+def test_a_gone_fork_leaves_the_history_a_log_up_its_chain_holds_once_that_log_comes(tmp_path):
+    db_path, _ = ingest_runs(tmp_path, ["C", "-C", "A"])
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("C"), 8, 4)]
+    assert texts(db_path, "C") == [("B's own prompt", s("B")), ("C's own prompt", None)]
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, "SELECT COUNT(*) FROM tool_calls WHERE session_id = ?", [s("C")]) == [(2,)]
+    assert rows(db_path, "SELECT id, parent_session_id, relationship, availability FROM sessions ORDER BY id") == [
+        (s("A"), None, None, "live"), (s("C"), s("B"), "fork", "archived")]
+    read_with_it, _ = ingest_runs(tmp_path, ["AC", "-C"])
+    assert diff(snapshot(read_with_it), snapshot(db_path)) == []
+
+
+def test_a_gone_fork_leaves_each_log_up_its_chain_what_it_holds_as_they_come(tmp_path):
+    db_path, home = ingest_runs(tmp_path, ["D", "-D"])
+    assert rows(db_path, COUNTS) == [(s("D"), 16, 12)]
+    expected = {"A": [(s("A"), 4, 0), (s("D"), 12, 8)],
+                "B": [(s("A"), 4, 0), (s("B"), 4, 0), (s("D"), 8, 4)],
+                "C": [(s("A"), 4, 0), (s("B"), 4, 0), (s("C"), 4, 0), (s("D"), 4, 0)]}
+    for name in "ABC":
+        (home / rel(name)).write_bytes(chain()[name])
+        ingest(db_path, {"codex": home})
+        assert rows(db_path, COUNTS) == expected[name]
+        assert rows(db_path, DUPLICATES) == []
+        assert rows(db_path, "SELECT availability FROM sessions WHERE id = ?", [s("D")]) == [("archived",)]
+        assert rows(db_path, LINKS) == [(s(n), s(p) if p else None, "fork" if p else None)
+                                        for n, p in [("A", None), ("B", "A"), ("C", "B"), ("D", "C")]
+                                        if n == "D" or n <= name]
+        assert [rows(db_path, CHILDREN, [s(n)]) for n in "ABC"] == [
+            [(s(chr(ord(n) + 1)),)] if chr(ord(n) + 1) <= name or n == "C" else [] for n in "ABC"]
+
+
+def _gone_orders() -> list[tuple[str, list[str]]]:
+    """Each set of logs up D's chain, D read with some of them, then gone, the others coming
+    one by one (the first in the run that finds D gone, or after)."""
+    out = []
+    for k in range(1, 4):
+        for logs in map("".join, itertools.combinations("ABC", k)):
+            for j in range(len(logs)):
+                for read_with in map("".join, itertools.combinations(logs, j)):
+                    for order in itertools.permutations(c for c in logs if c not in read_with):
+                        out.append((logs, [read_with + "D", "-D", *order]))
+                        out.append((logs, [read_with + "D", "-D" + order[0], *order[1:]]))
+    return out
+
+
+@pytest.mark.parametrize("logs, runs", _gone_orders())
+def test_a_gone_fork_ends_as_when_read_with_the_logs_up_its_chain_however_they_come(tmp_path, logs, runs):
+    read_with_them, _ = ingest_runs(tmp_path, [logs + "D", "-D"], label="with-")
+    assert diff(snapshot(read_with_them), snapshot(ingest_runs(tmp_path, runs)[0])) == []

@@ -99,7 +99,10 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   the parent's log comes, in any run, the child is read again and leaves the
   copy to it: the database is the one reading both at once gives. A child whose
   log is gone by then (deleted, or emptied) is not read again: the rows it kept
-  of the copy are deleted instead (``Ingester.give_up_copies``).
+  of the copy are deleted instead (``Ingester.give_up_copies``); when the log
+  of a thread further up the chain comes, the rows it kept of the lines that
+  log holds (``meta.copied_line``: the line as a copy repeats it) are
+  (``Ingester.give_up_replays``).
 * Imports: a session of another agent Codex imported is a rollout of
   its own, a new thread's, its text as turns of prompts and answers (tool
   calls and results as text, thinking dropped) ending in Codex's marker. The
@@ -562,6 +565,12 @@ class CodexSource:
                 if nearest is not None:
                     changed[path]["replays_in"] = nearest
         return changed
+
+    def replayed_lines(self, log: str) -> set[str]:
+        """The lines of the rollout at ``log`` as a copy repeats them (``meta.copied_line`` of
+        the messages a fork kept of a copy): of a gone fork whose copy that log now holds,
+        the rows those lines kept are deleted (``Ingester.give_up_replays``)."""
+        return {key.hex() for key in rollout_line_keys(log)}
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":
@@ -1073,6 +1082,10 @@ class CodexParser:
         history they copy (``meta.copied_from``); a title, a subagent or a link it names
         are the parent's, not this rollout's."""
         parent = f"codex:{self.s.parent or self.copies_of}"
+        # (the line as a copy of it repeats it: the rows it kept are a replay of a log
+        # up the chain that holds it, should that log come once this rollout is gone)
+        key = copied_line_key(self._line_bytes) if self._line_bytes is not None else None
+        copied = {"copied_from": parent} | ({"copied_line": key.hex()} if key is not None else {})
         kept = []
         for record in out[start:]:
             if isinstance(record, (TitleCandidate, Subagent, SessionLink)):
@@ -1080,7 +1093,7 @@ class CodexParser:
             if isinstance(record, Session):  # (its model, effort, exclusion are the parent's)
                 record = Session(id=self.session_id, source=SOURCE)
             if isinstance(record, Message):
-                record.meta = {**(record.meta or {}), "copied_from": parent}
+                record.meta = {**(record.meta or {}), **copied}
             kept.append(record)
         out[start:] = kept
 

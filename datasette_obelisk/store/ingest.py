@@ -622,22 +622,70 @@ class Ingester:
             found = {str(unit.path): unit for unit in units if unit.source == name}
             changed = settle(list(found.values()), stored)
             given_up = self.copies_given_up(stored, changed, found)
-            if not changed and not given_up:
+            replayed = self.copies_replayed(stored, changed, found, given_up)
+            if not changed and not given_up and not replayed:
                 continue
             with self.transaction():
-                for path, hints in (changed | {path: found[path].hints for path in given_up if path in found}).items():
+                kept_found = {path: found[path].hints for path in (*given_up, *replayed) if path in found}
+                for path, hints in (changed | kept_found).items():
                     self.conn.execute(
                         "UPDATE source_files SET hints = ?, parser_version = NULL WHERE path = ?",
                         [orjson.dumps(hints, option=orjson.OPT_SORT_KEYS).decode(), path],
                     )
                 if given_up:
                     self.give_up_copies(given_up)
+                if replayed:
+                    self.give_up_replays(source, replayed)
             rows = self.conn.execute(
                 "SELECT * FROM source_files WHERE missing = 0 AND path IN (SELECT value FROM json_each(?))",
                 [orjson.dumps(sorted(changed)).decode()],
             ).fetchall()
             again += [unit_of_row(row) for row in rows if os.path.isfile(row["path"])]
         return in_read_order(again)
+
+    def copies_replayed(
+        self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile], given_up: dict[str, int]
+    ) -> dict[str, tuple[int, str]]:
+        """The stored files of a source (``stored``: their hints) that still keep the history
+        they copy of a session stored nowhere (``copies_of``), of which a log of a session
+        further up its chain now holds a part (``replays_in`` changed to it), yet are gone
+        (as ``copies_given_up``), so are not read again to leave that part to it. Maps each
+        one's path to its id and that log's path."""
+        candidates = {}
+        for path, before in stored.items():
+            if not before.get("copies_of") or path in given_up:
+                continue
+            after = changed.get(path) or (found[path].hints if path in found else None)
+            if (after and after.get("copies_of") == before["copies_of"] and after.get("replays_in")
+                    and after["replays_in"] != before.get("replays_in")):
+                candidates[path] = after["replays_in"]
+        if not candidates:
+            return {}
+        gone = self.gone_files(candidates, found)
+        return {path: (file_id, candidates[path]) for path, file_id in gone.items()}
+
+    def give_up_replays(self, source, replayed: dict[str, tuple[int, str]]) -> None:
+        """In the open transaction: the gone files ``replayed`` (``copies_replayed``) lose the
+        rows they kept of the lines of the copy the log now named holds (``replayed_lines``
+        of their source), as if read again with it; their sessions are derived again."""
+        lines_of = getattr(source, "replayed_lines", None)
+        if lines_of is None:
+            return
+        cold_load.index_pending_text(self.conn)
+        deleted = False
+        for file_id, log in sorted(replayed.values()):
+            touched, lines = delete_copied_rows(self.conn, file_id, lines_of(log))
+            if not touched:
+                continue
+            self.conn.execute(
+                "UPDATE source_files SET lines_stored = max(lines_stored - ?, 0), lines_merged = lines_merged + ? "
+                "WHERE id = ?",
+                [lines, lines, file_id],
+            )
+            self.queue_sessions(touched)
+            deleted = True
+        if deleted:
+            self.bump_generation()
 
     def copies_given_up(
         self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile]
@@ -662,6 +710,11 @@ class Ingester:
                 candidates.add(path)
         if not candidates:
             return {}
+        return self.gone_files(candidates, found)
+
+    def gone_files(self, candidates: Iterable[str], found: dict[str, SourceFile]) -> dict[str, int]:
+        """Of the stored files at ``candidates``, those gone: deleted (or not read:
+        ``missing``), or found emptied (``gone_in_place``). Maps each one's path to its id."""
         given_up = {}
         for row in self.conn.execute(
             "SELECT id, path, missing, layout FROM source_files WHERE path IN (SELECT value FROM json_each(?))",

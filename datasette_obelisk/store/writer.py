@@ -843,19 +843,25 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     return sessions
 
 
-def delete_copied_rows(conn: sqlite3.Connection, file_id: int) -> tuple[set[str], int]:
+def delete_copied_rows(
+    conn: sqlite3.Connection, file_id: int, lines: set[str] | None = None
+) -> tuple[set[str], int]:
     """Remove the rows one file kept of the history it copied of another session
     (its messages marked ``meta.copied_from``, with the tool calls, results and
     summaries of those messages and the aliases naming them), now that the
-    session's own log holds that history: the file read again keeps none.
+    session's own log holds that history: the file read again keeps none. With
+    ``lines``, only the rows of the copied lines it names (``meta.copied_line``):
+    those a log of a session further up holds.
 
     Returns the sessions touched, so they are derived whole again, and how many
     of the file's lines held those rows: lines that now merge into the session's.
     """
     copies = conn.execute(
         "SELECT uuid, session_id, line_no, seq FROM messages "
-        "WHERE file_id = ? AND json_extract(meta_json, '$.copied_from') IS NOT NULL",
-        [file_id],
+        "WHERE file_id = ? AND json_extract(meta_json, '$.copied_from') IS NOT NULL"
+        + ("" if lines is None else
+           " AND json_extract(meta_json, '$.copied_line') IN (SELECT value FROM json_each(?))"),
+        [file_id] + ([] if lines is None else [orjson.dumps(sorted(lines)).decode()]),
     ).fetchall()
     if not copies:
         return set(), 0
