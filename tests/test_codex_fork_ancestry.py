@@ -42,17 +42,20 @@ def _meta(me: str, start: str, parent: str | None) -> bytes:
     return _line("session_meta", meta, start)
 
 
-def _turn(name: str, at: str) -> bytes:
-    """A turn of ``name``'s own: a prompt, a shell call and its output, an answer."""
+def _turn(name: str, at: str, older: bool = False) -> bytes:
+    """A turn of ``name``'s own: a prompt, a shell call and its output, an answer. ``older``:
+    as builds that name no turn write it, its prompt the same in every thread (its turn
+    context and prompt lines repeat those of the thread it forked from, all but their time)."""
     call = f"call_{name}"
     later = at[:-5] + "5.000Z"
+    prompt = "continue" if older else f"{name}'s own prompt"
     return b"".join([
-        _line("turn_context", {"turn_id": f"turn-{name}", "cwd": "/workspace/synthetic-project",
-                               "approval_policy": "never", "sandbox_policy": {"type": "danger-full-access"},
-                               "model": "gpt-test"}, at),
-        _line("event_msg", {"type": "user_message", "message": f"{name}'s own prompt"}, at),
+        _line("turn_context", {**({} if older else {"turn_id": f"turn-{name}"}),
+                               "cwd": "/workspace/synthetic-project", "approval_policy": "never",
+                               "sandbox_policy": {"type": "danger-full-access"}, "model": "gpt-test"}, at),
+        _line("event_msg", {"type": "user_message", "message": prompt}, at),
         _line("response_item", {"type": "message", "role": "user",
-                                "content": [{"type": "input_text", "text": f"{name}'s own prompt"}]}, at),
+                                "content": [{"type": "input_text", "text": prompt}]}, at),
         _line("response_item", {"type": "function_call", "name": "shell", "call_id": call,
                                 "arguments": json.dumps({"command": ["echo", name]})}, later),
         _line("response_item", {"type": "function_call_output", "call_id": call,
@@ -61,7 +64,7 @@ def _turn(name: str, at: str) -> bytes:
     ])
 
 
-def chain() -> dict[str, bytes]:
+def chain(older: bool = False) -> dict[str, bytes]:
     """A, and B forked from A, C from B, D from C: each fork its session_meta, its parent's
     lines re-stamped, a turn of its own."""
     logs, parent = {}, None
@@ -69,7 +72,7 @@ def chain() -> dict[str, bytes]:
         start = STARTS[name]
         own_at = start[:-10] + "01:00.000Z"
         copied = b"".join(_restamp(line, start) for line in logs[parent].splitlines(keepends=True)) if parent else b""
-        logs[name] = _meta(IDS[name], start, IDS[parent] if parent else None) + copied + _turn(name, own_at)
+        logs[name] = _meta(IDS[name], start, IDS[parent] if parent else None) + copied + _turn(name, own_at, older)
         parent = name
     return logs
 
@@ -78,12 +81,12 @@ def rel(name: str) -> str:
     return f"sessions/2026/01/02/rollout-2026-01-02T0{3 + 'ABCD'.index(name)}-00-00-{IDS[name]}.jsonl"
 
 
-def ingest_runs(tmp_path: Path, runs: list[str], *, label: str = "") -> tuple[Path, Path]:
+def ingest_runs(tmp_path: Path, runs: list[str], *, label: str = "", older: bool = False) -> tuple[Path, Path]:
     """Ingest, one run after another, the logs each run names (added to one Codex home); a
     run's ``-X`` deletes X's log before it (its sessions stay)."""
-    name = label + "_".join(runs)
+    name = label + ("older-" if older else "") + "_".join(runs)
     db_path, home = tmp_path / f"{name}.db", tmp_path / name / ".codex"
-    logs = chain()
+    logs = chain(older)
     for run in runs:
         for gone, key in re.findall(r"(-?)([A-D])", run):
             path = home / rel(key)
@@ -233,3 +236,29 @@ def _gone_orders() -> list[tuple[str, list[str]]]:
 def test_a_gone_fork_ends_as_when_read_with_the_logs_up_its_chain_however_they_come(tmp_path, logs, runs):
     read_with_them, _ = ingest_runs(tmp_path, [logs + "D", "-D"], label="with-")
     assert diff(snapshot(read_with_them), snapshot(ingest_runs(tmp_path, runs)[0])) == []
+
+
+def test_a_line_of_a_thread_between_that_repeats_one_of_the_stored_log_s_is_no_replay(tmp_path):
+    db_path, _ = ingest_runs(tmp_path, ["AC"], older=True)
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("C"), 8, 4)]
+    assert texts(db_path, "C") == [("continue", s("B")), ("continue", None)]
+    assert rows(db_path, "SELECT text, model FROM messages WHERE session_id = ? AND role = 'assistant' "
+                         "AND json_extract(meta_json, '$.copied_from') IS NOT NULL ORDER BY seq", [s("C")]) == [
+        ("shell\necho\nB", "gpt-test"), ("Answer to B's own prompt", "gpt-test")]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND text IN (?, ?, ?)",
+                [s("C"), "shell\necho\nA", "A\n", "Answer to A's own prompt"]) == [(0,)]
+
+
+@pytest.mark.parametrize("runs, read_with", [
+    (["C", "-C", "A"], ["AC", "-C"]), (["D", "-D", "A", "B"], ["ABD", "-D"]), (["D", "-DB", "A"], ["ABD", "-D"]),
+    (["AD", "-D", "B"], ["ABD", "-D"]), (["D", "-D", "A", "C"], ["ACD", "-D"]),
+])
+def test_a_gone_fork_of_older_builds_ends_as_when_read_with_the_logs_up_its_chain(tmp_path, runs, read_with):
+    expected = ingest_runs(tmp_path, read_with, label="with-", older=True)[0]
+    assert diff(snapshot(expected), snapshot(ingest_runs(tmp_path, runs, older=True)[0])) == []
+
+
+@pytest.mark.parametrize("logs, runs", [("AD", ["D", "A"]), ("ABD", ["D", "B", "A"]), ("ABCD", ["D", "A", "C", "B"])])
+def test_a_fork_of_older_builds_ends_as_read_at_once_however_its_logs_arrive(tmp_path, logs, runs):
+    together, _ = ingest_runs(tmp_path, [logs], label="together-", older=True)
+    assert diff(snapshot(together), snapshot(ingest_runs(tmp_path, runs, older=True)[0])) == []

@@ -88,10 +88,12 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   links nothing (``copies_of`` in the file's hints, ``settle_hints``). Of a
   parent that is itself a fork, the lines of the copy the log of the nearest
   thread up its chain (``ancestors``: its parent, that one's parent, ... as the
-  ``session_meta`` lines copied one after another name them) holds, stored or
-  found, are replays of that log (``replays_in``: a line as a copy repeats it,
-  all but its time); only the lines of the threads stored nowhere between are
-  kept. It is
+  ``session_meta`` lines copied one after another name them) begins with, stored
+  or found, are replays of that log (``replays_in``): the copy's lines up to one
+  are, as a copy repeats a line (all but its time), that log's first lines in
+  order (``chained_line_key``; a line of a thread between that repeats one of
+  the log's elsewhere is no replay). Only the lines of the threads stored
+  nowhere between are kept. It is
   read in a state of its own (``COPY_FIELDS``): its turn context (model,
   effort, cwd), its last message, its calls leave the child's own lines as
   they are when the copy is merged; only the usage baseline moves on, as
@@ -101,8 +103,8 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   log is gone by then (deleted, or emptied) is not read again: the rows it kept
   of the copy are deleted instead (``Ingester.give_up_copies``); when the log
   of a thread further up the chain comes, the rows it kept of the lines that
-  log holds (``meta.copied_line``: the line as a copy repeats it) are
-  (``Ingester.give_up_replays``).
+  log begins with (``meta.copied_line``: the copy's lines up to theirs, as
+  ``chained_line_key`` has them) are (``Ingester.give_up_replays``).
 * Imports: a session of another agent Codex imported is a rollout of
   its own, a new thread's, its text as turns of prompts and answers (tool
   calls and results as text, thinking dropped) ending in Codex's marker. The
@@ -567,9 +569,10 @@ class CodexSource:
         return changed
 
     def replayed_lines(self, log: str) -> set[str]:
-        """The lines of the rollout at ``log`` as a copy repeats them (``meta.copied_line`` of
-        the messages a fork kept of a copy): of a gone fork whose copy that log now holds,
-        the rows those lines kept are deleted (``Ingester.give_up_replays``)."""
+        """The lines of the rollout at ``log`` as a copy repeats them, each with those before it
+        (``meta.copied_line`` of the messages a fork kept of a copy): of a gone fork whose copy
+        begins with that log's lines, the rows those lines kept are deleted
+        (``Ingester.give_up_replays``)."""
         return {key.hex() for key in rollout_line_keys(log)}
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
@@ -758,9 +761,29 @@ def copied_line_key(line: bytes) -> bytes | None:
     return hashlib.blake2b(orjson.dumps(data, option=orjson.OPT_SORT_KEYS), digest_size=16).digest()
 
 
+def chained_line_key(chain: bytes | None, key: bytes) -> bytes:
+    """The ``copied_line_key`` of the lines of a copy up to one (``chain``: up to the line
+    before it, None at the copy's first line), that line's ``key`` added: equal for two
+    copies when they copy the same lines, in the same order, so far."""
+    return hashlib.blake2b((chain or b"") + key, digest_size=16).digest()
+
+
 def rollout_line_keys(path: str) -> set[bytes]:
-    """``copied_line_key`` of each line of a rollout (none when it cannot be read)."""
+    """``chained_line_key`` of each line of a rollout a fork's copy of it repeats as a line
+    of history (none when it cannot be read): whose lines are, up to that one, those of
+    the rollout in order (its ``session_meta`` lines and lines of no envelope aside)."""
     keys: set[bytes] = set()
+    chain = None
+
+    def add(lines) -> None:
+        nonlocal chain
+        for line in lines:
+            data = loads_or_none(line)
+            if (isinstance(data, dict) and isinstance(data.get("type"), str) and data["type"] != "session_meta"
+                    and isinstance(data.get("payload"), dict) and (key := copied_line_key(line)) is not None):
+                chain = chained_line_key(chain, key)
+                keys.add(chain)
+
     try:
         with open(path, "rb") as raw:
             if path.endswith(".zst"):
@@ -769,9 +792,9 @@ def rollout_line_keys(path: str) -> set[bytes]:
                 import zstandard
 
                 with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                    keys.update(key for line in io.BufferedReader(stream) if (key := copied_line_key(line)) is not None)
+                    add(io.BufferedReader(stream))
             else:
-                keys.update(key for line in raw if (key := copied_line_key(line)) is not None)
+                add(raw)
     except Exception:
         return set()
     return keys
@@ -946,6 +969,8 @@ class CodexState:
     # the copy of the parent's history a rollout keeps (``copies_of``) is read with a state
     # of its own: its ``COPY_FIELDS`` as the last copied line left them
     copy_state: dict | None = None
+    # the ``chained_line_key`` (hex) of the copy's lines read so far
+    copy_chain: str | None = None
 
 
 # What a copied line kept (``CodexParser._keeps_copy``) moves in the copy's state only:
@@ -977,8 +1002,9 @@ class CodexParser:
         # the log of the nearest thread up the parent's chain that is stored: the lines of the
         # copy it holds are replays of it, not kept (read when first needed)
         self.replays_in = first_text(unit.hints.get("replays_in")) if self.copies_of else None
-        self._replay_keys: set[bytes] | None = None
+        self._replay_keys: set[str] | None = None
         self._line_bytes: bytes | None = None  # the line being read
+        self._line_chain: str | None = None  # of a line of a copy: its ``chained_line_key`` (hex)
         self._copy = False  # the line being read is a copy kept
         self._own: dict | None = None  # while it is: the rollout's own COPY_FIELDS
         self._out: list = []  # the records of the line being read
@@ -1022,7 +1048,7 @@ class CodexParser:
     def _line(self, line: bytes | None, position: Position, out: list) -> None:
         s, start = self.s, len(out)
         self._copy, self._out, self._output_line = False, out, False
-        self._line_bytes = line
+        self._line_bytes, self._line_chain = line, None
         self._read_line(line, position, out)
         if self._copy:
             self._copy = False
@@ -1046,11 +1072,18 @@ class CodexParser:
         The copy is read in a state of its own (``_copy_state_in``)."""
         if not self.copies_of:
             return False
-        if not self._copy and self.replays_in and self._line_bytes is not None:
-            if self._replay_keys is None:
-                self._replay_keys = rollout_line_keys(self.replays_in)
-            if copied_line_key(self._line_bytes) in self._replay_keys:
-                return False  # (the history a stored log up the chain holds: a replay of it)
+        if not self._copy and self._line_bytes is not None and self._line_chain is None:
+            # (the copy's lines so far, this one's added: a replay of a log up the chain while
+            # they are, in order, that log's first lines)
+            key = copied_line_key(self._line_bytes)
+            if key is not None:
+                self._line_chain = self.s.copy_chain = chained_line_key(
+                    bytes.fromhex(self.s.copy_chain) if self.s.copy_chain else None, key).hex()
+                if self.replays_in:
+                    if self._replay_keys is None:
+                        self._replay_keys = {chain.hex() for chain in rollout_line_keys(self.replays_in)}
+                    if self._line_chain in self._replay_keys:
+                        return False  # (the history a stored log up the chain holds: a replay of it)
         if not self._copy:
             self._copy = True
             self._copy_state_in()
@@ -1082,10 +1115,9 @@ class CodexParser:
         history they copy (``meta.copied_from``); a title, a subagent or a link it names
         are the parent's, not this rollout's."""
         parent = f"codex:{self.s.parent or self.copies_of}"
-        # (the line as a copy of it repeats it: the rows it kept are a replay of a log
-        # up the chain that holds it, should that log come once this rollout is gone)
-        key = copied_line_key(self._line_bytes) if self._line_bytes is not None else None
-        copied = {"copied_from": parent} | ({"copied_line": key.hex()} if key is not None else {})
+        # (the copy's lines up to this one as a copy repeats them: the rows it kept are a replay
+        # of a log up the chain that begins with them, should it come once this rollout is gone)
+        copied = {"copied_from": parent} | ({"copied_line": self._line_chain} if self._line_chain else {})
         kept = []
         for record in out[start:]:
             if isinstance(record, (TitleCandidate, Subagent, SessionLink)):
