@@ -486,7 +486,11 @@ class CodexSource:
     # 19: a sealed segment's rollout (session segmentation) goes on from it: it titles nothing
     #     and counts only its own usage; a fork's kept copy of a parent stored nowhere leaves the lines the
     #     grandparent's stored log holds to it
-    parser_version = 19
+    # 20: the context Codex writes in the user's name for a task, a rewind or an omitted image
+    #     is injected; a subagent's completion in its parent is a note from the agent; review
+    #     items of a paginated rollout are kept; a fork's copy replays the nearest stored log up
+    #     its chain, only while its lines are that log's first lines in order
+    parser_version = 20
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CODEX_HOME"
     home_folder = ".codex"
