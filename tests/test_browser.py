@@ -559,6 +559,31 @@ def test_a_link_to_a_line_hidden_in_this_view_offers_to_show_it(server, page, we
     assert page.js_errors == []
 
 
+def test_a_link_to_a_line_on_a_rewound_branch_offers_to_show_it(server, page, web_db):
+    # A hand-made link to a message a rewind abandoned, without the shadowed=1 the app's own
+    # links carry: the page that starts with it says the view folds it, and shows it on request.
+    import sqlite3
+
+    conn = sqlite3.connect(web_db)
+    session, seq = conn.execute(
+        "SELECT session_id, seq FROM messages WHERE visibility = 'inactive' AND is_meta = 0 AND surface != 'log-only' "
+        "ORDER BY session_id, seq DESC LIMIT 1").fetchone()
+    conn.close()
+    page.goto(f"{server}/-/obelisk/session/{session}#m{seq}")
+    page.wait_for_url(f"**start={seq}#m{seq}")
+    assert page.locator(f"#m{seq}").count() == 0
+    notice = page.locator(".ob-notice", has_text=f"#{seq} is on a rewound branch")
+    assert notice.is_visible()
+    notice.locator("a").click()
+    page.wait_for_url(f"**shadowed=1#m{seq}")
+    message = page.locator(f"#m{seq}")
+    assert message.is_visible() and "rewound" in message.locator(".ob-entry-head").inner_text()
+    assert page.locator(".ob-target").get_attribute("id") == f"m{seq}"
+    page.goto(f"{server}/-/obelisk/session/{session}?start={seq}&shadowed=1")  # shown: no notice
+    assert page.locator(".ob-notice").count() == 0
+    assert page.js_errors == []
+
+
 def test_a_link_to_a_first_line_the_view_hides_offers_to_show_it(server, page, web_db):
     import sqlite3
 

@@ -35,7 +35,9 @@
         limit - 1``; ``next_start`` is where the next page begins (None at
         the end), ``previous_start`` where the page before it does (None on
         the first). ``start_hidden`` says which option shows the line at
-        ``start`` when the view hides it; ``start_folded``, when that line is
+        ``start`` when the view hides it (``meta`` or ``log``);
+        ``start_rewound``, that the line is on a rewound branch the view
+        folds (``rewound=True`` shows it); ``start_folded``, when that line is
         the output of a call on an earlier page, where that call is shown
         (``message_anchor``). Unknown session: ``OBELISK_NOT_FOUND``.
 
@@ -132,6 +134,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "previous_start": previous_start,
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
         "start_folded": output_of_earlier_call(conn, rows[0], folded, limit) if rows and rows[0]["seq"] == start else None,
+        "start_rewound": bool(rows and rows[0]["seq"] == start and rows[0]["visibility"] == "inactive" and not rewound),
     }
 
 

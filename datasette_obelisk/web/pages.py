@@ -105,6 +105,7 @@ async def session_page(datasette, request, db, params):
     # a page asked to start at a line (a link to it) says when the view hides that line
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
     data["start_folded"] = data["start_folded"] if "start" in request.args else None
+    data["start_rewound"] = data["start_rewound"] and "start" in request.args
     return {"t": data, "options": options, "session_id": session_id, "source_gone": transcript.source_gone(data["session"])}
 
 
