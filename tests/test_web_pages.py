@@ -1785,3 +1785,74 @@ async def test_sessions_of_a_branch_and_days_are_paged_on_the_page_with_them(ds,
     cursor = parse_qs(urlsplit(following).query)["cursor"][0]
     await page(ds, "/-/obelisk", 400, branch=branch, cursor=cursor)  # another list's
     await page(ds, "/-/obelisk", 400, q="the", cursor=cursor)  # not a search's
+
+
+def many_failures_db(tmp_path, counts: dict[str, int]):
+    """A Claude archive whose session in project ``-w-<name>`` makes ``count`` calls that fail
+    (``make target<n>``), ten a second (ties broken as the failures list breaks them)."""
+    from datetime import datetime, timedelta, timezone
+
+    from datasette_obelisk.store.ingest import ingest
+
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    n = 0
+    for name, count in counts.items():
+        folder = tmp_path / "claude" / "projects" / f"-w-{name}"
+        folder.mkdir(parents=True)
+        lines, parent = [], None
+        for _ in range(count):
+            n += 1
+            at = (start + timedelta(seconds=n // 10)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+            for uuid, role, content in (
+                (f"c{n}", "assistant", [{"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": f"make target{n}"}}]),
+                (f"r{n}", "user", [{"type": "tool_result", "tool_use_id": f"t{n}", "is_error": True, "content": f"target{n} Error 2"}]),
+            ):
+                lines.append({"type": role, "uuid": uuid, "parentUuid": parent, "sessionId": name, "timestamp": at,
+                              "message": {"role": role, "content": content}})
+                parent = uuid
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    return tmp_path / "o.db"
+
+
+def listed_failures(html: str) -> list[int]:
+    items = re.findall(r'<li class="ob-result">(.*?)</li>\s*(?=<li class="ob-result">|</ol>)', html, re.S)
+    return [int(re.search(r"make target(\d+)", item).group(1)) for item in items]
+
+
+@pytest.mark.asyncio
+async def test_the_failures_page_pages_past_the_newest_thousand_with_its_filters(tmp_path):
+    # More failures than a page can list (1,000 at most): the page after the last one shown lists
+    # the rest, newest first, under the same filters, however many there are.
+    db = many_failures_db(tmp_path, {"alpha": 1030, "beta": 25})
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    alpha = set(range(1, 1031))
+
+    first = await page(datasette, "/-/obelisk/failures", project="alpha", limit="1000")
+    assert "The newest 1,000 of 1,030." in first
+    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
+    query = parse_qs(urlsplit(following).query)
+    assert query["project"] == ["alpha"] and query["limit"] == ["1000"]
+    second = await page(datasette, following)
+    assert "Failures 1,001–1,030 of 1,030, newest first." in second and 'rel="next"' not in second
+    shown = listed_failures(first) + listed_failures(second)
+    assert shown == sorted(alpha, reverse=True)
+
+    # every failure, fifty a page, as failures() lists the newest (ties included)
+    url, every = "/-/obelisk/failures", []
+    while url:
+        html = await page(datasette, url)
+        every += listed_failures(html)
+        url = next((unescape(m) for m in re.findall(r'<a rel="next" href="([^"]+)"', html)), None)
+    assert every == list(range(1055, 0, -1))
+    conn = sqlite3.connect(db)
+    from datasette_obelisk.query import obelisk
+
+    assert [int(f["toolCall"]["id"][1:]) for f in obelisk.failures(conn, {"limit": 50})] == every[:50]
+    conn.close()
+
+    # a cursor this list did not give is refused, not a server error
+    await page(datasette, "/-/obelisk/failures", 400, cursor="bogus")
+    cursor = query["cursor"][0]
+    await page(datasette, "/-/obelisk/failures", 400, project="beta", cursor=cursor)

@@ -42,7 +42,7 @@ from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from ..store.units import retired_from
 from . import fts
-from .cursors import decode_cursor, encode_cursor, fingerprint
+from .cursors import decode_cursor, encode_cursor, fingerprint, is_count
 from .cursors import invalid as cursor_invalid
 from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
 from .filters import Filters
@@ -1385,15 +1385,50 @@ def _failure_scope(conn, opts, kwargs) -> tuple[dict, "Where"]:
 def failures(conn, opts=None, **kwargs) -> list[dict]:
     """Failed tool results with their call, session and the next three messages; newest first."""
     o, where = _failure_scope(conn, opts, kwargs)
-    found = rows(
+    return [failure(conn, r) for r in _failure_rows(conn, where, o["limit"])]
+
+
+# (a failure with no time comes last, as NULL does in a descending order)
+FAILURE_KEY = f"COALESCE({moment_sql(FAILURE_AT)}, '')"
+
+
+def _failure_rows(conn, where: "Where", limit: int) -> list:
+    return rows(
         conn,
         f"""SELECT tr.*, {full_content_sql('tr')} AS whole_content, m.seq AS message_seq, m.session_id AS message_session, s.title AS session_title,
-                   s.project AS session_project
+                   s.project AS session_project, {FAILURE_KEY} AS _at
             {FAILURE_FROM}
-            WHERE {where} ORDER BY {moment_sql(FAILURE_AT)} DESC, tr.id DESC LIMIT ?""",
-        where.params + [o["limit"]],
+            WHERE {where} ORDER BY _at DESC, tr.id DESC LIMIT ?""",
+        where.params + [limit],
     )
-    return [failure(conn, r) for r in found]
+
+
+def failures_paged(conn, opts=None, cursor: str | None = None) -> dict:
+    """``failures`` a page at a time (the failures page; not a helper): ``{"items", "next_cursor",
+    "before"}``: the ``limit`` failures after those ``cursor`` stands for (from the newest without
+    one), as ``failures`` lists them; the cursor (keyset: it stays valid as failures are added)
+    that lists those after them, None after the last; how many of these options' failures come
+    before the page. A cursor of other options is refused (``SESSION_QUERY_INVALID_CURSOR``)."""
+    o, where = _failure_scope(conn, opts, {})
+    request = fingerprint({"where": str(where), "params": where.params})
+    before = 0
+    if cursor is not None:
+        position = decode_cursor(conn, cursor, "failures", request, None)
+        if not (isinstance(position, list) and len(position) == 2 and isinstance(position[0], str)
+                and is_count(position[1])):
+            raise cursor_invalid("the cursor is not one this service returned")
+        at, last = position
+        before = conn.execute(
+            f"SELECT COUNT(*) {FAILURE_FROM} WHERE {where} AND ({FAILURE_KEY} > ? OR ({FAILURE_KEY} = ? AND tr.id >= ?))",
+            [*where.params, at, at, last],
+        ).fetchone()[0]
+        where.add(f"{FAILURE_KEY} < ? OR ({FAILURE_KEY} = ? AND tr.id < ?)", at, at, last)
+    found = _failure_rows(conn, where, o["limit"] + 1)
+    next_cursor = None
+    if len(found) > o["limit"]:
+        edge = found[o["limit"] - 1]
+        next_cursor = encode_cursor(conn, "failures", request, None, [edge["_at"], edge["id"]])
+    return {"items": [failure(conn, r) for r in found[:o["limit"]]], "next_cursor": next_cursor, "before": before}
 
 
 def failure_count(conn, opts=None, **kwargs) -> int:
@@ -1403,7 +1438,7 @@ def failure_count(conn, opts=None, **kwargs) -> int:
 
 
 def failure(conn, row) -> dict:
-    hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project",
+    hidden = ("whole_content", "message_seq", "message_session", "session_title", "session_project", "_at",
               INDEXED_FORMS["tool_results"])
     result = {k: row[k] for k in row.keys() if k not in hidden}
     result["content"] = clip(row["whole_content"])

@@ -191,13 +191,16 @@ async def failures_page(datasette, request, db, params):
     options = {**params.values("project", "source", "sessionId"), "limit": params.integer("limit", 50)}
     # Typed as it reads ("billing-api"), a project is found in any project name holding it.
     query = {**options, "project": contains(options["project"])} if "project" in options else options
+    cursor = params.text("cursor")  # (the page's own paging: the newest first, a page after another)
 
     def load(conn):
         # (a session not stored is an error, as elsewhere: an empty list would say "no failures")
         title = obelisk.stored_session_title(conn, options["sessionId"]) if options.get("sessionId") else None
-        found = obelisk.failures(conn, query)
+        paged = obelisk.failures_paged(conn, query, cursor)
+        found = paged["items"]
         return {
             "failures": found, "total": obelisk.failure_count(conn, query),
+            "cursor": cursor, "next_cursor": paged["next_cursor"], "before": paged["before"],
             "session_title": title,
             "anchors": anchors_for(conn, [f["toolCall"] for f in found]),
             # (a result that answers no stored call is shown on its own: linked where it is, not to the start)
