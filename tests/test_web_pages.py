@@ -1856,3 +1856,66 @@ async def test_the_failures_page_pages_past_the_newest_thousand_with_its_filters
     await page(datasette, "/-/obelisk/failures", 400, cursor="bogus")
     cursor = query["cursor"][0]
     await page(datasette, "/-/obelisk/failures", 400, project="beta", cursor=cursor)
+
+
+def many_sessions_db(tmp_path, count: int):
+    """An archive of ``count`` top-level sessions, half Claude's, half Codex's: one ingested (for
+    the schema), the rest written straight into it."""
+    from datetime import datetime, timedelta, timezone
+
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-tmp-many"
+    folder.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u0", "sessionId": "many-0000", "timestamp": "2026-03-05T10:00:00.000Z",
+            "message": {"role": "user", "content": "session number 0"}}
+    (folder / "many-0000.jsonl").write_text(json.dumps(line) + "\n")
+    db = tmp_path / "many.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    start = datetime(2026, 3, 5, 10, tzinfo=timezone.utc)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.executemany(
+            "INSERT INTO sessions (id, source, title, project, started_at, ended_at, message_count) VALUES (?, ?, ?, ?, ?, ?, 1)",
+            [(f"many-{n:04d}", "codex" if n % 2 else "claude", f"session number {n}", "-tmp-many",
+              at, at) for n in range(1, count) for at in [(start + timedelta(minutes=n // 3)).strftime("%Y-%m-%dT%H:%M:%S.000Z")]],
+        )
+    conn.close()
+    return db
+
+
+async def every_listed(datasette, link: str) -> list[str]:
+    """The sessions a link to a list of sessions lists: the stored query's rows, or page after
+    page of the search page's sessions."""
+    from urllib.parse import urljoin
+
+    path, _, query = unescape(link).partition("?")
+    if path.endswith("/obelisk_sessions"):
+        return [row["id"] for row in (await datasette.client.get(f"{path}.json?{query}&_shape=array")).json()]
+    assert path == "/-/obelisk", link
+    listed, url = [], unescape(link)
+    while url:
+        html = await page(datasette, url)
+        listed += [unquote(s) for s in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
+        url = next((urljoin(url, unescape(m)) for m in re.findall(r'<a rel="next" href="([^"]+)"', html)), None)
+    return listed
+
+
+@pytest.mark.asyncio
+async def test_the_sessions_card_and_every_session_link_list_more_than_a_thousand_sessions(tmp_path):
+    # More sessions than the obelisk_sessions stored query lists at once (1,000): the overview's
+    # card and the search page's "Every session" link lead to a list of every one of them.
+    db = many_sessions_db(tmp_path, 1050)
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    every = {f"many-{n:04d}" for n in range(1050)}
+    html = await page(datasette, "/-/obelisk/overview")
+    [(link, count)] = re.findall(r'<a class="ob-card" href="([^"]+)"><div class="value">([\d,]+)</div><div class="label">sessions<', html)
+    listed = await every_listed(datasette, link)
+    assert count == "1,050" and len(listed) == len(set(listed)) and set(listed) == every
+    for source, wanted in (("", every), ("codex", {s for s in every if int(s[5:]) % 2})):
+        html = await page(datasette, "/-/obelisk", **({"source": source} if source else {}))
+        # (the link when the page shows one, else the page's own pager: both list every one)
+        shown = [link for link in links(html) if "obelisk_sessions" in link]
+        listed = await every_listed(datasette, shown[0] if shown else "/-/obelisk" + (f"?source={source}" if source else ""))
+        assert len(listed) == len(set(listed)) and set(listed) == wanted, source

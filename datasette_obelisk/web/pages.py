@@ -14,6 +14,7 @@ from . import charts
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
 from .search_form import SearchForm
+from .stored_queries import rows_at_once
 from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
@@ -39,12 +40,23 @@ async def search_page(datasette, request, db, params):
     if not form.query:  # top-level sessions of the chosen filters: no parent to name
         filters = Filters.build(**search_facets.narrowed(form.filter_options(), form.narrowing()))
 
+        every = form.every_session(rows_at_once(datasette))
+
         def recent(conn):
             known_sources(conn)
-            return obelisk.recent_in(conn, filters, RECENT_SHOWN, form.cursor)
+            found = obelisk.recent_in(conn, filters, RECENT_SHOWN, form.cursor)
+            if every is not None:  # (how many the stored query would have to list)
+                found["every"] = conn.execute(
+                    f"SELECT COUNT(*) FROM sessions s WHERE {obelisk.TOP_LEVEL} AND (? IS NULL OR s.source = ?)",
+                    [every.get("source"), every.get("source")],
+                ).fetchone()[0]
+            return found
 
         found = await db.execute_fn(recent)
-        context.update(recent=found["items"], recent_next=found["next_cursor"])
+        # The stored query lists every session only when they fit in the rows it lists at once;
+        # past that, this page's pager (which lists the same sessions) is the list of them all.
+        fits = every is not None and found.get("every", 0) <= every["limit"]
+        context.update(recent=found["items"], recent_next=found["next_cursor"], every_session=every if fits else None)
         return context
 
     def search(conn):
@@ -161,6 +173,9 @@ async def overview_page(datasette, request, db, params):
     return {
         "active_tab": "Overview",
         "data": data,
+        # (more sessions than the obelisk_sessions stored query lists at once: the sessions card
+        # links the search page, whose pager lists every one of them)
+        "sessions_at_once": rows_at_once(datasette),
         "charts": [
             charts.stacked_bars(f"Sessions started per {unit}, by source", activity["buckets"], activity["sessions"]),
             charts.stacked_bars(f"Conversation messages per {unit}, by source", activity["buckets"], activity["messages"]),

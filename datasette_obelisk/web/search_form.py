@@ -71,9 +71,9 @@ class SearchForm:
         """How many values of each facet to count: one past those shown, to know whether more exist."""
         return (MORE_FACET_VALUES if self.more else FACET_VALUES) + 1
 
-    def every_session(self) -> dict | None:
+    def every_session(self, limit: int = 1000) -> dict | None:
         """The ``obelisk_sessions`` stored query's parameters that list every session these
-        filters select, as many rows as Datasette shows; None when it cannot: it takes one
+        filters select, ``limit`` rows (as many as it shows at once); None when it cannot: it takes one
         source, and its other filters differ from the page's (a project there is a LIKE
         pattern, a branch the session's own, days the day a session started where the page
         takes any session active on them; it has no model, role or tool), so the page's
@@ -81,7 +81,7 @@ class SearchForm:
         chosen = {name: values for name, values in self.lists.items() if values}
         if self.day_from or self.day_to or set(chosen) - {"source"} or len(chosen.get("source", ())) > 1:
             return None
-        return {**({"source": chosen["source"][0]} if chosen else {}), "limit": 1000}
+        return {**({"source": chosen["source"][0]} if chosen else {}), "limit": limit}
 
     def every_session_label(self) -> str:
         """What the "every session" link is narrowed to: its source."""

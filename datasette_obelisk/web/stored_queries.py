@@ -104,6 +104,12 @@ def limit(default: int | None, *checks: tuple[str, str], paged: bool = False) ->
     return clause + ("\nOFFSET CAST(COALESCE(NULLIF(trim(:offset), ''), 0) AS INTEGER)" if paged else "")
 
 
+def rows_at_once(datasette) -> int:
+    """The most rows a stored query lists at once: its ``limit``'s most, or Datasette's
+    ``max_returned_rows`` when that is fewer."""
+    return min(MAX_LIMIT, datasette.setting("max_returned_rows"))
+
+
 PAGED = ("Datasette returns at most max_returned_rows (1,000 unless configured) rows at once: "
          "offset skips that many, so a longer one reads in pages.")
 
