@@ -669,23 +669,8 @@ class Ingester:
         rows they kept of the lines of the copy the log now named holds (``replayed_lines``
         of their source), as if read again with it; their sessions are derived again."""
         lines_of = getattr(source, "replayed_lines", None)
-        if lines_of is None:
-            return
-        cold_load.index_pending_text(self.conn)
-        deleted = False
-        for file_id, log in sorted(replayed.values()):
-            touched, lines = delete_copied_rows(self.conn, file_id, lines_of(log))
-            if not touched:
-                continue
-            self.conn.execute(
-                "UPDATE source_files SET lines_stored = max(lines_stored - ?, 0), lines_merged = lines_merged + ? "
-                "WHERE id = ?",
-                [lines, lines, file_id],
-            )
-            self.queue_sessions(touched)
-            deleted = True
-        if deleted:
-            self.bump_generation()
+        if lines_of is not None:
+            self._drop_copies((file_id, lines_of(log)) for file_id, log in sorted(replayed.values()))
 
     def copies_given_up(
         self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile]
@@ -733,10 +718,15 @@ class Ingester:
         """In the open transaction: the gone files ``given_up`` (``copies_given_up``) lose
         the rows they kept of the history they copied, as if read again with their
         parent's log; their sessions are derived again."""
+        self._drop_copies((file_id, None) for file_id in sorted(given_up.values()))
+
+    def _drop_copies(self, drops: Iterable[tuple[int, Any]]) -> None:
+        """Delete the copied rows of each ``(file id, lines)`` (``delete_copied_rows``: ``lines``
+        None for every copied line), then derive their sessions again."""
         cold_load.index_pending_text(self.conn)
         deleted = False
-        for file_id in sorted(given_up.values()):
-            touched, lines = delete_copied_rows(self.conn, file_id)
+        for file_id, copied_lines in drops:
+            touched, lines = delete_copied_rows(self.conn, file_id, copied_lines)
             if not touched:
                 continue
             # (the lines that held the copy merge into the parent's rows, as when read with them)
