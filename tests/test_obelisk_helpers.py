@@ -255,6 +255,18 @@ def test_long_texts_are_clipped_alike_wherever_sqlite_clips_them(tmp_path):
     assert o.clip(long).endswith("é…[+15007 chars]") and len(o.clip(long)) == 10_000 + len("…[+15007 chars]")
 
 
+@pytest.mark.parametrize("value", ["", " ", "\t\n"])
+def test_a_blank_required_id_is_refused_as_the_command_line_and_http_refuse_it(ro, value):
+    # A session id (or message uuid, run id, path) that is empty or only whitespace names
+    # nothing: refused, never an empty answer for a session that cannot exist.
+    for call in (lambda: o.thread(ro, value), lambda: o.thread_page(ro, value), lambda: o.context(ro, value),
+                 lambda: o.trace(ro, value), lambda: o.workflow_tree(ro, value),
+                 lambda: o.search(ro, "hello", {"sessionId": value}), lambda: o.failures(ro, {"sessionId": value})):
+        with pytest.raises(QueryError) as error:
+            call()
+        assert error.value.code == "OBELISK_INVALID_ARGUMENT", error.value.message
+
+
 @pytest.mark.parametrize(
     "opts, message",
     [

@@ -103,6 +103,10 @@ async def test_what_a_helper_does_not_find_is_null_as_the_contract_says(ds, path
         ("/sessions", {"surprise": "1"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/sessions", {"sessions": "not json"}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/trace", {}, 400, "OBELISK_INVALID_ARGUMENT"),
+        # A session id (or uuid) that is only whitespace names none: refused, as in Python and the CLI.
+        ("/thread", {"sessionId": " "}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/trace", {"uuid": "\t"}, 400, "OBELISK_INVALID_ARGUMENT"),
+        ("/search", {"q": "x", "sessionId": "  "}, 400, "OBELISK_INVALID_ARGUMENT"),
         ("/sessions", {"db": "nope"}, 404, "OBELISK_NOT_FOUND"),
     ],
 )

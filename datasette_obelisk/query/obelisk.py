@@ -158,8 +158,8 @@ def check_type(helper: str, name: str, value, max_limit: int):
         raise invalid(f"{helper}(): offset must not be negative" if value < 0 else f"{helper}(): offset is too large")
     if name in PATTERN_KEYS and len(value) > MAX_PATTERN_CHARS:
         raise invalid(f"{helper}(): {display} is longer than {MAX_PATTERN_CHARS:,} characters")
-    if name == "session_id" and not value:
-        raise invalid(f"{helper}(): {display} must not be empty")
+    if name == "session_id" and not value.strip():  # (no session's id is blank: it names none)
+        raise invalid(f"{helper}(): {display} must not be empty or only whitespace")
     if name == "mode":
         return fts.search_mode(value)
     if name in TIME_BOUNDS:
@@ -206,8 +206,10 @@ def invalid(message: str) -> QueryError:
 
 
 def require_text(helper: str, name: str, value) -> str:
-    if not isinstance(value, str) or not value:
-        raise invalid(f"{helper}() needs {name} as a non-empty string")
+    """A required identifier (a session id, a message uuid, a run id, a path): a string
+    that is neither empty nor only whitespace, which could name nothing stored."""
+    if not isinstance(value, str) or not value.strip():
+        raise invalid(f"{helper}() needs {name} as a non-empty string (not only whitespace)")
     return value
 
 
