@@ -736,3 +736,47 @@ def test_an_agents_transcript_links_the_call_that_started_it(server, page, web_d
     assert unquote(page.url.split("#")[0].split("?")[0].rsplit("/", 1)[1]) == parent
     assert page.locator(".ob-target").get_attribute("id") == anchor
     assert page.js_errors == []
+
+
+def test_the_reader_chooses_how_many_sessions_a_page_lists_before_a_query(server, page, web_db):
+    # The pager under the sessions listed before a query offers page sizes; the one chosen
+    # (offered, or any ``limit`` from 1 to 1,000) is kept page after page, and every session
+    # is listed once.
+    import sqlite3
+
+    from datasette_obelisk.query.obelisk import TOP_LEVEL
+
+    conn = sqlite3.connect(web_db)
+    every = {row[0] for row in conn.execute(f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL}")}
+    conn.close()
+    assert 15 < len(every) <= 50
+
+    def shown() -> list[str]:
+        hrefs = page.locator(".ob-results h3 a").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+        return [unquote(href.rsplit("/", 1)[1]) for href in hrefs]
+
+    page.goto(f"{server}/-/obelisk")
+    assert len(shown()) == 15
+    size = page.locator(".ob-page-size")
+    assert size.is_visible() and size.locator("[aria-current]").inner_text() == "15"
+    with page.expect_navigation():
+        size.get_by_role("link", name="50", exact=True).click()
+    assert "limit=50" in page.url and size.locator("[aria-current]").inner_text() == "50"
+    assert set(shown()) == every and not page.locator("a[rel=next]").count()  # all on one page
+
+    page.goto(f"{server}/-/obelisk?limit=6")
+    listed: list[str] = []
+    while True:
+        found = shown()
+        listed += found
+        following = page.locator("a[rel=next]")
+        if not following.count():
+            assert 1 <= len(found) <= 6
+            break
+        assert len(found) == 6
+        following.focus()
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        assert "limit=6" in page.url  # the size chosen stays chosen
+    assert len(listed) == len(set(listed)) and set(listed) == every
+    assert page.js_errors == []

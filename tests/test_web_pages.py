@@ -1919,3 +1919,46 @@ async def test_the_sessions_card_and_every_session_link_list_more_than_a_thousan
         shown = [link for link in links(html) if "obelisk_sessions" in link]
         listed = await every_listed(datasette, shown[0] if shown else "/-/obelisk" + (f"?source={source}" if source else ""))
         assert len(listed) == len(set(listed)) and set(listed) == wanted, source
+
+
+@pytest.mark.asyncio
+async def test_sessions_listed_before_a_query_take_a_page_size(ds, web_db):
+    # 15 sessions a page by default; ``limit`` (1 to 1,000, as other pages' limits) lists that
+    # many a page, and the pager's links keep it, so every session is listed once at any size.
+    from datasette_obelisk.query.obelisk import TOP_LEVEL
+
+    conn = sqlite3.connect(web_db)
+    every = {row[0] for row in conn.execute(f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL}")}
+    conn.close()
+    assert len(every) > 15
+
+    def listed(html: str) -> list[str]:
+        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
+
+    assert len(listed(await page(ds, "/-/obelisk"))) == 15
+    whole = await page(ds, "/-/obelisk", limit="1000")
+    assert set(listed(whole)) == every and 'rel="next"' not in whole
+    seen: list[str] = []
+    url, params = "/-/obelisk", {"limit": "4"}
+    while True:
+        html = await page(ds, url, **params)
+        found = listed(html)
+        assert 1 <= len(found) <= 4
+        seen += found
+        nexts = re.findall(r'<a rel="next" href="([^"]+)"', html)
+        if not nexts:
+            break
+        url, params = "/-/obelisk" + unescape(nexts[0]), {}  # (the page's links are its query strings)
+        assert parse_qs(urlsplit(url).query)["limit"] == ["4"]  # the next page keeps the size
+    assert len(seen) == len(set(seen)) and set(seen) == every
+    # the page sizes offered link this list at that size
+    offered = [link for link in links(await page(ds, "/-/obelisk", limit="4")) if "limit=50" in link]
+    assert offered and len(listed(await page(ds, "/-/obelisk" + offered[0]))) == min(50, len(every))
+    # a cursor a page of one size gave goes on at another (it marks a place, not a page)
+    first = await page(ds, "/-/obelisk", limit="4")
+    cursor = parse_qs(urlsplit(unescape(re.findall(r'<a rel="next" href="([^"]+)"', first)[0])).query)["cursor"][0]
+    assert listed(await page(ds, "/-/obelisk", limit="8", cursor=cursor))[:4] == seen[4:8]
+    # out of bounds, or no number: refused with the form kept, as other pages' limits
+    for bad in ("0", "1001", "many", "-3"):
+        refused = await page(ds, "/-/obelisk", 400, limit=bad)
+        assert "OBELISK_INVALID_ARGUMENT" in refused and "limit must be" in refused and 'name="q"' in refused

@@ -21,7 +21,6 @@ TRANSCRIPT_PAGE = 500
 FILES_PAGE = 50
 FILE_HISTORY_SHOWN = 1000  # calls the history of one path lists, oldest first
 MEMORIES_SHOWN = 200  # memories the memories page lists: the newest, or those recalled best
-RECENT_SHOWN = 15  # sessions the search page lists before a query
 # The failures page lists up to ``limit`` results (50 by default, at most
 # 1,000), so it shows a preview of each output, not the transcript's
 # RESULT_CHARS; failures() clips its content at MAX_TEXT, marking the cut,
@@ -41,10 +40,11 @@ async def search_page(datasette, request, db, params):
         filters = Filters.build(**search_facets.narrowed(form.filter_options(), form.narrowing()))
 
         every = form.every_session(rows_at_once(datasette))
+        size = form.recent_page()  # (a limit out of bounds is refused before anything is read)
 
         def recent(conn):
             known_sources(conn)
-            found = obelisk.recent_in(conn, filters, RECENT_SHOWN, form.cursor)
+            found = obelisk.recent_in(conn, filters, size, form.cursor)
             if every is not None:  # (how many the stored query would have to list)
                 found["every"] = conn.execute(
                     f"SELECT COUNT(*) FROM sessions s WHERE {obelisk.TOP_LEVEL} AND (? IS NULL OR s.source = ?)",

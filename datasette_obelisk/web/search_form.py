@@ -14,6 +14,8 @@ from datetime import date
 from urllib.parse import urlencode
 
 from ..query.errors import QueryError
+from .params import INVALID
+from .params import _integer as integer
 
 LIST_FIELDS = ("source", "project", "branch", "model", "role", "tool")
 FACET_LABELS = {
@@ -21,6 +23,9 @@ FACET_LABELS = {
     "role": "Role", "tool": "Tool", "day": "Date",
 }
 PAGE_SIZE = 20
+RECENT_PAGE = 15  # sessions listed a page before a query, unless ``limit`` says how many
+RECENT_PAGE_CHOICES = (15, 50, 200, 1000)  # the page sizes the page offers (``limit`` takes any from 1 to 1,000)
+MAX_RECENT_PAGE = 1000  # as the failures page's limit, and the helpers' (obelisk.MAX_LIMIT)
 FACET_VALUES = 8  # shown per facet; "more" shows up to MORE_FACET_VALUES of one
 MORE_FACET_VALUES = 100
 DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # (date.fromisoformat also reads 2026-W01-1 and 20260101…)
@@ -37,6 +42,7 @@ class SearchForm:
     db: str | None = None
     more: str | None = None  # the facet shown with all its values (up to MORE_FACET_VALUES)
     limit: int = PAGE_SIZE
+    recent_limit: str | None = None  # ``limit`` as given: how many sessions a page lists before a query
 
     @classmethod
     def from_params(cls, params) -> "SearchForm":
@@ -49,7 +55,22 @@ class SearchForm:
             cursor=params.text("cursor"),
             db=params.text("db"),
             more=params.text("more") if params.text("more") in FACET_LABELS else None,
+            recent_limit=params.text("limit") or None,
         )
+
+    def recent_page(self) -> int:
+        """How many sessions a page lists before a query: ``limit`` (1 to 1,000), else 15.
+        (Checked here, not when the form is read, so a refused one is corrected in place.)"""
+        if self.recent_limit is None:
+            return RECENT_PAGE
+        return integer("limit", self.recent_limit, INVALID, 1, MAX_RECENT_PAGE)
+
+    def recent_page_choices(self) -> list[dict]:
+        """The page sizes offered, each a link to this list at that size, from where it is."""
+        size = self.recent_page()
+        return [{"size": n, "current": n == size,
+                 "url": self.query_string(recent_limit=None if n == RECENT_PAGE else str(n))}
+                for n in RECENT_PAGE_CHOICES]
 
     # -- what the query layer gets ------------------------------------------
 
@@ -97,7 +118,7 @@ class SearchForm:
         for name in LIST_FIELDS:
             pairs += [(name, value) for value in state.lists.get(name, ())]
         pairs += [("from", state.day_from), ("to", state.day_to), ("cursor", state.cursor), ("more", state.more),
-                  ("db", state.db)]
+                  ("limit", state.recent_limit), ("db", state.db)]
         return "?" + urlencode([(k, v) for k, v in pairs if v])
 
     def with_value(self, name: str, value, on: bool) -> str:
