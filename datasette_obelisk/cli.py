@@ -156,6 +156,8 @@ def report_errors(fn):
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # a reader that stopped reading (| head): click ends quietly
                 raise
+            if exc.errno in (errno.EACCES, errno.EPERM):  # the system refused this user: no usage error
+                raise CodedError("OBELISK_PERMISSION_DENIED", os_error(exc)) from None
             raise click.ClickException(os_error(exc)) from None
 
     return wrapper

@@ -879,3 +879,27 @@ def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch
     assert cut.stderr == "Note: the chain has more than 3 ancestors: it starts here, below the conversation's root\n"
     assert [line.split()[3] for line in cut.stdout.splitlines() if line.strip()[:2] in ("0.", "1.", "2.", "3.")] == [
         "m2", "m3", "m4", "m5"]
+
+
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied", "/x/o.db"),
+                                   OSError(1, "Operation not permitted", "/x/o.db")])
+def test_a_permission_the_system_refuses_is_no_usage_error(tmp_path, monkeypatch, error):
+    # A file the system will not let this user read is an error of that user's rights, exit 1
+    # with OBELISK_PERMISSION_DENIED (in JSON with --json), not OBELISK_INVALID_ARGUMENT,
+    # which is a usage error's code (exit 2).
+    from datasette_obelisk import cli_query
+
+    db = claude_db(tmp_path)
+
+    def refused(db_path):
+        raise error
+
+    monkeypatch.setattr(cli_query, "fresh_connection", refused)
+    why = f"/x/o.db: {error.strerror}"
+    for command in (["sessions"], ["search", "hello"], ["read", "s1"]):
+        shown = invoke(*command, "--db", db, "--json")
+        assert shown.exit_code == 1, command
+        assert json.loads(shown.stdout) == json_error("OBELISK_PERMISSION_DENIED", why), command
+        assert shown.stderr == f"Error: OBELISK_PERMISSION_DENIED: {why}\n", command
+    told = invoke("sessions", "--db", db)
+    assert (told.exit_code, told.stdout, told.stderr) == (1, "", f"Error: OBELISK_PERMISSION_DENIED: {why}\n")
