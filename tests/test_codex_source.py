@@ -2530,3 +2530,60 @@ def test_a_review_s_start_and_findings_written_as_completed_items_are_kept():
         ("entered_review_mode", 1, "current changes"),
         ("exited_review_mode", 1, "[P1] Off-by-one in pager\nThe last page is skipped.\n\nOne bug."),
     ]
+
+
+def test_a_subagent_s_completion_told_to_the_parent_s_model_is_stored_once():
+    # Codex writes a background agent's end in its parent's rollout twice: first what the
+    # parent's model is told (persist_completion_context: an inter_agent_communication_metadata
+    # line and a completion context with the reserved id ``amsg_x_<uuid>``, an agent message from
+    # the agent in multi-agent v2, a <subagent_notification> before), then what the user is shown
+    # (publish_completion_item: a completed AgentMessage with sub_agent_completion, in a turn of
+    # its own when none is running). The end is one message of the agent's, not two.
+    def completion(n, agent, answer, **extra):
+        item = {"type": "AgentMessage", "id": f"msg_c_019b0000-0000-7000-8000-00000000010{n}",
+                "content": [{"type": "Text", "text": f"Agent final answer from `{agent}`:\n\n{answer}"}],
+                "phase": "commentary",
+                "sub_agent_completion": {"agent_reference": agent, "status": "completed", **extra}}
+        turn = f"019b0000-0000-7000-8000-00000000020{n}"
+        return [
+            envelope("event_msg", {"type": "task_started", "turn_id": turn, "collaboration_mode_kind": "default"}),
+            envelope("event_msg", {"type": "item_completed", "thread_id": "t-parent", "turn_id": turn,
+                                   "item": item, "completed_at_ms": 1}),
+            envelope("event_msg", {"type": "task_complete", "turn_id": turn, "last_agent_message": None}),
+        ]
+
+    v2_context = {
+        "type": "agent_message", "id": "amsg_x_019b0000-0000-7000-8000-000000000301",
+        "author": "/root/worker", "recipient": "/root",
+        "content": [{"type": "input_text",
+                     "text": "Message Type: FINAL_ANSWER\nTask name: /root\nSender: /root/worker\nPayload:\nall 12 tests pass"}],
+    }
+    notification = '<subagent_notification>\n{"agent_path":"/root/linter","status":{"completed":"no lint left"}}\n</subagent_notification>'
+    v1_context = {"type": "message", "role": "user", "id": "amsg_x_019b0000-0000-7000-8000-000000000302",
+                  "content": [{"type": "input_text", "text": notification}]}
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-parent", "cli_version": "0.172.0"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "run the tests and the linter"})),
+        envelope("event_msg", {"type": "user_message", "message": "run the tests and the linter"}),
+        envelope("response_item", {"type": "message", "role": "assistant",
+                                   "content": [{"type": "output_text", "text": "Started two agents."}]}),
+        envelope("event_msg", {"type": "agent_message", "message": "Started two agents."}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+        envelope("inter_agent_communication_metadata", {"trigger_turn": False}),
+        envelope("response_item", v2_context),
+        *completion(1, "/root/worker", "all 12 tests pass"),
+        envelope("inter_agent_communication_metadata", {"trigger_turn": False}),
+        envelope("response_item", v1_context),
+        *completion(2, "/root/linter", "no lint left"),
+        # shown to the user only, the model not told: the note is its only record
+        *completion(3, "/root/worker", "a late retry passed", model_visibility="not_visible"),
+    ])
+    assert of(records, LineError) == []
+    messages = of(records, Message)
+    assert [m.text for m in messages if m.role == "assistant" and not m.is_meta] == ["Started two agents."]
+    told = [(m.type, m.subtype, m.is_meta) for m in messages if "all 12 tests pass" in (m.text or "")]
+    assert told == [("response_item", "agent_message", 0)]
+    assert [(m.subtype, m.is_meta) for m in messages if "no lint left" in (m.text or "")] == [("message", 1)]
+    [late] = [m for m in messages if "a late retry passed" in (m.text or "")]
+    assert (late.subtype, late.is_meta, (late.meta or {}).get("from")) == ("item_completed", 1, "/root/worker")

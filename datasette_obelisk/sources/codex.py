@@ -408,6 +408,14 @@ _AGENT_ENVELOPE = re.compile(r"Message Type: [A-Z_]+\nTask name: [^\n]*\nSender:
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # ``…-<thread>.jsonl``, or ``…-<thread>_<rollout>.jsonl`` for a rollout thread/revert started
 _THREAD_ID = re.compile(rf"({_UUID})(?:_({_UUID}))?$")
+# The id Codex gives what the model of a parent is told of a background agent's end (its
+# "completion context": an ``agent_message`` from the agent, or a ``<subagent_notification>``),
+# ``amsg_x_<uuid>`` (``amsg_subagent_completion_context_<uuid>`` before); the completed
+# AgentMessage item with ``sub_agent_completion`` written after it shows the same end.
+_COMPLETION_CONTEXT_ID = re.compile(rf"amsg_(?:x|subagent_completion_context)_{_UUID}\Z")
+_NOTIFICATION = re.compile(r"\s*<subagent_notification>(.*)</subagent_notification>\s*\Z", re.S)
+# How many completion contexts still waiting for their completed item a state keeps.
+MAX_COMPLETION_CONTEXTS = 16
 _UUID_NAME = re.compile(_UUID)
 # Session segmentation (Codex's ``session_segmentation`` feature) seals what a rollout holds
 # when its thread is compacted or forked: a copy at an immutable path, ``<CODEX_HOME>/<folder>/
@@ -966,6 +974,9 @@ class CodexState:
     aborted_calls: list = field(default_factory=list)  # open when their turn was aborted
     aborted_at: str | None = None  # when that was
     last_spawn: list | None = None  # [call_id, new thread id]
+    # the agents whose end a completion context told this thread of, its completed item
+    # (``sub_agent_completion``) not yet read, oldest first
+    completion_contexts: list = field(default_factory=list)
     # digest of a user or assistant text -> its sayings, oldest first: each the uuids of
     # the Messages that said it (several when said in parts)
     said: dict = field(default_factory=dict)
@@ -984,6 +995,7 @@ COPY_FIELDS = (
     "cwd", "model", "effort", "git_branch", "last_uuid", "first_prompt_seen", "first_prompt", "turns",
     "turns_cut", "previous", "twins", "last_said", "last_total", "open_calls", "failed_calls",
     "closed_calls", "aborted_calls", "aborted_at", "last_spawn", "said", "prompts", "excluded",
+    "completion_contexts",
 )
 
 
@@ -1526,6 +1538,9 @@ class CodexParser:
     def _item(self, item: dict, timestamp, position: Position, out: list, uuid: str | None = None) -> None:
         self._ensure_session(out)
         kind = first_text(item.get("type"))
+        if kind in {"message", "agent_message"} and _COMPLETION_CONTEXT_ID.match(first_text(item.get("id")) or ""):
+            contexts = [*self.s.completion_contexts, _completion_context_agent(item)]
+            self.s.completion_contexts = contexts[-MAX_COMPLETION_CONTEXTS:]
         if kind == "message":
             self._item_message(item, timestamp, position, out, uuid)
         elif kind == "reasoning":
@@ -1939,10 +1954,18 @@ class CodexParser:
             self._log_only(out, position, "event_msg", subtype, timestamp, text=_event_text(item, subtype))
         elif kind == "AgentMessage" and isinstance(completion, dict):
             # (after 0.171) a background agent's end, written in its parent's rollout: the
-            # child's final answer ("Agent final answer from `<agent>`: …"), no answer of this thread's
+            # child's final answer ("Agent final answer from `<agent>`: …"), no answer of this thread's;
+            # when the model was told of it, the completion context before it holds that end already
             agent = first_text(completion.get("agent_reference"))
-            self._log_only(out, position, "event_msg", "item_completed", timestamp,
-                           text=_parts_text(item.get("content")), meta={"from": agent} if agent else None)
+            contexts = self.s.completion_contexts
+            hidden = completion.get("model_visibility") == "not_visible"
+            if agent and not hidden and agent in contexts:
+                index = len(contexts) - 1 - contexts[::-1].index(agent)
+                self.s.completion_contexts = contexts[:index] + contexts[index + 1:]
+                out.append(Merged(position, "duplicate"))
+            else:
+                self._log_only(out, position, "event_msg", "item_completed", timestamp,
+                               text=_parts_text(item.get("content")), meta={"from": agent} if agent else None)
         elif twin is None:
             if kind == "McpToolCall" and _mcp_item_failed(item):  # (paginated history writes no end event)
                 self._failed(first_text(item.get("id")))
@@ -2191,6 +2214,16 @@ def _is_injected(text: str) -> bool:
         found = _DELEGATED.match(text)
         return bool(found and found.group(1))
     return head.startswith(INJECTED_PREFIXES_FOLDED)
+
+
+def _completion_context_agent(item: dict) -> str | None:
+    """The agent whose end a completion context tells of: the one a ``<subagent_notification>``
+    names (``agent_path``), else the sender of the agent message."""
+    found = _NOTIFICATION.match(_parts_text(item.get("content")) or "")
+    if found:
+        body = loads_or_none(found.group(1).strip())
+        return first_text(body.get("agent_path")) if isinstance(body, dict) else None
+    return first_text(item.get("author"))
 
 
 def _is_notice(item: dict) -> bool:
