@@ -2587,3 +2587,45 @@ def test_a_subagent_s_completion_told_to_the_parent_s_model_is_stored_once():
     assert [(m.subtype, m.is_meta) for m in messages if "no lint left" in (m.text or "")] == [("message", 1)]
     [late] = [m for m in messages if "a late retry passed" in (m.text or "")]
     assert (late.subtype, late.is_meta, (late.meta or {}).get("from")) == ("item_completed", 1, "/root/worker")
+
+
+def test_a_spawn_named_only_by_completed_items_links_its_call_to_the_agent():
+    # Codex's main branch writes the thread a v2 spawn_agent call started only in completed
+    # SubAgentActivity (kind started, its id the call's) and CollabAgentToolCall items (no
+    # collab_agent_spawn_end, no sub_agent_activity event); the call's output names the
+    # agent's path, not its thread. The call is the agent's parent call all the same.
+    child = "019b2222-2222-7222-8222-222222222222"
+    other = "019b6666-6666-7666-8666-666666666666"
+    completed = lambda item: envelope("event_msg", {  # noqa: E731
+        "type": "item_completed", "thread_id": "t-parent", "turn_id": "t1", "item": item, "completed_at_ms": 1})
+    records = feed_raw([
+        envelope("session_meta", {"id": "t-parent", "cli_version": "0.172.0", "history_mode": "paginated"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "run the tests in a worker"})),
+        envelope("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "call_spawn_1",
+                                   "arguments": json.dumps({"task_name": "worker", "message": "run the tests"})}),
+        completed({"type": "SubAgentActivity", "id": "call_spawn_1", "kind": "started",
+                   "agent_thread_id": child, "agent_path": "/root/worker"}),
+        completed({"type": "CollabAgentToolCall", "id": "call_spawn_1", "tool": "spawn_agent", "status": "completed",
+                   "sender_thread_id": "t-parent", "receiver_thread_ids": [child],
+                   "receiver_agents": [{"thread_id": child, "agent_path": "/root/worker", "agent_nickname": "Ada",
+                                        "agent_role": "explorer"}],
+                   "prompt": "run the tests", "agents_states": {child: "pending_init"}}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "call_spawn_1",
+                                   "output": json.dumps({"task_name": "/root/worker", "nickname": "Ada"})}),
+        # an agent started by no call of this thread (a work swarm's), and one only talked to
+        completed({"type": "SubAgentActivity", "id": "work_swarm:run-1:task-1", "kind": "started",
+                   "agent_thread_id": other, "agent_path": "/root/swarm"}),
+        completed({"type": "SubAgentActivity", "id": "call_msg_1", "kind": "interacted",
+                   "agent_thread_id": child, "agent_path": "/root/worker"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+    ])
+    assert of(records, LineError) == []
+    links = {(s.agent_id, s.parent_tool_use_id, s.agent_type, s.description) for s in of(records, Subagent)}
+    assert links == {
+        (child, "codex:t-parent:call_spawn_1", None, None),
+        (child, "codex:t-parent:call_spawn_1", "explorer", "Ada"),
+        (other, None, None, None),
+    }
+    [result] = of(records, ToolResult)
+    assert (result.tool_use_id, result.agent_id) == ("codex:t-parent:call_spawn_1", child)

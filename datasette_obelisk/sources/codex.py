@@ -294,6 +294,8 @@ TURN_ENDS = {"task_complete", "turn_complete"}
 TURN_CLOSES = TURN_ENDS | {"turn_aborted"}
 SPAWN_EVENTS = {"collab_agent_spawn_end", "collab_tool_call", "sub_agent_activity"}
 COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Reasoning": "thinking"}
+# The completed items naming the thread a spawn_agent call started (``_spawned_by_item``)
+SPAWN_ITEMS = {"SubAgentActivity", "CollabAgentToolCall"}
 # The completed items a paginated rollout keeps in place of the review events (stored as those are)
 REVIEW_ITEMS = {"EnteredReviewMode": "entered_review_mode", "ExitedReviewMode": "exited_review_mode"}
 CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
@@ -1890,9 +1892,28 @@ class CodexParser:
 
     def _spawn_event(self, payload, position, out) -> None:
         thread = _spawned_thread(payload)
-        call_id = first_text(payload.get("call_id"), payload.get("id"))
+        call_id = first_text(payload.get("call_id"), payload.get("id")) or self._open_call(payload.get("event_id"))
         agent_type = first_text(payload.get("new_agent_role"), payload.get("agent_role"))
         nickname = first_text(payload.get("new_agent_nickname"), payload.get("agent_nickname"))
+        self._spawned(thread, call_id, agent_type, nickname, position, out)
+
+    def _spawn_item(self, item, thread, position, out) -> None:
+        """A completed SubAgentActivity (kind started) or spawn_agent CollabAgentToolCall item:
+        where Codex's main branch (and a paginated rollout) writes the thread a ``spawn_agent``
+        call started, no spawn event beside it, the call's output naming the agent's path only.
+        Its id is the call's."""
+        agents = item.get("receiver_agents")
+        agent = next((a for a in agents if isinstance(a, dict) and first_text(a.get("thread_id")) == thread), {}) \
+            if isinstance(agents, list) else {}
+        self._spawned(thread, self._open_call(item.get("id")), first_text(agent.get("agent_role")),
+                      first_text(agent.get("agent_nickname")), position, out)
+
+    def _open_call(self, call_id) -> str | None:
+        """``call_id`` when it names a call still waiting for its output."""
+        call_id = first_text(call_id)
+        return call_id if call_id and any(call[0] == call_id for call in self.s.open_calls) else None
+
+    def _spawned(self, thread, call_id, agent_type, nickname, position, out) -> None:
         out.append(
             Subagent(
                 agent_id=thread,
@@ -1966,6 +1987,8 @@ class CodexParser:
             else:
                 self._log_only(out, position, "event_msg", "item_completed", timestamp,
                                text=_parts_text(item.get("content")), meta={"from": agent} if agent else None)
+        elif kind in SPAWN_ITEMS and (thread := _spawned_by_item(item)):
+            self._spawn_item(item, thread, position, out)
         elif twin is None:
             if kind == "McpToolCall" and _mcp_item_failed(item):  # (paginated history writes no end event)
                 self._failed(first_text(item.get("id")))
@@ -2554,6 +2577,19 @@ def _spawned_thread(payload: dict) -> str | None:
     if payload.get("type") == "sub_agent_activity" and payload.get("kind") != "started":
         return None
     return first_text(payload.get("new_thread_id"), payload.get("agent_thread_id"))
+
+
+def _spawned_by_item(item: dict) -> str | None:
+    """The thread a completed item says a spawn started: a SubAgentActivity of kind started,
+    a spawn_agent CollabAgentToolCall with one receiver."""
+    if item.get("type") == "SubAgentActivity":
+        if item.get("kind") != "started":
+            return None
+        return first_text(item.get("agent_thread_id"), item.get("agentThreadId"))
+    receivers = item.get("receiver_thread_ids")
+    if item.get("tool") in {"spawn_agent", "spawnAgent"} and isinstance(receivers, list) and len(receivers) == 1:
+        return first_text(receivers[0])
+    return None
 
 
 def _event_text(payload: dict, kind: str) -> str:
