@@ -11,6 +11,7 @@ import pytest
 import sqlite_utils
 from datasette.app import Datasette
 
+from datasette_obelisk.web.sql_functions import register_functions
 from datasette_obelisk.web.stored_queries import QUERIES
 from web_fixtures import WORKFLOW_RUN, XSS_SESSION, copy_db, ds, make_datasette, web_db  # noqa: F401 (fixtures)
 
@@ -580,3 +581,22 @@ async def test_user_configuration_wins_over_ours(web_db):
     body = await table(ds, "/obelisk/browse_messages.json", _extra="facet_results", _size="1")
     assert list(body["facet_results"]["results"]) == ["role"]
     assert config["databases"]["obelisk"]["tables"]["browse_messages"] == {"facets": ["role"]}  # not mutated
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/path/to/Demo//types/index.ts", "/path/to/Demo/./types/index.ts/"])
+async def test_stored_file_history_reads_another_spelling_of_the_path_as_file_history_does(ds, web_db, path):
+    # Paths are stored in one spelling: another spelling of the path finds the same calls,
+    # as fileHistory() finds them, not nothing.
+    rows = await stored(ds, "obelisk_file_history", path=path)
+    expected = helper(web_db, "file_history", path)
+    assert expected
+    assert [r["tool_call_id"] for r in rows] == [h["toolCall"]["id"] for h in expected]
+
+
+def test_obelisk_normal_path_is_the_stored_spelling():
+    conn = sqlite3.connect(":memory:")
+    register_functions(conn)
+    assert conn.execute(
+        "select obelisk_normal_path('/a//b/./c/'), obelisk_normal_path('a/../b'), obelisk_normal_path(NULL)"
+    ).fetchone() == ("/a/b/c", "a/../b", None)

@@ -29,6 +29,13 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
 
         select rowid from messages_fts where messages_fts match obelisk_fts('foo-bar c++')
 
+``obelisk_normal_path(path)``
+    ``path`` in the one spelling the archive stores tool calls' paths in
+    (``tool_call_files.path``, ``file_path``): no doubled slashes, ``.``
+    segments or trailing slash (``sources.common.normal_path``)::
+
+        select tool_call_id from tool_call_files where path = obelisk_normal_path('/repo//src/./app.py')
+
 ``escape_fts(text)``
     Datasette's own (what a table page's ``?_search=`` matches), but on an
     obelisk database a term holding CJK characters is also matched with them
@@ -48,6 +55,7 @@ from .. import cjk
 from ..query import fts, obelisk
 from ..query.errors import QueryError
 from ..query.text import SNIPPET_CHARS, approximate_snippet
+from ..sources.common import normal_path
 from ..store.db import has_schema, splits_cjk
 
 SAFE_MODES = ("terms", "phrase")
@@ -120,12 +128,18 @@ def fts_expression(text, mode="terms") -> str | None:
     return expression or MATCH_NOTHING
 
 
+def stored_path(path) -> str | None:
+    path = as_text(path)
+    return None if path is None else normal_path(path)
+
+
 def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("obelisk_trace", 1, lambda uuid: trace_json(conn, uuid))
     for arity in (2, 3):
         conn.create_function("obelisk_snippet", arity, snippet_text, deterministic=True)
     for arity in (1, 2):
         conn.create_function("obelisk_fts", arity, fts_expression, deterministic=True)
+    conn.create_function("obelisk_normal_path", 1, stored_path, deterministic=True)
 
 
 def register_escape_fts(conn: sqlite3.Connection) -> None:

@@ -279,7 +279,8 @@ order by {moment_sql('w.timestamp')} desc, w.run_id
         "obelisk_file_history",
         "File history",
         "Every tool call that touched a path, across sessions and agents, oldest first, as fileHistory() "
-        "lists them. The path is exact unless it contains %, which makes it a LIKE pattern "
+        "lists them. The path is exact (as fileHistory() takes it: //, ./ and a trailing slash aside) "
+        "unless it contains %, which makes it a LIKE pattern "
         "(case-insensitive for ASCII, _ matching any one character).",
         f"""
 select coalesce(c.timestamp, m.timestamp) as timestamp, c.name as tool, r.outcome, c.session_id,
@@ -289,7 +290,7 @@ join tool_calls c on c.id = f.tool_call_id
 left join messages m on m.uuid = c.message_uuid
 left join sessions s on s.id = c.session_id
 left join tool_results r on r.tool_use_id = c.id
-where (case when instr(:path, '%') then f.path like :path else f.path = :path end) and {SOURCE}
+where (case when instr(:path, '%') then f.path like :path else f.path = obelisk_normal_path(:path) end) and {SOURCE}
 order by {moment_sql('coalesce(c.timestamp, m.timestamp)')}, c.id
 {limit(200)}
 """,
