@@ -1040,6 +1040,32 @@ def test_a_session_renamed_back_takes_the_title_it_had(tmp_path):
     ]
 
 
+def test_a_title_kept_in_custom_title_json_titles_a_session_whose_log_gives_none(tmp_path):
+    # Claude Code 2.1.3xx writes the title to <session>/custom-title.json after
+    # appending its custom-title line, also when that append failed.
+    project = tmp_path / "claude" / "projects" / "-p"
+    (project / SESSION).mkdir(parents=True)
+    log = project / f"{SESSION}.jsonl"
+    log.write_bytes(main_lines())
+    sidecar = project / SESSION / "custom-title.json"
+    sidecar.write_text(json.dumps({"customTitle": " Kept aside ", "by": "user", "at": "2026-12-01T12:00:00.000Z"}))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions WHERE id = ?", [SESSION]) == [("Kept aside", "custom")]
+    # A custom-title line outranks it, read before or after it.
+    with log.open("ab") as out:
+        out.write(claude_lines({"type": "custom-title", "customTitle": "From the log", "sessionId": SESSION}))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions WHERE id = ?", [SESSION]) == [("From the log", "custom")]
+    sidecar.write_text(json.dumps({"customTitle": "Set aside later", "by": "user", "at": "2026-12-01T13:00:00.000Z"}))
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, title_source FROM sessions WHERE id = ?", [SESSION]) == [("From the log", "custom")]
+    # The file names the session, but is not its log: the session is archived once its log is gone.
+    log.unlink()
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT title, availability FROM sessions WHERE id = ?", [SESSION]) == [("From the log", "archived")]
+
+
 def test_a_log_rewritten_with_words_of_the_same_length_is_found_by_its_new_words(tmp_path):
     from datasette_obelisk.query.search import search_sessions
 

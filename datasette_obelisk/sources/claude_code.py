@@ -17,6 +17,12 @@ Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
     <session>/subagents/workflows/<run>/journal.jsonl      kind "workflow_journal"
     <session>/workflows/<run>.json                   kind "workflow"
     <session>/tool-results/<tool use id>.txt|.json   kind "tool_output" (layout "text")
+    <session>/custom-title.json                      kind "custom_title"
+
+Claude Code 2.1.3xx keeps the title a session was given (``/rename``, ...) in
+``custom-title.json`` too, written after its ``custom-title`` line is appended,
+and also when that append failed: it titles the session when no log line gives
+one (a line wins, as the line in a log's tail does in Claude Code's list).
 
 A tool result too large for the context (2.x: over its tool's limit, 50,000
 characters by default, or the largest of a reply's results over 200,000 together) is saved whole to a file below the
@@ -112,6 +118,7 @@ CONTINUED = "This session is being continued from a previous conversation"
 # (2.x): ``<persisted-output>``, the note saying where, and the output's start.
 PERSISTED = "<persisted-output>"
 SAVED_TO = re.compile(r"(?:Full output saved to|were saved to): ([^\n]+)")
+TITLE_FILE = "custom-title.json"  # {"customTitle", "by", "at"} in the session's folder (2.1.3xx)
 TOOL_RESULTS = "tool-results"  # the folder below the session's that holds them
 OUTPUT_SUFFIXES = (".txt", ".json")  # text; JSON for content blocks (an MCP tool's)
 
@@ -276,6 +283,8 @@ def classify(path: Path, parts: tuple[str, ...]) -> SourceFile | None:
     name = parts[-1]
     if len(parts) == 2:
         return _project_file(path, parts[0], name)
+    if len(parts) == 3 and name == TITLE_FILE:
+        return _unit(path, "custom_title", {"session_id": parts[1], "project": parts[0]}, priority=2, layout="document")
     if len(parts) == 4 and parts[2] == "subagents":
         return _agent_file(path, name, parts[0], parts[1], run_id=None)
     if len(parts) == 4 and parts[2] == TOOL_RESULTS and name.endswith(OUTPUT_SUFFIXES):
@@ -415,7 +424,10 @@ class ClaudeCodeParser:
         obj = decode_object(Line(data, position))
         if isinstance(obj, LineError):
             return [obj]
-        records = self._workflow(obj) if self.kind == "workflow" else self._agent_meta(obj)
+        if self.kind == "custom_title":
+            records = self._title_file(obj)
+        else:
+            records = self._workflow(obj) if self.kind == "workflow" else self._agent_meta(obj)
         records.append(Merged(position, "metadata"))
         return records
 
@@ -994,6 +1006,14 @@ class ClaudeCodeParser:
         if name and parent and not _reserved_name(name):
             records.append(TitleCandidate(child, "name", name))
         return records
+
+    def _title_file(self, doc: dict) -> list[Record]:
+        """``<session>/custom-title.json``: the title the session was last given (``at``
+        when); it ranks below a ``custom-title`` line (``derive.choose_title``)."""
+        title = doc.get("customTitle")
+        if not isinstance(title, str) or not title.strip():
+            return []
+        return [TitleCandidate(self.session_id, "custom", title.strip(), timestamp=_text(doc.get("at")))]
 
     def _workflow(self, doc: dict) -> list[Record]:
         """``workflows/<run>.json``: the run and the agents it fanned out to."""

@@ -908,9 +908,11 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 # its own log is gone. Nor is a tool's output saved apart (a text file) the
 # session's log, though it holds a message of the session. Nor is a list naming
 # sessions (Codex's session_index.jsonl and import ledger) the log of any: a thread
-# whose rollout is gone is archived, and its log is not the list.
+# whose rollout is gone is archived, and its log is not the list. Nor is the file
+# holding a Claude Code session's title (its custom-title.json).
 AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
-INDEXES = ("session_index", "import_ledger")
+INDEXES = ("session_index", "import_ledger", "custom_title")
+TITLE_FILES = ("custom_title",)  # a title kept beside a log: any the log's lines give outranks it
 NOT_LOGS = ", ".join(repr(k) for k in INDEXES)
 # Whether file ``f`` holds a message of session ``:s``: looked up by file
 # (``+`` keeps SQLite from scanning the session's rows for every file instead:
@@ -998,21 +1000,23 @@ def shorten(title: str) -> str:
 def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tuple[str | None, str | None]:
     """The title by precedence: custom > ai > name > index > summary > first prompt.
 
-    Within a kind the newest wins, except the first prompt, which is first:
+    Within a kind the newest wins (one a log's line gives before one kept in a
+    file beside the log, a Claude Code custom-title.json), except the first prompt, which is first:
     the first whose message (its leaf uuid) is not in ``rewound``, the rows
     on a rewound branch (the first prompt edited and sent again), if any.
     A ``summary`` line names its conversation by leaf uuid, and may sit in
     another file: the one whose leaf is latest in the log and not rewound wins.
     """
     candidates = conn.execute(
-        """SELECT kind, title, id, leaf_uuid, NULL FROM titles WHERE session_id = :s AND kind != 'summary'
+        f"""SELECT t.kind, t.title, t.id, t.leaf_uuid, NULL, f.kind IN ({', '.join(map(repr, TITLE_FILES))})
+           FROM titles t LEFT JOIN source_files f ON f.id = t.file_id WHERE t.session_id = :s AND t.kind != 'summary'
            UNION ALL
-           SELECT t.kind, t.title, t.id, t.leaf_uuid, m.seq FROM titles t JOIN messages m ON m.uuid = t.leaf_uuid
+           SELECT t.kind, t.title, t.id, t.leaf_uuid, m.seq, 0 FROM titles t JOIN messages m ON m.uuid = t.leaf_uuid
            WHERE t.kind = 'summary' AND m.session_id = :s""",
         {"s": session_id},
     ).fetchall()
     best = {}
-    for kind, title, row_id, leaf, leaf_seq in candidates:
+    for kind, title, row_id, leaf, leaf_seq, beside in candidates:
         if not title or not title.strip():
             continue
         keep = best.get(kind)
@@ -1020,6 +1024,8 @@ def choose_title(conn, session_id: str, rewound: set[str] = frozenset()) -> tupl
             row_id = (leaf in rewound, row_id)
         elif kind == "summary":  # (the one of the latest leaf not rewound, whatever file holds it)
             row_id = (leaf not in rewound, leaf_seq, row_id)
+        else:  # (one a log's line gives before one kept in a file beside it)
+            row_id = (not beside, row_id)
         if keep is None or (row_id < keep[1] if kind == "first_prompt" else row_id > keep[1]):
             best[kind] = (title.strip(), row_id)
     for kind in TITLE_PRECEDENCE:
