@@ -783,15 +783,15 @@ def _with_parents(row: tuple, aliases: dict[str, str]) -> tuple:
     return tuple(values)
 
 
-def file_holds_rows(conn: sqlite3.Connection, file_id: int) -> bool:
-    """Whether anything was read from one file (its errors aside)."""
-    tables = (*FILE_TABLES, "file_sessions", "message_aliases", "workflows", "workflow_agents")
-    return any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone() for table in tables)
-
-
 # The tables of the rows a file's lines became (``file_sessions`` and ``message_aliases``
 # only say which sessions and uuids it named).
 READ_ROW_TABLES = (*FILE_TABLES, "workflows", "workflow_agents")
+
+
+def file_holds_rows(conn: sqlite3.Connection, file_id: int) -> bool:
+    """Whether anything was read from one file (its errors aside)."""
+    tables = (*READ_ROW_TABLES, "file_sessions", "message_aliases")
+    return any(conn.execute(f"SELECT 1 FROM {table} WHERE file_id = ? LIMIT 1", [file_id]).fetchone() for table in tables)
 
 
 def holds_read_rows_sql(alias: str) -> str:
