@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from codex_lines import line as _line, restamp as _restamp
 from dbsnapshot import diff, rows, snapshot
 
 from datasette_obelisk.store.ingest import ingest
@@ -22,16 +23,6 @@ D = "d4d4d4d4-0000-4000-8000-00000000000d"
 IDS = {"A": A, "B": B, "C": C, "D": D}
 STARTS = {"A": "2026-01-02T03:00:00.000Z", "B": "2026-01-02T04:00:00.000Z",
           "C": "2026-01-02T05:00:00.000Z", "D": "2026-01-02T06:00:00.000Z"}
-
-
-def _line(kind: str, payload: dict, at: str) -> bytes:
-    return (json.dumps({"timestamp": at, "type": kind, "payload": payload}, separators=(",", ":")) + "\n").encode()
-
-
-def _restamp(line: bytes, at: str) -> bytes:
-    data = json.loads(line)
-    data["timestamp"] = at
-    return (json.dumps(data, separators=(",", ":")) + "\n").encode()
 
 
 def _meta(me: str, start: str, parent: str | None) -> bytes:

@@ -4,11 +4,10 @@ only the parent's own lines are kept as its copy."""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
+from codex_lines import line as _line, restamp as _restamp
 from dbsnapshot import diff, rows, snapshot
 
 from datasette_obelisk.store.ingest import ingest
@@ -27,16 +26,6 @@ def grandparent():
     if not (CORPUS / ROLLOUT).exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")
     return (CORPUS / ROLLOUT).read_bytes()
-
-
-def _line(kind: str, payload: dict, at: str) -> bytes:
-    return (json.dumps({"timestamp": at, "type": kind, "payload": payload}, separators=(",", ":")) + "\n").encode()
-
-
-def _restamp(line: bytes, at: str) -> bytes:
-    data = json.loads(line)
-    data["timestamp"] = at
-    return (json.dumps(data, separators=(",", ":")) + "\n").encode()
 
 
 def fork(parent: bytes, me: str, parent_id: str, start: str, own_at: str, prompt: str) -> bytes:
