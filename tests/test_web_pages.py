@@ -132,6 +132,9 @@ async def test_a_refused_failures_filter_is_shown_with_its_form(ds):
     assert "OBELISK_INVALID_ARGUMENT" in html and "unknown source nosuch" in html
     assert '<form class="ob-search" action="/-/obelisk/failures"' in html
     assert 'value="billing"' in html and "<option>claude</option>" in html
+    blank = await page(ds, "/-/obelisk/failures", 400, sessionId=" ")  # refused as the helpers refuse it
+    assert "OBELISK_INVALID_ARGUMENT" in blank
+    assert "OBELISK_NOT_FOUND" in await page(ds, "/-/obelisk/failures", 404, sessionId="no-such-session")
 
 
 @pytest.mark.asyncio

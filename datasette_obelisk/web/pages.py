@@ -209,9 +209,9 @@ async def failures_page(datasette, request, db, params):
     cursor = params.text("cursor")  # (the page's own paging: the newest first, a page after another)
 
     def load(conn):
+        paged = obelisk.failures_paged(conn, query, cursor)  # (first: it refuses bad options, a blank id)
         # (a session not stored is an error, as elsewhere: an empty list would say "no failures")
         title = obelisk.stored_session_title(conn, options["sessionId"]) if options.get("sessionId") else None
-        paged = obelisk.failures_paged(conn, query, cursor)
         found = paged["items"]
         return {
             "failures": found, "total": obelisk.failure_count(conn, query),
