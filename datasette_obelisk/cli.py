@@ -129,6 +129,20 @@ class Seconds(click.FloatRange):
         return seconds
 
 
+# Errors of a path that names no file; other errors of the system (a full disk, a read-only
+# file system, a failing device) are the archive failing to be read or written.
+NO_FILE_ERRNOS = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP))
+
+
+def os_error_code(exc: OSError) -> str:
+    """The code of an error the system gave a command: none is a usage error (exit 1)."""
+    if exc.errno in (errno.EACCES, errno.EPERM):  # the system refused this user
+        return "OBELISK_PERMISSION_DENIED"
+    if exc.errno in NO_FILE_ERRNOS:
+        return "OBELISK_NOT_FOUND"
+    return "SESSION_QUERY_PERSISTENCE_FAILED"
+
+
 def report_errors(fn):
     """A command whose ``QueryError`` exits 1 with its code, except ``OBELISK_INVALID_ARGUMENT``:
     the arguments came from the command line, so that one is a usage error (exit 2)."""
@@ -156,9 +170,7 @@ def report_errors(fn):
         except OSError as exc:
             if exc.errno == errno.EPIPE:  # a reader that stopped reading (| head): click ends quietly
                 raise
-            if exc.errno in (errno.EACCES, errno.EPERM):  # the system refused this user: no usage error
-                raise CodedError("OBELISK_PERMISSION_DENIED", os_error(exc)) from None
-            raise click.ClickException(os_error(exc)) from None
+            raise CodedError(os_error_code(exc), os_error(exc)) from None
 
     return wrapper
 

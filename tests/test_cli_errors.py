@@ -764,7 +764,8 @@ def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
     assert "is a directory" in invoke("publish-config", "--db", db, "-o", taken).stderr
     assert "--output '.' names no file" in invoke("publish-config", "--db", db, "-o", "").stderr
     full = invoke("publish-config", "--db", db, "-o", "/dev/full")
-    assert (full.exit_code, full.stderr) == (1, "Error: /dev/full: No space left on device\n")
+    assert (full.exit_code, full.stderr) == (
+        1, "Error: SESSION_QUERY_PERSISTENCE_FAILED: /dev/full: No space left on device\n")
 
 
 def test_control_characters_from_a_log_reach_a_terminal_as_escapes(tmp_path):
@@ -881,12 +882,19 @@ def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch
         "m2", "m3", "m4", "m5"]
 
 
-@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied", "/x/o.db"),
-                                   OSError(1, "Operation not permitted", "/x/o.db")])
-def test_a_permission_the_system_refuses_is_no_usage_error(tmp_path, monkeypatch, error):
-    # A file the system will not let this user read is an error of that user's rights, exit 1
-    # with OBELISK_PERMISSION_DENIED (in JSON with --json), not OBELISK_INVALID_ARGUMENT,
-    # which is a usage error's code (exit 2).
+@pytest.mark.parametrize("error, code", [
+    (PermissionError(13, "Permission denied", "/x/o.db"), "OBELISK_PERMISSION_DENIED"),
+    (OSError(1, "Operation not permitted", "/x/o.db"), "OBELISK_PERMISSION_DENIED"),
+    (OSError(36, "File name too long", "/x/o.db"), "OBELISK_NOT_FOUND"),
+    (OSError(40, "Too many levels of symbolic links", "/x/o.db"), "OBELISK_NOT_FOUND"),
+    (OSError(28, "No space left on device", "/x/o.db"), "SESSION_QUERY_PERSISTENCE_FAILED"),
+    (OSError(5, "Input/output error", "/x/o.db"), "SESSION_QUERY_PERSISTENCE_FAILED"),
+])
+def test_an_error_the_system_gives_is_no_usage_error(tmp_path, monkeypatch, error, code):
+    # A file the system will not let this user read is an error of that user's rights
+    # (OBELISK_PERMISSION_DENIED), a path naming no file OBELISK_NOT_FOUND, anything else the
+    # archive failing to be read (SESSION_QUERY_PERSISTENCE_FAILED): each exits 1 with its
+    # code (in JSON with --json), never OBELISK_INVALID_ARGUMENT, a usage error's code (exit 2).
     from datasette_obelisk import cli_query
 
     db = claude_db(tmp_path)
@@ -899,7 +907,7 @@ def test_a_permission_the_system_refuses_is_no_usage_error(tmp_path, monkeypatch
     for command in (["sessions"], ["search", "hello"], ["read", "s1"]):
         shown = invoke(*command, "--db", db, "--json")
         assert shown.exit_code == 1, command
-        assert json.loads(shown.stdout) == json_error("OBELISK_PERMISSION_DENIED", why), command
-        assert shown.stderr == f"Error: OBELISK_PERMISSION_DENIED: {why}\n", command
+        assert json.loads(shown.stdout) == json_error(code, why), command
+        assert shown.stderr == f"Error: {code}: {why}\n", command
     told = invoke("sessions", "--db", db)
-    assert (told.exit_code, told.stdout, told.stderr) == (1, "", f"Error: OBELISK_PERMISSION_DENIED: {why}\n")
+    assert (told.exit_code, told.stdout, told.stderr) == (1, "", f"Error: {code}: {why}\n")
