@@ -911,3 +911,15 @@ def test_an_error_the_system_gives_is_no_usage_error(tmp_path, monkeypatch, erro
         assert shown.stderr == f"Error: {code}: {why}\n", command
     told = invoke("sessions", "--db", db)
     assert (told.exit_code, told.stdout, told.stderr) == (1, "", f"Error: {code}: {why}\n")
+
+
+def test_a_database_the_system_cannot_read_is_a_failed_archive_not_bad_sql():
+    # SQLite's I/O errors (a device that fails a read, a file it cannot open) come from no
+    # statement: SESSION_QUERY_PERSISTENCE_FAILED, exit 1, where OBELISK_INVALID_SQL said the SQL was bad.
+    unreadable = invoke("search", "hello", "--db", "/proc/self/mem", "--json")
+    assert unreadable.exit_code == 1
+    assert json.loads(unreadable.stdout) == json_error(
+        "SESSION_QUERY_PERSISTENCE_FAILED", "reading or writing the archive failed: disk I/O error")
+    told = invoke("search", "hello", "--db", "/proc/self/mem")
+    assert (told.exit_code, told.stderr) == (
+        1, "Error: SESSION_QUERY_PERSISTENCE_FAILED: reading or writing the archive failed: disk I/O error\n")

@@ -143,7 +143,14 @@ def error_for(exc: sqlite3.Error) -> QueryError:
         return QueryError("OBELISK_TIMEOUT", "the query ran past its time limit and was stopped")
     if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in message or "authorization denied" in message:
         return QueryError("OBELISK_READ_ONLY", f"read-only: only a statement that reads may run ({READS}) ({message})")
+    if code is not None and code & 0xFF in FAILED_STORAGE:
+        return QueryError("SESSION_QUERY_PERSISTENCE_FAILED", f"reading or writing the archive failed: {message}")
     return QueryError("OBELISK_INVALID_SQL", message)
+
+
+# SQLite's primary result codes for a file that could not be opened, read or written
+# (a failing device, a full disk): no statement is at fault.
+FAILED_STORAGE = frozenset((sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN))
 
 
 def run_sql(conn: sqlite3.Connection, query, params: tuple | dict = ()) -> list[dict]:
