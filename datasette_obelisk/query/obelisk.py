@@ -1111,6 +1111,13 @@ def recent_in(conn, filters, limit: int, cursor: str | None = None) -> dict:
     return {"items": items, "next_cursor": next_cursor}
 
 
+def top_level_count(conn, source: str | None = None) -> int:
+    """How many sessions the session lists count (no agent whose parent is stored), of one source or all."""
+    return conn.execute(
+        f"SELECT COUNT(*) FROM sessions s WHERE {TOP_LEVEL} AND (? IS NULL OR s.source = ?)", [source, source]
+    ).fetchone()[0]
+
+
 def unknown_session(conn, session_id: str) -> QueryError:
     """``OBELISK_NOT_FOUND`` for a session id, naming the stored ids it may have meant:
     the same id under a source's prefix (``codex:<id>``, as a rollout's file name gives it)."""

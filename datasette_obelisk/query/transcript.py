@@ -379,6 +379,29 @@ def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[st
     return found
 
 
+def call_anchor(conn, session_id: str, call_id: str, *, limit: int = 500) -> dict | None:
+    """Where the transcript of ``session_id`` shows its tool call ``call_id`` (the page
+    options, as ``tool_anchors``); None for a call of another session or none shown."""
+    if _one(conn, "SELECT 1 FROM tool_calls WHERE id = ? AND session_id = ?", [call_id, session_id]) is None:
+        return None
+    return tool_anchors(conn, [call_id], limit=limit).get(call_id)
+
+
+def spawning_call(conn, session_id: str, parent_id: str, *, limit: int = 500) -> dict | None:
+    """The call of the parent ``parent_id`` that started the agent ``session_id``, where the
+    parent's transcript shows it: ``{"id", "anchors"}`` (``tool_anchors``), else None."""
+    spawned = _one(
+        conn,
+        "SELECT parent_tool_use_id FROM subagents WHERE child_session_id = ? AND session_id = ? "
+        "AND parent_tool_use_id IS NOT NULL ORDER BY id LIMIT 1",
+        [session_id, parent_id],
+    )
+    if spawned is None:
+        return None
+    anchors = tool_anchors(conn, [spawned["parent_tool_use_id"]], limit=limit)
+    return {"id": spawned["parent_tool_use_id"], "anchors": anchors} if anchors else None
+
+
 def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500) -> dict | None:
     """Where the transcript shows a message: the page options (as ``tool_anchors``)
     and ``anchor``, ``m<seq>`` or, for a result shown with its call, ``tool-<call id>``.

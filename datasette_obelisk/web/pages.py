@@ -46,10 +46,7 @@ async def search_page(datasette, request, db, params):
             known_sources(conn)
             found = obelisk.recent_in(conn, filters, size, form.cursor)
             if every is not None:  # (how many the stored query would have to list)
-                found["every"] = conn.execute(
-                    f"SELECT COUNT(*) FROM sessions s WHERE {obelisk.TOP_LEVEL} AND (? IS NULL OR s.source = ?)",
-                    [every.get("source"), every.get("source")],
-                ).fetchone()[0]
+                found["every"] = obelisk.top_level_count(conn, every.get("source"))
             return found
 
         found = await db.execute_fn(recent)
@@ -93,24 +90,14 @@ async def session_page(datasette, request, db, params):
     }
     call = params.text("call")
     if call:  # a link to a tool call (``#tool-<id>``) not on the page it named: the page that shows it
-        def where(conn):
-            if conn.execute("SELECT 1 FROM tool_calls WHERE id = ? AND session_id = ?", [call, session_id]).fetchone():
-                return transcript.tool_anchors(conn, [call], limit=TRANSCRIPT_PAGE).get(call)
-            return None
-
-        found = await db.execute_fn(where)
+        found = await db.execute_fn(lambda conn: transcript.call_anchor(conn, session_id, call, limit=TRANSCRIPT_PAGE))
         if found is not None:
             options.update(start=found["start"] or 1, rewound=found["rewound"], meta=found["meta"], log=found["log"])
     def load(conn):
         found = transcript.transcript(conn, session_id, **options)
         # (an agent's transcript links the call of its parent that started it, where the parent shows it)
-        spawned = conn.execute(
-            "SELECT parent_tool_use_id FROM subagents WHERE child_session_id = ? AND session_id = ? "
-            "AND parent_tool_use_id IS NOT NULL ORDER BY id LIMIT 1",
-            [session_id, found["parent"]["id"]],
-        ).fetchone() if found["parent"] else None
-        anchors = transcript.tool_anchors(conn, [spawned[0]], limit=TRANSCRIPT_PAGE) if spawned else {}
-        found["spawned_by"] = {"id": spawned[0], "anchors": anchors} if spawned and anchors else None
+        found["spawned_by"] = transcript.spawning_call(
+            conn, session_id, found["parent"]["id"], limit=TRANSCRIPT_PAGE) if found["parent"] else None
         return found
 
     data = await db.execute_fn(load)
