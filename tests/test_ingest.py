@@ -93,6 +93,9 @@ def test_rewritten_file_is_read_again(db, root):
     run(db, root)
     path.write_bytes(line(id="c", text="rewritten entirely, and longer than before"))
     summary = run(db, root)
+    # The same file (its inode) rewritten in place, by hand or an editor, is read again as
+    # it is now. Another file renamed over it (as Claude Code prunes a log) is the old one
+    # gone: its rows stay archived (tests/test_replaced_logs.py).
     assert summary.files_replayed == 1
     assert rows(db, "SELECT uuid, seq FROM messages") == [("c", 1)]
     assert rows(db, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'first'") == [(0,)]

@@ -32,7 +32,7 @@ from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
-from .fingerprint import Fingerprint, hashes_at, path_still_holds
+from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -971,6 +971,33 @@ class Ingester:
             self.retire(row)
         return False
 
+    def replaced_in_place(self, unit: SourceFile, row: dict) -> bool:
+        """Whether the stored file ``row`` (not missing), whose rows are kept, was replaced by
+        another file at its path, and is now gone like a deleted one.
+
+        Another file at the path (another inode) that does not hold what was read from the
+        stored one (a new file renamed over it, as Claude Code does when it prunes a session
+        log to its last compaction) is the old file gone and a new one arrived: the old one
+        is archived and keeps its rows under a name of its own (``retire``), and the new one,
+        read as a new file, takes over the rows whose lines it holds again
+        (``Writer._take_over_retired``), just as when a run finds the path empty in between.
+        The same file rewritten or cut short in place, and a document, saved again whole
+        (the same chat), are read again as before."""
+        if unit.layout == "document" or not file_holds_rows(self.conn, row["id"]):
+            return False
+        try:
+            with open(unit.path, "rb") as fp:
+                st = os.fstat(fp.fileno())
+                if (st.st_dev, st.st_ino) == (row["device"], row["inode"]) or still_holds(fp, row):
+                    return False  # (the same file, or one holding what was read: read again as before)
+        except OSError:  # (not opened now: planned as before)
+            return False
+        with self.transaction():
+            self.archive([row])
+        self.summary.files_missing += 1
+        self.retire(row)
+        return True
+
     def retire(self, row: dict) -> None:
         """The stored file ``row``, gone, keeps its rows under a name no file has (its path,
         ``#gone-`` and its id), so that its path is stored anew for the file there now."""
@@ -1105,6 +1132,8 @@ class Ingester:
             if self.gone_in_place(unit, row, st):
                 return None
             row = self.file_row(unit)  # (None once retired: a new file)
+        elif row is not None and self.replaced_in_place(unit, row):
+            row = self.file_row(unit)  # (None: a new file)
         try:
             with open(unit.path, "rb") as raw:
                 resume = self.resume_point(row, fingerprint, source, unit, raw)

@@ -1,0 +1,143 @@
+"""A log replaced by another file at its path (a new file renamed over it, as Claude Code does
+when it prunes a session log to its last compaction) is the old file gone and a new one
+arrived: the archive keeps the rows only the old one held, just as when an ingest runs between
+the old file's deletion and the new one's arrival."""
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from datasette_obelisk.store.ingest import ingest
+from dbsnapshot import diff, rows, snapshot
+
+SESSION = "5e551011-0000-4000-8000-00000000abcd"
+THREAD = "019c0000-0000-7000-8000-0000000000aa"
+
+
+def jsonl(*objects) -> bytes:
+    return b"".join((json.dumps(o) + "\n").encode() for o in objects)
+
+
+def claude_generations():
+    """A Claude Code log before and after its transcript cleanup: the new one holds the rows
+    from the last compact boundary on, with a message kept from before it and the latest
+    metadata line."""
+    c = {"sessionId": SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.334"}
+    u1 = {**c, "type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-12-01T10:00:00Z",
+          "message": {"role": "user", "content": "Old question about zebras"}}
+    a1 = {**c, "type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-12-01T10:00:05Z",
+          "message": {"role": "assistant", "id": "msg_1", "content": [{"type": "text", "text": "Old answer about zebras"}]}}
+    u0 = {**c, "type": "user", "uuid": "u0", "parentUuid": "a1", "timestamp": "2026-12-01T10:30:00Z",
+          "message": {"role": "user", "content": "A word kept across the compaction"}}
+    b1 = {**c, "type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+          "logicalParentUuid": "u0", "timestamp": "2026-12-01T11:00:00Z", "content": "Conversation compacted",
+          "compactMetadata": {"trigger": "auto", "preTokens": 100}}
+    s1 = {**c, "type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
+          "timestamp": "2026-12-01T11:00:01Z",
+          "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: zebras"}}
+    u2 = {**c, "type": "user", "uuid": "u2", "parentUuid": "s1", "timestamp": "2026-12-01T11:01:00Z",
+          "message": {"role": "user", "content": "New question about lions"}}
+    mode = {"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION}
+    return jsonl(u1, a1, u0, mode, b1, s1, u2), jsonl(u0, b1, s1, u2, mode)
+
+
+def codex_generations():
+    """A Codex rollout, then the same path holding a rewritten rollout: its session_meta and
+    last turn, and a new one."""
+    def item(at, kind, payload):
+        return {"timestamp": at, "type": kind, "payload": payload}
+
+    def said(at, role, text):
+        kind = "input_text" if role == "user" else "output_text"
+        return item(at, "response_item", {"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    meta = item("2026-12-01T10:00:00.000Z", "session_meta",
+                {"id": THREAD, "timestamp": "2026-12-01T10:00:00.000Z", "cwd": "/w", "cli_version": "0.99.0"})
+    first = [said("2026-12-01T10:00:01.000Z", "user", "Old question about zebras"),
+             said("2026-12-01T10:00:02.000Z", "assistant", "Old answer about zebras")]
+    last = [said("2026-12-01T10:05:00.000Z", "user", "Second question about giraffes"),
+            said("2026-12-01T10:05:02.000Z", "assistant", "Second answer about giraffes")]
+    new = [said("2026-12-01T11:00:00.000Z", "user", "New question about lions")]
+    return jsonl(meta, *first, *last), jsonl(meta, *last, *new)
+
+
+CASES = {
+    "claude": (lambda base: base / "projects" / "-p" / f"{SESSION}.jsonl", claude_generations),
+    "codex": (lambda base: base / "sessions" / "2026" / "12" / "01" / f"rollout-2026-12-01T10-00-00-{THREAD}.jsonl",
+              codex_generations),
+}
+
+
+def replace_over(path, data: bytes) -> None:
+    """Written beside the log, then renamed over it (a new inode), as Claude Code prunes a log."""
+    tmp = path.with_name(path.name + ".compact.tmp.deadbeef")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def files(db, base):
+    return rows(db, "SELECT substr(path, ?), missing, lines_read, lines_stored, lines_merged, lines_failed "
+                    "FROM source_files ORDER BY id", [len(str(base)) + 1])
+
+
+@pytest.mark.parametrize("source", sorted(CASES))
+def test_a_log_replaced_at_its_path_keeps_the_rows_only_the_old_one_held(tmp_path, source):
+    where, generations = CASES[source]
+    old, new = generations()
+    # Deleted, found gone by an ingest, then the new file: the archived rows stay.
+    base = tmp_path / "apart" / source
+    path = where(base)
+    path.parent.mkdir(parents=True)
+    apart = tmp_path / "apart.db"
+    path.write_bytes(old)
+    ingest(apart, {source: base})
+    path.unlink()
+    assert ingest(apart, {source: base}).files_missing == 1
+    path.write_bytes(new)
+    ingest(apart, {source: base})
+    # Replaced with no ingest in between: the same end.
+    base = tmp_path / "at_once" / source
+    path = where(base)
+    path.parent.mkdir(parents=True)
+    at_once = tmp_path / "at_once.db"
+    path.write_bytes(old)
+    ingest(at_once, {source: base})
+    first = snapshot(at_once)
+    inode = os.stat(path).st_ino
+    replace_over(path, new)
+    assert os.stat(path).st_ino != inode
+    summary = ingest(at_once, {source: base})
+    assert diff(snapshot(at_once), snapshot(apart)) == []
+    assert files(at_once, tmp_path / "at_once") == files(apart, tmp_path / "apart")
+    assert (summary.files_replayed, summary.files_missing, summary.errors) == (0, 1, 0)  # (the old one is gone)
+    # Nothing the old log held is lost, and the session keeps its title and start.
+    assert {m["text"] for m in first["messages"]} <= {r[0] for r in rows(at_once, "SELECT text FROM messages")}
+    assert [(s["title"], s["started_at"]) for s in snapshot(at_once)["sessions"]] == [
+        (s["title"], s["started_at"]) for s in first["sessions"]]
+    assert rows(at_once, "SELECT availability FROM sessions") == [("live",)]
+    assert ingest(at_once, {source: base}).files_skipped == 1
+
+
+def test_a_claude_log_pruned_after_a_compaction_keeps_its_first_prompt_and_title(tmp_path):
+    where, generations = CASES["claude"]
+    old, new = generations()
+    base = tmp_path / "claude"
+    path = where(base)
+    path.parent.mkdir(parents=True)
+    db = tmp_path / "o.db"
+    path.write_bytes(old)
+    ingest(db, {"claude": base})
+    replace_over(path, new)
+    ingest(db, {"claude": base})
+    assert rows(db, "SELECT uuid FROM messages ORDER BY seq") == [("u1",), ("a1",), ("u0",), ("b1",), ("s1",), ("u2",)]
+    assert rows(db, "SELECT title, title_source FROM sessions") == [("Old question about zebras", "first_prompt")]
+    # The rows the new file holds again are its own; the gone file keeps the others.
+    assert rows(db, "SELECT m.uuid, f.path LIKE '%#gone-%' FROM messages m JOIN source_files f ON f.id = m.file_id "
+                    "ORDER BY m.seq") == [("u1", 1), ("a1", 1), ("u0", 0), ("b1", 0), ("s1", 0), ("u2", 0)]
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'zebras'").fetchone()[0] >= 2
+    finally:
+        conn.close()
