@@ -971,7 +971,7 @@ class Ingester:
             self.retire(row)
         return False
 
-    def replaced_in_place(self, unit: SourceFile, row: dict) -> bool:
+    def replaced_in_place(self, unit: SourceFile, row: dict, st: os.stat_result) -> bool:
         """Whether the stored file ``row`` (not missing), whose rows are kept, was replaced by
         another file at its path, and is now gone like a deleted one.
 
@@ -983,6 +983,8 @@ class Ingester:
         (``Writer._take_over_retired``), just as when a run finds the path empty in between.
         The same file rewritten or cut short in place, and a document, saved again whole
         (the same chat), are read again as before."""
+        if (st.st_dev, st.st_ino) == (row["device"], row["inode"]):  # (the same file: as a live log grows)
+            return False
         if unit.layout == "document" or not file_holds_rows(self.conn, row["id"]):
             return False
         try:
@@ -1132,7 +1134,7 @@ class Ingester:
             if self.gone_in_place(unit, row, st):
                 return None
             row = self.file_row(unit)  # (None once retired: a new file)
-        elif row is not None and self.replaced_in_place(unit, row):
+        elif row is not None and self.replaced_in_place(unit, row, st):
             row = self.file_row(unit)  # (None: a new file)
         try:
             with open(unit.path, "rb") as raw:
