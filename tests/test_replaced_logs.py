@@ -82,28 +82,30 @@ def files(db, base):
                     "FROM source_files ORDER BY id", [len(str(base)) + 1])
 
 
+def ingested_once(folder, source: str, where, content: bytes):
+    """A database (``<folder>.db``) holding one log of ``source`` written with ``content``
+    where ``where`` puts it under ``folder/<source>``: the database, that folder and the log."""
+    base = folder / source
+    path = where(base)
+    path.parent.mkdir(parents=True)
+    db = folder.parent / f"{folder.name}.db"
+    path.write_bytes(content)
+    ingest(db, {source: base})
+    return db, base, path
+
+
 @pytest.mark.parametrize("source", sorted(CASES))
 def test_a_log_replaced_at_its_path_keeps_the_rows_only_the_old_one_held(tmp_path, source):
     where, generations = CASES[source]
     old, new = generations()
     # Deleted, found gone by an ingest, then the new file: the archived rows stay.
-    base = tmp_path / "apart" / source
-    path = where(base)
-    path.parent.mkdir(parents=True)
-    apart = tmp_path / "apart.db"
-    path.write_bytes(old)
-    ingest(apart, {source: base})
+    apart, base, path = ingested_once(tmp_path / "apart", source, where, old)
     path.unlink()
     assert ingest(apart, {source: base}).files_missing == 1
     path.write_bytes(new)
     ingest(apart, {source: base})
     # Replaced with no ingest in between: the same end.
-    base = tmp_path / "at_once" / source
-    path = where(base)
-    path.parent.mkdir(parents=True)
-    at_once = tmp_path / "at_once.db"
-    path.write_bytes(old)
-    ingest(at_once, {source: base})
+    at_once, base, path = ingested_once(tmp_path / "at_once", source, where, old)
     first = snapshot(at_once)
     inode = os.stat(path).st_ino
     replace_over(path, new)
@@ -123,12 +125,7 @@ def test_a_log_replaced_at_its_path_keeps_the_rows_only_the_old_one_held(tmp_pat
 def test_a_claude_log_pruned_after_a_compaction_keeps_its_first_prompt_and_title(tmp_path):
     where, generations = CASES["claude"]
     old, new = generations()
-    base = tmp_path / "claude"
-    path = where(base)
-    path.parent.mkdir(parents=True)
-    db = tmp_path / "o.db"
-    path.write_bytes(old)
-    ingest(db, {"claude": base})
+    db, base, path = ingested_once(tmp_path / "one", "claude", where, old)
     replace_over(path, new)
     ingest(db, {"claude": base})
     assert rows(db, "SELECT uuid FROM messages ORDER BY seq") == [("u1",), ("a1",), ("u0",), ("b1",), ("s1",), ("u2",)]
