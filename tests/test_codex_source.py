@@ -2629,3 +2629,62 @@ def test_a_spawn_named_only_by_completed_items_links_its_call_to_the_agent():
     }
     [result] = of(records, ToolResult)
     assert (result.tool_use_id, result.agent_id) == ("codex:t-parent:call_spawn_1", child)
+
+
+def test_the_starts_of_agent_items_are_metadata_and_their_completions_link_the_spawn():
+    # 0.171 writes item_started and item_completed for its agent items (CollabAgentToolCall,
+    # SubAgentActivity; codex-rs rollout policy): a start is metadata, never an unknown type;
+    # the completed items say which thread the spawn_agent call started.
+    parent, child = "019b1111-1111-7111-8111-111111111111", "019b2222-2222-7222-8222-222222222222"
+
+    def lifecycle(kind: str, item: dict, **done) -> list[bytes]:
+        started = {"type": "item_started", "thread_id": parent, "turn_id": "t1", "item": item, "started_at_ms": 1}
+        completed = {"type": "item_completed", "thread_id": parent, "turn_id": "t1", "item": {**item, **done},
+                     "started_at_ms": 1, "completed_at_ms": 2}
+        return [envelope("event_msg", started), envelope("event_msg", completed)] if kind == "both" else \
+            [envelope("event_msg", started)]
+
+    spawn = {"type": "CollabAgentToolCall", "id": "call_spawn_1", "tool": "spawn_agent", "status": "in_progress",
+             "sender_thread_id": parent, "receiver_thread_ids": [], "receiver_agents": [],
+             "prompt": "run the tests", "agents_states": {}}
+    wait = {"type": "CollabAgentToolCall", "id": "call_wait_1", "tool": "wait", "status": "in_progress",
+            "sender_thread_id": parent, "receiver_thread_ids": [child], "receiver_agents": [],
+            "agents_states": {child: "running"}}
+    activity = {"type": "SubAgentActivity", "id": "call_spawn_1", "kind": "started", "agent_thread_id": child,
+                "agent_path": "/root/worker"}
+    records = feed_raw([
+        envelope("session_meta", {"id": parent, "cli_version": "0.171.0", "history_mode": "paginated"}),
+        envelope("event_msg", {"type": "task_started", "turn_id": "t1"}),
+        envelope("response_item", user_item({"type": "input_text", "text": "run the tests in a worker"})),
+        envelope("response_item", {"type": "function_call", "name": "spawn_agent", "call_id": "call_spawn_1",
+                                   "arguments": json.dumps({"task_name": "worker", "message": "run the tests"})}),
+        *lifecycle("both", spawn, status="completed", receiver_thread_ids=[child],
+                   receiver_agents=[{"thread_id": child, "agent_nickname": "Ada", "agent_role": "explorer"}],
+                   agents_states={child: "pending_init"}),
+        *lifecycle("both", activity),
+        envelope("response_item", {"type": "function_call_output", "call_id": "call_spawn_1",
+                                   "output": json.dumps({"task_name": "/root/worker", "nickname": "Ada"})}),
+        envelope("response_item", {"type": "function_call", "name": "wait", "call_id": "call_wait_1",
+                                   "arguments": json.dumps({"targets": ["/root/worker"]})}),
+        *lifecycle("both", wait, status="completed", agents_states={child: {"completed": "all 12 tests pass"}}),
+        *lifecycle("both", {**activity, "id": "call_msg_1", "kind": "interacted"}),
+        envelope("response_item", {"type": "function_call_output", "call_id": "call_wait_1",
+                                   "output": json.dumps({"status": {child: {"completed": "all 12 tests pass"}}})}),
+        # a start of a kind of item no Codex writes is still an unknown type
+        *lifecycle("started", {"type": "Teleport", "id": "x1"}),
+        envelope("event_msg", {"type": "task_complete", "turn_id": "t1"}),
+    ])
+    assert of(records, LineError) == []
+    merged = {r.position.line_no: r.reason for r in of(records, Merged)}
+    assert merged == {
+        1: "metadata", 2: "metadata", 17: "metadata",  # session_meta, task_started, task_complete
+        5: "metadata", 7: "metadata", 11: "metadata", 13: "metadata",  # the four starts
+        6: "metadata", 8: "metadata",  # the spawn's completed items: its links
+        12: "duplicate", 14: "duplicate",  # a wait and a talk: the calls' response items say it
+        16: "unknown-type",
+    }
+    links = {(s.agent_id, s.parent_tool_use_id, s.agent_type, s.description) for s in of(records, Subagent)}
+    assert links == {
+        (child, f"codex:{parent}:call_spawn_1", "explorer", "Ada"),
+        (child, f"codex:{parent}:call_spawn_1", None, None),
+    }

@@ -298,6 +298,16 @@ COMPLETED_ITEM_TWINS = {"UserMessage": "user", "AgentMessage": "assistant", "Rea
 SPAWN_ITEMS = {"SubAgentActivity", "CollabAgentToolCall"}
 # The completed items a paginated rollout keeps in place of the review events (stored as those are)
 REVIEW_ITEMS = {"EnteredReviewMode": "entered_review_mode", "ExitedReviewMode": "exited_review_mode"}
+# The kinds of item an ``item_started`` may announce (codex-rs ``TurnItem``; Sleep before it became
+# an Extension item, WorkSwarmActivity of later builds). 0.171 writes the start of its agent items
+# (CollabAgentToolCall, SubAgentActivity): metadata, as any start is: what the item became (the
+# thread a spawn started, a wait's agents) is in its item_completed, written after it with the same id.
+TURN_ITEMS = {
+    "UserMessage", "HookPrompt", "AgentMessage", "Plan", "Reasoning", "CommandExecution", "DynamicToolCall",
+    "CollabAgentToolCall", "SubAgentActivity", "WorkSwarmActivity", "WebSearch", "ImageView", "Extension",
+    "ImageGeneration", "EnteredReviewMode", "ExitedReviewMode", "FileChange", "McpToolCall",
+    "ContextCompaction", "Sleep",
+}
 CALL_ITEMS = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call"}
 IMMEDIATE_CALL_ITEMS = {"web_search_call", "image_generation_call"}
 OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
@@ -1792,6 +1802,12 @@ class CodexParser:
             self._log_event(payload, kind, timestamp, position, out)
         elif kind == "item_completed":
             self._item_completed(payload, timestamp, position, out)
+        elif kind == "item_started":
+            item = payload.get("item") if isinstance(payload.get("item"), dict) else {}
+            if first_text(item.get("type")) in TURN_ITEMS:
+                out.append(Merged(position, "metadata"))
+            else:
+                self._unknown(f"event_msg/{kind}", position, out)
         elif kind in TURN_STARTS:
             self.s.in_turn = True
             self._close_open_calls(out, timestamp, new_turn=True)
