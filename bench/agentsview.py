@@ -308,7 +308,7 @@ def main(argv=None) -> None:
         coverage(args.shared, args.agentsview, args.workdir)
         return
 
-    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line)
+    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line, args.newer_shapes)
     mb = corpus_bytes(corpus) / 1e6
     runs = args.workdir / "side-by-side"
     rounds = []

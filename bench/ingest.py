@@ -145,15 +145,19 @@ def add_corpus_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--huge-line", default="50MB", help="one tool output line of this size")
     parser.add_argument("--workdir", type=Path, default=Path("bench/out"))
+    parser.add_argument("--newer-shapes", action="store_true",
+                        help="also plant the newer Claude Code and Codex shapes once each (the rest of the corpus is "
+                             "the same); figures are then not comparable with the published ones")
 
 
-def bench_corpus(workdir: Path, size: str, seed: int, huge_line: str) -> Path:
+def bench_corpus(workdir: Path, size: str, seed: int, huge_line: str, newer_shapes: bool = False) -> Path:
     """The generated corpus for these settings, generated on first use."""
-    corpus = workdir / f"corpus-{size}-{seed}"
+    corpus = workdir / (f"corpus-{size}-{seed}" + ("-newer" if newer_shapes else ""))
     if not (corpus / ".complete").exists():
         shutil.rmtree(corpus, ignore_errors=True)
         print(f"generating {size} corpus in {corpus} …", file=sys.stderr)
-        generate(corpus, seed=seed, target_bytes=parse_size(size), huge_line_bytes=parse_size(huge_line))
+        generate(corpus, seed=seed, target_bytes=parse_size(size), huge_line_bytes=parse_size(huge_line),
+                 newer_shapes=newer_shapes)
         (corpus / ".complete").write_text("ok\n")
     return corpus
 
@@ -191,7 +195,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
 
     huge = parse_size(args.huge_line)
-    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line)
+    corpus = bench_corpus(args.workdir, args.size, args.seed, args.huge_line, args.newer_shapes)
     total = corpus_bytes(corpus)
     mb = total / 1e6
     warm_up(corpus)

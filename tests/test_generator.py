@@ -288,7 +288,8 @@ def test_codex_counts_match_stats(corpus):
         counts["forks"] += "forked_from_id" in meta
         for d in lines:
             payload = d["payload"]
-            kind = d["type"] if d["type"] in ("session_meta", "turn_context", "compacted") else f"{d['type']}/{payload['type']}"
+            plain = d["type"] in ("session_meta", "turn_context", "compacted") or "type" not in payload
+            kind = d["type"] if plain else f"{d['type']}/{payload['type']}"
             types[kind] += 1
             counts["messages"] += kind == "response_item/message"
             counts["compactions"] += kind == "compacted"

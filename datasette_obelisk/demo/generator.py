@@ -31,6 +31,11 @@ and rewinds. That takes about 300 KB, the
 smallest corpus; from about 350 KB up ``target_bytes`` is met within 10%
 (usually within 1%). ``GenerateStats`` reports what was planted, counted the
 way ``tests/test_generator.py`` recounts it from the files.
+
+``newer_shapes=True`` adds, once each and after the rest (which stays byte for
+byte the same), what late Claude Code 2.1.x and Codex 0.171 write besides: a
+``custom-title.json``, file paths in other spellings, a fork of a fork, a
+multi-agent parent's items and context, a review kept as items (about 180 KB).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ KB = 1024
 MB = 1024 * 1024
 BIG_SHARE = 0.25  # share of bytes in multi-MB tool outputs (default mix)
 CHUNK_BYTES = 48 * KB  # size of the repeated chunk big outputs are built from
+NEWER_BYTES = 200 * KB  # the scale the newer shapes are written at (short texts, small files)
 
 
 # ---------------------------------------------------------------------------
@@ -1241,7 +1247,7 @@ class _ClaudeGenerator:
 
     # -- one session -----------------------------------------------------------------
 
-    def session(self, plan: _ClaudePlan) -> None:
+    def session(self, plan: _ClaudePlan) -> _ClaudeThread:
         rng, ids = self.rng, self.c.ids
         versions, window, models = _CLAUDE_ERAS[plan.era]
         name, lang, cwd = plan.project or self.c.project()
@@ -1294,6 +1300,7 @@ class _ClaudeGenerator:
         self.last_leaf[cwd] = t.parent
         self.last_end[cwd] = clock.ms
         out.close()
+        return t
 
     def open_session(self, t: _ClaudeThread, plan: _ClaudePlan) -> None:
         if "summary" in plan.features and t.cwd in self.last_leaf:
@@ -1889,10 +1896,10 @@ class _CodexRollout:
             self.c.stats.failed_tool_results += 1
         self.item({"type": "function_call_output", "call_id": call_id, "output": out})
 
-    def apply_patch(self) -> None:
+    def apply_patch(self, path: str | None = None) -> None:
         rng = self.rng
         call_id = self.call_id()
-        path = self.text.file(self.lang, self.project)
+        path = path or self.text.file(self.lang, self.project)
         snippet = rng.choice(self.text.snippets[self.lang]).split("\n")
         removed = "\n".join(f"-{line}" for line in snippet[1:3])
         added = "\n".join(f"+{line}" for line in snippet[1:3]) + f"\n+    # {rng.choice(CHANGES)}"
@@ -2000,7 +2007,7 @@ class _CodexGenerator:
         if "fork" in features:
             self.fork(r)
 
-    def fork(self, parent: _CodexRollout) -> None:
+    def fork(self, parent: _CodexRollout) -> _CodexRollout:
         """A new rollout that copies the parent's history, then diverges."""
         cut = parent.turn_ends[self.rng.randrange(len(parent.turn_ends))]
         start = parent.clock.ms + self.rng.randint(60_000, 3_600_000)
@@ -2034,6 +2041,7 @@ class _CodexGenerator:
         child.close()
         self.stats.main_sessions += 1
         self.stats.forks += 1
+        return child
 
     def spawn_child(self, parent: _CodexRollout) -> None:
         """``spawn_agent`` in the parent plus the child's own rollout."""
@@ -2250,12 +2258,229 @@ def _codex_exit_code(output: object) -> int:
 
 
 # ---------------------------------------------------------------------------
+# Newer shapes (``newer_shapes=True``): planted once each, after the rest, from RNG
+# streams of their own, so the corpus of every other option stays byte for byte the same.
+
+_NEWER_PROJECT = ("ledger-sync", "python", "/home/dev/projects/ledger-sync")
+_NEWER_FILE = "src/ledger_sync/reconcile.py"  # the one file named in several spellings
+# (tool, spelling): the store keeps the paths of tool calls without ``//``, ``.`` segments or a
+# trailing slash (``sources.common.normal_path``); ``..`` stays, a link may lie on the way.
+_CLAUDE_SPELLINGS = [
+    ("Read", "{cwd}//{file}"), ("Edit", "{cwd}/./{file}"), ("Read", "{cwd}/{file}/"),
+    ("Read", "{cwd}/src/ledger_sync/../ledger_sync/reconcile.py"), ("Read", "{cwd}/{file}"),
+]
+_CODEX_SPELLINGS = ["./{file}", "src//ledger_sync/reconcile.py"]  # apply_patch headers, relative to the cwd
+_CODEX_NEWER_VERSION = "0.171.0"
+
+
+class _ClaudeNewer(_ClaudeGenerator):
+    """Late 2.1.x shapes: a session titled only by its ``<session>/custom-title.json``, one whose
+    ``custom-title`` line outranks that file, and tool calls naming ``_NEWER_FILE`` in other
+    spellings (in the first session's first response)."""
+
+    def run(self) -> None:
+        self.c.suppress_big = True
+        self.spelled: str | None = None
+        self.respell = [(tool, spelling.format(cwd=_NEWER_PROJECT[2], file=_NEWER_FILE))
+                        for tool, spelling in _CLAUDE_SPELLINGS]
+        for features in ({"respell"}, {"custom_title"}):
+            t = self.session(_ClaudePlan("2.1b", features, _NEWER_PROJECT, budget=16 * KB))
+            _write_json_file(t.folder / t.session_id / "custom-title.json",
+                             {"customTitle": self.text.title(t.lang), "by": "user", "at": t.clock.tick()}, self.stats)
+
+    def path(self, t: _ClaudeThread) -> str:
+        return self.spelled or super().path(t)
+
+    def step(self, t: _ClaudeThread, plan: _ClaudePlan, pending: set, prompt_uuid: str) -> None:
+        if "respell" not in plan.features or not self.respell:
+            super().step(t, plan, pending, prompt_uuid)
+            return
+        calls = []
+        for tool, self.spelled in self.respell:
+            call = getattr(self, f"tool_{tool.lower()}")(t)
+            call.update(id=self.tool_id(), name=tool)
+            call.setdefault("is_error", False)
+            calls.append(call)
+        self.spelled, self.respell = None, []
+        source = t.respond([t.tool_use_block(call) for call in calls], "tool_use")
+        for call in calls:
+            t.tool_result(call, source)
+            if call["name"] == "Edit":
+                self.snapshot(t, prompt_uuid, update=True, path=call["input"]["file_path"])
+
+
+class _CodexNewer(_CodexGenerator):
+    """0.171 shapes: a fork of a fork (the grandchild's head holds its parent's copy of the root's
+    history: the ``session_meta`` of each ancestor, then their lines), and a paginated parent that
+    starts a worker (multi-agent v2: a ``spawn_agent`` call whose thread only the
+    CollabAgentToolCall and SubAgentActivity items name, their ``item_started`` first), waits
+    for it, is told of its end (a completion context, then the completed AgentMessage with
+    ``sub_agent_completion``, and one its model was not told of), observes its responses
+    (``agent_response_observation``), is given context in the user's name (``<user_agent_task>``,
+    ``<context_rewind_carry_forward>``), patches ``_NEWER_FILE`` in other spellings and runs a
+    review kept as completed EnteredReviewMode / ExitedReviewMode items."""
+
+    def run(self) -> None:
+        self.c.suppress_big = True
+        start = _ms(2026, 11, 2) + self.rng.randint(0, 86_400_000)
+        root = self.at(start)
+        root.session_meta(source="cli")
+        root.preamble()
+        root.turn(steps=2)
+        root.turn(steps=2)
+        root.close()
+        self.stats.main_sessions += 1
+        self.fork(self.fork(root))
+        self.agents(start + 4 * 3_600_000)
+
+    def at(self, start: int) -> _CodexRollout:
+        r = self.new_rollout("multi", _NEWER_PROJECT, start)
+        r.version = _CODEX_NEWER_VERSION
+        return r
+
+    def open_turn(self, r: _CodexRollout, **started) -> str:
+        r.clock.tick(20_000, 900_000)
+        turn_id = self.c.ids.uuid7(r.clock.ms)
+        r.emit("event_msg", {"type": "task_started", "turn_id": turn_id, **started})
+        return turn_id
+
+    def close_turn(self, r: _CodexRollout, turn_id: str, final: str | None) -> None:
+        r.emit("event_msg", {"type": "task_complete", "turn_id": turn_id, "last_agent_message": final})
+        r.turns += 1
+        r.turn_ends.append(r.out.bytes)
+
+    def prompt(self, r: _CodexRollout, text: str) -> None:
+        r.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+        r.emit("event_msg", {"type": "user_message", "message": text, "images": [], "local_images": [],
+                             "text_elements": []})
+
+    def answer(self, r: _CodexRollout) -> str:
+        final = self.c.text.answer(r.lang, short=True)
+        r.agent_message(final, "final_answer")
+        r.token_count(self.rng.randint(9000, 40000))
+        return final
+
+    def items(self, r: _CodexRollout, turn_id: str, item: dict, done: dict | None) -> None:
+        """``item_started`` for ``item``, then (unless ``done`` is None) its ``item_completed``."""
+        ms = r.clock.ms
+        r.emit("event_msg", {"type": "item_started", "thread_id": r.id, "turn_id": turn_id, "item": item,
+                             "started_at_ms": ms})
+        if done is not None:
+            r.emit("event_msg", {"type": "item_completed", "thread_id": r.id, "turn_id": turn_id,
+                                 "item": {**item, **done}, "started_at_ms": ms, "completed_at_ms": r.clock.ms})
+
+    def completed(self, r: _CodexRollout, turn_id: str, item: dict) -> None:
+        r.emit("event_msg", {"type": "item_completed", "thread_id": r.id, "turn_id": turn_id, "item": item,
+                             "completed_at_ms": r.clock.ms})
+
+    def agents(self, start: int) -> None:
+        rng, ids, text = self.rng, self.c.ids, self.c.text
+        p = self.at(start)
+        p.session_meta(source="cli", extra={"history_mode": "paginated"})
+        p.preamble()
+        self.stats.main_sessions += 1
+        nickname, path = rng.choice(_NICKNAMES), "/root/worker"
+        task = f"Look into the {rng.choice(TOPICS)} and report which files need to change."
+        # turn 1: spawn the worker, wait for it
+        turn = self.open_turn(p, model_context_window=258400)
+        p.turn_context(turn)
+        self.prompt(p, text.prompt(p.lang, p.project))
+        p.reasoning()
+        spawn = p.call_id()
+        p.item({"type": "function_call", "name": "spawn_agent", "call_id": spawn,
+                "arguments": orjson.dumps({"task_name": "worker", "message": task}).decode()})
+        child = self.new_rollout("multi", _NEWER_PROJECT, p.clock.ms + 400)
+        child.version, child.model = p.version, p.model
+        collab = {"type": "CollabAgentToolCall", "id": spawn, "tool": "spawn_agent", "status": "in_progress",
+                  "sender_thread_id": p.id, "receiver_thread_ids": [], "receiver_agents": [], "prompt": task,
+                  "agents_states": {}}
+        activity = {"type": "SubAgentActivity", "id": spawn, "kind": "started", "agent_thread_id": child.id,
+                    "agent_path": path}
+        self.items(p, turn, collab, None)
+        self.items(p, turn, activity, {})
+        self.completed(p, turn, {**collab, "status": "completed", "receiver_thread_ids": [child.id],
+                                 "receiver_agents": [{"thread_id": child.id, "agent_nickname": nickname,
+                                                      "agent_role": "worker"}],
+                                 "agents_states": {child.id: "pending_init"}})
+        p.item({"type": "function_call_output", "call_id": spawn,
+                "output": orjson.dumps({"task_name": path, "nickname": nickname}).decode()})
+        p.out.write({"timestamp": p.clock.tick(), "type": "agent_response_observation", "payload": {
+            "observer_thread_id": p.id, "target_thread_id": child.id, "target_turn_id": None,
+            "pending_commentary": False, "baseline_final_delivery": "none", "final_delivery": "none",
+            "final_delivery_response_item_id": None, "committed_delivery_response_item_ids": []}},
+            "agent_response_observation")
+        source = {"subagent": {"thread_spawn": {"parent_thread_id": p.id, "depth": 1, "agent_path": path,
+                                                "agent_nickname": nickname, "agent_role": "worker"}}}
+        child.session_meta(source=source, extra={"agent_nickname": nickname, "agent_role": "worker",
+                                                 "agent_path": path})
+        child.turn(task, steps=2)
+        child.close()
+        self.stats.subagent_transcripts += 1
+        final = child.history[-1][1]
+        wait = p.call_id()
+        p.item({"type": "function_call", "name": "wait", "call_id": wait,
+                "arguments": orjson.dumps({"targets": [path], "timeout_ms": 600000}).decode()})
+        waiting = {"type": "CollabAgentToolCall", "id": wait, "tool": "wait", "status": "in_progress",
+                   "sender_thread_id": p.id, "receiver_thread_ids": [child.id], "receiver_agents": [],
+                   "agents_states": {child.id: "running"}}
+        p.clock.ms = max(p.clock.ms, child.clock.ms) + 1000
+        self.items(p, turn, waiting, {"status": "completed", "agents_states": {child.id: {"completed": final}}})
+        p.item({"type": "function_call_output", "call_id": wait,
+                "output": orjson.dumps({"status": {child.id: {"completed": final}}}).decode()})
+        self.close_turn(p, turn, self.answer(p))
+        # the worker's end as its parent's model is told it, then as the user is shown it; and an
+        # end the model was not told of (the shown note is all there is of it)
+        p.out.write({"timestamp": p.clock.tick(), "type": "inter_agent_communication_metadata",
+                     "payload": {"trigger_turn": False}}, "inter_agent_communication_metadata")
+        p.item({"type": "agent_message", "id": f"amsg_x_{ids.uuid7(p.clock.ms)}", "author": path, "recipient": "/root",
+                "content": [{"type": "input_text", "text": f"Message Type: FINAL_ANSWER\nTask name: /root\n"
+                                                           f"Sender: {path}\nPayload:\n{final}"}]})
+        for said, extra in ((final, {}), (text.prose(p.lang, 1), {"model_visibility": "not_visible"})):
+            turn = self.open_turn(p, collaboration_mode_kind="default")
+            self.completed(p, turn, {
+                "type": "AgentMessage", "id": f"msg_c_{ids.uuid7(p.clock.ms)}", "phase": "commentary",
+                "content": [{"type": "Text", "text": f"Agent final answer from `{path}`:\n\n{said}"}],
+                "sub_agent_completion": {"agent_reference": path, "status": "completed", **extra}})
+            self.close_turn(p, turn, None)
+        # turn 2: context in the user's name, then a prompt; patches in other spellings
+        turn = self.open_turn(p, model_context_window=258400)
+        p.turn_context(turn)
+        note = orjson.dumps({"agent_id": child.id, "nickname": nickname, "task_preview": task[:40]}).decode()
+        p.item({"type": "message", "role": "user", "id": f"msg_{ids.hex(32)}",
+                "content": [{"type": "input_text", "text": f"<user_agent_task>\n{note}\n\n</user_agent_task>"}],
+                "internal_chat_message_metadata_passthrough": {"content_item_kinds": ["multi_agent.user_agent_task"]}})
+        carry = orjson.dumps({"anchor_id": ids.hex(8), "note": text.prose(p.lang, 1)}).decode()
+        p.item({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"<context_rewind_carry_forward>\n{carry}\n\n</context_rewind_carry_forward>"}]})
+        self.prompt(p, text.prompt(p.lang, p.project))
+        p.reasoning()
+        for spelling in _CODEX_SPELLINGS:
+            p.apply_patch(spelling.format(file=_NEWER_FILE))
+        self.close_turn(p, turn, self.answer(p))
+        # turn 3: a review, its start and findings as completed items (no review events)
+        turn = self.open_turn(p, model_context_window=258400)
+        p.turn_context(turn)
+        self.completed(p, turn, {"type": "EnteredReviewMode", "id": f"review-{ids.hex(8)}",
+                                 "target": {"type": "uncommittedChanges"}, "user_facing_hint": "current changes"})
+        p.agent_message(text.prose(p.lang, 1), "commentary")
+        finding = {"title": f"[P1] {rng.choice(SYMPTOMS).capitalize()}", "body": text.prose(p.lang, 1),
+                   "confidence_score": 0.8, "priority": 1,
+                   "code_location": {"absolute_file_path": f"{p.cwd}/{_NEWER_FILE}",
+                                     "line_range": {"start": 12, "end": 18}}}
+        self.completed(p, turn, {"type": "ExitedReviewMode", "id": f"review-{ids.hex(8)}", "review_output": {
+            "findings": [finding], "overall_correctness": "patch is incorrect",
+            "overall_explanation": text.prose(p.lang, 1), "overall_confidence_score": 0.8}})
+        self.close_turn(p, turn, None)
+        p.close()
+
+
+# ---------------------------------------------------------------------------
 # Entry point
 
 
 def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude: bool = True,
              codex: bool = True, gemini: bool = False, huge_line_bytes: int | None = None,
-             big_output_every: int = 0) -> GenerateStats:
+             big_output_every: int = 0, newer_shapes: bool = False) -> GenerateStats:
     """Write a synthetic corpus of about ``target_bytes`` under ``root``.
 
     ``root/.claude/projects/…`` holds Claude Code sessions (about 70% of the
@@ -2267,7 +2492,10 @@ def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude
     size (in Claude when enabled, else in Codex); ``big_output_every=N`` makes
     every Nth shell call a multi-megabyte output instead of the default mix
     (about a quarter of the bytes). With ``gemini``, Gemini CLI chats under
-    ``root/.gemini/tmp/…`` take a tenth of the bytes. Same arguments, same bytes.
+    ``root/.gemini/tmp/…`` take a tenth of the bytes. With ``newer_shapes``, some
+    180 KB more plant the shapes of late Claude Code 2.1.x and Codex 0.171 once each (see
+    ``_ClaudeNewer``, ``_CodexNewer``), after the rest, which stays as without it. Same arguments,
+    same bytes.
     """
     root = Path(root)
     stats = GenerateStats()
@@ -2284,6 +2512,12 @@ def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude
         corpus = _Corpus(seed, "codex", max(0, target_bytes - stats.claude.bytes), stats.codex, big_output_every)
         huge = _huge_copy_size(huge_line_bytes, 1) if huge_line_bytes and not claude else None
         _CodexGenerator(corpus, root / ".codex" / "sessions", huge).run()
+    if newer_shapes and claude:
+        corpus = _Corpus(seed, "claude-newer", NEWER_BYTES, stats.claude, 0)
+        _ClaudeNewer(corpus, root / ".claude" / "projects", None).run()
+    if newer_shapes and codex:
+        corpus = _Corpus(seed, "codex-newer", NEWER_BYTES, stats.codex, 0)
+        _CodexNewer(corpus, root / ".codex" / "sessions", None).run()
     if huge_line_bytes:
         stats.huge_line_bytes = max(stats.claude.longest_line, stats.codex.longest_line)
     return stats
