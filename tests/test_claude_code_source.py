@@ -1098,6 +1098,11 @@ def make_tree(base):
         "s1/tool-results/toolu_2.json",  # an MCP tool's content blocks
         "s1/tool-results/toolu_3.png",  # ignored from here on: an image, saved as it came
         "s1/tool-results/pdf-toolu_4/page-1.txt",
+        # the log as it was before Claude Code pruned it to its last compaction (2.1.3xx)
+        "s1/before-cleanup/1764583200000-0a1b2c3d.jsonl.replaced",
+        "s1.jsonl.compact.tmp.0a1b2c3d",  # ignored: the pruned copy before it is renamed over the log
+        "s1/before-cleanup/notes.txt",
+        "s1/remote-agents/remote-agent-r1a2b3c4d.meta.json",  # ignored: a running cloud task's sidecar
         "sessions-index.json",
         "notes.txt",
         "s1/subagents/notes.jsonl",
@@ -1122,6 +1127,7 @@ def test_discovery_kinds_hints_and_priorities(tmp_path):
     run = "s1/subagents/workflows/wf_1/"
     assert found == {
         "s1.jsonl": ("session", "jsonl", 0, {"session_id": "s1", **p}),
+        "s1/before-cleanup/1764583200000-0a1b2c3d.jsonl.replaced": ("session", "jsonl", -1, {"session_id": "s1", **p}),
         "agent-8f3e2a1b.jsonl": ("subagent", "jsonl", 1, {"agent_id": "8f3e2a1b", **p}),
         "s1/subagents/agent-a93ccab.jsonl": ("subagent", "jsonl", 1, {"agent_id": "a93ccab", **s}),
         "s1/subagents/agent-a93ccab.meta.json": ("subagent_meta", "document", 2, {"agent_id": "a93ccab", **s}),

@@ -138,3 +138,126 @@ def test_a_claude_log_pruned_after_a_compaction_keeps_its_first_prompt_and_title
         assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'zebras'").fetchone()[0] >= 2
     finally:
         conn.close()
+
+
+# Claude Code 2.1.3xx with CLAUDE_CODE_TRANSCRIPT_LOCAL_GC=keep (a print-mode or SDK session)
+# hard-links the log as <session>/before-cleanup/<Date.now()>-<4 random bytes, hex>.jsonl.replaced
+# before it renames the pruned copy over the log.
+KEPT = ("1764583200000-0a1b2c3d", "1764586800000-4e5f6a7b")
+
+
+def prune_keeping(path, data: bytes, stamp: str):
+    """The log linked where Claude Code keeps it before its cleanup, then replaced by ``data``."""
+    folder = path.with_suffix("") / "before-cleanup"
+    folder.mkdir(parents=True, exist_ok=True)
+    kept = folder / f"{stamp}.jsonl.replaced"
+    os.link(path, kept)
+    replace_over(path, data)
+    return kept
+
+
+def owners(db, base):
+    """Each message in its session's order, with the file holding it (below ``base``)."""
+    return rows(db, "SELECT m.uuid, substr(f.path, ?) FROM messages m JOIN source_files f ON f.id = m.file_id "
+                    "ORDER BY m.seq", [len(str(base)) + 2])
+
+
+def matches(db, words: str) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?", [words]).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def claude_later_generations():
+    """Lines the pruned log goes on with, up to a second compaction, and the log pruned to it."""
+    c = {"sessionId": SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.334"}
+    a2 = {**c, "type": "assistant", "uuid": "a2", "parentUuid": "u2", "timestamp": "2026-12-01T11:01:05Z",
+          "message": {"role": "assistant", "id": "msg_2", "content": [{"type": "text", "text": "Answer about lions"}]}}
+    b2 = {**c, "type": "system", "subtype": "compact_boundary", "uuid": "b2", "parentUuid": None,
+          "logicalParentUuid": "a2", "timestamp": "2026-12-01T12:00:00Z", "content": "Conversation compacted",
+          "compactMetadata": {"trigger": "auto", "preTokens": 200}}
+    s2 = {**c, "type": "user", "uuid": "s2", "parentUuid": "b2", "isCompactSummary": True,
+          "timestamp": "2026-12-01T12:00:01Z",
+          "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: lions"}}
+    u3 = {**c, "type": "user", "uuid": "u3", "parentUuid": "s2", "timestamp": "2026-12-01T12:01:00Z",
+          "message": {"role": "user", "content": "Third question about tigers"}}
+    return jsonl(a2, b2), jsonl(b2, s2, u3)
+
+
+def test_a_claude_log_pruned_before_its_first_ingest_keeps_what_claude_code_kept_before_cleanup(tmp_path):
+    where, generations = CASES["claude"]
+    old, new = generations()
+    base = tmp_path / "first" / "claude"
+    path = where(base)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(old)
+    prune_keeping(path, new, KEPT[0])
+    db = tmp_path / "first.db"
+    summary = ingest(db, {"claude": base})
+    assert (summary.files, summary.errors, summary.files_missing) == (2, 0, 0)
+    live, kept = f"projects/-p/{SESSION}.jsonl", f"projects/-p/{SESSION}/before-cleanup/{KEPT[0]}.jsonl.replaced"
+    # The whole conversation, each message once and in its order: the lines the log holds
+    # again are the log's, those only the kept copy holds are the copy's.
+    assert owners(db, base) == [("u1", kept), ("a1", kept), ("u0", live), ("b1", live), ("s1", live), ("u2", live)]
+    assert rows(db, "SELECT text FROM messages WHERE uuid IN ('u1', 'a1') ORDER BY seq") == [
+        ("Old question about zebras",), ("Old answer about zebras",)]
+    assert (matches(db, "zebras"), matches(db, "across"), matches(db, "lions")) == (3, 1, 1)
+    assert rows(db, "SELECT id, title, title_source, started_at, availability, message_count, jsonl_path "
+                    "FROM sessions") == [(SESSION, "Old question about zebras", "first_prompt",
+                                          "2026-12-01T10:00:00.000Z", "live", 4, str(path))]
+    assert rows(db, "SELECT substr(path, ?), missing, lines_read, lines_stored, lines_merged, lines_failed "
+                    "FROM source_files ORDER BY path", [len(str(base)) + 2]) == [
+        (live, 0, 5, 4, 1, 0), (kept, 0, 7, 2, 5, 0)]
+    assert ingest(db, {"claude": base}).files_skipped == 2
+    # The log ingested before it was pruned too: the same end.
+    once, base_once, path_once = ingested_once(tmp_path / "once", "claude", where, old)
+    prune_keeping(path_once, new, KEPT[0])
+    summary = ingest(once, {"claude": base_once})
+    assert (summary.files_missing, summary.errors) == (1, 0)  # (the old log, gone from its path)
+    assert diff(snapshot(once), snapshot(db)) == []
+    assert owners(once, base_once) == owners(db, base)
+
+
+def test_a_claude_log_pruned_twice_keeps_each_copy_once_however_often_it_was_ingested(tmp_path):
+    where, generations = CASES["claude"]
+    old, new = generations()
+    more, newest = claude_later_generations()
+
+    def pruned_twice(folder, between):
+        base = folder / "claude"
+        path = where(base)
+        path.parent.mkdir(parents=True)
+        db = folder.parent / f"{folder.name}.db"
+        path.write_bytes(old)
+        between(db, base)
+        prune_keeping(path, new, KEPT[0])
+        between(db, base)
+        with open(path, "ab") as log:
+            log.write(more)
+        between(db, base)
+        prune_keeping(path, newest, KEPT[1])
+        assert ingest(db, {"claude": base}).errors == 0
+        return db, base, path
+
+    at_once, base, path = pruned_twice(tmp_path / "at_once", lambda db, base: None)
+    apart, base_apart, _ = pruned_twice(tmp_path / "apart", lambda db, base: ingest(db, {"claude": base}))
+    first, second = (f"projects/-p/{SESSION}/before-cleanup/{stamp}.jsonl.replaced" for stamp in KEPT)
+    live = f"projects/-p/{SESSION}.jsonl"
+    expected = [("u1", first), ("a1", first), ("u0", second), ("b1", second), ("s1", second), ("u2", second),
+                ("a2", second), ("b2", live), ("s2", live), ("u3", live)]
+    assert owners(at_once, base) == owners(apart, base_apart) == expected
+    assert diff(snapshot(apart), snapshot(at_once)) == []
+    assert rows(at_once, "SELECT title, started_at, message_count, jsonl_path FROM sessions") == [
+        ("Old question about zebras", "2026-12-01T10:00:00.000Z", 6, str(path))]
+    assert (matches(at_once, "zebras"), matches(at_once, "lions"), matches(at_once, "tigers")) == (3, 3, 1)
+    # Read again whole (after a parser change): the same.
+    before = snapshot(at_once)
+    conn = sqlite3.connect(at_once)
+    conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.commit()
+    conn.close()
+    assert ingest(at_once, {"claude": base}).files_replayed == 3
+    assert diff(snapshot(at_once), before) == []
+    assert owners(at_once, base) == expected

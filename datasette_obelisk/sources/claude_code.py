@@ -18,11 +18,28 @@ Layout under ``projects/<slug>/`` (``<slug>`` is the escaped cwd)::
     <session>/workflows/<run>.json                   kind "workflow"
     <session>/tool-results/<tool use id>.txt|.json   kind "tool_output" (layout "text")
     <session>/custom-title.json                      kind "custom_title"
+    <session>/before-cleanup/<ms>-<hex>.jsonl.replaced   kind "session" (read before its log)
 
 Claude Code 2.1.3xx keeps the title a session was given (``/rename``, ...) in
 ``custom-title.json`` too, written after its ``custom-title`` line is appended,
 and also when that append failed: it titles the session when no log line gives
 one (a line wins, as the line in a log's tail does in Claude Code's list).
+
+With ``CLAUDE_CODE_TRANSCRIPT_LOCAL_GC`` set (2.1.3xx, a print-mode or SDK session),
+Claude Code prunes a large log to its last compaction: it writes the rows from the
+last compact boundary on (and those kept from before it, with the latest metadata
+lines) to ``<session>.jsonl.compact.tmp.<hex>`` and renames that over the log. With
+``keep`` it first hard-links the log as
+``<session>/before-cleanup/<Date.now()>-<hex>.jsonl.replaced``: the whole conversation
+up to the prune, which its cleanup deletes after ``cleanupPeriodDays``. That copy is
+read as the session's, before the log, so the rows only it holds come first in the
+session; the lines the log holds again are the log's (``store.writer``).
+
+``<session>/remote-agents/remote-agent-<task id>.meta.json`` is not read: Claude Code
+keeps it only while a cloud task (an Agent call run remotely, /ultraplan,
+/ultrareview, autofix-pr) runs, to poll it again on resume, and deletes it when the
+task ends; what it says of an Agent call (its cloud session, prompt and task id) the
+call's result line keeps (``toolUseResult``: ``remote_launched``, ``sessionUrl``).
 
 A tool result too large for the context (2.x: over its tool's limit, 50,000
 characters by default, or the largest of a reply's results over 200,000 together) is saved whole to a file below the
@@ -118,6 +135,11 @@ CONTINUED = "This session is being continued from a previous conversation"
 # (2.x): ``<persisted-output>``, the note saying where, and the output's start.
 PERSISTED = "<persisted-output>"
 SAVED_TO = re.compile(r"(?:Full output saved to|were saved to): ([^\n]+)")
+# Where Claude Code 2.1.3xx keeps a session's log as it was before it pruned it to its last
+# compaction (``CLAUDE_CODE_TRANSCRIPT_LOCAL_GC=keep``): a hard link to the old file, made
+# just before the pruned copy is renamed over the log.
+BEFORE_CLEANUP = "before-cleanup"
+REPLACED_SUFFIX = ".jsonl.replaced"
 TITLE_FILE = "custom-title.json"  # {"customTitle", "by", "at"} in the session's folder (2.1.3xx)
 TOOL_RESULTS = "tool-results"  # the folder below the session's that holds them
 OUTPUT_SUFFIXES = (".txt", ".json")  # text; JSON for content blocks (an MCP tool's)
@@ -283,6 +305,9 @@ def classify(path: Path, parts: tuple[str, ...]) -> SourceFile | None:
     name = parts[-1]
     if len(parts) == 2:
         return _project_file(path, parts[0], name)
+    if len(parts) == 4 and parts[2] == BEFORE_CLEANUP and name.endswith(REPLACED_SUFFIX):
+        # (read before the log: its rows come first in the session, the log's copies merge into them)
+        return _unit(path, "session", {"session_id": parts[1], "project": parts[0]}, priority=-1)
     if len(parts) == 3 and name == TITLE_FILE:
         return _unit(path, "custom_title", {"session_id": parts[1], "project": parts[0]}, priority=2, layout="document")
     if len(parts) == 4 and parts[2] == "subagents":

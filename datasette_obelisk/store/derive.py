@@ -36,6 +36,7 @@ from .session_index import (
     session_stats,
     update_session_documents,
 )
+from .units import kept_copy_sql
 from .writer import DESCRIBED, SOURCE_RANK
 
 TITLE_PRECEDENCE = ("custom", "ai", "name", "index", "summary", "first_prompt")
@@ -929,7 +930,7 @@ OWN_FILE = (
 LAST_SQL = f"""SELECT
      (SELECT f.path FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
       WHERE fs.session_id = :s AND f.layout != 'text' AND f.kind NOT IN ({NOT_LOGS}) ORDER BY f.missing,
-        {FILE_HOLDS_SESSION} DESC, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
+        {kept_copy_sql('f')}, {FILE_HOLDS_SESSION} DESC, f.lines_stored DESC, f.id LIMIT 1) AS jsonl_path,
      (SELECT COUNT(*) FROM file_sessions fs JOIN source_files f ON f.id = fs.file_id
       WHERE fs.session_id = :s AND f.missing = 0 AND {OWN_FILE}) AS live_files"""
 

@@ -30,7 +30,7 @@ from ..utc import canonical
 from .cold_load import index_pending_text
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
-from .units import retired_from
+from .units import is_kept_copy, kept_copies, kept_from, retired_from
 
 # A title longer than this is cut (a log can hold a title of any size; one of
 # 50 MB was copied into the session row, its digest and their indexes).
@@ -417,12 +417,19 @@ class Writer:
         self._left.add(file_id)
 
     def _retired_files(self) -> list[int]:
-        """The stored files gone from this file's path, kept under a name of their own (``retired_path``)."""
+        """The stored files gone from this file's path, kept under a name of their own (``retired_path``),
+        and the copies kept of this log from before it was pruned (``kept_copies``; for such a
+        copy, those kept before it): both held lines this file holds now, which are this file's."""
         if self._retired is None:
             self._retired = [file_id for file_id, path in self.conn.execute(
                 "SELECT id, path FROM source_files WHERE path > ? AND path < ? AND missing = 1 ORDER BY id",
                 [self.path + "#gone-", self.path + "#gone."],
             ) if retired_from(path) == self.path]
+            log = kept_from(self.path) or self.path
+            if (kept := kept_copies(log)) is not None:
+                self._retired += [file_id for file_id, path in self.conn.execute(
+                    "SELECT id, path FROM source_files WHERE path > ? AND path < ? ORDER BY id", kept,
+                ) if is_kept_copy(path, log) and (log == self.path or path < self.path)]
         return self._retired
 
     def _take_over_retired(self) -> None:
