@@ -258,7 +258,12 @@ class ClaudeCodeSource:
     #     output nested deeper than orjson writes (255 levels) keeps its line; an agent's
     #     tokens are its ``subagent_tokens`` too (2.1.3xx), and a footer naming a worktree
     #     still names its agent; an assistant row keeps the reasoning effort its line names
-    parser_version = 19
+    # 19: a timed line that stores no message (a queued prompt, a pull-request link)
+    #     gives its session's end
+    # 20: the copies of a log Claude Code kept before pruning it (``before-cleanup/``)
+    #     are read before it, so a session pruned before it was first read keeps its
+    #     whole conversation in order (and one read before gets its rows back in order)
+    parser_version = 20
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
