@@ -780,3 +780,16 @@ def test_the_reader_chooses_how_many_sessions_a_page_lists_before_a_query(server
         assert "limit=6" in page.url  # the size chosen stays chosen
     assert len(listed) == len(set(listed)) and set(listed) == every
     assert page.js_errors == []
+
+
+def test_terminal_colours_in_a_command_s_output_are_left_out_of_the_page(server, page):
+    # npx create-next-app in the shared corpus drew its prompt with colours, a hidden cursor and
+    # erased lines: the page shows the words, not ESC boxes and "[36m" around them.
+    call = "toolu_01FNh88T7ThJ4yVfQ9rPVT23"
+    page.goto(f"{server}/-/obelisk/session/fe5e1c67-53e7-4862-81ae-d0e013e3270b:agent-sidechain-60dade7020bb#tool-{call}")
+    page.wait_for_function("id => document.getElementById(id).open", arg=f"tool-{call}")
+    output = page.locator(f"details.ob-tool[id='tool-{call}'] pre.ob-pre").nth(1).inner_text()
+    assert "? Would you like your code inside a `src/` directory? › No / Yes" in output
+    assert "\x1b" not in output and "[39m" not in output and "[?25l" not in output
+    assert "\x1b" not in page.content()  # nor in the prompt's agent transcript anywhere else
+    assert page.js_errors == []

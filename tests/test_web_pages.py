@@ -1965,3 +1965,50 @@ async def test_sessions_listed_before_a_query_take_a_page_size(ds, web_db):
     for bad in ("0", "1001", "many", "-3"):
         refused = await page(ds, "/-/obelisk", 400, limit=bad)
         assert "OBELISK_INVALID_ARGUMENT" in refused and "limit must be" in refused and 'name="q"' in refused
+
+
+@pytest.mark.asyncio
+async def test_terminal_escape_sequences_are_left_out_of_every_page(tmp_path):
+    """Colours, a window title and a hyperlink a command wrote for a terminal: a page shows
+    the words only (a browser draws ESC as a box), wherever the text is shown, even when
+    a long text is cut short right after an ESC [ or an attribute ends with an ESC."""
+    from datasette_obelisk.query.transcript import RESULT_CHARS
+    from datasette_obelisk.store.ingest import ingest
+
+    session = "ansi-session-0001"
+    red = "\x1b]0;npm test\x07\x1b[1;31merror:\x1b[0m zebrafish \x1b[38;5;196m<b>\x1b[0m\x1b(B"
+    cut = "x" * (RESULT_CHARS - 1) + "\x1b[36m" + "y" * 10  # (the page shows the first RESULT_CHARS)
+    output = "\x1b[?25l\x1b[2K\x1b[1G\x1b]8;;https://example.invalid/a?b=1&c=2\x1b\\docs\x1b]8;;\x1b\\ failed\x1b"
+    lines = [
+        {"type": "user", "uuid": "a1", "parentUuid": None, "message": {"role": "user", "content": red}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "a1",
+         "message": {"role": "assistant", "model": "m", "content": [{"type": "text", "text": cut}]}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2", "message": {"role": "assistant", "model": "m", "content": [
+            {"type": "tool_use", "id": "toolu_ansi1", "name": "Bash", "input": {"command": "npm test"}}]}},
+        {"type": "user", "uuid": "a4", "parentUuid": "a3", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_ansi1", "content": output, "is_error": True}]}},
+    ]
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    (project / f"{session}.jsonl").write_text("".join(
+        json.dumps({**line, "sessionId": session, "cwd": "/w", "timestamp": f"2026-03-01T10:00:0{n}Z"}) + "\n"
+        for n, line in enumerate(lines)))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+
+    transcript = await page(datasette, f"/-/obelisk/session/{session}")
+    assert "<h1>error: zebrafish &lt;b&gt;</h1>" in transcript
+    assert "<title>error: zebrafish &lt;b&gt; · Obelisk</title>" in transcript
+    assert '<div class="ob-text">' + "x" * (RESULT_CHARS - 1) + '<span class="ob-muted ob-more"> … 14 more characters' in transcript
+    assert "<pre class=\"ob-pre\">docs failed</pre>" in transcript
+    for url, params in ((f"/-/obelisk/session/{session}", {}), ("/-/obelisk", {"q": "zebrafish"}),
+                        (f"/-/obelisk/event/{session}/4", {}), (f"/-/obelisk/session/{session}/lineage", {"seq": "1"}),
+                        ("/-/obelisk/failures", {}), ("/-/obelisk/session/%1B%5B31mnope", {})):
+        html = await page(datasette, url, status=404 if "nope" in url else 200, **params)
+        assert "\x1b" not in html, url
+        assert "[0m" not in html and "[1;31m" not in html and "]0;" not in html, url
+    # (the raw log line and the JSON keep what the log holds)
+    raw = (await datasette.client.get(f"/-/obelisk/api/session-query/event/{session}/1")).json()
+    assert raw["target"]["data"]["text"] == red

@@ -23,6 +23,7 @@ from .live import refresh_if_live
 from .params import Params
 from .responses import json_error, json_ok, json_page, method_not_allowed
 from .template_helpers import TemplateHelpers
+from .terminal import without_escapes
 from .visibility import guarded, is_visible
 
 
@@ -179,7 +180,7 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
         **(extra or {}),
     }
     html = await datasette.render_template(template, context, request=request)
-    return Response.html(html, status=status)
+    return Response.html(without_escapes(html), status=status)
 
 
 async def error_page(datasette, request, error: QueryError, extra: dict | None = None) -> Response:
@@ -191,4 +192,4 @@ async def error_page(datasette, request, error: QueryError, extra: dict | None =
         {**(extra or {}), "error": error, "db_param": db, "ob": TemplateHelpers(datasette, db)},
         request=request,
     )
-    return Response.html(html, status=error.status)
+    return Response.html(without_escapes(html), status=error.status)
