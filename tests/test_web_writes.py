@@ -682,3 +682,17 @@ async def test_a_write_waiting_out_an_ingest_s_lock_is_a_timeout_with_nothing_wr
     assert response.json()["error"]["message"].startswith("another writer (an ingest) kept the database locked")
     assert counts(db) == before
     assert (await ds.client.post(REMEMBER, json=record(memory_root), actor=ROOT)).status_code == 200
+
+
+@pytest.mark.asyncio
+async def test_the_row_saying_no_memory_matches_spans_the_table_s_columns(db, memory_root):
+    # Three columns for a reader, four (with Forget) for one who may forget: the row that says
+    # nothing matched spans as many, no more (a cell spanning past the table's columns).
+    import re
+
+    ds = await started(db, plugin_config(memory_root, grant_alice=False))
+    for actor, columns in ((None, 3), (ROOT, 4)):
+        html = (await ds.client.get("/-/obelisk/memories?q=nosuchwombat", actor=actor)).text
+        head = re.search(r"<thead><tr>(.*?)</tr></thead>", html).group(1)
+        assert head.count("<th>") == columns, head
+        assert f'<td colspan="{columns}" class="ob-empty">No memory matches' in html
