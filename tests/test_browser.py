@@ -118,7 +118,7 @@ def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
     assert "source=claude" in page.url
     assert "Source: claude" in page.locator(".ob-chips").inner_text()
 
-    page.click(".ob-result h2 a >> nth=0")
+    page.click(".ob-result h3 a >> nth=0")
     page.wait_for_selector(".ob-transcript")
     assert "/-/obelisk/session/" in page.url
     tool = page.locator("details.ob-tool").first
@@ -203,7 +203,7 @@ def test_back_from_a_result_returns_to_where_the_reader_was(server, page):
     page.evaluate("window.scrollTo(0, 700)")
     scrolled = page.evaluate("window.scrollY")
     assert scrolled > 0
-    link = next(a for a in page.locator(".ob-result h2 a").all() if a.bounding_box()["y"] > 0)
+    link = next(a for a in page.locator(".ob-result h3 a").all() if a.bounding_box()["y"] > 0)
     link.click()
     page.wait_for_selector(".ob-transcript")
     page.go_back()
@@ -423,7 +423,7 @@ def test_compacted_entries_and_focused_links_stay_readable(server, page):
         for part in (entry.locator(".ob-entry-head span").first, entry.locator(".ob-entry-head a").first):
             assert part.evaluate(CONTRAST) >= 4.5
     page.goto(f"{server}/-/obelisk?q={WORD}")
-    link = page.locator(".ob-result h2 a").first
+    link = page.locator(".ob-result h3 a").first
     link.focus()
     assert link.evaluate(CONTRAST) >= 4.5  # Datasette's own focus colour gives about 2:1
 
@@ -444,7 +444,7 @@ def test_back_to_a_search_shows_the_form_of_its_results(server, page):
     page.goto(f"{server}/-/obelisk?q={WORD}")
     page.fill("input[name=q]", "typed but never searched")
     page.check("input[name=mode][value=phrase]")
-    page.click(".ob-result h2 a >> nth=0")
+    page.click(".ob-result h3 a >> nth=0")
     page.wait_for_selector(".ob-transcript")
     page.go_back()
     page.wait_for_selector(".ob-result")

@@ -317,7 +317,7 @@ async def test_search_page_cursor_paging(ds):
     next_links = re.findall(r'<a rel="next" href="([^"]+)"', first)
     assert next_links
     second = await page(ds, "/-/obelisk" + unescape(next_links[0]))
-    sessions = lambda html: set(re.findall(r'<h2><a href="/-/obelisk/session/([^"]+)"', html))  # noqa: E731
+    sessions = lambda html: set(re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html))  # noqa: E731
     assert sessions(first) and sessions(second) and not sessions(first) & sessions(second)
     assert "« First page" in second
 
@@ -2012,3 +2012,15 @@ async def test_terminal_escape_sequences_are_left_out_of_every_page(tmp_path):
     # (the raw log line and the JSON keep what the log holds)
     raw = (await datasette.client.get(f"/-/obelisk/api/session-query/event/{session}/1")).json()
     assert raw["target"]["data"]["text"] == red
+
+
+@pytest.mark.asyncio
+async def test_search_results_are_headed_under_the_results_heading(ds):
+    # In the outline a screen reader walks, each session found sits under "Results" as each
+    # facet sits under "Refine" (and each recent session under "Recent sessions"), not beside it.
+    html = await page(ds, "/-/obelisk", q="the")
+    outline = [(int(level), re.sub(r"<[^>]+>", "", text)) for level, text in re.findall(r"<h([1-6])[^>]*>(.*?)</h\1>", html, re.S)]
+    results, refine = outline.index((2, "Results")), outline.index((2, "Refine"))
+    found = outline[results + 1:refine]
+    assert len(found) == html.count('<li class="ob-result">') > 1
+    assert {level for level, _ in found} == {3}, found[:3]
