@@ -89,6 +89,11 @@ def test_anchors_may_be_json_text_or_null(conn, root):
         ({"path": "wal.md"}, "needs summary"),
         ({"path": "wal.md", "summary": "   "}, "needs summary"),
         ({"path": "wal.md", "summary": "数据库锁定的原因"}, "in English"),
+        # Korean as conjoining jamo (the decomposed form macOS file names and pasted text carry),
+        # compatibility jamo, and an ideograph beyond the BMP are CJK text too
+        ({"path": "wal.md", "summary": "\u1103\u1166\u110b\u1175\u1110\u1165 lock"}, "in English"),
+        ({"path": "wal.md", "summary": "WAL \u314b\u314b\u314b"}, "in English"),
+        ({"path": "wal.md", "summary": "\U00020bb7 lock"}, "in English"),
         ({"path": "wal.md", "summary": "ok", "anchors": "not json"}, "anchors must be"),
         ({"path": "wal.md", "summary": "ok", "anchors": {"a": 1}}, "anchors must be"),
         ({"path": "wal.md", "summary": "ok", "session_id": 5}, "session_id must be a string"),

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import sqlite3
 import stat
@@ -25,6 +24,7 @@ from typing import Iterable
 
 import orjson
 
+from .. import cjk
 from ..store.db import newer_migrations
 from .errors import QueryError, refusing_unencodable
 
@@ -33,7 +33,6 @@ REFUSED = QueryError(
     "remember(): path refused; it must name an existing regular file, without symlinks, "
     "inside a configured memory root",
 )
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]")
 OPTIONAL_TEXT = ("session_id", "message_start", "message_end", "project")
 
 
@@ -73,7 +72,7 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
     summary = record.get("summary")
     if not isinstance(summary, str) or not summary.strip():
         raise invalid("remember() needs summary: a short English retrieval summary")
-    if CJK.search(summary):
+    if cjk.holds(summary):  # (Hangul as jamo too, as macOS writes it, and ideographs beyond the BMP)
         raise invalid("remember(): write the summary in English (CJK text found)")
     fields = {name: record.get(name) for name in OPTIONAL_TEXT}
     for name, value in fields.items():
