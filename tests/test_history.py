@@ -665,3 +665,42 @@ def test_a_tool_output_over_the_budget_comes_whole_on_a_page_of_its_own(toy, mon
     again = pages(lambda **o: history_read(conn, sessionId="s1", **o), limit=100)
     assert again == split
     assert max(encoded) < history_module.READ_BUDGET_BYTES  # an output that cannot fit is not encoded to learn so
+
+
+def test_a_read_cursor_goes_on_after_its_line_when_an_ingest_renumbers_the_session(tmp_path):
+    """A Codex fork read before the log it forked from arrives keeps a copy of that log's
+    lines; once the log arrives the fork gives the copy up and its own lines move up.
+    A cursor goes on after the line its page ended on, wherever that line now is, and
+    one whose line is gone is stale: never an early end of the transcript."""
+    from test_codex_fork_ancestry import IDS, chain, rel
+
+    from datasette_obelisk.query.readonly import connect_readonly
+    from datasette_obelisk.store.ingest import ingest
+
+    logs, home, db = chain(), tmp_path / ".codex", tmp_path / "fork.db"
+
+    def arrive(name):
+        path = home / rel(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(logs[name])
+        ingest(db, {"codex": home})
+
+    fork = "codex:" + IDS["B"]
+    arrive("B")
+    with connect_readonly(db) as conn:
+        before = [(e["type"], e.get("content") or e["name"]) for e in read_everything(conn, fork)[1]]
+        first, fourth = (history_read(conn, sessionId=fork, limit=limit) for limit in (3, 4))
+    assert before == [
+        ("user", "A's own prompt"), ("tool", "shell"), ("assistant", "Answer to A's own prompt"),
+        ("user", "B's own prompt"), ("tool", "shell"), ("assistant", "Answer to B's own prompt"),
+    ]
+    arrive("A")
+    with connect_readonly(db) as conn:
+        assert [e["content"] for e in read_everything(conn, fork)[1] if e["type"] != "tool"] == [
+            "B's own prompt", "Answer to B's own prompt"]
+        rest = history_read(conn, sessionId=fork, cursor=fourth["nextCursor"])
+        assert [(e["type"], e.get("content") or e["name"]) for e in rest["entries"]] == [
+            ("tool", "shell"), ("assistant", "Answer to B's own prompt")]
+        assert "nextCursor" not in rest
+        # the line the first page ended on was the copy's: where to go on is unknown
+        assert code_of(lambda: history_read(conn, sessionId=fork, cursor=first["nextCursor"])) == "SESSION_QUERY_STALE_CURSOR"

@@ -69,6 +69,7 @@ SEARCH_MAX_LIMIT = 75
 READ_DEFAULT_LIMIT = 50
 READ_MAX_LIMIT = 100
 READ_BUDGET_BYTES = 1 << 20
+MAX_PLACE_UUID = 512  # longest line uuid a read cursor carries (a cursor holds at most 2,048 characters)
 MAX_ATTRIBUTES = 32
 MAX_ATTRIBUTE_KEY = 64
 MAX_ATTRIBUTE_VALUE = 1024
@@ -448,8 +449,10 @@ def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     after = None
     if o.get("cursor") is not None:
         after = decode_cursor(conn, o["cursor"], "history.read", request, None)
-        if not (isinstance(after, list) and len(after) == 2 and all(is_count(v) for v in after)):
+        if not (isinstance(after, list) and len(after) in (2, 3) and all(is_count(v) for v in after[:2])
+                and (len(after) == 2 or isinstance(after[2], str))):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+        after = _current_place(conn, session_id, after)
     entries, more = _page(conn, session_id, after, limit, READ_BUDGET_BYTES)
     positions = [entry.pop("_position") for entry in entries]
     result = {"session": descriptor(conn, session), "entries": entries}
@@ -514,11 +517,37 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
             if entries and used + size > budget:
                 return entries, True
             used += size
-            entry["_position"] = [row["seq"], index]
+            # (the line's uuid: an ingest that renumbers a session's lines keeps it; a uuid
+            # too long for a cursor is left out, the seq then taken as it is)
+            entry["_position"] = [row["seq"], index, *([row["uuid"]] if len(row["uuid"]) <= MAX_PLACE_UUID else [])]
             entries.append(entry)
         seq, part = batch[-1]["seq"], 1 << 30
         if len(batch) <= limit:
             return entries, False
+
+
+def _current_place(conn, session_id: str, position: list) -> list[int]:
+    """The ``(seq, part)`` a read cursor goes on after: the place of the line its last
+    entry came from as that line stands now (``[seq, part, uuid]``; a cursor of two
+    numbers is taken as it is).
+
+    An ingest may renumber a session's lines: a fork gives up its copy of a log
+    that arrived meanwhile, an agent's lines move to a session of their own. Going on
+    after the seq the cursor remembers would then skip entries (or end the transcript
+    early, with no ``nextCursor``); when that line is gone, where the transcript read
+    so far ends is unknown, so the cursor is stale.
+    """
+    if len(position) == 2:
+        return position
+    _, part, uuid = position
+    found = conn.execute("SELECT seq FROM messages WHERE uuid = ? AND session_id = ?", [uuid, session_id]).fetchone()
+    if found is None:
+        raise QueryError(
+            "SESSION_QUERY_STALE_CURSOR",
+            "lines of the transcript read before this cursor are gone since it was issued: "
+            "read the session again without a cursor",
+        )
+    return [found[0], part]
 
 
 def _read_result(conn, entry: dict) -> None:
