@@ -278,6 +278,9 @@ def test_a_blank_required_id_is_refused_as_the_command_line_and_http_refuse_it(r
         ({"sessionId": ""}, "search(): sessionId must not be empty"),
         ({"project": "%x" * 5001}, "search(): project is longer than 10,000 characters"),
         ({"cwd": "/" * 60000}, "search(): cwd is longer than 10,000 characters"),
+        # one option in both spellings: which one was meant? (over HTTP a repeated parameter is refused too)
+        ({"sessionId": "a", "session_id": "b"}, "search() was given sessionId twice ('sessionId' and 'session_id')"),
+        ({"includeMeta": False, "include_meta": True}, "search() was given includeMeta twice"),
     ],
 )
 def test_bad_options_are_refused(ro, opts, message):
@@ -1506,3 +1509,12 @@ def test_a_search_reads_each_session_once_for_its_hits_neighbours(tmp_path):
         hits = o.search(conn, "needle", {"limit": 100})
     assert len(hits) == 60 and all(len(hit["context"]) == 6 for hit in hits)
     assert len(statements) == 2
+
+
+def test_an_option_given_both_in_the_dict_and_as_a_keyword_is_refused(ro):
+    for call in (lambda: o.sessions(ro, {"limit": 5}, limit=2), lambda: o.sessions(ro, 5, limit=2),
+                 lambda: o.failures(ro, "sample_session", session_id="other")):
+        with pytest.raises(QueryError) as error:
+            call()
+        assert error.value.code == "OBELISK_INVALID_ARGUMENT" and "twice" in error.value.message
+    assert len(o.sessions(ro, {"limit": 1})) == len(o.sessions(ro, limit=1)) == 1

@@ -6,7 +6,9 @@ reference's arguments; options come as a dict (the reference's camelCase
 keys, e.g. ``{"sessionId": ..., "includeMeta": True}``) and/or as keyword
 arguments (``session_id=...``). A string where options are expected means
 ``sessionId`` (``project`` for ``overview``), a number means ``limit``.
-Unknown option names are refused, so a typo never widens a query silently.
+Unknown option names are refused, so a typo never widens a query silently,
+and so is an option given twice (``sessionId`` and ``session_id``, or in the
+dict and as a keyword): which one was meant?
 ``after`` / ``before`` are ISO 8601 dates or times, compared with stored
 timestamps as instants (``moments.py``); anything else is refused. Lists
 ordered by time are ordered by those instants too.
@@ -123,8 +125,12 @@ def options(helper: str, given, kwargs: dict, defaults: dict, keys=(), *, string
         raise invalid(f"{helper}() options must be {option_forms(string_key)}")
     allowed = set(defaults) | set(keys)
     result = dict(defaults)
-    for key, value in {**given, **kwargs}.items():
+    spelt: dict[str, str] = {}  # option name -> the key that gave it
+    for key, value in [*given.items(), *kwargs.items()]:
         name = CAMEL.get(key, key)
+        if name in spelt:  # (sessionId and session_id, or an option and a keyword): which one was meant?
+            raise invalid(f"{helper}() was given {SNAKE_TO_CAMEL.get(name, name)} twice ({spelt[name]!r} and {key!r})")
+        spelt[name] = key
         if name not in allowed:
             names = ", ".join(sorted(SNAKE_TO_CAMEL.get(k, k) for k in allowed))
             raise invalid(f"{helper}() has no option {key!r}; its options are: {names}")
