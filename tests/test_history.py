@@ -704,3 +704,10 @@ def test_a_read_cursor_goes_on_after_its_line_when_an_ingest_renumbers_the_sessi
         assert "nextCursor" not in rest
         # the line the first page ended on was the copy's: where to go on is unknown
         assert code_of(lambda: history_read(conn, sessionId=fork, cursor=first["nextCursor"])) == "SESSION_QUERY_STALE_CURSOR"
+
+
+def test_an_option_given_in_the_dict_and_as_a_keyword_is_refused(logs):
+    conn = logs.conn()
+    assert code_of(lambda: history_read(conn, {"sessionId": "s1"}, sessionId="s2")) == "OBELISK_INVALID_ARGUMENT"
+    assert code_of(lambda: history_search(conn, {"limit": 1}, limit=2)) == "OBELISK_INVALID_ARGUMENT"
+    assert [e["id"] for e in history_read(conn, {"limit": 1}, sessionId="s1")["entries"]] == ["a1"]

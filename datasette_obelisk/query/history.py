@@ -84,6 +84,9 @@ def _options(options, kwargs: dict, allowed: set, name: str) -> dict:
         options = {}
     if not isinstance(options, dict):
         raise QueryError("OBELISK_INVALID_ARGUMENT", f"history.{name}() takes an options object")
+    twice = sorted(set(options) & set(kwargs))
+    if twice:  # which one was meant?
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"history.{name}(): {', '.join(map(str, twice))} given twice")
     merged = {**options, **kwargs}
     unknown = set(merged) - allowed
     if unknown:
