@@ -211,6 +211,11 @@ async def test_session_ids_with_colons_and_slashes_in_paths(ds):
         ("/sessions", {"filters": "[" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/sessions/search", {"query": "x", "eventFilters": "[" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/sessions", {"filters": '[{"kind": "cwd", "values": ["\\ud800"]}]'}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        # a JSON object naming a key twice, as a parameter given twice: which one was meant?
+        ("/sessions", {"filters": '[{"kind": "availability", "values": ["live"], "values": ["persisted"]}]'}, 400,
+         "SESSION_QUERY_INVALID_FILTER"),
+        ("/sessions/search", {"query": "x", "eventFilters": '[{"kind": "seq", "from": 1, "from": 5}]'}, 400,
+         "SESSION_QUERY_INVALID_FILTER"),
         # a cursor whose fields are not what this service writes, MAC included
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_MAC}, 400, "SESSION_QUERY_INVALID_CURSOR"),
         ("/sessions/search", {"query": "x", "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
@@ -374,6 +379,7 @@ async def test_history_paging(ds):
         ("/read", {"sessionId": XSS_SESSION, "cursor": FORGED_CURSOR_SCOPE}, 400, "SESSION_QUERY_INVALID_CURSOR"),
         ("/search", {"attributes": '{"repository": "\\ud800"}'}, 400, "SESSION_QUERY_INVALID_FILTER"),
         ("/search", {"attributes": "{" * 5000}, 400, "SESSION_QUERY_INVALID_FILTER"),
+        ("/search", {"attributes": '{"source": "codex", "source": "claude"}'}, 400, "SESSION_QUERY_INVALID_FILTER"),
     ],
 )
 async def test_history_errors(ds, path, params, status, code):

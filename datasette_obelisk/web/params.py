@@ -4,12 +4,14 @@ Query strings carry scalars as text and structured values as JSON
 (``filters=[{"kind":"cwd","values":["/x"]}]``). Path parts arrive
 percent-encoded and are decoded here. A value that cannot be parsed is a
 ``QueryError`` with the code the caller names (``OBELISK_INVALID_ARGUMENT``
-unless the contract has a more precise one). Integers are bounded: by the
+unless the contract has a more precise one), and so is a JSON object that
+names a key twice (which one was meant?). Integers are bounded: by the
 caller's ``minimum`` / ``maximum``, and always by SQLite's 64-bit range.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import unquote
 
@@ -74,13 +76,33 @@ class Params:
         if value is None or value == "":
             return default
         try:
-            return orjson.loads(value)  # (refuses lone surrogates and deep nesting: ValueError)
+            parsed = orjson.loads(value)  # (refuses lone surrogates and deep nesting: ValueError)
         except ValueError as exc:
             raise QueryError(code, f"{name} must be JSON: {exc}") from None
+        if "{" in value:  # an object may name a key twice, which orjson folds into the last
+            _refuse_repeated_keys(name, value, code)
+        return parsed
 
     def values(self, *names: str) -> dict:
         """The given text parameters that are present, by name."""
         return {name: self.args.get(name) for name in names if self.args.get(name) not in (None, "")}
+
+
+def _refuse_repeated_keys(name: str, value: str, code: str) -> None:
+    """A JSON object in ``value`` naming a key twice is refused, as a repeated
+    parameter is: which one was meant?"""
+
+    def check(pairs):
+        seen: set = set()
+        repeated = sorted({key for key, _ in pairs if key in seen or seen.add(key)})
+        if repeated:
+            raise QueryError(code, f"{name}: key {', '.join(map(repr, repeated))} given more than once in one object")
+        return dict(pairs)
+
+    try:
+        json.loads(value, object_pairs_hook=check)
+    except RecursionError:  # nested deeper than Python's parser goes (orjson's limit is higher)
+        raise QueryError(code, f"{name} is nested too deeply") from None
 
 
 def _integer(name: str, value: str, code: str, minimum: int, maximum: int) -> int:
