@@ -579,6 +579,30 @@ def test_lineage_cycles_are_invalid(pair):
     assert code_of(lambda: SessionQuery(pair.conn()).traceSession("c")) == "SESSION_QUERY_INVALID_LINEAGE"
 
 
+CONTINUED = (  # sessions c1 .. c<n>, each continuing the one before, the first continuing p
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) "
+    "INSERT INTO sessions (id, source, parent_session_id, relationship, started_at) "
+    "SELECT 'c' || i, 'toy', CASE i WHEN 1 THEN 'p' ELSE 'c' || (i - 1) END, 'continuation', "
+    "strftime('%Y-%m-%dT%H:%M:%fZ', '2026-02-01', '+' || i || ' minutes') FROM n"
+)
+
+
+def test_a_lineage_deeper_than_python_recurses_is_traced(pair):
+    """A session continued 1,500 times: its descendant forest is every generation, nested."""
+    pair.sql("DELETE FROM sessions WHERE id = 'c'")
+    pair.sql(CONTINUED, [1500])
+    sq = SessionQuery(pair.conn())
+    trace, depth = sq.traceSession("p"), 0
+    node = {"descendants": trace["descendants"]}
+    while node["descendants"]:
+        [node] = node["descendants"]
+        depth += 1
+        assert node["session"]["header"]["id"] == f"c{depth}"
+    assert depth == 1500 and trace["complete"] is True
+    bottom = sq.traceSession("c1500")
+    assert (len(bottom["ancestors"]), bottom["root"]["header"]["id"], bottom["descendants"]) == (1500, "p", [])
+
+
 def test_broken_surfaces_are_invalid(pair):
     pair.sql("UPDATE messages SET replaced_by = 'p2' WHERE uuid = 'p1'")  # current, yet replaced
     sq = SessionQuery(pair.conn())

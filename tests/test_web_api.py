@@ -416,3 +416,27 @@ async def test_an_empty_parameter_is_not_given_and_an_unknown_session_has_nothin
         ("/search", {"q": "zebrafish"}), ("/thread", {}), ("/failures", {}), ("/summaries", {}), ("/sessions", {}),
     ]:
         assert await get(ds, f"{API}{path}", sessionId="no-such-session", **params) == []
+
+
+@pytest.mark.asyncio
+async def test_a_lineage_deeper_than_the_json_module_nests_is_answered(web_db, tmp_path):
+    """traceSession of a session continued 1,200 times: 2,400 levels of JSON, more than
+    ``json.dumps`` recurses, is still the contract's answer (a 500 page before)."""
+    db = copy_db(web_db, tmp_path / "deep.db")
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) "
+        "INSERT INTO sessions (id, source, parent_session_id, relationship, started_at) "
+        "SELECT 'deep-' || i, 'claude', CASE i WHEN 1 THEN ? ELSE 'deep-' || (i - 1) END, 'continuation', "
+        "strftime('%Y-%m-%dT%H:%M:%fZ', '2026-04-01', '+' || i || ' minutes') FROM n",
+        [XSS_SESSION],
+    )
+    conn.commit()
+    conn.close()
+    ds = make_datasette(db)
+    response = await ds.client.get(f"{SQ}/session/{XSS_SESSION}/trace")
+    assert response.status_code == 200 and response.headers["content-type"].startswith("application/json")
+    body = response.text
+    assert body.startswith('{"target": {"header": {"version": 1, "id": "xss-session-0001"')
+    assert body.count('"descendants": [') == 1201 and body.count('"id": "deep-') == 1200
+    assert body.count('"complete": true') == 1 and "]}]}]}]}]}" in body  # (nested, not flattened)

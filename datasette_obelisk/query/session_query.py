@@ -348,18 +348,25 @@ class SessionQuery:
             return trace
 
     def _descendants(self, session_id: str, seen: set) -> list[dict]:
-        children = rows(
-            self.conn,
-            f"SELECT s.* FROM sessions s WHERE s.parent_session_id = ? {OLDEST_FIRST}",
-            [session_id],
-        )
-        nodes = []
-        for child in children:
-            if child["id"] in seen:
-                raise QueryError("SESSION_QUERY_INVALID_LINEAGE", f"session {child['id']!r} is its own descendant")
-            seen.add(child["id"])
-            nodes.append({"session": record(child), "descendants": self._descendants(child["id"], seen)})
-        return nodes
+        """The descendant forest below ``session_id``, built without recursion: a lineage
+        may be deeper than Python recurses (a session continued a thousand times)."""
+        forest: list[dict] = []
+        waiting = [(session_id, forest)]  # a session whose children are still to be read, and where they go
+        while waiting:
+            parent_id, nodes = waiting.pop()
+            children = rows(
+                self.conn,
+                f"SELECT s.* FROM sessions s WHERE s.parent_session_id = ? {OLDEST_FIRST}",
+                [parent_id],
+            )
+            for child in children:
+                if child["id"] in seen:
+                    raise QueryError("SESSION_QUERY_INVALID_LINEAGE", f"session {child['id']!r} is its own descendant")
+                seen.add(child["id"])
+                node = {"session": record(child), "descendants": []}
+                nodes.append(node)
+                waiting.append((child["id"], node["descendants"]))
+        return forest
 
     def trace_event(self, request, signal=None) -> dict:
         with self._reading(signal):
