@@ -8,6 +8,7 @@ import itertools
 import json
 import os
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,86 @@ def test_a_gone_fork_of_older_builds_ends_as_when_read_with_the_logs_up_its_chai
 def test_a_fork_of_older_builds_ends_as_read_at_once_however_its_logs_arrive(tmp_path, logs, runs):
     together, _ = ingest_runs(tmp_path, [logs], label="together-", older=True)
     assert diff(snapshot(together), snapshot(ingest_runs(tmp_path, runs, older=True)[0])) == []
+
+
+# What a fork's copy replays of a log up its chain is given up again when the fork is read
+# again from its start once that log is gone (its rows stay, archived): as a new parser
+# version reads every log again, or as a log replaced by a copy of it renamed over it is.
+FORK_MESSAGES = ("SELECT uuid, seq, text, json_extract(meta_json, '$.copied_from') FROM messages "
+                 "WHERE session_id = ? ORDER BY seq")
+FTS_HITS = "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?"
+
+
+def read_again(db_path: Path, home: Path, name: str, how: str, data: bytes | None = None) -> None:
+    path = home / rel(name)
+    if how == "parser":
+        conn = sqlite3.connect(db_path)
+        conn.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(path)])
+        conn.commit()
+        conn.close()
+    else:
+        (home / "new.jsonl").write_bytes(path.read_bytes() if data is None else data)
+        os.replace(home / "new.jsonl", path)
+    ingest(db_path, {"codex": home})
+
+
+def first_row_offset(name: str) -> int:
+    """The byte offset, in ``name``'s log, of the first line after the history it copies of
+    A to give a row: its copy of B's prompt."""
+    log = chain()[name]
+    return log.rfind(b"\n", 0, log.index(b"B's own prompt")) + 1
+
+
+@pytest.mark.parametrize("how", ["parser", "replaced"])
+@pytest.mark.parametrize("runs, fork, kept", [(["AC", "-A"], "C", [(s("A"), 4, 0), (s("C"), 8, 4)]),
+                                              (["AD", "-A"], "D", [(s("A"), 4, 0), (s("D"), 12, 8)])])
+def test_a_fork_read_again_once_the_log_it_replays_is_gone_gives_up_the_same_lines(tmp_path, runs, fork, kept, how):
+    db_path, home = ingest_runs(tmp_path, runs, label=how)
+    before, whole = rows(db_path, FORK_MESSAGES, [s(fork)]), snapshot(db_path)
+    assert rows(db_path, COUNTS) == kept
+    assert before[0][:2] == (f"{s(fork)}:{first_row_offset(fork)}", 1)
+    assert rows(db_path, FTS_HITS, ['"Answer to A"']) == [(1,)]
+    read_again(db_path, home, fork, how)
+    assert rows(db_path, COUNTS) == kept
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, FTS_HITS, ['"Answer to A"']) == [(1,)]
+    assert rows(db_path, "SELECT session_id FROM messages WHERE text = ?", ["A's own prompt"]) == [(s("A"),)]
+    assert rows(db_path, FORK_MESSAGES, [s(fork)]) == before
+    assert diff(whole, snapshot(db_path)) == []
+
+
+def test_a_fork_read_while_its_copy_is_written_replays_all_of_it_once_the_log_is_gone(tmp_path):
+    """Read first while its log ends within the lines it replays of A (more are written
+    after), D gives up all those lines when read again with A gone."""
+    db_path, home = tmp_path / "written.db", tmp_path / "written" / ".codex"
+    logs = chain()
+    (home / rel("A")).parent.mkdir(parents=True)
+    (home / rel("A")).write_bytes(logs["A"])
+    head = logs["D"].splitlines(keepends=True)
+    (home / rel("D")).write_bytes(b"".join(head[:7]))  # (its session_meta, C's, B's, A's, 3 of A's lines)
+    ingest(db_path, {"codex": home})
+    with open(home / rel("D"), "ab") as log:
+        log.write(b"".join(head[7:]))
+    ingest(db_path, {"codex": home})
+    os.remove(home / rel("A"))
+    ingest(db_path, {"codex": home})
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("D"), 12, 8)]
+    before = rows(db_path, FORK_MESSAGES, [s("D")])
+    read_again(db_path, home, "D", "parser")
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("D"), 12, 8)]
+    assert rows(db_path, DUPLICATES) == []
+    assert rows(db_path, FORK_MESSAGES, [s("D")]) == before
+    assert before[0][:2] == (f"{s('D')}:{first_row_offset('D')}", 1)
+
+
+def test_a_fork_replaced_by_another_copy_once_the_log_is_gone_keeps_what_it_cannot_tell_a_replay(tmp_path):
+    """C replaced, once A is gone, by a log whose copy of A differs from the one read with A:
+    none of its lines is known to be A's, so it keeps them all."""
+    db_path, home = ingest_runs(tmp_path, ["AC", "-A"])
+    other = chain()["C"].replace(b"Answer to A's own prompt", b"Another answer")
+    read_again(db_path, home, "C", "replaced", other)
+    assert rows(db_path, COUNTS) == [(s("A"), 4, 0), (s("C"), 12, 8)]
+    assert rows(db_path, "SELECT text FROM messages WHERE session_id = ? AND meta_json LIKE '%copied_from%' "
+                         "ORDER BY text", [s("C")]) == sorted([
+        ("A's own prompt",), ("A\n",), ("Another answer",), ("B's own prompt",), ("B\n",),
+        ("Answer to B's own prompt",), ("shell\necho\nA",), ("shell\necho\nB",)])

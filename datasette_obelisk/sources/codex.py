@@ -92,7 +92,13 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   or found, are replays of that log (``replays_in``): the copy's lines up to one
   are, as a copy repeats a line (all but its time), that log's first lines in
   order (``chained_line_key``; a line of a thread between that repeats one of
-  the log's elsewhere is no replay). Only the lines of the threads stored
+  the log's elsewhere is no replay). How many lines that is, and the chain of
+  the last, is kept in the fork's hints (``replayed``, ``replay_extent``: read
+  once, comparing the two logs' heads, while that log is there), and a read of
+  the copy gives up that many of its first lines while they are still those:
+  read again from its start once that log is gone (a new parser version, the
+  fork's log replaced), it gives up the same lines as before, the rows of that
+  log staying archived. Only the lines of the threads stored
   nowhere between are kept. It is
   read in a state of its own (``COPY_FIELDS``): its turn context (model,
   effort, cwd), its last message, its calls leave the child's own lines as
@@ -126,6 +132,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import html
+import itertools
 import os
 import re
 import time
@@ -564,6 +571,7 @@ class CodexSource:
                 continue
             unit.hints["parent"] = parent
             unit.hints.pop("replays_in", None)
+            unit.hints.pop("replayed", None)
             if parent and parent not in present:
                 unit.hints["copies_of"] = parent
                 # (the threads the parent's copy descends from, nearest first, read from the head
@@ -578,6 +586,13 @@ class CodexSource:
                         unit.hints["ancestors"] = ancestors
                 if (nearest := _nearest_log(ancestors, logs)) is not None:
                     unit.hints["replays_in"] = nearest
+                    # (how far the copy replays that log, kept while it is there: of a log gone
+                    # since, a read of the copy again from its start gives up the same lines)
+                    extent = before.get("replayed") if before.get("replays_in") == nearest else None
+                    if not isinstance(extent, dict) or ("size" in extent and extent["size"] != _file_size(unit.path)):
+                        extent = replay_extent(str(unit.path), nearest) or extent
+                    if extent is not None:
+                        unit.hints["replayed"] = extent
         found = {str(unit.path) for unit in units}
         changed = {}
         for path, hints in stored.items():
@@ -585,9 +600,9 @@ class CodexSource:
                 continue
             if hints["copies_of"] in present:
                 changed[path] = {key: value for key, value in hints.items()
-                                 if key not in ("copies_of", "grandparent", "ancestors", "replays_in")}
+                                 if key not in ("copies_of", "grandparent", "ancestors", "replays_in", "replayed")}
             elif (nearest := _nearest_log(_ancestors(hints), logs)) != hints.get("replays_in"):
-                changed[path] = {key: value for key, value in hints.items() if key != "replays_in"}
+                changed[path] = {key: value for key, value in hints.items() if key not in ("replays_in", "replayed")}
                 if nearest is not None:
                     changed[path]["replays_in"] = nearest
         return changed
@@ -597,7 +612,7 @@ class CodexSource:
         (``meta.copied_line`` of the messages a fork kept of a copy): of a gone fork whose copy
         begins with that log's lines, the rows those lines kept are deleted
         (``Ingester.give_up_replays``)."""
-        return {key.hex() for key in rollout_line_keys(log)}
+        return {chain.hex() for chain in rollout_line_chains(log)}
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":
@@ -711,6 +726,13 @@ def _head_of(raw, compression: str | None) -> tuple[list[bytes], bool]:
     return _head_lines(raw)
 
 
+def _file_size(path) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def _ancestors(hints: dict) -> list[str]:
     """The threads a fork's hints name its parent's copy descending from, nearest first
     (``ancestors``; a file's hints of before name the nearest alone, ``grandparent``)."""
@@ -792,21 +814,21 @@ def chained_line_key(chain: bytes | None, key: bytes) -> bytes:
     return hashlib.blake2b((chain or b"") + key, digest_size=16).digest()
 
 
-def rollout_line_keys(path: str) -> set[bytes]:
+def rollout_line_chains(path: str) -> Iterator[bytes]:
     """``chained_line_key`` of each line of a rollout a fork's copy of it repeats as a line
-    of history (none when it cannot be read): whose lines are, up to that one, those of
-    the rollout in order (its ``session_meta`` lines and lines of no envelope aside)."""
-    keys: set[bytes] = set()
+    of history, in order (none when it cannot be read, none after a part that cannot):
+    whose lines are, up to that one, those of the rollout in order (its ``session_meta``
+    lines and lines of no envelope aside)."""
     chain = None
 
-    def add(lines) -> None:
+    def chains(lines) -> Iterator[bytes]:
         nonlocal chain
         for line in lines:
             data = loads_or_none(line)
             if (isinstance(data, dict) and isinstance(data.get("type"), str) and data["type"] != "session_meta"
                     and isinstance(data.get("payload"), dict) and (key := copied_line_key(line)) is not None):
                 chain = chained_line_key(chain, key)
-                keys.add(chain)
+                yield chain
 
     try:
         with open(path, "rb") as raw:
@@ -816,12 +838,52 @@ def rollout_line_keys(path: str) -> set[bytes]:
                 import zstandard
 
                 with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
-                    add(io.BufferedReader(stream))
+                    yield from chains(io.BufferedReader(stream))
             else:
-                add(raw)
+                yield from chains(raw)
     except Exception:
-        return set()
-    return keys
+        return
+
+
+def replay_extent(fork: str, log: str) -> dict | None:
+    """How far the copy the fork's rollout at ``fork`` begins with replays the rollout at
+    ``log``: how many of its first lines are, in order, that log's first lines
+    (``rollout_line_chains`` of both alike), and the chain of the last of them (hex;
+    None for none), that a read of the fork gives up as replays whether that log is
+    still there or not; while the fork's rollout ends within them (more may be written),
+    its size then. None when ``log`` cannot be read. Reads no further than the line after
+    them in either."""
+    try:
+        with open(log, "rb"):
+            pass
+        size = os.stat(fork).st_size
+    except OSError:
+        return None
+    theirs = rollout_line_chains(log)
+    lines, last = 0, None
+    for mine in rollout_line_chains(fork):
+        if next(theirs, None) != mine:
+            break
+        lines, last = lines + 1, mine
+    else:
+        return {"lines": lines, "last": last.hex() if last else None, "size": size}
+    return {"lines": lines, "last": last.hex() if last else None}
+
+
+def replayed_head(fork: str, extent: Any, *, check: bool = True) -> Iterator[bytes] | None:
+    """The ``rollout_line_chains`` of the first lines of the fork's rollout at ``fork`` that
+    replay a log (``extent``: see ``replay_extent``), read as they are asked for; None when
+    it does not begin with the lines it began with then (``check``: the chain of the last
+    one is read first, and differs)."""
+    if not (isinstance(extent, dict) and type(extent.get("lines")) is int and extent["lines"] >= 0):
+        return None
+    if check:
+        read, last = 0, None
+        for read, last in enumerate(itertools.islice(rollout_line_chains(fork), extent["lines"]), start=1):
+            pass
+        if read != extent["lines"] or (last.hex() if last else None) != extent.get("last"):
+            return None
+    return itertools.islice(rollout_line_chains(fork), extent["lines"])
 
 
 LINEAGE_HEAD_BYTES = 4 << 20  # (a session_meta holds the whole system prompt)
@@ -1030,7 +1092,9 @@ class CodexParser:
         # the log of the nearest thread up the parent's chain that is stored: the lines of the
         # copy it holds are replays of it, not kept (read when first needed)
         self.replays_in = first_text(unit.hints.get("replays_in")) if self.copies_of else None
-        self._replay_keys: set[str] | None = None
+        # (the ``chained_line_key`` of this rollout's first lines that replay that log, those
+        # not yet passed: see ``_replays``)
+        self._replay_head: Iterator[bytes] | None = None
         self._line_bytes: bytes | None = None  # the line being read
         self._line_chain: str | None = None  # of a line of a copy: its ``chained_line_key`` (hex)
         self._copy = False  # the line being read is a copy kept
@@ -1105,19 +1169,32 @@ class CodexParser:
             # they are, in order, that log's first lines)
             key = copied_line_key(self._line_bytes)
             if key is not None:
-                self._line_chain = self.s.copy_chain = chained_line_key(
-                    bytes.fromhex(self.s.copy_chain) if self.s.copy_chain else None, key).hex()
-                if self.replays_in:
-                    if self._replay_keys is None:
-                        self._replay_keys = {chain.hex() for chain in rollout_line_keys(self.replays_in)}
-                    if self._line_chain in self._replay_keys:
-                        return False  # (the history a stored log up the chain holds: a replay of it)
+                chain = chained_line_key(bytes.fromhex(self.s.copy_chain) if self.s.copy_chain else None, key)
+                self._line_chain = self.s.copy_chain = chain.hex()
+                if self.replays_in and self._replays(chain):
+                    return False  # (the history a stored log up the chain holds: a replay of it)
         if not self._copy:
             self._copy = True
             self._copy_state_in()
             if self.s.aborted_calls and not self._output_line:
                 self._settle_aborted_calls(self._out, self._line_time)
         return True
+
+    def _replays(self, chain: bytes) -> bool:
+        """Whether the copy's lines up to the one read (``chain``: their ``chained_line_key``)
+        replay the log up the chain (``replays_in``): whether they are this rollout's first
+        lines, as many as its hints say replayed that log when it was there or fewer
+        (``replayed``, see ``replay_extent``; so a read again from the start gives up the same
+        lines once that log is gone), while those are the lines it held then; else as many as
+        replay that log now. Those lines are read as the copy's are, once: a line that is not
+        one of them is none of the later either, as the copy's lines after it are not."""
+        if self._replay_head is None:
+            path = str(self.unit.path)
+            head = replayed_head(path, self.unit.hints.get("replayed"))
+            if head is None:
+                head = replayed_head(path, replay_extent(path, self.replays_in), check=False) or iter(())
+            self._replay_head = head
+        return any(line == chain for line in self._replay_head)
 
     def _copy_state_in(self) -> None:
         """The kept copy's ``COPY_FIELDS`` in (at first, the rollout's own as they are), the
