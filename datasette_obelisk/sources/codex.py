@@ -607,12 +607,12 @@ class CodexSource:
                     changed[path]["replays_in"] = nearest
         return changed
 
-    def replayed_lines(self, log: str) -> set[str]:
-        """The lines of the rollout at ``log`` as a copy repeats them, each with those before it
-        (``meta.copied_line`` of the messages a fork kept of a copy): of a gone fork whose copy
-        begins with that log's lines, the rows those lines kept are deleted
-        (``Ingester.give_up_replays``)."""
-        return {chain.hex() for chain in rollout_line_chains(log)}
+    def replayed_lines(self, log: str, among: set[str]) -> set[str]:
+        """Of ``among`` (the ``meta.copied_line`` of the messages a fork kept of a copy), the
+        lines of the rollout at ``log`` as a copy repeats them, each with those before it: of a
+        gone fork whose copy begins with that log's lines, the rows those lines kept are deleted
+        (``Ingester.give_up_replays``). The log is read as a stream: no more is held than ``among``."""
+        return {line for line in (chain.hex() for chain in rollout_line_chains(log)) if line in among}
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == "session_index":

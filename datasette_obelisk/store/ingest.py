@@ -670,7 +670,14 @@ class Ingester:
         of their source), as if read again with it; their sessions are derived again."""
         lines_of = getattr(source, "replayed_lines", None)
         if lines_of is not None:
-            self._drop_copies((file_id, lines_of(log)) for file_id, log in sorted(replayed.values()))
+            self._drop_copies((file_id, lines_of(log, self.copied_lines(file_id)))
+                              for file_id, log in sorted(replayed.values()))
+
+    def copied_lines(self, file_id: int) -> set[str]:
+        """The ``meta.copied_line`` of the rows the file ``file_id`` kept of a copy."""
+        return {line for (line,) in self.conn.execute(
+            "SELECT DISTINCT json_extract(meta_json, '$.copied_line') FROM messages "
+            "WHERE file_id = ? AND json_extract(meta_json, '$.copied_line') IS NOT NULL", [file_id])}
 
     def copies_given_up(
         self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile]
