@@ -261,3 +261,32 @@ def test_a_claude_log_pruned_twice_keeps_each_copy_once_however_often_it_was_ing
     assert ingest(at_once, {"claude": base}).files_replayed == 3
     assert diff(snapshot(at_once), before) == []
     assert owners(at_once, base) == expected
+
+
+def test_a_replaced_log_is_archived_and_named_apart_at_once(tmp_path, monkeypatch):
+    """A run stopped between archiving the old file and naming it apart leaves it as it was:
+    the next run ends as one not stopped."""
+    from datasette_obelisk.store import ingest as ingest_module
+
+    where, generations = CASES["claude"]
+    old, new = generations()
+    whole, base, path = ingested_once(tmp_path / "whole", "claude", where, old)
+    replace_over(path, new)
+    ingest(whole, {"claude": base})
+    db, base, path = ingested_once(tmp_path / "stopped", "claude", where, old)
+    first = snapshot(db)
+    stored = files(db, tmp_path / "stopped")
+    replace_over(path, new)
+
+    def stopped(self, row):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ingest_module.Ingester, "retire", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(db, {"claude": base})
+    assert files(db, tmp_path / "stopped") == stored
+    assert diff(snapshot(db), first) == []
+    monkeypatch.undo()
+    ingest(db, {"claude": base})
+    assert diff(snapshot(db), snapshot(whole)) == []
+    assert files(db, tmp_path / "stopped") == files(whole, tmp_path / "whole")

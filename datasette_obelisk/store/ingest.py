@@ -1001,10 +1001,10 @@ class Ingester:
                     return False  # (the same file, or one holding what was read: read again as before)
         except OSError:  # (not opened now: planned as before)
             return False
-        with self.transaction():
+        with self.transaction():  # (archived and retired at once)
             self.archive([row])
+            self.retire(row)
         self.summary.files_missing += 1
-        self.retire(row)
         return True
 
     def retire(self, row: dict) -> None:
