@@ -1090,7 +1090,10 @@ def test_a_compressed_rollout_cut_short_keeps_what_it_read_and_says_so_once_quie
     os.utime(path, (1e9, 1e9))
     summary = ingest(db_path, {"codex": home}, sources=codex_sources())
     assert (summary.messages, summary.errors) == (0, 1)
-    assert rows(db_path, "SELECT line_no, reason FROM ingest_errors") == [(0, CUT_SHORT)]
+    # (what it held is the old file's, gone: archived with the error it had)
+    assert rows(db_path, "SELECT e.line_no, e.reason, f.missing, f.lines_stored FROM ingest_errors e "
+                         "JOIN source_files f ON f.id = e.file_id ORDER BY f.id") == [(21, CUT_SHORT, 1, 19), (0, CUT_SHORT, 0, 0)]
+    assert rows(db_path, "SELECT COUNT(*) FROM messages") == [(19,)]
 
 
 def test_a_compressed_rollout_corrupt_midway_keeps_what_was_read_before(tmp_path):
@@ -1162,8 +1165,9 @@ def test_a_corrupt_compressed_copy_of_a_gone_rollout_is_no_copy(tmp_path, corpus
         summary = ingest(db_path, {"codex": home}, sources=codex_sources())
         assert [(Path(path).name, line, reason) for path, line, reason in summary.error_samples] == [
             (packed.name, None, "cannot read file: its zstd data is corrupt (zstd decompress error: Restored data doesn't match checksum)")]
+    # (the copy corrupted where it is is the copy gone, archived with the sessions it named)
     assert rows(db_path, "SELECT missing, (SELECT COUNT(*) FROM messages WHERE file_id = f.id) FROM source_files f "
-                         "ORDER BY id") == [(1, 18), (0, 0)]
+                         "ORDER BY id") == [(1, 18), (1, 0), (0, 0)]
 
 
 def test_archived_rollout_stays_live(tmp_path, corpus_root):

@@ -102,7 +102,8 @@ ingest({db!r}, {{"claude": {root!r}}}, chunk_bytes=2000, cold_load_bytes={cold})
 @pytest.mark.parametrize("cold", [None, 0])
 def test_sigkill_while_families_are_read_again_then_rerun(tmp_path, cold):
     # A parser change has every log read again with its family, sessions
-    # forgotten first; a rewritten main log adds one family replay more.
+    # forgotten first; a main log rewritten without a line is the old file gone,
+    # archived with its rows, and the new one read as a new file.
     from datasette_obelisk.demo.generator import generate
     from datasette_obelisk.store.ingest import ingest
 
@@ -120,11 +121,20 @@ def test_sigkill_while_families_are_read_again_then_rerun(tmp_path, cold):
     conn.execute("VACUUM INTO ?", [str(before)])
     conn.close()
 
-    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(tmp_path / "clean.db"), root=str(claude), cold=None)]
+    # What one run not stopped gives: a first ingest's rows, and the dropped line's, archived.
+    whole = tmp_path / "whole.db"
+    whole.write_bytes(before.read_bytes())
+    command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(whole), root=str(claude), cold=None)]
     started = time.perf_counter()
     subprocess.run(command, check=True)
     duration = time.perf_counter() - started
-    expected = snapshot(tmp_path / "clean.db")
+    expected = snapshot(whole)
+    ingest(tmp_path / "clean.db", {"claude": claude})
+    first = snapshot(tmp_path / "clean.db")
+    kept = {m["uuid"] for m in expected["messages"]} - {m["uuid"] for m in first["messages"]}
+    assert kept == {json.loads(lines[1])["uuid"]}
+    assert {k: v for k, v in expected.items() if k not in ("messages", "fts", "sessions")} == {
+        k: v for k, v in first.items() if k not in ("messages", "fts", "sessions")}
 
     rng = random.Random(5)
     command = [sys.executable, "-c", CLAUDE_RUNNER.format(db=str(killed), root=str(claude), cold=cold)]

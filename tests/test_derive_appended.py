@@ -232,13 +232,49 @@ def test_lines_appended_to_an_agents_transcript_are_derived_alone(tmp_path, clau
     assert_fresh(tmp_path, db, claude)
 
 
+def assert_alike(db, other):
+    got, expected = snapshot(db), snapshot(other)
+    assert got == expected, diff(got, expected)
+
+
+def test_a_log_rewritten_derives_its_session_whole(tmp_path, claude):
+    db, apart = tmp_path / "o.db", tmp_path / "apart.db"
+    other = tmp_path / "apart" / ".claude"  # the same log, found gone by a run before it comes back rewritten
+    rewritten = (conversation(2) + claude_line("u1b", "a0", 4) + reply("a1b", "u1b", 5)
+                 + claude_line("u2", "a1b", 6) + reply("a2", "u2", 7))
+    for root, database in ((claude, db), (other, apart)):
+        append(log(root), conversation(4))
+        ingest(database, {"claude": root})
+    log(other).unlink()
+    ingest(apart, {"claude": other})
+    log(other).write_bytes(rewritten)
+    ingest(apart, {"claude": other})
+    # Rewritten in place with as many lines, u1 sent again from a0: the old file gone, its rows
+    # archived (those of u2 and a2 apart from the new lines of the same ids), the new one's
+    # rows under the same ids where its lines are the same.
+    log(claude).write_bytes(rewritten)
+    assert plans_of(db, claude) == (1, 0)
+    assert rows(db, "SELECT uuid FROM messages WHERE visibility = 'inactive' ORDER BY uuid") == [
+        ("a1",), ("a2",), ("a3",), ("u1",), ("u2",), ("u3",)]
+    assert_alike(db, apart)
+    more = conversation(1, start=3).replace(b'"parentUuid": null', b'"parentUuid": "a2"')
+    append(log(claude), more)
+    append(log(other), more)
+    ingest(apart, {"claude": other})
+    assert plans_of(db, claude) == (0, 1)
+    assert_alike(db, apart)
+
+
 def test_a_log_read_again_from_its_start_derives_its_session_whole(tmp_path, claude):
     db = tmp_path / "o.db"
-    append(log(claude), conversation(4))
+    append(log(claude), conversation(2) + claude_line("u1b", "a0", 4) + reply("a1b", "u1b", 5)
+           + claude_line("u2", "a1b", 6) + reply("a2", "u2", 7))
     ingest(db, {"claude": claude})
-    # Rewritten with as many lines, u1 sent again from a0: read again, its rows under the same ids.
-    log(claude).write_bytes(conversation(2) + claude_line("u1b", "a0", 4) + reply("a1b", "u1b", 5)
-                            + claude_line("u2", "a1b", 6) + reply("a2", "u2", 7))
+    # Read again from its start (a new parser version): its rows under the same ids.
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.close()
     assert plans_of(db, claude) == (1, 0)
     assert rows(db, "SELECT uuid FROM messages WHERE visibility = 'inactive' ORDER BY uuid") == [("a1",), ("u1",)]
     assert_fresh(tmp_path, db, claude)

@@ -22,8 +22,25 @@ def run(db, claude):
 
 
 def drop_line(path, number):
+    """Rewritten where it is (the same inode) without line ``number``."""
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(b"".join(lines[: number - 1] + lines[number:]))
+
+
+def replaced_without_line(path, number):
+    """Replaced by another file (a new inode, renamed over it) without line ``number``."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    new = path.with_name(path.name + ".tmp")
+    new.write_bytes(b"".join(lines[: number - 1] + lines[number:]))
+    os.replace(new, path)
+
+
+def to_read_again(db, path):
+    """``path`` is to be read again from its start, as after a new parser version."""
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL WHERE path = ?", [str(path)])
+    conn.close()
 
 
 @pytest.fixture
@@ -36,38 +53,38 @@ def logs(tmp_path, corpus):
     return copy
 
 
-# (corpus folder, file, line dropped, a query, its answer once the line is gone)
-# Each answer is what the older ingest left behind from the dropped line.
+# (corpus folder, file, line dropped, a query, its answer, which only that line gives)
+# A log rewritten without the line is the old file gone: the answer stays, archived with it.
 CASES = [
     # The only line naming the working folder, branch and version.
     ("kvsankar__agent-history", "claude_forked_session.jsonl", 1,
      "SELECT cwd, git_branch, version, started_at FROM sessions",
-     [(None, None, None, "2025-12-10T09:00:10.000Z")]),
-    # The first line with a time: the session starts later.
+     [("/home/testuser/fork-project", "main", "2.0.75", "2025-12-10T09:00:00.000Z")]),
+    # The first line with a time.
     ("handgemacht-ai__claude-code-log", "2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl", 2,
      "SELECT started_at FROM sessions WHERE id = '2b4ed4c0-b905-41de-9238-273db3ec737a'",
-     [("2026-01-23T17:13:37.933Z",)]),
+     [("2026-01-23T17:13:37.849Z",)]),
     # The Task call that typed the agent.
     ("handgemacht-ai__claude-code-log", "eb000000-0000-4000-8000-000000000001.jsonl", 2,
      "SELECT agent_type, parent_session_id FROM sessions WHERE id LIKE '%:agent-cccc333'",
-     [(None, "eb000000-0000-4000-8000-000000000001")]),
+     [("Explore", "eb000000-0000-4000-8000-000000000001")]),
     # The Task call that described a 2.1 agent.
     ("handgemacht-ai__claude-code-log", "ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl", 54,
      "SELECT description FROM subagents WHERE agent_id = 'a4ca7529859c158c2'",
-     [(None,)]),
-    # The first line of an inline sidechain: the agent is named by the next one.
+     [("Research Claude Code plan mode",)]),
+    # The first line of an inline sidechain, which names the agent.
     ("jazzyalex__agent-sessions", "small.jsonl", 1,
      "SELECT agent_id, child_session_id FROM subagents WHERE session_id = 'small' ORDER BY agent_id",
-     [("sidechain-attstage0sma", "small:agent-sidechain-attstage0sma"), ("sidechain-u1", "small:agent-sidechain-u1")]),
+     [("sidechain-sys1", "small:agent-sidechain-sys1")]),
 ]
 
 
 @pytest.mark.parametrize("folder, name, number, sql, expected", CASES, ids=[c[1] for c in CASES])
-def test_a_log_rewritten_without_a_line_gives_a_first_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
+def test_a_log_read_again_with_its_family_gives_a_first_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
     claude, project = logs(folder)
     run(tmp_path / "again.db", claude)
-    drop_line(project / name, number)
-    run(tmp_path / "again.db", claude)
+    to_read_again(tmp_path / "again.db", project / name)
+    assert run(tmp_path / "again.db", claude).files_replayed >= 1
     run(tmp_path / "first.db", claude)
     assert rows(tmp_path / "again.db", sql) == expected
     got, first = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "first.db")
@@ -75,20 +92,39 @@ def test_a_log_rewritten_without_a_line_gives_a_first_ingests_rows(tmp_path, log
 
 
 @pytest.mark.parametrize("folder, name, number, sql, expected", CASES, ids=[c[1] for c in CASES])
-def test_a_live_refresh_of_a_rewritten_log_gives_a_first_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
-    """A live-preferred answer reads the changed log with its family too,
-    with no discovery: each file as the ingest that found it read it."""
+def test_a_log_rewritten_without_a_line_keeps_what_the_line_gave_as_when_it_is_replaced(
+        tmp_path, logs, folder, name, number, sql, expected):
     claude, project = logs(folder)
     run(tmp_path / "again.db", claude)
+    drop_line(project / name, number)
+    summary = run(tmp_path / "again.db", claude)
+    assert (summary.files_replayed, summary.files_missing) == (0, 1)
+    assert rows(tmp_path / "again.db", sql) == expected
+    shutil.rmtree(claude)  # (the same logs again, replaced by another file)
+    claude, project = logs(folder)
+    run(tmp_path / "replaced.db", claude)
+    replaced_without_line(project / name, number)
+    run(tmp_path / "replaced.db", claude)
+    got, replaced = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "replaced.db")
+    assert got == replaced, diff(got, replaced)
+
+
+@pytest.mark.parametrize("folder, name, number, sql, expected", CASES, ids=[c[1] for c in CASES])
+def test_a_live_refresh_of_a_rewritten_log_gives_an_ingests_rows(tmp_path, logs, folder, name, number, sql, expected):
+    """A live-preferred answer reads the changed log as an ingest does, with no
+    discovery: each file as the ingest that found it read it."""
+    claude, project = logs(folder)
+    run(tmp_path / "again.db", claude)
+    run(tmp_path / "ingested.db", claude)
     drop_line(project / name, number)
     conn = open_db(tmp_path / "again.db")
     refreshed = refresh(conn)
     conn.close()
     assert refreshed == [str(project / name)]
-    run(tmp_path / "first.db", claude)
+    run(tmp_path / "ingested.db", claude)
     assert rows(tmp_path / "again.db", sql) == expected
-    got, first = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "first.db")
-    assert got == first, diff(got, first)
+    got, ingested = snapshot(tmp_path / "again.db"), snapshot(tmp_path / "ingested.db")
+    assert got == ingested, diff(got, ingested)
 
 
 AGENT_HINTS = ("p/eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl", "subagent",
@@ -136,7 +172,7 @@ def test_a_live_refresh_leaves_files_stored_without_hints_to_the_next_ingest(tmp
 def test_the_files_sharing_a_session_are_read_again_with_it(tmp_path, logs):
     claude, project = logs("handgemacht-ai__claude-code-log")
     run(tmp_path / "o.db", claude)
-    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 2)
+    to_read_again(tmp_path / "o.db", project / "eb000000-0000-4000-8000-000000000001.jsonl")
     summary = run(tmp_path / "o.db", claude)
     # The main log, and its agent's log, which names the main session.
     assert (summary.files, summary.files_read, summary.files_replayed, summary.files_skipped) == (8, 2, 2, 6)
@@ -149,10 +185,10 @@ def test_a_family_with_a_file_gone_from_disk_keeps_its_rows(tmp_path, logs):
     agent = "eb000000-0000-4000-8000-000000000001/subagents/agent-cccc333.jsonl"
     (project / agent).unlink()
     run(tmp_path / "o.db", claude)
-    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 2)
+    to_read_again(tmp_path / "o.db", project / "eb000000-0000-4000-8000-000000000001.jsonl")
     summary = run(tmp_path / "o.db", claude)
     assert (summary.files_read, summary.files_replayed) == (1, 1)
-    # The agent's session is still archived with its type, which only the gone line gave.
+    # The agent's session is still archived with its type, which its main log gives.
     assert rows(tmp_path / "o.db", "SELECT agent_type, availability FROM sessions WHERE id LIKE '%:agent-cccc333'") == [
         ("Explore", "archived")
     ]
@@ -556,9 +592,9 @@ def test_a_log_moved_before_a_newer_parser_reads_it_is_read_again_by_the_next_in
 
 def test_a_parent_log_new_in_the_run_that_reads_its_agents_again_keeps_what_it_said(tmp_path, logs):
     # The agent's log arrived first; its parent's log appears while the agent's
-    # is rewritten: the parent's log, read first, names the session the agent's
-    # family forgets before it is read again. The parent's log is read again
-    # with that family, as one ingest of the files gives it.
+    # is to be read again (a new parser version): the parent's log, read first, names
+    # the session the agent's family forgets before it is read again. The parent's
+    # log is read again with that family, as one ingest of the files gives it.
     claude, project = logs("handgemacht-ai__claude-code-log")
     main = project / "eb000000-0000-4000-8000-000000000001.jsonl"
     agent = project / "eb000000-0000-4000-8000-000000000001" / "subagents" / "agent-cccc333.jsonl"
@@ -566,7 +602,7 @@ def test_a_parent_log_new_in_the_run_that_reads_its_agents_again_keeps_what_it_s
     main.unlink()
     run(tmp_path / "again.db", claude)
     main.write_bytes(kept)
-    drop_line(agent, 3)
+    to_read_again(tmp_path / "again.db", agent)
     run(tmp_path / "again.db", claude)
     assert rows(tmp_path / "again.db", "SELECT id, cwd, version FROM sessions WHERE id LIKE 'eb%' ORDER BY id") == [
         ("eb000000-0000-4000-8000-000000000001", "/home/synthetic/async-fixture", "2.1.34"),
@@ -624,8 +660,8 @@ def test_an_agents_log_emptied_keeps_its_session_archived_under_its_parent(tmp_p
     assert (summary.files_missing, summary.files_replayed, summary.files_read) == (1, 0, 0)
     assert rows(tmp_path / "o.db", agent) == [("archived", "eb000000-0000-4000-8000-000000000001", 3)]
     assert rows(tmp_path / "o.db", "SELECT COUNT(*) FROM messages WHERE session_id LIKE '%:agent-cccc333'") == [(3,)]
-    # Its parent's log read again from its start (a line dropped) leaves the agent as it is.
-    drop_line(project / "eb000000-0000-4000-8000-000000000001.jsonl", 5)
+    # Its parent's log read again from its start (a new parser version) leaves the agent as it is.
+    to_read_again(tmp_path / "o.db", project / "eb000000-0000-4000-8000-000000000001.jsonl")
     summary = run(tmp_path / "o.db", claude)
     assert (summary.files_replayed, summary.files_missing) == (1, 0)
     assert rows(tmp_path / "o.db", agent) == [("archived", "eb000000-0000-4000-8000-000000000001", 3)]

@@ -87,27 +87,29 @@ def test_appended_lines_are_read_from_the_cursor(db, root):
     assert rows(db, "SELECT count FROM (SELECT json_extract(parser_state, '$.parser.count') AS count FROM source_files)") == [(2,)]
 
 
-def test_rewritten_file_is_read_again(db, root):
+def test_a_rewritten_file_is_the_old_one_gone_and_a_new_one(db, root):
     path = root / "s1.jsonl"
     path.write_bytes(line(id="a", text="first") + line(id="b", text="second"))
     run(db, root)
     path.write_bytes(line(id="c", text="rewritten entirely, and longer than before"))
     summary = run(db, root)
-    # The same file (its inode) rewritten in place, by hand or an editor, is read again as
-    # it is now. Another file renamed over it (as Claude Code prunes a log) is the old one
-    # gone: its rows stay archived (tests/test_replaced_logs.py).
-    assert summary.files_replayed == 1
-    assert rows(db, "SELECT uuid, seq FROM messages") == [("c", 1)]
-    assert rows(db, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'first'") == [(0,)]
+    # The same file (its inode) rewritten in place, by hand, an editor or a tool, is the old
+    # one gone, as another file renamed over it is (tests/test_replaced_logs.py): its rows
+    # stay archived under a name of its own, and the file is read as a new one.
+    assert (summary.files_replayed, summary.files_missing) == (0, 1)
+    assert rows(db, "SELECT m.uuid, m.seq, f.path FROM messages m JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("a", 1, f"{path}#gone-1"), ("b", 2, f"{path}#gone-1"), ("c", 3, str(path))]
+    assert rows(db, "SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'first'") == [(1,)]
 
 
-def test_truncated_file_is_read_again(db, root):
+def test_a_truncated_file_keeps_the_lines_past_its_end_archived(db, root):
     path = root / "s1.jsonl"
     path.write_bytes(line(id="a", text="first") + line(id="b", text="second"))
     run(db, root)
     path.write_bytes(line(id="a", text="first"))
-    assert run(db, root).files_replayed == 1
-    assert rows(db, "SELECT uuid FROM messages") == [("a",)]
+    assert run(db, root).files_replayed == 0
+    assert rows(db, "SELECT m.uuid, f.path FROM messages m JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("a", str(path)), ("b", f"{path}#gone-1")]
 
 
 def test_parser_version_bump_replays(db, root):
@@ -449,15 +451,17 @@ def test_an_empty_session_a_file_still_names_stays(db, root):
     assert rows(db, "SELECT id, message_count FROM sessions") == [("s1", 0)]
 
 
-def test_a_session_starts_at_its_earliest_record_or_message_and_a_rewrite_can_move_it(db, root):
+def test_a_session_starts_at_its_earliest_record_or_message_and_a_rewrite_keeps_it(db, root):
     first = line(id="a", text="x", ts="2026-01-01T00:01:00Z", start="2026-01-01T00:00:00Z")
     (root / "s1.jsonl").write_bytes(first + line(id="b", text="y", ts="2026-01-01T00:02:00Z"))
     run(db, root)
     assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00.000Z", "2026-01-01T00:02:00.000Z")]
     assert rows(db, "SELECT started_at FROM file_sessions") == [("2026-01-01T00:00:00Z",)]
     (root / "s1.jsonl").write_bytes(line(id="b", text="y", ts="2026-01-01T00:02:00Z"))  # rewritten
-    assert run(db, root).files_replayed == 1
-    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:02:00.000Z", "2026-01-01T00:02:00.000Z")]
+    assert (run(db, root).files_replayed, rows(db, "SELECT COUNT(*) FROM source_files")) == (0, [(2,)])
+    # The record the rewrite dropped stays with the old file, archived: the session starts as it did.
+    assert rows(db, "SELECT started_at, ended_at FROM sessions") == [("2026-01-01T00:00:00.000Z", "2026-01-01T00:02:00.000Z")]
+    assert rows(db, "SELECT started_at FROM file_sessions ORDER BY file_id") == [("2026-01-01T00:00:00Z",), (None,)]
 
 
 def test_a_derived_title_goes_with_its_last_candidate_and_a_sources_own_title_stays(db, root):
@@ -1069,7 +1073,7 @@ def test_a_title_kept_in_custom_title_json_titles_a_session_whose_log_gives_none
     assert rows(db, "SELECT title, availability FROM sessions WHERE id = ?", [SESSION]) == [("From the log", "archived")]
 
 
-def test_a_log_rewritten_with_words_of_the_same_length_is_found_by_its_new_words(tmp_path):
+def test_a_log_rewritten_with_words_of_the_same_length_is_found_by_its_new_words_and_its_old_ones(tmp_path):
     from datasette_obelisk.query.search import search_sessions
 
     project = tmp_path / "claude" / "projects" / "-p"
@@ -1078,14 +1082,14 @@ def test_a_log_rewritten_with_words_of_the_same_length_is_found_by_its_new_words
     log.write_bytes(main_lines())
     db = tmp_path / "obelisk.db"
     ingest(db, {"claude": tmp_path / "claude"})
-    log.write_bytes(main_lines().replace(b"Find the thing", b"Seek the thing"))  # read again from its start
+    log.write_bytes(main_lines().replace(b"Find the thing", b"Seek the thing"))  # the old file gone, archived
     ingest(db, {"claude": tmp_path / "claude"})
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
     assert [hit["session"]["id"] for hit in search_sessions(conn, "see", prefix=True)["items"]] == [SESSION]
-    assert search_sessions(conn, "fin", prefix=True)["items"] == []
+    assert [hit["session"]["id"] for hit in search_sessions(conn, "fin", prefix=True)["items"]] == [SESSION]
     assert json.loads(conn.execute("SELECT body_words FROM session_docs").fetchone()[0]) == {
-        "around": 1, "found": 1, "it": 1, "look": 2, "seek": 1, "task": 1, "the": 1, "thing": 1}
+        "around": 1, "find": 1, "found": 1, "it": 1, "look": 2, "seek": 1, "task": 1, "the": 2, "thing": 2}
 
 
 def test_a_session_s_name_titles_it_below_an_ai_title(tmp_path):
@@ -1614,11 +1618,14 @@ def watched_source(db, seen: list) -> ToySource:
 
 
 def rewrite_session(db, root):
-    """s1 with three lines ingested, then rewritten with four others."""
+    """s1 with three lines ingested, then one line more, to be read again from its start
+    (as after a new parser version)."""
     path = root / "s1.jsonl"
     path.write_bytes(b"".join(line(id=f"m{i}", text=f"before {i}", ts="2026-01-01T00:00:00Z") for i in range(3)))
     run(db, root)
-    path.write_bytes(b"".join(line(id=f"n{i}", text=f"after {i}", ts="2026-01-01T00:00:01Z") for i in range(4)))
+    with open(path, "ab") as fp:
+        fp.write(line(id="n3", text="after 3", ts="2026-01-01T00:00:01Z"))
+    change(db, "UPDATE source_files SET parser_version = NULL")
     return path
 
 
@@ -2115,7 +2122,7 @@ def test_a_deleted_log_back_with_more_lines_is_as_a_first_ingest(db, root, tmp_p
     assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
 
 
-def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_read_again(db, root, tmp_path, monkeypatch):
+def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_seen(db, root, tmp_path, monkeypatch):
     from datasette_obelisk.store import ingest as ingest_module
 
     path = root / "s1.jsonl"
@@ -2139,10 +2146,10 @@ def test_a_log_rewritten_in_place_with_as_many_bytes_and_its_time_kept_is_read_a
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert (os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ino) == (st.st_size, st.st_mtime_ns, st.st_ino)
     summary = run(db, root)
-    assert (summary.files_skipped, summary.files_replayed) == (0, 1)
-    assert rows(db, "SELECT uuid, text FROM messages ORDER BY seq") == [("a", "x" * 5000), ("b", "venus")]
-    run(tmp_path / "clean.db", root)
-    assert diff(snapshot(db), snapshot(tmp_path / "clean.db")) == []
+    # The old file gone (its line "earth" archived), the file is read as a new one.
+    assert (summary.files_skipped, summary.files_replayed, summary.files_missing) == (0, 0, 1)
+    assert rows(db, "SELECT m.uuid, m.text, f.path FROM messages m JOIN source_files f ON f.id = m.file_id ORDER BY m.seq") == [
+        ("a", "x" * 5000, str(path)), ("b", "earth", f"{path}#gone-1"), (f"b@{len(head)}", "venus", str(path))]
     # A file stored before its ctime was kept is known by its size and time alone until it is read.
     change(db, "UPDATE source_files SET ctime_ns = NULL")
     os.chmod(path, 0o644)

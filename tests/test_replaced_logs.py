@@ -263,7 +263,168 @@ def test_a_claude_log_pruned_twice_keeps_each_copy_once_however_often_it_was_ing
     assert owners(at_once, base) == expected
 
 
-def test_a_replaced_log_is_archived_and_named_apart_at_once(tmp_path, monkeypatch):
+def rewrite_in_place(path, data: bytes) -> None:
+    """Truncated and written again where it is (``open(path, "w")``): the same inode."""
+    inode = os.stat(path).st_ino
+    with open(path, "wb") as fp:
+        fp.write(data)
+    assert os.stat(path).st_ino == inode
+
+
+def messages(db):
+    """Each message, its text and whether the file holding it is a gone one (``#gone-``), in session order."""
+    return rows(db, "SELECT m.uuid, m.text, f.path LIKE '%#gone-%' FROM messages m "
+                    "JOIN source_files f ON f.id = m.file_id ORDER BY m.seq")
+
+
+def found(db, word: str):
+    return rows(db, "SELECT m.uuid FROM messages_fts x JOIN messages m ON m.id = x.rowid "
+                    "WHERE messages_fts MATCH ? ORDER BY m.seq", [word])
+
+
+def shown(db):
+    """The texts of the messages the session's transcript shows, meta lines and all."""
+    from datasette_obelisk.query.transcript import transcript
+
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        (session,) = conn.execute("SELECT id FROM sessions").fetchone()
+        entries = transcript(conn, session, meta=True, log=True, rewound=True)["entries"]
+    finally:
+        conn.close()
+    texts = []
+    for entry in entries:
+        texts.append(entry["message"]["text"])
+        if entry.get("summary") is not None and entry["summary"] is not entry["message"]:
+            texts.append(entry["summary"]["text"])  # (a compaction's summary, shown with its boundary)
+    return texts
+
+
+CODEX = f"codex:{THREAD}"
+REWRITTEN = {
+    "claude": (
+        [("u1", "Old question about zebras", 0), ("a1", "Old answer about zebras", 0),
+         ("u0", "A word kept across the compaction", 0), ("b1", "Conversation compacted", 0),
+         ("s1", "This session is being continued from a previous conversation. Summary: zebras", 0),
+         ("u2", "New question about lions", 0)],
+        [("u1", "Old question about zebras", 1), ("a1", "Old answer about zebras", 1),
+         ("u0", "A word kept across the compaction", 0), ("b1", "Conversation compacted", 0),
+         ("s1", "This session is being continued from a previous conversation. Summary: zebras", 0),
+         ("u2", "New question about lions", 0)],
+        [("u1",), ("a1",), ("s1",)],
+    ),
+    "codex": (
+        [(f"{CODEX}:204", "Old question about zebras", 0), (f"{CODEX}:393", "Old answer about zebras", 0),
+         (f"{CODEX}:586", "Second question about giraffes", 0), (f"{CODEX}:780", "Second answer about giraffes", 0)],
+        # (the second turn's lines moved up: their rows are the new file's, named after their new place,
+        # the first a copy apart (``@``) as the archived first question holds that place's name)
+        [(f"{CODEX}:204", "Old question about zebras", 1), (f"{CODEX}:393", "Old answer about zebras", 1),
+         (f"{CODEX}:204@204", "Second question about giraffes", 0), (f"{CODEX}:398", "Second answer about giraffes", 0),
+         (f"{CODEX}:596", "New question about lions", 0)],
+        [(f"{CODEX}:204",), (f"{CODEX}:393",)],
+    ),
+}
+
+
+@pytest.mark.parametrize("source", sorted(CASES))
+def test_a_log_rewritten_in_place_keeps_the_rows_only_the_old_content_held(tmp_path, source):
+    """The same file (its inode) truncated and written again is the old file gone as when
+    another file is renamed over it: the same rows, ids and texts."""
+    where, generations = CASES[source]
+    old, new = generations()
+    before, after, zebras = REWRITTEN[source]
+    replaced, base, path = ingested_once(tmp_path / "replaced", source, where, old)
+    replace_over(path, new)
+    ingest(replaced, {source: base})
+    db, base, path = ingested_once(tmp_path / "in_place", source, where, old)
+    assert messages(db) == before
+    assert found(db, "zebras") == zebras
+    first = shown(db)
+    assert first == [m[1] for m in before]
+    rewrite_in_place(path, new)
+    summary = ingest(db, {source: base})
+    assert (summary.files_replayed, summary.files_missing, summary.errors) == (0, 1, 0)
+    assert messages(db) == after
+    assert found(db, "zebras") == zebras  # (the archived rows are found as they were)
+    assert shown(db) == [m[1] for m in after]  # (the archived rows are shown in their place)
+    assert rows(db, "SELECT m.uuid FROM messages m WHERE m.id NOT IN (SELECT rowid FROM messages_fts)") == []
+    assert diff(snapshot(db), snapshot(replaced)) == []
+    assert files(db, tmp_path / "in_place") == files(replaced, tmp_path / "replaced")
+    assert rows(db, "SELECT availability FROM sessions") == [("live",)]
+    assert ingest(db, {source: base}).files_skipped == 1
+
+
+def lines_of(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("source", sorted(CASES))
+def test_a_log_cut_short_in_place_keeps_the_lines_past_the_cut_archived(tmp_path, source):
+    """A log cut to a prefix of itself (a tool truncating it) holds again the lines before the
+    cut, which stay its own, and no more those past it, which stay archived; written on with
+    them again, it takes them back and nothing is left apart: a first ingest's rows."""
+    where, generations = CASES[source]
+    old, _ = generations()
+    before = REWRITTEN[source][0]
+    kept = b"".join(lines_of(old)[:3])
+    cut = len(kept) + 20  # (in the fourth line: an unfinished last line)
+    replaced, base, path = ingested_once(tmp_path / "replaced", source, where, old)
+    replace_over(path, old[:cut])
+    ingest(replaced, {source: base})
+    db, base, path = ingested_once(tmp_path / "cut", source, where, old)
+    first = snapshot(db)
+    os.truncate(path, cut)
+    summary = ingest(db, {source: base})
+    assert (summary.files_replayed, summary.files_missing, summary.errors) == (0, 1, 0)
+    held = {"claude": 3, "codex": 2}[source]  # (the lines before the cut that are messages: a rollout's first is its meta)
+    assert messages(db) == [(uuid, text, 0) for uuid, text, _ in before[:held]] + [
+        (uuid, text, 1) for uuid, text, _ in before[held:]]
+    assert rows(db, "SELECT m.uuid FROM messages m JOIN source_files f ON f.id = m.file_id "
+                    "WHERE f.path NOT LIKE '%#gone-%' AND m.byte_offset + m.byte_length > ?", [len(kept)]) == []
+    assert diff(snapshot(db), snapshot(replaced)) == []
+    assert files(db, tmp_path / "cut") == files(replaced, tmp_path / "replaced")
+    # Written on with what was cut off: every row is the log's again, the gone file goes.
+    with open(path, "ab") as fp:
+        fp.write(old[cut:])
+    summary = ingest(db, {source: base})
+    assert (summary.files_replayed, summary.files_missing, summary.errors) == (0, 0, 0)
+    assert messages(db) == before
+    assert rows(db, "SELECT COUNT(*) FROM source_files WHERE path LIKE '%#gone-%'") == [(0,)]
+    assert diff(snapshot(db), first) == []
+
+
+def test_a_growing_log_is_read_on_from_its_cursor_without_a_look_at_its_rows(tmp_path, monkeypatch):
+    """A live log that grew is read on from where it was: no row count, no second look at its bytes."""
+    from datasette_obelisk.store import ingest as ingest_module
+
+    where, generations = CASES["claude"]
+    old, _ = generations()
+    lines = lines_of(old)
+    db, base, path = ingested_once(tmp_path / "live", "claude", where, b"".join(lines[:4]))
+
+    def unexpected(*args, **kwargs):
+        raise AssertionError("looked at on the way of a grown log")
+
+    opened = []
+
+    def counted(name, *args, **kwargs):
+        opened.append(str(name))
+        return open(name, *args, **kwargs)
+
+    monkeypatch.setattr(ingest_module, "file_holds_rows", unexpected)
+    monkeypatch.setattr(ingest_module, "still_holds", unexpected)
+    monkeypatch.setattr(ingest_module, "open", counted, raising=False)
+    with open(path, "ab") as fp:
+        fp.write(b"".join(lines[4:]))
+    summary = ingest(db, {"claude": base})
+    assert opened == [str(path)]  # (once, to tell where to read on from)
+    assert (summary.files_replayed, summary.files_missing, summary.bytes_read) == (0, 0, len(b"".join(lines[4:])))
+    assert messages(db) == REWRITTEN["claude"][0]
+
+
+@pytest.mark.parametrize("how", [rewrite_in_place, replace_over], ids=["in_place", "renamed_over"])
+def test_a_replaced_log_is_archived_and_named_apart_at_once(tmp_path, monkeypatch, how):
     """A run stopped between archiving the old file and naming it apart leaves it as it was:
     the next run ends as one not stopped."""
     from datasette_obelisk.store import ingest as ingest_module
@@ -271,12 +432,12 @@ def test_a_replaced_log_is_archived_and_named_apart_at_once(tmp_path, monkeypatc
     where, generations = CASES["claude"]
     old, new = generations()
     whole, base, path = ingested_once(tmp_path / "whole", "claude", where, old)
-    replace_over(path, new)
+    how(path, new)
     ingest(whole, {"claude": base})
     db, base, path = ingested_once(tmp_path / "stopped", "claude", where, old)
     first = snapshot(db)
     stored = files(db, tmp_path / "stopped")
-    replace_over(path, new)
+    how(path, new)
 
     def stopped(self, row):
         raise KeyboardInterrupt

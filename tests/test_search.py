@@ -743,14 +743,14 @@ def test_session_documents_grow_incrementally_and_match_a_rebuild(toy):
 def test_session_documents_recount_when_rows_change(toy):
     toy.write("h", line("h1", "one two", "2026-01-01T00:00:00Z"), line("h2", "three", "2026-01-01T00:01:00Z"))
     toy.ingest()
-    toy.write("h", line("h1", "four", "2026-01-01T00:00:00Z"))  # rewritten: the file is read again
+    toy.write("h", line("h1", "four", "2026-01-01T00:00:00Z"))  # rewritten: the old file gone, its rows archived
     toy.ingest()
-    assert json.loads(documents(toy)["h"][5]) == {"four": 1}
-    assert ids(search_sessions(toy.conn(), "three")) == []
+    assert json.loads(documents(toy)["h"][5]) == {"one": 1, "two": 1, "three": 1, "four": 1}
+    assert ids(search_sessions(toy.conn(), "three")) == ["h"]
     bags = lambda word: toy.conn().execute(  # noqa: E731
         "SELECT COUNT(*) FROM session_docs_fts WHERE session_docs_fts MATCH ?", [word]
     ).fetchone()[0]
-    assert [bags(word) for word in ("one", "two", "three", "four")] == [0, 0, 0, 1]  # old bag deleted exactly
+    assert [bags(word) for word in ("one", "two", "three", "four")] == [1, 1, 1, 1]  # one bag, the old one deleted
     (toy.root / "h.jsonl").unlink()
     toy.sql("DELETE FROM messages")
     from datasette_obelisk.store.session_index import update_session_documents

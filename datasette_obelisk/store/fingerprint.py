@@ -27,6 +27,11 @@ class Fingerprint:
             row["device"], row["inode"], row["size"], row["mtime_ns"],
         )
 
+    def untouched(self, row: sqlite3.Row) -> bool:
+        """``matches``, its status unchanged too (a row stored before its ctime was kept:
+        known by its size and time alone)."""
+        return self.matches(row) and row["ctime_ns"] in (None, self.ctime_ns)
+
 
 def hashes_at(fp, cursor: int) -> tuple[str, str]:
     """Hash of the head of the file and of the bytes just before ``cursor``.

@@ -978,28 +978,30 @@ class Ingester:
             self.retire(row)
         return False
 
-    def replaced_in_place(self, unit: SourceFile, row: dict, st: os.stat_result) -> bool:
-        """Whether the stored file ``row`` (not missing), whose rows are kept, was replaced by
-        another file at its path, and is now gone like a deleted one.
+    def replaced_in_place(self, unit: SourceFile, row: dict, fp) -> bool:
+        """Whether the stored file ``row`` (not missing), whose rows are kept and which is not
+        read on from its cursor, was replaced at its path, and is now gone like a deleted one
+        (``fp``: the file at its path, open).
 
-        Another file at the path (another inode) that does not hold what was read from the
-        stored one (a new file renamed over it, as Claude Code does when it prunes a session
-        log to its last compaction) is the old file gone and a new one arrived: the old one
-        is archived and keeps its rows under a name of its own (``retire``), and the new one,
-        read as a new file, takes over the rows whose lines it holds again
+        A log that does not hold what was read from it (``still_holds``), whether another
+        file took its path (another inode: a new file renamed over it, as Claude Code does
+        when it prunes a session log to its last compaction) or it was rewritten or cut
+        short in place, is the old file gone and a new one arrived: the old one is archived
+        and keeps its rows under a name of its own (``retire``), and the new one, read as a
+        new file, takes over the rows whose lines it holds again
         (``Writer._take_over_retired``), just as when a run finds the path empty in between.
-        The same file rewritten or cut short in place, and a document, saved again whole
-        (the same chat), are read again as before."""
-        if (st.st_dev, st.st_ino) == (row["device"], row["inode"]):  # (the same file: as a live log grows)
+        A log cut short keeps the lines past the cut so, archived. A file that holds what
+        was read (read again for a new parser version, say), one of the same inode untouched
+        since it was read (its size and times as stored), a document (saved again whole:
+        the same chat) and the same text file changed, are read again as before."""
+        if row["missing"] or unit.layout == "document":
             return False
-        if unit.layout == "document" or not file_holds_rows(self.conn, row["id"]):
-            return False
-        try:
-            with open(unit.path, "rb") as fp:
-                st = os.fstat(fp.fileno())
-                if (st.st_dev, st.st_ino) == (row["device"], row["inode"]) or still_holds(fp, row):
-                    return False  # (the same file, or one holding what was read: read again as before)
-        except OSError:  # (not opened now: planned as before)
+        st = os.fstat(fp.fileno())
+        if (st.st_dev, st.st_ino) == (row["device"], row["inode"]) and (
+            unit.layout != "jsonl" or Fingerprint.of(st).untouched(row)
+        ):
+            return False  # (the same file: changed as a text is, or read again as it was)
+        if not file_holds_rows(self.conn, row["id"]) or still_holds(fp, row):
             return False
         with self.transaction():  # (archived and retired at once)
             self.archive([row])
@@ -1141,11 +1143,11 @@ class Ingester:
             if self.gone_in_place(unit, row, st):
                 return None
             row = self.file_row(unit)  # (None once retired: a new file)
-        elif row is not None and self.replaced_in_place(unit, row, st):
-            row = self.file_row(unit)  # (None: a new file)
         try:
             with open(unit.path, "rb") as raw:
                 resume = self.resume_point(row, fingerprint, source, unit, raw)
+                if resume is None and row is not None and self.replaced_in_place(unit, row, raw):
+                    row = self.file_row(unit)  # (None: a new file)
         except OSError as exc:
             return Plan(unit, row, error=f"cannot read file: {exc}")
         cursor, line_no, state, open_line = resume or (0, 0, None, False)
@@ -1288,8 +1290,7 @@ class Ingester:
             return False
         if not fingerprint.matches(row):
             return False
-        moved = row["ctime_ns"] is not None and row["ctime_ns"] != fingerprint.ctime_ns
-        if moved and not self.survived_status_change(row["path"], st):
+        if not fingerprint.untouched(row) and not self.survived_status_change(row["path"], st):
             return False
         # An unterminated last line is reported once its writer has gone quiet.
         return not (row["pending_bytes"] and self.is_settled(st) and not row["last_error"])
