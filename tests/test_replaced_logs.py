@@ -20,25 +20,39 @@ def jsonl(*objects) -> bytes:
     return b"".join((json.dumps(o) + "\n").encode() for o in objects)
 
 
+CLAUDE = {"sessionId": SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.334"}
+
+
+def said(kind: str, uuid: str, parent: str, minute: str, text: str) -> dict:
+    """A Claude Code user or assistant line of ``SESSION`` at 2026-12-01T``minute``Z."""
+    if kind == "user":
+        message = {"role": kind, "content": text}
+    else:  # (a1's API message is msg_1)
+        message = {"role": kind, "id": f"msg_{uuid[1:]}", "content": [{"type": "text", "text": text}]}
+    return {**CLAUDE, "type": kind, "uuid": uuid, "parentUuid": parent, "timestamp": f"2026-12-01T{minute}Z",
+            "message": message}
+
+
+def compaction(n: int, after: str, minute: str, topic: str, pre_tokens: int) -> tuple[dict, dict]:
+    """A compact boundary ``b<n>`` after ``after``, and its summary ``s<n>`` about ``topic``."""
+    boundary = {**CLAUDE, "type": "system", "subtype": "compact_boundary", "uuid": f"b{n}", "parentUuid": None,
+                "logicalParentUuid": after, "timestamp": f"2026-12-01T{minute}:00Z",
+                "content": "Conversation compacted", "compactMetadata": {"trigger": "auto", "preTokens": pre_tokens}}
+    summary = {**said("user", f"s{n}", f"b{n}", f"{minute}:01",
+                      f"This session is being continued from a previous conversation. Summary: {topic}"),
+               "isCompactSummary": True}
+    return boundary, summary
+
+
 def claude_generations():
     """A Claude Code log before and after its transcript cleanup: the new one holds the rows
     from the last compact boundary on, with a message kept from before it and the latest
     metadata line."""
-    c = {"sessionId": SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.334"}
-    u1 = {**c, "type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-12-01T10:00:00Z",
-          "message": {"role": "user", "content": "Old question about zebras"}}
-    a1 = {**c, "type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-12-01T10:00:05Z",
-          "message": {"role": "assistant", "id": "msg_1", "content": [{"type": "text", "text": "Old answer about zebras"}]}}
-    u0 = {**c, "type": "user", "uuid": "u0", "parentUuid": "a1", "timestamp": "2026-12-01T10:30:00Z",
-          "message": {"role": "user", "content": "A word kept across the compaction"}}
-    b1 = {**c, "type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
-          "logicalParentUuid": "u0", "timestamp": "2026-12-01T11:00:00Z", "content": "Conversation compacted",
-          "compactMetadata": {"trigger": "auto", "preTokens": 100}}
-    s1 = {**c, "type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
-          "timestamp": "2026-12-01T11:00:01Z",
-          "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: zebras"}}
-    u2 = {**c, "type": "user", "uuid": "u2", "parentUuid": "s1", "timestamp": "2026-12-01T11:01:00Z",
-          "message": {"role": "user", "content": "New question about lions"}}
+    u1 = said("user", "u1", None, "10:00:00", "Old question about zebras")
+    a1 = said("assistant", "a1", "u1", "10:00:05", "Old answer about zebras")
+    u0 = said("user", "u0", "a1", "10:30:00", "A word kept across the compaction")
+    b1, s1 = compaction(1, "u0", "11:00", "zebras", 100)
+    u2 = said("user", "u2", "s1", "11:01:00", "New question about lions")
     mode = {"type": "permission-mode", "permissionMode": "default", "sessionId": SESSION}
     return jsonl(u1, a1, u0, mode, b1, s1, u2), jsonl(u0, b1, s1, u2, mode)
 
@@ -172,17 +186,9 @@ def matches(db, words: str) -> int:
 
 def claude_later_generations():
     """Lines the pruned log goes on with, up to a second compaction, and the log pruned to it."""
-    c = {"sessionId": SESSION, "isSidechain": False, "cwd": "/p", "version": "2.1.334"}
-    a2 = {**c, "type": "assistant", "uuid": "a2", "parentUuid": "u2", "timestamp": "2026-12-01T11:01:05Z",
-          "message": {"role": "assistant", "id": "msg_2", "content": [{"type": "text", "text": "Answer about lions"}]}}
-    b2 = {**c, "type": "system", "subtype": "compact_boundary", "uuid": "b2", "parentUuid": None,
-          "logicalParentUuid": "a2", "timestamp": "2026-12-01T12:00:00Z", "content": "Conversation compacted",
-          "compactMetadata": {"trigger": "auto", "preTokens": 200}}
-    s2 = {**c, "type": "user", "uuid": "s2", "parentUuid": "b2", "isCompactSummary": True,
-          "timestamp": "2026-12-01T12:00:01Z",
-          "message": {"role": "user", "content": "This session is being continued from a previous conversation. Summary: lions"}}
-    u3 = {**c, "type": "user", "uuid": "u3", "parentUuid": "s2", "timestamp": "2026-12-01T12:01:00Z",
-          "message": {"role": "user", "content": "Third question about tigers"}}
+    a2 = said("assistant", "a2", "u2", "11:01:05", "Answer about lions")
+    b2, s2 = compaction(2, "a2", "12:00", "lions", 200)
+    u3 = said("user", "u3", "s2", "12:01:00", "Third question about tigers")
     return jsonl(a2, b2), jsonl(b2, s2, u3)
 
 
