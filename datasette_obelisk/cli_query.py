@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from . import deep_json
 from .cli import Seconds, cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
 from .query import dashboard, fts, live, obelisk, transcript
 from .query.errors import QueryError
@@ -34,7 +35,7 @@ def json_option(fn):
 
 def dumps(value) -> str:
     """JSON for a terminal: what ``UNSAFE`` names is escaped too (JSON escapes only U+0000-U+001F)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, default=str).translate(UNSAFE_IN_JSON)
+    return deep_json.dumps(value, indent=2, ensure_ascii=False, default=str).translate(UNSAFE_IN_JSON)
 
 
 def fresh_connection(db_path):

@@ -154,3 +154,36 @@ def test_stored_json_in_a_blob_is_still_decoded(tmp_path):
     answer = session_query.SessionQuery(connect_readonly(str(tmp_path / "o.db"))).read_session(sid)
     calls = [call for event in answer["events"] for call in (event["data"].get("toolCalls") or [])]
     assert [call["input"] for call in calls] == [{"file_path": "/w/a.py"}]
+
+
+def test_deep_json_writes_and_reads_what_the_json_module_does_at_any_depth():
+    """``deep_json.dumps`` / ``loads``: ``json.dumps`` / ``json.loads``'s text and value,
+    also nested deeper than they recurse (compared with a raised recursion limit)."""
+    import sys
+
+    from datasette_obelisk import deep_json
+
+    value = []
+    node = value
+    for n in range(3000):
+        child = {"n": n, "é": [1.5, None, True, "x\u2028\"\\"], 2: (), "descendants": []}
+        node.append(child)
+        node = child["descendants"]
+    options = [{}, {"indent": 2, "ensure_ascii": False}, {"indent": "\t", "allow_nan": False}, {"default": str}]
+    with pytest.raises(RecursionError):
+        json.dumps(value)
+    texts = [deep_json.dumps(value, **o) for o in options]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(50_000)
+    try:
+        assert texts == [json.dumps(value, **o) for o in options]
+        assert [json.dumps(json.loads(text)) for text in texts] == [json.dumps(deep_json.loads(text)) for text in texts]
+    finally:
+        sys.setrecursionlimit(limit)  # (the values compared deeper than Python recurses, as their text)
+    assert deep_json.dumps({"x": 1}, indent=2) == json.dumps({"x": 1}, indent=2)
+    with pytest.raises(ValueError):
+        deep_json.dumps([[[float("nan")]] * 2] + value, allow_nan=False)
+    with pytest.raises(TypeError):
+        deep_json.dumps([object()] + value)
+    with pytest.raises(ValueError):
+        deep_json.loads("[" * 3000 + "1," + "]" * 3000)

@@ -793,3 +793,47 @@ def test_an_empty_session_id_is_a_usage_error(corpus_db, args):
     result = invoke(*args, "--db", corpus_db)
     assert result.exit_code == 2 and "a session id is needed: it is empty or only whitespace" in result.stderr
 
+
+
+def test_a_result_nested_deeper_than_the_json_module_goes_is_returned(corpus_db):
+    """5,000 levels of lists: the script's process writes them and the parent reads them
+    back (an OBELISK_SCRIPT_ERROR "maximum recursion depth exceeded" before)."""
+    result = run_script("x = 'leaf'\nfor n in range(5000):\n    x = [n, x]\nreturn x", corpus_db)
+    depth = 0
+    while isinstance(result, list):
+        assert result[0] == 4999 - depth
+        result, depth = result[1], depth + 1
+    assert (depth, result) == (5000, "leaf")
+
+
+def test_obelisk_query_prints_the_trace_of_a_lineage_deeper_than_the_json_module_goes(corpus_db, tmp_path):
+    """``obelisk query`` of session_query.traceSession on a session continued 1,200 times:
+    every generation, nested, as the JSON it prints (OBELISK_SCRIPT_ERROR past ~500 before)."""
+    db = tmp_path / "deep.db"
+    source = sqlite3.connect(corpus_db)
+    source.backup(target := sqlite3.connect(db))
+    source.close()
+    [root] = target.execute("SELECT id FROM sessions s WHERE parent_session_id IS NULL AND NOT EXISTS "
+        "(SELECT 1 FROM sessions c WHERE c.parent_session_id = s.id) ORDER BY id LIMIT 1").fetchone()
+    target.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1200) "
+        "INSERT INTO sessions (id, source, parent_session_id, relationship, started_at) "
+        "SELECT 'deep-' || i, 'claude', CASE i WHEN 1 THEN ? ELSE 'deep-' || (i - 1) END, 'continuation', "
+        "strftime('%Y-%m-%dT%H:%M:%fZ', '2026-04-01', '+' || i || ' minutes') FROM n",
+        [root],
+    )
+    target.commit()
+    target.close()
+    code = f"return session_query.traceSession({root!r})"
+    result = CliRunner().invoke(cli, ["query", "--db", str(db), "-c", code])
+    assert result.exit_code == 0, result.output
+    from datasette_obelisk import deep_json
+
+    trace, depth = deep_json.loads(result.stdout), 0
+    node = {"descendants": trace["descendants"]}
+    while node["descendants"]:
+        [node] = node["descendants"]
+        depth += 1
+        assert node["session"]["header"]["id"] == f"deep-{depth}"
+    assert depth == 1200 and trace["target"]["header"]["id"] == root
+    assert result.stdout.startswith('{\n  "target": {\n    "header": {') and "\n" + "  " * 2401 + '"session"' in result.stdout

@@ -43,6 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import deep_json
 from . import memories as memory_writes
 from .errors import CODES, LONE_SURROGATE, QueryError
 from .history import History
@@ -155,7 +156,7 @@ def jsonable(value):
 
 def encode_result(result) -> bytes:
     try:
-        return json.dumps(
+        return deep_json.dumps(
             {"ok": True, "result": result}, default=jsonable, ensure_ascii=False, allow_nan=False
         ).encode("utf-8")
     except UnicodeEncodeError:
@@ -311,8 +312,8 @@ def run_script(
 def parse_message(payload: bytes) -> dict:
     """What the script's process sent: an object (a call, or its result), else ``OBELISK_SCRIPT_ERROR``."""
     try:
-        message = json.loads(payload)
-    except (ValueError, RecursionError):
+        message = deep_json.loads(payload)
+    except ValueError:
         message = None
     if not isinstance(message, dict):
         raise QueryError("OBELISK_SCRIPT_ERROR", "the script process sent something that is no result")

@@ -7,6 +7,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from datasette.utils.asgi import Response
 
+from .. import deep_json
 from ..query.errors import QueryError
 
 JSON_HEADERS = {"Cache-Control": "no-store"}
@@ -28,45 +29,10 @@ def _default(value):
 
 def json_ok(data, status: int = 200, headers=None) -> Response:
     """The result itself (the contract's shape), never wrapped."""
-    try:
-        body = json.dumps(data, default=_default, ensure_ascii=False)
-    except RecursionError:  # nested deeper than the json module goes (a lineage of many generations)
-        body = deep_dumps(data)
+    body = deep_json.dumps(data, default=_default, ensure_ascii=False)  # (a lineage nests deeper than json goes)
     return Response(
         body, status=status, headers={**JSON_HEADERS, **(headers or {})}, content_type="application/json; charset=utf-8"
     )
-
-
-class _Written(str):
-    """JSON text already written (``deep_dumps``)."""
-
-
-def deep_dumps(data) -> str:
-    """``json.dumps(data, default=_default, ensure_ascii=False)`` without recursion, however
-    deeply ``data`` nests (object keys are strings, as in every answer)."""
-    out: list[str] = []
-    waiting: list = [data]
-    while waiting:
-        item = waiting.pop()
-        if type(item) is _Written:
-            out.append(item)
-        elif isinstance(item, dict):
-            parts: list = []
-            for n, (key, value) in enumerate(item.items()):
-                parts += [_Written((", " if n else "") + json.dumps(str(key), ensure_ascii=False) + ": "), value]
-            out.append("{")
-            waiting += [_Written("}"), *reversed(parts)]
-        elif isinstance(item, list):
-            parts = []
-            for n, value in enumerate(item):
-                parts += [_Written(", "), value] if n else [value]
-            out.append("[")
-            waiting += [_Written("]"), *reversed(parts)]
-        elif item is None or isinstance(item, (str, int, float)):
-            out.append(json.dumps(item, ensure_ascii=False))
-        else:
-            waiting.append(_default(item))
-    return "".join(out)
 
 
 def json_page(page, request) -> Response:
