@@ -2024,3 +2024,54 @@ async def test_search_results_are_headed_under_the_results_heading(ds):
     found = outline[results + 1:refine]
     assert len(found) == html.count('<li class="ob-result">') > 1
     assert {level for level, _ in found} == {3}, found[:3]
+
+
+def with_sessions(web_db, tmp_path, count: int, parent_of: str) -> str:
+    """A copy of the web database with sessions lin-1 .. lin-<count> (``parent_of`` the
+    parent of lin-i, SQL; :root the sample session), each of them with a title."""
+    db = tmp_path / "lineage.db"
+    shutil.copy(web_db, db)
+    conn = sqlite3.connect(db)
+    conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < :count) "
+        "INSERT INTO sessions (id, source, parent_session_id, relationship, started_at, title, message_count) "
+        f"SELECT 'lin-' || i, 'claude', {parent_of}, 'continuation', "
+        "strftime('%Y-%m-%dT%H:%M:%fZ', '2026-04-01', '+' || i || ' minutes'), 'Title of ' || i, 0 FROM n",
+        {"count": count, "root": SAMPLE},
+    )
+    conn.commit()
+    conn.close()
+    return db
+
+
+def forest_of(html: str) -> str:
+    start = html.index('<ul class="ob-tree"')
+    depth = 0
+    for tag in re.finditer(r"<(/?)ul\b", html[start:]):
+        depth += -1 if tag.group(1) else 1
+        if not depth:
+            return html[start:start + tag.end()]
+    raise AssertionError("the forest's list is not closed")
+
+
+@pytest.mark.asyncio
+async def test_the_lineage_page_of_a_session_continued_a_thousand_times(web_db, tmp_path):
+    """Every generation is listed, each with its title, the first nested in one another
+    (a RecursionError, a 500 page, before); the tree's markup stays balanced."""
+    ds = make_datasette(with_sessions(web_db, tmp_path, 1000, "CASE i WHEN 1 THEN :root ELSE 'lin-' || (i - 1) END"))
+    for current in ("lin-1000", "lin-3", SAMPLE):
+        forest = forest_of(await page(ds, f"/-/obelisk/session/{current}/lineage"))
+        assert forest.count("<li") == forest.count("</li>") == 1001
+        assert [f"/-/obelisk/session/lin-{i}" in links(forest) for i in (1, 500, 1000)] == [True] * 3
+        assert forest.count(">Title of ") == 1000 and forest.count('<li class="current">') == 1
+        assert forest.index(">Title of 99<") < forest.index(">Title of 100<") < forest.index(">Title of 1000<")
+        assert forest.count("<ul") == forest.count("</ul") > 50
+
+
+@pytest.mark.asyncio
+async def test_the_lineage_page_of_a_session_with_two_thousand_children_describes_every_one(web_db, tmp_path):
+    """Each of 2,000 children has its title and message count, not only the first 1,000."""
+    ds = make_datasette(with_sessions(web_db, tmp_path, 2000, ":root"))
+    forest = forest_of(await page(ds, f"/-/obelisk/session/{SAMPLE}/lineage"))
+    assert forest.count("<li") == forest.count("</li>") == 2001
+    assert forest.count(">Title of ") == 2000 and forest.count(" · 0 messages") == 2000

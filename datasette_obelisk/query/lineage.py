@@ -5,7 +5,7 @@
         ``tree``: the forest from the topmost known ancestor down, as nested
         ``{"session": record, "descendants": [...]}`` (the contract's node
         shape); ``rows``: the ``sessions`` row (title, counts) of every id in
-        it, by id.
+        it, by id; ``steps``: the tree in page order (``tree_steps``).
     event_chains(conn, session_id, seq) -> dict
         ``trace``: the contract's ``traceEvent``; ``parent_chain``: the
         message's ancestors root first then the message (helper ``trace``),
@@ -25,6 +25,7 @@ from .session_query import SessionQuery
 
 CHAIN_SHOWN = 50  # ancestors nearest the event a page lists (after the root)
 CHAIN_TEXT = 200  # characters of each one's text
+NESTED_SHOWN = 100  # levels of the session forest a page nests (browsers stop nesting elements about 512 deep)
 
 
 def session_forest(conn: sqlite3.Connection, session_id: str) -> dict:
@@ -32,15 +33,34 @@ def session_forest(conn: sqlite3.Connection, session_id: str) -> dict:
     trace = service.trace_session(session_id)
     top = service.trace_session(trace["ancestors"][-1]["header"]["id"]) if trace["ancestors"] else trace
     tree = {"session": top["target"], "descendants": top["descendants"]}
-    ids = list(_ids(tree))
-    rows = obelisk.sessions(conn, {"sessions": ids, "limit": max(1, min(len(ids), obelisk.MAX_LIMIT))})
-    return {"trace": trace, "tree": tree, "rows": {row["id"]: row for row in rows}}
+    steps = tree_steps(tree)
+    ids = [step["node"]["session"]["header"]["id"] for step in steps if step["node"]]
+    found: dict = {}
+    for start in range(0, len(ids), obelisk.MAX_LIMIT):  # (a forest may hold more sessions than one call lists)
+        some = ids[start:start + obelisk.MAX_LIMIT]
+        found.update((row["id"], row) for row in obelisk.sessions(conn, {"sessions": some, "limit": len(some)}))
+    return {"trace": trace, "tree": tree, "steps": steps, "rows": found}
 
 
-def _ids(node: dict):
-    yield node["session"]["header"]["id"]
-    for child in node["descendants"]:
-        yield from _ids(child)
+def tree_steps(tree: dict, nested: int = NESTED_SHOWN) -> list[dict]:
+    """The forest in page order, without recursion (a lineage may be a thousand generations
+    deep): ``{"node", "depth", "opens", "deeper"}`` for each session, ``opens`` when its
+    children follow one level in, and ``{"node": None}`` where such a level closes.
+    Sessions deeper than ``nested`` levels are listed at that level (``deeper``)."""
+    steps: list[dict] = []
+    waiting: list = [(tree, 0)]  # (a node still to list, its depth) or None: a level to close
+    while waiting:
+        item = waiting.pop()
+        if item is None:
+            steps.append({"node": None})
+            continue
+        node, depth = item
+        opens = bool(node["descendants"]) and depth < nested
+        steps.append({"node": node, "depth": depth, "opens": opens, "deeper": depth > nested})
+        if opens:
+            waiting.append(None)
+        waiting += [(child, depth + 1) for child in reversed(node["descendants"])]
+    return steps
 
 
 def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
