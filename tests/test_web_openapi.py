@@ -436,3 +436,22 @@ async def test_with_cors_every_answer_carries_the_cors_headers(web_db, ds):
     preflight = await cors.client.options(f"{API}/remember")
     assert (preflight.status_code, preflight.headers["access-control-allow-methods"]) == (200, "GET, POST, HEAD, OPTIONS")
     assert (await ds.client.options(f"{API}/sessions")).status_code == 405
+
+
+@pytest.mark.asyncio
+async def test_the_documented_thread_limit_is_the_bound_thread_enforces_when_asked(ds, monkeypatch):
+    """/thread's ``limit`` maximum is ``MAX_THREAD`` as thread() reads it when called, not the
+    value it had when the endpoints were first imported (a test lowering it while they were
+    left it documented for every later test)."""
+    import datasette_obelisk.web.api_helpers  # noqa: F401 (the endpoints, imported before the value changes)
+    from datasette_obelisk.query import obelisk
+
+    def documented(spec) -> int:
+        [param] = [p for p in spec["paths"][f"{API}/thread"]["get"]["parameters"] if p["name"] == "limit"]
+        return param["schema"]["maximum"]
+
+    real = obelisk.MAX_THREAD
+    monkeypatch.setattr(obelisk, "MAX_THREAD", 7)
+    assert documented((await ds.client.get(f"{API}/openapi.json")).json()) == 7
+    monkeypatch.undo()
+    assert documented((await ds.client.get(f"{API}/openapi.json")).json()) == real

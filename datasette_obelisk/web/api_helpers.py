@@ -106,7 +106,7 @@ HELPER_ENDPOINTS = [
         "/thread", obelisk.thread_page, "A session's messages ordered by time: the whole session, or a page",
         [Param("sessionId", required=True), Param("includeMeta", "boolean"),
          Param("limit", "integer", "a page of at most this many (default: the whole session)",
-               minimum=1, maximum=obelisk.MAX_THREAD),
+               minimum=1, maximum=lambda: obelisk.MAX_THREAD),  # (thread() reads it when called)
          offset("skip this many")],
         s.array(s.MESSAGE_ROW), positional="sessionId", paged=True,
     ),

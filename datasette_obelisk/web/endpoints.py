@@ -17,7 +17,12 @@ class Param:
     required: bool = False
     default: int | None = None  # an integer's value when none is given
     minimum: int | None = None  # an integer's bounds, as the endpoint enforces them
-    maximum: int | None = None
+    maximum: int | Callable[[], int] | None = None  # (a function: the bound a helper reads when it is called)
+
+    def bound(self, key: str) -> int | None:
+        """``default``, ``minimum`` or ``maximum`` as it is now."""
+        value = getattr(self, key)
+        return value() if callable(value) else value
 
 
 @dataclass(frozen=True)

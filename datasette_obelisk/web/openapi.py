@@ -86,7 +86,7 @@ TOO_LARGE = error("more than one answer returns: page with limit and offset")
 
 
 def parameter(param) -> dict:
-    bounds = {key: value for key in ("default", "minimum", "maximum") if (value := getattr(param, key)) is not None}
+    bounds = {key: value for key in ("default", "minimum", "maximum") if (value := param.bound(key)) is not None}
     return {
         "name": param.name,
         "in": "query",
