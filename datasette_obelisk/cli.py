@@ -523,9 +523,10 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         gone = f", {summary.files_missing} gone from disk (kept)" if summary.files_missing else ""
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
-            f"{summary.messages} messages, {summary.errors} errors{gone}"
+            f"{summary.messages} messages, {summary.errors} errors{_repaired(summary)}{gone}"
         )
         echo_errors(summary.error_samples)
+        echo_errors(summary.repaired_samples, "warning")
 
     try:
         watch(db, roots, interval=interval, report=report, should_stop=lambda: os.getppid() != parent, **options)
@@ -543,9 +544,10 @@ def echo_summary(summary, roots) -> None:
         f"{summary.files} files ({summary.files_read} read{_replayed(summary)}, {summary.files_skipped} unchanged, "
         f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "
         f"{summary.sessions} sessions, {summary.messages} messages, "
-        f"{summary.errors} errors in {summary.seconds:.2f}s"
+        f"{summary.errors} errors{_repaired(summary)} in {summary.seconds:.2f}s"
     )
     echo_errors(summary.error_samples)
+    echo_errors(summary.repaired_samples, "warning")
     echo_warnings(summary.warnings)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
@@ -563,10 +565,16 @@ def _links(summary) -> str:
     return f", {n} {'link' if n == 1 else 'links'} to a file read under another name" if n else ""
 
 
-def echo_errors(samples) -> None:
+def echo_errors(samples, kind: str = "error") -> None:
     for path, line, reason in samples[:10]:
         where = f"{path}:{line}" if line else path
-        click.echo(f"  error: {where}: {reason}", err=True)
+        click.echo(f"  {kind}: {where}: {reason}", err=True)
+
+
+def _repaired(summary) -> str:
+    """How many lines were kept with repairs (stored, not errors: the exit status stays 0)."""
+    n = summary.repaired
+    return f" ({n} line{'s' if n != 1 else ''} kept with bytes that are not UTF-8 read as U+FFFD)" if n else ""
 
 
 @cli.command()

@@ -7,7 +7,8 @@ turns them into rows. Field names match the column names of the schema
 Every line of a source file ends up accounted for: it becomes a ``Message``
 (possibly ``is_meta`` / ``surface='log-only'``), is merged into another record
 (a ``Merged`` marker: duplicates, usage, titles, metadata), or is reported as
-a ``LineError``.
+a ``LineError``. A line read with repairs (bytes that are not UTF-8) also
+gets a ``LineRepaired``, which says so without changing how it is counted.
 """
 
 from __future__ import annotations
@@ -253,6 +254,17 @@ class LineError:
     reason: str
 
 
+@dataclass(slots=True)
+class LineRepaired:
+    """A line (or a document's item) kept with repairs: bytes of it that are not UTF-8
+    were read as U+FFFD, and its records stored. Reported as ``ingest_errors`` rows
+    are, but counted as the line's records are (not a failed line). Made by the
+    reader (``store.reader``), never by a parser."""
+
+    position: Position
+    reason: str
+
+
 Record = (
     Session
     | SessionLink
@@ -266,4 +278,5 @@ Record = (
     | WorkflowAgent
     | Merged
     | LineError
+    | LineRepaired
 )

@@ -1260,7 +1260,7 @@ def test_dashboard_counts_files_gone_from_disk_and_unreadable_lines(tmp_path):
     with connect_readonly(db) as conn:
         files = totals(conn)["files"]
         [(last,)] = conn.execute("SELECT max(ingested_at) FROM source_files").fetchall()
-    assert files == {"files": 2, "gone": 1, "bad_lines": 1, "last_ingest_at": last}
+    assert files == {"files": 2, "gone": 1, "bad_lines": 1, "last_ingest_at": last, "repaired_lines": 0}
     assert last is not None
 
 

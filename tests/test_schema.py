@@ -74,6 +74,7 @@ def test_migrations_in_order(conn):
         "m048_add_file_sessions_ended_at",
         "m049_index_error_flagged_results",
         "m050_normalise_file_paths",
+        "m051_reread_invalid_utf8_lines",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

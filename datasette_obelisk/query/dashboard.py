@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import date, timedelta
 
+from ..sources.lines import REPAIRED
 from ..store import cold_load, derive, units, writer
 from .moments import moment_sql
 from .obelisk import TOP_LEVEL
@@ -42,7 +43,8 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
     """Sessions (as the session lists count them: no agent whose parent is stored, nor
     an excluded one), conversation messages (agents' too), tool calls and failures
     (``blocked``: how many of them were blocked), overall and by source and project, and the source files:
-    how many, how many are gone from disk, their unreadable lines and when the last
+    how many, how many are gone from disk, their unreadable lines, the lines kept with
+    repairs (``repaired_lines``: bytes that are not UTF-8 read as U+FFFD) and when the last
     one was ingested (``files=False``: ``None``, ``source_files`` is not read). A file gone
     from its path whose rows all went to the file there now, kept only by the errors of
     its unreadable lines, is that file: counted once, its unreadable lines still counted."""
@@ -73,11 +75,16 @@ def totals(conn: sqlite3.Connection, files: bool = True) -> dict:
                              ELSE {units.retired_sql("f")} AND NOT ({writer.holds_read_rows_sql("f")}) END AS errors_only
                  FROM source_files f)"""
     ).fetchone()
+    if files:  # lines kept with repairs (bytes that are not UTF-8 read as U+FFFD): stored, and reported
+        files = dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files))
+        files["repaired_lines"] = conn.execute(
+            "SELECT COUNT(*) FROM ingest_errors WHERE reason GLOB ?", [REPAIRED + "*"]
+        ).fetchone()[0]
     return {
         **{key: row[i] for i, key in enumerate(("sessions", "messages", "tool_calls", "failures", "blocked", "memories"))},
         "by_source": by_source,
         "by_project": by_project,
-        "files": dict(zip(("files", "gone", "bad_lines", "last_ingest_at"), files)) if files else None,
+        "files": files or None,
     }
 
 

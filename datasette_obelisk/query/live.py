@@ -37,7 +37,7 @@ import sqlite3
 import stat
 
 from ..sources.base import default_root_of, folders_of
-from ..sources.lines import load_json
+from ..sources.lines import load_json, repair_utf8
 from ..store.db import BUSY_TIMEOUT_MS, is_current, newer_parsers
 from ..store.fingerprint import HASH_BYTES, still_holds
 from ..store import cold_load
@@ -149,7 +149,8 @@ def ends_a_line(fd: int, cursor: int) -> bool:
     if len(line) == len(tail) and start > 0:  # a last line longer than the fingerprint's tail
         return False
     try:
-        load_json(line)  # (as the reader settles such a line: an escaped lone surrogate is read too)
+        repaired = repair_utf8(line)  # (as the reader settles such a line: bytes that are not UTF-8
+        load_json(repaired[0] if repaired else line)  # read as U+FFFD, an escaped lone surrogate read too)
     except ValueError:
         return False
     return True

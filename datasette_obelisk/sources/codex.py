@@ -186,7 +186,7 @@ from .common import (
     usage_fields,
     uuid7_ms,
 )
-from .lines import dump_json
+from .lines import as_utf8, dump_json
 
 SOURCE = "codex"
 KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
@@ -694,7 +694,7 @@ def rollout_parent(unit: SourceFile) -> tuple[str | None, bool]:
     whole = whole or quiet  # (a session left before its first prompt is its session_meta alone)
     metas = []
     for line in lines:
-        data = loads_or_none(line)
+        data = loads_or_none(as_utf8(line))  # (as the reader reads it)
         if not isinstance(data, dict):
             return None, True
         if data.get("type") == "session_meta" and isinstance(data.get("payload"), dict):
@@ -790,7 +790,7 @@ def _head_metas(raw, compression: str | None) -> tuple[list[dict], bool]:
         if not line.endswith(b"\n"):
             return metas, len(line) >= LINEAGE_HEAD_BYTES - read
         read += len(line)
-        data = loads_or_none(line)
+        data = loads_or_none(as_utf8(line))  # (as the reader reads it)
         if not (isinstance(data, dict) and data.get("type") == "session_meta"
                 and isinstance(data.get("payload"), dict)):
             return metas, True
@@ -824,6 +824,7 @@ def rollout_line_chains(path: str) -> Iterator[bytes]:
     def chains(lines) -> Iterator[bytes]:
         nonlocal chain
         for line in lines:
+            line = as_utf8(line)  # (as the reader reads it: its parser's chain of the copy is of these bytes)
             data = loads_or_none(line)
             if (isinstance(data, dict) and isinstance(data.get("type"), str) and data["type"] != "session_meta"
                     and isinstance(data.get("payload"), dict) and (key := copied_line_key(line)) is not None):

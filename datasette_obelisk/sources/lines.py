@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Iterator
 
@@ -89,6 +91,80 @@ def _split_lines(stream: BinaryIO, start: int, first_line_no: int, max_line: int
     if size:
         data = None if oversized else b"".join(parts)
         yield Line(data, Position(line_no, offset, size), terminated=False)
+
+
+# The reason of a line kept with repairs (``records.LineRepaired``) starts so.
+REPAIRED = "kept with repairs: "
+
+
+def repair_utf8(data: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """None when ``data`` is UTF-8 (the usual case: an ASCII line is known so at
+    once, any other is decoded strictly); else ``data`` with each sequence that is
+    not UTF-8 replaced by U+FFFD (a Latin-1 byte in a tool's output, a multi-byte
+    character cut short), as ``bytes.decode(errors="replace")`` replaces them, and
+    the ``(start, end)`` byte spans of ``data`` that were replaced, in order."""
+    if data.isascii():
+        return None
+    try:
+        data.decode()
+        return None
+    except UnicodeDecodeError:
+        pass
+    _noted.spans = spans = []
+    try:
+        text = data.decode("utf-8", "obelisk-noted-replace")
+    finally:
+        _noted.spans = None
+    return text.encode(), spans
+
+
+def as_utf8(data: bytes) -> bytes:
+    """``data`` as the reader hands it to a parser: bytes that are not UTF-8 read as U+FFFD
+    (``repair_utf8``), so a line read again elsewhere (a fork's copy of its parent's
+    lines, compared with them) is the line its parser read."""
+    repaired = repair_utf8(data)
+    return repaired[0] if repaired else data
+
+
+def repair_note(spans: list[tuple[int, int]], start: int = 0, what: str = "line") -> str:
+    """What ``repair_utf8`` changed, for a warning: how many bytes, in how many places,
+    the first at which byte of the line (or item) that begins at byte ``start``."""
+    count = sum(end - begin for begin, end in spans)
+    places = f" in {len(spans)} places" if len(spans) > 1 else ""
+    return (
+        f"{REPAIRED}{count} byte{'s' if count > 1 else ''} that {'are' if count > 1 else 'is'} not UTF-8 "
+        f"read as U+FFFD{places} (the first {spans[0][0] - start} bytes into the {what})"
+    )
+
+
+def repaired_offset(spans: list[tuple[int, int]], offset: int) -> int:
+    """Where byte ``offset`` of the original bytes lies in the repaired bytes (each span is 3 bytes there)."""
+    return offset + sum(3 - (end - start) for start, end in spans if end <= offset)
+
+
+def original_offset(spans: list[tuple[int, int]], offset: int) -> int:
+    """Where byte ``offset`` of the repaired bytes came from in the original bytes
+    (inside a replacement character: the start of the bytes it replaced)."""
+    shift = 0  # how much further on the repaired bytes are before the next span
+    for start, end in spans:
+        at = start + shift
+        if offset <= at:
+            break
+        if offset < at + 3:
+            return start
+        shift += 3 - (end - start)
+    return offset - shift
+
+
+_noted = threading.local()
+
+
+def _noted_replace(exc: UnicodeDecodeError) -> tuple[str, int]:
+    _noted.spans.append((exc.start, exc.end))
+    return "\ufffd", exc.end
+
+
+codecs.register_error("obelisk-noted-replace", _noted_replace)
 
 
 def load_json(data: bytes | str) -> Any:

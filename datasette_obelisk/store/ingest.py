@@ -84,6 +84,8 @@ class IngestSummary:
     sessions: int = 0
     seconds: float = 0.0
     error_samples: list = field(default_factory=list)
+    repaired: int = 0  # lines kept with repairs (bytes that are not UTF-8 read as U+FFFD): stored, not errors
+    repaired_samples: list = field(default_factory=list)
     empty_files: list = field(default_factory=list)  # lines read, no message stored
     warnings: list = field(default_factory=list)  # default folders skipped: sources.base.default_folder_warnings
 
@@ -105,6 +107,10 @@ class IngestSummary:
             "seconds": round(self.seconds, 3),
             "error_samples": [
                 {"path": p, "line": n, "reason": r} for p, n, r in self.error_samples
+            ],
+            "repaired": self.repaired,
+            "repaired_samples": [
+                {"path": p, "line": n, "reason": r} for p, n, r in self.repaired_samples
             ],
             "files_without_messages": self.empty_files,
             "warnings": self.warnings,
@@ -1459,6 +1465,8 @@ class Ingester:
         s.errors += counts.failed
         s.bytes_read += max(0, cursor - self._file_cursor)
         s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
+        s.repaired += len(counts.repaired)
+        s.repaired_samples.extend(counts.repaired[: max(0, 20 - len(s.repaired_samples))])
         self._file_cursor = self._stored_cursor = cursor
         return True
 

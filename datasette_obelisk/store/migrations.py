@@ -1414,3 +1414,18 @@ def m050_normalise_file_paths(db):
             f"UPDATE {table} SET file_path = obelisk_normal_path(file_path) "
             "WHERE file_path IS NOT NULL AND file_path != obelisk_normal_path(file_path)"
         )
+
+
+@migrations()
+def m051_reread_invalid_utf8_lines(db):
+    # A line holding bytes that are not UTF-8 (a Latin-1 byte in a tool's
+    # output, a character cut short) was an error, its message lost (and a
+    # Gemini chat document holding one lost every message). It is now kept
+    # with those bytes read as U+FFFD, and reported (an ingest_errors row
+    # whose reason starts "kept with repairs: "). Only the files holding such
+    # an error are read again.
+    db.execute(
+        """UPDATE source_files SET parser_version = NULL
+           WHERE missing = 0 AND id IN (
+             SELECT file_id FROM ingest_errors WHERE reason LIKE 'invalid JSON: str is not valid UTF-8%')"""
+    )

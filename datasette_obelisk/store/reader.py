@@ -17,9 +17,11 @@ from typing import Any, Callable, Iterator, Mapping
 
 import orjson
 
-from ..records import LineError, Message, Position
+from ..records import LineError, LineRepaired, Message, Position
 from ..sources.base import Source, SourceFile
-from ..sources.lines import BOM, CHUNK, MAX_LINE, Line, decode_object, load_json, read_lines
+from ..sources.lines import (
+    BOM, CHUNK, MAX_LINE, REPAIRED, Line, decode_object, load_json, original_offset, read_lines, repair_note, repair_utf8,
+)
 from .fingerprint import compressed_hashes_at, hashes_at
 from .record_check import checked_document, checked_line
 from .session_index import SessionWords, count_session_words
@@ -116,9 +118,14 @@ class Reader:
         feed = self.feed if trusted else partial(self.checked_feed, source=unit.source)
         if unit.layout == "document":
             data = stream.read()
-            found = self.document_records(parser, data)
+            repaired = repair_utf8(data)
+            found = self.document_records(parser, repaired[0] if repaired else data)
+            if repaired:
+                moved_back(found, repaired[1], data)
             if not trusted:
                 found = checked_document(found, Position(1, 0, len(data)), unit.source)
+            if repaired:
+                found = document_repaired(found, repaired[1], data)
             yield self.batch(unit, parser, raw, found, len(data), 1, 1)
             return
         if unit.layout == "text":
@@ -129,6 +136,9 @@ class Reader:
                 found = [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
             if not trusted:
                 found = checked_document(found, Position(1, 0, len(data)), unit.source)
+            repaired = repair_utf8(data)  # (the parser reads such bytes as U+FFFD: said here, as of a line)
+            if repaired:
+                found = with_repair(found, LineRepaired(Position(1, 0, len(data)), repair_note(repaired[1], 0, "file")))
             yield self.batch(unit, parser, raw, found, size, 1, 1)
             return
         cursor, line_no = job.cursor, job.line_no
@@ -147,9 +157,11 @@ class Reader:
         try:
             for line in read_lines(stream, cursor, line_no + 1):
                 end = line.position.byte_offset + line.position.byte_length
+                # Bytes that are not UTF-8 are read as U+FFFD (checked strictly, the fallback only on failure)
+                repair = None if line.data is None or line.data.isascii() else repaired_line(line)
                 if not line.terminated:
                     if is_complete(line):
-                        records.extend(feed(parser, line))
+                        records.extend(with_repair(feed(parser, line), repair))
                         yield self.batch(unit, parser, raw, records, end, line.position.line_no, lines + 1, open_line=True)
                     else:
                         yield self.batch(unit, parser, raw, records, cursor, line_no, lines, pending=end - cursor)
@@ -159,7 +171,7 @@ class Reader:
                 if line.data is not None and not line.data.strip():
                     cursor, line_no = end + 1, line.position.line_no
                     continue
-                records.extend(feed(parser, line))
+                records.extend(with_repair(feed(parser, line), repair))
                 lines += 1
                 size += line.position.byte_length + 1
                 cursor, line_no = end + 1, line.position.line_no
@@ -221,6 +233,67 @@ class Reader:
             return list(parser.document(data.removeprefix(BOM)))  # an editor's byte order mark is no JSON
         except Exception as exc:  # a parser bug must not stop the run
             return [LineError(Position(1, 0, len(data)), f"parser error: {exc!r}")]
+
+
+def repaired_line(line: Line) -> LineRepaired | None:
+    """``line`` with its bytes that are not UTF-8 read as U+FFFD, and what says so (None when it is UTF-8)."""
+    repaired = repair_utf8(line.data)
+    if repaired is None:
+        return None
+    line.data, spans = repaired
+    return LineRepaired(line.position, repair_note(spans))
+
+
+def with_repair(found: list, repair: LineRepaired | None) -> list:
+    """The records of a line, and the word that it was read with repairs: added to the
+    line's error instead when it failed all the same (one row a line)."""
+    if repair is None:
+        return found
+    for record in found:
+        if type(record) is LineError and record.position == repair.position:
+            record.reason = f"{record.reason}; {repair.reason.removeprefix(REPAIRED)}"
+            return found
+    found.append(repair)
+    return found
+
+
+def moved_back(found: list, spans: list[tuple[int, int]], data: bytes) -> None:
+    """The places the records of a document read with repairs (``repair_utf8``: bytes
+    at ``spans`` of ``data`` read as U+FFFD, three bytes each) name, moved back to the
+    bytes on disk, so a re-read of an item (``raw``) finds it there."""
+    bom = len(BOM) if data.startswith(BOM) else 0  # (the parser read it without its byte order mark)
+
+    def back(offset: int) -> int:
+        return original_offset(spans, offset + bom) - bom
+
+    moved: dict[tuple, Position] = {}
+    for record in found:
+        p = getattr(record, "position", None)
+        if isinstance(p, Position):
+            key = (p.line_no, p.byte_offset, p.byte_length)
+            if key not in moved:
+                start = back(p.byte_offset)
+                moved[key] = Position(p.line_no, start, back(p.byte_offset + p.byte_length) - start)
+            record.position = moved[key]
+
+
+def document_repaired(found: list, spans: list[tuple[int, int]], data: bytes) -> list:
+    """The records of a document read with repairs (places moved back, ``moved_back``) and
+    a ``LineRepaired`` for each item holding bytes that are not UTF-8: the smallest place
+    a record names around them (an item), else the whole file."""
+    bom = len(BOM) if data.startswith(BOM) else 0
+    places = sorted({(p.line_no, p.byte_offset, p.byte_length) for r in found
+                     if isinstance(p := getattr(r, "position", None), Position)}, key=lambda k: (k[2], k[0]))
+    whole = (1, 0, len(data) - bom)
+    held: dict[tuple, list] = {}
+    for start, end in spans:
+        at = start - bom
+        place = next((k for k in places if k[1] <= at < k[1] + k[2]), whole)
+        held.setdefault(place, []).append((at, end - bom))
+    for (line_no, offset, length), inside in held.items():
+        what = "file" if offset == 0 and length >= len(data) - bom else "item"
+        found = with_repair(found, LineRepaired(Position(line_no, offset, length), repair_note(inside, offset, what)))
+    return found
 
 
 def read_text(stream, limit: int) -> tuple[bytes, int, int]:

@@ -12,6 +12,7 @@ import orjson
 from ..cjk import search_text
 from ..records import (
     LineError,
+    LineRepaired,
     Merged,
     Message,
     PullRequest,
@@ -96,6 +97,7 @@ class WriteCounts:
     sessions: set = field(default_factory=set)
     mentioned: set = field(default_factory=set)  # sessions with a line in this file, replays too
     errors: list = field(default_factory=list)
+    repaired: list = field(default_factory=list)  # (path, line, reason) of lines kept with repairs
 
 
 def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=(), chosen=None) -> str:
@@ -556,6 +558,18 @@ class Writer:
             [self.file_id, self.path, p.line_no, p.byte_offset, p.byte_length, e.reason],
         )
 
+    def _repaired(self, e: LineRepaired) -> None:
+        # The line's own records say how it is counted; its row says what was changed.
+        p = e.position
+        self.counts.repaired.append((self.path, p.line_no, e.reason))
+        self.conn.execute(
+            "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+            "ON CONFLICT (path, line_no, byte_offset) DO UPDATE SET reason = excluded.reason, "
+            "byte_length = excluded.byte_length, file_id = excluded.file_id",
+            [self.file_id, self.path, p.line_no, p.byte_offset, p.byte_length, e.reason],
+        )
+
     def _session(self, s: Session) -> None:
         if s.ended_at is not None:
             end = end_of(s)
@@ -664,6 +678,7 @@ class Writer:
     handlers = {
         Merged: _merged,
         LineError: _error,
+        LineRepaired: _repaired,
         Session: _session,
         SessionLink: _session_link,
         ToolCall: _tool_call,
