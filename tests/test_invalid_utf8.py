@@ -6,8 +6,10 @@ import io
 import sqlite3
 
 import orjson
+import pytest
 import zstandard
 from click.testing import CliRunner
+from datasette.app import Datasette
 
 from datasette_obelisk.cli import cli
 from datasette_obelisk.query.dashboard import totals
@@ -165,6 +167,23 @@ def test_search_finds_the_words_around_the_replacement(tmp_path):
     ingest(db, roots)
     assert rows(db, "SELECT m.uuid FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
                     "WHERE messages_fts MATCH 'caf' ORDER BY m.uuid") == [("gemini:g-doc:m1",), ("u1",)]
+
+
+@pytest.mark.asyncio
+async def test_the_overview_links_the_repaired_lines_apart_from_those_that_could_not_be_read(tmp_path):
+    roots = lay_out(tmp_path / "logs")
+    db = tmp_path / "o.db"
+    ingest(db, roots)
+    conn = sqlite3.connect(db)
+    conn.execute("INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
+                 "SELECT id, path, 9, 0, 1, 'invalid JSON: unexpected end', '2026-03-01' FROM source_files LIMIT 1")
+    conn.execute("UPDATE source_files SET lines_failed = 1 WHERE id = (SELECT MIN(id) FROM source_files)")
+    conn.commit()
+    conn.close()
+    overview = (await Datasette([str(db)]).client.get("/-/obelisk/overview")).text
+    assert ('<a href="/o/ingest_errors?reason__notlike=kept+with+repairs%3A%25">1 line could not be read</a>; '
+            '<a href="/o/ingest_errors?reason__startswith=kept+with+repairs%3A">6 lines were kept with bytes that '
+            "are not UTF-8 shown as \ufffd</a>.") in overview
 
 
 def test_the_cli_warns_and_exits_zero(tmp_path):
