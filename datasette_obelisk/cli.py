@@ -641,7 +641,12 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
     if serve:
         check_port_free(port)
     echo_warnings(plugin_warnings() + root_warnings(sources, (), dirs))
-    if not has_logs(sources, roots):  # no folder, or folders with no log in them yet
+    if has_logs(sources, roots):
+        pass
+    elif holds_sessions(db):  # its logs deleted (an agent's cleanup) or on another machine: still served
+        click.echo(f"No agent logs found: serving the sessions {db} already holds "
+                   "(new logs are read as an agent writes them)", err=True)
+    else:  # no folder, or folders with no log in them yet, and nothing archived
         roots = watched = demo_roots(demo_dir)
         db = writable_db(demo_db(db))  # never mixed into the database your own logs will go to
         click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db} "
@@ -685,6 +690,21 @@ def start_watcher(db: Path, dirs: dict) -> None:
     for name, root in dirs.items():
         command += ["--dir", f"{name}={root}"]
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def holds_sessions(db: Path) -> bool:
+    """Whether ``db`` (a database ``writable_db`` accepted, or none yet) already holds sessions."""
+    from .store.db import file_uri
+
+    if not db.exists():
+        return False
+    conn = sqlite3.connect(file_uri(db), uri=True)
+    try:
+        return conn.execute("SELECT EXISTS (SELECT 1 FROM sessions)").fetchone()[0] == 1
+    except sqlite3.Error:  # no sessions table yet, or locked by an ingest that is making it
+        return False
+    finally:
+        conn.close()
 
 
 def demo_db(db: Path) -> Path:

@@ -266,6 +266,30 @@ def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, m
     conn.close()
 
 
+def test_up_serves_the_archive_it_holds_when_the_logs_are_gone(tmp_path, monkeypatch, isolated_home):
+    """Logs an agent deleted (Claude Code's cleanupPeriodDays) or left on another machine are the
+    archive's point: with none found, a database that holds sessions is served, not the demo."""
+    monkeypatch.chdir(tmp_path)
+    project = isolated_home / ".claude" / "projects" / "-tmp-p"
+    project.mkdir(parents=True)
+    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "mine",
+            "timestamp": "2026-03-01T10:00:00.000Z", "message": {"role": "user", "content": "hello"}}
+    (project / "mine.jsonl").write_text(json.dumps(line) + "\n")
+    assert CliRunner().invoke(cli, ["up", "--no-serve"]).exit_code == 0
+    (project / "mine.jsonl").unlink()
+    result = CliRunner().invoke(cli, ["up", "--no-serve"])
+    assert result.exit_code == 0, result.output
+    assert "demo" not in result.output and not (tmp_path / "demo-logs").exists()
+    assert not (tmp_path / "obelisk-demo.db").exists()
+    assert "No agent logs found: serving the sessions obelisk.db already holds" in result.output
+    assert f"{tmp_path / 'obelisk.db'} holds 1 session, 1 log message." in result.output
+    # A database that holds no session yet still gets the demo beside it.
+    (tmp_path / "other.db").touch()
+    result = CliRunner().invoke(cli, ["up", "--no-serve", "--db", "other.db"])
+    assert result.exit_code == 0, result.output
+    assert "using a generated demo corpus in demo-logs/, in other-demo.db" in result.output
+
+
 def test_up_keeps_the_demo_apart_from_a_named_database_too(tmp_path, monkeypatch, isolated_home):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["up", "--no-serve", "--db", "mine.db"])
