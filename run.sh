@@ -21,8 +21,9 @@ if ! { [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import pip; $ok" 2>/d
   rm -rf "$venv"
   "$py" -m venv "$venv"
 fi
-# Installed once per version of pyproject.toml, so a second run needs no network.
-stamp="$venv/.installed-$(cksum < "$here/pyproject.toml" | cut -d' ' -f1)"
+# Installed once per version of pyproject.toml and place of the checkout (its commands name the
+# folder they were installed in), so a second run needs no network.
+stamp="$venv/.installed-$({ cat "$here/pyproject.toml"; echo "$here"; } | cksum | cut -d' ' -f1)"
 if [ ! -e "$stamp" ]; then
   "$venv/bin/python" -m pip install -qq --upgrade pip
   "$venv/bin/python" -m pip install -qq -e "$here"

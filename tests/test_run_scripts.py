@@ -96,3 +96,17 @@ def test_a_usable_environment_is_kept(checkout):
     calls = (repo / ".venv" / "calls").read_text().splitlines()
     assert sum("pip install -qq -e" in call for call in calls) == 1, calls  # installed once
     assert calls[-1] == "obelisk up --port 8002"
+
+
+def test_a_moved_checkout_installs_again(checkout):
+    """The environment's commands name the folder they were installed in: a checkout moved
+    or renamed installs again rather than failing at `.venv/bin/obelisk` for ever."""
+    repo, bin_ = checkout
+    assert run(repo, bin_, "run.sh").returncode == 0
+    assert run(repo, bin_, "run.sh").returncode == 0
+    moved = repo.rename(repo.with_name("moved"))
+    result = run(moved, bin_, "run.sh", "--no-serve")
+    assert result.returncode == 0, result.stderr
+    calls = (moved / ".venv" / "calls").read_text().splitlines()
+    assert sum("pip install -qq -e" in call for call in calls) == 2, calls
+    assert calls[-2].endswith(f"pip install -qq -e {moved}") and calls[-1] == "obelisk up --no-serve"
