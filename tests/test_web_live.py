@@ -123,7 +123,7 @@ async def test_what_an_older_database_lacks_is_a_clear_error(tmp_path, monkeypat
     error = response.json()["error"]
     assert error["code"] == "OBELISK_NOT_FOUND" and error["message"] == (
         "this database was written by an older datasette-obelisk (no such table: session_digests_fts): "
-        "run `obelisk ingest --db <it>` to bring it up to date")
+        "run `obelisk ingest --db obelisk.db` to bring it up to date")
 
 
 @pytest.mark.asyncio
@@ -143,7 +143,7 @@ async def test_what_an_older_database_lacks_is_a_clear_error_where_a_helper_tran
     assert response.json()["error"] == {
         "code": "OBELISK_NOT_FOUND",
         "message": "this database was written by an older datasette-obelisk (no such column: tr.output_uuid): "
-                   "run `obelisk ingest --db <it>` to bring it up to date",
+                   "run `obelisk ingest --db obelisk.db` to bring it up to date",
     }
 
 

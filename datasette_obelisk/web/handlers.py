@@ -77,9 +77,18 @@ def older_schema(conn, message: str) -> QueryError | None:
         return QueryError(
             "OBELISK_NOT_FOUND",
             f"this database was written by an older datasette-obelisk ({message}): "
-            "run `obelisk ingest --db <it>` to bring it up to date",
+            f"run `obelisk ingest --db {database_file_name(conn)}` to bring it up to date",
         )
     return None
+
+
+def database_file_name(conn) -> str:
+    """The name of ``conn``'s database file (not its folder), quoted for a shell."""
+    import shlex
+    from pathlib import Path
+
+    file = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    return shlex.quote(Path(file).name) if file else "DATABASE"
 
 
 TIMEOUT_CODES = ("OBELISK_TIMEOUT", "SESSION_QUERY_ABORTED")  # over HTTP only the time limit aborts
