@@ -647,10 +647,16 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
         click.echo(f"No agent logs found: serving the sessions {db} already holds "
                    "(new logs are read as an agent writes them)", err=True)
     else:  # no folder, or folders with no log in them yet, and nothing archived
+        selected, _ = selected_sources(sources, (), dirs)
+        looked = "looked in " + ", ".join(f"{path} ({name})" for name, path in roots.items()) if roots else "read no folder"
+        missing = [name for name in selected if name not in roots]
+        looked += f"; no folder for {', '.join(missing)}" if missing else ""
         roots = watched = demo_roots(demo_dir)
         db = writable_db(demo_db(db))  # never mixed into the database your own logs will go to
         click.echo(f"No agent logs found: using a generated demo corpus in {demo_dir}/, in {db} "
                    "(your own logs go to their own database once an agent has written some)", err=True)
+        click.echo(f"  ({looked}: `obelisk sources` says where each source looks, "
+                   "--claude-dir, --codex-dir, --gemini-dir or --dir give a folder)", err=True)
     summary = ingest_now(sys.stderr.isatty(), db, roots, sources=sources, expect_logs=list(watched))
     echo_summary(summary, roots)
     click.echo(f"{db.resolve()} holds {holdings(db)}.", err=True)  # the summary counts this run's work only

@@ -290,6 +290,19 @@ def test_up_serves_the_archive_it_holds_when_the_logs_are_gone(tmp_path, monkeyp
     assert "using a generated demo corpus in demo-logs/, in other-demo.db" in result.output
 
 
+def test_up_says_where_it_looked_for_logs_before_using_the_demo(tmp_path, monkeypatch, isolated_home):
+    """A $CLAUDE_CONFIG_DIR mistyped, or logs kept elsewhere: the demo's notice names the folders
+    read and the sources that had none, so the user sees why and what to give."""
+    monkeypatch.chdir(tmp_path)
+    (isolated_home / ".codex").mkdir()  # an agent installed, no session yet
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "typo"))
+    result = CliRunner().invoke(cli, ["up", "--no-serve"])
+    assert result.exit_code == 0, result.output
+    assert "No agent logs found: using a generated demo corpus in demo-logs/" in result.output
+    assert f"looked in {isolated_home / '.codex'} (codex); no folder for claude, gemini" in result.output
+    assert "`obelisk sources` says where each source looks" in result.output
+
+
 def test_up_keeps_the_demo_apart_from_a_named_database_too(tmp_path, monkeypatch, isolated_home):
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(cli, ["up", "--no-serve", "--db", "mine.db"])
