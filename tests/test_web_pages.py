@@ -572,14 +572,22 @@ def test_a_transcript_read_page_by_page_lists_what_one_page_lists(web_db, limit)
 
 
 @pytest.mark.asyncio
-async def test_a_transcript_page_links_back_and_its_toggles_keep_it(ds, monkeypatch):
+async def test_a_transcript_page_links_back_and_its_toggles_keep_it(ds, web_db, monkeypatch):
     from datasette_obelisk.web import pages
 
     monkeypatch.setattr(pages, "TRANSCRIPT_PAGE", 50)
     session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, seq 1..162
+    # (the output of a call on an earlier line is shown with it: not a line of its own on a page)
+    outputs = {seq for (seq,) in rows(
+        web_db, "SELECT rm.seq FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
+        "JOIN messages rm ON rm.uuid = r.message_uuid JOIN messages cm ON cm.uuid = c.message_uuid "
+        "WHERE rm.session_id = ? AND cm.session_id = ? AND rm.content_type = 'tool_result' AND cm.seq < rm.seq",
+        [session, session])}
+    previous = [seq for seq in range(1, 120) if seq not in outputs][-50]
+    assert 1 < previous < 70
     hrefs = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="120"))]
     base = f"/-/obelisk/session/{session}?"
-    assert f"{base}start=70" in hrefs and f"{base}start=170" not in hrefs  # previous: seq 70..119
+    assert f"{base}start={previous}" in hrefs and f"{base}start=170" not in hrefs  # previous: 50 lines before 120
     assert f"{base}start=120&meta=1" in hrefs and f"{base}start=120&log=1" in hrefs and f"{base}start=120&shadowed=1" in hrefs
     second = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="40"))]
     assert f"{base}start=1" not in second and base[:-1] in second  # the page before starts the transcript
@@ -928,12 +936,13 @@ def test_tool_anchors_name_the_transcript_page_that_shows_the_call(web_db):
     conn = sqlite3.connect(web_db)
     try:
         anchors = transcript.tool_anchors(conn, ["toolu_f001", "toolu_f002", "no-such-call"], limit=5)
-        later = transcript.transcript(conn, FORKED, start=6, limit=5)["entries"]
+        later = transcript.transcript(conn, FORKED, start=7, limit=5)["entries"]
     finally:
         conn.close()
     plain = {"start": None, "rewound": False, "meta": False, "log": False}
-    assert anchors == {"toolu_f001": {**plain, "rewound": True}, "toolu_f002": {**plain, "start": 6}}
-    assert [c["id"] for e in later if e["kind"] == "tool" for c in e["calls"]] == ["toolu_f002"]
+    # (the first page holds #1-#6: the output at #5 is shown with its call at #4, not counted)
+    assert anchors == {"toolu_f001": {**plain, "rewound": True}, "toolu_f002": {**plain, "start": 7}}
+    assert [c["id"] for e in later if e["kind"] == "tool" for c in e["calls"]] == ["toolu_f002", "toolu_f003"]
 
 
 SMALL = "claude-code/jazzyalex__agent-sessions/small.jsonl"
@@ -2075,3 +2084,42 @@ async def test_the_lineage_page_of_a_session_with_two_thousand_children_describe
     forest = forest_of(await page(ds, f"/-/obelisk/session/{SAMPLE}/lineage"))
     assert forest.count("<li") == forest.count("</li>") == 2001
     assert forest.count(">Title of ") == 2000 and forest.count(" · 0 messages") == 2000
+
+
+def tool_output_past_a_page_db(tmp_path, lines: int = 502):
+    """A Claude session of ``lines`` lines whose #500 calls a tool and #501 is its output."""
+    from datasette_obelisk.store.ingest import ingest
+
+    project = tmp_path / "claude" / "projects" / "-w"
+    project.mkdir(parents=True)
+    written, parent = [], None
+    for n in range(1, lines + 1):
+        role = "user" if n % 2 else "assistant"
+        content = f"line {n} of the wombat session"
+        if n == 500:
+            content = [{"type": "tool_use", "id": "toolu_edge", "name": "Bash", "input": {"command": "ls"}}]
+        elif n == 501:
+            content = [{"type": "tool_result", "tool_use_id": "toolu_edge", "content": "edge output"}]
+        written.append({"type": role, "uuid": f"u{n}", "parentUuid": parent, "sessionId": "edge", "cwd": "/w",
+                        "timestamp": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}.000Z",
+                        "message": {"role": role, "content": content, **({"model": "claude-test"} if role == "assistant" else {})}})
+        parent = f"u{n}"
+    (project / "edge.jsonl").write_text("".join(json.dumps(line) + "\n" for line in written))
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    return db
+
+
+@pytest.mark.asyncio
+async def test_the_next_transcript_page_starts_past_the_output_shown_with_its_call(tmp_path):
+    """A page that ends with a tool call shows its output with it: the next page starts after that
+    output, not at it, and the page before that one is the page it came from."""
+    datasette = make_datasette(tool_output_past_a_page_db(tmp_path))
+    await datasette.invoke_startup()
+    first = await page(datasette, "/-/obelisk/session/edge")
+    assert 'id="tool-toolu_edge"' in first and "edge output" in first
+    assert "Continue from #502 »" in first and "/-/obelisk/session/edge?start=502" in links(first)
+    second = await page(datasette, "/-/obelisk/session/edge", start="502")
+    assert "is the output of a tool call" not in second and 'id="m502"' in second
+    assert "edge output" not in second and "Previous" not in second  # the page before: the first one
+    assert "/-/obelisk/session/edge" in links(second)

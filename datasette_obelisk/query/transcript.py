@@ -31,10 +31,12 @@
         Which lines are listed (``shown``): a structural line (``surface =
         'log-only'``) only with ``log``, whatever its ``is_meta``; another
         injected line (``is_meta``) only with ``meta``; compaction markers
-        always. Entries cover seqs ``start`` .. ``start +
-        limit - 1``; ``next_start`` is where the next page begins (None at
-        the end), ``previous_start`` where the page before it does (None on
-        the first). ``start_hidden`` says which option shows the line at
+        always. Entries cover seqs ``start`` .. ``next_start - 1``: ``limit``
+        lines a page may start at and the outputs after the last of them of
+        calls made before them (``page_start``: such an output never opens a
+        page, as it is shown with its call); ``next_start`` is where the next
+        page begins (None at the end), ``previous_start`` where the page
+        before it does (None on the first). ``start_hidden`` says which option shows the line at
         ``start`` when the view hides it (``meta`` or ``log``);
         ``start_rewound``, that the line is on a rewound branch the view
         folds (``rewound=True`` shows it); ``start_folded``, when that line is
@@ -60,6 +62,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from bisect import bisect_right
 
 from ..sources.common import strings_in
 from ..store.tool_output import full_content_sql, raw_uuid_sql
@@ -81,18 +84,13 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
     session = _one(conn, "SELECT * FROM sessions WHERE id = ?", [session_id])
     if session is None:
         raise unknown_session(conn, session_id)
+    next_start = page_start(conn, session_id, start, limit)
+    previous_start = page_start(conn, session_id, start, -limit)
     rows = _all(
         conn,
-        "SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?",
-        [session_id, start, limit + 1],
+        "SELECT * FROM messages WHERE session_id = ? AND seq >= ? AND (? IS NULL OR seq < ?) ORDER BY seq",
+        [session_id, start, next_start, next_start],
     )
-    next_start = rows[limit]["seq"] if len(rows) > limit else None
-    previous = conn.execute(
-        "SELECT seq FROM messages WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT 1 OFFSET ?",
-        [session_id, start, limit - 1],
-    ).fetchone()
-    previous_start = previous[0] if previous else (1 if start > 1 else None)
-    rows = rows[:limit]
     calls = tool_calls(conn, session_id, [r["uuid"] for r in rows])
     folded = {call["result_uuid"] for group in calls.values() for call in group if call["result_uuid"]}
     folded |= results_of_earlier_calls(conn, session_id, start, [r["uuid"] for r in rows if r["content_type"] == TOOL_RESULT])
@@ -136,6 +134,35 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "start_folded": output_of_earlier_call(conn, rows[0], folded, limit) if rows and rows[0]["seq"] == start else None,
         "start_rewound": bool(rows and rows[0]["seq"] == start and rows[0]["visibility"] == "inactive" and not rewound),
     }
+
+
+# How pages are cut: a page holds ``limit`` lines a page may start at (``opens_page``) and
+# the lines after the last of them that may not: the output of a call on an earlier line,
+# shown with that call, never opens a page (nor is counted), so the next page does not start
+# at a line this one already shows. Going forward or back counts the same lines.
+def opens_page(m: str) -> str:
+    """SQL: whether the messages row ``m`` (an alias) is a line a transcript page may start at."""
+    return f"""NOT ({m}.content_type = 'tool_result' AND EXISTS (
+        SELECT 1 FROM tool_results pr JOIN tool_calls pc ON pc.id = pr.tool_use_id
+        JOIN messages pm ON pm.uuid = pc.message_uuid AND pm.session_id = {m}.session_id
+        WHERE pr.message_uuid = {m}.uuid AND pm.seq < {m}.seq))"""
+
+
+def page_start(conn, session_id: str, start: int, pages: int) -> int | None:
+    """Where the page ``pages`` lines away from the page at ``start`` begins: with ``limit``,
+    the next page (None at the end); with ``-limit``, the page before (1 when fewer lines
+    are before it, None on the first page). Only lines a page may start at are counted."""
+    if pages > 0:
+        found = conn.execute(
+            f"SELECT seq FROM messages m WHERE session_id = ? AND seq >= ? AND {opens_page('m')} "
+            "ORDER BY seq LIMIT 1 OFFSET ?", [session_id, start, pages],
+        ).fetchone()
+        return found[0] if found else None
+    found = conn.execute(
+        f"SELECT seq FROM messages m WHERE session_id = ? AND seq < ? AND {opens_page('m')} "
+        "ORDER BY seq DESC LIMIT 1 OFFSET ?", [session_id, start, -pages - 1],
+    ).fetchone()
+    return found[0] if found else (1 if start > 1 else None)
 
 
 def anchor_folded_results(entries: list, folded: set) -> None:
@@ -357,25 +384,49 @@ def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS)
     }
 
 
-PAGE_OFFSET = "(SELECT COUNT(*) FROM messages b WHERE b.session_id = m.session_id AND b.seq < m.seq) / :page * :page"
+class PageCuts:
+    """Where the transcript pages of ``limit`` lines that show a session's lines start, as
+    ``page_start`` cuts them from the first line: the lines a page may start at (``opens_page``)
+    are read once a session, up to the furthest line asked about."""
+
+    def __init__(self, conn, limit: int):
+        self.conn, self.limit, self.openers, self.read_to = conn, limit, {}, {}
+
+    def start_of(self, session_id: str, seq: int) -> int | None:
+        """The first line of the page that shows line ``seq``; None for the first page."""
+        read_to = self.read_to.get(session_id, 0)
+        if seq > read_to:
+            lines = [row[0] for row in self.conn.execute(
+                "SELECT seq FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+                [session_id, read_to, seq])]
+            outputs = {row[0] for row in self.conn.execute(  # (only a line with a tool result may not)
+                f"SELECT m.seq FROM tool_results r JOIN messages m ON m.uuid = r.message_uuid "
+                f"WHERE r.session_id = ? AND m.session_id = r.session_id AND m.seq > ? AND m.seq <= ? "
+                f"AND NOT {opens_page('m')}", [session_id, read_to, seq])}
+            self.openers.setdefault(session_id, []).extend(line for line in lines if line not in outputs)
+            self.read_to[session_id] = seq
+        openers = self.openers[session_id]
+        page = max(bisect_right(openers, seq) - 1, 0) // self.limit * self.limit
+        return openers[page] if page else None
 
 
-def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500) -> dict[str, dict]:
+def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500, cuts: PageCuts | None = None) -> dict[str, dict]:
     ids = sorted(set(tool_call_ids))
     if not ids:
         return {}
+    cuts = cuts or PageCuts(conn, limit)
     rows = _all(
         conn,
-        f"""SELECT c.id AS call_id, m.*, {PAGE_OFFSET} AS page_offset
+        f"""SELECT c.id AS call_id, m.*
             FROM tool_calls c JOIN messages m ON m.uuid = c.message_uuid AND m.session_id = c.session_id
             WHERE c.id IN ({", ".join(f":id{i}" for i in range(len(ids)))})""",
-        {"page": limit, **{f"id{i}": value for i, value in enumerate(ids)}},
+        {f"id{i}": value for i, value in enumerate(ids)},
     )
     found = {}
     for row in rows:
         options = options_showing(row)
         if options is not None:
-            found[row["call_id"]] = _on_page(conn, row, options)
+            found[row["call_id"]] = {**options, "start": cuts.start_of(row["session_id"], row["seq"])}
     return found
 
 
@@ -402,50 +453,34 @@ def spawning_call(conn, session_id: str, parent_id: str, *, limit: int = 500) ->
     return {"id": spawned["parent_tool_use_id"], "anchors": anchors} if anchors else None
 
 
-def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500) -> dict | None:
+def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500, cuts: PageCuts | None = None) -> dict | None:
     """Where the transcript shows a message: the page options (as ``tool_anchors``)
     and ``anchor``, ``m<seq>`` or, for a result shown with its call, ``tool-<call id>``.
     None for a message no transcript page lists."""
-    row = _one(
-        conn, f"SELECT m.*, {PAGE_OFFSET} AS page_offset FROM messages m WHERE m.session_id = :session AND m.seq = :seq",
-        {"page": limit, "session": session_id, "seq": seq},
-    )
+    row = _one(conn, "SELECT * FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq])
     if row is None:
         return None
+    cuts = cuts or PageCuts(conn, limit)
     if row["content_type"] == TOOL_RESULT:
         call = _one(conn, "SELECT tool_use_id FROM tool_results WHERE message_uuid = ? LIMIT 1", [row["uuid"]])
-        options = tool_anchors(conn, [call["tool_use_id"]], limit=limit).get(call["tool_use_id"]) if call else None
+        options = tool_anchors(conn, [call["tool_use_id"]], cuts=cuts).get(call["tool_use_id"]) if call else None
         if options is not None:
             return {**options, "anchor": f"tool-{call['tool_use_id']}"}
     if is_compaction(row):
         options = {"start": None, "rewound": False, "meta": False, "log": False}
     else:
         options = options_showing(row)
-    return None if options is None else {**_on_page(conn, row, options), "anchor": f"m{seq}"}
+    return None if options is None else {**options, "start": cuts.start_of(session_id, seq), "anchor": f"m{seq}"}
 
 
 def result_anchors(conn, results: list, *, limit: int = 500) -> dict:
     """``message_anchor`` of each ``(session id, message uuid)`` of ``results`` that is stored, by message uuid."""
-    found = {}
+    found, cuts = {}, PageCuts(conn, limit)
     for session_id, uuid in results:
         row = conn.execute("SELECT seq FROM messages WHERE session_id = ? AND uuid = ?", [session_id, uuid]).fetchone()
         if row is not None:
-            found[uuid] = message_anchor(conn, session_id, row[0], limit=limit)
+            found[uuid] = message_anchor(conn, session_id, row[0], cuts=cuts)
     return found
-
-
-def _on_page(conn, row: dict, options: dict) -> dict:
-    """``options`` with the start of the transcript page that holds ``row`` (None for the first)."""
-    if row["page_offset"]:
-        options["start"] = _seq_at(conn, row["session_id"], row["page_offset"])
-    return options
-
-
-def _seq_at(conn, session_id: str, offset: int) -> int:
-    """The seq of a session's line at ``offset``: where the transcript page holding it starts."""
-    return conn.execute(
-        "SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET ?", [session_id, offset]
-    ).fetchone()[0]
 
 
 def options_showing(row: dict) -> dict | None:
