@@ -588,7 +588,10 @@ async def test_a_transcript_page_links_back_and_its_toggles_keep_it(ds, web_db, 
     hrefs = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="120"))]
     base = f"/-/obelisk/session/{session}?"
     assert f"{base}start={previous}" in hrefs and f"{base}start=170" not in hrefs  # previous: 50 lines before 120
-    assert f"{base}start=120&meta=1" in hrefs and f"{base}start=120&log=1" in hrefs and f"{base}start=120&shadowed=1" in hrefs
+    assert f"{base}start=120&meta=1" in hrefs and f"{base}start=120&log=1" in hrefs
+    assert f"{base}start=120&shadowed=1" not in hrefs  # (no rewound branch to show)
+    forked = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{FORKED}", start="3"))]
+    assert f"/-/obelisk/session/{FORKED}?start=3&shadowed=1" in forked
     second = [unescape(href) for href in links(await page(ds, f"/-/obelisk/session/{session}", start="40"))]
     assert f"{base}start=1" not in second and base[:-1] in second  # the page before starts the transcript
 
@@ -2123,3 +2126,38 @@ async def test_the_next_transcript_page_starts_past_the_output_shown_with_its_ca
     assert "is the output of a tool call" not in second and 'id="m502"' in second
     assert "edge output" not in second and "Previous" not in second  # the page before: the first one
     assert "/-/obelisk/session/edge" in links(second)
+
+
+@pytest.mark.asyncio
+async def test_a_transcript_offers_a_view_toggle_only_when_the_session_has_lines_it_shows(ds, web_db, tmp_path):
+    from datasette_obelisk.query import transcript
+
+    plain = make_datasette(tool_output_past_a_page_db(tmp_path, lines=3))  # prompts and answers only
+    await plain.invoke_startup()
+    html = await page(plain, "/-/obelisk/session/edge")
+    assert "data-toggle" not in html and "rewound branches" not in html and "injected lines" not in html
+    assert "log-only lines" not in html
+    # an option that is on can be taken back, lines or none
+    on = await page(plain, "/-/obelisk/session/edge", meta="1", log="1", shadowed="1")
+    assert all(f"Hide {what}" in on for what in ("rewound branches", "injected lines", "log-only lines"))
+    # a session with lines of each kind offers each, named alike both ways
+    both = await page(ds, f"/-/obelisk/session/{FORKED}") + await page(ds, f"/-/obelisk/session/{FORKED}", shadowed="1")
+    assert "Show rewound branches" in both and "Hide rewound branches" in both and "shadowed (rewound)" not in both
+    # each is offered where it shows more: the whole transcript lists more lines with it than without
+    conn = sqlite3.connect(web_db)
+    conn.row_factory = sqlite3.Row
+
+    def listed(session_id, **options):
+        shown = transcript.transcript(conn, session_id, limit=5000, **options)["entries"]
+        return sum(len(entry_seqs(e)) if "message" in e else e["count"] for e in shown)
+
+    offered = 0
+    for (session_id,) in conn.execute("SELECT id FROM sessions ORDER BY id").fetchall():
+        holds = transcript.transcript(conn, session_id, limit=1)["holds"]
+        everything = listed(session_id, rewound=True, meta=True, log=True)
+        folded = transcript.transcript(conn, session_id, limit=5000, meta=True, log=True)["entries"]
+        assert holds["rewound"] == any(e["kind"] == "rewound" for e in folded), session_id
+        assert holds["meta"] == (listed(session_id, rewound=True, log=True) < everything), session_id
+        assert holds["log"] == (listed(session_id, rewound=True, meta=True) < everything), session_id
+        offered += sum(holds.values())
+    assert offered > 10

@@ -36,7 +36,9 @@
         calls made before them (``page_start``: such an output never opens a
         page, as it is shown with its call); ``next_start`` is where the next
         page begins (None at the end), ``previous_start`` where the page
-        before it does (None on the first). ``start_hidden`` says which option shows the line at
+        before it does (None on the first). ``holds`` says which options (``rewound``, ``meta``,
+        ``log``) would show a line of the session the view hides without
+        them (``holds``). ``start_hidden`` says which option shows the line at
         ``start`` when the view hides it (``meta`` or ``log``);
         ``start_rewound``, that the line is on a rewound branch the view
         folds (``rewound=True`` shows it); ``start_folded``, when that line is
@@ -133,7 +135,25 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
         "start_folded": output_of_earlier_call(conn, rows[0], folded, limit) if rows and rows[0]["seq"] == start else None,
         "start_rewound": bool(rows and rows[0]["seq"] == start and rows[0]["visibility"] == "inactive" and not rewound),
+        "holds": holds(conn, session_id),
     }
+
+
+# A line each option (``rewound``, ``meta``, ``log``) shows that the view would hide without
+# it; compaction markers show in every view, so they are none of them.
+HOLDS_SQL = """SELECT
+    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND visibility = 'inactive' AND {listed}) AS rewound,
+    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND is_meta AND surface != 'log-only' AND {listed}) AS meta,
+    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND surface = 'log-only' AND {listed}) AS log""".format(
+    listed="COALESCE(subtype, '') != 'compact_boundary' AND NOT is_compact_summary AND type != 'compacted'"
+)
+
+
+def holds(conn, session_id: str) -> dict:
+    """Which options (``rewound``, ``meta``, ``log``) would show a line of the session the view
+    otherwise hides: whether it has a line on a rewound branch, an injected line, a log-only line
+    (each found by its first such line, not counted)."""
+    return {key: bool(value) for key, value in _one(conn, HOLDS_SQL, {"s": session_id}).items()}
 
 
 # How pages are cut: a page holds ``limit`` lines a page may start at (``opens_page``) and
