@@ -2161,3 +2161,18 @@ async def test_a_transcript_offers_a_view_toggle_only_when_the_session_has_lines
         assert holds["log"] == (listed(session_id, rewound=True, meta=True) < everything), session_id
         offered += sum(holds.values())
     assert offered > 10
+
+
+@pytest.mark.asyncio
+async def test_a_link_to_a_tool_call_the_session_does_not_have_says_so(ds):
+    """``?call=`` naming no call of this session (a call of another, a mistyped id) shows the
+    page asked for, saying the call is not there, instead of silently showing the first page."""
+    base = f"/-/obelisk/session/{FORKED}"
+    found = await page(ds, base, call="toolu_f002")
+    assert 'id="tool-toolu_f002"' in found and "has no tool call" not in found
+    for call in ("no-such-call", "<b>toolu_elsewhere</b>"):
+        missing = await page(ds, base, call=call)
+        assert f"This session has no tool call “{html_escape(call)}”: the transcript from its start." in missing, call
+        assert "<b>toolu_elsewhere" not in missing and 'id="m1"' in missing
+    later = await page(ds, base, call="no-such-call", start="7")
+    assert "This session has no tool call “no-such-call”: the transcript from #7." in later

@@ -89,10 +89,13 @@ async def session_page(datasette, request, db, params):
         "log": params.boolean("log"),
     }
     call = params.text("call")
+    call_missing = None
     if call:  # a link to a tool call (``#tool-<id>``) not on the page it named: the page that shows it
         found = await db.execute_fn(lambda conn: transcript.call_anchor(conn, session_id, call, limit=TRANSCRIPT_PAGE))
         if found is not None:
             options.update(start=found["start"] or 1, rewound=found["rewound"], meta=found["meta"], log=found["log"])
+        else:  # (a call of another session, or none: the page asked for, saying so)
+            call_missing = call
     def load(conn):
         found = transcript.transcript(conn, session_id, **options)
         # (an agent's transcript links the call of its parent that started it, where the parent shows it)
@@ -105,7 +108,8 @@ async def session_page(datasette, request, db, params):
     data["start_hidden"] = data["start_hidden"] if "start" in request.args else None
     data["start_folded"] = data["start_folded"] if "start" in request.args else None
     data["start_rewound"] = data["start_rewound"] and "start" in request.args
-    return {"t": data, "options": options, "session_id": session_id, "source_gone": transcript.source_gone(data["session"])}
+    return {"t": data, "options": options, "session_id": session_id, "call_missing": call_missing,
+            "source_gone": transcript.source_gone(data["session"])}
 
 
 async def lineage_page(datasette, request, db, params):
