@@ -793,3 +793,20 @@ def test_terminal_colours_in_a_command_s_output_are_left_out_of_the_page(server,
     assert "\x1b" not in output and "[39m" not in output and "[?25l" not in output
     assert "\x1b" not in page.content()  # nor in the prompt's agent transcript anywhere else
     assert page.js_errors == []
+
+
+# (not the search page before a query, whose box has the focus as it opens)
+@pytest.mark.parametrize("path", [f"/-/obelisk/session/{XSS_SESSION}", f"/-/obelisk?q={WORD}", "/-/obelisk/overview"])
+def test_the_first_tab_stop_skips_the_menus_to_the_content(server, page, path):
+    page.goto(server + path)
+    skip = page.locator("a.ob-skip")
+    assert skip.inner_text() == "Skip to content" and skip.bounding_box()["width"] <= 1  # shown only to the keyboard
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.className") == "ob-skip"
+    assert skip.bounding_box()["width"] > 50 and skip.is_visible()
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "ob-content" and page.url.endswith("#ob-content")
+    page.keyboard.press("Tab")  # the next stop is the page's own first link, past Datasette's and Obelisk's menus
+    assert page.evaluate("""() => document.querySelector('main').contains(document.activeElement)
+        && document.activeElement.matches('a, button, input, select, summary, textarea')""")
+    assert page.js_errors == []
