@@ -11,7 +11,6 @@ While an ingest has not indexed everything yet, ``search`` says so on stderr.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from pathlib import Path

@@ -181,7 +181,7 @@ def _read(s: str) -> Any:
                 value, i = top[0], i + 1
                 continue
             if i >= end or s[i] != ",":
-                raise JSONDecodeError(f"Expecting ',' delimiter", s, i)
+                raise JSONDecodeError("Expecting ',' delimiter", s, i)
             i = skip(i + 1)
             if isinstance(top[0], dict):
                 if i >= end or s[i] != '"':
