@@ -337,3 +337,40 @@ def test_a_fork_replaced_by_another_copy_once_the_log_is_gone_keeps_what_it_cann
                          "ORDER BY text", [s("C")]) == sorted([
         ("A's own prompt",), ("A\n",), ("Another answer",), ("B's own prompt",), ("B\n",),
         ("Answer to B's own prompt",), ("shell\necho\nA",), ("shell\necho\nB",)])
+
+
+def _grown_copy() -> tuple[bytes, bytes]:
+    """A with a second turn of its own, and C copying it whole: its copy of A one turn longer
+    than the one read first."""
+    logs = chain()
+    more = _turn("A-again", "2026-01-02T03:30:00.000Z")
+    lines = logs["C"].splitlines(keepends=True)
+    copied = b"".join(_restamp(line, STARTS["C"]) for line in more.splitlines(keepends=True))
+    return logs["A"] + more, b"".join(lines[:9]) + copied + b"".join(lines[9:])
+
+
+@pytest.mark.parametrize("how, kept, prompts", [
+    ("shorter", [(s("A"), 4, 0), (s("C"), 9, 5)], ["A's own prompt"]),
+    ("longer", [(s("A"), 8, 0), (s("C"), 8, 4)], ["A's own prompt", "A-again's own prompt"]),
+])
+def test_a_fork_replaced_by_another_copy_while_the_log_is_there_replays_what_the_new_copy_does(
+        tmp_path, how, kept, prompts):
+    """C replaced, while A is there, by a log whose copy replays fewer of A's lines (one of
+    them differs) or more (A went on, and the copy with it): what C gives up as A's is read
+    again from the new copy, so once A is gone and C is read again, A's history is stored
+    once, in A."""
+    db_path, home = ingest_runs(tmp_path, ["AC"], label=how)
+    if how == "shorter":
+        other = chain()["C"].replace(b"Answer to A's own prompt", b"Another answer")
+    else:
+        grown, other = _grown_copy()
+        (home / rel("A")).write_bytes(grown)
+    read_again(db_path, home, "C", "replaced", other)
+    assert rows(db_path, COUNTS) == kept
+    os.remove(home / rel("A"))
+    ingest(db_path, {"codex": home})
+    read_again(db_path, home, "C", "parser")
+    assert rows(db_path, COUNTS) == kept
+    for prompt in prompts:
+        assert rows(db_path, "SELECT session_id FROM messages WHERE text = ?", [prompt]) == [(s("A"),)]
+    assert rows(db_path, DUPLICATES) == []

@@ -94,7 +94,8 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   order (``chained_line_key``; a line of a thread between that repeats one of
   the log's elsewhere is no replay). How many lines that is, and the chain of
   the last, is kept in the fork's hints (``replayed``, ``replay_extent``: read
-  once, comparing the two logs' heads, while that log is there), and a read of
+  once, comparing the two logs' heads, while that log is there, and again when the
+  fork's log is another file, its device and inode, than the one read), and a read of
   the copy gives up that many of its first lines while they are still those:
   read again from its start once that log is gone (a new parser version, the
   fork's log replaced), it gives up the same lines as before, the rows of that
@@ -587,9 +588,11 @@ class CodexSource:
                 if (nearest := _nearest_log(ancestors, logs)) is not None:
                     unit.hints["replays_in"] = nearest
                     # (how far the copy replays that log, kept while it is there: of a log gone
-                    # since, a read of the copy again from its start gives up the same lines)
+                    # since, a read of the copy again from its start gives up the same lines), and
+                    # read again while it is there when the fork's log is another file than the one
+                    # it was read from (its device and inode: a log replaced by another copy)
                     extent = before.get("replayed") if before.get("replays_in") == nearest else None
-                    if not isinstance(extent, dict) or ("size" in extent and extent["size"] != _file_size(unit.path)):
+                    if not isinstance(extent, dict) or not _same_file(extent, unit.path):
                         extent = replay_extent(str(unit.path), nearest) or extent
                     if extent is not None:
                         unit.hints["replayed"] = extent
@@ -726,11 +729,15 @@ def _head_of(raw, compression: str | None) -> tuple[list[bytes], bool]:
     return _head_lines(raw)
 
 
-def _file_size(path) -> int | None:
+def _same_file(extent: dict, path) -> bool:
+    """Whether the fork's rollout at ``path`` is still the file its ``replayed`` extent was
+    read from (``file``: its device and inode; ``size``: its size, of a rollout that ended
+    within the lines it replays), by one ``stat``; not when it cannot be read."""
     try:
-        return os.stat(path).st_size
+        st = os.stat(path)
     except OSError:
-        return None
+        return False
+    return extent.get("file") == [st.st_dev, st.st_ino] and extent.get("size", st.st_size) == st.st_size
 
 
 def _ancestors(hints: dict) -> list[str]:
@@ -852,23 +859,24 @@ def replay_extent(fork: str, log: str) -> dict | None:
     (``rollout_line_chains`` of both alike), and the chain of the last of them (hex;
     None for none), that a read of the fork gives up as replays whether that log is
     still there or not; while the fork's rollout ends within them (more may be written),
-    its size then. None when ``log`` cannot be read. Reads no further than the line after
-    them in either."""
+    its size then; and the file it read (``file``: its device and inode). None when ``log``
+    cannot be read. Reads no further than the line after them in either."""
     try:
         with open(log, "rb"):
             pass
-        size = os.stat(fork).st_size
+        st = os.stat(fork)
     except OSError:
         return None
     theirs = rollout_line_chains(log)
     lines, last = 0, None
+    extent: dict[str, Any] = {"file": [st.st_dev, st.st_ino]}
     for mine in rollout_line_chains(fork):
         if next(theirs, None) != mine:
             break
         lines, last = lines + 1, mine
     else:
-        return {"lines": lines, "last": last.hex() if last else None, "size": size}
-    return {"lines": lines, "last": last.hex() if last else None}
+        extent["size"] = st.st_size
+    return extent | {"lines": lines, "last": last.hex() if last else None}
 
 
 def replayed_head(fork: str, extent: Any, *, check: bool = True) -> Iterator[bytes] | None:
