@@ -2,32 +2,6 @@
 # Set up, ingest your agent logs (or a generated demo corpus) and serve them on 127.0.0.1.
 # It works in the folder you run it in: paths given as arguments, the database and the demo.
 set -euo pipefail
-here="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)"
-venv="$here/.venv"
-# The environment is made again when it is not a usable one: made by a Python older than 3.11,
-# or without pip (its making interrupted, or a Debian python3 without python3-venv).
-ok='import sys; sys.exit(sys.version_info < (3, 11))'
-if ! { [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import pip; $ok" 2>/dev/null; }; then
-  tried="${PYTHON:-python3 python3.13 python3.12 python3.11}" py=
-  for candidate in $tried; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c "$ok" 2>/dev/null; then py=$candidate; break; fi
-  done
-  if [ -z "$py" ]; then
-    found=$(command -v python3 >/dev/null && python3 -V 2>&1 || echo "no python3")
-    echo "$(basename -- "$0") needs Python 3.11 or newer, and none of $tried is ($found):" \
-      "install one, or name it with PYTHON=/path/to/python3.11" >&2
-    exit 1
-  fi
-  rm -rf "$venv"
-  "$py" -m venv "$venv"
-fi
-# Installed once per version of pyproject.toml and place of the checkout (its commands name the
-# folder they were installed in), so a second run needs no network.
-stamp="$venv/.installed-$({ cat "$here/pyproject.toml"; echo "$here"; } | cksum | cut -d' ' -f1)"
-if [ ! -e "$stamp" ]; then
-  "$venv/bin/python" -m pip install -qq --upgrade pip
-  "$venv/bin/python" -m pip install -qq -e "$here"
-  rm -f "$venv"/.installed-*
-  touch "$stamp"
-fi
+here="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)" extras=
+. "$here/scripts/venv.sh"
 exec "$venv/bin/obelisk" up "$@"

@@ -1,25 +1,7 @@
 #!/usr/bin/env bash
-# Set up and run the whole test suite.
+# Set up and run the whole test suite (arguments are pytest's).
 set -euo pipefail
-cd "$(dirname "$0")"
-venv=.venv
-# The environment is made again when it is not a usable one: made by a Python older than 3.11,
-# or without pip (its making interrupted, or a Debian python3 without python3-venv).
-ok='import sys; sys.exit(sys.version_info < (3, 11))'
-if ! { [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import pip; $ok" 2>/dev/null; }; then
-  tried="${PYTHON:-python3 python3.13 python3.12 python3.11}" py=
-  for candidate in $tried; do
-    if command -v "$candidate" >/dev/null && "$candidate" -c "$ok" 2>/dev/null; then py=$candidate; break; fi
-  done
-  if [ -z "$py" ]; then
-    found=$(command -v python3 >/dev/null && python3 -V 2>&1 || echo "no python3")
-    echo "$(basename -- "$0") needs Python 3.11 or newer, and none of $tried is ($found):" \
-      "install one, or name it with PYTHON=/path/to/python3.11" >&2
-    exit 1
-  fi
-  rm -rf "$venv"
-  "$py" -m venv "$venv"
-fi
-.venv/bin/python -m pip install -qq --upgrade pip
-.venv/bin/python -m pip install -qq -e '.[test]'
-exec .venv/bin/python -m pytest "$@"
+here="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)" extras=test
+. "$here/scripts/venv.sh"
+cd "$here"
+exec "$venv/bin/python" -m pytest "$@"

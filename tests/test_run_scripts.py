@@ -27,7 +27,9 @@ case "$1" in
     for name in python obelisk; do
       printf '#!/bin/sh\necho "%s $*" >> "$(dirname "$0")/../calls"\n' "$name" > "$3/bin/$name"
       chmod +x "$3/bin/$name"
-    done ;;
+    done
+    # (the environment's python tells its version as $FAKE_SYS_VERSION)
+    echo 'case "$2" in *"print(sys.version)"*) echo "${FAKE_SYS_VERSION:-3.12.1}" ;; esac' >> "$3/bin/python" ;;
 esac
 """
 
@@ -36,8 +38,10 @@ esac
 def checkout(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    for name in ("run.sh", "test.sh", "pyproject.toml"):
-        shutil.copy2(ROOT / name, repo / name)
+    for name in ("run.sh", "test.sh", "pyproject.toml", "scripts/venv.sh"):
+        if (ROOT / name).exists():
+            (repo / name).parent.mkdir(exist_ok=True)
+            shutil.copy2(ROOT / name, repo / name)
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     for tool in TOOLS:
@@ -98,15 +102,63 @@ def test_a_usable_environment_is_kept(checkout):
     assert calls[-1] == "obelisk up --port 8002"
 
 
-def test_a_moved_checkout_installs_again(checkout):
+LAST_CALL = {"run.sh": "obelisk up --no-serve", "test.sh": "python -m pytest --no-serve"}
+INSTALLED = {"run.sh": "", "test.sh": "[test]"}
+
+
+def installs(repo) -> list[str]:
+    return [call for call in (repo / ".venv" / "calls").read_text().splitlines() if "pip install -qq -e" in call]
+
+
+@pytest.mark.parametrize("script", ["run.sh", "test.sh"])
+def test_a_moved_checkout_installs_again(checkout, script):
     """The environment's commands name the folder they were installed in: a checkout moved
     or renamed installs again rather than failing at `.venv/bin/obelisk` for ever."""
     repo, bin_ = checkout
-    assert run(repo, bin_, "run.sh").returncode == 0
-    assert run(repo, bin_, "run.sh").returncode == 0
+    assert run(repo, bin_, script).returncode == 0
+    assert run(repo, bin_, script).returncode == 0
     moved = repo.rename(repo.with_name("moved"))
-    result = run(moved, bin_, "run.sh", "--no-serve")
+    result = run(moved, bin_, script, "--no-serve")
     assert result.returncode == 0, result.stderr
     calls = (moved / ".venv" / "calls").read_text().splitlines()
-    assert sum("pip install -qq -e" in call for call in calls) == 2, calls
-    assert calls[-2].endswith(f"pip install -qq -e {moved}") and calls[-1] == "obelisk up --no-serve"
+    assert len(installs(moved)) == 2, calls
+    assert calls[-2].endswith(f"pip install -qq -e {moved}{INSTALLED[script]}") and calls[-1] == LAST_CALL[script]
+
+
+@pytest.mark.parametrize("script", ["run.sh", "test.sh"])
+def test_a_second_run_installs_nothing(checkout, script):
+    """Installing needs the network and takes seconds: only the first run does it."""
+    repo, bin_ = checkout
+    for _ in range(3):
+        result = run(repo, bin_, script, "--no-serve")
+        assert result.returncode == 0, result.stderr
+    assert installs(repo) == [f"python -m pip install -qq -e {repo}{INSTALLED[script]}"]
+    assert sum("pip install -qq --upgrade pip" in call for call in (repo / ".venv" / "calls").read_text().splitlines()) == 1
+    assert (repo / ".venv" / "calls").read_text().splitlines()[-1] == LAST_CALL[script]
+
+
+@pytest.mark.parametrize("script", ["run.sh", "test.sh"])
+@pytest.mark.parametrize("change", ["pyproject.toml", "Python"])
+def test_a_changed_pyproject_or_python_installs_again(checkout, script, change):
+    repo, bin_ = checkout
+    assert run(repo, bin_, script).returncode == 0
+    env = {}
+    if change == "Python":
+        env["FAKE_SYS_VERSION"] = "3.12.2"
+    else:
+        with open(repo / "pyproject.toml", "a") as fp:
+            fp.write("# a new dependency\n")
+    assert run(repo, bin_, script, **env).returncode == 0
+    assert len(installs(repo)) == 2
+    assert run(repo, bin_, script, **env).returncode == 0
+    assert len(installs(repo)) == 2
+
+
+def test_the_test_extras_serve_run_sh_too(checkout):
+    """./test.sh installs the package with its test extras: ./run.sh then installs nothing;
+    after ./run.sh, ./test.sh installs the extras it lacks, once."""
+    repo, bin_ = checkout
+    assert run(repo, bin_, "run.sh").returncode == 0
+    for script in ("test.sh", "run.sh", "test.sh", "run.sh"):
+        assert run(repo, bin_, script).returncode == 0
+    assert installs(repo) == [f"python -m pip install -qq -e {repo}", f"python -m pip install -qq -e {repo}[test]"]
