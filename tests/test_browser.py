@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -76,6 +77,18 @@ def screenshots(tmp_path_factory, request):
     return folder
 
 
+def close(closable) -> None:
+    """Close a browser or a browser context, unless it is closed already: Ctrl-C reaches
+    Playwright's driver too, which exits before the fixtures' teardown asks it to close
+    anything. (Its error would print a long traceback over pytest's KeyboardInterrupt.)"""
+    from playwright._impl._errors import TargetClosedError  # (playwright.sync_api names only its base, Error)
+
+    try:
+        closable.close()
+    except TargetClosedError:
+        pass
+
+
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
@@ -83,7 +96,7 @@ def browser():
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield chromium
-        chromium.close()
+        close(chromium)
 
 
 @pytest.fixture
@@ -94,7 +107,48 @@ def page(browser):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.js_errors = errors
     yield page
-    context.close()
+    close(context)
+
+
+def child_processes() -> set[int]:
+    children = set()
+    for name in os.listdir("/proc"):
+        try:
+            ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid():
+            children.add(int(name))
+    return children
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (neither reaped nor a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_the_fixtures_close_what_a_ctrl_c_has_closed_already():
+    """Ctrl-C: the driver gets SIGINT and exits; closing the page's context and the browser
+    afterwards is no error (as the fixtures' teardown does it)."""
+    from playwright.sync_api import sync_playwright
+
+    before = child_processes()
+    with sync_playwright() as playwright:
+        driver = child_processes() - before
+        assert driver
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        context = chromium.new_context()
+        context.new_page()
+        for pid in driver:
+            os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 10
+        while any(running(pid) for pid in driver) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        close(context)
+        close(chromium)
 
 
 def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
