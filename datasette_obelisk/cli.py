@@ -637,11 +637,17 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
     sources = get_sources()
     roots = source_roots(sources, (), dirs)
     watched = {name: path for name, (path, _) in dirs.items()}  # the rest: each source's default, every pass
-    db = writable_db(db_path)
+    db = resolve_db(db_path)
+    newer = newer_version_made(db, sources)
+    if not newer:
+        db = writable_db(db_path)
     if serve:
         check_port_free(port)
     echo_warnings(plugin_warnings() + root_warnings(sources, (), dirs))
-    if has_logs(sources, roots):
+    if newer:  # read as it is, never written: no ingest, no watcher
+        click.echo(f"--db {newer}. Serving it as it is, read-only: nothing is ingested into it.", err=True)
+        watch = False
+    elif has_logs(sources, roots):
         pass
     elif holds_sessions(db):  # its logs deleted (an agent's cleanup) or on another machine: still served
         click.echo(f"No agent logs found: serving the sessions {db} already holds "
@@ -657,8 +663,9 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
                    "(your own logs go to their own database once an agent has written some)", err=True)
         click.echo(f"  ({looked}: `obelisk sources` says where each source looks, "
                    "--claude-dir, --codex-dir, --gemini-dir or --dir give a folder)", err=True)
-    summary = ingest_now(sys.stderr.isatty(), db, roots, sources=sources, expect_logs=list(watched))
-    echo_summary(summary, roots)
+    if not newer:
+        summary = ingest_now(sys.stderr.isatty(), db, roots, sources=sources, expect_logs=list(watched))
+        echo_summary(summary, roots)
     click.echo(f"{db.resolve()} holds {holdings(db)}.", err=True)  # the summary counts this run's work only
     if serve:
         if watch:
@@ -696,6 +703,29 @@ def start_watcher(db: Path, dirs: dict) -> None:
     for name, root in dirs.items():
         command += ["--dir", f"{name}={root}"]
     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
+def newer_version_made(db: Path, sources) -> str | None:
+    """Why ``db`` must not be written, when a newer datasette-obelisk made it (its migrations,
+    or its parsers read some of the logs); else None (``writable_db`` says what else is wrong)."""
+    from .store.db import file_uri, refuse_newer, refuse_newer_parsers
+
+    if not db.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(file_uri(db), uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        refuse_newer(conn)
+        refuse_newer_parsers(conn, {name: source.parser_version for name, source in sources.items()})
+    except NewerDatabase as exc:
+        return str(exc)
+    except sqlite3.Error:  # not an SQLite file, no obelisk schema yet, locked...: writable_db's to say
+        return None
+    finally:
+        conn.close()
+    return None
 
 
 def holds_sessions(db: Path) -> bool:

@@ -185,6 +185,42 @@ def test_a_database_a_newer_version_made_is_not_written(tmp_path):
     conn.close()
 
 
+@pytest.mark.parametrize("newer", ["migration", "parser"])
+def test_up_serves_a_database_a_newer_version_made_read_only(tmp_path, monkeypatch, newer):
+    """As the README says: a newer version's database is read as it is and never written.
+    `up` serves it (what one asks of `up`), ingesting nothing and starting no watcher."""
+    import os
+    import subprocess
+    import sys
+
+    db = claude_db(tmp_path)
+    version = get_sources()["claude"].parser_version
+    conn = sqlite3.connect(db)
+    with conn:
+        if newer == "migration":
+            conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+                         "VALUES ('datasette_obelisk', 'm999_future', '')")
+        else:
+            conn.execute("UPDATE source_files SET parser_version = ?", [version + 1])
+    conn.close()
+    log = next((tmp_path / "agent").rglob("*.jsonl"))
+    with open(log, "a") as fp:  # a line an ingest would add
+        fp.write(json.dumps({"type": "user", "uuid": "u9", "sessionId": "s1", "timestamp": "2026-01-01T00:01:00Z",
+                             "message": {"role": "user", "content": "more"}}) + "\n")
+    before = db.read_bytes()
+    started = []
+    monkeypatch.setattr(subprocess, "Popen", lambda command, **kwargs: started.append(command))
+    monkeypatch.setattr(os, "execvp", lambda file, args: started.append(args))
+    result = CliRunner().invoke(cli, ["up", "--db", str(db), "--claude-dir", str(tmp_path / "agent"), "--port", "8001"])
+    assert result.exit_code == 0, result.output
+    assert f"--db {db} was made by a newer datasette-obelisk (" in result.stderr
+    assert "Serving it as it is, read-only: nothing is ingested into it." in result.stderr
+    assert f"{db.resolve()} holds 1 session, 1 log message." in result.stderr
+    assert started == [[sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", "8001"]]
+    assert db.read_bytes() == before
+    assert invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent").exit_code == 2  # still refused
+
+
 def test_redact_check_reads_a_database_as_it_is(tmp_path):
     import hashlib
 
