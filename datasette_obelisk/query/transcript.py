@@ -64,11 +64,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from bisect import bisect_right
 
 from ..sources.common import strings_in
 from ..store.tool_output import full_content_sql, raw_uuid_sql
 from .errors import QueryError
+from .indexes import indexed_by
 from .obelisk import unknown_session
 from .text import split_thinking
 
@@ -140,20 +140,34 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
 
 
 # A line each option (``rewound``, ``meta``, ``log``) shows that the view would hide without
-# it; compaction markers show in every view, so they are none of them.
-HOLDS_SQL = """SELECT
-    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND visibility = 'inactive' AND {listed}) AS rewound,
-    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND is_meta AND surface != 'log-only' AND {listed}) AS meta,
-    EXISTS (SELECT 1 FROM messages WHERE session_id = :s AND surface = 'log-only' AND {listed}) AS log""".format(
-    listed="COALESCE(subtype, '') != 'compact_boundary' AND NOT is_compact_summary AND type != 'compacted'"
+# it; compaction markers show in every view, so they are none of them. Most sessions have one
+# soon or none at all: one pass finds whether any option would show a line (reading every line
+# only when none would), then each is looked for alone, the rewound and injected ones through
+# the index that holds ``visibility`` and ``is_meta``, read before any line is.
+LISTED = "COALESCE(subtype, '') != 'compact_boundary' AND NOT is_compact_summary AND type != 'compacted'"
+HOLDS = {
+    "rewound": "visibility = 'inactive'",
+    "meta": "is_meta AND surface != 'log-only'",
+    "log": "surface = 'log-only'",
+}
+HOLDS_ANY_SQL = (
+    "SELECT EXISTS (SELECT 1 FROM messages {by_seq} WHERE session_id = ? "
+    f"AND (visibility = 'inactive' OR is_meta OR surface = 'log-only') AND {LISTED})"
 )
+HOLDS_SQL = {
+    key: f"SELECT EXISTS (SELECT 1 FROM messages {{{index}}} WHERE session_id = ? AND {HOLDS[key]} AND {LISTED})"
+    for key, index in (("rewound", "by_rows"), ("meta", "by_rows"), ("log", "by_seq"))
+}
 
 
 def holds(conn, session_id: str) -> dict:
     """Which options (``rewound``, ``meta``, ``log``) would show a line of the session the view
     otherwise hides: whether it has a line on a rewound branch, an injected line, a log-only line
     (each found by its first such line, not counted)."""
-    return {key: bool(value) for key, value in _one(conn, HOLDS_SQL, {"s": session_id}).items()}
+    by = {"by_seq": indexed_by(conn, "messages_session_seq"), "by_rows": indexed_by(conn, "messages_session_rows")}
+    if not conn.execute(HOLDS_ANY_SQL.format(**by), [session_id]).fetchone()[0]:
+        return dict.fromkeys(HOLDS, False)
+    return {key: bool(conn.execute(sql.format(**by), [session_id]).fetchone()[0]) for key, sql in HOLDS_SQL.items()}
 
 
 # How pages are cut: a page holds ``limit`` lines a page may start at (``opens_page``) and
@@ -404,30 +418,60 @@ def result_outputs(conn, message_uuids: list[str], *, limit: int = RESULT_CHARS)
     }
 
 
+FIRST = -(2**63)  # (before every line)
+
+
 class PageCuts:
     """Where the transcript pages of ``limit`` lines that show a session's lines start, as
-    ``page_start`` cuts them from the first line: the lines a page may start at (``opens_page``)
-    are read once a session, up to the furthest line asked about."""
+    ``page_start`` cuts them from the first line: a line's page is the count of the lines a
+    page may start at (``opens_page``) up to it, divided by ``limit``; the count is kept for
+    each line asked about, so the next one counts on from the nearest line before it."""
 
     def __init__(self, conn, limit: int):
-        self.conn, self.limit, self.openers, self.read_to = conn, limit, {}, {}
+        self.conn, self.limit, self.counted = conn, limit, {}
 
     def start_of(self, session_id: str, seq: int) -> int | None:
         """The first line of the page that shows line ``seq``; None for the first page."""
-        read_to = self.read_to.get(session_id, 0)
-        if seq > read_to:
-            lines = [row[0] for row in self.conn.execute(
-                "SELECT seq FROM messages WHERE session_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-                [session_id, read_to, seq])]
-            outputs = {row[0] for row in self.conn.execute(  # (only a line with a tool result may not)
-                f"SELECT m.seq FROM tool_results r JOIN messages m ON m.uuid = r.message_uuid "
-                f"WHERE r.session_id = ? AND m.session_id = r.session_id AND m.seq > ? AND m.seq <= ? "
-                f"AND NOT {opens_page('m')}", [session_id, read_to, seq])}
-            self.openers.setdefault(session_id, []).extend(line for line in lines if line not in outputs)
-            self.read_to[session_id] = seq
-        openers = self.openers[session_id]
-        page = max(bisect_right(openers, seq) - 1, 0) // self.limit * self.limit
-        return openers[page] if page else None
+        index = max(self.openers_through(session_id, seq) - 1, 0)  # (of the last such line up to seq)
+        page = index // self.limit * self.limit
+        if not page:
+            return None
+        found = self.conn.execute(  # (fewer than ``limit`` such lines back from seq)
+            f"SELECT seq FROM messages m WHERE session_id = ? AND seq <= ? AND {opens_page('m')} "
+            "ORDER BY seq DESC LIMIT 1 OFFSET ?", [session_id, seq, index - page],
+        ).fetchone()
+        return found[0]
+
+    def openers_through(self, session_id: str, seq: int) -> int:
+        """How many lines of the session up to ``seq`` a page may start at."""
+        counted = self.counted.setdefault(session_id, {})
+        if seq in counted:
+            return counted[seq]
+        after, openers = max(((at, n) for at, n in counted.items() if at < seq), default=(FIRST, 0))
+        lines = self.conn.execute(
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?", [session_id, after, seq],
+        ).fetchone()[0]
+        counted[seq] = openers + lines - self.outputs_of_earlier_calls(session_id, after, seq, lines)
+        return counted[seq]
+
+    def outputs_of_earlier_calls(self, session_id: str, after: int, seq: int, lines: int) -> int:
+        """How many lines after ``after`` up to ``seq`` carry the output of a call made on an
+        earlier line (``opens_page`` false): over a few lines, each line is looked at; over
+        many, each tool result of the session, to its line and its call's (ordered by none)."""
+        if lines <= 4 * self.limit:
+            return self.conn.execute(
+                "SELECT COUNT(*) FROM messages m WHERE session_id = ? AND seq > ? AND seq <= ? "
+                f"AND NOT {opens_page('m')}", [session_id, after, seq],
+            ).fetchone()[0]
+        return self.conn.execute(
+            """SELECT COUNT(DISTINCT m.seq) FROM tool_results r
+               JOIN messages m ON m.uuid = r.message_uuid AND m.session_id = r.session_id
+               JOIN tool_calls c ON c.id = r.tool_use_id
+               JOIN messages pm ON pm.uuid = c.message_uuid AND pm.session_id = m.session_id
+               WHERE r.session_id = ? AND m.content_type = 'tool_result' AND m.seq > ? AND m.seq <= ?
+               AND pm.seq < m.seq""",
+            [session_id, after, seq],
+        ).fetchone()[0]
 
 
 def tool_anchors(conn, tool_call_ids: list[str], *, limit: int = 500, cuts: PageCuts | None = None) -> dict[str, dict]:
