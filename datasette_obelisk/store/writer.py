@@ -547,21 +547,18 @@ class Writer:
         self._merge(m.reason)
 
     def _error(self, e: LineError) -> None:
-        p = e.position
         self.counts.failed += 1
-        self.counts.errors.append((self.path, p.line_no, e.reason))
-        self.conn.execute(
-            "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
-            "ON CONFLICT (path, line_no, byte_offset) DO UPDATE SET reason = excluded.reason, "
-            "byte_length = excluded.byte_length, file_id = excluded.file_id",
-            [self.file_id, self.path, p.line_no, p.byte_offset, p.byte_length, e.reason],
-        )
+        self.counts.errors.append((self.path, e.position.line_no, e.reason))
+        self._report(e)
 
     def _repaired(self, e: LineRepaired) -> None:
         # The line's own records say how it is counted; its row says what was changed.
+        self.counts.repaired.append((self.path, e.position.line_no, e.reason))
+        self._report(e)
+
+    def _report(self, e: LineError | LineRepaired) -> None:
+        """The ``ingest_errors`` row of a line that failed or was read with repairs."""
         p = e.position
-        self.counts.repaired.append((self.path, p.line_no, e.reason))
         self.conn.execute(
             "INSERT INTO ingest_errors (file_id, path, line_no, byte_offset, byte_length, reason, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
