@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -320,6 +321,69 @@ async def test_search_page_cursor_paging(ds):
     sessions = lambda html: set(re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html))  # noqa: E731
     assert sessions(first) and sessions(second) and not sessions(first) & sessions(second)
     assert "« First page" in second
+
+
+def write_sessions(folder, names, text: str, hour: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, name in enumerate(names):
+        line = {"type": "user", "uuid": f"u-{name}", "sessionId": name, "timestamp": f"2026-03-05T{hour:02d}:{n:02d}:00.000Z",
+                "message": {"role": "user", "content": text}}
+        (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("ranking", ["messages", "bags", "raw"])
+async def test_search_pages_list_each_session_once_while_sessions_are_added(tmp_path, monkeypatch, ranking):
+    # Sessions stored after a search's first page (here ranked above every older one) are not
+    # on its later pages: those list exactly the rest of the sessions there were, and say
+    # how many new ones match, with a link to start over.
+    from datasette_obelisk.query import search
+    from datasette_obelisk.store.ingest import ingest
+
+    if ranking == "bags":  # ranked by the session bags, not by every matching message
+        monkeypatch.setattr(search, "EXACT_MAX", 0)
+    asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}  # (raw: every match ranked)
+    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
+    old = [f"old-{n:02d}" for n in range(30)]
+    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "paging.db")
+    await datasette.invoke_startup()
+
+    def listed(html: str) -> list[str]:
+        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
+
+    first = await page(datasette, "/-/obelisk", **asked)
+    shown = listed(first)
+    assert len(shown) == 20 and set(shown) <= set(old)
+    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
+
+    new = [f"new-{n:02d}" for n in range(15)]
+    write_sessions(folder, new, "zanzibar zanzibar zanzibar", 11)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    assert set(listed(await page(datasette, "/-/obelisk", **asked))) == set(new) | set(shown[:5])
+
+    second = await page(datasette, "/-/obelisk" + following)
+    assert sorted(listed(second)) == sorted(set(old) - set(shown))
+    assert 'rel="next"' not in second
+    notices = re.findall(r'<p class="ob-notice ob-added" role="status">(.*?)</p>', second)
+    again = "?q=zanzibar&amp;mode=raw" if ranking == "raw" else "?q=zanzibar"
+    assert notices == ["15 new sessions match since this search started; these pages list only the sessions "
+                       f'there were then: <a href="{again}">start over</a>.']
+    assert "ob-added" not in first
+    # the cursor is as opaque as before: edited or of another shape, it is refused
+    cursor = parse_qs(urlsplit(following).query)["cursor"][0]
+    body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    from datasette_obelisk.query.cursors import encode_cursor
+
+    conn = sqlite3.connect(tmp_path / "paging.db")
+    for pos in ([20], [20, -1], ["20", 1], [20, 1, 1], {"p": 20}, None):
+        forged = encode_cursor(conn, "sessions", body["fp"], body["gen"], pos)
+        assert "SESSION_QUERY_INVALID_CURSOR" in await page(datasette, "/-/obelisk", 400, **asked, cursor=forged)
+    conn.close()
+    edited = dict(body, pos=[body["pos"][0], body["pos"][1] + 15])
+    tampered = base64.urlsafe_b64encode(json.dumps(edited).encode()).decode().rstrip("=")
+    assert "SESSION_QUERY_INVALID_CURSOR" in await page(datasette, "/-/obelisk", 400, **asked, cursor=tampered)
 
 
 @pytest.mark.asyncio

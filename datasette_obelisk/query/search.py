@@ -31,8 +31,12 @@ request and to ``obelisk_state.generation``; those of ``search_events`` to
 the request, to the target session and, for a query of several terms, to
 the weights the whole archive gives them (they order the session's events),
 so they survive other changes to other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
-is not bound to the generation either: the next page carries on from its
-position in the ranking as it is now (the search page, while agents write).
+is not bound to the generation either (the search page, while agents write):
+it carries the newest session's rowid when the first page was read, and
+the next pages rank only the sessions up to it, so that sessions stored
+since (ranked anywhere) neither repeat nor hide those the first page's
+ranking put later; the page says how many of those newer sessions match
+(``added``: of the first ``_Candidates.ADDED_MAX`` stored since).
 
 How grouped search stays fast (bench/README.md has the numbers): when the
 exact query matches few messages (at most ``EXACT_MAX``), or few pass the
@@ -88,6 +92,7 @@ SHORTLIST = 64
 AVERAGE_LENGTH = "max({0}.chars * 1.0 / max({0}.messages, 1), 1.0)"
 MAX_EXPANSIONS = 24
 HIGHLIGHT_MAX_CHARS = 50_000
+NEWER_MAX = 10_000  # sessions stored since a search started that its unfiltered next page reads past
 
 
 def rows(conn: sqlite3.Connection, sql: str, params=()) -> list[dict]:
@@ -155,12 +160,20 @@ def search_sessions(
     request = fingerprint(
         {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
     )
-    position = _position(conn, cursor, "sessions", request, None if follow_changes else generation)
+    if follow_changes:
+        position, bound = _following_position(conn, cursor, request)
+    else:
+        position, bound = _position(conn, cursor, "sessions", request, generation), None
     page = {"items": [], "next_cursor": None, "generation": generation}
+    if follow_changes:
+        page["added"] = 0
     if fts.matches_nothing:
         return page
     finder = _finder(conn, fts, filters)
+    finder.bound = bound
     items, next_position = finder.page(position, limit, max(1, snippets))
+    if bound is not None:
+        page["added"] = finder.added_since(bound)
     by_expression: dict[str, list] = {}  # one snippet statement per expression, not per session
     for item in items:
         item["hits"] = item["hits"][:snippets]
@@ -169,8 +182,30 @@ def search_sessions(
         _finish_hits(conn, expression, fts, hits)
     page["items"] = items
     if next_position is not None:
+        if follow_changes:  # the next pages rank only the sessions there were when the search started
+            next_position = [next_position, _session_bound(conn) if bound is None else bound]
         page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, next_position)
     return page
+
+
+def _session_bound(conn) -> int:
+    """The newest session's rowid: a session stored later has a greater one (sessions
+    keep theirs while they grow and while their files are read again)."""
+    return conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM sessions").fetchone()[0]
+
+
+def _following_position(conn, cursor, request: str) -> tuple[int, int | None]:
+    """A ``follow_changes`` cursor's place in the ranking and the sessions it ranks
+    (``[position, bound]``: those whose rowid is at most ``bound``); ``(0, None)`` without one.
+    (A bare position, as cursors were before they carried a bound, ranks every session.)"""
+    if cursor is None:
+        return 0, None
+    position = decode_cursor(conn, cursor, "sessions", request, None)
+    if is_count(position):
+        return position, None
+    if not (isinstance(position, list) and len(position) == 2 and all(is_count(p) for p in position)):
+        raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+    return position[0], position[1]
 
 
 def _finder(conn, fts: FtsQuery, filters: Filters) -> "_Candidates":
@@ -219,6 +254,8 @@ class _Candidates:
     """Candidate sessions in rank order; those with a confirmed hit make the page."""
 
     batch = 48
+    bound: int | None = None  # only sessions whose rowid is at most this (those a search's first page saw)
+    ADDED_MAX = 100  # sessions stored since a search started that are looked at, to say how many match
 
     def __init__(self, conn, fts: FtsQuery, filters: Filters):
         self.conn = conn
@@ -276,36 +313,67 @@ class _Candidates:
         )
 
     def session_clause(self) -> tuple[str, list]:
-        return self.filters.session_sql("s")
+        return bounded(self.filters.session_sql("s"), self.bound)
+
+    def added_since(self, bound: int) -> int:
+        """How many sessions stored after ``bound`` match (of the first ``ADDED_MAX`` of them
+        the session filters select)."""
+        where, params = self.filters.session_sql("s")
+        added = rows(
+            self.conn,
+            f"""SELECT d.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length
+                FROM sessions s JOIN session_docs d ON d.session_id = s.id
+                WHERE s.rowid > ? AND {where} ORDER BY s.rowid LIMIT ?""",
+            [bound, *params, self.ADDED_MAX],
+        )
+        count = 0
+        for candidate in added:
+            expression = self.expression_for(candidate)
+            count += bool(expression and self.best_events(candidate, expression, 1))
+        return count
+
+
+def bounded(clause: tuple[str, list], bound: int | None) -> tuple[str, list]:
+    """A session clause (alias ``s``) that also keeps only sessions whose rowid is at most ``bound``."""
+    where, params = clause
+    return (where, params) if bound is None else (f"{where} AND s.rowid <= ?", [*params, bound])
 
 
 class _ManyMatches(_Candidates):
     """Candidates straight from the session bags, best bm25 first."""
 
     def candidates(self, offset: int, count: int) -> list[dict]:
-        return bag_sessions(self.conn, self.bag_expression, self.filters, offset, count)
+        return bag_sessions(self.conn, self.bag_expression, self.filters, offset, count, self.bound)
 
 
-def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count: int) -> list[dict]:
-    """Sessions whose bag matches ``bag_expression`` under ``filters``, best bm25 then newest first.
+def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count: int,
+                 bound: int | None = None) -> list[dict]:
+    """Sessions whose bag matches ``bag_expression`` under ``filters``, best bm25 then newest first
+    (only those whose rowid is at most ``bound``, when given).
 
     Each is ``{"session_id", "first_id", "last_id", "avg_length", "rank"}``.
     """
     where, params = filters.session_sql("s")
     ranked, ranked_params = "session_docs_fts f", [bag_expression]
-    if where == "1":
+    newer = set() if bound is None or where != "1" else {row[0] for row in conn.execute(
+        "SELECT d.id FROM sessions s JOIN session_docs d ON d.session_id = s.id WHERE s.rowid > ? LIMIT ?",
+        [bound, NEWER_MAX + 1],
+    )}
+    if where == "1" and len(newer) <= NEWER_MAX:
         # No session filter: FTS5 sorts by rank itself, fastest when told
         # where to stop. Equal ranks are ordered by recency, so that cut must
         # not fall among them (pages would repeat some sessions and miss
         # others): one row more tells; if it ties, everything is sorted.
+        # (Sessions stored past ``bound`` are read too, and left out.)
         cut = offset + count
-        top = conn.execute(
+        top = [row for row in conn.execute(
             "SELECT rowid, rank FROM session_docs_fts WHERE session_docs_fts MATCH ? ORDER BY rank LIMIT ?",
-            [bag_expression, cut + 1],
-        ).fetchall()
+            [bag_expression, cut + len(newer) + 1],
+        ) if row[0] not in newer]
         if len(top) <= cut or top[cut][1] != top[cut - 1][1]:
             ranked = "(SELECT json_extract(value, '$[0]') AS rowid, json_extract(value, '$[1]') AS rank FROM json_each(?)) f"
             ranked_params = [json.dumps([tuple(row) for row in top[:cut]])]
+    where, params = bounded((where, params), bound)
     if ranked == "session_docs_fts f":  # FTS5 matches and ranks here, under the session filters
         where = f"session_docs_fts MATCH ? AND {where}"
     return rows(

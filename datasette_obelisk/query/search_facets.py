@@ -14,7 +14,8 @@
     faceted_search(conn, query, *, mode="terms", narrowing=None, limit=20,
                    cursor=None, per_facet=8, **filter_options) -> dict
         One page of grouped search and the facet counts beside it; its
-        cursor follows the archive as it grows (``follow_changes``). A
+        cursor outlives an ingest, its pages ranking the sessions there
+        were at the first (``follow_changes``). A
         facet with values chosen is counted without its own choice (every
         other filter applies), so its other values stay there to add; that
         second count computes that facet's values alone.
