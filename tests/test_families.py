@@ -440,6 +440,40 @@ def test_a_resumed_log_replaying_the_one_it_resumed_gives_its_lines_back_whateve
     assert got == first, diff(got, first)
 
 
+@pytest.mark.parametrize("replayed_as", ["resumed", "original"])
+def test_a_resumed_log_is_the_continuation_of_the_session_it_replays(tmp_path, replayed_as):
+    """The session a Claude Code 1.0-2.0 resume wrote into a new file goes on
+    from the one whose lines it replayed (under its own id or theirs), read
+    in one ingest or after it."""
+    original, resumed = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, text, second, session):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": text}})
+
+    replayed = [("u1", None, "first", 1), ("u2", "u1", "second", 2)]
+    copy = original if replayed_as == "original" else resumed
+    logs = {
+        original: [line(*r, original) for r in replayed],
+        resumed: [json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
+                  *(line(*r, copy) for r in replayed), line("u3", "u2", "third, after the resume", 9, resumed)],
+    }
+    for together in (True, False):
+        project = tmp_path / str(together) / ".claude" / "projects" / "-w"
+        project.mkdir(parents=True)
+        db = tmp_path / f"{together}.db"
+        for second, name in enumerate((original, resumed)):
+            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
+            os.utime(project / f"{name}.jsonl", (1_800_000_000 + second, 1_800_000_000 + second))
+            if not together:
+                run(db, project.parent.parent)
+        run(db, project.parent.parent)
+        assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
+            (original, None, None), (resumed, original, "continuation")], together
+        assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+            (original, "u1,u2"), (resumed, "u3")], together
+
+
 def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):
     """When the replayed lines keep the session id they were written in, the
     copy is known even though the original was written to after it."""

@@ -71,6 +71,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     link_workflows(conn, session_ids)
     link_sessions(conn, session_ids)
     link_continuations(conn, session_ids)
+    link_resumes(conn, session_ids)
     break_parent_cycles(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
@@ -117,6 +118,29 @@ def link_continuations(conn: sqlite3.Connection, session_ids) -> None:
     whichever of the two was read first; a copy's ``fork`` link to it gives way."""
     pairs = {tuple(pair) for s in session_ids for pair in conn.execute(CONTINUATIONS_OF, {"s": s})}
     conn.executemany(CONTINUED, [{"parent": parent, "child": child} for parent, child in sorted(pairs)])
+
+
+# The session the first of a session's lines that names a stored line goes on
+# from: another one when the session's log replayed that one's lines (stored
+# there only) before its own.
+RESUMED_FROM = """SELECT p.session_id FROM messages AS c JOIN messages AS p ON p.uuid = c.parent_uuid
+    WHERE c.session_id = :s ORDER BY c.seq LIMIT 1"""
+UNPARENTED_CLAUDE = "SELECT 1 FROM sessions WHERE id = ? AND source = 'claude' AND parent_session_id IS NULL"
+RESUMED = """UPDATE sessions SET parent_session_id = :parent, relationship = 'continuation'
+    WHERE id = :s AND source = 'claude' AND parent_session_id IS NULL"""
+
+
+def link_resumes(conn: sqlite3.Connection, session_ids) -> None:
+    """A Claude Code 1.0-2.0 session resumed into a new file (``--resume``,
+    ``--continue``) replays the lines of the one it resumed, which stay stored
+    in that one only; its own first line names the last of them: the session
+    it goes on from is its parent (``continuation``), unless its log names one."""
+    for session_id in sorted(session_ids):
+        if not conn.execute(UNPARENTED_CLAUDE, (session_id,)).fetchone():
+            continue
+        row = conn.execute(RESUMED_FROM, {"s": session_id}).fetchone()
+        if row and row[0] != session_id:
+            conn.execute(RESUMED, {"s": session_id, "parent": row[0]})
 
 
 PARENT_OF = "SELECT parent_session_id FROM sessions WHERE id = ?"
