@@ -96,6 +96,33 @@ def copy_shared(corpus: Path):
     return populate
 
 
+SESSION_FIELDS = ("start", "end", "parent", "tool calls", "output tokens")
+
+
+def session_key(session_id: str) -> str:
+    """A session's id as both tools know it: obelisk prefixes Codex and Gemini
+    ids with their source and an agent's with its parent's."""
+    key = session_id.removeprefix("codex:").removeprefix("gemini:")
+    return key if ":agent-sidechain-" in key else key.rsplit(":", 1)[-1]
+
+
+def session_differences(ours: dict, theirs: dict) -> list[str]:
+    """Lines naming what the two keep differently of the sessions both keep
+    (times compared to the second)."""
+    lines = []
+    for key in sorted(ours.keys() & theirs.keys()):
+        cells = []
+        for field in SESSION_FIELDS:
+            mine, other = ours[key][field], theirs[key][field]
+            if field in ("start", "end") and mine and other:
+                mine, other = mine[:19].replace(" ", "T"), other[:19].replace(" ", "T")
+            if (mine or None) != (other or None):
+                cells.append(f"{field} {mine} / {other}")
+        if cells:
+            lines.append(f"{key}: " + "; ".join(cells))
+    return lines
+
+
 class Tool:
     name = ""
     count_sql = {"sessions": "SELECT count(*) FROM sessions", "messages": "SELECT count(*) FROM messages"}
@@ -127,6 +154,13 @@ class Tool:
     def counts(self) -> dict:
         return {name: self.query(sql)[0][0] for name, sql in self.count_sql.items()}
 
+    def sessions(self) -> dict[str, dict]:
+        """Per session (by its id without the tool's prefixes): start, end, parent, tool calls, output tokens."""
+        return {
+            session_key(row[0]): dict(zip(SESSION_FIELDS, (*row[1:3], row[3] and session_key(row[3]), *row[4:])))
+            for row in self.query(self.sessions_sql)
+        }
+
     def per_file(self) -> dict[str, tuple[int, int]]:
         """Sessions and messages kept from each file, by path below the home."""
         return {
@@ -142,6 +176,11 @@ class Obelisk(Tool):
     per_file_sql = (
         "SELECT f.path, count(DISTINCT m.session_id), count(m.id) "
         "FROM source_files f LEFT JOIN messages m ON m.file_id = f.id GROUP BY f.id"
+    )
+
+    sessions_sql = (
+        "SELECT s.id, s.started_at, s.ended_at, s.parent_session_id, "
+        "(SELECT count(*) FROM tool_calls c WHERE c.session_id = s.id), s.output_tokens FROM sessions s"
     )
 
     @property
@@ -171,6 +210,11 @@ class AgentsView(Tool):
     per_file_sql = (
         "SELECT s.file_path, count(DISTINCT s.id), count(m.id) "
         "FROM sessions s LEFT JOIN messages m ON m.session_id = s.id GROUP BY s.file_path"
+    )
+
+    sessions_sql = (
+        "SELECT s.id, s.started_at, s.ended_at, nullif(s.parent_session_id, ''), "
+        "(SELECT count(*) FROM tool_calls c WHERE c.session_id = s.id), s.total_output_tokens FROM sessions s"
     )
 
     def __init__(self, *args):
@@ -287,6 +331,9 @@ def coverage(shared: Path, agentsview: str, workdir: Path) -> None:
     for path in files:
         cells = [f"{c[0]:8} {c[1]:5}" if c else f"{'not read':>14}" for c in (ours.get(path), theirs.get(path))]
         print(f"{path:<100} {cells[0]:>15} {cells[1]:>15}")
+    print("sessions both keep, where they differ (obelisk / agentsview):")
+    for line in session_differences(*(tool.sessions() for tool in tools)):
+        print(f"  {line}")
     for tool in tools:
         counts = tool.counts()
         kept = sum(1 for path in files if tool.per_file().get(path, (0, 0))[1])
