@@ -75,6 +75,7 @@ def test_migrations_in_order(conn):
         "m049_index_error_flagged_results",
         "m050_normalise_file_paths",
         "m051_reread_invalid_utf8_lines",
+        "m052_count_message_rewrites",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -141,6 +142,7 @@ def test_triggers(conn):
     assert {name: table for name, (table, _) in triggers.items()} == {
         "memories_ad": "memories", "memories_ai": "memories", "memories_au": "memories",
         "messages_ad": "messages", "messages_ai": "messages", "messages_au": "messages",
+        "messages_rewritten_ad": "messages", "messages_rewritten_au": "messages",
         "session_digests_ad": "session_digests", "session_digests_ai": "session_digests", "session_digests_au": "session_digests",
         "sessions_digest_ai": "sessions", "sessions_digest_au": "sessions",
         "summaries_digest_ad": "summaries", "summaries_digest_ai": "summaries", "summaries_digest_au": "summaries",
@@ -200,6 +202,24 @@ def test_triggers_keep_fts_in_step_with_other_writers(conn):
     conn.execute("DELETE FROM messages")
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'giraffe'").fetchone() == (0,)
     conn.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_rewrites_count_messages_deleted_moved_or_rewritten_not_added(conn):
+    """Search cursors go on while messages are only added (query/search.py)."""
+    def rewrites():
+        return conn.execute("SELECT value FROM obelisk_state WHERE key = 'rewrites'").fetchone()[0]
+
+    assert rewrites() == "0"
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, byte_length) "
+                 "VALUES ('u1', 's', 1, 'x', 'user', 'zebra', 0, 1, 0, 1), ('u2', 's', 2, 'x', 'user', 'lion', 0, 2, 1, 1)")
+    conn.execute("UPDATE messages SET surface = 'shadowed', seq = seq, text = text")  # (no rewrite)
+    assert rewrites() == "0"
+    conn.execute("UPDATE messages SET text = 'giraffe' WHERE uuid = 'u1'")
+    conn.execute("UPDATE messages SET seq = 3 WHERE uuid = 'u2'")
+    conn.execute("UPDATE messages SET session_id = 't' WHERE uuid = 'u2'")
+    assert rewrites() == "3"
+    conn.execute("DELETE FROM messages")
+    assert rewrites() == "5"
 
 
 def test_a_failed_tool_output_updated_in_place_stays_indexed_once(conn):

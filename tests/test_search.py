@@ -544,37 +544,97 @@ def test_event_pages_concatenate(toy):
     assert len(full) == 5
 
 
-def test_a_cursor_goes_stale_when_the_index_changes(many):
+def test_a_session_cursor_goes_on_while_logs_grow(many):
+    """Page 2 carries on the ranking page 1 saw: lines added since (to a session
+    ranked later, to one shown already, a new session) move or repeat nothing."""
+    full = ids(search_sessions(many.conn(), "alpha", limit=100))
+    assert full == ["m6", "m5", "m4", "m3", "m2", "m1", "m0"]
     first = search_sessions(many.conn(), "alpha", limit=3)
-    many.write("m0", line("late", "alpha again", "2026-02-01T00:00:00Z"), append=True)
+    assert ids(first) == ["m6", "m5", "m4"]
+    many.write("m1", line("late1", "alpha", "2026-02-01T00:00:00Z"), append=True)  # would rank it first
+    many.write("m6", line("late6", "alpha again", "2026-02-01T00:00:00Z"), append=True)
+    many.write("new", line("new1", "alpha", "2026-02-02T00:00:00Z"))
+    many.write("other", line("other1", "unrelated words", "2026-02-02T00:00:00Z"))
+    many.ingest()
+    now = ids(search_sessions(many.conn(), "alpha", limit=100))
+    assert "m1" in now[:3] and "new" in now and len(now) == 8  # as it ranks now
+    second = search_sessions(many.conn(), "alpha", limit=3, cursor=first["next_cursor"])
+    assert ids(second) == ["m3", "m2", "m1"]
+    assert [item["best"]["uuid"] for item in second["items"]] == ["m3a", "m2a", "m1a"]  # not the line added
+    third = search_sessions(many.conn(), "alpha", limit=3, cursor=second["next_cursor"])
+    assert (ids(third), third["next_cursor"]) == (["m0"], None)
+
+
+def test_a_cursor_of_a_position_alone_is_stale_not_invalid(many):
+    """Cursors from before snapshots held a position only: search again."""
+    from query_fixtures import resigned
+
+    first = search_sessions(many.conn(), "alpha", limit=3)
+    assert code_of(lambda: search_sessions(many.conn(), "alpha", limit=3, cursor=resigned(many.conn(), first["next_cursor"], 3))) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
+
+def test_a_session_cursor_goes_stale_when_lines_are_rewritten(many):
+    """A log read again (its rows deleted and stored anew, under new ids) is no growth."""
+    first = search_sessions(many.conn(), "alpha", limit=3)
+    many.sql("UPDATE source_files SET parser_version = NULL WHERE path LIKE '%m1.jsonl'")
     many.ingest()
     assert code_of(lambda: search_sessions(many.conn(), "alpha", limit=3, cursor=first["next_cursor"])) == (
         "SESSION_QUERY_STALE_CURSOR"
     )
 
 
-def test_event_cursors_follow_their_own_session(toy):
+def test_a_session_cursor_goes_stale_when_sessions_rank_anew_before_it(many):
+    """When a session ranked after page 1 now ranks among its sessions (the session
+    bags, best bm25 first, as with many matches, count what was added), going on
+    would skip one: stale."""
+    from datasette_obelisk.query import search as search_module
+
+    first_before = search_module.EXACT_MAX
+    search_module.EXACT_MAX = 0  # rank by the session bags
+    try:
+        full = ids(search_sessions(many.conn(), "alpha", limit=100))
+        first = search_sessions(many.conn(), "alpha", limit=3)
+        assert ids(first) == full[:3]
+        later = full[-1]
+        many.write(later, *[line(f"late{n}", "alpha alpha alpha", "2026-02-01T00:00:00Z") for n in range(5)], append=True)
+        many.ingest()
+        assert later in ids(search_sessions(many.conn(), "alpha", limit=3))
+        assert code_of(lambda: search_sessions(many.conn(), "alpha", limit=3, cursor=first["next_cursor"])) == (
+            "SESSION_QUERY_STALE_CURSOR"
+        )
+    finally:
+        search_module.EXACT_MAX = first_before
+
+
+def test_event_cursors_go_on_while_their_session_grows(toy):
     toy.write("one", *[line(f"e{n}", f"beta {n}", f"2026-01-01T00:0{n}:00Z") for n in range(5)])
     toy.write("other", line("o1", "beta elsewhere", "2026-01-02T00:00:00Z"))
     toy.ingest()
+    full = [h["uuid"] for h in search_events(toy.conn(), "one", "beta")["items"]]
     first = search_events(toy.conn(), "one", "beta", limit=2)
+    assert [h["uuid"] for h in first["items"]] == full[:2]
     toy.write("other", line("o2", "more beta", "2026-01-03T00:00:00Z"), append=True)
+    toy.write("one", line("e9", "beta", "2026-01-04T00:00:00Z"), append=True)  # would rank first
     toy.ingest()
+    assert [h["uuid"] for h in search_events(toy.conn(), "one", "beta", limit=1)["items"]] == ["e9"]
     second = search_events(toy.conn(), "one", "beta", limit=2, cursor=first["next_cursor"])
-    assert len(second["items"]) == 2
-    toy.write("one", line("e9", "beta late", "2026-01-04T00:00:00Z"), append=True)
+    third = search_events(toy.conn(), "one", "beta", limit=2, cursor=second["next_cursor"])
+    assert [h["uuid"] for h in second["items"] + third["items"]] == full[2:]
+    assert third["next_cursor"] is None
+    toy.sql("UPDATE source_files SET parser_version = NULL WHERE path LIKE '%one.jsonl'")  # read again
     toy.ingest()
     assert code_of(lambda: search_events(toy.conn(), "one", "beta", limit=2, cursor=first["next_cursor"])) == (
         "SESSION_QUERY_STALE_CURSOR"
     )
 
 
-
-def test_event_cursors_go_stale_when_other_sessions_reweigh_the_terms(toy):
+def test_event_cursors_keep_the_weights_their_first_page_ranked_with(toy):
     """A query of several terms weighs each by how many sessions hold it
     (query/ranking.py): sessions added elsewhere can reorder this session's
-    events, and a page carried on from the old order would repeat one event
-    and never show another."""
+    events; a page carried on in the new order would repeat one event and
+    never show another, so later pages rank with the first page's weights."""
     toy.write("one", line("e1", "alpha alpha alpha beta", "2026-01-01T00:00:00Z"),
               line("e2", "beta beta beta alpha", "2026-01-01T00:01:00Z"))
     for n in range(3):
@@ -586,9 +646,9 @@ def test_event_cursors_go_stale_when_other_sessions_reweigh_the_terms(toy):
         toy.write(f"a{n}", line(f"a{n}", "alpha words", "2026-01-03T00:00:00Z"))
     toy.ingest()
     assert [h["uuid"] for h in search_events(toy.conn(), "one", "alpha beta", limit=2)["items"]] == ["e2", "e1"]
-    assert code_of(lambda: search_events(toy.conn(), "one", "alpha beta", limit=1, cursor=first["next_cursor"])) == (
-        "SESSION_QUERY_STALE_CURSOR"
-    )
+    second = search_events(toy.conn(), "one", "alpha beta", limit=1, cursor=first["next_cursor"])
+    assert ([h["uuid"] for h in second["items"]], second["next_cursor"]) == (["e2"], None)
+
 
 def tampered(cursor: str, **changes) -> str:
     body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))

@@ -287,14 +287,19 @@ async def test_cursor_paging_of_event_search(ds):
 
 
 @pytest.mark.asyncio
-async def test_a_cursor_belongs_to_its_request_and_generation(web_db, tmp_path):
+async def test_a_cursor_belongs_to_its_request_and_outlives_growth_not_rewrites(web_db, tmp_path):
     db = copy_db(web_db, tmp_path / "obelisk.db")
     ds = make_datasette(db)
+    both = await get(ds, f"{SQ}/sessions/search", query="the", limit=4)
     first = await get(ds, f"{SQ}/sessions/search", query="the", limit=2)
     cursor = first["nextCursor"]
     await error(ds, f"{SQ}/sessions/search", 400, "SESSION_QUERY_INVALID_CURSOR", query="file", limit=2, cursor=cursor)
     conn = sqlite3.connect(db)
-    conn.execute("UPDATE obelisk_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+    conn.execute("UPDATE obelisk_state SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")  # grown
+    conn.commit()
+    second = await get(ds, f"{SQ}/sessions/search", query="the", limit=2, cursor=cursor)
+    assert [i["header"]["id"] for i in first["items"] + second["items"]] == [i["header"]["id"] for i in both["items"]]
+    conn.execute("DELETE FROM messages WHERE id = (SELECT MAX(id) FROM messages)")  # a message gone
     conn.commit()
     conn.close()
     await error(ds, f"{SQ}/sessions/search", 400, "SESSION_QUERY_STALE_CURSOR", query="the", limit=2, cursor=cursor)

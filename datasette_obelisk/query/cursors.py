@@ -4,6 +4,10 @@
         A short hash of the canonical JSON of a normalized request.
     current_generation(conn) -> int
         ``obelisk_state.generation``: bumped by every commit that changes data.
+    current_rewrites(conn) -> int
+        ``obelisk_state.rewrites``: bumped for each message deleted, moved
+        (another session or seq) or whose searched text changed; messages
+        only added leave it as it is.
     encode_cursor(conn, scope, request_fingerprint, generation, position) -> str
     decode_cursor(conn, token, scope, request_fingerprint, generation) -> position
     is_count(value) -> bool
@@ -51,6 +55,21 @@ def current_generation(conn) -> int:
         return 0
 
 
+def current_rewrites(conn) -> int:
+    row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'rewrites'").fetchone()
+    try:
+        return int(row[0]) if row else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def stale() -> QueryError:
+    return QueryError(
+        "SESSION_QUERY_STALE_CURSOR",
+        "the index changed since this cursor was issued: run the search again without a cursor",
+    )
+
+
 def _secret(conn) -> bytes:
     row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'cursor_secret'").fetchone()
     return (row[0] if row and row[0] else "datasette-obelisk").encode()
@@ -94,8 +113,5 @@ def decode_cursor(conn, token, scope: str, request_fingerprint: str, generation)
             "the cursor belongs to a different request: send it with the parameters of the request that returned it"
         )
     if generation is not None and body["gen"] != generation:
-        raise QueryError(
-            "SESSION_QUERY_STALE_CURSOR",
-            "the index changed since this cursor was issued: run the search again without a cursor",
-        )
+        raise stale()
     return body["pos"]

@@ -11,7 +11,6 @@
         ``{"session", "items", "next_cursor", "generation"}``; the session row
         is there even when nothing matches.
     session_row(conn, session_id) -> dict        (SESSION_QUERY_SESSION_NOT_FOUND)
-    session_generation(conn, session_id) -> str  changes whenever the session does
     check_limit(limit, default, maximum) -> int  (SESSION_QUERY_INVALID_LIMIT)
 
 Queries go through ``query.fts.parse_query`` (modes ``terms``, ``phrase``,
@@ -26,17 +25,23 @@ An event hit is ``{"id", "uuid", "session_id", "seq", "type", "raw_type",
 "role", "content_type", "timestamp", "time", "surface", "visibility",
 "is_meta", "score", "snippet": {"text", "matches"}}``. Scores are higher
 for better matches; ``matches`` are ``[start, end)`` code-point offsets into
-the plain snippet text. Cursors of ``search_sessions`` are bound to the
-request and to ``obelisk_state.generation``; those of ``search_events`` to
-the request, to the target session and, for a query of several terms, to
-the weights the whole archive gives them (they order the session's events),
-so they survive other changes to other sessions. With ``follow_changes=True`` a ``search_sessions`` cursor
-is not bound to the generation either (the search page, while agents write):
-it carries the newest session's rowid when the first page was read, and
-the next pages rank only the sessions up to it, so that sessions stored
-since (ranked anywhere) neither repeat nor hide those the first page's
-ranking put later; the page says how many of those newer sessions match
-(``added``: of the first ``_Candidates.ADDED_MAX`` stored since).
+the plain snippet text. Cursors are bound to the request and to the archive
+the first page saw (``_snapshot``): the messages there were (the greatest
+id), the weights the terms had (for events: the session's mean message
+length too). Later pages leave out messages added since and rank with
+those weights, so they go on while logs grow (an agent's own among them)
+and neither repeat nor skip a result; grouped search also checks that the
+sessions ranked before a page are the ones the pages before it ranked there.
+A message deleted, moved or rewritten since (``obelisk_state.rewrites``: a
+file read again, a session renumbered), or sessions ranked differently
+before the page, make the cursor ``SESSION_QUERY_STALE_CURSOR``. With
+``follow_changes=True`` a ``search_sessions`` cursor is bound to none of
+that (the search page, while agents write): it carries the newest session's
+rowid when the first page was read, and the next pages rank only the
+sessions up to it (as they are now), so that sessions stored since (ranked
+anywhere) neither repeat nor hide those the first page's ranking put later;
+the page says how many of those newer sessions match (``added``: of the
+first ``_Candidates.ADDED_MAX`` stored since).
 
 How grouped search stays fast (bench/README.md has the numbers): when the
 exact query matches few messages (at most ``EXACT_MAX``), or few pass the
@@ -60,6 +65,7 @@ matches are read once, and candidates confirmed from them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -67,7 +73,9 @@ import unicodedata
 from bisect import bisect_left, bisect_right
 from functools import cached_property
 
-from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
+from .cursors import (
+    current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count, stale,
+)
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
@@ -91,6 +99,33 @@ SHORTLIST = 64
 # A session's mean message length, as bm25 normalises by it (``d``: its session_docs row).
 AVERAGE_LENGTH = "max({0}.chars * 1.0 / max({0}.messages, 1), 1.0)"
 MAX_EXPANSIONS = 24
+
+
+def average_sql(alias: str, upto: int | None) -> str:
+    """``AVERAGE_LENGTH`` of a session as it was when its greatest message id was ``upto``:
+    the rows its document counted after that left out (read by index, for a session grown since)."""
+    if upto is None:
+        return AVERAGE_LENGTH.format(alias)
+    later = (
+        "(SELECT {what} FROM messages x WHERE x.session_id = {a}.session_id AND x.id > {upto} AND x.id <= {a}.last_id)"
+    )
+    chars = later.format(what="COALESCE(SUM(x.text_length), 0)", a=alias, upto=int(upto))
+    count = later.format(what="COUNT(*)", a=alias, upto=int(upto))
+    return (
+        f"(CASE WHEN {alias}.last_id > {int(upto)} THEN max(({alias}.chars - {chars}) * 1.0 / "
+        f"max({alias}.messages - {count}, 1), 1.0) ELSE {AVERAGE_LENGTH.format(alias)} END)"
+    )
+
+
+def ended_sql(upto: int | None) -> str:
+    """When session ``s`` (document ``d``) ended, as it was when the greatest message id was
+    ``upto``: ranks break ties by it, and a session growing since must not move among its ties."""
+    if upto is None:
+        return "s.ended_at"
+    return (
+        f"(CASE WHEN d.last_id > {int(upto)} THEN (SELECT MAX(x.timestamp) FROM messages x "
+        f"WHERE x.session_id = s.id AND x.id <= {int(upto)}) ELSE s.ended_at END)"
+    )
 HIGHLIGHT_MAX_CHARS = 50_000
 NEWER_MAX = 10_000  # sessions stored since a search started that its unfiltered next page reads past
 
@@ -116,23 +151,6 @@ def session_row(conn: sqlite3.Connection, session_id) -> dict:
     if not found:
         raise QueryError("SESSION_QUERY_SESSION_NOT_FOUND", f"no session {session_id!r}")
     return found[0]
-
-
-def session_generation(conn: sqlite3.Connection, session_id: str) -> str:
-    count, last = conn.execute(
-        "SELECT COUNT(*), MAX(id) FROM messages WHERE session_id = ?", [session_id]
-    ).fetchone()
-    updated = conn.execute("SELECT updated_at FROM sessions WHERE id = ?", [session_id]).fetchone()
-    return f"{count}:{last}:{updated[0] if updated else ''}"
-
-
-def _position(conn, cursor, scope: str, request: str, generation) -> int:
-    if cursor is None:
-        return 0
-    position = decode_cursor(conn, cursor, scope, request, generation)
-    if not is_count(position):
-        raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
-    return position
 
 
 # -- grouped search --------------------------------------------------------
@@ -161,17 +179,27 @@ def search_sessions(
         {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
     )
     if follow_changes:
-        position, bound = _following_position(conn, cursor, request)
+        (position, bound), snapshot = _following_position(conn, cursor, request), None
     else:
-        position, bound = _position(conn, cursor, "sessions", request, generation), None
+        snapshot = _snapshot(conn, cursor, "sessions", request)
+        position, bound = snapshot["at"], None
     page = {"items": [], "next_cursor": None, "generation": generation}
     if follow_changes:
         page["added"] = 0
     if fts.matches_nothing:
         return page
-    finder = _finder(conn, fts, filters)
-    finder.bound = bound
-    items, next_position = finder.page(position, limit, max(1, snippets))
+    finder = _finder(conn, fts, filters, upto=None if snapshot is None else snapshot["upto"], bound=bound)
+    before: list[str] = []
+    if snapshot is not None:
+        if snapshot["w"] is not None:
+            finder.scorer.weights = snapshot["w"]
+        if snapshot["seen"] is not None:
+            # The sessions ranked before this page must be those the pages before it
+            # ranked there (in any order): else it would show one again or skip one.
+            before = finder.existing(finder.candidates(0, position) if position else [])
+            if _digest(before) != snapshot["seen"]:
+                raise stale()
+    items, next_position, examined = finder.page(position, limit, max(1, snippets))
     if bound is not None:
         page["added"] = finder.added_since(bound)
     by_expression: dict[str, list] = {}  # one snippet statement per expression, not per session
@@ -183,8 +211,11 @@ def search_sessions(
     page["items"] = items
     if next_position is not None:
         if follow_changes:  # the next pages rank only the sessions there were when the search started
-            next_position = [next_position, _session_bound(conn) if bound is None else bound]
-        page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, next_position)
+            following = [next_position, _session_bound(conn) if bound is None else bound]
+        else:
+            following = {**snapshot, "at": next_position, "w": finder.scorer.weights,
+                         "seen": _digest(before + finder.existing(examined))}
+        page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, following)
     return page
 
 
@@ -194,31 +225,92 @@ def _session_bound(conn) -> int:
     return conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM sessions").fetchone()[0]
 
 
+def _not_returned() -> QueryError:
+    return invalid("the cursor is not one this service returned")
+
+
 def _following_position(conn, cursor, request: str) -> tuple[int, int | None]:
     """A ``follow_changes`` cursor's place in the ranking and the sessions it ranks
     (``[position, bound]``: those whose rowid is at most ``bound``); ``(0, None)`` without one.
     (A bare position, as cursors were before they carried a bound, ranks every session.)"""
     if cursor is None:
         return 0, None
-    position = decode_cursor(conn, cursor, "sessions", request, None)
+    following = _following(decode_cursor(conn, cursor, "sessions", request, None))
+    if following is None:
+        raise _not_returned()
+    return following
+
+
+def _following(position) -> tuple[int, int | None] | None:
+    """``position`` as a ``follow_changes`` cursor's ``(position, bound)``; None if it is not one."""
     if is_count(position):
         return position, None
-    if not (isinstance(position, list) and len(position) == 2 and all(is_count(p) for p in position)):
-        raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
-    return position[0], position[1]
+    if isinstance(position, list) and len(position) == 2 and all(is_count(p) for p in position):
+        return position[0], position[1]
+    return None
 
 
-def _finder(conn, fts: FtsQuery, filters: Filters) -> "_Candidates":
+SNAPSHOT_KEYS = frozenset({"at", "upto", "rw", "w", "seen", "avg"})
+SEEN_CHARS = 24
+
+
+def _snapshot(conn, cursor, scope: str, request: str) -> dict:
+    """Where a page starts, and the archive the first page saw (not for ``follow_changes``:
+    its cursors are ``_following_position``'s).
+
+    ``at``: the position in the ranking; ``upto``: the greatest message id
+    there was (messages added since are left out, so that they neither move
+    nor repeat results); ``rw``: ``obelisk_state.rewrites`` then (a message
+    deleted, moved or rewritten since makes the cursor stale); ``w``: the
+    terms' weights the first page ranked with; ``seen``: which sessions
+    the pages so far ranked (grouped search); ``avg``: the session's mean
+    message length (event search).
+    """
+    if cursor is None:
+        upto = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
+        return {"at": 0, "upto": upto, "rw": current_rewrites(conn), "w": None, "seen": None, "avg": None}
+    position = decode_cursor(conn, cursor, scope, request, None)
+    if _following(position) is not None:  # bound to no snapshot: an earlier version's, or the search page's
+        raise stale()
+    if not (
+        isinstance(position, dict) and set(position) == SNAPSHOT_KEYS and is_count(position["at"])
+        and is_count(position["upto"]) and is_count(position["rw"])
+        and (position["w"] is None or (isinstance(position["w"], list)
+                                       and all(type(w) in (int, float) for w in position["w"])))
+        and (position["seen"] is None or (isinstance(position["seen"], str) and len(position["seen"]) == SEEN_CHARS))
+        and (position["avg"] is None or type(position["avg"]) in (int, float))
+    ):
+        raise _not_returned()
+    if position["rw"] != current_rewrites(conn):
+        raise stale()
+    return position
+
+
+def _digest(session_ids: list[str]) -> str:
+    """Which sessions, whatever their order (ranks move among them as sessions grow)."""
+    return hashlib.sha256("\n".join(sorted(session_ids)).encode()).hexdigest()[:SEEN_CHARS]
+
+
+def _finder(conn, fts: FtsQuery, filters: Filters, upto: int | None = None,
+            bound: int | None = None) -> "_Candidates":
+    """``upto``: only messages with ids up to it are found (those added since a first page are not);
+    ``bound``: only sessions whose rowid is at most it (``_Candidates.bound``)."""
+    finder = _candidates(conn, fts, filters, upto)
+    finder.bound = bound
+    return finder
+
+
+def _candidates(conn, fts: FtsQuery, filters: Filters, upto: int | None) -> "_Candidates":
     if fts.candidates is None:
-        return _AllMatches(conn, fts, filters)
+        return _AllMatches(conn, fts, filters, upto)
     if fts.prefix_term is None:
-        matches = _few_matches(conn, fts, filters)
+        matches = _few_matches(conn, fts, filters, upto)
         if matches is not None:
-            return _FewMatches(conn, fts, filters, matches)
-    return _ManyMatches(conn, fts, filters)
+            return _FewMatches(conn, fts, filters, matches, upto)
+    return _ManyMatches(conn, fts, filters, upto)
 
 
-def _few_matches(conn, fts: FtsQuery, filters: Filters) -> list[int] | None:
+def _few_matches(conn, fts: FtsQuery, filters: Filters, upto: int | None = None) -> list[int] | None:
     """The ids of the messages that match under the event filters, when at most
     ``EXACT_MAX`` do; else None.
 
@@ -235,8 +327,9 @@ def _few_matches(conn, fts: FtsQuery, filters: Filters) -> list[int] | None:
     """
     scan = FILTERED_SCAN_MAX if any(getattr(filters, name) is not None for name in BAGLESS) else EXACT_MAX + 1
     where, params = filters.event_sql("m")
+    bound = "" if upto is None else f" AND rowid <= {int(upto)}"
     kept = [rowid for (rowid,) in conn.execute(
-        f"""SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?) x
+        f"""SELECT m.id FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?{bound} LIMIT ?) x
             CROSS JOIN messages m ON m.id = x.rowid WHERE {where} LIMIT ?""",
         [fts.expression, scan, *params, EXACT_MAX + 1],
     )]
@@ -244,7 +337,7 @@ def _few_matches(conn, fts: FtsQuery, filters: Filters) -> list[int] | None:
         return None
     # Every match was read, unless there are more than those.
     beyond = conn.execute(
-        "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT 1 OFFSET ?)",
+        f"SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?{bound} LIMIT 1 OFFSET ?)",
         [fts.expression, scan],
     ).fetchone()[0]
     return None if beyond else kept
@@ -257,17 +350,21 @@ class _Candidates:
     bound: int | None = None  # only sessions whose rowid is at most this (those a search's first page saw)
     ADDED_MAX = 100  # sessions stored since a search started that are looked at, to say how many match
 
-    def __init__(self, conn, fts: FtsQuery, filters: Filters):
+    def __init__(self, conn, fts: FtsQuery, filters: Filters, upto: int | None = None):
         self.conn = conn
         self.fts = fts
         self.filters = filters
+        self.upto = upto
         self.scorer = EventScorer(conn, fts)
         self.bag_expression = (
             fts.candidates if filters.include_meta or fts.candidates is None else f"{{body}} : ({fts.candidates})"
         )
 
-    def page(self, position: int, limit: int, per_session: int) -> tuple[list[dict], int | None]:
+    def page(self, position: int, limit: int, per_session: int) -> tuple[list[dict], int | None, list[dict]]:
+        """The sessions of a page, where the next starts (None: nothing after it), and the
+        candidates it went past."""
         items: list[dict] = []
+        passed: list[dict] = []
         examined = 0
         offset = position
         while True:
@@ -275,13 +372,13 @@ class _Candidates:
             sessions = _sessions_by_id(self.conn, [c["session_id"] for c in candidates])
             for candidate in candidates:
                 if examined >= MAX_CANDIDATES and (items or examined == MAX_EMPTY_CANDIDATES):
-                    return items, offset
+                    return items, offset, passed
                 examined += 1
                 expression = self.expression_for(candidate)
                 hits = self.best_events(candidate, expression, per_session) if expression else []
                 if hits and candidate["session_id"] in sessions:
                     if len(items) == limit:
-                        return items, offset  # one more session matches: the next page starts there
+                        return items, offset, passed  # one more session matches: the next page starts there
                     items.append({
                         "session": sessions[candidate["session_id"]],
                         "score": round(-candidate["rank"], 6),
@@ -290,8 +387,13 @@ class _Candidates:
                         "expression": expression,
                     })
                 offset += 1
+                passed.append(candidate)
             if len(candidates) < self.batch:
-                return items, None
+                return items, None, passed
+
+    def existing(self, candidates: list[dict]) -> list[str]:
+        """The ids of those of ``candidates`` that held a message up to ``upto`` (all without it)."""
+        return [c["session_id"] for c in candidates if self.upto is None or c["first_id"] <= self.upto]
 
     def expression_for(self, candidate: dict) -> str | None:
         """The exact expression for one session: a prefix becomes the session's own words."""
@@ -307,9 +409,12 @@ class _Candidates:
     matches: list[int] | None = None  # every rowid the expression matches, when read once per search
 
     def best_events(self, candidate: dict, expression: str, count: int) -> list[dict]:
+        last_id = candidate["last_id"] if self.upto is None else min(candidate["last_id"], self.upto)
+        if last_id < candidate["first_id"]:
+            return []  # a session begun since the first page
         return best_events(
             self.conn, expression, self.scorer, self.filters, candidate["session_id"], candidate["first_id"],
-            candidate["last_id"], candidate["avg_length"], count, self.shortlist, self.matches,
+            last_id, candidate["avg_length"], count, self.shortlist, self.matches,
         )
 
     def session_clause(self) -> tuple[str, list]:
@@ -343,13 +448,14 @@ class _ManyMatches(_Candidates):
     """Candidates straight from the session bags, best bm25 first."""
 
     def candidates(self, offset: int, count: int) -> list[dict]:
-        return bag_sessions(self.conn, self.bag_expression, self.filters, offset, count, self.bound)
+        return bag_sessions(self.conn, self.bag_expression, self.filters, offset, count, self.bound, self.upto)
 
 
 def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count: int,
-                 bound: int | None = None) -> list[dict]:
+                 bound: int | None = None, upto: int | None = None) -> list[dict]:
     """Sessions whose bag matches ``bag_expression`` under ``filters``, best bm25 then newest first
-    (only those whose rowid is at most ``bound``, when given).
+    (only those whose rowid is at most ``bound``, when given; ranked by their messages up to
+    ``upto``, when given: ``average_sql``, ``ended_sql``).
 
     Each is ``{"session_id", "first_id", "last_id", "avg_length", "rank"}``.
     """
@@ -378,12 +484,12 @@ def bag_sessions(conn, bag_expression: str, filters: Filters, offset: int, count
         where = f"session_docs_fts MATCH ? AND {where}"
     return rows(
         conn,
-        f"""SELECT d.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
+        f"""SELECT d.session_id, d.first_id, d.last_id, {average_sql("d", upto)} AS avg_length,
               f.rank AS rank
             FROM {ranked} JOIN session_docs d ON d.id = f.rowid
             JOIN sessions s ON s.id = d.session_id
             WHERE {where}
-            ORDER BY f.rank, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+            ORDER BY f.rank, {ended_sql(upto)} DESC, s.id LIMIT ? OFFSET ?""",
         [*ranked_params, *params, count, offset],
     )
 
@@ -395,13 +501,13 @@ class _FewMatches(_Candidates):
 
     shortlist = EXACT_MAX
 
-    def __init__(self, conn, fts: FtsQuery, filters: Filters, matches: list[int]):
-        super().__init__(conn, fts, filters)
+    def __init__(self, conn, fts: FtsQuery, filters: Filters, matches: list[int], upto: int | None = None):
+        super().__init__(conn, fts, filters, upto)
         self.matched = json.dumps(matches)  # the ids of the matching messages the filters keep (_few_matches)
 
     def candidates(self, offset: int, count: int) -> list[dict]:
         where, params = self.session_clause()
-        score, score_params = self.scorer.sql(AVERAGE_LENGTH.format("d"), window="m.window")
+        score, score_params = self.scorer.sql(average_sql("d", self.upto), window="m.window")
         return rows(
             self.conn,
             f"""WITH m AS MATERIALIZED (
@@ -413,12 +519,12 @@ class _FewMatches(_Candidates):
                   JOIN session_docs d ON d.session_id = m.session_id
                   GROUP BY m.session_id
                 )
-                SELECT d.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
+                SELECT d.session_id, d.first_id, d.last_id, {average_sql("d", self.upto)} AS avg_length,
                   -b.score AS rank
                 FROM best b JOIN session_docs d ON d.session_id = b.session_id
                 JOIN sessions s ON s.id = b.session_id
                 WHERE {where}
-                ORDER BY b.score DESC, s.ended_at DESC, s.id LIMIT ? OFFSET ?""",
+                ORDER BY b.score DESC, {ended_sql(self.upto)} DESC, s.id LIMIT ? OFFSET ?""",
             [self.matched, *score_params, *params, count, offset],
         )
 
@@ -435,14 +541,17 @@ class _AllMatches(_Candidates):
     def matches(self) -> list[int] | None:
         if not merges_prefixes(self.fts.expression):
             return None  # FTS5 finds a session's matches in its id range quickly
+        bound = "" if self.upto is None else f" AND rowid <= {int(self.upto)}"
         return [rowid for (rowid,) in self.conn.execute(
-            "SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", [self.fts.expression]
+            f"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?{bound} ORDER BY rowid", [self.fts.expression]
         )]
 
     @cached_property
     def ranked(self) -> list[dict]:
         where, params = self.session_clause()
         event_where, event_params = self.filters.event_sql("m")
+        if self.upto is not None:
+            event_where += f" AND m.id <= {int(self.upto)}"
         return rows(
             self.conn,
             f"""WITH hits AS MATERIALIZED (
@@ -450,12 +559,12 @@ class _AllMatches(_Candidates):
                   WHERE messages_fts MATCH ? AND {event_where}
                 ),
                 best AS (SELECT session_id, MIN(rank) AS rank FROM hits GROUP BY session_id)
-                SELECT b.session_id, d.first_id, d.last_id, {AVERAGE_LENGTH.format("d")} AS avg_length,
+                SELECT b.session_id, d.first_id, d.last_id, {average_sql("d", self.upto)} AS avg_length,
                   b.rank AS rank
                 FROM best b JOIN session_docs d ON d.session_id = b.session_id
                 JOIN sessions s ON s.id = b.session_id
                 WHERE {where}
-                ORDER BY b.rank, s.ended_at DESC, s.id""",
+                ORDER BY b.rank, {ended_sql(self.upto)} DESC, s.id""",
             [self.fts.expression, *event_params, *params],
         )
 
@@ -581,13 +690,11 @@ def search_events(
     filters = filters or Filters.build(**filter_options)
     session = session_row(conn, session_id)
     scorer = EventScorer(conn, fts)
-    generation = session_generation(conn, session_id)
-    if len(scorer.weights) > 1:  # the terms' weights come from every session: they order this one's events too
-        generation += ":" + ",".join(map(str, scorer.weights))
+    generation = current_generation(conn)
     request = fingerprint(
         {"session": session_id, "query": fts.normalized(), "filters": filters.normalized(), "limit": limit}
     )
-    position = _position(conn, cursor, "events", request, generation)
+    position = _snapshot(conn, cursor, "events", request)
     page = {"session": session, "items": [], "next_cursor": None, "generation": generation}
     if fts.matches_nothing:
         return page
@@ -596,8 +703,14 @@ def search_events(
     ).fetchone()
     if first_id is None:
         return page
+    # The events the first page ranked, ranked as it ranked them: the events added since
+    # are left out, and the weights and the mean length the scores use are the first page's.
+    last_id = min(last_id, position["upto"])
+    if position["w"] is not None:
+        scorer.weights = position["w"]
+    avg = position["avg"] if position["avg"] is not None else average_length(conn, session_id)
     where, params = filters.event_sql("m")
-    score, score_params = scorer.sql("?", [average_length(conn, session_id)], window="w.window")
+    score, score_params = scorer.sql("?", [avg], window="w.window")
     # FTS5 first (CROSS JOIN): read the other way round, it was asked once per message of the
     # session, and a prefix merges its terms' doclists over the whole table each time.
     found = rows(
@@ -607,12 +720,13 @@ def search_events(
               WHERE messages_fts MATCH ? AND x.rowid BETWEEN ? AND ? AND m.session_id = ? AND {where})
             SELECT {event_select("m")}, m.text_length, {score} AS score FROM w JOIN messages m ON m.id = w.id
             ORDER BY score DESC, m.id DESC LIMIT ? OFFSET ?""",
-        [fts.expression, first_id, last_id, session_id, *params, *score_params, limit + 1, position],
+        [fts.expression, first_id, last_id, session_id, *params, *score_params, limit + 1, position["at"]],
     )
     page["items"] = found[:limit]
     _finish_hits(conn, fts.expression, fts, page["items"])
     if len(found) > limit:
-        page["next_cursor"] = encode_cursor(conn, "events", request, generation, position + limit)
+        following = {**position, "at": position["at"] + limit, "w": scorer.weights, "avg": avg}
+        page["next_cursor"] = encode_cursor(conn, "events", request, generation, following)
     return page
 
 

@@ -1429,3 +1429,21 @@ def m051_reread_invalid_utf8_lines(db):
            WHERE missing = 0 AND id IN (
              SELECT file_id FROM ingest_errors WHERE reason LIKE 'invalid JSON: str is not valid UTF-8%')"""
     )
+
+
+@migrations()
+def m052_count_message_rewrites(db):
+    # ``obelisk_state.rewrites`` counts the messages deleted, moved (another
+    # session or seq) or whose searched text changed: search cursors go on
+    # while messages are only added, and go stale once one of those happens.
+    db.execute("INSERT OR IGNORE INTO obelisk_state (key, value) VALUES ('rewrites', '0')")
+    bump = "UPDATE obelisk_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'rewrites';"
+    db.executescript(
+        f"""
+        CREATE TRIGGER messages_rewritten_ad AFTER DELETE ON messages BEGIN {bump} END;
+        CREATE TRIGGER messages_rewritten_au AFTER UPDATE OF session_id, seq, text, search_text ON messages
+        WHEN old.session_id IS NOT new.session_id OR old.seq IS NOT new.seq
+          OR old.text IS NOT new.text OR old.search_text IS NOT new.search_text
+        BEGIN {bump} END;
+        """
+    )
