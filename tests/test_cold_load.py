@@ -226,26 +226,32 @@ def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
     reread_everything(db)
     seen = []
     begin = cold_load.begin
+    rewrites = lambda conn: int(get_state(conn, "rewrites"))  # noqa: E731
 
     def watched_begin(conn, files_read_again=()):
+        before = rewrites(conn)
         started = begin(conn, files_read_again)
-        seen.append((started, orjson.loads(get_state(conn, cold_load.STATE_KEY)), fts_rows(conn)))
+        seen.append((started, orjson.loads(get_state(conn, cold_load.STATE_KEY)), fts_rows(conn), before, rewrites(conn)))
         return started
 
     monkeypatch.setattr(cold_load, "begin", watched_begin)
     summary = ingest(db, logs, cold_load_bytes=0)
-    [(started, state, emptied)] = seen
+    [(started, state, emptied, rewrites_before, rewrites_begun)] = seen
     assert (started, state["reload"], state["messages"], state["tool_results"], emptied) == (True, True, 0, 0, (0, 0))
+    assert rewrites_begun == rewrites_before + 1  # once for the reload, not once per message it deletes
     dropped = {sql.split()[2] for sql in state["schema"] if sql.startswith("CREATE TRIGGER")}
     assert dropped == {
         "messages_ai", "messages_ad", "messages_au", "tool_results_ai", "tool_results_ad",
-        "tool_results_au",
+        "tool_results_au", "messages_rewritten_ad", "messages_rewritten_au",
     }
     assert summary.files_replayed == summary.files == len(reread_everything(tmp_path / "first.db"))
     assert snapshot(db) == snapshot(tmp_path / "first.db")
     assert schema(db) == schema(tmp_path / "first.db")
     conn = open_db(db)
     assert get_state(conn, cold_load.STATE_KEY) is None
+    triggers = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'messages_rewritten_%' ORDER BY 1"
+    assert [name for (name,) in conn.execute(triggers)] == ["messages_rewritten_ad", "messages_rewritten_au"]
+    assert rewrites(conn) >= rewrites_begun  # (then the sidechain lines it groups again move, as on any ingest)
     assert fts_rows(conn) == fts_rows(open_db(tmp_path / "first.db"))
     assert fts_rows(conn) == (
         conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],
@@ -255,6 +261,10 @@ def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
     conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts) VALUES ('integrity-check')")
     docs = "SELECT session_id, body_words, meta_words FROM session_docs ORDER BY 1"
     assert conn.execute(docs).fetchall() == open_db(tmp_path / "first.db").execute(docs).fetchall()
+    counted = rewrites(conn)
+    with transaction(conn):  # the triggers count again after the reload
+        conn.execute("DELETE FROM messages WHERE id = (SELECT MAX(id) FROM messages)")
+    assert rewrites(conn) == counted + 1
 
 
 def test_a_reload_indexes_the_archived_rows_again(tmp_path, logs):

@@ -70,8 +70,13 @@ KEPT = {
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")
-# Dropped as well by a reload, whose FTS tables hold nothing to delete.
-RELOAD_TRIGGERS = ("messages_ad", "messages_au", "tool_results_ad", "tool_results_au")
+# Dropped as well by a reload, whose FTS tables hold nothing to delete, and
+# which counts itself as one rewrite of every message (``obelisk_state.rewrites``:
+# search cursors of the archive before it go stale) rather than one per row.
+RELOAD_TRIGGERS = (
+    "messages_ad", "messages_au", "tool_results_ad", "tool_results_au",
+    "messages_rewritten_ad", "messages_rewritten_au",
+)
 FTS_TABLES = ("messages_fts", "tool_errors_fts")
 # From about this share of the messages on, reading files again is faster
 # as a reload (measured on the 500 MB benchmark corpus, files read again
@@ -120,6 +125,7 @@ def begin(conn: sqlite3.Connection, files_read_again: Iterable[int] = ()) -> boo
     state = {"schema": [sql for _, _, sql in dropped], **_high_water(conn), "merge": _merge_settings(conn)}
     if reload:
         state.update(messages=0, tool_results=0, reload=True)
+        conn.execute("UPDATE obelisk_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'rewrites'")
         for table in FTS_TABLES:
             conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
     for table in FTS_TABLES:
