@@ -48,15 +48,16 @@ def fingerprint(request: dict) -> str:
 
 
 def current_generation(conn) -> int:
-    row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'generation'").fetchone()
-    try:
-        return int(row[0]) if row else 0
-    except (TypeError, ValueError):
-        return 0
+    return _counter(conn, "generation")
 
 
 def current_rewrites(conn) -> int:
-    row = conn.execute("SELECT value FROM obelisk_state WHERE key = 'rewrites'").fetchone()
+    return _counter(conn, "rewrites")
+
+
+def _counter(conn, key: str) -> int:
+    """An ``obelisk_state`` counter's value (0 when not set, or not a number)."""
+    row = conn.execute("SELECT value FROM obelisk_state WHERE key = ?", [key]).fetchone()
     try:
         return int(row[0]) if row else 0
     except (TypeError, ValueError):
