@@ -1437,6 +1437,27 @@ def test_a_line_about_the_session_says_when_it_went_on_to():
         ("s1", "[trimmed for fixture]")]  # (the store keeps only times)
 
 
+def test_a_file_history_snapshot_says_when_its_backups_were_taken():
+    # The line has no time of its own: its snapshot's is when the files were backed up for a
+    # prompt (2.1.114: a few milliseconds after the prompt's line, which may be the session's
+    # last). An update keeps the time of the snapshot it updates; a snapshot with no time, or
+    # with none that is text, says nothing.
+    records = feed_lines([
+        user("u1", "/exit", timestamp="2026-04-18T15:09:30.093Z"),
+        {"type": "file-history-snapshot", "messageId": "u1", "isSnapshotUpdate": False,
+         "snapshot": {"messageId": "u1", "trackedFileBackups": {}, "timestamp": "2026-04-18T15:09:30.096Z"}},
+        {"type": "file-history-snapshot", "messageId": "u1", "isSnapshotUpdate": True,
+         "snapshot": {"messageId": "u1", "trackedFileBackups": {"a.py": {}}, "timestamp": "2026-04-18T15:09:30.096Z"}},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"messageId": "u1", "trackedFileBackups": {}}},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {"timestamp": 1776525000000}},
+        {"type": "file-history-snapshot", "messageId": "u1", "snapshot": "2026-04-18T15:10:00.000Z"},
+    ])
+    assert [m.uuid for m in of_type(records, Message)] == ["u1"]
+    assert len(of_type(records, Merged)) == 5
+    assert [(s.id, s.ended_at) for s in of_type(records, Session) if s.ended_at] == [
+        ("s1", "2026-04-18T15:09:30.096Z"), ("s1", "2026-04-18T15:09:30.096Z")]
+
+
 def cost_state(usd, added, removed, **extra):
     """A 2.1.332 ``cost-state`` line: the session's totals so far."""
     return {"type": "cost-state", "sessionId": "s1", "totalCostUSD": usd, "totalAPIDuration": 61234,

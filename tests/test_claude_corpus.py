@@ -164,6 +164,14 @@ def test_session_times_skip_placeholder_timestamps(db):
     ).fetchone()[0] > 0
 
 
+def test_a_session_ends_when_its_last_file_snapshot_was_taken(db):
+    # ef958aa1's last lines: the snapshot for the /exit prompt (line 177, taken at
+    # 15:09:30.096), then that prompt and its output (lines 179-180, 15:09:30.093).
+    assert db.execute(
+        "SELECT started_at, ended_at FROM sessions WHERE id = 'ef958aa1-0e93-49f0-bb71-150f63befcd1'"
+    ).fetchone() == ("2026-04-18T13:10:51.686Z", "2026-04-18T15:09:30.096Z")
+
+
 def test_subagents_are_linked_to_their_tool_call(db):
     got = {
         (session, agent): tool

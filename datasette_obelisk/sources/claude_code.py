@@ -594,8 +594,9 @@ class ClaudeCodeParser:
                     self.session_id, url, int_or_none(obj.get("prNumber")),
                     _text(obj.get("prRepository")), _text(obj.get("timestamp")),
                 ))
-        moment = _text(obj.get("timestamp"))
-        if moment:  # the session went on to then (a prompt queued, a pull request linked): its end is no earlier
+        moment = _text(obj.get("timestamp")) or _snapshot_time(obj, line_type)
+        if moment:  # the session went on to then (a prompt queued, a pull request linked,
+            # the files backed up for a prompt): its end is no earlier
             said_end(records, Session(self.session_id, SOURCE, ended_at=moment))
         records.append(Merged(position, "metadata"))
         return records
@@ -1238,6 +1239,14 @@ RESERVED_AGENT_NAMES = frozenset({"team-lead", "main", "user", "system"})
 
 def _reserved_name(name: str | None) -> bool:
     return name is not None and name.lower() in RESERVED_AGENT_NAMES
+
+
+def _snapshot_time(obj: dict, line_type: str | None) -> str | None:
+    """When a ``file-history-snapshot`` line's backups were taken (``snapshot.timestamp``:
+    as a prompt is sent, a few milliseconds after that prompt's line's time; an update
+    keeps the time of the snapshot it updates). The line has no time of its own."""
+    snapshot = obj.get("snapshot") if line_type == "file-history-snapshot" else None
+    return _text(snapshot.get("timestamp")) if isinstance(snapshot, dict) else None
 
 
 def _fork_parent(obj: dict) -> str | None:
