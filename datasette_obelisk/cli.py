@@ -523,10 +523,11 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         gone = f", {summary.files_missing} gone from disk (kept)" if summary.files_missing else ""
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
-            f"{summary.messages} messages, {summary.errors} errors{_repaired(summary)}{gone}"
+            f"{summary.messages} messages, {summary.errors} errors{_repaired(summary)}{_unknown(summary)}{gone}"
         )
         echo_errors(summary.error_samples)
         echo_errors(summary.repaired_samples, "warning")
+        echo_errors(summary.unknown_samples, "warning")
 
     try:
         watch(db, roots, interval=interval, report=report, should_stop=lambda: os.getppid() != parent, **options)
@@ -544,10 +545,11 @@ def echo_summary(summary, roots) -> None:
         f"{summary.files} files ({summary.files_read} read{_replayed(summary)}, {summary.files_skipped} unchanged, "
         f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "
         f"{summary.sessions} sessions, {summary.messages} messages, "
-        f"{summary.errors} errors{_repaired(summary)} in {summary.seconds:.2f}s"
+        f"{summary.errors} errors{_repaired(summary)}{_unknown(summary)} in {summary.seconds:.2f}s"
     )
     echo_errors(summary.error_samples)
     echo_errors(summary.repaired_samples, "warning")
+    echo_errors(summary.unknown_samples, "warning")
     echo_warnings(summary.warnings)
     for path in summary.empty_files:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
@@ -575,6 +577,12 @@ def _repaired(summary) -> str:
     """How many lines were kept with repairs (stored, not errors: the exit status stays 0)."""
     n = summary.repaired
     return f" ({n} line{'s' if n != 1 else ''} kept with bytes that are not UTF-8 read as U+FFFD)" if n else ""
+
+
+def _unknown(summary) -> str:
+    """How many lines were of types their parser does not know (merged: stored nowhere)."""
+    n = summary.unknown
+    return f" ({n} line{'s' if n != 1 else ''} of a type not known, not stored)" if n else ""
 
 
 @cli.command()

@@ -258,6 +258,26 @@ def test_summary_of_the_run(ingested, home):
     assert summary.empty_files == []
 
 
+UNKNOWN_LINE = "a line of a type the parser does not know: counted as merged, not stored"
+
+
+def test_the_summary_names_the_lines_of_types_not_known(ingested, home):
+    # daaain's line 14 ("future_synthetic_record") is merged, as every line of a type the
+    # parser does not know: nothing of it is stored, so the run says where it was.
+    _, summary = ingested
+    assert (summary.unknown, summary.unknown_samples) == (1, [(str(home / LAYOUT[FILE_1]), 14, UNKNOWN_LINE)])
+    assert summary.as_dict()["unknown_samples"] == [
+        {"path": str(home / LAYOUT[FILE_1]), "line": 14, "reason": UNKNOWN_LINE}]
+
+
+def test_the_cli_warns_of_lines_of_types_not_known(tmp_path, corpus_root):
+    home = codex_home(tmp_path / ".codex", corpus_root, files=(FILE_1,))
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / "obelisk.db"), "--codex-dir", str(home)])
+    assert result.exit_code == 0, result.output
+    assert "(1 line of a type not known, not stored)" in result.output
+    assert f"  warning: {home / LAYOUT[FILE_1]}:14: {UNKNOWN_LINE}" in result.output
+
+
 def test_every_line_is_accounted_for(db, home, corpus_root):
     got = {
         path.removeprefix(f"{home}/"): counts

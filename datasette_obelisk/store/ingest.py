@@ -86,6 +86,8 @@ class IngestSummary:
     error_samples: list = field(default_factory=list)
     repaired: int = 0  # lines kept with repairs (bytes that are not UTF-8 read as U+FFFD): stored, not errors
     repaired_samples: list = field(default_factory=list)
+    unknown: int = 0  # lines of types their parser does not know: merged, stored nowhere
+    unknown_samples: list = field(default_factory=list)
     empty_files: list = field(default_factory=list)  # lines read, no message stored
     warnings: list = field(default_factory=list)  # default folders skipped: sources.base.default_folder_warnings
 
@@ -111,6 +113,10 @@ class IngestSummary:
             "repaired": self.repaired,
             "repaired_samples": [
                 {"path": p, "line": n, "reason": r} for p, n, r in self.repaired_samples
+            ],
+            "unknown_lines": self.unknown,
+            "unknown_samples": [
+                {"path": p, "line": n, "reason": r} for p, n, r in self.unknown_samples
             ],
             "files_without_messages": self.empty_files,
             "warnings": self.warnings,
@@ -1467,6 +1473,8 @@ class Ingester:
         s.error_samples.extend(counts.errors[: max(0, 20 - len(s.error_samples))])
         s.repaired += len(counts.repaired)
         s.repaired_samples.extend(counts.repaired[: max(0, 20 - len(s.repaired_samples))])
+        s.unknown += len(counts.unknown)
+        s.unknown_samples.extend(counts.unknown[: max(0, 20 - len(s.unknown_samples))])
         self._file_cursor = self._stored_cursor = cursor
         return True
 

@@ -88,6 +88,10 @@ WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
 WORKFLOW_AGENT_FIELDS = [f for f in WorkflowAgent.__dataclass_fields__ if f != "agent_id"]
 
 
+# What the summary says of a line whose type its parser does not know (merged, not stored).
+UNKNOWN_LINE = "a line of a type the parser does not know: counted as merged, not stored"
+
+
 @dataclass
 class WriteCounts:
     stored: int = 0
@@ -98,6 +102,7 @@ class WriteCounts:
     mentioned: set = field(default_factory=set)  # sessions with a line in this file, replays too
     errors: list = field(default_factory=list)
     repaired: list = field(default_factory=list)  # (path, line, reason) of lines kept with repairs
+    unknown: list = field(default_factory=list)  # (path, line, reason) of lines of a type not known: not stored
 
 
 def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=(), chosen=None) -> str:
@@ -545,6 +550,8 @@ class Writer:
 
     def _merged(self, m: Merged) -> None:
         self._merge(m.reason)
+        if m.reason == "unknown-type":  # (kept nowhere: said in the summary)
+            self.counts.unknown.append((self.path, m.position.line_no, UNKNOWN_LINE))
 
     def _error(self, e: LineError) -> None:
         self.counts.failed += 1
