@@ -252,6 +252,8 @@ def test_a_parser_change_is_read_in_as_a_reload(tmp_path, logs, monkeypatch):
     triggers = "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'messages_rewritten_%' ORDER BY 1"
     assert [name for (name,) in conn.execute(triggers)] == ["messages_rewritten_ad", "messages_rewritten_au"]
     assert rewrites(conn) >= rewrites_begun  # (then the sidechain lines it groups again move, as on any ingest)
+    spans = conn.execute("SELECT value FROM obelisk_state WHERE key GLOB 'rewrites@*'").fetchall()
+    assert ("0",) in spans  # (its span rewrote every message: every cursor before it is stale)
     assert fts_rows(conn) == fts_rows(open_db(tmp_path / "first.db"))
     assert fts_rows(conn) == (
         conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0],

@@ -76,6 +76,7 @@ def test_migrations_in_order(conn):
         "m050_normalise_file_paths",
         "m051_reread_invalid_utf8_lines",
         "m052_count_message_rewrites",
+        "m053_record_rewritten_ids",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -212,14 +213,47 @@ def test_rewrites_count_messages_deleted_moved_or_rewritten_not_added(conn):
     assert rewrites() == "0"
     conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, byte_length) "
                  "VALUES ('u1', 's', 1, 'x', 'user', 'zebra', 0, 1, 0, 1), ('u2', 's', 2, 'x', 'user', 'lion', 0, 2, 1, 1)")
-    conn.execute("UPDATE messages SET surface = 'shadowed', seq = seq, text = text")  # (no rewrite)
+    conn.execute("UPDATE messages SET seq = seq, text = text, surface = surface, visibility = 'inactive', "
+                 "replaced_by = 'u9', usage_counted = 0")  # (no rewrite)
     assert rewrites() == "0"
     conn.execute("UPDATE messages SET text = 'giraffe' WHERE uuid = 'u1'")
     conn.execute("UPDATE messages SET seq = 3 WHERE uuid = 'u2'")
     conn.execute("UPDATE messages SET session_id = 't' WHERE uuid = 'u2'")
     assert rewrites() == "3"
+    conn.execute("UPDATE messages SET surface = 'shadowed' WHERE uuid = 'u2'")  # a rewind or compaction read later
+    conn.execute("UPDATE messages SET is_meta = 1 WHERE uuid = 'u2'")
+    conn.execute("UPDATE messages SET visibility = 'hidden' WHERE uuid = 'u1'")
+    assert rewrites() == "6"
     conn.execute("DELETE FROM messages")
-    assert rewrites() == "5"
+    assert rewrites() == "8"
+
+
+def test_rewrites_fall_in_spans_that_keep_the_lowest_id_rewritten(conn):
+    """A write transaction opens a span of rewrites when the last one holds one
+    (query/cursors.py ``rewritten_since`` reads them); the oldest are forgotten."""
+    from datasette_obelisk.store.db import REWRITE_SPANS_KEPT, transaction
+
+    def spans():
+        return conn.execute("SELECT key, value FROM obelisk_state WHERE key GLOB 'rewrites@*' ORDER BY key").fetchall()
+
+    assert spans() == [("rewrites@" + "0" * 19, "")]
+    conn.execute("INSERT INTO messages (uuid, session_id, seq, source, type, text, file_id, line_no, byte_offset, byte_length) "
+                 "VALUES ('u1', 's', 1, 'x', 'user', 'a', 0, 1, 0, 1), ('u2', 's', 2, 'x', 'user', 'b', 0, 2, 1, 1), "
+                 "('u3', 's', 3, 'x', 'user', 'c', 0, 3, 2, 1)")
+    with transaction(conn):
+        conn.execute("UPDATE messages SET text = 'z' WHERE uuid IN ('u3', 'u2')")
+    with transaction(conn):
+        pass  # (no rewrite: no span)
+    with transaction(conn):
+        conn.execute("DELETE FROM messages WHERE uuid = 'u3'")
+    with transaction(conn):
+        pass
+    assert spans() == [(f"rewrites@{n:019}", low) for n, low in ((0, "2"), (2, "3"), (3, ""))]
+    for _ in range(REWRITE_SPANS_KEPT + 5):
+        with transaction(conn):
+            conn.execute("UPDATE messages SET seq = -seq WHERE uuid = 'u1'")
+    kept = spans()
+    assert len(kept) == REWRITE_SPANS_KEPT and kept[-1] == (f"rewrites@{REWRITE_SPANS_KEPT + 7:019}", "1")
 
 
 def test_a_failed_tool_output_updated_in_place_stays_indexed_once(conn):

@@ -750,3 +750,113 @@ def test_tracing_an_event_reads_the_replacements_not_the_whole_session(toy):
     events, listing = steps(lambda: sq.listEvents("s"))
     assert trace["target"]["seq"] == n and len(events) == n
     assert tracing * 4 < listing, (tracing, listing)
+
+
+# -- cursors while the archive changes -------------------------------------------
+
+
+def claude_log(project, session_id, *objects, append=False):
+    """Write (or append to) a Claude Code log of ``objects``."""
+    import json
+
+    common = {"sessionId": session_id, "cwd": "/p", "version": "1.0.30"}
+    with open(project / f"{session_id}.jsonl", "a" if append else "w") as fp:
+        fp.writelines(json.dumps({**common, **o}) + "\n" for o in objects)
+
+
+def prompt(uuid, text, time, parent=None):
+    return {"type": "user", "uuid": uuid, "parentUuid": parent, "timestamp": time,
+            "message": {"role": "user", "content": text}}
+
+
+def reply(uuid, text, time, parent):
+    return {"type": "assistant", "uuid": uuid, "parentUuid": parent, "timestamp": time,
+            "message": {"role": "assistant", "id": f"m-{uuid}", "content": [{"type": "text", "text": text}]}}
+
+
+def inline_agent_log(project, session_id, word):
+    """A 1.0-era log whose agent's lines are inline (moved to a session of their own when derived)."""
+    side = {"isSidechain": True}
+    claude_log(
+        project, session_id,
+        prompt(f"{session_id}-u1", "Start", "2026-01-05T00:00:00Z"),
+        {"type": "assistant", "uuid": f"{session_id}-a1", "parentUuid": f"{session_id}-u1",
+         "timestamp": "2026-01-05T00:00:01Z", "message": {"role": "assistant", "id": "m1", "content": [
+             {"type": "tool_use", "id": "t1", "name": "Task", "input": {"description": "Look", "prompt": f"Look {word}"}}]}},
+        {**side, **prompt(f"{session_id}-x1", f"Look {word}", "2026-01-05T00:00:02Z")},
+        {**side, **reply(f"{session_id}-x2", f"Found the {word}", "2026-01-05T00:00:03Z", f"{session_id}-x1")},
+        {"type": "user", "uuid": f"{session_id}-u2", "parentUuid": f"{session_id}-a1", "timestamp": "2026-01-05T00:00:04Z",
+         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "Found"}]}},
+    )
+
+
+def test_a_search_cursor_goes_on_when_an_ingest_moves_the_inline_agent_lines_it_wrote(tmp_path):
+    """An ingest writes an inline agent's lines in its parent's session, then moves them
+    to a session of their own and renumbers the parent's: rows a cursor asked for
+    before it never saw, so it goes on; one asked for before they moved goes stale."""
+    from datasette_obelisk.store import derive
+    from datasette_obelisk.store.ingest import ingest
+    from query_fixtures import connect
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    for n in range(3):
+        claude_log(project, f"old{n}", prompt(f"o{n}", f"alpha note {n}", f"2026-01-0{n + 1}T00:00:00Z"))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    sq = SessionQuery(connect(db))
+    first = sq.searchSessions({"query": "alpha", "limit": 1})
+    inline_agent_log(project, "new", "alpha")
+    midway = []
+    group = derive.group_inline_sidechains
+
+    def grouping(conn, session_id, words=None):  # the lines are stored, not moved yet: a cursor may see them
+        if not midway:
+            midway.append(SessionQuery(connect(db)).searchSessions({"query": "alpha", "limit": 1}))
+        return group(conn, session_id, words)
+
+    derive.group_inline_sidechains = grouping
+    try:
+        ingest(db, {"claude": tmp_path / "claude"})
+    finally:
+        derive.group_inline_sidechains = group
+    moved = connect(db).execute("SELECT session_id FROM messages WHERE uuid = 'new-x2'").fetchone()
+    assert moved == ("new:agent-sidechain-newx1",)
+    pages = [first]
+    while pages[-1].get("nextCursor"):
+        pages.append(sq.searchSessions({"query": "alpha", "limit": 1, "cursor": pages[-1]["nextCursor"]}))
+    assert [item["header"]["id"] for page in pages for item in page["items"]] == ["old2", "old1", "old0"]
+    assert code_of(lambda: sq.searchSessions({"query": "alpha", "limit": 1, "cursor": midway[0]["nextCursor"]})) == (
+        "SESSION_QUERY_STALE_CURSOR"
+    )
+
+
+def test_an_event_cursor_filtered_by_surface_goes_stale_when_a_rewind_shadows_what_it_saw(tmp_path):
+    """A rewind read after the first page shadows events it found current: going on would
+    skip the current events ranked after them (or, filtered by shadowed, show them again)."""
+    from datasette_obelisk.store.ingest import ingest
+    from query_fixtures import connect
+
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    lines, parent = [], None
+    for n in range(1, 5):
+        lines += [prompt(f"u{n}", f"alpha {n}", f"2026-01-01T00:0{n}:00Z", parent),
+                  reply(f"a{n}", "ok", f"2026-01-01T00:0{n}:30Z", f"u{n}")]
+        parent = f"a{n}"
+    claude_log(project, "s1", *lines)
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    sq = SessionQuery(connect(db))
+    request = {"sessionId": "s1", "query": "alpha", "filters": [{"kind": "surface", "values": ["current"]}], "limit": 2}
+    first = sq.searchEvents(request)
+    assert [hit["seq"] for hit in first["items"]] == [7, 5]
+    unfiltered = sq.searchEvents({"sessionId": "s1", "query": "ok", "limit": 2})
+    claude_log(project, "s1", prompt("u5", "beta instead", "2026-01-01T00:09:00Z", "a1"), append=True)  # back to a1
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert [hit["seq"] for hit in sq.searchEvents({**request, "limit": 10})["items"]] == [1]
+    assert code_of(lambda: sq.searchEvents({**request, "cursor": first["nextCursor"]})) == "SESSION_QUERY_STALE_CURSOR"
+    unfiltered_next = {"sessionId": "s1", "query": "ok", "limit": 2, "cursor": unfiltered["nextCursor"]}
+    assert code_of(lambda: sq.searchEvents(unfiltered_next)) == (
+        "SESSION_QUERY_STALE_CURSOR"  # (hits carry their surface: pages before and after the rewind would disagree)
+    )

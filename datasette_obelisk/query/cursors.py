@@ -6,8 +6,17 @@
         ``obelisk_state.generation``: bumped by every commit that changes data.
     current_rewrites(conn) -> int
         ``obelisk_state.rewrites``: bumped for each message deleted, moved
-        (another session or seq) or whose searched text changed; messages
-        only added leave it as it is.
+        (another session or seq) or whose searched text, surface, or place
+        among injected or hidden lines changed; messages only added leave it
+        as it is.
+    rewritten_since(conn, rewrites, upto) -> bool
+        Whether a message with an id up to ``upto`` was rewritten since the
+        counter was ``rewrites`` (the spans of rewrites, store/db.py's
+        ``REWRITE_SPAN``, keep the lowest id each rewrote): a cursor that saw
+        the messages up to ``upto`` goes on while only messages written after
+        them are moved or rewritten (an ingest moves the inline agents' lines
+        it wrote, shadows the history a compaction it read replaced). When
+        that cannot be told (the spans since are forgotten), True.
     encode_cursor(conn, scope, request_fingerprint, generation, position) -> str
     decode_cursor(conn, token, scope, request_fingerprint, generation) -> position
     is_count(value) -> bool
@@ -53,6 +62,29 @@ def current_generation(conn) -> int:
 
 def current_rewrites(conn) -> int:
     return _counter(conn, "rewrites")
+
+
+REWRITE_SPAN = "rewrites@"  # (store/db.py)
+
+
+def rewritten_since(conn, rewrites: int, upto: int) -> bool:
+    now = current_rewrites(conn)
+    if now == rewrites:
+        return False
+    spans = []
+    for key, low in conn.execute(
+        "SELECT key, value FROM obelisk_state WHERE key >= ? AND key < ? ORDER BY key",
+        [REWRITE_SPAN, REWRITE_SPAN + "~"],
+    ):
+        try:
+            spans.append((int(key[len(REWRITE_SPAN):]), None if low == "" else int(low)))
+        except (TypeError, ValueError):
+            return True
+    if not spans or spans[0][0] > rewrites or now < rewrites:
+        return True
+    ends = [since for since, _ in spans[1:]] + [now]
+    # A span holds the rewrites counted from its start to the next one's.
+    return any(end > rewrites and low is not None and low <= upto for (_, low), end in zip(spans, ends))
 
 
 def _counter(conn, key: str) -> int:

@@ -32,9 +32,12 @@ length too). Later pages leave out messages added since and rank with
 those weights, so they go on while logs grow (an agent's own among them)
 and neither repeat nor skip a result; grouped search also checks that the
 sessions ranked before a page are the ones the pages before it ranked there.
-A message deleted, moved or rewritten since (``obelisk_state.rewrites``: a
-file read again, a session renumbered), or sessions ranked differently
-before the page, make the cursor ``SESSION_QUERY_STALE_CURSOR``. With
+A message the first page could have seen (an id up to the greatest) deleted,
+moved, rewritten or shadowed since (``obelisk_state.rewrites`` and its spans,
+``cursors.rewritten_since``: a file read again, a session renumbered, a rewind
+read later), or sessions ranked differently before the page, make the cursor
+``SESSION_QUERY_STALE_CURSOR``; messages written since and then moved (an
+inline agent's lines) do not. With
 ``follow_changes=True`` a ``search_sessions`` cursor is bound to none of
 that (the search page, while agents write): it carries the newest session's
 rowid when the first page was read, and the next pages rank only the
@@ -74,7 +77,8 @@ from bisect import bisect_left, bisect_right
 from functools import cached_property
 
 from .cursors import (
-    current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count, stale,
+    current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count,
+    rewritten_since, stale,
 )
 from .errors import QueryError
 from .events import event_select
@@ -261,7 +265,7 @@ def _snapshot(conn, cursor, scope: str, request: str) -> dict:
     ``at``: the position in the ranking; ``upto``: the greatest message id
     there was (messages added since are left out, so that they neither move
     nor repeat results); ``rw``: ``obelisk_state.rewrites`` then (a message
-    deleted, moved or rewritten since makes the cursor stale); ``w``: the
+    up to ``upto`` deleted, moved or rewritten since makes the cursor stale); ``w``: the
     terms' weights the first page ranked with; ``seen``: which sessions
     the pages so far ranked (grouped search); ``avg``: the session's mean
     message length (event search).
@@ -281,7 +285,7 @@ def _snapshot(conn, cursor, scope: str, request: str) -> dict:
         and (position["avg"] is None or type(position["avg"]) in (int, float))
     ):
         raise _not_returned()
-    if position["rw"] != current_rewrites(conn):
+    if rewritten_since(conn, position["rw"], position["upto"]):
         raise stale()
     return position
 

@@ -53,7 +53,7 @@ from typing import Callable, Iterable
 
 import orjson
 
-from .db import connect, database_path, get_state, set_state, transaction
+from .db import connect, count_rewrite_of_every_message, database_path, get_state, set_state, transaction
 from .tool_output import FAILURE_SQL
 
 STATE_KEY = "cold_load"
@@ -125,7 +125,7 @@ def begin(conn: sqlite3.Connection, files_read_again: Iterable[int] = ()) -> boo
     state = {"schema": [sql for _, _, sql in dropped], **_high_water(conn), "merge": _merge_settings(conn)}
     if reload:
         state.update(messages=0, tool_results=0, reload=True)
-        conn.execute("UPDATE obelisk_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'rewrites'")
+        count_rewrite_of_every_message(conn)
         for table in FTS_TABLES:
             conn.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
     for table in FTS_TABLES:

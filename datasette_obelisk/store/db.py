@@ -13,7 +13,7 @@ BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
 # that has it skips loading sqlite-utils and the migrations: every CLI call
 # opens the database, and those imports were a third of a no-op ingest.
-LATEST_MIGRATION = "m052_count_message_rewrites"
+LATEST_MIGRATION = "m053_record_rewritten_ids"
 
 
 def default_db_path(environ=os.environ) -> Path:
@@ -43,9 +43,11 @@ def database_path(conn: sqlite3.Connection) -> str:
 
 @contextmanager
 def transaction(conn: sqlite3.Connection):
-    """A write transaction, taken at once (``BEGIN IMMEDIATE``)."""
+    """A write transaction, taken at once (``BEGIN IMMEDIATE``), whose message rewrites
+    are counted in a span of their own (``open_rewrite_span``)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
+        open_rewrite_span(conn)
         yield
     except BaseException:
         conn.execute("ROLLBACK")
@@ -200,4 +202,43 @@ def set_state(conn: sqlite3.Connection, key: str, value: str | None) -> None:
         "INSERT INTO obelisk_state (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         [key, value],
+    )
+
+
+# ``obelisk_state.rewrites`` counts the messages deleted, moved (another session
+# or seq) or whose searched text, surface or place among injected lines changed
+# (the triggers ``messages_rewritten_ad`` and ``messages_rewritten_au``). Those
+# rewrites fall in spans, each kept under ``REWRITE_SPAN`` and the counter's
+# value when it began (19 digits: the keys sort as the numbers do), its value
+# the lowest id of a message rewritten in it ('' while none is). A write
+# transaction begins a span (when the last one holds a rewrite), so a search
+# cursor, which saw the messages up to an id and the counter at one value, finds
+# whether any message it could have seen was rewritten since (query/cursors.py):
+# the rows an ingest writes and then moves (inline agents' lines) or shadows
+# (a compaction, a rewind) were never among those an older cursor saw.
+# ``REWRITE_SPANS_KEPT`` spans are kept; a cursor older than all of them is stale.
+REWRITE_SPAN = "rewrites@"
+REWRITE_SPANS_KEPT = 64
+REWRITE_SPAN_KEYS = f"key >= '{REWRITE_SPAN}' AND key < '{REWRITE_SPAN}~'"
+OPEN_REWRITE_SPAN = f"""INSERT INTO obelisk_state (key, value)
+    SELECT '{REWRITE_SPAN}' || printf('%019d', n), '' FROM (
+      SELECT CAST(value AS INTEGER) AS n FROM obelisk_state WHERE key = 'rewrites')
+    WHERE '{REWRITE_SPAN}' || printf('%019d', n) > coalesce((SELECT MAX(key) FROM obelisk_state WHERE {REWRITE_SPAN_KEYS}), '')"""
+FORGET_OLD_REWRITE_SPANS = f"""DELETE FROM obelisk_state WHERE {REWRITE_SPAN_KEYS} AND key < (
+    SELECT key FROM obelisk_state WHERE {REWRITE_SPAN_KEYS} ORDER BY key DESC LIMIT 1 OFFSET {REWRITE_SPANS_KEPT - 1})"""
+
+
+def open_rewrite_span(conn: sqlite3.Connection) -> None:
+    """At the start of a write transaction: count what it rewrites in a new span, unless
+    the last span holds no rewrite yet."""
+    if conn.execute(OPEN_REWRITE_SPAN).rowcount:
+        conn.execute(FORGET_OLD_REWRITE_SPANS)
+
+
+def count_rewrite_of_every_message(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: one rewrite of every message (a reload, which drops the
+    triggers that count them one by one): every search cursor of the archive before it goes stale."""
+    conn.execute("UPDATE obelisk_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'rewrites'")
+    conn.execute(
+        f"UPDATE obelisk_state SET value = '0' WHERE key = (SELECT MAX(key) FROM obelisk_state WHERE {REWRITE_SPAN_KEYS})"
     )

@@ -31,7 +31,7 @@ from ..sources.base import (
 from ..sources.common import is_json_object
 from ..sources import lines as line_reader
 from . import cold_load, derive, families, redacting
-from .db import get_state, open_db, refuse_newer_parsers, set_state, transaction
+from .db import get_state, open_db, open_rewrite_span, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
@@ -892,6 +892,7 @@ class Ingester:
     def begin_batch(self) -> None:
         if not self.conn.in_transaction:
             self.conn.execute("BEGIN IMMEDIATE")
+            open_rewrite_span(self.conn)
             self._batch_started = time.perf_counter()
             self._batch_bytes = 0
 

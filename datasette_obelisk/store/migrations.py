@@ -1447,3 +1447,42 @@ def m052_count_message_rewrites(db):
         BEGIN {bump} END;
         """
     )
+
+
+@migrations()
+def m053_record_rewritten_ids(db):
+    # A search cursor went stale on any rewrite counted in
+    # ``obelisk_state.rewrites``, also of messages written after its first page
+    # (an ingest moves the inline agents' lines it wrote), which it never saw:
+    # each rewrite now also lowers the lowest message id rewritten in its span
+    # (store/db.py, ``REWRITE_SPAN``), and a cursor is stale only when a
+    # message it could have seen was rewritten. A message's surface changing
+    # (shadowed by a compaction or a rewind arriving later), or its being
+    # injected or hidden, is a rewrite too: a search filtered by surface, or
+    # leaving injected lines out, finds other messages.
+    from .cold_load import finish
+
+    finish(db.conn)  # (a cold load killed half-way would restore the triggers it dropped as they were)
+    db.execute(
+        "INSERT OR IGNORE INTO obelisk_state (key, value) "
+        "SELECT 'rewrites@' || printf('%019d', CAST(value AS INTEGER)), '' FROM obelisk_state WHERE key = 'rewrites'"
+    )
+    bump = (
+        "UPDATE obelisk_state SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'rewrites'; "
+        "UPDATE obelisk_state SET value = old.id WHERE key = (SELECT MAX(key) FROM obelisk_state "
+        "WHERE key >= 'rewrites@' AND key < 'rewrites@~') AND (value = '' OR CAST(value AS INTEGER) > old.id);"
+    )
+    db.executescript(
+        f"""
+        DROP TRIGGER IF EXISTS messages_rewritten_ad;
+        DROP TRIGGER IF EXISTS messages_rewritten_au;
+        CREATE TRIGGER messages_rewritten_ad AFTER DELETE ON messages BEGIN {bump} END;
+        CREATE TRIGGER messages_rewritten_au
+        AFTER UPDATE OF session_id, seq, text, search_text, surface, is_meta, visibility ON messages
+        WHEN old.session_id IS NOT new.session_id OR old.seq IS NOT new.seq
+          OR old.text IS NOT new.text OR old.search_text IS NOT new.search_text
+          OR old.surface IS NOT new.surface OR old.is_meta IS NOT new.is_meta
+          OR (old.visibility IS NOT new.visibility AND 'hidden' IN (old.visibility, new.visibility))
+        BEGIN {bump} END;
+        """
+    )
