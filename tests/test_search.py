@@ -450,6 +450,30 @@ def test_the_search_page_cursor_outlives_an_ingest(toy):
     )
 
 
+def test_the_search_page_cursor_ranks_the_sessions_its_first_page_ranked(toy, monkeypatch):
+    """A session stored while the first page ranks (an ingest committing meanwhile) is
+    not ranked by the next pages either: it would shift them, showing one again."""
+    from datasette_obelisk.query.search_facets import faceted_search
+
+    for n in range(4):
+        toy.write(f"s{n}", line(f"s{n}a", "needle " + "pad " * n, f"2026-01-0{n + 1}T00:00:00Z"))
+    toy.ingest()
+    rank = search_module._Candidates.page
+
+    def ranking_while_an_ingest_commits(self, *args):
+        found = rank(self, *args)
+        monkeypatch.setattr(search_module._Candidates, "page", rank)
+        toy.write("late", line("late1", "needle", "2026-02-01T00:00:00Z"))  # would rank first
+        toy.ingest()
+        return found
+
+    monkeypatch.setattr(search_module._Candidates, "page", ranking_while_an_ingest_commits)
+    first = faceted_search(toy.conn(), "needle", limit=2)["page"]
+    second = faceted_search(toy.conn(), "needle", limit=2, cursor=first["next_cursor"])["page"]
+    assert ids(first) + ids(second) == ["s3", "s2", "s1", "s0"]
+    assert second["added"] == 1
+
+
 def test_the_role_of_a_tool_s_output_is_tool(read_conn):
     """Claude Code logs tool output as user lines: the role facet and filter
     call those ``tool``, so "user" means what the user wrote."""

@@ -184,6 +184,9 @@ def search_sessions(
     )
     if follow_changes:
         (position, bound), snapshot = _following_position(conn, cursor, request), None
+        # The first page ranks the sessions there are before it reads any: those the next
+        # pages rank (a session stored while it ranks would shift their places by one).
+        ranked = _session_bound(conn) if cursor is None else bound
     else:
         snapshot = _snapshot(conn, cursor, "sessions", request)
         position, bound = snapshot["at"], None
@@ -192,7 +195,8 @@ def search_sessions(
         page["added"] = 0
     if fts.matches_nothing:
         return page
-    finder = _finder(conn, fts, filters, upto=None if snapshot is None else snapshot["upto"], bound=bound)
+    finder = _finder(conn, fts, filters, upto=None if snapshot is None else snapshot["upto"],
+                     bound=ranked if follow_changes else None)
     before: list[str] = []
     if snapshot is not None:
         if snapshot["w"] is not None:
@@ -215,7 +219,7 @@ def search_sessions(
     page["items"] = items
     if next_position is not None:
         if follow_changes:  # the next pages rank only the sessions there were when the search started
-            following = [next_position, _session_bound(conn) if bound is None else bound]
+            following = [next_position, _session_bound(conn) if ranked is None else ranked]
         else:
             following = {**snapshot, "at": next_position, "w": finder.scorer.weights,
                          "seen": _digest(before + finder.existing(examined))}
