@@ -244,6 +244,7 @@ class Merged:
 
     position: Position
     reason: str  # duplicate | metadata | usage | ...
+    detail: str | None = None  # unknown-type: the type read ("event_msg/<type>")
 
 
 @dataclass(slots=True)

@@ -258,7 +258,7 @@ def test_summary_of_the_run(ingested, home):
     assert summary.empty_files == []
 
 
-UNKNOWN_LINE = "a line of a type the parser does not know: counted as merged, not stored"
+UNKNOWN_LINE = "a line of a type the parser does not know (future_synthetic_record): counted as merged, not stored"
 
 
 def test_the_summary_names_the_lines_of_types_not_known(ingested, home):

@@ -1332,7 +1332,7 @@ class CodexParser:
         s = self.s
         if s.identity_seen and not s.conversation_read and s.first_unknown is None:
             s.first_unknown = [position.line_no, kind or "?"]
-        out.append(Merged(position, "unknown-type"))
+        out.append(Merged(position, "unknown-type", kind))
 
     def _drift(self, position: Position) -> LineError | None:
         """At a turn's end: the error a rollout of known metadata but unknown

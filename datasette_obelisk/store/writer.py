@@ -88,8 +88,10 @@ WORKFLOW_FIELDS = [f for f in Workflow.__dataclass_fields__ if f != "run_id"]
 WORKFLOW_AGENT_FIELDS = [f for f in WorkflowAgent.__dataclass_fields__ if f != "agent_id"]
 
 
-# What the summary says of a line whose type its parser does not know (merged, not stored).
-UNKNOWN_LINE = "a line of a type the parser does not know: counted as merged, not stored"
+def unknown_line(kind: str | None) -> str:
+    """What the summary says of a line whose type its parser does not know (merged, not stored)."""
+    named = f" ({kind})" if isinstance(kind, str) and kind else ""
+    return f"a line of a type the parser does not know{named}: counted as merged, not stored"
 
 
 @dataclass
@@ -551,7 +553,7 @@ class Writer:
     def _merged(self, m: Merged) -> None:
         self._merge(m.reason)
         if m.reason == "unknown-type":  # (kept nowhere: said in the summary)
-            self.counts.unknown.append((self.path, m.position.line_no, UNKNOWN_LINE))
+            self.counts.unknown.append((self.path, m.position.line_no, unknown_line(m.detail)))
 
     def _error(self, e: LineError) -> None:
         self.counts.failed += 1
