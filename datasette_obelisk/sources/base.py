@@ -79,6 +79,13 @@ class Source(Protocol):
         hints name ``copies_of`` (an id of the source's session ``<source>:<id>``) keeps
         copies of that session's history as its own rows (its messages' ``meta.copied_from``);
         when its hints lose it while the file is gone (deleted, or emptied), those rows are deleted.
+    ``settle_archived_replays(units, archived, redact) -> None``
+        Called after ``settle_hints``: completes the hints of this run's ``units`` with
+        what depends on the rows stored of files that cannot be read any more;
+        ``archived(path)`` gives a stored file's hints, how many of its lines were read, and
+        ``(line_no, type, subtype, role, content_type, text)`` of each message it gave, in
+        the order of its lines (None for a file stored nowhere); ``redact`` is what the
+        store passes records through before storing them (None when nothing is).
     ``trusted_records: bool``
         True skips the check of each record's fields against ``records``
         (the built-in sources, whose tests pin their records). Left unset,

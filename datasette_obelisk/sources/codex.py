@@ -99,7 +99,13 @@ Mapping decisions (see the tests for the counts they give on the corpus):
   the copy gives up that many of its first lines while they are still those:
   read again from its start once that log is gone (a new parser version, the
   fork's log replaced), it gives up the same lines as before, the rows of that
-  log staying archived. Only the lines of the threads stored
+  log staying archived. A fork first read once that log is gone (deleted after it
+  was read) is told how far its copy replays it by the log's rows stored
+  (``archived_replay_extent``): the copy repeats the log line for line from the
+  ``session_meta`` of its thread, and read keeping the copy whole, the fork's lines
+  give the messages the log's lines gave, up to the first that does not (or the log's
+  last line), and the lines after the last that does that give none are the log's
+  while they start no turn and say what those said. Only the lines of the threads stored
   nowhere between are kept. It is
   read in a state of its own (``COPY_FIELDS``): its turn context (model,
   effort, cwd), its last message, its calls leave the child's own lines as
@@ -592,7 +598,7 @@ class CodexSource:
                     # read again while it is there when the fork's log is another file than the one
                     # it was read from (its device and inode: a log replaced by another copy)
                     extent = before.get("replayed") if before.get("replays_in") == nearest else None
-                    if not isinstance(extent, dict) or not _same_file(extent, unit.path):
+                    if not isinstance(extent, dict) or not _same_file(extent, unit.path) or extent.get("archived"):
                         extent = replay_extent(str(unit.path), nearest) or extent
                     if extent is not None:
                         unit.hints["replayed"] = extent
@@ -609,6 +615,38 @@ class CodexSource:
                 if nearest is not None:
                     changed[path]["replays_in"] = nearest
         return changed
+
+    def settle_archived_replays(self, units: list[SourceFile], archived, redact=None) -> None:
+        """Note in the hints of this run's forks whose copy replays a log up their chain
+        (``replays_in``) that cannot be read, yet whose rows are stored (deleted since it was
+        read, before the fork was first read), how far the copy replays it (``replayed``, as
+        ``archived_replay_extent`` tells from those rows), as ``settle_hints`` notes it of a
+        log there: a read of the copy gives those lines up as it would with that log there.
+        ``archived(log)``: that log's stored hints, how many of its lines were read, and its
+        rows (``archived_replay_extent``); None when it is stored nowhere. ``redact``: what
+        the store passes the records of a read through. Reads nothing of any other file."""
+        for unit in units:
+            log = unit.hints.get("replays_in") if unit.kind == "rollout" else None
+            extent = unit.hints.get("replayed")
+            if not log or (isinstance(extent, dict) and ("size" not in extent or _same_file(extent, unit.path))):
+                continue
+            try:
+                with open(log, "rb"):
+                    continue  # (read by ``replay_extent``)
+            except OSError:
+                pass
+            stored = archived(log)
+            if stored is None:
+                continue
+            hints, lines, rows = stored
+            thread = first_text(hints.get("thread_id"), _thread_of(log))
+            try:
+                found = archived_replay_extent(unit, thread.lower(), lines, rows, redact) if thread else None
+            finally:
+                if (close := getattr(rows, "close", None)) is not None:
+                    close()
+            if found is not None:
+                unit.hints["replayed"] = found
 
     def replayed_lines(self, log: str, among: set[str]) -> set[str]:
         """Of ``among`` (the ``meta.copied_line`` of the messages a fork kept of a copy), the
@@ -893,6 +931,147 @@ def replayed_head(fork: str, extent: Any, *, check: bool = True) -> Iterator[byt
         if read != extent["lines"] or (last.hex() if last else None) != extent.get("last"):
             return None
     return itertools.islice(rollout_line_chains(fork), extent["lines"])
+
+
+def archived_replay_extent(
+    unit: SourceFile, thread: str, lines: int, rows: Iterable[tuple], redact=None
+) -> dict | None:
+    """How far the copy the fork ``unit`` begins with replays the log of the nearest thread up
+    its chain with a log (``thread``) that cannot be read any more, told from what is stored of
+    that log: how many of its lines were read (``lines``) and, of each line that gave messages,
+    in the order of the lines, its line number and the ``type, subtype, role, content_type,
+    text`` of each (``rows``). As ``replay_extent`` has it (its ``lines``, ``last``, ``file``,
+    and ``size`` while the fork's rollout ends within them; ``archived``: read again from the
+    log, should it be there again), but not comparing the two logs' lines: a copy repeats the
+    log line for line from the ``session_meta`` of that thread it copies, so the fork's line
+    that many lines after that one's is the log's line of that number. Read keeping its copy whole (``redact``: as the store would pass its records), the
+    fork's rollout gives, for each line of the log that gave messages, the same messages, up to
+    the first that does not (or the log's last line); the copy replays the log up to the last
+    line that does, and on over the lines after it that, as far as can be told, are still the
+    log's (see ``_ends_copy``), no further than the line before that first one (or the log's
+    last line). None when the fork's head does not copy that ``session_meta``; ``lines`` 0
+    when no line that gave messages is repeated."""
+    path = str(unit.path)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    dry = SourceFile(unit.path, unit.source, kind=unit.kind, layout=unit.layout, compression=unit.compression,
+                     hints={key: value for key, value in unit.hints.items() if key not in ("replays_in", "replayed")},
+                     priority=unit.priority)
+    parser = CodexParser(dry, None)
+    theirs = itertools.groupby(rows, key=lambda row: row[0])
+    pending = next(theirs, None)  # (the next line of the log that gave messages, and its messages)
+    base = limit = None  # (the fork's line before the copied session_meta; the log's last line it may replay)
+    matched = 0  # (the log's last line that gave messages the fork's line repeats)
+    after: list[tuple[int, bool]] = []  # (the log's lines the fork's after that one repeat, if any, and
+    # whether the fork's may be none of the log's: see ``_ends_copy``)
+    said: list[str] = []  # (the texts of the messages of the last lines matched)
+    turn = None  # (the turn id the fork's lines read so far last named)
+    chain_lines: list[int] = []  # (the numbers of the fork's lines ``rollout_line_chains`` reads)
+    try:
+        for line in _numbered_lines(path, unit.compression):
+            number = line.position.line_no
+            if line.data is None or not line.data.strip():
+                continue
+            data = loads_or_none(as_utf8(line.data))
+            kind = data.get("type") if isinstance(data, dict) else None
+            payload = data.get("payload") if isinstance(data, dict) else None
+            if isinstance(kind, str) and kind != "session_meta" and isinstance(payload, dict):
+                chain_lines.append(number)
+            if base is None:
+                if not (kind == "session_meta" and isinstance(payload, dict)):
+                    return None  # (its head ended before that thread's session_meta)
+                if number > 1 and (first_text(payload.get("id")) or "").lower() == thread:
+                    base = number - 1
+            if limit is not None:
+                if chain_lines[-1:] and chain_lines[-1] > base + limit:
+                    break  # (a line after all it may replay: the fork goes on after them)
+                continue
+            found = sorted(
+                (record.type, record.subtype, record.role, record.content_type, record.text)
+                for record in (redact(r) if redact is not None else r for r in parser.feed(line.data, line.position)
+                               if type(r) is Message and "copied_from" in (r.meta or {}))
+            )
+            mine = number - base if base is not None else 0  # (the log's line this one repeats)
+            if mine < 1:
+                continue
+            ends = bool(found) or _ends_copy(kind, payload, turn, said, redact)
+            if isinstance(payload, dict) and (kind == "turn_context" or (
+                    kind == "event_msg" and payload.get("type") in TURN_STARTS)):
+                turn = payload.get("turn_id")
+            if pending is not None and pending[0] < mine:
+                limit = pending[0] - 1  # (that line of the log is none of the fork's)
+            elif pending is not None and pending[0] == mine:
+                if found != sorted(tuple(row[1:]) for row in pending[1]):
+                    limit = mine - 1
+                else:
+                    matched, pending, after = mine, next(theirs, None), []
+                    said = [*said[-KEPT_TWINS:], *(text for *_, text in found)]
+            else:
+                after.append((mine, ends))
+                if mine >= lines or (pending is None and ends):
+                    limit = lines
+    except Exception:
+        return None
+    if base is None:
+        return None
+    end = matched
+    for mine, stops in after:
+        if stops or mine != end + 1 or (limit is not None and mine > limit):
+            break
+        end = mine
+    extent: dict[str, Any] = {"file": [st.st_dev, st.st_ino]}
+    if limit is None or not any(number > base + end for number in chain_lines):
+        extent["size"] = st.st_size  # (it ends within the copy: read again as it grows)
+    chained = sum(1 for number in chain_lines if number <= base + end) if matched else 0
+    heads = list(itertools.islice(rollout_line_chains(path), chained))
+    if len(heads) != chained:
+        return None
+    return extent | {"lines": chained, "last": heads[-1].hex() if heads else None, "archived": True}
+
+
+def _ends_copy(kind, payload, turn, said: list[str], redact) -> bool:
+    """Whether a line of a fork's copy that gave no message, read after the last line of a
+    log it was found to repeat (see ``archived_replay_extent``), may be none of the log's: one
+    that starts a turn (a turn context of no turn begun before it), or a message whose other
+    form is merged, saying nothing any of the messages of the lines matched last says (the
+    log's line there was the other form of one of those, if any: one text of it at least, as
+    the two forms of a message with images differ)."""
+    if not isinstance(payload, dict):
+        return False
+    if kind == "turn_context":
+        return not payload.get("turn_id") or payload.get("turn_id") != turn
+    if kind == "event_msg" and payload.get("type") in TURN_STARTS:
+        return True
+    if kind == "event_msg" and payload.get("type") in ("user_message", "agent_message", "agent_reasoning"):
+        texts = [payload.get("text" if payload["type"] == "agent_reasoning" else "message")]
+    elif kind == "response_item" and payload.get("type") in ("message", "reasoning"):
+        parts = payload.get("summary" if payload["type"] == "reasoning" else "content")
+        texts = [part.get("text") for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+    else:
+        return False
+    texts = [text for text in texts if isinstance(text, str) and text.strip()]
+    if redact is not None:
+        texts = [redact(Message(uuid="", session_id="", source=SOURCE, type=kind, position=Position(0, 0, 0),
+                                text=text)).text for text in texts]
+    return bool(texts) and not any(text.strip() in line for text in texts for line in said)
+
+
+def _numbered_lines(path: str, compression: str | None) -> Iterator:
+    """The lines of the rollout at ``path`` as the reader reads them (``lines.read_lines``)."""
+    from .lines import read_lines
+
+    with open(path, "rb") as raw:
+        if compression == "zstd":
+            import io
+
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True) as stream:
+                yield from read_lines(io.BufferedReader(stream))
+        else:
+            yield from read_lines(raw)
 
 
 LINEAGE_HEAD_BYTES = 4 << 20  # (a session_meta holds the whole system prompt)

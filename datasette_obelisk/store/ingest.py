@@ -633,6 +633,9 @@ class Ingester:
             }
             found = {str(unit.path): unit for unit in units if unit.source == name}
             changed = settle(list(found.values()), stored)
+            archived = getattr(source, "settle_archived_replays", None)
+            if archived is not None:
+                archived(list(found.values()), self.archived_log, self.redact)
             given_up = self.copies_given_up(stored, changed, found)
             replayed = self.copies_replayed(stored, changed, found, given_up)
             if not changed and not given_up and not replayed:
@@ -654,6 +657,19 @@ class Ingester:
             ).fetchall()
             again += [unit_of_row(row) for row in rows if os.path.isfile(row["path"])]
         return in_read_order(again)
+
+    def archived_log(self, path: str) -> tuple[dict, int, sqlite3.Cursor] | None:
+        """What is stored of the file at ``path`` (see ``settle_archived_replays``): its hints,
+        how many of its lines were read, and the line number, type, subtype, role, content type
+        and text of each message it gave, in the order of its lines (a cursor, read as they are
+        asked for, closed by whoever asked); None when no such file is stored."""
+        row = self.conn.execute("SELECT id, hints, line_no FROM source_files WHERE path = ?", [path]).fetchone()
+        if row is None:
+            return None
+        rows = self.conn.execute(
+            "SELECT line_no, type, subtype, role, content_type, text FROM messages WHERE file_id = ? "
+            "ORDER BY byte_offset, id", [row["id"]])
+        return (orjson.loads(row["hints"]) if row["hints"] else {}), row["line_no"], rows
 
     def copies_replayed(
         self, stored: dict[str, dict], changed: dict[str, dict], found: dict[str, SourceFile], given_up: dict[str, int]
