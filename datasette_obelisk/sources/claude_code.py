@@ -263,7 +263,9 @@ class ClaudeCodeSource:
     # 20: the copies of a log Claude Code kept before pruning it (``before-cleanup/``)
     #     are read before it, so a session pruned before it was first read keeps its
     #     whole conversation in order (and one read before gets its rows back in order)
-    parser_version = 20
+    # 21: a ``file-history-snapshot`` line's ``snapshot.timestamp`` (when its backups were
+    #     taken) gives its session's end, as any timed line
+    parser_version = 21
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
