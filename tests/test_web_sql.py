@@ -86,6 +86,29 @@ def test_obelisk_trace_called_once_the_time_limit_fell_leaves_the_usual_error(we
     conn.close()
 
 
+@pytest.mark.parametrize("fresh", [True, False])
+def test_escape_fts_of_cjk_past_the_time_limit_leaves_the_usual_error(web_db, fresh):
+    """A table page's ``?_search=数据`` whose time limit falls while escape_fts looks at the schema
+    is stopped as interrupted (Datasette reads anything else from a facet's query as a 500)."""
+    from datasette_obelisk.web.sql_functions import register_escape_fts
+
+    conn = sqlite3.connect(web_db)
+    register_escape_fts(conn)
+    if not fresh:  # (a connection that searched before)
+        assert conn.execute("select escape_fts('数据')").fetchone()[0] != '"数据"'
+    conn.set_progress_handler(lambda: 1, 20)  # past the time limit: every statement is stopped at its next check
+    statements = ["SELECT rowid FROM messages_fts WHERE messages_fts MATCH escape_fts('数据')"]
+    if fresh:  # (one too short to be checked, stopped all the same: its function's read was stopped)
+        statements.append("SELECT escape_fts('数据')")
+    for statement in statements:
+        with pytest.raises(sqlite3.OperationalError) as error:
+            conn.execute(statement).fetchall()
+        assert str(error.value) == "interrupted"
+    conn.set_progress_handler(None, 20)
+    assert conn.execute("select escape_fts('数据')").fetchone()[0] == '("数据" OR "\ufffe数\ufffe据\ufffe")'
+    conn.close()
+
+
 @pytest.mark.asyncio
 async def test_obelisk_snippet(ds):
     text = "word " * 100 + "zebrafish " + "word " * 100

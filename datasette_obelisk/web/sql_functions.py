@@ -147,12 +147,30 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
     (register it after Datasette's own)."""
     from datasette.utils import escape_fts
 
+    splits = []  # [True] once the database is known to split CJK (a schema is never downgraded)
+
+    def split_here() -> bool:
+        if not splits:
+            try:
+                if not splits_cjk(conn):
+                    return False
+            except sqlite3.OperationalError as exc:
+                if str(exc) != "interrupted":
+                    raise
+                # Past the time limit: the statement calling it is stopped too, with the usual message
+                # (an error raised here reads "user-defined function raised exception", which Datasette
+                # does not take for a query it stopped: a table page's facet gave a 500).
+                conn.interrupt()
+                return False
+            splits.append(True)
+        return True
+
     def escape(text):
         text = as_text(text)  # (as the other functions: NULL gives NULL, a number or BLOB is read as text)
         if text is None:
             return None
         escaped = escape_fts(text.replace("\x00", " "))  # (FTS5 ends a string at a NUL: "unterminated string")
-        if isinstance(escaped, str) and cjk.holds(escaped) and splits_cjk(conn):
+        if isinstance(escaped, str) and cjk.holds(escaped) and split_here():
             terms = FTS_STRING.findall(escaped)
             if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
                 return " AND ".join(fts.phrase(term[1:-1].replace('""', '"')) for term in terms)
