@@ -116,3 +116,20 @@ def test_the_options_a_session_holds_are_those_a_line_of_it_needs(tmp_path, line
     assert transcript.holds(conn, "s") == one_by_one
     conn.execute("DROP INDEX messages_session_rows")  # (while a cold load has dropped it)
     assert transcript.holds(conn, "s") == one_by_one
+
+
+def test_the_lines_of_one_page_look_its_first_line_up_once(tmp_path):
+    """The files page asks where each of up to 1,000 calls is shown: lines on one page share
+    the lookup of its first line (a long session's calls took over a second)."""
+    rng = random.Random(4)
+    conn = open_db(tmp_path / "cuts.db")
+    made_up_session(conn, rng, "s", 160)
+    conn.commit()
+    statements = []
+    conn.set_trace_callback(statements.append)
+    cuts = transcript.PageCuts(conn, 7)
+    starts = {seq: cuts.start_of("s", seq) for seq in rng.sample(range(1, 161), 160)}
+    conn.set_trace_callback(None)
+    assert starts == {seq: page_by_page(conn, "s", seq, 7) for seq in range(1, 161)}
+    lookups = [statement for statement in statements if "OFFSET" in statement]
+    assert len(lookups) == len(set(starts.values()) - {None}) > 5

@@ -62,6 +62,7 @@
 
 from __future__ import annotations
 
+import bisect
 import json
 import sqlite3
 
@@ -428,7 +429,7 @@ class PageCuts:
     each line asked about, so the next one counts on from the nearest line before it."""
 
     def __init__(self, conn, limit: int):
-        self.conn, self.limit, self.counted = conn, limit, {}
+        self.conn, self.limit, self.counted, self.seqs, self.starts = conn, limit, {}, {}, {}
 
     def start_of(self, session_id: str, seq: int) -> int | None:
         """The first line of the page that shows line ``seq``; None for the first page."""
@@ -436,22 +437,27 @@ class PageCuts:
         page = index // self.limit * self.limit
         if not page:
             return None
-        found = self.conn.execute(  # (fewer than ``limit`` such lines back from seq)
-            f"SELECT seq FROM messages m WHERE session_id = ? AND seq <= ? AND {opens_page('m')} "
-            "ORDER BY seq DESC LIMIT 1 OFFSET ?", [session_id, seq, index - page],
-        ).fetchone()
-        return found[0]
+        if (session_id, page) not in self.starts:  # (the page's first line, whichever of its lines asks)
+            found = self.conn.execute(  # (fewer than ``limit`` such lines back from seq)
+                f"SELECT seq FROM messages m WHERE session_id = ? AND seq <= ? AND {opens_page('m')} "
+                "ORDER BY seq DESC LIMIT 1 OFFSET ?", [session_id, seq, index - page],
+            ).fetchone()
+            self.starts[session_id, page] = found[0]
+        return self.starts[session_id, page]
 
     def openers_through(self, session_id: str, seq: int) -> int:
         """How many lines of the session up to ``seq`` a page may start at."""
         counted = self.counted.setdefault(session_id, {})
         if seq in counted:
             return counted[seq]
-        after, openers = max(((at, n) for at, n in counted.items() if at < seq), default=(FIRST, 0))
+        seqs = self.seqs.setdefault(session_id, [])  # (the lines counted, in order)
+        at = bisect.bisect_left(seqs, seq)
+        after, openers = (seqs[at - 1], counted[seqs[at - 1]]) if at else (FIRST, 0)
         lines = self.conn.execute(
             "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?", [session_id, after, seq],
         ).fetchone()[0]
         counted[seq] = openers + lines - self.outputs_of_earlier_calls(session_id, after, seq, lines)
+        seqs.insert(at, seq)
         return counted[seq]
 
     def outputs_of_earlier_calls(self, session_id: str, after: int, seq: int, lines: int) -> int:
