@@ -86,6 +86,23 @@ def test_obelisk_trace_called_once_the_time_limit_fell_leaves_the_usual_error(we
     conn.close()
 
 
+def test_obelisk_trace_stopped_by_the_time_limit_stops_a_statement_too_short_to_be_checked(web_db):
+    """A trace the time limit stops never reads as NULL (which says: not an obelisk database):
+    ``select obelisk_trace(:uuid)`` past a short ``sql_time_limit_ms`` answered NULL, not
+    "SQL query took too long"."""
+    from datasette_obelisk.web.sql_functions import register_functions
+
+    conn = sqlite3.connect(web_db)
+    register_functions(conn)
+    conn.set_progress_handler(lambda: 1, 20)  # past the time limit: every statement is stopped at its next check
+    with pytest.raises(sqlite3.OperationalError) as error:
+        conn.execute("SELECT obelisk_trace('xss-a2')").fetchall()
+    assert str(error.value) == "interrupted"
+    conn.set_progress_handler(None, 20)
+    assert json.loads(conn.execute("SELECT obelisk_trace('xss-a2')").fetchone()[0]) == ["xss-u1", "xss-a1", "xss-a2"]
+    conn.close()
+
+
 @pytest.mark.parametrize("fresh", [True, False])
 def test_escape_fts_of_cjk_past_the_time_limit_leaves_the_usual_error(web_db, fresh):
     """A table page's ``?_search=数据`` whose time limit falls while escape_fts looks at the schema

@@ -90,6 +90,19 @@ def as_mode(value) -> str | None:
     return mode if mode in SAFE_MODES else None
 
 
+def stop_if_interrupted(conn: sqlite3.Connection, exc: Exception) -> bool:
+    """Whether ``exc`` is the time limit stopping a function's own read; if so the statement
+    calling the function is stopped too, with the usual message ("interrupted"), even one too
+    short to reach the time limit's next check. (Raised from the function it would read "user-defined
+    function raised exception", which Datasette does not take for a query it stopped: a table
+    page's facet answered 500; a NULL returned instead would be taken for the answer.)"""
+    stopped = (str(exc) == "interrupted" if isinstance(exc, sqlite3.Error)
+               else getattr(exc, "code", None) in ("OBELISK_TIMEOUT", "SESSION_QUERY_ABORTED"))
+    if stopped:
+        conn.interrupt()
+    return stopped
+
+
 def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
     uuid = as_text(uuid)
     if uuid is None:
@@ -103,8 +116,8 @@ def trace_json(conn: sqlite3.Connection, uuid) -> str | None:
         if not has_schema(conn):  # another file, or --crossdb's _memory: no chains
             return None
         return json.dumps(obelisk.trace_uuids(conn, uuid) if uuid else [])
-    except (QueryError, sqlite3.Error):
-        # Past the time limit the statement calling it is stopped next, with the usual message.
+    except (QueryError, sqlite3.Error) as exc:
+        stop_if_interrupted(conn, exc)
         return None
     finally:
         conn.row_factory = saved
@@ -155,12 +168,8 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
                 if not splits_cjk(conn):
                     return False
             except sqlite3.OperationalError as exc:
-                if str(exc) != "interrupted":
+                if not stop_if_interrupted(conn, exc):
                     raise
-                # Past the time limit: the statement calling it is stopped too, with the usual message
-                # (an error raised here reads "user-defined function raised exception", which Datasette
-                # does not take for a query it stopped: a table page's facet gave a 500).
-                conn.interrupt()
                 return False
             splits.append(True)
         return True
