@@ -387,6 +387,43 @@ async def test_search_pages_list_each_session_once_while_sessions_are_added(tmp_
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("ranking", ["messages", "raw"])
+async def test_search_pages_list_each_session_once_while_sessions_grow(tmp_path, ranking):
+    # A session the first page did not show that gains matching lines meanwhile (here enough
+    # to rank it first) moves neither itself nor the sessions after it: the later pages list
+    # exactly the rest of the sessions, none of the first page's again. (Ranked by the session
+    # bags, a frequent word's, a grown session's bag ranks it anew: not so there.)
+    from datasette_obelisk.store.ingest import ingest
+
+    asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}
+    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
+    old = [f"old-{n:02d}" for n in range(30)]
+    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "paging.db")
+    await datasette.invoke_startup()
+
+    def listed(html: str) -> list[str]:
+        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
+
+    first = await page(datasette, "/-/obelisk", **asked)
+    shown = listed(first)
+    assert len(shown) == 20
+    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
+
+    grown = sorted(set(old) - set(shown))[0]
+    line = {"type": "user", "uuid": f"u-{grown}-2", "parentUuid": f"u-{grown}", "sessionId": grown,
+            "timestamp": "2026-03-05T12:00:00.000Z", "message": {"role": "user", "content": "zanzibar " * 12}}
+    with open(folder / f"{grown}.jsonl", "a") as log:
+        log.write(json.dumps(line) + "\n")
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    assert listed(await page(datasette, "/-/obelisk", **asked))[0] == grown  # (a new search ranks it first)
+
+    second = await page(datasette, "/-/obelisk" + following)
+    assert sorted(listed(second)) == sorted(set(old) - set(shown))
+
+
+@pytest.mark.asyncio
 async def test_search_reports_bad_input_without_crashing(ds):
     html = await page(ds, "/-/obelisk", 400, q="AND (", mode="raw", source="claude")
     assert "SESSION_QUERY_INVALID_QUERY" in html

@@ -183,20 +183,24 @@ def search_sessions(
         {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
     )
     if follow_changes:
-        (position, bound), snapshot = _following_position(conn, cursor, request), None
-        # The first page ranks the sessions there are before it reads any: those the next
-        # pages rank (a session stored while it ranks would shift their places by one).
+        (position, bound, upto, weights), snapshot = _following_position(conn, cursor, request), None
+        # The first page ranks the sessions and messages there are before it reads any: those the
+        # next pages rank (a session stored, or a message added, while it ranks would shift their places).
         ranked = _session_bound(conn) if cursor is None else bound
+        if upto is None:
+            upto = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
     else:
         snapshot = _snapshot(conn, cursor, "sessions", request)
-        position, bound = snapshot["at"], None
+        position, bound, upto, weights = snapshot["at"], None, None, None
     page = {"items": [], "next_cursor": None, "generation": generation}
     if follow_changes:
         page["added"] = 0
     if fts.matches_nothing:
         return page
-    finder = _finder(conn, fts, filters, upto=None if snapshot is None else snapshot["upto"],
+    finder = _finder(conn, fts, filters, upto=upto if snapshot is None else snapshot["upto"],
                      bound=ranked if follow_changes else None)
+    if snapshot is None and weights is not None:
+        finder.scorer.weights = weights
     before: list[str] = []
     if snapshot is not None:
         if snapshot["w"] is not None:
@@ -208,8 +212,8 @@ def search_sessions(
             if _digest(before) != snapshot["seen"]:
                 raise stale()
     items, next_position, examined = finder.page(position, limit, max(1, snippets))
-    if bound is not None:
-        page["added"] = finder.added_since(bound)
+    if bound is not None:  # (their messages are past ``upto``: counted by a finder that sees them)
+        page["added"] = _finder(conn, fts, filters).added_since(bound)
     by_expression: dict[str, list] = {}  # one snippet statement per expression, not per session
     for item in items:
         item["hits"] = item["hits"][:snippets]
@@ -218,8 +222,11 @@ def search_sessions(
         _finish_hits(conn, expression, fts, hits)
     page["items"] = items
     if next_position is not None:
-        if follow_changes:  # the next pages rank only the sessions there were when the search started
-            following = [next_position, _session_bound(conn) if ranked is None else ranked]
+        if follow_changes:  # the next pages rank only the sessions and messages there were when the search
+            # started, with the weights it ranked them with: a message added to a session meanwhile
+            # neither moves it nor the sessions after it (a page would repeat one and never show another)
+            following = [next_position, _session_bound(conn) if ranked is None else ranked,
+                         upto, finder.scorer.weights]
         else:
             following = {**snapshot, "at": next_position, "w": finder.scorer.weights,
                          "seen": _digest(before + finder.existing(examined))}
@@ -237,24 +244,29 @@ def _not_returned() -> QueryError:
     return invalid("the cursor is not one this service returned")
 
 
-def _following_position(conn, cursor, request: str) -> tuple[int, int | None]:
-    """A ``follow_changes`` cursor's place in the ranking and the sessions it ranks
-    (``[position, bound]``: those whose rowid is at most ``bound``); ``(0, None)`` without one.
-    (A bare position, as cursors were before they carried a bound, ranks every session.)"""
+def _following_position(conn, cursor, request: str) -> tuple[int, int | None, int | None, list | None]:
+    """A ``follow_changes`` cursor's place in the ranking, the sessions it ranks and the messages
+    it ranks them by, with their weights (``[position, bound, upto, weights]``: sessions whose rowid
+    is at most ``bound``, messages whose id is at most ``upto``); ``(0, None, None, None)`` without
+    one. (A bare position, as cursors were before they carried a bound, ranks every session, and
+    ``[position, bound]``, before they carried the messages, every message.)"""
     if cursor is None:
-        return 0, None
+        return 0, None, None, None
     following = _following(decode_cursor(conn, cursor, "sessions", request, None))
     if following is None:
         raise _not_returned()
     return following
 
 
-def _following(position) -> tuple[int, int | None] | None:
-    """``position`` as a ``follow_changes`` cursor's ``(position, bound)``; None if it is not one."""
+def _following(position) -> tuple[int, int | None, int | None, list | None] | None:
+    """``position`` as a ``follow_changes`` cursor's ``(position, bound, upto, weights)``; None if it is not one."""
     if is_count(position):
-        return position, None
+        return position, None, None, None
     if isinstance(position, list) and len(position) == 2 and all(is_count(p) for p in position):
-        return position[0], position[1]
+        return position[0], position[1], None, None
+    if (isinstance(position, list) and len(position) == 4 and all(is_count(p) for p in position[:3])
+            and isinstance(position[3], list) and all(type(w) in (int, float) for w in position[3])):
+        return position[0], position[1], position[2], position[3]
     return None
 
 
