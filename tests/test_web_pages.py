@@ -2078,6 +2078,9 @@ async def test_sessions_listed_before_a_query_take_a_page_size(ds, web_db):
     for bad in ("0", "1001", "many", "-3"):
         refused = await page(ds, "/-/obelisk", 400, limit=bad)
         assert "OBELISK_INVALID_ARGUMENT" in refused and "limit must be" in refused and 'name="q"' in refused
+        # with a query too: the links keep it for the list the form goes back to
+        refused = await page(ds, "/-/obelisk", 400, limit=bad, q="alpha")
+        assert "OBELISK_INVALID_ARGUMENT" in refused and "limit must be" in refused and 'value="alpha"' in refused
 
 
 @pytest.mark.asyncio

@@ -55,6 +55,7 @@ async def search_page(datasette, request, db, params):
         fits = every is not None and found.get("every", 0) <= every["limit"]
         context.update(recent=found["items"], recent_next=found["next_cursor"], every_session=every if fits else None)
         return context
+    form.recent_page()  # (kept for the list the form goes back to when the query is cleared: refused as there)
 
     def search(conn):
         known_sources(conn)
