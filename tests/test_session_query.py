@@ -286,7 +286,7 @@ def test_search_sessions_contract_shape(sq):
     hit = page["items"][0]
     assert set(hit) == {"header", "live", "persisted", "bestMatch"}
     assert hit["header"]["id"] == FORK
-    assert set(hit["bestMatch"]) == RECORD_KEYS | {"snippet", "snippetMatches"}
+    assert set(hit["bestMatch"]) == RECORD_KEYS | {"id", "snippet", "snippetMatches"}
     snippet = hit["bestMatch"]["snippet"]
     assert [snippet[s:e].lower() for s, e in hit["bestMatch"]["snippetMatches"]][:2] in (
         ["mergesort", "stable"], ["stable", "mergesort"],
@@ -860,3 +860,67 @@ def test_an_event_cursor_filtered_by_surface_goes_stale_when_a_rewind_shadows_wh
     assert code_of(lambda: sq.searchEvents(unfiltered_next)) == (
         "SESSION_QUERY_STALE_CURSOR"  # (hits carry their surface: pages before and after the rewind would disagree)
     )
+# -- references across an ingest that renumbers a session --------------------------
+
+
+def renumbered_fork(tmp_path):
+    """A Codex fork ingested before the log it forked from (it then keeps a copy of that log's
+    lines), and a function that brings that log: the fork gives its copy up and its own lines
+    move up (an ingest that renumbers the session)."""
+    from test_codex_fork_ancestry import IDS, chain, rel
+
+    from datasette_obelisk.store.ingest import ingest
+
+    logs, home, db = chain(), tmp_path / ".codex", tmp_path / "fork.db"
+
+    def arrive(name):
+        path = home / rel(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(logs[name])
+        ingest(db, {"codex": home})
+
+    arrive("B")
+    return db, "codex:" + IDS["B"], lambda: arrive("A")
+
+
+def test_an_event_named_by_its_id_is_the_same_event_after_an_ingest_renumbers_its_session(tmp_path):
+    """A search hit names its event by seq and id. The seq is a place in the log as it is now:
+    after an ingest renumbered the session it holds another event. The id names the same event
+    wherever it now is, or is SESSION_QUERY_EVENT_NOT_FOUND once the session no longer holds it."""
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    db, fork, parent_arrives = renumbered_fork(tmp_path)
+    with connect_readonly(db) as conn:
+        hits = SessionQuery(conn).search_events({"sessionId": fork, "query": "own prompt"})["items"]
+    held = {h["snippet"]: h for h in hits}
+    assert sorted(held) == ["A's own prompt", "Answer to A's own prompt", "Answer to B's own prompt", "B's own prompt"]
+    b_prompt, a_prompt = held["B's own prompt"], held["A's own prompt"]
+    assert (a_prompt["seq"], b_prompt["seq"]) == (1, 5)
+    parent_arrives()
+    with connect_readonly(db) as conn:
+        sq = SessionQuery(conn)
+        # (seq 1, A's prompt when the hit was made, is B's prompt now: a seq alone moved)
+        assert sq.read_event({"sessionId": fork, "seq": 1})["target"]["data"]["text"] == "B's own prompt"
+        for request in ({"seq": b_prompt["seq"], "id": b_prompt["id"]}, {"id": b_prompt["id"]}):
+            window = sq.read_event({"sessionId": fork, "before": 1, "after": 1, **request})
+            assert (window["target"]["id"], window["target"]["seq"], window["target"]["data"]["text"]) == (
+                b_prompt["id"], 1, "B's own prompt")
+            assert (window["startSeq"], window["endSeq"]) == (1, 2)
+            trace = sq.trace_event({"sessionId": fork, **request})
+            assert trace["target"]["seq"] == 1 and trace["target"]["type"] == "user/message"
+        answer = held["Answer to B's own prompt"]
+        assert sq.read_event({"sessionId": fork, "seq": answer["seq"], "id": answer["id"]})["target"]["data"]["text"] == (
+            "Answer to B's own prompt")
+        # A's prompt was the fork's copy, given up: never the event now at its seq.
+        for call in (sq.read_event, sq.trace_event):
+            assert code_of(lambda: call({"sessionId": fork, "seq": a_prompt["seq"], "id": a_prompt["id"]})) == (
+                "SESSION_QUERY_EVENT_NOT_FOUND")
+        assert code_of(lambda: sq.read_event({"sessionId": fork, "id": ""})) == "SESSION_QUERY_INVALID_WINDOW"
+        assert code_of(lambda: sq.read_event({"sessionId": fork, "id": 5})) == "SESSION_QUERY_INVALID_WINDOW"
+        assert code_of(lambda: sq.trace_event({"sessionId": fork})) == "SESSION_QUERY_INVALID_WINDOW"
+        # an event of another session is not this one's, and the answer says whose it is
+        parent = sq.trace_session(fork)["ancestors"][0]["header"]["id"]
+        [theirs] = sq.search_events({"sessionId": parent, "query": "A's own prompt", "mode": "phrase"})["items"][:1]
+        with pytest.raises(QueryError) as info:
+            sq.read_event({"sessionId": fork, "id": theirs["id"]})
+        assert info.value.code == "SESSION_QUERY_EVENT_NOT_FOUND" and repr(parent) in str(info.value)

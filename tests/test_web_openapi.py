@@ -50,6 +50,7 @@ OPTIONAL_VALUES = {
     "eventFilters": "[]",
     "attributes": "{}",
     "query": "zebrafish",
+    "id": "xss-u1",  # (an event's id: the session's first prompt)
 }
 SKIP_OPTIONAL = {"cursor"}  # only a cursor the endpoint returned is valid
 # Further values of documented parameters, for answers whose optional fields they bring out.

@@ -511,8 +511,8 @@ async def test_transcript_rewinds_compactions_and_subagents(ds, web_db):
     compacted = await page(ds, f"/-/obelisk/session/{COMPACTED}")
     # one marker for the boundary (#8) and the summary right after it (#9), which has the anchor of its own
     assert compacted.count("Context compacted here") == 1
-    assert re.search(r'<li class="ob-marker" id="m8">⟲ Context compacted here <a href="[^"]+/8">#8</a> — the summary '
-                     r'that replaced it: <a href="[^"]+/9">#9</a></li>\s*<li class="ob-entry role-user" id="m9">'
+    assert re.search(r'<li class="ob-marker" id="m8">⟲ Context compacted here <a href="[^"]+/8\?id=[^"]+">#8</a> — the summary '
+                     r'that replaced it: <a href="[^"]+/9\?id=[^"]+">#9</a></li>\s*<li class="ob-entry role-user" id="m9">'
                      r'<details><summary>Compaction summary</summary>', compacted)
     assert "Conversation compacted" not in compacted  # (the boundary's own words are no summary)
     # a page that opens with the summary (its boundary ends the page before) adds no second marker
@@ -576,13 +576,15 @@ async def test_lineage_shows_the_forest_and_event_chains(ds):
     assert '<li class="current">' in html and "subagent" in html
     event = await page(ds, f"/-/obelisk/session/{XSS_SESSION}/lineage", seq="4")
     assert "Parent chain" in event and "Replacement chain" in event
-    assert [f"/-/obelisk/event/{XSS_SESSION}/{n}" in links(event) for n in (1, 2, 3)] == [True] * 3
+    # (each link names its event by its id too: the same event after an ingest renumbers the session)
+    assert [f"/-/obelisk/event/{XSS_SESSION}/{n}?id={uuid}" in links(event)
+            for n, uuid in ((1, "xss-u1"), (2, "xss-a1"), (3, "xss-a2"))] == [True] * 3
 
 
 @pytest.mark.asyncio
 async def test_event_page(ds):
     html = await page(ds, f"/-/obelisk/event/{XSS_SESSION}/3")
-    assert "tool/call" in html and f"/-/obelisk/session/{XSS_SESSION}/lineage?seq=3#event" in links(html)
+    assert "tool/call" in html and f"/-/obelisk/session/{XSS_SESSION}/lineage?seq=3&id=xss-a2#event" in links(html)
     await page(ds, f"/-/obelisk/event/{XSS_SESSION}/99", 404)
     await page(ds, f"/-/obelisk/event/{XSS_SESSION}/x", 400)
 
@@ -1150,7 +1152,7 @@ def long_chain(tmp_path):
 
 
 def event_links(html: str) -> list[int]:
-    return [int(n) for n in re.findall(rf'href="/-/obelisk/event/{LONG}/(\d+)"', html)]
+    return [int(n) for n in re.findall(rf'href="/-/obelisk/event/{LONG}/(\d+)(?:\?id=[^"]*)?"', html)]
 
 
 @pytest.mark.asyncio
@@ -2280,3 +2282,37 @@ async def test_a_link_to_a_tool_call_the_session_does_not_have_says_so(ds):
         assert "<b>toolu_elsewhere" not in missing and 'id="m1"' in missing
     later = await page(ds, base, call="no-such-call", start="7")
     assert "This session has no tool call “no-such-call”: the transcript from #7." in later
+
+
+@pytest.mark.asyncio
+async def test_an_event_link_shows_the_same_event_after_an_ingest_renumbers_its_session(tmp_path):
+    """The search page links an event by its seq and its id; after an ingest moved the event
+    (a Codex fork giving up its copy of its parent's lines), the link shows that event where it
+    now is, its JSON too, and a link to an event the session gave up is a 404, never another event."""
+    from urllib.parse import quote
+
+    from test_session_query import renumbered_fork
+
+    db, fork, parent_arrives = renumbered_fork(tmp_path)
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    found = await page(ds, "/-/obelisk", q="own prompt")
+    event_links = {}
+    for link in links(found):
+        path, _, query = link.partition("?")
+        if path.startswith("/-/obelisk/event/"):
+            event_links[int(path.rsplit("/", 1)[1])] = link
+    assert sorted(event_links)[:2] == [1, 5]  # (A's prompt, copied, and B's own)
+    b_prompt, a_prompt = event_links[5], event_links[1]
+    assert "B's own prompt" in unescape(await page(ds, b_prompt)) and "A's own prompt" in unescape(await page(ds, a_prompt))
+    parent_arrives()
+    moved = unescape(await page(ds, b_prompt))
+    assert "Event #1 " in moved and "B's own prompt" in moved and "A's own prompt" not in moved
+    assert f"/-/obelisk/event/{quote(fork, safe=':@')}/1?id=" in moved
+    await page(ds, a_prompt, 404)  # (seq 1 now holds B's prompt: not what the link named)
+    event_id = parse_qs(urlsplit(b_prompt).query)["id"][0]
+    response = await ds.client.get(f"/-/obelisk/api/session-query/event/{quote(fork, safe=':@')}/5", params={"id": event_id})
+    assert response.status_code == 200
+    assert (response.json()["target"]["seq"], response.json()["target"]["data"]["text"]) == (1, "B's own prompt")
+    lineage = await page(ds, f"/-/obelisk/session/{quote(fork, safe=':@')}/lineage", seq="5", id=event_id)
+    assert "Event #1 " in lineage

@@ -6,7 +6,7 @@
         ``{"session": record, "descendants": [...]}`` (the contract's node
         shape); ``rows``: the ``sessions`` row (title, counts) of every id in
         it, by id; ``steps``: the tree in page order (``tree_steps``).
-    event_chains(conn, session_id, seq) -> dict
+    event_chains(conn, session_id, seq, event_id=None) -> dict
         ``trace``: the contract's ``traceEvent``; ``parent_chain``: the
         message's ancestors root first then the message (helper ``trace``),
         each with the session and seq it lives at and the start of its text.
@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 from . import obelisk
@@ -63,14 +64,25 @@ def tree_steps(tree: dict, nested: int = NESTED_SHOWN) -> list[dict]:
     return steps
 
 
-def event_chains(conn: sqlite3.Connection, session_id: str, seq: int) -> dict:
-    trace = SessionQuery(conn).trace_event({"sessionId": session_id, "seq": seq})
+def event_chains(conn: sqlite3.Connection, session_id: str, seq: int, event_id: str | None = None) -> dict:
+    """The event's trace and parent chain; ``event_id`` (its id, when known) names it wherever
+    an ingest moved it since ``seq`` was taken. ``seq_ids``: the id of each event the trace
+    names, so that links to them name the same events after a later ingest."""
+    trace = SessionQuery(conn).trace_event({"sessionId": session_id, "seq": seq, **({"id": event_id} if event_id else {})})
+    seq = trace["target"]["seq"]
     uuid = conn.execute("SELECT uuid FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq]).fetchone()[0]
+    named = {seq, *trace["replacementChain"], *trace["replacedEventSeqs"], *trace["sourceEventSeqs"],
+             *trace["derivedEventSeqs"]}
+    seq_ids = dict(conn.execute(
+        "SELECT seq, uuid FROM messages WHERE session_id = ? AND seq IN (SELECT value FROM json_each(?))",
+        [session_id, json.dumps(sorted(named))],
+    ))
     chain = obelisk.trace_uuids(conn, uuid)
     shown = chain if len(chain) <= CHAIN_SHOWN + 1 else [chain[0], *chain[-CHAIN_SHOWN:]]
     columns = f"uuid, session_id, seq, role, type, {event_type_sql('messages')} AS event_type, substr(text, 1, {CHAIN_TEXT}) AS text"
     return {
         "trace": trace,
+        "seq_ids": seq_ids,
         "parent_chain": [dict(row) for row in obelisk.messages_by_uuid(conn, shown, columns)],
         "chain_length": len(chain),
         "chain_omitted": len(chain) - len(shown),

@@ -37,6 +37,10 @@ How the archive maps onto the contract:
   else after it, else the session's ``createdAt``); ``surface`` is the stored one:
   ``shadowed`` for context a compaction replaced and for branches a rewind
   abandoned, ``log-only`` for structural lines.
+- ``readEvent`` / ``traceEvent`` also take ``id`` (an extension): the
+  event's id, which search hits carry too. A seq is a place in the log as
+  it is now, and an ingest may renumber a session; an id names the same
+  event wherever it now is, or is ``SESSION_QUERY_EVENT_NOT_FOUND``.
 - ``traceEvent``: ``replacedBy`` is, for a shadowed event, the event named
   by the row's ``replaced_by`` (the compaction summary, or the prompt that
   replaced a rewound branch); ``replacementChain`` follows those links while
@@ -194,6 +198,21 @@ class SessionQuery:
             [session_id, *params],
         )
 
+    def _target(self, session_id: str, seq: int | None, event_id: str | None, text: bool = False) -> list[dict]:
+        """The event a request names: by ``id`` when it gives one (an event keeps its id when an
+        ingest renumbers its session, its seq does not), else by ``seq``."""
+        if event_id is None:
+            found = self._events(session_id, "m.seq = ?", [seq], text=text)
+            if not found:
+                raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
+            return found
+        found = self._events(session_id, "m.uuid = ?", [event_id], text=text)
+        if not found:
+            elsewhere = self.conn.execute("SELECT session_id FROM messages WHERE uuid = ?", [event_id]).fetchone()
+            where = f": it is an event of session {elsewhere[0]!r}" if elsewhere else ""
+            raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {event_id!r}{where}")
+        return found
+
     # -- sessions ----------------------------------------------------------
 
     def list_sessions(self, signal=None) -> list[dict]:
@@ -285,13 +304,12 @@ class SessionQuery:
 
     def read_event(self, request, signal=None) -> dict:
         with self._reading(signal):
-            session_id, seq = _event_request(request, "readEvent", READ_EVENT_KEYS)
+            session_id, seq, event_id = _event_request(request, "readEvent", READ_EVENT_KEYS)
             before = _window_size(request, "before", self.read_window_max)
             after = _window_size(request, "after", self.read_window_max)
             session = self._session(session_id)
-            target = self._events(session_id, "m.seq = ?", [seq], text=True)
-            if not target:
-                raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
+            target = self._target(session_id, seq, event_id, text=True)
+            seq = target[0]["seq"]
             earlier = rows(
                 self.conn,
                 f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq < ? "
@@ -370,17 +388,14 @@ class SessionQuery:
 
     def trace_event(self, request, signal=None) -> dict:
         with self._reading(signal):
-            session_id, seq = _event_request(request, "traceEvent", TRACE_EVENT_KEYS)
+            session_id, seq, event_id = _event_request(request, "traceEvent", TRACE_EVENT_KEYS)
             session = self._session(session_id)
             # Only the events that name a replacement, and those they name, are
             # read (all of a 300,000-event session took 3-8 s and 500 MB).
             linked = _replacement_links(self.conn, session_id)
             _check_surface(linked)
             by_uuid = {row["uuid"]: row for row in linked}
-            found = self._events(session_id, "m.seq = ?", [seq])
-            if not found:
-                raise QueryError("SESSION_QUERY_EVENT_NOT_FOUND", f"session {session_id!r} has no event {seq}")
-            target = found[0]
+            target = self._target(session_id, seq, event_id)[0]
             chain = []
             current = _replacer(target, by_uuid)
             while current is not None:
@@ -476,6 +491,7 @@ def _hit(hit: dict) -> dict:
     return {
         "sessionId": hit["session_id"],
         "seq": hit["seq"],
+        "id": hit["uuid"],
         "type": hit["type"],
         "time": hit["time"],
         "surface": hit["surface"],
@@ -493,11 +509,16 @@ def _replacer(row: dict, by_uuid: dict) -> dict | None:
     return by_uuid.get(row["replaced_by"]) if row["surface"] == "shadowed" else None
 
 
-TRACE_EVENT_KEYS = frozenset({"sessionId", "seq"})
+# ``id`` (an extension): the event's id (``SessionEvent.id``, a search hit's ``id``). An ingest
+# may renumber a session (lines moved to another session, or read before those it held), so a
+# seq names a place in the log as it is now; an id names the same event after it, wherever it
+# now stands, or is SESSION_QUERY_EVENT_NOT_FOUND once the session no longer holds it. Given
+# with a seq, the id decides: the seq is where the event was when the reference was made.
+TRACE_EVENT_KEYS = frozenset({"sessionId", "seq", "id"})
 READ_EVENT_KEYS = TRACE_EVENT_KEYS | {"before", "after"}
 
 
-def _event_request(request, scope: str, keys: frozenset) -> tuple[str, int]:
+def _event_request(request, scope: str, keys: frozenset) -> tuple[str, int | None, str | None]:
     if not isinstance(request, dict):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "the request must be an object with sessionId and seq")
     unknown = sorted(map(str, set(request) - keys))
@@ -507,10 +528,15 @@ def _event_request(request, scope: str, keys: frozenset) -> tuple[str, int]:
         )
     if not isinstance(request.get("sessionId"), str):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "sessionId must be a string")
+    event_id = request.get("id")
+    if event_id is not None and (not isinstance(event_id, str) or not event_id):
+        raise QueryError("SESSION_QUERY_INVALID_WINDOW", "id must be an event id, a non-empty string")
     seq = request.get("seq")
+    if event_id is not None and seq is None:
+        return request.get("sessionId"), None, event_id
     if isinstance(seq, bool) or not isinstance(seq, int) or not is_int64(seq):
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", "seq must be a 64-bit integer")
-    return request.get("sessionId"), seq
+    return request.get("sessionId"), seq, event_id
 
 
 def _window_size(request: dict, name: str, maximum: int) -> int:

@@ -38,7 +38,10 @@ def search_events(conn, params):
 
 
 def event_request(params, **extra) -> dict:
-    return {"sessionId": params.path("session_id"), "seq": params.path_int("seq", code=INVALID_WINDOW), **extra}
+    request = {"sessionId": params.path("session_id"), "seq": params.path_int("seq", code=INVALID_WINDOW), **extra}
+    if params.text("id") is not None:
+        request["id"] = params.text("id")
+    return request
 
 
 def sessions(conn, params):
@@ -84,6 +87,11 @@ WINDOW = tuple(
     Param(name, "integer", f"raw events {where} the target", default=0, minimum=0, maximum=READ_WINDOW_MAX)
     for name, where in (("before", "before"), ("after", "after"))
 )
+EVENT_ID = Param(
+    "id", description="the event's id (a search hit's id): the same event after an ingest renumbered its session, "
+    "wherever it now is (SESSION_QUERY_EVENT_NOT_FOUND once the session no longer holds it); the seq is then "
+    "where it was",
+)
 
 
 def sq(path, handler, summary, params=(), response=None) -> Endpoint:
@@ -116,9 +124,9 @@ SESSION_QUERY_ENDPOINTS = [
     sq("/titles", title_snapshots, "readTitleSnapshots: one fulfilled or rejected result per unique id, in order",
        [Param("ids", "json", "JSON array of session ids", required=True)], s.array(s.TITLE_RESULT)),
     sq(f"/event/{SESSION_ID}/{{seq}}", read_event, "readEvent: one event and a raw-log window",
-       [*WINDOW], s.EVENT_WINDOW),
+       [*WINDOW, EVENT_ID], s.EVENT_WINDOW),
     sq(f"/event/{SESSION_ID}/{{seq}}/trace", lambda conn, p: SessionQuery(conn).trace_event(event_request(p)),
-       "traceEvent: replacements and cited source events", response=s.EVENT_TRACE),
+       "traceEvent: replacements and cited source events", [EVENT_ID], s.EVENT_TRACE),
 ]
 
 

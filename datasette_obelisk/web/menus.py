@@ -89,7 +89,8 @@ def row_links(datasette, database: str, table: str, row: dict) -> list[dict]:
         ]
     if table in ("messages", "browse_messages") and row.get("session_id") and row.get("seq") is not None:
         return [
-            {"href": event_url(datasette, row["session_id"], row["seq"], db=database), "label": "Open event"},
+            {"href": event_url(datasette, row["session_id"], row["seq"], db=database, id=row.get("uuid")),
+             "label": "Open event"},
             {"href": session_url(datasette, row["session_id"], db=database), "label": "Open transcript"},
         ]
     if table in ("tool_calls", "browse_tool_calls", "tool_results", "summaries", "subagents", "workflows",

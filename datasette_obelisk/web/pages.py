@@ -116,23 +116,31 @@ async def session_page(datasette, request, db, params):
 async def lineage_page(datasette, request, db, params):
     session_id = params.path("session_id")
     seq = params.integer("seq", code="SESSION_QUERY_INVALID_WINDOW")
+    event_id = params.text("id")  # (the event's id: the same event after an ingest renumbered the session)
 
     def load(conn):
         found = {"forest": lineage.session_forest(conn, session_id), "subagents": transcript.subagents(conn, session_id)}
-        if seq is not None:
-            found["event"] = lineage.event_chains(conn, session_id, seq)
+        if seq is not None or event_id:
+            found["event"] = lineage.event_chains(conn, session_id, seq, event_id)
         return found
 
-    return {"session_id": session_id, "seq": seq, **await db.execute_fn(load)}
+    found = await db.execute_fn(load)
+    if "event" in found:
+        seq = found["event"]["trace"]["target"]["seq"]
+    return {"session_id": session_id, "seq": seq, **found}
 
 
 async def event_page(datasette, request, db, params):
     session_id = params.path("session_id")
     seq = params.path_int("seq", code="SESSION_QUERY_INVALID_WINDOW")
-    window = {"sessionId": session_id, "seq": seq, "before": 3, "after": 3}
+    # A link names the event by its id too (``?id=``): an ingest may have renumbered the
+    # session since, and the page then shows that event where it now is, not the one at its seq.
+    event_id = params.text("id")
+    window = {"sessionId": session_id, "seq": seq, "before": 3, "after": 3, **({"id": event_id} if event_id else {})}
 
     def load(conn):
         found = SessionQuery(conn).read_event(window)
+        seq = found["target"]["seq"]
         return {
             "window": found,
             "outputs": transcript.result_outputs(conn, [e["id"] for e in found["events"]]),
@@ -144,7 +152,8 @@ async def event_page(datasette, request, db, params):
             **lineage.event_chains(conn, session_id, seq),
         }
 
-    return {"session_id": session_id, "seq": seq, **await db.execute_fn(load)}
+    found = await db.execute_fn(load)
+    return {"session_id": session_id, "seq": found["window"]["target"]["seq"], **found}
 
 
 async def overview_page(datasette, request, db, params):

@@ -247,7 +247,8 @@ EVENT = obj(
 SNIPPET_MATCHES = array(
     {**array(INTEGER), "minItems": 2, "maxItems": 2, "description": "[start, end) code-point offsets into the snippet"}
 )
-EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "snippet": STRING, "snippetMatches": SNIPPET_MATCHES})
+EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "id": column("messages", "uuid"), "snippet": STRING,
+                        "snippetMatches": SNIPPET_MATCHES})
 SESSION_SEARCH_HIT = obj({**SESSION_RECORD["properties"], "bestMatch": EVENT_SEARCH_HIT})
 EVENT_SEARCH_PAGE = page(EVENT_SEARCH_HIT, session=HEADER)
 LOG_SNAPSHOT = obj({"session": HEADER, "events": array(EVENT)})
