@@ -1849,7 +1849,11 @@ async def test_a_failure_that_answers_no_stored_call_links_to_where_its_result_i
     html = await page(ds, "/-/obelisk/failures", sessionId="small:agent-sidechain-sys1")
     item = re.search(r'<h2>Tool result <span class="ob-outcome blocked">.*?</li>', html, re.S)
     assert item, "the orphan result is listed"
-    target = next(link for link in links(item.group(0)) if link.startswith("/-/obelisk/session/"))
+    link = next(link for link in links(item.group(0)) if link.startswith("/-/obelisk/session/"))
+    assert "message=" in link  # (the result by its id: where the transcript shows it when the link is followed)
+    response = await ds.client.get(link)
+    assert response.status_code == 302, response.text[:300]
+    target = response.headers["location"]
     path, _, anchor = target.partition("#")
     assert anchor.startswith("m"), target
     assert f'id="{anchor}"' in await page(ds, path)
@@ -2316,3 +2320,34 @@ async def test_an_event_link_shows_the_same_event_after_an_ingest_renumbers_its_
     assert (response.json()["target"]["seq"], response.json()["target"]["data"]["text"]) == (1, "B's own prompt")
     lineage = await page(ds, f"/-/obelisk/session/{quote(fork, safe=':@')}/lineage", seq="5", id=event_id)
     assert "Event #1 " in lineage
+
+
+@pytest.mark.asyncio
+async def test_a_transcript_link_to_a_message_reaches_it_after_an_ingest_renumbers_its_session(tmp_path):
+    """"In the transcript" names the message by its id (``?message=``), and the session page sends
+    it to where the transcript shows that message when the link is followed: after an ingest
+    renumbered the session, the same message at its new place; a message the session gave up
+    is said to be missing, never the line that took its place."""
+    from urllib.parse import quote
+
+    from test_session_query import renumbered_fork
+
+    db, fork, parent_arrives = renumbered_fork(tmp_path)
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    quoted = quote(fork, safe=":@")
+
+    async def in_transcript(seq):
+        html = await page(ds, f"/-/obelisk/event/{quoted}/{seq}")
+        return unescape(re.search(r'<a href="([^"]+)">In the transcript</a>', html).group(1))
+
+    b_prompt, a_prompt = await in_transcript(5), await in_transcript(1)  # (B's own prompt, A's copied)
+    assert "message=" in b_prompt and "#" not in b_prompt
+    parent_arrives()
+    assert rows(db, "SELECT seq FROM messages WHERE session_id = ? AND text = ?", [fork, "B's own prompt"]) == [(1,)]
+    response = await ds.client.get(b_prompt)
+    assert response.status_code == 302
+    assert response.headers["location"] == f"/-/obelisk/session/{quoted}#m1"
+    assert 'id="m1"' in await page(ds, f"/-/obelisk/session/{quoted}")
+    missing = unescape(await page(ds, a_prompt))
+    assert "This session's transcript has no message" in missing and parse_qs(urlsplit(a_prompt).query)["message"][0] in missing

@@ -543,6 +543,14 @@ def message_anchor(conn, session_id: str, seq: int, *, limit: int = 500, cuts: P
     return None if options is None else {**options, "start": cuts.start_of(session_id, seq), "anchor": f"m{seq}"}
 
 
+def message_anchor_of(conn, session_id: str, uuid: str, *, limit: int = 500) -> dict | None:
+    """``message_anchor`` of the message ``uuid`` of ``session_id`` wherever it now stands (an
+    ingest may have renumbered the session since a link named it); None when the session does
+    not hold it, or no transcript page lists it."""
+    row = conn.execute("SELECT seq FROM messages WHERE session_id = ? AND uuid = ?", [session_id, uuid]).fetchone()
+    return None if row is None else message_anchor(conn, session_id, row[0], limit=limit)
+
+
 def result_anchors(conn, results: list, *, limit: int = 500) -> dict:
     """``message_anchor`` of each ``(session id, message uuid)`` of ``results`` that is stored, by message uuid."""
     found, cuts = {}, PageCuts(conn, limit)

@@ -178,6 +178,8 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
         )
     except QueryError as error:
         return await error_page(datasette, request, error, on_error(params) if on_error else {})
+    if "redirect" in context:  # (a link by an id to where the page shows it now)
+        return Response.redirect(context["redirect"])
     context = {
         "database": db.name,
         "db_param": request.args.get("db"),

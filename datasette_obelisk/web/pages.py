@@ -15,6 +15,7 @@ from .actions import FORGET, REMEMBER, allowed
 from .config import settings
 from .search_form import SearchForm
 from .stored_queries import rows_at_once
+from .template_helpers import TemplateHelpers
 from .visibility import is_visible
 
 TRANSCRIPT_PAGE = 500
@@ -97,6 +98,14 @@ async def session_page(datasette, request, db, params):
             options.update(start=found["start"] or 1, rewound=found["rewound"], meta=found["meta"], log=found["log"])
         else:  # (a call of another session, or none: the page asked for, saying so)
             call_missing = call
+    message = params.text("message")
+    message_missing = None
+    if message:  # a link to a message by its id: where the transcript shows it now, at its anchor
+        found = await db.execute_fn(
+            lambda conn: transcript.message_anchor_of(conn, session_id, message, limit=TRANSCRIPT_PAGE))
+        if found is not None:
+            return {"redirect": TemplateHelpers(datasette, request.args.get("db")).in_transcript(session_id, found)}
+        message_missing = message  # (a message of another session, or none: the page asked for, saying so)
     def load(conn):
         found = transcript.transcript(conn, session_id, **options)
         # (an agent's transcript links the call of its parent that started it, where the parent shows it)
@@ -110,6 +119,7 @@ async def session_page(datasette, request, db, params):
     data["start_folded"] = data["start_folded"] if "start" in request.args else None
     data["start_rewound"] = data["start_rewound"] and "start" in request.args
     return {"t": data, "options": options, "session_id": session_id, "call_missing": call_missing,
+            "message_missing": message_missing,
             "source_gone": transcript.source_gone(data["session"])}
 
 
