@@ -12,6 +12,7 @@ While an ingest has not indexed everything yet, ``search`` says so on stderr.
 from __future__ import annotations
 
 import os
+import shlex
 import sqlite3
 from pathlib import Path
 
@@ -195,14 +196,17 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
 @click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_THREAD), help="Most messages  [default: the whole session]")
 @click.option("--offset", type=click.IntRange(0), default=0, help="Skip this many messages")
+@click.option("--after-uuid", metavar="UUID",
+              help="Go on after this message (the last of the page before), wherever it now is")
 @db_option
 @json_option
 @report_errors
-def read(session_id, include_meta, limit, offset, db_path, as_json):
+def read(session_id, include_meta, limit, offset, after_uuid, db_path, as_json):
     """Read a session as a transcript, ordered by time.
 
     With --limit, a page: what remains is named at the end (on stderr with
-    --json).
+    --json), as the message to go on after (--after-uuid), which stays right
+    when an ingest renumbers the session between two pages.
 
     Example:
 
@@ -218,9 +222,11 @@ def read(session_id, include_meta, limit, offset, db_path, as_json):
         step = limit or obelisk.MAX_THREAD
         first = True
         pages = (  # (the session put in time order once, not once a page)
-            iter([obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset))])
+            iter([obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset,
+                                                             afterUuid=after_uuid))])
             if limit is not None else
-            obelisk.thread_pages(conn, session_id, given(includeMeta=include_meta, offset=offset), step=step)
+            obelisk.thread_pages(conn, session_id, given(includeMeta=include_meta, offset=offset, afterUuid=after_uuid),
+                                 step=step)
         )
         for page in pages:
             uuids = [message["uuid"] for message in page.items]
@@ -284,7 +290,7 @@ def away(surface: str | None, visibility: str | None) -> str:
 
 def more_messages(page) -> str:
     end = page.offset + len(page.items)
-    return f"\n[messages {page.offset + 1}-{end} of {page.total}; {page.remaining} more: --offset {end}]"
+    return f"\n[messages {page.offset + 1}-{end} of {page.total}; {page.remaining} more: --after-uuid {shlex.quote(page.after)}]"
 
 
 @cli.command()

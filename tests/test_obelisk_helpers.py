@@ -1518,3 +1518,41 @@ def test_an_option_given_both_in_the_dict_and_as_a_keyword_is_refused(ro):
             call()
         assert error.value.code == "OBELISK_INVALID_ARGUMENT" and "twice" in error.value.message
     assert len(o.sessions(ro, {"limit": 1})) == len(o.sessions(ro, limit=1)) == 1
+
+
+def test_a_thread_page_goes_on_after_its_last_message_when_an_ingest_renumbers_the_session(tmp_path):
+    """A page's next page named by an offset skips messages after an ingest that renumbered
+    the session (a Codex fork giving up its copy of the log it forked from); named by the
+    page's last message (``afterUuid``) it goes on after that message wherever it now is,
+    and is OBELISK_NOT_FOUND once the session no longer holds it. The CLI names the next
+    page so."""
+    from click.testing import CliRunner
+
+    from datasette_obelisk.cli import cli
+    from datasette_obelisk.query.readonly import connect_readonly
+    from test_session_query import renumbered_fork
+
+    db, fork, parent_arrives = renumbered_fork(tmp_path)
+    with connect_readonly(db) as conn:
+        first = o.thread_page(conn, fork, {"limit": 5})
+        early = o.thread_page(conn, fork, {"limit": 3})
+    assert [m["text"] for m in first.items][-1] == "B's own prompt" and first.total == 8
+    assert first.after == first.items[-1]["uuid"] and early.after == early.items[-1]["uuid"]
+    listed = CliRunner().invoke(cli, ["read", fork, "--limit", "5", "--db", str(db)])
+    assert listed.stdout.endswith(f"[messages 1-5 of 8; 3 more: --after-uuid {first.after}]\n")
+    parent_arrives()
+    with connect_readonly(db) as conn:
+        assert o.thread_page(conn, fork, {"limit": 5, "offset": 5}).items == []  # (an offset skipped them)
+        rest = o.thread_page(conn, fork, {"limit": 5, "afterUuid": first.after})
+        assert [m["text"].split("\n")[0] for m in rest.items] == ["shell", "B", "Answer to B's own prompt"]
+        assert (rest.offset, rest.total, rest.after) == (1, 4, None)
+        assert [m["uuid"] for m in o.thread(conn, fork, afterUuid=first.after)] == [m["uuid"] for m in rest.items]
+        assert [p.items for p in o.thread_pages(conn, fork, {"afterUuid": first.after})] == [rest.items]
+        with pytest.raises(QueryError) as gone:  # (the page ended on the copy the fork gave up)
+            o.thread_page(conn, fork, {"limit": 3, "afterUuid": early.after})
+        assert gone.value.code == "OBELISK_NOT_FOUND"
+        with pytest.raises(QueryError) as both:
+            o.thread_page(conn, fork, {"offset": 1, "afterUuid": first.after})
+        assert both.value.code == "OBELISK_INVALID_ARGUMENT"
+    again = CliRunner().invoke(cli, ["read", fork, "--limit", "5", "--after-uuid", first.after, "--db", str(db)])
+    assert again.exit_code == 0 and "Answer to B's own prompt" in again.stdout and "user:\nB's own prompt" not in again.stdout

@@ -472,7 +472,7 @@ def test_read_prints_a_transcript(corpus_db):
         "\n[2025-12-24T10:00:00.000Z] user:\nCreate a hello world function\n"
         "\n[2025-12-24T10:00:05.000Z] assistant (mixed):\nI'll create that function for you.\n"
     )
-    assert result.stdout.endswith("\n\n[messages 1-2 of 7; 5 more: --offset 2]\n")
+    assert result.stdout.endswith("\n\n[messages 1-2 of 7; 5 more: --after-uuid msg-002]\n")
     whole = invoke("read", "sample_session", "--db", corpus_db).stdout
     assert whole.endswith("\n[2025-12-24T10:01:05.000Z] assistant:\nDone! The hello function is ready.\n")
     assert invoke("read", "sample_session", "--offset", "5", "--limit", "2", "--db", corpus_db).stdout.endswith(
@@ -504,9 +504,12 @@ def test_read_gives_the_whole_session_and_pages_say_what_remains(corpus_db):
     assert (len(json.loads(whole.stdout)), whole.stderr) == (1230, "")
     first = invoke("read", LONG_THREAD, "--limit", "1000", "--db", corpus_db, "--json")
     assert json.loads(first.stdout) == json.loads(whole.stdout)[:1000]
-    assert first.stderr == "\n[messages 1-1000 of 1230; 230 more: --offset 1000]\n"
+    after = json.loads(whole.stdout)[999]["uuid"]
+    assert first.stderr == f"\n[messages 1-1000 of 1230; 230 more: --after-uuid {after}]\n"
     last = invoke("read", LONG_THREAD, "--limit", "1000", "--offset", "1000", "--db", corpus_db, "--json")
     assert (json.loads(last.stdout), last.stderr) == (json.loads(whole.stdout)[1000:], "")
+    rest = invoke("read", LONG_THREAD, "--limit", "1000", "--after-uuid", after, "--db", corpus_db, "--json")
+    assert (rest.stdout, rest.stderr) == (last.stdout, "")
 
 
 def test_read_over_the_cap_pages_through_the_whole_session(corpus_db, monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import pytest
 
 from datasette_obelisk.query import obelisk
@@ -35,7 +37,8 @@ async def test_a_thread_page_links_to_the_next(ds):
     assert first.json() == whole[:1000]
     assert first.headers["x-total-count"] == "1230"
     assert first.headers["link"] == (
-        "</-/obelisk/api/thread?sessionId=codex%3A019c8a59-e9dd-71f0-9ae3-4079fe9726a9&limit=1000&offset=1000>; "
+        "</-/obelisk/api/thread?sessionId=codex%3A019c8a59-e9dd-71f0-9ae3-4079fe9726a9&limit=1000"
+        f"&afterUuid={quote(whole[999]['uuid'], safe='')}>; "  # (the last message listed: the next page after it)
         'rel="next"'
     )
     second = await ds.client.get(first.headers["link"][1 : first.headers["link"].index(">")])

@@ -96,13 +96,14 @@ CAMEL = {
     "includeMeta": "include_meta",
     "projectLimit": "project_limit",
     "memoryLimit": "memory_limit",
+    "afterUuid": "after_uuid",
 }
 SNAKE_TO_CAMEL = {v: k for k, v in CAMEL.items()}
 OPTION_TYPES = {
     "limit": int, "offset": int, "project_limit": int, "memory_limit": int,
     "session_id": str, "project": str, "after": str, "before": str, "cwd": str,
     "source": str, "branch": str, "query": str, "mode": str,
-    "include_meta": bool, "sessions": list,
+    "include_meta": bool, "sessions": list, "after_uuid": str,
 }
 LIMIT_KEYS = ("limit", "project_limit", "memory_limit")
 MAX_OFFSET = 2**62  # an offset plus a limit still fits SQLite's 64-bit integers
@@ -680,6 +681,11 @@ THREAD_SQL = THREAD_PLACEMENT + """, page AS (
     ORDER BY at, seq LIMIT :limit OFFSET :offset
   )
   SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.at, page.seq"""
+# How many of the session's messages a thread lists up to and with message :id (the offset
+# of the one after it). A row before any timestamp has no instant: it sorts first.
+THREAD_POSITION_SQL = THREAD_PLACEMENT + """, target AS (SELECT IFNULL(at, '') AS at, seq FROM placed WHERE id = :id)
+  SELECT COUNT(*) FROM placed, target WHERE (placed.is_meta = 0 OR :include_meta)
+    AND (IFNULL(placed.at, '') < target.at OR (IFNULL(placed.at, '') = target.at AND placed.seq <= target.seq))"""
 
 
 def clipped_text_sql(alias: str, limit: int = MAX_TEXT) -> str:
@@ -713,11 +719,14 @@ def message_columns(conn, alias: str = "m") -> str:
 
 
 class Page(NamedTuple):
-    """Part of a list: its items, where they start, and how long the whole list is."""
+    """Part of a list: its items, where they start, and how long the whole list is;
+    ``after``, for a list that goes on after an item rather than an offset (a thread
+    after a message's uuid), what the next page goes on after."""
 
     items: list
     offset: int
     total: int
+    after: str | None = None
 
     @property
     def remaining(self) -> int:
@@ -738,6 +747,12 @@ def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
     ``limit`` / ``offset`` (extensions) take a page; ``thread_page()`` also
     says how many messages there are. Without a ``limit``, more than
     ``MAX_THREAD`` messages is ``OBELISK_PAYLOAD_TOO_LARGE``: never a cut.
+
+    ``afterUuid`` (an extension, instead of ``offset``) goes on after a message
+    (the last of the page before), wherever it now stands: an ingest may renumber
+    a session between two pages (a Codex fork giving up its copy of the log it
+    forked from), and an offset then skips messages or repeats them. A message
+    the session no longer holds is ``OBELISK_NOT_FOUND``.
     """
     return thread_page(conn, session_id, opts, **kwargs).items
 
@@ -745,7 +760,7 @@ def thread(conn, session_id, opts=None, **kwargs) -> list[dict]:
 def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
     """``thread()`` as a ``Page``: the messages, their offset and the session's total."""
     require_text("thread", "a session id", session_id)
-    o = options("thread", opts, kwargs, {"include_meta": False, "limit": None, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
+    o = thread_options(conn, session_id, opts, kwargs)
     total = one(conn, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND (is_meta = 0 OR ?)",
                 [session_id, o["include_meta"]])[0]
     if o["limit"] is None and total - o["offset"] > MAX_THREAD:
@@ -753,7 +768,34 @@ def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
     found = rows(conn, THREAD_SQL.format(columns=message_columns(conn)), {
         "session_id": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
-    return Page([message_row(r, clipped=True, conn=conn) for r in found], o["offset"], total)
+    items = [message_row(r, clipped=True, conn=conn) for r in found]
+    return Page(items, o["offset"], total, after_of(items, o["offset"], total))
+
+
+def after_of(items: list, offset: int, total: int) -> str | None:
+    """What a thread page's next page goes on after: its last message, while more remain."""
+    return items[-1]["uuid"] if items and offset + len(items) < total else None
+
+
+def thread_options(conn, session_id: str, opts, kwargs) -> dict:
+    """``thread``'s options, ``afterUuid`` turned into the offset of the message after it."""
+    o = options("thread", opts, kwargs, {"include_meta": False, "limit": None, "offset": 0}, ("after_uuid",),
+                string_key=None, max_limit=MAX_THREAD)
+    after = o.pop("after_uuid", None)
+    if after is None:
+        return o
+    if o["offset"]:
+        raise invalid("thread(): give afterUuid or offset, not both")
+    found = one(conn, "SELECT id FROM messages WHERE uuid = ? AND session_id = ?", [after, session_id])
+    if found is None:
+        raise QueryError(
+            "OBELISK_NOT_FOUND",
+            f"thread(): session {session_id!r} has no message {after!r} to go on after (an ingest moved or "
+            "removed it since): read the session again from its start",
+        )
+    o["offset"] = one(conn, THREAD_POSITION_SQL, {
+        "session_id": session_id, "include_meta": o["include_meta"], "id": found[0]})[0]
+    return o
 
 
 def thread_pages(conn, session_id, opts=None, *, step: int = MAX_THREAD, **kwargs):
@@ -764,7 +806,7 @@ def thread_pages(conn, session_id, opts=None, *, step: int = MAX_THREAD, **kwarg
     each), not once a page: reading a 300,000-message session as 30 pages of
     ``thread_page`` took 41 s, each page ordering the whole session again."""
     require_text("thread", "a session id", session_id)
-    o = options("thread", opts, kwargs, {"include_meta": False, "limit": None, "offset": 0}, string_key=None, max_limit=MAX_THREAD)
+    o = thread_options(conn, session_id, opts, kwargs)
     order = [row[0] for row in conn.execute(
         THREAD_ORDER_SQL, {"session_id": session_id, "include_meta": o["include_meta"]})]
     sql = THREAD_ROWS_SQL.format(columns=message_columns(conn))
@@ -772,7 +814,8 @@ def thread_pages(conn, session_id, opts=None, *, step: int = MAX_THREAD, **kwarg
     while True:
         ids = order[offset:offset + step]
         found = rows(conn, sql, {"ids": json.dumps(ids)}) if ids else []
-        yield Page([message_row(r, clipped=True, conn=conn) for r in found], offset, len(order))
+        items = [message_row(r, clipped=True, conn=conn) for r in found]
+        yield Page(items, offset, len(order), after_of(items, offset, len(order)))
         offset += len(ids)
         if not ids or offset >= len(order):
             return

@@ -107,7 +107,9 @@ HELPER_ENDPOINTS = [
         [Param("sessionId", required=True), Param("includeMeta", "boolean"),
          Param("limit", "integer", "a page of at most this many (default: the whole session)",
                minimum=1, maximum=lambda: obelisk.MAX_THREAD),  # (thread() reads it when called)
-         offset("skip this many")],
+         offset("skip this many"),
+         Param("afterUuid", description="go on after this message (the last of the page before) wherever it "
+               "now is, instead of offset; OBELISK_NOT_FOUND once the session no longer holds it")],
         s.array(s.MESSAGE_ROW), positional="sessionId", paged=True,
     ),
     endpoint(

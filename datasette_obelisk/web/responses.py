@@ -39,12 +39,18 @@ def json_page(page, request) -> Response:
     """A page of a list: the items as the body, their place in the whole in headers.
 
     ``X-Total-Count`` is the length of the whole list; while items remain,
-    ``Link`` (``rel="next"``) is this request with the next page's offset.
+    ``Link`` (``rel="next"``) is this request with the next page's offset, or
+    for a list that goes on after an item (a thread), with that item
+    (``afterUuid``): the same next page after an ingest renumbered the session.
     """
     headers = {"X-Total-Count": str(page.total)}
     if page.remaining:
-        args = [(k, v) for k, v in parse_qsl(request.query_string, keep_blank_values=True) if k != "offset"]
-        args.append(("offset", str(page.offset + len(page.items))))
+        args = [(k, v) for k, v in parse_qsl(request.query_string, keep_blank_values=True)
+                if k not in ("offset", "afterUuid")]
+        if getattr(page, "after", None) is not None:
+            args.append(("afterUuid", page.after))
+        else:
+            args.append(("offset", str(page.offset + len(page.items))))
         headers["Link"] = f'<{request.path}?{urlencode(args)}>; rel="next"'
     return json_ok(page.items, headers=headers)
 
