@@ -711,3 +711,37 @@ def test_an_option_given_in_the_dict_and_as_a_keyword_is_refused(logs):
     assert code_of(lambda: history_read(conn, {"sessionId": "s1"}, sessionId="s2")) == "OBELISK_INVALID_ARGUMENT"
     assert code_of(lambda: history_search(conn, {"limit": 1}, limit=2)) == "OBELISK_INVALID_ARGUMENT"
     assert [e["id"] for e in history_read(conn, {"limit": 1}, sessionId="s1")["entries"]] == ["a1"]
+
+
+def test_a_read_cursor_after_a_line_of_a_long_uuid_goes_on_after_it_when_the_session_is_renumbered(toy):
+    """A cursor carries the uuid of the line its page ended on, or the digest of a uuid too
+    long for a cursor: never the seq alone, which an ingest that renumbers the session (lines
+    moved to another session, closing the gap they leave: ``derive.renumber``) moves."""
+    from datasette_obelisk.query.history import MAX_PLACE_UUID
+    from datasette_obelisk.store.derive import renumber
+
+    long_id = "L" * (MAX_PLACE_UUID + 100)
+    toy.write(
+        "s9",
+        line("x1", "first question", "2026-01-01T00:00:00Z"),
+        line(long_id, "an answer under a long id", "2026-01-01T00:01:00Z", role="assistant", type="assistant"),
+        line("x3", "second question", "2026-01-01T00:02:00Z"),
+        line("x4", "second answer", "2026-01-01T00:03:00Z", role="assistant", type="assistant"),
+    )
+    toy.ingest()
+    conn = toy.conn()
+    first = history_read(conn, sessionId="s9", limit=2)
+    assert [e["content"] for e in first["entries"]] == ["first question", "an answer under a long id"]
+    conn.close()
+    # the first line moves out of the session (as an agent's lines do), the rest move up
+    toy.sql("UPDATE messages SET session_id = 'elsewhere', seq = 1 WHERE uuid = 'x1'")
+    write = sqlite3.connect(toy.db)
+    renumber(write, "s9")
+    write.commit()
+    write.close()
+    conn = toy.conn()
+    rest = history_read(conn, sessionId="s9", cursor=first["nextCursor"])
+    assert [e["content"] for e in rest["entries"]] == ["second question", "second answer"]
+    # its line gone from the session: stale, never another place
+    toy.sql("DELETE FROM messages WHERE uuid = ?", [long_id])
+    assert code_of(lambda: history_read(conn, sessionId="s9", cursor=first["nextCursor"])) == "SESSION_QUERY_STALE_CURSOR"

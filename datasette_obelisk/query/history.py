@@ -70,6 +70,12 @@ READ_DEFAULT_LIMIT = 50
 READ_MAX_LIMIT = 100
 READ_BUDGET_BYTES = 1 << 20
 MAX_PLACE_UUID = 512  # longest line uuid a read cursor carries (a cursor holds at most 2,048 characters)
+LONG_UUID = "sha256:"  # a longer one's place is its digest: the prefix, then 64 hex digits
+
+
+def _place_of(uuid: str) -> str:
+    """What a read cursor keeps of the line ``uuid``: the uuid, or the digest of a long one."""
+    return uuid if len(uuid) <= MAX_PLACE_UUID else LONG_UUID + hashlib.sha256(uuid.encode()).hexdigest()
 MAX_ATTRIBUTES = 32
 MAX_ATTRIBUTE_KEY = 64
 MAX_ATTRIBUTE_VALUE = 1024
@@ -520,9 +526,9 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
             if entries and used + size > budget:
                 return entries, True
             used += size
-            # (the line's uuid: an ingest that renumbers a session's lines keeps it; a uuid
-            # too long for a cursor is left out, the seq then taken as it is)
-            entry["_position"] = [row["seq"], index, *([row["uuid"]] if len(row["uuid"]) <= MAX_PLACE_UUID else [])]
+            # (the line's uuid: an ingest that renumbers a session's lines keeps it; one too
+            # long for a cursor by its digest)
+            entry["_position"] = [row["seq"], index, _place_of(row["uuid"])]
             entries.append(entry)
         seq, part = batch[-1]["seq"], 1 << 30
         if len(batch) <= limit:
@@ -531,8 +537,9 @@ def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[d
 
 def _current_place(conn, session_id: str, position: list) -> list[int]:
     """The ``(seq, part)`` a read cursor goes on after: the place of the line its last
-    entry came from as that line stands now (``[seq, part, uuid]``; a cursor of two
-    numbers is taken as it is).
+    entry came from as that line stands now (``[seq, part, uuid]``, the uuid's digest for
+    one longer than ``MAX_PLACE_UUID``; a cursor of two numbers, which no page returns
+    any more, is taken as it is).
 
     An ingest may renumber a session's lines: a fork gives up its copy of a log
     that arrived meanwhile, an agent's lines move to a session of their own. Going on
@@ -544,6 +551,11 @@ def _current_place(conn, session_id: str, position: list) -> list[int]:
         return position
     _, part, uuid = position
     found = conn.execute("SELECT seq FROM messages WHERE uuid = ? AND session_id = ?", [uuid, session_id]).fetchone()
+    if found is None and uuid.startswith(LONG_UUID) and len(uuid) == len(LONG_UUID) + 64:
+        found = next((  # (the digest of a long uuid: among the session's few long ones)
+            (seq,) for seq, long in conn.execute(
+                "SELECT seq, uuid FROM messages WHERE session_id = ? AND length(uuid) > ?", [session_id, MAX_PLACE_UUID])
+            if _place_of(long) == uuid), None)
     if found is None:
         raise QueryError(
             "SESSION_QUERY_STALE_CURSOR",
