@@ -474,6 +474,43 @@ def test_a_resumed_log_is_the_continuation_of_the_session_it_replays(tmp_path, r
             (original, "u1,u2"), (resumed, "u3")], together
 
 
+@pytest.mark.parametrize("summary", [False, True], ids=["first-line", "summary-line"])
+def test_a_resumed_log_read_before_the_one_it_resumed_is_its_continuation(tmp_path, summary):
+    """A resumed session whose file does not replay the lines it goes on from (its
+    first line names the last of them, a summary line may name it too) is the
+    continuation of theirs also when its file is read first, in the same ingest
+    or before the other file arrives: the rows are those of reading the other first."""
+    original, resumed = "bbbbbbbb-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, second, session):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
+
+    logs = {
+        original: [line("u1", None, 1, original), line("u2", "u1", 2, original)],
+        resumed: [*([json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"})] if summary else []),
+                  line("u3", "u2", 9, resumed), line("u4", "u3", 10, resumed)],
+    }
+    got = {}
+    for order in ((original, resumed), (resumed, original)):
+        for together in (True, False):
+            project = tmp_path / f"{order[0][:2]}-{together}" / ".claude" / "projects" / "-w"
+            project.mkdir(parents=True)
+            db = project.parent.parent.parent / "o.db"
+            for second, name in enumerate(order):
+                (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
+                os.utime(project / f"{name}.jsonl", (1_800_000_000 + second, 1_800_000_000 + second))
+                if not together:
+                    run(db, project.parent.parent)
+            run(db, project.parent.parent)
+            assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
+                (resumed, original, "continuation"), (original, None, None)], (order, together)
+            got[order[0], together] = snapshot(db)
+    first = got[original, True]
+    for key, snap in got.items():
+        assert snap == first, (key, diff(snap, first))
+
+
 def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):
     """When the replayed lines keep the session id they were written in, the
     copy is known even though the original was written to after it."""
