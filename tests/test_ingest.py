@@ -1165,6 +1165,22 @@ def test_a_workflow_run_is_linked_to_the_call_whose_result_names_its_task(tmp_pa
         (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
 
 
+def test_a_workflow_agent_s_meta_json_read_after_its_session_types_it(tmp_path):
+    """The ``.meta.json`` naming a workflow agent's type read in a later ingest
+    than the agent's log gives the rows of one ingest."""
+    files = workflow_files()
+    db, once = tmp_path / "obelisk.db", tmp_path / "once.db"
+    for batch in ([n for n in files if not n.endswith(".meta.json")], [n for n in files if n.endswith(".meta.json")]):
+        for name in batch:
+            (tmp_path / "claude" / "projects" / "-p" / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "claude" / "projects" / "-p" / name).write_bytes(files[name])
+        ingest(db, {"claude": tmp_path / "claude"})
+    ingest(once, {"claude": tmp_path / "claude"})
+    assert rows(db, "SELECT id, relationship, agent_type FROM sessions ORDER BY id") == [
+        (WORKFLOW_SESSION, None, None), (f"{WORKFLOW_SESSION}:agent-agsp0001", "workflow", "workflow-subagent")]
+    assert snapshot(db) == snapshot(once)
+
+
 def nested_agent_files(named: bool = False, footer: bool = False):
     """A 2.1.172+ session whose agent ab1 started agent ab2 (files flat under subagents/);
     ``named``: ab1's result names ab2 too, and its call asks for another type than ab2's own;

@@ -680,6 +680,8 @@ class Writer:
             WORKFLOW_AGENT_UPSERT,
             [a.agent_id] + [getattr(a, f) for f in WORKFLOW_AGENT_FIELDS] + [self.file_id],
         )
+        if a.session_id:  # its agent's session takes the type it names (derive.link_workflows)
+            self.counts.sessions.add(a.session_id)
 
     handlers = {
         Merged: _merged,
