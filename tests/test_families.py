@@ -511,6 +511,78 @@ def test_a_resumed_log_read_before_the_one_it_resumed_is_its_continuation(tmp_pa
         assert snap == first, (key, diff(snap, first))
 
 
+@pytest.mark.parametrize("copy", ["resumed-as-itself", "resumed-as-original", "branch"])
+def test_a_log_copying_another_read_in_an_earlier_ingest_leaves_it_its_lines(tmp_path, copy):
+    """A log resumed (Claude Code 1.0-2.0) or branched into a new file copies the
+    lines of the one it goes on from; when the copy is read in an ingest before
+    the original arrives, the original still keeps them, and the rows are those
+    of one ingest of both (or of the original read first)."""
+    original, later = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, second, session, **extra):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, **extra,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
+
+    named = original if copy == "resumed-as-original" else later
+    extra = {"forkedFrom": {"sessionId": original, "messageUuid": "u2"}} if copy == "branch" else {}
+    logs = {
+        original: [line("u1", None, 1, original), line("u2", "u1", 2, original)],
+        later: [json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
+                line("u1", None, 1, named, **extra), line("u2", "u1", 2, named, **extra), line("u3", "u2", 9, later)],
+    }
+    got = {}
+    for order in ((original, later), (later, original), None):
+        project = tmp_path / str(order and order[0][:2]) / ".claude" / "projects" / "-w"
+        project.mkdir(parents=True)
+        db = project.parent.parent.parent / "o.db"
+        for name in order or (original, later):
+            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
+            os.utime(project / f"{name}.jsonl", (1_800_000_000 + (name == later), 1_800_000_000 + (name == later)))
+            if order:
+                run(db, project.parent.parent)
+        run(db, project.parent.parent)
+        assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+            (original, "u1,u2"), (later, "u3")], order
+        assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
+            (original, None, None), (later, original, "fork" if copy == "branch" else "continuation")], order
+        got[order] = snapshot(db)
+    for order, snap in got.items():
+        assert snap == got[None], (order, diff(snap, got[None]))
+
+
+def test_a_resumed_1_0_log_with_inline_agents_gives_the_rows_of_one_ingest_in_any_order(tmp_path, corpus):
+    """A Claude Code 1.0 log whose inline agents' lines a resumed log replays (under
+    its own session id): whichever arrives first, and together, the same rows, down to
+    the sessions each file names (what is read again with what)."""
+    log = corpus / "claude-code" / "d-kimuson__claude-code-viewer" / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    original, resumed = log.stem, "0e5e1c67-0000-4000-8000-000000000002"
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    last = [line for line in lines if line.get("uuid") and not line.get("isSidechain")][-1]
+    copy = [json.dumps({**line, "sessionId": resumed} if "sessionId" in line else line) for line in lines]
+    copy.append(json.dumps({"type": "user", "uuid": "after-resume", "parentUuid": last["uuid"], "sessionId": resumed,
+                            "version": "1.0.98", "timestamp": "2025-09-04T10:00:00.000Z",
+                            "message": {"role": "user", "content": "carry on"}}))
+    logs = {original: log.read_text(), resumed: "\n".join(copy) + "\n"}
+    got = {}
+    for order in ((original, resumed), (resumed, original), None):
+        project = tmp_path / str(order and order[0][:2]) / ".claude" / "projects" / "-w"
+        project.mkdir(parents=True)
+        db = project.parent.parent.parent / "o.db"
+        for name in order or (original, resumed):
+            (project / f"{name}.jsonl").write_text(logs[name])
+            os.utime(project / f"{name}.jsonl", (1_800_000_000 + (name == resumed),) * 2)
+            if order:
+                run(db, project.parent.parent)
+        run(db, project.parent.parent)
+        assert rows(db, "SELECT id, parent_session_id FROM sessions WHERE agent_id IS NULL ORDER BY id") == [
+            (resumed, original), (original, None)], order
+        got[order] = snapshot(db), rows(db, "SELECT substr(f.path, length(?) + 1), fs.session_id FROM file_sessions fs "
+                                            "JOIN source_files f ON f.id = fs.file_id ORDER BY 1, 2", [str(project)])
+    for order, (snap, named) in got.items():
+        assert snap == got[None][0], (order, diff(snap, got[None][0]))
+        assert named == got[None][1], order
+
+
 def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):
     """When the replayed lines keep the session id they were written in, the
     copy is known even though the original was written to after it."""

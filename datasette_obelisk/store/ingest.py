@@ -213,6 +213,10 @@ class Ingester:
         # Files outside a family that named its sessions when it was cleared (``open_family``):
         # read again with it once the files planned are written (``read_outsiders_again``).
         self._outsiders: set[int] = set()
+        # file id -> the other files holding rows of lines it replays (``Writer.counts.replayed_from``),
+        # while it is written; the files read again for it once (``read_before_its_copies``)
+        self._replayed_from: dict[int, set[int]] = {}
+        self._put_first: set[int] = set()
         self.found: dict[str, int] = {}  # how many files each source discovered
         self._files: dict[str, set[str]] = {"skipped": set(), "read": set(), "replayed": set()}  # paths
         self._discovered: set[str] = set()  # their paths
@@ -1313,6 +1317,45 @@ class Ingester:
                 return self.ingest_files([unit])
         if unit.layout == "jsonl":
             self.check_drift(unit, file_id)
+        self.read_before_its_copies(plan, file_id)
+
+    def read_before_its_copies(self, plan: Plan, file_id: int) -> None:
+        """A log read from its start whose lines another stored log holds, that one
+        ingest would read after it (``in_log_order``: a log resumed or branched into a
+        new file, read first, the one it copies only now): both are read again, in
+        that order, after this pass (and by the next run, if this one is stopped), so
+        the lines are the older one's, as when the files arrive together. (The two
+        name each other's sessions now: one family, ``Writer._note_replayed``; one read
+        again with it in this pass was read in log order already.)"""
+        holders = self._replayed_from.pop(file_id, None)
+        if not holders or plan.resume is not None or plan.job is None or file_id in self._put_first:
+            return
+        family = self.family_of(plan)
+        holders -= set(family.files) if family is not None else set()
+        later = None  # a log holding some of them that one ingest reads after this one
+        for row in self.conn.execute(
+            "SELECT * FROM source_files WHERE missing = 0 AND id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            [families.as_json(holders)],
+        ).fetchall():
+            try:
+                st = os.stat(row["path"])
+            except OSError:
+                continue
+            if not stat_module.S_ISREG(st.st_mode) or row["source"] not in self.sources:
+                continue
+            other = Plan(unit_of_row(row), dict(row), Fingerprint.of(st), job=_FROM_START)
+            if in_log_order([other, plan])[0] is plan:
+                later = row["id"]
+                break
+        if later is None:
+            return
+        # (read again only as a family holding both: else this log would be read alone, again each run)
+        found = {str(unit.path) for unit in self.found_units()} - self._emptied
+        if any(file_id in files and later in files for files, _ in families.families_to_read(self.conn, [file_id], found)):
+            self._put_first.add(file_id)
+            with self.transaction():
+                self.conn.execute("UPDATE source_files SET parser_version = NULL WHERE id = ?", [file_id])
+            self._outsiders.add(file_id)
 
     def is_unchanged(self, row, fingerprint: Fingerprint, source: Source, st) -> bool:
         if row["parser_version"] != source.parser_version or row["missing"]:
@@ -1444,6 +1487,8 @@ class Ingester:
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
+            if counts.replayed_from:
+                self._replayed_from.setdefault(file_id, set()).update(counts.replayed_from)
             if unit.layout == "document":  # one file, many items: count the items
                 lines = document_items(records, batch.message_rows)
             self.queue_sessions(counts.sessions | counts.mentioned)
@@ -1578,6 +1623,16 @@ TAIL_BYTES = 4096
 def data_version(conn: sqlite3.Connection) -> int:
     """Changes whenever another connection commits (``PRAGMA data_version``)."""
     return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+@dataclass(frozen=True)
+class _FromStart:
+    """A job reading a stored file from its start, as ``in_log_order`` sees it."""
+
+    cursor: int = 0
+
+
+_FROM_START = _FromStart()
 
 
 def in_log_order(plans: list[Plan]) -> list[Plan]:

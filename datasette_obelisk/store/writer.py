@@ -102,6 +102,8 @@ class WriteCounts:
     merged_reasons: Counter = field(default_factory=Counter)
     sessions: set = field(default_factory=set)
     mentioned: set = field(default_factory=set)  # sessions with a line in this file, replays too
+    # the other files holding the rows of lines this file replays (their sessions are ``mentioned``)
+    replayed_from: set = field(default_factory=set)
     errors: list = field(default_factory=list)
     repaired: list = field(default_factory=list)  # (path, line, reason) of lines kept with repairs
     unknown: list = field(default_factory=list)  # (path, line, reason) of lines of a type not known: not stored
@@ -271,7 +273,9 @@ class Writer:
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
         self.conn.executemany(RESULT_INSERT, self._results)
         self._complete_results(message_rows)
+        replayed = sorted({held[0] for held in self._held})
         self._take_over_retired()
+        self._note_replayed(replayed, {row[1] for row in message_rows})
         self.conn.executemany(
             FILE_SESSION_UPSERT,
             [(self.file_id, s, self._starts.get(s), self._ends.get(s))
@@ -521,6 +525,25 @@ class Writer:
                 [self.file_id, *values, *retired],
             )
         self._left.update(found)
+
+    def _note_replayed(self, uuids: list[str], own: set[str]) -> None:
+        """The sessions and files holding the rows of the lines this batch replays that another
+        file stored under another session than the batch's lines name (``own``: a log resumed
+        or branched into a new file, and the one it copies): the file names those sessions
+        too, so the two are read again together (``families``). An inline agent's row names
+        the session whose lines hold it (where it is until derived)."""
+        for start in range(0, len(uuids), 500):
+            part = uuids[start:start + 500]
+            for session_id, file_id in self.conn.execute(
+                "SELECT DISTINCT CASE WHEN s.agent_id GLOB 'sidechain-*' AND s.parent_session_id IS NOT NULL "
+                "THEN s.parent_session_id ELSE m.session_id END, m.file_id "
+                "FROM messages m LEFT JOIN sessions s ON s.id = m.session_id "
+                f"WHERE m.uuid IN ({','.join('?' * len(part))}) AND m.file_id IS NOT ?", [*part, self.file_id]
+            ):
+                if session_id not in own:
+                    self.counts.mentioned.add(session_id)
+                    if file_id is not None:
+                        self.counts.replayed_from.add(file_id)
 
     def _stored(self, uuid: str) -> bool:
         return self.conn.execute("SELECT 1 FROM messages WHERE uuid = ?", [uuid]).fetchone() is not None
