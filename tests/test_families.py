@@ -581,6 +581,36 @@ def test_a_resumed_1_0_log_with_inline_agents_gives_the_rows_of_one_ingest_in_an
     for order, (snap, named) in got.items():
         assert snap == got[None][0], (order, diff(snap, got[None][0]))
         assert named == got[None][1], order
+def test_a_resumed_log_written_to_disk_before_the_one_it_replays_leaves_it_its_lines(tmp_path):
+    """Copied without their times (the resumed log copied first), a resumed log
+    replaying the one it resumed under its own session id is still read after it:
+    it goes on after that one ends. Together or one at a time, the rows are the same."""
+    original, resumed = "bbbbbbbb-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
+
+    def line(uuid, parent, second, session):
+        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
+                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
+
+    replayed = [("u1", None, 1), ("u2", "u1", 2)]
+    logs = {original: [line(*r, original) for r in replayed],
+            resumed: [*(line(*r, resumed) for r in replayed), line("u3", "u2", 9, resumed)]}
+    got = {}
+    for together in (True, False):
+        project = tmp_path / str(together) / ".claude" / "projects" / "-w"
+        project.mkdir(parents=True)
+        db = tmp_path / f"{together}.db"
+        for when, name in enumerate((resumed, original)):  # the copy's file the older
+            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
+            os.utime(project / f"{name}.jsonl", (1_800_000_000 + when, 1_800_000_000 + when))
+            if not together:
+                run(db, project.parent.parent)
+        run(db, project.parent.parent)
+        assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
+            (resumed, "u3"), (original, "u1,u2")], together
+        assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
+            (resumed, original, "continuation"), (original, None, None)], together
+        got[together] = snapshot(db)
+    assert got[False] == got[True], diff(got[False], got[True])
 
 
 def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):

@@ -30,6 +30,7 @@ from ..sources.base import (
 )
 from ..sources.common import is_json_object
 from ..sources import lines as line_reader
+from ..utc import canonical
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, open_rewrite_span, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
@@ -1638,12 +1639,16 @@ _FROM_START = _FromStart()
 def in_log_order(plans: list[Plan]) -> list[Plan]:
     """``plans`` with the logs read from their start in the order they began
     (their first timestamp; on a tie, a log whose first line names another
-    session after the others, then by last write; by path without one), each
+    session after the others, then the one whose tail's last time is earlier,
+    then by last write; by path without one), each
     branch after the log it copies, after those read on from a cursor, parents
     before their agents as ever. A log resumed into a new file replays lines of
     the one it resumed, a branch copies them (``forkedFrom``, under their times,
     which may be earlier than its original's first line): read first, the
-    older one keeps them, as it does when the files arrive one at a time."""
+    older one keeps them, as it does when the files arrive one at a time. (A
+    resumed log replaying another under its own session id begins as that one
+    does and goes on after it ends, whenever either file was last written:
+    copied without their times, the copy may be the older file.)"""
     heads = {id(plan): first_moment(plan.unit.path) for plan in plans
              if not (plan.job is None or plan.job.cursor or plan.unit.compression)}
     by_session = {plan.unit.path.stem: plan for plan in plans if id(plan) in heads}
@@ -1657,15 +1662,39 @@ def in_log_order(plans: list[Plan]) -> list[Plan]:
             forked = heads[id(parent)][2] if parent is not None else None
         return level
 
+    def start(plan: Plan):
+        moment, named, _ = heads[id(plan)]
+        return plan.unit.priority, depth(plan), moment, int(named is not None and named != plan.unit.path.stem)
+
+    starts = {id(plan): start(plan) for plan in plans if id(plan) in heads}
+    # (the tails of the logs beginning alike only: no other log need be read twice)
+    ties = Counter(start for start in starts.values() if start[2])
+
     def key(plan: Plan):
         if id(plan) not in heads:
-            return (plan.unit.priority, 0, 0, "", 0, 0, str(plan.unit.path))
-        moment, named, _ = heads[id(plan)]
-        copied = int(named is not None and named != plan.unit.path.stem)
-        return (plan.unit.priority, 1, depth(plan), moment, copied, plan.fingerprint.mtime_ns if moment else 0,
+            return (plan.unit.priority, 0, 0, "", 0, "", 0, str(plan.unit.path))
+        priority, level, moment, copied = starts[id(plan)]
+        last = last_moment(plan.unit.path) if ties[starts[id(plan)]] > 1 else ""
+        return (priority, 1, level, moment, copied, last, plan.fingerprint.mtime_ns if moment else 0,
                 str(plan.unit.path))
 
     return sorted(plans, key=key)
+
+
+LAST_MOMENTS = re.compile(rb'"timestamp"\s*:\s*"(\d{4}-[^"]{1,40})"')
+
+
+def last_moment(path) -> str:
+    """The latest timestamp in a log's last ``HEAD_BYTES``, canonical ("" when there is none there)."""
+    try:
+        with open(path, "rb") as raw:
+            size = raw.seek(0, os.SEEK_END)
+            raw.seek(max(0, size - HEAD_BYTES))
+            tail = raw.read(HEAD_BYTES)
+    except OSError:
+        return ""
+    moments = (canonical(found.group(1).decode("ascii", "replace")) for found in LAST_MOMENTS.finditer(tail))
+    return max((moment for moment in moments if moment), default="")
 
 
 def first_moment(path) -> tuple[str, str | None, str | None]:
