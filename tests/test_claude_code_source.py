@@ -773,6 +773,53 @@ def test_titles_and_metadata_lines():
     assert not of_type(records, Session)  # metadata alone makes no session
 
 
+# A line without a uuid of each type Claude Code 2.1.332 writes about a session (its
+# transcript writer's table), of 2.1.333 (denial-counts), of older builds' (task-summary, speculation-accept, context
+# collapse), of a workflow journal, and of history.jsonl (no type, its ``display``).
+KNOWN_WITHOUT_UUID = [
+    {"type": t, "sessionId": "s1"} for t in (
+        "summary custom-title ai-title agent-name agent-color agent-setting tag last-prompt pr-link frame-link "
+        "continued-in relocated worktree-state cost-state ended-by-model fork-context-ref queue-operation "
+        "file-history-snapshot file-history-delta attribution-snapshot content-replacement permission-mode mode "
+        "repl-mode memory-mode isolation-latch atis-latch dev-mods session-owner hybrid-organization "
+        "history-suppression bridge-session artifact-comment-monitor artifact-autoreact-ledger tools-used "
+        "data-flow-records data-flow-incomplete data-flow-handover derived-from api-request api-request-shape "
+        "api-request-blob api-request-resumed observer-ref resume-head-vouch host-row task-summary "
+        "speculation-accept marble-origami-commit marble-origami-snapshot marble-origami-reset "
+        "denial-counts launched started result failed"
+    ).split()
+] + [{"display": "fix the tests", "pastedContents": {}, "timestamp": 1762870600000, "project": "/p"}]
+
+
+def test_a_line_of_a_type_not_known_is_merged_as_such_and_named():
+    records = feed_lines(KNOWN_WITHOUT_UUID + [
+        {"silly": "this"},  # (daaain's edge_cases.jsonl line 14)
+        {"type": "future-line", "sessionId": "s1", "timestamp": "2026-01-01T00:00:00.000Z"},
+        {"type": 7, "display": "not history: it has a type"},
+        {"type": "permission-mode", "permissionMode": "plan"},
+    ])
+    merged = [(m.position.line_no, m.reason, m.detail) for m in of_type(records, Merged)]
+    n = len(KNOWN_WITHOUT_UUID)
+    assert n == 57
+    assert merged[:n] == [(line, "metadata", None) for line in range(1, n + 1)]
+    assert merged[n:] == [
+        (n + 1, "unknown-type", None), (n + 2, "unknown-type", "future-line"), (n + 3, "unknown-type", None),
+        (n + 4, "metadata", None),
+    ]
+    # nothing else changes: an unknown line with a time still says the session went on to then
+    assert [s.ended_at for s in of_type(records, Session) if s.ended_at] == ["2026-01-01T00:00:00.000Z"]
+
+
+@needs_corpus
+def test_the_only_line_of_a_type_not_known_in_the_corpus_is_edge_cases_line_14():
+    found = []
+    for name, unit_ in sorted(corpus_units().items()):
+        if unit_.layout != "document":
+            found += [(name, m.position.line_no, m.detail) for m in of_type(parse_unit(unit_), Merged)
+                      if m.reason == "unknown-type"]
+    assert found == [("daaain__claude-code-log/edge_cases.jsonl", 14, None)]
+
+
 def test_session_is_emitted_once_and_again_on_context_change():
     context = {"cwd": "/a", "gitBranch": "main", "version": "2.1.1"}
     records = feed_lines(
@@ -939,7 +986,8 @@ def test_workflow_documents_journal_and_agents():
     ]
     records = feed_lines(journal, unit("workflow_journal", run + "journal.jsonl", **hints))
     assert of_type(records, WorkflowAgent) == [WorkflowAgent("w1", "wf_1", "s1")] * 2
-    assert len(of_type(records, Merged)) == 3
+    assert [(m.reason, m.detail) for m in of_type(records, Merged)] == [
+        ("metadata", None), ("metadata", None), ("unknown-type", "workflow_ledger_entry")]
     agent = unit("workflow_agent", run + "agent-w1.jsonl", agent_id="w1", **hints)
     records = feed_lines([user("u1", "Sweep docs", isSidechain=True, sessionId="s1#agent-w1")], agent)
     [session] = of_type(records, Session)

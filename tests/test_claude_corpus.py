@@ -11,7 +11,9 @@ import shutil
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 
+from datasette_obelisk.cli import cli
 from datasette_obelisk.store.ingest import ingest
 
 DAG = "dag_compact_after_rewind_preserved"
@@ -110,15 +112,51 @@ SUBAGENT_LINKS = {
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory, corpus_root):
+def ingested(tmp_path_factory, corpus_root):
     path = tmp_path_factory.mktemp("claude") / "obelisk.db"
     summary = ingest(path, {"claude": corpus_root / "claude-code"}, sources=None)
     # Sessions stored: those of SESSIONS, the inline agents among them; not the parents
     # (88a8d761, fa812bfe) whose logs are missing though their agents' lines name them.
     assert (summary.files, summary.errors, summary.sessions) == (len(FILES), 3, len(SESSIONS))
-    conn = sqlite3.connect(path)
+    return path, summary
+
+
+@pytest.fixture(scope="module")
+def db(ingested):
+    conn = sqlite3.connect(ingested[0])
     yield conn
     conn.close()
+
+
+UNKNOWN_LINE = "a line of a type the parser does not know: counted as merged, not stored"
+
+
+def test_the_summary_names_the_line_of_a_type_not_known(ingested, corpus_root):
+    # edge_cases.jsonl line 14, {"silly": "this"}: no uuid, no type. Every other line
+    # without a uuid is of a type Claude Code writes (history.jsonl's entries have none,
+    # but their ``display``).
+    path = str(corpus_root / "claude-code" / "daaain__claude-code-log" / "edge_cases.jsonl")
+    summary = ingested[1]
+    assert (summary.unknown, summary.unknown_samples) == (1, [(path, 14, UNKNOWN_LINE)])
+    assert summary.empty_files == []
+
+
+def test_a_log_of_lines_of_types_not_known_only_is_format_drift(tmp_path):
+    log = tmp_path / "projects" / "-p" / "s9.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b'{"silly":"this"}\n{"type":"brand-new","sessionId":"s9"}\n')
+    summary = ingest(tmp_path / "obelisk.db", {"claude": tmp_path})
+    assert (summary.errors, summary.unknown, summary.empty_files) == (1, 2, [str(log)])
+    assert [reason for _, _, reason in summary.unknown_samples] == [
+        UNKNOWN_LINE, UNKNOWN_LINE.replace("know:", "know (brand-new):")]
+
+
+def test_the_cli_warns_of_the_line_of_a_type_not_known(tmp_path, corpus_root):
+    project = corpus_root / "claude-code" / "daaain__claude-code-log"
+    result = CliRunner().invoke(cli, ["ingest", "--db", str(tmp_path / "obelisk.db"), "--claude-dir", str(project)])
+    assert result.exit_code == 1, result.output  # (lines 13, 15 and 16 are no JSON objects: errors)
+    assert "3 errors (1 line of a type not known, not stored)" in result.output
+    assert f"  warning: {project / 'edge_cases.jsonl'}:14: {UNKNOWN_LINE}" in result.output
 
 
 @pytest.fixture(scope="module")

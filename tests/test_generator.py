@@ -16,6 +16,9 @@ from pathlib import Path
 import pytest
 
 from datasette_obelisk.demo.generator import FOLLOW_UPS, GenerateStats, escape_cwd, generate
+from datasette_obelisk.records import Merged
+from datasette_obelisk.sources.claude_code import ClaudeCodeSource
+from datasette_obelisk.sources.lines import read_lines as read_file_lines
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -367,6 +370,19 @@ def test_claude_shapes(corpus):
     for shape in ("summary", "flat_agent_ref", "compaction", "command", "reminder", "thinking", "exit_code_1",
                   "tool:Bash", "tool:Read", "tool:Edit", "tool:Write", "tool:Grep", "tool:Task", "tool:Agent"):
         assert seen[shape] >= 1, shape
+
+
+def test_every_claude_line_has_a_type_the_parser_knows(corpus):
+    root, _ = corpus
+    source = ClaudeCodeSource()
+    reasons: Counter = Counter()
+    for unit in source.discover(root / ".claude"):
+        if unit.layout == "jsonl":
+            parser = source.open_parser(unit, None)
+            with open(unit.path, "rb") as stream:
+                for line in read_file_lines(stream):
+                    reasons.update(r.reason for r in parser.feed(line.data, line.position) if isinstance(r, Merged))
+    assert reasons == {"metadata": 158}  # (titles, snapshots, the queue, modes, last prompts: no unknown-type)
 
 
 def test_claude_streaming_split(corpus):

@@ -102,6 +102,10 @@ def test_the_store_reads_the_newer_corpus_without_error(corpora):
     assert corpora[5].errors == 0
 
 
+def test_every_line_of_the_newer_corpus_has_a_type_its_parser_knows(corpora):
+    assert (corpora[5].unknown, corpora[5].unknown_samples) == (0, [])
+
+
 def test_a_title_kept_in_custom_title_json_titles_the_session_unless_a_line_gives_one(corpora, conn):
     _, _, newer, _, _, _, added = corpora
     found = {}

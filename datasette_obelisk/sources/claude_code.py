@@ -196,6 +196,27 @@ METADATA_TYPES = frozenset(
     {*TITLE_KEYS, "pr-link", "tag", "continued-in", "worktree-state", "fork-context-ref", "agent-color",
      "agent-setting", "last-prompt", "relocated", "cost-state", "ended-by-model"}
 )
+# The other lines Claude Code writes about a session (no uuid), none read here: what
+# it re-reads on resume (modes, latches, the remote-control bridge, an artifact's link,
+# its owner, its data-flow records, the API requests it replays), its bookkeeping
+# (the message queue, file backups for /rewind, content replaced by stubs) and, from
+# older builds, a task's summary, an accepted speculation and context-collapse
+# commits. 2.1.332 names them in its transcript writer's table (``appendEntry``);
+# 2.1.333 adds ``denial-counts`` (auto mode's refusals so far).
+UNREAD_TYPES = frozenset(
+    "denial-counts queue-operation file-history-snapshot file-history-delta attribution-snapshot content-replacement "
+    "permission-mode mode repl-mode memory-mode isolation-latch atis-latch dev-mods session-owner "
+    "hybrid-organization history-suppression bridge-session frame-link artifact-comment-monitor "
+    "artifact-autoreact-ledger tools-used data-flow-records data-flow-incomplete data-flow-handover "
+    "derived-from api-request api-request-shape api-request-blob api-request-resumed observer-ref "
+    "resume-head-vouch host-row task-summary speculation-accept marble-origami-commit "
+    "marble-origami-snapshot marble-origami-reset".split()
+)
+# What a workflow run's ``journal.jsonl`` holds (its agents started, their results).
+JOURNAL_TYPES = frozenset({"launched", "started", "result", "failed"})
+# Every line type without a uuid this parser knows; any other is merged as
+# ``unknown-type`` (named in the ingest summary): a format Claude Code changed.
+KNOWN_METADATA_TYPES = METADATA_TYPES | UNREAD_TYPES | JOURNAL_TYPES
 # What a cost-state line must hold for Claude Code to take it (and the most it takes).
 MAX_COST_USD = 1e9
 MAX_FIGURE = 1e15
@@ -600,7 +621,7 @@ class ClaudeCodeParser:
         if moment:  # the session went on to then (a prompt queued, a pull request linked,
             # the files backed up for a prompt): its end is no earlier
             said_end(records, Session(self.session_id, SOURCE, ended_at=moment))
-        records.append(Merged(position, "metadata"))
+        records.append(_metadata(obj, line_type, position, KNOWN_METADATA_TYPES))
         return records
 
     def _journal_line(self, obj: dict, position: Position) -> list[Record]:
@@ -609,7 +630,7 @@ class ClaudeCodeParser:
         agent_id = _text(obj.get("agentId"))
         if agent_id:
             records.append(WorkflowAgent(agent_id, self.run_id, self.parent or ""))
-        records.append(Merged(position, "metadata"))
+        records.append(_metadata(obj, _text(obj.get("type")), position, JOURNAL_TYPES))
         return records
 
     def _conversation_line(self, obj: dict, line_type: str, position: Position) -> list[Record]:
@@ -1103,6 +1124,15 @@ class ClaudeCodeParser:
 
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def _metadata(obj: dict, line_type: str | None, position: Position, known: frozenset) -> Merged:
+    """A line about the session, merged: ``metadata`` when its type is ``known`` (or it
+    is a ``history.jsonl`` entry, the prompt history: no type, its ``display``),
+    ``unknown-type`` naming its type otherwise."""
+    if line_type in known or ("type" not in obj and isinstance(obj.get("display"), str)):
+        return Merged(position, "metadata")
+    return Merged(position, "unknown-type", line_type)
 
 
 def _add_api_fields(message: Message, payload: dict) -> None:
