@@ -88,7 +88,8 @@ EXPECTED = {
                                                             (4, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0),
     "jazzyalex__agent-sessions/0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f/subagents/agent-a0ad4f44468bdf20d.meta.json":
                                                             (0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0),
-    "jazzyalex__agent-sessions/small.jsonl":                (71, 18, 0, 3, 3, 1, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1),
+    # (line 12, the prompt queued while the agent worked, is a message: log-only and meta)
+    "jazzyalex__agent-sessions/small.jsonl":                (72, 17, 0, 3, 3, 1, 2, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 1),
     "kvsankar__agent-history/claude_forked_session.jsonl":  (14, 0, 0, 3, 3, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0),
     # history.jsonl's shape (no type, no uuid): only metadata.
     "kvsankar__agent-history/claude_history.jsonl":         (0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -769,7 +770,9 @@ def test_titles_and_metadata_lines():
         ("custom", "Mine", "s1"),
         ("ai", "Theirs", "s1"),
     ]
-    assert [m.reason for m in of_type(records, Merged)] == ["metadata"] * 6
+    assert [m.reason for m in of_type(records, Merged)] == ["metadata"] * 5
+    # (the prompt queued, line 5, is a message of its own: log-only and meta)
+    assert [(m.type, m.subtype, m.text) for m in of_type(records, Message)] == [("queue-operation", "enqueue", "later")]
     assert not of_type(records, Session)  # metadata alone makes no session
 
 
@@ -818,6 +821,37 @@ def test_the_only_line_of_a_type_not_known_in_the_corpus_is_edge_cases_line_14()
             found += [(name, m.position.line_no, m.detail) for m in of_type(parse_unit(unit_), Merged)
                       if m.reason == "unknown-type"]
     assert found == [("daaain__claude-code-log/edge_cases.jsonl", 14, None)]
+
+
+def test_a_prompt_queued_while_the_agent_worked_is_kept_as_queued():
+    # Claude Code 2.0.x-2.1.x writes what the user typed while the agent worked as a
+    # ``queue-operation`` ``enqueue`` line (content: the text) before it is delivered as a
+    # prompt (a user line after ``dequeue``, a ``queued_command`` attachment beside
+    # ``remove``); a prompt never delivered (taken back with Esc, ``popAll``/``popOne``,
+    # dropped by a hook, the session left with it waiting), and one some builds delivered
+    # without a line of its own, is in that line only. It is kept, log-only and meta (no
+    # prompt, no title); what Claude Code queued itself (a task's notification) is not.
+    records = feed_lines([
+        user("u1", "Fix the login bug", timestamp="2026-04-18T15:00:00.000Z"),
+        {"type": "queue-operation", "operation": "enqueue", "content": "and the logout one",
+         "sessionId": "s1", "timestamp": "2026-04-18T15:00:07.000Z"},
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s1", "timestamp": "2026-04-18T15:00:08.000Z",
+         "content": "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"},
+        {"type": "queue-operation", "operation": "remove", "content": "and the logout one", "reason": "cleared_on_cancel",
+         "sessionId": "s1", "timestamp": "2026-04-18T15:00:09.000Z"},
+        {"type": "queue-operation", "operation": "popAll", "content": "and the logout one",
+         "sessionId": "s1", "timestamp": "2026-04-18T15:00:09.000Z"},
+        {"type": "queue-operation", "operation": "dequeue", "sessionId": "s1", "timestamp": "2026-04-18T15:00:10.000Z"},
+        {"type": "queue-operation", "operation": "enqueue", "content": "  ", "sessionId": "s1"},
+    ])
+    queued = [m for m in of_type(records, Message) if m.type == "queue-operation"]
+    assert [(m.uuid, m.subtype, m.role, m.text, m.content_type, m.is_meta, m.surface, m.timestamp, m.position.line_no)
+            for m in queued] == [
+        (f"s1:{queued[0].position.byte_offset}", "enqueue", "user", "and the logout one", "text", 1, "log-only",
+         "2026-04-18T15:00:07.000Z", 2)]
+    assert [(m.position.line_no, m.reason) for m in of_type(records, Merged)] == [
+        (3, "metadata"), (4, "metadata"), (5, "metadata"), (6, "metadata"), (7, "metadata")]
+    assert [t.title for t in of_type(records, TitleCandidate)] == ["Fix the login bug"]
 
 
 def test_session_is_emitted_once_and_again_on_context_change():
@@ -1479,7 +1513,8 @@ def test_a_line_about_the_session_says_when_it_went_on_to():
         {"type": "last-prompt", "lastPrompt": "and the logout one", "sessionId": "s1"},
         {"type": "queue-operation", "operation": "remove", "sessionId": "s1", "timestamp": "[trimmed for fixture]"},
     ])
-    assert [m.uuid for m in of_type(records, Message)] == ["u1", "a1", "d1"]
+    # (the prompt queued is a message of its own, named by its offset: its line's time is its row's)
+    assert [m.uuid for m in of_type(records, Message)] == ["u1", "a1", "d1", "s1:427"]
     assert [(s.id, s.ended_at) for s in of_type(records, Session) if s.ended_at] == [
         ("s1", "2026-04-18T15:00:07.000Z"), ("s1", "2026-04-18T15:00:09.000Z"),
         ("s1", "[trimmed for fixture]")]  # (the store keeps only times)

@@ -40,7 +40,8 @@ FILES = {
     # other text: kept as u1@1752 and a1@2219. Of the 45 message lines whose uuid
     # is "[trimmed for fixture]", 37 differ in type, subtype, role, content type
     # or text and are kept; 56, 59, 62, 63, 77, 78, 83 and 87 repeat one.
-    "jazzyalex__agent-sessions/small.jsonl": (89, 63, 26, 0),
+    # Line 12, the prompt queued (its text a fixture's, "tool_result"), is a log-only message.
+    "jazzyalex__agent-sessions/small.jsonl": (89, 64, 25, 0),
     "kvsankar__agent-history/claude_forked_session.jsonl": (14, 14, 0, 0),
     "kvsankar__agent-history/claude_history.jsonl": (7, 0, 7, 0),
     "marot__spotter/fa812bfe-b295-4cca-9c2f-fdf01028cb46/subagents/agent-a93ccab.jsonl": (116, 116, 0, 0),
@@ -139,6 +140,14 @@ def test_the_summary_names_the_line_of_a_type_not_known(ingested, corpus_root):
     summary = ingested[1]
     assert (summary.unknown, summary.unknown_samples) == (1, [(path, 14, UNKNOWN_LINE)])
     assert summary.empty_files == []
+
+
+def test_a_prompt_queued_while_the_agent_worked_is_a_log_only_row(db):
+    # small.jsonl line 12: queue-operation enqueue, its content "tool_result" (the fixture's)
+    assert db.execute(
+        "SELECT session_id, type, subtype, role, text, is_meta, surface, timestamp FROM messages "
+        "WHERE type = 'queue-operation'").fetchall() == [
+        ("small", "queue-operation", "enqueue", "user", "tool_result", 1, "log-only", "2025-12-16T00:00:03.500Z")]
 
 
 def test_a_log_of_lines_of_types_not_known_only_is_format_drift(tmp_path):
@@ -494,7 +503,7 @@ def test_m028_reads_again_only_the_files_holding_hook_errors_or_todo_reminders(t
     details = "SELECT seq, length(text) FROM messages WHERE type = 'attachment' AND subtype LIKE 'hook_%error' ORDER BY seq"
     conn = sqlite3.connect(path, isolation_level=None)
     expected = conn.execute(details).fetchall()
-    assert expected == [(46, 43), (48, 43)]
+    assert expected == [(47, 43), (49, 43)]
     conn.execute("UPDATE messages SET text = '' WHERE type = 'attachment'")  # as the parser stored them before
     conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm028_reread_attachment_details'")
     conn.close()

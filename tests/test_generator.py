@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from datasette_obelisk.demo.generator import FOLLOW_UPS, GenerateStats, escape_cwd, generate
-from datasette_obelisk.records import Merged
+from datasette_obelisk.records import Merged, Message
 from datasette_obelisk.sources.claude_code import ClaudeCodeSource
 from datasette_obelisk.sources.lines import read_lines as read_file_lines
 
@@ -376,13 +376,17 @@ def test_every_claude_line_has_a_type_the_parser_knows(corpus):
     root, _ = corpus
     source = ClaudeCodeSource()
     reasons: Counter = Counter()
+    queued = 0
     for unit in source.discover(root / ".claude"):
         if unit.layout == "jsonl":
             parser = source.open_parser(unit, None)
             with open(unit.path, "rb") as stream:
                 for line in read_file_lines(stream):
-                    reasons.update(r.reason for r in parser.feed(line.data, line.position) if isinstance(r, Merged))
-    assert reasons == {"metadata": 158}  # (titles, snapshots, the queue, modes, last prompts: no unknown-type)
+                    records = parser.feed(line.data, line.position)
+                    reasons.update(r.reason for r in records if isinstance(r, Merged))
+                    queued += sum(isinstance(r, Message) and r.type == "queue-operation" for r in records)
+    # titles, snapshots, the queue, modes, last prompts (no unknown-type); the prompts queued are messages
+    assert (reasons, queued) == ({"metadata": 155}, 3)
 
 
 def test_claude_streaming_split(corpus):

@@ -91,12 +91,12 @@ def test_an_event_written_without_a_time_has_the_time_before_it(sq):
 
 
 def test_an_event_whose_time_is_no_time_has_the_time_before_it(sq):
-    # small.jsonl: 37 lines hold "[trimmed for fixture]" where their timestamp would be, from seq 18 on
+    # small.jsonl: 37 lines hold "[trimmed for fixture]" where their timestamp would be, from seq 19 on
     events = sq.listEvents("small")
-    assert len(events) == 54
-    assert {e["time"] for e in events[16:]} == {1765843220000}  # (seq 17's: 2025-12-16T00:00:20.000Z)
+    assert len(events) == 55
+    assert {e["time"] for e in events[17:]} == {1765843220000}  # (seq 18's: 2025-12-16T00:00:20.000Z)
     whole = [{"kind": "time", "from": min(e["time"] for e in events), "to": 2**53}]
-    assert [e["seq"] for e in sq.filterEvents("small", whole)] == list(range(1, 55))
+    assert [e["seq"] for e in sq.filterEvents("small", whole)] == list(range(1, 56))
 
 
 def test_compaction_after_rewind(sq):
@@ -318,30 +318,30 @@ def test_search_finds_only_semantic_text_as_the_text_scan_does(sq, read_conn):
 
 
 def test_failure_and_status_details_are_semantic_text(sq):
-    # small.jsonl line 20 (seq 3) is an api_refusal, line 31 (seq 7) an error with status 429.
+    # small.jsonl line 20 (seq 4) is an api_refusal, line 31 (seq 8) an error with status 429.
     assert sq.filterEvents("small", [{"kind": "text", "text": "refusal"}]) == [{
-        "sessionId": "small", "seq": 3, "type": "system/api_refusal", "time": 1765843206000, "surface": "log-only",
+        "sessionId": "small", "seq": 4, "type": "system/api_refusal", "time": 1765843206000, "surface": "log-only",
         "text": "refusal\nRefused for policy reasons.",
     }]
     assert [(d["seq"], d["text"]) for d in sq.filterEvents("small", [{"kind": "text", "text": "STATUS 429"}])] == [
-        (7, "[trimmed for fixture]\nstatus 429")
+        (8, "[trimmed for fixture]\nstatus 429")
     ]
     found = sq.searchSessions({"query": "Refused for policy reasons", "mode": "phrase"})["items"]
-    assert [(i["header"]["id"], i["bestMatch"]["seq"], i["bestMatch"]["type"]) for i in found] == [("small", 3, "system/api_refusal")]
-    assert [i["seq"] for i in sq.searchEvents({"sessionId": "small", "query": "429"})["items"]] == [7]
+    assert [(i["header"]["id"], i["bestMatch"]["seq"], i["bestMatch"]["type"]) for i in found] == [("small", 4, "system/api_refusal")]
+    assert [i["seq"] for i in sq.searchEvents({"sessionId": "small", "query": "429"})["items"]] == [8]
     # Structural lines still contribute nothing, though the boundary stores "compacted".
     structural = sq.filterEvents("small", [{"kind": "type", "values": ["system/stop_hook_summary", "system/compact_boundary"]}])
-    assert [(d["seq"], d["text"]) for d in structural] == [(1, ""), (4, ""), (26, "")]  # boundaries: lines 21, 51
+    assert [(d["seq"], d["text"]) for d in structural] == [(1, ""), (5, ""), (27, "")]  # boundaries: lines 21, 51
     assert sq.searchEvents({"sessionId": "small", "query": "compacted"})["items"] == []
 
 
 def test_a_background_task_s_status_is_semantic_text(sq):
     # small.jsonl line 72: a task_status attachment, "[status] description" as the task lists show it.
     found = sq.filterEvents("small", [{"kind": "type", "values": ["attachment/task_status"]}])
-    assert [(d["seq"], d["text"]) for d in found] == [(43, "[[trimmed for fixture]] [trimmed for fixture]")]
+    assert [(d["seq"], d["text"]) for d in found] == [(44, "[[trimmed for fixture]] [trimmed for fixture]")]
     found = sq.searchEvents({"sessionId": "small", "query": "trimmed", "filters": [
         {"kind": "type", "values": ["attachment/task_status"]}]})["items"]
-    assert [item["seq"] for item in found] == [43]
+    assert [item["seq"] for item in found] == [44]
 
 
 def test_blocking_hooks_failing_hooks_and_todo_lists_are_semantic_text(sq):
@@ -353,13 +353,13 @@ def test_blocking_hooks_failing_hooks_and_todo_lists_are_semantic_text(sq):
     trimmed = "[trimmed for fixture]"
     found = sq.filterEvents("small", [{"kind": "type", "values": kinds}])
     assert [(d["seq"], d["type"], d["text"]) for d in found] == [
-        (17, "attachment/task_reminder", f"[pending] example: {trimmed}"),
-        (31, "attachment/todo_reminder", ""),
-        (38, "attachment/task_reminder", ""),
-        (42, "attachment/task_reminder", "\n".join([f"[{trimmed}] {trimmed}: {trimmed}"] * 8)),
-        (44, "attachment/todo_reminder", "\n".join([f"[{trimmed}] {trimmed}"] * 9)),
-        (46, "attachment/hook_non_blocking_error", f"{trimmed}\n{trimmed}"),
-        (48, "attachment/hook_blocking_error", f"{trimmed}\n{trimmed}"),
+        (18, "attachment/task_reminder", f"[pending] example: {trimmed}"),
+        (32, "attachment/todo_reminder", ""),
+        (39, "attachment/task_reminder", ""),
+        (43, "attachment/task_reminder", "\n".join([f"[{trimmed}] {trimmed}: {trimmed}"] * 8)),
+        (45, "attachment/todo_reminder", "\n".join([f"[{trimmed}] {trimmed}"] * 9)),
+        (47, "attachment/hook_non_blocking_error", f"{trimmed}\n{trimmed}"),
+        (49, "attachment/hook_blocking_error", f"{trimmed}\n{trimmed}"),
     ]
 
 

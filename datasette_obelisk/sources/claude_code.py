@@ -621,8 +621,22 @@ class ClaudeCodeParser:
         if moment:  # the session went on to then (a prompt queued, a pull request linked,
             # the files backed up for a prompt): its end is no earlier
             said_end(records, Session(self.session_id, SOURCE, ended_at=moment))
+        queued = _queued_text(obj) if line_type == "queue-operation" else None
+        if queued is not None:
+            records.append(self._queued_message(obj, queued, moment, position))
+            return records
         records.append(_metadata(obj, line_type, position, KNOWN_METADATA_TYPES))
         return records
+
+    def _queued_message(self, obj: dict, text: str, moment: str | None, position: Position) -> Message:
+        """A prompt the user typed while the agent worked, as Claude Code queued it
+        (``queue-operation`` ``enqueue``): log-only and meta, the prompt it is sent as
+        being its own line (a user line, a ``queued_command`` attachment) when it is."""
+        return Message(
+            uuid=f"{self.session_id}:{position.byte_offset}", session_id=self.session_id, source=SOURCE,
+            type="queue-operation", subtype="enqueue", role="user", position=position, timestamp=moment,
+            text=text, content_type="text", is_meta=1, surface="log-only",
+        )
 
     def _journal_line(self, obj: dict, position: Position) -> list[Record]:
         """A workflow ``journal.jsonl`` line (``started`` / ``result``)."""
@@ -1285,6 +1299,16 @@ def _fork_parent(obj: dict) -> str | None:
     """The session a branched session's lines were copied from (``forkedFrom``)."""
     forked = obj.get("forkedFrom")
     return _text(forked.get("sessionId")) if isinstance(forked, dict) else None
+
+
+def _queued_text(obj: dict) -> str | None:
+    """What the user typed into the queue (a ``queue-operation`` ``enqueue``'s text); None
+    for another operation, and for what Claude Code queued itself (a background task's
+    notification, a ``!`` command's output, a message of another session's)."""
+    content = obj.get("content")
+    if obj.get("operation") != "enqueue" or not isinstance(content, str) or not content.strip():
+        return None
+    return None if content.lstrip().startswith(NOT_A_PROMPT + ("<channel",)) else content
 
 
 def _queued_prompt(attachment) -> bool:
