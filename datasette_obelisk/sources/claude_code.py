@@ -285,7 +285,10 @@ class ClaudeCodeSource:
     #     are read before it, so a session pruned before it was first read keeps its
     #     whole conversation in order (and one read before gets its rows back in order)
     # 21: a ``file-history-snapshot`` line's ``snapshot.timestamp`` (when its backups were
-    #     taken) gives its session's end, as any timed line
+    #     taken) gives its session's end, as any timed line; a prompt typed while the agent
+    #     worked (``queue-operation`` ``enqueue``) is a message of its own; a log resumed or
+    #     branched into a new file read before the one it copies leaves that one its lines,
+    #     and a resumed session is its original's continuation in whatever order they are read
     parser_version = 21
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
