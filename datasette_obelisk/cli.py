@@ -523,7 +523,7 @@ def keep_watching(db: Path, roots, interval: float, as_json: bool, parent: int, 
         gone = f", {summary.files_missing} gone from disk (kept)" if summary.files_missing else ""
         click.echo(
             f"{time.strftime('%H:%M:%S')} {summary.files_read} files read: {summary.lines} lines, "
-            f"{summary.messages} messages, {summary.errors} errors{_repaired(summary)}{_unknown(summary)}{gone}"
+            f"{summary.messages} messages{_prompts(summary)}, {summary.errors} errors{_repaired(summary)}{_unknown(summary)}{gone}"
         )
         echo_errors(summary.error_samples)
         echo_errors(summary.repaired_samples, "warning")
@@ -544,7 +544,7 @@ def echo_summary(summary, roots) -> None:
     click.echo(
         f"{summary.files} files ({summary.files_read} read{_replayed(summary)}, {summary.files_skipped} unchanged, "
         f"{summary.files_missing} gone from disk{_links(summary)}), {summary.lines} lines, "
-        f"{summary.sessions} sessions, {summary.messages} messages, "
+        f"{summary.sessions} sessions, {summary.messages} messages{_prompts(summary)}, "
         f"{summary.errors} errors{_repaired(summary)}{_unknown(summary)} in {summary.seconds:.2f}s"
     )
     echo_errors(summary.error_samples)
@@ -555,6 +555,12 @@ def echo_summary(summary, roots) -> None:
         click.echo(f"  warning: {path}: lines read but no message recognised (format drift?)", err=True)
     for path in summary.files_unseen[:10]:
         click.echo(f"  warning: {path}: not found, but its folder cannot be read: kept as it was", err=True)
+
+
+def _prompts(summary) -> str:
+    """What the summary says of the prompt logs' lines read (none: nothing)."""
+    prompts = getattr(summary, "prompts", 0)
+    return f", {prompts} prompt{'s' if prompts != 1 else ''} from prompt logs" if prompts else ""
 
 
 def _replayed(summary) -> str:

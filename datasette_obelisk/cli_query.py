@@ -20,7 +20,7 @@ import click
 
 from . import deep_json
 from .cli import Seconds, cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
-from .query import dashboard, fts, live, obelisk, transcript
+from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
 from .query.runner import DEFAULT_TIMEOUT, MAX_TIMEOUT, run_script
@@ -346,6 +346,68 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     for row in rows:
         echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
                    f"{row['id']}  {one_line(row['title'], 80)}".rstrip())
+    if more:
+        echo(more)
+
+
+def checked_source(conn, source: str | None) -> str | None:
+    """``source`` when it is installed or stored (``obelisk.known_source``); None for all."""
+    return obelisk.known_source(conn, given(source=source)).get("source")
+
+
+@cli.command()
+@click.argument("query", required=False)
+@click.option("--session", "session_id", help="Only this session (as stored: codex:<id>, gemini:<id>)")
+@click.option("--project", help="SQL LIKE pattern over the folder the prompt was typed in")
+@click.option("--source", help="Only this source (claude, codex, gemini), or all")
+@click.option("--missing", is_flag=True, help="Only prompts no stored transcript holds")
+@click.option("--orphans", is_flag=True, help="List the sessions known only from the prompt logs instead")
+@click.option("--limit", type=click.IntRange(1, prompt_log.MAX_LIMIT), default=50, show_default=True, help="Most rows")
+@db_option
+@json_option
+@report_errors
+def prompts(query, session_id, project, source, missing, orphans, limit, db_path, as_json):
+    """Prompts the agents' prompt logs kept (Claude Code's and Codex's history.jsonl,
+    Gemini CLI's logs.json), newest first, or best match first for QUERY.
+
+    They outlive transcripts an agent cleaned up: with --missing, only the
+    prompts no stored transcript holds; with --orphans, the sessions known
+    only from the prompt logs. A prompt whose transcript is stored is marked
+    "*" (held by it).
+
+    Example:
+
+    \b
+        obelisk prompts "auth module" --source claude --limit 5
+        obelisk prompts --orphans
+    """
+    if orphans:
+        rows = call(db_path, lambda conn: prompt_log.orphans(
+            conn, source=checked_source(conn, source), project=project, limit=one_more(limit)))
+        rows, more = cut(rows, limit, "sessions")
+        if as_json:
+            return click.echo(dumps(rows))
+        if not rows:
+            return echo("No sessions known only from the prompt logs.")
+        for row in rows:
+            counted = f"{row['prompts']} prompt{'s' if row['prompts'] != 1 else ''}"
+            echo(f"{row['last_at'] or '-':<24}  {row['source']:<6}  {counted:>11}  "
+                 f"{row['session_id']}  {one_line(row['first_prompt'], 80)}".rstrip())
+        if more:
+            echo(more)
+        return
+    rows = call(db_path, lambda conn: prompt_log.prompts(
+        conn, query, session_id=session_id, project=project, source=checked_source(conn, source), missing=missing,
+        limit=one_more(limit)))
+    rows, more = cut(rows, limit, "prompts")
+    if as_json:
+        return click.echo(dumps(rows))
+    if not rows:
+        return echo("No prompts.")
+    for row in rows:
+        held = "*" if row["in_transcript"] else " "
+        echo(f"{row['timestamp'] or '-':<24} {held} {row['source']:<6}  {row['session_id'] or '-'}  "
+             f"{one_line(row['text'], 100)}".rstrip())
     if more:
         echo(more)
 

@@ -173,6 +173,22 @@ class TitleCandidate:
 
 
 @dataclass(slots=True)
+class PromptEntry:
+    """A prompt as an agent's prompt log keeps it (``prompt_log`` rows): Claude Code's
+    and Codex's ``history.jsonl``, Gemini CLI's ``logs.json``. Its line is counted as
+    merged (reason ``prompt``); ``session_id`` is the store's id of the session, None
+    when the line names none."""
+
+    source: str
+    session_id: str | None
+    text: str
+    timestamp: str | None = None
+    project: str | None = None  # the folder it was typed in, when the log names it
+    pasted_json: str | None = None  # pasted contents (Claude Code), as JSON
+    position: Position | None = None
+
+
+@dataclass(slots=True)
 class Summary:
     id: str
     session_id: str
@@ -273,6 +289,7 @@ Record = (
     | ToolCall
     | ToolResult
     | TitleCandidate
+    | PromptEntry
     | Summary
     | Subagent
     | Workflow

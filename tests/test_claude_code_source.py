@@ -1200,10 +1200,14 @@ def make_tree(base):
 
 def test_discovery_kinds_hints_and_priorities(tmp_path):
     project = make_tree(tmp_path / ".claude")
+    units = list(SOURCE.discover(tmp_path / ".claude"))
+    # The config dir's prompt log is read too, after the transcripts; a projects folder has none.
+    assert [(u.path, u.kind, u.layout, u.priority) for u in units if u.kind == "prompt_log"] == [
+        (tmp_path / ".claude" / "history.jsonl", "prompt_log", "jsonl", 4)]
     found = {
         str(u.path.relative_to(project)): (u.kind, u.layout, u.priority, u.hints)
-        for u in SOURCE.discover(tmp_path / ".claude")
-        if u.source == "claude"
+        for u in units
+        if u.source == "claude" and u.kind != "prompt_log"
     }
     p, s = {"project": "-home-u-proj"}, {"parent_session_id": "s1", "project": "-home-u-proj"}
     run = "s1/subagents/workflows/wf_1/"

@@ -4,8 +4,9 @@ results at the database level.
 The corpus files are symlinked into a temporary ``$CODEX_HOME`` under the
 names Codex itself gives them (``sessions/YYYY/MM/DD/rollout-<time>-<thread
 id>.jsonl``, the flat pre-envelope ``sessions/rollout-<id>.jsonl``, and
-``history.jsonl`` for the prompt log, which is not a rollout), so discovery
-finds them the way it finds a user's own.
+``history.jsonl`` for the prompt log, which is not a rollout: its lines are
+merged, each prompt a ``prompt_log`` row), so discovery finds them the way it
+finds a user's own.
 
 How the expected figures were derived: every line of every file was read
 (by eye for the small ones, with a throwaway ``json`` tally by line type for
@@ -97,6 +98,8 @@ FILES = {
     LAYOUT[SMALL]: (118, 46, 72, 0),
     LAYOUT[ESCALATION]: (21, 19, 2, 0),
     LAYOUT[COMPACTION]: (20, 18, 2, 0),
+    # the prompt log: five prompts, merged (prompt_log rows)
+    LAYOUT[PROMPT_LOG]: (5, 0, 5, 0),
     # 493 repeats (255 agent_message, 199 agent_reasoning, 38 user_message,
     # 1 context_compacted), 373 metadata (1 session_meta, 286 turn_context,
     # 66 task events, 20 encrypted-only reasoning), 287 token_count repeats.
@@ -251,9 +254,9 @@ def envelope(type_: str, payload: dict, timestamp: str) -> bytes:
 def test_summary_of_the_run(ingested, home):
     _, summary = ingested
     assert (summary.files, summary.files_read, summary.lines, summary.messages, summary.merged, summary.errors) == (
-        10, 10, 2930, 1681, 1248, 1,
+        11, 11, 2935, 1681, 1253, 1,
     )
-    assert summary.sessions == 10
+    assert (summary.sessions, summary.prompts) == (10, 5)
     assert summary.error_samples == [(str(home / LAYOUT[MALFORMED]), 3, MALFORMED_ERROR)]
     assert summary.empty_files == []
 
@@ -294,7 +297,7 @@ def test_every_line_is_accounted_for(db, home, corpus_root):
         "OR cursor != size OR pending_bytes OR missing"
     ).fetchone() == (0,)
     assert db.execute("SELECT source, kind, layout, compression FROM source_files GROUP BY 1, 2, 3, 4").fetchall() == [
-        ("codex", "rollout", "jsonl", None)
+        ("codex", "prompt_log", "jsonl", None), ("codex", "rollout", "jsonl", None)
     ]
 
 

@@ -1550,6 +1550,7 @@ def test_discovery_in_a_codex_home(tmp_path):
     units = {str(u.path.relative_to(tmp_path)): u for u in CodexSource().discover(tmp_path)}
     assert set(units) == {
         "session_index.jsonl",
+        "history.jsonl",
         "external_agent_session_imports.json",
         f"sessions/2026/02/23/rollout-2026-02-23T12-54-34-{thread}.jsonl",
         f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst",
@@ -1558,6 +1559,7 @@ def test_discovery_in_a_codex_home(tmp_path):
         "archived_sessions/rollout-2026-01-01T00-00-00-11111111-1111-4111-8111-111111111111.jsonl",
     }
     assert units["session_index.jsonl"].kind == "session_index"
+    assert (units["history.jsonl"].kind, units["history.jsonl"].priority) == ("prompt_log", 4)
     assert units["external_agent_session_imports.json"].kind == "import_ledger"
     zst = units[f"sessions/2026/02/24/rollout-2026-02-24T09-00-00-{thread}.jsonl.zst"]
     assert (zst.compression, zst.layout, zst.hints) == ("zstd", "jsonl", {"thread_id": thread})

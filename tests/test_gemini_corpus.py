@@ -5,7 +5,8 @@ The corpus files are symlinked into a temporary ``~/.gemini`` the way Gemini
 CLI lays chats out: ``tmp/<project hash>/chats/session-<start>-<first 8
 characters of the session id>.jsonl`` for the JSONL log, the legacy
 single-JSON chat under its own ``session-….json`` name, and the prompt log as
-``tmp/<project hash>/logs.json`` (never discovered: it is not a chat).
+``tmp/<project hash>/logs.json`` (not a chat: its entries are merged, each
+user prompt a ``prompt_log`` row).
 
 Derivation, by reading the files:
 
@@ -56,6 +57,8 @@ FILES = {
     # A document is read as one "line" whose messages are one row each (see
     # test_document_lines_add_up).
     LAYOUT[LEGACY]: ("document", 2, 2, 0, 0),  # a document counts its items
+    # the prompt log: ten entries, merged (seven user prompts are prompt_log rows)
+    LAYOUT[PROMPT_LOG]: ("document", 10, 0, 10, 0),
 }
 
 SESSIONS = [
@@ -128,9 +131,9 @@ def jsonl(*records) -> bytes:
 def test_summary_of_the_run(ingested):
     _, summary = ingested
     assert (summary.files, summary.files_read, summary.lines, summary.messages, summary.merged, summary.errors) == (
-        2, 2, 7, 6, 2, 0,
+        3, 3, 17, 6, 12, 0,
     )
-    assert (summary.sessions, summary.error_samples, summary.empty_files) == (2, [], [])
+    assert (summary.sessions, summary.prompts, summary.error_samples, summary.empty_files) == (2, 7, [], [])
 
 
 def test_every_line_is_accounted_for(db, home):
@@ -140,7 +143,7 @@ def test_every_line_is_accounted_for(db, home):
             "SELECT path, layout, lines_read, lines_stored, lines_merged, lines_failed FROM source_files"
         )
     }
-    assert got == FILES  # logs.json, the prompt log, is not a chat
+    assert got == FILES
     assert db.execute("SELECT COUNT(*) FROM ingest_errors").fetchone() == (0,)
 
 
@@ -215,7 +218,7 @@ def test_tool_calls_and_results(db):
 def test_document_lines_add_up(db):
     assert db.execute(
         "SELECT lines_read - lines_stored - lines_merged - lines_failed FROM source_files WHERE layout = 'document'"
-    ).fetchall() == [(0,)]
+    ).fetchall() == [(0,), (0,)]
 
 
 # -- $set updates, re-appended messages, rewinds -------------------------------

@@ -385,7 +385,8 @@ def test_discovery_in_a_gemini_home(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}")
     units = {str(u.path.relative_to(tmp_path)): u for u in GeminiSource().discover(tmp_path)}
-    assert set(units) == set(files[:3])
+    assert set(units) == set(files[:4])
+    assert (units[files[3]].kind, units[files[3]].layout) == ("prompt_log", "document")  # the prompt log
     assert units[files[0]].layout == "document"
     assert units[files[1]].layout == "jsonl"
     assert units[files[2]].hints["parent_session_id"] == "abcdef12-0000-4000-8000-000000000000"

@@ -77,6 +77,7 @@ def test_migrations_in_order(conn):
         "m051_reread_invalid_utf8_lines",
         "m052_count_message_rewrites",
         "m053_record_rewritten_ids",
+        "m054_create_prompt_log",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -127,6 +128,7 @@ def test_fts_tables(conn):
     assert sql == {
         "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
         "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "prompt_log_fts": "CREATE VIRTUAL TABLE prompt_log_fts USING fts5( text, content='prompt_log_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_digests_fts": "CREATE VIRTUAL TABLE session_digests_fts USING fts5( title, summary, content='session_digests', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_errors_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
@@ -144,6 +146,7 @@ def test_triggers(conn):
         "memories_ad": "memories", "memories_ai": "memories", "memories_au": "memories",
         "messages_ad": "messages", "messages_ai": "messages", "messages_au": "messages",
         "messages_rewritten_ad": "messages", "messages_rewritten_au": "messages",
+        "prompt_log_ad": "prompt_log", "prompt_log_ai": "prompt_log", "prompt_log_au": "prompt_log",
         "session_digests_ad": "session_digests", "session_digests_ai": "session_digests", "session_digests_au": "session_digests",
         "sessions_digest_ai": "sessions", "sessions_digest_au": "sessions",
         "summaries_digest_ad": "summaries", "summaries_digest_ai": "summaries", "summaries_digest_au": "summaries",
@@ -182,9 +185,16 @@ def test_triggers(conn):
 
 def test_views(conn):
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")] == [
-        "browse_messages", "browse_tool_calls", "messages_search", "tool_errors_search",
+        "browse_messages", "browse_prompts", "browse_tool_calls", "messages_search", "prompt_log_search",
+        "tool_errors_search",
     ]
     views = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"))
+    assert columns(conn, "browse_prompts") == [
+        "id", "source", "session_id", "project", "timestamp", "text", "pasted_json", "in_transcript", "file_path", "line_no",
+    ]
+    assert " ".join(views["prompt_log_search"].split()) == (
+        "CREATE VIEW prompt_log_search AS SELECT id, coalesce(search_text, text) AS text FROM prompt_log"
+    )
     assert " ".join(views["messages_search"].split()) == (
         "CREATE VIEW messages_search AS SELECT id, coalesce(search_text, text) AS text FROM messages"
     )
@@ -192,6 +202,18 @@ def test_views(conn):
         "CREATE VIEW tool_errors_search AS SELECT id, coalesce(search_content, content) AS content "
         "FROM tool_results WHERE outcome = 'failed' OR is_error = 1"
     )
+
+
+def test_prompt_log_fts_follows_its_rows(conn):
+    conn.execute("INSERT INTO prompt_log (source, session_id, text) VALUES ('codex', 'codex:t', 'zebra crossing')")
+    match = "SELECT rowid FROM prompt_log_fts WHERE prompt_log_fts MATCH ?"
+    assert conn.execute(match, ["zebra"]).fetchall() == [(1,)]
+    conn.execute("UPDATE prompt_log SET text = 'giraffe' WHERE id = 1")
+    assert conn.execute(match, ["zebra"]).fetchall() == []
+    assert conn.execute(match, ["giraffe"]).fetchall() == [(1,)]
+    conn.execute("DELETE FROM prompt_log")
+    assert conn.execute(match, ["giraffe"]).fetchall() == []
+    conn.execute("INSERT INTO prompt_log_fts (prompt_log_fts, rank) VALUES ('integrity-check', 1)")
 
 
 def test_triggers_keep_fts_in_step_with_other_writers(conn):
@@ -353,6 +375,10 @@ EXPECTED_TABLES = {
     ],
     'obelisk_state': [
         'key', 'value',
+    ],
+    'prompt_log': [
+        'id', 'source', 'session_id', 'project', 'timestamp', 'text', 'search_text', 'pasted_json', 'file_id',
+        'line_no', 'byte_offset', 'byte_length',
     ],
     'pull_requests': [
         'id', 'session_id', 'url', 'number', 'repository', 'timestamp', 'file_id',

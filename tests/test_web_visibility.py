@@ -112,6 +112,7 @@ async def test_stored_queries_and_views_over_hidden_tables_are_hidden(web_db, pa
 @pytest.mark.parametrize(
     "hidden, derived",
     [("messages", ("session_docs", "session_docs_fts")), ("summaries", ("session_digests", "session_digests_fts")),
+     ("messages", ("prompt_log", "prompt_log_fts", "browse_prompts")),
      ("titles", ("session_digests", "session_digests_fts"))],
 )
 async def test_tables_made_from_a_hidden_tables_text_are_hidden_with_it(web_db, hidden, derived):

@@ -84,6 +84,7 @@ from ..records import (
 from .base import SourceFile, existing_folder, root_location, walk_files
 from .common import as_json, call_text, int_or_none, label, said_end, thinking_meta
 from .lines import Line, decode_object, load_json
+from .prompt_logs import HISTORY_FILE, KIND as PROMPT_LOG, ClaudeHistoryParser
 
 SOURCE = "claude"
 
@@ -311,6 +312,8 @@ class ClaudeCodeSource:
         projects = root / "projects"
         if not projects.is_dir():
             projects = root
+        elif (root / HISTORY_FILE).is_file():  # (a config dir's prompt log)
+            yield SourceFile(root / HISTORY_FILE, SOURCE, kind=PROMPT_LOG, priority=4)
         for path in walk_files(projects):
             parts = path.relative_to(projects).parts
             unit = classify(path, parts)
@@ -319,7 +322,9 @@ class ClaudeCodeSource:
             if unit is not None:
                 yield unit
 
-    def open_parser(self, unit: SourceFile, state: dict[str, Any] | None) -> ClaudeCodeParser:
+    def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
+        if unit.kind == PROMPT_LOG:
+            return ClaudeHistoryParser()
         return ClaudeCodeParser(unit, state)
 
 

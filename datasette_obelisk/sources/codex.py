@@ -194,6 +194,7 @@ from .common import (
     uuid7_ms,
 )
 from .lines import as_utf8, dump_json
+from .prompt_logs import HISTORY_FILE, KIND as PROMPT_LOG, CodexHistoryParser
 
 SOURCE = "codex"
 KEPT_PROMPT_CHARS = 80_000  # Codex rebuilds a compacted history with prompts of up to 20,000 tokens
@@ -545,6 +546,8 @@ class CodexSource:
         folders = [(root / "sessions", 0), (root / "archived_sessions", 1)]
         if not any(folder.is_dir() for folder, _ in folders):
             folders = [(root, 0)]  # pointed at a sessions folder itself
+        elif (root / HISTORY_FILE).is_file():  # (a Codex home's prompt log)
+            yield SourceFile(root / HISTORY_FILE, SOURCE, kind=PROMPT_LOG, priority=4)
         for folder, priority in folders:
             for path in walk_files(folder):
                 unit = rollout_unit(path, priority)
@@ -660,6 +663,8 @@ class CodexSource:
             return SessionIndexParser()
         if unit.kind == "import_ledger":
             return ImportLedgerParser()
+        if unit.kind == PROMPT_LOG:
+            return CodexHistoryParser()
         return CodexParser(unit, state)
 
 

@@ -23,7 +23,7 @@ when it drops messages it is a compaction (see ``_history``), so that line
 may give more than one row, each with the line's position. Setting it from
 plain contents (masking tool outputs, truncating them) first writes every
 message again under a new id: a copy is kept as what it copies (``_copied``).
-``logs.json`` (the prompt log) is not a session and is never discovered.
+``tmp/<project hash>/logs.json``, the prompt log, is read apart (``prompt_logs``).
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from ..records import (
     ToolResult,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
+from .prompt_logs import GEMINI_LOG, KIND as PROMPT_LOG, GeminiLogsParser
 from .common import (
     as_int,
     as_json,
@@ -183,8 +184,18 @@ class GeminiSource:
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
         roots: dict[Path, str | None] = {}
-        for path in (path for folder in self.folders(Path(root)) for path in walk_files(folder)):
+        roots_of_tmp = set(self.folders(Path(root)))
+        for path in (path for folder in roots_of_tmp for path in walk_files(folder)):
             unit = chat_unit(path)
+            if unit is None and path.name == GEMINI_LOG and path.parent.parent in roots_of_tmp:
+                unit = SourceFile(path, SOURCE, kind=PROMPT_LOG, layout="document", priority=4)
+                project = path.parent
+                if project not in roots:
+                    roots[project] = project_root(project)
+                if roots[project]:
+                    unit.hints["project_root"] = roots[project]
+                yield unit
+                continue
             if unit is not None:
                 project = path.parents[1 if unit.kind == "chat" else 2]
                 if project not in roots:
@@ -194,6 +205,8 @@ class GeminiSource:
                 yield unit
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
+        if unit.kind == PROMPT_LOG:
+            return GeminiLogsParser(unit.hints.get("project_root"))
         return GeminiParser(unit, state)
 
 

@@ -953,7 +953,7 @@ def is_conversation(row: SessionRow, visibility: str) -> bool:
 # whose rollout is gone is archived, and its log is not the list. Nor is the file
 # holding a Claude Code session's title (its custom-title.json).
 AGENT_DOCUMENTS = ("subagent_meta", "workflow", "workflow_journal")
-INDEXES = ("session_index", "import_ledger", "custom_title")
+INDEXES = ("session_index", "import_ledger", "custom_title", "prompt_log")
 TITLE_FILES = ("custom_title",)  # a title kept beside a log: any the log's lines give outranks it
 NOT_LOGS = ", ".join(repr(k) for k in INDEXES)
 # Whether file ``f`` holds a message of session ``:s``: looked up by file

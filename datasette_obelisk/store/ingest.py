@@ -80,6 +80,7 @@ class IngestSummary:
     bytes_read: int = 0
     lines: int = 0
     messages: int = 0
+    prompts: int = 0  # prompt_log rows written (prompt logs' lines)
     merged: int = 0
     errors: int = 0
     sessions: int = 0
@@ -104,6 +105,7 @@ class IngestSummary:
             "bytes_read": self.bytes_read,
             "lines": self.lines,
             "messages": self.messages,
+            "prompts": self.prompts,
             "merged": self.merged,
             "errors": self.errors,
             "sessions": self.sessions,
@@ -1530,6 +1532,7 @@ class Ingester:
         s = self.summary
         s.lines += lines
         s.messages += counts.stored
+        s.prompts += counts.prompts
         s.merged += counts.merged
         s.errors += counts.failed
         s.bytes_read += max(0, cursor - self._file_cursor)

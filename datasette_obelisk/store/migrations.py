@@ -1486,3 +1486,59 @@ def m053_record_rewritten_ids(db):
         BEGIN {bump} END;
         """
     )
+
+
+@migrations()
+def m054_create_prompt_log(db):
+    # The agents' prompt logs (Claude Code's and Codex's history.jsonl, Gemini
+    # CLI's logs.json) keep every prompt typed, also in sessions whose
+    # transcript was cleaned up before it was ingested: one row a prompt,
+    # searched through prompt_log_fts (kept by triggers; a cold load leaves
+    # them be: a prompt log is small). ``browse_prompts`` says of each whether
+    # its session's transcript is stored (``in_transcript``), so a search can
+    # keep to what the transcripts lack. The prompt logs already on disk are
+    # read by the next ingest, as new files.
+    db.executescript(
+        """
+        CREATE TABLE prompt_log (
+            id INTEGER PRIMARY KEY,
+            source TEXT NOT NULL,
+            session_id TEXT,
+            project TEXT,
+            timestamp TEXT,
+            text TEXT NOT NULL,
+            search_text TEXT,
+            pasted_json TEXT,
+            file_id INTEGER REFERENCES source_files(id),
+            line_no INTEGER,
+            byte_offset INTEGER,
+            byte_length INTEGER
+        );
+        CREATE INDEX prompt_log_file ON prompt_log (file_id);
+        CREATE INDEX prompt_log_session ON prompt_log (session_id, timestamp);
+        CREATE INDEX prompt_log_timestamp ON prompt_log (timestamp);
+        CREATE VIEW prompt_log_search AS
+            SELECT id, coalesce(search_text, text) AS text FROM prompt_log;
+        CREATE VIRTUAL TABLE prompt_log_fts USING fts5(
+            text, content='prompt_log_search', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER prompt_log_ai AFTER INSERT ON prompt_log BEGIN
+            INSERT INTO prompt_log_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text));
+        END;
+        CREATE TRIGGER prompt_log_ad AFTER DELETE ON prompt_log BEGIN
+            INSERT INTO prompt_log_fts (prompt_log_fts, rowid, text)
+            VALUES ('delete', old.id, coalesce(old.search_text, old.text));
+        END;
+        CREATE TRIGGER prompt_log_au AFTER UPDATE OF text, search_text ON prompt_log BEGIN
+            INSERT INTO prompt_log_fts (prompt_log_fts, rowid, text)
+            VALUES ('delete', old.id, coalesce(old.search_text, old.text));
+            INSERT INTO prompt_log_fts (rowid, text) VALUES (new.id, coalesce(new.search_text, new.text));
+        END;
+        CREATE VIEW browse_prompts AS
+            SELECT p.id, p.source, p.session_id, p.project, p.timestamp, p.text, p.pasted_json,
+                   CAST(EXISTS (SELECT 1 FROM messages m WHERE m.session_id = p.session_id) AS INTEGER) AS in_transcript,
+                   f.path AS file_path, p.line_no
+            FROM prompt_log p LEFT JOIN source_files f ON f.id = p.file_id;
+        """
+    )

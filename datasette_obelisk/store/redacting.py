@@ -20,7 +20,7 @@ import orjson
 from ..cjk import search_text
 from ..sources.lines import dump_json
 from ..records import (
-    Message, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
+    Message, PromptEntry, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
 from .db import INDEXED_FORMS, database_path, get_state, set_state
 from .tool_output import FAILURE_SQL
@@ -32,6 +32,7 @@ TEXT_FIELDS = {
     ToolResult: ("content",),
     Summary: ("content",),
     TitleCandidate: ("title",),
+    PromptEntry: ("text",),
     Session: ("title",),
     Subagent: ("description",),
     WorkflowAgent: ("description",),
@@ -45,13 +46,14 @@ CONTEXT_FIELDS = {
               "team_name", "relocated_cwd", "worktree_path", "worktree_branch", "worktree_base_branch"),
     ToolResult: ("file_path",),
     PullRequest: ("url", "repository"),
+    PromptEntry: ("project",),
 }
 # Who a message says sent it and to whom (its meta's ``from`` and ``to``: an agent
 # team's member, a Codex agent; a name or a list of them), taken from its text
 # before that was redacted: names, redacted as the context fields are; and the
 # reasoning effort a Codex answer's turn asked for (``effort``), as the session's is.
 META_NAMES = ("from", "to", "effort")
-JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",)}
+JSON_FIELDS = {ToolCall: ("input_json",), Workflow: ("result_json",), PromptEntry: ("pasted_json",)}
 LIST_FIELDS = {ToolCall: ("file_paths",)}
 CACHED_VALUES = 4096
 # Stored text columns by table (key column first), for re-redacting rows
@@ -64,6 +66,7 @@ STORED_TEXT = {
     "summaries": ("id", "content"),
     "titles": ("id", "title"),
     "pull_requests": ("id", "url", "repository"),
+    "prompt_log": ("id", "text", "project", "pasted_json"),
     "sessions": ("id", "title", "project", "project_path", "cwd", "git_branch", "repository", "reasoning_effort", "tag",
                  "agent_name", "team_name", "relocated_cwd", "worktree_path", "worktree_branch", "worktree_base_branch"),
     "subagents": ("id", "description"),
@@ -74,6 +77,7 @@ STORED_TEXT = {
 SEARCH_FORMS = {
     ("messages", "text"): f"{INDEXED_FORMS['messages']} = ?",
     ("tool_results", "content"): f"{INDEXED_FORMS['tool_results']} = CASE WHEN {FAILURE_SQL} THEN ? END",
+    ("prompt_log", "text"): "search_text = ?",
 }
 
 
@@ -81,6 +85,7 @@ SEARCH_FORMS = {
 ALSO = {
     ("messages", "text"): {SEARCH_FORMS["messages", "text"]: search_text, "text_length = ?": len},
     ("tool_results", "content"): {SEARCH_FORMS["tool_results", "content"]: search_text},
+    ("prompt_log", "text"): {SEARCH_FORMS["prompt_log", "text"]: search_text},
 }
 
 

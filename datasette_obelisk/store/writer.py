@@ -15,6 +15,7 @@ from ..records import (
     LineRepaired,
     Merged,
     Message,
+    PromptEntry,
     PullRequest,
     Session,
     Subagent,
@@ -45,7 +46,18 @@ TITLE_INSERT = """INSERT INTO titles (session_id, kind, title, timestamp, leaf_u
    ON CONFLICT (session_id, kind, title, ifnull(leaf_uuid, '')) DO UPDATE
    SET id = (SELECT max(id) FROM titles) + 1, timestamp = COALESCE(excluded.timestamp, timestamp)
    WHERE kind != 'first_prompt'"""
-FILE_TABLES = ("messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests", "session_links")
+FILE_TABLES = (
+    "messages", "tool_calls", "tool_results", "summaries", "titles", "pull_requests", "session_links", "prompt_log",
+)
+PROMPT_COLUMNS = (
+    "source session_id project timestamp text search_text pasted_json file_id line_no byte_offset byte_length"
+).split()
+PROMPT_INSERT = f"INSERT INTO prompt_log ({', '.join(PROMPT_COLUMNS)}) VALUES ({', '.join('?' * len(PROMPT_COLUMNS))})"
+# The same prompt, kept by a file gone from this path (``retired_path``): one row each.
+PROMPT_HELD = (
+    "SELECT id, file_id FROM prompt_log WHERE source = ? AND session_id IS ? AND timestamp IS ? AND text = ? "
+    "AND file_id IN ({}) ORDER BY id LIMIT 1"
+)
 
 # CPython's sqlite3 module (3.11) binds ``None`` through its adapter
 # registry, at about seven times the cost of an int; a float NaN is bound
@@ -107,6 +119,7 @@ class WriteCounts:
     errors: list = field(default_factory=list)
     repaired: list = field(default_factory=list)  # (path, line, reason) of lines kept with repairs
     unknown: list = field(default_factory=list)  # (path, line, reason) of lines of a type not known: not stored
+    prompts: int = 0  # prompt_log rows written (prompt logs' lines, counted as merged)
 
 
 def _upsert_sql(table: str, keys: list[str], fields: list[str], last_wins=(), chosen=None) -> str:
@@ -667,6 +680,23 @@ class Writer:
                         [t.session_id, t.kind, title, t.leaf_uuid])
         self.counts.sessions.add(t.session_id)
 
+    def _prompt(self, p: PromptEntry) -> None:
+        # A prompt log names no session of the store's (no file_sessions row): it is in no
+        # family, and reading it again reads no transcript again.
+        position = p.position
+        retired = self._retired_files()
+        if retired:  # (the line a gone copy of this log held: that row is this file's now)
+            held = self.conn.execute(PROMPT_HELD.format(",".join("?" * len(retired))),
+                                     [p.source, p.session_id, p.timestamp, p.text, *retired]).fetchone()
+            if held is not None:
+                self.conn.execute("DELETE FROM prompt_log WHERE id = ?", [held[0]])
+                self._left.add(held[1])
+        self.conn.execute(PROMPT_INSERT, [
+            p.source, p.session_id, p.project, p.timestamp, p.text, search_text(p.text), p.pasted_json, self.file_id,
+            *((position.line_no, position.byte_offset, position.byte_length) if position else (None, None, None)),
+        ])
+        self.counts.prompts += 1
+
     def _summary(self, s: Summary) -> None:
         self.conn.execute(
             "INSERT OR IGNORE INTO summaries (id, session_id, timestamp, source, content, "
@@ -715,6 +745,7 @@ class Writer:
         ToolCall: _tool_call,
         ToolResult: _tool_result,
         TitleCandidate: _title,
+        PromptEntry: _prompt,
         Summary: _summary,
         PullRequest: _pull_request,
         Subagent: _subagent,

@@ -26,6 +26,12 @@ TABLE_DEFAULTS = {
     "memories": {"fts_table": "memories_fts", "fts_pk": "pk"},
     "sessions": {"label_column": "title", "sort_desc": "ended_at"},
     "pull_requests": {"sort_desc": "timestamp", "facets": ["repository"]},
+    "prompt_log": {"fts_table": "prompt_log_fts", "fts_pk": "id", "sort_desc": "timestamp", "facets": ["source"]},
+    "browse_prompts": {
+        "fts_table": "prompt_log_fts",
+        "fts_pk": "id",
+        "facets": ["source", "in_transcript", "project"],
+    },
     "browse_messages": {
         "fts_table": "messages_fts",
         "fts_pk": "id",

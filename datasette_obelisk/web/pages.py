@@ -6,7 +6,7 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
-from ..query import dashboard, lineage, memories, obelisk, search_facets, transcript
+from ..query import dashboard, lineage, memories, obelisk, prompts, search_facets, transcript
 from ..query.filters import Filters
 from ..query.fts import parse_query
 from ..query.session_query import SessionQuery
@@ -168,10 +168,13 @@ async def event_page(datasette, request, db, params):
 
 async def overview_page(datasette, request, db, params):
     files = await is_visible(datasette, request.actor, db.name, "source_files")
+    prompt_log = await is_visible(datasette, request.actor, db.name, "prompt_log")
 
     def numbers(conn):
         return {
             "totals": dashboard.totals(conn, files=files),
+            # sessions whose transcripts are gone, known from what was typed in them
+            "prompt_only_sessions": prompts.orphan_count(conn) if prompt_log else 0,
             "activity": dashboard.activity(conn),
             "tools": dashboard.tool_usage(conn, limit=None),
             "failures_without_call": dashboard.failures_without_call(conn),

@@ -39,6 +39,9 @@ DERIVED = {
     "session_docs_fts": frozenset({"messages"}),
     "session_digests": DIGESTED,
     "session_digests_fts": DIGESTED,
+    # the prompt logs hold what the user typed, which the messages hold too: hidden with them
+    "prompt_log": frozenset({"messages"}),
+    "prompt_log_fts": frozenset({"messages"}),
 }
 
 # Read for the plugin's own bookkeeping (the cursor-signing secret, the

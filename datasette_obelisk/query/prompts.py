@@ -1,0 +1,111 @@
+"""The prompt logs' prompts (``prompt_log``): what was typed, also in sessions
+whose transcript is stored nowhere (cleaned up before it was ingested).
+
+A prompt whose session's transcript is stored is *held* by it
+(``in_transcript``); ``missing`` keeps to the others, what only the prompt
+log tells.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from . import fts
+from .errors import QueryError
+from .moments import moment_sql
+from .readonly import translated_errors
+
+MAX_LIMIT = 1_000
+HELD = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = p.session_id)"
+COLUMNS = (
+    "p.id, p.source, p.session_id, p.project, p.timestamp, p.text, p.pasted_json, "
+    f"{HELD} AS in_transcript, f.path AS file_path, p.line_no"
+)
+
+
+def _dicts(conn: sqlite3.Connection, sql: str, params: list) -> list[dict]:
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    with translated_errors():
+        return [dict(row) for row in cursor.execute(sql, params)]
+
+
+def _invalid(message: str) -> QueryError:
+    return QueryError("OBELISK_INVALID_ARGUMENT", message)
+
+
+def prompts(
+    conn: sqlite3.Connection,
+    query: str | None = None,
+    *,
+    session_id: str | None = None,
+    project: str | None = None,
+    source: str | None = None,
+    missing: bool = False,
+    limit: int = 50,
+) -> list[dict]:
+    """Prompts of the prompt logs, newest first (best match first with ``query``, FTS5
+    terms as ``obelisk search`` takes them): of one session, of projects matching a SQL
+    LIKE pattern, of one source; ``missing`` keeps those no stored transcript holds.
+    Each is a dict of the ``browse_prompts`` columns (``in_transcript`` 0 or 1)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise _invalid(f"prompts(): limit must be between 1 and {MAX_LIMIT}")
+    clauses, params = [], []
+    order = f"{moment_sql('p.timestamp')} DESC, p.id DESC"
+    join = ""
+    if query is not None:
+        parsed = fts.parse_query(query, "terms")
+        if parsed.matches_nothing:
+            return []
+        join = "JOIN prompt_log_fts ON prompt_log_fts.rowid = p.id"
+        clauses.append("prompt_log_fts MATCH ?")
+        params.append(parsed.expression)
+        order = f"prompt_log_fts.rank, {order}"
+    if session_id is not None:
+        clauses.append("p.session_id = ?")
+        params.append(session_id)
+    if project is not None:
+        clauses.append("p.project LIKE ?")
+        params.append(project)
+    if source not in (None, "all"):
+        clauses.append("p.source = ?")
+        params.append(source)
+    if missing:
+        clauses.append(f"NOT {HELD}")
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    sql = (f"SELECT {COLUMNS} FROM prompt_log p {join} LEFT JOIN source_files f ON f.id = p.file_id "
+           f"{where} ORDER BY {order} LIMIT ?")
+    return _dicts(conn, sql, [*params, limit])
+
+
+def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str | None = None,
+            limit: int = 50) -> list[dict]:
+    """The sessions known only from the prompt logs (no stored transcript holds a
+    message of theirs), latest prompt first: ``{session_id, source, project,
+    prompts, first_at, last_at, first_prompt}``."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise _invalid(f"orphans(): limit must be between 1 and {MAX_LIMIT}")
+    clauses, params = ["p.session_id IS NOT NULL", f"NOT {HELD}"], []
+    if source not in (None, "all"):
+        clauses.append("p.source = ?")
+        params.append(source)
+    if project is not None:
+        clauses.append("p.project LIKE ?")
+        params.append(project)
+    sql = f"""SELECT p.session_id, p.source, max(p.project) AS project, count(*) AS prompts,
+                     min(p.timestamp) AS first_at, max(p.timestamp) AS last_at,
+                     (SELECT q.text FROM prompt_log q WHERE q.session_id = p.session_id
+                      ORDER BY q.timestamp, q.id LIMIT 1) AS first_prompt
+              FROM prompt_log p WHERE {' AND '.join(clauses)}
+              GROUP BY p.session_id, p.source ORDER BY last_at DESC, p.session_id LIMIT ?"""
+    return _dicts(conn, sql, [*params, limit])
+
+
+def orphan_count(conn: sqlite3.Connection) -> int:
+    """How many sessions only the prompt logs know (0 on a database without them)."""
+    try:
+        return conn.execute(
+            f"SELECT count(DISTINCT p.session_id) FROM prompt_log p WHERE p.session_id IS NOT NULL AND NOT {HELD}"
+        ).fetchone()[0]
+    except sqlite3.OperationalError:  # (not migrated yet)
+        return 0
