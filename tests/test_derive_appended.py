@@ -410,3 +410,96 @@ def test_rows_redacted_in_place_derive_their_session_whole(tmp_path, claude, mar
     assert secret not in str(rows(db, "SELECT cwd, git_branch FROM messages"))
     assert secret not in str(rows(db, "SELECT project_path, project, git_branch, cwd FROM sessions"))
     assert rows(db, "SELECT COUNT(*) FROM derive_tallies") == [(1,)]  # derived whole again, counted anew
+
+
+def queue(operation, n, content=None, **fields):
+    """A ``queue-operation`` line, as Claude Code 2.1 writes them (no uuid; ``remove``
+    names the command it takes out, ``enqueue`` and ``dequeue`` none)."""
+    line = {"type": "queue-operation", "operation": operation, "sessionId": SID,
+            "timestamp": f"2026-03-01T10:{n // 60:02d}:{n % 60:02d}.500Z"}
+    if content is not None:
+        line["content"] = content
+    line.update(fields)
+    return (json.dumps(line) + "\n").encode()
+
+
+def absorbed(uuid, parent, n, prompt, command):
+    """A prompt queued while the agent worked, sent on within its turn (a ``queued_command``
+    attachment, after ``remove`` with reason ``absorbed_mid_turn``)."""
+    return queue("remove", n, prompt, reason="absorbed_mid_turn", commandUuid=command, deliveryId=f"d-{command}") \
+        + claude_line(uuid, parent, n, kind="attachment", type="attachment", attachment={
+            "type": "queued_command", "prompt": prompt, "source_uuid": command, "delivery_id": f"d-{command}",
+            "commandMode": "prompt"})
+
+
+def found(db, word):
+    """The rows a search including meta lines finds (``search`` with ``includeMeta``)."""
+    from datasette_obelisk.query import obelisk
+
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return sorted(hit["message"]["uuid"] for hit in obelisk.search(conn, word, includeMeta=True))
+    finally:
+        conn.close()
+
+
+def queued_rows(db):
+    return rows(db, "SELECT text, search_text FROM messages WHERE type = 'queue-operation' ORDER BY seq")
+
+
+def test_a_prompt_queued_and_sent_is_found_once_also_when_sent_in_a_later_append(tmp_path, claude):
+    db = tmp_path / "o.db"
+    # u0 asked; "zebra" queued and sent as the next prompt (dequeue, then its user line);
+    # "walrus" queued and taken back with Esc (never sent); "heron" queued and sent within
+    # the turn (an absorbed queued_command); "puffin" queued twice and sent once.
+    append(log(claude), conversation(1)
+           + queue("enqueue", 2, "zebra first") + queue("dequeue", 2)
+           + claude_line("u1", "a0", 2, message={"role": "user", "content": "zebra first"}) + reply("a1", "u1", 3)
+           + queue("enqueue", 4, "walrus second") + queue("remove", 4, "walrus second", reason="cleared_on_cancel")
+           + queue("enqueue", 4, "heron third")
+           + absorbed("q1", "a1", 5, "heron third", "c1") + reply("a2", "q1", 6)
+           + queue("enqueue", 7, "puffin fourth") + queue("enqueue", 7, "puffin fourth") + queue("dequeue", 7)
+           + claude_line("u3", "a2", 8, message={"role": "user", "content": "puffin fourth"}))
+    assert plans_of(db, claude) == (1, 0)
+    assert found(db, "zebra") == ["u1"]
+    assert found(db, "heron") == ["q1"]
+    assert found(db, "walrus") == [f"{SID}:{rows(db, 'SELECT byte_offset FROM messages WHERE text = ?', ['walrus second'])[0][0]}"]
+    assert len(found(db, "puffin")) == 2  # the one sent, and the one queued again and never sent
+    assert queued_rows(db) == [("zebra first", ""), ("walrus second", None), ("heron third", ""),
+                               ("puffin fourth", ""), ("puffin fourth", None)]
+    assert_fresh(tmp_path, db, claude)
+    # A prompt queued at the end of one read and sent in the next: the queued row read
+    # before stops being searched.
+    append(log(claude), reply("a3", "u3", 9) + queue("enqueue", 10, "otter fifth") + queue("enqueue", 10, "ibis sixth"))
+    assert plans_of(db, claude) == (0, 1)
+    assert len(found(db, "otter")) == len(found(db, "ibis")) == 1
+    append(log(claude), queue("dequeue", 11) + claude_line("u4", "a3", 11, message={"role": "user", "content": "otter fifth"})
+           + absorbed("q2", "u4", 12, "ibis sixth", "c2") + claude_line("u5", "q2", 13, message={
+               "role": "user", "content": "puffin fourth"}))  # (the puffin still queued is sent)
+    assert plans_of(db, claude) == (0, 1)
+    assert (found(db, "otter"), found(db, "ibis"), found(db, "puffin")) == (["u4"], ["q2"], ["u3", "u5"])
+    assert found(db, "walrus") != []  # (never sent)
+    assert_fresh(tmp_path, db, claude)
+
+
+def test_a_queued_prompt_sent_in_a_later_append_is_read_again_alike(tmp_path, claude):
+    # The rows read in steps are what one read of the whole log gives, also once the
+    # log is read again from its start (its session derived whole again).
+    db = tmp_path / "o.db"
+    append(log(claude), conversation(2) + queue("enqueue", 5, "gannet later"))
+    assert plans_of(db, claude) == (1, 0)
+    assert queued_rows(db) == [("gannet later", None)]
+    append(log(claude), queue("dequeue", 6) + claude_line("u2", "a1", 6, message={"role": "user", "content": "gannet later"}))
+    assert plans_of(db, claude) == (0, 1)
+    assert queued_rows(db) == [("gannet later", "")]
+    assert found(db, "gannet") == ["u2"]
+    assert_fresh(tmp_path, db, claude)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    conn.close()
+    assert plans_of(db, claude) == (1, 0)
+    assert queued_rows(db) == [("gannet later", "")]
+    assert found(db, "gannet") == ["u2"]
+    assert_fresh(tmp_path, db, claude)

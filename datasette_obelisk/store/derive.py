@@ -4,6 +4,7 @@
 - surfaces: rewound-away branches and compacted history are ``shadowed``,
   with ``replaced_by`` naming what replaced them;
 - usage counted once per API message (Claude writes one line per block);
+- a prompt queued while the agent worked and then sent is searched as sent only;
 - session aggregates, availability and the title by precedence;
 - subagents linked to the tool call that started them, and to the session
   that did when the parent their lines name is stored under another name.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from ..cjk import search_text
 from ..sources.common import SQLITE_INTEGERS
 from ..utc import canonical
 from .session_index import (
@@ -36,6 +38,7 @@ from .session_index import (
     session_stats,
     update_session_documents,
 )
+from .cold_load import index_pending_text
 from .units import kept_copy_sql
 from .writer import DESCRIBED, SOURCE_RANK
 
@@ -228,6 +231,7 @@ class SessionPlan:
     stamp: tuple | None  # document_stamp when planned
     surfaces: list  # SURFACE_UPDATE rows
     usage: list  # USAGE_UPDATE rows
+    searched: list  # SEARCHED_UPDATE rows (queued prompts sent: ``queued_searched``)
     session: list  # SESSION_UPDATE values
     source: str | None  # for a sessions row still to create; None: no lines, no row
     document: DocumentPlan | None
@@ -236,7 +240,7 @@ class SessionPlan:
 
     def size(self) -> int:
         """Roughly, the bytes it holds."""
-        rows = len(self.surfaces) + len(self.usage)
+        rows = len(self.surfaces) + len(self.usage) + len(self.searched)
         return 100 * rows + 500 + (self.document.size() if self.document else 0)
 
 
@@ -257,7 +261,7 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
     if appended is not None:
         PLANS["appended"] += 1
         seen = conn.execute("SELECT last_id FROM derive_tallies WHERE session_id = ?", [session_id]).fetchone()[0]
-        surfaces, usage, tally, rewound, source = appended
+        surfaces, usage, searched, tally, rewound, source = appended
     else:
         PLANS["whole"] += 1
         rows = session_rows(conn, session_id)
@@ -265,6 +269,7 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
         counted = counted_usage(rows)
         surfaces = [new + (r.id,) for r in rows if (new := surfaced[r.id]) != (r.surface, r.visibility, r.replaced_by)]
         usage = [(int(r.id in counted), r.id) for r in rows if r.usage_counted != int(r.id in counted) and has_usage(r)]
+        searched = queued_searched(conn, session_id, rows)
         tally = Tally.of(conn, session_id, rows, surfaced, counted)
         rewound = {r.uuid for r in rows if surfaced[r.id][1] == "inactive"}
         source = min((r.source for r in rows if r.source is not None), default=None)
@@ -273,6 +278,7 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
         document_stamp(conn, session_id),
         surfaces,
         usage,
+        searched,
         session_values(conn, session_id, tally, rewound),
         source,
         plan_document(conn, session_id, (words or {}).get(session_id), stats),
@@ -303,6 +309,9 @@ def write_session(conn: sqlite3.Connection, session_id: str, plan: SessionPlan) 
     """Write a plan's row updates, ``sessions`` row and tally, inside the caller's transaction."""
     conn.executemany(SURFACE_UPDATE, plan.surfaces)
     conn.executemany(USAGE_UPDATE, plan.usage)
+    if plan.searched:
+        index_pending_text(conn)  # (the update takes the old text out of the index)
+        conn.executemany(SEARCHED_UPDATE, plan.searched)
     if plan.source is not None:
         conn.execute("INSERT OR IGNORE INTO sessions (id, source) VALUES (?, ?)", [session_id, plan.source])
     conn.execute(SESSION_UPDATE, plan.session)
@@ -423,8 +432,9 @@ def plan_appended(conn: sqlite3.Connection, session_id: str, stats: tuple):
       no other prompt names (a rewind);
     - is the parent of no row seen before.
     Then the new rows are current (log-only) and visible (hidden) as they were
-    written, and only the usage of the API messages they are copies of is
-    counted again. Rows moved, reordered or deleted drop the tally
+    written, only the usage of the API messages they are copies of is
+    counted again, and only the prompts they send are looked for among the
+    prompts queued before and not yet sent (``queued_searched``). Rows moved, reordered or deleted drop the tally
     (``forget_tallies``); a count that disagrees makes sure of it.
     """
     tally = Tally.stored(conn, session_id)
@@ -475,6 +485,7 @@ def plan_appended(conn: sqlite3.Connection, session_id: str, stats: tuple):
     return (
         [new_surface + (r.id,) for r in new if (new_surface := surfaces[r.id]) != (r.surface, r.visibility, r.replaced_by)],
         usage,
+        queued_searched(conn, session_id, new, after=last_id),
         tally,
         StoredRewound(conn, session_id, last_id),
         source[0],
@@ -874,6 +885,96 @@ def subtree(root: SessionRow, children, seen: set | None = None):
         seen.add(row.uuid)
         yield row
         stack.extend(children.get(row.uuid, ()))
+
+
+# -- prompts queued ------------------------------------------------------
+
+
+SEARCHED_UPDATE = "UPDATE messages SET search_text = ? WHERE id = ?"
+# What a queued prompt sent is searched as: nothing (its text is its prompt's).
+SENT = ""
+
+
+def is_queued(row: SessionRow) -> bool:
+    """A prompt the user typed while the agent worked, as Claude Code queued it."""
+    return row.type == "queue-operation" and row.subtype == "enqueue"
+
+
+def sends_queued(row: SessionRow) -> bool:
+    """A row that may be a queued prompt sent: a user line of text (after a ``dequeue``),
+    or a ``queued_command`` attachment (after a ``remove`` with reason ``absorbed_mid_turn``)."""
+    return row.role == "user" and row.content_type == "text" and (
+        row.type == "user" or (row.type == "attachment" and row.subtype == "queued_command"))
+
+
+def queued_searched(conn, session_id: str, rows: list, after: int | None = None) -> list:
+    """Read only: ``SEARCHED_UPDATE`` rows of the session's queued prompts.
+
+    A prompt queued (``queue-operation`` ``enqueue``) and then sent is the row
+    that sent it too: the first row after it that sends its very text (Claude
+    Code's ``dequeue`` and ``remove`` lines name no enqueue), each row sending
+    one, the earliest queued first. Its own row is then kept but not searched
+    (``search_text`` ``SENT``), so a search including meta lines finds the prompt
+    once; one never sent (taken back, dropped by a hook, left waiting) is
+    searched as written. ``rows`` are the session's rows in order, or (``after``:
+    the last row the previous derivation saw) those appended since: then only
+    the prompts queued and not yet sent are looked for, by the texts the new
+    rows send, and the rows queued among the new ones start as written."""
+    senders = [r.id for r in rows if sends_queued(r)]
+    if after is None:
+        queued_ids = [r.id for r in rows if is_queued(r)]
+        if not queued_ids:
+            return []
+        stored = {i: (text, searched) for i, text, searched in conn.execute(
+            "SELECT id, text, search_text FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+            [orjson.dumps(queued_ids).decode()])}
+        texts = {text for text, _ in stored.values()}
+        pending: dict[str, list] = defaultdict(list)
+    else:
+        if not senders:
+            return []
+        stored = {}
+        texts = None
+    sent_texts = dict(conn.execute(
+        "SELECT id, text FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+        + (" AND text IN (SELECT value FROM json_each(?))" if texts is not None else ""),
+        [orjson.dumps(senders).decode(), *([orjson.dumps(sorted(texts)).decode()] if texts is not None else [])]))
+    if after is not None:
+        # The prompts queued before the new rows and not yet sent, holding a text they send: their
+        # length and meta flag are in the session's index, so only those of that length are read.
+        wanted = sorted(set(sent_texts.values()))
+        earlier = conn.execute(
+            "SELECT id, text, search_text FROM messages WHERE session_id = ? AND id <= ? AND is_meta = 1 "
+            "AND text_length IN (SELECT value FROM json_each(?)) AND type = 'queue-operation' AND subtype = 'enqueue' "
+            "AND search_text IS NOT ? AND text IN (SELECT value FROM json_each(?)) ORDER BY seq",
+            [session_id, after, orjson.dumps(sorted({len(t) for t in wanted})).decode(), SENT,
+             orjson.dumps(wanted).decode()]).fetchall()
+        pending = defaultdict(list)
+        for row_id, text, searched in earlier:
+            stored[row_id] = (text, searched)
+            pending[text].append(row_id)
+        new_queued = [r.id for r in rows if is_queued(r)]
+        if new_queued:
+            stored.update({i: (text, searched) for i, text, searched in conn.execute(
+                "SELECT id, text, search_text FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                [orjson.dumps(new_queued).decode()])})
+    sent = set()
+    cursor = {text: 0 for text in pending}
+    for row in rows:
+        if is_queued(row) and row.id in stored:
+            pending[stored[row.id][0]].append(row.id)
+        elif row.id in sent_texts:
+            text = sent_texts[row.id]
+            waiting = pending.get(text)
+            if waiting and cursor.setdefault(text, 0) < len(waiting):
+                sent.add(waiting[cursor[text]])
+                cursor[text] += 1
+    updates = []
+    for row_id, (text, searched) in stored.items():
+        wanted_text = SENT if row_id in sent else search_text(text)
+        if (row_id in sent or after is None) and wanted_text != searched:
+            updates.append((wanted_text, row_id))
+    return sorted(updates, key=lambda update: update[1])
 
 
 # -- usage ---------------------------------------------------------------
