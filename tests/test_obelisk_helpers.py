@@ -1556,3 +1556,39 @@ def test_a_thread_page_goes_on_after_its_last_message_when_an_ingest_renumbers_t
         assert both.value.code == "OBELISK_INVALID_ARGUMENT"
     again = CliRunner().invoke(cli, ["read", fork, "--limit", "5", "--after-uuid", first.after, "--db", str(db)])
     assert again.exit_code == 0 and "Answer to B's own prompt" in again.stdout and "user:\nB's own prompt" not in again.stdout
+
+
+def test_a_thread_page_of_a_session_in_time_order_reads_the_page_not_the_whole_session(tmp_path):
+    # A session whose canonical times never go back is in thread order as logged: a page
+    # is read from the (session, seq) index, without placing and sorting the whole session
+    # (no window), and is the page the placement gives. One time going back, a time in
+    # another spelling, or a date SQLite would move, and the session is placed as before;
+    # a write by another connection is seen by the next page.
+    lines = [{"id": f"m{n:02d}", "text": f"line {n}",
+              "ts": None if n in (0, 7) else f"2026-01-01T10:00:{n // 2:02d}.000Z"} for n in range(40)]
+    db = build_toy_db(tmp_path, {"s1": lines})
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET is_meta = 1 WHERE seq % 5 = 3")
+    run = []
+
+    def placed(conn, *args):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(o, "in_log_order", lambda conn, session_id: False)
+            return uuids(o.thread_page(conn, "s1", *args).items)
+
+    with connect_readonly(db) as conn:
+        conn.set_trace_callback(run.append)
+        for args in ({"limit": 7, "offset": 9}, {"limit": 7, "afterUuid": "m12"}, {"includeMeta": True}, {}):
+            run.clear()
+            page = o.thread_page(conn, "s1", args)
+            assert not any("OVER (" in statement for statement in run), run
+            assert uuids(page.items) == placed(conn, args)
+        assert page.total == 32
+        for spelling in ("2026-01-01T09:59:59.000Z", "2026-01-01T10:00:30Z", "2026-01-01T11:00:30.000+01:00",
+                         "2026-02-30T10:00:30.000Z"):
+            with sqlite3.connect(db) as writer:
+                writer.execute("UPDATE messages SET timestamp = ? WHERE uuid = 'm30'", [spelling])
+            run.clear()
+            page = o.thread_page(conn, "s1", {"limit": 7, "offset": 20})
+            assert any("OVER (" in statement for statement in run), spelling
+            assert uuids(page.items) == placed(conn, {"limit": 7, "offset": 20})

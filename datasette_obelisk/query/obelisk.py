@@ -681,6 +681,72 @@ THREAD_SQL = THREAD_PLACEMENT + """, page AS (
     ORDER BY at, seq LIMIT :limit OFFSET :offset
   )
   SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.at, page.seq"""
+# A page of the thread of a session whose log order is its time order (``in_log_order``):
+# the session's index in seq order, no window and no sort of the whole session.
+LOG_ORDER_SQL = """WITH page AS (
+    SELECT id, seq FROM messages WHERE session_id = :session_id AND (is_meta = 0 OR :include_meta)
+    ORDER BY seq LIMIT :limit OFFSET :offset
+  )
+  SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.seq"""
+LOG_ORDER_POSITION_SQL = """SELECT COUNT(*) FROM messages
+  WHERE session_id = :session_id AND (is_meta = 0 OR :include_meta) AND seq <= (SELECT seq FROM messages WHERE id = :id)"""
+# A stored timestamp already in the canonical form (``moments.py``), so that its text is its
+# instant: SQLite's strftime gives it back unchanged (its date checked apart, ``canonical_dates``).
+CANONICAL_SHAPE = r"(?:\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z\n)*"
+LOG_ORDER_CACHE_SIZE = 64
+_log_order_cache: dict = {}
+
+
+def in_log_order(conn, session_id: str) -> bool:
+    """Whether a session's thread order (``THREAD_PLACEMENT``: by instant, an untimed
+    message after the one it follows) is its log (seq) order: every stored timestamp
+    is canonical, so its text is its instant, and none is earlier than one before it.
+
+    Then a page of its thread is read from the (session_id, seq) index like any
+    list, instead of placing and sorting the whole session for every page (a page
+    of 10 of a 300,000-message session took past a second). Otherwise False, and
+    the thread is placed in SQL as before. The answer is kept for the connection
+    until the database changes (``PRAGMA data_version``; a read connection never
+    writes itself), so paging through a session checks its timestamps once."""
+    with translated_errors():
+        return _in_log_order(conn, session_id)
+
+
+def _in_log_order(conn, session_id: str) -> bool:
+    cursor = conn.cursor()
+    cursor.row_factory = None  # (plain tuples, whatever the connection's factory)
+    version = cursor.execute("PRAGMA data_version").fetchone()[0]
+    held = _log_order_cache.get(id(conn))  # (the connection is held, so its id is not reused)
+    if held is None or held[0] is not conn or held[1] != version:
+        if len(_log_order_cache) >= LOG_ORDER_CACHE_SIZE:
+            _log_order_cache.clear()
+        held = _log_order_cache[id(conn)] = (conn, version, {})
+    answers = held[2]
+    if session_id in answers:
+        return answers[session_id]
+    stamps = [row[0] for row in cursor.execute(
+        "SELECT timestamp FROM messages INDEXED BY messages_session_seq WHERE session_id = ? ORDER BY seq",
+        [session_id]) if row[0] is not None]
+    answer = (all(isinstance(t, str) for t in stamps)
+              and re.fullmatch(CANONICAL_SHAPE, "".join(t + "\n" for t in stamps)) is not None
+              and canonical_dates({t[:10] for t in stamps})
+              and stamps == sorted(stamps))
+    if len(answers) >= LOG_ORDER_CACHE_SIZE:
+        answers.clear()
+    answers[session_id] = answer
+    return answer
+
+
+def canonical_dates(dates: set) -> bool:
+    """Whether each ``YYYY-MM-DD`` is a real date SQLite keeps as written (not ``…-02-30``)."""
+    from datetime import date
+
+    try:
+        return all(date.fromisoformat(d).isoformat() == d and d >= "0001" for d in dates)
+    except ValueError:
+        return False
+
+
 # How many of the session's messages a thread lists up to and with message :id (the offset
 # of the one after it). A row before any timestamp has no instant: it sorts first.
 THREAD_POSITION_SQL = THREAD_PLACEMENT + """, target AS (SELECT IFNULL(at, '') AS at, seq FROM placed WHERE id = :id)
@@ -765,7 +831,8 @@ def thread_page(conn, session_id, opts=None, **kwargs) -> Page:
                 [session_id, o["include_meta"]])[0]
     if o["limit"] is None and total - o["offset"] > MAX_THREAD:
         raise too_long_a_thread(session_id, total, o["offset"])
-    found = rows(conn, THREAD_SQL.format(columns=message_columns(conn)), {
+    page_sql = LOG_ORDER_SQL if in_log_order(conn, session_id) else THREAD_SQL
+    found = rows(conn, page_sql.format(columns=message_columns(conn)), {
         "session_id": session_id, "include_meta": o["include_meta"], "limit": o["limit"] or -1, "offset": o["offset"],
     })
     items = [message_row(r, clipped=True, conn=conn) for r in found]
@@ -793,7 +860,7 @@ def thread_options(conn, session_id: str, opts, kwargs) -> dict:
             f"thread(): session {session_id!r} has no message {after!r} to go on after (an ingest moved or "
             "removed it since): read the session again from its start",
         )
-    o["offset"] = one(conn, THREAD_POSITION_SQL, {
+    o["offset"] = one(conn, LOG_ORDER_POSITION_SQL if in_log_order(conn, session_id) else THREAD_POSITION_SQL, {
         "session_id": session_id, "include_meta": o["include_meta"], "id": found[0]})[0]
     return o
 
