@@ -144,6 +144,31 @@ async def test_a_database_the_actor_may_not_view_is_refused(web_db):
 
 
 @pytest.mark.asyncio
+async def test_read_session_answers_a_session_too_long_to_build_whole_in_pages(ds, monkeypatch):
+    # Past READ_SESSION_MAX events, readSession is refused at once (413), from a count,
+    # before any event is built; with limit it answers a page and a cursor, and the pages
+    # together are the whole log. A session within the cap is answered whole, as before.
+    from datasette_obelisk.query import session_query
+    from datasette_obelisk.web import api_contracts
+
+    whole = await get(ds, f"{SQ}/session/{XSS_SESSION}")
+    monkeypatch.setattr(api_contracts, "READ_SESSION_MAX", 4)
+    built = []
+    full_event = session_query.full_event
+    monkeypatch.setattr(session_query, "full_event", lambda *a: built.append(a) or full_event(*a))
+    message = await error(ds, f"{SQ}/session/{XSS_SESSION}", 413, "OBELISK_PAYLOAD_TOO_LARGE")
+    assert "has 5 events, more than the 4" in message and built == []
+    first = await get(ds, f"{SQ}/session/{XSS_SESSION}", limit=2)
+    assert first["session"] == whole["session"] and first["events"] == whole["events"][:2] and len(built) == 2
+    second = await get(ds, f"{SQ}/session/{XSS_SESSION}", limit=2, cursor=first["nextCursor"])
+    last = await get(ds, f"{SQ}/session/{XSS_SESSION}", limit=2, cursor=second["nextCursor"])
+    assert second["events"] + last["events"] == whole["events"][2:] and "nextCursor" not in last
+    await error(ds, f"{SQ}/session/{XSS_SESSION}", 400, "SESSION_QUERY_INVALID_CURSOR", limit=3, cursor=first["nextCursor"])
+    await error(ds, f"{SQ}/session/{XSS_SESSION}", 400, "SESSION_QUERY_INVALID_LIMIT", cursor=first["nextCursor"])
+    await error(ds, f"{SQ}/session/{XSS_SESSION}", 400, "SESSION_QUERY_INVALID_LIMIT", limit=1001)
+
+
+@pytest.mark.asyncio
 async def test_session_query_reads(ds):
     records = await get(ds, f"{SQ}/sessions")
     assert XSS_SESSION in {r["header"]["id"] for r in records}

@@ -80,6 +80,10 @@ from .text import literal_pattern, parse_json, to_ms
 
 HEADER_VERSION = 1
 READ_WINDOW_MAX = 50
+# readSession over HTTP: the most events one whole answer holds (built and encoded at about 40 µs an
+# event, so well within a second), and the largest page of the paged read.
+READ_SESSION_MAX = 10_000
+READ_PAGE_MAX = 1000
 TITLE_SOURCES = {
     "custom": "user",
     "first_prompt": "fallback",
@@ -234,6 +238,56 @@ class SessionQuery:
                 "session": header(session),
                 "events": [full_event(row, tools.get(row["uuid"])) for row in events],
             }
+
+    def event_count(self, session_id, signal=None) -> int:
+        """How many events the session holds (``SESSION_QUERY_SESSION_NOT_FOUND`` for none)."""
+        with self._reading(signal):
+            self._session(session_id)
+            return self.conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id]).fetchone()[0]
+
+    def read_session_page(self, session_id, limit: int, cursor=None, signal=None) -> dict:
+        """``read_session`` a page at a time (an extension): the header and at most ``limit``
+        events in seq order, after the last event of the page whose ``nextCursor`` is
+        ``cursor``; ``nextCursor`` while events remain. The pages of one session, in turn,
+        are its complete log. The session is replay-checked whole for every page. A cursor
+        whose event the session no longer holds (an ingest moved or removed it) is
+        ``SESSION_QUERY_STALE_CURSOR``: read the session again from its start."""
+        from .cursors import decode_cursor, encode_cursor, fingerprint
+
+        if type(limit) is not int or not 1 <= limit <= READ_PAGE_MAX:
+            raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit is an integer from 1 to {READ_PAGE_MAX}")
+        with self._reading(signal):
+            session = self._session(session_id)
+            request = fingerprint({"sessionId": session_id, "limit": limit})
+            after = 0
+            if cursor is not None:
+                position = decode_cursor(self.conn, cursor, "readSession", request, None)
+                if not (isinstance(position, list) and len(position) == 1 and isinstance(position[0], str)):
+                    raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+                found = self.conn.execute(
+                    "SELECT seq FROM messages WHERE uuid = ? AND session_id = ?", [position[0], session_id]).fetchone()
+                if found is None:
+                    raise QueryError("SESSION_QUERY_STALE_CURSOR",
+                                     f"session {session_id!r} no longer holds the event the cursor goes on after: "
+                                     "read the session again from its start")
+                after = found[0]
+            _check_whole_log(session, self.conn)
+            events = rows(
+                self.conn,
+                f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq > ? "
+                "ORDER BY m.seq LIMIT ?",
+                [session_id, after, limit + 1],
+            )
+            more = len(events) > limit
+            events = events[:limit]
+            tools = _tools_by_message(self.conn, session_id, [row["uuid"] for row in events])
+            result = {
+                "session": header(session),
+                "events": [full_event(row, tools.get(row["uuid"])) for row in events],
+            }
+            if more:
+                result["nextCursor"] = encode_cursor(self.conn, "readSession", request, None, [events[-1]["uuid"]])
+            return result
 
     # -- titles ------------------------------------------------------------
 
@@ -580,6 +634,19 @@ def _check_replay(session: dict, events: list[dict], conn) -> None:
             "SESSION_QUERY_SOURCE_CONFLICT",
             f"session {session['id']!r} is recorded as {session['source']} but has events from {', '.join(sorted(sources))}",
         )
+
+
+def _check_whole_log(session: dict, conn) -> None:
+    """``_check_replay`` in SQL, without reading the events: seqs positive and never repeated,
+    and every event of the session's source."""
+    bad = conn.execute(
+        "SELECT MIN(seq) < 1 OR COUNT(*) != COUNT(DISTINCT seq) FROM messages WHERE session_id = ?", [session["id"]]
+    ).fetchone()[0]
+    if bad:
+        raise QueryError(
+            "SESSION_QUERY_CORRUPT_SESSION", f"session {session['id']!r} has repeated or invalid event seqs"
+        )
+    _check_replay(session, [], conn)
 
 
 def _model_order(conn, session_id: str, events: list[dict]) -> list[dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..query.errors import QueryError
 from ..query import search as search_core
-from ..query.session_query import READ_WINDOW_MAX, SessionQuery
+from ..query.session_query import READ_PAGE_MAX, READ_SESSION_MAX, READ_WINDOW_MAX, SessionQuery
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -57,6 +57,29 @@ def session_events(conn, params):
     return service.filter_events(session_id, filters) if filters is not None else service.list_events(session_id)
 
 
+def read_session(conn, params):
+    """readSession: the whole log, as the contract has it, for a session of at most
+    ``READ_SESSION_MAX`` events; a longer one is OBELISK_PAYLOAD_TOO_LARGE (built whole it
+    would run far past the time limit). With ``limit`` (an extension) a page of it, and
+    ``nextCursor`` for the next while events remain."""
+    service = SessionQuery(conn)
+    session_id = params.path("session_id")
+    limit = params.integer("limit", code=INVALID_LIMIT)
+    cursor = params.text("cursor")
+    if limit is not None:
+        return service.read_session_page(session_id, limit, cursor)
+    if cursor is not None:
+        raise QueryError(INVALID_LIMIT, "cursor goes with the limit of the request that returned it")
+    count = service.event_count(session_id)
+    if count > READ_SESSION_MAX:
+        raise QueryError(
+            "OBELISK_PAYLOAD_TOO_LARGE",
+            f"readSession: session {session_id!r} has {count} events, more than the {READ_SESSION_MAX} one answer "
+            f"holds: read it in pages with limit (at most {READ_PAGE_MAX}) and each page's nextCursor",
+        )
+    return service.read_session(session_id)
+
+
 def read_event(conn, params):
     window = {
         name: params.integer(name, code=INVALID_WINDOW) for name in ("before", "after") if params.text(name) is not None
@@ -94,8 +117,9 @@ EVENT_ID = Param(
 )
 
 
-def sq(path, handler, summary, params=(), response=None) -> Endpoint:
-    return Endpoint("/session-query" + path, handler, summary, "session-query", tuple(params), response or {"type": "object"})
+def sq(path, handler, summary, params=(), response=None, too_large=False) -> Endpoint:
+    return Endpoint("/session-query" + path, handler, summary, "session-query", tuple(params), response or {"type": "object"},
+                    too_large=too_large)
 
 
 SESSION_QUERY_ENDPOINTS = [
@@ -109,8 +133,13 @@ SESSION_QUERY_ENDPOINTS = [
        "searchEvents: events of one session",
        [Param("sessionId", required=True), QUERY, MODE, Param("filters", "json", FILTERS_JSON), *PAGE],
        s.EVENT_SEARCH_PAGE),
-    sq(f"/session/{SESSION_ID}", lambda conn, p: SessionQuery(conn).read_session(p.path("session_id")),
-       "readSession: the session's complete raw log", response=s.LOG_SNAPSHOT),
+    sq(f"/session/{SESSION_ID}", read_session,
+       f"readSession: the session's complete raw log (OBELISK_PAYLOAD_TOO_LARGE, 413, past {READ_SESSION_MAX} "
+       "events), or with limit a page of it",
+       [Param("limit", "integer", "a page of at most this many events, with nextCursor while more remain "
+              "(default: the whole log)", minimum=1, maximum=READ_PAGE_MAX),
+        Param("cursor", description="nextCursor of the previous page (with the same limit)")],
+       response=s.LOG_SNAPSHOT, too_large=True),
     sq(f"/session/{SESSION_ID}/surface", lambda conn, p: SessionQuery(conn).read_surface(p.path("session_id")),
        "readSurface: the current model surface", response=s.SURFACE_SNAPSHOT),
     sq(f"/session/{SESSION_ID}/events", session_events, "listEvents / filterEvents: event records in seq order",

@@ -35,6 +35,7 @@ class Endpoint:
     response: dict = field(default_factory=lambda: {"type": "object"})
     method: str = "get"
     paged: bool = False  # answers a Page: its place in the whole list goes in headers
+    too_large: bool = False  # OBELISK_PAYLOAD_TOO_LARGE (413) for an answer too large to build whole
 
     @property
     def path_params(self) -> list[str]:

@@ -113,6 +113,9 @@ def operation(endpoint) -> dict:
 def responses(endpoint) -> dict:
     ok = {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}}
     errors = {**ERRORS, "504": timeout(endpoint)}
+    if endpoint.too_large:
+        errors["413"] = error("OBELISK_PAYLOAD_TOO_LARGE: too large an answer to build whole: page with limit and "
+                              "each page's nextCursor")
     if not endpoint.paged:
         return {"200": ok, **errors}
     return {"200": {**ok, "headers": PAGE_HEADERS}, **errors, "413": TOO_LARGE}

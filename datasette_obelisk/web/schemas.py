@@ -251,7 +251,7 @@ EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "id": column("messages", "uuid"), "snip
                         "snippetMatches": SNIPPET_MATCHES})
 SESSION_SEARCH_HIT = obj({**SESSION_RECORD["properties"], "bestMatch": EVENT_SEARCH_HIT})
 EVENT_SEARCH_PAGE = page(EVENT_SEARCH_HIT, session=HEADER)
-LOG_SNAPSHOT = obj({"session": HEADER, "events": array(EVENT)})
+LOG_SNAPSHOT = obj({"session": HEADER, "events": array(EVENT)}, {"nextCursor": STRING})
 SURFACE_SNAPSHOT = obj({"session": HEADER, "capturedThroughSeq": OPT_INTEGER, "events": array(EVENT)})
 LINEAGE_NODE = obj({"session": SESSION_RECORD, "descendants": array({"$ref": "#/components/schemas/LineageNode"})})
 LINEAGE = {"target": SESSION_RECORD, "ancestors": array(SESSION_RECORD),
