@@ -1000,3 +1000,29 @@ def test_event_search_of_a_session_whose_document_is_not_written_yet(logs):
 ])
 def test_a_star_inside_quotes_is_no_prefix(expression, merges):
     assert search_module.merges_prefixes(expression) is merges
+
+
+def test_a_facet_count_stopped_by_its_own_time_leaves_the_request_s_deadline_in_place(toy, monkeypatch):
+    """A count past its ``until`` is uncounted, and the connection's deadline holds again
+    after it; a count past the request's own deadline stops the request."""
+    import sqlite3
+    import time
+
+    from datasette_obelisk.query import readonly, search_facets
+
+    toy.write("f1", line("f1a", "stopped facet words", "2026-01-01T00:00:00Z"))
+    toy.ingest()
+    conn = toy.conn()
+    monkeypatch.setattr(readonly, "PROGRESS_STEPS", 1)
+    search_facets._kept.clear()
+    readonly.set_deadline(conn, 60)
+    try:
+        stopped = search_facets.facet_counts(conn, "facet", until=time.monotonic() - 1)
+        assert stopped["uncounted"] == list(search_facets.FACETS) and stopped["facets"]["source"] == []
+        assert search_facets.facet_counts(conn, "facet", until=time.monotonic() + 60)["uncounted"] == []
+        readonly.set_deadline(conn, -1)
+        search_facets._kept.clear()
+        with pytest.raises(sqlite3.OperationalError):
+            search_facets.facet_counts(conn, "facet", until=time.monotonic() - 1)
+    finally:
+        readonly.set_deadline(conn, None)

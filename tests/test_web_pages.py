@@ -166,6 +166,34 @@ async def test_search_page_names_the_number_of_matches_its_facets_count(ds, monk
 
 
 @pytest.mark.asyncio
+async def test_search_page_answers_when_its_facets_cannot_be_counted_in_time(ds, monkeypatch):
+    # The counts beside a page stop at FACET_SECONDS: a facet whose count is stopped says
+    # it was not counted (its chosen value still there to take back), and the page lists
+    # its sessions all the same. Nothing is kept of a stopped count.
+    from datasette_obelisk.query import readonly, search_facets
+
+    def facet(html, name):
+        return re.findall(rf'data-facet="{name}" title="([^"]*)"', html)
+
+    counted = await page(ds, "/-/obelisk", q="the")
+    tool = facet(counted, "tool")[0]
+    sessions = re.findall(r'href="(/-/obelisk/session/[^"?#]*)', counted)
+    assert "Not counted in time" not in counted and sessions
+    search_facets._kept.clear()
+    monkeypatch.setattr(readonly, "PROGRESS_STEPS", 1)
+    monkeypatch.setattr(search_facets, "FACET_SECONDS", -1.0)
+    html = await page(ds, "/-/obelisk", q="the", tool=tool)
+    assert html.count("Not counted in time") == 7
+    assert facet(html, "tool") == [tool] and facet(html, "project") == []
+    assert re.findall(r'href="(/-/obelisk/session/[^"?#]*)', html)
+    html = await page(ds, "/-/obelisk", q="the")
+    assert html.count("Not counted in time") == 7
+    assert re.findall(r'href="(/-/obelisk/session/[^"?#]*)', html) == sessions
+    monkeypatch.setattr(search_facets, "FACET_SECONDS", 10.0)
+    assert await page(ds, "/-/obelisk", q="the") == counted
+
+
+@pytest.mark.asyncio
 async def test_search_page_says_how_many_sessions_match_and_has_one_outline(ds, web_db):
     html = await page(ds, "/-/obelisk", q="zebrafish")
     assert '<p class="ob-meta ob-count">1 session matches</p>' in html

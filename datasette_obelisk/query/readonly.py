@@ -111,13 +111,40 @@ def _open(uri: str) -> sqlite3.Connection:
     return conn
 
 
+_deadlines: dict = {}  # id(conn) -> (conn, the time.monotonic() its statements stop at)
+
+
 def set_deadline(conn: sqlite3.Connection, seconds: float | None) -> None:
     """Interrupt any statement still running ``seconds`` from now (None: never)."""
     if seconds is None:
+        _deadlines.pop(id(conn), None)
         conn.set_progress_handler(None, 0)
         return
     deadline = time.monotonic() + seconds
+    _deadlines[id(conn)] = (conn, deadline)
     conn.set_progress_handler(lambda: time.monotonic() > deadline, PROGRESS_STEPS)
+
+
+def deadline_of(conn: sqlite3.Connection) -> float | None:
+    """The ``time.monotonic()`` at which ``set_deadline`` stops ``conn``'s statements, None for never."""
+    held = _deadlines.get(id(conn))
+    return held[1] if held is not None and held[0] is conn else None
+
+
+@contextmanager
+def stopping_by(conn: sqlite3.Connection, until: float):
+    """Statements run within stop at ``until`` (a ``time.monotonic()``), or at the connection's
+    own deadline when that is sooner; the connection's deadline holds again after."""
+    outer = deadline_of(conn)
+    sooner = until if outer is None else min(until, outer)
+    conn.set_progress_handler(lambda: time.monotonic() > sooner, PROGRESS_STEPS)
+    try:
+        yield
+    finally:
+        if outer is None:
+            conn.set_progress_handler(None, 0)
+        else:
+            conn.set_progress_handler(lambda: time.monotonic() > outer, PROGRESS_STEPS)
 
 
 @contextmanager

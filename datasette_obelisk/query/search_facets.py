@@ -2,7 +2,7 @@
 
     facet_counts(conn, query, *, mode="terms", narrowing=None, per_facet=8,
                  only=None, **filter_options) -> dict
-        ``{"facets": {name: [{"value", "count"}]}, "sampled": bool}``: for
+        ``{"facets": {name: [{"value", "count"}]}, "sampled": bool, "uncounted": [name]}``: for
         each facet (source, project, branch, model, role, tool, day; those
         ``only`` names, when given, the others left empty) the
         values found among the matching messages and how many *sessions*
@@ -10,7 +10,8 @@
         matches are counted (``sampled`` says the limit was reached). The
         counts of the ``COUNTS_KEPT`` latest searches are kept until the
         database's generation changes, so the next page of a search does
-        not count them again.
+        not count them again. ``until`` stops a count that runs too long:
+        its facets are ``uncounted``.
     faceted_search(conn, query, *, mode="terms", narrowing=None, limit=20,
                    cursor=None, per_facet=8, **filter_options) -> dict
         One page of grouped search and the facet counts beside it; its
@@ -18,7 +19,10 @@
         were at the first (``follow_changes``). A
         facet with values chosen is counted without its own choice (every
         other filter applies), so its other values stay there to add; that
-        second count computes that facet's values alone.
+        second count computes that facet's values alone. The counts take at
+        most ``FACET_SECONDS``, and leave ``FACET_RESERVE`` of the request's time:
+        the facets of a count stopped then are ``uncounted``, the page is
+        answered all the same.
         ``narrowing`` is ``{"branch": [...], "model": [...], "tool": [...]}``
         (values ORed within a facet, facets ANDed): only matches with those
         values count, as event filters (``Filters`` ``branches``, ``models``,
@@ -33,14 +37,21 @@ import copy
 import json
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 
 from .cursors import current_generation
+from .readonly import deadline_of, stopping_by
 from .events import branch_sql, event_time_sql, speaker_sql, tool_name_sql
 from .filters import Filters
 from .fts import parse_query
 
 HIT_SAMPLE = 50_000
+# How long the counts beside a page may take, at most, and how much of the request's time
+# (its deadline) they leave to the rest of the page: a count not done by then is stopped,
+# its facets left uncounted.
+FACET_SECONDS = 0.6
+FACET_RESERVE = 0.15
 COUNTS_KEPT = 32
 _kept: OrderedDict = OrderedDict()  # (database, generation, statement, params, per_facet) -> result
 _kept_lock = threading.Lock()
@@ -77,11 +88,16 @@ def narrowed(filter_options: dict, narrowing: dict | None) -> dict:
 
 
 def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
-                 per_facet: int = 8, only: tuple[str, ...] | None = None, **filter_options) -> dict:
+                 per_facet: int = 8, only: tuple[str, ...] | None = None, until: float | None = None,
+                 **filter_options) -> dict:
     """The counts of every facet, or of those ``only`` names (the others left empty: a facet's
-    value can cost a lookup per match, as ``tool``'s does)."""
+    value can cost a lookup per match, as ``tool``'s does).
+
+    With ``until`` (a ``time.monotonic()``), a count still running then is stopped: its
+    facets are left empty and named in ``uncounted`` (and nothing is kept of it). The
+    connection's own deadline still stops the whole request."""
     fts = parse_query(query, mode)
-    result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0}
+    result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0, "uncounted": []}
     if fts.matches_nothing:
         return result
     counted = [name for name in FACETS if only is None or name in only]
@@ -98,7 +114,19 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
         # Prepared, not run: an authorizer watching what the work reads still sees these tables.
         conn.execute("EXPLAIN " + sql, params).fetchall()
         return copy.deepcopy(kept)
-    rows = conn.execute(sql, params).fetchall()
+    if until is None:
+        rows = conn.execute(sql, params).fetchall()
+    else:
+        try:
+            with stopping_by(conn, until):
+                rows = conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError:
+            # (stopped: "interrupted", or a failure of the FTS table stopped while it opened)
+            now, outer = time.monotonic(), deadline_of(conn)
+            if now <= until or (outer is not None and now > outer):
+                raise
+            result["uncounted"] = counted
+            return result
     result["sampled"] = sum(row[-1] for row in rows) >= HIT_SAMPLE
     result["sessions"] = len({row[0] for row in rows})
     for index, name in enumerate(counted, start=1):
@@ -135,16 +163,23 @@ def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms",
         conn, query, mode=mode, limit=limit, cursor=cursor, follow_changes=True, **narrowed(filter_options, narrowing)
     )
     narrowing = {name: values for name, values in (narrowing or {}).items() if values}
-    counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, **filter_options)
+    until = time.monotonic() + FACET_SECONDS
+    if (outer := deadline_of(conn)) is not None:
+        until = min(until, outer - FACET_RESERVE)
+    counts = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, until=until,
+                          **filter_options)
     for name in FACETS:  # a facet with a choice: its values as if nothing were chosen in it
         # (Counted again for this facet alone: the others' values are those counted above.)
+        if name in counts["uncounted"]:
+            continue
         if name in narrowing:
-            others = facet_counts(conn, query, mode=mode, per_facet=per_facet, only=(name,), **filter_options,
-                                  narrowing={k: v for k, v in narrowing.items() if k != name})
+            others = facet_counts(conn, query, mode=mode, per_facet=per_facet, only=(name,), until=until,
+                                  **filter_options, narrowing={k: v for k, v in narrowing.items() if k != name})
         elif any(filter_options.get(option) for option in OWN_OPTIONS.get(name, ())):
             others = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, only=(name,),
-                                  **{k: v for k, v in filter_options.items() if k not in OWN_OPTIONS[name]})
+                                  until=until, **{k: v for k, v in filter_options.items() if k not in OWN_OPTIONS[name]})
         else:
             continue
         counts["facets"][name] = others["facets"][name]
+        counts["uncounted"] += others["uncounted"]
     return {"page": page, **counts}

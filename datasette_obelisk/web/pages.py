@@ -72,7 +72,7 @@ async def search_page(datasette, request, db, params):
         }
 
     found = await db.execute_fn(search)
-    context.update(found, facets=form.facet_links(found["result"]["facets"]), hit_sample=search_facets.HIT_SAMPLE)
+    context.update(found, facets=form.facet_links(found["result"]["facets"], found["result"]["uncounted"]), hit_sample=search_facets.HIT_SAMPLE)
     return context
 
 

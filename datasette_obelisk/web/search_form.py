@@ -141,13 +141,21 @@ class SearchForm:
             found.append({"label": f"Date: {span}", "url": self.query_string(day_from=None, day_to=None, cursor=None)})
         return found
 
-    def facet_links(self, facets: dict) -> list[dict]:
+    def facet_links(self, facets: dict, uncounted=()) -> list[dict]:
         """Facets in display order, each value with its count and toggle link, and
-        the link that shows more of a facet's values (``more``) or fewer again (``fewer``)."""
+        the link that shows more of a facet's values (``more``) or fewer again (``fewer``).
+        A facet ``uncounted`` (its count ran out of time) shows its chosen values, uncounted."""
         shown = []
         for name, label in FACET_LABELS.items():
             selected = set(self.lists.get(name, ())) if name != "day" else {self.day_from} & {self.day_to}
             limit = MORE_FACET_VALUES if name == self.more else FACET_VALUES
+            if name in uncounted:
+                shown.append({
+                    "name": name, "label": label, "uncounted": True, "more": None, "fewer": None,
+                    "values": [{"value": value, "count": None, "selected": True, "url": self.with_value(name, value, False)}
+                               for value in sorted(selected - {None})],
+                })
+                continue
             found = facets.get(name, [])
             values = [
                 {
