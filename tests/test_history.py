@@ -1,5 +1,7 @@
 """history.search / history.read (seed 003) over the archive."""
 
+import json
+import re
 import sqlite3
 
 import pytest
@@ -745,3 +747,23 @@ def test_a_read_cursor_after_a_line_of_a_long_uuid_goes_on_after_it_when_the_ses
     # its line gone from the session: stale, never another place
     toy.sql("DELETE FROM messages WHERE uuid = ?", [long_id])
     assert code_of(lambda: history_read(conn, sessionId="s9", cursor=first["nextCursor"])) == "SESSION_QUERY_STALE_CURSOR"
+
+
+def test_search_reads_the_text_of_a_session_s_candidate_lines_only_as_far_as_its_hits_go(toy):
+    """A common word's candidate lines in a long session are ranked by their ids and
+    lengths alone; their texts are read a batch at a time, shortest first, and the batch
+    that gives the snippets is the last read (the whole set of candidates took past a
+    second on a 300,000-line session)."""
+    toy.write("long", *[line(f"l{n:03d}", "omega " + "word " * (n % 17), f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z")
+                        for n in range(200)])
+    toy.ingest()
+    conn = toy.conn()
+    statements = []
+    conn.set_trace_callback(statements.append)
+    page = history_search(conn, {"query": "omega", "limit": 1})
+    assert session_ids(page) == ["long"]
+    assert page["sessions"][0]["snippets"] == ["omega"] * 3  # (the shortest lines first)
+    reading_text = [s for s in statements if "m.text," in s and "json_each" in s]
+    assert len(reading_text) == 1, reading_text
+    ids = json.loads(re.search(r"json_each\('(\[[^']*\])'\)", reading_text[0]).group(1))
+    assert len(ids) == history_module.HIT_BATCH

@@ -359,7 +359,9 @@ def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]
     lines = _candidate_lines(conn, fts, session_id)
     hits: list[dict] = []
     for start in range(0, len(lines), HIT_BATCH):
-        entries = [entry for _, _, entry in _entries(conn, session_id, lines[start : start + HIT_BATCH])]
+        batch = _entry_rows(conn, session_id, "m.id IN (SELECT value FROM json_each(?))",
+                            [json.dumps(lines[start : start + HIT_BATCH])], CANDIDATE_ORDER)
+        entries = [entry for _, _, entry in _entries(conn, session_id, batch)]
         for _, marked in match_documents(fts.expression, [searchable(entry) for entry in entries], fts.words):
             hits.append(snippet("\n".join(column for column in marked if column)))
         if len(hits) >= count:
@@ -374,9 +376,14 @@ def searchable(entry: dict) -> tuple[str, str]:
     return "\n".join([entry["name"], *strings_in(entry["arguments"])]), "\n".join(strings_in(entry["result"]))
 
 
-def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
+CANDIDATE_ORDER = "m.text_length, m.seq"  # (shortest first)
+
+
+def _candidate_lines(conn, fts, session_id: str) -> list[int]:
     """Entry lines holding every term, and call lines whose call, result and saved
-    output lines hold them between them."""
+    output lines hold them between them: their message ids, in ``CANDIDATE_ORDER``.
+    Only ids: the lines are read a batch at a time, as far as the hits go (a common
+    word's candidates in a long session are tens of thousands of lines)."""
     first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
     if first is None:
         return []
@@ -387,10 +394,11 @@ def _candidate_lines(conn, fts, session_id: str) -> list[dict]:
     wanted = set.intersection(*holding) | {
         lines[0] for lines in calls if all(any(line in h for line in lines) for h in holding)
     }
-    return _entry_rows(
-        conn, session_id, "m.id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(wanted))],
-        "m.text_length, m.seq",
-    )
+    return [row[0] for row in conn.execute(
+        f"SELECT m.id FROM messages m WHERE {ENTRY_WHERE} AND m.id IN (SELECT value FROM json_each(?)) "
+        f"ORDER BY {CANDIDATE_ORDER}",
+        [session_id, json.dumps(sorted(wanted))],
+    )]
 
 
 def _lines_matching(conn, expression: str, first: int, last: int, outside=()) -> set[int]:
