@@ -169,6 +169,37 @@ async def test_read_session_answers_a_session_too_long_to_build_whole_in_pages(d
 
 
 @pytest.mark.asyncio
+async def test_surface_and_event_lists_too_long_to_build_are_refused_from_a_count(ds, monkeypatch):
+    # readSurface past READ_SESSION_MAX events, listEvents past LIST_EVENTS_MAX records and
+    # filterEvents past READ_SESSION_MAX events meeting its metadata clauses are refused
+    # (413) before any event is read; a seq range lists the events in parts.
+    from datasette_obelisk.web import api_contracts
+
+    surface = await get(ds, f"{SQ}/session/{XSS_SESSION}/surface")
+    records = await get(ds, f"{SQ}/session/{XSS_SESSION}/events")
+    scanned = await get(ds, f"{SQ}/session/{XSS_SESSION}/events", filters='[{"kind": "text", "text": "e"}]')
+    monkeypatch.setattr(api_contracts, "READ_SESSION_MAX", 2)
+    monkeypatch.setattr(api_contracts, "LIST_EVENTS_MAX", 2)
+    monkeypatch.setattr(api_contracts.SessionQuery, "_events", lambda *a, **k: pytest.fail("events read"))
+    assert "has 5 events, more than the 2" in await error(
+        ds, f"{SQ}/session/{XSS_SESSION}/surface", 413, "OBELISK_PAYLOAD_TOO_LARGE")
+    assert "has 5 events, more than the 2" in await error(
+        ds, f"{SQ}/session/{XSS_SESSION}/events", 413, "OBELISK_PAYLOAD_TOO_LARGE")
+    assert "has 3 events meeting the filters' metadata clauses, more than the 2" in await error(
+        ds, f"{SQ}/session/{XSS_SESSION}/events", 413, "OBELISK_PAYLOAD_TOO_LARGE",
+        filters='[{"kind": "seq", "from": 2, "to": 4}, {"kind": "text", "text": "e"}]')
+    monkeypatch.undo()
+    monkeypatch.setattr(api_contracts, "READ_SESSION_MAX", 2)
+    parts = [await get(ds, f"{SQ}/session/{XSS_SESSION}/events",
+                       filters=f'[{{"kind": "seq", "from": {n}, "to": {n + 1}}}, {{"kind": "text", "text": "e"}}]')
+             for n in (1, 3, 5)]
+    assert [e for part in parts for e in part] == scanned
+    monkeypatch.undo()
+    assert await get(ds, f"{SQ}/session/{XSS_SESSION}/surface") == surface
+    assert await get(ds, f"{SQ}/session/{XSS_SESSION}/events") == records
+
+
+@pytest.mark.asyncio
 async def test_session_query_reads(ds):
     records = await get(ds, f"{SQ}/sessions")
     assert XSS_SESSION in {r["header"]["id"] for r in records}

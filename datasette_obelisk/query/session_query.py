@@ -84,6 +84,8 @@ READ_WINDOW_MAX = 50
 # event, so well within a second), and the largest page of the paged read.
 READ_SESSION_MAX = 10_000
 READ_PAGE_MAX = 1000
+# listEvents over HTTP: the most records one answer holds (about 7 µs a record).
+LIST_EVENTS_MAX = 50_000
 TITLE_SOURCES = {
     "custom": "user",
     "first_prompt": "fallback",
@@ -239,11 +241,16 @@ class SessionQuery:
                 "events": [full_event(row, tools.get(row["uuid"])) for row in events],
             }
 
-    def event_count(self, session_id, signal=None) -> int:
-        """How many events the session holds (``SESSION_QUERY_SESSION_NOT_FOUND`` for none)."""
+    def event_count(self, session_id, filters=None, signal=None) -> int:
+        """How many events the session holds (``SESSION_QUERY_SESSION_NOT_FOUND`` for none), or
+        with ``filters`` how many meet their metadata clauses (a text scan is not counted)."""
         with self._reading(signal):
             self._session(session_id)
-            return self.conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?", [session_id]).fetchone()[0]
+            _, metadata = _split_text_clauses(filters or [])
+            where, params = Filters.from_contract(event_filters=metadata).event_sql("m")
+            return self.conn.execute(
+                f"SELECT COUNT(*) FROM messages m WHERE m.session_id = ? AND {where}", [session_id, *params]
+            ).fetchone()[0]
 
     def read_session_page(self, session_id, limit: int, cursor=None, signal=None) -> dict:
         """``read_session`` a page at a time (an extension): the header and at most ``limit``

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..query.errors import QueryError
 from ..query import search as search_core
-from ..query.session_query import READ_PAGE_MAX, READ_SESSION_MAX, READ_WINDOW_MAX, SessionQuery
+from ..query.session_query import LIST_EVENTS_MAX, READ_PAGE_MAX, READ_SESSION_MAX, READ_WINDOW_MAX, SessionQuery
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -50,11 +50,41 @@ def sessions(conn, params):
     return service.filter_sessions(filters) if filters is not None else service.list_sessions()
 
 
+def too_large(what: str, session_id: str, count: int, most: int, instead: str, meeting: str = "") -> QueryError:
+    return QueryError(
+        "OBELISK_PAYLOAD_TOO_LARGE",
+        f"{what}: session {session_id!r} has {count} events{meeting}, more than the {most} one answer holds: {instead}",
+    )
+
+
+SEQ_RANGES = 'filters with a seq range ([{"kind": "seq", "from": 1, "to": 1000}], then on)'
+
+
 def session_events(conn, params):
+    """listEvents / filterEvents: refused (OBELISK_PAYLOAD_TOO_LARGE) from a count, before any
+    event is read, past ``LIST_EVENTS_MAX`` records or ``READ_SESSION_MAX`` documents."""
     filters = params.json("filters", code=INVALID_FILTER)
     service = SessionQuery(conn)
     session_id = params.path("session_id")
-    return service.filter_events(session_id, filters) if filters is not None else service.list_events(session_id)
+    if filters is None:
+        if (count := service.event_count(session_id)) > LIST_EVENTS_MAX:
+            raise too_large("listEvents", session_id, count, LIST_EVENTS_MAX, "list it in parts with " + SEQ_RANGES)
+        return service.list_events(session_id)
+    if isinstance(filters, list) and (count := service.event_count(session_id, filters)) > READ_SESSION_MAX:
+        raise too_large("filterEvents", session_id, count, READ_SESSION_MAX, "narrow it, or scan it in parts with "
+                        + SEQ_RANGES, " meeting the filters' metadata clauses")
+    return service.filter_events(session_id, filters)
+
+
+def read_surface(conn, params):
+    """readSurface: the whole surface, refused (OBELISK_PAYLOAD_TOO_LARGE) from a count past
+    ``READ_SESSION_MAX`` events: it is folded from the whole log."""
+    service = SessionQuery(conn)
+    session_id = params.path("session_id")
+    if (count := service.event_count(session_id)) > READ_SESSION_MAX:
+        raise too_large("readSurface", session_id, count, READ_SESSION_MAX,
+                        "read the log in pages (readSession with limit) or by events (readEvent)")
+    return service.read_surface(session_id)
 
 
 def read_session(conn, params):
@@ -140,11 +170,14 @@ SESSION_QUERY_ENDPOINTS = [
               "(default: the whole log)", minimum=1, maximum=READ_PAGE_MAX),
         Param("cursor", description="nextCursor of the previous page (with the same limit)")],
        response=s.LOG_SNAPSHOT, too_large=True),
-    sq(f"/session/{SESSION_ID}/surface", lambda conn, p: SessionQuery(conn).read_surface(p.path("session_id")),
-       "readSurface: the current model surface", response=s.SURFACE_SNAPSHOT),
-    sq(f"/session/{SESSION_ID}/events", session_events, "listEvents / filterEvents: event records in seq order",
+    sq(f"/session/{SESSION_ID}/surface", read_surface,
+       f"readSurface: the current model surface (OBELISK_PAYLOAD_TOO_LARGE, 413, past {READ_SESSION_MAX} events)",
+       response=s.SURFACE_SNAPSHOT, too_large=True),
+    sq(f"/session/{SESSION_ID}/events", session_events,
+       f"listEvents / filterEvents: event records in seq order (OBELISK_PAYLOAD_TOO_LARGE, 413, past "
+       f"{LIST_EVENTS_MAX} records, or {READ_SESSION_MAX} documents meeting the filters' metadata clauses)",
        [Param("filters", "json", "SessionEventResultFilter[] (" + FILTERS_JSON + "): each record then has its text")],
-       s.array(s.FILTERED_EVENT)),
+       s.array(s.FILTERED_EVENT), too_large=True),
     sq(f"/session/{SESSION_ID}/trace", lambda conn, p: SessionQuery(conn).trace_session(p.path("session_id")),
        "traceSession: ancestors and the descendant forest", response=s.LINEAGE_TRACE),
     sq(f"/session/{SESSION_ID}/title", lambda conn, p: SessionQuery(conn).read_title_snapshot(p.path("session_id")),
