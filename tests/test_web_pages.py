@@ -2379,3 +2379,19 @@ async def test_a_transcript_link_to_a_message_reaches_it_after_an_ingest_renumbe
     assert 'id="m1"' in await page(ds, f"/-/obelisk/session/{quoted}")
     missing = unescape(await page(ds, a_prompt))
     assert "This session's transcript has no message" in missing and parse_qs(urlsplit(a_prompt).query)["message"][0] in missing
+
+
+@pytest.mark.asyncio
+async def test_the_transcript_json_link_answers_a_session_too_long_to_read_whole(ds, monkeypatch):
+    # readSession refuses a session past READ_SESSION_MAX events (413): the transcript's
+    # JSON link reads it a page at a time, the page naming the next.
+    from datasette_obelisk.web import api_contracts
+
+    monkeypatch.setattr(api_contracts, "READ_SESSION_MAX", 2)
+    html_text = await page(ds, f"/-/obelisk/session/{XSS_SESSION}")
+    link = unescape(re.search(r'<a href="([^"]+)">JSON</a>', html_text).group(1))
+    assert link == f"/-/obelisk/api/session-query/session/{XSS_SESSION}?limit=1000"
+    response = await ds.client.get(link)
+    assert response.status_code == 200
+    found = response.json()
+    assert found["session"]["id"] == XSS_SESSION and len(found["events"]) == 5 and "nextCursor" not in found

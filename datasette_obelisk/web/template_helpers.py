@@ -6,6 +6,7 @@ import json
 from urllib.parse import quote
 
 from ..query.obelisk import MAX_RAW_LIMIT
+from ..query.session_query import READ_PAGE_MAX
 from ..query.transcript import RESULT_CHARS
 from . import urls
 from ..utc import canonical
@@ -50,6 +51,11 @@ class TemplateHelpers:
         """An API endpoint: ``api('raw', uuid=...)``, ``api('session-query/session', session_id)``."""
         tail = "".join("/" + urls.segment(part) for part in parts)
         return urls.obelisk_url(self.datasette, "/api/" + _name + tail, db=self.db, **query)
+
+    def session_json(self, session_id) -> str:
+        """readSession over HTTP, a page at a time: a session of any length answers (whole, one
+        past ``READ_SESSION_MAX`` events would not), the page naming its next."""
+        return self.api("session-query/session", session_id, limit=READ_PAGE_MAX)
 
     def raw(self, uuid) -> str | None:
         """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters); None when hidden."""
