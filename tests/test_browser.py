@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 
@@ -710,6 +710,13 @@ def test_a_link_to_a_tool_call_on_a_later_page_lands_on_it(server, page, web_db)
     page.goto(f"{server}/-/obelisk/session/{quote(session, safe=':')}#{quote(anchor, safe='')}")
     page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=anchor)
     assert page.locator(".ob-target").get_attribute("id") == anchor
+    # named by ?call= alone (no fragment): the same call, opened, in view, and the address says so
+    page.goto(f"{server}/-/obelisk/session/{quote(session, safe=':')}?call={quote(call, safe='')}")
+    page.wait_for_function("id => { const d = document.getElementById(id); return d && d.open }", arg=anchor)
+    assert page.locator(".ob-target").get_attribute("id") == anchor
+    assert unquote(urlsplit(page.url).fragment) == anchor
+    assert page.evaluate("id => { const r = document.getElementById(id).getBoundingClientRect();"
+                         " return r.top < innerHeight && r.bottom > 0 }", anchor)
     assert page.js_errors == []
 
 

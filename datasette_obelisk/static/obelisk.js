@@ -61,6 +61,12 @@ document.addEventListener("DOMContentLoaded", () => {
     const details = target.closest("details");
     if (details) details.open = true;
   };
+  // A link naming a call by ?call=ID alone (typed, or from a program): the server chose the page
+  // that shows it; show the call as its #tool-ID link would.
+  const asked = new URL(location.href).searchParams.get("call");
+  const call = !location.hash && asked && document.getElementById("tool-" + asked);
+  if (call) history.replaceState(history.state, "", "#tool-" + encodeURIComponent(asked));
   openTarget();
+  if (call) call.scrollIntoView();
   window.addEventListener("hashchange", openTarget);
 });
