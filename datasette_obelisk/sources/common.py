@@ -185,6 +185,22 @@ def item_positions(data: bytes, items_key: str, count: int) -> list[Position]:
         spans = _item_spans(text, items_key)
     except (ValueError, IndexError, RecursionError):
         spans = None
+    return _positions(data, text, spans, count)
+
+
+def array_positions(data: bytes, count: int) -> list[Position]:
+    """Where each of the ``count`` items of a top-level JSON array lies, as ``item_positions``
+    has them (every item gets the whole file when it cannot be walked)."""
+    text = data.decode("utf-8", "surrogateescape")
+    try:
+        at = _SPACE.match(text, 1 if text.startswith("\ufeff") else 0).end()
+        spans = _array_spans(text, at)[0] if text[at] == "[" else None
+    except (ValueError, IndexError, RecursionError):
+        spans = None
+    return _positions(data, text, spans, count)
+
+
+def _positions(data: bytes, text: str, spans: list[tuple[int, int]] | None, count: int) -> list[Position]:
     if spans is None or len(spans) != count:
         return [Position(index, 0, len(data)) for index in range(1, count + 1)]
     positions, chars, offset = [], 0, 0
@@ -198,6 +214,21 @@ def item_positions(data: bytes, items_key: str, count: int) -> list[Position]:
 
 def _byte_length(text: str) -> int:
     return len(text.encode("utf-8", "surrogateescape"))
+
+
+def _array_spans(text: str, at: int) -> tuple[list[tuple[int, int]], int]:
+    """``(start, end)`` character offsets of each item of the JSON array opening at ``at``,
+    and where the array ends."""
+    space, decode = _SPACE.match, _ITEM_DECODER.raw_decode
+    found, at = [], space(text, at + 1).end()
+    while text[at] != "]":
+        start = at
+        _, at = decode(text, at)
+        found.append((start, at))
+        at = space(text, at).end()
+        if text[at] == ",":
+            at = space(text, at + 1).end()
+    return found, at + 1
 
 
 def _item_spans(text: str, items_key: str) -> list[tuple[int, int]] | None:
@@ -214,15 +245,7 @@ def _item_spans(text: str, items_key: str) -> list[tuple[int, int]] | None:
             return None
         at = space(text, at + 1).end()
         if key == items_key and text[at] == "[":
-            found, at = [], space(text, at + 1).end()
-            while text[at] != "]":
-                start = at
-                _, at = decode(text, at)
-                found.append((start, at))
-                at = space(text, at).end()
-                if text[at] == ",":
-                    at = space(text, at + 1).end()
-            at += 1
+            found, at = _array_spans(text, at)
         else:
             _, at = decode(text, at)
         at = space(text, at).end()

@@ -17,13 +17,11 @@ in no family: reading it again reads no transcript again.
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import datetime, timezone
 from typing import Any
 
 from ..records import LineError, Merged, Position, PromptEntry, Record
-from .common import decode_line
+from .common import array_positions, decode_line
 from ..utc import canonical
 from .lines import dump_json, load_json
 
@@ -51,75 +49,71 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _not_prompt(position: Position, what: str) -> list[Record]:
-    return [LineError(position, f"a prompt log line without {what}")]
+class _HistoryLines:
+    """A ``history.jsonl``: each line a prompt (``prompt``), or an error saying what it lacks."""
+
+    source: str
+
+    def feed(self, line: bytes, position: Position) -> list[Record]:
+        data = decode_line(line, position)
+        if isinstance(data, LineError):
+            return [data]
+        entry = self.prompt(data, position)
+        if isinstance(entry, str):
+            return [LineError(position, f"a prompt log line without {entry}")]
+        return [entry, Merged(position, "prompt")]
+
+    def prompt(self, data: dict, position: Position) -> PromptEntry | str:
+        raise NotImplementedError
+
+    def document(self, data: bytes) -> list[Record]:
+        return []
+
+    def state(self) -> dict[str, Any]:
+        return {}
 
 
-class ClaudeHistoryParser:
+class ClaudeHistoryParser(_HistoryLines):
     """Claude Code's ``history.jsonl``. A session is the store's id of it (the raw
     ``sessionId``, as its transcript's file name is); pasted contents are kept as JSON."""
 
     source = "claude"
 
-    def feed(self, line: bytes, position: Position) -> list[Record]:
-        data = decode_line(line, position)
-        if isinstance(data, LineError):
-            return [data]
+    def prompt(self, data: dict, position: Position) -> PromptEntry | str:
         text = _text(data.get("display"))
         if text is None:
-            return _not_prompt(position, "its text (display)")
+            return "its text (display)"
         session = data.get("sessionId")
         pasted = data.get("pastedContents")
-        return [
-            PromptEntry(
-                source=self.source,
-                session_id=session if isinstance(session, str) and session else None,
-                text=text,
-                timestamp=ms_iso(data.get("timestamp")) or _iso(data.get("timestamp")),
-                project=_text(data.get("project")) or None,
-                pasted_json=dump_json(pasted).decode() if pasted else None,
-                position=position,
-            ),
-            Merged(position, "prompt"),
-        ]
-
-    def document(self, data: bytes) -> list[Record]:
-        return []
-
-    def state(self) -> dict[str, Any]:
-        return {}
+        return PromptEntry(
+            source=self.source,
+            session_id=session if isinstance(session, str) and session else None,
+            text=text,
+            timestamp=ms_iso(data.get("timestamp")) or _iso(data.get("timestamp")),
+            project=_text(data.get("project")) or None,
+            pasted_json=dump_json(pasted).decode() if pasted else None,
+            position=position,
+        )
 
 
-class CodexHistoryParser:
+class CodexHistoryParser(_HistoryLines):
     """Codex's ``history.jsonl``; sessions are ``codex:<session_id>``."""
 
     source = "codex"
 
-    def feed(self, line: bytes, position: Position) -> list[Record]:
-        data = decode_line(line, position)
-        if isinstance(data, LineError):
-            return [data]
+    def prompt(self, data: dict, position: Position) -> PromptEntry | str:
         text = _text(data.get("text"))
         if text is None:
-            return _not_prompt(position, "its text (text)")
+            return "its text (text)"
         session = data.get("session_id")
         ts = data.get("ts")
-        return [
-            PromptEntry(
-                source=self.source,
-                session_id=f"codex:{session}" if isinstance(session, str) and session else None,
-                text=text,
-                timestamp=ms_iso(ts * 1000) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else _iso(ts),
-                position=position,
-            ),
-            Merged(position, "prompt"),
-        ]
-
-    def document(self, data: bytes) -> list[Record]:
-        return []
-
-    def state(self) -> dict[str, Any]:
-        return {}
+        return PromptEntry(
+            source=self.source,
+            session_id=f"codex:{session}" if isinstance(session, str) and session else None,
+            text=text,
+            timestamp=ms_iso(ts * 1000) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else _iso(ts),
+            position=position,
+        )
 
 
 class GeminiLogsParser:
@@ -167,35 +161,3 @@ class GeminiLogsParser:
         return {}
 
 
-_SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder(strict=False)
-
-
-def array_positions(data: bytes, count: int) -> list[Position]:
-    """Where each of the ``count`` items of a top-level JSON array lies (line = its
-    1-based index); every item gets the whole file when it cannot be walked."""
-    text = data.decode("utf-8", "surrogateescape")
-    spans: list[tuple[int, int]] | None = []
-    try:
-        at = _SPACE.match(text, 1 if text.startswith("\ufeff") else 0).end()
-        if text[at] != "[":
-            raise ValueError
-        at = _SPACE.match(text, at + 1).end()
-        while text[at] != "]":
-            start = at
-            _, at = _DECODER.raw_decode(text, at)
-            spans.append((start, at))
-            at = _SPACE.match(text, at).end()
-            if text[at] == ",":
-                at = _SPACE.match(text, at + 1).end()
-    except (ValueError, IndexError, RecursionError):
-        spans = None
-    if spans is None or len(spans) != count:
-        return [Position(index, 0, len(data)) for index in range(1, count + 1)]
-    positions, chars, offset = [], 0, 0
-    for index, (start, end) in enumerate(spans, start=1):
-        offset += len(text[chars:start].encode("utf-8", "surrogateescape"))
-        length = len(text[start:end].encode("utf-8", "surrogateescape"))
-        positions.append(Position(index, offset, length))
-        offset, chars = offset + length, end
-    return positions
