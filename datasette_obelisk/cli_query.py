@@ -123,6 +123,20 @@ def cut(rows: list, limit: int, what: str) -> tuple[list, str | None]:
     return rows, None
 
 
+def listing(rows: list, limit: int, what: str, as_json: bool, show, none: str | None = None) -> None:
+    """``rows`` cut to ``limit`` (``cut``): as JSON, or each shown by ``show(row)``, then the
+    line saying some were left out; ``none`` (else "No <what>.") when there are none."""
+    rows, more = cut(rows, limit, what)
+    if as_json:
+        return click.echo(dumps(rows))
+    if not rows:
+        return echo(none or f"No {what}.")
+    for row in rows:
+        show(row)
+    if more:
+        echo(more)
+
+
 def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
     """``text`` flattened to one line of at most ``width`` characters near ``around``."""
     text = text or ""
@@ -336,18 +350,12 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     \b
         obelisk sessions --project '%myapp%' --limit 10
     """
-    rows, more = cut(call(db_path, obelisk.sessions, given(
+    rows = call(db_path, obelisk.sessions, given(
         limit=one_more(limit), branch=branch, project=project, source=source, after=after, before=before,
-    )), limit, "sessions")
-    if as_json:
-        return click.echo(dumps(rows))
-    if not rows:
-        return echo("No sessions.")
-    for row in rows:
-        echo(f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
-                   f"{row['id']}  {one_line(row['title'], 80)}".rstrip())
-    if more:
-        echo(more)
+    ))
+    listing(rows, limit, "sessions", as_json, lambda row: echo(
+        f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
+        f"{row['id']}  {one_line(row['title'], 80)}".rstrip()))
 
 
 def checked_source(conn, source: str | None) -> str | None:
@@ -384,32 +392,18 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
     if orphans:
         rows = call(db_path, lambda conn: prompt_log.orphans(
             conn, source=checked_source(conn, source), project=project, limit=one_more(limit)))
-        rows, more = cut(rows, limit, "sessions")
-        if as_json:
-            return click.echo(dumps(rows))
-        if not rows:
-            return echo("No sessions known only from the prompt logs.")
-        for row in rows:
+        def orphan(row):
             counted = f"{row['prompts']} prompt{'s' if row['prompts'] != 1 else ''}"
             echo(f"{row['last_at'] or '-':<24}  {row['source']:<6}  {counted:>11}  "
                  f"{row['session_id']}  {one_line(row['first_prompt'], 80)}".rstrip())
-        if more:
-            echo(more)
-        return
+
+        return listing(rows, limit, "sessions", as_json, orphan, none="No sessions known only from the prompt logs.")
     rows = call(db_path, lambda conn: prompt_log.prompts(
         conn, query, session_id=session_id, project=project, source=checked_source(conn, source), missing=missing,
         limit=one_more(limit)))
-    rows, more = cut(rows, limit, "prompts")
-    if as_json:
-        return click.echo(dumps(rows))
-    if not rows:
-        return echo("No prompts.")
-    for row in rows:
-        held = "*" if row["in_transcript"] else " "
-        echo(f"{row['timestamp'] or '-':<24} {held} {row['source']:<6}  {row['session_id'] or '-'}  "
-             f"{one_line(row['text'], 100)}".rstrip())
-    if more:
-        echo(more)
+    listing(rows, limit, "prompts", as_json, lambda row: echo(
+        f"{row['timestamp'] or '-':<24} {'*' if row['in_transcript'] else ' '} {row['source']:<6}  "
+        f"{row['session_id'] or '-'}  {one_line(row['text'], 100)}".rstrip()))
 
 
 @cli.command()
@@ -434,23 +428,19 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
     rows, states = call(db_path, failures_and_states, given(
         limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
     ), session_id=session_id)
-    rows, more = cut(rows, limit, "failures")
-    if as_json:
-        return click.echo(dumps(rows))
-    if not rows:
-        return echo("No failures.")
-    for row in rows:
+
+    def failure(row):
         result, call_row, session = row["result"], row["toolCall"], row["session"]
         echo(f"{result['timestamp'] or '-'}  {call_row['name'] if call_row else '?'}  "
-                   f"{one_line(session['title'], 80)} ({session['id']})"
-                   f"{away(*states.get(result['message_uuid'], (None, None)))}")
+             f"{one_line(session['title'], 80)} ({session['id']})"
+             f"{away(*states.get(result['message_uuid'], (None, None)))}")
         if call_row:
             echo(f"   call:   {one_line(call_row['input_json'])}")
         echo(f"   output: {one_line(result['content'])}")
         for message in row["nextMessages"][:1]:
             echo(f"   next:   {message['role'] or '-'}: {one_line(message['text'])}")
-    if more:
-        echo(more)
+
+    listing(rows, limit, "failures", as_json, failure)
 
 
 @cli.command()
