@@ -359,6 +359,29 @@ def write_sessions(folder, names, text: str, hour: int) -> None:
         (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
 
 
+def listed(html: str) -> list[str]:
+    """The sessions a search page lists, in order."""
+    return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
+
+
+async def zanzibar_paging(tmp_path, ranking: str):
+    """30 sessions saying "zanzibar" once, served, and the first page of a search for it (20 of
+    them, ``raw``: every match ranked): ``(datasette, asked, folder, old, first, following)``."""
+    from datasette_obelisk.store.ingest import ingest
+
+    asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}
+    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
+    old = [f"old-{n:02d}" for n in range(30)]
+    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "paging.db")
+    await datasette.invoke_startup()
+    first = await page(datasette, "/-/obelisk", **asked)
+    assert len(listed(first)) == 20 and set(listed(first)) <= set(old)
+    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
+    return datasette, asked, folder, old, first, following
+
+
 @pytest.mark.asyncio
 @pytest.mark.parametrize("ranking", ["messages", "bags", "raw"])
 async def test_search_pages_list_each_session_once_while_sessions_are_added(tmp_path, monkeypatch, ranking):
@@ -370,21 +393,8 @@ async def test_search_pages_list_each_session_once_while_sessions_are_added(tmp_
 
     if ranking == "bags":  # ranked by the session bags, not by every matching message
         monkeypatch.setattr(search, "EXACT_MAX", 0)
-    asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}  # (raw: every match ranked)
-    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
-    old = [f"old-{n:02d}" for n in range(30)]
-    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
-    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
-    datasette = make_datasette(tmp_path / "paging.db")
-    await datasette.invoke_startup()
-
-    def listed(html: str) -> list[str]:
-        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
-
-    first = await page(datasette, "/-/obelisk", **asked)
+    datasette, asked, folder, old, first, following = await zanzibar_paging(tmp_path, ranking)
     shown = listed(first)
-    assert len(shown) == 20 and set(shown) <= set(old)
-    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
 
     new = [f"new-{n:02d}" for n in range(15)]
     write_sessions(folder, new, "zanzibar zanzibar zanzibar", 11)
@@ -423,21 +433,8 @@ async def test_search_pages_list_each_session_once_while_sessions_grow(tmp_path,
     # bags, a frequent word's, a grown session's bag ranks it anew: not so there.)
     from datasette_obelisk.store.ingest import ingest
 
-    asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}
-    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
-    old = [f"old-{n:02d}" for n in range(30)]
-    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
-    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
-    datasette = make_datasette(tmp_path / "paging.db")
-    await datasette.invoke_startup()
-
-    def listed(html: str) -> list[str]:
-        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
-
-    first = await page(datasette, "/-/obelisk", **asked)
+    datasette, asked, folder, old, first, following = await zanzibar_paging(tmp_path, ranking)
     shown = listed(first)
-    assert len(shown) == 20
-    [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
 
     grown = sorted(set(old) - set(shown))[0]
     line = {"type": "user", "uuid": f"u-{grown}-2", "parentUuid": f"u-{grown}", "sessionId": grown,
@@ -2081,10 +2078,6 @@ async def test_sessions_listed_before_a_query_take_a_page_size(ds, web_db):
     every = {row[0] for row in conn.execute(f"SELECT s.id FROM sessions s WHERE {TOP_LEVEL}")}
     conn.close()
     assert len(every) > 15
-
-    def listed(html: str) -> list[str]:
-        return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
-
     assert len(listed(await page(ds, "/-/obelisk"))) == 15
     whole = await page(ds, "/-/obelisk", limit="1000")
     assert set(listed(whole)) == every and 'rel="next"' not in whole
