@@ -440,38 +440,53 @@ def test_a_resumed_log_replaying_the_one_it_resumed_gives_its_lines_back_whateve
     assert got == first, diff(got, first)
 
 
+def said(uuid, parent, second, session, text=None, **extra) -> str:
+    """A Claude Code user line saying ``text`` (else its uuid) at second ``second``."""
+    return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, **extra,
+                       "timestamp": f"2026-01-01T00:00:{second:02d}Z",
+                       "message": {"role": "user", "content": text or uuid}})
+
+
+def each_arrival(tmp_path, logs: dict, orders, older=()):
+    """For each of ``orders``: a fresh ``.claude`` folder and database, the ``logs`` (name:
+    text) written in that order with an ingest after each, or (None) all at once before one
+    ingest; the logs named in ``older`` are written a second older. Yields ``(order, db, project)``."""
+    for n, order in enumerate(orders):
+        project = tmp_path / str(n) / ".claude" / "projects" / "-w"
+        project.mkdir(parents=True)
+        db = project.parent.parent.parent / "o.db"
+        for name in order or logs:
+            (project / f"{name}.jsonl").write_text(logs[name])
+            os.utime(project / f"{name}.jsonl", (1_800_000_001 - (name in older),) * 2)
+            if order:
+                run(db, project.parent.parent)
+        run(db, project.parent.parent)
+        yield order, db, project
+
+
 @pytest.mark.parametrize("replayed_as", ["resumed", "original"])
 def test_a_resumed_log_is_the_continuation_of_the_session_it_replays(tmp_path, replayed_as):
     """The session a Claude Code 1.0-2.0 resume wrote into a new file goes on
     from the one whose lines it replayed (under its own id or theirs), read
     in one ingest or after it."""
     original, resumed = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
-
-    def line(uuid, parent, text, second, session):
-        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
-                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": text}})
-
-    replayed = [("u1", None, "first", 1), ("u2", "u1", "second", 2)]
+    replayed = [("u1", None, 1, None, "first"), ("u2", "u1", 2, None, "second")]
     copy = original if replayed_as == "original" else resumed
+
+    def log(*lines):
+        return "\n".join(lines) + "\n"
+
     logs = {
-        original: [line(*r, original) for r in replayed],
-        resumed: [json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
-                  *(line(*r, copy) for r in replayed), line("u3", "u2", "third, after the resume", 9, resumed)],
+        original: log(*(said(u, p, t, original, text) for u, p, t, _, text in replayed)),
+        resumed: log(json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
+                     *(said(u, p, t, copy, text) for u, p, t, _, text in replayed),
+                     said("u3", "u2", 9, resumed, "third, after the resume")),
     }
-    for together in (True, False):
-        project = tmp_path / str(together) / ".claude" / "projects" / "-w"
-        project.mkdir(parents=True)
-        db = tmp_path / f"{together}.db"
-        for second, name in enumerate((original, resumed)):
-            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
-            os.utime(project / f"{name}.jsonl", (1_800_000_000 + second, 1_800_000_000 + second))
-            if not together:
-                run(db, project.parent.parent)
-        run(db, project.parent.parent)
+    for order, db, _ in each_arrival(tmp_path, logs, [None, (original, resumed)], older={original}):
         assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
-            (original, None, None), (resumed, original, "continuation")], together
+            (original, None, None), (resumed, original, "continuation")], order
         assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
-            (original, "u1,u2"), (resumed, "u3")], together
+            (original, "u1,u2"), (resumed, "u3")], order
 
 
 @pytest.mark.parametrize("summary", [False, True], ids=["first-line", "summary-line"])
@@ -481,31 +496,19 @@ def test_a_resumed_log_read_before_the_one_it_resumed_is_its_continuation(tmp_pa
     continuation of theirs also when its file is read first, in the same ingest
     or before the other file arrives: the rows are those of reading the other first."""
     original, resumed = "bbbbbbbb-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
-
-    def line(uuid, parent, second, session):
-        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
-                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
-
+    head = [json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"})] if summary else []
     logs = {
-        original: [line("u1", None, 1, original), line("u2", "u1", 2, original)],
-        resumed: [*([json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"})] if summary else []),
-                  line("u3", "u2", 9, resumed), line("u4", "u3", 10, resumed)],
+        original: "\n".join([said("u1", None, 1, original), said("u2", "u1", 2, original)]) + "\n",
+        resumed: "\n".join([*head, said("u3", "u2", 9, resumed), said("u4", "u3", 10, resumed)]) + "\n",
     }
     got = {}
     for order in ((original, resumed), (resumed, original)):
-        for together in (True, False):
-            project = tmp_path / f"{order[0][:2]}-{together}" / ".claude" / "projects" / "-w"
-            project.mkdir(parents=True)
-            db = project.parent.parent.parent / "o.db"
-            for second, name in enumerate(order):
-                (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
-                os.utime(project / f"{name}.jsonl", (1_800_000_000 + second, 1_800_000_000 + second))
-                if not together:
-                    run(db, project.parent.parent)
-            run(db, project.parent.parent)
+        arrivals = [None, order]
+        for arrival, db, _ in each_arrival(tmp_path / order[0][:2], {n: logs[n] for n in order}, arrivals,
+                                           older={order[0]}):
             assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
-                (resumed, original, "continuation"), (original, None, None)], (order, together)
-            got[order[0], together] = snapshot(db)
+                (resumed, original, "continuation"), (original, None, None)], (order, arrival)
+            got[order[0], arrival is None] = snapshot(db)
     first = got[original, True]
     for key, snap in got.items():
         assert snap == first, (key, diff(snap, first))
@@ -518,29 +521,16 @@ def test_a_log_copying_another_read_in_an_earlier_ingest_leaves_it_its_lines(tmp
     the original arrives, the original still keeps them, and the rows are those
     of one ingest of both (or of the original read first)."""
     original, later = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
-
-    def line(uuid, parent, second, session, **extra):
-        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, **extra,
-                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
-
     named = original if copy == "resumed-as-original" else later
     extra = {"forkedFrom": {"sessionId": original, "messageUuid": "u2"}} if copy == "branch" else {}
     logs = {
-        original: [line("u1", None, 1, original), line("u2", "u1", 2, original)],
-        later: [json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
-                line("u1", None, 1, named, **extra), line("u2", "u1", 2, named, **extra), line("u3", "u2", 9, later)],
+        original: "\n".join([said("u1", None, 1, original), said("u2", "u1", 2, original)]) + "\n",
+        later: "\n".join([json.dumps({"type": "summary", "summary": "First and second", "leafUuid": "u2"}),
+                          said("u1", None, 1, named, **extra), said("u2", "u1", 2, named, **extra),
+                          said("u3", "u2", 9, later)]) + "\n",
     }
     got = {}
-    for order in ((original, later), (later, original), None):
-        project = tmp_path / str(order and order[0][:2]) / ".claude" / "projects" / "-w"
-        project.mkdir(parents=True)
-        db = project.parent.parent.parent / "o.db"
-        for name in order or (original, later):
-            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
-            os.utime(project / f"{name}.jsonl", (1_800_000_000 + (name == later), 1_800_000_000 + (name == later)))
-            if order:
-                run(db, project.parent.parent)
-        run(db, project.parent.parent)
+    for order, db, _ in each_arrival(tmp_path, logs, [(original, later), (later, original), None], older={original}):
         assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
             (original, "u1,u2"), (later, "u3")], order
         assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
@@ -564,16 +554,8 @@ def test_a_resumed_1_0_log_with_inline_agents_gives_the_rows_of_one_ingest_in_an
                             "message": {"role": "user", "content": "carry on"}}))
     logs = {original: log.read_text(), resumed: "\n".join(copy) + "\n"}
     got = {}
-    for order in ((original, resumed), (resumed, original), None):
-        project = tmp_path / str(order and order[0][:2]) / ".claude" / "projects" / "-w"
-        project.mkdir(parents=True)
-        db = project.parent.parent.parent / "o.db"
-        for name in order or (original, resumed):
-            (project / f"{name}.jsonl").write_text(logs[name])
-            os.utime(project / f"{name}.jsonl", (1_800_000_000 + (name == resumed),) * 2)
-            if order:
-                run(db, project.parent.parent)
-        run(db, project.parent.parent)
+    for order, db, project in each_arrival(tmp_path, logs, [(original, resumed), (resumed, original), None],
+                                           older={original}):
         assert rows(db, "SELECT id, parent_session_id FROM sessions WHERE agent_id IS NULL ORDER BY id") == [
             (resumed, original), (original, None)], order
         got[order] = snapshot(db), rows(db, "SELECT substr(f.path, length(?) + 1), fs.session_id FROM file_sessions fs "
@@ -586,31 +568,17 @@ def test_a_resumed_log_written_to_disk_before_the_one_it_replays_leaves_it_its_l
     replaying the one it resumed under its own session id is still read after it:
     it goes on after that one ends. Together or one at a time, the rows are the same."""
     original, resumed = "bbbbbbbb-0000-4000-8000-000000000001", "aaaaaaaa-0000-4000-8000-000000000002"
-
-    def line(uuid, parent, second, session):
-        return json.dumps({"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session,
-                           "timestamp": f"2026-01-01T00:00:{second:02d}Z", "message": {"role": "user", "content": uuid}})
-
     replayed = [("u1", None, 1), ("u2", "u1", 2)]
-    logs = {original: [line(*r, original) for r in replayed],
-            resumed: [*(line(*r, resumed) for r in replayed), line("u3", "u2", 9, resumed)]}
+    logs = {resumed: "\n".join([*(said(*r, resumed) for r in replayed), said("u3", "u2", 9, resumed)]) + "\n",
+            original: "\n".join(said(*r, original) for r in replayed) + "\n"}
     got = {}
-    for together in (True, False):
-        project = tmp_path / str(together) / ".claude" / "projects" / "-w"
-        project.mkdir(parents=True)
-        db = tmp_path / f"{together}.db"
-        for when, name in enumerate((resumed, original)):  # the copy's file the older
-            (project / f"{name}.jsonl").write_text("\n".join(logs[name]) + "\n")
-            os.utime(project / f"{name}.jsonl", (1_800_000_000 + when, 1_800_000_000 + when))
-            if not together:
-                run(db, project.parent.parent)
-        run(db, project.parent.parent)
+    for order, db, _ in each_arrival(tmp_path, logs, [None, (resumed, original)], older={resumed}):  # the copy's file the older
         assert rows(db, "SELECT session_id, group_concat(uuid) FROM messages GROUP BY 1 ORDER BY 1") == [
-            (resumed, "u3"), (original, "u1,u2")], together
+            (resumed, "u3"), (original, "u1,u2")], order
         assert rows(db, "SELECT id, parent_session_id, relationship FROM sessions ORDER BY id") == [
-            (resumed, original, "continuation"), (original, None, None)], together
-        got[together] = snapshot(db)
-    assert got[False] == got[True], diff(got[False], got[True])
+            (resumed, original, "continuation"), (original, None, None)], order
+        got[order] = snapshot(db)
+    assert got[None] == got[(resumed, original)], diff(got[None], got[(resumed, original)])
 
 
 def test_a_copy_whose_first_line_names_the_original_leaves_it_its_lines_whenever_it_was_written(tmp_path):
