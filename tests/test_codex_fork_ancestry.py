@@ -81,14 +81,20 @@ def ingest_runs(tmp_path: Path, runs: list[str], *, label: str = "", older: bool
     logs = chain(older)
     for run in runs:
         for gone, key in re.findall(r"(-?)([A-D])", run):
-            path = home / rel(key)
-            if gone:
-                os.remove(path)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(logs[key])
+            place(home, logs, key, bool(gone))
         ingest(db_path, {"codex": home})
     return db_path, home
+
+
+def place(home: Path, logs: dict[str, bytes], key: str, gone: bool = False) -> None:
+    """Write ``logs[key]`` where the log of thread ``key[0]`` lies in the Codex ``home``
+    (``key`` may name a variant of it: ``"D-head"``), or (``gone``) delete that log."""
+    path = home / rel(key[0])
+    if gone:
+        os.remove(path)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(logs[key])
 
 
 COUNTS = ("SELECT session_id, COUNT(*), SUM(json_extract(meta_json, '$.copied_from') IS NOT NULL) "

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dbsnapshot import diff, rows, snapshot
 from test_codex_fork_ancestry import (
-    COUNTS, DUPLICATES, LINKS, STARTS, _turn, chain, ingest_runs, read_again, rel, s,
+    COUNTS, DUPLICATES, LINKS, _turn, chain, ingest_runs, place, read_again, rel, s,
 )
 
 import datasette_obelisk.sources.codex as codex
@@ -57,13 +57,7 @@ def _runs(tmp_path: Path, name: str, logs: dict[str, bytes], runs: list[str]) ->
     db_path, home = tmp_path / f"{name}.db", tmp_path / name / ".codex"
     for run in runs:
         for step in run.split():
-            gone, key = step.startswith("-"), step.lstrip("-")
-            path = home / rel(key[0])
-            if gone:
-                os.remove(path)
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(logs[key])
+            place(home, logs, step.lstrip("-"), step.startswith("-"))
         ingest(db_path, {"codex": home})
     return db_path
 

@@ -674,7 +674,7 @@ def test_a_read_cursor_goes_on_after_its_line_when_an_ingest_renumbers_the_sessi
     lines; once the log arrives the fork gives the copy up and its own lines move up.
     A cursor goes on after the line its page ended on, wherever that line now is, and
     one whose line is gone is stale: never an early end of the transcript."""
-    from test_codex_fork_ancestry import IDS, chain, rel
+    from test_codex_fork_ancestry import IDS, chain, place
 
     from datasette_obelisk.query.readonly import connect_readonly
     from datasette_obelisk.store.ingest import ingest
@@ -682,9 +682,7 @@ def test_a_read_cursor_goes_on_after_its_line_when_an_ingest_renumbers_the_sessi
     logs, home, db = chain(), tmp_path / ".codex", tmp_path / "fork.db"
 
     def arrive(name):
-        path = home / rel(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(logs[name])
+        place(home, logs, name)
         ingest(db, {"codex": home})
 
     fork = "codex:" + IDS["B"]

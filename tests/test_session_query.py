@@ -867,16 +867,14 @@ def renumbered_fork(tmp_path):
     """A Codex fork ingested before the log it forked from (it then keeps a copy of that log's
     lines), and a function that brings that log: the fork gives its copy up and its own lines
     move up (an ingest that renumbers the session)."""
-    from test_codex_fork_ancestry import IDS, chain, rel
+    from test_codex_fork_ancestry import IDS, chain, place
 
     from datasette_obelisk.store.ingest import ingest
 
     logs, home, db = chain(), tmp_path / ".codex", tmp_path / "fork.db"
 
     def arrive(name):
-        path = home / rel(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(logs[name])
+        place(home, logs, name)
         ingest(db, {"codex": home})
 
     arrive("B")
