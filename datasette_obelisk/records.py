@@ -34,6 +34,9 @@ class Session:
     title: str | None = None
     title_source: str | None = None
     project: str | None = None
+    # None: the log names the project; "folder": a grouping by the folder the log is in,
+    # not a path, kept only while the session's rows name no folder
+    project_source: str | None = None
     project_path: str | None = None
     cwd: str | None = None
     git_branch: str | None = None

@@ -64,9 +64,11 @@ FILES = {
 SESSIONS = [
     # id, title source, title, parent, relationship, cwd, project, project path, message count,
     # input, output, cache read, cache creation tokens, availability, model
-    (JSONL_SESSION, "first_prompt", "Say hello and list files.", None, None, None, None, None,
+    # The corpus names no folder, and its tmp folder (the SHA-256 of a root) no root: the
+    # chats are grouped by that folder, marked as such.
+    (JSONL_SESSION, "first_prompt", "Say hello and list files.", None, None, None, f"gemini-tmp:{PROJECT}", None,
      2, 11855 + (12069 - 11502), 81 + 147, 11502, 0, "live", "gemini-3-flash-preview"),
-    (LEGACY_SESSION, "first_prompt", "Hello", None, None, None, None, None,
+    (LEGACY_SESSION, "first_prompt", "Hello", None, None, None, f"gemini-tmp:{PROJECT}", None,
      2, 10, 5, 0, 0, "live", "gemini-3-flash-preview"),
 ]
 
@@ -154,6 +156,7 @@ def test_sessions(db):
         "model FROM sessions ORDER BY id"
     ).fetchall()
     assert got == SESSIONS
+    assert db.execute("SELECT DISTINCT project_source FROM sessions").fetchall() == [("folder",)]
 
 
 def test_a_chat_ends_when_its_file_was_last_written(db):
@@ -456,7 +459,7 @@ def test_subagent_chat_lineage_both_ways(tmp_path, corpus_root):
     ingest(db_path, {"gemini": home}, sources=gemini_sources())
     assert rows(db_path, "SELECT id, parent_session_id, relationship, agent_id, cwd, project, message_count "
                          "FROM sessions ORDER BY id") == [
-        ("gemini:gemini_stage0_jsonl", None, None, None, None, None, 2),
+        ("gemini:gemini_stage0_jsonl", None, None, None, None, f"gemini-tmp:{PROJECT}", 2),
         ("gemini:investigator-1", "gemini:gemini_stage0_jsonl", "subagent", "investigator-1",
          "/work/agent-sessions", "-work-agent-sessions", 2),
     ]
@@ -993,3 +996,96 @@ def test_a_database_keyed_by_offset_alone_reads_again_the_files_whose_error_rows
     assert rows(db_path, "SELECT line_no, reason FROM ingest_errors ORDER BY line_no") == [
         (2, "message is not a message record"), (3, "message is not a message record"),
         (5, "message is not a message record")]
+
+
+def chat_in(folder: Path, session: str, project_hash: str, **extra) -> None:
+    """A gemini-cli 0.4x+ chat log in ``folder``'s ``chats/``."""
+    chats = folder / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    (chats / f"session-2026-04-29T21-39-{session[:8]}.jsonl").write_bytes(jsonl(
+        {"sessionId": session, "projectHash": project_hash, "startTime": "2026-04-29T21:39:22.319Z", "kind": "main", **extra},
+        {"id": "u1", "timestamp": "2026-04-29T21:39:33.155Z", "type": "user", "content": [{"text": "Hi"}]},
+    ))
+
+
+def sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def projects(db_path: Path) -> list:
+    return rows(db_path, "SELECT id, cwd, project, project_source FROM sessions ORDER BY id")
+
+
+def test_a_chat_in_a_folder_named_by_a_slug_takes_its_root_from_the_folder_or_the_registry(tmp_path):
+    """gemini-cli 0.3x+ (``ProjectRegistry.getShortId``): ``tmp/<slug of the root's basename>``,
+    the root in its ``.project_root`` and in ``projects.json`` beside ``tmp/``."""
+    home = tmp_path / ".gemini"
+    chat_in(home / "tmp" / "myapp", "s-marker", sha256("/home/u/myapp"))
+    (home / "tmp" / "myapp" / ".project_root").write_text("/home/u/myapp")
+    chat_in(home / "tmp" / "myapp-1", "s-registry", sha256("/srv/myapp"))  # its marker lost
+    (home / "projects.json").write_text(json_text({"projects": {"/home/u/myapp": "myapp", "/srv/myapp": "myapp-1"}}))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": home}, sources=gemini_sources())
+    assert projects(db_path) == [
+        ("gemini:s-marker", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-registry", "/srv/myapp", "-srv-myapp", "log"),
+    ]
+
+
+def test_a_chat_in_a_folder_named_by_the_hash_of_its_root_takes_the_root_that_hashes_so(tmp_path):
+    """Before the registry, ``tmp/<SHA-256 of the root>``; the migration to a slug folder copies
+    the hash folder and leaves it. A root named anywhere (a slug folder's or ``history/``'s
+    ``.project_root``, ``projects.json``) whose hash is the folder's name is its root."""
+    home = tmp_path / ".gemini"
+    for root, slug in (("/home/u/myapp", "myapp"), ("/home/u/web", "web"), ("/home/u/api", "api")):
+        chat_in(home / "tmp" / sha256(root), f"s-{slug}", sha256(root))
+    (home / "tmp" / "myapp").mkdir(parents=True)
+    (home / "tmp" / "myapp" / ".project_root").write_text("/home/u/myapp")
+    (home / "history" / "web").mkdir(parents=True)
+    (home / "history" / "web" / ".project_root").write_text("/home/u/web")
+    (home / "projects.json").write_text(json_text({"projects": {"/home/u/api": "api"}}))
+    # migrated: the slug folder holds a copy of the hash folder's chat (one session)
+    chat_in(home / "tmp" / "myapp", "s-myapp", sha256("/home/u/myapp"))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": home}, sources=gemini_sources())
+    assert projects(db_path) == [
+        ("gemini:s-api", "/home/u/api", "-home-u-api", "log"),
+        ("gemini:s-myapp", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-web", "/home/u/web", "-home-u-web", "log"),
+    ]
+
+
+def test_chats_whose_root_no_file_names_are_grouped_by_their_folder(tmp_path):
+    """A hash folder no known root hashes to, or a slug folder without its marker or registry
+    entry: its chats share a project marked as their folder's ('folder'), not a path."""
+    home = tmp_path / ".gemini"
+    chat_in(home / "tmp" / PROJECT, "s-hash-1", PROJECT)
+    chat_in(home / "tmp" / PROJECT, "s-hash-2", PROJECT)
+    chat_in(home / "tmp" / "myapp", "s-slug", sha256("/home/u/myapp"))
+    # a chat that names its folders (``/directory add``) takes its project from them
+    chat_in(home / "tmp" / "myapp", "s-named", sha256("/home/u/myapp"), directories=["/home/u/myapp", "/data"])
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": home}, sources=gemini_sources())
+    assert projects(db_path) == [
+        ("gemini:s-hash-1", None, f"gemini-tmp:{PROJECT}", "folder"),
+        ("gemini:s-hash-2", None, f"gemini-tmp:{PROJECT}", "folder"),
+        ("gemini:s-named", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-slug", None, "gemini-tmp:myapp", "folder"),
+    ]
+
+
+def test_the_registry_beside_a_sandbox_s_tmp_names_its_roots(tmp_path):
+    """Under macOS Seatbelt (0.61+) tmp/ and projects.json are under ``~/.cache/.gemini``."""
+    (tmp_path / ".gemini").mkdir()
+    runtime = tmp_path / ".cache" / ".gemini"
+    chat_in(runtime / "tmp" / "myapp", "s-1", sha256("/Users/u/myapp"))
+    runtime.joinpath("projects.json").write_text(json_text({"projects": {"/Users/u/myapp": "myapp"}}))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": tmp_path / ".gemini"}, sources=gemini_sources())
+    assert projects(db_path) == [("gemini:s-1", "/Users/u/myapp", "-Users-u-myapp", "log")]
+
+
+def json_text(value) -> str:
+    return orjson.dumps(value).decode()

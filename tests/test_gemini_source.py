@@ -953,7 +953,7 @@ def test_a_chat_takes_its_project_from_its_folder_s_project_root(tmp_path):
     assert sessions == [
         [("gemini:child-5678", "/home/u/myapp", "-home-u-myapp")],
         [("gemini:s-1", "/home/u/myapp", "-home-u-myapp")],
-        [("gemini:s-2", None, None)],
+        [("gemini:s-2", None, "gemini-tmp:other")],  # no root named: its folder groups it
     ]
     # the folders a chat names come first
     records = feed_all(jsonl({**META, "directories": ["/home/u/elsewhere"]}), units[1])

@@ -29,6 +29,7 @@ message again under a new id: a copy is kept as what it copies (``_copied``).
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import re
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,7 @@ from ..records import (
     ToolResult,
 )
 from .base import SourceFile, existing_folder, root_location, walk_files
+from .lines import load_json
 from .prompt_logs import GEMINI_LOG, KIND as PROMPT_LOG, GeminiLogsParser
 from .common import (
     as_int,
@@ -183,26 +185,24 @@ class GeminiSource:
         return folders
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
-        roots: dict[Path, str | None] = {}
+        known: dict[Path, dict[str, str]] = {}  # tmp folder -> {its folder's name: the project root}
         roots_of_tmp = set(self.folders(Path(root)))
         for path in (path for folder in roots_of_tmp for path in walk_files(folder)):
             unit = chat_unit(path)
             if unit is None and path.name == GEMINI_LOG and path.parent.parent in roots_of_tmp:
                 unit = SourceFile(path, SOURCE, kind=PROMPT_LOG, layout="document", priority=4)
                 project = path.parent
-                if project not in roots:
-                    roots[project] = project_root(project)
-                if roots[project]:
-                    unit.hints["project_root"] = roots[project]
-                yield unit
-                continue
-            if unit is not None:
+            elif unit is not None:
                 project = path.parents[1 if unit.kind == "chat" else 2]
-                if project not in roots:
-                    roots[project] = project_root(project)
-                if roots[project]:
-                    unit.hints["project_root"] = roots[project]
-                yield unit
+            else:
+                continue
+            if project.parent not in known:
+                known[project.parent] = known_roots(project.parent)
+            if named := known[project.parent].get(project.name):
+                unit.hints["project_root"] = named
+            else:
+                unit.hints["project_folder"] = project.name
+            yield unit
 
     def open_parser(self, unit: SourceFile, state: dict[str, Any] | None):
         if unit.kind == PROMPT_LOG:
@@ -218,7 +218,7 @@ def project_root(folder: Path) -> str | None:
     """The project a ``tmp/<project>`` folder holds the chats of, as its
     ``.project_root`` names it (gemini-cli writes it beside ``chats/``)."""
     try:
-        with open(folder / ".project_root", "rb") as fp:
+        with open(folder / PROJECT_ROOT_FILE, "rb") as fp:
             named = fp.read(MAX_PROJECT_ROOT + 1)
     except OSError:
         return None
@@ -226,6 +226,58 @@ def project_root(folder: Path) -> str | None:
     return text if 0 < len(named) <= MAX_PROJECT_ROOT and "\n" not in text else None
 
 
+def known_roots(tmp: Path) -> dict[str, str]:
+    """The project root of each folder of ``tmp`` whose root the files name, by folder name.
+
+    gemini-cli (0.3x+, ``ProjectRegistry``) names a project's folder by a slug of its root's
+    basename (``getShortId``), writes the root into the folder's ``.project_root`` (and
+    into ``history/<slug>/``'s), and keeps ``projects.json`` (root -> slug) beside ``tmp/``.
+    Older versions named the folder by the SHA-256 of the root (``getProjectHash``, which
+    chats still write as ``projectHash``); the migration copies that folder to the slug's
+    and leaves it, so a hash folder's root is the known root whose hash is its name.
+    A folder's own ``.project_root`` comes first, then the registry's entry.
+    """
+    runtime = tmp.parent
+    named: dict[str, str] = {}
+    for folder in (tmp, runtime / "history"):
+        try:
+            children = sorted(child for child in folder.iterdir() if child.is_dir())
+        except OSError:
+            continue
+        for child in children:
+            if (root := project_root(child)) and child.name not in named:
+                named[child.name] = root
+    for root, slug in sorted(registry(runtime).items()):
+        named.setdefault(slug, root)
+    roots = dict(named)
+    for root in named.values():
+        roots.setdefault(hashlib.sha256(root.encode("utf-8")).hexdigest(), root)
+    return roots
+
+
+def registry(runtime: Path) -> dict[str, str]:
+    """``projects.json``'s ``{"projects": {root: slug}}``, the entries that are texts."""
+    try:
+        with open(runtime / PROJECT_REGISTRY, "rb") as fp:
+            data = load_json(fp.read(MAX_REGISTRY + 1))
+    except (OSError, ValueError):
+        return {}
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        return {}
+    return {root: slug for root, slug in projects.items()
+            if isinstance(slug, str) and slug and root and len(root) <= MAX_PROJECT_ROOT and "\n" not in root}
+
+
+def folder_project(name: str) -> str:
+    """The project of a chat whose root no file names: its ``tmp/`` folder, marked as such
+    (no project named from a path has a colon), so the chats of one folder group together."""
+    return f"gemini-tmp:{name}"
+
+
+PROJECT_ROOT_FILE = ".project_root"
+PROJECT_REGISTRY = "projects.json"
+MAX_REGISTRY = 16 * 1024 * 1024
 MAX_PROJECT_ROOT = 4096
 
 
@@ -295,6 +347,7 @@ class GeminiParser:
         self.unit = unit
         self.parent = unit.hints.get("parent_session_id")
         self.project_root = first_text(unit.hints.get("project_root"))
+        self.project_folder = first_text(unit.hints.get("project_folder"))
         if state:
             self.s = GeminiState(**state)
         else:
@@ -413,10 +466,13 @@ class GeminiParser:
 
     def _folder(self, record: dict) -> dict:
         """``cwd`` and ``project`` from the folders ``record`` names, else from
-        the project its chats folder is for (``.project_root``)."""
+        the project its chats folder is for (``known_roots``), else the folder's own
+        grouping (``folder_project``)."""
         workspace = _workspace(record)
         if workspace["cwd"] is None and self.project_root:
             workspace = {"cwd": self.project_root, "project": project_slug(self.project_root)}
+        elif workspace["cwd"] is None and self.project_folder:  # no root known: the folder groups it
+            return {"project": folder_project(self.project_folder), "project_source": "folder"}
         self.s.cwd = workspace["cwd"] or self.s.cwd
         return workspace
 

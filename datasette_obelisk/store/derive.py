@@ -1009,7 +1009,8 @@ SESSION_UPDATE = f"""UPDATE sessions SET
      cache_read_tokens = ?6, cache_creation_tokens = ?7,
      project_path = COALESCE(relocated_cwd, ?8, project_path, cwd),
      project = CASE WHEN project_source = 'log' THEN project ELSE COALESCE(?9, project) END,
-     project_source = COALESCE(project_source, 'cwd'),
+     project_source = CASE WHEN project_source = 'log' THEN project_source WHEN ?9 IS NOT NULL THEN 'cwd'
+       ELSE COALESCE(project_source, 'cwd') END,
      git_branch = COALESCE(?10, git_branch), model = COALESCE(?11, model),
      jsonl_path = COALESCE(?12, jsonl_path),
      title = CASE WHEN ?14 IS NOT NULL OR title_source IN ({DERIVED_TITLE_SQL}) THEN ?13 ELSE title END,

@@ -150,7 +150,12 @@ SESSION_UPSERT = _upsert_sql(
     SESSION_FIELDS,
     last_wins={"cwd", "git_branch", "git_commit", "version", "model", "reasoning_effort", "title", "title_source", "tag", "continued_in",
                "agent_name", "team_name", "cost_usd", "lines_added", "lines_removed", "relocated_cwd", "ended_by_model"},
-    chosen={f: f"CASE WHEN excluded.worktree_path IS NOT NULL THEN excluded.{f} ELSE {f} END" for f in WORKTREE_FIELDS},
+    chosen={
+        **{f: f"CASE WHEN excluded.worktree_path IS NOT NULL THEN excluded.{f} ELSE {f} END" for f in WORKTREE_FIELDS},
+        # said along with the project it fills (a project the log names is marked 'log' below)
+        "project_source": "CASE WHEN project IS NULL THEN COALESCE(excluded.project_source, project_source) "
+                          "ELSE project_source END",
+    },
 )
 # An agent's type and its task each come from the most telling source that gave
 # them, in whatever order the files arrive: its file's name (agent-acompact-*),
@@ -625,7 +630,7 @@ class Writer:
         self.conn.execute(SESSION_UPSERT, [s.id] + [getattr(s, f) for f in SESSION_FIELDS])
         if s.started_at and (s.id not in self._starts or s.started_at < self._starts[s.id]):
             self._starts[s.id] = s.started_at
-        if s.project:
+        if s.project and s.project_source is None:
             self.conn.execute(
                 "UPDATE sessions SET project = ?, project_source = 'log' WHERE id = ? "
                 "AND project_source IS NOT 'log'",
