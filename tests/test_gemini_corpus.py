@@ -1065,13 +1065,14 @@ def test_chats_whose_root_no_file_names_are_grouped_by_their_folder(tmp_path):
     chat_in(home / "tmp" / PROJECT, "s-hash-2", PROJECT)
     chat_in(home / "tmp" / "myapp", "s-slug", sha256("/home/u/myapp"))
     # a chat that names its folders (``/directory add``) takes its project from them
-    chat_in(home / "tmp" / "myapp", "s-named", sha256("/home/u/myapp"), directories=["/home/u/myapp", "/data"])
+    # (folders that are not the root its projectHash is of: they name no root of the folder)
+    chat_in(home / "tmp" / "myapp", "s-named", sha256("/home/u/myapp"), directories=["/home/u/myapp/web", "/data"])
     db_path = tmp_path / "obelisk.db"
     ingest(db_path, {"gemini": home}, sources=gemini_sources())
     assert projects(db_path) == [
         ("gemini:s-hash-1", None, f"gemini-tmp:{PROJECT}", "folder"),
         ("gemini:s-hash-2", None, f"gemini-tmp:{PROJECT}", "folder"),
-        ("gemini:s-named", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-named", "/home/u/myapp/web", "-home-u-myapp-web", "log"),
         ("gemini:s-slug", None, "gemini-tmp:myapp", "folder"),
     ]
 
@@ -1089,3 +1090,25 @@ def test_the_registry_beside_a_sandbox_s_tmp_names_its_roots(tmp_path):
 
 def json_text(value) -> str:
     return orjson.dumps(value).decode()
+
+
+def test_a_chat_naming_the_root_its_project_hash_is_of_names_its_folder_s_root(tmp_path):
+    """A subagent's chat opens with the workspace's folders, the root first; when its hash is
+    the chat's ``projectHash``, it is the root of every chat of the folder. A folder named that
+    does not hash so (another workspace) names nothing."""
+    home = tmp_path / ".gemini"
+    chat_in(home / "tmp" / "myapp", "s-main", sha256("/home/u/myapp"))
+    child = home / "tmp" / "myapp" / "chats" / "s-main" / "helper-1.jsonl"
+    child.parent.mkdir()
+    child.write_bytes(jsonl({"sessionId": "helper-1", "projectHash": sha256("/home/u/myapp"), "kind": "subagent",
+                             "startTime": "2026-04-29T21:39:40.000Z", "directories": ["/home/u/myapp", "/data"]}))
+    chat_in(home / "tmp" / "other", "s-other", sha256("/home/u/other"), directories=["/home/u/elsewhere"])
+    chat_in(home / "tmp" / "other", "s-other-2", sha256("/home/u/other"))
+    db_path = tmp_path / "obelisk.db"
+    ingest(db_path, {"gemini": home}, sources=gemini_sources())
+    assert projects(db_path) == [
+        ("gemini:helper-1", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-main", "/home/u/myapp", "-home-u-myapp", "log"),
+        ("gemini:s-other", "/home/u/elsewhere", "-home-u-elsewhere", "log"),
+        ("gemini:s-other-2", None, "gemini-tmp:other", "folder"),
+    ]

@@ -185,7 +185,7 @@ class GeminiSource:
         return folders
 
     def discover(self, root: Path) -> Iterator[SourceFile]:
-        known: dict[Path, dict[str, str]] = {}  # tmp folder -> {its folder's name: the project root}
+        known: dict[Path, dict[str, str | None]] = {}  # tmp folder -> {its folder's name: the project root}
         roots_of_tmp = set(self.folders(Path(root)))
         for path in (path for folder in roots_of_tmp for path in walk_files(folder)):
             unit = chat_unit(path)
@@ -198,7 +198,9 @@ class GeminiSource:
                 continue
             if project.parent not in known:
                 known[project.parent] = known_roots(project.parent)
-            if named := known[project.parent].get(project.name):
+            if project.name not in known[project.parent]:
+                known[project.parent][project.name] = hashed_root(project)
+            if named := known[project.parent][project.name]:
                 unit.hints["project_root"] = named
             else:
                 unit.hints["project_folder"] = project.name
@@ -253,6 +255,36 @@ def known_roots(tmp: Path) -> dict[str, str]:
     for root in named.values():
         roots.setdefault(hashlib.sha256(root.encode("utf-8")).hexdigest(), root)
     return roots
+
+
+def hashed_root(folder: Path) -> str | None:
+    """The root a chat of ``folder`` proves: the first of the folders it names (``directories``,
+    which a subagent's chat opens with: the workspace's, the project root first) whose
+    SHA-256 is the chat's ``projectHash`` (``getProjectHash`` of the root). Only the first
+    line of each log is read, subagents' first, at most ``MAX_PROBED`` of them."""
+    chats = folder / "chats"
+    try:
+        logs = sorted(chats.glob("*/*.jsonl")) + sorted(chats.glob("session-*.jsonl"), reverse=True)
+    except OSError:
+        return None
+    for log in logs[:MAX_PROBED]:
+        try:
+            with open(log, "rb") as fp:
+                first = load_json(fp.readline(MAX_FIRST_LINE))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(first, dict) or not isinstance(first.get("directories"), list):
+            continue
+        root = first_text(*first["directories"][:1])
+        if root and "\n" not in root and len(root) <= MAX_PROJECT_ROOT and (
+            hashlib.sha256(root.encode("utf-8")).hexdigest() == first.get("projectHash")
+        ):
+            return root
+    return None
+
+
+MAX_PROBED = 64
+MAX_FIRST_LINE = 1024 * 1024
 
 
 def registry(runtime: Path) -> dict[str, str]:
