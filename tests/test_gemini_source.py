@@ -1376,3 +1376,11 @@ def test_a_message_whose_type_is_no_string_is_of_unknown_type_not_a_parser_error
         ("gemini:s-1:env", "user", 1), ("gemini:s-1:u1", "user", 0), ("gemini:s-1:u9", "unknown", 1),
     ]
     assert [r.reason for r in of(records, Merged)] == ["metadata", "history-copy"]
+
+
+def test_registered_through_the_hookspec_at_its_parser_version():
+    from datasette_obelisk.plugins import get_sources
+
+    source = get_sources()["gemini"]
+    assert isinstance(source, gemini.GeminiSource)
+    assert (source.name, source.parser_version) == ("gemini", 19)

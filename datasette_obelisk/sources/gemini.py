@@ -160,7 +160,11 @@ class GeminiSource:
     #     ``type`` is no string is of unknown type, not a parser error
     # 17: an escaped NUL (``\u0000``) is read as U+FFFD (lines.load_json); a tool's input or
     #     output nested deeper than orjson writes (255 levels) keeps its line
-    parser_version = 18
+    # 18: a message of a chat written as one JSON document keeps the bytes of its own item
+    # 19: a chat's project is the root its tmp folder's marker, the projects registry, the
+    #     root whose SHA-256 names the folder or a chat's own directories prove, else its
+    #     tmp folder (``gemini-tmp:<folder>``, project_source 'folder')
+    parser_version = 19
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     # Gemini CLI has no variable naming this folder: $GEMINI_CLI_HOME (HOME_VARIABLE)
     # names the home directory the .gemini folder is under, in place of the user's.
