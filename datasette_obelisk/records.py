@@ -223,6 +223,8 @@ class Subagent:
     duration_ms: int | None = None
     total_tokens: int | None = None
     described_by: str | None = None  # where its agent_type / description come from: name, agent, result or call
+    remote_url: str | None = None  # an agent run in a cloud session: that session's URL
+    remote_session_id: str | None = None  # and its id (``session_…``/``cse_…``)
 
 
 @dataclass(slots=True)

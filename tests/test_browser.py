@@ -871,3 +871,61 @@ def test_the_first_tab_stop_skips_the_menus_to_the_content(server, page, path):
     assert page.evaluate("""() => document.querySelector('main').contains(document.activeElement)
         && document.activeElement.matches('a, button, input, select, summary, textarea')""")
     assert page.js_errors == []
+
+
+@pytest.fixture(scope="module")
+def remote_server(tmp_path_factory):
+    """A session that ran an agent in a cloud session, and one whose log names a javascript: URL
+    for it (see test_claude_remote_agents), a long web address for its workflow."""
+    from test_claude_remote_agents import HOSTILE, PARENT, parent_lines, write
+
+    from datasette_obelisk.store.ingest import ingest
+
+    root = tmp_path_factory.mktemp("remote")
+    write(root, PARENT, parent_lines())
+    hostile = parent_lines(agent_url=HOSTILE, session=HOSTILE_PARENT, prefix="h-")
+    hostile[4]["toolUseResult"]["sessionUrl"] = LONG_URL
+    write(root, HOSTILE_PARENT, hostile)
+    db = root / "obelisk.db"
+    ingest(db, {"claude": root / ".claude"})
+    with serving(db) as url:
+        yield url
+
+
+HOSTILE_PARENT = "8a2b3c4d-5e6f-4a1b-9c2d-3e4f5a6b7c8d"
+LONG_URL = "https://claude.ai/code/session_01" + "Q" * 300 + "?from=cli"
+
+
+def test_a_cloud_agent_links_out_to_its_session_and_never_to_a_script(remote_server, browser):
+    from test_claude_remote_agents import AGENT_URL, HOSTILE, PARENT, WORKFLOW_URL
+
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
+    for path in (f"/-/obelisk/session/{PARENT}/lineage", f"/-/obelisk/session/{PARENT}"):
+        page.goto(f"{remote_server}{path}")
+        out = page.locator(".ob-remote a.ob-external")
+        assert [out.nth(n).get_attribute("href") for n in range(out.count())] == [AGENT_URL, WORKFLOW_URL], path
+        assert {out.nth(n).get_attribute("rel") for n in range(out.count())} == {"noopener noreferrer"}
+    # A link out opens the cloud session itself (the request is stopped here: no network in tests).
+    asked: list[str] = []
+    page.route("https://claude.ai/**", lambda route: (asked.append(route.request.url), route.abort()))
+    page.goto(f"{remote_server}/-/obelisk/session/{PARENT}/lineage")
+    with contextlib.suppress(Exception):
+        page.locator(".ob-remote a.ob-external").first.click(timeout=2000)
+    assert asked == [AGENT_URL]
+    # The javascript: URL is text: nothing on the page links to it, clicking it runs nothing,
+    # and neither it nor a long address widens the page.
+    for path in (f"/-/obelisk/session/{HOSTILE_PARENT}/lineage", f"/-/obelisk/session/{HOSTILE_PARENT}"):
+        page.goto(f"{remote_server}{path}")
+        hrefs = page.evaluate("[...document.querySelectorAll('[href]')].map(e => e.href)")
+        assert not [h for h in hrefs if not h.startswith(("http://", "https://"))], path
+        agent = page.locator(".ob-remote").first
+        assert HOSTILE in agent.inner_text() and agent.locator("a.ob-external").count() == 0
+        agent.locator("code").first.click()
+        assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
+        assert page.locator(".ob-remote a.ob-external").first.get_attribute("href") == LONG_URL
+    assert errors == []
+    context.close()

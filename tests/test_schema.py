@@ -78,6 +78,7 @@ def test_migrations_in_order(conn):
         "m052_count_message_rewrites",
         "m053_record_rewritten_ids",
         "m054_create_prompt_log",
+        "m055_add_subagents_remote",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -405,7 +406,8 @@ EXPECTED_TABLES = {
     ],
     'subagents': [
         'id', 'agent_id', 'session_id', 'child_session_id', 'parent_tool_use_id', 'agent_type',
-        'description', 'duration_ms', 'total_tokens', 'agent_type_source', 'description_source',
+        'description', 'duration_ms', 'total_tokens', 'agent_type_source', 'description_source', 'remote_url',
+        'remote_session_id',
     ],
     'summaries': [
         'id', 'session_id', 'timestamp', 'source', 'content', 'visibility', 'message_uuid',

@@ -24,7 +24,7 @@ How the archive maps onto the contract:
 
 - A *session* is a ``sessions`` row. ``SessionHeader`` is ``{version: 1, id,
   createdAt, cwd?, parentSession?}`` plus ``source`` and, when the session
-  has them, ``relationship`` (subagent, workflow, fork, continuation, import)
+  has them, ``relationship`` (subagent, workflow, fork, continuation, import, remote)
   and ``agentPreset`` (the agent type). ``createdAt`` is the session's start
   (``sessions.started_at``: its earliest message time, or an earlier start
   its log records) in epoch ms; 0 for a session whose log has no time at all.

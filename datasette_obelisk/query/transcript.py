@@ -309,7 +309,9 @@ def fold_rewound(entries: list, row: dict) -> None:
 
 
 SUBAGENT_COLUMNS = """sa.agent_id, sa.child_session_id, sa.agent_type, sa.description AS agent_description,
-    EXISTS (SELECT 1 FROM sessions cs WHERE cs.id = sa.child_session_id) AS child_archived"""
+    EXISTS (SELECT 1 FROM sessions cs WHERE cs.id = sa.child_session_id) AS child_archived,
+    sa.remote_url, sa.remote_session_id,
+    EXISTS (SELECT 1 FROM sessions rs WHERE rs.id = sa.remote_session_id) AS remote_archived"""
 
 
 def source_gone(session: dict | None) -> bool:
@@ -328,7 +330,8 @@ def archived(conn, session_ids: list) -> set:
 def subagents(conn, session_id: str) -> list[dict]:
     """The subagents a session started, in log order: agent id, type, description, the call
     that started it (``tool_use_id``, ``tool_name``, ``tool_seq``) and ``child_archived``,
-    whether the agent's own session is stored."""
+    whether the agent's own session is stored; an agent run in a cloud session has its
+    ``remote_url``, ``remote_session_id`` and ``remote_archived`` (that session's log is stored)."""
     return _all(
         conn,
         f"""SELECT {SUBAGENT_COLUMNS}, sa.parent_tool_use_id AS tool_use_id, c.name AS tool_name, m.seq AS tool_seq

@@ -40,6 +40,11 @@ keeps it only while a cloud task (an Agent call run remotely, /ultraplan,
 /ultrareview, autofix-pr) runs, to poll it again on resume, and deletes it when the
 task ends; what it says of an Agent call (its cloud session, prompt and task id) the
 call's result line keeps (``toolUseResult``: ``remote_launched``, ``sessionUrl``).
+That result (an Agent/Task call's, or a Workflow call's with ``remote: true``) is a
+subagent of its own, ``remote-<task id>``: its cloud session's URL
+(``subagents.remote_url``) and id (``remote_session_id``, the URL's ``session_…`` or
+``cse_…`` segment), which a session log of that id (a teleported session) takes as
+its parent (``remote``), whichever file is read first.
 
 A tool result too large for the context (2.x: over its tool's limit, 50,000
 characters by default, or the largest of a reply's results over 200,000 together) is saved whole to a file below the
@@ -73,6 +78,7 @@ from ..records import (
     PullRequest,
     Record,
     Session,
+    SessionLink,
     Subagent,
     Summary,
     TitleCandidate,
@@ -857,6 +863,7 @@ class ClaudeCodeParser:
             yield from self._progress_subagent(obj)
         if tools:
             yield from self._spawned_subagent(obj, tools)
+            yield from self._remote_subagent(obj, tools)
         if message.type in NOTIFIED_BY and self.launched and "<task-notification>" in message.text[:64]:
             yield from self._finished_agent(message.text, obj)
         parent = message.parent_uuid
@@ -935,6 +942,34 @@ class ClaudeCodeParser:
             total_tokens=result.agent_tokens,
             described_by="result" if _text(details.get("agentType")) or _text(details.get("description")) else None,
         )
+
+    def _remote_subagent(self, obj: dict, tools: list) -> Iterator[Subagent | SessionLink]:
+        """An Agent/Task or Workflow call run in a cloud session (``toolUseResult.status``
+        ``remote_launched``): an agent ``remote-<taskId>`` with its session's URL and id,
+        and that session's link to this one. Its type and task are its call's
+        (``derive.link_subagents``); a Workflow's task is its name or summary."""
+        details = obj.get("toolUseResult")
+        if not isinstance(details, dict) or details.get("status") != "remote_launched":
+            return
+        result = next((tool for tool in tools if isinstance(tool, ToolResult)), None)
+        task_id = _text(details.get("taskId"))
+        if result is None or not task_id:
+            return
+        url = _text(details.get("sessionUrl"))
+        cloud_session = _cloud_session_id(url)
+        description = _text(details.get("description")) or _text(details.get("workflowName")) or _text(
+            details.get("summary"))
+        yield Subagent(
+            f"remote-{task_id}",
+            self.session_id,
+            parent_tool_use_id=result.tool_use_id,
+            description=description,
+            described_by="result" if description else None,
+            remote_url=url,
+            remote_session_id=cloud_session,
+        )
+        if cloud_session and cloud_session != self.session_id:
+            yield SessionLink(cloud_session, self.session_id, "remote")
 
     def _finished_agent(self, text: str, obj: dict) -> Iterator[Subagent]:
         """Async agents' ``<task-notification>`` blocks: how long each ran and the tokens
@@ -1553,6 +1588,17 @@ USAGE_FIGURE = re.compile(r"<(\w+)>\s*(\d+)\s*</\1>|(\w+):\s*(\d+)")
 TOKEN_FIGURES = ("total_tokens", "subagent_tokens")
 AGENT_TOOLS = ("Agent", "Task")
 MAX_AGENT_CALLS = 64
+# A cloud session's id, as Claude Code writes it in a URL's path (``/code/session_…``).
+CLOUD_SESSION_ID = re.compile(r"(?:session|cse)_[A-Za-z0-9_]{1,184}")
+
+
+def _cloud_session_id(url: str | None) -> str | None:
+    """The cloud session an http(s) ``sessionUrl`` names: the first segment of its path
+    that is a ``session_…`` or ``cse_…`` id (``https://claude.ai/code/session_01…?from=cli``)."""
+    if not url or not re.match(r"https?://", url, re.I):
+        return None
+    path = re.split(r"[?#]", url, maxsplit=1)[0]
+    return next((part for part in path.split("/")[3:] if CLOUD_SESSION_ID.fullmatch(part)), None)
 
 
 def _agent_footer(content: str) -> tuple[str | None, dict]:

@@ -91,7 +91,7 @@ INLINE_AGENTS_PROGRAM = """UPDATE sessions SET version = p.version, originator =
 
 # The relationships only another file's word gives (``records.SessionLink``): a
 # session holding one got it from a link, which it follows.
-LINKED = ("import",)
+LINKED = ("import", "remote")
 LINKED_SQL = ", ".join(f"'{relationship}'" for relationship in LINKED)
 # The link the first file giving one gives, set on a session with no parent or a link's.
 LINK = f"""UPDATE sessions SET parent_session_id = l.parent_session_id, relationship = l.relationship

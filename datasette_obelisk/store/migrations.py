@@ -1542,3 +1542,13 @@ def m054_create_prompt_log(db):
             FROM prompt_log p LEFT JOIN source_files f ON f.id = p.file_id;
         """
     )
+
+
+@migrations()
+def m055_add_subagents_remote(db):
+    # An agent or workflow Claude Code ran in a cloud session (its call's
+    # result ``remote_launched``) is a subagent whose session is not on this
+    # machine: its row keeps that session's URL and id. Claude parser 21 reads
+    # the logs again, so the launches already stored get their rows.
+    db.execute("ALTER TABLE subagents ADD COLUMN remote_url TEXT")
+    db.execute("ALTER TABLE subagents ADD COLUMN remote_session_id TEXT")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..query.obelisk import MAX_RAW_LIMIT
 from ..query.session_query import READ_PAGE_MAX
@@ -103,6 +103,19 @@ class TemplateHelpers:
         limit = RESULT_CHARS if limit is None else limit
         shown = text[:limit]
         return shown, max(len(text), full_length or 0) - len(shown)
+
+    @staticmethod
+    def external(url) -> str | None:
+        """``url`` when a page may link to it: an ``http(s)`` URL naming a host, with no
+        whitespace or control character; otherwise None (a log's ``javascript:`` or
+        ``data:`` URL is shown as text, never followed)."""
+        if not isinstance(url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in url):
+            return None
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return None
+        return url if parts.scheme.lower() in ("http", "https") and parts.hostname else None
 
     @staticmethod
     def clip(text, length: int = 300) -> str:
