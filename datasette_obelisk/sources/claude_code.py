@@ -295,7 +295,8 @@ class ClaudeCodeSource:
     #     taken) gives its session's end, as any timed line; a prompt typed while the agent
     #     worked (``queue-operation`` ``enqueue``) is a message of its own; a log resumed or
     #     branched into a new file read before the one it copies leaves that one its lines,
-    #     and a resumed session is its original's continuation in whatever order they are read
+    #     and a resumed session is its original's continuation in whatever order they are read;
+    #     an agent or workflow launched in a cloud session is a subagent keeping its URL
     parser_version = 21
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
