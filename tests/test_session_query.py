@@ -418,6 +418,10 @@ def test_request_validation_errors(sq):
     assert (error.value.code, error.value.message) == (
         "SESSION_QUERY_INVALID_FILTER", "filters: a text clause has no values; its keys are kind, text")
     assert code_of(lambda: sq.filterEvents(FORK, [{"kind": "seq", "from": 1, "until": 3}])) == "SESSION_QUERY_INVALID_FILTER"
+    with pytest.raises(QueryError) as error:  # a text scan is one of filterEvents' kinds: the answer names it
+        sq.filterEvents(FORK, [{"kind": "txt", "text": "x"}])
+    assert (error.value.code, error.value.message) == (
+        "SESSION_QUERY_INVALID_FILTER", "filters: unknown kind 'txt'; use one of seq, time, type, surface, text")
     text_filter = [{"kind": "text", "text": "x"}]
     assert code_of(lambda: sq.searchSessions({"query": "x", "eventFilters": text_filter})) == "SESSION_QUERY_INVALID_FILTER"
     assert code_of(lambda: sq.searchSessions({"query": "x", "limit": 0})) == "SESSION_QUERY_INVALID_LIMIT"

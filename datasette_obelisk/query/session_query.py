@@ -74,7 +74,7 @@ import orjson
 from . import search as search_core
 from .errors import LONE_SURROGATE, QueryError
 from .events import event_record, event_select, full_event, semantic_text
-from .filters import Filters, is_int64
+from .filters import EVENT_KINDS, Filters, is_int64
 from .search import rows
 from .text import literal_pattern, parse_json, to_ms
 
@@ -625,6 +625,11 @@ def _split_text_clauses(filters):
                 raise QueryError("SESSION_QUERY_INVALID_FILTER", f"filters: a text clause has no {unknown}; its keys are kind, text")
             scans.append(literal_pattern(text))
         else:
+            if isinstance(clause, dict) and clause.get("kind") not in EVENT_KINDS:  # (text is one of them here)
+                raise QueryError(
+                    "SESSION_QUERY_INVALID_FILTER",
+                    f"filters: unknown kind {clause.get('kind')!r}; use one of {', '.join((*EVENT_KINDS, 'text'))}",
+                )
             metadata.append(clause)
     return scans, metadata
 
