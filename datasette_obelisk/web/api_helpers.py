@@ -1,6 +1,8 @@
 """``/-/obelisk/api/<helper>``: the Obelisk helper vocabulary over HTTP.
 
-Each endpoint calls the helper of ``query/obelisk.py`` with the same name.
+Each endpoint calls the helper of ``query/obelisk.py`` of its name, spelt for a
+URL (``workflowTree`` is ``/workflow-tree``, ``fileHistory`` ``/file-history``
+with ``path``, ``search`` takes its text as ``q``).
 Options are query-string parameters under the helper reference's names
 (``sessionId``, ``includeMeta``, ``limit``...), typed by the helper's own
 option table; a list (``sessions``) is JSON. Unknown options are refused by
