@@ -172,6 +172,11 @@ def scope_options(fn):
 def search(text, limit, session_id, project, source, after, before, cwd, include_meta, mode, db_path, as_json):
     """Full-text search of every message, best match first.
 
+    A last line says how many prompts of sessions whose transcripts are gone
+    (kept only by the agents' prompt logs) match too, and the `obelisk
+    prompts` command that lists them (not with --session, --project, --cwd,
+    --after, --before, a phrase or raw query, or --json).
+
     Example:
 
     \b
@@ -191,8 +196,14 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     hits, more = cut(hits, limit, "matches")
     if as_json:
         return click.echo(dumps(hits))
+    # what the prompt logs kept of sessions whose transcripts are gone (over the whole store: not
+    # narrowed to a session, project, folder or time, and told in the form `obelisk prompts` reads)
+    gone = None
+    if mode in ("fts", "terms") and not (session_id or project or after or before or cwd):
+        gone = call(db_path, lambda conn: prompt_log.missing_matches(conn, text, "terms", source=source))
     if not hits:
-        return echo("No matches.")
+        echo("No matches.")
+        return gone_prompts_note(gone, text, source)
     terms = fts.words(text)
     for number, hit in enumerate(hits, 1):
         message, session = hit["message"], hit["session"]
@@ -203,6 +214,17 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         echo(f"   {one_line(message['text'], around=obelisk.first_hit(message['text'], terms))}")
     if more:
         echo(more)
+    gone_prompts_note(gone, text, source)
+
+
+def gone_prompts_note(gone: dict | None, text: str, source: str | None) -> None:
+    """The trailing note of a search: how many prompts of sessions whose transcripts are gone match."""
+    if not gone or not gone["count"]:
+        return
+    count = gone["count"]
+    command = shlex.join(["obelisk", "prompts", text, "--missing", *(["--source", source] if source else [])])
+    echo(f"Also {count:,} prompt{'s' if count != 1 else ''} from sessions whose transcripts are gone "
+         f"{'matches' if count == 1 else 'match'}: {command}")
 
 
 @cli.command()

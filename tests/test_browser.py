@@ -929,3 +929,28 @@ def test_a_cloud_agent_links_out_to_its_session_and_never_to_a_script(remote_ser
         assert page.locator(".ob-remote a.ob-external").first.get_attribute("href") == LONG_URL
     assert errors == []
     context.close()
+
+
+def test_a_search_links_to_the_prompts_of_gone_transcripts_that_match(server, page, screenshots):
+    from web_fixtures import GONE_SESSION
+
+    page.goto(server + "/-/obelisk")
+    page.fill("input[name=q]", "zebrafish")
+    page.click("button[type=submit]")
+    page.wait_for_selector(".ob-result")
+    note = page.locator(".ob-gone-prompts")
+    assert note.is_visible()
+    assert note.inner_text().startswith("2 prompts from sessions whose transcripts are gone match")
+    # under the results, not beside the facets
+    results = page.locator(".ob-results").bounding_box()
+    assert note.bounding_box()["y"] >= results["y"] + results["height"] - 1
+    page.screenshot(path=str(screenshots / "search-gone-prompts.png"))
+    note.locator("a").click()
+    page.wait_for_load_state()
+    assert "/obelisk/browse_prompts?" in page.url and "in_transcript=0" in page.url
+    rows = page.locator("table.rows-and-columns tbody tr")
+    assert rows.count() == 2
+    listed = page.locator("table.rows-and-columns tbody").inner_text()
+    assert listed.count(GONE_SESSION) == 2 and "feed the zebrafish before the tank test" in listed
+    assert "<script>window.__pwned = 1</script>" in listed and page.evaluate("window.__pwned") is None
+    assert page.js_errors == []

@@ -261,3 +261,27 @@ async def test_the_overview_counts_the_sessions_only_prompt_logs_know(db, homes)
     html = (await make_datasette(db).client.get("/-/obelisk/overview")).text
     assert "4 sessions</a> known only from the agents' prompt logs" in html
     assert "/browse_prompts?in_transcript=0" in html
+
+
+def test_cli_search_ends_with_the_prompts_of_gone_transcripts_that_match(db, homes):
+    claude_transcript(homes)
+    ingest(db, {"claude": homes["claude"], "codex": homes["codex"], "gemini": homes["gemini"]})
+    runner = CliRunner()
+    result = runner.invoke(cli, ["search", "codebase", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == (
+        "Also 1 prompt from sessions whose transcripts are gone matches: obelisk prompts codebase --missing")
+    listed = runner.invoke(cli, ["prompts", "codebase", "--missing", "--db", str(db), "--json"])
+    assert [r["session_id"] for r in json.loads(listed.output)] == ["gemini:telemetry-gemini-001"]
+    # no message matches: the note still says what the prompt logs kept
+    result = runner.invoke(cli, ["search", "test suite", "--db", str(db), "--source", "codex"])
+    assert result.output.splitlines() == [
+        "No matches.",
+        "Also 1 prompt from sessions whose transcripts are gone matches: "
+        "obelisk prompts 'test suite' --missing --source codex",
+    ]
+    # narrowed to what the prompt logs cannot say (a session, a time), or JSON: no note
+    for narrowed in (["--session", "telemetry-claude-001"], ["--after", "2025-01-01"], ["--json"], ["--mode", "phrase"]):
+        result = runner.invoke(cli, ["search", "codebase", "--db", str(db), *narrowed])
+        assert "transcripts are gone" not in result.output, narrowed
+    assert "transcripts are gone" not in runner.invoke(cli, ["search", "readme", "--db", str(db), "--source", "claude"]).output

@@ -132,3 +132,77 @@ async def test_file_history_reads_another_spelling_of_the_path_as_the_path(ds):
     assert plain != []
     for spelled in ("/home/testuser/fork-project/quicksort.py/", "/home//testuser/./fork-project/quicksort.py"):
         assert await history(spelled) == plain
+
+
+# -- prompts: the prompt logs' prompts -------------------------------------------
+
+
+@pytest.mark.asyncio
+async def test_prompts_lists_the_prompt_logs_newest_first(ds):
+    from web_fixtures import GONE_SESSION, XSS_SESSION
+
+    found = (await get(ds, "/prompts")).json()
+    assert [(p["session_id"], p["in_transcript"], p["line_no"]) for p in found] == [
+        (GONE_SESSION, 0, 4), (GONE_SESSION, 0, 3), (GONE_SESSION, 0, 2), (XSS_SESSION, 1, 1)]
+    assert found[0] == {
+        "id": found[0]["id"], "source": "claude", "session_id": GONE_SESSION, "project": "/tmp/xss-project",
+        "timestamp": "2026-03-01T11:02:00.000Z", "text": "commit the aquarium changes", "pasted_json": None,
+        "in_transcript": 0, "file_path": found[0]["file_path"], "line_no": 4,
+    }
+    assert found[0]["file_path"].endswith("/history.jsonl")
+    matching = (await get(ds, "/prompts", query="zebrafish")).json()
+    assert sorted(p["line_no"] for p in matching) == [1, 2, 3]
+    missing = (await get(ds, "/prompts", query="zebrafish", missing="true")).json()
+    assert sorted(p["line_no"] for p in missing) == [2, 3]
+    assert (await get(ds, "/prompts", sessionId=XSS_SESSION)).json() == found[3:]
+    assert (await get(ds, "/prompts", source="codex")).json() == []
+    assert (await get(ds, "/prompts", project="/tmp/xss%")).json() == found
+    assert (await get(ds, "/prompts", query="zebrafish tank", mode="phrase")).json() == []
+    assert len((await get(ds, "/prompts", query="zebrafish tank")).json()) == 2
+
+
+@pytest.mark.asyncio
+async def test_prompts_pages_with_limit_and_offset(ds):
+    whole = (await get(ds, "/prompts")).json()
+    assert (await get(ds, "/prompts", limit="2")).json() == whole[:2]
+    assert (await get(ds, "/prompts", limit="2", offset="2")).json() == whole[2:]
+    assert (await get(ds, "/prompts", offset="4")).json() == []
+
+
+@pytest.mark.asyncio
+async def test_prompt_orphans_are_the_sessions_known_only_from_the_prompt_logs(ds):
+    from web_fixtures import GONE_SESSION
+
+    assert (await get(ds, "/prompts/orphans")).json() == [{
+        "session_id": GONE_SESSION, "source": "claude", "project": "/tmp/xss-project", "prompts": 3,
+        "first_at": "2026-03-01T11:00:00.000Z", "last_at": "2026-03-01T11:02:00.000Z",
+        "first_prompt": "feed the zebrafish before the tank test",
+    }]
+    assert (await get(ds, "/prompts/orphans", source="gemini")).json() == []
+    assert (await get(ds, "/prompts/orphans", project="/elsewhere%")).json() == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    "path, params, message",
+    [
+        ("/prompts", {"limit": "0"}, "limit must be between 1 and 1000, not 0"),
+        ("/prompts", {"limit": "1001"}, "limit must be between 1 and 1000, not 1001"),
+        ("/prompts", {"offset": "-1"}, "offset must be between 0 and 4611686018427387903, not -1"),
+        ("/prompts", {"missing": "maybe"}, "missing must be true or false, not 'maybe'"),
+        ("/prompts", {"mode": "fuzzy", "query": "x"}, "mode must be one of terms, phrase, raw, not 'fuzzy'"),
+        ("/prompts", {"query": "   "}, "a search needs a query: the text is blank"),
+        ("/prompts", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
+        ("/prompts", {"orphans": "true"},
+         "unknown parameter orphans; this endpoint takes db, limit, missing, mode, offset, project, query, "
+         "sessionId, source"),
+        ("/prompts", {"project": "_" * 10_001}, "prompts(): project is longer than 10,000 characters"),
+        ("/prompts", {"query": "AND", "mode": "raw"}, "invalid FTS5 query 'AND': fts5: syntax error near \"AND\""),
+        ("/prompts/orphans", {"project": "_" * 50_001}, "orphans(): project is longer than 10,000 characters"),
+        ("/prompts/orphans", {"limit": "x"}, "limit must be an integer, not 'x'"),
+        ("/prompts/orphans", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
+    ],
+)
+async def test_prompts_refuse_bad_parameters_with_a_code(ds, path, params, message):
+    body = (await get(ds, path, 400, **params)).json()
+    assert body == {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}

@@ -637,9 +637,11 @@ async def test_files_failures_memories_overview(ds, web_db):
     assert "claude" in overview and "codex" in overview
     [(last,)] = rows(web_db, "SELECT max(ingested_at) FROM source_files")
     assert (
-        f"Last ingest {last[:16].replace('T', ' ')} UTC, from 28 log files; "
+        f"Last ingest {last[:16].replace('T', ' ')} UTC, from 29 log files; "  # (one of them the prompt log)
         '<a href="/obelisk/ingest_errors">4 lines could not be read</a>.'
     ) in overview
+    assert ('<a href="/obelisk/browse_prompts?in_transcript=0">1 session</a> known only from the agents\' '
+            "prompt logs") in overview
 
 
 @pytest.mark.asyncio
@@ -2388,3 +2390,65 @@ async def test_the_transcript_json_link_answers_a_session_too_long_to_read_whole
     assert response.status_code == 200
     found = response.json()
     assert found["session"]["id"] == XSS_SESSION and len(found["events"]) == 5 and "nextCursor" not in found
+
+
+# -- prompts of sessions whose transcripts are gone --------------------------------
+
+
+def gone_prompts_note(html: str) -> str | None:
+    found = re.search(r'<p class="ob-muted ob-gone-prompts">.*?</p>', html, re.S)
+    return found and found.group(0)
+
+
+async def linked_prompts(ds, note: str) -> list[dict]:
+    (href,) = links(note)
+    path, _, query = href.partition("?")
+    response = await ds.client.get(f"{path}.json?{query}&_shape=array")
+    assert response.status_code == 200, response.text[:500]
+    return response.json()
+
+
+@pytest.mark.asyncio
+async def test_search_says_how_many_prompts_of_gone_transcripts_match_and_links_to_them(ds):
+    note = gone_prompts_note(await page(ds, "/-/obelisk", q="zebrafish"))
+    assert "2 prompts from sessions whose transcripts are gone match" in note
+    assert links(note) == ["/obelisk/browse_prompts?_search=%22zebrafish%22&_searchmode=raw&in_transcript=0"
+                           "&_sort_desc=timestamp"]
+    listed = await linked_prompts(ds, note)
+    assert [(p["session_id"], p["line_no"], p["in_transcript"]) for p in listed] == [
+        ("gone-session-0001", 3, 0), ("gone-session-0001", 2, 0)]
+    assert SCRIPT not in note  # (the note carries no prompt text)
+    # a query only a gone session's prompt holds: no session matches, the note still says so
+    only = await page(ds, "/-/obelisk", q="aquarium")
+    assert "No session matches" in only
+    assert "1 prompt from sessions whose transcripts are gone matches" in gone_prompts_note(only)
+    assert [p["text"] for p in await linked_prompts(ds, gone_prompts_note(only))] == ["commit the aquarium changes"]
+    # a phrase the gone prompts do not hold as a phrase, and a query only held prompts match: no note
+    assert gone_prompts_note(await page(ds, "/-/obelisk", q="zebrafish tank", mode="phrase")) is None
+    assert gone_prompts_note(await page(ds, "/-/obelisk", q="render safely")) is None
+    two_words = gone_prompts_note(await page(ds, "/-/obelisk", q='"tank test" zebrafish'))
+    assert "2 prompts" in two_words and len(await linked_prompts(ds, two_words)) == 2
+
+
+@pytest.mark.asyncio
+async def test_the_gone_prompts_note_links_the_searched_database(web_db, tmp_path):
+    from datasette.database import Database
+
+    from web_fixtures import copy_db
+
+    second = copy_db(web_db, tmp_path / "second.db")
+    several = make_datasette(None)
+    for path in (web_db, second):
+        several.add_database(Database(several, path=str(path)))
+    await several.invoke_startup()
+    note = gone_prompts_note(await page(several, "/-/obelisk", q="zebrafish", db="second"))
+    assert links(note)[0].startswith("/second/browse_prompts?")
+    assert len(await linked_prompts(several, note)) == 2
+
+
+@pytest.mark.asyncio
+async def test_no_gone_prompts_note_where_the_messages_are_hidden(web_db):
+    hidden = make_datasette(web_db, {"databases": {"obelisk": {"tables": {"prompt_log": {"allow": False}}}}})
+    await hidden.invoke_startup()
+    html = await page(hidden, "/-/obelisk", q="zebrafish")
+    assert "<mark>zebrafish</mark>" in html and gone_prompts_note(html) is None

@@ -61,7 +61,26 @@ def write_xss_logs(root: Path) -> Path:
                     "prRepository": SCRIPT, "timestamp": "2026-03-01T10:00:06.000Z"}),
     ]
     (project / f"{XSS_SESSION}.jsonl").write_text("\n".join(lines) + "\n")
+    (root / "history.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in HISTORY))
     return root
+
+
+GONE_SESSION = "gone-session-0001"  # known only from the prompt log: its transcript was cleaned up
+
+
+def history_entry(session: str, seconds: int, text: str) -> dict:
+    return {"display": text, "pastedContents": {}, "timestamp": 1772359200000 + seconds * 1000,
+            "project": "/tmp/xss-project", "sessionId": session}
+
+
+# Claude Code's prompt log: the XSS session's first prompt (held by its transcript), and
+# three of a session whose transcript is gone, two of them about zebrafish.
+HISTORY = [
+    history_entry(XSS_SESSION, 1, f"Render this safely: {SCRIPT} and {IMG} zebrafish"),
+    history_entry(GONE_SESSION, 3600, "feed the zebrafish before the tank test"),
+    history_entry(GONE_SESSION, 3660, f"why did the zebrafish {SCRIPT} tank test fail"),
+    history_entry(GONE_SESSION, 3720, "commit the aquarium changes"),
+]
 
 
 def build_web_db(folder: Path) -> Path:

@@ -13,9 +13,11 @@ import sqlite3
 from . import fts
 from .errors import QueryError
 from .moments import moment_sql
-from .readonly import translated_errors
+from .obelisk import MAX_PATTERN_CHARS  # (SQLite refuses a LIKE pattern over 50,000 bytes)
+from .readonly import error_for, translated_errors
 
 MAX_LIMIT = 1_000
+MAX_OFFSET = 2**62  # an offset plus a limit still fits SQLite's 64-bit integers
 HELD = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = p.session_id)"
 COLUMNS = (
     "p.id, p.source, p.session_id, p.project, p.timestamp, p.text, p.pasted_json, "
@@ -34,6 +36,11 @@ def _invalid(message: str) -> QueryError:
     return QueryError("OBELISK_INVALID_ARGUMENT", message)
 
 
+def _checked_project(helper: str, project: str | None) -> None:
+    if project is not None and len(project) > MAX_PATTERN_CHARS:
+        raise _invalid(f"{helper}(): project is longer than {MAX_PATTERN_CHARS:,} characters")
+
+
 def prompts(
     conn: sqlite3.Connection,
     query: str | None = None,
@@ -43,18 +50,24 @@ def prompts(
     source: str | None = None,
     missing: bool = False,
     limit: int = 50,
+    offset: int = 0,
+    mode: str = "terms",
 ) -> list[dict]:
     """Prompts of the prompt logs, newest first (best match first with ``query``, FTS5
     terms as ``obelisk search`` takes them): of one session, of projects matching a SQL
     LIKE pattern, of one source; ``missing`` keeps those no stored transcript holds.
+    ``offset`` skips that many of them; ``mode`` is the query's form (terms, phrase, raw).
     Each is a dict of the ``browse_prompts`` columns (``in_transcript`` 0 or 1)."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise _invalid(f"prompts(): limit must be between 1 and {MAX_LIMIT}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < MAX_OFFSET:
+        raise _invalid(f"prompts(): offset must be between 0 and {MAX_OFFSET - 1}")
+    _checked_project("prompts", project)
     clauses, params = [], []
     order = f"{moment_sql('p.timestamp')} DESC, p.id DESC"
     join = ""
     if query is not None:
-        parsed = fts.parse_query(query, "terms")
+        parsed = fts.parse_query(query, mode)
         if parsed.matches_nothing:
             return []
         join = "JOIN prompt_log_fts ON prompt_log_fts.rowid = p.id"
@@ -74,8 +87,8 @@ def prompts(
         clauses.append(f"NOT {HELD}")
     where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
     sql = (f"SELECT {COLUMNS} FROM prompt_log p {join} LEFT JOIN source_files f ON f.id = p.file_id "
-           f"{where} ORDER BY {order} LIMIT ?")
-    return _dicts(conn, sql, [*params, limit])
+           f"{where} ORDER BY {order} LIMIT ? OFFSET ?")
+    return _dicts(conn, sql, [*params, limit, offset])
 
 
 def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str | None = None,
@@ -85,6 +98,7 @@ def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str
     prompts, first_at, last_at, first_prompt}``."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise _invalid(f"orphans(): limit must be between 1 and {MAX_LIMIT}")
+    _checked_project("orphans", project)
     clauses, params = ["p.session_id IS NOT NULL", f"NOT {HELD}"], []
     if source not in (None, "all"):
         clauses.append("p.source = ?")
@@ -99,6 +113,29 @@ def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str
               FROM prompt_log p WHERE {' AND '.join(clauses)}
               GROUP BY p.session_id, p.source ORDER BY last_at DESC, p.session_id LIMIT ?"""
     return _dicts(conn, sql, [*params, limit])
+
+
+def missing_matches(conn: sqlite3.Connection, query: str, mode: str = "terms", source: str | None = None) -> dict:
+    """How many prompts match ``query`` (in ``mode``; of ``source`` if given) that no stored transcript holds:
+    ``{"count": n, "expression": the FTS5 expression matched}`` (the expression is
+    None and the count 0 when the query can match nothing, or on a database
+    without prompt logs)."""
+    parsed = fts.parse_query(query, mode)
+    if parsed.matches_nothing:
+        return {"count": 0, "expression": None}
+    sql = (f"SELECT count(*) FROM prompt_log p JOIN prompt_log_fts ON prompt_log_fts.rowid = p.id "
+           f"WHERE prompt_log_fts MATCH ? AND NOT {HELD}")
+    params = [parsed.expression]
+    if source not in (None, "all"):
+        sql += " AND p.source = ?"
+        params.append(source)
+    try:
+        count = conn.execute(sql, params).fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        if str(exc).startswith("no such table"):  # (not migrated yet)
+            return {"count": 0, "expression": None}
+        raise error_for(exc) from None
+    return {"count": count, "expression": parsed.expression}
 
 
 def orphan_count(conn: sqlite3.Connection) -> int:

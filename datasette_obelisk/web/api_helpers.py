@@ -14,7 +14,8 @@ what remains.
 
 from __future__ import annotations
 
-from ..query import obelisk
+from ..query import obelisk, prompts
+from ..query.errors import QueryError
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -73,6 +74,41 @@ def overview_over_http(conn, options):
 
 def recent_sessions(conn, params):
     return obelisk.recent(conn, params.integer("n", default=10))
+
+
+PROMPT_MODES = ("terms", "phrase", "raw")
+
+
+def prompt_scope(conn, params) -> dict:
+    """``project`` and ``source`` of a prompts request, a misspelt source refused."""
+    source = params.text("source")
+    if source is not None:
+        source = obelisk.known_source(conn, {"source": source})["source"]
+    return {"project": params.text("project"), "source": source}
+
+
+def prompts_over_http(conn, params):
+    """``query/prompts.prompts``: a malformed query is OBELISK_INVALID_ARGUMENT, as every helper's is."""
+    mode = params.text("mode", default="terms")
+    if mode not in PROMPT_MODES:
+        raise obelisk.invalid(f"mode must be one of {', '.join(PROMPT_MODES)}, not {mode!r}")
+    options = dict(
+        session_id=params.text("sessionId"), missing=params.boolean("missing"), mode=mode,
+        limit=params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT),
+        offset=params.integer("offset", default=0, minimum=0, maximum=prompts.MAX_OFFSET - 1),
+        **prompt_scope(conn, params),
+    )
+    try:
+        return prompts.prompts(conn, params.text("query"), **options)
+    except QueryError as error:
+        if error.code == "SESSION_QUERY_INVALID_QUERY":  # (the FTS parser's code)
+            raise obelisk.invalid(error.message) from None
+        raise
+
+
+def prompt_orphans_over_http(conn, params):
+    limit = params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT)
+    return prompts.orphans(conn, limit=limit, **prompt_scope(conn, params))
 
 
 def endpoint(path, helper, summary, params=(), response=None, paged=False, **calling_options) -> Endpoint:
@@ -167,5 +203,25 @@ HELPER_ENDPOINTS = [
     endpoint(
         "/failures", obelisk.failures, "Failed tool results with the next three messages",
         [SESSION_ID, *SCOPE, *TIME, limit(50)], s.array(s.FAILURE),
+    ),
+    Endpoint(
+        "/prompts", prompts_over_http,
+        "Prompts the agents' prompt logs kept (history.jsonl, Gemini's logs.json), newest first or best match "
+        "first; also of sessions whose transcripts are gone", "helpers",
+        (Param("query", description="search text (FTS5 terms as obelisk search takes them)"),
+         Param("mode", description="terms (the default) | phrase | raw: the query's form"),
+         SESSION_ID,
+         Param("project", description="SQL LIKE pattern over the folder the prompt was typed in"),
+         SCOPE[1],
+         Param("missing", "boolean", "only prompts no stored transcript holds (in_transcript 0)"),
+         limit(50, prompts.MAX_LIMIT), offset("skip this many")),
+        s.array(s.PROMPT_ROW),
+    ),
+    Endpoint(
+        "/prompts/orphans", prompt_orphans_over_http,
+        "Sessions known only from the prompt logs (no stored transcript holds them), latest prompt first", "helpers",
+        (Param("project", description="SQL LIKE pattern over the folder the prompts were typed in"), SCOPE[1],
+         limit(50, prompts.MAX_LIMIT)),
+        s.array(s.PROMPT_ORPHAN),
     ),
 ]

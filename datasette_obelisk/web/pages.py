@@ -57,6 +57,7 @@ async def search_page(datasette, request, db, params):
         context.update(recent=found["items"], recent_next=found["next_cursor"], every_session=every if fits else None)
         return context
     form.recent_page()  # (kept for the list the form goes back to when the query is cleared: refused as there)
+    prompts_shown = await is_visible(datasette, request.actor, db.name, "prompt_log")
 
     def search(conn):
         known_sources(conn)
@@ -69,6 +70,8 @@ async def search_page(datasette, request, db, params):
             "parents": transcript.parents(conn, [item["session"] for item in result["page"]["items"]]),
             "indexing": dashboard.indexing_note(conn),
             "unindexable": parse_query(form.query, form.mode).matches_nothing,
+            # what the prompt logs kept of sessions whose transcripts are gone, and matches too
+            "gone_prompts": prompts.missing_matches(conn, form.query, form.mode) if prompts_shown else None,
         }
 
     found = await db.execute_fn(search)

@@ -193,6 +193,17 @@ FAILURE = obj(
     {"toolCall": nullable(TOOL_CALL), "result": row("tool_results"), "session": SESSION_BRIEF,
      "nextMessages": array(COMPACT_MESSAGE)}
 )
+PROMPT_ROW = row(
+    "prompt_log", ("id", "source", "session_id", "project", "timestamp", "text", "pasted_json"),
+    {"in_transcript": {"enum": [0, 1], "description": "1 when a stored transcript holds the prompt's session"},
+     "file_path": OPT_STRING, "line_no": OPT_INTEGER},
+    description="A prompt the agents' prompt logs kept (a browse_prompts row)",
+)
+PROMPT_ORPHAN = obj(
+    {"session_id": STRING, "source": STRING, "project": OPT_STRING, "prompts": INTEGER, "first_at": OPT_STRING,
+     "last_at": OPT_STRING, "first_prompt": OPT_STRING},
+    description="A session known only from the prompt logs: no stored transcript holds it",
+)
 ANCHORED = {"anchors": PARSED_JSON}
 REMEMBERED = row(
     "memories", ("id", "path", "project", "anchors", "created_at"), ANCHORED,
