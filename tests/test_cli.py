@@ -236,7 +236,11 @@ def test_up_without_logs_ingests_a_demo_corpus_into_its_own_database(tmp_path, m
     conn = sqlite3.connect(tmp_path / "obelisk-demo.db")
     sources = dict(conn.execute("SELECT source, count(*) FROM sessions GROUP BY source"))
     errors = conn.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+    # the prompt logs too, with the prompts of sessions whose transcripts were cleaned up
+    gone = conn.execute("SELECT source, count(DISTINCT session_id) FROM browse_prompts WHERE in_transcript = 0 "
+                        "GROUP BY source ORDER BY source").fetchall()
     conn.close()
+    assert gone == [("claude", 3), ("codex", 1)]
     assert set(sources) == {"claude", "codex", "gemini"} and errors == 0
     assert min(sources["claude"], sources["codex"]) >= 5 and sources["gemini"] >= 2
     assert not (tmp_path / "obelisk.db").exists()

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import tracemalloc
+from datetime import datetime, timezone
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -541,3 +542,76 @@ def test_gemini_chats_ingest_as_written(tmp_path, gemini_corpus):
     # no blank row: a reply is typed by what it holds, tool responses repeat their calls' results
     assert conn.execute("SELECT COUNT(*) FROM messages WHERE is_meta = 0 AND COALESCE(text, '') = ''").fetchone() == (0,)
     conn.close()
+
+
+# -- prompt logs ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def prompt_log_corpus(tmp_path_factory) -> tuple[Path, GenerateStats]:
+    root = tmp_path_factory.mktemp("prompt-logs")
+    return root, generate(root, seed=5, target_bytes=1_000_000, prompt_logs=True)
+
+
+def test_prompt_logs_are_written_after_the_rest_which_stays_the_same(tmp_path, prompt_log_corpus):
+    root, stats = prompt_log_corpus
+    plain = generate(tmp_path, seed=5, target_bytes=1_000_000)
+    with_logs, without = tree_hashes(root), tree_hashes(tmp_path)
+    assert sorted(set(with_logs) - set(without)) == [".claude/history.jsonl", ".codex/history.jsonl"]
+    assert all(with_logs[name] == digest for name, digest in without.items())
+    assert (with_logs[".claude/history.jsonl"], with_logs[".codex/history.jsonl"]) == (
+        "a308b69e86505c21ae8cf47154d5db3e8d4055a65949e5c891202c206d1ef3fc",
+        "440d078395587e70702e9d9aac554e2f8e24690005fe7f7f3bd50f7070e01857",
+    )
+    assert (stats.claude.prompt_log_lines, stats.claude.prompt_log_orphans) == (58, 3)
+    assert (stats.codex.prompt_log_lines, stats.codex.prompt_log_orphans) == (35, 1)
+    assert (plain.claude.prompt_log_lines, plain.codex.prompt_log_lines) == (0, 0)
+    for source, name in (("claude", ".claude"), ("codex", ".codex")):
+        log = root / name / "history.jsonl"
+        counted, without_log = getattr(stats, source), getattr(plain, source)
+        assert counted.files == without_log.files + 1
+        assert counted.bytes == without_log.bytes + log.stat().st_size
+        assert counted.lines == without_log.lines + len(log.read_bytes().splitlines()) == without_log.lines + counted.prompt_log_lines
+    again = tmp_path / "again"
+    assert generate(again, seed=5, target_bytes=1_000_000, prompt_logs=True) == stats
+    assert tree_hashes(again) == with_logs
+
+
+def test_the_prompt_logs_hold_the_typed_prompts_of_the_sessions_and_of_cleaned_up_ones(prompt_log_corpus):
+    root, stats = prompt_log_corpus
+    typed = {}  # (session, ms) -> text of each typed prompt of a main Claude session
+    for path in claude_files(root):
+        for d in read_lines(path):
+            if is_typed_prompt(d) and not d.get("isSidechain") and isinstance(d["message"]["content"], str) \
+                    and not d["message"]["content"].startswith("<"):
+                moment = datetime.strptime(d["timestamp"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+                typed[(d["sessionId"], round(moment.timestamp() * 1000))] = d["message"]["content"]
+    entries = read_lines(root / ".claude" / "history.jsonl")
+    assert all(set(e) == {"display", "pastedContents", "timestamp", "project", "sessionId"} for e in entries)
+    assert [e["timestamp"] for e in entries] == sorted(e["timestamp"] for e in entries)
+    held = [e for e in entries if (e["sessionId"], e["timestamp"]) in typed]
+    assert all(typed[(e["sessionId"], e["timestamp"])] == e["display"] for e in held)
+    sessions = {path.stem for path in claude_files(root)}
+    gone = {e["sessionId"] for e in entries if e["sessionId"] not in sessions}
+    assert len(gone) == stats.claude.prompt_log_orphans == 3
+    assert len(held) + sum(e["sessionId"] in gone for e in entries) == len(entries)
+    codex = read_lines(root / ".codex" / "history.jsonl")
+    assert all(set(e) == {"session_id", "ts", "text"} and isinstance(e["ts"], int) for e in codex)
+    rollouts = {path.stem[-36:] for path in codex_files(root)}
+    assert len({e["session_id"] for e in codex} - rollouts) == stats.codex.prompt_log_orphans == 1
+
+
+def test_prompt_logs_ingest_with_the_sessions_they_cleaned_up(tmp_path, prompt_log_corpus):
+    import sqlite3
+
+    from datasette_obelisk.query import prompts
+    from datasette_obelisk.store.ingest import ingest
+
+    root, stats = prompt_log_corpus
+    summary = ingest(tmp_path / "o.db", {"claude": root / ".claude", "codex": root / ".codex"})
+    assert (summary.prompts, summary.errors) == (93, 0)
+    conn = sqlite3.connect(tmp_path / "o.db")
+    assert conn.execute("SELECT source, in_transcript, count(*), count(DISTINCT session_id) FROM browse_prompts "
+                        "GROUP BY 1, 2 ORDER BY 1, 2").fetchall() == [
+        ("claude", 0, 7, 3), ("claude", 1, 51, 7), ("codex", 0, 2, 1), ("codex", 1, 33, 6)]
+    assert prompts.orphan_count(conn) == 4

@@ -14,6 +14,7 @@ writes, exactly as the real tools lay them out::
     /tmp/corpus/.claude/projects/<escaped cwd>/<session id>/subagents/agent-<id>.meta.json
     /tmp/corpus/.codex/sessions/YYYY/MM/DD/rollout-<YYYY-MM-DDThh-mm-ss>-<uuid>.jsonl
     /tmp/corpus/.gemini/tmp/<sha256 of cwd>/chats/session-<YYYY-MM-DDThh-mm>-<8 hex>.json[l]  (gemini=True)
+    /tmp/corpus/.claude/history.jsonl, /tmp/corpus/.codex/history.jsonl                      (prompt_logs=True)
 
 The same seed and arguments always produce byte-identical trees: every id,
 timestamp and word comes from ``random.Random`` streams derived from the seed.
@@ -116,6 +117,8 @@ class SourceStats:
     replayed_lines: int = 0
     replayed_messages: int = 0
     replayed_tool_calls: int = 0
+    prompt_log_lines: int = 0  # lines of the prompt log (history.jsonl), with prompt_logs
+    prompt_log_orphans: int = 0  # sessions only the prompt log names: their transcripts were cleaned up
     line_types: dict[str, int] = field(default_factory=dict)
 
     def count_type(self, kind: str) -> None:
@@ -910,6 +913,7 @@ class _Corpus:
         self.next_big = self._draw_big_size()
         self.huge_pending = 0  # bytes of the huge line still to plant
         self.suppress_big = False
+        self.typed: list | None = None  # (ms, session id, cwd, text) of each typed prompt, with prompt_logs
         # small corpora get smaller files and fewer steps so every shape still fits
         self.scale = max(0.1, min(1.0, target / (4 * MB)))
         self.text.short = target < 1 * MB
@@ -1335,6 +1339,8 @@ class _ClaudeGenerator:
             self.slash_command(t)
             anchor = None
         t.prompt(text, uuid=prompt_uuid)
+        if self.c.typed is not None and not t.sidechain:
+            self.c.typed.append((t.clock.ms, t.session_id, t.cwd, text))
         t.last_prompt = text
         if t.late:
             if first:
@@ -1803,7 +1809,8 @@ class _CodexRollout:
             "primary": {"used_percent": float(self.rng.randint(1, 90)), "window_minutes": 300, "resets_at": 1771864834},
             "secondary": {"used_percent": float(self.rng.randint(1, 60)), "window_minutes": 10080, "resets_at": 1772355702}}})
 
-    def turn(self, prompt: str | None = None, *, spawn: _CodexGenerator | None = None, steps: int | None = None) -> None:
+    def turn(self, prompt: str | None = None, *, spawn: _CodexGenerator | None = None, steps: int | None = None,
+             typed: bool = True) -> None:
         rng = self.rng
         self.clock.tick(20_000, 900_000)
         turn_id = self.c.ids.uuid7(self.clock.ms)
@@ -1812,6 +1819,8 @@ class _CodexRollout:
         self.turn_context(turn_id)
         prompt = prompt or self.text.prompt(self.lang, self.project)
         self.item({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]})
+        if typed and self.c.typed is not None:  # (a spawned agent's task is not typed)
+            self.c.typed.append((self.clock.ms, self.id, self.cwd, prompt))
         self.emit("event_msg", {"type": "user_message", "message": prompt, "images": [], "local_images": [],
                                 "text_elements": []})
         self.history.append(("user", prompt))
@@ -2061,7 +2070,7 @@ class _CodexGenerator:
         source = {"subagent": {"thread_spawn": {"parent_thread_id": parent.id, "depth": 1, "agent_path": None,
                                                 "agent_nickname": nickname, "agent_role": role}}}
         child.session_meta(source=source, extra={"agent_nickname": nickname, "agent_role": role})
-        child.turn(task, steps=rng.randint(1, 4))
+        child.turn(task, steps=rng.randint(1, 4), typed=False)
         child.close()
         self.stats.subagent_transcripts += 1
         parent.clock.ms = max(parent.clock.ms, child.clock.ms) + 1000
@@ -2480,7 +2489,7 @@ class _CodexNewer(_CodexGenerator):
 
 def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude: bool = True,
              codex: bool = True, gemini: bool = False, huge_line_bytes: int | None = None,
-             big_output_every: int = 0, newer_shapes: bool = False) -> GenerateStats:
+             big_output_every: int = 0, newer_shapes: bool = False, prompt_logs: bool = False) -> GenerateStats:
     """Write a synthetic corpus of about ``target_bytes`` under ``root``.
 
     ``root/.claude/projects/…`` holds Claude Code sessions (about 70% of the
@@ -2496,6 +2505,12 @@ def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude
     180 KB more plant the shapes of late Claude Code 2.1.x and Codex 0.171 once each (see
     ``_ClaudeNewer``, ``_CodexNewer``), after the rest, which stays as without it. Same arguments,
     same bytes.
+
+    With ``prompt_logs``, the agents' prompt logs are written too, after the rest
+    (which stays as without it): ``root/.claude/history.jsonl`` and
+    ``root/.codex/history.jsonl`` hold every prompt typed in the sessions
+    written (not a subagent's task) and those of a few sessions whose transcripts
+    are not written, as if cleaned up (``prompt_log_orphans``).
     """
     root = Path(root)
     stats = GenerateStats()
@@ -2504,23 +2519,72 @@ def generate(root: Path, *, seed: int = 0, target_bytes: int = 2_000_000, claude
         _GeminiGenerator(corpus, root / ".gemini" / "tmp").run()
         target_bytes = max(0, target_bytes - stats.gemini.bytes)
     claude_share = 0.7 if claude and codex else 1.0
+    typed: dict[str, list | None] = {"claude": [] if prompt_logs else None, "codex": [] if prompt_logs else None}
     if claude:
         corpus = _Corpus(seed, "claude", int(target_bytes * claude_share), stats.claude, big_output_every)
+        corpus.typed = typed["claude"]
         huge = _huge_copy_size(huge_line_bytes, 1) if huge_line_bytes else None  # halved per copy
         _ClaudeGenerator(corpus, root / ".claude" / "projects", huge).run()
     if codex:
         corpus = _Corpus(seed, "codex", max(0, target_bytes - stats.claude.bytes), stats.codex, big_output_every)
+        corpus.typed = typed["codex"]
         huge = _huge_copy_size(huge_line_bytes, 1) if huge_line_bytes and not claude else None
         _CodexGenerator(corpus, root / ".codex" / "sessions", huge).run()
     if newer_shapes and claude:
         corpus = _Corpus(seed, "claude-newer", NEWER_BYTES, stats.claude, 0)
+        corpus.typed = typed["claude"]
         _ClaudeNewer(corpus, root / ".claude" / "projects", None).run()
     if newer_shapes and codex:
         corpus = _Corpus(seed, "codex-newer", NEWER_BYTES, stats.codex, 0)
+        corpus.typed = typed["codex"]
         _CodexNewer(corpus, root / ".codex" / "sessions", None).run()
+    if prompt_logs and claude:
+        _write_prompt_log(root / ".claude" / "history.jsonl", "claude", typed["claude"], seed, stats.claude)
+    if prompt_logs and codex:
+        _write_prompt_log(root / ".codex" / "history.jsonl", "codex", typed["codex"], seed, stats.codex)
     if huge_line_bytes:
         stats.huge_line_bytes = max(stats.claude.longest_line, stats.codex.longest_line)
     return stats
+
+
+CLEANED_UP = {"claude": 3, "codex": 1}  # sessions of each prompt log whose transcripts are not written
+
+
+def _write_prompt_log(path: Path, source: str, typed: list, seed: int, stats: SourceStats) -> None:
+    """An agent's prompt log: the prompts ``typed`` in the sessions written, and those of
+    ``CLEANED_UP`` sessions whose transcripts are gone, oldest first, as the agent appends them
+    (Claude Code: ``{display, pastedContents, timestamp, project, sessionId}``; Codex:
+    ``{session_id, ts, text}``). Its own random stream: the sessions stay as they are."""
+    rng = random.Random(f"obelisk:{seed}:{source}-prompt-log")
+    text, ids = _Text(rng), _Ids(rng)
+    entries = list(typed)
+    if entries:
+        first, last = min(ms for ms, *_ in entries), max(ms for ms, *_ in entries)
+        cwds = sorted({cwd for _, _, cwd, _ in entries})
+        for _ in range(CLEANED_UP[source]):
+            ms = rng.randint(first, last)
+            session_id = ids.uuid4() if source == "claude" else ids.uuid7(ms)
+            cwd = rng.choice(cwds)
+            project = Path(cwd).name
+            for n in range(rng.randint(2, 4)):
+                ms += rng.randint(20_000, 600_000)
+                entries.append((ms, session_id, cwd, text.prompt("python", project, opening=n == 0)))
+            stats.prompt_log_orphans += 1
+    entries.sort(key=lambda entry: entry[0])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as fp:
+        for ms, session_id, cwd, prompt in entries:
+            if source == "claude":
+                obj = {"display": prompt, "pastedContents": {}, "timestamp": ms, "project": cwd, "sessionId": session_id}
+            else:
+                obj = {"session_id": session_id, "ts": ms // 1000, "text": prompt}
+            data = orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+            fp.write(data)
+            stats.bytes += len(data)
+            stats.lines += 1
+            stats.prompt_log_lines += 1
+            stats.longest_line = max(stats.longest_line, len(data))
+    stats.files += 1
 
 
 def _huge_copy_size(line_bytes: int, copies: int) -> int:
