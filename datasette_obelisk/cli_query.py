@@ -402,7 +402,8 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
 
     They outlive transcripts an agent cleaned up: with --missing, only the
     prompts no stored transcript holds; with --orphans, the sessions known
-    only from the prompt logs. A prompt whose transcript is stored is marked
+    only from the prompt logs. A prompt a stored transcript holds (its
+    session's stored messages reach its time, give or take a minute) is marked
     "*" (held by it).
 
     Example:

@@ -160,19 +160,24 @@ def test_a_rewritten_log_keeps_each_prompt_once(db, homes):
     ]
 
 
-def claude_transcript(homes, session="telemetry-claude-001"):
+def claude_transcript(homes, session="telemetry-claude-001", whole=True):
+    """The session's transcript: its first prompt and, ``whole``, its last (the rest is not
+    needed: the stored messages reach from the first prompt's time to the last's)."""
     folder = homes["claude"] / "projects" / "-home-testuser-telemetry-project"
     folder.mkdir(parents=True, exist_ok=True)
-    line = {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": session,
-            "timestamp": "2025-11-11T14:16:40.000Z", "cwd": CLAUDE_PROJECT,
-            "message": {"role": "user", "content": "help me understand the codebase"}}
-    (folder / f"{session}.jsonl").write_text(json.dumps(line) + "\n")
+    prompts = [("u1", None, "2025-11-11T14:16:40.000Z", "help me understand the codebase")]
+    if whole:
+        prompts.append(("u2", "u1", "2025-11-11T14:18:30.400Z", "fresh start - review the auth module"))
+    lines = [{"type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": session, "timestamp": timestamp,
+              "cwd": CLAUDE_PROJECT, "message": {"role": "user", "content": text}}
+             for uuid, parent, timestamp, text in prompts]
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def test_a_prompt_its_transcript_holds_is_marked_not_stored_twice(db, homes):
     claude_transcript(homes)
     ingest(db, {"claude": homes["claude"], "codex": homes["codex"]})
-    assert rows(db, "SELECT count(*) FROM messages WHERE session_id = 'telemetry-claude-001'") == [(1,)]
+    assert rows(db, "SELECT count(*) FROM messages WHERE session_id = 'telemetry-claude-001'") == [(2,)]
     assert rows(db, "SELECT source, in_transcript, count(*) FROM browse_prompts GROUP BY 1, 2 ORDER BY 1") == [
         ("claude", 1, 7), ("codex", 0, 5)]
     # the transcript's message is searched once; the prompt log's row apart
@@ -205,7 +210,7 @@ def test_cli_prompts(db, homes):
     result = runner.invoke(cli, ["ingest", "--db", str(db), "--claude-dir", str(homes["claude"]),
                                  "--codex-dir", str(homes["codex"]), "--gemini-dir", str(homes["gemini"])])
     assert result.exit_code == 0, result.output
-    assert "1 messages, 19 prompts from prompt logs, 0 errors" in result.output
+    assert "2 messages, 19 prompts from prompt logs, 0 errors" in result.output
     result = runner.invoke(cli, ["prompts", "readme", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == [
@@ -285,3 +290,37 @@ def test_cli_search_ends_with_the_prompts_of_gone_transcripts_that_match(db, hom
         result = runner.invoke(cli, ["search", "codebase", "--db", str(db), *narrowed])
         assert "transcripts are gone" not in result.output, narrowed
     assert "transcripts are gone" not in runner.invoke(cli, ["search", "readme", "--db", str(db), "--source", "claude"]).output
+
+
+def test_a_transcript_stored_in_part_holds_the_prompts_its_messages_reach(db, homes):
+    """Its first prompt stored, the rest of the file cleaned up before it was read again: the
+    prompts typed more than a minute after its last stored message are the prompt log's only."""
+    claude_transcript(homes, whole=False)  # (one message, at 14:16:40)
+    ingest(db, {"claude": homes["claude"]})
+    assert rows(db, "SELECT line_no, timestamp, in_transcript FROM browse_prompts ORDER BY line_no") == [
+        (1, "2025-11-11T14:16:40.000Z", 1), (2, "2025-11-11T14:16:45.000Z", 1), (3, "2025-11-11T14:16:54.075Z", 1),
+        (4, "2025-11-11T14:17:00.000Z", 1), (5, "2025-11-11T14:17:10.000Z", 1),
+        (6, "2025-11-11T14:18:20.000Z", 0), (7, "2025-11-11T14:18:30.000Z", 0)]
+    conn = sqlite3.connect(db)
+    assert [r["line_no"] for r in prompt_log.prompts(conn, missing=True)] == [7, 6]
+    assert [r["line_no"] for r in prompt_log.prompts(conn, "auth module", missing=True)] == [7]
+    assert prompt_log.missing_matches(conn, "auth") == {"count": 1, "expression": '"auth"'}
+    # the session is stored: no orphan
+    assert prompt_log.orphans(conn) == [] and prompt_log.orphan_count(conn) == 0
+    # the whole transcript read: every prompt held
+    claude_transcript(homes)
+    ingest(db, {"claude": homes["claude"]})
+    assert rows(db, "SELECT sum(in_transcript), count(*) FROM browse_prompts") == [(7, 7)]
+    assert prompt_log.missing_matches(conn, "auth") == {"count": 0, "expression": '"auth"'}
+
+
+def test_a_prompt_without_a_time_is_held_when_its_session_is_stored(db, homes):
+    claude_transcript(homes, whole=False)
+    with (homes["claude"] / "history.jsonl").open("a") as fp:
+        fp.write(json.dumps({"display": "no time kept", "pastedContents": {}, "project": CLAUDE_PROJECT,
+                             "sessionId": "telemetry-claude-001"}) + "\n")
+        fp.write(json.dumps({"display": "no time, no transcript", "pastedContents": {}, "project": CLAUDE_PROJECT,
+                             "sessionId": "elsewhere"}) + "\n")
+    ingest(db, {"claude": homes["claude"]})
+    assert rows(db, "SELECT text, timestamp, in_transcript FROM browse_prompts WHERE line_no > 7 ORDER BY line_no") == [
+        ("no time kept", None, 1), ("no time, no transcript", None, 0)]

@@ -79,6 +79,7 @@ def test_migrations_in_order(conn):
         "m053_record_rewritten_ids",
         "m054_create_prompt_log",
         "m055_add_subagents_remote",
+        "m056_hold_prompts_by_time",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

@@ -13,15 +13,19 @@ import sqlite3
 from . import fts
 from .errors import QueryError
 from .moments import moment_sql
+from ..store.migrations import PROMPT_HELD, SESSION_STORED
 from .obelisk import MAX_PATTERN_CHARS  # (SQLite refuses a LIKE pattern over 50,000 bytes)
 from .readonly import error_for, translated_errors
 
 MAX_LIMIT = 1_000
 MAX_OFFSET = 2**62  # an offset plus a limit still fits SQLite's 64-bit integers
-HELD = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = p.session_id)"
+# A prompt is held when its session's stored messages reach its time (browse_prompts.in_transcript);
+# a session is only the prompt logs' when no message of it is stored.
+HELD = PROMPT_HELD
+SESSION_HELD = SESSION_STORED
 COLUMNS = (
     "p.id, p.source, p.session_id, p.project, p.timestamp, p.text, p.pasted_json, "
-    f"{HELD} AS in_transcript, f.path AS file_path, p.line_no"
+    f"CAST({HELD} AS INTEGER) AS in_transcript, f.path AS file_path, p.line_no"
 )
 
 
@@ -99,7 +103,7 @@ def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise _invalid(f"orphans(): limit must be between 1 and {MAX_LIMIT}")
     _checked_project("orphans", project)
-    clauses, params = ["p.session_id IS NOT NULL", f"NOT {HELD}"], []
+    clauses, params = ["p.session_id IS NOT NULL", f"NOT {SESSION_HELD}"], []
     if source not in (None, "all"):
         clauses.append("p.source = ?")
         params.append(source)
@@ -142,7 +146,7 @@ def orphan_count(conn: sqlite3.Connection) -> int:
     """How many sessions only the prompt logs know (0 on a database without them)."""
     try:
         return conn.execute(
-            f"SELECT count(DISTINCT p.session_id) FROM prompt_log p WHERE p.session_id IS NOT NULL AND NOT {HELD}"
+            f"SELECT count(DISTINCT p.session_id) FROM prompt_log p WHERE p.session_id IS NOT NULL AND NOT {SESSION_HELD}"
         ).fetchone()[0]
     except sqlite3.OperationalError:  # (not migrated yet)
         return 0

@@ -1552,3 +1552,38 @@ def m055_add_subagents_remote(db):
     # the logs again, so the launches already stored get their rows.
     db.execute("ALTER TABLE subagents ADD COLUMN remote_url TEXT")
     db.execute("ALTER TABLE subagents ADD COLUMN remote_session_id TEXT")
+
+
+# Whether a stored transcript holds the prompt ``p`` (``browse_prompts.in_transcript``,
+# ``query/prompts.py``): its session's stored messages reach the prompt's time.
+PROMPT_HOLD_WINDOW = 60  # seconds either side of the stored messages' first and last times
+SESSION_STORED = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = p.session_id)"
+PROMPT_HELD = (
+    "CASE WHEN julianday(p.timestamp) IS NULL THEN " + SESSION_STORED + " ELSE coalesce(julianday(p.timestamp) "
+    "BETWEEN julianday((SELECT min(m.timestamp) FROM messages m WHERE m.session_id = p.session_id)) - "
+    f"{PROMPT_HOLD_WINDOW}.0 / 86400 "
+    "AND julianday((SELECT max(m.timestamp) FROM messages m WHERE m.session_id = p.session_id)) + "
+    f"{PROMPT_HOLD_WINDOW}.0 / 86400, " + SESSION_STORED + ") END"
+)
+
+
+@migrations()
+def m056_hold_prompts_by_time(db):
+    # A prompt is held by a stored transcript when the session's stored
+    # messages reach its time (from a minute before their first to a minute
+    # after their last: the prompt's own line is written just after it was
+    # typed, Codex keeps whole seconds): a transcript ingested in part, the
+    # rest cleaned up before the next ingest, holds its earlier prompts only.
+    # A prompt with no time, or a session whose messages have none, is held
+    # when any message of its session is stored, as before. Times are read
+    # with julianday(): the sources keep them in more than one ISO form.
+    db.executescript(
+        f"""
+        DROP VIEW browse_prompts;
+        CREATE VIEW browse_prompts AS
+            SELECT p.id, p.source, p.session_id, p.project, p.timestamp, p.text, p.pasted_json,
+                   CAST({PROMPT_HELD} AS INTEGER) AS in_transcript,
+                   f.path AS file_path, p.line_no
+            FROM prompt_log p LEFT JOIN source_files f ON f.id = p.file_id;
+        """
+    )
