@@ -1956,7 +1956,7 @@ def test_a_gemini_chat_whose_folder_names_its_project_later_takes_it(tmp_path):
     chat.write_text(json.dumps(meta) + "\n" + json.dumps({"id": "u1", "type": "user", "content": "Hi"}) + "\n")
     db = tmp_path / "obelisk.db"
     ingest(db, {"gemini": tmp_path / "gemini"})
-    assert rows(db, "SELECT cwd, project FROM sessions") == [(None, None)]
+    assert rows(db, "SELECT cwd, project FROM sessions") == [(None, "gemini-tmp:myapp")]  # (grouped by its folder until a file names the root)
     (chats.parent / ".project_root").write_text("/home/u/myapp\n")  # (and the chat does not change)
     ingest(db, {"gemini": tmp_path / "gemini"})
     assert rows(db, "SELECT cwd, project FROM sessions") == [("/home/u/myapp", "-home-u-myapp")]
