@@ -13,7 +13,8 @@ from datasette_obelisk.query.dashboard import totals
 from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.memories import remember
 from datasette_obelisk.query.readonly import connect_readonly
-from datasette_obelisk.store.db import connect
+from datasette_obelisk.store import derive
+from datasette_obelisk.store.db import connect, transaction
 from datasette_obelisk.store.fingerprint import hashes_at
 from datasette_obelisk.store.ingest import ingest
 from helper_fixtures import (  # noqa: F401 (fixtures)
@@ -1563,7 +1564,8 @@ def test_a_thread_page_of_a_session_in_time_order_reads_the_page_not_the_whole_s
     # is read from the (session, seq) index, without placing and sorting the whole session
     # (no window), and is the page the placement gives. One time going back, a time in
     # another spelling, or a date SQLite would move, and the session is placed as before;
-    # a write by another connection is seen by the next page.
+    # a session changed but not derived again yet (queued) is placed, and so is one whose
+    # derivation found it out of order.
     lines = [{"id": f"m{n:02d}", "text": f"line {n}",
               "ts": None if n in (0, 7) else f"2026-01-01T10:00:{n // 2:02d}.000Z"} for n in range(40)]
     db = build_toy_db(tmp_path, {"s1": lines})
@@ -1588,7 +1590,16 @@ def test_a_thread_page_of_a_session_in_time_order_reads_the_page_not_the_whole_s
                          "2026-02-30T10:00:30.000Z"):
             with sqlite3.connect(db) as writer:
                 writer.execute("UPDATE messages SET timestamp = ? WHERE uuid = 'm30'", [spelling])
-            run.clear()
-            page = o.thread_page(conn, "s1", {"limit": 7, "offset": 20})
-            assert any("OVER (" in statement for statement in run), spelling
-            assert uuids(page.items) == placed(conn, {"limit": 7, "offset": 20})
+                writer.execute("INSERT INTO derive_queue (session_id) VALUES ('s1')")
+            for derived in (False, True):
+                if derived:
+                    writer = connect(db)
+                    with transaction(writer):
+                        derive.forget_tallies(writer, ["s1"])  # (a row changed in place, as an ingest does)
+                        derive.derive_sessions(writer, ["s1"])
+                        writer.execute("DELETE FROM derive_queue")
+                    writer.close()
+                run.clear()
+                page = o.thread_page(conn, "s1", {"limit": 7, "offset": 20})
+                assert any("OVER (" in statement for statement in run), spelling
+                assert uuids(page.items) == placed(conn, {"limit": 7, "offset": 20})

@@ -80,6 +80,7 @@ def test_migrations_in_order(conn):
         "m054_create_prompt_log",
         "m055_add_subagents_remote",
         "m056_hold_prompts_by_time",
+        "m057_record_time_order",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -354,7 +355,7 @@ EXPECTED_TABLES = {
     'derive_tallies': [
         'session_id', 'last_id', 'last_seq', 'rows', 'started_at', 'ended_at', 'conversation',
         'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_creation_tokens', 'cwds',
-        'git_branch', 'model',
+        'git_branch', 'model', 'time_ordered',
     ],
     'file_sessions': [
         'file_id', 'session_id', 'started_at', 'ended_at',
@@ -396,7 +397,7 @@ EXPECTED_TABLES = {
         'is_excluded', 'availability', 'jsonl_path', 'input_tokens', 'output_tokens',
         'cache_read_tokens', 'cache_creation_tokens', 'updated_at', 'project_source', 'reasoning_effort', 'tag', 'continued_in',
         'agent_name', 'team_name', 'cost_usd', 'lines_added', 'lines_removed', 'relocated_cwd', 'worktree_path',
-        'worktree_branch', 'worktree_base_branch', 'ended_by_model',
+        'worktree_branch', 'worktree_base_branch', 'ended_by_model', 'time_ordered',
     ],
     'source_files': [
         'id', 'path', 'source', 'kind', 'layout', 'compression', 'device', 'inode', 'size',

@@ -690,11 +690,10 @@ LOG_ORDER_SQL = """WITH page AS (
   SELECT {columns} FROM page JOIN messages m ON m.id = page.id ORDER BY page.seq"""
 LOG_ORDER_POSITION_SQL = """SELECT COUNT(*) FROM messages
   WHERE session_id = :session_id AND (is_meta = 0 OR :include_meta) AND seq <= (SELECT seq FROM messages WHERE id = :id)"""
-# A stored timestamp already in the canonical form (``moments.py``), so that its text is its
-# instant: SQLite's strftime gives it back unchanged (its date checked apart, ``canonical_dates``).
-CANONICAL_SHAPE = r"(?:\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{3}Z\n)*"
-LOG_ORDER_CACHE_SIZE = 64
-_log_order_cache: dict = {}
+# Whether a session's thread order is its log order (``sessions.time_ordered``, kept by
+# derivation), unless the session is queued to be derived again (its rows changed since).
+LOG_ORDER_FLAG_SQL = """SELECT time_ordered FROM sessions WHERE id = :s
+  AND NOT EXISTS (SELECT 1 FROM derive_queue WHERE session_id = :s)"""
 
 
 def in_log_order(conn, session_id: str) -> bool:
@@ -704,47 +703,20 @@ def in_log_order(conn, session_id: str) -> bool:
 
     Then a page of its thread is read from the (session_id, seq) index like any
     list, instead of placing and sorting the whole session for every page (a page
-    of 10 of a 300,000-message session took past a second). Otherwise False, and
-    the thread is placed in SQL as before. The answer is kept for the connection
-    until the database changes (``PRAGMA data_version``; a read connection never
-    writes itself), so paging through a session checks its timestamps once."""
-    with translated_errors():
-        return _in_log_order(conn, session_id)
-
-
-def _in_log_order(conn, session_id: str) -> bool:
+    of 10 of a 300,000-message session took past a second). Derivation records it
+    (``sessions.time_ordered``, ``derive.Tally.ordered``), so asking reads one row;
+    a session not derived since its rows changed (still in ``derive_queue``), or
+    whose order is not known, is placed in SQL as before."""
     cursor = conn.cursor()
     cursor.row_factory = None  # (plain tuples, whatever the connection's factory)
-    version = cursor.execute("PRAGMA data_version").fetchone()[0]
-    held = _log_order_cache.get(id(conn))  # (the connection is held, so its id is not reused)
-    if held is None or held[0] is not conn or held[1] != version:
-        if len(_log_order_cache) >= LOG_ORDER_CACHE_SIZE:
-            _log_order_cache.clear()
-        held = _log_order_cache[id(conn)] = (conn, version, {})
-    answers = held[2]
-    if session_id in answers:
-        return answers[session_id]
-    stamps = [row[0] for row in cursor.execute(
-        "SELECT timestamp FROM messages INDEXED BY messages_session_seq WHERE session_id = ? ORDER BY seq",
-        [session_id]) if row[0] is not None]
-    answer = (all(isinstance(t, str) for t in stamps)
-              and re.fullmatch(CANONICAL_SHAPE, "".join(t + "\n" for t in stamps)) is not None
-              and canonical_dates({t[:10] for t in stamps})
-              and stamps == sorted(stamps))
-    if len(answers) >= LOG_ORDER_CACHE_SIZE:
-        answers.clear()
-    answers[session_id] = answer
-    return answer
-
-
-def canonical_dates(dates: set) -> bool:
-    """Whether each ``YYYY-MM-DD`` is a real date SQLite keeps as written (not ``…-02-30``)."""
-    from datetime import date
-
-    try:
-        return all(date.fromisoformat(d).isoformat() == d and d >= "0001" for d in dates)
-    except ValueError:
-        return False
+    with translated_errors():
+        try:
+            row = cursor.execute(LOG_ORDER_FLAG_SQL, {"s": session_id}).fetchone()
+        except sqlite3.OperationalError as error:
+            if "time_ordered" not in str(error):  # (a database not migrated yet: placed)
+                raise
+            return False
+    return row is not None and row[0] == 1
 
 
 # How many of the session's messages a thread lists up to and with message :id (the offset

@@ -19,10 +19,12 @@ change (``plan_appended``): what the last derivation found is kept per session
 
 from __future__ import annotations
 
+import operator
 import re
 import sqlite3
 from collections import Counter, defaultdict, namedtuple
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
 
@@ -298,11 +300,12 @@ CWDS_SQL = "SELECT cwd, COUNT(*), MAX(seq) FROM messages WHERE session_id = ? AN
 
 
 TALLY_UPSERT = """INSERT INTO derive_tallies (session_id, last_id, last_seq, rows, started_at, ended_at,
-       conversation, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cwds, git_branch, model)
-   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
+       conversation, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, cwds, git_branch, model,
+       time_ordered)
+   VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
    ON CONFLICT (session_id) DO UPDATE SET last_id = ?2, last_seq = ?3, rows = ?4, started_at = ?5, ended_at = ?6,
        conversation = ?7, input_tokens = ?8, output_tokens = ?9, cache_read_tokens = ?10,
-       cache_creation_tokens = ?11, cwds = ?12, git_branch = ?13, model = ?14"""
+       cache_creation_tokens = ?11, cwds = ?12, git_branch = ?13, model = ?14, time_ordered = ?15"""
 
 
 def write_session(conn: sqlite3.Connection, session_id: str, plan: SessionPlan) -> None:
@@ -343,6 +346,9 @@ class Tally:
     cwds: dict = None  # cwd -> [rows naming it, the last seq naming it]
     git_branch: str | None = None  # the last row's that names one
     model: str | None = None  # the last row's that names one (not '<synthetic>')
+    # Whether the rows are in time order as logged (``sessions.time_ordered``): every stored
+    # timestamp is canonical (its text is its instant) and none is earlier than one before it.
+    ordered: bool = True
 
     def __post_init__(self):
         self.tokens = [0, 0, 0, 0] if self.tokens is None else self.tokens
@@ -370,6 +376,8 @@ class Tally:
         self.rows += len(rows)
         self.last_id = max(self.last_id, max(r.id for r in rows))
         times = [t for r in rows if is_moment(r.timestamp) and (t := moment(r.timestamp))]
+        if self.ordered:
+            self.ordered = in_time_order(list(filter(IS_SOME, map(TIMESTAMP, rows))), times, self.ended)
         if times:
             self.started = min(times) if self.started is None else min(self.started, *times)
             self.ended = max(times) if self.ended is None else max(self.ended, *times)
@@ -404,19 +412,38 @@ class Tally:
             return None
         return [
             session_id, self.last_id, self.last_seq, self.rows, self.started, self.ended, self.conversation,
-            *self.tokens, orjson.dumps(self.cwds).decode(), self.git_branch, self.model,
+            *self.tokens, orjson.dumps(self.cwds).decode(), self.git_branch, self.model, int(self.ordered),
         ]
 
     @classmethod
     def stored(cls, conn, session_id: str) -> "Tally | None":
         row = conn.execute(
             "SELECT last_id, last_seq, rows, started_at, ended_at, conversation, input_tokens, output_tokens, "
-            "cache_read_tokens, cache_creation_tokens, cwds, git_branch, model FROM derive_tallies WHERE session_id = ?",
+            "cache_read_tokens, cache_creation_tokens, cwds, git_branch, model, time_ordered "
+            "FROM derive_tallies WHERE session_id = ?",
             [session_id],
         ).fetchone()
         if row is None:
             return None
-        return cls(*row[:6], list(row[6:10]), orjson.loads(row[10]), row[11], row[12])
+        return cls(*row[:6], list(row[6:10]), orjson.loads(row[10]), row[11], row[12], bool(row[13]))
+
+
+TIMESTAMP = operator.attrgetter("timestamp")
+IS_SOME = partial(operator.is_not, None)
+
+
+def in_time_order(stamps: list, times: list, after: str | None) -> bool:
+    """Whether rows whose stored timestamps are ``stamps`` (those not None, in ``seq`` order,
+    after rows in time order whose latest time is ``after``) keep the session in time order
+    as logged: each timestamp is its own canonical form (``times``, their ``moment``s,
+    are the timestamps) and none is earlier than one before it. A thread in time order
+    is read in log order (``query.obelisk.in_log_order``). Built-ins over the lists, no
+    step a row."""
+    return (
+        stamps == times
+        and (after is None or not times or times[0] >= after)
+        and all(map(operator.le, times, times[1:]))
+    )
 
 
 def plan_appended(conn: sqlite3.Connection, session_id: str, stats: tuple):
@@ -1016,6 +1043,7 @@ SESSION_UPDATE = f"""UPDATE sessions SET
      title = CASE WHEN ?14 IS NOT NULL OR title_source IN ({DERIVED_TITLE_SQL}) THEN ?13 ELSE title END,
      title_source = CASE WHEN ?14 IS NOT NULL OR title_source IN ({DERIVED_TITLE_SQL}) THEN ?14 ELSE title_source END,
      availability = CASE WHEN ?15 > 0 OR ?16 = 0 THEN 'live' ELSE 'archived' END,
+     time_ordered = ?18,
      updated_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
    WHERE id = ?17"""
 
@@ -1099,7 +1127,7 @@ def session_values(conn, session_id: str, tally: Tally, rewound) -> list:
         tally.conversation,
         *(min(total, MAX_INTEGER) for total in tally.tokens),
         project_path, project_slug(project_path), tally.git_branch, tally.model, last[0],
-        title, title_source, last[1], tally.rows, session_id,
+        title, title_source, last[1], tally.rows, session_id, int(tally.ordered),
     ]
 
 
