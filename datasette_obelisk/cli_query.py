@@ -421,9 +421,16 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
                  f"{row['session_id']}  {one_line(row['first_prompt'], 80)}".rstrip())
 
         return listing(rows, limit, "sessions", as_json, orphan, none="No sessions known only from the prompt logs.")
-    rows = call(db_path, lambda conn: prompt_log.prompts(
-        conn, query, session_id=session_id, project=project, source=checked_source(conn, source), missing=missing,
-        limit=one_more(limit)))
+    def matching(conn):
+        try:
+            return prompt_log.prompts(conn, query, session_id=session_id, project=project,
+                                      source=checked_source(conn, source), missing=missing, limit=one_more(limit))
+        except QueryError as error:  # (the FTS parser's code: QUERY is an argument, as over HTTP)
+            if error.code == "SESSION_QUERY_INVALID_QUERY":
+                raise QueryError("OBELISK_INVALID_ARGUMENT", error.message) from None
+            raise
+
+    rows = call(db_path, matching)
     listing(rows, limit, "prompts", as_json, lambda row: echo(
         f"{row['timestamp'] or '-':<24} {'*' if row['in_transcript'] else ' '} {row['source']:<6}  "
         f"{row['session_id'] or '-'}  {one_line(row['text'], 100)}".rstrip()))

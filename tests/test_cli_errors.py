@@ -585,6 +585,20 @@ def test_search_text_over_the_cap_is_a_usage_error_too(tmp_path):
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("search", message))
 
 
+@pytest.mark.parametrize("text, message", [  # (the messages and code of /-/obelisk/api/prompts?query=)
+    ("", "a search needs a query: the text is blank"),
+    (" \t", "a search needs a query: the text is blank"),
+    ("x" * 1001, "the query is longer than 1000 characters"),
+])
+def test_prompts_query_text_that_cannot_be_searched_is_a_usage_error_as_search_s(tmp_path, text, message):
+    db = claude_db(tmp_path)
+    result = invoke("prompts", text, "--db", db)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(f"{USAGE}{message}\n")
+    as_json = invoke("prompts", text, "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
 def test_search_without_text_is_the_same_error_in_python_and_in_scripts(tmp_path):
     db = claude_db(tmp_path)
     conn = connect_readonly(db)
