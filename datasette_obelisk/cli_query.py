@@ -391,7 +391,7 @@ def checked_source(conn, source: str | None) -> str | None:
 @click.option("--project", help="SQL LIKE pattern over the folder the prompt was typed in")
 @click.option("--source", help="Only this source (claude, codex, gemini), or all")
 @click.option("--missing", is_flag=True, help="Only prompts no stored transcript holds")
-@click.option("--orphans", is_flag=True, help="List the sessions known only from the prompt logs instead")
+@click.option("--orphans", is_flag=True, help="List the sessions known only from the prompt logs instead (with --project, --source, --limit)")
 @click.option("--limit", type=click.IntRange(1, prompt_log.MAX_LIMIT), default=50, show_default=True, help="Most rows")
 @db_option
 @json_option
@@ -413,6 +413,11 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
         obelisk prompts --orphans
     """
     if orphans:
+        given_too = [name for name, value in (("QUERY", query is not None), ("--session", session_id is not None),
+                                              ("--missing", missing)) if value]
+        if given_too:
+            raise click.UsageError(f"--orphans lists sessions, not prompts: {' and '.join(given_too)} "
+                                   "cannot narrow it (--project, --source and --limit can)")
         rows = call(db_path, lambda conn: prompt_log.orphans(
             conn, source=checked_source(conn, source), project=project, limit=one_more(limit)))
         def orphan(row):

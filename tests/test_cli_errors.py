@@ -973,3 +973,19 @@ def test_a_database_the_system_cannot_read_is_a_failed_archive_not_bad_sql():
     told = invoke("search", "hello", "--db", "/proc/self/mem")
     assert (told.exit_code, told.stderr) == (
         1, "Error: SESSION_QUERY_PERSISTENCE_FAILED: reading or writing the archive failed: disk I/O error\n")
+
+
+@pytest.mark.parametrize("args, named", [
+    (["auth"], "QUERY"),
+    (["--session", "s1"], "--session"),
+    (["--missing"], "--missing"),
+    (["auth", "--missing"], "QUERY and --missing"),
+])
+def test_prompts_orphans_refuses_what_cannot_narrow_it_rather_than_ignore_it(tmp_path, args, named):
+    db = claude_db(tmp_path)
+    message = f"--orphans lists sessions, not prompts: {named} cannot narrow it (--project, --source and --limit can)"
+    result = invoke("prompts", "--orphans", *args, "--db", db, "--json")
+    assert (result.exit_code, json.loads(result.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert result.stderr.endswith(f"{USAGE}{message}\n")
+    narrowed = invoke("prompts", "--orphans", "--source", "claude", "--project", "%x%", "--limit", "3", "--db", db)
+    assert (narrowed.exit_code, narrowed.stdout) == (0, "No sessions known only from the prompt logs.\n")
