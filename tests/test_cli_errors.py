@@ -678,6 +678,22 @@ def test_an_unknown_session_has_nothing_as_in_python_and_names_the_stored_id_it_
         text = CliRunner().invoke(cli, [command, *args, "--db", str(db)])
         assert (text.exit_code, text.stderr) == (0, note), command
     assert CliRunner().invoke(cli, ["read", "7777", "--db", str(db)]).output == "Note: no session '7777'\nNo messages.\n"
+
+
+def test_a_session_id_cut_short_is_not_matched_but_the_ids_it_begins_are_named(tmp_path):
+    db = claude_db(tmp_path)  # session s1
+    project = tmp_path / "agent" / "projects" / "-w"
+    for sid in ("0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f", "0a1b2c3d-9999-4061-8071-2a3b4c5d6e7f"):
+        line = {"type": "user", "uuid": f"u-{sid}", "sessionId": sid, "timestamp": "2026-01-01T00:00:00Z",
+                "message": {"role": "user", "content": "hello again"}}
+        (project / f"{sid}.jsonl").write_text(json.dumps(line) + "\n")
+    run_ingest(db, {"claude": tmp_path / "agent"})
+    both = "'0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f' or '0a1b2c3d-9999-4061-8071-2a3b4c5d6e7f'"
+    for short, meant in [("0a1b2c3d", both), ("0a1b2c3d-4e5f", "'0a1b2c3d-4e5f-4061-8071-2a3b4c5d6e7f'")]:
+        result = invoke("read", short, "--db", db, "--json")  # never read as the session it may mean
+        assert (result.exit_code, json.loads(result.stdout)) == (0, [])
+        assert result.stderr == f"Note: no session {short!r} (did you mean {meant}?)\n"
+    assert invoke("read", "0a1b2", "--db", db).stderr == "Note: no session '0a1b2'\n"  # (too short to name any)
     # An id longer than any LIKE pattern SQLite takes (50,000 bytes) is looked for all the same.
     long = CliRunner().invoke(cli, ["read", "%" * 30_000, "--db", str(db)])
     assert (long.exit_code, long.stderr) == (0, f"Note: no session {'%' * 200 + '…'!r}\n")
