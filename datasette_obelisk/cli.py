@@ -45,6 +45,11 @@ def writable_db(db_path: Path | None) -> Path:
     """The database to ingest into, refused with a usage error (exit 2) when it cannot be one:
     its folder is missing, it is not an SQLite file, it is another program's, or it cannot be written."""
     db = resolve_db(db_path)
+    try:
+        os.stat(db)
+    except OSError as exc:  # a name too long, a loop of links, a folder this user cannot search
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):  # (no file yet, or no folder: said below)
+            raise click.UsageError(f"--db {db}: {exc.strerror}") from None
     folder = db.absolute().parent
     if not folder.is_dir():
         raise click.UsageError(f"--db {db}: the folder {folder} does not exist")
@@ -727,7 +732,10 @@ def newer_version_made(db: Path, sources) -> str | None:
     or its parsers read some of the logs); else None (``writable_db`` says what else is wrong)."""
     from .store.db import file_uri, refuse_newer, refuse_newer_parsers
 
-    if not db.is_file():
+    try:
+        if not db.is_file():
+            return None
+    except OSError:  # a name too long for the system: writable_db's to say
         return None
     try:
         conn = sqlite3.connect(file_uri(db), uri=True)

@@ -95,6 +95,21 @@ def test_a_database_variable_naming_a_folder_is_refused_in_one_line(tmp_path, mo
     assert (ingested.exit_code, ingested.stderr) == (2, usage_error("ingest", f"--db {tmp_path} is a folder, not a database file"))
 
 
+@pytest.mark.parametrize("command", [["ingest"], ["up", "--no-serve"]])
+def test_a_database_path_the_system_cannot_follow_is_a_usage_error_not_a_traceback(tmp_path, command):
+    loop = tmp_path / "loop.db"
+    loop.symlink_to(tmp_path / "other.db")
+    (tmp_path / "other.db").symlink_to(loop)
+    long = tmp_path / ("x" * 300 + ".db")
+    for db, why in [(loop, "Too many levels of symbolic links"), (long, "File name too long")]:
+        message = f"--db {db}: {why}"
+        result = invoke(*command, "--db", db, "--claude-dir", tmp_path)
+        assert (result.exit_code, result.stdout) == (2, "") and result.stderr.endswith(f"{USAGE}{message}\n")
+    as_json = invoke("ingest", "--db", long, "--claude-dir", tmp_path, "--json")
+    error = json_error("OBELISK_INVALID_ARGUMENT", f"--db {long}: File name too long")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, error)
+
+
 def test_a_database_path_that_is_no_regular_file_is_a_usage_error(tmp_path):
     import os
 
