@@ -222,7 +222,9 @@ def gone_prompts_note(gone: dict | None, text: str, source: str | None) -> None:
     if not gone or not gone["count"]:
         return
     count = gone["count"]
-    command = shlex.join(["obelisk", "prompts", text, "--missing", *(["--source", source] if source else [])])
+    options = ["--missing", *(["--source", source] if source else [])]
+    # (text that starts with "-" would be read as an option: it goes after "--")
+    command = shlex.join(["obelisk", "prompts", *([*options, "--", text] if text.startswith("-") else [text, *options])])
     echo(f"Also {count:,} prompt{'s' if count != 1 else ''} from sessions whose transcripts are gone "
          f"{'matches' if count == 1 else 'match'}: {command}")
 

@@ -292,6 +292,21 @@ def test_cli_search_ends_with_the_prompts_of_gone_transcripts_that_match(db, hom
     assert "transcripts are gone" not in runner.invoke(cli, ["search", "readme", "--db", str(db), "--source", "claude"]).output
 
 
+def test_the_prompts_command_a_search_ends_with_runs_as_written_for_text_that_starts_with_a_dash(db, homes):
+    import shlex
+
+    claude_transcript(homes)
+    ingest(db, {"claude": homes["claude"], "codex": homes["codex"], "gemini": homes["gemini"]})
+    runner = CliRunner()
+    result = runner.invoke(cli, ["search", "--db", str(db), "--source", "codex", "--", "-test suite"])
+    assert result.exit_code == 0, result.output
+    command = result.output.splitlines()[-1].partition(": ")[2]
+    assert command == "obelisk prompts --missing --source codex -- '-test suite'"
+    listed = runner.invoke(cli, ["prompts", "--db", str(db), "--json", *shlex.split(command)[2:]])  # as written
+    assert listed.exit_code == 0, listed.output
+    assert [r["session_id"] for r in json.loads(listed.output)] == ["codex:telemetry-codex-001"]
+
+
 def test_a_transcript_stored_in_part_holds_the_prompts_its_messages_reach(db, homes):
     """Its first prompt stored, the rest of the file cleaned up before it was read again: the
     prompts typed more than a minute after its last stored message are the prompt log's only."""
