@@ -865,7 +865,7 @@ def publish_config(db_path, output):
     obelisk_state, derive_queue, derive_tallies) are hidden.
     Refuses a database that is missing or not an obelisk database
     (OBELISK_NOT_FOUND, exit 1, as the read commands), or that was ingested
-    with --no-redact.
+    with --no-redact (OBELISK_PERMISSION_DENIED, exit 1).
 
     Example:
 
@@ -884,9 +884,10 @@ def publish_config(db_path, output):
     unredacted = get_state(conn, "unredacted_ingest")
     conn.close()
     if unredacted:
-        raise click.ClickException(
+        raise CodedError(
+            "OBELISK_PERMISSION_DENIED",
             f"{db} was ingested with --no-redact and may hold secrets: ingest the logs with "
-            "redaction into a new database before publishing it"
+            "redaction into a new database before publishing it",
         )
     text = yaml.safe_dump(publish_settings(db.stem), sort_keys=False)
     command = f"datasette serve --immutable {db} -c {output or 'publish.yaml'}"

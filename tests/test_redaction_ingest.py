@@ -226,7 +226,7 @@ def test_no_redact_is_recorded_and_publish_refuses(tmp_path, samples):
     assert samples[0].secrets[0] not in check.output
     publish = runner.invoke(cli, ["publish-config", "--db", str(db)])
     assert publish.exit_code == 1
-    assert "ingested with --no-redact" in publish.output
+    assert f"Error: OBELISK_PERMISSION_DENIED: {db} was ingested with --no-redact" in publish.output
 
 
 def test_redacted_database_checks_clean_and_publishes(tmp_path, samples):
