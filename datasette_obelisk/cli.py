@@ -667,13 +667,15 @@ def up(db_path, dirs, demo_dir, port, serve, watch):
         check_port_free(port)
     echo_warnings(plugin_warnings() + root_warnings(sources, (), dirs))
     if newer:  # read as it is, never written: no ingest, no watcher
-        click.echo(f"--db {newer}. Serving it as it is, read-only: nothing is ingested into it.", err=True)
+        doing = "Serving it as it is, read-only" if serve else "Left as it is"
+        click.echo(f"--db {newer}. {doing}: nothing is ingested into it.", err=True)
         watch = False
     elif has_logs(sources, roots):
         pass
     elif holds_sessions(db):  # its logs deleted (an agent's cleanup) or on another machine: still served
         click.echo(f"No agent logs found: serving the sessions {db} already holds "
-                   "(new logs are read as an agent writes them)", err=True)
+                   "(new logs are read as an agent writes them)" if serve else
+                   f"No agent logs found: {db} keeps the sessions it already holds", err=True)
     else:  # no folder, or folders with no log in them yet, and nothing archived
         selected, _ = selected_sources(sources, (), dirs)
         looked = "looked in " + ", ".join(f"{path} ({name})" for name, path in roots.items()) if roots else "read no folder"

@@ -285,7 +285,8 @@ def test_up_serves_the_archive_it_holds_when_the_logs_are_gone(tmp_path, monkeyp
     assert result.exit_code == 0, result.output
     assert "demo" not in result.output and not (tmp_path / "demo-logs").exists()
     assert not (tmp_path / "obelisk-demo.db").exists()
-    assert "No agent logs found: serving the sessions obelisk.db already holds" in result.output
+    assert "No agent logs found: obelisk.db keeps the sessions it already holds" in result.output  # (--no-serve)
+    assert "serving" not in result.output.lower()
     assert f"{tmp_path / 'obelisk.db'} holds 1 session, 1 log message." in result.output
     # A database that holds no session yet still gets the demo beside it.
     (tmp_path / "other.db").touch()

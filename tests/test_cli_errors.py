@@ -233,6 +233,10 @@ def test_up_serves_a_database_a_newer_version_made_read_only(tmp_path, monkeypat
     assert f"{db.resolve()} holds 1 session, 1 log message." in result.stderr
     assert started == [[sys.executable, "-m", "datasette_obelisk.serve", str(db), "-h", "127.0.0.1", "-p", "8001"]]
     assert db.read_bytes() == before
+    without = CliRunner().invoke(cli, ["up", "--no-serve", "--db", str(db), "--claude-dir", str(tmp_path / "agent")])
+    assert without.exit_code == 0, without.output
+    assert "Left as it is: nothing is ingested into it." in without.stderr and "Serving" not in without.stderr
+    assert db.read_bytes() == before
     assert invoke("ingest", "--db", db, "--claude-dir", tmp_path / "agent").exit_code == 2  # still refused
 
 
