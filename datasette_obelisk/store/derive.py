@@ -61,14 +61,12 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     """
     session_ids = regroup(conn, session_ids, words)
     documents = {}
-    seen = {}  # session -> the last of its rows an earlier derivation saw (0: none known)
     for session_id in sorted(session_ids):
         plan = plans.pop(session_id, None) if plans else None
         if plan is None or plan.stats != session_stats(conn, session_id) \
                 or plan.stamp != document_stamp(conn, session_id):  # another process derived it
             plan = plan_session(conn, session_id, words)
         documents[session_id] = plan.document
-        seen[session_id] = plan.seen
         if forget_empty and plan.source is None and is_forgotten(conn, session_id):
             forget_session(conn, session_id)
             continue
@@ -78,7 +76,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     link_workflows(conn, session_ids)
     link_sessions(conn, session_ids)
     link_continuations(conn, session_ids)
-    link_resumes(conn, session_ids, seen)
+    link_resumes(conn, session_ids)
     break_parent_cycles(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
     return session_ids
@@ -135,24 +133,28 @@ RESUMED_FROM = """SELECT p.session_id FROM messages AS c JOIN messages AS p ON p
 UNPARENTED_CLAUDE = "SELECT 1 FROM sessions WHERE id = ? AND source = 'claude' AND parent_session_id IS NULL"
 RESUMED = """UPDATE sessions SET parent_session_id = :parent, relationship = 'continuation'
     WHERE id = :s AND source = 'claude' AND parent_session_id IS NULL"""
-# The other sessions with a line naming one of a session's rows stored after ``:after``.
-NAMING = """SELECT DISTINCT c.session_id FROM messages AS p JOIN messages AS c ON c.parent_uuid = p.uuid
-    WHERE p.session_id = :s AND p.id > :after AND c.session_id != :s"""
+# The Claude sessions with no parent whose first line naming a parent names a row of one of
+# ``:ids`` (a JSON array): read before the session they resumed, they go on from it now. (One
+# look at each such session's first lines: joining every row of ``:ids`` to the lines naming
+# it read each row and its child, most of a cold ingest's time.)
+NAMING = """SELECT f.id FROM (
+      SELECT s.id, (SELECT m.parent_uuid FROM messages m WHERE m.session_id = s.id AND m.parent_uuid IS NOT NULL
+                    ORDER BY m.seq LIMIT 1) AS parent_uuid
+      FROM sessions s WHERE s.source = 'claude' AND s.parent_session_id IS NULL) AS f
+    JOIN messages p ON p.uuid = f.parent_uuid
+    WHERE p.session_id != f.id AND p.session_id IN (SELECT value FROM json_each(:ids))"""
 
 
-def link_resumes(conn: sqlite3.Connection, session_ids, seen=None) -> None:
+def link_resumes(conn: sqlite3.Connection, session_ids) -> None:
     """A Claude Code 1.0-2.0 session resumed into a new file (``--resume``,
     ``--continue``) replays the lines of the one it resumed, which stay stored
     in that one only; its own first line names the last of them: the session
     it goes on from is its parent (``continuation``), unless its log names one.
 
-    Whichever file is read first: the sessions whose lines name rows of
-    ``session_ids`` stored since their last derivation (``seen``: the last row
-    it saw, per session) are looked at too, as when they are read after them."""
-    seen = seen or {}
+    Whichever file is read first: the sessions whose first line naming a parent
+    names a row of ``session_ids`` are looked at too, as when read after them."""
     candidates = set(session_ids)
-    for session_id in sorted(session_ids):
-        candidates.update(row[0] for row in conn.execute(NAMING, {"s": session_id, "after": seen.get(session_id, 0)}))
+    candidates.update(row[0] for row in conn.execute(NAMING, {"ids": orjson.dumps(sorted(session_ids)).decode()}))
     for session_id in sorted(candidates):
         if not conn.execute(UNPARENTED_CLAUDE, (session_id,)).fetchone():
             continue
@@ -238,7 +240,6 @@ class SessionPlan:
     source: str | None  # for a sessions row still to create; None: no lines, no row
     document: DocumentPlan | None
     tally: list | None = None  # TALLY_UPSERT values; None: none kept (the next derivation is whole)
-    seen: int = 0  # the last row of the session an earlier derivation saw (appended: the rows after it are new)
 
     def size(self) -> int:
         """Roughly, the bytes it holds."""
@@ -258,11 +259,9 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
     from its rows, titles, subagents and files, read once. (Regrouping inline
     sidechain lines changes the rows, so ``derive_sessions`` plans again.)"""
     stats = session_stats(conn, session_id)
-    seen = 0
     appended = plan_appended(conn, session_id, stats)
     if appended is not None:
         PLANS["appended"] += 1
-        seen = conn.execute("SELECT last_id FROM derive_tallies WHERE session_id = ?", [session_id]).fetchone()[0]
         surfaces, usage, searched, tally, rewound, source = appended
     else:
         PLANS["whole"] += 1
@@ -285,7 +284,6 @@ def plan_session(conn: sqlite3.Connection, session_id: str, words=None) -> Sessi
         source,
         plan_document(conn, session_id, (words or {}).get(session_id), stats),
         tally.values(session_id),
-        seen,
     )
 
 
