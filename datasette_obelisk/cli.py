@@ -562,10 +562,14 @@ def echo_summary(summary, roots) -> None:
         click.echo(f"  warning: {path}: not found, but its folder cannot be read: kept as it was", err=True)
 
 
+def counted(n: int, word: str) -> str:
+    """``n`` and ``word``, plural unless ``n`` is 1: "1 line", "3 lines"."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def _prompts(summary) -> str:
     """What the summary says of the prompt logs' lines read (none: nothing)."""
-    prompts = getattr(summary, "prompts", 0)
-    return f", {prompts} prompt{'s' if prompts != 1 else ''} from prompt logs" if prompts else ""
+    return f", {counted(summary.prompts, 'prompt')} from prompt logs" if summary.prompts else ""
 
 
 def _replayed(summary) -> str:
@@ -575,7 +579,7 @@ def _replayed(summary) -> str:
 
 def _links(summary) -> str:
     n = summary.files_linked
-    return f", {n} {'link' if n == 1 else 'links'} to a file read under another name" if n else ""
+    return f", {counted(n, 'link')} to a file read under another name" if n else ""
 
 
 def echo_errors(samples, kind: str = "error") -> None:
@@ -587,13 +591,13 @@ def echo_errors(samples, kind: str = "error") -> None:
 def _repaired(summary) -> str:
     """How many lines were kept with repairs (stored, not errors: the exit status stays 0)."""
     n = summary.repaired
-    return f" ({n} line{'s' if n != 1 else ''} kept with bytes that are not UTF-8 read as U+FFFD)" if n else ""
+    return f" ({counted(n, 'line')} kept with bytes that are not UTF-8 read as U+FFFD)" if n else ""
 
 
 def _unknown(summary) -> str:
     """How many lines were of types their parser does not know (merged: stored nowhere)."""
     n = summary.unknown
-    return f" ({n} line{'s' if n != 1 else ''} of a type not known, not stored)" if n else ""
+    return f" ({counted(n, 'line')} of a type not known, not stored)" if n else ""
 
 
 @cli.command()

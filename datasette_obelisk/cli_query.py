@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from . import deep_json
-from .cli import Seconds, cli, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
+from .cli import Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -225,7 +225,7 @@ def gone_prompts_note(gone: dict | None, text: str, source: str | None) -> None:
     options = ["--missing", *(["--source", source] if source else [])]
     # (text that starts with "-" would be read as an option: it goes after "--")
     command = shlex.join(["obelisk", "prompts", *([*options, "--", text] if text.startswith("-") else [text, *options])])
-    echo(f"Also {count:,} prompt{'s' if count != 1 else ''} from sessions whose transcripts are gone "
+    echo(f"Also {count:,} prompt{'' if count == 1 else 's'} from sessions whose transcripts are gone "
          f"{'matches' if count == 1 else 'match'}: {command}")
 
 
@@ -423,8 +423,8 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
         rows = call(db_path, lambda conn: prompt_log.orphans(
             conn, source=checked_source(conn, source), project=project, limit=one_more(limit)))
         def orphan(row):
-            counted = f"{row['prompts']} prompt{'s' if row['prompts'] != 1 else ''}"
-            echo(f"{row['last_at'] or '-':<24}  {row['source']:<6}  {counted:>11}  "
+            prompts = counted(row["prompts"], "prompt")
+            echo(f"{row['last_at'] or '-':<24}  {row['source']:<6}  {prompts:>11}  "
                  f"{row['session_id']}  {one_line(row['first_prompt'], 80)}".rstrip())
 
         return listing(rows, limit, "sessions", as_json, orphan, none="No sessions known only from the prompt logs.")
