@@ -1,6 +1,7 @@
 """Safe FTS5 expressions, grouped and within-session search, snippets, cursors."""
 
 import base64
+import functools
 import json
 
 import pytest
@@ -460,8 +461,8 @@ def test_the_search_page_cursor_ranks_the_sessions_its_first_page_ranked(toy, mo
     toy.ingest()
     rank = search_module._Candidates.page
 
-    def ranking_while_an_ingest_commits(self, *args):
-        found = rank(self, *args)
+    def ranking_while_an_ingest_commits(self, *args, **kwargs):
+        found = rank(self, *args, **kwargs)
         monkeypatch.setattr(search_module._Candidates, "page", rank)
         toy.write("late", line("late1", "needle", "2026-02-01T00:00:00Z"))  # would rank first
         toy.ingest()
@@ -609,27 +610,31 @@ def test_a_session_cursor_goes_stale_when_lines_are_rewritten(many):
     )
 
 
-def test_a_session_cursor_goes_stale_when_sessions_rank_anew_before_it(many):
-    """When a session ranked after page 1 now ranks among its sessions (the session
-    bags, best bm25 first, as with many matches, count what was added), going on
-    would skip one: stale."""
-    from datasette_obelisk.query import search as search_module
-
-    first_before = search_module.EXACT_MAX
-    search_module.EXACT_MAX = 0  # rank by the session bags
-    try:
-        full = ids(search_sessions(many.conn(), "alpha", limit=100))
-        first = search_sessions(many.conn(), "alpha", limit=3)
-        assert ids(first) == full[:3]
-        later = full[-1]
-        many.write(later, *[line(f"late{n}", "alpha alpha alpha", "2026-02-01T00:00:00Z") for n in range(5)], append=True)
-        many.ingest()
-        assert later in ids(search_sessions(many.conn(), "alpha", limit=3))
-        assert code_of(lambda: search_sessions(many.conn(), "alpha", limit=3, cursor=first["next_cursor"])) == (
-            "SESSION_QUERY_STALE_CURSOR"
-        )
-    finally:
-        search_module.EXACT_MAX = first_before
+@pytest.mark.parametrize("follow_changes", [False, True])
+def test_session_pages_ranked_by_bags_list_the_first_page_s_result_while_sessions_grow(many, monkeypatch, follow_changes):
+    """Ranked by the session bags (best bm25 first, as with many matches), a session's bag
+    counts what was added to it: a session the first page ranked later that grows enough to
+    rank among its sessions, and one it showed that grows and falls behind, are placed where
+    the first page ranked them. The pages list exactly the first page's result, once each."""
+    monkeypatch.setattr(search_module, "EXACT_MAX", 0)  # rank by the session bags
+    search = functools.partial(search_sessions, query="alpha", limit=3, follow_changes=follow_changes)
+    full = ids(search(many.conn(), limit=100))
+    first = search(many.conn())
+    assert ids(first) == full[:3] and len(full) == 7
+    later, shown = full[-1], full[0]
+    many.write(later, *[line(f"late{n}", "alpha alpha alpha", "2026-02-01T00:00:00Z") for n in range(5)], append=True)
+    many.write(shown, *[line(f"pad{n}", "pad " * 400, "2026-02-01T00:00:00Z") for n in range(5)], append=True)
+    many.write("new", line("new1", "alpha", "2026-02-02T00:00:00Z"))
+    many.ingest()
+    now = ids(search(many.conn(), limit=100))
+    assert now.index(later) < 3 and now.index(shown) >= 3 and "new" in now  # as a new search ranks them
+    second = search(many.conn(), cursor=first["next_cursor"])
+    many.write(full[4], line("later4", "alpha alpha", "2026-02-03T00:00:00Z"), append=True)  # grows between pages 2 and 3
+    many.ingest()
+    third = search(many.conn(), cursor=second["next_cursor"])
+    assert third["next_cursor"] is None
+    assert sorted(ids(second) + ids(third)) == sorted(full[3:])
+    assert [i["best"]["uuid"] for p in (second, third) for i in p["items"] if i["session"]["id"] == later] == [f"{later}a"]
 
 
 def test_event_cursors_go_on_while_their_session_grows(toy):

@@ -68,7 +68,6 @@ matches are read once, and candidates confirmed from them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import sqlite3
@@ -80,6 +79,7 @@ from .cursors import (
     current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count,
     rewritten_since, stale,
 )
+from .snapshots import SeenSet, archive_edge, grown_since
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
@@ -182,38 +182,26 @@ def search_sessions(
     request = fingerprint(
         {"query": fts.normalized(), "filters": filters.normalized(), "limit": limit, "snippets": snippets}
     )
-    if follow_changes:
-        (position, bound, upto, weights), snapshot = _following_position(conn, cursor, request), None
+    if cursor is None:
         # The first page ranks the sessions and messages there are before it reads any: those the
         # next pages rank (a session stored, or a message added, while it ranks would shift their places).
-        ranked = _session_bound(conn) if cursor is None else bound
-        if upto is None:
-            upto = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+        upto, bound = archive_edge(conn)
+        state = {"at": 0, "upto": upto, "bound": bound, "rw": None if follow_changes else current_rewrites(conn),
+                 "w": None, "seen": SeenSet().digest}
     else:
-        snapshot = _snapshot(conn, cursor, "sessions", request)
-        position, bound, upto, weights = snapshot["at"], None, None, None
+        state = _session_state(conn, cursor, request, follow_changes)
     page = {"items": [], "next_cursor": None, "generation": generation}
     if follow_changes:
         page["added"] = 0
     if fts.matches_nothing:
         return page
-    finder = _finder(conn, fts, filters, upto=upto if snapshot is None else snapshot["upto"],
-                     bound=ranked if follow_changes else None)
-    if snapshot is None and weights is not None:
-        finder.scorer.weights = weights
-    before: list[str] = []
-    if snapshot is not None:
-        if snapshot["w"] is not None:
-            finder.scorer.weights = snapshot["w"]
-        if snapshot["seen"] is not None:
-            # The sessions ranked before this page must be those the pages before it
-            # ranked there (in any order): else it would show one again or skip one.
-            before = finder.existing(finder.candidates(0, position) if position else [])
-            if _digest(before) != snapshot["seen"]:
-                raise stale()
-    items, next_position, examined = finder.page(position, limit, max(1, snippets))
-    if bound is not None:  # (their messages are past ``upto``: counted by a finder that sees them)
-        page["added"] = _finder(conn, fts, filters).added_since(bound)
+    finder = _finder(conn, fts, filters, upto=state["upto"], bound=state["bound"])
+    if state["w"] is not None:
+        finder.scorer.weights = state["w"]
+    seen, pending, start = finder.resume(state) if cursor is not None else (set(), [], 0)
+    items, more, examined = finder.page(start, limit, max(1, snippets), skip=seen, pending=pending)
+    if follow_changes and cursor is not None:  # (their messages are past ``upto``: counted by a finder that sees them)
+        page["added"] = _finder(conn, fts, filters).added_since(state["bound"])
     by_expression: dict[str, list] = {}  # one snippet statement per expression, not per session
     for item in items:
         item["hits"] = item["hits"][:snippets]
@@ -221,94 +209,87 @@ def search_sessions(
     for expression, hits in by_expression.items():
         _finish_hits(conn, expression, fts, hits)
     page["items"] = items
-    if next_position is not None:
-        if follow_changes:  # the next pages rank only the sessions and messages there were when the search
-            # started, with the weights it ranked them with: a message added to a session meanwhile
-            # neither moves it nor the sessions after it (a page would repeat one and never show another)
-            following = [next_position, _session_bound(conn) if ranked is None else ranked,
-                         upto, finder.scorer.weights]
-        else:
-            following = {**snapshot, "at": next_position, "w": finder.scorer.weights,
-                         "seen": _digest(before + finder.existing(examined))}
+    if more:
+        # The next pages rank only the sessions and messages there were when the search started,
+        # with the weights it ranked them with, and go on after the sessions ranked so far.
+        ranked = SeenSet([*seen, *finder.existing(examined)])
+        following = {**state, "at": ranked.count, "w": finder.scorer.weights, "seen": ranked.digest}
         page["next_cursor"] = encode_cursor(conn, "sessions", request, generation, following)
     return page
-
-
-def _session_bound(conn) -> int:
-    """The newest session's rowid: a session stored later has a greater one (sessions
-    keep theirs while they grow and while their files are read again)."""
-    return conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM sessions").fetchone()[0]
 
 
 def _not_returned() -> QueryError:
     return invalid("the cursor is not one this service returned")
 
 
-def _following_position(conn, cursor, request: str) -> tuple[int, int | None, int | None, list | None]:
-    """A ``follow_changes`` cursor's place in the ranking, the sessions it ranks and the messages
-    it ranks them by, with their weights (``[position, bound, upto, weights]``: sessions whose rowid
-    is at most ``bound``, messages whose id is at most ``upto``); ``(0, None, None, None)`` without
-    one. (A bare position, as cursors were before they carried a bound, ranks every session, and
-    ``[position, bound]``, before they carried the messages, every message.)"""
-    if cursor is None:
-        return 0, None, None, None
-    following = _following(decode_cursor(conn, cursor, "sessions", request, None))
-    if following is None:
+SESSION_KEYS = frozenset({"at", "upto", "bound", "rw", "w", "seen"})
+
+
+def _weights(value) -> bool:
+    return value is None or (isinstance(value, list) and all(type(w) in (int, float) for w in value))
+
+
+def _session_state(conn, cursor, request: str, follow_changes: bool) -> dict:
+    """A grouped search cursor's state: ``upto`` and ``bound``, the messages and sessions the
+    first page ranked (``query.snapshots``); ``at`` and ``seen``, how many sessions the pages
+    so far ranked and their ``SeenSet`` digest; ``w``, the terms' weights the first page
+    ranked with; ``rw``, ``obelisk_state.rewrites`` then (None for the search page's,
+    ``follow_changes``: a message up to ``upto`` rewritten since makes the others stale).
+    Cursors of earlier versions (a position and bounds, or no ``bound``) are stale."""
+    position = decode_cursor(conn, cursor, "sessions", request, None)
+    if _earlier(position):
+        raise stale()
+    if not (
+        isinstance(position, dict) and set(position) == SESSION_KEYS and is_count(position["at"])
+        and is_count(position["upto"]) and is_count(position["bound"])
+        and (position["rw"] is None or is_count(position["rw"])) and _weights(position["w"])
+        and SeenSet.is_digest(position["seen"])
+    ):
         raise _not_returned()
-    return following
+    if not follow_changes and (position["rw"] is None or rewritten_since(conn, position["rw"], position["upto"])):
+        raise stale()
+    return position
 
 
-def _following(position) -> tuple[int, int | None, int | None, list | None] | None:
-    """``position`` as a ``follow_changes`` cursor's ``(position, bound, upto, weights)``; None if it is not one."""
-    if is_count(position):
-        return position, None, None, None
-    if isinstance(position, list) and len(position) == 2 and all(is_count(p) for p in position):
-        return position[0], position[1], None, None
-    if (isinstance(position, list) and len(position) == 4 and all(is_count(p) for p in position[:3])
-            and isinstance(position[3], list) and all(type(w) in (int, float) for w in position[3])):
-        return position[0], position[1], position[2], position[3]
-    return None
+def _earlier(position) -> bool:
+    """Whether ``position`` is a grouped search cursor's of an earlier version: the search
+    page's (a position; with the sessions' bound; with the messages' and the weights) or
+    the contract's (a ``_snapshot``, without the sessions' bound)."""
+    if is_count(position) or (isinstance(position, list) and len(position) == 2 and all(map(is_count, position))):
+        return True
+    if isinstance(position, list) and len(position) == 4:
+        return all(map(is_count, position[:3])) and isinstance(position[3], list) and _weights(position[3])
+    return isinstance(position, dict) and set(position) == SNAPSHOT_KEYS
 
 
 SNAPSHOT_KEYS = frozenset({"at", "upto", "rw", "w", "seen", "avg"})
-SEEN_CHARS = 24
 
 
 def _snapshot(conn, cursor, scope: str, request: str) -> dict:
-    """Where a page starts, and the archive the first page saw (not for ``follow_changes``:
-    its cursors are ``_following_position``'s).
+    """Where a page of event search starts, and the archive the first page saw.
 
     ``at``: the position in the ranking; ``upto``: the greatest message id
     there was (messages added since are left out, so that they neither move
     nor repeat results); ``rw``: ``obelisk_state.rewrites`` then (a message
     up to ``upto`` deleted, moved or rewritten since makes the cursor stale); ``w``: the
-    terms' weights the first page ranked with; ``seen``: which sessions
-    the pages so far ranked (grouped search); ``avg``: the session's mean
-    message length (event search).
+    terms' weights the first page ranked with; ``avg``: the session's mean
+    message length; ``seen`` is unused (None).
     """
     if cursor is None:
         upto = conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0
         return {"at": 0, "upto": upto, "rw": current_rewrites(conn), "w": None, "seen": None, "avg": None}
     position = decode_cursor(conn, cursor, scope, request, None)
-    if _following(position) is not None:  # bound to no snapshot: an earlier version's, or the search page's
+    if not isinstance(position, dict) and _earlier(position):  # bound to no snapshot: an earlier version's
         raise stale()
     if not (
         isinstance(position, dict) and set(position) == SNAPSHOT_KEYS and is_count(position["at"])
-        and is_count(position["upto"]) and is_count(position["rw"])
-        and (position["w"] is None or (isinstance(position["w"], list)
-                                       and all(type(w) in (int, float) for w in position["w"])))
-        and (position["seen"] is None or (isinstance(position["seen"], str) and len(position["seen"]) == SEEN_CHARS))
-        and (position["avg"] is None or type(position["avg"]) in (int, float))
+        and is_count(position["upto"]) and is_count(position["rw"]) and _weights(position["w"])
+        and position["seen"] is None and (position["avg"] is None or type(position["avg"]) in (int, float))
     ):
         raise _not_returned()
     if rewritten_since(conn, position["rw"], position["upto"]):
         raise stale()
     return position
-
-
-def _digest(session_ids: list[str]) -> str:
-    """Which sessions, whatever their order (ranks move among them as sessions grow)."""
-    return hashlib.sha256("\n".join(sorted(session_ids)).encode()).hexdigest()[:SEEN_CHARS]
 
 
 def _finder(conn, fts: FtsQuery, filters: Filters, upto: int | None = None,
@@ -380,25 +361,32 @@ class _Candidates:
             fts.candidates if filters.include_meta or fts.candidates is None else f"{{body}} : ({fts.candidates})"
         )
 
-    def page(self, position: int, limit: int, per_session: int) -> tuple[list[dict], int | None, list[dict]]:
-        """The sessions of a page, where the next starts (None: nothing after it), and the
-        candidates it went past."""
+    def page(self, position: int, limit: int, per_session: int, skip=frozenset(),
+             pending=()) -> tuple[list[dict], bool, list[dict]]:
+        """The sessions of a page, whether more may follow, and the candidates it went past:
+        ``pending`` first, then the ranking from ``position`` on, leaving out ``skip``."""
         items: list[dict] = []
         passed: list[dict] = []
         examined = 0
         offset = position
+        queue = list(pending)
         while True:
-            candidates = self.candidates(offset, self.batch)
+            if queue:
+                candidates, queue, fetched = queue, [], None
+            else:
+                candidates = self.candidates(offset, self.batch)
+                fetched, offset = len(candidates), offset + len(candidates)
+                candidates = [c for c in candidates if c["session_id"] not in skip]
             sessions = _sessions_by_id(self.conn, [c["session_id"] for c in candidates])
             for candidate in candidates:
                 if examined >= MAX_CANDIDATES and (items or examined == MAX_EMPTY_CANDIDATES):
-                    return items, offset, passed
+                    return items, True, passed
                 examined += 1
                 expression = self.expression_for(candidate)
                 hits = self.best_events(candidate, expression, per_session) if expression else []
                 if hits and candidate["session_id"] in sessions:
                     if len(items) == limit:
-                        return items, offset, passed  # one more session matches: the next page starts there
+                        return items, True, passed  # one more session matches: the next page starts there
                     items.append({
                         "session": sessions[candidate["session_id"]],
                         "score": round(-candidate["rank"], 6),
@@ -406,10 +394,36 @@ class _Candidates:
                         "hits": hits,
                         "expression": expression,
                     })
-                offset += 1
                 passed.append(candidate)
-            if len(candidates) < self.batch:
-                return items, None, passed
+            if fetched is not None and fetched < self.batch:
+                return items, False, passed
+
+    def resume(self, state: dict) -> tuple[set[str], list[dict], int]:
+        """Where a cursor's page goes on: ``(seen, pending, position)``, the sessions the pages
+        before ranked (``state["at"]`` of them, ``state["seen"]`` their digest), those of the
+        sessions grown since that are ranked before ``position`` now but were not then, and the
+        place in the ranking now after the last of those ranked before that did not grow (they
+        keep their order). Stale when no such sessions are found: the ranking moved otherwise."""
+        count = state["at"]
+        grown = grown_since(self.conn, state["upto"], self.bound) if count else set()
+        if grown is None:
+            raise stale()
+        ranked = self.candidates(0, count + len(grown)) if count else []
+        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], set(self.existing_ids(grown)))
+        if found is None:
+            raise stale()
+        seen, cut = found
+        pending = [c for c in ranked[:cut] if c["session_id"] not in seen]
+        return seen, pending, cut
+
+    def existing_ids(self, session_ids) -> list[str]:
+        """Those of ``session_ids`` that held a message up to ``upto``."""
+        ids = list(session_ids)
+        if not ids or self.upto is None:
+            return ids
+        return [row[0] for row in self.conn.execute(
+            f"SELECT session_id FROM messages WHERE id <= ? AND session_id IN ({', '.join('?' * len(ids))}) "
+            "GROUP BY session_id", [self.upto, *ids])]
 
     def existing(self, candidates: list[dict]) -> list[str]:
         """The ids of those of ``candidates`` that held a message up to ``upto`` (all without it)."""
