@@ -452,6 +452,44 @@ async def test_search_pages_list_each_session_once_while_sessions_grow(tmp_path,
 
 
 @pytest.mark.asyncio
+async def test_recent_session_pages_keep_the_first_page_s_order_while_sessions_grow(tmp_path):
+    # Before a query the page lists sessions by their last activity. A session the first page
+    # did not list that gets a line meanwhile (a new list shows it first), one it listed that
+    # does, and a session stored since: the next pages list exactly the rest, in the first
+    # page's order, none twice.
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
+    old = [f"old-{n:02d}" for n in range(12)]
+    write_sessions(folder, old, "a quiet harbour", 10)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "paging.db")
+    await datasette.invoke_startup()
+    newest_first = old[::-1]
+    first = await page(datasette, "/-/obelisk", limit="5")
+    assert listed(first) == newest_first[:5]
+
+    def append(name: str, minute: int) -> None:
+        line = {"type": "user", "uuid": f"u-{name}-{minute}", "parentUuid": f"u-{name}", "sessionId": name,
+                "timestamp": f"2026-03-06T12:{minute:02d}:00.000Z", "message": {"role": "user", "content": "more"}}
+        with open(folder / f"{name}.jsonl", "a") as log:
+            log.write(json.dumps(line) + "\n")
+
+    append(newest_first[7], 1)
+    append(newest_first[1], 2)
+    write_sessions(folder, ["new-00"], "a new one", 13)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    assert listed(await page(datasette, "/-/obelisk", limit="3")) == [newest_first[1], newest_first[7], "new-00"]
+    pages = [first]
+    while following := re.findall(r'<a rel="next" href="([^"]+)"', pages[-1]):
+        pages.append(await page(datasette, "/-/obelisk" + unescape(following[0])))
+        if len(pages) == 2:
+            append(newest_first[11], 3)  # grows between the second page and the third
+            ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    assert [listed(html) for html in pages] == [newest_first[:5], newest_first[5:10], newest_first[10:]]
+
+
+@pytest.mark.asyncio
 async def test_search_reports_bad_input_without_crashing(ds):
     html = await page(ds, "/-/obelisk", 400, q="AND (", mode="raw", source="claude")
     assert "SESSION_QUERY_INVALID_QUERY" in html

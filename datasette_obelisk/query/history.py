@@ -58,6 +58,7 @@ from ..store.digests import LATEST_SUMMARY
 from ..store.tool_output import full_content_sql
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
+from .snapshots import MAX_ID, SeenSet, archive_edge, existing_at, grown_since, log_bound, log_edge, recency_as_of
 from .errors import QueryError, refusing_unencodable
 from .filters import Filters
 from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, phrase
@@ -191,16 +192,20 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     filters = Filters.build(attributes=attributes)
     generation = current_generation(conn)
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
-    position = {"after": None, "search": None, "examined": None}
+    upto, bound = archive_edge(conn)
+    position = {"after": None, "search": None, "examined": None, "upto": upto, "bound": bound}
     if o.get("cursor") is not None:
         # Not bound to the generation: the archive grows while an agent pages
         # (its own log among others), and a page carries on from its position.
         position = decode_cursor(conn, o["cursor"], "history.search", request, None)
-        if not (isinstance(position, dict) and set(position) == {"after", "search", "examined"}
+        if isinstance(position, dict) and set(position) == {"after", "search", "examined"}:
+            raise QueryError("SESSION_QUERY_STALE_CURSOR", "the cursor is an earlier version's: run the search again")
+        if not (isinstance(position, dict) and set(position) == POSITION_KEYS
+                and is_count(position["upto"]) and is_count(position["bound"])
                 and _is_place(position["after"])
                 and (position["search"] is None or is_count(position["search"]))
                 and isinstance(position["examined"], str) == (position["search"] is not None)
-                and (position["examined"] is None or len(position["examined"]) == EXAMINED_CHARS)):
+                and (position["examined"] is None or SeenSet.is_digest(position["examined"]))):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
     if query is None:
         found, next_position = _recent(conn, filters, position, limit)
@@ -208,6 +213,7 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
         found, next_position = _matching(conn, query, filters, position, limit)
     result = {"sessions": [descriptor(conn, session, snippets) for session, snippets in found]}
     if next_position is not None:
+        next_position = {**next_position, "upto": position["upto"], "bound": position["bound"]}
         result["nextCursor"] = encode_cursor(conn, "history.search", request, generation, next_position)
     return result
 
@@ -242,20 +248,16 @@ def _check_attributes(attributes) -> dict | None:
 
 
 # Newest first by the time a session last changed. Pages go on after the last
-# session shown (its time and id), not after a count: a session that changes
-# while an agent pages moves ahead of the pages read and is not shown twice,
-# and the others do not shift.
+# session shown (its time and id), not after a count, and list the sessions
+# there were when the first was read, in the order they had then
+# (``query.snapshots``): a session stored since is left out, one that grew
+# since keeps its place (its last message's time then).
 UPDATED = "COALESCE(s.ended_at, s.started_at, '')"
+POSITION_KEYS = frozenset({"after", "search", "examined", "upto", "bound"})
 
 
 def _is_place(after) -> bool:
     return after is None or (isinstance(after, list) and len(after) == 2 and all(isinstance(v, str) for v in after))
-
-
-def _place(session: dict) -> list[str]:
-    """``[UPDATED, id]`` of a session, as the SQL reads them."""
-    updated = next((value for value in (session["ended_at"], session["started_at"]) if value is not None), "")
-    return [updated, session["id"]]
 
 
 def _comes_after(place: list[str], after: list[str]) -> bool:
@@ -263,17 +265,30 @@ def _comes_after(place: list[str], after: list[str]) -> bool:
     return place[0] < after[0] or (place[0] == after[0] and place[1] > after[1])
 
 
+def _updated_sql(conn, position: dict) -> tuple[str, list]:
+    """``UPDATED`` as it was when the first page was read (``query.snapshots``)."""
+    if position["after"] is None and position["search"] is None:
+        return UPDATED, []  # (the first page)
+    grown = grown_since(conn, position["upto"], position["bound"], most=None)
+    if grown is None:
+        raise QueryError("SESSION_QUERY_STALE_CURSOR", "too much was written since the first page: search again")
+    return recency_as_of(UPDATED, position["upto"], grown, otherwise="s.started_at, ''")
+
+
 def _recent(conn, filters: Filters, position: dict, limit: int):
     where, params = filters.session_sql("s")
     after = position["after"]
+    updated, updated_params = _updated_sql(conn, position)
     found = rows(
         conn,
-        f"SELECT s.* FROM sessions s WHERE {where} "
-        + (f"AND ({UPDATED} < ? OR ({UPDATED} = ? AND s.id > ?)) " if after else "")
-        + f"ORDER BY {UPDATED} DESC, s.id LIMIT ?",
-        [*params, *([after[0], after[0], after[1]] if after else []), limit + 1],
+        f"SELECT s.*, {updated} AS _updated FROM sessions s WHERE {where} AND s.rowid <= ? "
+        + (f"AND ({updated} < ? OR ({updated} = ? AND s.id > ?)) " if after else "")
+        + "ORDER BY _updated DESC, s.id LIMIT ?",
+        [*updated_params, *params, position["bound"],
+         *([*updated_params, after[0], *updated_params, after[0], after[1]] if after else []), limit + 1],
     )
-    next_position = {"after": _place(found[limit - 1]), "search": None, "examined": None} if len(found) > limit else None
+    places = [[session.pop("_updated"), session["id"]] for session in found]
+    next_position = {"after": places[limit - 1], "search": None, "examined": None} if len(found) > limit else None
     return [(session, []) for session in found[:limit]], next_position
 
 
@@ -291,72 +306,92 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     ``SESSION_QUERY_STALE_CURSOR`` (search again from the start).
     """
     fts = parse_query(query, "words")
-    digests = _digest_matches(conn, fts, filters)
+    digests = _digest_matches(conn, fts, filters, position)
+    places = [[session.pop("_updated"), session["id"]] for session in digests]
     shown, after = 0, position["after"]
     if position["search"] is not None:
         shown = len(digests)
     elif after is not None:
-        shown = next((n for n, session in enumerate(digests) if _comes_after(_place(session), after)), len(digests))
+        shown = next((n for n, place in enumerate(places) if _comes_after(place, after)), len(digests))
     found = [(session, _entry_hits(conn, fts, session["id"])) for session in digests[shown : shown + limit]]
     if shown + limit < len(digests):
-        return found, {"after": _place(digests[shown + limit - 1]), "search": None, "examined": None}
+        return found, {"after": places[shown + limit - 1], "search": None, "examined": None}
     if fts.matches_nothing:
         return found, None
     seen = {session["id"] for session in digests}
-    candidate = position["search"] or 0
-    examined_ids = _examined_ids(conn, fts, filters, candidate)
-    if position["search"] is not None and _examined_digest(examined_ids) != position["examined"]:
-        raise QueryError(
-            "SESSION_QUERY_STALE_CURSOR",
-            "the sessions ranked before this page changed since the cursor was issued: "
-            "run the search again without a cursor",
-        )
+    upto, bound = position["upto"], position["bound"]
+
+    def ranked(offset: int, count: int) -> list[dict]:
+        return search_core.bag_sessions(conn, fts.candidates, filters, offset, count, bound, upto)
+
+    examined_ids, queue, offset = _examined(conn, position, ranked)
     examined = 0
 
     def going_on() -> dict:
-        return {"after": None, "search": candidate, "examined": _examined_digest(examined_ids)}
+        ids = SeenSet(examined_ids)
+        return {"after": None, "search": ids.count, "examined": ids.digest}
 
     while True:
-        batch = search_core.bag_sessions(conn, fts.candidates, filters, candidate, CANDIDATE_BATCH)
-        for session_id in (row["session_id"] for row in batch):
+        if queue:
+            batch, queue, fetched = queue, [], None
+        else:
+            batch = ranked(offset, CANDIDATE_BATCH)
+            fetched, offset = len(batch), offset + len(batch)
+            batch = [row for row in batch if row["session_id"] not in examined_ids]
+        for row in batch:
+            session_id = row["session_id"]
             if examined >= search_core.MAX_CANDIDATES and found:  # an empty page looks further
                 return found, going_on()
             examined += 1
-            hits = [] if session_id in seen else _entry_hits(conn, fts, session_id)
+            hits = [] if session_id in seen else _entry_hits(conn, fts, session_id, upto=upto)
             if hits:
                 if len(found) == limit:
                     return found, going_on()
                 found.append((search_core.session_row(conn, session_id), hits))
-            candidate += 1
-            examined_ids.append(session_id)
-        if len(batch) < CANDIDATE_BATCH:
+            if row["first_id"] <= upto:  # (a session begun since is no session the first page ranked)
+                examined_ids.add(session_id)
+        if fetched is not None and fetched < CANDIDATE_BATCH:
             return found, None
 
 
-EXAMINED_CHARS = 24
-
-
-def _examined_ids(conn, fts, filters: Filters, count: int) -> list[str]:
-    """The first ``count`` candidate sessions of the transcript tier, as they rank now."""
+def _examined(conn, position: dict, ranked) -> tuple[set[str], list[dict], int]:
+    """The candidate sessions of the transcript tier the pages before examined (``search``
+    of them, ``examined`` their ``SeenSet`` digest), those ranked before the place the page
+    goes on from that grew since and were not examined, and that place
+    (``search.Candidates.resume``): stale when they cannot be told."""
+    count = position["search"] or 0
     if not count:
-        return []
-    return [row["session_id"] for row in search_core.bag_sessions(conn, fts.candidates, filters, 0, count)]
+        return set(), [], 0
+    grown = grown_since(conn, position["upto"], position["bound"])
+    if grown is None:
+        raise _ranked_anew()
+    rows_now = ranked(0, count + len(grown))
+    found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"],
+                           set(existing_at(conn, grown, position["upto"])))
+    if found is None:
+        raise _ranked_anew()
+    examined, cut = found
+    return examined, [row for row in rows_now[:cut] if row["session_id"] not in examined], cut
 
 
-def _examined_digest(session_ids: list[str]) -> str:
-    """Which sessions were examined, whatever their order (ties and ranks may move among them)."""
-    return hashlib.sha256("\n".join(sorted(session_ids)).encode()).hexdigest()[:EXAMINED_CHARS]
+def _ranked_anew() -> QueryError:
+    return QueryError(
+        "SESSION_QUERY_STALE_CURSOR",
+        "the sessions ranked before this page changed since the cursor was issued: "
+        "run the search again without a cursor",
+    )
 
 
-def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS) -> list[dict]:
-    """Snippets of up to ``count`` entries read returns that hold every query term.
+def _entry_hits(conn, fts, session_id: str, count: int = SNIPPETS, upto: int | None = None) -> list[dict]:
+    """Snippets of up to ``count`` entries read returns that hold every query term
+    (``upto``: of the lines whose message id is at most that).
 
     Candidates (shortest lines first) are the entry lines whose indexed
     text holds every term; each is then matched as the entry read returns.
     """
     if fts.matches_nothing:
         return []
-    lines = _candidate_lines(conn, fts, session_id)
+    lines = _candidate_lines(conn, fts, session_id, upto)
     hits: list[dict] = []
     for start in range(0, len(lines), HIT_BATCH):
         batch = _entry_rows(conn, session_id, "m.id IN (SELECT value FROM json_each(?))",
@@ -379,12 +414,14 @@ def searchable(entry: dict) -> tuple[str, str]:
 CANDIDATE_ORDER = "m.text_length, m.seq"  # (shortest first)
 
 
-def _candidate_lines(conn, fts, session_id: str) -> list[int]:
+def _candidate_lines(conn, fts, session_id: str, upto: int | None = None) -> list[int]:
     """Entry lines holding every term, and call lines whose call, result and saved
     output lines hold them between them: their message ids, in ``CANDIDATE_ORDER``.
     Only ids: the lines are read a batch at a time, as far as the hits go (a common
     word's candidates in a long session are tens of thousands of lines)."""
-    first, last = conn.execute("SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ?", [session_id]).fetchone()
+    first, last = conn.execute(
+        "SELECT MIN(id), MAX(id) FROM messages WHERE session_id = ? AND id <= ?", [session_id, MAX_ID if upto is None else upto]
+    ).fetchone()
     if first is None:
         return []
     calls = _call_lines(conn, session_id)
@@ -396,8 +433,8 @@ def _candidate_lines(conn, fts, session_id: str) -> list[int]:
     }
     return [row[0] for row in conn.execute(
         f"SELECT m.id FROM messages m WHERE {ENTRY_WHERE} AND m.id IN (SELECT value FROM json_each(?)) "
-        f"ORDER BY {CANDIDATE_ORDER}",
-        [session_id, json.dumps(sorted(wanted))],
+        f"AND m.id <= ? ORDER BY {CANDIDATE_ORDER}",
+        [session_id, json.dumps(sorted(wanted)), MAX_ID if upto is None else upto],
     )]
 
 
@@ -431,8 +468,9 @@ def _call_lines(conn, session_id: str) -> list[tuple[int, int | None, int | None
     ).fetchall()
 
 
-def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
-    """Sessions whose digest holds every query term, newest first.
+def _digest_matches(conn, fts, filters: Filters, position: dict) -> list[dict]:
+    """Sessions whose digest holds every query term, newest first (``_updated``: ``UPDATED``
+    as the first page read it; sessions stored since are left out).
 
     The digest's title and summary are matched as one document in
     ``session_digests_fts``, under the same tokenizer and stemming as
@@ -441,12 +479,13 @@ def _digest_matches(conn, fts, filters: Filters) -> list[dict]:
     if fts.matches_nothing:
         return []
     where, params = filters.session_sql("s")
+    updated, updated_params = _updated_sql(conn, position)
     return rows(
         conn,
-        "SELECT s.* FROM session_digests_fts f JOIN session_digests d ON d.id = f.rowid "
-        f"JOIN sessions s ON s.id = d.session_id WHERE session_digests_fts MATCH ? AND {where} "
-        f"ORDER BY {UPDATED} DESC, s.id",
-        [fts.expression, *params],
+        f"SELECT s.*, {updated} AS _updated FROM session_digests_fts f JOIN session_digests d ON d.id = f.rowid "
+        f"JOIN sessions s ON s.id = d.session_id WHERE session_digests_fts MATCH ? AND {where} AND s.rowid <= ? "
+        "ORDER BY _updated DESC, s.id",
+        [*updated_params, fts.expression, *params, position["bound"]],
     )
 
 
@@ -463,18 +502,23 @@ def history_read(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     limit = search_core.check_limit(o.get("limit"), READ_DEFAULT_LIMIT, READ_MAX_LIMIT)
     session = search_core.session_row(conn, session_id)
     request = fingerprint({"sessionId": session_id})
-    after = None
+    after, edge, upto = None, log_edge(conn), MAX_ID
     if o.get("cursor") is not None:
+        # [seq, part, uuid, upto, rewrites]: the lines written after the first page are not read
+        # (``snapshots.log_bound``; [seq, part, uuid] and [seq, part], of earlier versions, read them)
         after = decode_cursor(conn, o["cursor"], "history.read", request, None)
-        if not (isinstance(after, list) and len(after) in (2, 3) and all(is_count(v) for v in after[:2])
-                and (len(after) == 2 or isinstance(after[2], str))):
+        if not (isinstance(after, list) and len(after) in (2, 3, 5) and all(is_count(v) for v in after[:2])
+                and (len(after) == 2 or isinstance(after[2], str)) and all(is_count(v) for v in after[3:])):
             raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
-        after = _current_place(conn, session_id, after)
-    entries, more = _page(conn, session_id, after, limit, READ_BUDGET_BYTES)
+        if len(after) == 5:
+            edge = after[3:]
+            upto = log_bound(conn, edge)
+        after = _current_place(conn, session_id, after[:3])
+    entries, more = _page(conn, session_id, after, limit, READ_BUDGET_BYTES, upto)
     positions = [entry.pop("_position") for entry in entries]
     result = {"session": descriptor(conn, session), "entries": entries}
     if more:
-        result["nextCursor"] = encode_cursor(conn, "history.read", request, None, positions[-1])
+        result["nextCursor"] = encode_cursor(conn, "history.read", request, None, [*positions[-1], *edge])
     return result
 
 
@@ -514,13 +558,14 @@ def _entries(conn, session_id: str, batch: list[dict], clock=None, results_read:
             yield row, index, entry
 
 
-def _page(conn, session_id: str, after, limit: int, budget: int) -> tuple[list[dict], bool]:
-    """Up to ``limit`` entries after the ``(seq, part)`` position within ``budget`` bytes."""
+def _page(conn, session_id: str, after, limit: int, budget: int, upto: int = MAX_ID) -> tuple[list[dict], bool]:
+    """Up to ``limit`` entries after the ``(seq, part)`` position within ``budget`` bytes,
+    of the lines whose message id is at most ``upto``."""
     entries: list[dict] = []
     used = 0
     seq, part = after if after is not None else (0, -1)
     while True:
-        batch = _entry_rows(conn, session_id, "m.seq >= ?", [seq], limit=limit + 1)
+        batch = _entry_rows(conn, session_id, "m.seq >= ? AND m.id <= ?", [seq, upto], limit=limit + 1)
         if not batch:
             return entries, False
         clock = _clock_before(conn, session_id, batch[0]["seq"])

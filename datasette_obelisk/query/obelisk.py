@@ -43,7 +43,7 @@ from ..store.reader import open_stream
 from ..store.redacting import redaction_for_connection
 from ..store.tool_output import full_content_sql
 from ..store.units import retired_from
-from . import fts
+from . import fts, snapshots
 from .cursors import decode_cursor, encode_cursor, fingerprint, is_count
 from .cursors import invalid as cursor_invalid
 from .errors import QueryError, holds_lone_surrogate, refusing_unencodable
@@ -82,10 +82,17 @@ TOOL_CALL_FIELDS = ("id", "message_uuid", "name", "input_json")
 # through subagents() / workflowTree(), guardian threads not at all. A
 # transcript whose parent session is not stored (its log was never seen)
 # has nothing to be reached through: it counts as a session of its own.
-TOP_LEVEL = (
-    "(COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') "
-    "OR NOT EXISTS (SELECT 1 FROM sessions p WHERE p.id = s.parent_session_id)) AND COALESCE(s.is_excluded, 0) = 0"
-)
+def top_level_sql(stored_by: bool = False) -> str:
+    """``TOP_LEVEL``; ``stored_by``: a parent counts only when its rowid is at most a parameter
+    (a list of the sessions there were then)."""
+    parent = "p.id = s.parent_session_id" + (" AND p.rowid <= ?" if stored_by else "")
+    return (
+        "(COALESCE(s.relationship, '') NOT IN ('subagent', 'workflow') "
+        f"OR NOT EXISTS (SELECT 1 FROM sessions p WHERE {parent})) AND COALESCE(s.is_excluded, 0) = 0"
+    )
+
+
+TOP_LEVEL = top_level_sql()
 NOT_EXCLUDED = "m.session_id NOT IN (SELECT id FROM sessions WHERE is_excluded)"
 
 
@@ -1169,32 +1176,50 @@ def recent_in(conn, filters, limit: int, cursor: str | None = None) -> dict:
     role, branch, model or tool chosen, only sessions with a message that has
     one, as the search counts them), most recently ended first: the search page
     before any query. ``{"items", "next_cursor"}``: ``limit`` sessions, and the
-    cursor (keyset: it stays valid as sessions are added) that lists those after
-    them, None after the last."""
+    cursor that lists those after them, None after the last. The pages list the
+    sessions there were when the first was read, in the order they had then
+    (``query.snapshots``): a session stored since is left out, one that grew
+    since keeps its place (the time of its last message then)."""
     where, params = filters.session_sql("s")
     narrowing = {name: getattr(filters, name) for name in EVENT_NARROWING if getattr(filters, name) is not None}
-    if narrowing:
-        event_where, event_params = Filters.build(**narrowing).event_sql("m")
-        where = f"{where} AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND {event_where})"
-        params = [*params, *event_params]
+    event_where, event_params = Filters.build(**narrowing).event_sql("m") if narrowing else (None, [])
     # (a session with no end time comes last, as NULL does in a descending order)
-    ended = f"COALESCE({moment_sql('s.ended_at')}, '')"
-    request = fingerprint({"where": where, "params": params})
-    if cursor is not None:
+    ended, ended_params = f"COALESCE({moment_sql('s.ended_at')}, '')", []
+    request = fingerprint({"where": where, "params": params, "events": [event_where, event_params]})
+    if cursor is None:
+        upto, bound = snapshots.archive_edge(conn)
+        after = None
+    else:
         position = decode_cursor(conn, cursor, "recent", request, None)
-        if not (isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position)):
+        if isinstance(position, list) and len(position) == 2 and all(isinstance(p, str) for p in position):
+            raise QueryError("SESSION_QUERY_STALE_CURSOR", "the cursor is an earlier version's: list the sessions again")
+        if not (isinstance(position, dict) and set(position) == {"after", "upto", "bound"}
+                and is_count(position["upto"]) and is_count(position["bound"]) and isinstance(position["after"], list)
+                and len(position["after"]) == 2 and all(isinstance(p, str) for p in position["after"])):
             raise cursor_invalid("the cursor is not one this service returned")
+        upto, bound, after = position["upto"], position["bound"], position["after"]
+        grown = snapshots.grown_since(conn, upto, bound, most=None)
+        if grown is None:
+            raise QueryError("SESSION_QUERY_STALE_CURSOR", "too much was written since the first page: list the sessions again")
+        ended, ended_params = snapshots.recency_as_of(ended, upto, grown)
+    if narrowing:
+        where = f"{where} AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.id <= ? AND {event_where})"
+        params = [*params, upto, *event_params]
+    # Sessions stored after the first page are left out, and so is a parent stored since.
+    where, params = f"{top_level_sql(stored_by=True)} AND s.rowid <= ? AND {where}", [bound, bound, *params]
+    if after is not None:
         where = f"{where} AND ({ended} < ? OR ({ended} = ? AND s.id > ?))"
-        params = [*params, position[0], position[0], position[1]]
+        params = [*params, *ended_params, after[0], *ended_params, after[0], after[1]]
     found = rows(
         conn,
-        f"SELECT s.*, {ended} AS _ended FROM sessions s WHERE {TOP_LEVEL} AND {where} ORDER BY _ended DESC, s.id LIMIT ?",
-        params + [limit + 1],
+        f"SELECT s.*, {ended} AS _ended FROM sessions s WHERE {where} ORDER BY _ended DESC, s.id LIMIT ?",
+        [*ended_params, *params, limit + 1],
     )
     next_cursor = None
     if len(found) > limit:
         edge = found[limit - 1]
-        next_cursor = encode_cursor(conn, "recent", request, None, [edge["_ended"], edge["id"]])
+        following = {"after": [edge["_ended"], edge["id"]], "upto": upto, "bound": bound}
+        next_cursor = encode_cursor(conn, "recent", request, None, following)
     items = [{k: row[k] for k in row.keys() if k != "_ended"} for row in found[:limit]]
     return {"items": items, "next_cursor": next_cursor}
 

@@ -79,7 +79,7 @@ from .cursors import (
     current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count,
     rewritten_since, stale,
 )
-from .snapshots import SeenSet, archive_edge, grown_since
+from .snapshots import SeenSet, archive_edge, existing_at, grown_since
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
@@ -409,21 +409,12 @@ class _Candidates:
         if grown is None:
             raise stale()
         ranked = self.candidates(0, count + len(grown)) if count else []
-        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], set(self.existing_ids(grown)))
+        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], set(existing_at(self.conn, grown, state["upto"])))
         if found is None:
             raise stale()
         seen, cut = found
         pending = [c for c in ranked[:cut] if c["session_id"] not in seen]
         return seen, pending, cut
-
-    def existing_ids(self, session_ids) -> list[str]:
-        """Those of ``session_ids`` that held a message up to ``upto``."""
-        ids = list(session_ids)
-        if not ids or self.upto is None:
-            return ids
-        return [row[0] for row in self.conn.execute(
-            f"SELECT session_id FROM messages WHERE id <= ? AND session_id IN ({', '.join('?' * len(ids))}) "
-            "GROUP BY session_id", [self.upto, *ids])]
 
     def existing(self, candidates: list[dict]) -> list[str]:
         """The ids of those of ``candidates`` that held a message up to ``upto`` (all without it)."""

@@ -259,18 +259,25 @@ class SessionQuery:
         are its complete log. The session is replay-checked whole for every page. A cursor
         whose event the session no longer holds (an ingest moved or removed it) is
         ``SESSION_QUERY_STALE_CURSOR``: read the session again from its start."""
-        from .cursors import decode_cursor, encode_cursor, fingerprint
+        from .cursors import decode_cursor, encode_cursor, fingerprint, is_count
+        from .snapshots import MAX_ID, log_bound, log_edge
 
         if type(limit) is not int or not 1 <= limit <= READ_PAGE_MAX:
             raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit is an integer from 1 to {READ_PAGE_MAX}")
         with self._reading(signal):
             session = self._session(session_id)
             request = fingerprint({"sessionId": session_id, "limit": limit})
-            after = 0
+            after, edge, upto = 0, log_edge(self.conn), MAX_ID
             if cursor is not None:
+                # [uuid, upto, rewrites]: the events written after the first page are another
+                # observation's (``snapshots.log_bound``; [uuid], of earlier versions, reads them)
                 position = decode_cursor(self.conn, cursor, "readSession", request, None)
-                if not (isinstance(position, list) and len(position) == 1 and isinstance(position[0], str)):
+                if not (isinstance(position, list) and len(position) in (1, 3) and isinstance(position[0], str)
+                        and all(is_count(v) for v in position[1:])):
                     raise QueryError("SESSION_QUERY_INVALID_CURSOR", "the cursor is not one this service returned")
+                if len(position) == 3:
+                    edge = position[1:]
+                    upto = log_bound(self.conn, edge)
                 found = self.conn.execute(
                     "SELECT seq FROM messages WHERE uuid = ? AND session_id = ?", [position[0], session_id]).fetchone()
                 if found is None:
@@ -282,8 +289,8 @@ class SessionQuery:
             events = rows(
                 self.conn,
                 f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq > ? "
-                "ORDER BY m.seq LIMIT ?",
-                [session_id, after, limit + 1],
+                "AND m.id <= ? ORDER BY m.seq LIMIT ?",
+                [session_id, after, upto, limit + 1],
             )
             more = len(events) > limit
             events = events[:limit]
@@ -293,7 +300,7 @@ class SessionQuery:
                 "events": [full_event(row, tools.get(row["uuid"])) for row in events],
             }
             if more:
-                result["nextCursor"] = encode_cursor(self.conn, "readSession", request, None, [events[-1]["uuid"]])
+                result["nextCursor"] = encode_cursor(self.conn, "readSession", request, None, [events[-1]["uuid"], *edge])
             return result
 
     # -- titles ------------------------------------------------------------

@@ -11,6 +11,18 @@ meanwhile where the first page would have placed it.
         The sessions (rowid up to ``bound``) holding a message written after
         ``upto``; None when more than ``GROWN_MAX`` did (or the rows written
         since are too many to read).
+    log_edge(conn) -> [upto, rewrites]
+    log_bound(conn, edge) -> int
+        For a cursor through one session's log, which goes on after its last
+        line wherever that line now is: the greatest message id a later page
+        reads (``upto``), or every one when a message up to it was rewritten
+        since (``cursors.rewritten_since``: renumbered lines get new ids).
+    existing_at(conn, session_ids, upto) -> list[str]
+        Those of the sessions that held a message up to ``upto``.
+    recency_as_of(key_sql, upto, grown, otherwise="''") -> (sql, params)
+        A session's place in a list newest first (``key_sql`` of session
+        ``s``) as it was when the greatest message id was ``upto``: for a
+        session of ``grown``, the time of its last message up to ``upto``.
     SeenSet
         An order-free digest of the session ids ranked before a page
         (``digest``), and ``resume``: which of a ranking's sessions those
@@ -20,8 +32,13 @@ meanwhile where the first page would have placed it.
 from __future__ import annotations
 
 import hashlib
+import json
 from itertools import combinations
 
+from .cursors import current_rewrites, rewritten_since
+from .moments import moment_sql
+
+MAX_ID = 2**63 - 1  # no id is greater (a cursor of an earlier version, bound to none)
 GROWN_MAX = 12  # sessions grown since a first page that a later page can place (2**12 subsets at most)
 WRITTEN_MAX = 200_000  # messages written since a first page that are read to find the sessions they grew
 SEEN_CHARS = 24
@@ -35,7 +52,7 @@ def archive_edge(conn) -> tuple[int, int]:
     ).fetchone()
 
 
-def grown_since(conn, upto: int, bound: int | None) -> set[str] | None:
+def grown_since(conn, upto: int, bound: int | None, most: int | None = GROWN_MAX) -> set[str] | None:
     written = conn.execute(
         "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE id > ? LIMIT ?)", [upto, WRITTEN_MAX + 1]
     ).fetchone()[0]
@@ -45,7 +62,37 @@ def grown_since(conn, upto: int, bound: int | None) -> set[str] | None:
         "SELECT DISTINCT m.session_id FROM messages m JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id > ? AND (? IS NULL OR s.rowid <= ?)", [upto, bound, bound]
     )}
-    return grown if len(grown) <= GROWN_MAX else None
+    return grown if most is None or len(grown) <= most else None
+
+
+def log_edge(conn) -> list[int]:
+    return [archive_edge(conn)[0], current_rewrites(conn)]
+
+
+def log_bound(conn, edge: list[int]) -> int:
+    upto, rewrites = edge
+    return MAX_ID if rewritten_since(conn, rewrites, upto) else upto
+
+
+def existing_at(conn, session_ids, upto: int) -> list[str]:
+    ids = sorted(session_ids)
+    if not ids:
+        return []
+    return [row[0] for row in conn.execute(
+        "SELECT value FROM json_each(?) WHERE EXISTS "
+        "(SELECT 1 FROM messages m WHERE m.session_id = value AND m.id <= ?)", [json.dumps(ids), upto])]
+
+
+def recency_as_of(key_sql: str, upto: int, grown: set[str], otherwise: str = "''") -> tuple[str, list]:
+    """(A session's end is its last row's time, or a later one a line without a row gave
+    (``store.derive``): the rows' is what the first page's could have been.) ``otherwise``:
+    SQL for a grown session's place when none of those rows has a time."""
+    if not grown:
+        return key_sql, []
+    last = (f"(SELECT MAX({moment_sql('m.timestamp')}) FROM messages m "
+            "WHERE m.session_id = s.id AND m.id <= ?)")
+    return (f"(CASE WHEN s.id IN (SELECT value FROM json_each(?)) THEN COALESCE({last}, {otherwise}) ELSE {key_sql} END)",
+            [json.dumps(sorted(grown)), upto])
 
 
 def _weight(session_id: str) -> int:
