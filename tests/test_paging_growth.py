@@ -4,6 +4,7 @@ between them, are exactly what the list was when its first page was read, once e
 import pytest
 
 from datasette_obelisk.query import search as search_module
+from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.filters import Filters
 from datasette_obelisk.query.history import history_read, history_search
 from datasette_obelisk.query.obelisk import recent_in
@@ -35,6 +36,7 @@ def paged(call, next_key: str, grown: list[tuple], logs, **options) -> tuple[lis
     page's cursor."""
     first = call(**options)
     found, cursor, more = [first], first.get(next_key), list(grown)
+    options.pop("cursor", None)
     while cursor is not None:
         if more:
             grow(logs, *more.pop(0), day=f"2026-03-{len(found) + 1:02d}")
@@ -119,3 +121,33 @@ def test_history_read_pages_are_the_transcript_the_first_page_read(ten):
     pages = paged(lambda **o: history_read(ten.conn(), sessionId="t3", **o), "nextCursor", [("t3",), ("t3",)],
                   ten, limit=3)
     assert [e["id"] for page in pages for e in page["entries"]] == full
+
+
+@pytest.mark.parametrize("ranking", ["bags", "messages"])
+def test_only_grown_sessions_a_search_ranks_count_against_the_sessions_it_places(toy, monkeypatch, ranking):
+    """Sessions grown since the first page that the query does not match are nowhere in its
+    ranking: however many there are, the pages go on. More than ``GROWN_MAX`` that it ranks
+    cannot all be placed: stale, never a session shown twice or skipped."""
+    from datasette_obelisk.query.snapshots import GROWN_MAX
+
+    if ranking == "bags":
+        monkeypatch.setattr(search_module, "EXACT_MAX", 0)
+    count = GROWN_MAX + 2
+    for n in range(count):
+        toy.write(f"g{n:02d}", line(f"g{n:02d}a", f"gamma {n} " + "pad " * n, f"2026-01-01T00:{n:02d}:00Z"))
+        toy.write(f"o{n:02d}", line(f"o{n:02d}a", "other words", f"2026-01-01T00:{n:02d}:00Z"))
+    toy.ingest()
+    full = [i["session"]["id"] for i in search_sessions(toy.conn(), "gamma", limit=100)["items"]]
+    first = search_sessions(toy.conn(), "gamma", limit=4)
+    for n in range(count):
+        toy.write(f"o{n:02d}", line(f"o{n:02d}b", "still other words", "2026-02-01T00:00:00Z"), append=True)
+    toy.ingest()
+    rest = paged(lambda **o: search_sessions(toy.conn(), "gamma", **o), "next_cursor", [], toy,
+                 limit=4, cursor=first["next_cursor"])
+    assert [i["session"]["id"] for page in [first, *rest] for i in page["items"]] == full
+    for n in range(count):
+        toy.write(f"g{n:02d}", line(f"g{n:02d}b", "gamma again", "2026-02-01T00:00:00Z"), append=True)
+    toy.ingest()
+    with pytest.raises(QueryError) as info:
+        search_sessions(toy.conn(), "gamma", limit=4, cursor=first["next_cursor"])
+    assert info.value.code == "SESSION_QUERY_STALE_CURSOR"

@@ -269,7 +269,7 @@ def _updated_sql(conn, position: dict) -> tuple[str, list]:
     """``UPDATED`` as it was when the first page was read (``query.snapshots``)."""
     if position["after"] is None and position["search"] is None:
         return UPDATED, []  # (the first page)
-    grown = grown_since(conn, position["upto"], position["bound"], most=None)
+    grown = grown_since(conn, position["upto"], position["bound"])
     if grown is None:
         raise QueryError("SESSION_QUERY_STALE_CURSOR", "too much was written since the first page: search again")
     return recency_as_of(UPDATED, position["upto"], grown, otherwise="s.started_at, ''")
@@ -324,7 +324,7 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
     def ranked(offset: int, count: int) -> list[dict]:
         return search_core.bag_sessions(conn, fts.candidates, filters, offset, count, bound, upto)
 
-    examined_ids, queue, offset = _examined(conn, position, ranked)
+    examined_ids, queue, offset = _examined(conn, position, ranked, fts.candidates)
     examined = 0
 
     def going_on() -> dict:
@@ -354,7 +354,7 @@ def _matching(conn, query: str, filters: Filters, position: dict, limit: int):
             return found, None
 
 
-def _examined(conn, position: dict, ranked) -> tuple[set[str], list[dict], int]:
+def _examined(conn, position: dict, ranked, fts_candidates: str) -> tuple[set[str], list[dict], int]:
     """The candidate sessions of the transcript tier the pages before examined (``search``
     of them, ``examined`` their ``SeenSet`` digest), those ranked before the place the page
     goes on from that grew since and were not examined, and that place
@@ -365,6 +365,7 @@ def _examined(conn, position: dict, ranked) -> tuple[set[str], list[dict], int]:
     grown = grown_since(conn, position["upto"], position["bound"])
     if grown is None:
         raise _ranked_anew()
+    grown = search_core.bag_holds(conn, fts_candidates, grown)  # (the others are nowhere in the ranking)
     rows_now = ranked(0, count + len(grown))
     found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"],
                            set(existing_at(conn, grown, position["upto"])))

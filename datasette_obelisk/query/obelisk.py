@@ -1198,7 +1198,7 @@ def recent_in(conn, filters, limit: int, cursor: str | None = None) -> dict:
                 and len(position["after"]) == 2 and all(isinstance(p, str) for p in position["after"])):
             raise cursor_invalid("the cursor is not one this service returned")
         upto, bound, after = position["upto"], position["bound"], position["after"]
-        grown = snapshots.grown_since(conn, upto, bound, most=None)
+        grown = snapshots.grown_since(conn, upto, bound)
         if grown is None:
             raise QueryError("SESSION_QUERY_STALE_CURSOR", "too much was written since the first page: list the sessions again")
         ended, ended_params = snapshots.recency_as_of(ended, upto, grown)

@@ -26,25 +26,26 @@ An event hit is ``{"id", "uuid", "session_id", "seq", "type", "raw_type",
 "is_meta", "score", "snippet": {"text", "matches"}}``. Scores are higher
 for better matches; ``matches`` are ``[start, end)`` code-point offsets into
 the plain snippet text. Cursors are bound to the request and to the archive
-the first page saw (``_snapshot``): the messages there were (the greatest
-id), the weights the terms had (for events: the session's mean message
-length too). Later pages leave out messages added since and rank with
-those weights, so they go on while logs grow (an agent's own among them)
-and neither repeat nor skip a result; grouped search also checks that the
-sessions ranked before a page are the ones the pages before it ranked there.
-A message the first page could have seen (an id up to the greatest) deleted,
-moved, rewritten or shadowed since (``obelisk_state.rewrites`` and its spans,
-``cursors.rewritten_since``: a file read again, a session renumbered, a rewind
-read later), or sessions ranked differently before the page, make the cursor
-``SESSION_QUERY_STALE_CURSOR``; messages written since and then moved (an
-inline agent's lines) do not. With
-``follow_changes=True`` a ``search_sessions`` cursor is bound to none of
-that (the search page, while agents write): it carries the newest session's
-rowid when the first page was read, and the next pages rank only the
-sessions up to it (as they are now), so that sessions stored since (ranked
-anywhere) neither repeat nor hide those the first page's ranking put later;
-the page says how many of those newer sessions match (``added``: of the
-first ``_Candidates.ADDED_MAX`` stored since).
+the first page saw: the messages there were (the greatest id, ``upto``), the
+weights the terms had (for events: the session's mean message length too),
+and for grouped search the sessions there were (the greatest rowid,
+``bound``: ``query.snapshots``). Later pages leave out messages and sessions
+added since and rank with those weights, so they go on while logs grow (an
+agent's own among them) and neither repeat nor skip a result. A session that
+grew since ranks anew by its session bag (and a frequent word's bm25 moves
+with what every bag holds): a grouped search cursor counts the sessions
+ranked before its page and carries an order-free digest of them
+(``snapshots.SeenSet``), and a page finds which of the sessions grown since
+were among them; the others keep their order, so it goes on after the last
+of those. When no such set of sessions has the digest, or too many grew, the
+cursor is ``SESSION_QUERY_STALE_CURSOR``. So is a message the first page
+could have seen (an id up to ``upto``) deleted, moved, rewritten or shadowed
+since (``obelisk_state.rewrites`` and its spans, ``cursors.rewritten_since``:
+a file read again, a session renumbered, a rewind read later); messages
+written since and then moved (an inline agent's lines) do not. With
+``follow_changes=True`` (the search page, while agents write) rewrites do not
+make a cursor stale, and the page says how many of the sessions stored since
+match (``added``: of the first ``_Candidates.ADDED_MAX`` stored since).
 
 How grouped search stays fast (bench/README.md has the numbers): when the
 exact query matches few messages (at most ``EXACT_MAX``), or few pass the
@@ -408,13 +409,19 @@ class _Candidates:
         grown = grown_since(self.conn, state["upto"], self.bound) if count else set()
         if grown is None:
             raise stale()
+        grown = self.among(grown)  # (those the ranking holds: the others are nowhere in it)
         ranked = self.candidates(0, count + len(grown)) if count else []
-        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], set(existing_at(self.conn, grown, state["upto"])))
+        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"],
+                               set(existing_at(self.conn, grown, state["upto"])))
         if found is None:
             raise stale()
         seen, cut = found
         pending = [c for c in ranked[:cut] if c["session_id"] not in seen]
         return seen, pending, cut
+
+    def among(self, session_ids: set[str]) -> set[str]:
+        """Those of ``session_ids`` the ranking may hold (whose session bag matches)."""
+        return bag_holds(self.conn, self.bag_expression, session_ids)
 
     def existing(self, candidates: list[dict]) -> list[str]:
         """The ids of those of ``candidates`` that held a message up to ``upto`` (all without it)."""
@@ -461,6 +468,17 @@ class _Candidates:
             expression = self.expression_for(candidate)
             count += bool(expression and self.best_events(candidate, expression, 1))
         return count
+
+
+def bag_holds(conn, bag_expression: str, session_ids: set[str]) -> set[str]:
+    """Those of ``session_ids`` whose session bag matches ``bag_expression``."""
+    if not session_ids:
+        return set()
+    return {row[0] for row in conn.execute(
+        "SELECT d.session_id FROM session_docs d JOIN session_docs_fts f ON f.rowid = d.id "
+        "WHERE d.session_id IN (SELECT value FROM json_each(?)) AND session_docs_fts MATCH ?",
+        [json.dumps(sorted(session_ids)), bag_expression],
+    )}
 
 
 def bounded(clause: tuple[str, list], bound: int | None) -> tuple[str, list]:
@@ -530,6 +548,11 @@ class _FewMatches(_Candidates):
         super().__init__(conn, fts, filters, upto)
         self.matched = json.dumps(matches)  # the ids of the matching messages the filters keep (_few_matches)
 
+    def among(self, session_ids: set[str]) -> set[str]:
+        return {row[0] for row in self.conn.execute(
+            "SELECT session_id FROM messages WHERE id IN (SELECT value FROM json_each(?))", [self.matched]
+        )} & set(session_ids)
+
     def candidates(self, offset: int, count: int) -> list[dict]:
         where, params = self.session_clause()
         score, score_params = self.scorer.sql(average_sql("d", self.upto), window="m.window")
@@ -561,6 +584,9 @@ class _AllMatches(_Candidates):
 
     def candidates(self, offset: int, count: int) -> list[dict]:
         return self.ranked[offset : offset + count]
+
+    def among(self, session_ids: set[str]) -> set[str]:
+        return {c["session_id"] for c in self.ranked} & set(session_ids)
 
     @cached_property
     def matches(self) -> list[int] | None:

@@ -9,8 +9,7 @@ meanwhile where the first page would have placed it.
     archive_edge(conn) -> (upto, bound)
     grown_since(conn, upto, bound) -> set[str] | None
         The sessions (rowid up to ``bound``) holding a message written after
-        ``upto``; None when more than ``GROWN_MAX`` did (or the rows written
-        since are too many to read).
+        ``upto``; None when the rows written since are too many to read.
     log_edge(conn) -> [upto, rewrites]
     log_bound(conn, edge) -> int
         For a cursor through one session's log, which goes on after its last
@@ -52,17 +51,16 @@ def archive_edge(conn) -> tuple[int, int]:
     ).fetchone()
 
 
-def grown_since(conn, upto: int, bound: int | None, most: int | None = GROWN_MAX) -> set[str] | None:
+def grown_since(conn, upto: int, bound: int | None) -> set[str] | None:
     written = conn.execute(
         "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE id > ? LIMIT ?)", [upto, WRITTEN_MAX + 1]
     ).fetchone()[0]
     if written > WRITTEN_MAX:
         return None
-    grown = {row[0] for row in conn.execute(
+    return {row[0] for row in conn.execute(
         "SELECT DISTINCT m.session_id FROM messages m JOIN sessions s ON s.id = m.session_id "
         "WHERE m.id > ? AND (? IS NULL OR s.rowid <= ?)", [upto, bound, bound]
     )}
-    return grown if most is None or len(grown) <= most else None
 
 
 def log_edge(conn) -> list[int]:
@@ -124,7 +122,10 @@ class SeenSet:
         at least) have the ``digest``: those of them that did not grow since are the first of
         the ranking's others (their order holds), and any of ``grown`` may be among them.
         ``(seen, cut)``: those sessions, and the place in ``ranked`` after the last of them that
-        did not grow; None when no such set has the digest (the ranking moved otherwise)."""
+        did not grow; None when no such set has the digest (the ranking moved otherwise), or
+        more than ``GROWN_MAX`` grew."""
+        if len(grown) > GROWN_MAX:
+            return None
         target = int(digest, 16)
         steady = [session for session in ranked if session not in grown]
         sums = [0]
