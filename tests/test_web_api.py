@@ -501,3 +501,56 @@ async def test_a_lineage_deeper_than_the_json_module_nests_is_answered(web_db, t
     assert body.startswith('{"target": {"header": {"version": 1, "id": "xss-session-0001"')
     assert body.count('"descendants": [') == 1201 and body.count('"id": "deep-') == 1200
     assert body.count('"complete": true') == 1 and "]}]}]}]}]}" in body  # (nested, not flattened)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("endpoint", ["history", "session-query"])
+async def test_json_pages_list_what_the_first_page_saw_while_sessions_grow(tmp_path, monkeypatch, endpoint):
+    """Over HTTP as in Python: history.search without a query (newest first) and the
+    contract's searchSessions (ranked by the session bags), a line appended to a session
+    not yet listed (a new request lists it first) and a session stored between pages:
+    the pages list the first page's sessions, each once."""
+    from datasette_obelisk.query import search
+    from datasette_obelisk.store.ingest import ingest
+
+    monkeypatch.setattr(search, "EXACT_MAX", 0)
+
+    folder = tmp_path / "claude" / "projects" / "-tmp-grow"
+    folder.mkdir(parents=True)
+
+    def write(name: str, uuid: str, when: str, text: str, mode: str = "w") -> None:
+        line = {"type": "user", "uuid": uuid, "sessionId": name, "timestamp": when,
+                "message": {"role": "user", "content": text}}
+        with open(folder / f"{name}.jsonl", mode) as log:
+            log.write(json.dumps(line) + "\n")
+
+    names = [f"grow-{n:02d}" for n in range(8)]
+    for n, name in enumerate(names):
+        write(name, f"u-{name}", f"2026-03-05T10:{n:02d}:00.000Z", "kestrel " + "pad " * n)
+    ingest(tmp_path / "grow.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "grow.db")
+    await datasette.invoke_startup()
+    if endpoint == "history":
+        url, params, items, key = f"{API}/history/search", {}, "sessions", "sessionId"
+    else:
+        url, params, items, key = f"{SQ}/sessions/search", {"query": "kestrel"}, "items", None
+
+    def ids(body):
+        return [item[key] if key else item["header"]["id"] for item in body[items]]
+
+    full = ids(await get(datasette, url, **params, limit="50"))
+    assert sorted(full) == names
+    first = await get(datasette, url, **params, limit="3")
+    write(full[-1], f"u-{full[-1]}-late", "2026-03-06T10:00:00.000Z", "kestrel kestrel kestrel", "a")
+    write("grow-new", "u-grow-new", "2026-03-06T11:00:00.000Z", "kestrel")
+    ingest(tmp_path / "grow.db", {"claude": tmp_path / "claude"})
+    now = ids(await get(datasette, url, **params, limit="50"))
+    assert now.index(full[-1]) < 3 and "grow-new" in now  # (a new request lists it on its first page)
+    pages, cursor = [first], first["nextCursor"]
+    while cursor:
+        pages.append(await get(datasette, url, **params, limit="3", cursor=cursor))
+        cursor = pages[-1].get("nextCursor")
+    listed = [session for body in pages for session in ids(body)]
+    assert sorted(listed) == sorted(full) and len(listed) == len(full) and listed[:3] == full[:3]
+    if endpoint == "history":  # (listed by time: in the first page's order; ranked, a grown session
+        assert listed == full  # comes where it ranks now among the sessions not yet listed)
