@@ -151,3 +151,18 @@ def test_only_grown_sessions_a_search_ranks_count_against_the_sessions_it_places
     with pytest.raises(QueryError) as info:
         search_sessions(toy.conn(), "gamma", limit=4, cursor=first["next_cursor"])
     assert info.value.code == "SESSION_QUERY_STALE_CURSOR"
+
+
+def test_seen_sets_are_told_apart_from_the_ranking_now():
+    from datasette_obelisk.query.snapshots import GROWN_MAX, SeenSet
+
+    seen = SeenSet(["a", "b", "g"]).digest
+    assert seen == SeenSet(["g", "a", "b"]).digest != SeenSet(["a", "b", "c"]).digest
+    # g, ranked third then, now ranks last; n, begun since, ranks among the others
+    assert SeenSet.resume(["a", "n", "b", "c", "d", "g"], 3, seen, {"g", "n"}, {"g"}) == ({"a", "b", "g"}, 3)
+    # g, not ranked before the page then, now ranks first: the page goes on after c, g before it
+    assert SeenSet.resume(["g", "a", "b", "c", "d"], 3, SeenSet("abc").digest, {"g"}, {"g"}) == ({"a", "b", "c"}, 4)
+    assert SeenSet.resume(["b", "a", "c", "d"], 2, SeenSet("ab").digest, set(), set()) == ({"a", "b"}, 2)
+    assert SeenSet.resume(["a", "c", "b", "d"], 2, SeenSet("ab").digest, set(), set()) is None  # moved otherwise
+    movers = {f"m{n}" for n in range(GROWN_MAX + 1)}
+    assert SeenSet.resume(["a", "b", *sorted(movers)], 2, SeenSet("ab").digest, movers, movers) is None

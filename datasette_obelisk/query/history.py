@@ -367,7 +367,7 @@ def _examined(conn, position: dict, ranked, fts_candidates: str) -> tuple[set[st
         raise _ranked_anew()
     grown = search_core.bag_holds(conn, fts_candidates, grown)  # (the others are nowhere in the ranking)
     rows_now = ranked(0, count + len(grown))
-    found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"],
+    found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"], grown,
                            set(existing_at(conn, grown, position["upto"])))
     if found is None:
         raise _ranked_anew()

@@ -411,7 +411,7 @@ class _Candidates:
             raise stale()
         grown = self.among(grown)  # (those the ranking holds: the others are nowhere in it)
         ranked = self.candidates(0, count + len(grown)) if count else []
-        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"],
+        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], grown,
                                set(existing_at(self.conn, grown, state["upto"])))
         if found is None:
             raise stale()

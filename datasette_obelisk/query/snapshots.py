@@ -83,9 +83,9 @@ def existing_at(conn, session_ids, upto: int) -> list[str]:
 
 
 def recency_as_of(key_sql: str, upto: int, grown: set[str], otherwise: str = "''") -> tuple[str, list]:
-    """(A session's end is its last row's time, or a later one a line without a row gave
-    (``store.derive``): the rows' is what the first page's could have been.) ``otherwise``:
-    SQL for a grown session's place when none of those rows has a time."""
+    """``otherwise``: SQL for a grown session's place when none of those messages has a time.
+    (A session's end is its last row's time, or a later one a line without a row gave,
+    ``store.derive``: the rows' is the one that can be told again.)"""
     if not grown:
         return key_sql, []
     last = (f"(SELECT MAX({moment_sql('m.timestamp')}) FROM messages m "
@@ -118,21 +118,22 @@ class SeenSet:
         return isinstance(value, str) and len(value) == SEEN_CHARS and all(c in "0123456789abcdef" for c in value)
 
     @staticmethod
-    def resume(ranked: list[str], count: int, digest: str, grown: set[str]) -> tuple[set[str], int] | None:
+    def resume(ranked: list[str], count: int, digest: str, grown: set[str],
+               movers: set[str]) -> tuple[set[str], int] | None:
         """Which ``count`` sessions of ``ranked`` (the ranking now, its first ``count + len(grown)``
         at least) have the ``digest``: those of them that did not grow since are the first of
-        the ranking's others (their order holds), and any of ``grown`` may be among them.
-        ``(seen, cut)``: those sessions, and the place in ``ranked`` after the last of them that
-        did not grow; None when no such set has the digest (the ranking moved otherwise), or
-        more than ``GROWN_MAX`` grew."""
-        if len(grown) > GROWN_MAX:
+        the ranking's others (their order holds), and any of ``movers`` (those of ``grown``
+        that were there then) may be among them. ``(seen, cut)``: those sessions, and the
+        place in ``ranked`` after the last of them that did not grow; None when no such set
+        has the digest (the ranking moved otherwise), or more than ``GROWN_MAX`` moved."""
+        if len(movers) > GROWN_MAX:
             return None
         target = int(digest, 16)
         steady = [session for session in ranked if session not in grown]
         sums = [0]
         for session in steady[:count]:
             sums.append((sums[-1] + _weight(session)) % _MODULUS)
-        movers = sorted(grown)
+        movers = sorted(movers)
         for size in range(min(len(movers), count) + 1):
             if count - size >= len(sums):
                 continue
