@@ -58,7 +58,7 @@ from ..store.digests import LATEST_SUMMARY
 from ..store.tool_output import full_content_sql
 from . import search as search_core
 from .cursors import current_generation, decode_cursor, encode_cursor, fingerprint, is_count
-from .snapshots import MAX_ID, SeenSet, archive_edge, existing_at, grown_since, log_bound, log_edge, recency_as_of
+from .snapshots import MAX_ID, SeenSet, archive_edge, grown_since, log_bound, log_edge, recency_as_of
 from .errors import QueryError, refusing_unencodable
 from .filters import Filters
 from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, phrase
@@ -367,8 +367,7 @@ def _examined(conn, position: dict, ranked, fts_candidates: str) -> tuple[set[st
         raise _ranked_anew()
     grown = search_core.bag_holds(conn, fts_candidates, grown)  # (the others are nowhere in the ranking)
     rows_now = ranked(0, count + len(grown))
-    found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"], grown,
-                           set(existing_at(conn, grown, position["upto"])))
+    found = SeenSet.resume([row["session_id"] for row in rows_now], count, position["examined"], grown)
     if found is None:
         raise _ranked_anew()
     examined, cut = found

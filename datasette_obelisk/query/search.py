@@ -80,7 +80,7 @@ from .cursors import (
     current_generation, current_rewrites, decode_cursor, encode_cursor, fingerprint, invalid, is_count,
     rewritten_since, stale,
 )
-from .snapshots import SeenSet, archive_edge, existing_at, grown_since
+from .snapshots import SeenSet, archive_edge, grown_since
 from .errors import QueryError
 from .events import event_select
 from .filters import Filters
@@ -411,8 +411,7 @@ class _Candidates:
             raise stale()
         grown = self.among(grown)  # (those the ranking holds: the others are nowhere in it)
         ranked = self.candidates(0, count + len(grown)) if count else []
-        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], grown,
-                               set(existing_at(self.conn, grown, state["upto"])))
+        found = SeenSet.resume([c["session_id"] for c in ranked], count, state["seen"], grown)
         if found is None:
             raise stale()
         seen, cut = found

@@ -16,8 +16,6 @@ meanwhile where the first page would have placed it.
         line wherever that line now is: the greatest message id a later page
         reads (``upto``), or every one when a message up to it was rewritten
         since (``cursors.rewritten_since``: renumbered lines get new ids).
-    existing_at(conn, session_ids, upto) -> list[str]
-        Those of the sessions that held a message up to ``upto``.
     recency_as_of(key_sql, upto, grown, otherwise="''") -> (sql, params)
         A session's place in a list newest first (``key_sql`` of session
         ``s``) as it was when the greatest message id was ``upto``: for a
@@ -73,15 +71,6 @@ def log_bound(conn, edge: list[int]) -> int:
     return MAX_ID if rewritten_since(conn, rewrites, upto) else upto
 
 
-def existing_at(conn, session_ids, upto: int) -> list[str]:
-    ids = sorted(session_ids)
-    if not ids:
-        return []
-    return [row[0] for row in conn.execute(
-        "SELECT value FROM json_each(?) WHERE EXISTS "
-        "(SELECT 1 FROM messages m WHERE m.session_id = value AND m.id <= ?)", [json.dumps(ids), upto])]
-
-
 def recency_as_of(key_sql: str, upto: int, grown: set[str], otherwise: str = "''") -> tuple[str, list]:
     """``otherwise``: SQL for a grown session's place when none of those messages has a time.
     (A session's end is its last row's time, or a later one a line without a row gave,
@@ -118,22 +107,22 @@ class SeenSet:
         return isinstance(value, str) and len(value) == SEEN_CHARS and all(c in "0123456789abcdef" for c in value)
 
     @staticmethod
-    def resume(ranked: list[str], count: int, digest: str, grown: set[str],
-               movers: set[str]) -> tuple[set[str], int] | None:
+    def resume(ranked: list[str], count: int, digest: str, grown: set[str]) -> tuple[set[str], int] | None:
         """Which ``count`` sessions of ``ranked`` (the ranking now, its first ``count + len(grown)``
         at least) have the ``digest``: those of them that did not grow since are the first of
-        the ranking's others (their order holds), and any of ``movers`` (those of ``grown``
-        that were there then) may be among them. ``(seen, cut)``: those sessions, and the
-        place in ``ranked`` after the last of them that did not grow; None when no such set
-        has the digest (the ranking moved otherwise), or more than ``GROWN_MAX`` moved."""
-        if len(movers) > GROWN_MAX:
+        the ranking's others (their order holds), and any of ``grown`` may be among them (a
+        session begun since never is: its digest does not match). ``(seen, cut)``: those
+        sessions, and the place in ``ranked`` after the last of them that did not grow; None
+        when no such set has the digest (the ranking moved otherwise), or more than
+        ``GROWN_MAX`` grew."""
+        if len(grown) > GROWN_MAX:
             return None
         target = int(digest, 16)
         steady = [session for session in ranked if session not in grown]
         sums = [0]
         for session in steady[:count]:
             sums.append((sums[-1] + _weight(session)) % _MODULUS)
-        movers = sorted(movers)
+        movers = sorted(grown)
         for size in range(min(len(movers), count) + 1):
             if count - size >= len(sums):
                 continue
