@@ -1574,6 +1574,8 @@ async def test_files_past_the_last_page_say_so(ds):
     html = await page(ds, "/-/obelisk/files", offset="999999")
     assert re.search(r"No paths past the [\d,]+ paths: <a href=\"/-/obelisk/files\">back to the first page</a>", html)
     assert "Paths 1,000,000" not in html
+    # the way back is the first page: no pager leads to another page past the end
+    assert "ob-pager" not in html and "offset=" not in html
 
 
 @pytest.mark.asyncio
