@@ -2495,3 +2495,16 @@ async def test_no_gone_prompts_note_where_the_messages_are_hidden(web_db):
     await hidden.invoke_startup()
     html = await page(hidden, "/-/obelisk", q="zebrafish")
     assert "<mark>zebrafish</mark>" in html and gone_prompts_note(html) is None
+
+
+@pytest.mark.asyncio
+async def test_an_error_page_keeps_the_database_in_its_crumbs(ds):
+    """A page that cannot be shown (an unknown session, a refused query) still names the
+    database it was asked of, as the pages it was reached from do; an unknown database is
+    named nowhere."""
+    crumb = '<a href="/obelisk">obelisk</a>'
+    assert crumb in await page(ds, "/-/obelisk")
+    assert crumb in await page(ds, "/-/obelisk/session/no-such-session", 404)
+    assert crumb in await page(ds, "/-/obelisk", 400, q="AND (", mode="raw")
+    missing = await page(ds, "/-/obelisk", 404, db="nope")
+    assert '<a href="/nope">' not in missing and crumb not in missing

@@ -198,9 +198,13 @@ async def error_page(datasette, request, error: QueryError, extra: dict | None =
     db = request.args.get("db")
     if db and db not in await obelisk_databases(datasette):  # (its links would all answer this 404 again)
         db = None
+    try:  # (the crumbs name the database the page was asked of, as on the page it was reached from)
+        database = (await readable_database(datasette, request)).name
+    except QueryError:  # (one not served, or not the reader's to view: named nowhere)
+        database = None
     html = await datasette.render_template(
         "obelisk/error.html",
-        {**(extra or {}), "error": error, "db_param": db, "ob": TemplateHelpers(datasette, db)},
+        {**(extra or {}), "error": error, "database": database, "db_param": db, "ob": TemplateHelpers(datasette, db)},
         request=request,
     )
     return Response.html(without_escapes(html), status=error.status)
