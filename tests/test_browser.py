@@ -954,3 +954,23 @@ def test_a_search_links_to_the_prompts_of_gone_transcripts_that_match(server, pa
     assert listed.count(GONE_SESSION) == 2 and "feed the zebrafish before the tank test" in listed
     assert "<script>window.__pwned = 1</script>" in listed and page.evaluate("window.__pwned") is None
     assert page.js_errors == []
+
+
+PLACEHOLDER_FITS = """input => {
+    const style = getComputedStyle(input), context = document.createElement('canvas').getContext('2d');
+    context.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = input.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return [Math.ceil(context.measureText(input.placeholder).width), Math.floor(room)];
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_failures_project_box_shows_all_of_its_hint(server, browser, width):
+    """The project filter's placeholder says what it takes; cut off, it says nothing."""
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    page = context.new_page()
+    page.goto(server + "/-/obelisk/failures")
+    text, room = page.locator("input[name=project]").evaluate(PLACEHOLDER_FITS)
+    assert text <= room, (text, room)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    close(context)
