@@ -2508,3 +2508,19 @@ async def test_an_error_page_keeps_the_database_in_its_crumbs(ds):
     assert crumb in await page(ds, "/-/obelisk", 400, q="AND (", mode="raw")
     missing = await page(ds, "/-/obelisk", 404, db="nope")
     assert '<a href="/nope">' not in missing and crumb not in missing
+
+
+@pytest.mark.asyncio
+async def test_the_first_page_of_failures_is_linked_by_its_own_address(ds):
+    """« First page » names the page a reader reached from the menu, not that address with
+    an empty query (which a browser keeps apart: it would not show as visited). The page's
+    filters not given are undefined in its template: they add nothing to an address."""
+    from jinja2 import Undefined
+
+    from datasette_obelisk.web.urls import obelisk_url
+
+    shown = await page(ds, "/-/obelisk/failures", limit="1")
+    later = unescape(re.search(r'<a rel="next" href="([^"]*)"', shown).group(1))
+    assert re.findall(r'<a href="([^"]*)">« First page</a>', await page(ds, later)) == ["/-/obelisk/failures?limit=1"]
+    assert obelisk_url(ds, "/failures", limit=None, source=Undefined(), project=Undefined()) == "/-/obelisk/failures"
+    assert obelisk_url(ds, "/failures", limit=2, source=Undefined()) == "/-/obelisk/failures?limit=2"

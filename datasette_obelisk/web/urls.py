@@ -18,7 +18,9 @@ def obelisk_url(datasette, _where: str = "", **query) -> str:
     """``/-/obelisk{_where}?{query}``, dropping empty query values."""
     query = {k: 1 if v is True else v for k, v in query.items() if v not in (None, "", False, [], ())}
     url = datasette.urls.path(ROOT + _where)
-    return url + ("?" + urlencode(query, doseq=True) if query else "")
+    # (encoded, not the dict, decides: a template's undefined value is an empty sequence that adds nothing)
+    encoded = urlencode(query, doseq=True)
+    return url + ("?" + encoded if encoded else "")
 
 
 def session_url(datasette, session_id, db=None, **query) -> str:
