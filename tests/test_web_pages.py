@@ -2524,3 +2524,12 @@ async def test_the_first_page_of_failures_is_linked_by_its_own_address(ds):
     assert re.findall(r'<a href="([^"]*)">« First page</a>', await page(ds, later)) == ["/-/obelisk/failures?limit=1"]
     assert obelisk_url(ds, "/failures", limit=None, source=Undefined(), project=Undefined()) == "/-/obelisk/failures"
     assert obelisk_url(ds, "/failures", limit=2, source=Undefined()) == "/-/obelisk/failures?limit=2"
+
+
+@pytest.mark.asyncio
+async def test_a_long_query_is_clipped_in_the_title_as_a_session_title_is(ds):
+    """A tab or a bookmark shows the start of a long query, not all of its (up to 1,000) characters."""
+    words = " ".join(f"word{n}" for n in range(100))  # (some 700 characters)
+    title = unescape(re.search(r"<title>(.*?)</title>", await page(ds, "/-/obelisk", q=words), re.S).group(1))
+    assert title == words[:79] + "… · Search · Obelisk"
+    assert "<title>zebrafish · Search · Obelisk</title>" in await page(ds, "/-/obelisk", q="zebrafish")
