@@ -11,7 +11,7 @@ from query_fixtures import copy_corpus, corpus_db, line, read_conn, toy  # noqa:
 DAG = "dag_compact_after_rewind_preserved"
 FORK = "claude_forked_session"
 HEADER_KEYS = {"version", "id", "createdAt", "cwd", "source"}
-RECORD_KEYS = {"sessionId", "seq", "type", "time", "surface"}
+RECORD_KEYS = {"sessionId", "seq", "id", "type", "time", "surface"}
 
 
 def code_of(call):
@@ -72,7 +72,8 @@ def test_event_records_map_rewinds_onto_surfaces(sq):
         (11, "user/message", "current"), (12, "assistant/message", "current"),
         (13, "tool/result", "current"), (14, "assistant/message", "current"),
     ]
-    assert sq.listEvents(FORK)[0] == {"sessionId": FORK, "seq": 1, "type": "user/message", "time": 1765357200000, "surface": "current"}
+    assert sq.listEvents(FORK)[0] == {
+        "sessionId": FORK, "seq": 1, "id": "fu1-fork", "type": "user/message", "time": 1765357200000, "surface": "current"}
 
 
 def test_an_event_written_without_a_time_has_the_time_before_it(sq):
@@ -126,12 +127,13 @@ def test_compaction_after_rewind(sq):
 def test_trace_event_follows_replacements(sq):
     rewound = sq.traceEvent({"sessionId": DAG, "seq": 3})
     assert {k: v for k, v in rewound.items() if k != "session"} == {
-        "target": {"sessionId": DAG, "seq": 3, "type": "user/message", "time": 1751364120000, "surface": "shadowed"},
-        "replacedBy": 5,
-        "replacementChain": [5, 9],
-        "replacedEventSeqs": [],
-        "sourceEventSeqs": [],
-        "derivedEventSeqs": [],
+        "target": {"sessionId": DAG, "seq": 3, "id": "b1u", "type": "user/message", "time": 1751364120000,
+                   "surface": "shadowed"},
+        "replacedBy": 5, "replacedById": "b2u",
+        "replacementChain": [5, 9], "replacementChainIds": ["b2u", "cs"],
+        "replacedEventSeqs": [], "replacedEventIds": [],
+        "sourceEventSeqs": [], "sourceEventIds": [],
+        "derivedEventSeqs": [], "derivedEventIds": [],
     }
     summary = sq.trace_event({"sessionId": DAG, "seq": 9})
     assert "replacedBy" not in summary
@@ -139,11 +141,12 @@ def test_trace_event_follows_replacements(sq):
     # The compact boundary is log-only: it was never context, so nothing replaced it.
     boundary = sq.traceEvent({"sessionId": DAG, "seq": 8})
     assert {k: v for k, v in boundary.items() if k != "session"} == {
-        "target": {"sessionId": DAG, "seq": 8, "type": "system/compact_boundary", "time": 1751365800000, "surface": "log-only"},
-        "replacementChain": [],
-        "replacedEventSeqs": [],
-        "sourceEventSeqs": [],
-        "derivedEventSeqs": [],
+        "target": {"sessionId": DAG, "seq": 8, "id": "cb", "type": "system/compact_boundary", "time": 1751365800000,
+                   "surface": "log-only"},
+        "replacementChain": [], "replacementChainIds": [],
+        "replacedEventSeqs": [], "replacedEventIds": [],
+        "sourceEventSeqs": [], "sourceEventIds": [],
+        "derivedEventSeqs": [], "derivedEventIds": [],
     }
     assert sq.traceEvent({"sessionId": DAG, "seq": 5})["replacedEventSeqs"] == [3, 4]
     assert sq.traceEvent({"sessionId": DAG, "seq": 12})["replacementChain"] == []
@@ -189,8 +192,8 @@ def test_read_event_window(sq):
 
 def test_titles(sq):
     assert sq.readTitle(FORK) == {
-        "title": "Help me implement a sorting algorithm", "messageSeqs": [1], "source": "fallback",
-        "kind": "first_prompt", "eventSeq": 1, "updatedAt": 1765357200000,
+        "title": "Help me implement a sorting algorithm", "messageSeqs": [1], "messageIds": ["fu1-fork"],
+        "source": "fallback", "kind": "first_prompt", "eventSeq": 1, "eventId": "fu1-fork", "updatedAt": 1765357200000,
     }
     assert sq.readTitle("small:agent-sidechain-sys1") is None
     assert "title" not in sq.readTitleSnapshot("small:agent-sidechain-sys1")
@@ -273,8 +276,8 @@ def test_filter_events(sq):
     assert seqs([{"kind": "text", "text": "created"}, {"kind": "surface", "values": ["current"]}]) == [9, 10]
     document = sq.filterEvents(FORK, [{"kind": "seq", "from": 11, "to": 11}])[0]
     assert document == {
-        "sessionId": FORK, "seq": 11, "type": "user/message", "time": 1765357290000, "surface": "current",
-        "text": "Can you add type hints?",
+        "sessionId": FORK, "seq": 11, "id": "fu4b-fork", "type": "user/message", "time": 1765357290000,
+        "surface": "current", "text": "Can you add type hints?",
     }
     boundary = sq.filterEvents(DAG, [{"kind": "type", "values": ["system/compact_boundary"]}])
     assert boundary[0]["text"] == ""  # structural events carry no semantic text
@@ -320,7 +323,8 @@ def test_search_finds_only_semantic_text_as_the_text_scan_does(sq, read_conn):
 def test_failure_and_status_details_are_semantic_text(sq):
     # small.jsonl line 20 (seq 4) is an api_refusal, line 31 (seq 8) an error with status 429.
     assert sq.filterEvents("small", [{"kind": "text", "text": "refusal"}]) == [{
-        "sessionId": "small", "seq": 4, "type": "system/api_refusal", "time": 1765843206000, "surface": "log-only",
+        "sessionId": "small", "seq": 4, "id": "s3", "type": "system/api_refusal", "time": 1765843206000,
+        "surface": "log-only",
         "text": "refusal\nRefused for policy reasons.",
     }]
     assert [(d["seq"], d["text"]) for d in sq.filterEvents("small", [{"kind": "text", "text": "STATUS 429"}])] == [

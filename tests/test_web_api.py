@@ -220,6 +220,30 @@ async def test_session_query_reads(ds):
 
 
 @pytest.mark.asyncio
+async def test_every_event_answer_over_http_names_its_event_by_an_id_the_others_take(ds):
+    ids = ["xss-u1", "xss-a1", "xss-a2", "xss-u2", "xss-a3"]
+    records = await get(ds, f"{SQ}/session/{XSS_SESSION}/events")
+    assert [(r["seq"], r["id"]) for r in records] == list(enumerate(ids, 1))
+    surface = await get(ds, f"{SQ}/session/{XSS_SESSION}/surface")
+    assert (surface["capturedThroughSeq"], surface["capturedThroughId"]) == (5, "xss-a3")
+    title = (await get(ds, f"{SQ}/session/{XSS_SESSION}/title"))["title"]
+    assert (title["eventSeq"], title["eventId"], title["messageIds"]) == (1, "xss-u1", ["xss-u1"])
+    [hit] = (await get(ds, f"{SQ}/events/search", sessionId=XSS_SESSION, query="command failed"))["items"]
+    assert (hit["seq"], hit["id"]) == (5, "xss-a3")
+    for record in records:
+        # the path's seq is only where the event was: the id decides
+        trace = await get(ds, f"{SQ}/event/{XSS_SESSION}/99/trace", id=record["id"])
+        assert trace["target"] == record
+        window = await get(ds, f"{SQ}/event/{XSS_SESSION}/1", id=record["id"])
+        assert (window["target"]["id"], window["startSeq"]) == (record["id"], record["seq"])
+    result = await get(ds, f"{SQ}/event/{XSS_SESSION}/1/trace", id="xss-u2")
+    assert (result["sourceEventSeqs"], result["sourceEventIds"]) == ([3], ["xss-a2"])
+    call = await get(ds, f"{SQ}/event/{XSS_SESSION}/1/trace", id=result["sourceEventIds"][0])
+    assert (call["target"]["seq"], call["derivedEventSeqs"], call["derivedEventIds"]) == (3, [4], ["xss-u2"])
+    await error(ds, f"{SQ}/event/{XSS_SESSION}/1/trace", 404, "SESSION_QUERY_EVENT_NOT_FOUND", id="no-such-event")
+
+
+@pytest.mark.asyncio
 async def test_session_query_titles(ds, web_db):
     from datasette_obelisk.query.readonly import connect_readonly
     from datasette_obelisk.query.session_query import SessionQuery

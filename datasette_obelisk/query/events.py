@@ -143,10 +143,13 @@ def semantic_text(row) -> str:
 
 
 def event_record(row) -> dict:
-    """The contract's ``SessionEventRecord``."""
+    """The contract's ``SessionEventRecord``, and the event's ``id`` (an extension): the
+    message's uuid, which names the same event when an ingest appends to, renumbers or
+    reads again its session's log, where ``seq`` is only its place in the log as it is now."""
     return {
         "sessionId": row["session_id"],
         "seq": row["seq"],
+        "id": row["uuid"],
         "type": row["event_type"],
         "time": row["time_ms"],
         "surface": row["surface"],
@@ -154,11 +157,10 @@ def event_record(row) -> dict:
 
 
 def full_event(row, tools: dict | None = None) -> dict:
-    """A ``SessionEvent``: the record plus the row's identity and payload."""
+    """A ``SessionEvent``: the record (its id included) plus the row's payload."""
     event = event_record(row)
     event.update(
         {
-            "id": row["uuid"],
             "visibility": row["visibility"],
             "data": {
                 "role": row["role"],

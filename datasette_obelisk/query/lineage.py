@@ -17,12 +17,11 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 from . import obelisk
 from .events import event_type_sql
-from .session_query import SessionQuery
+from .session_query import TRACE_LINKS, SessionQuery
 
 CHAIN_SHOWN = 50  # ancestors nearest the event a page lists (after the root)
 CHAIN_TEXT = 200  # characters of each one's text
@@ -67,16 +66,12 @@ def tree_steps(tree: dict, nested: int = NESTED_SHOWN) -> list[dict]:
 def event_chains(conn: sqlite3.Connection, session_id: str, seq: int, event_id: str | None = None) -> dict:
     """The event's trace and parent chain; ``event_id`` (its id, when known) names it wherever
     an ingest moved it since ``seq`` was taken. ``seq_ids``: the id of each event the trace
-    names, so that links to them name the same events after a later ingest."""
+    names (as the trace gives it), so that links to them name the same events after a later ingest."""
     trace = SessionQuery(conn).trace_event({"sessionId": session_id, "seq": seq, **({"id": event_id} if event_id else {})})
-    seq = trace["target"]["seq"]
-    uuid = conn.execute("SELECT uuid FROM messages WHERE session_id = ? AND seq = ?", [session_id, seq]).fetchone()[0]
-    named = {seq, *trace["replacementChain"], *trace["replacedEventSeqs"], *trace["sourceEventSeqs"],
-             *trace["derivedEventSeqs"]}
-    seq_ids = dict(conn.execute(
-        "SELECT seq, uuid FROM messages WHERE session_id = ? AND seq IN (SELECT value FROM json_each(?))",
-        [session_id, json.dumps(sorted(named))],
-    ))
+    uuid = trace["target"]["id"]
+    seq_ids = {trace["target"]["seq"]: uuid}
+    for seqs, ids in TRACE_LINKS:
+        seq_ids.update(zip(trace[seqs], trace[ids]))
     chain = obelisk.trace_uuids(conn, uuid)
     shown = chain if len(chain) <= CHAIN_SHOWN + 1 else [chain[0], *chain[-CHAIN_SHOWN:]]
     columns = f"uuid, session_id, seq, role, type, {event_type_sql('messages')} AS event_type, substr(text, 1, {CHAIN_TEXT}) AS text"

@@ -37,10 +37,19 @@ How the archive maps onto the contract:
   else after it, else the session's ``createdAt``); ``surface`` is the stored one:
   ``shadowed`` for context a compaction replaced and for branches a rewind
   abandoned, ``log-only`` for structural lines.
-- ``readEvent`` / ``traceEvent`` also take ``id`` (an extension): the
-  event's id, which search hits carry too. A seq is a place in the log as
-  it is now, and an ingest may renumber a session; an id names the same
-  event wherever it now is, or is ``SESSION_QUERY_EVENT_NOT_FOUND``.
+- Every event an answer names carries its ``id``, the message's uuid (the
+  log line's own, else its session and byte offset): ``SessionEvent.id``,
+  and as an extension on event records (``listEvents``, ``filterEvents``,
+  ``traceEvent``'s target), search hits, ``traceEvent``'s links (each list
+  of seqs with a list of the same events' ids: ``replacementChainIds``,
+  ``replacedEventIds``, ``sourceEventIds``, ``derivedEventIds``, and
+  ``replacedById``), titles (``eventId``, ``messageIds``) and
+  ``readSurface`` (``capturedThroughId``). ``readEvent`` / ``traceEvent``
+  take it (``id``, an extension). A seq is a place in the log as it is
+  now, and an ingest may renumber a session; an id stays when a log grows
+  or is read again, names the same event wherever it now is, or is
+  ``SESSION_QUERY_EVENT_NOT_FOUND``. The contract's seq fields keep their
+  positional meaning.
 - ``traceEvent``: ``replacedBy`` is, for a shadowed event, the event named
   by the row's ``replaced_by`` (the compaction summary, or the prompt that
   replaced a rewound branch); ``replacementChain`` follows those links while
@@ -48,7 +57,8 @@ How the archive maps onto the contract:
   events whose ``replaced_by`` names the target (log-only rows are never
   replaced); ``sourceEventSeqs`` are the tool calls a tool result answers, and
   ``derivedEventSeqs`` the results that answer a tool call.
-- Titles: ``{title, source, kind, messageSeqs, eventSeq, updatedAt}`` where
+- Titles: ``{title, source, kind, messageSeqs, messageIds, eventSeq, eventId,
+  updatedAt}`` where
   ``kind`` is the archive's title kind (custom, ai, name, index, summary,
   first_prompt, subagent) and ``source`` the contract's word for it
   (``user`` for custom titles, ``fallback`` for the first prompt or a
@@ -367,6 +377,7 @@ class SessionQuery:
             return {
                 "session": header(session),
                 "capturedThroughSeq": events[-1]["seq"] if events else None,
+                "capturedThroughId": events[-1]["uuid"] if events else None,
                 "events": [full_event(row, tools.get(row["uuid"])) for row in _model_order(self.conn, session_id, events)],
             }
 
@@ -467,21 +478,19 @@ class SessionQuery:
             chain = []
             current = _replacer(target, by_uuid)
             while current is not None:
-                chain.append(current["seq"])
+                chain.append((current["seq"], current["uuid"]))
                 current = _replacer(current, by_uuid)
+            replaced = [
+                (row["seq"], row["uuid"])
+                for row in linked if row["surface"] == "shadowed" and row["replaced_by"] == target["uuid"]
+            ]
             sources, derived = _tool_links(self.conn, session_id, target["uuid"], target["seq"])
-            trace = {
-                "session": header(session),
-                "target": event_record(target),
-                "replacementChain": chain,
-                "replacedEventSeqs": [
-                    row["seq"] for row in linked if row["surface"] == "shadowed" and row["replaced_by"] == target["uuid"]
-                ],
-                "sourceEventSeqs": sources,
-                "derivedEventSeqs": derived,
-            }
+            trace = {"session": header(session), "target": event_record(target)}
+            for (seqs, ids), links in zip(TRACE_LINKS, (chain, replaced, sources, derived)):
+                trace[seqs] = [seq for seq, _ in links]
+                trace[ids] = [uuid for _, uuid in links]
             if chain:
-                trace["replacedBy"] = chain[0]
+                trace["replacedBy"], trace["replacedById"] = chain[0]
             return trace
 
     # -- search ------------------------------------------------------------
@@ -576,6 +585,10 @@ def _replacer(row: dict, by_uuid: dict) -> dict | None:
     """
     return by_uuid.get(row["replaced_by"]) if row["surface"] == "shadowed" else None
 
+
+# traceEvent's lists of seqs, each with its list of the same events' ids (an extension)
+TRACE_LINKS = (("replacementChain", "replacementChainIds"), ("replacedEventSeqs", "replacedEventIds"),
+               ("sourceEventSeqs", "sourceEventIds"), ("derivedEventSeqs", "derivedEventIds"))
 
 # ``id`` (an extension): the event's id (``SessionEvent.id``, a search hit's ``id``). An ingest
 # may renumber a session (lines moved to another session, or read before those it held), so a
@@ -759,14 +772,14 @@ def _tools_by_message(conn, session_id: str, uuids=None) -> dict[str, dict]:
     return tools
 
 
-def _tool_links(conn, session_id: str, uuid: str, seq: int) -> tuple[list[int], list[int]]:
-    """Seqs of the calls a result answers, and of the results answering a call,
+def _tool_links(conn, session_id: str, uuid: str, seq: int) -> tuple[list[tuple], list[tuple]]:
+    """(seq, id) of the calls a result answers, and of the results answering a call,
     among the session's events (``+``: each line found by its uuid, never by
     reading the session's lines)."""
     sources = [
-        row[0]
+        tuple(row)
         for row in conn.execute(
-            "SELECT m.seq FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
+            "SELECT m.seq, m.uuid FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id "
             "JOIN messages m ON m.uuid = c.message_uuid AND +m.session_id = ? "
             "WHERE r.message_uuid = ? AND r.session_id = ? AND m.seq < ? ORDER BY r.id",
             [session_id, uuid, session_id, seq],
@@ -774,9 +787,9 @@ def _tool_links(conn, session_id: str, uuid: str, seq: int) -> tuple[list[int], 
     ]
     derived = sorted(
         {
-            row[0]
+            tuple(row)
             for row in conn.execute(
-                "SELECT m.seq FROM tool_calls c JOIN tool_results r ON r.tool_use_id = c.id "
+                "SELECT m.seq, m.uuid FROM tool_calls c JOIN tool_results r ON r.tool_use_id = c.id "
                 "JOIN messages m ON m.uuid = r.message_uuid AND +m.session_id = ? "
                 "WHERE c.message_uuid = ? AND c.session_id = ? AND m.seq > ?",
                 [session_id, uuid, session_id, seq],
@@ -807,16 +820,16 @@ def _title_snapshot(conn, session: dict) -> dict | None:
     if not title:
         return None
     moment = None
-    message_seqs: list[int] = []
+    messages: list[tuple] = []
     if kind == "first_prompt":
         row = conn.execute(
-            "SELECT seq, timestamp FROM messages WHERE session_id = ? AND role = 'user' AND is_meta = 0 "
+            "SELECT seq, uuid, timestamp FROM messages WHERE session_id = ? AND role = 'user' AND is_meta = 0 "
             "AND is_compact_summary = 0 AND COALESCE(content_type, 'text') IN ('text', 'mixed') ORDER BY seq LIMIT 1",
             [session["id"]],
-        ).fetchone() or (None, None)
-        event_seq = row[0]
-        message_seqs = [row[0]] if row[0] is not None else []
-        moment = row[1]
+        ).fetchone() or (None, None, None)
+        event = row[:2]
+        messages = [event] if row[0] is not None else []
+        moment = row[2]
     else:
         found = conn.execute(
             "SELECT timestamp FROM titles WHERE session_id = ? AND kind = ? AND title = ? "
@@ -824,16 +837,19 @@ def _title_snapshot(conn, session: dict) -> dict | None:
             [session["id"], kind, title],
         ).fetchone()
         moment = found[0] if found else None
-        event_seq = conn.execute(
-            "SELECT MAX(seq) FROM messages WHERE session_id = ? AND (? IS NULL OR timestamp <= ?)",
+        event = conn.execute(
+            "SELECT seq, uuid FROM messages WHERE session_id = ? AND (? IS NULL OR timestamp <= ?) "
+            "ORDER BY seq DESC LIMIT 1",
             [session["id"], moment, moment],
-        ).fetchone()[0]
+        ).fetchone() or (None, None)
     return {
         "title": title,
-        "messageSeqs": message_seqs,
+        "messageSeqs": [seq for seq, _ in messages],
+        "messageIds": [uuid for _, uuid in messages],
         "source": TITLE_SOURCES.get(kind, "provider"),
         "kind": kind,
-        "eventSeq": event_seq,
+        "eventSeq": event[0],
+        "eventId": event[1],
         "updatedAt": to_ms(moment),
     }
 

@@ -141,7 +141,8 @@ WINDOW = tuple(
     for name, where in (("before", "before"), ("after", "after"))
 )
 EVENT_ID = Param(
-    "id", description="the event's id (a search hit's id): the same event after an ingest renumbered its session, "
+    "id", description="the event's id (the id of an event, event record, search hit or trace link, a title's "
+    "eventId, a history entry's sourceIds): the same event after an ingest renumbered its session, "
     "wherever it now is (SESSION_QUERY_EVENT_NOT_FOUND once the session no longer holds it); the seq is then "
     "where it was",
 )

@@ -143,7 +143,13 @@ def openapi_document(datasette) -> dict:
             "contract and the history contract. Parameters are query strings (JSON-encoded where structured). "
             "A success returns the contract's shape as is; an error returns "
             '{"ok": false, "error": {"code", "message"}} with a 4xx status, or 504 when the request ran past '
-            "Datasette's sql_time_limit_ms.",
+            "Datasette's sql_time_limit_ms. "
+            "Every event a session-query answer names carries its id (the message's uuid): SessionEvent.id, and as "
+            "extensions the id of event records, search hits, titles (eventId, messageIds), readSurface's "
+            "capturedThroughId and, beside each list of seqs traceEvent gives, the list of the same events' ids. "
+            "An id stays when a log grows or is read again and names the same event after an ingest renumbered its "
+            "session, where a seq is only its place in the log as it is now; readEvent and traceEvent take it "
+            "(?id=), and history.read's sourceIds are such ids.",
         },
         "paths": paths,
         "components": {

@@ -233,7 +233,16 @@ HEADER = obj(
     description="SessionHeader: cwd, parentSession, relationship and agentPreset when known",
 )
 SESSION_RECORD = obj({"header": HEADER, "live": BOOLEAN, "persisted": BOOLEAN})
-RECORD_FIELDS = {"sessionId": STRING, "seq": INTEGER, "type": STRING, "time": OPT_INTEGER, "surface": SURFACE}
+# An event's id (an extension on records, the contract's own on SessionEvent): the message's uuid,
+# which names the same event after an ingest appends to, renumbers or reads again its session.
+EVENT_ID = Deferred(lambda: {
+    **table_columns("messages")["uuid"],
+    "description": "the event's id: stays when its log grows or is read again, and names the same event after an "
+    "ingest renumbered its session (readEvent and traceEvent take it as id)",
+})
+EVENT_IDS = array(EVENT_ID)
+RECORD_FIELDS = {"sessionId": STRING, "seq": INTEGER, "id": EVENT_ID, "type": STRING, "time": OPT_INTEGER,
+                 "surface": SURFACE}
 EVENT_RECORD = obj(RECORD_FIELDS)
 FILTERED_EVENT = obj(RECORD_FIELDS, {"text": {**STRING, "description": "the semantic text: only with filters"}})
 # SessionEvent.data: its key and the messages column it is read from.
@@ -252,18 +261,19 @@ EVENT_DATA = obj(
     },
 )
 EVENT = obj(
-    {**RECORD_FIELDS, "id": column("messages", "uuid"), "visibility": column("messages", "visibility"),
+    {**RECORD_FIELDS, "visibility": column("messages", "visibility"),
      "data": EVENT_DATA}
 )
 SNIPPET_MATCHES = array(
     {**array(INTEGER), "minItems": 2, "maxItems": 2, "description": "[start, end) code-point offsets into the snippet"}
 )
-EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "id": column("messages", "uuid"), "snippet": STRING,
+EVENT_SEARCH_HIT = obj({**RECORD_FIELDS, "snippet": STRING,
                         "snippetMatches": SNIPPET_MATCHES})
 SESSION_SEARCH_HIT = obj({**SESSION_RECORD["properties"], "bestMatch": EVENT_SEARCH_HIT})
 EVENT_SEARCH_PAGE = page(EVENT_SEARCH_HIT, session=HEADER)
 LOG_SNAPSHOT = obj({"session": HEADER, "events": array(EVENT)}, {"nextCursor": STRING})
-SURFACE_SNAPSHOT = obj({"session": HEADER, "capturedThroughSeq": OPT_INTEGER, "events": array(EVENT)})
+SURFACE_SNAPSHOT = obj({"session": HEADER, "capturedThroughSeq": OPT_INTEGER, "capturedThroughId": nullable(EVENT_ID),
+                        "events": array(EVENT)})
 LINEAGE_NODE = obj({"session": SESSION_RECORD, "descendants": array({"$ref": "#/components/schemas/LineageNode"})})
 LINEAGE = {"target": SESSION_RECORD, "ancestors": array(SESSION_RECORD),
            "descendants": array({"$ref": "#/components/schemas/LineageNode"})}
@@ -274,8 +284,8 @@ LINEAGE_TRACE = {
     ],
 }
 TITLE_SNAPSHOT = obj(
-    {"title": STRING, "messageSeqs": array(INTEGER), "source": STRING, "kind": STRING,
-     "eventSeq": OPT_INTEGER, "updatedAt": OPT_INTEGER},
+    {"title": STRING, "messageSeqs": array(INTEGER), "messageIds": EVENT_IDS, "source": STRING, "kind": STRING,
+     "eventSeq": OPT_INTEGER, "eventId": nullable(EVENT_ID), "updatedAt": OPT_INTEGER},
 )
 TITLE_OBSERVATION = obj({"session": HEADER}, {"title": TITLE_SNAPSHOT})
 TITLE_RESULT = {"oneOf": [
@@ -285,9 +295,12 @@ TITLE_RESULT = {"oneOf": [
 EVENT_WINDOW = obj({"session": HEADER, "target": EVENT, "events": array(EVENT), "startSeq": INTEGER, "endSeq": INTEGER})
 SEQS = array(INTEGER)
 EVENT_TRACE = obj(
-    {"session": HEADER, "target": EVENT_RECORD, "replacementChain": SEQS, "replacedEventSeqs": SEQS,
-     "sourceEventSeqs": SEQS, "derivedEventSeqs": SEQS},
-    {"replacedBy": INTEGER},
+    {"session": HEADER, "target": EVENT_RECORD, "replacementChain": SEQS, "replacementChainIds": EVENT_IDS,
+     "replacedEventSeqs": SEQS, "replacedEventIds": EVENT_IDS, "sourceEventSeqs": SEQS, "sourceEventIds": EVENT_IDS,
+     "derivedEventSeqs": SEQS, "derivedEventIds": EVENT_IDS},
+    {"replacedBy": INTEGER, "replacedById": EVENT_ID},
+    description="Each list of seqs comes with the ids of the same events, in the same order (replacedBy with "
+    "replacedById): the seqs are places in the log as it is now, the ids name the events after an ingest",
 )
 
 # -- history contract ------------------------------------------------------------
