@@ -560,9 +560,10 @@ async def test_every_tool_link_from_files_and_failures_reaches_its_anchor(ds, we
         checked.append(anchor)
     assert {"tool-toolu_f001", "tool-toolu_f002", "tool-toolu_f003", "tool-toolu_xss1"} <= set(checked)
     quicksort = await page(ds, "/-/obelisk/files", path="/home/testuser/fork-project/quicksort.py")
-    assert tool_links(quicksort) == [f"/-/obelisk/session/{FORKED}?shadowed=1#tool-toolu_f001"]  # a rewound branch
+    # each names its call, not the page it is on now (the page then shows a rewound branch for the first)
+    assert tool_links(quicksort) == [f"/-/obelisk/session/{FORKED}?call=toolu_f001#tool-toolu_f001"]
     mergesort = await page(ds, "/-/obelisk/files", path="/home/testuser/fork-project/mergesort.py")
-    assert tool_links(mergesort) == [f"/-/obelisk/session/{FORKED}#tool-toolu_f00{n}" for n in (2, 3)]
+    assert tool_links(mergesort) == [f"/-/obelisk/session/{FORKED}?call=toolu_f00{n}#tool-toolu_f00{n}" for n in (2, 3)]
 
 
 @pytest.mark.asyncio

@@ -30,9 +30,12 @@ class TemplateHelpers:
         return urls.session_url(self.datasette, session_id, db=self.db, **query)
 
     def tool_call(self, session_id, call_id, anchors: dict) -> str:
-        """The transcript page showing a call, at its ``#tool-`` anchor; the session's start when it has none."""
-        options = anchors.get(call_id)
-        return self.in_transcript(session_id, options and {**options, "anchor": f"tool-{call_id}"})
+        """The transcript page showing a call, at its ``#tool-`` anchor; the session's start when
+        no page shows it (``anchors`` has none). The call is named by its id (``?call=``), not by
+        the page it is on now: an ingest that renumbers the session moves it to another."""
+        if anchors.get(call_id) is None:
+            return self.session(session_id)
+        return self.session(session_id, call=call_id) + "#" + quote(f"tool-{call_id}", safe="")
 
     def in_transcript(self, session_id, where: dict | None) -> str:
         """The transcript page showing a message, at its anchor (``transcript.message_anchor``)."""
