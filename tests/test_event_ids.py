@@ -221,3 +221,29 @@ def test_history_entries_name_their_lines_by_the_same_ids(sq, read_conn):
     for entry in entries:
         for event_id in entry["sourceIds"]:
             assert sq.traceEvent({"sessionId": FORK, "id": event_id})["target"] == records[event_id]
+
+
+def test_a_paged_read_goes_on_after_an_event_named_by_its_id(tmp_path):
+    """readSurface's capturedThroughId (or any event's id) starts a paged readSession after that
+    event: what the log gained since, wherever the event now stands."""
+    db, fork, parent_arrives = renumbered_fork(tmp_path)
+    with connect_readonly(db) as conn:
+        sq = SessionQuery(conn)
+        ids = [r["id"] for r in sq.listEvents(fork)]
+        first = sq.read_session_page(fork, 2, after_id=ids[4])  # after B's own prompt, seq 5 now
+        assert [e["id"] for e in first["events"]] == ids[5:7]
+        rest = sq.read_session_page(fork, 2, cursor=first["nextCursor"])
+        assert [e["id"] for e in rest["events"]] == ids[7:] and "nextCursor" not in rest
+        last = sq.readSurface(fork)["capturedThroughId"]
+        assert sq.read_session_page(fork, 2, after_id=last) == {"session": first["session"], "events": []}
+    parent_arrives()
+    with connect_readonly(db) as conn:
+        sq = SessionQuery(conn)
+        # the prompt is seq 1 now: the same events follow it
+        assert [e["id"] for e in sq.read_session_page(fork, 10, after_id=ids[4])["events"]] == ids[5:]
+        for bad, code in (({"after_id": ids[0]}, "SESSION_QUERY_EVENT_NOT_FOUND"),  # the copy given up
+                          ({"after_id": ""}, "SESSION_QUERY_INVALID_CURSOR"),
+                          ({"after_id": ids[4], "cursor": first["nextCursor"]}, "SESSION_QUERY_INVALID_CURSOR")):
+            with pytest.raises(QueryError) as info:
+                sq.read_session_page(fork, 2, **bad)
+            assert info.value.code == code, bad

@@ -241,6 +241,17 @@ async def test_every_event_answer_over_http_names_its_event_by_an_id_the_others_
     call = await get(ds, f"{SQ}/event/{XSS_SESSION}/1/trace", id=result["sourceEventIds"][0])
     assert (call["target"]["seq"], call["derivedEventSeqs"], call["derivedEventIds"]) == (3, [4], ["xss-u2"])
     await error(ds, f"{SQ}/event/{XSS_SESSION}/1/trace", 404, "SESSION_QUERY_EVENT_NOT_FOUND", id="no-such-event")
+    # a paged readSession goes on after an event named by its id
+    after = await get(ds, f"{SQ}/session/{XSS_SESSION}", afterId=result["sourceEventIds"][0])
+    assert [e["id"] for e in after["events"]] == ["xss-u2", "xss-a3"] and "nextCursor" not in after
+    first = await get(ds, f"{SQ}/session/{XSS_SESSION}", afterId="xss-u1", limit=2)
+    assert [e["id"] for e in first["events"]] == ["xss-a1", "xss-a2"]
+    rest = await get(ds, f"{SQ}/session/{XSS_SESSION}", limit=2, cursor=first["nextCursor"])
+    assert [e["id"] for e in rest["events"]] == ["xss-u2", "xss-a3"]
+    assert (await get(ds, f"{SQ}/session/{XSS_SESSION}", afterId=surface["capturedThroughId"]))["events"] == []
+    await error(ds, f"{SQ}/session/{XSS_SESSION}", 404, "SESSION_QUERY_EVENT_NOT_FOUND", afterId="no-such-event")
+    await error(ds, f"{SQ}/session/{XSS_SESSION}", 400, "SESSION_QUERY_INVALID_CURSOR", afterId="xss-u1", limit=2,
+                cursor=first["nextCursor"])
 
 
 @pytest.mark.asyncio

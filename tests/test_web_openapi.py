@@ -52,6 +52,7 @@ OPTIONAL_VALUES = {
     "query": "zebrafish",
     "id": "xss-u1",  # (an event's id: the session's first prompt)
     "afterUuid": "xss-u1",  # (a thread goes on after the session's first prompt)
+    "afterId": "xss-u1",  # (a readSession page after the session's first prompt)
 }
 SKIP_OPTIONAL = {"cursor"}  # only a cursor the endpoint returned is valid
 # Further values of documented parameters, for answers whose optional fields they bring out.

@@ -45,7 +45,8 @@ How the archive maps onto the contract:
   ``replacedEventIds``, ``sourceEventIds``, ``derivedEventIds``, and
   ``replacedById``), titles (``eventId``, ``messageIds``) and
   ``readSurface`` (``capturedThroughId``). ``readEvent`` / ``traceEvent``
-  take it (``id``, an extension). A seq is a place in the log as it is
+  take it (``id``, an extension), and ``read_session_page`` goes on after
+  it (``after_id``). A seq is a place in the log as it is
   now, and an ingest may renumber a session; an id stays when a log grows
   or is read again, names the same event wherever it now is, or is
   ``SESSION_QUERY_EVENT_NOT_FOUND``. The contract's seq fields keep their
@@ -262,22 +263,28 @@ class SessionQuery:
                 f"SELECT COUNT(*) FROM messages m WHERE m.session_id = ? AND {where}", [session_id, *params]
             ).fetchone()[0]
 
-    def read_session_page(self, session_id, limit: int, cursor=None, signal=None) -> dict:
+    def read_session_page(self, session_id, limit: int, cursor=None, signal=None, after_id=None) -> dict:
         """``read_session`` a page at a time (an extension): the header and at most ``limit``
         events in seq order, after the last event of the page whose ``nextCursor`` is
         ``cursor``; ``nextCursor`` while events remain. The pages of one session, in turn,
         are its complete log. The session is replay-checked whole for every page. A cursor
         whose event the session no longer holds (an ingest moved or removed it) is
-        ``SESSION_QUERY_STALE_CURSOR``: read the session again from its start."""
+        ``SESSION_QUERY_STALE_CURSOR``: read the session again from its start.
+
+        ``after_id`` (instead of ``cursor``) is an event's id: the page goes on after that event
+        wherever it now stands (``readSurface``'s ``capturedThroughId`` reads what the log
+        gained since), or is ``SESSION_QUERY_EVENT_NOT_FOUND`` once the session no longer holds it."""
         from .cursors import decode_cursor, encode_cursor, fingerprint, is_count
         from .snapshots import MAX_ID, log_bound, log_edge
 
         if type(limit) is not int or not 1 <= limit <= READ_PAGE_MAX:
             raise QueryError("SESSION_QUERY_INVALID_LIMIT", f"limit is an integer from 1 to {READ_PAGE_MAX}")
+        if after_id is not None and (cursor is not None or not isinstance(after_id, str) or not after_id):
+            raise QueryError("SESSION_QUERY_INVALID_CURSOR", "after_id is an event id, given instead of a cursor")
         with self._reading(signal):
             session = self._session(session_id)
             request = fingerprint({"sessionId": session_id, "limit": limit})
-            after, edge, upto = 0, log_edge(self.conn), MAX_ID
+            start, edge, upto = 0, log_edge(self.conn), MAX_ID
             if cursor is not None:
                 # [uuid, upto, rewrites]: the events written after the first page are another
                 # observation's (``snapshots.log_bound``; [uuid], of earlier versions, reads them)
@@ -294,13 +301,15 @@ class SessionQuery:
                     raise QueryError("SESSION_QUERY_STALE_CURSOR",
                                      f"session {session_id!r} no longer holds the event the cursor goes on after: "
                                      "read the session again from its start")
-                after = found[0]
+                start = found[0]
+            elif after_id is not None:
+                start = self._target(session_id, None, after_id)[0]["seq"]
             _check_whole_log(session, self.conn)
             events = rows(
                 self.conn,
                 f"SELECT {event_select('m', text=True)} FROM messages m WHERE m.session_id = ? AND m.seq > ? "
                 "AND m.id <= ? ORDER BY m.seq LIMIT ?",
-                [session_id, after, upto, limit + 1],
+                [session_id, start, upto, limit + 1],
             )
             more = len(events) > limit
             events = events[:limit]

@@ -91,11 +91,15 @@ def read_session(conn, params):
     """readSession: the whole log, as the contract has it, for a session of at most
     ``READ_SESSION_MAX`` events; a longer one is OBELISK_PAYLOAD_TOO_LARGE (built whole it
     would run far past the time limit). With ``limit`` (an extension) a page of it, and
-    ``nextCursor`` for the next while events remain."""
+    ``nextCursor`` for the next while events remain; with ``afterId`` (an event's id) the page
+    after that event (of ``limit``, else ``READ_PAGE_MAX``, events)."""
     service = SessionQuery(conn)
     session_id = params.path("session_id")
     limit = params.integer("limit", code=INVALID_LIMIT)
     cursor = params.text("cursor")
+    after_id = params.text("afterId")
+    if after_id is not None:  # (an extension) a page after the event, wherever it now stands
+        return service.read_session_page(session_id, READ_PAGE_MAX if limit is None else limit, cursor, after_id=after_id)
     if limit is not None:
         return service.read_session_page(session_id, limit, cursor)
     if cursor is not None:
@@ -169,7 +173,10 @@ SESSION_QUERY_ENDPOINTS = [
        "events), or with limit a page of it",
        [Param("limit", "integer", "a page of at most this many events, with nextCursor while more remain "
               "(default: the whole log)", minimum=1, maximum=READ_PAGE_MAX),
-        Param("cursor", description="nextCursor of the previous page (with the same limit)")],
+        Param("cursor", description="nextCursor of the previous page (with the same limit)"),
+        Param("afterId", description=f"instead of cursor: an event's id (e.g. readSurface's capturedThroughId); "
+              f"a page (of limit, default {READ_PAGE_MAX}, events) after that event wherever it now stands, "
+              "SESSION_QUERY_EVENT_NOT_FOUND once the session no longer holds it")],
        response=s.LOG_SNAPSHOT, too_large=True),
     sq(f"/session/{SESSION_ID}/surface", read_surface,
        f"readSurface: the current model surface (OBELISK_PAYLOAD_TOO_LARGE, 413, past {READ_SESSION_MAX} events)",
