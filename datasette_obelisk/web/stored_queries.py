@@ -182,7 +182,7 @@ order by placed.at, placed.seq
         "obelisk_overview",
         "Overview by source and project",
         "Sessions, messages, tokens and last activity per source and project, over the sessions "
-        "sessions() lists (an agent's transcript only when its parent is not stored).",
+        "that sessions() lists (an agent's transcript only when its parent is not stored).",
         f"""
 select s.source, s.project, count(*) as sessions, sum(s.message_count) as messages,
   sum(s.input_tokens + s.output_tokens) as tokens, max(s.ended_at) as last_session_at,
