@@ -375,15 +375,16 @@ def folder_options(fn):
 def given_folders(named: dict, pairs) -> dict[str, tuple[Path, str]]:
     """The folder given for each source by option, and the option that gave it (``--claude-dir``,
     ``--dir toy=``): ``named`` maps each built-in to its ``--NAME-dir`` value (None when not given),
-    ``pairs`` are the ``--dir`` values. A usage error for a pair that is not NAME=PATH, a source
-    that is not installed, or a source given two different folders."""
-    from .plugins import get_sources
+    ``pairs`` are the ``--dir`` values (NAME in any case). A usage error for a pair that is not
+    NAME=PATH, a source that is not installed, or a source given two different folders."""
+    from .plugins import get_sources, source_spelled
 
     given = [(name, Path(path), f"--{name}-dir") for name, path in named.items() if path is not None]
     for pair in pairs:
         name, _, path = pair.partition("=")
         if not name or not path:
             raise click.UsageError(f"--dir {pair} is not NAME=PATH")
+        name = source_spelled(name, get_sources())
         check_sources([name], get_sources())
         given.append((name, Path(path), f"--dir {name}="))
     dirs = {}
@@ -398,7 +399,9 @@ def given_folders(named: dict, pairs) -> dict[str, tuple[Path, str]]:
 def selected_sources(sources: dict, names, dirs: dict) -> tuple[list, dict]:
     """The names of the sources to ingest and the folders given for some of them by option
     (``dirs``, from ``given_folders``)."""
-    selected = list(names) or list(sources)
+    from .plugins import source_spelled
+
+    selected = [source_spelled(name, sources) for name in names] or list(sources)
     check_sources(selected, sources)
     if dirs and not names:
         selected = list(dirs)

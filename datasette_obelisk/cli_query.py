@@ -184,9 +184,9 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     """
     def hits_and_states(conn, text, opts):
         hits = obelisk.search(conn, text, opts)
-        return hits, obelisk.message_states(conn, [hit["message"]["uuid"] for hit in hits])
+        return hits, obelisk.message_states(conn, [hit["message"]["uuid"] for hit in hits]), checked_source(conn, source)
 
-    hits, states = call(db_path, hits_and_states, text, given(
+    hits, states, source = call(db_path, hits_and_states, text, given(
         limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
         cwd=cwd, includeMeta=include_meta or None, mode=mode,
     ), session_id=session_id)

@@ -94,6 +94,17 @@ def broken_plugins() -> list[str]:
             for name, reason in {**_unloadable, **_broken}.items()]
 
 
+def source_spelled(name: str, installed, stored=()) -> str:
+    """``name`` as the installed or ``stored`` source it names spells it, in any case
+    (``Claude``, ``CODEX``: ``claude``, ``codex``); unchanged when it names none, or
+    several that differ in case alone (then only the exact spelling names one)."""
+    known = [*installed, *(n for n in stored if n not in installed)]
+    if name in known:
+        return name
+    same = [n for n in known if n.casefold() == name.casefold()]
+    return same[0] if len(same) == 1 else name
+
+
 def unknown_sources(names, installed, stored=()) -> str | None:
     """Why some of ``names`` are neither installed sources nor among ``stored`` (a database's
     sources: one keeps a source's sessions after its plugin is uninstalled); None when all are."""

@@ -283,6 +283,34 @@ def test_an_unknown_source_is_a_usage_error_naming_the_installed_ones(tmp_path, 
     assert invoke(*command, "--source", "gemini", "--db", db, "--json").stdout == "[]\n"  # installed, none stored
 
 
+@pytest.mark.parametrize("command", [*SOURCE_COMMANDS, ["prompts"], ["prompts", "--orphans"]])
+def test_a_source_is_named_in_any_case(tmp_path, command):
+    db = claude_db(tmp_path)
+    exact = invoke(*command, "--source", "claude", "--db", db, "--json")
+    assert exact.exit_code == 0, exact.output
+    for spelling in ["Claude", "CLAUDE", "cLaUdE"]:
+        assert invoke(*command, "--source", spelling, "--db", db, "--json").stdout == exact.stdout
+    assert invoke(*command, "--source", "ALL", "--db", db, "--json").stdout == \
+        invoke(*command, "--db", db, "--json").stdout
+    assert invoke(*command, "--source", "CODEX", "--db", db, "--json").stdout == "[]\n"
+
+
+def test_search_by_a_source_in_capitals_finds_its_messages(tmp_path):
+    result = invoke("search", "hello", "--source", "Claude", "--db", claude_db(tmp_path))
+    assert (result.exit_code, result.stdout) == (0, "1. hello there  s1  [claude] -w\n   2026-01-01T00:00:00Z  user  u1\n   hello there\n")
+
+
+def test_ingest_names_a_source_in_any_case(tmp_path):
+    logs = tmp_path / "agent" / "projects" / "-w"
+    logs.mkdir(parents=True)
+    (logs / "s1.jsonl").write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+                                               "message": {"role": "user", "content": "hi"}}) + "\n")
+    for args in (["--source", "CLAUDE", "--claude-dir", tmp_path / "agent"], ["--dir", f"Claude={tmp_path / 'agent'}"]):
+        result = invoke("ingest", "--db", tmp_path / "o.db", *args, "--json")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["roots"] == {"claude": str(tmp_path / "agent")}
+
+
 def test_a_source_no_longer_installed_is_accepted_while_the_database_holds_its_sessions(tmp_path):
     logs = tmp_path / "toy-logs"
     logs.mkdir()

@@ -363,6 +363,12 @@ def test_source_all_is_no_source(ro, helper, args):
     assert o.HELPERS[helper](ro, *args, {"source": "all"}) == o.HELPERS[helper](ro, *args)
 
 
+@pytest.mark.parametrize("helper, args", SOURCE_HELPERS)
+def test_a_source_is_named_in_any_case(ro, helper, args):
+    assert o.HELPERS[helper](ro, *args, {"source": "Claude"}) == o.HELPERS[helper](ro, *args, {"source": "claude"})
+    assert o.HELPERS[helper](ro, *args, {"source": "ALL"}) == o.HELPERS[helper](ro, *args)
+
+
 def test_the_forms_named_are_accepted(ro):
     assert o.raw(ro, "msg-003", 5)["text"] == corpus_line(SAMPLE, 4).decode()[:5]
     assert uuids(o.thread(ro, "sample_session", 2)) == ["msg-001", "msg-002"]

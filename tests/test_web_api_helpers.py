@@ -97,6 +97,19 @@ async def test_an_unknown_source_is_a_400_naming_the_installed_ones(ds, path, pa
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [
+    ("/sessions", {}), ("/search", {"q": "zebrafish"}), ("/failures", {}), ("/summaries", {}),
+    ("/prompts", {}), ("/prompts/orphans", {}),
+])
+async def test_a_source_is_named_in_any_case(ds, path, params):
+    exact = (await get(ds, path, source="claude", **params)).json()
+    assert exact  # (the corpus has claude sessions, prompts and failures)
+    for spelling in ("Claude", "CLAUDE"):
+        assert (await get(ds, path, source=spelling, **params)).json() == exact
+    assert (await get(ds, path, source="ALL", **params)).json() == (await get(ds, path, **params)).json()
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json"])
 @pytest.mark.parametrize("method", ["get", "post"])
 async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):

@@ -195,19 +195,25 @@ def time_bound(helper: str, display: str, value: str) -> str:
 
 def known_source(conn, opts: dict) -> dict:
     """``opts`` when its ``source`` (if any) is installed or has sessions in the database,
-    else OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing.
-    ``"all"`` is the same as no source."""
-    from ..plugins import get_sources, unknown_sources
+    spelt as that source is (a name is read in any case: ``Claude`` is ``claude``), else
+    OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing.
+    ``"all"`` (in any case) is the same as no source."""
+    from ..plugins import get_sources, source_spelled, unknown_sources
 
     source = opts.get("source")
-    if source == "all":
+    if not isinstance(source, str):
+        return opts
+    if source.casefold() == "all":
         return {**opts, "source": None}
     installed = get_sources()
-    if source is not None and source not in installed:
-        message = unknown_sources([source], installed, stored_sources(conn))
-        if message:
-            raise invalid(message)
-    return opts
+    if source in installed:
+        return opts
+    stored = stored_sources(conn)
+    source = source_spelled(source, installed, stored)
+    message = unknown_sources([source], installed, stored)
+    if message:
+        raise invalid(message)
+    return {**opts, "source": source}
 
 
 def stored_sources(conn) -> list[str]:
