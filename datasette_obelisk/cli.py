@@ -21,15 +21,20 @@ from .store.db import NewerDatabase, default_db_path
 USAGE_CODE = "OBELISK_INVALID_ARGUMENT"
 # A command group run with no arguments shows its help as a usage error (click 8.2): no code in it.
 NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
-DB_OPTION_HELP = "Database file (default: $OBELISK_DB, else ./obelisk.db)"
+DB_OPTION_HELP = "The obelisk database file"
 
 
 def db_option(fn):
+    """``--db``, else ``$OBELISK_DB``, else ``./obelisk.db``: whichever gives it, click checks
+    it the same way (a folder is a usage error naming the option or the variable)."""
     return click.option(
         "--db",
         "db_path",
         type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
+        envvar="OBELISK_DB",
+        show_envvar=True,
+        default=default_db_path({}),
+        show_default=True,
         help=DB_OPTION_HELP,
     )(fn)
 

@@ -86,13 +86,25 @@ def test_a_database_that_is_not_obelisk_is_not_found_for_every_command(tmp_path,
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"Error: OBELISK_NOT_FOUND: {message}\n")
 
 
-@pytest.mark.parametrize("command", DB_COMMANDS)
-def test_a_database_variable_naming_a_folder_is_refused_in_one_line(tmp_path, monkeypatch, command):
+@pytest.mark.parametrize("command", [*DB_COMMANDS, ["ingest"], ["query", "-c", "return 1"], ["read", "s1"]])
+def test_a_database_variable_naming_a_folder_is_refused_as_the_option_is(tmp_path, monkeypatch, command):
+    """$OBELISK_DB and --db are one option: a folder is the same usage error, naming where it came from."""
+    name = command[0]
+    usage = f"Usage: cli {name} [OPTIONS]{' TEXT' if name == 'search' else ' SESSION' if name == 'read' else ' [FILE]' if name == 'query' else ''}\nTry 'cli {name} --help' for help.\n\n"
+    given = invoke(*command, "--db", tmp_path)
+    assert (given.exit_code, given.stdout, given.stderr) == (
+        2, "", f"{usage}{USAGE}Invalid value for '--db' (env var: 'OBELISK_DB'): File '{tmp_path}' is a directory.\n")
     monkeypatch.setenv("OBELISK_DB", str(tmp_path))
-    result = invoke(*command)
-    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {tmp_path} is a folder, not a database file\n")
-    ingested = invoke("ingest", "--claude-dir", tmp_path)
-    assert (ingested.exit_code, ingested.stderr) == (2, usage_error("ingest", f"--db {tmp_path} is a folder, not a database file"))
+    from_variable = invoke(*command)
+    assert (from_variable.exit_code, from_variable.stdout, from_variable.stderr) == (given.exit_code, "", given.stderr)
+
+
+def test_an_empty_database_variable_is_the_default_database(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OBELISK_DB", "")
+    result = invoke("sessions")
+    message = "database not found: obelisk.db (run `obelisk ingest` first)"
+    assert (result.exit_code, result.stderr) == (1, f"Error: OBELISK_NOT_FOUND: {message}\n")
 
 
 @pytest.mark.parametrize("command", [["ingest"], ["up", "--no-serve"]])
