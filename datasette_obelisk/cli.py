@@ -178,7 +178,7 @@ def report_errors(fn):
         except KeyboardInterrupt:
             exit_interrupted("Interrupted.")
         except OSError as exc:
-            if exc.errno == errno.EPIPE:  # a reader that stopped reading (| head): click ends quietly
+            if exc.errno == errno.EPIPE:  # a reader that stopped reading (| head): ended quietly by the command class
                 raise
             raise CodedError(os_error_code(exc), os_error(exc)) from None
 
@@ -240,18 +240,22 @@ class JsonErrors:
 
     def parse_args(self, ctx, args):
         ctx.meta["obelisk_json"] = ctx.meta.get("obelisk_json") or "--json" in args
-        try:
-            return super().parse_args(ctx, args)
-        except click.ClickException as error:
-            self.as_json(ctx, error)
-            raise
+        with quiet_when_reader_gone():
+            try:
+                return super().parse_args(ctx, args)
+            except click.ClickException as error:
+                self.as_json(ctx, error)
+                raise
 
     def invoke(self, ctx):
-        try:
-            return super().invoke(ctx)
-        except click.ClickException as error:
-            self.as_json(ctx, error)
-            raise
+        with quiet_when_reader_gone():
+            try:
+                result = super().invoke(ctx)
+                sys.stdout.flush()  # (here, not at exit: a reader gone is then told as below)
+                return result
+            except click.ClickException as error:
+                self.as_json(ctx, error)
+                raise
 
     @staticmethod
     def as_json(ctx, error: click.ClickException) -> None:
@@ -263,6 +267,30 @@ class JsonErrors:
             click.echo(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
         if isinstance(error, (click.UsageError, CodedError)) and not isinstance(error, NO_ARGS_IS_HELP):
             error.format_message = lambda: f"{code}: {message}"
+
+
+BROKEN_PIPE_STATUS = 128 + 13  # 128 + SIGPIPE: what a shell reports for `cat` stopped by `| head`
+
+
+@contextlib.contextmanager
+def quiet_when_reader_gone():
+    """The reader of the output stopped reading (``obelisk sessions | head``): exit quietly
+    with ``BROKEN_PIPE_STATUS``, as a Unix tool does, for every command. What is still
+    buffered goes to /dev/null, so Python's flush at exit does not print
+    "Exception ignored ... BrokenPipeError" (stderr too: it may be the same pipe)."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno != errno.EPIPE:
+            raise
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (OSError, ValueError):  # (a stream with no file: CliRunner's, or closed)
+                pass
+        os.close(devnull)
+        sys.exit(BROKEN_PIPE_STATUS)
 
 
 class JsonErrorsCommand(JsonErrors, click.Command):

@@ -5,7 +5,8 @@ return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (its code,
 ``OBELISK_INVALID_ARGUMENT``, is printed too; with ``--json`` also as a JSON
 error object): an empty search
-text, an unknown ``--source``, a ``--memory-root`` that is not a folder.
+text, an unknown ``--source``, a ``--memory-root`` that is not a folder; 141 when the
+reader of the output stopped reading (``| head``).
 While an ingest has not indexed everything yet, ``search`` says so on stderr.
 """
 

@@ -1064,3 +1064,42 @@ def test_prompts_orphans_refuses_what_cannot_narrow_it_rather_than_ignore_it(tmp
     assert result.stderr.endswith(f"{USAGE}{message}\n")
     narrowed = invoke("prompts", "--orphans", "--source", "claude", "--project", "%x%", "--limit", "3", "--db", db)
     assert (narrowed.exit_code, narrowed.stdout) == (0, "No sessions known only from the prompt logs.\n")
+
+
+# -- a reader that stops reading (| head) ----------------------------------------------------------
+
+
+def closed_reader(args, env=None):
+    """``python -m datasette_obelisk ARGS`` writing into a pipe nobody reads any more: (status, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # (as `| head` has once it read its line: every write is EPIPE)
+    try:
+        done = subprocess.run([sys.executable, "-m", "datasette_obelisk", *map(str, args)], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        os.close(write_end)
+    return done.returncode, done.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["search", "hello"], ["search", "hello", "--json"], ["sessions"], ["sessions", "--json"], ["read", "s1"],
+    ["read", "s1", "--json"], ["trace", "u1"], ["failures", "--json"], ["files", "/w/a.py", "--json"], ["prompts", "--json"],
+    ["query", "-c", "return 1"], ["redact", "--check"], ["publish-config"],
+])
+def test_every_command_ends_quietly_with_141_when_its_reader_is_gone(tmp_path, command):
+    db = claude_db(tmp_path)
+    assert closed_reader([*command, "--db", db]) == (141, "")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["sessions", "--help"], ["--version"], ["sources", "--json"]])
+def test_help_and_listings_end_quietly_with_141_when_the_reader_is_gone(args):
+    assert closed_reader(args) == (141, "")
+
+
+def test_ingest_ends_quietly_with_141_when_its_reader_is_gone(tmp_path):
+    db = claude_db(tmp_path)
+    assert closed_reader(["ingest", "--db", db, "--claude-dir", tmp_path / "agent", "--json"]) == (141, "")
