@@ -127,6 +127,21 @@ def is_unicode(text: str) -> bool:
     return not holds_lone_surrogate(text)
 
 
+class FilledText(click.ParamType):
+    """Text that is not empty nor only whitespace, for an option naming what to match: an
+    empty one (a script's unset variable) would match nothing, or be read as no filter at all."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("it is empty: give a value, or leave the option out", param, ctx)
+        return value
+
+
+FILLED = FilledText()
+
+
 class Seconds(click.FloatRange):
     """A number of seconds in a range; ``nan`` is in none."""
 
@@ -487,7 +502,7 @@ def echo_warnings(warnings) -> None:
 @cli.command()
 @db_option
 @folder_options
-@click.option("--source", "source_names", multiple=True, help="Only this source (repeatable); see `obelisk sources`")
+@click.option("--source", "source_names", multiple=True, type=FILLED, help="Only this source (repeatable); see `obelisk sources`")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON")
 @click.option("--progress/--no-progress", default=None, help="Progress bar (default: on a terminal)")
 @click.option("--no-redact", is_flag=True, help="Store secrets as they are (local databases only; publish refuses them)")

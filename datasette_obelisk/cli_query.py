@@ -20,7 +20,7 @@ from pathlib import Path
 import click
 
 from . import deep_json
-from .cli import Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
+from .cli import FILLED, Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -148,10 +148,10 @@ def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
 
 def scope_options(fn):
     for option in reversed((
-        click.option("--project", help="SQL LIKE pattern over the session's project"),
-        click.option("--source", help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all"),
-        click.option("--after", help="ISO timestamp lower bound"),
-        click.option("--before", help="ISO timestamp upper bound"),
+        click.option("--project", type=FILLED, help="SQL LIKE pattern over the session's project"),
+        click.option("--source", type=FILLED, help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all"),
+        click.option("--after", type=FILLED, help="ISO timestamp lower bound"),
+        click.option("--before", type=FILLED, help="ISO timestamp upper bound"),
     )):
         fn = option(fn)
     return fn
@@ -160,9 +160,9 @@ def scope_options(fn):
 @cli.command()
 @click.argument("text")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=20, show_default=True, help="Most results")
-@click.option("--session", "session_id", help="Only this session")
+@click.option("--session", "session_id", type=FILLED, help="Only this session")
 @scope_options
-@click.option("--cwd", help="SQL LIKE pattern over the working folder of the message")
+@click.option("--cwd", type=FILLED, help="SQL LIKE pattern over the working folder of the message")
 @click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
 @click.option("--mode", type=click.Choice(["fts", "terms", "phrase", "raw"], case_sensitive=False), default="fts", show_default=True,
               help="fts: FTS5 syntax, quoted word by word when FTS5 rejects it (as the search() helper); "
@@ -235,7 +235,7 @@ def gone_prompts_note(gone: dict | None, text: str, source: str | None) -> None:
 @click.option("--include-meta", is_flag=True, help="Also injected and structural lines")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_THREAD), help="Most messages  [default: the whole session]")
 @click.option("--offset", type=click.IntRange(0), default=0, help="Skip this many messages")
-@click.option("--after-uuid", metavar="UUID",
+@click.option("--after-uuid", type=FILLED, metavar="UUID",
               help="Go on after this message (the last of the page before), wherever it now is")
 @db_option
 @json_option
@@ -362,7 +362,7 @@ def trace(uuid, db_path, as_json):
 
 @cli.command()
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=50, show_default=True, help="Most sessions")
-@click.option("--branch", help="Exact git branch")
+@click.option("--branch", type=FILLED, help="Exact git branch")
 @scope_options
 @db_option
 @json_option
@@ -390,9 +390,9 @@ def checked_source(conn, source: str | None) -> str | None:
 
 @cli.command()
 @click.argument("query", required=False)
-@click.option("--session", "session_id", help="Only this session (as stored: codex:<id>, gemini:<id>)")
-@click.option("--project", help="SQL LIKE pattern over the folder the prompt was typed in")
-@click.option("--source", help="Only this source (claude, codex, gemini), or all")
+@click.option("--session", "session_id", type=FILLED, help="Only this session (as stored: codex:<id>, gemini:<id>)")
+@click.option("--project", type=FILLED, help="SQL LIKE pattern over the folder the prompt was typed in")
+@click.option("--source", type=FILLED, help="Only this source (claude, codex, gemini), or all")
 @click.option("--missing", is_flag=True, help="Only prompts no stored transcript holds")
 @click.option("--orphans", is_flag=True, help="List the sessions known only from the prompt logs instead (with --project, --source, --limit)")
 @click.option("--limit", type=click.IntRange(1, prompt_log.MAX_LIMIT), default=50, show_default=True, help="Most rows")
@@ -446,7 +446,7 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
 
 @cli.command()
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=50, show_default=True, help="Most failures")
-@click.option("--session", "session_id", help="Only this session")
+@click.option("--session", "session_id", type=FILLED, help="Only this session")
 @scope_options
 @db_option
 @json_option
@@ -485,7 +485,7 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
 @click.argument("path")
 @click.option("--limit", type=click.IntRange(1, obelisk.MAX_LIMIT), default=200, show_default=True, help="Most tool calls")
 @click.option("--offset", type=click.IntRange(0, obelisk.MAX_OFFSET - 1), default=0, help="Skip this many of the oldest")
-@click.option("--session", "session_id", help="Only this session")
+@click.option("--session", "session_id", type=FILLED, help="Only this session")
 @scope_options
 @db_option
 @json_option

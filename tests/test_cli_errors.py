@@ -1103,3 +1103,26 @@ def test_help_and_listings_end_quietly_with_141_when_the_reader_is_gone(args):
 def test_ingest_ends_quietly_with_141_when_its_reader_is_gone(tmp_path):
     db = claude_db(tmp_path)
     assert closed_reader(["ingest", "--db", db, "--claude-dir", tmp_path / "agent", "--json"]) == (141, "")
+
+
+# -- an option given empty -------------------------------------------------------------------------
+
+
+EMPTY_OPTIONS = [
+    (["sessions"], "--project"), (["sessions"], "--branch"), (["sessions"], "--after"), (["sessions"], "--source"),
+    (["search", "hello"], "--session"), (["search", "hello"], "--cwd"), (["search", "hello"], "--before"),
+    (["failures"], "--session"), (["files", "/w/a.py"], "--session"), (["prompts"], "--session"),
+    (["prompts"], "--project"), (["prompts"], "--source"), (["read", "s1"], "--after-uuid"), (["ingest"], "--source"),
+]
+
+
+@pytest.mark.parametrize("command, option", EMPTY_OPTIONS)
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_option_given_empty_is_a_usage_error_not_a_filter_matching_nothing(tmp_path, command, option, value):
+    db = claude_db(tmp_path)
+    message = f"Invalid value for '{option}': it is empty: give a value, or leave the option out"
+    result = invoke(*command, option, value, "--db", db)
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(f"\n{USAGE}{message}\n")
+    as_json = invoke(*command, option, value, "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))

@@ -791,10 +791,14 @@ def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus
     assert found["by_tool"] == [{"name": "Edit", "n": 4}, {"name": "Read", "n": 3}]
 
 
-@pytest.mark.parametrize("args", [["read", " "], ["search", "hello", "--session", ""], ["files", "/a.py", "--session", " "]])
-def test_an_empty_session_id_is_a_usage_error(corpus_db, args):
+@pytest.mark.parametrize("args, message", [
+    (["read", " "], "a session id is needed: it is empty or only whitespace"),
+    (["search", "hello", "--session", ""], "Invalid value for '--session': it is empty"),
+    (["files", "/a.py", "--session", " "], "Invalid value for '--session': it is empty"),
+])
+def test_an_empty_session_id_is_a_usage_error(corpus_db, args, message):
     result = invoke(*args, "--db", corpus_db)
-    assert result.exit_code == 2 and "a session id is needed: it is empty or only whitespace" in result.stderr
+    assert result.exit_code == 2 and message in result.stderr
 
 
 
