@@ -589,3 +589,45 @@ async def test_json_pages_list_what_the_first_page_saw_while_sessions_grow(tmp_p
     assert sorted(listed) == sorted(full) and len(listed) == len(full) and listed[:3] == full[:3]
     if endpoint == "history":  # (listed by time: in the first page's order; ranked, a grown session
         assert listed == full  # comes where it ranks now among the sessions not yet listed)
+
+
+def empty_parameter_cases():
+    """Every parameter of every read endpoint, with the values that make a request answer
+    (its required parameters; a known session in its path)."""
+    from datasette_obelisk.web.api import read_endpoints
+
+    known = {"sessionId": XSS_SESSION, "session_id": XSS_SESSION, "q": "zebrafish", "query": "zebrafish",
+             "uuid": "xss-u1", "path": "/tmp/xss-project/a.py", "runId": WORKFLOW_RUN, "seq": "1",
+             "ids": json.dumps([XSS_SESSION])}
+    for endpoint in read_endpoints():
+        path = endpoint.path
+        for name in endpoint.path_params:
+            path = path.replace("{" + name + "}", known[name])
+        required = {p.name: known[p.name] for p in endpoint.params if p.required}
+        for param in endpoint.params:
+            yield pytest.param(endpoint, path, required, param, id=f"{endpoint.path}?{param.name}=")
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("endpoint, path, required, param", list(empty_parameter_cases()))
+async def test_a_parameter_given_empty_is_not_given_on_every_endpoint(ds, endpoint, path, required, param):
+    """As docs/web.md says (a form's blank field): an optional one is left out, a required one is missing."""
+    empty = await ds.client.get(API + path, params={**required, param.name: ""})
+    if param.required:
+        code = "SESSION_QUERY_INVALID_QUERY" if endpoint.tag == "session-query" else "OBELISK_INVALID_ARGUMENT"
+        assert (empty.status_code, empty.json()["error"]["code"]) == (400, code)
+    else:
+        absent = await ds.client.get(API + path, params=required)
+        assert (empty.status_code, empty.text) == (absent.status_code, absent.text)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [
+    ("/search", {"q": "zebrafish"}), ("/sessions", {}), ("/summaries", {}), ("/memories", {}), ("/subagents", {}),
+    ("/workflows", {}), ("/file-history", {"path": "/tmp/xss-project/a.py"}), ("/failures", {}), ("/prompts", {}),
+])
+async def test_a_blank_session_id_is_refused_by_every_endpoint_it_narrows(ds, path, params):
+    body = await get(ds, f"{API}{path}", 400, sessionId="  ", **params)
+    helper = {"/file-history": "fileHistory"}.get(path, path[1:])
+    assert body["error"] == {"code": "OBELISK_INVALID_ARGUMENT",
+                             "message": f"{helper}(): sessionId must not be empty or only whitespace"}

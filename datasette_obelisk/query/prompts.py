@@ -67,6 +67,8 @@ def prompts(
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < MAX_OFFSET:
         raise _invalid(f"prompts(): offset must be between 0 and {MAX_OFFSET - 1}")
     _checked_project("prompts", project)
+    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):  # (as the helpers)
+        raise _invalid("prompts(): sessionId must not be empty or only whitespace")
     clauses, params = [], []
     order = f"{moment_sql('p.timestamp')} DESC, p.id DESC"
     join = ""
