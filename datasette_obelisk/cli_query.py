@@ -12,6 +12,7 @@ While an ingest has not indexed everything yet, ``search`` says so on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sqlite3
@@ -184,7 +185,8 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         obelisk search "database is locked" --project '%myapp%' --limit 5
     """
     def hits_and_states(conn, text, opts):
-        hits = obelisk.search(conn, text, opts)
+        with text_is_an_argument():
+            hits = obelisk.search(conn, text, opts)
         return hits, obelisk.message_states(conn, [hit["message"]["uuid"] for hit in hits]), checked_source(conn, source)
 
     hits, states, source = call(db_path, hits_and_states, text, given(
@@ -216,6 +218,18 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     if more:
         echo(more)
     gone_prompts_note(gone, text, source)
+
+
+@contextlib.contextmanager
+def text_is_an_argument():
+    """The FTS parser's SESSION_QUERY_INVALID_QUERY (a raw query FTS5 rejects, text too long)
+    of the text a command was given: a usage error (exit 2), as it is a 400 over HTTP."""
+    try:
+        yield
+    except QueryError as error:
+        if error.code == "SESSION_QUERY_INVALID_QUERY":
+            raise QueryError("OBELISK_INVALID_ARGUMENT", error.message) from None
+        raise
 
 
 def gone_prompts_note(gone: dict | None, text: str, source: str | None) -> None:
@@ -430,13 +444,9 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
 
         return listing(rows, limit, "sessions", as_json, orphan, none="No sessions known only from the prompt logs.")
     def matching(conn):
-        try:
+        with text_is_an_argument():
             return prompt_log.prompts(conn, query, session_id=session_id, project=project,
                                       source=checked_source(conn, source), missing=missing, limit=one_more(limit))
-        except QueryError as error:  # (the FTS parser's code: QUERY is an argument, as over HTTP)
-            if error.code == "SESSION_QUERY_INVALID_QUERY":
-                raise QueryError("OBELISK_INVALID_ARGUMENT", error.message) from None
-            raise
 
     rows = call(db_path, matching)
     listing(rows, limit, "prompts", as_json, lambda row: echo(

@@ -629,6 +629,18 @@ def test_search_without_text_is_a_usage_error(tmp_path, text, mode):
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", EMPTY_SEARCH))
 
 
+@pytest.mark.parametrize("text, message", [
+    ('a"b', "invalid FTS5 query 'a\"b': unterminated string"),
+    ("AND (", "invalid FTS5 query 'AND (': fts5: syntax error near \"AND\""),
+])
+def test_a_raw_search_fts5_rejects_is_a_usage_error_as_it_is_a_400_over_http(tmp_path, text, message):
+    db = claude_db(tmp_path)
+    result = invoke("search", text, "--mode", "raw", "--db", db)
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("search", message))
+    as_json = invoke("search", text, "--mode", "raw", "--db", db, "--json")
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
 def test_search_mode_is_read_in_any_case_as_over_http(tmp_path):
     db = claude_db(tmp_path)
     upper = invoke("search", "hello world", "--mode", "PHRASE", "--db", db, "--json")
