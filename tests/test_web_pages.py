@@ -128,6 +128,15 @@ async def test_a_source_no_one_has_is_refused_on_the_search_page_as_in_the_api(d
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [("/-/obelisk", {"q": "zebrafish"}), ("/-/obelisk", {}),
+                                          ("/-/obelisk/failures", {})])
+async def test_a_source_in_capitals_is_the_source_it_names_on_the_pages(ds, path, params):
+    exact = await page(ds, path, source="claude", **params)
+    assert f"/-/obelisk/session/{XSS_SESSION}" in exact
+    assert await page(ds, path, source="Claude", **params) == exact
+
+
+@pytest.mark.asyncio
 async def test_a_refused_failures_filter_is_shown_with_its_form(ds):
     html = await page(ds, "/-/obelisk/failures", 400, source="nosuch", project="billing")
     assert "OBELISK_INVALID_ARGUMENT" in html and "unknown source nosuch" in html

@@ -6,6 +6,8 @@ them to their URL and template through ``handlers.page_view``.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..query import dashboard, lineage, memories, obelisk, prompts, search_facets, transcript
 from ..query.filters import Filters
 from ..query.fts import parse_query
@@ -29,13 +31,22 @@ MEMORIES_SHOWN = 200  # memories the memories page lists: the newest, or those r
 FAILURE_RESULT_CHARS = 2_000
 
 
-async def search_page(datasette, request, db, params):
-    form = SearchForm.from_params(params)
-    context = {"form": form, "active_tab": "Search"}
+async def sources_spelt(db, form: SearchForm) -> SearchForm:
+    """``form`` with its sources spelt as the sources they name (``?source=Claude``: claude),
+    as the API reads them; a misspelt source is refused, as the API refuses it."""
+    given = form.lists.get("source", ())
+    if not given:
+        return form
 
-    def known_sources(conn):
-        for source in form.lists.get("source", ()):  # a misspelt source is refused, as the API refuses it
-            obelisk.known_source(conn, {"source": source})
+    def spelt(conn):
+        return tuple(obelisk.known_source(conn, {"source": source})["source"] or source for source in given)
+
+    return replace(form, lists={**form.lists, "source": await db.execute_fn(spelt)})
+
+
+async def search_page(datasette, request, db, params):
+    form = await sources_spelt(db, SearchForm.from_params(params))
+    context = {"form": form, "active_tab": "Search"}
 
     if not form.query:  # top-level sessions of the chosen filters: no parent to name
         filters = Filters.build(**search_facets.narrowed(form.filter_options(), form.narrowing()))
@@ -44,7 +55,6 @@ async def search_page(datasette, request, db, params):
         size = form.recent_page()  # (a limit out of bounds is refused before anything is read)
 
         def recent(conn):
-            known_sources(conn)
             found = obelisk.recent_in(conn, filters, size, form.cursor)
             if every is not None:  # (how many the stored query would have to list)
                 found["every"] = obelisk.top_level_count(conn, every.get("source"))
@@ -60,7 +70,6 @@ async def search_page(datasette, request, db, params):
     prompts_shown = await is_visible(datasette, request.actor, db.name, "prompt_log")
 
     def search(conn):
-        known_sources(conn)
         result = search_facets.faceted_search(
             conn, form.query, mode=form.mode, narrowing=form.narrowing(), limit=form.limit,
             cursor=form.cursor, per_facet=form.per_facet(), **form.filter_options()
@@ -221,11 +230,13 @@ async def files_page(datasette, request, db, params):
 
 async def failures_page(datasette, request, db, params):
     options = {**params.values("project", "source", "sessionId"), "limit": params.integer("limit", 50)}
-    # Typed as it reads ("billing-api"), a project is found in any project name holding it.
-    query = {**options, "project": contains(options["project"])} if "project" in options else options
     cursor = params.text("cursor")  # (the page's own paging: the newest first, a page after another)
 
     def load(conn):
+        if options.get("source"):  # spelt as the source it names, as the API reads it (?source=Claude: claude)
+            options["source"] = obelisk.known_source(conn, {"source": options["source"]})["source"] or options["source"]
+        # Typed as it reads ("billing-api"), a project is found in any project name holding it.
+        query = {**options, "project": contains(options["project"])} if "project" in options else options
         paged = obelisk.failures_paged(conn, query, cursor)  # (first: it refuses bad options, a blank id)
         # (a session not stored is an error, as elsewhere: an empty list would say "no failures")
         title = obelisk.stored_session_title(conn, options["sessionId"]) if options.get("sessionId") else None
@@ -250,9 +261,10 @@ async def failures_page(datasette, request, db, params):
             "sources": sorted({*obelisk.stored_sources(conn), *([options["source"]] if options.get("source") else [])}),
         }
 
+    found = await db.execute_fn(load)
     return {
         "active_tab": "Failures", "filters": options, "result_chars": FAILURE_RESULT_CHARS, "max_limit": obelisk.MAX_LIMIT,
-        **await db.execute_fn(load),
+        **found,
     }
 
 
