@@ -149,10 +149,10 @@ def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
 
 def scope_options(fn):
     for option in reversed((
-        click.option("--project", type=FILLED, help="SQL LIKE pattern over the session's project"),
+        click.option("--project", type=FILLED, help="SQL LIKE pattern over the session's project ('%myapp%')"),
         click.option("--source", type=FILLED, help="Only this source (claude, codex, gemini or a plugin's; see `obelisk sources`), or all"),
-        click.option("--after", type=FILLED, help="ISO timestamp lower bound"),
-        click.option("--before", type=FILLED, help="ISO timestamp upper bound"),
+        click.option("--after", type=FILLED, help="Only from this ISO 8601 date or time on (2026-06-01, 2026-06-01T12:00:00Z)"),
+        click.option("--before", type=FILLED, help="Only before this ISO 8601 date or time"),
     )):
         fn = option(fn)
     return fn
