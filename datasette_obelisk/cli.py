@@ -24,13 +24,23 @@ NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 DB_OPTION_HELP = "The obelisk database file"
 
 
+class FilledPath(click.Path):
+    """A ``click.Path`` refused when empty: "" would name the current folder (a script's
+    unset variable read the logs, or wrote a demo corpus, there)."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value == "":
+            self.fail("it is empty: give a path, or leave the option out", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def db_option(fn):
     """``--db``, else ``$OBELISK_DB``, else ``./obelisk.db``: whichever gives it, click checks
     it the same way (a folder is a usage error naming the option or the variable)."""
     return click.option(
         "--db",
         "db_path",
-        type=click.Path(dir_okay=False, path_type=Path),
+        type=FilledPath(dir_okay=False, path_type=Path),
         envvar="OBELISK_DB",
         show_envvar=True,
         default=default_db_path({}),
@@ -416,7 +426,7 @@ def folder_options(fn):
         help="The folder of source NAME, any installed one (repeatable); see `obelisk sources`",
     )(wrapper)
     for name, help in reversed(BUILT_IN_FOLDERS.items()):
-        wrapper = click.option(f"--{name}-dir", type=click.Path(path_type=Path), help=help)(wrapper)
+        wrapper = click.option(f"--{name}-dir", type=FilledPath(path_type=Path), help=help)(wrapper)
     return wrapper
 
 
@@ -690,7 +700,7 @@ def sources(as_json):
 @cli.command()
 @db_option
 @folder_options
-@click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("demo-logs"), show_default=True, help="Where the demo corpus goes when there are no logs")
+@click.option("--demo-dir", type=FilledPath(file_okay=False, path_type=Path), default=Path("demo-logs"), show_default=True, help="Where the demo corpus goes when there are no logs")
 @click.option("-p", "--port", type=click.IntRange(1, 65535), default=8001, show_default=True, help="Port to serve on (127.0.0.1 only)")
 @click.option("--serve/--no-serve", default=True, help="Start Datasette after ingesting")
 @click.option("--watch/--no-watch", default=True, help="While serving, keep ingesting new and grown logs")
@@ -911,7 +921,7 @@ def publish_settings(database: str = "obelisk") -> dict:
 
 @cli.command(name="publish-config")
 @db_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the configuration to this file")
+@click.option("-o", "--output", type=FilledPath(dir_okay=False, path_type=Path), help="Write the configuration to this file")
 @report_errors
 def publish_config(db_path, output):
     """Datasette configuration for a read-only published instance.

@@ -21,7 +21,9 @@ from pathlib import Path
 import click
 
 from . import deep_json
-from .cli import FILLED, Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db
+from .cli import (
+    FILLED, FilledPath, Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db,
+)
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
 from .query.readonly import connect_readonly
@@ -595,7 +597,7 @@ def query(file, code, timeout, db_path, as_json):
 
 @cli.command()
 @script_command
-@click.option("--memory-root", "memory_roots", multiple=True, type=click.Path(path_type=Path),
+@click.option("--memory-root", "memory_roots", multiple=True, type=FilledPath(path_type=Path),
               help="A folder memory files may come from (repeatable; default $OBELISK_MEMORY_ROOTS)")
 def attune(file, code, timeout, db_path, as_json, memory_roots):
     """Run a script that registers or archives memories (remember/forget only).

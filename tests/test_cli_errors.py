@@ -899,7 +899,7 @@ def test_a_file_that_cannot_be_written_is_one_error_line(tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()
     assert "is a directory" in invoke("publish-config", "--db", db, "-o", taken).stderr
-    assert "--output '.' names no file" in invoke("publish-config", "--db", db, "-o", "").stderr
+    assert "Invalid value for '-o' / '--output': it is empty" in invoke("publish-config", "--db", db, "-o", "").stderr
     full = invoke("publish-config", "--db", db, "-o", "/dev/full")
     assert (full.exit_code, full.stderr) == (
         1, "Error: SESSION_QUERY_PERSISTENCE_FAILED: /dev/full: No space left on device\n")
@@ -1138,3 +1138,17 @@ def test_an_option_given_empty_is_a_usage_error_not_a_filter_matching_nothing(tm
     assert result.stderr.endswith(f"\n{USAGE}{message}\n")
     as_json = invoke(*command, option, value, "--db", db, "--json")
     assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+
+
+@pytest.mark.parametrize("command, option", [
+    (["sessions"], "--db"), (["ingest"], "--db"), (["ingest"], "--claude-dir"), (["ingest"], "--codex-dir"),
+    (["up", "--no-serve"], "--gemini-dir"), (["up", "--no-serve"], "--demo-dir"), (["publish-config"], "--output"),
+    (["attune", "-c", "return 1"], "--memory-root"),
+])
+def test_a_path_option_given_empty_is_a_usage_error_not_the_current_folder(tmp_path, monkeypatch, command, option):
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*command, option, "")
+    hint = "'-o' / '--output'" if option == "--output" else f"'{option}'" + (" (env var: 'OBELISK_DB')" if option == "--db" else "")
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.endswith(f"\n{USAGE}Invalid value for {hint}: it is empty: give a path, or leave the option out\n")
+    assert list(tmp_path.iterdir()) == []  # nothing read, nor written, in the current folder
