@@ -578,6 +578,7 @@ def emit_script(code, db_path, **options) -> None:
 
 @cli.command()
 @script_command
+@report_errors
 def query(file, code, timeout, db_path, as_json):
     """Run a Python script against the archive, read-only, and print its JSON.
 
@@ -599,6 +600,7 @@ def query(file, code, timeout, db_path, as_json):
 @script_command
 @click.option("--memory-root", "memory_roots", multiple=True, type=FilledPath(path_type=Path),
               help="A folder memory files may come from (repeatable; default $OBELISK_MEMORY_ROOTS)")
+@report_errors
 def attune(file, code, timeout, db_path, as_json, memory_roots):
     """Run a script that registers or archives memories (remember/forget only).
 

@@ -776,7 +776,8 @@ def test_arguments_that_are_not_utf_8_are_usage_errors(tmp_path):
     # Bytes of a command line that are not UTF-8 reach Python as lone surrogates.
     db = tmp_path / "o.db"
     run_ingest(db, {})
-    for args in (["search", "\udcff"], ["sessions", "--project", "x\udcff"], ["read", "\udcffab"]):
+    for args in (["search", "\udcff"], ["sessions", "--project", "x\udcff"], ["read", "\udcffab"],
+                 ["query", "-c", "return '\udcff'"], ["attune", "-c", "return '\udcff'"]):
         result = CliRunner().invoke(cli, [*args, "--db", str(db), "--json"])
         assert result.exit_code == 2, result.output
         assert json.loads(result.stdout)["error"]["code"] == "OBELISK_INVALID_ARGUMENT"
