@@ -640,3 +640,15 @@ def test_obelisk_normal_path_is_the_stored_spelling():
     assert conn.execute(
         "select obelisk_normal_path('/a//b/./c/'), obelisk_normal_path('a/../b'), obelisk_normal_path(NULL)"
     ).fetchone() == ("/a/b/c", "a/../b", None)
+
+
+FILLED_IN = {"q": "the", "path": "%", "limit": "1000"}  # (what a stored query needs to list something)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("query", [q for q in QUERIES if "source" in q.parameters], ids=lambda q: q.name)
+async def test_a_stored_query_reads_a_source_in_any_case_as_the_helpers(ds, query):
+    given = {name: FILLED_IN.get(name, "") for name in query.parameters}
+    exact = await stored(ds, query.name, **{**given, "source": "claude"})
+    assert await stored(ds, query.name, **{**given, "source": "Claude"}) == exact
+    assert await stored(ds, query.name, **{**given, "source": "CLAUDE"}) == exact

@@ -41,7 +41,7 @@ class StoredQuery:
 
 # Shared filters. Values are strings from the form; '' disables a filter.
 PROJECT = "(:project = '' OR s.project LIKE :project)"
-SOURCE = "(:source = '' OR s.source = :source)"
+SOURCE = "(:source = '' OR s.source = :source COLLATE NOCASE)"  # (Claude is claude, as the helpers read it)
 SESSION = "(:session_id = '' OR {col} = :session_id)"
 
 
