@@ -110,6 +110,13 @@ async def test_a_source_is_named_in_any_case(ds, path, params):
 
 
 @pytest.mark.asyncio
+async def test_the_prompts_mode_is_read_in_any_case_as_the_search_mode(ds):
+    exact = (await get(ds, "/prompts", query="the", mode="phrase")).json()
+    assert exact and (await get(ds, "/prompts", query="the", mode="PHRASE")).json() == exact
+    assert (await get(ds, "/prompts", query="the", mode="Terms")).json() == (await get(ds, "/prompts", query="the")).json()
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path", ["/nope", "/recent/2", "/session-query/nope", "/thread.json"])
 @pytest.mark.parametrize("method", ["get", "post"])
 async def test_a_path_no_endpoint_has_is_a_json_404(ds, path, method):

@@ -89,9 +89,10 @@ def prompt_scope(conn, params) -> dict:
 
 def prompts_over_http(conn, params):
     """``query/prompts.prompts``: a malformed query is OBELISK_INVALID_ARGUMENT, as every helper's is."""
-    mode = params.text("mode", default="terms")
+    given = params.text("mode", default="terms")
+    mode = given.strip().lower()  # (in any case, as /search reads its mode)
     if mode not in PROMPT_MODES:
-        raise obelisk.invalid(f"mode must be one of {', '.join(PROMPT_MODES)}, not {mode!r}")
+        raise obelisk.invalid(f"mode must be one of {', '.join(PROMPT_MODES)}, not {given!r}")
     options = dict(
         session_id=params.text("sessionId"), missing=params.boolean("missing"), mode=mode,
         limit=params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT),
