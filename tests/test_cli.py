@@ -522,6 +522,14 @@ def test_every_command_s_help_shows_an_example():
         assert result.exit_code == 0 and re.search(r"\n  Examples?:\n", result.output), path
 
 
+def test_every_option_of_every_command_says_what_it_does():
+    import click
+
+    undescribed = [(name, param.opts) for name, command in cli.commands.items() for param in command.params
+                   if isinstance(param, click.Option) and not param.hidden and not param.help]
+    assert undescribed == []
+
+
 @pytest.mark.parametrize("command, what", [(["sessions"], "sessions"), (["search", "needle"], "matches")])
 def test_a_list_cut_at_the_most_a_call_returns_says_there_may_be_more(tmp_path, toy_plugin, monkeypatch, command, what):
     # One past --limit tells whether rows were left out; at the helpers' maximum there is no
