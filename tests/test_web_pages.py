@@ -137,6 +137,12 @@ async def test_a_source_in_capitals_is_the_source_it_names_on_the_pages(ds, path
 
 
 @pytest.mark.asyncio
+async def test_the_search_page_reads_its_mode_in_any_case_as_the_api(ds):
+    exact = await page(ds, "/-/obelisk", q="the zebrafish", mode="phrase")
+    assert await page(ds, "/-/obelisk", q="the zebrafish", mode="PHRASE") == exact
+
+
+@pytest.mark.asyncio
 async def test_a_refused_failures_filter_is_shown_with_its_form(ds):
     html = await page(ds, "/-/obelisk/failures", 400, source="nosuch", project="billing")
     assert "OBELISK_INVALID_ARGUMENT" in html and "unknown source nosuch" in html

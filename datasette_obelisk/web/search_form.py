@@ -48,7 +48,7 @@ class SearchForm:
     def from_params(cls, params) -> "SearchForm":
         return cls(
             query=(params.text("q") or "").strip(),
-            mode=params.text("mode", "terms"),
+            mode=params.text("mode", "terms").strip().lower(),  # (in any case, as /api/search reads it)
             lists={name: tuple(params.texts(name)) for name in LIST_FIELDS if params.texts(name)},
             day_from=params.text("from"),
             day_to=params.text("to"),
