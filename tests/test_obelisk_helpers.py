@@ -184,7 +184,8 @@ def test_search_finds_unicode_text(tmp_path):
         assert uuids(h["message"] for h in o.search(conn, "中文")) == ["a"]
         assert uuids(h["message"] for h in o.search(conn, "naive resume")) == ["a"]
         assert uuids(h["message"] for h in o.search(conn, "café 🎉")) == ["a"]
-        assert o.search(conn, "🎉") == []
+        assert uuids(h["message"] for h in o.search(conn, "🎉")) == ["a"]  # (an emoji is a word)
+        assert o.search(conn, "🚀") == []
 
 
 @pytest.mark.parametrize(

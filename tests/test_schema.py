@@ -81,6 +81,7 @@ def test_migrations_in_order(conn):
         "m055_add_subagents_remote",
         "m056_hold_prompts_by_time",
         "m057_record_time_order",
+        "m058_index_emoji_apart",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]

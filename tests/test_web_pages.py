@@ -155,9 +155,11 @@ async def test_a_refused_failures_filter_is_shown_with_its_form(ds):
 
 @pytest.mark.asyncio
 async def test_a_query_of_nothing_the_index_keeps_says_so(ds):
-    html = await page(ds, "/-/obelisk", q="🚀 !!")
-    assert "No session can match: the query holds no word the index keeps" in html
+    html = await page(ds, "/-/obelisk", q="-> !! …")
+    assert ("No session can match: the query holds no word the index keeps: it is only punctuation or symbols "
+            "such as <code>-&gt;</code> or <code>…</code>") in html
     assert "No session can match" not in await page(ds, "/-/obelisk", q="nosuchwordanywhere")
+    assert "No session can match" not in await page(ds, "/-/obelisk", q="🚀 !!")  # (an emoji is a word)
 
 
 @pytest.mark.asyncio

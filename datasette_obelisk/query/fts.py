@@ -8,29 +8,34 @@
         ``words``: every token must match, wherever (``foo-bar`` is ``foo``
         and ``bar``), as the history contract tokenizes a query.
         In every mode but ``raw`` a run of CJK characters is the phrase of
-        its characters (each one a token, as the indexes read them).
+        its characters (each one a token, as the indexes read them), and an
+        emoji is a word of its own (``✅``, ``deploy🚀done``; a ZWJ sequence or
+        a skin tone: the phrase of its pictographs; U+FE0F is no part of it).
         ``phrase``: the whole text as one phrase.
         ``raw``: FTS5 syntax, passed through after a syntax check.
         ``prefix=True`` makes the last term a prefix (``term*``).
         Blank text raises ``QueryError("SESSION_QUERY_INVALID_QUERY")``; so
         does a raw expression FTS5 cannot parse. Ordinary text never raises in
         ``terms`` or ``phrase`` mode: text without any indexable character
-        (only emoji or punctuation) gives ``expression=None``, which matches
-        nothing.
+        (only punctuation, such as ``->`` or ``…``) gives ``expression=None``,
+        which matches nothing.
     validate_raw(expression, columns=("text",), shown=None) -> None
         Raise INVALID_QUERY unless FTS5 parses ``expression`` (checked against
         an empty in-memory table, so it costs nothing); the message quotes
         ``shown`` (what the user wrote) when given.
     tokens(text) -> list[str]
         Lower-cased tokens as the indexes read ``text``: as FTS5's unicode61
-        tokenizer splits it, each CJK character a token (``cjk.py``).
+        tokenizer splits it, each CJK character and each emoji a token
+        (``cjk.py``; an emoji as written, not as the index encodes it).
     words(text) -> list[str]
         The same, CJK runs left whole (each one is the phrase of its characters).
     phrase(text, prefix=False) -> str
         ``text`` as one FTS5 phrase; one holding CJK characters either as
-        written or with them set apart (``messages_fts``, ``tool_errors_fts``
-        and the session bags read them apart, the digests and memories as
-        written: a CJK word is found inside their text only as a whole run).
+        written or with them set apart (``messages_fts``, ``tool_errors_fts``,
+        ``prompt_log_fts`` and the session bags read them apart, the digests
+        and memories as written: a CJK word is found inside their text only
+        as a whole run). One holding an emoji only set apart: as written,
+        unicode61 would drop the emoji and match more.
     normalize_text(text) -> str
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
     quote(text) -> str
@@ -55,7 +60,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 
-from .. import cjk
+from .. import cjk, emoji
 from .errors import LONE_SURROGATE, QueryError, holds_lone_surrogate
 
 MODES = ("terms", "phrase", "raw")  # and "words", the history contract's
@@ -83,8 +88,8 @@ class FtsQuery:
     @property
     def prefix_term(self) -> str | None:
         """The token that is a prefix (the last one) when ``prefix`` is on (a CJK
-        character is a whole word: no prefix of anything)."""
-        if not self.prefix or not self.terms or self.mode == "raw" or cjk.is_cjk(self.terms[-1][0]):
+        character or an emoji is a whole word: no prefix of anything)."""
+        if not self.prefix or not self.terms or self.mode == "raw" or cjk.is_apart(self.terms[-1][0]):
             return None
         return self.terms[-1]
 
@@ -175,10 +180,28 @@ def tokens(text: str) -> list[str]:
     found = words(text)
     if text.isascii():
         return found
-    return [token for word in found for token in cjk.split(word).split(cjk.SEPARATOR) if token]
+    return [
+        token for word in found
+        for token in ([word] if _EMOJI.fullmatch(word) else cjk.split(word).split(cjk.SEPARATOR)) if token
+    ]
+
+
+_EMOJI = re.compile(emoji.UNIT)
 
 
 def words(text: str) -> list[str]:
+    if text.isascii():
+        return _words(text)
+    found: list[str] = []
+    start = 0
+    for unit in _EMOJI.finditer(text):  # (each a word, whatever unicode61 makes of it)
+        found += _words(text[start : unit.start()])
+        found.append(unit.group())
+        start = unit.end()
+    return found + _words(text[start:])
+
+
+def _words(text: str) -> list[str]:
     found: list[str] = []
     current: list[str] = []
     if not text.isascii():
@@ -202,6 +225,8 @@ def phrase(text: str, prefix: bool = False) -> str:
     apart = cjk.split(text)
     if apart == text:
         return quote(text) + star
+    if _EMOJI.search(text):
+        return quote(apart) + star
     return f"({quote(text)}{star} OR {quote(apart)}{star})"
 
 
@@ -251,7 +276,7 @@ def parse_query(text: str, mode: str = "terms", prefix: bool = False, max_chars:
     if not kept:
         return FtsQuery(normalized, mode, prefix, None, None, ())
     terms = tuple(token for _, found in kept for token in found)
-    starred = prefix and not cjk.is_cjk(terms[-1][0])
+    starred = prefix and not cjk.is_apart(terms[-1][0])
     phrases = [phrase(piece, starred and n == len(kept) - 1) for n, (piece, _) in enumerate(kept)]
     said = tuple(word for piece, _ in kept for word in words(piece))
     bag_terms = [phrase(word, starred and n == len(said) - 1) for n, word in enumerate(said)]
@@ -294,7 +319,7 @@ def validate_raw(expression: str, columns: tuple[str, ...] = ("text",), shown: s
     try:
         conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ?", [expression]).fetchall()
     except sqlite3.Error as exc:
-        message = str(exc).replace(cjk.SEPARATOR, "")
+        message = cjk.unsplit(str(exc))
         raise QueryError("SESSION_QUERY_INVALID_QUERY", f"invalid FTS5 query {shown or expression!r}: {message}") from None
 
 
@@ -388,9 +413,10 @@ _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
 
 
 def _between_words(text: str, at: int) -> bool:
-    """Whether no word runs across position ``at`` of ``text`` (each CJK character is a word)."""
+    """Whether no word runs across position ``at`` of ``text`` (each CJK character and
+    each emoji is a word: cutting a ZWJ sequence or a flag shows half of it, still a word)."""
     return at in (0, len(text)) or text[at - 1].isspace() or text[at].isspace() or (
-        cjk.is_cjk(text[at - 1]) or cjk.is_cjk(text[at]))
+        cjk.is_apart(text[at - 1]) or cjk.is_apart(text[at]))
 
 
 def first_word_start(text: str, terms) -> int | None:
@@ -426,14 +452,14 @@ def first_word_start(text: str, terms) -> int | None:
 
 def _inside_word(text: str, at: int, stem: str) -> bool:
     """Whether ``stem`` found at ``at`` starts inside a word ("_" starts one; a CJK
-    character is a word, and so is what follows one)."""
-    return at > 0 and text[at - 1].isalnum() and not cjk.is_cjk(stem[0]) and not cjk.is_cjk(text[at - 1])
+    character or an emoji is a word, and so is what follows one)."""
+    return at > 0 and text[at - 1].isalnum() and not cjk.is_apart(stem[0]) and not cjk.is_apart(text[at - 1])
 
 
 MAX_FIND_STEMS = 16
 MAX_FIND_SKIPS = 1000
 MAX_WORD_STARTS = 200_000  # about a fifth of a second: a bound on what one call may cost
-_WORD_START = re.compile(rf"(?<![^\W_])[^\W_]|(?<=[{cjk.RANGES}])[^\W_]|[{cjk.RANGES}]")
+_WORD_START = re.compile(rf"(?<![^\W_])[^\W_]|(?<=[{cjk.NEAR_APART}])[^\W_]|[{cjk.NEAR_APART}]")
 
 
 def _first_by_word_starts(text: str, stems: set[str]) -> int | None:
@@ -454,8 +480,9 @@ def _first_by_word_starts(text: str, stems: set[str]) -> int | None:
 def word_start_pattern(terms) -> re.Pattern:
     """The words starting like one of ``terms`` (as ``first_word_start``), in any case."""
     alternatives = "|".join(map(re.escape, sorted(_stems(terms), key=len, reverse=True)))
-    start = rf"(?:(?<![^\W_])|(?<=[{cjk.RANGES}])|(?=[{cjk.RANGES}]))"
-    return re.compile(rf"{start}(?:{alternatives})(?:(?<=[{cjk.RANGES}])|[^\W{cjk.RANGES}]*)", re.IGNORECASE)
+    apart = cjk.NEAR_APART  # (these run over long texts: a class quick to test)
+    start = rf"(?:(?<![^\W_])|(?<=[{apart}])|(?=[{apart}]))"
+    return re.compile(rf"{start}(?:{alternatives})(?:(?<=[{apart}])|[^\W{apart}]*)", re.IGNORECASE)
 
 
 def word_stems(terms) -> set[str]:
@@ -465,5 +492,5 @@ def word_stems(terms) -> set[str]:
 
 def _stems(terms) -> set[str]:
     """What a word starting like each term starts with: its first letters (porter
-    cuts an ending: ``compiled`` is ``compil``), a word holding CJK whole."""
-    return {term.lower() if cjk.holds(term) else term.lower()[: max(3, len(term) - 2)] for term in terms}
+    cuts an ending: ``compiled`` is ``compil``), a word holding CJK or an emoji whole."""
+    return {term.lower() if cjk.sets_apart(term) else term.lower()[: max(3, len(term) - 2)] for term in terms}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+from .. import cjk
 from .fts import FtsQuery, quote
 
 K1 = 1.2
@@ -41,7 +42,7 @@ class EventScorer:
         total = conn.execute("SELECT COUNT(*) FROM session_docs").fetchone()[0] or 1
         weights = []
         for term in self.terms:
-            expression = quote(term) + ("*" if term == fts.prefix_term else "")
+            expression = quote(cjk.split(term)) + ("*" if term == fts.prefix_term else "")  # (an emoji as indexed)
             found = conn.execute(
                 "SELECT COUNT(*) FROM session_docs_fts WHERE session_docs_fts MATCH ?", [expression]
             ).fetchone()[0]

@@ -85,7 +85,7 @@ def approximate_snippet(text: str, terms, width: int = SNIPPET_CHARS) -> dict:
     pattern = word_start_pattern(terms) if terms else None
     first = first_word_start(text, terms or ()) or 0
     low, high = max(0, first - 2 * width), first + 4 * width
-    if low > 0 and text[low - 1].isalnum() and not cjk.is_cjk(text[low - 1]):  # not from inside a word
+    if low > 0 and text[low - 1].isalnum() and not cjk.is_apart(text[low - 1]):  # not from inside a word
         boundary = _NOT_WORD.search(text, low, first)
         low = boundary.start() if boundary else first
     flat = " ".join(text[low:high].split())

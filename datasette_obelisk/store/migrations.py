@@ -1622,3 +1622,44 @@ def m057_record_time_order(db):
         if not in_time_order(stamps, [t for stamp in stamps if is_moment(stamp) and (t := moment(stamp))], None):
             out.append([session_id])
     db.conn.executemany("UPDATE sessions SET time_ordered = 0 WHERE id = ?", out)
+
+
+@migrations()
+def m058_index_emoji_apart(db):
+    # FTS5's unicode61 read most emoji as separators (🚀, ✅) and the newest as
+    # letters (🤖 joined the word it touched), so an emoji could not be
+    # searched for. Each is now a word of its own, set apart and written as
+    # the index keeps it (cjk.py, emoji.py): the searched form of the messages,
+    # failed tool output and prompts holding one is written again (the FTS
+    # triggers index it again), and so are the session bags holding one.
+    # Only those rows are read (a GLOB of the emoji characters): the logs are
+    # not read again, and the rows without an emoji keep their form. A cold
+    # load killed half-way is finished first (its index would miss the rows).
+    import json
+
+    from .. import cjk, emoji
+    from .cold_load import finish
+    from .derive import SENT
+    from .session_index import index_bags_anew
+    from .tool_output import FAILURE_SQL
+
+    finish(db.conn)
+    holds = f"GLOB '*[{emoji.CHARACTERS}]*'"
+    for table, key, column, searched, where in (
+        ("messages", "id", "text", "search_text", f"search_text IS NOT '{SENT}'"),
+        ("tool_results", "id", "content", "search_content", FAILURE_SQL),
+        ("prompt_log", "id", "text", "search_text", "1"),
+    ):
+        ids = [row_id for (row_id,) in db.conn.execute(f"SELECT {key} FROM {table} WHERE {column} {holds} AND {where}")]
+        for start in range(0, len(ids), 500):  # (a few texts in memory at a time: some are megabytes)
+            rows = db.conn.execute(
+                f"SELECT {key}, {column}, {searched} FROM {table} WHERE {key} IN (SELECT value FROM json_each(?))",
+                [json.dumps(ids[start : start + 500])],
+            ).fetchall()
+            db.conn.executemany(
+                f"UPDATE {table} SET {searched} = ? WHERE {key} = ?",
+                [(new, row_id) for row_id, text, old in rows if (new := cjk.search_text(text)) != old],
+            )
+    docs = [doc_id for (doc_id,) in db.conn.execute(
+        f"SELECT id FROM session_docs WHERE body_words {holds} OR meta_words {holds}")]
+    index_bags_anew(db.conn, docs, cjk.before_emoji)

@@ -32,6 +32,9 @@ candidate with ``messages_fts`` inside the session's id range.
         Every session from scratch (migration, repair, benchmarks).
     index_bags_again(conn)
         Every bag indexed again from the stored counts (migration).
+    index_bags_anew(conn, doc_ids, indexed)
+        These documents' bags indexed again, ``indexed(bag)`` giving the form
+        the index holds of each (migration).
     recount_documents(conn, session_ids)
         Have these documents counted again when next planned (a file's rows
         deleted to be read again).
@@ -55,7 +58,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import orjson
 
@@ -197,6 +200,19 @@ def index_bags_again(conn: sqlite3.Connection) -> None:
         conn.execute(
             "INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)", [doc_id, _bag_of(body), _bag_of(meta)]
         )
+
+
+def index_bags_anew(conn: sqlite3.Connection, doc_ids: list[int], indexed: Callable[[str], str]) -> None:
+    """Index these documents' bags again from their stored counts; ``indexed(bag)`` is
+    what the index holds now of a bag (to delete it from the contentless table)."""
+    for doc_id in doc_ids:
+        body, meta = conn.execute("SELECT body_words, meta_words FROM session_docs WHERE id = ?", [doc_id]).fetchone()
+        bags = _bag_of(body), _bag_of(meta)
+        conn.execute(
+            "INSERT INTO session_docs_fts (session_docs_fts, rowid, body, meta) VALUES ('delete', ?, ?, ?)",
+            [doc_id, *map(indexed, bags)],
+        )
+        conn.execute("INSERT INTO session_docs_fts (rowid, body, meta) VALUES (?, ?, ?)", [doc_id, *bags])
 
 
 def rebuild_session_documents(conn: sqlite3.Connection) -> int:

@@ -40,7 +40,8 @@ UTF-8, invalid bytes replaced); modes are case-insensitive.
     Datasette's own (what a table page's ``?_search=`` matches), but on an
     obelisk database a term holding CJK characters is also matched with them
     set apart, as the message and tool output indexes read them, so
-    ``?_search=数据`` finds the word inside a sentence. (``_searchmode=raw``
+    ``?_search=数据`` finds the word inside a sentence; a term holding an
+    emoji is matched as those indexes write it (``?_search=✅``). (``_searchmode=raw``
     passes the text as it is: there, write a CJK word with spaces between
     its characters.)
 """
@@ -156,7 +157,7 @@ def register_functions(conn: sqlite3.Connection) -> None:
 
 
 def register_escape_fts(conn: sqlite3.Connection) -> None:
-    """Datasette's ``escape_fts``, CJK characters set apart on an obelisk database
+    """Datasette's ``escape_fts``, CJK characters and emoji set apart on an obelisk database
     (register it after Datasette's own)."""
     from datasette.utils import escape_fts
 
@@ -179,7 +180,7 @@ def register_escape_fts(conn: sqlite3.Connection) -> None:
         if text is None:
             return None
         escaped = escape_fts(text.replace("\x00", " "))  # (FTS5 ends a string at a NUL: "unterminated string")
-        if isinstance(escaped, str) and cjk.holds(escaped) and split_here():
+        if isinstance(escaped, str) and cjk.sets_apart(escaped) and split_here():
             terms = FTS_STRING.findall(escaped)
             if " ".join(terms) == escaped:  # (as Datasette writes it: quoted terms, one space apart)
                 return " AND ".join(fts.phrase(term[1:-1].replace('""', '"')) for term in terms)
