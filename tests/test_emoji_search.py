@@ -138,8 +138,11 @@ def test_the_snippet_function_centres_on_the_emoji():
 
 def test_failed_tool_output_is_searched_for_emoji(logs):
     conn = logs.conn()
+    for query in ("❌", "❌ error", '"❌ error"'):
+        assert conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ?",
+                            [parse_query(query).expression]).fetchall() == [(1,)]
     assert conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ?",
-                        [parse_query("❌ error").expression]).fetchall() == [(1,)]
+                        [parse_query('"error ❌"').expression]).fetchall() == []
 
 
 def test_the_cli_finds_emoji(logs):
