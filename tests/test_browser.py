@@ -190,6 +190,17 @@ def test_search_facet_transcript_tool_call_lineage(server, page, screenshots):
     assert page.js_errors == []
 
 
+def test_an_emoji_is_searched_and_marked_as_written(server, page):
+    page.goto(server + "/-/obelisk")
+    page.fill("input[name=q]", "✅")
+    page.click("button[type=submit]")
+    page.wait_for_selector(".ob-result")
+    marks = page.locator(".ob-result mark").all_inner_texts()
+    assert marks and set(marks) == {"✅"}
+    assert "\ufffe" not in page.locator("main").inner_text()
+    assert page.js_errors == []
+
+
 def test_payloads_in_a_transcript_stay_text(server, page):
     page.goto(f"{server}/-/obelisk/session/{XSS_SESSION}")
     page.wait_for_selector(".ob-transcript")
