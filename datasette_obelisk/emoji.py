@@ -24,6 +24,8 @@ A keycap (1️⃣) stays its digit.
     encode(unit) -> str               the unit as index text (joiners kept)
     decode(text) -> str               the encoded characters of ``text`` as written
     ENCODED: str                      a regex class body of the encoded range
+    may_hold(text) -> bool            whether ``text`` may hold an emoji (a quick
+                                      test: True for every text that does)
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ ENCODED = "\U0010af80-\U0010fffd"
 # those in it (all below U+4000) and the tag characters, one after the other.
 _HIGH, _LOW, _TAGS = 0x10F000, 0x10B000, 0x10AF80
 _ENCODED_RUN = re.compile(f"[{ENCODED}]+")
+_NEAR = re.compile(f"[{BMP_CHARACTERS}\U0001f000-\U0001ffff]")  # (one range beyond the BMP: quick)
+
+
+def may_hold(text: str) -> bool:
+    return not text.isascii() and _NEAR.search(text) is not None
 
 
 def _encoded(char: str) -> str:

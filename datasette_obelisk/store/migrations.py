@@ -1632,9 +1632,10 @@ def m058_index_emoji_apart(db):
     # the index keeps it (cjk.py, emoji.py): the searched form of the messages,
     # failed tool output and prompts holding one is written again (the FTS
     # triggers index it again), and so are the session bags holding one.
-    # Only those rows are read (a GLOB of the emoji characters): the logs are
-    # not read again, and the rows without an emoji keep their form. A cold
-    # load killed half-way is finished first (its index would miss the rows).
+    # Only the rows holding an emoji are written (the texts beyond ASCII are
+    # read, a GLOB of the emoji themselves took 4 s a MB): the logs are not
+    # read again, and the rows without one keep their form. A cold load
+    # killed half-way is finished first (its index would miss the rows).
     import json
 
     from .. import cjk, emoji
@@ -1644,22 +1645,27 @@ def m058_index_emoji_apart(db):
     from .tool_output import FAILURE_SQL
 
     finish(db.conn)
-    holds = f"GLOB '*[{emoji.CHARACTERS}]*'"
-    for table, key, column, searched, where in (
-        ("messages", "id", "text", "search_text", f"search_text IS NOT '{SENT}'"),
-        ("tool_results", "id", "content", "search_content", FAILURE_SQL),
-        ("prompt_log", "id", "text", "search_text", "1"),
+    db.conn.create_function("obelisk_may_hold_emoji", 1, emoji.may_hold, deterministic=True)
+
+    def holding(table: str, column: str, where: str = "1") -> list[int]:
+        return [row_id for (row_id,) in db.conn.execute(
+            f"SELECT id FROM {table} WHERE {column} GLOB ? AND obelisk_may_hold_emoji({column}) AND {where}",
+            ["*[^\x01-\x7f]*"])]
+
+    for table, column, searched, where in (
+        ("messages", "text", "search_text", f"search_text IS NOT '{SENT}'"),
+        ("tool_results", "content", "search_content", FAILURE_SQL),
+        ("prompt_log", "text", "search_text", "1"),
     ):
-        ids = [row_id for (row_id,) in db.conn.execute(f"SELECT {key} FROM {table} WHERE {column} {holds} AND {where}")]
+        ids = holding(table, column, where)
         for start in range(0, len(ids), 500):  # (a few texts in memory at a time: some are megabytes)
             rows = db.conn.execute(
-                f"SELECT {key}, {column}, {searched} FROM {table} WHERE {key} IN (SELECT value FROM json_each(?))",
+                f"SELECT id, {column}, {searched} FROM {table} WHERE id IN (SELECT value FROM json_each(?))",
                 [json.dumps(ids[start : start + 500])],
             ).fetchall()
             db.conn.executemany(
-                f"UPDATE {table} SET {searched} = ? WHERE {key} = ?",
+                f"UPDATE {table} SET {searched} = ? WHERE id = ?",
                 [(new, row_id) for row_id, text, old in rows if (new := cjk.search_text(text)) != old],
             )
-    docs = [doc_id for (doc_id,) in db.conn.execute(
-        f"SELECT id FROM session_docs WHERE body_words {holds} OR meta_words {holds}")]
+    docs = sorted(set(holding("session_docs", "body_words")) | set(holding("session_docs", "meta_words")))
     index_bags_anew(db.conn, docs, cjk.before_emoji)
