@@ -131,7 +131,8 @@ def is_token_char(char: str) -> bool:
 
     Beyond ASCII, SQLite is asked (once a character): unicode61's tables are
     its own, not Python's ``unicodedata``. Emoji newer than its tables (🤖,
-    🙂, 🏗) are word characters to it, older ones (🚀) separate words, and a
+    🙂, 🏗) are word characters to it, older ones (🚀) separate words (so
+    ``words`` sets every emoji apart before asking, as the indexes do), and a
     combining mark either joins its word (folded away) or not; a query split
     otherwise drops terms the index holds, or widens a search to the rest.
     """
