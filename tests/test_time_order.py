@@ -9,7 +9,7 @@ import sqlite_utils
 
 from datasette_obelisk.query import obelisk as o
 from datasette_obelisk.query.readonly import connect_readonly
-from datasette_obelisk.store.db import LATEST_MIGRATION, open_db
+from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from datasette_obelisk.store.migrations import TIME_ORDER_SCAN, migrations
 from datasette_obelisk.utc import CANONICAL
@@ -145,7 +145,7 @@ def test_a_cold_load_and_a_reload_set_the_flags_a_row_by_row_load_does(tmp_path)
 
 def test_the_migration_works_the_flag_out_for_the_sessions_stored(tmp_path):
     path = tmp_path / "old.db"
-    migrations.apply(sqlite_utils.Database(path), stop_before=LATEST_MIGRATION)
+    migrations.apply(sqlite_utils.Database(path), stop_before="m057_record_time_order")
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("INSERT INTO source_files (id, path, source, kind) VALUES (1, '/toy.jsonl', 'toy', 'session')")
