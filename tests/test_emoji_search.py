@@ -151,10 +151,15 @@ def test_the_cli_finds_emoji(logs):
     assert [hit["message"]["uuid"] for hit in json.loads(result.output)] == ["p2", "s1"]
 
 
+async def served(db):
+    ds = make_datasette(db)
+    await ds.invoke_startup()
+    return ds
+
+
 @pytest.mark.asyncio
 async def test_the_json_endpoints_find_emoji(logs):
-    ds = make_datasette(logs.db)
-    await ds.invoke_startup()
+    ds = await served(logs.db)
     response = await ds.client.get("/-/obelisk/api/search", params={"q": "🚀"})
     assert response.status_code == 200
     assert [hit["message"]["uuid"] for hit in response.json()] == ["s1"]
@@ -170,11 +175,7 @@ async def test_the_json_endpoints_find_emoji(logs):
 
 @pytest.mark.asyncio
 async def test_the_search_page_marks_the_emoji_as_written(logs):
-    ds = make_datasette(logs.db)
-    await ds.invoke_startup()
-    response = await ds.client.get("/-/obelisk", params={"q": "✅ passed"})
-    assert response.status_code == 200
-    html = response.text
+    html = (await (await served(logs.db)).client.get("/-/obelisk", params={"q": "✅ passed"})).text
     assert "<mark>✅</mark> <mark>passed</mark>: 12 tests, 🚀 deployed" in html
     assert "<mark>passed</mark> <mark>✅</mark>\ufe0f at last" in html
     assert "\ufffe" not in html and "\U0010d705" not in html and "No session can match" not in html

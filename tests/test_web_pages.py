@@ -376,6 +376,19 @@ def write_sessions(folder, names, text: str, hour: int) -> None:
         (folder / f"{name}.jsonl").write_text(json.dumps(line) + "\n")
 
 
+async def served_sessions(tmp_path, names, text: str, hour: int):
+    """``names`` written as one-line sessions saying ``text``, ingested and served:
+    ``(datasette, folder)``."""
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
+    write_sessions(folder, names, text, hour)
+    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "paging.db")
+    await datasette.invoke_startup()
+    return datasette, folder
+
+
 def listed(html: str) -> list[str]:
     """The sessions a search page lists, in order."""
     return [unquote(href) for href in re.findall(r'<h3><a href="/-/obelisk/session/([^"]+)"', html)]
@@ -384,15 +397,10 @@ def listed(html: str) -> list[str]:
 async def zanzibar_paging(tmp_path, ranking: str):
     """30 sessions saying "zanzibar" once, served, and the first page of a search for it (20 of
     them, ``raw``: every match ranked): ``(datasette, asked, folder, old, first, following)``."""
-    from datasette_obelisk.store.ingest import ingest
-
     asked = {"q": "zanzibar", **({"mode": "raw"} if ranking == "raw" else {})}
-    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
     old = [f"old-{n:02d}" for n in range(30)]
-    write_sessions(folder, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
-    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
-    datasette = make_datasette(tmp_path / "paging.db")
-    await datasette.invoke_startup()
+    datasette, folder = await served_sessions(
+        tmp_path, old, "the zanzibar harbour was quiet today while we refactored the parser module", 10)
     first = await page(datasette, "/-/obelisk", **asked)
     assert len(listed(first)) == 20 and set(listed(first)) <= set(old)
     [following] = [unescape(link) for link in re.findall(r'<a rel="next" href="([^"]+)"', first)]
@@ -476,12 +484,8 @@ async def test_recent_session_pages_keep_the_first_page_s_order_while_sessions_g
     # page's order, none twice.
     from datasette_obelisk.store.ingest import ingest
 
-    folder = tmp_path / "claude" / "projects" / "-tmp-paging"
     old = [f"old-{n:02d}" for n in range(12)]
-    write_sessions(folder, old, "a quiet harbour", 10)
-    ingest(tmp_path / "paging.db", {"claude": tmp_path / "claude"})
-    datasette = make_datasette(tmp_path / "paging.db")
-    await datasette.invoke_startup()
+    datasette, folder = await served_sessions(tmp_path, old, "a quiet harbour", 10)
     newest_first = old[::-1]
     first = await page(datasette, "/-/obelisk", limit="5")
     assert listed(first) == newest_first[:5]
