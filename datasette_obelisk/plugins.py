@@ -108,6 +108,8 @@ def source_spelled(name: str, installed, stored=()) -> str:
 def unknown_sources(names, installed, stored=()) -> str | None:
     """Why some of ``names`` are neither installed sources nor among ``stored`` (a database's
     sources: one keeps a source's sessions after its plugin is uninstalled); None when all are."""
+    if any(not n.strip() for n in names):  # (else "unknown source  ;": a blank name reads as none)
+        return "source must not be blank"
     unknown = [n for n in names if n not in installed and n not in stored]
     if not unknown:
         return None

@@ -49,6 +49,13 @@ async def test_search_finds_the_session_and_honours_filters(ds):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [("/search", {"q": "the"}), ("/sessions", {}), ("/prompts", {})])
+async def test_a_blank_source_is_refused_as_blank(ds, path, params):
+    message = await error(ds, f"{API}{path}", 400, "OBELISK_INVALID_ARGUMENT", source=" ", **params)
+    assert message == "source must not be blank"
+
+
+@pytest.mark.asyncio
 async def test_context_trace_thread_and_raw(ds):
     context = await get(ds, f"{API}/context", uuid="xss-a2")
     assert [m["uuid"] for m in context["parentChain"]] == ["xss-u1", "xss-a1"]

@@ -128,6 +128,40 @@ async def test_a_source_no_one_has_is_refused_on_the_search_page_as_in_the_api(d
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("params", [{"q": "the"}, {}])
+async def test_an_unknown_role_is_refused_on_the_search_page_as_an_unknown_source(ds, params):
+    html = await page(ds, "/-/obelisk", 400, role="asistant", **params)
+    assert ('<p class="ob-error"><code>OBELISK_INVALID_ARGUMENT</code> unknown role asistant; '
+            "the roles are user, assistant, system, developer, tool</p>") in html
+    assert 'name="q"' in html  # (the form, to correct it in place)
+    assert "role must not be blank" in await page(ds, "/-/obelisk", 400, role=" ", **params)
+    # a role in capitals is the role it names, as a source is
+    assert await page(ds, "/-/obelisk", role="Assistant", **params) == await page(ds, "/-/obelisk", role="assistant", **params)
+
+
+@pytest.mark.asyncio
+async def test_a_role_a_source_plugin_stores_is_a_role_the_search_page_takes(web_db, tmp_path):
+    from web_fixtures import copy_db
+
+    db = copy_db(web_db, tmp_path / "narrator.db")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE messages SET role = 'narrator' WHERE uuid = 'xss-u1'")
+    conn.close()
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    html = await page(datasette, "/-/obelisk", role="narrator")
+    assert re.findall(r'href="/-/obelisk/session/([^"?#]+)"', html) == [XSS_SESSION]
+    assert "unknown role Narrator" in await page(datasette, "/-/obelisk", 400, role="Narrator")  # (its own spelling only)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path, params", [("/-/obelisk", {"q": "the"}), ("/-/obelisk", {}), ("/-/obelisk/failures", {})])
+async def test_a_blank_source_is_refused_as_blank_on_the_pages(ds, path, params):
+    html = await page(ds, path, 400, source=" ", **params)
+    assert '<p class="ob-error"><code>OBELISK_INVALID_ARGUMENT</code> source must not be blank</p>' in html
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path, params", [("/-/obelisk", {"q": "zebrafish"}), ("/-/obelisk", {}),
                                           ("/-/obelisk/failures", {})])
 async def test_a_source_in_capitals_is_the_source_it_names_on_the_pages(ds, path, params):

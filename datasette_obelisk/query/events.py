@@ -70,6 +70,11 @@ def event_type_sql(alias: str = "m") -> str:
     )
 
 
+# Who can speak in an event (``speaker_sql``): the roles the sources store (Codex's
+# ``developer`` and ``system`` items among them) and ``tool`` for a tool's output.
+SPEAKERS = ("user", "assistant", "system", "developer", "tool")
+
+
 def speaker_sql(alias: str = "m") -> str:
     """Who speaks in an event: its role, except ``tool`` for a tool's output
     (logged as a ``user`` line by Claude Code)."""

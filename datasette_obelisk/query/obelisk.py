@@ -216,6 +216,23 @@ def known_source(conn, opts: dict) -> dict:
     return {**opts, "source": source}
 
 
+def known_role(conn, role: str) -> str:
+    """``role`` as a speaker of ``events.SPEAKERS`` spells it (read in any case), or as given
+    when a stored message has it (a source plugin's own role), else OBELISK_INVALID_ARGUMENT
+    naming the speakers: a misspelt role would otherwise match nothing."""
+    from .events import SPEAKERS
+
+    spelt = role.strip()
+    if not spelt:
+        raise invalid("role must not be blank")
+    if spelt.casefold() in SPEAKERS:
+        return spelt.casefold()
+    # (no index holds roles: this scan is only for a role outside the speakers, a misspelt one mostly)
+    if conn.execute("SELECT 1 FROM messages WHERE role = ? LIMIT 1", [spelt]).fetchone() is None:
+        raise invalid(f"unknown role {role}; the roles are {', '.join(SPEAKERS)}")
+    return spelt
+
+
 def stored_sources(conn) -> list[str]:
     """The sources of the stored sessions, in order."""
     return [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]

@@ -31,21 +31,26 @@ MEMORIES_SHOWN = 200  # memories the memories page lists: the newest, or those r
 FAILURE_RESULT_CHARS = 2_000
 
 
-async def sources_spelt(db, form: SearchForm) -> SearchForm:
+async def facets_spelt(db, form: SearchForm) -> SearchForm:
     """``form`` with its sources spelt as the sources they name (``?source=Claude``: claude),
-    as the API reads them; a misspelt source is refused, as the API refuses it."""
-    given = form.lists.get("source", ())
-    if not given:
+    as the API reads them, and its roles as the roles they name (``Assistant``: assistant);
+    a misspelt source or role is refused, as the API refuses a source."""
+    given = {name: form.lists.get(name, ()) for name in ("source", "role")}
+    if not any(given.values()):
         return form
 
     def spelt(conn):
-        return tuple(obelisk.known_source(conn, {"source": source})["source"] or source for source in given)
+        return {
+            "source": tuple(obelisk.known_source(conn, {"source": s})["source"] or s for s in given["source"]),
+            "role": tuple(obelisk.known_role(conn, role) for role in given["role"]),
+        }
 
-    return replace(form, lists={**form.lists, "source": await db.execute_fn(spelt)})
+    found = await db.execute_fn(spelt)
+    return replace(form, lists={**form.lists, **{name: values for name, values in found.items() if values}})
 
 
 async def search_page(datasette, request, db, params):
-    form = await sources_spelt(db, SearchForm.from_params(params))
+    form = await facets_spelt(db, SearchForm.from_params(params))
     context = {"form": form, "active_tab": "Search"}
 
     if not form.query:  # top-level sessions of the chosen filters: no parent to name
