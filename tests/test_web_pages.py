@@ -823,6 +823,29 @@ async def test_a_transcript_page_links_back_and_its_toggles_keep_it(ds, web_db, 
     assert f"{base}start=1" not in second and base[:-1] in second  # the page before starts the transcript
 
 
+@pytest.mark.asyncio
+async def test_a_transcript_page_names_the_lines_it_shows_in_its_title(ds, web_db, monkeypatch):
+    from datasette_obelisk.web import pages
+    from datasette_obelisk.web.template_helpers import TemplateHelpers
+
+    monkeypatch.setattr(pages, "TRANSCRIPT_PAGE", 50)
+    session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, seq 1..162
+    [(title,)] = rows(web_db, "SELECT title FROM sessions WHERE id = ?", [session])
+    title = TemplateHelpers.in_title(title, 80)  # (cut short: a long title)
+
+    def window_title(html):
+        return unescape(re.search(r"<title>(.*?)</title>", html, re.S).group(1))
+
+    first = await page(ds, f"/-/obelisk/session/{session}")
+    later = await page(ds, f"/-/obelisk/session/{session}", start="120")
+    next_start = int(re.search(r'rel="next" href="[^"]*start=(\d+)', first).group(1))
+    assert window_title(first) == f"{title} — lines 1–{next_start - 1} · Obelisk"
+    assert 'rel="next"' not in later  # (the last page: its last line is the session's)
+    assert window_title(later) == f"{title} — lines 120–162 · Obelisk"
+    monkeypatch.setattr(pages, "TRANSCRIPT_PAGE", 500)  # one page: the title alone
+    assert window_title(await page(ds, f"/-/obelisk/session/{session}")) == f"{title} · Obelisk"
+
+
 def test_every_message_s_transcript_link_reaches_its_anchor(web_db):
     """The event page's "In the transcript": the page holding the message,
     with the options that list it, at ``#m<seq>`` or its call's ``#tool-``."""

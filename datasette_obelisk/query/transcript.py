@@ -36,7 +36,8 @@
         calls made before them (``page_start``: such an output never opens a
         page, as it is shown with its call); ``next_start`` is where the next
         page begins (None at the end), ``previous_start`` where the page
-        before it does (None on the first). ``holds`` says which options (``rewound``, ``meta``,
+        before it does (None on the first), ``last`` the seq of its last line
+        (None when it has none). ``holds`` says which options (``rewound``, ``meta``,
         ``log``) would show a line of the session the view hides without
         them (``holds``). ``start_hidden`` says which option shows the line at
         ``start`` when the view hides it (``meta`` or ``log``);
@@ -131,6 +132,7 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         ),
         "entries": entries,
         "start": start,
+        "last": rows[-1]["seq"] if rows else None,  # (the page's last line: the title names the lines it shows)
         "next_start": next_start,
         "previous_start": previous_start,
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
