@@ -12,9 +12,11 @@ from datasette_obelisk.cli import cli
 from datasette_obelisk.query import obelisk
 from datasette_obelisk.query.fts import match_documents, parse_query, tokens, words
 from datasette_obelisk.query.history import history_search
+from datasette_obelisk.query.memories import remember
 from datasette_obelisk.query.search import search_sessions
-from datasette_obelisk.store import session_index
+from datasette_obelisk.store import redacting, session_index
 from datasette_obelisk.store.db import open_db
+from datasette_obelisk.store.ingest import ingest
 from datasette_obelisk.store.migrations import migrations
 from datasette_obelisk.web.sql_functions import fts_expression, snippet_text
 from query_fixtures import line, toy  # noqa: F401
@@ -224,3 +226,128 @@ def test_an_older_database_indexes_its_emoji_apart(tmp_path, monkeypatch):
     assert conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'wrote'").fetchone() == (1,)
     assert found(conn, "✅") == ["u1", "u2"]
     assert found(conn, "数据") == ["u2"] and found(conn, "café") == ["u4"]
+
+
+BOT = "11111111-1111-4111-8111-111111111111"
+
+
+def claude_log(tmp_path, *extra: dict):
+    """A Claude Code home with one session of a prompt, a reply and ``extra`` lines."""
+    project = tmp_path / "claude" / "projects" / "-w-bot"
+    project.mkdir(parents=True, exist_ok=True)
+    at = {"sessionId": BOT, "cwd": "/w/bot"}
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "timestamp": "2026-01-01T00:00:00Z", **at,
+         "message": {"role": "user", "content": "write the release notes"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-01-01T00:01:00Z", **at,
+         "message": {"role": "assistant", "model": "claude", "content": [{"type": "text", "text": "done"}]}},
+        *extra,
+    ]
+    (project / f"{BOT}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return tmp_path / "claude"
+
+
+def digest_found(conn, query: str) -> list[str]:
+    return [s["sessionId"] for s in history_search(conn, {"query": query})["sessions"] if "digest" in s]
+
+
+def test_a_title_and_a_summary_are_found_by_their_emoji_and_cjk_words(tmp_path):
+    home = claude_log(
+        tmp_path,
+        {"type": "custom-title", "customTitle": "🤖 release bot 数据库", "sessionId": BOT},
+        {"type": "system", "subtype": "away_summary", "uuid": "s1", "parentUuid": "a1", "sessionId": BOT,
+         "timestamp": "2026-01-01T00:02:00Z", "content": "Shipped it ✅ at last"},
+    )
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": home})
+    conn = open_db(db)
+    for query in ("🤖", "✅", "✅\ufe0f", "数据", '"🤖 release"', "shipped ✅ bot"):
+        assert digest_found(conn, query) == [BOT], query
+    for query in ("🚀", "🤖 launch", "数据库迁移"):
+        assert digest_found(conn, query) == [], query
+    [found_session] = history_search(conn, {"query": "🤖"})["sessions"]
+    assert found_session["digest"]["title"] == "🤖 release bot 数据库"  # (as written)
+    assert found_session["digest"]["summary"] == "Shipped it ✅ at last"
+    assert conn.execute("SELECT search_title, search_summary FROM session_digests").fetchall() == [
+        (coded("🤖") + f" release bot {SEP}数{SEP}据{SEP}库{SEP}", "Shipped it " + coded("✅") + " at last")]
+
+    # renamed by the log: derivation writes the new form; renamed by hand: the form is cleared
+    with open(home / "projects" / "-w-bot" / f"{BOT}.jsonl", "a") as log:
+        log.write(json.dumps({"type": "custom-title", "customTitle": "🚀 launch", "sessionId": BOT}) + "\n")
+    ingest(db, {"claude": home})
+    assert digest_found(conn, "🚀") == [BOT] and digest_found(conn, "🤖") == []
+    conn.execute("UPDATE sessions SET title = 'plain words'")
+    assert conn.execute("SELECT title, search_title, search_summary IS NOT NULL FROM session_digests").fetchall() == [
+        ("plain words", None, 1)]
+    assert digest_found(conn, "words") == [BOT] and digest_found(conn, "🚀") == [] and digest_found(conn, "✅") == [BOT]
+    conn.execute("INSERT INTO session_digests_fts (session_digests_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_memory_is_found_by_its_emoji(tmp_path, toy):
+    toy.write("m", line("m1", "hello", "2026-01-01T00:00:00Z", cwd="/w/m"))
+    toy.ingest()
+    root = tmp_path / "notes"
+    root.mkdir()
+    for name in ("ci.md", "plain.md"):
+        (root / name).write_text("# notes\n")
+    conn = toy.write_conn()
+    passed = remember(conn, {"path": str(root / "ci.md"), "summary": "CI is green ✅ on main"}, memory_roots=[root])
+    remember(conn, {"path": str(root / "plain.md"), "summary": "CI is green on main"}, memory_roots=[root])
+    [row] = obelisk.memories(conn, query="✅")
+    assert row["id"] == passed["id"] and row["summary"] == "CI is green ✅ on main"
+    assert [r["id"] for r in obelisk.memories(conn, query="✅\ufe0f green")] == [passed["id"]]
+    assert len(obelisk.memories(conn, query="green")) == 2 and obelisk.memories(conn, query="🚀") == []
+    conn.execute("INSERT INTO memories_fts (memories_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_an_older_database_indexes_titles_summaries_and_memories_apart(tmp_path):
+    path = tmp_path / "old.db"
+    migrations.apply(sqlite_utils.Database(path), stop_before="m059_index_digests_and_memories_apart")
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("INSERT INTO sessions (id, source, title) VALUES ('s1', 'x', '🤖 bot notes'), "
+                 "('s2', 'x', '数据库 plan'), ('s3', 'x', 'plain title')")
+    conn.execute("INSERT INTO summaries (id, session_id, timestamp, source, content, file_id) "
+                 "VALUES ('sum1', 's3', '2026-01-01T00:00:00Z', 'away_summary', 'all ✅ done', 1)")
+    conn.execute("INSERT INTO memories (id, path, summary, created_at) VALUES "
+                 "('mem1', '/n/a.md', 'CI ✅ green', '2026-01-01T00:00:00.000Z'), "
+                 "('mem2', '/n/b.md', 'CI green', '2026-01-01T00:00:00.000Z')")
+    assert conn.execute("SELECT rowid FROM session_digests_fts WHERE session_digests_fts MATCH '\"🤖\"'").fetchall() == [
+        (1,)]  # (unicode61 read 🤖 as a letter: the raw text)
+    conn.close()
+
+    conn = open_db(path)
+    assert conn.execute("SELECT session_id, search_title, search_summary FROM session_digests ORDER BY id").fetchall() == [
+        ("s1", coded("🤖") + " bot notes", None), ("s2", f"{SEP}数{SEP}据{SEP}库{SEP} plan", None),
+        ("s3", None, "all " + coded("✅") + " done")]
+    assert conn.execute("SELECT id, search_summary FROM memories ORDER BY pk").fetchall() == [
+        ("mem1", "CI " + coded("✅") + " green"), ("mem2", None)]
+    for table, query, rowids in [("session_digests_fts", "🤖", [1]), ("session_digests_fts", "数据", [2]),
+                                 ("session_digests_fts", "✅", [3]), ("session_digests_fts", "plan", [2]),
+                                 ("memories_fts", "✅", [1]), ("memories_fts", "green", [1, 2])]:
+        expression = parse_query(query).expression
+        assert [r for (r,) in conn.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid",
+                                           [expression])] == rowids, (table, query)
+        conn.execute(f"INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)")
+    assert conn.execute("SELECT rowid FROM session_digests_fts WHERE session_digests_fts MATCH '\"🤖\"'").fetchall() == []
+    assert [m["id"] for m in obelisk.memories(conn, query="✅")] == ["mem1"]
+    assert digest_found(conn, "🤖") == ["s1"] and digest_found(conn, "数据") == ["s2"]
+
+
+class Hiding:
+    """A redactor hiding one word."""
+
+    def redact(self, text: str) -> str:
+        return text.replace("hunter2", "[hidden]")
+
+
+def test_a_title_redacted_in_place_is_searched_by_its_emoji_again(tmp_path):
+    home = claude_log(tmp_path, {"type": "custom-title", "customTitle": "🤖 hunter2 数据", "sessionId": BOT})
+    db = tmp_path / "obelisk.db"
+    ingest(db, {"claude": home})
+    conn = open_db(db)
+    assert redacting.redact_stored_rows(conn, Hiding()) == 2  # (the title and its candidate)
+    assert conn.execute("SELECT title, search_title FROM session_digests").fetchall() == [
+        ("🤖 [hidden] 数据", coded("🤖") + f" [hidden] {SEP}数{SEP}据{SEP}")]
+    assert digest_found(conn, "🤖") == [BOT] and digest_found(conn, "数据 hidden") == [BOT]
+    assert digest_found(conn, "hunter2") == []
+    conn.execute("INSERT INTO session_digests_fts (session_digests_fts, rank) VALUES ('integrity-check', 1)")

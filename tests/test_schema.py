@@ -82,6 +82,7 @@ def test_migrations_in_order(conn):
         "m056_hold_prompts_by_time",
         "m057_record_time_order",
         "m058_index_emoji_apart",
+        "m059_index_digests_and_memories_apart",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -130,11 +131,11 @@ def test_fts_tables(conn):
         )
     }
     assert sql == {
-        "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
+        "memories_fts": "CREATE VIRTUAL TABLE memories_fts USING fts5( path, summary, content='memories_search', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2' )",
         "messages_fts": "CREATE VIRTUAL TABLE messages_fts USING fts5( text, content='messages_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "prompt_log_fts": "CREATE VIRTUAL TABLE prompt_log_fts USING fts5( text, content='prompt_log_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "session_docs_fts": "CREATE VIRTUAL TABLE session_docs_fts USING fts5( body, meta, content='', tokenize='porter unicode61 remove_diacritics 2' )",
-        "session_digests_fts": "CREATE VIRTUAL TABLE session_digests_fts USING fts5( title, summary, content='session_digests', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
+        "session_digests_fts": "CREATE VIRTUAL TABLE session_digests_fts USING fts5( title, summary, content='session_digests_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
         "tool_errors_fts": "CREATE VIRTUAL TABLE tool_errors_fts USING fts5( content, content='tool_errors_search', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2' )",
     }
 
@@ -189,8 +190,8 @@ def test_triggers(conn):
 
 def test_views(conn):
     assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view' ORDER BY name")] == [
-        "browse_messages", "browse_prompts", "browse_tool_calls", "messages_search", "prompt_log_search",
-        "tool_errors_search",
+        "browse_messages", "browse_prompts", "browse_tool_calls", "memories_search", "messages_search",
+        "prompt_log_search", "session_digests_search", "tool_errors_search",
     ]
     views = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'"))
     assert columns(conn, "browse_prompts") == [
@@ -198,6 +199,13 @@ def test_views(conn):
     ]
     assert " ".join(views["prompt_log_search"].split()) == (
         "CREATE VIEW prompt_log_search AS SELECT id, coalesce(search_text, text) AS text FROM prompt_log"
+    )
+    assert " ".join(views["memories_search"].split()) == (
+        "CREATE VIEW memories_search AS SELECT pk, path, coalesce(search_summary, summary) AS summary FROM memories"
+    )
+    assert " ".join(views["session_digests_search"].split()) == (
+        "CREATE VIEW session_digests_search AS SELECT id, coalesce(search_title, title) AS title, "
+        "coalesce(search_summary, summary) AS summary FROM session_digests"
     )
     assert " ".join(views["messages_search"].split()) == (
         "CREATE VIEW messages_search AS SELECT id, coalesce(search_text, text) AS text FROM messages"
@@ -348,7 +356,7 @@ EXPECTED_TABLES = {
         'reason', 'detail_json',
     ],
     'message_aliases': ['file_id', 'uuid', 'stored_as'],
-    'session_digests': ['id', 'session_id', 'title', 'summary'],
+    'session_digests': ['id', 'session_id', 'title', 'summary', 'search_title', 'search_summary'],
     'session_links': ['id', 'session_id', 'parent_session_id', 'relationship', 'file_id'],
     'derive_queue': [
         'session_id',
@@ -366,7 +374,7 @@ EXPECTED_TABLES = {
     ],
     'memories': [
         'pk', 'id', 'session_id', 'project', 'message_start', 'message_end', 'path', 'anchors',
-        'summary', 'created_at', 'deleted_at', 'deleted_reason',
+        'summary', 'created_at', 'deleted_at', 'deleted_reason', 'search_summary',
     ],
     'messages': [
         'id', 'uuid', 'session_id', 'seq', 'source', 'type', 'subtype', 'role', 'parent_uuid',

@@ -103,10 +103,10 @@ def remember(conn: sqlite3.Connection, record, *, memory_roots: Iterable, cwd: s
             return {**memory, "id": same[0], "created_at": same[1], "already_registered": True}
         conn.execute(
             "INSERT INTO memories (id, session_id, project, message_start, message_end, path, anchors, "
-            "summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "summary, search_summary, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 memory["id"], fields["session_id"], project, fields["message_start"], fields["message_end"],
-                path, stored_anchors, summary.strip(), memory["created_at"],
+                path, stored_anchors, summary.strip(), cjk.search_text(summary.strip()), memory["created_at"],
             ],
         )
     return memory

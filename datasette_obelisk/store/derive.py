@@ -41,6 +41,7 @@ from .session_index import (
     update_session_documents,
 )
 from .cold_load import index_pending_text
+from .digests import write_search_forms
 from .units import kept_copy_sql
 from .writer import DESCRIBED, SOURCE_RANK
 
@@ -79,6 +80,7 @@ def derive_sessions(conn: sqlite3.Connection, session_ids, words=None, plans=Non
     link_resumes(conn, session_ids)
     break_parent_cycles(conn, session_ids)
     update_session_documents(conn, session_ids, words, documents)
+    write_search_forms(conn, session_ids)
     return session_ids
 
 

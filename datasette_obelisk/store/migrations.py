@@ -595,13 +595,13 @@ def m013_create_session_digests(db):
             VALUES ('delete', old.id, old.title, old.summary);
             INSERT INTO session_digests_fts (rowid, title, summary) VALUES (new.id, new.title, new.summary);
         END;
-        CREATE TRIGGER sessions_digest_ai AFTER INSERT ON sessions BEGIN {refresh_sql("new.id")} END;
-        CREATE TRIGGER sessions_digest_au AFTER UPDATE OF title ON sessions BEGIN {refresh_sql("new.id")} END;
-        CREATE TRIGGER summaries_digest_ai AFTER INSERT ON summaries BEGIN {refresh_sql("new.session_id")} END;
+        CREATE TRIGGER sessions_digest_ai AFTER INSERT ON sessions BEGIN {refresh_sql("new.id", searched=False)} END;
+        CREATE TRIGGER sessions_digest_au AFTER UPDATE OF title ON sessions BEGIN {refresh_sql("new.id", searched=False)} END;
+        CREATE TRIGGER summaries_digest_ai AFTER INSERT ON summaries BEGIN {refresh_sql("new.session_id", searched=False)} END;
         CREATE TRIGGER summaries_digest_au AFTER UPDATE ON summaries BEGIN
-            {refresh_sql("old.session_id")} {refresh_sql("new.session_id")}
+            {refresh_sql("old.session_id", searched=False)} {refresh_sql("new.session_id", searched=False)}
         END;
-        CREATE TRIGGER summaries_digest_ad AFTER DELETE ON summaries BEGIN {refresh_sql("old.session_id")} END;
+        CREATE TRIGGER summaries_digest_ad AFTER DELETE ON summaries BEGIN {refresh_sql("old.session_id", searched=False)} END;
         """
     )
     db.execute(f"INSERT INTO session_digests (session_id, title, summary) {digest_rows_sql()} ORDER BY id")
@@ -1669,3 +1669,103 @@ def m058_index_emoji_apart(db):
             )
     docs = sorted(set(holding("session_docs", "body_words")) | set(holding("session_docs", "meta_words")))
     index_bags_anew(db.conn, docs, cjk.before_emoji)
+
+
+@migrations()
+def m059_index_digests_and_memories_apart(db):
+    # Session titles, summaries and memories were indexed as written, so a CJK
+    # word inside a sentence or an emoji (which a query now asks for set
+    # apart, m058) could not be found in them. Their FTS tables now read a
+    # search form, as messages do (cjk.py): session_digests and memories keep
+    # it beside the text (NULL where it is the same), the digest triggers
+    # clear it when a text changes and derivation writes it again
+    # (digests.write_search_forms). The triggers are made again, so a cold
+    # load killed half-way is finished first; the forms of the rows beyond
+    # ASCII are written in Python and both indexes built again (one row a
+    # session or a memory). No log is read again.
+    from .. import cjk
+    from .cold_load import finish
+    from .digests import refresh_sql, write_search_forms
+
+    finish(db.conn)
+    db.executescript(
+        f"""
+        ALTER TABLE session_digests ADD COLUMN search_title TEXT;
+        ALTER TABLE session_digests ADD COLUMN search_summary TEXT;
+        ALTER TABLE memories ADD COLUMN search_summary TEXT;
+        DROP TRIGGER session_digests_ai;
+        DROP TRIGGER session_digests_ad;
+        DROP TRIGGER session_digests_au;
+        DROP TRIGGER sessions_digest_ai;
+        DROP TRIGGER sessions_digest_au;
+        DROP TRIGGER summaries_digest_ai;
+        DROP TRIGGER summaries_digest_au;
+        DROP TRIGGER summaries_digest_ad;
+        DROP TRIGGER memories_ai;
+        DROP TRIGGER memories_ad;
+        DROP TRIGGER memories_au;
+        DROP TABLE session_digests_fts;
+        DROP TABLE memories_fts;
+        """
+    )
+    write_search_forms(db.conn)
+    rows = db.conn.execute("SELECT pk, summary FROM memories WHERE summary GLOB ?", ["*[^\x01-\x7f]*"])
+    db.conn.executemany(
+        "UPDATE memories SET search_summary = ? WHERE pk = ?",
+        [(form, pk) for pk, summary in rows.fetchall() if (form := cjk.search_text(summary)) is not None],
+    )
+    db.executescript(
+        f"""
+        CREATE VIEW session_digests_search AS
+            SELECT id, coalesce(search_title, title) AS title, coalesce(search_summary, summary) AS summary
+            FROM session_digests;
+        CREATE VIRTUAL TABLE session_digests_fts USING fts5(
+            title, summary, content='session_digests_search', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER session_digests_ai AFTER INSERT ON session_digests BEGIN
+            INSERT INTO session_digests_fts (rowid, title, summary)
+            VALUES (new.id, coalesce(new.search_title, new.title), coalesce(new.search_summary, new.summary));
+        END;
+        CREATE TRIGGER session_digests_ad AFTER DELETE ON session_digests BEGIN
+            INSERT INTO session_digests_fts (session_digests_fts, rowid, title, summary)
+            VALUES ('delete', old.id, coalesce(old.search_title, old.title), coalesce(old.search_summary, old.summary));
+        END;
+        CREATE TRIGGER session_digests_au AFTER UPDATE ON session_digests BEGIN
+            INSERT INTO session_digests_fts (session_digests_fts, rowid, title, summary)
+            VALUES ('delete', old.id, coalesce(old.search_title, old.title), coalesce(old.search_summary, old.summary));
+            INSERT INTO session_digests_fts (rowid, title, summary)
+            VALUES (new.id, coalesce(new.search_title, new.title), coalesce(new.search_summary, new.summary));
+        END;
+        CREATE TRIGGER sessions_digest_ai AFTER INSERT ON sessions BEGIN {refresh_sql("new.id")} END;
+        CREATE TRIGGER sessions_digest_au AFTER UPDATE OF title ON sessions BEGIN {refresh_sql("new.id")} END;
+        CREATE TRIGGER summaries_digest_ai AFTER INSERT ON summaries BEGIN {refresh_sql("new.session_id")} END;
+        CREATE TRIGGER summaries_digest_au AFTER UPDATE ON summaries BEGIN
+            {refresh_sql("old.session_id")} {refresh_sql("new.session_id")}
+        END;
+        CREATE TRIGGER summaries_digest_ad AFTER DELETE ON summaries BEGIN {refresh_sql("old.session_id")} END;
+
+        CREATE VIEW memories_search AS
+            SELECT pk, path, coalesce(search_summary, summary) AS summary FROM memories;
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            path, summary, content='memories_search', content_rowid='pk',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts (rowid, path, summary)
+            VALUES (new.pk, new.path, coalesce(new.search_summary, new.summary));
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, path, summary)
+            VALUES ('delete', old.pk, old.path, coalesce(old.search_summary, old.summary));
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF path, summary, search_summary ON memories BEGIN
+            INSERT INTO memories_fts (memories_fts, rowid, path, summary)
+            VALUES ('delete', old.pk, old.path, coalesce(old.search_summary, old.summary));
+            INSERT INTO memories_fts (rowid, path, summary)
+            VALUES (new.pk, new.path, coalesce(new.search_summary, new.summary));
+        END;
+        INSERT INTO session_digests_fts (session_digests_fts) VALUES ('rebuild');
+        INSERT INTO memories_fts (memories_fts) VALUES ('rebuild');
+        """
+    )

@@ -8,6 +8,7 @@ carry the key that would let anyone test guesses against its markers.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import secrets
 import sqlite3
@@ -23,6 +24,7 @@ from ..records import (
     Message, PromptEntry, PullRequest, Session, Subagent, Summary, TitleCandidate, ToolCall, ToolResult, Workflow, WorkflowAgent,
 )
 from .db import INDEXED_FORMS, database_path, get_state, set_state
+from .digests import write_search_forms
 from .tool_output import FAILURE_SQL
 from .writer import FILE_TABLES
 from .redaction import RULESET_VERSION, Redactor
@@ -78,6 +80,13 @@ SEARCH_FORMS = {
     ("messages", "text"): f"{INDEXED_FORMS['messages']} = ?",
     ("tool_results", "content"): f"{INDEXED_FORMS['tool_results']} = CASE WHEN {FAILURE_SQL} THEN ? END",
     ("prompt_log", "text"): "search_text = ?",
+}
+
+
+# The columns a session digest copies: the sessions whose digest a change of their rows (keys) clears.
+DIGESTED = {
+    ("sessions", "title"): "SELECT value FROM json_each(?)",
+    ("summaries", "content"): "SELECT DISTINCT session_id FROM summaries WHERE id IN (SELECT value FROM json_each(?))",
 }
 
 
@@ -290,6 +299,9 @@ def redact_stored_rows(conn: sqlite3.Connection, redactor: Redactor, file_ids=No
         also = "".join(f", {setting}" for setting in ALSO.get((table, column), {}))
         conn.executemany(f"UPDATE OR IGNORE {table} SET {column} = ?{also} WHERE {key} = ?", updates)
         changed += len(updates)
+        if updates and (table, column) in DIGESTED:  # (their triggers cleared the digest's search form)
+            keys = json.dumps([update[-1] for update in updates])
+            write_search_forms(conn, [session for (session,) in conn.execute(DIGESTED[table, column], [keys])])
     return changed
 
 
