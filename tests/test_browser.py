@@ -876,6 +876,9 @@ def test_the_first_tab_stop_skips_the_menus_to_the_content(server, page, path):
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.className") == "ob-skip"
     assert skip.bounding_box()["width"] > 50 and skip.is_visible()
+    # readable as it shows: the accent colour on white, not the near-white of Datasette's header links
+    assert skip.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor]") == [
+        "rgb(47, 111, 176)", "rgb(255, 255, 255)"]
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "ob-content" and page.url.endswith("#ob-content")
     page.keyboard.press("Tab")  # the next stop is the page's own first link, past Datasette's and Obelisk's menus
