@@ -2612,3 +2612,21 @@ async def test_a_long_query_is_clipped_in_the_title_as_a_session_title_is(ds):
     title = unescape(re.search(r"<title>(.*?)</title>", await page(ds, "/-/obelisk", q=words), re.S).group(1))
     assert title == words[:79] + "… · Search · Obelisk"
     assert "<title>zebrafish · Search · Obelisk</title>" in await page(ds, "/-/obelisk", q="zebrafish")
+
+
+@pytest.mark.asyncio
+async def test_a_refused_cursor_links_the_same_page_from_its_start(ds):
+    """A page link whose cursor is refused (the index changed since, or it is no cursor the page
+    gave) offers the same page, its filters kept, from the start."""
+    def restart(html: str) -> list[str]:
+        return re.findall(r'<a href="([^"]*)">Start again from the first page</a>', html)
+
+    search = await page(ds, "/-/obelisk", 400, q="the", source="claude", cursor="bogus")
+    assert "SESSION_QUERY_INVALID_CURSOR" in search and restart(search) == ["?q=the&amp;source=claude"]
+    recent = await page(ds, "/-/obelisk", 400, limit="200", cursor="bogus")
+    assert restart(recent) == ["?limit=200"]
+    failures = await page(ds, "/-/obelisk/failures", 400, project="beta", cursor="bogus")
+    assert restart(failures) == ["?project=beta"]
+    assert restart(await page(ds, "/-/obelisk", 400, cursor="bogus")) == ["?"]
+    # (refused for something else, the page has no such link: the same filters would be refused again)
+    assert restart(await page(ds, "/-/obelisk/failures", 400, limit="0")) == []

@@ -204,7 +204,22 @@ async def error_page(datasette, request, error: QueryError, extra: dict | None =
         database = None
     html = await datasette.render_template(
         "obelisk/error.html",
-        {**(extra or {}), "error": error, "database": database, "db_param": db, "ob": TemplateHelpers(datasette, db)},
+        {**(extra or {}), "error": error, "database": database, "db_param": db, "ob": TemplateHelpers(datasette, db),
+         "first_page": first_page(request, error)},
         request=request,
     )
     return Response.html(without_escapes(html), status=error.status)
+
+
+CURSOR_CODES = ("SESSION_QUERY_INVALID_CURSOR", "SESSION_QUERY_STALE_CURSOR")
+
+
+def first_page(request, error: QueryError) -> str | None:
+    """For a page refused its ``cursor`` (the index changed since, or the link was not one it
+    gave): the same page without it, as a link relative to the page (``?…``)."""
+    if error.code not in CURSOR_CODES or "cursor" not in request.args:
+        return None
+    from urllib.parse import parse_qsl, urlencode
+
+    kept = [(name, value) for name, value in parse_qsl(request.query_string, keep_blank_values=True) if name != "cursor"]
+    return "?" + urlencode(kept)
