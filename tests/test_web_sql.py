@@ -652,3 +652,17 @@ async def test_a_stored_query_reads_a_source_in_any_case_as_the_helpers(ds, quer
     exact = await stored(ds, query.name, **{**given, "source": "claude"})
     assert await stored(ds, query.name, **{**given, "source": "Claude"}) == exact
     assert await stored(ds, query.name, **{**given, "source": "CLAUDE"}) == exact
+
+
+@pytest.mark.asyncio
+async def test_stored_query_pages_are_titled_by_their_titles_not_their_sql(ds):
+    def title(html: str) -> str:
+        return re.search(r"<title>(.*?)</title>", html, re.S).group(1).strip()
+
+    for query in QUERIES:
+        response = await ds.client.get(f"/obelisk/{query.name}")
+        assert response.status_code in (200, 400), response.text[:300]  # (some need a parameter)
+        assert title(response.text) == f"{query.title} · obelisk"
+    # a query typed in is still named by its SQL, as Datasette names it
+    response = await ds.client.get("/obelisk/-/query", params={"sql": "select 1 as one"})
+    assert title(response.text) == "obelisk: select 1 as one"
