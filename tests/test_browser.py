@@ -259,6 +259,10 @@ PHONE_PAGES = [
     # a session's children and its lineage, titled by their prompts
     "/-/obelisk/session/fe5e1c67-53e7-4862-81ae-d0e013e3270b",
     "/-/obelisk/session/fe5e1c67-53e7-4862-81ae-d0e013e3270b/lineage",
+    # stored queries the pages link, whose SQL has lines thousands of characters long
+    "/obelisk/obelisk_sessions",
+    "/obelisk/obelisk_failures",
+    "/obelisk/obelisk_memories",
 ]
 
 
