@@ -2630,3 +2630,18 @@ async def test_a_refused_cursor_links_the_same_page_from_its_start(ds):
     assert restart(await page(ds, "/-/obelisk", 400, cursor="bogus")) == ["?"]
     # (refused for something else, the page has no such link: the same filters would be refused again)
     assert restart(await page(ds, "/-/obelisk/failures", 400, limit="0")) == []
+
+
+@pytest.mark.asyncio
+async def test_the_window_title_says_what_the_page_shows(ds):
+    def title(html: str) -> str:
+        return unescape(re.search(r"<title>(.*?)</title>", html, re.S).group(1)).strip()
+
+    failures = await page(ds, "/-/obelisk/failures", sessionId="fe5e1c67-53e7-4862-81ae-d0e013e3270b")
+    assert title(failures) == "Failures of /orchestrator create TODO app by Next.js · Obelisk"
+    assert title(await page(ds, "/-/obelisk/failures")) == "Failures · Obelisk"
+    # a page with nothing to show says so, as its heading does
+    missing = await page(ds, "/-/obelisk/session/no-such-session", 404)
+    assert title(missing) == "Not found · Obelisk" and "<h1>Not found</h1>" in missing
+    refused = await page(ds, "/-/obelisk/failures", 400, limit="0")
+    assert title(refused) == "Error · Obelisk" and "<h1>Cannot show this</h1>" in refused
