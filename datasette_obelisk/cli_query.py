@@ -26,7 +26,7 @@ from .cli import (
 )
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
-from .query.readonly import connect_readonly
+from .query.readonly import connect_readonly, one_snapshot
 from .query.runner import DEFAULT_TIMEOUT, MAX_TIMEOUT, run_script
 from .store.db import NewerDatabase, open_db
 
@@ -65,7 +65,8 @@ def fresh_connection(db_path):
 
 
 def call(db_path, helper, *args, session_id: str | None = None):
-    """Run one read helper on a fresh read-only connection to the database.
+    """Run one read helper on a fresh read-only connection to the database, its
+    statements reading one state of it (``one_snapshot``), as over HTTP.
 
     A ``source`` among its options must be installed or in the database
     (``known_source``); a ``session_id`` the command was given that is not
@@ -73,9 +74,10 @@ def call(db_path, helper, *args, session_id: str | None = None):
     """
     conn = fresh_connection(db_path)
     try:
-        if session_id is not None:
-            stored_session(conn, session_id)
-        return helper(conn, *args)
+        with one_snapshot(conn):
+            if session_id is not None:
+                stored_session(conn, session_id)
+            return helper(conn, *args)
     finally:
         conn.close()
 
@@ -270,32 +272,33 @@ def read(session_id, include_meta, limit, offset, after_uuid, db_path, as_json):
     """
     conn = fresh_connection(db_path)
     try:
-        session = stored_session(conn, session_id)
-        if session is None:  # (thread() of a session not stored: no message)
-            return click.echo(dumps([])) if as_json else echo("No messages.")
-        # Without --limit, the whole session: a page of the most one call returns at a time.
-        step = limit or obelisk.MAX_THREAD
-        first = True
-        pages = (  # (the session put in time order once, not once a page)
-            iter([obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset,
-                                                             afterUuid=after_uuid))])
-            if limit is not None else
-            obelisk.thread_pages(conn, session_id, given(includeMeta=include_meta, offset=offset, afterUuid=after_uuid),
-                                 step=step)
-        )
-        for page in pages:
-            uuids = [message["uuid"] for message in page.items]
-            if as_json:
-                items = dumps(page.items)
-                if limit is None:  # one array, written page by page
-                    items = ("[" if first else ",") + items[1:-1].rstrip() + ("\n]" if not page.remaining else "")
-                click.echo(items, nl=bool(limit is not None or not page.remaining))
-            else:
-                notes, thinking = obelisk.message_notes(conn, uuids), obelisk.thinking_lengths(conn, uuids)
-                print_transcript(session if first else None, page.items, notes, thinking)
-            first = False
-            if limit is not None or not page.remaining or not page.items:
-                break
+        with one_snapshot(conn):  # (every page of one state: the footer counts what was listed)
+            session = stored_session(conn, session_id)
+            if session is None:  # (thread() of a session not stored: no message)
+                return click.echo(dumps([])) if as_json else echo("No messages.")
+            # Without --limit, the whole session: a page of the most one call returns at a time.
+            step = limit or obelisk.MAX_THREAD
+            first = True
+            pages = (  # (the session put in time order once, not once a page)
+                iter([obelisk.thread_page(conn, session_id, given(includeMeta=include_meta, limit=step, offset=offset,
+                                                                 afterUuid=after_uuid))])
+                if limit is not None else
+                obelisk.thread_pages(conn, session_id, given(includeMeta=include_meta, offset=offset, afterUuid=after_uuid),
+                                     step=step)
+            )
+            for page in pages:
+                uuids = [message["uuid"] for message in page.items]
+                if as_json:
+                    items = dumps(page.items)
+                    if limit is None:  # one array, written page by page
+                        items = ("[" if first else ",") + items[1:-1].rstrip() + ("\n]" if not page.remaining else "")
+                    click.echo(items, nl=bool(limit is not None or not page.remaining))
+                else:
+                    notes, thinking = obelisk.message_notes(conn, uuids), obelisk.thinking_lengths(conn, uuids)
+                    print_transcript(session if first else None, page.items, notes, thinking)
+                first = False
+                if limit is not None or not page.remaining or not page.items:
+                    break
     finally:
         conn.close()
     if limit is not None and page.remaining:

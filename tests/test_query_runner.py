@@ -844,3 +844,58 @@ def test_obelisk_query_prints_the_trace_of_a_lineage_deeper_than_the_json_module
         assert node["session"]["header"]["id"] == f"deep-{depth}"
     assert depth == 1200 and trace["target"]["header"]["id"] == root
     assert result.stdout.startswith('{\n  "target": {\n    "header": {') and "\n" + "  " * 2401 + '"session"' in result.stdout
+
+
+# -- one state of the archive while an ingest commits ---------------------------------
+
+
+def memory_count(script_result: bytes) -> list:
+    return json.loads(script_result)["result"]
+
+
+def test_a_script_reads_one_state_of_the_archive_while_an_ingest_commits(tmp_path, monkeypatch):
+    from datasette_obelisk.query.runner import run_job
+    from helper_fixtures import build_toy_db, execute
+
+    db = build_toy_db(tmp_path, {"s1": [{"id": "a", "text": "x", "ts": "2026-01-01T00:00:00Z"}]})
+    # recent() stands for any call during which `obelisk up` commits what the logs gained
+    monkeypatch.setitem(o.HELPERS, "recent", lambda conn, n=10: execute(
+        db, "INSERT INTO memories (id, path, summary, created_at) VALUES ('m1', '/m.md', 'x', '2026-01-02T00:00:00.000Z')"))
+    code = 'n = lambda: sql("SELECT COUNT(*) AS n FROM memories")[0]["n"]\nfirst = n()\nrecent()\nreturn [first, n()]'
+    job = {"mode": "query", "db_path": str(db), "timeout": 10.0, "code": code}
+    assert memory_count(run_job(job)) == [0, 0]
+    monkeypatch.setitem(o.HELPERS, "recent", lambda conn, n=10: None)
+    assert memory_count(run_job(job)) == [1, 1]  # the next script sees it
+
+
+def test_a_command_reads_one_state_of_the_archive_while_an_ingest_commits(tmp_path):
+    from datasette_obelisk.cli_query import call
+    from helper_fixtures import execute
+    from query_fixtures import copy_corpus
+
+    db, _ = copy_corpus(tmp_path, "claude-code/simonw__claude-code-transcripts/sample_session.jsonl")
+
+    def counts(conn):
+        first = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        execute(db, "DELETE FROM messages WHERE uuid = 'msg-007'")  # an ingest commits between two statements
+        return first, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+
+    assert call(db, counts) == (7, 7)
+    assert call(db, lambda conn: conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]) == 6
+
+
+def test_obelisk_read_counts_the_messages_of_the_state_it_listed(tmp_path, monkeypatch):
+    from helper_fixtures import execute
+    from query_fixtures import copy_corpus
+
+    db, _ = copy_corpus(tmp_path, "claude-code/simonw__claude-code-transcripts/sample_session.jsonl")
+    listed = o.thread_page
+
+    def thread_page(conn, *args, **kwargs):  # an ingest commits once the session is found
+        execute(db, "DELETE FROM messages WHERE uuid = 'msg-007'")
+        return listed(conn, *args, **kwargs)
+
+    monkeypatch.setattr(o, "thread_page", thread_page)
+    result = CliRunner().invoke(cli, ["read", "sample_session", "--limit", "2", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("\n[messages 1-2 of 7; 5 more: --after-uuid msg-002]\n")

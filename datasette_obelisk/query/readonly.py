@@ -148,6 +148,39 @@ def stopping_by(conn: sqlite3.Connection, until: float):
 
 
 @contextmanager
+def one_snapshot(conn: sqlite3.Connection):
+    """Every statement run within reads the same state of the database (one read
+    transaction), as an HTTP answer does: an ingest that commits meanwhile (one following
+    the logs) is seen by the next command, never halfway through this one.
+    Within a transaction already open, that one's. Only ``BEGIN`` and ``ROLLBACK`` pass
+    the authorizer of a ``connect_readonly`` connection, which refuses transactions."""
+    if conn.in_transaction:
+        yield conn
+        return
+    unguarded(conn, "BEGIN")
+    try:
+        yield conn
+    finally:
+        if conn.in_transaction:
+            try:
+                unguarded(conn, "ROLLBACK")  # (it only read)
+            except sqlite3.Error:
+                pass  # (interrupted at a deadline: closing the connection ends it too)
+
+
+def unguarded(conn: sqlite3.Connection, statement: str) -> None:
+    """``statement`` run past the authorizer ``connect_readonly`` set, which is set again after."""
+    guarded = isinstance(conn, ReadOnlyConnection)
+    if guarded:
+        conn.set_authorizer(None)
+    try:
+        conn.execute(statement)
+    finally:
+        if guarded:
+            conn.set_authorizer(authorizer)
+
+
+@contextmanager
 def translated_errors():
     """Turn sqlite3 errors into ``QueryError`` with a code from the taxonomy."""
     try:
@@ -168,7 +201,9 @@ def error_for(exc: sqlite3.Error) -> QueryError:
         return QueryError("OBELISK_INVALID_SQL", "sql() runs exactly one statement")
     if code == sqlite3.SQLITE_INTERRUPT or message == "interrupted":
         return QueryError("OBELISK_TIMEOUT", "the query ran past its time limit and was stopped")
-    if code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in message or "authorization denied" in message:
+    # (VACUUM within a script's read transaction is refused before the authorizer sees it)
+    if (code in (sqlite3.SQLITE_AUTH, sqlite3.SQLITE_READONLY) or "not authorized" in message
+            or "authorization denied" in message or message == "cannot VACUUM from within a transaction"):
         return QueryError("OBELISK_READ_ONLY", f"read-only: only a statement that reads may run ({READS}) ({message})")
     if code is not None and code & 0xFF in FAILED_STORAGE:
         return QueryError("SESSION_QUERY_PERSISTENCE_FAILED", f"reading or writing the archive failed: {message}")

@@ -49,7 +49,7 @@ from .errors import CODES, LONE_SURROGATE, QueryError
 from .history import History
 from .obelisk import helpers
 from .no_writes import forbid_file_writes
-from .readonly import authorizer, connect_readonly, set_deadline
+from .readonly import connect_readonly, one_snapshot, set_deadline, unguarded
 from .session_query import SessionQuery
 
 DEFAULT_TIMEOUT = 30.0
@@ -217,9 +217,7 @@ def parent_call(channel, name: str):
 
 def keep_temporary_tables_in_memory(conn: sqlite3.Connection) -> None:
     """Sorts and temporary indexes in memory: no temporary file is needed, or allowed."""
-    conn.set_authorizer(None)
-    conn.execute("PRAGMA temp_store = MEMORY")
-    conn.set_authorizer(authorizer)
+    unguarded(conn, "PRAGMA temp_store = MEMORY")
 
 
 def connect_for_memories(db_path: str) -> sqlite3.Connection:
@@ -236,7 +234,10 @@ def run_job(job: dict, *, channel=None) -> bytes:
     conn = None
     try:
         names, conn = script_names(job, channel=channel)
-        return encode_result(execute_script(job["code"], names))
+        if job["mode"] != "query":
+            return encode_result(execute_script(job["code"], names))
+        with one_snapshot(conn):  # a script's calls read one state of the archive, as an HTTP answer does
+            return encode_result(execute_script(job["code"], names))
     except QueryError as exc:
         return json.dumps(exc.as_dict()).encode()
     except BaseException as exc:  # a script raising SystemExit, a MemoryError, ...
