@@ -145,8 +145,20 @@ class FilledText(click.ParamType):
 
     def convert(self, value, param, ctx):
         if isinstance(value, str) and not value.strip():
-            self.fail("it is empty: give a value, or leave the option out", param, ctx)
+            self.fail(f"{blank(value)}: give a value, or leave the option out", param, ctx)
         return value
+
+
+def blank(value: str) -> str:
+    """What is wrong with a value that holds no text: "it is empty", or "it is only
+    whitespace" (which it holds, by name: a tab or a newline is easily missed)."""
+    if not value:
+        return "it is empty"
+    names = {" ": "spaces", "\t": "tabs", "\n": "newlines", "\r": "carriage returns"}
+    held = [name for char, name in names.items() if char in value]
+    if set(value) - set(names):
+        held.append("other whitespace")
+    return f"it is only whitespace ({', '.join(held)})"
 
 
 FILLED = FilledText()

@@ -22,7 +22,7 @@ import click
 
 from . import deep_json
 from .cli import (
-    FILLED, FilledPath, Seconds, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db,
+    FILLED, FilledPath, Seconds, blank, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db,
 )
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
@@ -88,7 +88,7 @@ def stored_session(conn, session_id: str) -> dict | None:
     helpers answer nothing for it, as in Python and over HTTP, and so does the
     command (exit 0; ``--json`` prints the helper's value). An empty id is a usage error."""
     if not session_id.strip():
-        raise QueryError("OBELISK_INVALID_ARGUMENT", "a session id is needed: it is empty or only whitespace")
+        raise QueryError("OBELISK_INVALID_ARGUMENT", f"a session id is needed: {blank(session_id)}")
     found = obelisk.sessions(conn, {"sessionId": session_id, "limit": 1})
     if not found:
         echo(f"Note: {obelisk.unknown_session(conn, session_id).message}", err=True)

@@ -1130,10 +1130,12 @@ EMPTY_OPTIONS = [
 
 
 @pytest.mark.parametrize("command, option", EMPTY_OPTIONS)
-@pytest.mark.parametrize("value", ["", "  "])
-def test_an_option_given_empty_is_a_usage_error_not_a_filter_matching_nothing(tmp_path, command, option, value):
+@pytest.mark.parametrize("value, what", [
+    ("", "it is empty"), ("  ", "it is only whitespace (spaces)"), ("\t\n", "it is only whitespace (tabs, newlines)"),
+])
+def test_an_option_given_empty_is_a_usage_error_not_a_filter_matching_nothing(tmp_path, command, option, value, what):
     db = claude_db(tmp_path)
-    message = f"Invalid value for '{option}': it is empty: give a value, or leave the option out"
+    message = f"Invalid value for '{option}': {what}: give a value, or leave the option out"
     result = invoke(*command, option, value, "--db", db)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.endswith(f"\n{USAGE}{message}\n")

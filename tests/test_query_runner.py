@@ -792,9 +792,11 @@ def test_the_skill_recipe_for_a_files_history_keeps_the_edits_that_worked(corpus
 
 
 @pytest.mark.parametrize("args, message", [
-    (["read", " "], "a session id is needed: it is empty or only whitespace"),
-    (["search", "hello", "--session", ""], "Invalid value for '--session': it is empty"),
-    (["files", "/a.py", "--session", " "], "Invalid value for '--session': it is empty"),
+    (["read", " "], "a session id is needed: it is only whitespace (spaces)"),
+    (["read", ""], "a session id is needed: it is empty"),
+    (["search", "hello", "--session", ""], "Invalid value for '--session': it is empty:"),
+    (["files", "/a.py", "--session", " "], "Invalid value for '--session': it is only whitespace (spaces):"),
+    (["files", "/a.py", "--session", "\u3000"], "Invalid value for '--session': it is only whitespace (other whitespace):"),
 ])
 def test_an_empty_session_id_is_a_usage_error(corpus_db, args, message):
     result = invoke(*args, "--db", corpus_db)
