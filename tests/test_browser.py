@@ -382,8 +382,9 @@ def test_log_text_neither_widens_nor_reorders_the_page(hostile_server, browser):
         page.goto(f"{hostile_server}/-/obelisk/session/11111111-aaaa-4000-8000-000000000001{path}")
         assert LONG_PATH in page.locator(".ob-child, .ob-tree").first.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth") <= 375, path
-    # Nor does a long filter chip, or an error quoting a long value.
-    for path in ("/-/obelisk?q=quokka&tool=mcp__plugin_github_github__create_pull_request_review_comment",
+    # Nor does a long filter chip, or an error quoting a long value (no call has that tool).
+    for path in (f"/-/obelisk?q=quokka&branch={LONG_BRANCH}",
+                 "/-/obelisk?q=quokka&tool=mcp__plugin_github_github__create_pull_request_review_comment",
                  f"/-/obelisk?q=quokka&source={'X' * 300}", f"/-/obelisk/session/{'X' * 300}"):
         page.goto(f"{hostile_server}{path}")
         assert page.evaluate("document.documentElement.scrollWidth") <= 375, path

@@ -75,6 +75,35 @@ def event_type_sql(alias: str = "m") -> str:
 SPEAKERS = ("user", "assistant", "system", "developer", "tool")
 
 
+# A role beyond ``SPEAKERS`` (a source plugin's own, or an odd one a log wrote) is held by
+# few rows, and the partial index ``messages_other_role`` (m060) holds those alone: a lookup
+# whose WHERE says this same condition reads that index, not every message.
+OTHER_ROLE_SQL = "role NOT IN (" + ", ".join(f"'{role}'" for role in SPEAKERS) + ")"
+# A structural line whose subtype is ``message`` has a type of the ``<role>/message`` form too;
+# none is known yet, and the partial index ``messages_message_lines`` (m060) would hold them.
+MESSAGE_LINES_SQL = "surface = 'log-only' AND subtype = 'message'"
+
+
+def stored_role(conn, role: str) -> bool:
+    """Whether an event can have ``role`` as its speaker: one of ``SPEAKERS``, or a role a
+    stored message holds (read from ``messages_other_role``, never by scanning messages)."""
+    if role in SPEAKERS:
+        return True
+    found = conn.execute(f"SELECT 1 FROM messages WHERE role = ? AND {OTHER_ROLE_SQL} LIMIT 1", [role])
+    return found.fetchone() is not None
+
+
+def unknown_message_type(conn, event_type: str) -> str | None:
+    """The role of a ``<role>/message`` type that no event can have (``usr/message``,
+    ``User/message``): neither a speaker nor a stored role, nor the type of a stored
+    structural line; None for any other type."""
+    role, slash, subtype = event_type.rpartition("/")
+    if not slash or subtype != "message" or stored_role(conn, role):
+        return None
+    found = conn.execute(f"SELECT 1 FROM messages WHERE type = ? AND {MESSAGE_LINES_SQL} LIMIT 1", [role])
+    return role if found.fetchone() is None else None
+
+
 def speaker_sql(alias: str = "m") -> str:
     """Who speaks in an event: its role, except ``tool`` for a tool's output
     (logged as a ``user`` line by Claude Code)."""
@@ -88,6 +117,18 @@ def tool_name_sql(alias: str = "m") -> str:
         f"COALESCE((SELECT c.name FROM tool_calls c WHERE c.message_uuid = {a}.uuid LIMIT 1),"
         f" (SELECT c.name FROM tool_results r JOIN tool_calls c ON c.id = r.tool_use_id"
         f"  WHERE r.message_uuid = {a}.uuid LIMIT 1))"
+    )
+
+
+def tool_sessions_sql(count: int) -> str:
+    """The sessions holding a call of one of ``count`` tool names (each a ``?``; the names
+    are given twice), or the result of one: every session ``tool_name_sql`` can find an
+    event of, found through the index of the names (``tool_calls_name``, m060) rather than
+    by asking each event of every session for its tool."""
+    marks = ", ".join("?" * count)
+    return (
+        f"SELECT c.session_id FROM tool_calls c WHERE c.name IN ({marks}) UNION "
+        f"SELECT r.session_id FROM tool_calls c JOIN tool_results r ON r.tool_use_id = c.id WHERE c.name IN ({marks})"
     )
 
 

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, fields
 
 from .errors import QueryError
-from .events import branch_sql, event_ms_sql, event_type_sql, semantic_sql, speaker_sql, tool_name_sql
+from .events import branch_sql, event_ms_sql, event_type_sql, semantic_sql, speaker_sql, tool_name_sql, tool_sessions_sql
 from .text import to_ms
 
 SURFACES = ("current", "shadowed", "log-only")
@@ -258,6 +258,8 @@ class Filters:
                 where.add(f"{column.format(s=s)} = ?", [value])
             else:
                 where.add(f"instr({column.format(s=s)}, ?) > 0", [value])
+        if self.tools is not None:  # (only sessions that hold such a call can hold an event of it)
+            where.add(f"{s}.id IN ({tool_sessions_sql(len(self.tools))})", [*self.tools, *self.tools])
         # Sessions whose time span cannot overlap the event time range.
         if self.time_from is not None:
             where.add(f"({s}.ended_at IS NULL OR {ms_sql(f'{s}.ended_at')} >= ?)", [self.time_from])

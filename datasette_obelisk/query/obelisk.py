@@ -218,19 +218,35 @@ def known_source(conn, opts: dict) -> dict:
 
 def known_role(conn, role: str) -> str:
     """``role`` as a speaker of ``events.SPEAKERS`` spells it (read in any case), or as given
-    when a stored message has it (a source plugin's own role), else OBELISK_INVALID_ARGUMENT
-    naming the speakers: a misspelt role would otherwise match nothing."""
-    from .events import SPEAKERS
+    when a stored message has it (a source plugin's own role, read from its index), else
+    OBELISK_INVALID_ARGUMENT naming the speakers: a misspelt role would otherwise match nothing."""
+    from .events import SPEAKERS, stored_role
 
     spelt = role.strip()
     if not spelt:
         raise invalid("role must not be blank")
     if spelt.casefold() in SPEAKERS:
         return spelt.casefold()
-    # (no index holds roles: this scan is only for a role outside the speakers, a misspelt one mostly)
-    if conn.execute("SELECT 1 FROM messages WHERE role = ? LIMIT 1", [spelt]).fetchone() is None:
+    if not stored_role(conn, spelt):
         raise invalid(f"unknown role {role}; the roles are {', '.join(SPEAKERS)}")
     return spelt
+
+
+def known_tools(conn, tool: str) -> tuple[str, ...]:
+    """The tool names ``tool`` names: itself when a stored call has it, else those it spells
+    in another case (``bash``: Bash), else OBELISK_INVALID_ARGUMENT: a name no call has would
+    match nothing, and say nothing of it. (Read from the names' index, ``tool_calls_name``.)"""
+    spelt = tool.strip()
+    if not spelt:
+        raise invalid("tool must not be blank")
+    if conn.execute("SELECT 1 FROM tool_calls WHERE name = ? LIMIT 1", [spelt]).fetchone() is not None:
+        return (spelt,)
+    folded = spelt.casefold()
+    names = tuple(name for (name,) in conn.execute("SELECT DISTINCT name FROM tool_calls ORDER BY name")
+                  if name.casefold() == folded)
+    if not names:
+        raise invalid(f"no tool call is named {tool}: the archive holds no call of that tool")
+    return names
 
 
 def stored_sources(conn) -> list[str]:

@@ -84,7 +84,7 @@ import orjson
 
 from . import search as search_core
 from .errors import LONE_SURROGATE, QueryError
-from .events import event_record, event_select, full_event, semantic_text
+from .events import SPEAKERS, event_record, event_select, full_event, semantic_text, unknown_message_type
 from .filters import EVENT_KINDS, Filters, is_int64
 from .search import rows
 from .text import literal_pattern, parse_json, to_ms
@@ -258,7 +258,7 @@ class SessionQuery:
         with self._reading(signal):
             self._session(session_id)
             _, metadata = _split_text_clauses(filters or [])
-            where, params = Filters.from_contract(event_filters=metadata).event_sql("m")
+            where, params = _known_types(self.conn, Filters.from_contract(event_filters=metadata)).event_sql("m")
             return self.conn.execute(
                 f"SELECT COUNT(*) FROM messages m WHERE m.session_id = ? AND {where}", [session_id, *params]
             ).fetchone()[0]
@@ -369,7 +369,7 @@ class SessionQuery:
         with self._reading(signal):
             self._session(session_id)
             scans, metadata = _split_text_clauses(filters)
-            where, params = Filters.from_contract(event_filters=metadata).event_sql("m")
+            where, params = _known_types(self.conn, Filters.from_contract(event_filters=metadata)).event_sql("m")
             documents = []
             for row in self._events(session_id, where, params, text=True):
                 text = semantic_text(row)
@@ -530,6 +530,7 @@ class SessionQuery:
         options = self._search_options(request, "searchSessions")
         filters = Filters.from_contract(request.get("sessionFilters"), request.get("eventFilters"), semantic_only=True)
         with self._reading(signal, index=True):
+            _known_types(self.conn, filters)
             page = search_core.search_sessions(self.conn, **options, snippets=1, filters=filters)
             result = {
                 "items": [
@@ -547,6 +548,7 @@ class SessionQuery:
             raise QueryError("SESSION_QUERY_INVALID_QUERY", "searchEvents needs sessionId, a session id")
         filters = Filters.from_contract(event_filters=request.get("filters"), semantic_only=True)
         with self._reading(signal, index=True):
+            _known_types(self.conn, filters)
             page = search_core.search_events(self.conn, session_id, **options, filters=filters)
             result = {"session": header(page["session"]), "items": [_hit(hit) for hit in page["items"]]}
             if page["next_cursor"]:
@@ -636,6 +638,21 @@ def _window_size(request: dict, name: str, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
         raise QueryError("SESSION_QUERY_INVALID_WINDOW", f"{name} must be an integer from 0 to {maximum}")
     return value
+
+
+def _known_types(conn, filters: Filters) -> Filters:
+    """``filters``, once no ``type`` value is a message of a role no event can have
+    (``usr/message``, ``User/message``: ``events.unknown_message_type``), which would match
+    nothing and say nothing of it: SESSION_QUERY_INVALID_FILTER names the speakers."""
+    for value in filters.types or ():
+        role = unknown_message_type(conn, value)
+        if role is not None:
+            raise QueryError(
+                "SESSION_QUERY_INVALID_FILTER",
+                f"type: {value!r} is the message of a role no event has; the roles are {', '.join(SPEAKERS)}"
+                + (f": did you mean {role.casefold()}/message?" if role.casefold() in SPEAKERS else ""),
+            )
+    return filters
 
 
 def _split_text_clauses(filters):

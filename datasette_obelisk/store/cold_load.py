@@ -61,12 +61,14 @@ STATE_KEY = "cold_load"
 # runs meanwhile make (a session's messages in order, a file's rows, the
 # tool rows of a message, the result naming an agent or a saved output, the
 # inline sidechain lines still to group), and indexes whose keys only grow,
-# which cost little to maintain, as does the index of the few failed results
-# (built again at the end, it would read every tool result).
+# which cost little to maintain, as do the indexes of the few failed results
+# and of the rows with an odd role or a structural "message" line (built again
+# at the end, each would read every row of its table).
 KEPT = {
     "messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file",
     "tool_results_agent", "tool_calls_message", "tool_results_message",
     "messages_ungrouped_sidechain", "tool_results_output", "tool_results_failed",
+    "messages_other_role", "messages_message_lines",
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")

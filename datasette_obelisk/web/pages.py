@@ -33,9 +33,10 @@ FAILURE_RESULT_CHARS = 2_000
 
 async def facets_spelt(db, form: SearchForm) -> SearchForm:
     """``form`` with its sources spelt as the sources they name (``?source=Claude``: claude),
-    as the API reads them, and its roles as the roles they name (``Assistant``: assistant);
-    a misspelt source or role is refused, as the API refuses a source."""
-    given = {name: form.lists.get(name, ()) for name in ("source", "role")}
+    as the API reads them, its roles as the roles they name (``Assistant``: assistant), and
+    its tools as the tools they name (``bash``: Bash, unless a call is named ``bash``); a
+    misspelt source, role or tool is refused, as the API refuses a source."""
+    given = {name: form.lists.get(name, ()) for name in ("source", "role", "tool")}
     if not any(given.values()):
         return form
 
@@ -43,6 +44,7 @@ async def facets_spelt(db, form: SearchForm) -> SearchForm:
         return {
             "source": tuple(obelisk.known_source(conn, {"source": s})["source"] or s for s in given["source"]),
             "role": tuple(obelisk.known_role(conn, role) for role in given["role"]),
+            "tool": tuple(dict.fromkeys(name for tool in given["tool"] for name in obelisk.known_tools(conn, tool))),
         }
 
     found = await db.execute_fn(spelt)
