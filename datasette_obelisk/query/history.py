@@ -42,7 +42,8 @@ agent-written summary (compaction or away summary), with
 summary's line (the first entry if none precedes it; the last entry without
 a summary or when its line is not in the session; "" for a session without
 entries). Errors: SESSION_QUERY_INVALID_QUERY / _INVALID_FILTER /
-_INVALID_LIMIT / _INVALID_CURSOR / _STALE_CURSOR / _SESSION_NOT_FOUND, and
+_INVALID_LIMIT / _INVALID_CURSOR / _STALE_CURSOR / _SESSION_NOT_FOUND,
+_INDEX_FAILED for a query while an ingest defers full-text indexing, and
 OBELISK_INVALID_ARGUMENT for a malformed request.
 """
 
@@ -190,6 +191,8 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     attributes = _check_attributes(o.get("attributes"))
     limit = search_core.check_limit(o.get("limit"), SEARCH_DEFAULT_LIMIT, SEARCH_MAX_LIMIT)
     filters = Filters.build(attributes=attributes)
+    if query:  # (the most recently updated sessions read no index)
+        search_core.check_index_complete(conn)
     generation = current_generation(conn)
     request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
     upto, bound = archive_edge(conn)

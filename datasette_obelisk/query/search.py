@@ -149,6 +149,17 @@ def check_limit(limit, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -
     return limit
 
 
+def check_index_complete(conn: sqlite3.Connection) -> None:
+    """SESSION_QUERY_INDEX_FAILED while an ingest defers full-text indexing (``store.cold_load``:
+    a first load, or a reload that empties the index): a contract's search would otherwise
+    answer from an index missing some or all messages, as if they matched nothing."""
+    from .dashboard import indexing_note
+
+    note = indexing_note(conn)
+    if note is not None:
+        raise QueryError("SESSION_QUERY_INDEX_FAILED", f"the full-text index is incomplete: {note}")
+
+
 def session_row(conn: sqlite3.Connection, session_id) -> dict:
     if not isinstance(session_id, str) or not session_id:
         raise QueryError("SESSION_QUERY_SESSION_NOT_FOUND", "a session id is required")

@@ -531,6 +531,7 @@ class SessionQuery:
         filters = Filters.from_contract(request.get("sessionFilters"), request.get("eventFilters"), semantic_only=True)
         with self._reading(signal, index=True):
             _known_types(self.conn, filters)
+            search_core.check_index_complete(self.conn)
             page = search_core.search_sessions(self.conn, **options, snippets=1, filters=filters)
             result = {
                 "items": [
@@ -549,6 +550,7 @@ class SessionQuery:
         filters = Filters.from_contract(event_filters=request.get("filters"), semantic_only=True)
         with self._reading(signal, index=True):
             _known_types(self.conn, filters)
+            search_core.check_index_complete(self.conn)
             page = search_core.search_events(self.conn, session_id, **options, filters=filters)
             result = {"session": header(page["session"]), "items": [_hit(hit) for hit in page["items"]]}
             if page["next_cursor"]:
