@@ -205,8 +205,8 @@ def report_errors(fn):
         try:
             return fn(*args, **kwargs)
         except QueryError as exc:
-            if exc.code == "OBELISK_INVALID_ARGUMENT":
-                raise click.UsageError(exc.message) from None
+            if exc.code == USAGE_CODE:
+                raise usage_error(exc) from None
             fail(exc, kwargs.get("as_json", False))
         except NewerDatabase as exc:
             raise click.UsageError(str(exc)) from None
@@ -220,6 +220,13 @@ def report_errors(fn):
             raise CodedError(os_error_code(exc), os_error(exc)) from None
 
     return wrapper
+
+
+def usage_error(exc: QueryError) -> click.UsageError:
+    """``exc`` as a usage error (exit 2) that shows its own code."""
+    error = click.UsageError(exc.message)
+    error.obelisk_code = exc.code
+    return error
 
 
 def os_error(exc: OSError) -> str:

@@ -4,8 +4,8 @@ Each command prints readable text, or with ``--json`` the helper's exact
 return value. Exit codes: 0 ok, 1 a query error (its code is printed; a
 missing database is ``OBELISK_NOT_FOUND``), 2 a usage error (its code,
 ``OBELISK_INVALID_ARGUMENT``, is printed too; with ``--json`` also as a JSON
-error object): an empty search
-text, an unknown ``--source``, a ``--memory-root`` that is not a folder; 141 when the
+error object): an empty search text, raw search text FTS5 rejects (its code
+``SESSION_QUERY_INVALID_QUERY``, as in Python and over HTTP), an unknown ``--source``, a ``--memory-root`` that is not a folder; 141 when the
 reader of the output stopped reading (``| head``).
 While an ingest has not indexed everything yet, ``search`` says so on stderr.
 """
@@ -23,6 +23,7 @@ import click
 from . import deep_json
 from .cli import (
     FILLED, FilledPath, Seconds, blank, cli, counted, db_option, exit_interrupted, fail, folders, report_errors, resolve_db,
+    usage_error,
 )
 from .query import dashboard, fts, live, obelisk, prompts as prompt_log, transcript
 from .query.errors import QueryError
@@ -226,13 +227,13 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
 
 @contextlib.contextmanager
 def text_is_an_argument():
-    """The FTS parser's SESSION_QUERY_INVALID_QUERY (a raw query FTS5 rejects, text too long)
-    of the text a command was given: a usage error (exit 2), as it is a 400 over HTTP."""
+    """SESSION_QUERY_INVALID_QUERY of the text a command was given (raw text FTS5 rejects):
+    a usage error (exit 2), as it is a 400 over HTTP, with that code, as the helper's."""
     try:
         yield
     except QueryError as error:
         if error.code == "SESSION_QUERY_INVALID_QUERY":
-            raise QueryError("OBELISK_INVALID_ARGUMENT", error.message) from None
+            raise usage_error(error) from None
         raise
 
 

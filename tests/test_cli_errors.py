@@ -633,12 +633,13 @@ def test_search_without_text_is_a_usage_error(tmp_path, text, mode):
     ('a"b', "invalid FTS5 query 'a\"b': unterminated string"),
     ("AND (", "invalid FTS5 query 'AND (': fts5: syntax error near \"AND\""),
 ])
-def test_a_raw_search_fts5_rejects_is_a_usage_error_as_it_is_a_400_over_http(tmp_path, text, message):
+def test_a_raw_search_fts5_rejects_is_a_usage_error_with_the_code_search_gives_everywhere(tmp_path, text, message):
     db = claude_db(tmp_path)
     result = invoke("search", text, "--mode", "raw", "--db", db)
-    assert (result.exit_code, result.stdout, result.stderr) == (2, "", usage_error("search", message))
+    shown = usage_error("search", message).replace(USAGE, "Error: SESSION_QUERY_INVALID_QUERY: ")
+    assert (result.exit_code, result.stdout, result.stderr) == (2, "", shown)
     as_json = invoke("search", text, "--mode", "raw", "--db", db, "--json")
-    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
+    assert (as_json.exit_code, json.loads(as_json.stdout)) == (2, json_error("SESSION_QUERY_INVALID_QUERY", message))
 
 
 def test_search_mode_is_read_in_any_case_as_over_http(tmp_path):

@@ -75,7 +75,7 @@ def _tiny_archive(tmp_path):
 def test_readme_names_the_codes_query_commands_exit_with(tmp_path):
     """README: the query commands exit 1 with the error's code, which is not always OBELISK_*
     (SESSION_QUERY_* from query scripts), and 2 on a usage error: a raw FTS5 query FTS5
-    rejects is one, the text being the command's argument."""
+    rejects is one, the text being the command's argument, with the code search() gives it."""
     import json
 
     from click.testing import CliRunner
@@ -85,13 +85,13 @@ def test_readme_names_the_codes_query_commands_exit_with(tmp_path):
     db = _tiny_archive(tmp_path)
     result = CliRunner().invoke(cli, ["search", "foo AND (", "--mode", "raw", "--json", "--db", str(db)])
     assert result.exit_code == 2
-    assert json.loads(result.stdout.splitlines()[0])["error"]["code"] == "OBELISK_INVALID_ARGUMENT"
+    assert json.loads(result.stdout.splitlines()[0])["error"]["code"] == "SESSION_QUERY_INVALID_QUERY"
     readme = " ".join((DOCS.parent / "README.md").read_text().split())
     paragraph = readme[readme.index("Every command that reads a database"):]
     paragraph = paragraph[:paragraph.index("With `--json` the error")]
     assert "SESSION_QUERY_*" in paragraph, paragraph
     usage = paragraph[paragraph.index("and 2 on a usage error"):]
-    assert "`search --mode raw` text FTS5 rejects" in usage, usage
+    assert "`search --mode raw` text FTS5 rejects (`SESSION_QUERY_INVALID_QUERY`" in usage, usage
 
 
 def test_readme_says_up_serves_the_demo_for_an_empty_folder_given(tmp_path, monkeypatch):

@@ -339,3 +339,15 @@ def test_a_prompt_without_a_time_is_held_when_its_session_is_stored(db, homes):
     ingest(db, {"claude": homes["claude"]})
     assert rows(db, "SELECT text, timestamp, in_transcript FROM browse_prompts WHERE line_no > 7 ORDER BY line_no") == [
         ("no time kept", None, 1), ("no time, no transcript", None, 0)]
+
+
+@pytest.mark.parametrize("query, mode, code, message", [
+    ("   ", "terms", "OBELISK_INVALID_ARGUMENT", "a search needs a query: the text is blank"),
+    ("x" * 1001, "raw", "OBELISK_INVALID_ARGUMENT", "the query is longer than 1000 characters"),
+    ("x", "words", "SESSION_QUERY_INVALID_QUERY", "mode must be one of terms, phrase, raw, not 'words'"),
+    ("AND", "raw", "SESSION_QUERY_INVALID_QUERY", "invalid FTS5 query 'AND': fts5: syntax error near \"AND\""),
+])
+def test_prompts_refuse_a_query_with_the_code_search_gives_the_same_mistake(query, mode, code, message):
+    with pytest.raises(prompt_log.QueryError) as error:
+        prompt_log.prompts(sqlite3.connect(":memory:"), query, mode=mode)
+    assert (error.value.code, error.value.message) == (code, message)

@@ -586,7 +586,7 @@ def test_unknown_ids_have_the_helpers_answer_and_a_note(corpus_db, helpers_of, a
 
 def test_query_errors_exit_1(corpus_db, tmp_path):
     result = invoke("search", "foo-bar", "--mode", "raw", "--db", corpus_db)  # (the text is an argument: exit 2)
-    assert result.exit_code == 2 and "Error: OBELISK_INVALID_ARGUMENT: invalid FTS5 query 'foo-bar'" in result.stderr
+    assert result.exit_code == 2 and "Error: SESSION_QUERY_INVALID_QUERY: invalid FTS5 query 'foo-bar'" in result.stderr
     missing = invoke("sessions", "--db", tmp_path / "nope.db", "--json")
     assert missing.exit_code == 1 and json.loads(missing.stdout)["error"]["code"] == "OBELISK_NOT_FOUND"
 

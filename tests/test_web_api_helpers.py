@@ -210,14 +210,12 @@ async def test_prompt_orphans_are_the_sessions_known_only_from_the_prompt_logs(d
         ("/prompts", {"limit": "1001"}, "limit must be between 1 and 1000, not 1001"),
         ("/prompts", {"offset": "-1"}, "offset must be between 0 and 4611686018427387903, not -1"),
         ("/prompts", {"missing": "maybe"}, "missing must be true or false, not 'maybe'"),
-        ("/prompts", {"mode": "fuzzy", "query": "x"}, "mode must be one of terms, phrase, raw, not 'fuzzy'"),
         ("/prompts", {"query": "   "}, "a search needs a query: the text is blank"),
         ("/prompts", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
         ("/prompts", {"orphans": "true"},
          "unknown parameter orphans; this endpoint takes db, limit, missing, mode, offset, project, query, "
          "sessionId, source"),
         ("/prompts", {"project": "_" * 10_001}, "prompts(): project is longer than 10,000 characters"),
-        ("/prompts", {"query": "AND", "mode": "raw"}, "invalid FTS5 query 'AND': fts5: syntax error near \"AND\""),
         ("/prompts/orphans", {"project": "_" * 50_001}, "orphans(): project is longer than 10,000 characters"),
         ("/prompts/orphans", {"limit": "x"}, "limit must be an integer, not 'x'"),
         ("/prompts/orphans", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
@@ -226,3 +224,16 @@ async def test_prompt_orphans_are_the_sessions_known_only_from_the_prompt_logs(d
 async def test_prompts_refuse_bad_parameters_with_a_code(ds, path, params, message):
     body = (await get(ds, path, 400, **params)).json()
     assert body == {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path, params, message", [
+    ("/prompts", {"mode": "fuzzy", "query": "x"}, "mode must be one of terms, phrase, raw, not 'fuzzy'"),
+    ("/prompts", {"mode": "Fuzzy"}, "mode must be one of terms, phrase, raw, not 'fuzzy'"),
+    ("/prompts", {"query": "AND", "mode": "raw"}, "invalid FTS5 query 'AND': fts5: syntax error near \"AND\""),
+    ("/search", {"q": "x", "mode": "fuzzy"}, "unknown query mode 'fuzzy'; use fts or one of terms, phrase, raw"),
+    ("/search", {"q": "AND", "mode": "raw"}, "invalid FTS5 query 'AND': fts5: syntax error near \"AND\""),
+])
+async def test_a_search_mode_or_raw_text_refused_has_one_code_for_search_and_prompts(ds, path, params, message):
+    body = (await get(ds, path, 400, **params)).json()
+    assert body == {"ok": False, "error": {"code": "SESSION_QUERY_INVALID_QUERY", "message": message}}

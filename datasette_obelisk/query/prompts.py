@@ -61,19 +61,23 @@ def prompts(
     terms as ``obelisk search`` takes them): of one session, of projects matching a SQL
     LIKE pattern, of one source; ``missing`` keeps those no stored transcript holds.
     ``offset`` skips that many of them; ``mode`` is the query's form (terms, phrase, raw).
-    Each is a dict of the ``browse_prompts`` columns (``in_transcript`` 0 or 1)."""
+    Each is a dict of the ``browse_prompts`` columns (``in_transcript`` 0 or 1).
+    A blank query, or one over ``fts.MAX_QUERY_CHARS``, is OBELISK_INVALID_ARGUMENT and an
+    unknown mode or raw text FTS5 rejects SESSION_QUERY_INVALID_QUERY, as ``search()``'s."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise _invalid(f"prompts(): limit must be between 1 and {MAX_LIMIT}")
     if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < MAX_OFFSET:
         raise _invalid(f"prompts(): offset must be between 0 and {MAX_OFFSET - 1}")
     _checked_project("prompts", project)
+    if mode not in fts.MODES:  # ("words", the parser's too, is no mode of prompts)
+        raise QueryError("SESSION_QUERY_INVALID_QUERY", f"mode must be one of {', '.join(fts.MODES)}, not {mode!r}")
     if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):  # (as the helpers)
         raise _invalid("prompts(): sessionId must not be empty or only whitespace")
     clauses, params = [], []
     order = f"{moment_sql('p.timestamp')} DESC, p.id DESC"
     join = ""
     if query is not None:
-        parsed = fts.parse_query(query, mode)
+        parsed = _parsed(query, mode)
         if parsed.matches_nothing:
             return []
         join = "JOIN prompt_log_fts ON prompt_log_fts.rowid = p.id"
@@ -95,6 +99,15 @@ def prompts(
     sql = (f"SELECT {COLUMNS} FROM prompt_log p {join} LEFT JOIN source_files f ON f.id = p.file_id "
            f"{where} ORDER BY {order} LIMIT ? OFFSET ?")
     return _dicts(conn, sql, [*params, limit, offset])
+
+
+def _parsed(query, mode: str) -> fts.FtsQuery:
+    """``query`` in ``mode``: text that is no search is the caller's argument, the rest the parser's."""
+    if isinstance(query, str) and len(query) > fts.MAX_QUERY_CHARS:
+        raise _invalid(f"the query is longer than {fts.MAX_QUERY_CHARS} characters")
+    if isinstance(query, str) and not fts.normalize_text(query):
+        raise _invalid("a search needs a query: the text is blank")
+    return fts.parse_query(query, mode)
 
 
 def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str | None = None,

@@ -15,7 +15,6 @@ what remains.
 from __future__ import annotations
 
 from ..query import obelisk, prompts
-from ..query.errors import QueryError
 from . import schemas as s
 from .endpoints import Endpoint, Param
 
@@ -76,9 +75,6 @@ def recent_sessions(conn, params):
     return obelisk.recent(conn, params.integer("n", default=10))
 
 
-PROMPT_MODES = ("terms", "phrase", "raw")
-
-
 def prompt_scope(conn, params) -> dict:
     """``project`` and ``source`` of a prompts request, a misspelt source refused."""
     source = params.text("source")
@@ -88,23 +84,15 @@ def prompt_scope(conn, params) -> dict:
 
 
 def prompts_over_http(conn, params):
-    """``query/prompts.prompts``: a malformed query is OBELISK_INVALID_ARGUMENT, as every helper's is."""
+    """``query/prompts.prompts``, its mode read in any case (as /search reads its mode)."""
     given = params.text("mode", default="terms")
-    mode = given.strip().lower()  # (in any case, as /search reads its mode)
-    if mode not in PROMPT_MODES:
-        raise obelisk.invalid(f"mode must be one of {', '.join(PROMPT_MODES)}, not {given!r}")
     options = dict(
-        session_id=params.text("sessionId"), missing=params.boolean("missing"), mode=mode,
+        session_id=params.text("sessionId"), missing=params.boolean("missing"), mode=given.strip().lower(),
         limit=params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT),
         offset=params.integer("offset", default=0, minimum=0, maximum=prompts.MAX_OFFSET - 1),
         **prompt_scope(conn, params),
     )
-    try:
-        return prompts.prompts(conn, params.text("query"), **options)
-    except QueryError as error:
-        if error.code == "SESSION_QUERY_INVALID_QUERY":  # (the FTS parser's code)
-            raise obelisk.invalid(error.message) from None
-        raise
+    return prompts.prompts(conn, params.text("query"), **options)
 
 
 def prompt_orphans_over_http(conn, params):
