@@ -369,7 +369,7 @@ def trace(uuid, db_path, as_json):
     if not chain:  # (as in Python and over HTTP: nothing, exit 0)
         echo(f"Note: no message {uuid!r}", err=True)
         return click.echo(dumps(chain)) if as_json else echo("No messages.")
-    if call(db_path, obelisk.goes_on_above, [m["uuid"] for m in chain]):  # the walk stopped early
+    if chain[0].get("chain_cut"):  # the walk stopped early
         echo(f"Note: the chain has more than {obelisk.MAX_CHAIN:,} ancestors: it starts here, "
              "below the conversation's root", err=True)
     if as_json:

@@ -1017,6 +1017,9 @@ def test_trace_says_when_the_chain_is_longer_than_it_walks(tmp_path, monkeypatch
     assert "Note:" not in invoke("trace", "m4", "--db", db).stderr  # 3 above it: the root, reached
     cut = invoke("trace", "m5", "--db", db)
     assert cut.stderr == "Note: the chain has more than 3 ancestors: it starts here, below the conversation's root\n"
+    as_json = invoke("trace", "m5", "--db", db, "--json")
+    assert (as_json.stderr, [m.get("chain_cut") for m in json.loads(as_json.stdout)]) == (
+        cut.stderr, [True, None, None, None])
     assert [line.split()[3] for line in cut.stdout.splitlines() if line.strip()[:2] in ("0.", "1.", "2.", "3.")] == [
         "m2", "m3", "m4", "m5"]
 

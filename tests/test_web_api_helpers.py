@@ -237,3 +237,41 @@ async def test_prompts_refuse_bad_parameters_with_a_code(ds, path, params, messa
 async def test_a_search_mode_or_raw_text_refused_has_one_code_for_search_and_prompts(ds, path, params, message):
     body = (await get(ds, path, 400, **params)).json()
     assert body == {"ok": False, "error": {"code": "SESSION_QUERY_INVALID_QUERY", "message": message}}
+
+
+@pytest.fixture(scope="module")
+def chain_db(tmp_path_factory):
+    """One Claude session whose messages c0 (the root) to c10001 form one parent chain."""
+    import json
+
+    from datasette_obelisk.store.ingest import ingest
+
+    home = tmp_path_factory.mktemp("chain")
+    folder = home / "projects" / "-w"
+    folder.mkdir(parents=True)
+    lines = [json.dumps({"type": "user", "uuid": f"c{n}", "parentUuid": f"c{n - 1}" if n else None, "sessionId": "s1",
+                         "timestamp": "2026-01-01T00:00:00Z", "message": {"role": "user", "content": f"step {n}"}})
+             for n in range(obelisk.MAX_CHAIN + 2)]
+    (folder / "s1.jsonl").write_text("\n".join(lines) + "\n")
+    ingest(home / "o.db", {"claude": home})
+    return home / "o.db"
+
+
+@pytest.mark.asyncio
+async def test_a_trace_cut_at_the_ancestor_cap_says_so_on_its_first_message(chain_db):
+    from web_fixtures import make_datasette
+
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    conn = connect_readonly(chain_db)
+    cut, whole = obelisk.trace(conn, "c10001"), obelisk.trace(conn, "c10000")
+    conn.close()
+    assert (len(cut), cut[0]["uuid"], cut[0]["chain_cut"], cut[-1]["uuid"]) == (10_001, "c1", True, "c10001")
+    assert [m["uuid"] for m in cut if "chain_cut" in m] == ["c1"]
+    assert (len(whole), whole[0]["uuid"], whole[-1]["uuid"]) == (10_001, "c0", "c10000")  # 10,000 above: the root
+    assert [m["uuid"] for m in whole if "chain_cut" in m] == []
+    ds = make_datasette(chain_db)
+    await ds.invoke_startup()
+    over_http = (await get(ds, "/trace", uuid="c10001")).json()
+    assert over_http == cut and over_http[0]["chain_cut"] is True
+    assert "chain_cut" not in (await get(ds, "/trace", uuid="c10000")).json()[0]

@@ -691,12 +691,17 @@ def sql(conn, query, *params) -> list[dict]:
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def trace(conn, uuid) -> list[dict]:
-    """The parent chain from the root down to the message itself."""
+    """The parent chain from the root down to the message itself. A chain cut at
+    ``MAX_CHAIN`` ancestors, below the conversation's root, says so on its first
+    message: ``"chain_cut": true`` (a key no other message has)."""
     require_text("trace", "a message uuid", uuid)
     row = one(conn, "SELECT * FROM messages WHERE uuid = ?", [uuid])
     if row is None:
         return []
-    return [message_row(r) for r in ancestors(conn, row) + [row]]
+    chain = [message_row(r) for r in ancestors(conn, row) + [row]]
+    if goes_on_above(conn, [message["uuid"] for message in chain]):
+        chain[0]["chain_cut"] = True
+    return chain
 
 
 def trace_uuids(conn, uuid: str) -> list[str]:

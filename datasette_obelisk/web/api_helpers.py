@@ -127,7 +127,7 @@ HELPER_ENDPOINTS = [
     ),
     endpoint(
         "/trace", obelisk.trace, "The parent chain of a message, root first",
-        [Param("uuid", required=True)], s.array(s.MESSAGE_ROW), positional="uuid", takes_options=False,
+        [Param("uuid", required=True)], s.array(s.TRACE_MESSAGE), positional="uuid", takes_options=False,
     ),
     endpoint(
         "/thread", obelisk.thread_page, "A session's messages ordered by time: the whole session, or a page",

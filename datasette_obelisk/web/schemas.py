@@ -133,6 +133,9 @@ def components() -> dict:
 MESSAGE_ROW = {"$ref": "#/components/schemas/Message"}
 SESSION_ROW = {"$ref": "#/components/schemas/Session"}
 COMPACT_MESSAGE = row("messages", obelisk.MESSAGE_FIELDS)
+TRACE_MESSAGE = row("messages", optional={"chain_cut": {
+    **BOOLEAN, "description": f"on the first message only: true when the chain was cut at {obelisk.MAX_CHAIN:,} "
+                              "ancestors, below the conversation's root"}})
 SESSION_BRIEF = obj({"id": STRING, "title": OPT_STRING, "project": OPT_STRING})
 SEARCH_HIT = obj(
     {
