@@ -1036,3 +1036,30 @@ def test_a_facet_count_stopped_by_its_own_time_leaves_the_request_s_deadline_in_
             search_facets.facet_counts(conn, "facet", until=time.monotonic() - 1)
     finally:
         readonly.set_deadline(conn, None)
+
+
+def test_word_counts_are_each_word_lower_cased_alone_however_texts_are_grouped():
+    """Short texts are counted together and every word lower-cased in one call: the
+    counts are those of each word decoded and lower-cased by itself (Greek final
+    sigma, words that fold into one, a lone surrogate, texts past a slice)."""
+    from collections import Counter
+
+    from datasette_obelisk.store.session_index import _FOLD, SHORT_TEXT, SLICE_BYTES, count_words
+
+    def each_word(texts):
+        counts = Counter()
+        for text in texts:
+            for word in text.encode("utf-8", "replace").translate(_FOLD).split():
+                counts[word.decode("utf-8").lower()] += 1
+        return counts
+
+    texts = [
+        "ΟΔΟΣ ΣΑΣ Σ ΑΣ.ΒΣ", "Émigré émigré ÉMIGRÉ", "İstanbul ISTANBUL", "x\ud800y Straße STRASSE",
+        "ǅungla ǄUNGLA ǆungla", "漢字テキスト 😀x", "",
+        "Alpha " * (SHORT_TEXT // 6 + 1), "ΣΟΦΟΣ beta " * (SLICE_BYTES // 10), "tail ΌΡΟΣ",
+    ] + ["word%d ΛΟΓΟΣ" % (i % 50) for i in range(SLICE_BYTES // 40)]
+    counted = count_words(texts)
+    assert counted == each_word(texts)
+    assert counted["σας"] == 1 and counted["σ"] == 1 and counted["οδος"] == 1 and counted["émigré"] == 3
+    assert counted["λογος"] == SLICE_BYTES // 40 and counted["σοφος"] == SLICE_BYTES // 10
+    assert count_words([]) == {} and count_words(["", " .,"]) == {}
