@@ -404,3 +404,35 @@ def test_redacting_json_text_nested_as_deep_as_it_is_read_keeps_it_whole():
         assert redacted.endswith('","x \u00e9"' + "]" * depth + "}")
         unchanged = text.replace(secret, "nothing secret")
         assert redactor.redact_json(unchanged) == unchanged
+
+
+def test_json_text_skipped_undecoded_is_redacted_as_when_decoded(samples):
+    """A document whose text holds no keyword is returned as it is, undecoded: the same
+    text, whatever escapes (``\\u``, ``\\/``, ``\\n``) hide or split its secrets, as
+    decoding every string and redacting it gives."""
+    redactor = redacting.RecordRedactor(redacting.Redactor(key=b"k" * 32))
+
+    def decoded(text):
+        value = json.loads(text)
+        redacted = redactor.redactor.redact_value(value)
+        return text if redacted == value else redacting.dump_json(redacted).decode()
+
+    documents = []
+    for sample in samples:
+        documents += [
+            json.dumps({"command": sample.text}),  # non-ASCII as \u escapes
+            json.dumps({"command": sample.text}, ensure_ascii=False),
+            json.dumps({"command": sample.text}, ensure_ascii=False).replace("/", "\\/"),
+            json.dumps({sample.text: ["line\n" + sample.text + "\tend"]}, ensure_ascii=False),
+            # every letter of the secret's text escaped: no keyword left as it is
+            '{"command": "' + "".join(f"\\u{ord(c):04x}" for c in sample.text) + '"}',
+        ]
+    documents += ['{"command": "ls -la", "cwd": "/tmp"}', '{"a": [1, 2.5, null, true]}', "not json at all"]
+    redacted = [redactor.redact_json(text) for text in documents]
+    assert redacted == [decoded(text) if text != "not json at all" else text for text in documents]
+    assert sum(new != old for new, old in zip(redacted, documents)) >= len(samples)
+    clean = '{"command": "ls -la", "cwd": "/tmp"}'
+    assert redactor.redact_json(clean) is clean
+    assert not redactor.redactor.may_change_json(clean)
+    assert redactor.redactor.may_change_json('{"c": "\\u0067hp_"}')  # an escaped letter: decoded to be sure
+    assert redactor.redactor.may_change_json('{"u": "https:\\/\\/x"}')

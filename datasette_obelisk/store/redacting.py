@@ -253,8 +253,11 @@ class RecordRedactor:
     def redact_json(self, text: str) -> str:
         """Redact a JSON document's decoded strings, so it stays valid JSON.
 
-        Secrets inside escaped strings are only recognisable once decoded.
+        Secrets inside escaped strings are only recognisable once decoded; a
+        document the prefilter finds no keyword in is left as it is, undecoded.
         """
+        if not self.redactor.may_change_json(text):
+            return text
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError:

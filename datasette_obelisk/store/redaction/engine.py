@@ -445,6 +445,10 @@ class Redactor:
         slots.append((("[REDACTED:",), True))
         self._prefilter = self._engine.prefilter(slots)
         self._always = [i for i, rule in enumerate(self.rules) if not rule.keywords]
+        # No keyword holds a character JSON must escape, so one in a decoded string stands in the document too.
+        self._keywords_unescaped = not any(
+            char in '"\\' or char < " " for rule in self.rules for keyword in rule.keywords for char in keyword
+        )
         self._memo: dict[str, str | None] = {}  # short text -> redacted, None if unchanged
 
     def __repr__(self) -> str:
@@ -582,6 +586,15 @@ class Redactor:
                 break
             text = redacted
         return text
+
+    def may_change_json(self, text: str) -> bool:
+        """False when ``redact_value`` is certain to leave every string of the JSON
+        document ``text`` unchanged: it writes no character as ``\\u`` or ``\\/``, so a
+        keyword in a decoded string (or key) is in ``text`` as it is, and none is.
+        One prefilter pass over the text, without decoding it."""
+        if "\\u" in text or "\\/" in text or not self._keywords_unescaped:
+            return True
+        return self._may_change(text)
 
     def _may_change(self, text: str) -> bool:
         """False when ``redact(text)`` is certain to return ``text`` unchanged."""
