@@ -528,3 +528,23 @@ def test_two_processes_creating_the_same_database_both_succeed(tmp_path):
                 for _ in range(2)]
         results = [run.communicate() for run in runs]
         assert [(run.returncode, out.strip()) for run, (out, _) in zip(runs, results)] == [(0, "True"), (0, "True")], results
+
+
+def test_migration_scripts_are_cut_into_the_statements_sqlite_utils_finds(tmp_path, monkeypatch):
+    """Migrations run their scripts statement by statement, cut at the semicolons that
+    complete one: the statements sqlite-utils's character-by-character cut gives."""
+    from sqlite_utils.db import _iter_complete_sql_statements
+
+    from datasette_obelisk.store import db as store_db
+
+    scripts = []
+    cut = store_db.complete_statements
+    monkeypatch.setattr(store_db, "complete_statements", lambda sql: scripts.append(sql) or cut(sql))
+    tricky = [
+        "CREATE TRIGGER t AFTER INSERT ON x BEGIN SELECT 1; SELECT ';'; END; SELECT 3 -- no semicolon",
+        "SELECT 1; -- a comment; with one\n SELECT 2;", " ; ;", "", "SELECT 'a;b'",
+    ]
+    open_db(tmp_path / "cut.db")
+    assert len(scripts) > 20
+    for sql in scripts + tricky:
+        assert list(cut(sql)) == list(_iter_complete_sql_statements(sql))

@@ -130,7 +130,39 @@ def migrate(conn: sqlite3.Connection) -> None:
     if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'derive_tallies'").fetchone():
         with transaction(conn):
             conn.execute("DELETE FROM derive_tallies")
-    migrations.apply(sqlite_utils.Database(conn, execute_plugins=False))
+    migrations.apply(_script_database(sqlite_utils)(conn, execute_plugins=False))
+
+
+def _script_database(sqlite_utils):
+    """``sqlite_utils.Database`` whose ``executescript`` inside a transaction cuts the
+    script into statements at its semicolons: sqlite-utils tries the script a
+    character at a time, which took two thirds of creating a database."""
+
+    class ScriptDatabase(sqlite_utils.Database):
+        def executescript(self, sql: str) -> sqlite3.Cursor:
+            if not self.conn.in_transaction:
+                return super().executescript(sql)
+            cursor = self.conn.cursor()
+            for statement in complete_statements(sql):
+                cursor.execute(statement)
+            return cursor
+
+    return ScriptDatabase
+
+
+def complete_statements(sql: str):
+    """The statements of ``sql``, each ending at the first semicolon that completes
+    it (``sqlite3.complete_statement``: not one in a string or inside a trigger's body)."""
+    start, at = 0, sql.find(";")
+    while at != -1:
+        statement = sql[start : at + 1].strip()
+        if sqlite3.complete_statement(statement):
+            yield statement
+            start = at + 1
+        at = sql.find(";", at + 1)
+    rest = sql[start:].strip()
+    if rest:
+        yield rest
 
 
 def is_current(conn: sqlite3.Connection) -> bool:
