@@ -34,6 +34,7 @@ from ..utc import canonical
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, open_rewrite_span, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
+from .message_ids import held_ids
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -211,6 +212,9 @@ class Ingester:
         # file id -> {uuid: (session, seq)} of the rows a file read again alone held: they
         # keep their place among the rows of the session's other files (an archived log's)
         self._kept_seqs: dict[int, dict[str, tuple[str, int]]] = {}
+        # file id -> {uuid: (session, id, key)} of the messages of the files read again (one map
+        # for the files of families cleared together): the same messages take their ids back
+        self._kept_ids: dict[int, dict[str, tuple[str, int, int]]] = {}
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
         self._emptied: set[str] = set()  # paths of stored files found emptied (``gone_in_place``)
         # Files outside a family that named its sessions when it was cleared (``open_family``):
@@ -513,6 +517,9 @@ class Ingester:
                     for session_id in sorted(member.sessions):
                         derive.forget_session(self.conn, session_id)
                     self.queue_sessions(member.sessions)
+                files = sorted(set().union(*(member.files for member in cleared)))
+                held = held_ids(self.conn, files)
+                self._kept_ids.update(dict.fromkeys(files, held))
                 for member in cleared:
                     for file_id in sorted(member.files):
                         delete_file_rows(self.conn, file_id)
@@ -1274,6 +1281,8 @@ class Ingester:
                     uuid: (session_id, seq) for uuid, session_id, seq in
                     self.conn.execute("SELECT uuid, session_id, seq FROM messages WHERE file_id = ?", [file_id])
                 }
+                if self._kept_seqs[file_id]:  # (else its family's rows are deleted already: ``open_family``)
+                    self._kept_ids[file_id] = held_ids(self.conn, [file_id])
                 touched = delete_file_rows(self.conn, file_id)
                 self._sessions |= touched
                 self.queue_sessions(touched)
@@ -1481,13 +1490,15 @@ class Ingester:
             if not deferred:
                 watermark_messages = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
                 watermark_results = self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM tool_results").fetchone()[0]
-            writer = Writer(self.conn, file_id, str(unit.path), self._kept_seqs.get(file_id))
+            writer = Writer(self.conn, file_id, str(unit.path), self._kept_seqs.get(file_id), self._kept_ids.get(file_id))
             writer.write(records, batch.message_rows, batch.message_marks)
             if not deferred:
                 if writer.ids_after_deletes is not None:  # (rows written since may have taken the ids of rows deleted)
                     watermark_messages = min(watermark_messages, writer.ids_after_deletes[0])
                     watermark_results = min(watermark_results, writer.ids_after_deletes[1])
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
+            if writer.ids_taken_back:  # (below the mark the pass above reads from)
+                cold_load.index_messages(self.conn, writer.ids_taken_back, None if deferred else watermark_messages)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
             if counts.replayed_from:
@@ -1522,6 +1533,7 @@ class Ingester:
             raise
         if batch.at_eof:
             self._kept_seqs.pop(file_id, None)  # (what is left named lines the file no longer holds)
+            self._kept_ids.pop(file_id, None)
         self._batch_bytes += max(0, cursor - self._file_cursor)
         self.flush()
         self._sessions |= counts.sessions

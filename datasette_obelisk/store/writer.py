@@ -30,6 +30,7 @@ from ..records import (
 from ..sources.common import normal_path
 from ..utc import canonical
 from .cold_load import index_pending_text
+from .message_ids import first_free, hold_top
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
 from .units import is_kept_copy, kept_copies, kept_from, retired_from
@@ -224,18 +225,28 @@ MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
 )
+# A row given its id: one taken back (the same message read again), or one past those given (``message_ids``).
+MESSAGE_INSERT_ID = (
+    f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}, id) "
+    f"VALUES ({', '.join('?' * (len(MESSAGE_COLUMNS) + 1))})"
+)
 
 
 class Writer:
     """Turns records into rows for one source file inside one transaction."""
 
-    def __init__(self, conn: sqlite3.Connection, file_id: int, path: str, kept_seqs: dict | None = None):
+    def __init__(self, conn: sqlite3.Connection, file_id: int, path: str, kept_seqs: dict | None = None,
+                 kept_ids: dict | None = None):
         self.conn = conn
         self.file_id = file_id
         self.path = path
         # {uuid: (session, seq)}: the places the rows of a file read again alone had
         # (``Ingester``), taken again by the same lines (and used up)
         self.kept_seqs = kept_seqs if kept_seqs is not None else {}
+        # {uuid: (session, id, key)}: the ids of the messages of the files read again
+        # (``message_ids.held_ids``), taken again by the same messages (``_line_key``; used up)
+        self.kept_ids = kept_ids if kept_ids is not None else {}
+        self.ids_taken_back: list[int] = []  # (the FTS index leaves them to the caller: ``Ingester.commit``)
         self.counts = WriteCounts()
         self._next_seq: dict[str, int] = {}
         self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
@@ -330,6 +341,8 @@ class Writer:
             return {}
         renamed: dict[int, tuple[str, str]] = {}
         moved = self._move_retired_lines(messages)
+        keeping = bool(self.kept_ids)
+        again = []  # the rows of messages stored before, with their ids
         texts = self._stored_lines([row[0] for row in messages])
         aliases = self._aliases()
         with_copies: set[str] = set()
@@ -366,15 +379,28 @@ class Writer:
                 self._texts[row[0]] = text
                 self.conn.execute(ALIAS_UPSERT, [self.file_id, uuid, row[0]])
             copies.add(same)
-            seq = moved[index][1] if index in moved else self.seq_for(row[1], row[0])
-            rows.append(row + (seq, self.file_id))  # (by the name it is stored under)
+            if index in moved:
+                again.append(row + (moved[index][1], self.file_id, moved[index][2]))
+            elif keeping and (held := self.kept_ids.get(row[0])) is not None and (  # (by the name it is stored under)
+                    held[0] == row[1] and held[2] == hash(_line_key(row))):
+                del self.kept_ids[row[0]]
+                again.append(row + (self.seq_for(row[1], row[0]), self.file_id, held[1]))
+            else:
+                rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))
             self.counts.sessions.add(row[1])
-        self.conn.executemany(MESSAGE_INSERT, rows)
-        self.counts.stored += len(rows)
+        if rows and (first := first_free(self.conn)) is not None:
+            self.conn.execute(MESSAGE_INSERT_ID, rows[0] + (first,))
+            self.conn.executemany(MESSAGE_INSERT, rows[1:])
+        else:
+            self.conn.executemany(MESSAGE_INSERT, rows)
+        if again:
+            self.conn.executemany(MESSAGE_INSERT_ID, again)
+            self.ids_taken_back += [row[-1] for row in again]
+        self.counts.stored += len(rows) + len(again)
         if moved:  # what named an archived row moved names the line's row (not one of this file at its old place)
             retired = self._retired_files()
             marks = ",".join("?" * len(retired))
-            for index, (old, _) in moved.items():
+            for index, (old, *_) in moved.items():
                 name = renamed[index][1] if index in renamed else messages[index][0]
                 for column in ("parent_uuid", "logical_parent_uuid"):
                     self.conn.execute(f"UPDATE messages SET {column} = ? WHERE {column} = ? AND file_id IN ({marks})",
@@ -386,32 +412,32 @@ class Writer:
                     self.conn.execute(f"UPDATE memories SET {column} = ? WHERE {column} = ?", [name, old])
         return renamed
 
-    def _move_retired_lines(self, messages: list[tuple]) -> dict[int, tuple[str, int]]:
+    def _move_retired_lines(self, messages: list[tuple]) -> dict[int, tuple[str, int, int]]:
         """The messages named after their place in this file (``<session>:<byte offset>``, as
         Codex's are) whose line a file gone from this path (``retired_path``) holds at another
         place, the same (``SAME_LINE`` and time): the same message, moved. Its archived row, and
         the tool calls, results and summary its line gave, are deleted; the row of this file takes
-        its place in the session (``seq``), and the rows that followed it follow this one (see
-        ``_insert_messages``). (One held at the same place keeps its name: ``_take_over_lines``.)
-        Returns ``{index in messages: (archived uuid, seq)}``."""
+        its place in the session (``seq``) and its id, and the rows that followed it follow this
+        one (see ``_insert_messages``). (One held at the same place keeps its name: ``_take_over_lines``.)
+        Returns ``{index in messages: (archived uuid, seq, id)}``."""
         placed = [index for index, row in enumerate(messages)
                   if isinstance(row[BYTE_OFFSET], int) and row[0] == f"{row[1]}:{row[BYTE_OFFSET]}"]
         if not placed or not self._retired_files():
             return {}
         retired = self._retired_files()
         archived: dict[tuple, list[tuple]] = {}
-        for uuid, file_id, seq, *key in self.conn.execute(
-            f"SELECT uuid, file_id, seq, session_id, timestamp, {SAME_LINE} FROM messages "
+        for uuid, file_id, seq, message_id, *key in self.conn.execute(
+            f"SELECT uuid, file_id, seq, id, session_id, timestamp, {SAME_LINE} FROM messages "
             f"WHERE file_id IN ({','.join('?' * len(retired))}) AND uuid = session_id || ':' || byte_offset "
             "ORDER BY seq", retired,
         ):
-            archived.setdefault(tuple(key), []).append((uuid, file_id, seq))
+            archived.setdefault(tuple(key), []).append((uuid, file_id, seq, message_id))
         if not archived:
             return {}
         keys = {index: _line_key(messages[index]) for index in placed}
         in_place = {messages[index][0] for index in placed
-                    if any(uuid == messages[index][0] for uuid, _, _ in archived.get(keys[index], ()))}
-        moved: dict[int, tuple[str, int]] = {}
+                    if any(held[0] == messages[index][0] for held in archived.get(keys[index], ()))}
+        moved: dict[int, tuple[str, int, int]] = {}
         for index in placed:
             if messages[index][0] in in_place:
                 continue
@@ -419,7 +445,7 @@ class Writer:
             if found is None:
                 continue
             archived[keys[index]].remove(found)
-            moved[index] = (found[0], found[2])
+            moved[index] = (found[0], found[2], found[3])
             self._following(messages[index][1])  # (the places after the row's stay taken)
             self._forget_archived_row(*found[:2], messages[index][1])
         if moved:
@@ -431,6 +457,7 @@ class Writer:
     def _forget_archived_row(self, uuid: str, file_id: int, session_id: str) -> None:
         """Delete an archived message row and what its line gave, its line now this file's."""
         index_pending_text(self.conn)  # (the delete takes the row out of the index)
+        hold_top(self.conn)
         self.conn.execute(
             "DELETE FROM tool_call_files WHERE tool_call_id IN "
             "(SELECT id FROM tool_calls WHERE message_uuid = ? AND file_id = ?)", [uuid, file_id])
@@ -910,6 +937,7 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
 
     Returns the sessions touched so their derived fields are recomputed.
     """
+    hold_top(conn)
     sessions = {
         row[0]
         for row in conn.execute(
@@ -925,7 +953,8 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     )
     for table in (*FILE_TABLES, "ingest_errors", "file_sessions", "message_aliases"):
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
-    # Rows read again may take the same ids and say something else in as many characters.
+    # Rows read again may take back their ids (the same messages: ``message_ids``), and the
+    # session's stats, as they were, would not tell it was read again.
     recount_documents(conn, sessions)
     # Nor are the rows a session's last derivation saw all there: it is derived whole (derive.forget_tallies).
     conn.executemany("DELETE FROM derive_tallies WHERE session_id = ?", [[s] for s in sorted(sessions)])
@@ -972,6 +1001,7 @@ def delete_copied_rows(
         "DELETE FROM message_aliases WHERE file_id = ? AND stored_as IN (SELECT value FROM json_each(?))",
         [file_id, uuids],
     )
+    hold_top(conn)
     conn.execute(
         "DELETE FROM messages WHERE file_id = ? AND uuid IN (SELECT value FROM json_each(?))", [file_id, uuids]
     )

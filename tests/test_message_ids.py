@@ -1,0 +1,131 @@
+"""A message id, once given, names that message and no other: a file read again (a Gemini
+chat saved again whole, a parser version replaying its logs) deletes its rows and writes them
+again, and without care SQLite gives the ids of the last rows deleted to other messages."""
+
+import json
+import sqlite3
+
+from datasette_obelisk.query import obelisk, snapshots
+from datasette_obelisk.query.filters import Filters
+from datasette_obelisk.store.ingest import ingest
+from query_fixtures import connect
+from test_session_query import claude_log, prompt, reply
+
+
+def gemini_chat(home, session, *messages):
+    """Save (again, whole) the Gemini chat document of ``session``: ``(id, type, text, minute)`` each."""
+    chats = home / ".gemini" / "tmp" / "p1" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    (chats / f"session-2026-01-16T18-34-{session}.json").write_text(json.dumps({
+        "kind": "chat", "sessionId": session, "projectHash": "abc", "startTime": "2026-01-16T18:00:00.000Z",
+        "messages": [{"id": i, "type": kind, "content": text, "timestamp": f"2026-01-16T18:{minute:02}:00.000Z"}
+                     for i, kind, text, minute in messages],
+    }))
+
+
+def stored(db) -> list[tuple]:
+    return sqlite3.connect(db).execute("SELECT id, uuid, text FROM messages ORDER BY id").fetchall()
+
+
+def fts_ids(db, word: str) -> list[int]:
+    rows = sqlite3.connect(db).execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid", [word])
+    return [row[0] for row in rows]
+
+
+def test_a_chat_saved_again_gives_no_old_id_to_another_message(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m2", "gemini", "bravo", 2), ("m3", "user", "charlie", 3))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (2, "gemini:s1:m2", "bravo"), (3, "gemini:s1:m3", "charlie")]
+    # Gemini CLI saved the chat again without its last two messages (a rewind), and a new one.
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m4", "user", "delta", 4))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    # The unchanged message keeps its id; ids 2 and 3 name nothing now, and the new message takes 4.
+    assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (4, "gemini:s1:m4", "delta")]
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m5", "gemini", "echo", 5))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (5, "gemini:s1:m5", "echo")]
+
+
+def test_a_message_read_again_with_another_text_takes_a_new_id(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m2", "gemini", "bravo", 2))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m2", "gemini", "bravo, said otherwise", 2))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (3, "gemini:s1:m2", "bravo, said otherwise")]
+
+
+def test_the_text_index_finds_each_message_read_again_under_its_id(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m2", "gemini", "bravo", 2), ("m3", "user", "charlie", 3))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m4", "user", "delta", 4), ("m3", "user", "charlie", 5))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (4, "gemini:s1:m4", "delta"), (5, "gemini:s1:m3", "charlie")]
+    assert [fts_ids(db, word) for word in ("alpha", "bravo", "charlie", "delta")] == [[1], [], [5], [4]]
+    sqlite3.connect(db).execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_logs_read_again_for_a_new_parser_keep_their_message_ids(tmp_path):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    claude_log(project, "s1", prompt("u1", "alpha one", "2026-01-01T00:01:00Z"),
+               reply("a1", "bravo two", "2026-01-01T00:02:00Z", "u1"))
+    claude_log(project, "s2", prompt("v1", "charlie three", "2026-01-02T00:01:00Z"))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    before = stored(db)
+    assert [uuid for _, uuid, _ in before] == ["u1", "a1", "v1"]
+    with sqlite3.connect(db) as conn:  # (as a parser version bump has it)
+        conn.execute("UPDATE source_files SET parser_version = NULL WHERE path LIKE '%s1.jsonl'")
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert stored(db) == before
+    assert [fts_ids(db, word) for word in ("alpha", "bravo", "charlie")] == [[1], [2], [3]]
+
+
+def test_a_session_list_paged_while_a_chat_is_saved_again_skips_no_session(tmp_path):
+    """The pages after the first list the sessions in the order they had then: a session whose
+    chat was saved again with a later message since grew, and keeps its place."""
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "a", ("a1", "user", "oldest", 1))
+    gemini_chat(tmp_path, "c", ("c1", "user", "newest", 30))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "b", ("b1", "user", "middle", 10), ("b2", "gemini", "middle reply", 11))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    first = obelisk.recent_in(connect(db), Filters.build(), 1)
+    assert [s["id"] for s in first["items"]] == ["gemini:c"]
+    edge = snapshots.archive_edge(connect(db))
+    assert edge == (4, 3)
+    gemini_chat(tmp_path, "b", ("b1", "user", "middle", 10), ("b3", "user", "much later", 50))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert snapshots.grown_since(connect(db), *edge) == {"gemini:b"}
+    pages = [first]
+    while pages[-1]["next_cursor"]:
+        pages.append(obelisk.recent_in(connect(db), Filters.build(), 1, pages[-1]["next_cursor"]))
+    assert [s["id"] for page in pages for s in page["items"]] == ["gemini:c", "gemini:b", "gemini:a"]
+
+
+def test_a_line_found_again_at_another_offset_keeps_its_message_id(tmp_path):
+    """Messages named after their place in their file (``<session>:<offset>``, as Codex's are):
+    a log back with its lines moved on holds the same messages, which keep their ids."""
+    from test_ingest import line, run
+
+    root, db = tmp_path / "logs", tmp_path / "o.db"
+    root.mkdir()
+    path = root / "s1.jsonl"
+    one, two = line(text="one", ts="2026-01-01T00:00:01Z"), line(text="two", ts="2026-01-01T00:00:02Z")
+    path.write_bytes(one + two)
+    run(db, root)
+    (root / "s2.jsonl").write_bytes(line(text="other", ts="2026-01-02T00:00:01Z"))
+    path.unlink()
+    run(db, root)
+    assert stored(db) == [(1, "s1:0", "one"), (2, f"s1:{len(one)}", "two"), (3, "s2:0", "other")]
+    longer = line(text="one", ts="2026-01-01T00:00:01Z", cwd="/work")
+    path.write_bytes(longer + two + line(text="three", ts="2026-01-01T00:00:03Z"))
+    run(db, root)
+    assert stored(db) == [(1, "s1:0", "one"), (2, f"s1:{len(longer)}", "two"), (3, "s2:0", "other"),
+                          (4, f"s1:{len(longer + two)}", "three")]
+    assert [fts_ids(db, word) for word in ("one", "two", "three")] == [[1], [2], [4]]
