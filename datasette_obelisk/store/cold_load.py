@@ -210,7 +210,7 @@ def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, 
 
 
 def index_messages(conn: sqlite3.Connection, ids: list[int], up_to: int | None = None) -> None:
-    """Index the messages ``ids``, written again under the ids they had (``message_ids``),
+    """Index the messages ``ids``, written again under the ids they had (``stable_ids``),
     those up to id ``up_to`` (a pass from a mark on finds the others); with None, up to the
     id the FTS tables of the cold load running are complete to (a reload indexes all at its end)."""
     if up_to is None:

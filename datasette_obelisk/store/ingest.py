@@ -34,7 +34,7 @@ from ..utc import canonical
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, open_rewrite_span, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
-from .message_ids import held_ids
+from .stable_ids import greatest_place, held_ids, place_sessions_back, session_places
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -215,6 +215,9 @@ class Ingester:
         # file id -> {uuid: (session, id, key)} of the messages of the files read again (one map
         # for the files of families cleared together): the same messages take their ids back
         self._kept_ids: dict[int, dict[str, tuple[str, int, int]]] = {}
+        # ({session: rowid}, the greatest rowid, the greatest once they were forgotten) of the
+        # sessions of the families open: they take their places back once written (``written``)
+        self._places: tuple[dict[str, int], int, int] | None = None
         self._units: list[SourceFile] | None = None  # this run's files, once discovered
         self._emptied: set[str] = set()  # paths of stored files found emptied (``gone_in_place``)
         # Files outside a family that named its sessions when it was cleared (``open_family``):
@@ -513,10 +516,15 @@ class Ingester:
             if cleared:
                 cold_load.index_pending_text(self.conn)
                 self.mark_outsiders(cleared)
+                rowids, top = session_places(self.conn, set().union(*(member.sessions for member in cleared)))
                 for member in cleared:
                     for session_id in sorted(member.sessions):
                         derive.forget_session(self.conn, session_id)
                     self.queue_sessions(member.sessions)
+                if self._places is None:
+                    self._places = ({}, 0, greatest_place(self.conn))
+                self._places = ({**self._places[0], **rowids}, max(self._places[1], top),
+                                min(self._places[2], greatest_place(self.conn)))
                 files = sorted(set().union(*(member.files for member in cleared)))
                 held = held_ids(self.conn, files)
                 self._kept_ids.update(dict.fromkeys(files, held))
@@ -592,6 +600,10 @@ class Ingester:
         if not family.left and family in self._open:
             place_saved_outputs(self.conn, family.sessions)
             self._open.discard(family)
+            if not self._open and self._places is not None:
+                rowids, top, after = self._places
+                place_sessions_back(self.conn, (rowids, top), after)
+                self._places = None
             for member in family.files:
                 if self._families.get(member) is family:
                     del self._families[member]

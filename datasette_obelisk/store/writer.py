@@ -30,7 +30,7 @@ from ..records import (
 from ..sources.common import normal_path
 from ..utc import canonical
 from .cold_load import index_pending_text
-from .message_ids import first_free, hold_top
+from .stable_ids import first_free, hold_top
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
 from .units import is_kept_copy, kept_copies, kept_from, retired_from
@@ -225,7 +225,7 @@ MESSAGE_INSERT = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(MESSAGE_COLUMNS))})"
 )
-# A row given its id: one taken back (the same message read again), or one past those given (``message_ids``).
+# A row given its id: one taken back (the same message read again), or one past those given (``stable_ids``).
 MESSAGE_INSERT_ID = (
     f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}, id) "
     f"VALUES ({', '.join('?' * (len(MESSAGE_COLUMNS) + 1))})"
@@ -244,7 +244,7 @@ class Writer:
         # (``Ingester``), taken again by the same lines (and used up)
         self.kept_seqs = kept_seqs if kept_seqs is not None else {}
         # {uuid: (session, id, key)}: the ids of the messages of the files read again
-        # (``message_ids.held_ids``), taken again by the same messages (``_line_key``; used up)
+        # (``stable_ids.held_ids``), taken again by the same messages (``_line_key``; used up)
         self.kept_ids = kept_ids if kept_ids is not None else {}
         self.ids_taken_back: list[int] = []  # (the FTS index leaves them to the caller: ``Ingester.commit``)
         self.counts = WriteCounts()
@@ -953,7 +953,7 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
     )
     for table in (*FILE_TABLES, "ingest_errors", "file_sessions", "message_aliases"):
         conn.execute(f"DELETE FROM {table} WHERE file_id = ?", [file_id])
-    # Rows read again may take back their ids (the same messages: ``message_ids``), and the
+    # Rows read again may take back their ids (the same messages: ``stable_ids``), and the
     # session's stats, as they were, would not tell it was read again.
     recount_documents(conn, sessions)
     # Nor are the rows a session's last derivation saw all there: it is derived whole (derive.forget_tallies).

@@ -1,4 +1,4 @@
-"""A message id, once given, never names another message.
+"""Ids that name one thing for good: a message's id, a session's place (rowid).
 
 ``messages.id`` is an INTEGER PRIMARY KEY without AUTOINCREMENT (adding it
 means rebuilding the table, minutes for a large archive), so SQLite gives a
@@ -15,6 +15,12 @@ A line read again that is the same message as before (its name, and
 ``SAME``: its session, time, kind and text) takes back its id (``Writer``),
 so what named it still does.
 
+A session's rowid is its place in the archive: the pages after a first one
+leave out the sessions stored since (a rowid past the greatest it saw). The
+sessions of a family read again are forgotten and stored anew, at new
+places; once the family is written they take their places back, and the
+sessions new among them go past every place given (``place_sessions_back``).
+
     hold_top(conn)
         Before messages are deleted: keep the greatest id given so far.
     first_free(conn) -> int | None
@@ -22,6 +28,11 @@ so what named it still does.
         given before; None when its pick is new.
     held_ids(conn, file_ids) -> {uuid: (session, id, key)}
         The messages files hold, before they are deleted to read them again.
+    session_places(conn, session_ids) -> ({session: rowid}, greatest rowid)
+        Before sessions are forgotten, to be stored again.
+    place_sessions_back(conn, places, after)
+        Once they are: ``places`` as ``session_places`` gave them, ``after``
+        the greatest rowid there was once they were forgotten.
 """
 
 from __future__ import annotations
@@ -62,3 +73,29 @@ def held_ids(conn: sqlite3.Connection, file_ids) -> dict[str, tuple[str, int, in
             [json.dumps(sorted(file_ids))],
         )
     }
+
+
+def session_places(conn: sqlite3.Connection, session_ids) -> tuple[dict[str, int], int]:
+    rowids = dict(conn.execute(
+        "SELECT id, rowid FROM sessions WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(sorted(session_ids))]
+    ))
+    return rowids, greatest_place(conn)
+
+
+def greatest_place(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM sessions").fetchone()[0]
+
+
+def place_sessions_back(conn: sqlite3.Connection, places: tuple[dict[str, int], int], after: int) -> None:
+    """The sessions stored since they were forgotten (a rowid past ``after``) first go past
+    every place given, in their order; then those that had a place take it back (it is free:
+    a place up to ``after`` was given to none of them)."""
+    rowids, top = places
+    stored = conn.execute("SELECT id, rowid FROM sessions WHERE rowid > ? ORDER BY rowid", [after]).fetchall()
+    if not stored:
+        return
+    past = max(top, stored[-1][1])
+    conn.executemany("UPDATE sessions SET rowid = ? WHERE id = ?",
+                     [(past + n, session_id) for n, (session_id, _) in enumerate(stored, 1)])
+    conn.executemany("UPDATE sessions SET rowid = ? WHERE id = ?",
+                     [(rowids[session_id], session_id) for session_id, _ in stored if session_id in rowids])

@@ -5,6 +5,8 @@ again, and without care SQLite gives the ids of the last rows deleted to other m
 import json
 import sqlite3
 
+import pytest
+
 from datasette_obelisk.query import obelisk, snapshots
 from datasette_obelisk.query.filters import Filters
 from datasette_obelisk.store.ingest import ingest
@@ -58,12 +60,13 @@ def test_a_message_read_again_with_another_text_takes_a_new_id(tmp_path):
     assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (3, "gemini:s1:m2", "bravo, said otherwise")]
 
 
-def test_the_text_index_finds_each_message_read_again_under_its_id(tmp_path):
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row by row", "reload"])
+def test_the_text_index_finds_each_message_read_again_under_its_id(tmp_path, cold_load_bytes):
     db = tmp_path / "o.db"
     gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m2", "gemini", "bravo", 2), ("m3", "user", "charlie", 3))
     ingest(db, {"gemini": tmp_path / ".gemini"})
     gemini_chat(tmp_path, "s1", ("m1", "user", "alpha", 1), ("m4", "user", "delta", 4), ("m3", "user", "charlie", 5))
-    ingest(db, {"gemini": tmp_path / ".gemini"})
+    ingest(db, {"gemini": tmp_path / ".gemini"}, cold_load_bytes=cold_load_bytes)
     assert stored(db) == [(1, "gemini:s1:m1", "alpha"), (4, "gemini:s1:m4", "delta"), (5, "gemini:s1:m3", "charlie")]
     assert [fts_ids(db, word) for word in ("alpha", "bravo", "charlie", "delta")] == [[1], [], [5], [4]]
     sqlite3.connect(db).execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
@@ -129,3 +132,41 @@ def test_a_line_found_again_at_another_offset_keeps_its_message_id(tmp_path):
     assert stored(db) == [(1, "s1:0", "one"), (2, f"s1:{len(longer)}", "two"), (3, "s2:0", "other"),
                           (4, f"s1:{len(longer + two)}", "three")]
     assert [fts_ids(db, word) for word in ("one", "two", "three")] == [[1], [2], [4]]
+
+
+def test_a_session_whose_chat_is_saved_again_keeps_its_place_in_a_paged_list(tmp_path):
+    """A chat saved again is read again with its family, whose sessions are stored anew: each
+    takes its place (rowid) back, so the pages after the first still count it as listed then,
+    and a session new among them comes after every place given."""
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "a", ("a1", "user", "oldest", 1))
+    gemini_chat(tmp_path, "b", ("b1", "user", "middle", 10), ("b2", "gemini", "middle reply", 11))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "c", ("c1", "user", "newest", 30))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    places = "SELECT rowid, id FROM sessions ORDER BY rowid"
+    assert sqlite3.connect(db).execute(places).fetchall() == [(1, "gemini:a"), (2, "gemini:b"), (3, "gemini:c")]
+    first = obelisk.recent_in(connect(db), Filters.build(), 1)
+    gemini_chat(tmp_path, "b", ("b1", "user", "middle", 10), ("b3", "user", "much later", 50))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert sqlite3.connect(db).execute(places).fetchall() == [(1, "gemini:a"), (2, "gemini:b"), (3, "gemini:c")]
+    pages = [first]
+    while pages[-1]["next_cursor"]:
+        pages.append(obelisk.recent_in(connect(db), Filters.build(), 1, pages[-1]["next_cursor"]))
+    assert [s["id"] for page in pages for s in page["items"]] == ["gemini:c", "gemini:b", "gemini:a"]
+
+
+def test_a_session_new_in_a_chat_saved_again_takes_no_place_given_before(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_chat(tmp_path, "a", ("a1", "user", "first", 1))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_chat(tmp_path, "b", ("b1", "user", "second", 10))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    places = "SELECT rowid, id FROM sessions ORDER BY rowid"
+    assert sqlite3.connect(db).execute(places).fetchall() == [(1, "gemini:a"), (2, "gemini:b")]
+    # The same file saved again as the chat of another session: b is gone, b2 new.
+    chats = tmp_path / ".gemini" / "tmp" / "p1" / "chats"
+    document = json.loads((chats / "session-2026-01-16T18-34-b.json").read_text())
+    (chats / "session-2026-01-16T18-34-b.json").write_text(json.dumps({**document, "sessionId": "b2"}))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert sqlite3.connect(db).execute(places).fetchall() == [(1, "gemini:a"), (3, "gemini:b2")]
