@@ -275,3 +275,23 @@ async def test_a_trace_cut_at_the_ancestor_cap_says_so_on_its_first_message(chai
     over_http = (await get(ds, "/trace", uuid="c10001")).json()
     assert over_http == cut and over_http[0]["chain_cut"] is True
     assert "chain_cut" not in (await get(ds, "/trace", uuid="c10000")).json()[0]
+
+
+@pytest.mark.asyncio
+async def test_a_context_parent_chain_cut_at_the_ancestor_cap_says_so_on_its_first_message(chain_db):
+    from web_fixtures import make_datasette
+
+    from datasette_obelisk.query.readonly import connect_readonly
+
+    conn = connect_readonly(chain_db)
+    cut, whole = obelisk.context(conn, "c10001")["parentChain"], obelisk.context(conn, "c10000")["parentChain"]
+    conn.close()
+    assert (len(cut), cut[0]["uuid"], cut[0]["chain_cut"], cut[-1]["uuid"]) == (10_000, "c1", True, "c10000")
+    assert [m["uuid"] for m in cut if "chain_cut" in m] == ["c1"]
+    assert (len(whole), whole[0]["uuid"], whole[-1]["uuid"]) == (10_000, "c0", "c9999")  # the root reached
+    assert [m["uuid"] for m in whole if "chain_cut" in m] == []
+    ds = make_datasette(chain_db)
+    await ds.invoke_startup()
+    over_http = (await get(ds, "/context", uuid="c10001")).json()["parentChain"]
+    assert over_http == cut and over_http[0]["chain_cut"] is True
+    assert "chain_cut" not in (await get(ds, "/context", uuid="c10000")).json()["parentChain"][0]

@@ -596,7 +596,8 @@ def _nearest(window: list[tuple], timed: list[tuple], times: list[float], hit, i
 
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def context(conn, uuid) -> dict | None:
-    """The message, its ancestors (root first), its session and agent metadata."""
+    """The message, its ancestors (root first; a chain cut at ``MAX_CHAIN`` says so on its
+    first message, as ``trace``'s does), its session and agent metadata."""
     require_text("context", "a message uuid", uuid)
     row = one(conn, "SELECT * FROM messages WHERE uuid = ?", [uuid])
     if row is None:
@@ -605,7 +606,7 @@ def context(conn, uuid) -> dict | None:
     subagent = one(conn, "SELECT * FROM subagents WHERE child_session_id = ?", [row["session_id"]])
     return {
         "message": message_row(row),
-        "parentChain": [message_row(r) for r in ancestors(conn, row)],
+        "parentChain": marked_chain(conn, [message_row(r) for r in ancestors(conn, row)], row["uuid"]),
         "session": dict(session) if session else None,
         "subagent": dict(subagent) if subagent else None,
         "workflow": workflow_of(conn, session),
@@ -698,8 +699,15 @@ def trace(conn, uuid) -> list[dict]:
     row = one(conn, "SELECT * FROM messages WHERE uuid = ?", [uuid])
     if row is None:
         return []
-    chain = [message_row(r) for r in ancestors(conn, row) + [row]]
-    if goes_on_above(conn, [message["uuid"] for message in chain]):
+    return marked_chain(conn, [message_row(r) for r in ancestors(conn, row) + [row]])
+
+
+def marked_chain(conn, chain: list[dict], below: str | None = None) -> list[dict]:
+    """``chain`` (messages, root first, then the message ``below`` when it is not
+    among them) with ``"chain_cut": true`` on its first message when the walk
+    stopped at ``MAX_CHAIN`` below the conversation's root."""
+    uuids = [message["uuid"] for message in chain] + ([below] if below else [])
+    if chain and goes_on_above(conn, uuids):
         chain[0]["chain_cut"] = True
     return chain
 

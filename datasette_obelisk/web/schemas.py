@@ -151,7 +151,7 @@ WORKFLOW_AGENT = row(
 CONTEXT = obj(
     {
         "message": MESSAGE_ROW,
-        "parentChain": array(MESSAGE_ROW),
+        "parentChain": array(TRACE_MESSAGE),
         "session": nullable(SESSION_ROW),
         "subagent": nullable(row("subagents")),
         "workflow": nullable(WORKFLOW_AGENT),
