@@ -108,8 +108,8 @@ async def test_the_model_of_a_tool_call_is_looked_up_only_when_read(web_db):
     assert any(step.startswith("CORRELATED SCALAR SUBQUERY") for step in steps), steps
     assert "SEARCH m USING INDEX sqlite_autoindex_messages_1 (uuid=?)" in steps
     (tool_name,) = [sql for sql in statements if sql.startswith("select tool_name as value")]
-    assert plan(conn, tool_name)[:3] == [
-        "SCAN c",
+    assert plan(conn, tool_name)[:3] == [  # (in name order: no sort for the grouping)
+        "SCAN c USING INDEX tool_calls_name",
         "SEARCH r USING COVERING INDEX sqlite_autoindex_tool_results_1 (tool_use_id=?) LEFT-JOIN",
         "SEARCH s USING COVERING INDEX sqlite_autoindex_sessions_1 (id=?) LEFT-JOIN",
     ]
