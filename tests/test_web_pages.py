@@ -846,6 +846,16 @@ async def test_a_transcript_page_names_the_lines_it_shows_in_its_title(ds, web_d
     assert window_title(await page(ds, f"/-/obelisk/session/{session}")) == f"{title} · Obelisk"
 
 
+@pytest.mark.asyncio
+async def test_a_transcript_page_past_the_end_names_the_session_s_last_line(ds):
+    session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, seq 1..162
+    past = await page(ds, f"/-/obelisk/session/{session}", start="1000")
+    assert re.findall(r'<li class="ob-empty">(.*?)</li>', past) == ["No line from #1,000: the session's last line is #162."]
+    assert f"/-/obelisk/session/{session}" in [unescape(href) for href in links(past)]  # « From the start
+    last = await page(ds, f"/-/obelisk/session/{session}", start="120")
+    assert re.findall(r'<li class="ob-empty">(.*?)</li>', last) == [] and "lines 120–162" in last
+
+
 def test_every_message_s_transcript_link_reaches_its_anchor(web_db):
     """The event page's "In the transcript": the page holding the message,
     with the options that list it, at ``#m<seq>`` or its call's ``#tool-``."""

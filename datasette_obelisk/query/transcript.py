@@ -133,6 +133,8 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "entries": entries,
         "start": start,
         "last": rows[-1]["seq"] if rows else None,  # (the page's last line: the title names the lines it shows)
+        # (a page past the session's end names its last line)
+        "last_line": None if rows else conn.execute("SELECT max(seq) FROM messages WHERE session_id = ?", [session_id]).fetchone()[0],
         "next_start": next_start,
         "previous_start": previous_start,
         "start_hidden": hidden_by(rows[0], meta=meta, log=log) if rows and rows[0]["seq"] == start else None,
