@@ -38,6 +38,8 @@
         unicode61 would drop the emoji and match more.
     normalize_text(text) -> str
         Trimmed, whitespace collapsed, NUL and the snippet markers replaced.
+    cursor_text(text, mode, prefix=False) -> str
+        Normalized text as a cursor binds it: A-Z in lower case, but in ``raw``.
     quote(text) -> str
         ``text`` as one FTS5 string (``"..."`` with quotes doubled).
     match_documents(expression, documents, terms) -> list[(index, marked columns)]
@@ -112,11 +114,25 @@ class FtsQuery:
 
     def normalized(self) -> dict:
         """What identifies the query in a cursor fingerprint."""
-        return {"text": self.text, "mode": self.mode, "prefix": self.prefix}
+        return {"text": cursor_text(self.text, self.mode, self.prefix), "mode": self.mode, "prefix": self.prefix}
 
 
 def normalize_text(text: str) -> str:
     return " ".join(unmarked(text.replace("\x00", " ")).split())
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def cursor_text(text: str, mode: str, prefix: bool = False) -> str:
+    """The normalized query ``text`` as a cursor binds it: its ASCII letters in lower case
+    where that cannot change what matches (``TEST``, ``test``), else as it is.
+
+    In every mode but ``raw`` each word is quoted, and the tokenizer folds A-Z; no other
+    letter is folded (``casefold`` reads ``ß`` as ``ss``, which the tokenizer does not). A raw
+    query is left alone: FTS5 reads ``OR``, ``AND``, ``NOT`` and ``NEAR`` only in upper case.
+    Nor is a prefix query folded: its last word is looked up as spelt."""
+    return text if mode == "raw" or prefix else text.translate(_ASCII_LOWER)
 
 
 def unmarked(text: str) -> str:

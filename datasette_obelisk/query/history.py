@@ -62,7 +62,7 @@ from .cursors import current_generation, decode_cursor, encode_cursor, fingerpri
 from .snapshots import MAX_ID, SeenSet, archive_edge, grown_since, log_bound, log_edge, recency_as_of
 from .errors import QueryError, refusing_unencodable
 from .filters import Filters
-from .fts import MAX_QUERY_CHARS, check_encodable, match_documents, normalize_text, parse_query, phrase
+from .fts import MAX_QUERY_CHARS, check_encodable, cursor_text, match_documents, normalize_text, parse_query, phrase
 from .search import rows
 from .text import parse_json, snippet, split_thinking, to_ms
 
@@ -194,7 +194,7 @@ def history_search(conn: sqlite3.Connection, options=None, **kwargs) -> dict:
     if query:  # (the most recently updated sessions read no index)
         search_core.check_index_complete(conn)
     generation = current_generation(conn)
-    request = fingerprint({"query": normalize_text(query) if query else None, "filters": filters.normalized()})
+    request = fingerprint({"query": cursor_text(normalize_text(query), "words") if query else None, "filters": filters.normalized()})
     upto, bound = archive_edge(conn)
     position = {"after": None, "search": None, "examined": None, "upto": upto, "bound": bound}
     if o.get("cursor") is not None:
