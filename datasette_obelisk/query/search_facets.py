@@ -2,7 +2,8 @@
 
     facet_counts(conn, query, *, mode="terms", narrowing=None, per_facet=8,
                  only=None, **filter_options) -> dict
-        ``{"facets": {name: [{"value", "count"}]}, "sampled": bool, "uncounted": [name]}``: for
+        ``{"facets": {name: [{"value", "count"}]}, "sampled": bool, "uncounted": [name],
+        "unmatched": [{"facet", "value", "spelt"}]}``: for
         each facet (source, project, branch, model, role, tool, day; those
         ``only`` names, when given, the others left empty) the
         values found among the matching messages and how many *sessions*
@@ -66,6 +67,10 @@ FACETS = {
     "day": f"date({event_time_sql('m')})",
 }
 NARROWING = {"branch": "branches", "model": "models", "tool": "tools"}  # facet -> Filters field
+# The facets whose chosen values no match has are named beside the results: telling whether any
+# message at all has a branch or model would read every message (no index holds them), so the
+# page is not refused for one, as it is for a tool no call has.
+TOLD_UNMATCHED = ("branch", "model")
 OWN_OPTIONS = {"source": ("sources",), "project": ("projects",), "role": ("roles",), "day": ("time_from", "time_to")}
 
 
@@ -89,15 +94,19 @@ def narrowed(filter_options: dict, narrowing: dict | None) -> dict:
 
 def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", narrowing: dict | None = None,
                  per_facet: int = 8, only: tuple[str, ...] | None = None, until: float | None = None,
-                 **filter_options) -> dict:
+                 chosen: dict | None = None, **filter_options) -> dict:
     """The counts of every facet, or of those ``only`` names (the others left empty: a facet's
     value can cost a lookup per match, as ``tool``'s does).
+
+    ``chosen`` (``{facet: values}``) asks which of those values no counted match has:
+    ``unmatched`` lists them, each with the values found that differ from it in case
+    alone (``spelt``); none when the count was cut at ``HIT_SAMPLE``, or found no match.
 
     With ``until`` (a ``time.monotonic()``), a count still running then is stopped: its
     facets are left empty and named in ``uncounted`` (and nothing is kept of it). The
     connection's own deadline still stops the whole request."""
     fts = parse_query(query, mode)
-    result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0, "uncounted": []}
+    result = {"facets": {name: [] for name in FACETS}, "sampled": False, "sessions": 0, "uncounted": [], "unmatched": []}
     if fts.matches_nothing:
         return result
     counted = [name for name in FACETS if only is None or name in only]
@@ -105,7 +114,7 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
     # Each session's distinct combinations of values, with how many matches have them.
     columns = ", ".join(counted)
     sql = f"SELECT session_id, {columns}, COUNT(*) FROM ({hits_sql}) GROUP BY session_id, {columns}"
-    key = (_database(conn), current_generation(conn), sql, json.dumps(params), per_facet)
+    key = (_database(conn), current_generation(conn), sql, json.dumps(params), per_facet, json.dumps(chosen))
     with _kept_lock:
         kept = _kept.get(key)
         if kept is not None:
@@ -137,11 +146,22 @@ def facet_counts(conn: sqlite3.Connection, query: str, *, mode: str = "terms", n
                 sessions.setdefault(value, set()).add(row[0])
         counted = sorted(((len(ids), value) for value, ids in sessions.items()), key=lambda c: (-c[0], str(c[1])))
         result["facets"][name] = [{"value": value, "count": count} for count, value in counted[:per_facet]]
+        if rows and not result["sampled"]:  # (with no match at all, another choice is the cause)
+            result["unmatched"] += _unmatched(name, (chosen or {}).get(name, ()), sessions)
     with _kept_lock:
         _kept[key] = copy.deepcopy(result)
         while len(_kept) > COUNTS_KEPT:
             _kept.popitem(last=False)
     return result
+
+
+def _unmatched(name: str, chosen, found: dict) -> list[dict]:
+    """The values of ``chosen`` not among ``found``, each with those found it spells in another case."""
+    return [
+        {"facet": name, "value": value,
+         "spelt": sorted(v for v in found if isinstance(v, str) and v.casefold() == value.casefold())}
+        for value in chosen if value not in found
+    ]
 
 
 def _database(conn: sqlite3.Connection) -> tuple:
@@ -172,9 +192,11 @@ def faceted_search(conn: sqlite3.Connection, query: str, *, mode: str = "terms",
         # (Counted again for this facet alone: the others' values are those counted above.)
         if name in counts["uncounted"]:
             continue
-        if name in narrowing:
+        if name in narrowing:  # (a branch or model no match has is told apart: no index holds them)
             others = facet_counts(conn, query, mode=mode, per_facet=per_facet, only=(name,), until=until,
+                                  chosen={name: narrowing[name]} if name in TOLD_UNMATCHED else None,
                                   **filter_options, narrowing={k: v for k, v in narrowing.items() if k != name})
+            counts["unmatched"] += others["unmatched"]
         elif any(filter_options.get(option) for option in OWN_OPTIONS.get(name, ())):
             others = facet_counts(conn, query, mode=mode, narrowing=narrowing, per_facet=per_facet, only=(name,),
                                   until=until, **{k: v for k, v in filter_options.items() if k not in OWN_OPTIONS[name]})
