@@ -55,3 +55,22 @@ async def test_the_search_page_notes_a_branch_or_model_no_match_has(toy):
     exact = await ds.client.get("/-/obelisk", params={"q": "needle", "model": "Opus-4", "branch": "main"})
     assert "/-/obelisk/session/s1" in exact.text and "/-/obelisk/session/s2" not in exact.text
     assert "ob-unmatched" not in exact.text
+
+
+@pytest.mark.asyncio
+async def test_an_empty_list_of_sessions_offers_a_branch_or_model_a_session_spells_in_another_case(toy):
+    from web_fixtures import make_datasette
+
+    two_sessions(toy)
+    toy.sql("UPDATE sessions SET model = 'Opus-4', git_branch = 'main' WHERE id = 's1'")
+    ds = make_datasette(toy.db)
+    await ds.invoke_startup()
+    response = await ds.client.get("/-/obelisk", params={"model": "opus-4", "branch": ["MAIN", "nowhere"]})
+    assert response.status_code == 200 and '<p class="ob-empty">No session matches these filters.</p>' in response.text
+    assert response.text.count("ob-unmatched") == 2
+    assert ('<p class="ob-notice ob-unmatched" role="status">No session is listed for the branch <code>MAIN</code> '
+            "(a branch is matched exactly, as written): did you mean <code>main</code>?</p>") in response.text
+    assert ('<p class="ob-notice ob-unmatched" role="status">No session is listed for the model <code>opus-4</code> '
+            "(a model is matched exactly, as written): did you mean <code>Opus-4</code>?</p>") in response.text
+    listed = await ds.client.get("/-/obelisk", params={"model": "Opus-4", "branch": "main"})
+    assert "/-/obelisk/session/s1" in listed.text and "ob-unmatched" not in listed.text

@@ -249,6 +249,28 @@ def known_tools(conn, tool: str) -> tuple[str, ...]:
     return names
 
 
+SESSION_FACETS = {"branch": "git_branch", "model": "model"}  # facet -> its ``sessions`` column
+
+
+def session_spellings(conn, chosen: dict) -> list[dict]:
+    """For each branch or model of ``chosen`` (``{facet: values}``) no session holds as
+    given, the values sessions hold that differ from it in case alone, when there are any:
+    ``[{"facet", "value", "spelt"}]``, a hint for a list that came out empty. Read from the
+    sessions, far fewer than the messages, whose own branch or model may differ from their
+    session's (so none is refused by it)."""
+    found = []
+    for facet, column in SESSION_FACETS.items():
+        values = chosen.get(facet) or ()
+        if not values:
+            continue
+        held = {value for (value,) in conn.execute(f"SELECT DISTINCT {column} FROM sessions WHERE {column} IS NOT NULL")}
+        for value in values:
+            spelt = sorted(v for v in held if v.casefold() == value.casefold() and v != value)
+            if value not in held and spelt:
+                found.append({"facet": facet, "value": value, "spelt": spelt})
+    return found
+
+
 def stored_sources(conn) -> list[str]:
     """The sources of the stored sessions, in order."""
     return [row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions ORDER BY source")]

@@ -63,6 +63,8 @@ async def search_page(datasette, request, db, params):
 
         def recent(conn):
             found = obelisk.recent_in(conn, filters, size, form.cursor)
+            if not found["items"] and not form.cursor:  # (a branch or model spelt in another case, maybe)
+                found["respelt"] = obelisk.session_spellings(conn, form.narrowing())
             if every is not None:  # (how many the stored query would have to list)
                 found["every"] = obelisk.top_level_count(conn, every.get("source"))
             return found
@@ -71,7 +73,8 @@ async def search_page(datasette, request, db, params):
         # The stored query lists every session only when they fit in the rows it lists at once;
         # past that, this page's pager (which lists the same sessions) is the list of them all.
         fits = every is not None and found.get("every", 0) <= every["limit"]
-        context.update(recent=found["items"], recent_next=found["next_cursor"], every_session=every if fits else None)
+        context.update(recent=found["items"], recent_next=found["next_cursor"], every_session=every if fits else None,
+                       respelt=found.get("respelt", []))
         return context
     form.recent_page()  # (kept for the list the form goes back to when the query is cleared: refused as there)
     prompts_shown = await is_visible(datasette, request.actor, db.name, "prompt_log")
