@@ -170,3 +170,104 @@ def test_a_session_new_in_a_chat_saved_again_takes_no_place_given_before(tmp_pat
     (chats / "session-2026-01-16T18-34-b.json").write_text(json.dumps({**document, "sessionId": "b2"}))
     ingest(db, {"gemini": tmp_path / ".gemini"})
     assert sqlite3.connect(db).execute(places).fetchall() == [(1, "gemini:a"), (3, "gemini:b2")]
+
+
+def gemini_tool_chat(home, session, *calls):
+    """Save (again, whole) a Gemini chat of one prompt and one reply making ``calls``:
+    ``(call id, minute, error or None)`` each, all results at the same time unless told."""
+    chats = home / ".gemini" / "tmp" / "p1" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    tool_calls = [{
+        "id": call_id, "name": "run_shell_command", "args": {"command": f"make {call_id}"},
+        "status": "error" if error else "success", "timestamp": f"2026-01-16T18:{minute:02}:00.000Z",
+        "result": [{"functionResponse": {"id": call_id, "name": "run_shell_command",
+                                         "response": {"error": error} if error else {"output": "ok"}}}],
+    } for call_id, minute, error in calls]
+    (chats / f"session-2026-01-16T18-34-{session}.json").write_text(json.dumps({
+        "kind": "chat", "sessionId": session, "projectHash": "abc", "startTime": "2026-01-16T18:00:00.000Z",
+        "messages": [
+            {"id": "u1", "type": "user", "content": "build it", "timestamp": "2026-01-16T18:00:00.000Z"},
+            {"id": "g1", "type": "gemini", "content": "", "timestamp": "2026-01-16T18:01:00.000Z",
+             "toolCalls": tool_calls},
+        ],
+    }))
+
+
+def results(db) -> list[tuple]:
+    return sqlite3.connect(db).execute("SELECT id, substr(tool_use_id, 11), outcome FROM tool_results ORDER BY id").fetchall()
+
+
+def test_a_chat_saved_again_gives_no_old_result_id_to_another_result(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang"), ("c3", 1, "crash"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert results(db) == [(1, "c1", "failed"), (2, "c2", "failed"), (3, "c3", "failed")]
+    # Saved again without its last two results, then again with a new one.
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c4", 1, "again"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    # c1 is stored anew each time (4, then 5); 2 and 3 name nothing now, and c4 takes 6.
+    assert results(db) == [(5, "c1", "failed"), (6, "c4", "failed")]
+
+
+def test_a_result_skipped_as_stored_already_uses_up_no_id(tmp_path):
+    """The first result of a batch read again may be one stored already (``INSERT OR IGNORE``):
+    the next stored takes the id after every one given, not SQLite's pick."""
+    from datasette_obelisk.store.writer import RESULT_INSERT, RESULT_INSERT_ID
+    from datasette_obelisk.store.stable_ids import hold_top, insert_past_top
+
+    db = tmp_path / "o.db"
+    ingest(db, {"gemini": tmp_path / ".gemini"})  # (an empty store)
+    conn = sqlite3.connect(db)
+
+    def row(tool_use_id):
+        return (tool_use_id, "m", "s", "", 0, 0, "succeeded", None, None, None, 1, None, None, None, None, None)
+
+    conn.executemany(RESULT_INSERT, [row("a"), row("b"), row("c")])
+    hold_top(conn, "tool_results")
+    conn.execute("DELETE FROM tool_results WHERE tool_use_id IN ('b', 'c')")
+    insert_past_top(conn, "tool_results", RESULT_INSERT, RESULT_INSERT_ID, [row("a"), row("d"), row("e")])
+    assert conn.execute("SELECT id, tool_use_id FROM tool_results ORDER BY id").fetchall() == [
+        (1, "a"), (4, "d"), (5, "e")]
+
+
+def test_failures_paged_across_a_chat_saved_again_list_none_twice(tmp_path):
+    """Failures at the same time are paged by id: a result stored again after a first page
+    takes an id past every one given, so the pages after it leave it out (as any failure
+    stored since) rather than list it again under an id the first page had passed."""
+    from datasette_obelisk.query.obelisk import failures_paged
+
+    db = tmp_path / "o.db"
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang"), ("c3", 1, "crash"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    pages = [failures_paged(connect(db), {"limit": 1})]
+    gemini_tool_chat(tmp_path, "s1", ("c2", 1, "bang"), ("c3", 1, "crash"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    while pages[-1]["next_cursor"]:
+        pages.append(failures_paged(connect(db), {"limit": 1}, pages[-1]["next_cursor"]))
+    listed = [(r["result"]["id"], r["result"]["tool_use_id"]) for page in pages for r in page["items"]]
+    assert listed == [(3, "gemini:s1:c3")]  # (not c3 again, as id 2)
+    assert results(db) == [(4, "c2", "failed"), (5, "c3", "failed")]
+
+
+def gemini_logs(home, *prompts):
+    """Save (again, whole) a Gemini CLI prompt log: ``(message id, text, minute)`` each."""
+    folder = home / ".gemini" / "tmp" / "p1"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "logs.json").write_text(json.dumps([
+        {"sessionId": "s1", "messageId": n, "type": "user", "message": text,
+         "timestamp": f"2026-01-16T18:{minute:02}:00.000Z"} for n, text, minute in prompts]))
+
+
+def test_a_prompt_log_saved_again_gives_no_old_id_to_another_prompt(tmp_path):
+    db = tmp_path / "o.db"
+    prompt_ids = "SELECT id, text FROM prompt_log ORDER BY id"
+    gemini_logs(tmp_path, (0, "alpha", 1), (1, "bravo", 2), (2, "charlie", 3))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert sqlite3.connect(db).execute(prompt_ids).fetchall() == [(1, "alpha"), (2, "bravo"), (3, "charlie")]
+    gemini_logs(tmp_path, (0, "alpha", 1))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    gemini_logs(tmp_path, (0, "alpha", 1), (1, "delta", 4))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert sqlite3.connect(db).execute(prompt_ids).fetchall() == [(5, "alpha"), (6, "delta")]

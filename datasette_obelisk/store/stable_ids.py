@@ -1,15 +1,17 @@
-"""Ids that name one thing for good: a message's id, a session's place (rowid).
+"""Ids that name one thing for good: a message's, a tool result's or a
+prompt's id, a session's place (rowid).
 
-``messages.id`` is an INTEGER PRIMARY KEY without AUTOINCREMENT (adding it
-means rebuilding the table, minutes for a large archive), so SQLite gives a
-new row the greatest id there is plus one: the ids of the last rows deleted
-(a file read again deletes its rows first) would go to other messages, and
-what holds an id (the FTS index, a search's first page, which saw the
-messages up to its greatest id) would then name another one. Before rows
-are deleted, ``obelisk_state`` keeps the greatest id given so far
-(``TOP_KEY``); the first message written after that takes the id following
-it, the rest follow it as SQLite numbers them. Both are a lookup or two a
-batch, nothing a row.
+``messages.id``, ``tool_results.id`` and ``prompt_log.id`` are INTEGER
+PRIMARY KEYs without AUTOINCREMENT (adding it means rebuilding the table,
+minutes for a large archive), so SQLite gives a new row the greatest id
+there is plus one: the ids of the last rows deleted (a file read again
+deletes its rows first) would go to other rows, and what holds an id (the
+FTS index, a search's first page, which saw the messages up to its greatest
+id, a failures page's cursor, a link to a row) would then name another one.
+Before rows are deleted, ``obelisk_state`` keeps the greatest id given so
+far in the table (its key in ``TOP_KEYS``); the first row stored after that
+takes the id following it, the rest follow it as SQLite numbers them. Both
+are a lookup or two a batch, nothing a row.
 
 A line read again that is the same message as before (its name, and
 ``SAME``: its session, time, kind and text) takes back its id (``Writer``),
@@ -21,11 +23,13 @@ sessions of a family read again are forgotten and stored anew, at new
 places; once the family is written they take their places back, and the
 sessions new among them go past every place given (``place_sessions_back``).
 
-    hold_top(conn)
-        Before messages are deleted: keep the greatest id given so far.
-    first_free(conn) -> int | None
-        The id the next new message must take, when SQLite's own pick was
+    hold_top(conn, *tables)
+        Before rows of ``tables`` are deleted: keep the greatest id given so far in each.
+    first_free(conn, table) -> int | None
+        The id the next new row must take, when SQLite's own pick was
         given before; None when its pick is new.
+    insert_past_top(conn, table, insert, insert_with_id, rows)
+        Insert ``rows``, the first stored taking ``first_free``'s id.
     held_ids(conn, file_ids) -> {uuid: (session, id, key)}
         The messages files hold, before they are deleted to read them again.
     session_places(conn, session_ids) -> ({session: rowid}, greatest rowid)
@@ -40,28 +44,41 @@ from __future__ import annotations
 import json
 import sqlite3
 
-TOP_KEY = "message_id_top"
+TOP_KEYS = {"messages": "message_id_top", "tool_results": "tool_result_id_top", "prompt_log": "prompt_id_top"}
 HOLD_TOP = (
-    "INSERT INTO obelisk_state (key, value) SELECT ?1, CAST(top AS TEXT) FROM (SELECT MAX(id) AS top FROM messages) "
+    "INSERT INTO obelisk_state (key, value) SELECT ?1, CAST(top AS TEXT) FROM (SELECT MAX(id) AS top FROM {}) "
     "WHERE top IS NOT NULL "
     "ON CONFLICT (key) DO UPDATE SET value = excluded.value "
     "WHERE CAST(excluded.value AS INTEGER) > CAST(value AS INTEGER)"
 )
 FIRST_FREE = (
     "SELECT CAST(value AS INTEGER) + 1 FROM obelisk_state WHERE key = ? "
-    "AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(id), 0) FROM messages)"
+    "AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(id), 0) FROM {})"
 )
 # What makes a line read again the message stored before, besides its name (``writer._line_key``).
 SAME = "session_id, timestamp, type, subtype, role, content_type, text"
 
 
-def hold_top(conn: sqlite3.Connection) -> None:
-    conn.execute(HOLD_TOP, [TOP_KEY])
+def hold_top(conn: sqlite3.Connection, *tables: str) -> None:
+    for table in tables:
+        conn.execute(HOLD_TOP.format(table), [TOP_KEYS[table]])
 
 
-def first_free(conn: sqlite3.Connection) -> int | None:
-    row = conn.execute(FIRST_FREE, [TOP_KEY]).fetchone()
+def first_free(conn: sqlite3.Connection, table: str) -> int | None:
+    row = conn.execute(FIRST_FREE.format(table), [TOP_KEYS[table]]).fetchone()
     return None if row is None else row[0]
+
+
+def insert_past_top(conn: sqlite3.Connection, table: str, insert: str, insert_with_id: str, rows: list) -> None:
+    """``insert`` each of ``rows``; while SQLite's pick was given before, rows go in by
+    ``insert_with_id`` (the row's values, then its id) until one is stored: a row an
+    ``INSERT OR IGNORE`` skips uses up no id, and the next would take SQLite's pick."""
+    start = 0
+    if rows and (first := first_free(conn, table)) is not None:
+        while start < len(rows) and conn.execute(insert_with_id, (*rows[start], first)).rowcount == 0:
+            start += 1
+        start += 1
+    conn.executemany(insert, rows[start:])
 
 
 def held_ids(conn: sqlite3.Connection, file_ids) -> dict[str, tuple[str, int, int]]:

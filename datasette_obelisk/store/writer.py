@@ -30,7 +30,7 @@ from ..records import (
 from ..sources.common import normal_path
 from ..utc import canonical
 from .cold_load import index_pending_text
-from .stable_ids import first_free, hold_top
+from .stable_ids import hold_top, insert_past_top
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
 from .units import is_kept_copy, kept_copies, kept_from, retired_from
@@ -54,6 +54,10 @@ PROMPT_COLUMNS = (
     "source session_id project timestamp text search_text pasted_json file_id line_no byte_offset byte_length"
 ).split()
 PROMPT_INSERT = f"INSERT INTO prompt_log ({', '.join(PROMPT_COLUMNS)}) VALUES ({', '.join('?' * len(PROMPT_COLUMNS))})"
+# A prompt given its id: one past those given (``stable_ids``).
+PROMPT_INSERT_ID = (
+    f"INSERT INTO prompt_log ({', '.join(PROMPT_COLUMNS)}, id) VALUES ({', '.join('?' * (len(PROMPT_COLUMNS) + 1))})"
+)
 # The same prompt, kept by a file gone from this path (``retired_path``): one row each.
 PROMPT_HELD = (
     "SELECT id, file_id FROM prompt_log WHERE source = ? AND session_id IS ? AND timestamp IS ? AND text = ? "
@@ -192,12 +196,14 @@ CALL_FILE_INSERT = (
     "WHERE EXISTS (SELECT 1 FROM tool_calls WHERE id = ? AND file_id = ?)"
 )
 # A result's file is the one it names, else its call's first (calls are inserted first).
-RESULT_INSERT = (
+RESULT_INTO = (
     "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
     "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens, "
-    "file_path, search_content, output_uuid) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15, ?16)"
+    "file_path, search_content, output_uuid{}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15, ?16{})"
 )
+RESULT_INSERT = RESULT_INTO.format("", "")
+RESULT_INSERT_ID = RESULT_INTO.format(", id", ", ?17")  # (one past those given: ``stable_ids``)
 # A message holding a tool's whole output, read from a file of its own (see
 # ``ToolResult.output_uuid``): its text, and the length of the whole when it was
 # too long to hold (``meta.length``).
@@ -277,7 +283,7 @@ class Writer:
         """Write ``records``, or, as the reader hands them over (``split_messages``),
         the other records with ``message_rows`` and their ``marks``.
 
-        Messages, tool calls and tool results go in one ``executemany`` each.
+        Messages, tool calls, tool results and prompts go in one ``executemany`` each.
         A message stored under a new name (``<uuid>@<offset>``) takes along the
         tool calls, results and summary its line gave.
         """
@@ -286,6 +292,7 @@ class Writer:
         self._calls: list[tuple] = []
         self._call_files: list[tuple] = []
         self._results: list[tuple] = []
+        self._prompts: list[tuple] = []
         self._texts: dict[str, str] = {row[0]: row[TEXT] for row in message_rows}
         self._renamed: tuple | None = None  # (uuid, stored as) of the line being handled
         self._held: list[tuple] = []  # (uuid, SAME_LINE, byte offset, length, line) of the lines merged
@@ -300,7 +307,8 @@ class Writer:
             handler(self, record)
         self.conn.executemany(CALL_INSERT, self._calls)
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
-        self.conn.executemany(RESULT_INSERT, self._results)
+        insert_past_top(self.conn, "tool_results", RESULT_INSERT, RESULT_INSERT_ID, self._results)
+        insert_past_top(self.conn, "prompt_log", PROMPT_INSERT, PROMPT_INSERT_ID, self._prompts)
         self._complete_results(message_rows)
         replayed = sorted({held[0] for held in self._held})
         self._take_over_retired()
@@ -388,11 +396,7 @@ class Writer:
             else:
                 rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))
             self.counts.sessions.add(row[1])
-        if rows and (first := first_free(self.conn)) is not None:
-            self.conn.execute(MESSAGE_INSERT_ID, rows[0] + (first,))
-            self.conn.executemany(MESSAGE_INSERT, rows[1:])
-        else:
-            self.conn.executemany(MESSAGE_INSERT, rows)
+        insert_past_top(self.conn, "messages", MESSAGE_INSERT, MESSAGE_INSERT_ID, rows)
         if again:
             self.conn.executemany(MESSAGE_INSERT_ID, again)
             self.ids_taken_back += [row[-1] for row in again]
@@ -457,7 +461,7 @@ class Writer:
     def _forget_archived_row(self, uuid: str, file_id: int, session_id: str) -> None:
         """Delete an archived message row and what its line gave, its line now this file's."""
         index_pending_text(self.conn)  # (the delete takes the row out of the index)
-        hold_top(self.conn)
+        hold_top(self.conn, "messages", "tool_results")
         self.conn.execute(
             "DELETE FROM tool_call_files WHERE tool_call_id IN "
             "(SELECT id FROM tool_calls WHERE message_uuid = ? AND file_id = ?)", [uuid, file_id])
@@ -721,12 +725,13 @@ class Writer:
             held = self.conn.execute(PROMPT_HELD.format(",".join("?" * len(retired))),
                                      [p.source, p.session_id, p.timestamp, p.text, *retired]).fetchone()
             if held is not None:
+                hold_top(self.conn, "prompt_log")
                 self.conn.execute("DELETE FROM prompt_log WHERE id = ?", [held[0]])
                 self._left.add(held[1])
-        self.conn.execute(PROMPT_INSERT, [
+        self._prompts.append((
             p.source, p.session_id, p.project, p.timestamp, p.text, search_text(p.text), p.pasted_json, self.file_id,
             *((position.line_no, position.byte_offset, position.byte_length) if position else (None, None, None)),
-        ])
+        ))
         self.counts.prompts += 1
 
     def _summary(self, s: Summary) -> None:
@@ -937,7 +942,7 @@ def delete_file_rows(conn: sqlite3.Connection, file_id: int) -> set[str]:
 
     Returns the sessions touched so their derived fields are recomputed.
     """
-    hold_top(conn)
+    hold_top(conn, "messages", "tool_results", "prompt_log")
     sessions = {
         row[0]
         for row in conn.execute(
@@ -987,6 +992,7 @@ def delete_copied_rows(
     sessions = {row[1] for row in copies}
     lines = len({row[2] for row in copies if row[2] is not None})
     seqs = {session: sorted(row[3] for row in copies if row[1] == session) for session in sessions}
+    hold_top(conn, "messages", "tool_results")
     conn.execute(
         "DELETE FROM tool_call_files WHERE tool_call_id IN (SELECT id FROM tool_calls "
         "WHERE file_id = ? AND message_uuid IN (SELECT value FROM json_each(?)))",
@@ -1001,7 +1007,6 @@ def delete_copied_rows(
         "DELETE FROM message_aliases WHERE file_id = ? AND stored_as IN (SELECT value FROM json_each(?))",
         [file_id, uuids],
     )
-    hold_top(conn)
     conn.execute(
         "DELETE FROM messages WHERE file_id = ? AND uuid IN (SELECT value FROM json_each(?))", [file_id, uuids]
     )
