@@ -24,6 +24,13 @@ TABLE_DEFAULTS = {
     "messages": {"fts_table": "messages_fts", "fts_pk": "id"},
     "tool_results": {"fts_table": "tool_errors_fts", "fts_pk": "id"},
     "memories": {"fts_table": "memories_fts", "fts_pk": "pk"},
+    "session_digests": {"fts_table": "session_digests_fts", "fts_pk": "id"},
+    # The views the indexes read their text from: the same index, keyed as it is.
+    "messages_search": {"fts_table": "messages_fts", "fts_pk": "id"},
+    "tool_errors_search": {"fts_table": "tool_errors_fts", "fts_pk": "id"},
+    "memories_search": {"fts_table": "memories_fts", "fts_pk": "pk"},
+    "prompt_log_search": {"fts_table": "prompt_log_fts", "fts_pk": "id"},
+    "session_digests_search": {"fts_table": "session_digests_fts", "fts_pk": "id"},
     "sessions": {"label_column": "title", "sort_desc": "ended_at"},
     "pull_requests": {"sort_desc": "timestamp", "facets": ["repository"]},
     "prompt_log": {"fts_table": "prompt_log_fts", "fts_pk": "id", "sort_desc": "timestamp", "facets": ["source"]},
