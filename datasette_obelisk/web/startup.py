@@ -15,6 +15,7 @@ from weakref import WeakKeyDictionary
 from .browse import apply_browse_defaults
 from .config import PLUGIN_NAME, ConfigError, check_memory_roots, settings
 from .databases import obelisk_databases
+from .descriptions import apply_descriptions
 from .stored_queries import QUERIES, configured_names, register_stored_queries
 from .visibility import hidden_resources, record_sources, recorded_databases
 
@@ -27,7 +28,7 @@ _setting_up = ContextVar("obelisk_setting_up", default=False)  # in the task tha
 
 async def configure(datasette) -> None:
     """Check the plugin configuration (a bad one stops Datasette), then for each database with our schema:
-    stored queries, what hiding a table hides, and browse defaults."""
+    stored queries, what hiding a table hides, browse defaults and table descriptions."""
     config = settings(datasette)
     check_memory_roots(config)
     if config.database is not None and config.database not in datasette.databases:  # a typo would 404 every page
@@ -46,6 +47,7 @@ async def set_up(datasette, name: str) -> None:
         mine = configured_names(datasette, name)
         await record_sources(datasette, name, [query for query in QUERIES if query.name not in mine])
         await apply_browse_defaults(datasette, name)
+        await apply_descriptions(datasette, name)
     except sqlite3.Error as exc:  # a damaged archive must not keep the others from being served
         print(f"{PLUGIN_NAME}: database {name!r} left as Datasette serves it: {exc}", file=sys.stderr)
 

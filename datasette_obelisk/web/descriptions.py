@@ -1,0 +1,187 @@
+"""What Datasette's table pages say about our tables and columns, with no configuration.
+
+Datasette shows a table's ``description`` above its rows and a column's as
+the column's tooltip. They are set at startup for each obelisk database,
+whatever its file is called, under what the user's metadata says: a
+``description`` given there for a table or column always wins. The units
+of numbers (milliseconds, tokens, US dollars, bytes) are said here, as a
+table page shows the bare number.
+"""
+
+from __future__ import annotations
+
+SESSION = "The session (sessions.id)."
+FILE = "The log file it was read from (source_files.id)."
+TIME = "UTC time, ISO 8601."
+TOKENS = "{} tokens, as the log reports them."
+
+TABLES = {
+    "sessions": "One row per session, subagent transcript, fork or continuation; parent_session_id links them.",
+    "messages": "Every log line of every session, in order (seq). surface says whether the model still sees it.",
+    "tool_calls": "Every tool call an assistant message made, with its input (input_json) and the file it names.",
+    "tool_results": "Tool output, one row per result (tool_use_id names its call); search finds failed output.",
+    "subagents": "Agents a session started (Task, Agent, spawn calls): their type, task and transcript "
+                 "(child_session_id).",
+    "workflows": "Workflow runs a session started, with their script, outcome and agent count.",
+    "workflow_agents": "The agents of each workflow run (run_id).",
+    "summaries": "Away and compaction summaries, by session.",
+    "titles": "Every title a log offers for a session; kind says where it comes from "
+              "(custom, ai, name, index, summary, first_prompt).",
+    "memories": "Markdown files people registered as memories (remember/forget).",
+    "audit_log": "Every remember/forget made through the web, with who made it and why.",
+    "pull_requests": "Pull requests Claude Code sessions linked (pr-link lines), by session.",
+    "prompt_log": "Every prompt the agents' prompt logs kept (history.jsonl, Gemini's logs.json), "
+                  "also of sessions whose transcript is gone.",
+    "source_files": "Every log file read: its place, fingerprint, read cursor and line counts.",
+    "ingest_errors": "Lines that could not be read, or were kept with repairs, with their file, line and byte offset.",
+    "file_sessions": "Which log files name which sessions.",
+    "session_links": "The parent another file names for a session (Codex's import ledger, cloud agents).",
+    "message_aliases": "Message ids a log file repeats, and the stored message each one is.",
+    "tool_call_files": "Every path a tool call names, one row per call and path.",
+    "session_digests": "Each session's title and summaries, as session search reads them.",
+    "session_docs": "Each session's words, as session search ranks them.",
+    "browse_messages": "Messages with their session's project and branch and the tool they call or answer, "
+                       "for faceting.",
+    "browse_tool_calls": "Tool calls with their outcome, exit code, session and model, for faceting.",
+    "browse_prompts": "Prompt-log prompts with in_transcript (1 when a stored transcript holds the session), "
+                      "for faceting on what only the prompt logs tell.",
+    "messages_search": "The message text messages_fts indexes.",
+    "tool_errors_search": "The output of failed tool calls tool_errors_fts indexes.",
+    "memories_search": "The memory paths and summaries memories_fts indexes.",
+    "prompt_log_search": "The prompt text prompt_log_fts indexes.",
+    "session_digests_search": "The session titles and summaries session_digests_fts indexes.",
+}
+
+COLUMNS = {
+    "sessions": {
+        "source": "The agent that wrote the log: claude, codex, gemini, …",
+        "title_source": "Where the title comes from (titles.kind).",
+        "started_at": "First line's time. " + TIME,
+        "ended_at": "Last line's time. " + TIME,
+        "message_count": "Visible prompts and answers of the conversation (no tool calls or results, injected lines, "
+                         "reasoning or summaries).",
+        "parent_session_id": "The session it comes from (sessions.id), as relationship says.",
+        "relationship": "How it relates to its parent: subagent, workflow, fork, continuation, import or remote.",
+        "availability": "live while a log file holds it, archived once its logs are gone from disk.",
+        "input_tokens": TOKENS.format("Input"),
+        "output_tokens": TOKENS.format("Output"),
+        "cache_read_tokens": TOKENS.format("Cache read"),
+        "cache_creation_tokens": TOKENS.format("Cache creation"),
+        "cost_usd": "Claude Code's estimate of the session's cost, in US dollars, as /cost shows it.",
+        "lines_added": "Lines Claude Code's edits added in the session.",
+        "lines_removed": "Lines Claude Code's edits removed in the session.",
+        "ended_by_model": "1 when the model ended the conversation.",
+    },
+    "messages": {
+        "session_id": SESSION,
+        "seq": "Its place in the session, from 1.",
+        "timestamp": TIME,
+        "text_length": "Length of text, in characters.",
+        "surface": "current (the model sees it now), shadowed (rewound or compacted away) or log-only (structural).",
+        "visibility": "visible, or inactive on an abandoned rewind branch.",
+        "is_meta": "1 for text written in the user's name by someone else (hooks, injected context).",
+        "input_tokens": TOKENS.format("Input"),
+        "output_tokens": TOKENS.format("Output"),
+        "cache_read_tokens": TOKENS.format("Cache read"),
+        "cache_creation_tokens": TOKENS.format("Cache creation"),
+        "usage_counted": "1 on the one line per API response whose token usage counts.",
+        "turn_duration_ms": "How long the turn took, in milliseconds.",
+        "meta_json": "What else the line says, as JSON.",
+        "file_id": FILE,
+        "line_no": "Line of the log file, from 1.",
+        "byte_offset": "Where the line starts in the log file, in bytes.",
+        "byte_length": "Length of the line, in bytes.",
+    },
+    "tool_calls": {
+        "session_id": SESSION,
+        "message_uuid": "The assistant message that made the call (messages.uuid).",
+        "input_json": "The call's input, as JSON.",
+        "timestamp": TIME,
+        "file_id": FILE,
+    },
+    "tool_results": {
+        "tool_use_id": "The call it answers (tool_calls.id).",
+        "session_id": SESSION,
+        "content": "The output: its first 10,000 characters, the whole of a failure's.",
+        "content_length": "Length of the whole output, in characters.",
+        "is_error": "1 when the log marks the result as an error.",
+        "outcome": "succeeded, failed or blocked.",
+        "exit_code": "The command's exit code, when the output gives one.",
+        "agent_duration_ms": "How long the agent the call started ran, in milliseconds.",
+        "agent_tokens": "Tokens the agent the call started used.",
+        "timestamp": TIME,
+        "file_id": FILE,
+    },
+    "subagents": {
+        "session_id": "The session whose call started the agent (sessions.id).",
+        "child_session_id": "The agent's own transcript (sessions.id).",
+        "parent_tool_use_id": "The call that started it (tool_calls.id).",
+        "duration_ms": "How long it ran, in milliseconds.",
+        "total_tokens": "Tokens it used.",
+    },
+    "workflows": {
+        "session_id": SESSION,
+        "result_json": "The run's result, as JSON.",
+        "timestamp": TIME,
+        "duration_ms": "How long it ran, in milliseconds.",
+        "total_tokens": "Tokens its agents used.",
+        "file_id": FILE,
+    },
+    "workflow_agents": {
+        "run_id": "The workflow run (workflows.run_id).",
+        "session_id": SESSION,
+        "duration_ms": "How long it ran, in milliseconds.",
+        "tokens": "Tokens it used.",
+        "tool_calls": "How many tool calls it made.",
+        "file_id": FILE,
+    },
+    "summaries": {"session_id": SESSION, "timestamp": TIME, "file_id": FILE},
+    "titles": {"session_id": SESSION, "timestamp": TIME, "file_id": FILE},
+    "pull_requests": {"session_id": SESSION, "repository": "owner/name", "timestamp": TIME, "file_id": FILE},
+    "prompt_log": {"session_id": SESSION, "timestamp": TIME, "pasted_json": "What was pasted with the prompt, as JSON.",
+                   "file_id": FILE},
+    "memories": {"anchors": "Recall anchors, a JSON array.", "created_at": TIME,
+                 "deleted_at": "When forget archived it (none while active). " + TIME},
+    "source_files": {
+        "size": "Size when last read, in bytes.",
+        "mtime_ns": "Modification time when last read, in nanoseconds since 1970.",
+        "ctime_ns": "Status-change time when a read last reached its end, in nanoseconds since 1970.",
+        "cursor": "How far it has been read, in bytes.",
+        "pending_bytes": "Bytes of a last line still being written, left for the next read.",
+        "missing": "1 once the file is gone from disk (its rows are kept).",
+        "first_seen_at": TIME,
+        "ingested_at": TIME,
+        "hints": "What discovery learnt from its path, as JSON.",
+    },
+    "ingest_errors": {
+        "file_id": FILE,
+        "line_no": "Line of the log file, from 1.",
+        "byte_offset": "Where the line starts in the log file, in bytes.",
+        "byte_length": "Length of the line, in bytes.",
+        "created_at": TIME,
+    },
+    "browse_tool_calls": {"exit_code": "The command's exit code, when the output gives one.",
+                          "result_id": "The result (tool_results.id)."},
+    "browse_prompts": {"in_transcript": "1 when a stored transcript holds the prompt, 0 when only the prompt log does."},
+}
+
+
+async def apply_descriptions(datasette, database: str) -> None:
+    """Describe the tables, views and columns present in ``database`` that its metadata leaves undescribed."""
+    db = datasette.get_database(database)
+    present = set(await db.table_names()) | set(await db.view_names())
+    tables = [(database, name, "description", text) for name, text in TABLES.items() if name in present]
+    columns = []
+    for name, described in COLUMNS.items():
+        if name in present:
+            have = {column for column in await db.table_columns(name)}
+            columns += [(database, name, column, "description", text)
+                        for column, text in described.items() if column in have]
+
+    def write(conn):
+        conn.executemany("INSERT OR IGNORE INTO metadata_resources (database_name, resource_name, key, value) "
+                         "VALUES (?, ?, ?, ?)", tables)
+        conn.executemany("INSERT OR IGNORE INTO metadata_columns (database_name, resource_name, column_name, key, value) "
+                         "VALUES (?, ?, ?, ?, ?)", columns)
+
+    await datasette.get_internal_database().execute_write_fn(write)
