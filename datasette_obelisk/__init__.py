@@ -91,6 +91,13 @@ def view_actions(datasette, actor, database, view, request):
 
 
 @hookimpl
+def render_cell(row, value, column, table, database, datasette, request):
+    from .web.cells import linked_cell
+
+    return linked_cell(datasette, database, table, column, value)
+
+
+@hookimpl
 def row_actions(datasette, actor, request, database, table, row):
     from .web.menus import row_actions
 
