@@ -1,19 +1,14 @@
 """What Datasette's table pages say about our tables and columns, with no configuration.
 
-Datasette shows a table's ``description`` above its rows and a column's as
-the column's tooltip. They are set at startup for each obelisk database,
-whatever its file is called, under what the user's metadata says: a
-``description`` given there for a table or column always wins. The units
-of numbers (milliseconds, tokens, US dollars, bytes) are said here, as a
-table page shows the bare number.
+Datasette shows a table's ``description`` above its rows, and lists the
+described columns with theirs there too, so only the columns that need it
+are described: the units of numbers (milliseconds, tokens, US dollars,
+bytes) and the values of coded columns. They are set at startup for each
+obelisk database, whatever its file is called, under what the user's
+metadata says: a ``description`` given there for a table or column wins.
 """
 
 from __future__ import annotations
-
-SESSION = "The session (sessions.id)."
-FILE = "The log file it was read from (source_files.id)."
-TIME = "UTC time, ISO 8601."
-TOKENS = "{} tokens, as the log reports them."
 
 TABLES = {
     "sessions": "One row per session, subagent transcript, fork or continuation; parent_session_id links them.",
@@ -54,94 +49,42 @@ TABLES = {
 
 COLUMNS = {
     "sessions": {
-        "source": "The agent that wrote the log: claude, codex, gemini, …",
-        "title_source": "Where the title comes from (titles.kind).",
-        "started_at": "First line's time. " + TIME,
-        "ended_at": "Last line's time. " + TIME,
         "message_count": "Visible prompts and answers of the conversation (no tool calls or results, injected lines, "
                          "reasoning or summaries).",
-        "parent_session_id": "The session it comes from (sessions.id), as relationship says.",
         "relationship": "How it relates to its parent: subagent, workflow, fork, continuation, import or remote.",
         "availability": "live while a log file holds it, archived once its logs are gone from disk.",
-        "input_tokens": TOKENS.format("Input"),
-        "output_tokens": TOKENS.format("Output"),
-        "cache_read_tokens": TOKENS.format("Cache read"),
-        "cache_creation_tokens": TOKENS.format("Cache creation"),
+        "title_source": "Where the title comes from (titles.kind).",
         "cost_usd": "Claude Code's estimate of the session's cost, in US dollars, as /cost shows it.",
-        "lines_added": "Lines Claude Code's edits added in the session.",
-        "lines_removed": "Lines Claude Code's edits removed in the session.",
-        "ended_by_model": "1 when the model ended the conversation.",
     },
     "messages": {
-        "session_id": SESSION,
-        "seq": "Its place in the session, from 1.",
-        "timestamp": TIME,
-        "text_length": "Length of text, in characters.",
         "surface": "current (the model sees it now), shadowed (rewound or compacted away) or log-only (structural).",
         "visibility": "visible, or inactive on an abandoned rewind branch.",
         "is_meta": "1 for text written in the user's name by someone else (hooks, injected context).",
-        "input_tokens": TOKENS.format("Input"),
-        "output_tokens": TOKENS.format("Output"),
-        "cache_read_tokens": TOKENS.format("Cache read"),
-        "cache_creation_tokens": TOKENS.format("Cache creation"),
         "usage_counted": "1 on the one line per API response whose token usage counts.",
         "turn_duration_ms": "How long the turn took, in milliseconds.",
-        "meta_json": "What else the line says, as JSON.",
-        "file_id": FILE,
-        "line_no": "Line of the log file, from 1.",
-        "byte_offset": "Where the line starts in the log file, in bytes.",
-        "byte_length": "Length of the line, in bytes.",
     },
-    "tool_calls": {
-        "session_id": SESSION,
-        "message_uuid": "The assistant message that made the call (messages.uuid).",
-        "input_json": "The call's input, as JSON.",
-        "timestamp": TIME,
-        "file_id": FILE,
-    },
+    "tool_calls": {"message_uuid": "The assistant message that made the call (messages.uuid)."},
     "tool_results": {
-        "tool_use_id": "The call it answers (tool_calls.id).",
-        "session_id": SESSION,
         "content": "The output: its first 10,000 characters, the whole of a failure's.",
         "content_length": "Length of the whole output, in characters.",
-        "is_error": "1 when the log marks the result as an error.",
         "outcome": "succeeded, failed or blocked.",
-        "exit_code": "The command's exit code, when the output gives one.",
         "agent_duration_ms": "How long the agent the call started ran, in milliseconds.",
         "agent_tokens": "Tokens the agent the call started used.",
-        "timestamp": TIME,
-        "file_id": FILE,
     },
     "subagents": {
-        "session_id": "The session whose call started the agent (sessions.id).",
-        "child_session_id": "The agent's own transcript (sessions.id).",
-        "parent_tool_use_id": "The call that started it (tool_calls.id).",
         "duration_ms": "How long it ran, in milliseconds.",
         "total_tokens": "Tokens it used.",
     },
     "workflows": {
-        "session_id": SESSION,
-        "result_json": "The run's result, as JSON.",
-        "timestamp": TIME,
         "duration_ms": "How long it ran, in milliseconds.",
         "total_tokens": "Tokens its agents used.",
-        "file_id": FILE,
     },
     "workflow_agents": {
-        "run_id": "The workflow run (workflows.run_id).",
-        "session_id": SESSION,
         "duration_ms": "How long it ran, in milliseconds.",
         "tokens": "Tokens it used.",
-        "tool_calls": "How many tool calls it made.",
-        "file_id": FILE,
     },
-    "summaries": {"session_id": SESSION, "timestamp": TIME, "file_id": FILE},
-    "titles": {"session_id": SESSION, "timestamp": TIME, "file_id": FILE},
-    "pull_requests": {"session_id": SESSION, "repository": "owner/name", "timestamp": TIME, "file_id": FILE},
-    "prompt_log": {"session_id": SESSION, "timestamp": TIME, "pasted_json": "What was pasted with the prompt, as JSON.",
-                   "file_id": FILE},
-    "memories": {"anchors": "Recall anchors, a JSON array.", "created_at": TIME,
-                 "deleted_at": "When forget archived it (none while active). " + TIME},
+    "memories": {"anchors": "Recall anchors, a JSON array.",
+                 "deleted_at": "When forget archived it (none while active)."},
     "source_files": {
         "size": "Size when last read, in bytes.",
         "mtime_ns": "Modification time when last read, in nanoseconds since 1970.",
@@ -149,19 +92,11 @@ COLUMNS = {
         "cursor": "How far it has been read, in bytes.",
         "pending_bytes": "Bytes of a last line still being written, left for the next read.",
         "missing": "1 once the file is gone from disk (its rows are kept).",
-        "first_seen_at": TIME,
-        "ingested_at": TIME,
-        "hints": "What discovery learnt from its path, as JSON.",
     },
     "ingest_errors": {
-        "file_id": FILE,
-        "line_no": "Line of the log file, from 1.",
         "byte_offset": "Where the line starts in the log file, in bytes.",
         "byte_length": "Length of the line, in bytes.",
-        "created_at": TIME,
     },
-    "browse_tool_calls": {"exit_code": "The command's exit code, when the output gives one.",
-                          "result_id": "The result (tool_results.id)."},
     "browse_prompts": {"in_transcript": "1 when a stored transcript holds the prompt, 0 when only the prompt log does."},
 }
 
