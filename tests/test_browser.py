@@ -993,3 +993,17 @@ def test_the_failures_project_box_shows_all_of_its_hint(server, browser, width):
     assert text <= room, (text, room)
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     close(context)
+
+
+def test_a_table_page_shows_rows_on_its_first_screen_and_links_ids(server, page):
+    """The column descriptions listed above the rows leave them on the first screen,
+    and a session id links to its row."""
+    parent = "codex:22222222-2222-4222-8222-222222222222"  # (a fork's parent in the shared corpus)
+    page.goto(server + "/obelisk/sessions?parent_session_id=" + quote(parent))
+    assert page.locator("dl.column-descriptions dt").count() == 5
+    first_row = page.locator("table.rows-and-columns tbody tr").first
+    assert first_row.bounding_box()["y"] + 20 < 900
+    page.locator("td.col-parent_session_id a").first.click()
+    page.wait_for_url("**/obelisk/sessions/codex~3A22222222-2222-4222-8222-222222222222")
+    assert page.locator("table.rows-and-columns td.col-id, td.col-id").first.inner_text() == parent
+    assert page.js_errors == []
