@@ -230,6 +230,8 @@ def test_claude_counts_match_stats(corpus):
         counts["subagent_transcripts" if agent_file else "main_sessions"] += 1
         counts["compact_agents"] += path.name.startswith("agent-acompact-")
         lines = read_lines(path)
+        first = next(d for d in lines if "uuid" in d)
+        counts["continued_files"] += not agent_file and first["type"] == "system" and first["subtype"] == "compact_boundary"
         prompts_by_parent: dict[str, list[dict]] = defaultdict(list)
         lines_by_message: Counter = Counter()
         for d in lines:
@@ -261,6 +263,7 @@ def test_claude_counts_match_stats(corpus):
     assert counts["failed"] == s.failed_tool_results
     assert counts["rewinds"] == s.rewinds
     assert counts["compactions"] == s.compactions
+    assert counts["continued_files"] == s.continued_files >= 1
     assert counts["split_responses"] == s.split_responses
     assert dict(types) == s.line_types
     all_files = [p for p in (root / ".claude").rglob("*") if p.is_file()]
@@ -387,7 +390,7 @@ def test_every_claude_line_has_a_type_the_parser_knows(corpus):
                     reasons.update(r.reason for r in records if isinstance(r, Merged))
                     queued += sum(isinstance(r, Message) and r.type == "queue-operation" for r in records)
     # titles, snapshots, the queue, modes, last prompts (no unknown-type); the prompts queued are messages
-    assert (reasons, queued) == ({"metadata": 155}, 3)
+    assert (reasons, queued) == ({"metadata": 162}, 2)
 
 
 def test_claude_streaming_split(corpus):
@@ -560,10 +563,10 @@ def test_prompt_logs_are_written_after_the_rest_which_stays_the_same(tmp_path, p
     assert sorted(set(with_logs) - set(without)) == [".claude/history.jsonl", ".codex/history.jsonl"]
     assert all(with_logs[name] == digest for name, digest in without.items())
     assert (with_logs[".claude/history.jsonl"], with_logs[".codex/history.jsonl"]) == (
-        "a308b69e86505c21ae8cf47154d5db3e8d4055a65949e5c891202c206d1ef3fc",
+        "0a1679ce15758f112d97a62bff85d766d2a58eee0a58794e4c02d185aba025c1",
         "440d078395587e70702e9d9aac554e2f8e24690005fe7f7f3bd50f7070e01857",
     )
-    assert (stats.claude.prompt_log_lines, stats.claude.prompt_log_orphans) == (58, 3)
+    assert (stats.claude.prompt_log_lines, stats.claude.prompt_log_orphans) == (61, 3)
     assert (stats.codex.prompt_log_lines, stats.codex.prompt_log_orphans) == (35, 1)
     assert (plain.claude.prompt_log_lines, plain.codex.prompt_log_lines) == (0, 0)
     for source, name in (("claude", ".claude"), ("codex", ".codex")):
@@ -609,9 +612,9 @@ def test_prompt_logs_ingest_with_the_sessions_they_cleaned_up(tmp_path, prompt_l
 
     root, stats = prompt_log_corpus
     summary = ingest(tmp_path / "o.db", {"claude": root / ".claude", "codex": root / ".codex"})
-    assert (summary.prompts, summary.errors) == (93, 0)
+    assert (summary.prompts, summary.errors) == (96, 0)
     conn = sqlite3.connect(tmp_path / "o.db")
     assert conn.execute("SELECT source, in_transcript, count(*), count(DISTINCT session_id) FROM browse_prompts "
                         "GROUP BY 1, 2 ORDER BY 1, 2").fetchall() == [
-        ("claude", 0, 7, 3), ("claude", 1, 51, 7), ("codex", 0, 2, 1), ("codex", 1, 33, 6)]
+        ("claude", 0, 9, 3), ("claude", 1, 52, 8), ("codex", 0, 2, 1), ("codex", 1, 33, 6)]
     assert prompts.orphan_count(conn) == 4

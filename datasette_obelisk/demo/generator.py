@@ -24,12 +24,12 @@ streamed from a repeated chunk, so memory stays small at any corpus size.
 Every shape a parser has to handle is planted at least once: Claude Code
 files of the 1.0.x, 2.0.x, early 2.1.x and late 2.1.x eras with all three
 subagent layouts and a compaction summariser transcript, streaming-split
-assistant lines, rewinds, compactions, titles, meta / progress / attachment /
-metadata lines; Codex rollouts with reasoning, exec and apply_patch calls,
-compaction, a fork and a spawned subagent; Gemini chats (when asked for) as
-whole documents and as append logs with re-appended replies, tool responses
-and rewinds. That takes about 300 KB, the
-smallest corpus; from about 350 KB up ``target_bytes`` is met within 10%
+assistant lines, rewinds, compactions (one of them going on in a new file),
+titles, meta / progress / attachment / metadata lines; Codex rollouts with
+reasoning, exec and apply_patch calls, compaction, a fork and a spawned
+subagent; Gemini chats (when asked for) as whole documents and as append logs
+with re-appended replies, tool responses and rewinds. That takes about 300 KB,
+the smallest corpus; from about 350 KB up ``target_bytes`` is met within 10%
 (usually within 1%). ``GenerateStats`` reports what was planted, counted the
 way ``tests/test_generator.py`` recounts it from the files.
 
@@ -79,7 +79,10 @@ class SourceStats:
     ``tool_calls`` ``tool_use`` blocks, ``failed_tool_results`` ``tool_result``
     blocks with ``is_error``, ``rewinds`` the extra typed user prompts under
     one parent, ``compactions`` ``compact_boundary`` lines, ``split_responses``
-    API responses written as several lines.
+    API responses written as several lines; ``continued_files`` are the main
+    sessions a compaction went on in (2.1: a new file opening with the titles
+    copied from the compacted one and its boundary, whose ``logicalParentUuid``
+    names that one's last line).
 
     Codex: ``main_sessions`` are rollouts not spawned by another thread
     (``forks`` of them copy a parent's history), ``subagent_transcripts``
@@ -111,6 +114,7 @@ class SourceStats:
     failed_tool_results: int = 0
     rewinds: int = 0
     compactions: int = 0
+    continued_files: int = 0
     split_responses: int = 0
     big_outputs: int = 0
     longest_line: int = 0
@@ -1033,6 +1037,7 @@ class _ClaudeThread:
         self.parent: str | None = None
         self.folder: Path | None = None
         self.last_prompt = ""
+        self.titles: dict[str, dict] = {}  # the latest title line of each type (a continued file copies them)
         self.tokens = self.rng.randint(9000, 24000)
         head = {"userType": "external"}
         if self.late:
@@ -1081,6 +1086,11 @@ class _ClaudeThread:
     def meta(self, obj: dict) -> None:
         """Write a metadata line (no uuid, not part of the chain)."""
         self.out.write(obj, obj["type"])
+
+    def title(self, obj: dict) -> None:
+        """Write a title line (``ai-title``, ``custom-title``), the latest of its type."""
+        self.titles[obj["type"]] = obj
+        self.meta(obj)
 
     # -- user side -------------------------------------------------------------------
 
@@ -1222,7 +1232,7 @@ class _ClaudeGenerator:
             _ClaudePlan("2.0", {"task", "compact", "rewind", "slash"}),
             _ClaudePlan("2.1a", {"task", "compact", "acompact", "queue", "hooks", "reminder"}),
             _ClaudePlan("2.1b", {"task", "compact", "rewind", "custom_title", "ai_title", "away", "queue",
-                                 "hooks", "permission", "reminder"}),
+                                 "hooks", "permission", "reminder", "continued_file"}),
         ]
         for plan in mandatory:
             plan.budget = min(self.c.session_budget(self.remaining()), self.c.target // 10)
@@ -1287,7 +1297,7 @@ class _ClaudeGenerator:
             turn += 1
             used = self.stats.bytes - start_bytes
             if "compact" in pending and turn > 2 and (used > 0.45 * plan.budget or pending <= {"compact"}):
-                self.compact(t, "acompact" in plan.features)
+                self.compact(t, "acompact" in plan.features, "continued_file" in plan.features)
                 pending.discard("compact")
                 rewind_anchor = None  # never rewind across a compaction
             rewind = "rewind" in pending and rewind_anchor is not None and turn > 2
@@ -1303,7 +1313,7 @@ class _ClaudeGenerator:
             self.after_turn(t, plan, pending, turn)
         self.last_leaf[cwd] = t.parent
         self.last_end[cwd] = clock.ms
-        out.close()
+        t.out.close()
         return t
 
     def open_session(self, t: _ClaudeThread, plan: _ClaudePlan) -> None:
@@ -1410,14 +1420,14 @@ class _ClaudeGenerator:
         if not t.late:
             return
         if "ai_title" in plan.features and (turn == 1 or rng.random() < 0.1):
-            t.meta({"type": "ai-title", "aiTitle": self.text.title(t.lang), "sessionId": t.session_id})
+            t.title({"type": "ai-title", "aiTitle": self.text.title(t.lang), "sessionId": t.session_id})
         if "away" in pending or ("away" in plan.features and rng.random() < 0.2):
             pending.discard("away")
             t.system("away_summary", {"content": self.text.prose(t.lang, 2) + " (disable recaps in /config)",
                                       "isMeta": False})
         if "custom_title" in pending and turn >= 2:
             pending.discard("custom_title")
-            t.meta({"type": "custom-title", "customTitle": self.text.title(t.lang), "sessionId": t.session_id})
+            t.title({"type": "custom-title", "customTitle": self.text.title(t.lang), "sessionId": t.session_id})
         if t.version == "2.1.114":
             t.meta({"type": "last-prompt", "lastPrompt": t.last_prompt[:200], "sessionId": t.session_id})
         else:
@@ -1444,12 +1454,15 @@ class _ClaudeGenerator:
         else:
             t.system("local_command", {"content": stdout, "level": "info", "isMeta": False})
 
-    def compact(self, t: _ClaudeThread, summariser: bool) -> None:
-        """A compaction: optional summariser transcript, boundary, summary."""
+    def compact(self, t: _ClaudeThread, summariser: bool, new_file: bool = False) -> None:
+        """A compaction: optional summariser transcript, boundary, summary; with
+        ``new_file`` the session goes on in a new one (``continue_in_new_file``)."""
         before = t.parent
         summary = self.text.paragraphs(t.lang, 3)
         if summariser:
             self.acompact_transcript(t, before, summary)
+        if new_file:
+            self.continue_in_new_file(t)
         pre = t.tokens
         t.tokens = self.rng.randint(12000, 30000)
         t.system("compact_boundary", {
@@ -1460,6 +1473,20 @@ class _ClaudeGenerator:
         if t.era.startswith("2.1"):
             t.hook_line("SessionStart", "SessionStart:compact", None)
         self.stats.compactions += 1
+
+    def continue_in_new_file(self, t: _ClaudeThread) -> None:
+        """Claude Code 2.1 going on after a compaction in a new session: its file
+        opens with the compacted session's titles, copied under the new id; the
+        boundary written next names the compacted one's last line, in the old file."""
+        t.out.close()
+        t.session_id = self.c.ids.uuid4()
+        t.ctx["sessionId"] = t.session_id
+        t.out = _JsonlFile(t.folder / f"{t.session_id}.jsonl", self.stats)
+        for line in list(t.titles.values()):
+            t.title({**line, "sessionId": t.session_id})
+        self.stats.main_sessions += 1
+        self.stats.sessions += 1
+        self.stats.continued_files += 1
 
     def acompact_transcript(self, t: _ClaudeThread, before: str | None, summary: str) -> None:
         agent_id = f"acompact-{self.c.ids.hex(6)}"
