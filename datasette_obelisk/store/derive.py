@@ -127,10 +127,14 @@ def link_continuations(conn: sqlite3.Connection, session_ids) -> None:
     conn.executemany(CONTINUED, [{"parent": parent, "child": child} for parent, child in sorted(pairs)])
 
 
+# The line a line goes on from: its parent, else (a compaction's boundary, whose
+# parent is none) the last line before the compaction.
+GOES_ON_FROM = "COALESCE({0}.parent_uuid, {0}.logical_parent_uuid)"
 # The session the first of a session's lines that names a stored line goes on
 # from: another one when the session's log replayed that one's lines (stored
-# there only) before its own.
-RESUMED_FROM = """SELECT p.session_id FROM messages AS c JOIN messages AS p ON p.uuid = c.parent_uuid
+# there only) before its own, or opens with the boundary of a compaction of that
+# one's conversation (Claude Code 2.1 went on in a new file after compacting).
+RESUMED_FROM = f"""SELECT p.session_id FROM messages AS c JOIN messages AS p ON p.uuid = {GOES_ON_FROM.format('c')}
     WHERE c.session_id = :s ORDER BY c.seq LIMIT 1"""
 UNPARENTED_CLAUDE = "SELECT 1 FROM sessions WHERE id = ? AND source = 'claude' AND parent_session_id IS NULL"
 RESUMED = """UPDATE sessions SET parent_session_id = :parent, relationship = 'continuation'
@@ -139,8 +143,9 @@ RESUMED = """UPDATE sessions SET parent_session_id = :parent, relationship = 'co
 # ``:ids`` (a JSON array): read before the session they resumed, they go on from it now. (One
 # look at each such session's first lines: joining every row of ``:ids`` to the lines naming
 # it read each row and its child, most of a cold ingest's time.)
-NAMING = """SELECT f.id FROM (
-      SELECT s.id, (SELECT m.parent_uuid FROM messages m WHERE m.session_id = s.id AND m.parent_uuid IS NOT NULL
+NAMING = f"""SELECT f.id FROM (
+      SELECT s.id, (SELECT {GOES_ON_FROM.format('m')} FROM messages m
+                    WHERE m.session_id = s.id AND {GOES_ON_FROM.format('m')} IS NOT NULL
                     ORDER BY m.seq LIMIT 1) AS parent_uuid
       FROM sessions s WHERE s.source = 'claude' AND s.parent_session_id IS NULL) AS f
     JOIN messages p ON p.uuid = f.parent_uuid
@@ -152,6 +157,8 @@ def link_resumes(conn: sqlite3.Connection, session_ids) -> None:
     ``--continue``) replays the lines of the one it resumed, which stay stored
     in that one only; its own first line names the last of them: the session
     it goes on from is its parent (``continuation``), unless its log names one.
+    So is the session a compaction went on in (Claude Code 2.1): its file opens
+    with the boundary, whose ``logicalParentUuid`` names the compacted one's last line.
 
     Whichever file is read first: the sessions whose first line naming a parent
     names a row of ``session_ids`` are looked at too, as when read after them."""
