@@ -297,7 +297,9 @@ class ClaudeCodeSource:
     #     branched into a new file read before the one it copies leaves that one its lines,
     #     and a resumed session is its original's continuation in whatever order they are read;
     #     an agent or workflow launched in a cloud session is a subagent keeping its URL
-    parser_version = 21
+    # 22: a session whose log opens with a compaction's boundary naming another session's
+    #     line (``logicalParentUuid``) is that one's continuation
+    parser_version = 22
     trusted_records = True  # held to their shape by the tests, so not checked one by one
     root_variable = "CLAUDE_CONFIG_DIR"
     home_folder = ".claude"
