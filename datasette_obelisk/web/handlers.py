@@ -186,6 +186,7 @@ async def render_page(datasette, request, template: str, build, on_error=None, e
         "ob": TemplateHelpers(
             datasette, request.args.get("db"),
             not context.get("source_gone") and await is_visible(datasette, request.actor, db.name, "source_files"),
+            request,
         ),
         **context,
         **(extra or {}),

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
+from functools import partial
 from urllib.parse import quote, urlsplit
+
+from markupsafe import Markup
 
 from ..query.obelisk import MAX_RAW_LIMIT
 from ..query.session_query import READ_PAGE_MAX
@@ -13,14 +17,24 @@ from ..utc import canonical
 from .highlight import snippet_html
 
 
+CANONICAL_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 BIDI_CONTROLS = dict.fromkeys([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 
 
 class TemplateHelpers:
-    def __init__(self, datasette, db: str | None, raw_shown: bool = True):
+    def __init__(self, datasette, db: str | None, raw_shown: bool = True, request=None):
         self.datasette = datasette
         self.db = db
         self.raw_shown = raw_shown  # False where the actor may not view source_files: /api/raw would refuse
+        self.request = request  # (the page's: a plugin may give it a template environment of its own)
+        self.raws: dict = {}
+
+    def fragment(self, template: str, **context) -> Markup:
+        """``template`` rendered at once with ``context`` and these helpers (``ob``), for a page
+        to include: a page is rendered asynchronously, each value and call awaited, which cost a
+        transcript of 500 entries several times its rendering as one synchronous pass."""
+        environment = synchronous(self.datasette.get_jinja_environment(self.request))
+        return Markup(environment.get_template(template).render(ob=self, **context))
 
     def page(self, _where: str = "", **query) -> str:
         """A page of ours: ``page('/files', path=...)``."""
@@ -61,8 +75,13 @@ class TemplateHelpers:
         return self.api("session-query/session", session_id, limit=READ_PAGE_MAX)
 
     def raw(self, uuid) -> str | None:
-        """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters); None when hidden."""
-        return self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT) if self.raw_shown else None
+        """The original log line of a message, whole (up to ``MAX_RAW_LIMIT`` characters); None when hidden.
+        (Built once per message: a transcript entry links it for its text, its calls and itself.)"""
+        if not self.raw_shown:
+            return None
+        if uuid not in self.raws:
+            self.raws[uuid] = self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT)
+        return self.raws[uuid]
 
     def table(self, database: str, table: str, **query) -> str:
         from urllib.parse import urlencode
@@ -78,7 +97,9 @@ class TemplateHelpers:
         when it is not one): a log may write ``+02:00``, the archive's times are UTC."""
         if not timestamp:
             return ""
-        text = canonical(str(timestamp)) or str(timestamp)
+        text = str(timestamp)
+        if not CANONICAL_UTC.fullmatch(text):  # (stored times are: nothing to convert)
+            text = canonical(text) or text
         return text[:16].replace("T", " ") if len(text) >= 16 and text[4] == "-" else text
 
     @staticmethod
@@ -131,3 +152,30 @@ class TemplateHelpers:
         direction of what follows (CSS isolates them in the page, not in a title)."""
         text = (text or "").translate(BIDI_CONTROLS)
         return TemplateHelpers.clip(text, length) if length else text
+
+
+def synchronous(environment):
+    """A synchronous copy of a (Datasette's asynchronous) template environment: the same loader,
+    filters and globals, templates compiled and cached apart; made once per environment."""
+    copy = environment.__dict__.get("_obelisk_synchronous")
+    if copy is None:
+        # (a cache of its own: the overlay would otherwise start with the asynchronous compilations)
+        copy = environment.overlay(enable_async=False, cache_size=400)
+        copy.getattr = partial(item_first, copy)
+        environment._obelisk_synchronous = copy
+    return copy
+
+
+DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+def item_first(environment, obj, attribute):
+    """``environment.getattr``: ``obj.attribute`` in a template, quicker for a row or an entry.
+    Jinja tries the attribute first, then the item; a dict has no attribute but its methods,
+    so its item is looked up at once (no ``AttributeError`` raised and caught per value)."""
+    if type(obj) is dict and attribute not in DICT_ATTRIBUTES:
+        try:
+            return obj[attribute]
+        except KeyError:
+            return environment.undefined(obj=obj, name=attribute)
+    return type(environment).getattr(environment, obj, attribute)
