@@ -668,6 +668,21 @@ def test_a_link_to_a_first_line_the_view_hides_offers_to_show_it(server, page, w
     assert page.locator(".ob-notice").count() == 0
 
 
+def test_a_page_starting_at_a_hidden_last_line_offers_to_show_it_or_go_back(server, page):
+    session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, the last one injected
+    page.goto(f"{server}/-/obelisk/session/{session}?start=162")
+    empty = page.locator(".ob-transcript > li.ob-empty")
+    assert empty.inner_text().startswith("No line from #162 is shown in this view: #162 is an injected line")
+    empty.get_by_role("link", name="Show injected lines").click()
+    page.wait_for_url("**start=162&meta=1")
+    assert page.locator("#m162").is_visible() and page.locator(".ob-transcript > li.ob-empty").count() == 0
+    page.go_back()
+    page.locator(".ob-transcript > li.ob-empty").get_by_role("link", name="go back to the lines before it").click()
+    page.wait_for_url(f"**/session/{session}")
+    assert page.locator("#m161").is_visible() and page.locator(".ob-transcript > li.ob-empty").count() == 0
+    assert page.js_errors == []
+
+
 def test_a_long_tool_name_stays_inside_its_chart(page):
     from datasette_obelisk.web.charts import horizontal_bars
 

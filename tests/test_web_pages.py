@@ -8,6 +8,7 @@ import json
 import re
 import shutil
 import sqlite3
+from pathlib import Path
 from html import escape as html_escape, unescape
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -854,6 +855,65 @@ async def test_a_transcript_page_past_the_end_names_the_session_s_last_line(ds):
     assert f"/-/obelisk/session/{session}" in [unescape(href) for href in links(past)]  # « From the start
     last = await page(ds, f"/-/obelisk/session/{session}", start="120")
     assert re.findall(r'<li class="ob-empty">(.*?)</li>', last) == [] and "lines 120–162" in last
+
+
+def empty_item(html: str) -> tuple[str, list[str]]:
+    """The text of a transcript's one ``ob-empty`` entry and the links it holds."""
+    [item] = re.findall(r'<li class="ob-empty">(.*?)</li>', html, re.S)
+    return unescape(re.sub(r"<[^>]+>", "", item)), links(item)
+
+
+@pytest.mark.asyncio
+async def test_a_page_starting_at_a_hidden_last_line_says_what_it_is(ds):
+    session = "ef958aa1-0e93-49f0-bb71-150f63befcd1"  # 162 lines, #162 injected
+    text, hrefs = empty_item(await page(ds, f"/-/obelisk/session/{session}", start="162"))
+    assert text == ("No line from #162 is shown in this view: #162 is an injected line, the session's last line. "
+                    "Show injected lines or go back to the lines before it.")
+    assert hrefs == [f"/-/obelisk/session/{session}?start=162&meta=1", f"/-/obelisk/session/{session}"]
+    shown = await page(ds, f"/-/obelisk/session/{session}", start="162", meta="1")
+    assert 'id="m162"' in shown and 'class="ob-empty"' not in shown
+    text, hrefs = empty_item(await page(ds, "/-/obelisk/session/small", start="55", shadowed="1"))
+    assert text == ("No line from #55 is shown in this view: #55 is a log-only line, the session's last line. "
+                    "Show log-only lines or go back to the lines before it.")
+    assert hrefs == ["/-/obelisk/session/small?start=55&shadowed=1&log=1", "/-/obelisk/session/small?shadowed=1"]
+
+
+def hidden_tail(folder) -> Path:
+    """A Claude session of a prompt and its answer, then a log-only line, an injected
+    prompt and another log-only line."""
+    session = "hidden-tail-0001"
+    base = {"sessionId": session, "cwd": "/tmp/tail", "version": "2.1.0", "gitBranch": "main"}
+    records = [
+        {"type": "user", "message": {"role": "user", "content": "list the files"}},
+        {"type": "assistant", "message": {"role": "assistant", "model": "claude-test", "content": [{"type": "text", "text": "Done."}]}},
+        {"type": "system", "subtype": "turn_duration", "durationMs": 1200, "isMeta": False},
+        {"type": "user", "isMeta": True, "message": {"role": "user", "content": "<local-command-caveat>Caveat</local-command-caveat>"}},
+        {"type": "system", "subtype": "turn_duration", "durationMs": 900, "isMeta": False},
+    ]
+    lines = [json.dumps({**base, **record, "uuid": f"tail-{n}", "parentUuid": f"tail-{n - 1}" if n else None,
+                         "timestamp": f"2026-03-01T10:00:{n:02d}.000Z"}) for n, record in enumerate(records)]
+    logs = folder / "claude" / "projects" / "-tmp-tail"
+    logs.mkdir(parents=True)
+    (logs / f"{session}.jsonl").write_text("\n".join(lines) + "\n")
+    from datasette_obelisk.store.ingest import ingest
+
+    ingest(folder / "tail.db", {"claude": folder / "claude"})
+    return folder / "tail.db"
+
+
+@pytest.mark.asyncio
+async def test_a_page_of_hidden_lines_counts_them_by_the_view_that_shows_them(tmp_path):
+    datasette = make_datasette(hidden_tail(tmp_path))
+    url = "/-/obelisk/session/hidden-tail-0001"
+    assert re.findall(r'id="m(\d+)"', await page(datasette, url)) == ["1", "2"]
+    text, hrefs = empty_item(await page(datasette, url, start="3"))
+    assert text == ("No line from #3 is shown in this view: #3–#5 are 2 log-only lines and 1 injected line, "
+                    "the session's last lines. Show log-only and injected lines or go back to the lines before it.")
+    assert hrefs == [f"{url}?start=3&meta=1&log=1", url]
+    text, hrefs = empty_item(await page(datasette, url, start="5", meta="1"))  # (the view's options kept)
+    assert text == ("No line from #5 is shown in this view: #5 is a log-only line, the session's last line. "
+                    "Show log-only lines or go back to the lines before it.")
+    assert hrefs == [f"{url}?start=5&meta=1&log=1", f"{url}?meta=1"]
 
 
 def test_every_message_s_transcript_link_reaches_its_anchor(web_db):

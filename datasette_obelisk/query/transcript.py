@@ -44,7 +44,11 @@
         ``start_rewound``, that the line is on a rewound branch the view
         folds (``rewound=True`` shows it); ``start_folded``, when that line is
         the output of a call on an earlier page, where that call is shown
-        (``message_anchor``). Unknown session: ``OBELISK_NOT_FOUND``.
+        (``message_anchor``). ``unlisted``, when the page has lines but lists
+        none of them (``start`` at hidden lines, the session's last ones, say):
+        how many need ``log`` or ``meta`` and how many are outputs shown with
+        their calls on an earlier page (``folded``); else None. Unknown
+        session: ``OBELISK_NOT_FOUND``.
 
     subagents(conn, session_id) -> [subagent...]
         The subagents a session started, archived or not.
@@ -141,7 +145,18 @@ def transcript(conn: sqlite3.Connection, session_id: str, *, start: int = 1, lim
         "start_folded": output_of_earlier_call(conn, rows[0], folded, limit) if rows and rows[0]["seq"] == start else None,
         "start_rewound": bool(rows and rows[0]["seq"] == start and rows[0]["visibility"] == "inactive" and not rewound),
         "holds": holds(conn, session_id),
+        "unlisted": unlisted(rows, folded, meta=meta, log=log) if rows and not entries else None,
     }
+
+
+def unlisted(rows: list[dict], folded: set, *, meta: bool, log: bool) -> dict:
+    """Why a page's lines are not listed: how many each option would show (``log``, ``meta``)
+    and how many are outputs of calls made on an earlier page (``folded``)."""
+    found = {"log": 0, "meta": 0, "folded": 0}
+    for row in rows:
+        option = hidden_by(row, meta=meta, log=log)
+        found[option or "folded"] += 1
+    return found
 
 
 # A line each option (``rewound``, ``meta``, ``log``) shows that the view would hide without
