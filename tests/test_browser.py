@@ -414,6 +414,21 @@ def test_a_narrow_overview_keeps_project_names_readable_and_only_folds_get_a_tog
     context.close()
 
 
+def test_overview_charts_keep_readable_labels_on_a_phone(server, browser):
+    context = browser.new_context(viewport={"width": 375, "height": 800})
+    page = context.new_page()
+    page.goto(f"{server}/-/obelisk/overview")
+    charts = page.locator("svg.chart")
+    assert charts.count() == 3
+    heights = charts.evaluate_all("charts => charts.map(c => c.getBoundingClientRect().height)")
+    assert heights[:2] == [220, 220] and heights[2] > 300  # (drawn at their own size: two of days, one of tools)
+    labels = page.locator("svg.chart text.tick").evaluate_all("labels => labels.map(t => t.getBoundingClientRect().height)")
+    assert labels and min(labels) >= 11  # (they were 9 px: an 11-unit font drawn at 544 of 760 units)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375  # each chart scrolls in its box
+    assert page.locator(".ob-scroll:has(svg.chart)").evaluate_all("boxes => boxes.every(b => b.scrollWidth > b.clientWidth)")
+    context.close()
+
+
 def test_a_message_in_a_right_to_left_script_reads_right_to_left(hostile_server, page):
     """Each line of a message takes the direction of its own script: the "!" that ends an Arabic
     line and the "." that ends a Hebrew one are drawn at its left end, left of its first letter."""
