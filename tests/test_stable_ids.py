@@ -1,6 +1,8 @@
-"""A message id, once given, names that message and no other: a file read again (a Gemini
-chat saved again whole, a parser version replaying its logs) deletes its rows and writes them
-again, and without care SQLite gives the ids of the last rows deleted to other messages."""
+"""A message, tool result or prompt id, once given, names that row and no other: a file read
+again (a Gemini chat saved again whole, a parser version replaying its logs, a log back with its
+lines moved, a prompt log cut down) deletes its rows and writes them again, and without care
+SQLite gives the ids of the last rows deleted to other rows. A row read again the same keeps
+its id; one that changed takes a new one."""
 
 import json
 import sqlite3
@@ -197,18 +199,39 @@ def results(db) -> list[tuple]:
     return sqlite3.connect(db).execute("SELECT id, substr(tool_use_id, 11), outcome FROM tool_results ORDER BY id").fetchall()
 
 
-def test_a_chat_saved_again_gives_no_old_result_id_to_another_result(tmp_path):
+def failed_ids(db, word: str) -> list[int]:
+    """The ids of the failed results whose output holds ``word`` (``tool_errors_fts``), each as often as found."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO tool_errors_fts (tool_errors_fts, rank) VALUES ('integrity-check', 1)")
+    rows = conn.execute("SELECT rowid FROM tool_errors_fts WHERE tool_errors_fts MATCH ? ORDER BY rowid", [word])
+    return [row[0] for row in rows]
+
+
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row by row", "reload"])
+def test_a_chat_saved_again_keeps_the_ids_of_its_results_and_gives_none_to_another(tmp_path, cold_load_bytes):
     db = tmp_path / "o.db"
     gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang"), ("c3", 1, "crash"))
     ingest(db, {"gemini": tmp_path / ".gemini"})
     assert results(db) == [(1, "c1", "failed"), (2, "c2", "failed"), (3, "c3", "failed")]
     # Saved again without its last two results, then again with a new one.
     gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"))
-    ingest(db, {"gemini": tmp_path / ".gemini"})
+    ingest(db, {"gemini": tmp_path / ".gemini"}, cold_load_bytes=cold_load_bytes)
     gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c4", 1, "again"))
+    ingest(db, {"gemini": tmp_path / ".gemini"}, cold_load_bytes=cold_load_bytes)
+    # c1 keeps its id; 2 and 3 name nothing now, and c4 takes 4.
+    assert results(db) == [(1, "c1", "failed"), (4, "c4", "failed")]
+    assert [failed_ids(db, word) for word in ("boom", "bang", "crash", "again")] == [[1], [], [], [4]]
+
+
+def test_a_result_read_again_changed_takes_a_new_id(tmp_path):
+    db = tmp_path / "o.db"
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang"), ("c3", 1, "crash"))
     ingest(db, {"gemini": tmp_path / ".gemini"})
-    # c1 is stored anew each time (4, then 5); 2 and 3 name nothing now, and c4 takes 6.
-    assert results(db) == [(5, "c1", "failed"), (6, "c4", "failed")]
+    # c2 says another error, c3 comes at another time: stored anew, past every id given.
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang again"), ("c3", 2, "crash"))
+    ingest(db, {"gemini": tmp_path / ".gemini"})
+    assert results(db) == [(1, "c1", "failed"), (4, "c2", "failed"), (5, "c3", "failed")]
+    assert [failed_ids(db, word) for word in ("boom", "bang", "crash")] == [[1], [4], [5]]
 
 
 def test_a_result_skipped_as_stored_already_uses_up_no_id(tmp_path):
@@ -233,22 +256,23 @@ def test_a_result_skipped_as_stored_already_uses_up_no_id(tmp_path):
 
 
 def test_failures_paged_across_a_chat_saved_again_list_none_twice(tmp_path):
-    """Failures at the same time are paged by id: a result stored again after a first page
-    takes an id past every one given, so the pages after it leave it out (as any failure
-    stored since) rather than list it again under an id the first page had passed."""
+    """Failures at the same time are paged by id: a result read again the same after a first
+    page keeps its id, so the pages after it go on from it; one changed takes an id past
+    every one given, so they leave it out (as any failure stored since) rather than list it
+    again under an id the first page had passed."""
     from datasette_obelisk.query.obelisk import failures_paged
 
     db = tmp_path / "o.db"
     gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang"), ("c3", 1, "crash"))
     ingest(db, {"gemini": tmp_path / ".gemini"})
     pages = [failures_paged(connect(db), {"limit": 1})]
-    gemini_tool_chat(tmp_path, "s1", ("c2", 1, "bang"), ("c3", 1, "crash"))
+    gemini_tool_chat(tmp_path, "s1", ("c1", 1, "boom"), ("c2", 1, "bang, said otherwise"), ("c3", 1, "crash"))
     ingest(db, {"gemini": tmp_path / ".gemini"})
     while pages[-1]["next_cursor"]:
         pages.append(failures_paged(connect(db), {"limit": 1}, pages[-1]["next_cursor"]))
     listed = [(r["result"]["id"], r["result"]["tool_use_id"]) for page in pages for r in page["items"]]
-    assert listed == [(3, "gemini:s1:c3")]  # (not c3 again, as id 2)
-    assert results(db) == [(4, "c2", "failed"), (5, "c3", "failed")]
+    assert listed == [(3, "gemini:s1:c3"), (1, "gemini:s1:c1")]  # (not c3 again, as id 2; c2 is new)
+    assert results(db) == [(1, "c1", "failed"), (3, "c3", "failed"), (4, "c2", "failed")]
 
 
 def gemini_logs(home, *prompts):
@@ -260,14 +284,129 @@ def gemini_logs(home, *prompts):
          "timestamp": f"2026-01-16T18:{minute:02}:00.000Z"} for n, text, minute in prompts]))
 
 
-def test_a_prompt_log_saved_again_gives_no_old_id_to_another_prompt(tmp_path):
+def prompts(db) -> list[tuple]:
+    return sqlite3.connect(db).execute("SELECT id, text FROM prompt_log ORDER BY id").fetchall()
+
+
+def prompt_ids(db, word: str) -> list[int]:
+    """The ids of the prompts holding ``word`` (``prompt_log_fts``), each as often as found."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("INSERT INTO prompt_log_fts (prompt_log_fts, rank) VALUES ('integrity-check', 1)")
+    rows = conn.execute("SELECT rowid FROM prompt_log_fts WHERE prompt_log_fts MATCH ? ORDER BY rowid", [word])
+    return [row[0] for row in rows]
+
+
+def test_a_prompt_log_saved_again_keeps_the_ids_of_its_prompts_and_gives_none_to_another(tmp_path):
     db = tmp_path / "o.db"
-    prompt_ids = "SELECT id, text FROM prompt_log ORDER BY id"
     gemini_logs(tmp_path, (0, "alpha", 1), (1, "bravo", 2), (2, "charlie", 3))
     ingest(db, {"gemini": tmp_path / ".gemini"})
-    assert sqlite3.connect(db).execute(prompt_ids).fetchall() == [(1, "alpha"), (2, "bravo"), (3, "charlie")]
+    assert prompts(db) == [(1, "alpha"), (2, "bravo"), (3, "charlie")]
     gemini_logs(tmp_path, (0, "alpha", 1))
     ingest(db, {"gemini": tmp_path / ".gemini"})
-    gemini_logs(tmp_path, (0, "alpha", 1), (1, "delta", 4))
+    # alpha keeps its id, bravo at another time is stored anew, delta is new: both past every id given.
+    gemini_logs(tmp_path, (0, "alpha", 1), (1, "bravo", 5), (2, "delta", 4))
     ingest(db, {"gemini": tmp_path / ".gemini"})
-    assert sqlite3.connect(db).execute(prompt_ids).fetchall() == [(5, "alpha"), (6, "delta")]
+    assert prompts(db) == [(1, "alpha"), (4, "bravo"), (5, "delta")]
+    assert [prompt_ids(db, word) for word in ("alpha", "bravo", "charlie", "delta")] == [[1], [4], [], [5]]
+
+
+def test_a_prompt_log_cut_down_keeps_the_ids_of_the_prompts_it_holds_again(tmp_path):
+    """A prompt log cut down and written again is another file, whose lines take over the
+    rows of the old one's that they hold again (the rest stay, archived): under their ids."""
+    history = tmp_path / ".codex" / "history.jsonl"
+    (history.parent / "sessions").mkdir(parents=True)
+    said = [{"session_id": "t1", "ts": 1759848400 + n, "text": text} for n, text in enumerate(["alpha", "bravo", "charlie"])]
+    history.write_text("".join(json.dumps(line) + "\n" for line in said))
+    db = tmp_path / "o.db"
+    ingest(db, {"codex": history.parent})
+    assert prompts(db) == [(1, "alpha"), (2, "bravo"), (3, "charlie")]
+    history.write_text("".join(json.dumps(line) + "\n" for line in said[1:])
+                       + json.dumps({"session_id": "t1", "ts": 1759848500, "text": "delta"}) + "\n")
+    ingest(db, {"codex": history.parent})
+    assert sqlite3.connect(db).execute(
+        "SELECT p.id, text, f.path = ? FROM prompt_log p JOIN source_files f ON f.id = p.file_id ORDER BY p.id",
+        [str(history)]).fetchall() == [(1, "alpha", 0), (2, "bravo", 1), (3, "charlie", 1), (4, "delta", 1)]
+    assert [prompt_ids(db, word) for word in ("alpha", "bravo", "charlie", "delta")] == [[1], [2], [3], [4]]
+
+
+THREAD = "019c0000-0000-7000-8000-0000000000bb"
+
+
+def rollout(*calls, cwd="/w") -> bytes:
+    """A Codex rollout of one thread making ``calls``: ``(call id, second, output)`` each, the
+    output a shell's that exited with 1."""
+    def item(second, kind, payload):
+        return {"timestamp": f"2026-12-01T10:00:{second:02}.000Z", "type": kind, "payload": payload}
+
+    lines = [item(0, "session_meta", {"id": THREAD, "timestamp": "2026-12-01T10:00:00.000Z", "cwd": cwd,
+                                      "cli_version": "0.99.0"})]
+    for call_id, second, output in calls:
+        lines += [item(second, "response_item", {"type": "function_call", "name": "shell", "call_id": call_id,
+                                                 "arguments": json.dumps({"command": ["make", call_id]})}),
+                  item(second, "response_item", {"type": "function_call_output", "call_id": call_id,
+                                                 "output": f"Exit code: 1\nOutput:\n{output}"})]
+    return b"".join((json.dumps(line) + "\n").encode() for line in lines)
+
+
+@pytest.mark.parametrize("deleted_first", [True, False], ids=["deleted first", "written over"])
+def test_a_rollout_back_with_its_lines_moved_keeps_the_ids_of_its_results(tmp_path, deleted_first):
+    base = tmp_path / ".codex"
+    path = base / "sessions" / "2026" / "12" / "01" / f"rollout-2026-12-01T10-00-00-{THREAD}.jsonl"
+    path.parent.mkdir(parents=True)
+    db = tmp_path / "o.db"
+    path.write_bytes(rollout(("c1", 1, "boom"), ("c2", 2, "bang")))
+    ingest(db, {"codex": base})
+    named = "SELECT id, substr(tool_use_id, 44), outcome FROM tool_results ORDER BY id"
+    assert sqlite3.connect(db).execute(named).fetchall() == [(1, "c1", "failed"), (2, "c2", "failed")]
+    if deleted_first:
+        path.unlink()
+        ingest(db, {"codex": base})
+    # The same calls, each line further on (a longer first line), and a new one.
+    path.write_bytes(rollout(("c1", 1, "boom"), ("c2", 2, "bang"), ("c3", 3, "crash"), cwd="/work/longer"))
+    ingest(db, {"codex": base})
+    assert sqlite3.connect(db).execute(named).fetchall() == [(1, "c1", "failed"), (2, "c2", "failed"),
+                                                             (3, "c3", "failed")]
+    assert [failed_ids(db, word) for word in ("boom", "bang", "crash")] == [[1], [2], [3]]
+
+
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row by row", "reload"])
+def test_logs_read_again_for_a_new_parser_keep_their_result_and_prompt_ids(tmp_path, cold_load_bytes):
+    claude = tmp_path / "claude"
+    project = claude / "projects" / "-p"
+    project.mkdir(parents=True)
+    failed = {"type": "user", "uuid": "r1", "parentUuid": "a1", "timestamp": "2026-01-01T00:03:00Z",
+              "message": {"role": "user", "content": [
+                  {"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": True}]}}
+    call = {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "timestamp": "2026-01-01T00:02:00Z",
+            "message": {"role": "assistant", "id": "m-a1", "content": [
+                {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "make"}}]}}
+    claude_log(project, "s1", prompt("u1", "alpha one", "2026-01-01T00:01:00Z"), call, failed)
+    (claude / "history.jsonl").write_text("".join(json.dumps(
+        {"display": text, "pastedContents": {}, "timestamp": 1767225600000 + n, "project": "/p", "sessionId": "s1"}
+    ) + "\n" for n, text in enumerate(["alpha one", "bravo two"])))
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": claude})
+    assert (results(db), prompts(db)) == ([(1, "", "failed")], [(1, "alpha one"), (2, "bravo two")])
+    with sqlite3.connect(db) as conn:  # (as a parser version bump has it)
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    ingest(db, {"claude": claude}, cold_load_bytes=cold_load_bytes)
+    assert (results(db), prompts(db)) == ([(1, "", "failed")], [(1, "alpha one"), (2, "bravo two")])
+    assert (failed_ids(db, "boom"), prompt_ids(db, "alpha"), prompt_ids(db, "bravo")) == ([1], [1], [2])
+
+
+def test_the_corpus_read_again_for_a_new_parser_keeps_every_result_id(tmp_path, corpus):
+    """Real logs of the three agents, every one replayed: the same rows, the results under
+    the same ids, and the failures' output indexed once each."""
+    from dbsnapshot import diff, snapshot
+    from query_fixtures import corpus_roots
+
+    db = tmp_path / "o.db"
+    ingest(db, corpus_roots(corpus))
+    before = snapshot(db, keep_ids=("sessions", "tool_calls", "tool_results"))
+    assert len(before["tool_results"]) > 100 and before["tool_errors_fts"]
+    with sqlite3.connect(db) as conn:  # (as a parser version bump has it)
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    ingest(db, corpus_roots(corpus))
+    after = snapshot(db, keep_ids=("sessions", "tool_calls", "tool_results"))
+    assert diff(before, after) == []
+    assert after == before

@@ -36,10 +36,10 @@ ingester (also a concurrent tail-ingest) leaves FTS to the finishing pass.
         delete triggers must find what they remove in the index), or only
         the next ``limit`` messages (while the writer waits for the reader);
         True when text is still left for later. A reload does nothing here.
-    index_messages(conn, ids, up_to=None)
-        Index messages written again under ids they had (below the mark a
-        pass indexes from): those up to ``up_to``, or up to where the FTS
-        tables of the cold load running are complete.
+    index_taken_back(conn, table, ids, up_to=None)
+        Index messages or tool results written again under ids they had
+        (below the mark a pass indexes from): those up to ``up_to``, or up
+        to where the FTS tables of the cold load running are complete.
     finish(conn)
         Index the pending text, merge the FTS segments into one, restore
         indexes, triggers and merge settings, clear the key.
@@ -209,21 +209,27 @@ def index_text_after(conn: sqlite3.Connection, message_id: int, result_id: int, 
     )
 
 
-def index_messages(conn: sqlite3.Connection, ids: list[int], up_to: int | None = None) -> None:
-    """Index the messages ``ids``, written again under the ids they had (``stable_ids``),
-    those up to id ``up_to`` (a pass from a mark on finds the others); with None, up to the
-    id the FTS tables of the cold load running are complete to (a reload indexes all at its end)."""
+# What indexes the rows of a table written again under the ids they had (``index_taken_back``).
+TAKEN_BACK = {
+    "messages": "INSERT INTO messages_fts (rowid, text) SELECT id, coalesce(search_text, text) FROM messages "
+                "WHERE id IN (SELECT value FROM json_each(?)) AND id <= ?",
+    "tool_results": "INSERT INTO tool_errors_fts (rowid, content) SELECT id, coalesce(search_content, content) "
+                    f"FROM tool_results WHERE id IN (SELECT value FROM json_each(?)) AND id <= ? AND {FAILURE_SQL}",
+}
+
+
+def index_taken_back(conn: sqlite3.Connection, table: str, ids: list[int], up_to: int | None = None) -> None:
+    """Index the rows ``ids`` of ``table`` (messages, or tool results: their failures),
+    written again under the ids they had (``stable_ids``), those up to id ``up_to`` (a pass
+    from a mark on finds the others); with None, up to the id the FTS tables of the cold load
+    running are complete to (a reload indexes all at its end)."""
     if up_to is None:
         raw = get_state(conn, STATE_KEY)
         state = orjson.loads(raw) if raw is not None else None
         if state is None or state.get("reload"):
             return
-        up_to = state["messages"]
-    conn.execute(
-        "INSERT INTO messages_fts (rowid, text) SELECT id, coalesce(search_text, text) FROM messages "
-        "WHERE id IN (SELECT value FROM json_each(?)) AND id <= ?",
-        [orjson.dumps(ids).decode(), up_to],
-    )
+        up_to = state[table]
+    conn.execute(TAKEN_BACK[table], [orjson.dumps(ids).decode(), up_to])
 
 
 def finish(conn: sqlite3.Connection) -> bool:

@@ -34,7 +34,7 @@ from ..utc import canonical
 from . import cold_load, derive, families, redacting
 from .db import get_state, open_db, open_rewrite_span, refuse_newer_parsers, set_state, transaction
 from .fingerprint import Fingerprint, hashes_at, path_still_holds, still_holds
-from .stable_ids import greatest_place, held_ids, place_sessions_back, session_places
+from .stable_ids import Held, greatest_place, held_ids, place_sessions_back, session_places
 from .read_ahead import JobStream
 from .reader import Batch, Job, PendingLine, ReadFailed, Reader, Reopen
 from .relocate import relocate
@@ -212,9 +212,9 @@ class Ingester:
         # file id -> {uuid: (session, seq)} of the rows a file read again alone held: they
         # keep their place among the rows of the session's other files (an archived log's)
         self._kept_seqs: dict[int, dict[str, tuple[str, int]]] = {}
-        # file id -> {uuid: (session, id, key)} of the messages of the files read again (one map
-        # for the files of families cleared together): the same messages take their ids back
-        self._kept_ids: dict[int, dict[str, tuple[str, int, int]]] = {}
+        # file id -> the ids of the messages, tool results and prompts of the files read again (one
+        # for the files of families cleared together): the same rows take their ids back
+        self._kept_ids: dict[int, Held] = {}
         # ({session: rowid}, the greatest rowid, the greatest once they were forgotten) of the
         # sessions of the families open: they take their places back once written (``written``)
         self._places: tuple[dict[str, int], int, int] | None = None
@@ -1293,8 +1293,9 @@ class Ingester:
                     uuid: (session_id, seq) for uuid, session_id, seq in
                     self.conn.execute("SELECT uuid, session_id, seq FROM messages WHERE file_id = ?", [file_id])
                 }
-                if self._kept_seqs[file_id]:  # (else its family's rows are deleted already: ``open_family``)
-                    self._kept_ids[file_id] = held_ids(self.conn, [file_id])
+                held = held_ids(self.conn, [file_id])
+                if held:  # (else its family's rows are deleted already: ``open_family``)
+                    self._kept_ids[file_id] = held
                 touched = delete_file_rows(self.conn, file_id)
                 self._sessions |= touched
                 self.queue_sessions(touched)
@@ -1510,7 +1511,11 @@ class Ingester:
                     watermark_results = min(watermark_results, writer.ids_after_deletes[1])
                 cold_load.index_text_after(self.conn, watermark_messages, watermark_results)
             if writer.ids_taken_back:  # (below the mark the pass above reads from)
-                cold_load.index_messages(self.conn, writer.ids_taken_back, None if deferred else watermark_messages)
+                cold_load.index_taken_back(self.conn, "messages", writer.ids_taken_back,
+                                           None if deferred else watermark_messages)
+            if writer.results_taken_back:
+                cold_load.index_taken_back(self.conn, "tool_results", writer.results_taken_back,
+                                           None if deferred else watermark_results)
             self.conn.execute("DELETE FROM obelisk_state WHERE key = 'bulk'")
             counts = writer.counts
             if counts.replayed_from:

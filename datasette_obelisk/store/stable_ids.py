@@ -13,9 +13,12 @@ far in the table (its key in ``TOP_KEYS``); the first row stored after that
 takes the id following it, the rest follow it as SQLite numbers them. Both
 are a lookup or two a batch, nothing a row.
 
-A line read again that is the same message as before (its name, and
-``SAME``: its session, time, kind and text) takes back its id (``Writer``),
-so what named it still does.
+A row read again the same as before takes back its id (``Writer``), so what
+named it still does: a message of the same name and ``SAME`` (its session,
+time, kind and text); a tool result of the same tool call id and
+``RESULT_SAME`` (its time, outcome and output); a prompt of the same
+``PROMPT_SAME`` (its source, session, time and text: a prompt has no name).
+One that changed takes a new id, past every one given.
 
 A session's rowid is its place in the archive: the pages after a first one
 leave out the sessions stored since (a rowid past the greatest it saw). The
@@ -30,8 +33,8 @@ sessions new among them go past every place given (``place_sessions_back``).
         given before; None when its pick is new.
     insert_past_top(conn, table, insert, insert_with_id, rows)
         Insert ``rows``, the first stored taking ``first_free``'s id.
-    held_ids(conn, file_ids) -> {uuid: (session, id, key)}
-        The messages files hold, before they are deleted to read them again.
+    held_ids(conn, file_ids) -> Held
+        The ids of the rows files hold, before they are deleted to read them again.
     session_places(conn, session_ids) -> ({session: rowid}, greatest rowid)
         Before sessions are forgotten, to be stored again.
     place_sessions_back(conn, places, after)
@@ -43,6 +46,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass, field
 
 TOP_KEYS = {"messages": "message_id_top", "tool_results": "tool_result_id_top", "prompt_log": "prompt_id_top"}
 HOLD_TOP = (
@@ -57,6 +61,12 @@ FIRST_FREE = (
 )
 # What makes a line read again the message stored before, besides its name (``writer._line_key``).
 SAME = "session_id, timestamp, type, subtype, role, content_type, text"
+# What makes a tool result read again the one stored before, besides its tool call id (one
+# a table: Codex's and Gemini's name their session). Not its message (a Codex line moved
+# names another) nor its session (an inline agent's is set when derived; ``writer.RESULT_KEY``).
+RESULT_SAME = "timestamp, outcome, is_error, exit_code, content, content_length"
+# What makes a prompt read again the one stored before (``writer.PROMPT_KEY``).
+PROMPT_SAME = "source, session_id, timestamp, text"
 
 
 def hold_top(conn: sqlite3.Connection, *tables: str) -> None:
@@ -81,15 +91,55 @@ def insert_past_top(conn: sqlite3.Connection, table: str, insert: str, insert_wi
     conn.executemany(insert, rows[start:])
 
 
-def held_ids(conn: sqlite3.Connection, file_ids) -> dict[str, tuple[str, int, int]]:
-    """``{uuid: (session, id, hash of SAME)}`` of the messages of files about to be read again."""
-    return {
-        uuid: (same[0], message_id, hash(tuple(same)))
-        for uuid, message_id, *same in conn.execute(
-            f"SELECT uuid, id, {SAME} FROM messages WHERE file_id IN (SELECT value FROM json_each(?))",
-            [json.dumps(sorted(file_ids))],
+@dataclass
+class Held:
+    """The ids of rows about to be deleted, for the same rows read again to take back
+    (each once: a taken id is used up)."""
+
+    messages: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # uuid -> (session, id, hash of SAME)
+    results: dict[str, tuple[int, int]] = field(default_factory=dict)  # tool call id -> (id, hash of RESULT_SAME)
+    prompts: dict[int, list[int]] = field(default_factory=dict)  # hash of PROMPT_SAME -> ids, the least last
+
+    def __bool__(self) -> bool:
+        return bool(self.messages or self.results or self.prompts)
+
+    def hold_results(self, conn: sqlite3.Connection, where: str, values: list) -> None:
+        """Hold the ids of the tool results ``where`` (SQL on ``tool_results``) picks."""
+        self.results.update(
+            (tool_use_id, (result_id, hash(tuple(same))))
+            for tool_use_id, result_id, *same in conn.execute(
+                f"SELECT tool_use_id, id, {RESULT_SAME} FROM tool_results WHERE {where}", values)
         )
-    }
+
+    def result_id(self, tool_use_id: str, key: tuple) -> int | None:
+        """The id the result ``tool_use_id`` of ``key`` (``RESULT_SAME``'s values) takes back, if any."""
+        held = self.results.get(tool_use_id)
+        if held is None or held[1] != hash(key):
+            return None
+        del self.results[tool_use_id]
+        return held[0]
+
+    def prompt_id(self, key: tuple) -> int | None:
+        """The id a prompt of ``key`` (``PROMPT_SAME``'s values) takes back, if any."""
+        ids = self.prompts.get(hash(key))
+        if not ids:
+            return None
+        return ids.pop()
+
+
+def held_ids(conn: sqlite3.Connection, file_ids) -> Held:
+    """The ids of the messages, tool results and prompts of files about to be read again."""
+    files = [json.dumps(sorted(file_ids))]
+    of_files = "file_id IN (SELECT value FROM json_each(?))"
+    held = Held({
+        uuid: (same[0], message_id, hash(tuple(same)))
+        for uuid, message_id, *same in conn.execute(f"SELECT uuid, id, {SAME} FROM messages WHERE {of_files}", files)
+    })
+    held.hold_results(conn, of_files, files)
+    for prompt_id, *same in conn.execute(f"SELECT id, {PROMPT_SAME} FROM prompt_log WHERE {of_files} ORDER BY id DESC",
+                                         files):
+        held.prompts.setdefault(hash(tuple(same)), []).append(prompt_id)
+    return held
 
 
 def session_places(conn: sqlite3.Connection, session_ids) -> tuple[dict[str, int], int]:

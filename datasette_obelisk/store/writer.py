@@ -30,7 +30,7 @@ from ..records import (
 from ..sources.common import normal_path
 from ..utc import canonical
 from .cold_load import index_pending_text
-from .stable_ids import hold_top, insert_past_top
+from .stable_ids import PROMPT_SAME, RESULT_SAME, Held, hold_top, insert_past_top
 from .session_index import recount_documents
 from .tool_output import is_failure, stored_content
 from .units import is_kept_copy, kept_copies, kept_from, retired_from
@@ -58,6 +58,8 @@ PROMPT_INSERT = f"INSERT INTO prompt_log ({', '.join(PROMPT_COLUMNS)}) VALUES ({
 PROMPT_INSERT_ID = (
     f"INSERT INTO prompt_log ({', '.join(PROMPT_COLUMNS)}, id) VALUES ({', '.join('?' * (len(PROMPT_COLUMNS) + 1))})"
 )
+# The values of a prompt row that tell it from another (``stable_ids.PROMPT_SAME``).
+PROMPT_KEY = operator.itemgetter(*(PROMPT_COLUMNS.index(c) for c in PROMPT_SAME.split(", ")))
 # The same prompt, kept by a file gone from this path (``retired_path``): one row each.
 PROMPT_HELD = (
     "SELECT id, file_id FROM prompt_log WHERE source = ? AND session_id IS ? AND timestamp IS ? AND text = ? "
@@ -195,15 +197,20 @@ CALL_FILE_INSERT = (
     "INSERT OR IGNORE INTO tool_call_files (tool_call_id, path) SELECT ?, ? "
     "WHERE EXISTS (SELECT 1 FROM tool_calls WHERE id = ? AND file_id = ?)"
 )
+RESULT_COLUMNS = (
+    "tool_use_id message_uuid session_id content content_length is_error outcome exit_code agent_id timestamp "
+    "file_id agent_duration_ms agent_tokens file_path search_content output_uuid"
+).split()
 # A result's file is the one it names, else its call's first (calls are inserted first).
 RESULT_INTO = (
-    "INSERT OR IGNORE INTO tool_results (tool_use_id, message_uuid, session_id, content, "
-    "content_length, is_error, outcome, exit_code, agent_id, timestamp, file_id, agent_duration_ms, agent_tokens, "
-    "file_path, search_content, output_uuid{}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
-    "coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15, ?16{})"
+    f"INSERT OR IGNORE INTO tool_results ({', '.join(RESULT_COLUMNS)}{{}}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+    "?9, ?10, ?11, ?12, ?13, coalesce(?14, (SELECT file_path FROM tool_calls WHERE id = ?1)), ?15, ?16{})"
 )
+# The values of a result row that tell it from another of its tool call (``stable_ids.RESULT_SAME``).
+RESULT_KEY = operator.itemgetter(*(RESULT_COLUMNS.index(c) for c in RESULT_SAME.split(", ")))
 RESULT_INSERT = RESULT_INTO.format("", "")
-RESULT_INSERT_ID = RESULT_INTO.format(", id", ", ?17")  # (one past those given: ``stable_ids``)
+# (one taken back, or one past those given: ``stable_ids``)
+RESULT_INSERT_ID = RESULT_INTO.format(", id", ", ?17")
 # A message holding a tool's whole output, read from a file of its own (see
 # ``ToolResult.output_uuid``): its text, and the length of the whole when it was
 # too long to hold (``meta.length``).
@@ -242,17 +249,19 @@ class Writer:
     """Turns records into rows for one source file inside one transaction."""
 
     def __init__(self, conn: sqlite3.Connection, file_id: int, path: str, kept_seqs: dict | None = None,
-                 kept_ids: dict | None = None):
+                 kept_ids: Held | None = None):
         self.conn = conn
         self.file_id = file_id
         self.path = path
         # {uuid: (session, seq)}: the places the rows of a file read again alone had
         # (``Ingester``), taken again by the same lines (and used up)
         self.kept_seqs = kept_seqs if kept_seqs is not None else {}
-        # {uuid: (session, id, key)}: the ids of the messages of the files read again
-        # (``stable_ids.held_ids``), taken again by the same messages (``_line_key``; used up)
-        self.kept_ids = kept_ids if kept_ids is not None else {}
-        self.ids_taken_back: list[int] = []  # (the FTS index leaves them to the caller: ``Ingester.commit``)
+        # the ids of the messages, tool results and prompts of the files read again
+        # (``stable_ids.held_ids``), taken again by the same rows (used up)
+        self.kept_ids = kept_ids if kept_ids is not None else Held()
+        # (the FTS index leaves them to the caller: ``Ingester.commit``)
+        self.ids_taken_back: list[int] = []
+        self.results_taken_back: list[int] = []
         self.counts = WriteCounts()
         self._next_seq: dict[str, int] = {}
         self._starts: dict[str, str] = {}  # session -> the earliest started_at its records gave
@@ -293,6 +302,7 @@ class Writer:
         self._call_files: list[tuple] = []
         self._results: list[tuple] = []
         self._prompts: list[tuple] = []
+        self._prompts_again: list[tuple] = []  # (with the ids they take back)
         self._texts: dict[str, str] = {row[0]: row[TEXT] for row in message_rows}
         self._renamed: tuple | None = None  # (uuid, stored as) of the line being handled
         self._held: list[tuple] = []  # (uuid, SAME_LINE, byte offset, length, line) of the lines merged
@@ -307,8 +317,9 @@ class Writer:
             handler(self, record)
         self.conn.executemany(CALL_INSERT, self._calls)
         self.conn.executemany(CALL_FILE_INSERT, self._call_files)
-        insert_past_top(self.conn, "tool_results", RESULT_INSERT, RESULT_INSERT_ID, self._results)
+        self._insert_results()
         insert_past_top(self.conn, "prompt_log", PROMPT_INSERT, PROMPT_INSERT_ID, self._prompts)
+        self.conn.executemany(PROMPT_INSERT_ID, self._prompts_again)
         self._complete_results(message_rows)
         replayed = sorted({held[0] for held in self._held})
         self._take_over_retired()
@@ -318,6 +329,28 @@ class Writer:
             [(self.file_id, s, self._starts.get(s), self._ends.get(s))
              for s in self.counts.mentioned | self.counts.sessions],
         )
+
+    def _insert_results(self) -> None:
+        """Insert the results; one read again the same as a result of the files read again
+        (its tool call id and ``RESULT_KEY``) takes back its id. Of the rows of one tool
+        call id only the first is stored (``INSERT OR IGNORE``): the others are left out
+        here, so one going in with a new id does not take the place of one taking back its own."""
+        rows = self._results
+        again = []
+        if self.kept_ids.results:
+            rows, seen = [], set()
+            for row in self._results:
+                if row[0] in seen:
+                    continue
+                seen.add(row[0])
+                if (result_id := self.kept_ids.result_id(row[0], _result_key(row))) is not None:
+                    again.append(row + (result_id,))
+                else:
+                    rows.append(row)
+        insert_past_top(self.conn, "tool_results", RESULT_INSERT, RESULT_INSERT_ID, rows)
+        if again:
+            self.conn.executemany(RESULT_INSERT_ID, again)
+            self.results_taken_back += [row[-1] for row in again]
 
     def _complete_results(self, message_rows: list[tuple]) -> None:
         """The results stored before the whole of their output (a file of its own,
@@ -349,7 +382,7 @@ class Writer:
             return {}
         renamed: dict[int, tuple[str, str]] = {}
         moved = self._move_retired_lines(messages)
-        keeping = bool(self.kept_ids)
+        kept = self.kept_ids.messages
         again = []  # the rows of messages stored before, with their ids
         texts = self._stored_lines([row[0] for row in messages])
         aliases = self._aliases()
@@ -389,9 +422,9 @@ class Writer:
             copies.add(same)
             if index in moved:
                 again.append(row + (moved[index][1], self.file_id, moved[index][2]))
-            elif keeping and (held := self.kept_ids.get(row[0])) is not None and (  # (by the name it is stored under)
+            elif kept and (held := kept.get(row[0])) is not None and (  # (by the name it is stored under)
                     held[0] == row[1] and held[2] == hash(_line_key(row))):
-                del self.kept_ids[row[0]]
+                del kept[row[0]]
                 again.append(row + (self.seq_for(row[1], row[0]), self.file_id, held[1]))
             else:
                 rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))
@@ -459,9 +492,11 @@ class Writer:
         return moved
 
     def _forget_archived_row(self, uuid: str, file_id: int, session_id: str) -> None:
-        """Delete an archived message row and what its line gave, its line now this file's."""
+        """Delete an archived message row and what its line gave, its line now this file's
+        (the tool results it gave again the same take back their ids)."""
         index_pending_text(self.conn)  # (the delete takes the row out of the index)
         hold_top(self.conn, "messages", "tool_results")
+        self.kept_ids.hold_results(self.conn, "message_uuid = ? AND file_id = ?", [uuid, file_id])
         self.conn.execute(
             "DELETE FROM tool_call_files WHERE tool_call_id IN "
             "(SELECT id FROM tool_calls WHERE message_uuid = ? AND file_id = ?)", [uuid, file_id])
@@ -720,18 +755,26 @@ class Writer:
         # A prompt log names no session of the store's (no file_sessions row): it is in no
         # family, and reading it again reads no transcript again.
         position = p.position
+        row = (
+            p.source, p.session_id, p.project, p.timestamp, p.text, search_text(p.text), p.pasted_json, self.file_id,
+            *((position.line_no, position.byte_offset, position.byte_length) if position else (None, None, None)),
+        )
+        taken = None
         retired = self._retired_files()
-        if retired:  # (the line a gone copy of this log held: that row is this file's now)
+        if retired:  # (the line a gone copy of this log held: that row is this file's now, under its id)
             held = self.conn.execute(PROMPT_HELD.format(",".join("?" * len(retired))),
                                      [p.source, p.session_id, p.timestamp, p.text, *retired]).fetchone()
             if held is not None:
                 hold_top(self.conn, "prompt_log")
                 self.conn.execute("DELETE FROM prompt_log WHERE id = ?", [held[0]])
                 self._left.add(held[1])
-        self._prompts.append((
-            p.source, p.session_id, p.project, p.timestamp, p.text, search_text(p.text), p.pasted_json, self.file_id,
-            *((position.line_no, position.byte_offset, position.byte_length) if position else (None, None, None)),
-        ))
+                taken = held[0]
+        if taken is None and self.kept_ids.prompts:
+            taken = self.kept_ids.prompt_id(PROMPT_KEY(row))
+        if taken is None:
+            self._prompts.append(row)
+        else:
+            self._prompts_again.append(row + (taken,))
         self.counts.prompts += 1
 
     def _summary(self, s: Summary) -> None:
@@ -894,6 +937,11 @@ def _line_key(row: tuple) -> tuple:
     (as the database reads them back: NULL, a NaN here, as None)."""
     values = (row[1], row[MESSAGE_COLUMNS.index("timestamp")], *SAME_ITEMS(row), row[TEXT])
     return tuple(None if value != value else value for value in values)
+
+
+def _result_key(row: tuple) -> tuple:
+    """``RESULT_KEY`` of a result row, as the database reads it back (NULL, a NaN here, as None)."""
+    return tuple(None if value != value else value for value in RESULT_KEY(row))
 
 
 def _with_parents(row: tuple, aliases: dict[str, str]) -> tuple:
