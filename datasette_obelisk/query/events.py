@@ -15,6 +15,10 @@ Every ``messages`` row is one event of its session, ordered by ``seq``. Its
 ``<type>``             a structural line without a subtype
 =====================  ========================================================
 
+A ``<type>`` here is a *kind*: one the built-in parsers write (``BUILT_IN_KINDS``) or
+one a stored row has; a type filter naming another (``tool/cal``, ``summry``) is refused
+by the session-query contract (``unknown_kind``), with the types it may have meant.
+
 The same expression (``event_type_sql``) computes the type in SQL filters and
 in results, so a ``type`` filter always agrees with what is returned; so
 does ``event_time_sql`` for ``time``, which gives a line written without a
@@ -30,6 +34,8 @@ semantic text (``semantic_sql``), so it finds what a text scan finds.
 """
 
 from __future__ import annotations
+
+import difflib
 
 from .moments import moment_sql
 
@@ -102,6 +108,76 @@ def unknown_message_type(conn, event_type: str) -> str | None:
         return None
     found = conn.execute(f"SELECT 1 FROM messages WHERE type = ? AND {MESSAGE_LINES_SQL} LIMIT 1", [role])
     return role if found.fetchone() is None else None
+
+
+# The types a conversation event has whatever its log called it (``event_type_sql``), besides
+# ``<role>/message``.
+DERIVED_TYPES = ("compaction/summary", "tool/call", "tool/result", "assistant/reasoning")
+# The kinds (a structural line's ``<kind>/<subtype>`` or ``<kind>``: the ``type`` column) the
+# built-in parsers write: Claude Code's line types, Codex's rollout items, Gemini CLI's record
+# types and the markers it is given here. Another kind is a source plugin's own, or a line
+# type a newer agent writes; the partial index ``messages_other_kind`` (m061) holds the few rows
+# of one, so a lookup saying this same condition reads that index, not every message.
+BUILT_IN_KINDS = (
+    "assistant", "attachment", "progress", "queue-operation", "system", "tool_output", "user",
+    "compacted", "event_msg", "inter_agent_communication", "response_item",
+    "compaction", "error", "gemini", "info", "rewind", "tool_result", "unknown", "warning",
+)
+OTHER_KIND_SQL = "type NOT IN (" + ", ".join(f"'{kind}'" for kind in BUILT_IN_KINDS) + ")"
+# How like a known type (or kind) a misspelt one must be to be offered in its place.
+NEAR = 0.75
+
+
+def stored_kinds(conn) -> list[str]:
+    """The kinds stored rows have beyond ``BUILT_IN_KINDS`` (read from ``messages_other_kind``)."""
+    return [kind for (kind,) in conn.execute(f"SELECT DISTINCT type FROM messages WHERE {OTHER_KIND_SQL} ORDER BY type")]
+
+
+def unknown_kind(conn, event_type: str) -> bool:
+    """Whether no event can have ``event_type`` for its kind (``tool/cal``, ``summry``,
+    ``System/error``): it is none of ``DERIVED_TYPES``, no ``<role>/message`` (which
+    ``unknown_message_type`` tells), and its kind (what comes before a ``/``) is neither built in
+    nor a stored row's. A structural subtype is never checked: a kind's subtypes are whatever its
+    log writes, and a known one no line has yet matches nothing, as any filter can."""
+    head, slash, last = event_type.rpartition("/")
+    if event_type in DERIVED_TYPES or (slash and last == "message"):
+        return False
+    parts = event_type.split("/")
+    if parts[0] in BUILT_IN_KINDS:
+        return False
+    kinds = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]  # (a plugin's kind may hold a /)
+    return not any(
+        conn.execute(f"SELECT 1 FROM messages WHERE type = ? AND {OTHER_KIND_SQL} LIMIT 1", [kind]).fetchone()
+        for kind in kinds
+    )
+
+
+def near_types(conn, event_type: str) -> list[str]:
+    """The types ``event_type`` may have been meant as (at most two, nearest first): a derived
+    type or a role's message it spells in another case or nearly (``tool/cal``: tool/call), or
+    whose last part or kind it spells (``summry``: compaction/summary; ``tool``: tool/call or
+    tool/result), or the same type of a kind it nearly spells (``atachment/file``: attachment/file)."""
+    kind, slash, rest = event_type.partition("/")
+    named = (*DERIVED_TYPES, *(f"{role}/message" for role in SPEAKERS))
+    same = [name for name in named if name.casefold() == event_type.casefold()]
+    if same:
+        return same
+    compared = []  # (a known name, the type offered for it, what of event_type is compared with it)
+    for name in named:
+        compared.append((name, name, event_type))
+    for name in DERIVED_TYPES:
+        head, _, last = name.partition("/")
+        compared.append((last, name, event_type))
+        if not slash:
+            compared.append((head, name, event_type))
+    for known in (*BUILT_IN_KINDS, *stored_kinds(conn)):
+        compared.append((known, known + slash + rest, kind))
+    scores: dict[str, float] = {}
+    for name, offered, probe in compared:
+        score = difflib.SequenceMatcher(None, probe.casefold(), name.casefold()).ratio()
+        if score >= NEAR and offered != event_type:
+            scores[offered] = max(score, scores.get(offered, 0))
+    return sorted(scores, key=lambda offered: (-scores[offered], offered))[:2]
 
 
 def speaker_sql(alias: str = "m") -> str:

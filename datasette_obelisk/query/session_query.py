@@ -84,7 +84,10 @@ import orjson
 
 from . import search as search_core
 from .errors import LONE_SURROGATE, QueryError
-from .events import SPEAKERS, event_record, event_select, full_event, semantic_text, unknown_message_type
+from .events import (
+    DERIVED_TYPES, SPEAKERS, event_record, event_select, full_event, near_types, semantic_text, unknown_kind,
+    unknown_message_type,
+)
 from .filters import EVENT_KINDS, Filters, is_int64
 from .search import rows
 from .text import literal_pattern, parse_json, to_ms
@@ -643,9 +646,12 @@ def _window_size(request: dict, name: str, maximum: int) -> int:
 
 
 def _known_types(conn, filters: Filters) -> Filters:
-    """``filters``, once no ``type`` value is a message of a role no event can have
-    (``usr/message``, ``User/message``: ``events.unknown_message_type``), which would match
-    nothing and say nothing of it: SESSION_QUERY_INVALID_FILTER names the speakers."""
+    """``filters``, once every ``type`` value is one an event can have, else
+    SESSION_QUERY_INVALID_FILTER rather than a filter matching nothing and saying nothing
+    of it: a message of a role no event has (``usr/message``, ``User/message``:
+    ``events.unknown_message_type``) names the speakers; a type of a kind no event has
+    (``tool/cal``, ``summry``: ``events.unknown_kind``) names the types there are. Either
+    offers the types it may have meant."""
     for value in filters.types or ():
         role = unknown_message_type(conn, value)
         if role is not None:
@@ -653,6 +659,14 @@ def _known_types(conn, filters: Filters) -> Filters:
                 "SESSION_QUERY_INVALID_FILTER",
                 f"type: {value!r} is the message of a role no event has; the roles are {', '.join(SPEAKERS)}"
                 + (f": did you mean {role.casefold()}/message?" if role.casefold() in SPEAKERS else ""),
+            )
+        if unknown_kind(conn, value):
+            near = near_types(conn, value)
+            raise QueryError(
+                "SESSION_QUERY_INVALID_FILTER",
+                f"type: {value!r} is of a kind no event has; the types are {', '.join(DERIVED_TYPES)}, "
+                "<role>/message, and a log line's <kind>/<subtype> or <kind> of a kind the archive holds"
+                + (f": did you mean {' or '.join(near)}?" if near else ""),
             )
     return filters
 

@@ -66,13 +66,13 @@ STATE_KEY = "cold_load"
 # tool rows of a message, the result naming an agent or a saved output, the
 # inline sidechain lines still to group), and indexes whose keys only grow,
 # which cost little to maintain, as do the indexes of the few failed results
-# and of the rows with an odd role or a structural "message" line (built again
-# at the end, each would read every row of its table).
+# and of the rows with an odd role or kind or a structural "message" line
+# (built again at the end, each would read every row of its table).
 KEPT = {
     "messages_session_seq", "messages_file", "tool_calls_file", "tool_results_file",
     "tool_results_agent", "tool_calls_message", "tool_results_message",
     "messages_ungrouped_sidechain", "tool_results_output", "tool_results_failed",
-    "messages_other_role", "messages_message_lines",
+    "messages_other_role", "messages_message_lines", "messages_other_kind",
 }
 TABLES = ("messages", "tool_calls", "tool_results", "tool_call_files")
 TRIGGERS = ("messages_ai", "tool_results_ai")

@@ -1794,3 +1794,23 @@ def m060_index_tool_names_and_odd_roles(db):
         CREATE INDEX messages_message_lines ON messages (type) WHERE surface = 'log-only' AND subtype = 'message';
         """
     )
+
+
+@migrations()
+def m061_index_other_kinds(db):
+    # A session-query type filter of a kind no event has (tool/cal, summry)
+    # matched nothing and said nothing; it is refused now, and a kind the
+    # built-in parsers never write is taken only when a stored row has it (a
+    # source plugin's own, or a line type a newer agent writes). Telling so
+    # would scan every message: the few rows of such a kind are indexed alone
+    # (query/events.py OTHER_KIND_SQL, written out as it stands: SQLite uses a
+    # partial index only for a query whose WHERE says the same). Ingesting
+    # built-in logs adds no row to it. No log is read again.
+    db.executescript(
+        """
+        CREATE INDEX messages_other_kind ON messages (type) WHERE type NOT IN (
+            'assistant', 'attachment', 'progress', 'queue-operation', 'system', 'tool_output', 'user',
+            'compacted', 'event_msg', 'inter_agent_communication', 'response_item',
+            'compaction', 'error', 'gemini', 'info', 'rewind', 'tool_result', 'unknown', 'warning');
+        """
+    )
