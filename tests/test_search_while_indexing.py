@@ -53,8 +53,18 @@ def test_once_indexing_ends_the_searches_answer(toy):
     assert [s["sessionId"] for s in history_search(conn, {"query": "needle"})["sessions"]] == ["s1"]
 
 
+def test_deferred_indexing_is_a_failure_that_passes(toy):
+    conn = indexing(toy, {"reload": True})
+    with pytest.raises(QueryError) as error:
+        SessionQuery(conn).search_sessions({"query": "needle"})
+    assert (error.value.code, error.value.retry_after, error.value.status) == ("SESSION_QUERY_INDEX_FAILED", 30, 503)
+    # the same code for an index SQLite could not read is no such failure
+    failed = QueryError("SESSION_QUERY_INDEX_FAILED", "reading the archive failed: database disk image is malformed")
+    assert (failed.retry_after, failed.status) == (None, 500)
+
+
 @pytest.mark.asyncio
-async def test_over_http_a_search_during_a_reload_is_a_500_naming_it(toy):
+async def test_over_http_a_search_during_a_reload_is_a_503_to_retry(toy):
     from web_fixtures import make_datasette
 
     indexing(toy, {"reload": True})
@@ -65,5 +75,21 @@ async def test_over_http_a_search_during_a_reload_is_a_500_naming_it(toy):
                          ("session-query/events/search", {"sessionId": "s1", "query": "needle"}),
                          ("history/search", {"query": "needle"})):
         response = await ds.client.get(f"/-/obelisk/api/{path}", params=params)
-        assert (response.status_code, response.json()) == (500, error), path
-    assert (await ds.client.get("/-/obelisk/api/history/search")).status_code == 200
+        assert (response.status_code, response.headers.get("retry-after"), response.json()) == (503, "30", error), path
+    listed = await ds.client.get("/-/obelisk/api/history/search")
+    assert (listed.status_code, listed.headers.get("retry-after")) == (200, None)
+    described = (await ds.client.get("/-/obelisk/api/openapi.json")).json()["paths"]
+    assert [path for path, methods in described.items() if "503" in methods.get("get", {}).get("responses", {})] == [
+        "/-/obelisk/api/session-query/sessions/search", "/-/obelisk/api/session-query/events/search",
+        "/-/obelisk/api/history/search"]
+
+
+def test_from_the_cli_a_search_during_a_reload_is_index_failed(toy):
+    from click.testing import CliRunner
+
+    from datasette_obelisk.cli import cli
+
+    indexing(toy, {"reload": True})
+    result = CliRunner().invoke(cli, ["query", "-c", 'return session_query.searchSessions({"query": "needle"})',
+                                      "--db", str(toy.db)])
+    assert (result.exit_code, json.loads(result.stdout)) == (1, {"ok": False, "error": dict(zip(("code", "message"), RELOAD))})

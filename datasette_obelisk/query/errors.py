@@ -38,7 +38,7 @@ STATUS = {
     "OBELISK_UNSUPPORTED_MEDIA_TYPE": 415,
     "OBELISK_TIMEOUT": 504,
     "SESSION_QUERY_ABORTED": 504,  # over HTTP only the time limit aborts a request
-    "SESSION_QUERY_INDEX_FAILED": 500,
+    "SESSION_QUERY_INDEX_FAILED": 500,  # (503 while an ingest defers indexing: retry_after)
     "SESSION_QUERY_PERSISTENCE_FAILED": 500,
     # What the archive holds contradicts itself: no request can fix that.
     "SESSION_QUERY_CORRUPT_SESSION": 500,
@@ -49,18 +49,21 @@ STATUS = {
 
 
 class QueryError(Exception):
-    """An error with a machine code from ``CODES``."""
+    """An error with a machine code from ``CODES``. ``retry_after`` (seconds) marks a
+    failure that passes by itself (a search while an ingest defers full-text indexing):
+    over HTTP it is a 503 whatever its code, with that ``Retry-After``."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, retry_after: int | None = None):
         if code not in CODES:
             raise ValueError(f"unknown error code {code!r}")
         super().__init__(message)
         self.code = code
         self.message = message
+        self.retry_after = retry_after
 
     @property
     def status(self) -> int:
-        return STATUS.get(self.code, 400)
+        return 503 if self.retry_after is not None else STATUS.get(self.code, 400)
 
     def as_dict(self) -> dict:
         return {"ok": False, "error": {"code": self.code, "message": self.message}}

@@ -91,6 +91,9 @@ from .text import SNIPPET_CHARS, approximate_snippet, snippet
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+# Seconds to wait before asking again while an ingest defers full-text indexing (a
+# first load of a large archive takes a minute or more; the index is built at its end).
+INDEXING_RETRY = 30
 MAX_SNIPPETS = 3
 MAX_CANDIDATES = 200
 MAX_EMPTY_CANDIDATES = 2000  # a page that has found nothing yet goes on this far
@@ -152,12 +155,13 @@ def check_limit(limit, default: int = DEFAULT_LIMIT, maximum: int = MAX_LIMIT) -
 def check_index_complete(conn: sqlite3.Connection) -> None:
     """SESSION_QUERY_INDEX_FAILED while an ingest defers full-text indexing (``store.cold_load``:
     a first load, or a reload that empties the index): a contract's search would otherwise
-    answer from an index missing some or all messages, as if they matched nothing."""
+    answer from an index missing some or all messages, as if they matched nothing. It passes
+    once the ingest ends: over HTTP a 503 with ``Retry-After: INDEXING_RETRY``."""
     from .dashboard import indexing_note
 
     note = indexing_note(conn)
     if note is not None:
-        raise QueryError("SESSION_QUERY_INDEX_FAILED", f"the full-text index is incomplete: {note}")
+        raise QueryError("SESSION_QUERY_INDEX_FAILED", f"the full-text index is incomplete: {note}", INDEXING_RETRY)
 
 
 def session_row(conn: sqlite3.Connection, session_id) -> dict:

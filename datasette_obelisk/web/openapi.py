@@ -40,6 +40,15 @@ ERRORS = {
 }
 
 
+# The searches that wait for the full-text index an ingest defers (query/search.py check_index_complete).
+INDEXED_SEARCHES = ("/session-query/sessions/search", "/session-query/events/search", "/history/search")
+INDEXING = {
+    **error("SESSION_QUERY_INDEX_FAILED: an ingest defers full-text indexing (a first load, or a reload) and "
+            "the index misses messages until it ends; ask again after Retry-After seconds"),
+    "headers": {"Retry-After": {"description": "seconds to wait before asking again", "schema": {"type": "integer"}}},
+}
+
+
 def timeout(endpoint) -> dict:
     """504: the request ran out of time, in the code of the endpoint's contract."""
     code = "SESSION_QUERY_ABORTED" if endpoint.tag == "session-query" else "OBELISK_TIMEOUT"
@@ -113,6 +122,8 @@ def operation(endpoint) -> dict:
 def responses(endpoint) -> dict:
     ok = {"description": "the result", "content": {"application/json": {"schema": endpoint.response}}}
     errors = {**ERRORS, "504": timeout(endpoint)}
+    if endpoint.path in INDEXED_SEARCHES:
+        errors["503"] = INDEXING
     if endpoint.too_large:
         errors["413"] = error("OBELISK_PAYLOAD_TOO_LARGE: too large an answer to build whole: page with limit and "
                               "each page's nextCursor")
@@ -142,8 +153,8 @@ def openapi_document(datasette) -> dict:
             "description": "Read-only JSON over agent session logs: the Obelisk helpers, the session-query "
             "contract and the history contract. Parameters are query strings (JSON-encoded where structured). "
             "A success returns the contract's shape as is; an error returns "
-            '{"ok": false, "error": {"code", "message"}} with a 4xx status, or 504 when the request ran past '
-            "Datasette's sql_time_limit_ms. "
+            '{"ok": false, "error": {"code", "message"}} with a 4xx status, 504 when the request ran past '
+            "Datasette's sql_time_limit_ms, or 503 with Retry-After when a search waits for an ingest's index. "
             "Every event a session-query answer names carries its id (the message's uuid): SessionEvent.id, and as "
             "extensions the id of event records, search hits, titles (eventId, messageIds), readSurface's "
             "capturedThroughId and, beside each list of seqs traceEvent gives, the list of the same events' ids. "

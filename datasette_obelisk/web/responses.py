@@ -56,12 +56,14 @@ def json_page(page, request) -> Response:
 
 
 def json_error(error: QueryError, status: int | None = None, headers=None) -> Response:
-    """``{"ok": false, "error": {"code", "message"}}`` with the code's HTTP status."""
+    """``{"ok": false, "error": {"code", "message"}}`` with the code's HTTP status (a 503
+    with ``Retry-After`` for a failure that passes by itself)."""
     body = json.dumps(error.as_dict(), ensure_ascii=False)
+    retry = {"Retry-After": str(error.retry_after)} if error.retry_after is not None else {}
     return Response(
         body,
         status=status or error.status,
-        headers={**JSON_HEADERS, **(headers or {})},
+        headers={**JSON_HEADERS, **retry, **(headers or {})},
         content_type="application/json; charset=utf-8",
     )
 
