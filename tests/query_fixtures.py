@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from datasette_obelisk.query.cursors import encode_cursor
+from datasette_obelisk.query.errors import QueryError
+from datasette_obelisk.query.session_query import SessionQuery
 from datasette_obelisk.store.db import open_db
 from datasette_obelisk.store.ingest import ingest
 from toy_source import ToySource
@@ -143,3 +145,21 @@ def resigned(conn, cursor: str, position) -> str:
     (which whoever can read the database can read too)."""
     body = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
     return encode_cursor(conn, body["scope"], body["fp"], body["gen"], position)
+
+
+def refusal(call) -> tuple[str, str]:
+    """The code and message of the ``QueryError`` that ``call()`` raises."""
+    with pytest.raises(QueryError) as error:
+        call()
+    return error.value.code, error.value.message
+
+
+def type_filter_refusals(conn, types) -> list[tuple[str, str]]:
+    """What each session-query method taking event filters says of ``types`` (s1's events)."""
+    sq = SessionQuery(conn)
+    return [
+        refusal(lambda: sq.search_sessions({"query": "needle", "eventFilters": types})),
+        refusal(lambda: sq.search_events({"sessionId": "s1", "query": "needle", "filters": types})),
+        refusal(lambda: sq.filter_events("s1", types)),
+        refusal(lambda: sq.event_count("s1", types)),
+    ]

@@ -11,9 +11,8 @@ from click.testing import CliRunner
 
 from datasette_obelisk.cli import cli
 from datasette_obelisk.query import events
-from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.session_query import SessionQuery
-from query_fixtures import connect, corpus_db, line, toy  # noqa: F401 (fixtures)
+from query_fixtures import connect, corpus_db, line, toy, type_filter_refusals  # noqa: F401 (fixtures)
 
 TYPES = ("the types are compaction/summary, tool/call, tool/result, assistant/reasoning, <role>/message, "
          "and a log line's <kind>/<subtype> or <kind> of a kind the archive holds")
@@ -32,12 +31,6 @@ def sessions(toy):
     return toy.conn()
 
 
-def refusal(call) -> tuple[str, str]:
-    with pytest.raises(QueryError) as error:
-        call()
-    return error.value.code, error.value.message
-
-
 @pytest.mark.parametrize("value, hint", [
     ("tool/cal", ": did you mean tool/call?"),
     ("summry", ": did you mean compaction/summary?"),
@@ -50,13 +43,9 @@ def refusal(call) -> tuple[str, str]:
     ("zebra/call", ""),
 ])
 def test_a_type_of_a_kind_no_event_has_is_refused_in_every_face(toy, value, hint):
-    sq = SessionQuery(sessions(toy))
     types = [{"kind": "type", "values": ["tool/call", value]}]
     expected = unknown(value, hint)
-    assert refusal(lambda: sq.search_sessions({"query": "needle", "eventFilters": types})) == expected
-    assert refusal(lambda: sq.search_events({"sessionId": "s1", "query": "needle", "filters": types})) == expected
-    assert refusal(lambda: sq.filter_events("s1", types)) == expected
-    assert refusal(lambda: sq.event_count("s1", types)) == expected
+    assert type_filter_refusals(sessions(toy), types) == [expected] * 4
 
 
 def test_a_known_type_no_event_has_is_an_empty_answer(toy):

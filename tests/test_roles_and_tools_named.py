@@ -6,10 +6,9 @@ from __future__ import annotations
 import pytest
 
 from datasette_obelisk.query import events, obelisk
-from datasette_obelisk.query.errors import QueryError
 from datasette_obelisk.query.filters import Filters
 from datasette_obelisk.query.session_query import SessionQuery
-from query_fixtures import line, toy  # noqa: F401 (fixture)
+from query_fixtures import line, refusal, toy, type_filter_refusals  # noqa: F401 (fixture)
 
 SPEAKERS = "the roles are user, assistant, system, developer, tool"
 
@@ -25,23 +24,13 @@ def three_sessions(toy):
     return toy.conn()
 
 
-def refusal(call) -> tuple[str, str]:
-    with pytest.raises(QueryError) as error:
-        call()
-    return error.value.code, error.value.message
-
-
 @pytest.mark.parametrize("value, hint", [
     ("usr/message", ""), ("User/message", ": did you mean user/message?"), ("Narrator/message", ""),
 ])
 def test_a_type_filter_naming_the_message_of_no_role_is_refused_in_every_face(toy, value, hint):
-    sq = SessionQuery(three_sessions(toy))
     types = [{"kind": "type", "values": ["user/message", value]}]
     expected = ("SESSION_QUERY_INVALID_FILTER", f"type: {value!r} is the message of a role no event has; {SPEAKERS}{hint}")
-    assert refusal(lambda: sq.search_sessions({"query": "needle", "eventFilters": types})) == expected
-    assert refusal(lambda: sq.search_events({"sessionId": "s1", "query": "needle", "filters": types})) == expected
-    assert refusal(lambda: sq.filter_events("s1", types)) == expected
-    assert refusal(lambda: sq.event_count("s1", types)) == expected
+    assert type_filter_refusals(three_sessions(toy), types) == [expected] * 4
 
 
 def test_a_type_filter_naming_a_role_some_event_has_is_taken(toy):
