@@ -13,7 +13,7 @@ from datasette_obelisk.query import obelisk, snapshots
 from datasette_obelisk.query.filters import Filters
 from datasette_obelisk.store.ingest import ingest
 from query_fixtures import connect
-from test_session_query import claude_log, prompt, reply
+from test_session_query import claude_log, inline_agent_log, prompt, reply
 
 
 def gemini_chat(home, session, *messages):
@@ -394,19 +394,59 @@ def test_logs_read_again_for_a_new_parser_keep_their_result_and_prompt_ids(tmp_p
     assert (failed_ids(db, "boom"), prompt_ids(db, "alpha"), prompt_ids(db, "bravo")) == ([1], [1], [2])
 
 
-def test_the_corpus_read_again_for_a_new_parser_keeps_every_result_id(tmp_path, corpus):
-    """Real logs of the three agents, every one replayed: the same rows, the results under
-    the same ids, and the failures' output indexed once each."""
+def placed(db) -> list[tuple]:
+    return sqlite3.connect(db).execute("SELECT id, uuid, session_id FROM messages ORDER BY id").fetchall()
+
+
+INLINE_AGENT_ROWS = [(1, "s1-u1", "s1"), (2, "s1-a1", "s1"), (3, "s1-x1", "s1:agent-sidechain-s1x1"),
+                     (4, "s1-x2", "s1:agent-sidechain-s1x1"), (5, "s1-u2", "s1")]
+
+
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row by row", "reload"])
+def test_an_inline_agents_lines_read_again_for_a_new_parser_keep_their_message_ids(tmp_path, cold_load_bytes):
+    """An inline agent's lines are written in their parent's session, then moved into the agent's
+    own: read again, they are the rows stored before, though those are in the agent's session."""
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    inline_agent_log(project, "s1", "needle")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    assert placed(db) == INLINE_AGENT_ROWS
+    with sqlite3.connect(db) as conn:  # (as a parser version bump has it)
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    ingest(db, {"claude": tmp_path / "claude"}, cold_load_bytes=cold_load_bytes)
+    assert placed(db) == INLINE_AGENT_ROWS
+    assert fts_ids(db, "needle") == [2, 3, 4]  # (the call's input is its prompt)
+
+
+@pytest.mark.parametrize("cold_load_bytes", [None, 0], ids=["row by row", "reload"])
+def test_an_inline_agents_line_a_new_parser_reads_otherwise_takes_a_new_id(tmp_path, cold_load_bytes):
+    project = tmp_path / "claude" / "projects" / "-p"
+    project.mkdir(parents=True)
+    inline_agent_log(project, "s1", "needle")
+    db = tmp_path / "o.db"
+    ingest(db, {"claude": tmp_path / "claude"})
+    with sqlite3.connect(db) as conn:  # (the parser before read the agent's reply otherwise)
+        conn.execute("UPDATE messages SET text = 'Found the thread' WHERE uuid = 's1-x2'")
+        conn.execute("UPDATE source_files SET parser_version = NULL")
+    ingest(db, {"claude": tmp_path / "claude"}, cold_load_bytes=cold_load_bytes)
+    assert placed(db) == [*INLINE_AGENT_ROWS[:3], *INLINE_AGENT_ROWS[4:], (6, "s1-x2", "s1:agent-sidechain-s1x1")]
+    assert (fts_ids(db, "needle"), fts_ids(db, "thread")) == ([2, 3, 6], [])
+
+
+def test_the_corpus_read_again_for_a_new_parser_keeps_every_message_and_result_id(tmp_path, corpus):
+    """Real logs of the three agents, every one replayed: the same rows, the messages and
+    results under the same ids, and the failures' output indexed once each."""
     from dbsnapshot import diff, snapshot
     from query_fixtures import corpus_roots
 
     db = tmp_path / "o.db"
     ingest(db, corpus_roots(corpus))
-    before = snapshot(db, keep_ids=("sessions", "tool_calls", "tool_results"))
-    assert len(before["tool_results"]) > 100 and before["tool_errors_fts"]
+    before = snapshot(db, keep_ids=("sessions", "messages", "tool_calls", "tool_results"))
+    assert len(before["messages"]) > 2000 and len(before["tool_results"]) > 100 and before["tool_errors_fts"]
     with sqlite3.connect(db) as conn:  # (as a parser version bump has it)
         conn.execute("UPDATE source_files SET parser_version = NULL")
     ingest(db, corpus_roots(corpus))
-    after = snapshot(db, keep_ids=("sessions", "tool_calls", "tool_results"))
+    after = snapshot(db, keep_ids=("sessions", "messages", "tool_calls", "tool_results"))
     assert diff(before, after) == []
     assert after == before

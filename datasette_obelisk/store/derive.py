@@ -42,6 +42,7 @@ from .session_index import (
 )
 from .cold_load import index_pending_text
 from .digests import write_search_forms
+from .stable_ids import inline_agent
 from .units import kept_copy_sql
 from .writer import DESCRIBED, SOURCE_RANK
 
@@ -671,8 +672,7 @@ def renumber(conn, session_id: str) -> None:
 
 
 def start_inline_agent(conn, session_id: str, root_uuid: str, prompt: str) -> tuple[str, str]:
-    agent_id = "sidechain-" + root_uuid.replace("-", "")[:12]
-    child = f"{session_id}:agent-{agent_id}"
+    agent_id, child = inline_agent(session_id, root_uuid)
     # The agent belongs to its parent's project, also when the parent's comes
     # from the log's folder and the agent ran in another directory. Its row
     # may be there already without its parent: derived from its old lines

@@ -14,11 +14,13 @@ takes the id following it, the rest follow it as SQLite numbers them. Both
 are a lookup or two a batch, nothing a row.
 
 A row read again the same as before takes back its id (``Writer``), so what
-named it still does: a message of the same name and ``SAME`` (its session,
-time, kind and text); a tool result of the same tool call id and
-``RESULT_SAME`` (its time, outcome and output); a prompt of the same
-``PROMPT_SAME`` (its source, session, time and text: a prompt has no name).
-One that changed takes a new id, past every one given.
+named it still does: a message of the same name, session and ``SAME`` (its
+time, kind and text; an inline agent's line is written in its parent's
+session, the row stored before is in the agent's: ``inline_agent``); a tool
+result of the same tool call id and ``RESULT_SAME`` (its time, outcome and
+output); a prompt of the same ``PROMPT_SAME`` (its source, session, time and
+text: a prompt has no name). One that changed takes a new id, past every one
+given.
 
 A session's rowid is its place in the archive: the pages after a first one
 leave out the sessions stored since (a rowid past the greatest it saw). The
@@ -33,6 +35,8 @@ sessions new among them go past every place given (``place_sessions_back``).
         given before; None when its pick is new.
     insert_past_top(conn, table, insert, insert_with_id, rows)
         Insert ``rows``, the first stored taking ``first_free``'s id.
+    inline_agent(session_id, root_uuid) -> (agent id, session id)
+        The agent whose inline lines start at ``root_uuid``, and its session.
     held_ids(conn, file_ids) -> Held
         The ids of the rows files hold, before they are deleted to read them again.
     session_places(conn, session_ids) -> ({session: rowid}, greatest rowid)
@@ -59,14 +63,27 @@ FIRST_FREE = (
     "SELECT CAST(value AS INTEGER) + 1 FROM obelisk_state WHERE key = ? "
     "AND CAST(value AS INTEGER) > (SELECT COALESCE(MAX(id), 0) FROM {})"
 )
-# What makes a line read again the message stored before, besides its name (``writer._line_key``).
-SAME = "session_id, timestamp, type, subtype, role, content_type, text"
+# What makes a line read again the message stored before, besides its name and session
+# (``writer._line_key``, ``Held.message_id``).
+SAME = "timestamp, type, subtype, role, content_type, text"
+# An inline agent's session: its parent's, this, then the start of its first line's uuid.
+INLINE_AGENT = ":agent-sidechain-"
 # What makes a tool result read again the one stored before, besides its tool call id (one
 # a table: Codex's and Gemini's name their session). Not its message (a Codex line moved
 # names another) nor its session (an inline agent's is set when derived; ``writer.RESULT_KEY``).
 RESULT_SAME = "timestamp, outcome, is_error, exit_code, content, content_length"
 # What makes a prompt read again the one stored before (``writer.PROMPT_KEY``).
 PROMPT_SAME = "source, session_id, timestamp, text"
+
+
+def inline_agent(session_id: str, root_uuid: str) -> tuple[str, str]:
+    agent_id = "sidechain-" + root_uuid.replace("-", "")[:12]
+    return agent_id, f"{session_id}:agent-{agent_id}"
+
+
+def moved_into(stored: str, session_id: str) -> bool:
+    """Whether ``stored`` is a session derivation moves inline agent lines of ``session_id`` into."""
+    return stored.startswith(session_id + INLINE_AGENT) and ":" not in stored[len(session_id) + len(INLINE_AGENT):]
 
 
 def hold_top(conn: sqlite3.Connection, *tables: str) -> None:
@@ -111,6 +128,16 @@ class Held:
                 f"SELECT tool_use_id, id, {RESULT_SAME} FROM tool_results WHERE {where}", values)
         )
 
+    def message_id(self, uuid: str, session_id: str, sidechain: bool, key: tuple) -> int | None:
+        """The id the line ``uuid`` of ``session_id`` and ``key`` (``SAME``'s values) takes back,
+        if any; an inline agent's line (``sidechain``) also that of its row moved into the agent's session."""
+        held = self.messages.get(uuid)
+        if held is None or held[2] != hash(key) or (
+                held[0] != session_id and not (sidechain and moved_into(held[0], session_id))):
+            return None
+        del self.messages[uuid]
+        return held[1]
+
     def result_id(self, tool_use_id: str, key: tuple) -> int | None:
         """The id the result ``tool_use_id`` of ``key`` (``RESULT_SAME``'s values) takes back, if any."""
         held = self.results.get(tool_use_id)
@@ -132,8 +159,9 @@ def held_ids(conn: sqlite3.Connection, file_ids) -> Held:
     files = [json.dumps(sorted(file_ids))]
     of_files = "file_id IN (SELECT value FROM json_each(?))"
     held = Held({
-        uuid: (same[0], message_id, hash(tuple(same)))
-        for uuid, message_id, *same in conn.execute(f"SELECT uuid, id, {SAME} FROM messages WHERE {of_files}", files)
+        uuid: (session_id, message_id, hash(tuple(same)))
+        for uuid, message_id, session_id, *same in conn.execute(
+            f"SELECT uuid, id, session_id, {SAME} FROM messages WHERE {of_files}", files)
     })
     held.hold_results(conn, of_files, files)
     for prompt_id, *same in conn.execute(f"SELECT id, {PROMPT_SAME} FROM prompt_log WHERE {of_files} ORDER BY id DESC",

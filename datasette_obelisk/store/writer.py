@@ -93,6 +93,7 @@ SAME_LINE = "type, subtype, role, content_type, text"  # what a replay repeats
 SAME_ITEMS = operator.itemgetter(*(MESSAGE_COLUMNS.index(c) for c in SAME_LINE.split(", ")[:-1]))
 BYTE_OFFSET, LINE_NO = MESSAGE_COLUMNS.index("byte_offset"), MESSAGE_COLUMNS.index("line_no")
 BYTE_LENGTH = MESSAGE_COLUMNS.index("byte_length")
+SIDECHAIN = MESSAGE_COLUMNS.index("is_sidechain")
 PARENT, LOGICAL_PARENT = MESSAGE_COLUMNS.index("parent_uuid"), MESSAGE_COLUMNS.index("logical_parent_uuid")
 # (A record's end is its file's, ``file_sessions.ended_at``: derivation sets the session's.)
 SESSION_FIELDS = [f for f in Session.__dataclass_fields__ if f not in ("id", "ended_at")]
@@ -382,7 +383,7 @@ class Writer:
             return {}
         renamed: dict[int, tuple[str, str]] = {}
         moved = self._move_retired_lines(messages)
-        kept = self.kept_ids.messages
+        kept = self.kept_ids if self.kept_ids.messages else None
         again = []  # the rows of messages stored before, with their ids
         texts = self._stored_lines([row[0] for row in messages])
         aliases = self._aliases()
@@ -422,10 +423,9 @@ class Writer:
             copies.add(same)
             if index in moved:
                 again.append(row + (moved[index][1], self.file_id, moved[index][2]))
-            elif kept and (held := kept.get(row[0])) is not None and (  # (by the name it is stored under)
-                    held[0] == row[1] and held[2] == hash(_line_key(row))):
-                del kept[row[0]]
-                again.append(row + (self.seq_for(row[1], row[0]), self.file_id, held[1]))
+            elif kept is not None and (held := kept.message_id(  # (by the name it is stored under)
+                    row[0], row[1], row[SIDECHAIN] == 1, _line_key(row)[1:])) is not None:
+                again.append(row + (self.seq_for(row[1], row[0]), self.file_id, held))
             else:
                 rows.append(row + (self.seq_for(row[1], row[0]), self.file_id))
             self.counts.sessions.add(row[1])
