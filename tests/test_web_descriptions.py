@@ -62,3 +62,50 @@ async def test_the_users_metadata_wins(web_db):
     assert body["metadata"]["description"] == "Our agents"
     assert column_descriptions(body)["duration_ms"] == "Wall time"
     assert column_descriptions(body)["total_tokens"] == "Tokens it used."
+
+
+async def started(web_db, internal, **options):
+    ds = make_datasette(web_db, internal=str(internal), **options)
+    await ds.invoke_startup()
+    return ds
+
+
+@pytest.mark.asyncio
+async def test_a_kept_internal_database_takes_the_packages_new_text(web_db, tmp_path, monkeypatch):
+    internal = tmp_path / "internal.db"
+    ds = await started(web_db, internal)
+    assert (await table_json(ds, "/obelisk/tool_calls"))["metadata"]["description"] == TABLES["tool_calls"]
+    monkeypatch.setitem(TABLES, "tool_calls", "Calls, described anew.")
+    monkeypatch.setitem(COLUMNS["subagents"], "duration_ms", "Run time, in milliseconds.")
+    monkeypatch.delitem(COLUMNS["subagents"], "total_tokens")
+    ds = await started(web_db, internal)
+    assert (await table_json(ds, "/obelisk/tool_calls"))["metadata"]["description"] == "Calls, described anew."
+    descriptions = column_descriptions(await table_json(ds, "/obelisk/subagents"))
+    assert descriptions["duration_ms"] == "Run time, in milliseconds."
+    assert descriptions["total_tokens"] is None  # a text the package no longer gives is taken away
+
+
+@pytest.mark.asyncio
+async def test_a_description_the_owner_set_is_kept_when_the_packages_text_changes(web_db, tmp_path, monkeypatch):
+    internal = tmp_path / "internal.db"
+    metadata = {"databases": {"obelisk": {"tables": {"subagents": {
+        "description": "Our agents", "columns": {"duration_ms": "Wall time"}}}}}}
+    await started(web_db, internal, metadata=metadata)
+    ds = await started(web_db, internal)  # the owner's text stays in the kept internal database
+    await ds.set_resource_metadata("obelisk", "tool_calls", "description", "Set through the API")
+    await ds.set_column_metadata("obelisk", "subagents", "total_tokens", "description", "Tokens, all told")
+    monkeypatch.setitem(TABLES, "subagents", "Agents, described anew.")
+    monkeypatch.setitem(TABLES, "tool_calls", "Calls, described anew.")
+    monkeypatch.setitem(COLUMNS["subagents"], "duration_ms", "Run time, in milliseconds.")
+    monkeypatch.setitem(COLUMNS["subagents"], "total_tokens", "Tokens it used, anew.")
+    monkeypatch.setitem(TABLES, "workflows", "Workflows, described anew.")
+    ds = await started(web_db, internal)
+    body = await table_json(ds, "/obelisk/subagents")
+    assert body["metadata"]["description"] == "Our agents"
+    descriptions = column_descriptions(body)
+    assert (descriptions["duration_ms"], descriptions["total_tokens"]) == ("Wall time", "Tokens, all told")
+    assert (await table_json(ds, "/obelisk/tool_calls"))["metadata"]["description"] == "Set through the API"
+    assert (await table_json(ds, "/obelisk/workflows"))["metadata"]["description"] == "Workflows, described anew."
+    monkeypatch.delitem(TABLES, "tool_calls")
+    ds = await started(web_db, internal)
+    assert (await table_json(ds, "/obelisk/tool_calls"))["metadata"]["description"] == "Set through the API"

@@ -5,7 +5,10 @@ described columns with theirs there too, so only the columns that need it
 are described: the units of numbers (milliseconds, tokens, US dollars,
 bytes) and the values of coded columns. They are set at startup for each
 obelisk database, whatever its file is called, under what the user's
-metadata says: a ``description`` given there for a table or column wins.
+metadata says: a ``description`` given there for a table or column wins,
+as does one set through Datasette's API. A description the package wrote
+follows the package's text when that changes, also in an ``--internal``
+database kept from an earlier start.
 """
 
 from __future__ import annotations
@@ -101,22 +104,62 @@ COLUMNS = {
 }
 
 
+# What the package last wrote to each description (column "" for a table's own), so that
+# the next start can tell its own text, refreshed when the package's changes, from a
+# description someone else wrote since (metadata, datasette.yaml, Datasette's API): theirs stays.
+WRITTEN = """CREATE TABLE IF NOT EXISTS obelisk_descriptions (
+    database_name TEXT, resource_name TEXT, column_name TEXT, value TEXT,
+    PRIMARY KEY (database_name, resource_name, column_name))"""
+MINE = "database_name = ? AND resource_name = ? AND column_name = ?"
+
+
 async def apply_descriptions(datasette, database: str) -> None:
-    """Describe the tables, views and columns present in ``database`` that its metadata leaves undescribed."""
+    """Describe the tables, views and columns present in ``database``: those undescribed, and those
+    still holding an earlier text of the package's own."""
     db = datasette.get_database(database)
     present = set(await db.table_names()) | set(await db.view_names())
-    tables = [(database, name, "description", text) for name, text in TABLES.items() if name in present]
-    columns = []
+    wanted = [(name, "", text) for name, text in TABLES.items() if name in present]
     for name, described in COLUMNS.items():
         if name in present:
             have = {column for column in await db.table_columns(name)}
-            columns += [(database, name, column, "description", text)
-                        for column, text in described.items() if column in have]
+            wanted += [(name, column, text) for column, text in described.items() if column in have]
 
     def write(conn):
-        conn.executemany("INSERT OR IGNORE INTO metadata_resources (database_name, resource_name, key, value) "
-                         "VALUES (?, ?, ?, ?)", tables)
-        conn.executemany("INSERT OR IGNORE INTO metadata_columns (database_name, resource_name, column_name, key, value) "
-                         "VALUES (?, ?, ?, ?, ?)", columns)
+        conn.execute(WRITTEN)
+        for resource, column, text in wanted:
+            write_description(conn, database, resource, column, text)
+        kept = {(resource, column) for resource, column, _ in wanted}
+        for resource, column, text in conn.execute("SELECT resource_name, column_name, value FROM "
+                                                   "obelisk_descriptions WHERE database_name = ?", [database]).fetchall():
+            if (resource, column) not in kept:  # a text the package no longer gives, or a table gone
+                table, match, key = place(database, resource, column)
+                conn.execute(f"DELETE FROM {table} WHERE {match} AND value = ?", (*key, text))
+                conn.execute(f"DELETE FROM obelisk_descriptions WHERE {MINE}", (database, resource, column))
 
     await datasette.get_internal_database().execute_write_fn(write)
+
+
+def place(database: str, resource: str, column: str) -> tuple[str, str, tuple]:
+    """The metadata table holding a description, the condition matching its row, and the condition's values."""
+    if column:
+        return ("metadata_columns", "database_name = ? AND resource_name = ? AND column_name = ? AND key = 'description'",
+                (database, resource, column))
+    return "metadata_resources", "database_name = ? AND resource_name = ? AND key = 'description'", (database, resource)
+
+
+def write_description(conn, database: str, resource: str, column: str, text: str) -> None:
+    """Set one description to ``text`` unless someone else wrote it, and remember what was written."""
+    table, match, key = place(database, resource, column)
+    ours = (database, resource, column)
+    current = conn.execute(f"SELECT value FROM {table} WHERE {match}", key).fetchone()
+    written = conn.execute(f"SELECT value FROM obelisk_descriptions WHERE {MINE}", ours).fetchone()
+    if current is None:
+        names = "database_name, resource_name, column_name" if column else "database_name, resource_name"
+        conn.execute(f"INSERT INTO {table} ({names}, key, value) VALUES ({', '.join('?' * len(key))}, 'description', ?)",
+                     (*key, text))
+    elif current[0] != text:
+        if written is None or written[0] != current[0]:  # someone else's
+            conn.execute(f"DELETE FROM obelisk_descriptions WHERE {MINE}", ours)
+            return
+        conn.execute(f"UPDATE {table} SET value = ? WHERE {match}", (text, *key))
+    conn.execute("INSERT OR REPLACE INTO obelisk_descriptions VALUES (?, ?, ?, ?)", (*ours, text))
