@@ -94,7 +94,7 @@ def view_actions(datasette, actor, database, view, request):
 def render_cell(row, value, column, table, database, datasette, request):
     from .web.cells import linked_cell
 
-    return linked_cell(datasette, database, table, column, value)
+    return linked_cell(datasette, database, table, column, value, row, request)
 
 
 @hookimpl

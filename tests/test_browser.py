@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 
 from processes import free_port
-from web_fixtures import XSS_SESSION, web_db  # noqa: F401 (fixture)
+from web_fixtures import XSS_SESSION, copy_db, web_db  # noqa: F401 (fixture)
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [
@@ -1036,4 +1037,37 @@ def test_a_table_page_shows_rows_on_its_first_screen_and_links_ids(server, page)
     page.locator("td.col-parent_session_id a").first.click()
     page.wait_for_url("**/obelisk/sessions/codex~3A22222222-2222-4222-8222-222222222222")
     assert page.locator("table.rows-and-columns td.col-id, td.col-id").first.inner_text() == parent
+    assert page.js_errors == []
+
+
+EMOJI_TITLE = "🦓 Zebra census <script>window.__pwned = 3</script> 👩‍👩‍👧"
+
+
+@pytest.fixture(scope="module")
+def retitled_server(web_db, tmp_path_factory):
+    """The web database with a fork's parent titled in emoji and markup."""
+    db = copy_db(web_db, tmp_path_factory.mktemp("retitled") / "obelisk.db")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET title = ? WHERE id = 'codex:22222222-2222-4222-8222-222222222222'",
+                     (EMOJI_TITLE,))
+    conn.close()
+    with serving(db) as url:
+        yield url
+
+
+def test_an_id_cell_shows_the_title_of_the_session_it_links_to(retitled_server, page):
+    """Labelled as Datasette labels a foreign key: the title as text, then the id."""
+    parent = "codex:22222222-2222-4222-8222-222222222222"
+    page.goto(retitled_server + "/obelisk/sessions?parent_session_id=" + quote(parent))
+    cell = page.locator("td.col-parent_session_id").first
+    assert cell.locator("a").inner_text() == EMOJI_TITLE
+    assert cell.locator("em").inner_text() == parent
+    assert cell.inner_text() == f"{EMOJI_TITLE}\u00a0{parent}"
+    assert page.locator("td script").count() == 0 and page.evaluate("window.__pwned") is None
+    page.goto(retitled_server + "/obelisk/messages?_sort=id&_size=5")
+    assert page.locator("td.col-file_id a").first.inner_text().endswith(".jsonl")
+    page.goto(retitled_server + "/obelisk/sessions?parent_session_id=" + quote(parent))
+    page.locator("td.col-parent_session_id a").first.click()
+    page.wait_for_url("**/obelisk/sessions/codex~3A22222222-2222-4222-8222-222222222222")
     assert page.js_errors == []

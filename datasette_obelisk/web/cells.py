@@ -4,14 +4,25 @@ Our tables declare no foreign keys (SQLite adds one only by rebuilding the
 table), so Datasette shows a session id, a log file's id or a tool call's id
 as bare text. On an obelisk database a cell of one of these columns links to
 the row it names, as a foreign key's cell would; JSON and CSV keep the value.
+
+As Datasette labels an expanded foreign key, the link shows what the row is
+called (a session's title, a log file's name, a tool call's tool, a
+workflow's name) with the id after it; an id naming no row is left as bare
+text, as Datasette leaves one. The labels are read once per page and row
+of ids (a tool call's with the rest of its session's calls), never per cell,
+and only from a table the actor may view.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from typing import Callable
+
 from datasette.utils import tilde_encode
 from markupsafe import Markup
 
-from .visibility import recorded_databases
+from .visibility import is_visible, recorded_databases
 
 # column -> the table whose primary key it holds (workflows.run_id is that key itself:
 # Datasette links it already)
@@ -26,13 +37,117 @@ REFERENCES = {
     "result_id": "tool_results",
     "run_id": "workflows",
 }
+LABEL_LENGTH = 60  # characters of a label shown; the whole of a longer one is the link's title
+IDS = "IN (SELECT value FROM json_each(?))"
 
 
-def linked_cell(datasette, database: str, table: str | None, column: str, value) -> Markup | None:
-    """The cell as a link to the row it names, or None to leave it to Datasette."""
+def basename(path: str) -> str:
+    return path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Labels:
+    """How the rows of one table are labelled: ``sql`` reads (id, label) for a JSON array of ids,
+    ``session_sql`` for every row of one session, read at once when the ids come one a row."""
+
+    sql: str
+    session_sql: str | None = None
+    shown: Callable[[str], str] = str
+
+
+LABELS = {
+    "sessions": Labels(f"SELECT id, title FROM sessions WHERE id {IDS}"),
+    "source_files": Labels(f"SELECT id, path FROM source_files WHERE id {IDS}", shown=basename),
+    "tool_calls": Labels(f"SELECT id, name FROM tool_calls WHERE id {IDS}",
+                         "SELECT id, name FROM tool_calls WHERE session_id = ?"),
+    "workflows": Labels(f"SELECT run_id, workflow_name FROM workflows WHERE run_id {IDS}"),
+}
+
+
+def linked_cell(datasette, database: str, table: str | None, column: str, value, row=None, request=None):
+    """The cell as a link to the row it names, None to leave it to Datasette, or an awaitable of either
+    when labels must be read first."""
     target = REFERENCES.get(column)
     if (target is None or (table, column) in OWN_KEYS or not isinstance(value, (str, int)) or isinstance(value, bool)
             or value == "" or database not in recorded_databases(datasette)):
         return None
+    if target not in LABELS:
+        return link(datasette, database, target, value)
+    page = request.scope.setdefault("obelisk_labels", {}) if request is not None else {}
+    if (database, target) in page:
+        cells = page[(database, target)]
+        if cells is None:  # a table the actor may not view: no label from it
+            return link(datasette, database, target, value)
+        if str(value) in cells:
+            return cells[str(value)]
+    return labelled_link(datasette, database, table, target, value, row, page, request)
+
+
+def link(datasette, database: str, target: str, value, label=None) -> Markup:
+    """A link to the row ``value`` names in ``target``, shown as Datasette shows a foreign key's."""
     href = datasette.urls.table(database, target) + "/" + tilde_encode(str(value))
-    return Markup('<a href="{}">{}</a>').format(href, value)
+    label = " ".join(LABELS[target].shown(label).split()) if isinstance(label, str) else ""
+    if not label or label == str(value):
+        return Markup('<a href="{}">{}</a>').format(href, value)
+    if len(label) <= LABEL_LENGTH:
+        return Markup('<a href="{}">{}</a>&nbsp;<em>{}</em>').format(href, label, value)
+    return Markup('<a href="{}" title="{}">{}</a>&nbsp;<em>{}</em>').format(
+        href, label, label[:LABEL_LENGTH - 1].rstrip() + "\u2026", value)
+
+
+async def labelled_link(datasette, database, table, target, value, row, page, request):
+    cells = await page_cells(datasette, database, target, page, request)
+    if cells is None:
+        return link(datasette, database, target, value)
+    if str(value) not in cells:
+        await read_labels(datasette, database, table, target, value, row, page, request)
+    return cells[str(value)]
+
+
+async def page_cells(datasette, database, target, page, request) -> dict | None:
+    """The cells of ``target``'s ids made so far for this page (None for an id naming no row),
+    or None when the actor may not view ``target``."""
+    key = (database, target)
+    if key not in page:
+        actor = request.actor if request is not None else None
+        page[key] = {} if await is_visible(datasette, actor, database, target) else None
+    return page[key]
+
+
+async def read_labels(datasette, database, table, target, value, row, page, request) -> None:
+    """Read the labels of ``value`` and of every other id of the row not read yet, in one go."""
+    wanted: dict[str, set] = {target: {value}}
+    for column, other in row_items(row):
+        other_target = REFERENCES.get(column)
+        if other_target not in LABELS or (table, column) in OWN_KEYS or not isinstance(other, (str, int)):
+            continue
+        cells = await page_cells(datasette, database, other_target, page, request)
+        if cells is not None and str(other) not in cells:
+            wanted.setdefault(other_target, set()).add(other)
+    session = dict(row_items(row)).get("session_id")
+    sessions_read = page.setdefault((database, "sessions read"), set())
+    around = {name: session for name in wanted
+              if LABELS[name].session_sql and isinstance(session, str) and (name, session) not in sessions_read}
+
+    def read(conn):
+        found = {}
+        for name, ids in wanted.items():
+            rows = conn.execute(LABELS[name].sql, [json.dumps(sorted(ids, key=str))]).fetchall()
+            if name in around:
+                rows += conn.execute(LABELS[name].session_sql, [around[name]]).fetchall()
+            found[name] = rows
+        return found
+
+    for name, rows in (await datasette.get_database(database).execute_fn(read)).items():
+        cells = page[(database, name)]
+        cells.update({str(key): link(datasette, database, name, key, label) for key, label in rows})
+        cells.update({str(key): None for key in wanted[name] if str(key) not in cells})
+    sessions_read.update(around.items())
+
+
+def row_items(row) -> list:
+    """(column, value) of a row of results, when it tells its columns."""
+    try:
+        return list(zip(row.keys(), tuple(row)))
+    except (AttributeError, TypeError):
+        return []
