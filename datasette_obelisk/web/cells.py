@@ -8,9 +8,10 @@ the row it names, as a foreign key's cell would; JSON and CSV keep the value.
 As Datasette labels an expanded foreign key, the link shows what the row is
 called (a session's title, a log file's name, a tool call's tool, a
 workflow's name) with the id after it; an id naming no row is left as bare
-text, as Datasette leaves one. The labels are read once per page and row
-of ids (a tool call's with the rest of its session's calls), never per cell,
-and only from a table the actor may view.
+text, as Datasette leaves one. Labels are read only from a table the actor
+may view, and kept for the page: a row naming ids not met before on it has
+them read at once, with those of the session it names (its calls, its
+agents), never one cell at a time.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def basename(path: str) -> str:
 @dataclass(frozen=True)
 class Labels:
     """How the rows of one table are labelled: ``sql`` reads (id, label) for a JSON array of ids,
-    ``session_sql`` for every row of one session, read at once when the ids come one a row."""
+    ``session_sql`` for the rows of the session a row of ids names, which its neighbours are likely
+    to name too (a page of tool results names one call a row: read each session's calls at once)."""
 
     sql: str
     session_sql: str | None = None
@@ -56,7 +58,8 @@ class Labels:
 
 
 LABELS = {
-    "sessions": Labels(f"SELECT id, title FROM sessions WHERE id {IDS}"),
+    "sessions": Labels(f"SELECT id, title FROM sessions WHERE id {IDS}",
+                       "SELECT id, title FROM sessions WHERE parent_session_id = ?"),  # its agents and forks
     "source_files": Labels(f"SELECT id, path FROM source_files WHERE id {IDS}", shown=basename),
     "tool_calls": Labels(f"SELECT id, name FROM tool_calls WHERE id {IDS}",
                          "SELECT id, name FROM tool_calls WHERE session_id = ?"),
