@@ -113,6 +113,13 @@ async def test_titles_are_escaped_kept_whole_when_short_and_cut_when_long(web_db
             f"</a>&nbsp;<em>{child}</em>") in html
     html = (await ds.client.get(f"/obelisk/sessions/{tilde_encode(child)}")).text  # the row page too
     assert f'<a href="/obelisk/sessions/{tilde_encode(parent)}">🦓 Zebra census &lt;script&gt;' in html
+    # cut inside an emoji sequence, no joiner is left hanging before the ellipsis
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", ("👩‍👩‍👧" * 20, child))
+    conn.close()
+    html = (await ds.client.get(f"/obelisk/messages?session_id={quote(child)}&_size=1")).text
+    assert f'">{"👩‍👩‍👧" * 11}👩\u200d👩…</a>&nbsp;<em>{child}</em>' in html
     # JSON and CSV keep the value
     rows = (await ds.client.get(f"/obelisk/messages.json?session_id={quote(parent)}&_size=1&_shape=array")).json()
     assert rows[0]["session_id"] == parent

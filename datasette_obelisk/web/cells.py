@@ -40,6 +40,7 @@ REFERENCES = {
 }
 LABEL_LENGTH = 60  # characters of a label shown; the whole of a longer one is the link's title
 IDS = "IN (SELECT value FROM json_each(?))"
+MISSING = object()  # what an id naming no row is labelled
 
 
 def basename(path: str) -> str:
@@ -78,12 +79,20 @@ def linked_cell(datasette, database: str, table: str | None, column: str, value,
         return link(datasette, database, target, value)
     page = request.scope.setdefault("obelisk_labels", {}) if request is not None else {}
     if (database, target) in page:
-        cells = page[(database, target)]
-        if cells is None:  # a table the actor may not view: no label from it
+        labels = page[(database, target)]
+        if labels is None:  # a table the actor may not view: no label from it
             return link(datasette, database, target, value)
-        if str(value) in cells:
-            return cells[str(value)]
+        if str(value) in labels:
+            return known_cell(datasette, database, target, value, labels)
     return labelled_link(datasette, database, table, target, value, row, page, request)
+
+
+def known_cell(datasette, database: str, target: str, value, labels: dict) -> Markup | None:
+    """The cell of an id whose label was read, made once a page (None: it names no row)."""
+    key = str(value)
+    if not isinstance(labels[key], Markup) and labels[key] is not MISSING:
+        labels[key] = link(datasette, database, target, value, labels[key][0])
+    return None if labels[key] is MISSING else labels[key]
 
 
 def link(datasette, database: str, target: str, value, label=None) -> Markup:
@@ -95,21 +104,21 @@ def link(datasette, database: str, target: str, value, label=None) -> Markup:
     if len(label) <= LABEL_LENGTH:
         return Markup('<a href="{}">{}</a>&nbsp;<em>{}</em>').format(href, label, value)
     return Markup('<a href="{}" title="{}">{}</a>&nbsp;<em>{}</em>').format(
-        href, label, label[:LABEL_LENGTH - 1].rstrip() + "\u2026", value)
+        href, label, label[:LABEL_LENGTH - 1].rstrip().rstrip("\u200d") + "\u2026", value)
 
 
 async def labelled_link(datasette, database, table, target, value, row, page, request):
-    cells = await page_cells(datasette, database, target, page, request)
-    if cells is None:
+    labels = await page_labels(datasette, database, target, page, request)
+    if labels is None:
         return link(datasette, database, target, value)
-    if str(value) not in cells:
+    if str(value) not in labels:
         await read_labels(datasette, database, table, target, value, row, page, request)
-    return cells[str(value)]
+    return known_cell(datasette, database, target, value, labels)
 
 
-async def page_cells(datasette, database, target, page, request) -> dict | None:
-    """The cells of ``target``'s ids made so far for this page (None for an id naming no row),
-    or None when the actor may not view ``target``."""
+async def page_labels(datasette, database, target, page, request) -> dict | None:
+    """What this page read of ``target``: for each id its (label,), its cell once made, or ``MISSING``
+    when it names no row; None when the actor may not view ``target``."""
     key = (database, target)
     if key not in page:
         actor = request.actor if request is not None else None
@@ -124,8 +133,8 @@ async def read_labels(datasette, database, table, target, value, row, page, requ
         other_target = REFERENCES.get(column)
         if other_target not in LABELS or (table, column) in OWN_KEYS or not isinstance(other, (str, int)):
             continue
-        cells = await page_cells(datasette, database, other_target, page, request)
-        if cells is not None and str(other) not in cells:
+        labels = await page_labels(datasette, database, other_target, page, request)
+        if labels is not None and str(other) not in labels:
             wanted.setdefault(other_target, set()).add(other)
     session = dict(row_items(row)).get("session_id")
     sessions_read = page.setdefault((database, "sessions read"), set())
@@ -142,9 +151,9 @@ async def read_labels(datasette, database, table, target, value, row, page, requ
         return found
 
     for name, rows in (await datasette.get_database(database).execute_fn(read)).items():
-        cells = page[(database, name)]
-        cells.update({str(key): link(datasette, database, name, key, label) for key, label in rows})
-        cells.update({str(key): None for key in wanted[name] if str(key) not in cells})
+        labels = page[(database, name)]
+        labels.update((str(key), labels.get(str(key)) or (label,)) for key, label in rows)
+        labels.update((str(key), MISSING) for key in wanted[name] if str(key) not in labels)
     sessions_read.update(around.items())
 
 
