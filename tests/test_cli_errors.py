@@ -281,12 +281,13 @@ def test_publish_config_checks_its_output_folder_before_the_database(tmp_path):
 
 
 SOURCE_COMMANDS = [["search", "hello"], ["sessions"], ["failures"], ["files", "/w/a.py"]]
+HELPER_OF = {"search": "search", "sessions": "sessions", "failures": "failures", "files": "fileHistory"}
 
 
 @pytest.mark.parametrize("command", SOURCE_COMMANDS)
 def test_an_unknown_source_is_a_usage_error_naming_the_installed_ones(tmp_path, command):
     db = claude_db(tmp_path)
-    message = "unknown source bogus; installed: claude, codex, gemini"
+    message = f"{HELPER_OF[command[0]]}(): unknown source bogus; installed: claude, codex, gemini"
     result = invoke(*command, "--source", "bogus", "--db", db)
     assert (result.exit_code, result.stdout) == (2, "")
     assert result.stderr.endswith(f"\n{USAGE}{message}\n")
@@ -339,7 +340,7 @@ def test_a_source_no_longer_installed_is_accepted_while_the_database_holds_its_s
     hits = invoke("search", "hello", "--source", "toy", "--db", db, "--json")
     assert [hit["message"]["uuid"] for hit in json.loads(hits.stdout)] == ["a"]
     refused = invoke("sessions", "--source", "bogus", "--db", db, "--json")
-    message = "unknown source bogus; installed: claude, codex, gemini; also in the database: toy"
+    message = "sessions(): unknown source bogus; installed: claude, codex, gemini; also in the database: toy"
     assert (refused.exit_code, json.loads(refused.stdout)) == (2, json_error("OBELISK_INVALID_ARGUMENT", message))
 
 

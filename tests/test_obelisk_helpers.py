@@ -1,5 +1,6 @@
 """The Obelisk helpers: shapes pinned to the reference, values read from the corpus files."""
 
+import json
 import os
 import shutil
 import sqlite3
@@ -354,9 +355,21 @@ SOURCE_HELPERS = [
 def test_an_unknown_source_is_refused_naming_the_installed_ones(ro, helper, args):
     with pytest.raises(QueryError) as error:
         o.HELPERS[helper](ro, *args, {"source": "claud"})
-    message = "unknown source claud; installed: claude, codex, gemini"
+    message = f"{helper}(): unknown source claud; installed: claude, codex, gemini"
     assert (error.value.code, error.value.message) == ("OBELISK_INVALID_ARGUMENT", message)
     assert o.HELPERS[helper](ro, *args, {"source": "gemini"}) == []  # installed, nothing stored
+
+
+@pytest.mark.parametrize("helper, args", SOURCE_HELPERS)
+def test_a_script_refused_a_source_is_told_which_helper_refused_it(corpus_db, helper, args):
+    from click.testing import CliRunner
+
+    from datasette_obelisk.cli import cli
+
+    call = f"{helper}({', '.join(map(json.dumps, (*args, {'source': ' '})))})"
+    result = CliRunner().invoke(cli, ["query", "-c", f"return {call}", "--db", str(corpus_db)])
+    error = {"code": "OBELISK_INVALID_ARGUMENT", "message": f"{helper}(): source must not be blank"}
+    assert (result.exit_code, json.loads(result.stdout)) == (1, {"ok": False, "error": error})
 
 
 @pytest.mark.parametrize("helper, args", SOURCE_HELPERS)

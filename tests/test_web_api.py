@@ -52,7 +52,7 @@ async def test_search_finds_the_session_and_honours_filters(ds):
 @pytest.mark.parametrize("path, params", [("/search", {"q": "the"}), ("/sessions", {}), ("/prompts", {})])
 async def test_a_blank_source_is_refused_as_blank(ds, path, params):
     message = await error(ds, f"{API}{path}", 400, "OBELISK_INVALID_ARGUMENT", source=" ", **params)
-    assert message == "source must not be blank"
+    assert message == f"{path[1:]}(): source must not be blank"  # (the helper answering the path)
 
 
 @pytest.mark.asyncio

@@ -91,7 +91,7 @@ async def test_recent_refuses_a_bad_n(ds, params, message):
 @pytest.mark.parametrize("path, params", [("/sessions", {}), ("/search", {"q": "hello"}), ("/failures", {})])
 async def test_an_unknown_source_is_a_400_naming_the_installed_ones(ds, path, params):
     body = (await get(ds, path, 400, source="claud", **params)).json()
-    message = "unknown source claud; installed: claude, codex, gemini"
+    message = f"{path[1:]}(): unknown source claud; installed: claude, codex, gemini"
     assert body == {"ok": False, "error": {"code": "OBELISK_INVALID_ARGUMENT", "message": message}}
     assert (await get(ds, path, source="gemini", **params)).json() == []
 
@@ -211,14 +211,14 @@ async def test_prompt_orphans_are_the_sessions_known_only_from_the_prompt_logs(d
         ("/prompts", {"offset": "-1"}, "offset must be between 0 and 4611686018427387903, not -1"),
         ("/prompts", {"missing": "maybe"}, "missing must be true or false, not 'maybe'"),
         ("/prompts", {"query": "   "}, "a search needs a query: the text is blank"),
-        ("/prompts", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
+        ("/prompts", {"source": "claud"}, "prompts(): unknown source claud; installed: claude, codex, gemini"),
         ("/prompts", {"orphans": "true"},
          "unknown parameter orphans; this endpoint takes db, limit, missing, mode, offset, project, query, "
          "sessionId, source"),
         ("/prompts", {"project": "_" * 10_001}, "prompts(): project is longer than 10,000 characters"),
         ("/prompts/orphans", {"project": "_" * 50_001}, "orphans(): project is longer than 10,000 characters"),
         ("/prompts/orphans", {"limit": "x"}, "limit must be an integer, not 'x'"),
-        ("/prompts/orphans", {"source": "claud"}, "unknown source claud; installed: claude, codex, gemini"),
+        ("/prompts/orphans", {"source": "claud"}, "orphans(): unknown source claud; installed: claude, codex, gemini"),
     ],
 )
 async def test_prompts_refuse_bad_parameters_with_a_code(ds, path, params, message):

@@ -193,10 +193,11 @@ def time_bound(helper: str, display: str, value: str) -> str:
     return instant
 
 
-def known_source(conn, opts: dict) -> dict:
+def known_source(conn, opts: dict, helper: str | None = None) -> dict:
     """``opts`` when its ``source`` (if any) is installed or has sessions in the database,
     spelt as that source is (a name is read in any case: ``Claude`` is ``claude``), else
-    OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing.
+    OBELISK_INVALID_ARGUMENT: a misspelt source would otherwise match nothing (its message
+    headed ``helper():`` as the helper's other refusals are, when ``helper`` is given).
     ``"all"`` (in any case) is the same as no source."""
     from ..plugins import get_sources, source_spelled, unknown_sources
 
@@ -212,8 +213,13 @@ def known_source(conn, opts: dict) -> dict:
     source = source_spelled(source, installed, stored)
     message = unknown_sources([source], installed, stored)
     if message:
-        raise invalid(message)
+        raise invalid(f"{helper}(): {message}" if helper else message)
     return {**opts, "source": source}
+
+
+def source_options(conn, helper: str, *args, **kwargs) -> dict:
+    """``options(helper, ...)`` with its source checked (``known_source``)."""
+    return known_source(conn, options(helper, *args, **kwargs), helper)
 
 
 def known_role(conn, role: str) -> str:
@@ -424,10 +430,10 @@ def search(conn, text, opts=None, **kwargs) -> list[dict]:
     so is one over ``fts.MAX_QUERY_CHARS`` characters. Excluded sessions (guardian
     threads) are left out unless ``sessionId`` names one.
     """
-    o = known_source(conn, options(
-        "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
+    o = source_options(
+        conn, "search", opts, kwargs, {"limit": 20, "include_meta": False, "mode": None},
         ("session_id", "project", "after", "before", "cwd", "source"),
-    ))
+    )
     if not isinstance(text, str):
         raise invalid("search() needs the query text as a string")
     if not text.strip():
@@ -1224,10 +1230,10 @@ def sessions(conn, opts=None, **kwargs) -> list[dict]:
     out unless asked for by ``sessionId`` / ``sessions``, or their parent
     session is not stored (``TOP_LEVEL``).
     """
-    o = known_source(conn, options(
-        "sessions", opts, kwargs, {"limit": 50},
+    o = source_options(
+        conn, "sessions", opts, kwargs, {"limit": 50},
         ("project", "after", "before", "branch", "source", "session_id", "sessions"),
-    ))
+    )
     where = Where().scope(o, {
         "project": "s.project", "after": "s.started_at", "before": "s.started_at", "branch": "s.git_branch",
         "source": "s.source", "session_id": "s.id", "sessions": "s.id",
@@ -1349,10 +1355,10 @@ def recent(conn, n=10) -> list[dict]:
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def summaries(conn, opts=None, **kwargs) -> list[dict]:
     """Summary rows with their session's title and project, newest first."""
-    o = known_source(conn, options(
-        "summaries", opts, kwargs, {"limit": 100},
+    o = source_options(
+        conn, "summaries", opts, kwargs, {"limit": 100},
         ("session_id", "sessions", "project", "after", "before", "branch", "source"),
-    ))
+    )
     where = Where().scope(o, {
         "session_id": "su.session_id", "sessions": "su.session_id", "project": "s.project",
         "after": "su.timestamp", "before": "su.timestamp", "branch": "s.git_branch", "source": "s.source",
@@ -1373,10 +1379,10 @@ def summaries(conn, opts=None, **kwargs) -> list[dict]:
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def memories(conn, opts=None, **kwargs) -> list[dict]:
     """Active memories: newest first, or FTS-ranked by an English ``query`` (a blank one is none)."""
-    o = known_source(conn, options(
-        "memories", opts, kwargs, {"limit": 50},
+    o = source_options(
+        conn, "memories", opts, kwargs, {"limit": 50},
         ("query", "project", "session_id", "sessions", "after", "before", "branch", "source"),
-    ))
+    )
     where = Where("mem.deleted_at IS NULL").scope(o, {
         "project": "mem.project", "session_id": "mem.session_id", "sessions": "mem.session_id",
         "after": "mem.created_at", "before": "mem.created_at", "branch": "s.git_branch", "source": "s.source",
@@ -1411,7 +1417,7 @@ def subagents(conn, opts=None, **kwargs) -> list[dict]:
 
     An agent whose parent's log is missing takes its own session's project
     and source."""
-    o = known_source(conn, options("subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source")))
+    o = source_options(conn, "subagents", opts, kwargs, {"limit": 100}, ("session_id", "project", "source"))
     where = Where().scope(o, {
         "session_id": "sa.session_id", "project": "COALESCE(s.project, c.project)",
         "source": "COALESCE(s.source, c.source)",
@@ -1430,7 +1436,7 @@ def subagents(conn, opts=None, **kwargs) -> list[dict]:
 @refusing_unencodable("OBELISK_INVALID_ARGUMENT")
 def workflows(conn, opts=None, **kwargs) -> list[dict]:
     """Workflow runs, newest first."""
-    o = known_source(conn, options("workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source")))
+    o = source_options(conn, "workflows", opts, kwargs, {"limit": 100}, ("session_id", "project", "after", "before", "source"))
     where = Where().scope(o, {
         "session_id": "w.session_id", "project": "s.project", "after": "w.timestamp",
         "before": "w.timestamp", "source": "s.source",
@@ -1478,10 +1484,10 @@ FILE_CALLS_FROM = """FROM tool_call_files f JOIN tool_calls tc ON tc.id = f.tool
 
 def _file_history_scope(conn, file_path, opts, kwargs) -> tuple[dict, "Where"]:
     require_text("fileHistory", "an absolute file path", file_path)
-    o = known_source(conn, options(
-        "fileHistory", opts, kwargs, {"limit": 200, "offset": 0}, ("after", "before", "source", "session_id", "project"),
+    o = source_options(
+        conn, "fileHistory", opts, kwargs, {"limit": 200, "offset": 0}, ("after", "before", "source", "session_id", "project"),
         string_key=None,
-    ))
+    )
     # (stored paths are normal: another spelling of the path finds the same calls)
     where = Where().add("f.path = ?", normal_path(file_path)).scope(o, {
         "after": FILE_CALL_AT, "before": FILE_CALL_AT, "source": "s.source", "session_id": "tc.session_id",
@@ -1581,7 +1587,7 @@ FAILURE_FROM = (
 
 
 def _failure_scope(conn, opts, kwargs) -> tuple[dict, "Where"]:
-    o = known_source(conn, options("failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source")))
+    o = source_options(conn, "failures", opts, kwargs, {"limit": 50}, ("session_id", "project", "after", "before", "source"))
     where = Where("tr.outcome = 'failed' OR tr.is_error = 1").scope(o, {
         "session_id": "tr.session_id", "project": "s.project", "after": FAILURE_AT, "before": FAILURE_AT,
         "source": "s.source",

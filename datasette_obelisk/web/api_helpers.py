@@ -75,11 +75,12 @@ def recent_sessions(conn, params):
     return obelisk.recent(conn, params.integer("n", default=10))
 
 
-def prompt_scope(conn, params) -> dict:
-    """``project`` and ``source`` of a prompts request, a misspelt source refused."""
+def prompt_scope(conn, params, helper: str) -> dict:
+    """``project`` and ``source`` of a prompts request, a misspelt source refused
+    (as ``helper`` refuses its other options)."""
     source = params.text("source")
     if source is not None:
-        source = obelisk.known_source(conn, {"source": source})["source"]
+        source = obelisk.known_source(conn, {"source": source}, helper)["source"]
     return {"project": params.text("project"), "source": source}
 
 
@@ -90,14 +91,14 @@ def prompts_over_http(conn, params):
         session_id=params.text("sessionId"), missing=params.boolean("missing"), mode=given.strip().lower(),
         limit=params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT),
         offset=params.integer("offset", default=0, minimum=0, maximum=prompts.MAX_OFFSET - 1),
-        **prompt_scope(conn, params),
+        **prompt_scope(conn, params, "prompts"),
     )
     return prompts.prompts(conn, params.text("query"), **options)
 
 
 def prompt_orphans_over_http(conn, params):
     limit = params.integer("limit", default=50, minimum=1, maximum=prompts.MAX_LIMIT)
-    return prompts.orphans(conn, limit=limit, **prompt_scope(conn, params))
+    return prompts.orphans(conn, limit=limit, **prompt_scope(conn, params, "orphans"))
 
 
 def endpoint(path, helper, summary, params=(), response=None, paged=False, **calling_options) -> Endpoint:
