@@ -167,8 +167,8 @@ def test_during_a_cold_load_indexes_are_dropped_and_text_waits(tmp_path, logs):
     ingester.flush(force=True)
     during = {row[1] for row in schema(db) if row[0] == "index"}
     assert full - during == {
-        "messages_api_message", "messages_conversation", "messages_cwd", "messages_parent", "messages_session_rows",
-        "messages_session_time", "messages_timestamp", "tool_call_files_path",
+        "messages_api_message", "messages_conversation", "messages_cwd", "messages_open_subtypes", "messages_parent",
+        "messages_session_rows", "messages_session_time", "messages_timestamp", "tool_call_files_path",
         "tool_calls_name", "tool_calls_session", "tool_calls_timestamp", "tool_results_session",
     }
     assert triggers - {row[1] for row in schema(db) if row[0] == "trigger"} == {"messages_ai", "tool_results_ai"}

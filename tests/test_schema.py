@@ -85,6 +85,7 @@ def test_migrations_in_order(conn):
         "m059_index_digests_and_memories_apart",
         "m060_index_tool_names_and_odd_roles",
         "m061_index_other_kinds",
+        "m062_index_open_subtypes",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -462,7 +463,7 @@ def test_indexes(conn):
         )
     ] == [
         "messages_api_message", "messages_conversation", "messages_cwd", "messages_file", "messages_message_lines",
-        "messages_other_kind", "messages_other_role", "messages_parent", "messages_session_rows", "messages_session_seq",
+        "messages_open_subtypes", "messages_other_kind", "messages_other_role", "messages_parent", "messages_session_rows", "messages_session_seq",
         "messages_session_time", "messages_timestamp", "messages_ungrouped_sidechain",
     ]
     # Deriving a session reads only its inline sidechain lines still to group.

@@ -25,7 +25,7 @@ class ToyParser:
             Session(self.session_id, "toy", cwd=value.get("cwd"), started_at=value.get("start")),
             Message(
                 uuid, self.session_id, "toy", value.get("type", "user"), position,
-                role=value.get("role", "user"), parent_uuid=value.get("parent"),
+                role=value.get("role", "user"), subtype=value.get("subtype"), parent_uuid=value.get("parent"),
                 timestamp=value.get("ts"), text=value.get("text", ""),
                 content_type="text",
             ),

@@ -17,7 +17,11 @@ Every ``messages`` row is one event of its session, ordered by ``seq``. Its
 
 A ``<type>`` here is a *kind*: one the built-in parsers write (``BUILT_IN_KINDS``) or
 one a stored row has; a type filter naming another (``tool/cal``, ``summry``) is refused
-by the session-query contract (``unknown_kind``), with the types it may have meant.
+by the session-query contract (``unknown_kind``), with the types it may have meant. So is
+one naming a subtype no event of its kind can have (``system/compact_boundry``:
+``unknown_subtype``): one its parser neither gives nor reads (``KNOWN_SUBTYPES``), nor, for
+a kind whose subtypes are its log's own words (``OPEN_KINDS``) or a plugin's kind, one a
+stored row has.
 
 The same expression (``event_type_sql``) computes the type in SQL filters and
 in results, so a ``type`` filter always agrees with what is returned; so
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import difflib
 
+from ..sources import claude_code, codex, gemini
 from .moments import moment_sql
 
 # Log-only events whose text is semantic: failures and status notices (a
@@ -124,6 +129,23 @@ BUILT_IN_KINDS = (
     "compaction", "error", "gemini", "info", "rewind", "tool_result", "unknown", "warning",
 )
 OTHER_KIND_SQL = "type NOT IN (" + ", ".join(f"'{kind}'" for kind in BUILT_IN_KINDS) + ")"
+# The built-in kinds whose subtypes are their logs' own words (Claude Code's system, attachment
+# and progress lines, ...): a subtype of one is known when a parser names it or a stored row has
+# it. Any other built-in kind's subtypes are those its parser gives (``KNOWN_SUBTYPES``), or it
+# has none. The rows holding a subtype of an open kind or of a kind not built in (a source
+# plugin's, whose subtypes are open too) are indexed apart (``messages_open_subtypes``, m062),
+# a few of every message; a lookup saying ``OPEN_SUBTYPE_SQL`` reads that index.
+OPEN_KINDS = claude_code.LOG_SUBTYPED
+KNOWN_SUBTYPES: dict[str, frozenset] = {}
+for _kind, _subtypes in (
+    *(item for given in (claude_code.SUBTYPES, codex.SUBTYPES, gemini.SUBTYPES) for item in given.items()),
+    *((kind, frozenset({sub})) for kind, _, sub in (name.partition("/") for name in DETAIL_TYPES) if sub),
+):
+    KNOWN_SUBTYPES[_kind] = KNOWN_SUBTYPES.get(_kind, frozenset()) | _subtypes
+OPEN_SUBTYPE_SQL = "subtype IS NOT NULL AND type NOT IN (" + ", ".join(
+    f"'{kind}'" for kind in BUILT_IN_KINDS if kind not in OPEN_KINDS) + ")"
+# At most this many stored subtypes of a kind are read to offer one in place of a misspelt one.
+MAX_STORED_SUBTYPES = 500
 # How like a known type (or kind) a misspelt one must be to be offered in its place.
 NEAR = 0.75
 
@@ -133,12 +155,80 @@ def stored_kinds(conn) -> list[str]:
     return [kind for (kind,) in conn.execute(f"SELECT DISTINCT type FROM messages WHERE {OTHER_KIND_SQL} ORDER BY type")]
 
 
+def stored_kind(conn, kind: str) -> bool:
+    """Whether a stored row has ``kind``, one not built in (read from ``messages_other_kind``)."""
+    found = conn.execute(f"SELECT 1 FROM messages WHERE type = ? AND {OTHER_KIND_SQL} LIMIT 1", [kind])
+    return found.fetchone() is not None
+
+
+def stored_subtype(conn, kind: str, subtype: str) -> bool:
+    """Whether a stored row of ``kind`` (an open one, or one not built in) has ``subtype``
+    (read from ``messages_open_subtypes``)."""
+    found = conn.execute(
+        f"SELECT 1 FROM messages WHERE type = ? AND subtype = ? AND {OPEN_SUBTYPE_SQL} LIMIT 1", [kind, subtype])
+    return found.fetchone() is not None
+
+
+def stored_subtypes(conn, kind: str) -> list[str]:
+    """The subtypes stored rows of ``kind`` (an open one, or one not built in) have, in order
+    (at most ``MAX_STORED_SUBTYPES``): one step of ``messages_open_subtypes`` each, not a read of
+    every row of the kind."""
+    found: list[str] = []
+    while len(found) < MAX_STORED_SUBTYPES:
+        (subtype,) = conn.execute(
+            f"SELECT MIN(subtype) FROM messages WHERE type = ? AND subtype > ? AND {OPEN_SUBTYPE_SQL}",
+            [kind, found[-1] if found else ""]).fetchone()
+        if subtype is None:
+            break
+        found.append(subtype)
+    return found
+
+
+def kind_subtypes(kind: str) -> tuple[frozenset, bool]:
+    """The subtypes named for ``kind`` (``KNOWN_SUBTYPES``), and whether it has others: an open
+    kind's or a kind not built in, whatever their stored rows have."""
+    return KNOWN_SUBTYPES.get(kind, frozenset()), kind in OPEN_KINDS or kind not in BUILT_IN_KINDS
+
+
+def unknown_subtype(conn, event_type: str) -> tuple[str, str] | None:
+    """The kind and subtype of a ``<kind>/<subtype>`` type whose kind is known (``unknown_kind``
+    tells) but whose subtype no event of it can have (``system/compact_boundry``,
+    ``compaction/summry``): none the parsers give that kind (``KNOWN_SUBTYPES``) nor, for an
+    open kind or one not built in, one a stored row has. None for any other type. A kind not
+    built in may hold a ``/``: the type is known when any reading of it is."""
+    head, slash, last = event_type.rpartition("/")
+    if not slash or event_type in DERIVED_TYPES or last == "message":
+        return None
+    parts = event_type.split("/")
+    first = None
+    for n in range(1, len(parts)):
+        kind, subtype = "/".join(parts[:n]), "/".join(parts[n:])
+        named, open_ = kind_subtypes(kind)
+        if subtype in named or (open_ and stored_subtype(conn, kind, subtype)):
+            return None
+        if first is None and (kind in BUILT_IN_KINDS or stored_kind(conn, kind)):
+            first = (kind, subtype)
+    if event_type not in BUILT_IN_KINDS and stored_kind(conn, event_type):
+        return None
+    return first
+
+
+def near_subtypes(conn, kind: str, subtype: str) -> list[str]:
+    """The types of ``kind`` a misspelt ``subtype`` may have been meant as (at most two, nearest
+    first): a subtype named for it or stored, spelt in another case or nearly."""
+    named, open_ = kind_subtypes(kind)
+    known = sorted(named | set(stored_subtypes(conn, kind) if open_ else ()))
+    same = [name for name in known if name.casefold() == subtype.casefold()]
+    scores = {name: difflib.SequenceMatcher(None, subtype.casefold(), name.casefold()).ratio() for name in known}
+    near = same or sorted((name for name in known if scores[name] >= NEAR), key=lambda name: (-scores[name], name))
+    return [f"{kind}/{name}" for name in near[:2]]
+
+
 def unknown_kind(conn, event_type: str) -> bool:
     """Whether no event can have ``event_type`` for its kind (``tool/cal``, ``summry``,
     ``System/error``): it is none of ``DERIVED_TYPES``, no ``<role>/message`` (which
     ``unknown_message_type`` tells), and its kind (what comes before a ``/``) is neither built in
-    nor a stored row's. A structural subtype is never checked: a kind's subtypes are whatever its
-    log writes, and a known one no line has yet matches nothing, as any filter can."""
+    nor a stored row's. Its subtype is ``unknown_subtype``'s to check."""
     head, slash, last = event_type.rpartition("/")
     if event_type in DERIVED_TYPES or (slash and last == "message"):
         return False
@@ -146,18 +236,16 @@ def unknown_kind(conn, event_type: str) -> bool:
     if parts[0] in BUILT_IN_KINDS:
         return False
     kinds = ["/".join(parts[:n]) for n in range(1, len(parts) + 1)]  # (a plugin's kind may hold a /)
-    return not any(
-        conn.execute(f"SELECT 1 FROM messages WHERE type = ? AND {OTHER_KIND_SQL} LIMIT 1", [kind]).fetchone()
-        for kind in kinds
-    )
+    return not any(stored_kind(conn, kind) for kind in kinds)
 
 
 def near_types(conn, event_type: str) -> list[str]:
     """The types ``event_type`` may have been meant as (at most two, nearest first): a derived
     type or a role's message it spells in another case or nearly (``tool/cal``: tool/call), or
     whose last part or kind it spells (``summry``: compaction/summary; ``tool``: tool/call or
-    tool/result), or the same type of a kind it nearly spells (``atachment/file``: attachment/file)."""
-    kind, slash, rest = event_type.partition("/")
+    tool/result), or the same type of a kind it nearly spells (``atachment/file``: attachment/file;
+    ``note/v3``: note/v2, a plugin's kind holding a /)."""
+    slash = "/" in event_type
     named = (*DERIVED_TYPES, *(f"{role}/message" for role in SPEAKERS))
     same = [name for name in named if name.casefold() == event_type.casefold()]
     if same:
@@ -170,8 +258,10 @@ def near_types(conn, event_type: str) -> list[str]:
         compared.append((last, name, event_type))
         if not slash:
             compared.append((head, name, event_type))
+    parts = event_type.split("/")
     for known in (*BUILT_IN_KINDS, *stored_kinds(conn)):
-        compared.append((known, known + slash + rest, kind))
+        held = known.count("/") + 1  # (a plugin's kind may hold a /: as many parts are compared)
+        compared.append((known, "/".join([known, *parts[held:]]), "/".join(parts[:held])))
     scores: dict[str, float] = {}
     for name, offered, probe in compared:
         score = difflib.SequenceMatcher(None, probe.casefold(), name.casefold()).ratio()

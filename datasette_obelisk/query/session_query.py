@@ -85,8 +85,8 @@ import orjson
 from . import search as search_core
 from .errors import LONE_SURROGATE, QueryError
 from .events import (
-    DERIVED_TYPES, SPEAKERS, event_record, event_select, full_event, near_types, semantic_text, unknown_kind,
-    unknown_message_type,
+    DERIVED_TYPES, SPEAKERS, event_record, event_select, full_event, kind_subtypes, near_subtypes, near_types,
+    semantic_text, unknown_kind, unknown_message_type, unknown_subtype,
 )
 from .filters import EVENT_KINDS, Filters, is_int64
 from .search import rows
@@ -650,8 +650,9 @@ def _known_types(conn, filters: Filters) -> Filters:
     SESSION_QUERY_INVALID_FILTER rather than a filter matching nothing and saying nothing
     of it: a message of a role no event has (``usr/message``, ``User/message``:
     ``events.unknown_message_type``) names the speakers; a type of a kind no event has
-    (``tool/cal``, ``summry``: ``events.unknown_kind``) names the types there are. Either
-    offers the types it may have meant."""
+    (``tool/cal``, ``summry``: ``events.unknown_kind``) names the types there are; a subtype
+    no event of its kind has (``system/compact_boundry``: ``events.unknown_subtype``) names
+    the kind's subtypes when they are the parsers' own. Each offers the types it may have meant."""
     for value in filters.types or ():
         role = unknown_message_type(conn, value)
         if role is not None:
@@ -666,6 +667,20 @@ def _known_types(conn, filters: Filters) -> Filters:
                 "SESSION_QUERY_INVALID_FILTER",
                 f"type: {value!r} is of a kind no event has; the types are {', '.join(DERIVED_TYPES)}, "
                 "<role>/message, and a log line's <kind>/<subtype> or <kind> of a kind the archive holds"
+                + (f": did you mean {' or '.join(near)}?" if near else ""),
+            )
+        unknown = unknown_subtype(conn, value)
+        if unknown is not None:
+            kind, subtype = unknown
+            named, open_ = kind_subtypes(kind)
+            near = near_subtypes(conn, kind, subtype)  # (or a type of a conversation event it spells nearly)
+            near = list(dict.fromkeys(
+                [*near, *(t for t in near_types(conn, value) if t in DERIVED_TYPES or t.endswith("/message"))]))[:2]
+            raise QueryError(
+                "SESSION_QUERY_INVALID_FILTER",
+                f"type: {value!r} is of a subtype no {kind} event has; "
+                + ("its subtypes are those its stored log lines have" if open_
+                   else f"its subtypes are {', '.join(sorted(named))}" if named else "it has no subtype")
                 + (f": did you mean {' or '.join(near)}?" if near else ""),
             )
     return filters

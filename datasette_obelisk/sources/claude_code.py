@@ -186,6 +186,17 @@ SAID_TYPES = frozenset({"text", "mixed", "image", "document"})
 # A voice call's note (2.1.x, origin ``voice-call``), stored as a system line that
 # older builds do not send to the model; Claude Code reads it back as a user line.
 VOICE_NOTE = "voice_call_talk"
+# A line's subtype (``_subtype``) is its log's own word: a system line's subtype, an
+# attachment's or a progress line's data type, or whatever ``subtype`` another line has. These
+# kinds' subtypes are open; a queued prompt's is the one this parser gives. ``SUBTYPES`` names,
+# kind by kind, those given here or read by name (so known to come).
+LOG_SUBTYPED = frozenset({"user", "assistant", "system", "progress", "attachment", "unknown"})
+SUBTYPES = {
+    "queue-operation": frozenset({"enqueue"}),
+    "system": frozenset({"compact_boundary", "turn_duration", "away_summary", VOICE_NOTE}),
+    "progress": frozenset({"agent_progress"}),
+    "attachment": frozenset({"queued_command"}),
+}
 # The hooks whose output is added to the model's context.
 CONTEXT_HOOK_EVENTS = frozenset({"SessionStart", "UserPromptSubmit", "UserPromptExpansion"})
 

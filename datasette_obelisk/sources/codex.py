@@ -329,6 +329,18 @@ OUTPUT_ITEMS = {"function_call_output", "custom_tool_call_output", "tool_search_
 COMPACTION_ITEMS = {"compaction", "context_compaction", "compaction_summary"}
 # Response items with no conversation: an undo point, the tools offered from then on (0.17x)
 METADATA_ITEMS = {"ghost_snapshot", "additional_tools"}
+# The subtypes of the rows written (``Message.subtype``), kind by kind: of a line of another
+# type nothing is stored (``_unknown``), so no other subtype ever is.
+SUBTYPES = {
+    "event_msg": frozenset({
+        *EVENT_TWINS, "token_count", "context_compacted", "item_completed", *LOG_ONLY_EVENTS,
+        *REVIEW_ITEMS.values(),
+    }),
+    "response_item": frozenset({
+        "message", "reasoning", "agent_message", *CALL_ITEMS, *IMMEDIATE_CALL_ITEMS, *OUTPUT_ITEMS,
+        *COMPACTION_ITEMS,
+    }),
+}
 SHELL_TOOLS = {"shell", "shell_command", "exec_command", "local_shell", "container.exec", "bash"}
 INJECTED_PREFIXES = (
     "<environment_context>",

@@ -74,6 +74,9 @@ from .common import (
 
 SOURCE = "gemini"
 CONVERSATION_TYPES = {"user": "user", "gemini": "assistant"}
+# The subtypes of the rows written (``Message.subtype``), kind by kind: a history
+# replacement's boundary (``_boundary``), a reply's token counts (``_usage_row``).
+SUBTYPES = {"compaction": frozenset({"compact_boundary"}), "gemini": frozenset({"usage"})}
 TOOL_OUTCOMES = {"success": "succeeded", "error": "failed", "cancelled": "cancelled"}
 PATH_ARGUMENTS = ("file_path", "absolute_path")
 SHELL_TOOLS = {"run_shell_command", "shell"}

@@ -1814,3 +1814,23 @@ def m061_index_other_kinds(db):
             'compaction', 'error', 'gemini', 'info', 'rewind', 'tool_result', 'unknown', 'warning');
         """
     )
+
+
+@migrations()
+def m062_index_open_subtypes(db):
+    # A type filter's subtype was never checked: system/compact_boundry or
+    # scroll/prat matched nothing and said nothing. A subtype is now refused
+    # unless an event of its kind can have it; for a kind whose subtypes are
+    # its logs' own words (Claude Code's system, attachment and progress
+    # lines, a source plugin's kinds) that is when a stored row has it, which
+    # would scan every message. Those rows are indexed apart (query/events.py
+    # OPEN_SUBTYPE_SQL, written out as it stands: SQLite uses a partial index
+    # only for a query whose WHERE says the same); Codex's and Gemini CLI's
+    # rows, whose subtypes their parsers give, add none. No log is read again.
+    db.executescript(
+        """
+        CREATE INDEX messages_open_subtypes ON messages (type, subtype) WHERE subtype IS NOT NULL AND type NOT IN (
+            'queue-operation', 'tool_output', 'compacted', 'event_msg', 'inter_agent_communication', 'response_item',
+            'compaction', 'error', 'gemini', 'info', 'rewind', 'tool_result', 'warning');
+        """
+    )
