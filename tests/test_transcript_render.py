@@ -4,11 +4,13 @@ and the quicker helpers they use give what the ones they stand for give."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+from datasette.app import Datasette
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jinja2 import Environment, Undefined
@@ -19,7 +21,7 @@ from datasette_obelisk.utc import canonical
 from datasette_obelisk.web import template_helpers
 from datasette_obelisk.web.template_helpers import TemplateHelpers, item_first
 from datasette_obelisk.web.terminal import without_escapes
-from datasette_obelisk.web.urls import query_string
+from datasette_obelisk.web.urls import obelisk_url, query_string, segment
 from web_fixtures import XSS_SESSION, make_datasette, web_db  # noqa: F401 (fixture)
 
 OPTIONS = ({}, {"shadowed": "1", "meta": "1", "log": "1"}, {"log": "1"})
@@ -170,3 +172,49 @@ DIGITS = st.text(alphabet="0123456789", min_size=1, max_size=1)
 ))
 def test_when_gives_what_it_gave_before_its_shortcut(timestamp):
     assert TemplateHelpers.when(timestamp) == old_when(timestamp)
+
+
+# The ``text`` macro as it was written in Jinja before ``ob.text`` took its place.
+TEXT_MACRO = (
+    '{% macro text(value, raw, ob, tag="div", css="ob-text", length=none, limit=none) %}{% set shown, more = '
+    'ob.cut(value, length, limit) %}<{{ tag }} class="{{ css }}">{{ shown }}{% if more %}<span class="ob-muted '
+    'ob-more"> … {{ "{:,}".format(more) }} more characters{% if raw %} (see <a href="{{ raw }}">raw</a>){% endif %}'
+    '</span>{% endif %}</{{ tag }}>{% endmacro %}'
+    "{{ text(value, raw, ob, tag=tag, css=css, length=length, limit=limit) }}"
+)
+LOG_TEXT = st.text(alphabet=st.sampled_from('ab <>&"\'é\n\u202e'), max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LOG_TEXT | st.none(), st.none() | st.just("/-/obelisk/api/raw?uuid=a&limit=1"), st.sampled_from(["div", "pre"]),
+       st.sampled_from(["ob-text", "ob-pre"]), st.none() | st.integers(0, 100), st.none() | st.integers(0, 30))
+def test_text_gives_what_the_macro_gave(value, raw, tag, css, length, limit):
+    ob = TemplateHelpers(datasette_at("/"), None)
+    macro = Environment(autoescape=True).from_string(TEXT_MACRO)
+    expected = macro.render(value=value, raw=raw, ob=ob, tag=tag, css=css, length=length, limit=limit)
+    assert ob.text(value, raw, tag, css, length, limit) == expected
+
+
+@functools.cache
+def datasette_at(base_url: str) -> Datasette:
+    return Datasette([], settings={"base_url": base_url})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(min_size=1), st.integers(1, 10**6), st.sampled_from([None, "", "obelisk", "my db&"]),
+       st.dictionaries(st.sampled_from(["start", "id", "shadowed", "log", "a b"]), VALUES),
+       st.sampled_from(["/", "/pre/"]))
+def test_links_are_what_obelisk_url_builds(session_id, seq, db, query, base_url):
+    datasette = datasette_at(base_url)
+    ob = TemplateHelpers(datasette, db)
+    quoted = segment(session_id)
+
+    def expected(where):
+        return obelisk_url(datasette, where, db=db, **query)
+
+    assert ob.session(session_id, **query) == expected(f"/session/{quoted}")
+    assert ob.lineage(session_id, **query) == expected(f"/session/{quoted}/lineage")
+    assert ob.event(session_id, seq, **query) == expected(f"/event/{quoted}/{seq}")
+    assert ob.page("/files", **query) == expected("/files")
+    assert ob.api("session-query/session", session_id, **query) == expected(f"/api/session-query/session/{quoted}")
+    assert ob.event(session_id, seq, **query).startswith(base_url + "-/obelisk/event/")

@@ -7,7 +7,7 @@ import re
 from functools import partial
 from urllib.parse import quote, urlsplit
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from ..query.obelisk import MAX_RAW_LIMIT
 from ..query.session_query import READ_PAGE_MAX
@@ -28,6 +28,8 @@ class TemplateHelpers:
         self.raw_shown = raw_shown  # False where the actor may not view source_files: /api/raw would refuse
         self.request = request  # (the page's: a plugin may give it a template environment of its own)
         self.raws: dict = {}
+        # (what every link of a page starts with, encoded once: a transcript page builds some 1,500)
+        self.root = str(datasette.urls.path(urls.ROOT))
 
     def fragment(self, template: str, **context) -> Markup:
         """``template`` rendered at once with ``context`` and these helpers (``ob``), for a page
@@ -37,11 +39,11 @@ class TemplateHelpers:
         return Markup(environment.get_template(template).render(ob=self, **context))
 
     def page(self, _where: str = "", **query) -> str:
-        """A page of ours: ``page('/files', path=...)``."""
-        return urls.obelisk_url(self.datasette, _where, db=self.db, **query)
+        """A page of ours: ``page('/files', path=...)``; ``urls.obelisk_url`` with ``db``."""
+        return urls.with_query(self.root + _where, query if self.db is None else {"db": self.db, **query})
 
     def session(self, session_id, **query) -> str:
-        return urls.session_url(self.datasette, session_id, db=self.db, **query)
+        return self.page(urls.session_path(session_id), **query)
 
     def tool_call(self, session_id, call_id, anchors: dict) -> str:
         """The transcript page showing a call, at its ``#tool-`` anchor; the session's start when
@@ -59,15 +61,15 @@ class TemplateHelpers:
         return url + "#" + quote(where["anchor"], safe="")
 
     def lineage(self, session_id, **query) -> str:
-        return urls.lineage_url(self.datasette, session_id, db=self.db, **query)
+        return self.page(urls.lineage_path(session_id), **query)
 
     def event(self, session_id, seq, **query) -> str:
-        return urls.event_url(self.datasette, session_id, seq, db=self.db, **query)
+        return self.page(urls.event_path(session_id, seq), **query)
 
     def api(self, _name: str, *parts, **query) -> str:
         """An API endpoint: ``api('raw', uuid=...)``, ``api('session-query/session', session_id)``."""
         tail = "".join("/" + urls.segment(part) for part in parts)
-        return urls.obelisk_url(self.datasette, "/api/" + _name + tail, db=self.db, **query)
+        return self.page("/api/" + _name + tail, **query)
 
     def session_json(self, session_id) -> str:
         """readSession over HTTP, a page at a time: a session of any length answers (whole, one
@@ -82,6 +84,26 @@ class TemplateHelpers:
         if uuid not in self.raws:
             self.raws[uuid] = self.api("raw", uuid=uuid, limit=MAX_RAW_LIMIT)
         return self.raws[uuid]
+
+    def text(self, value, raw=None, tag="div", css="ob-text", length=None, limit=None) -> Markup:
+        """A log's text in a ``tag`` of class ``css``: the part ``cut`` shows, escaped, then how
+        many characters it leaves out, with a link to the line they are on (``raw``) when any.
+        (The ``text`` macro of ``_text.html``: escaped once, not value by value in a macro.)"""
+        shown, more = self.cut(value, length, limit)
+        tag = escape(tag)
+        if not more:
+            return Markup(f'<{tag} class="{escape(css)}">{escape(shown)}</{tag}>')
+        link = f' (see <a href="{escape(raw)}">raw</a>)' if raw else ""
+        return Markup(f'<{tag} class="{escape(css)}">{escape(shown)}'
+                      f'<span class="ob-muted ob-more"> … {more:,} more characters{link}</span></{tag}>')
+
+    def tool_input(self, input_json, message_uuid, raw: bool = True) -> Markup:
+        """A call's input as indented JSON (``text`` in a ``pre``); ``raw`` false: no link to its line."""
+        return self.text(self.pretty_json(input_json), self.raw(message_uuid) if raw else None, "pre", "ob-pre")
+
+    def tool_result(self, output, length, message_uuid, limit=None, raw: bool = True) -> Markup:
+        """A call's output, ``length`` characters long in all (``text`` in a ``pre``)."""
+        return self.text(output, self.raw(message_uuid) if raw else None, "pre", "ob-pre", length, limit)
 
     def table(self, database: str, table: str, **query) -> str:
         from urllib.parse import urlencode
