@@ -132,16 +132,24 @@ def cut(rows: list, limit: int, what: str) -> tuple[list, str | None]:
 
 def listing(rows: list, limit: int, what: str, as_json: bool, show, none: str | None = None) -> None:
     """``rows`` cut to ``limit`` (``cut``): as JSON, or each shown by ``show(row)``, then the
-    line saying some were left out; ``none`` (else "No <what>.") when there are none."""
+    line saying some were left out (on stderr with JSON); ``none`` (else "No <what>.") when there are none."""
     rows, more = cut(rows, limit, what)
     if as_json:
-        return click.echo(dumps(rows))
+        return json_listing(rows, more)
     if not rows:
         return echo(none or f"No {what}.")
     for row in rows:
         show(row)
     if more:
         echo(more)
+
+
+def json_listing(rows: list, more: str | None) -> None:
+    """``rows`` as JSON on stdout, and ``more`` (that the limit left some out) on stderr:
+    a script reading the JSON is told there are more, as by ``read`` and ``files``."""
+    click.echo(dumps(rows))
+    if more:
+        echo(more, err=True)
 
 
 def one_line(text: str | None, width: int = SNIPPET, around: int = 0) -> str:
@@ -179,7 +187,8 @@ def scope_options(fn):
 def search(text, limit, session_id, project, source, after, before, cwd, include_meta, mode, db_path, as_json):
     """Full-text search of every message, best match first.
 
-    A last line says how many prompts of sessions whose transcripts are gone
+    When there are more than --limit, a line says so (on stderr with
+    --json). A last line says how many prompts of sessions whose transcripts are gone
     (kept only by the agents' prompt logs) match too, and the `obelisk
     prompts` command that lists them (not with --session, --project, --cwd,
     --after, --before, a phrase or raw query, or --json).
@@ -203,7 +212,7 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
         echo(f"Note: {note}", err=True)
     hits, more = cut(hits, limit, "matches")
     if as_json:
-        return click.echo(dumps(hits))
+        return json_listing(hits, more)
     # what the prompt logs kept of sessions whose transcripts are gone (over the whole store: not
     # narrowed to a session, project, folder or time, and told in the form `obelisk prompts` reads)
     gone = None
@@ -390,6 +399,9 @@ def trace(uuid, db_path, as_json):
 def sessions(limit, branch, project, source, after, before, db_path, as_json):
     """Sessions, most recently ended first (--after/--before bound the start).
 
+    When there are more than --limit, a last line says so (on stderr with
+    --json).
+
     Example:
 
     \b
@@ -427,7 +439,8 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
     prompts no stored transcript holds; with --orphans, the sessions known
     only from the prompt logs. A prompt a stored transcript holds (its
     session's stored messages reach its time, give or take a minute) is marked
-    "*" (held by it).
+    "*" (held by it). When there are more than --limit, a last line says so
+    (on stderr with --json).
 
     Example:
 
@@ -469,6 +482,9 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
 @report_errors
 def failures(limit, session_id, project, source, after, before, db_path, as_json):
     """Failed tool calls, newest first, with what happened next.
+
+    When there are more than --limit, a last line says so (on stderr with
+    --json).
 
     Example:
 

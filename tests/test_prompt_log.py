@@ -223,6 +223,9 @@ def test_cli_prompts(db, homes):
         "2025-10-07T14:47:20.000Z   codex   codex:telemetry-codex-001  start fresh with testing",
         "(2 shown; there are more prompts: raise --limit or narrow the search)",
     ]
+    result = runner.invoke(cli, ["prompts", "--db", str(db), "--source", "codex", "--limit", "2", "--json"])
+    assert [row["text"] for row in json.loads(result.stdout)] == ["run the test suite", "start fresh with testing"]
+    assert result.stderr == "(2 shown; there are more prompts: raise --limit or narrow the search)\n"
     result = runner.invoke(cli, ["prompts", "--db", str(db), "--orphans"])
     assert result.output.splitlines() == [
         "2025-11-07T12:45:00.000Z  gemini     1 prompt  gemini:telemetry-gemini-003  Third attempt - let's focus on testing",

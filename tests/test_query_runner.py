@@ -436,6 +436,19 @@ def test_text_output_says_when_the_limit_left_rows_out(corpus_db, args, what):
     assert len(json.loads(invoke(*args, "--limit", str(total - 1), "--db", corpus_db, "--json").stdout)) == total - 1
 
 
+@pytest.mark.parametrize("args, what", [
+    (["sessions", "--source", "claude"], "sessions"), (["failures"], "failures"), (["search", "function"], "matches"),
+])
+def test_json_output_says_on_stderr_when_the_limit_left_rows_out(corpus_db, args, what):
+    # As `read` and `files` do: stdout stays the helper's value, stderr tells a script there is more.
+    total = len(json.loads(invoke(*args, "--limit", "200", "--db", corpus_db, "--json").stdout))
+    cut = invoke(*args, "--limit", str(total - 1), "--db", corpus_db, "--json")
+    assert cut.exit_code == 0 and len(json.loads(cut.stdout)) == total - 1
+    assert cut.stderr == f"({total - 1} shown; there are more {what}: raise --limit or narrow the search)\n"
+    whole = invoke(*args, "--limit", str(total), "--db", corpus_db, "--json")
+    assert (len(json.loads(whole.stdout)), whole.stderr) == (total, "")
+
+
 def test_search_text_marks_the_hits_the_model_no_longer_sees(corpus_db):
     # kvsankar's forked session: lines 3-6 (the QuickSort branch, fu2a to fa3a) were rewound for MergeSort.
     found = invoke("search", "quicksort", "--session", "claude_forked_session", "--db", corpus_db).stdout
