@@ -464,8 +464,12 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
         return listing(rows, limit, "sessions", as_json, orphan, none="No sessions known only from the prompt logs.")
     def matching(conn):
         with text_is_an_argument():
-            return prompt_log.prompts(conn, query, session_id=session_id, project=project,
-                                      source=checked_source(conn, source), missing=missing, limit=one_more(limit))
+            found = prompt_log.prompts(conn, query, session_id=session_id, project=project,
+                                       source=checked_source(conn, source), missing=missing, limit=one_more(limit))
+        unknown = prompt_log.unknown_session(conn, session_id) if session_id is not None else None
+        if unknown is not None:  # (as `read` and `search --session` say of an id not stored)
+            echo(f"Note: {unknown.message}", err=True)
+        return found
 
     rows = call(db_path, matching)
     listing(rows, limit, "prompts", as_json, lambda row: echo(

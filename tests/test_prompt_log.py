@@ -354,3 +354,19 @@ def test_prompts_refuse_a_query_with_the_code_search_gives_the_same_mistake(quer
     with pytest.raises(prompt_log.QueryError) as error:
         prompt_log.prompts(sqlite3.connect(":memory:"), query, mode=mode)
     assert (error.value.code, error.value.message) == (code, message)
+
+
+def test_cli_prompts_of_a_session_no_log_knows_says_so_and_the_id_it_may_mean(db, homes):
+    # A Codex history line names its session without the "codex:" the archive stores it under.
+    claude_transcript(homes)
+    ingest(db, {name: homes[name] for name in ("claude", "codex", "gemini")})
+    runner = CliRunner()
+    bare = runner.invoke(cli, ["prompts", "--db", str(db), "--session", "telemetry-codex-001"])
+    assert (bare.exit_code, bare.stdout) == (0, "No prompts.\n")
+    assert bare.stderr == "Note: no session 'telemetry-codex-001' (did you mean 'codex:telemetry-codex-001'?)\n"
+    unknown = runner.invoke(cli, ["prompts", "--db", str(db), "--session", "nope", "--json"])
+    assert (unknown.exit_code, unknown.stdout, unknown.stderr) == (0, "[]\n", "Note: no session 'nope'\n")
+    # known from the prompt logs only, or from a stored transcript: nothing to say
+    for known in ("codex:telemetry-codex-001", "telemetry-claude-001"):
+        found = runner.invoke(cli, ["prompts", "--db", str(db), "--session", known, "--limit", "1000"])
+        assert found.exit_code == 0 and found.stderr == "" and known in found.stdout.splitlines()[0]
