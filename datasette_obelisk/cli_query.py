@@ -65,22 +65,36 @@ def fresh_connection(db_path):
     return reader
 
 
-def call(db_path, helper, *args, session_id: str | None = None):
+def call(db_path, helper, *args, session_id: str | None = None, project: str | None = None):
     """Run one read helper on a fresh read-only connection to the database, its
     statements reading one state of it (``one_snapshot``), as over HTTP.
 
     A ``source`` among its options must be installed or in the database
     (``known_source``); a ``session_id`` the command was given that is not
-    stored is said so on stderr (``stored_session``).
+    stored is said so on stderr (``stored_session``), and so is a ``project``
+    pattern no stored project matches (``unmatched_project``).
     """
     conn = fresh_connection(db_path)
     try:
         with one_snapshot(conn):
             if session_id is not None:
                 stored_session(conn, session_id)
-            return helper(conn, *args)
+            found = helper(conn, *args)
+            if project is not None:
+                unmatched_project(conn, project)
+            return found
     finally:
         conn.close()
+
+
+def unmatched_project(conn, project: str) -> None:
+    """A note on stderr when no stored project matches the ``--project`` pattern, naming
+    those ``%project%`` matches (a name without its ``%`` is a whole project's name)."""
+    near = obelisk.projects_near(conn, project)
+    if near is None:
+        return
+    hint = f": {f'%{project}%'!r} matches {' and '.join(repr(name) for name in near)}" if near else ""
+    echo(f"Note: no project matches {project!r} (--project is a SQL LIKE pattern{hint})", err=True)
 
 
 def stored_session(conn, session_id: str) -> dict | None:
@@ -206,7 +220,7 @@ def search(text, limit, session_id, project, source, after, before, cwd, include
     hits, states, source = call(db_path, hits_and_states, text, given(
         limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
         cwd=cwd, includeMeta=include_meta or None, mode=mode,
-    ), session_id=session_id)
+    ), session_id=session_id, project=project)
     note = call(db_path, dashboard.indexing_note)
     if note:
         echo(f"Note: {note}", err=True)
@@ -409,7 +423,7 @@ def sessions(limit, branch, project, source, after, before, db_path, as_json):
     """
     rows = call(db_path, obelisk.sessions, given(
         limit=one_more(limit), branch=branch, project=project, source=source, after=after, before=before,
-    ))
+    ), project=project)
     listing(rows, limit, "sessions", as_json, lambda row: echo(
         f"{row['ended_at'] or '-':<24}  {row['source']:<6}  {row['message_count']:>5} msgs  "
         f"{row['id']}  {one_line(row['title'], 80)}".rstrip()))
@@ -501,7 +515,7 @@ def failures(limit, session_id, project, source, after, before, db_path, as_json
 
     rows, states = call(db_path, failures_and_states, given(
         limit=one_more(limit), sessionId=session_id, project=project, source=source, after=after, before=before,
-    ), session_id=session_id)
+    ), session_id=session_id, project=project)
 
     def failure(row):
         result, call_row, session = row["result"], row["toolCall"], row["session"]
@@ -545,7 +559,7 @@ def files(path, limit, offset, session_id, project, source, after, before, db_pa
     rows, total, outcomes = call(db_path, history_and_outcomes, path, given(
         limit=limit, offset=offset or None, sessionId=session_id, project=project, source=source, after=after,
         before=before,
-    ), session_id=session_id)
+    ), session_id=session_id, project=project)
     if as_json:
         click.echo(dumps(rows))
     elif not rows and total:

@@ -449,6 +449,24 @@ def test_json_output_says_on_stderr_when_the_limit_left_rows_out(corpus_db, args
     assert (len(json.loads(whole.stdout)), whole.stderr) == (total, "")
 
 
+@pytest.mark.parametrize("args, empty", [
+    (["sessions"], "No sessions.\n"), (["failures"], "No failures.\n"), (["search", "sorting"], "No matches.\n"),
+    (["files", "/home/testuser/fork-project/quicksort.py"],
+     "No tool call touched /home/testuser/fork-project/quicksort.py.\n"),
+])
+def test_a_project_pattern_no_project_matches_is_said_with_the_projects_holding_it(corpus_db, args, empty):
+    # A project's name without its "%" (the corpus's kvsankar__agent-history) is a LIKE pattern that matches none.
+    bare = invoke(*args, "--project", "agent-history", "--db", corpus_db)
+    assert (bare.exit_code, bare.stdout) == (0, empty)
+    assert bare.stderr == ("Note: no project matches 'agent-history' (--project is a SQL LIKE pattern: "
+                           "'%agent-history%' matches 'kvsankar__agent-history')\n")
+    as_json = invoke(*args, "--project", "agent-history", "--db", corpus_db, "--json")
+    assert (json.loads(as_json.stdout), as_json.stderr) == ([], bare.stderr)
+    nowhere = invoke(*args, "--project", "no-such-project", "--db", corpus_db)
+    assert nowhere.stderr == "Note: no project matches 'no-such-project' (--project is a SQL LIKE pattern)\n"
+    assert invoke(*args, "--project", "%agent-history", "--db", corpus_db).stderr == ""
+
+
 def test_search_text_marks_the_hits_the_model_no_longer_sees(corpus_db):
     # kvsankar's forked session: lines 3-6 (the QuickSort branch, fu2a to fa3a) were rewound for MergeSort.
     found = invoke("search", "quicksort", "--session", "claude_forked_session", "--db", corpus_db).stdout

@@ -1335,6 +1335,16 @@ def unknown_session(conn, session_id: str) -> QueryError:
     return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")
 
 
+def projects_near(conn, project: str) -> list[str] | None:
+    """None when a stored session's project matches the LIKE pattern ``project``; else the
+    projects (at most 3) that hold it, as ``%project%`` matches them: a name given without
+    its ``%`` matches only a project of exactly that name, and a list comes out empty."""
+    if one(conn, "SELECT 1 FROM sessions WHERE project LIKE ? LIMIT 1", [project]) is not None:
+        return None
+    return [r[0] for r in conn.execute(
+        "SELECT DISTINCT project FROM sessions WHERE project LIKE ? ORDER BY project LIMIT 3", [f"%{project}%"])]
+
+
 def stored_session_title(conn, session_id: str) -> str:
     """A stored session's title (its id when it has none), else ``unknown_session``'s error."""
     found = conn.execute("SELECT id, title FROM sessions WHERE id = ?", [session_id]).fetchone()
