@@ -87,10 +87,10 @@ def call(db_path, helper, *args, session_id: str | None = None, project: str | N
         conn.close()
 
 
-def unmatched_project(conn, project: str) -> None:
-    """A note on stderr when no stored project matches the ``--project`` pattern, naming
+def unmatched_project(conn, project: str, table: str = "sessions") -> None:
+    """A note on stderr when no project of ``table`` matches the ``--project`` pattern, naming
     those ``%project%`` matches (a name without its ``%`` is a whole project's name)."""
-    near = obelisk.projects_near(conn, project)
+    near = obelisk.projects_near(conn, project, table)
     if near is None:
         return
     hint = f": {f'%{project}%'!r} matches {' and '.join(repr(name) for name in near)}" if near else ""
@@ -468,8 +468,13 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
         if given_too:
             raise click.UsageError(f"--orphans lists sessions, not prompts: {' and '.join(given_too)} "
                                    "cannot narrow it (--project, --source and --limit can)")
-        rows = call(db_path, lambda conn: prompt_log.orphans(
-            conn, source=checked_source(conn, source), project=project, limit=one_more(limit)))
+        def orphaned(conn):
+            found = prompt_log.orphans(conn, source=checked_source(conn, source), project=project, limit=one_more(limit))
+            if project is not None:
+                unmatched_project(conn, project, "prompt_log")
+            return found
+
+        rows = call(db_path, orphaned)
         def orphan(row):
             prompts = counted(row["prompts"], "prompt")
             echo(f"{row['last_at'] or '-':<24}  {row['source']:<6}  {prompts:>11}  "
@@ -483,6 +488,8 @@ def prompts(query, session_id, project, source, missing, orphans, limit, db_path
         unknown = prompt_log.unknown_session(conn, session_id) if session_id is not None else None
         if unknown is not None:  # (as `read` and `search --session` say of an id not stored)
             echo(f"Note: {unknown.message}", err=True)
+        if project is not None:
+            unmatched_project(conn, project, "prompt_log")
         return found
 
     rows = call(db_path, matching)

@@ -370,3 +370,17 @@ def test_cli_prompts_of_a_session_no_log_knows_says_so_and_the_id_it_may_mean(db
     for known in ("codex:telemetry-codex-001", "telemetry-claude-001"):
         found = runner.invoke(cli, ["prompts", "--db", str(db), "--session", known, "--limit", "1000"])
         assert found.exit_code == 0 and found.stderr == "" and known in found.stdout.splitlines()[0]
+
+
+def test_cli_prompts_of_a_project_pattern_no_folder_matches_says_so_and_the_folders_holding_it(db, homes):
+    # --project is a LIKE pattern over the folder a prompt was typed in: a folder's name alone matches none.
+    ingest(db, {name: homes[name] for name in ("claude", "codex", "gemini")})
+    runner = CliRunner()
+    note = ("Note: no project matches 'telemetry-project' (--project is a SQL LIKE pattern: "
+            "'%telemetry-project%' matches '/home/testuser/telemetry-project')\n")
+    for extra in ([], ["--orphans"], ["--json"]):
+        bare = runner.invoke(cli, ["prompts", "--db", str(db), "--project", "telemetry-project", *extra])
+        assert (bare.exit_code, bare.stderr) == (0, note), extra
+    assert runner.invoke(cli, ["prompts", "--db", str(db), "--project", "telemetry-project", "--json"]).stdout == "[]\n"
+    whole = runner.invoke(cli, ["prompts", "--db", str(db), "--project", "%/telemetry-project"])
+    assert whole.stderr == "" and len(whole.stdout.splitlines()) == 7

@@ -1335,14 +1335,22 @@ def unknown_session(conn, session_id: str) -> QueryError:
     return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")
 
 
-def projects_near(conn, project: str) -> list[str] | None:
-    """None when a stored session's project matches the LIKE pattern ``project``; else the
-    projects (at most 3) that hold it, as ``%project%`` matches them: a name given without
-    its ``%`` matches only a project of exactly that name, and a list comes out empty."""
-    if one(conn, "SELECT 1 FROM sessions WHERE project LIKE ? LIMIT 1", [project]) is not None:
+# The tables whose ``project`` a --project pattern is matched against: the sessions' slugs,
+# the folders the prompt logs' prompts were typed in.
+PROJECT_TABLES = ("sessions", "prompt_log")
+
+
+def projects_near(conn, project: str, table: str = "sessions") -> list[str] | None:
+    """None when a row of ``table`` (of ``PROJECT_TABLES``) has a project matching the LIKE
+    pattern ``project``; else the projects (at most 3) that hold it, as ``%project%`` matches
+    them: a name given without its ``%`` matches only a project of exactly that name, and a
+    list comes out empty."""
+    if table not in PROJECT_TABLES:
+        raise ValueError(f"no project column in {table!r}")
+    if one(conn, f"SELECT 1 FROM {table} WHERE project LIKE ? LIMIT 1", [project]) is not None:
         return None
     return [r[0] for r in conn.execute(
-        "SELECT DISTINCT project FROM sessions WHERE project LIKE ? ORDER BY project LIMIT 3", [f"%{project}%"])]
+        f"SELECT DISTINCT project FROM {table} WHERE project LIKE ? ORDER BY project LIMIT 3", [f"%{project}%"])]
 
 
 def stored_session_title(conn, session_id: str) -> str:
