@@ -323,6 +323,7 @@ OVERRIDE_BRANCH = "feat\u202e"  # a right-to-left override, never closed
 LONG_PATH = "src/app/migrations/0007_add_schedule_index_to_the_billing_ledger_and_backfill_it.py"
 RTL_SESSION = "33333333-cccc-4000-8000-000000000003"
 RTL_TEXT = "مرحبا بالعالم!\nשלום (גרסה 2)."
+RTL_FAILURE = "44444444-dddd-4000-8000-000000000004"
 
 
 @pytest.fixture(scope="module")
@@ -343,6 +344,14 @@ def hostile_server(tmp_path_factory):
     line = {"type": "user", "uuid": "rtl-u1", "parentUuid": None, "sessionId": RTL_SESSION,
             "timestamp": "2026-03-02T02:00:00.000Z", "cwd": "/w", "message": {"role": "user", "content": RTL_TEXT}}
     (project / f"{RTL_SESSION}.jsonl").write_text(json.dumps(line) + "\n")
+    # a failed call, answered in Arabic
+    said = [("assistant", [{"type": "tool_use", "id": "toolu_rtl", "name": "Bash", "input": {"command": "false"}}]),
+            ("user", [{"type": "tool_result", "tool_use_id": "toolu_rtl", "content": "exit 1", "is_error": True}]),
+            ("assistant", [{"type": "text", "text": RTL_TEXT.split("\n")[0]}])]
+    lines = [{"type": kind, "uuid": f"rtl-f{n}", "parentUuid": f"rtl-f{n - 1}" if n else None, "sessionId": RTL_FAILURE,
+              "timestamp": f"2026-03-02T03:00:0{n}.000Z", "cwd": "/w", "message": {"role": kind, "content": content}}
+             for n, (kind, content) in enumerate(said)]
+    (project / f"{RTL_FAILURE}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     # an agent of the first session, titled by a path that has nowhere to break
     agents = project / "11111111-aaaa-4000-8000-000000000001" / "subagents"
     agents.mkdir(parents=True)
@@ -447,6 +456,34 @@ def test_a_message_in_a_right_to_left_script_reads_right_to_left(hostile_server,
         assert line["last"] < line["first"], lines
     # (the page around it keeps its own direction)
     assert page.locator("#m1 .ob-entry-head").evaluate("e => getComputedStyle(e).direction") == "ltr"
+
+
+def test_a_match_in_a_right_to_left_snippet_keeps_its_place_in_the_phrase(hostile_server, page):
+    """Searched for, the first word of the Arabic line is marked where an Arabic reader starts:
+    right of the word after it (it was drawn on the left, the phrase read backwards), and the
+    snippet ends at its left end, with the "!" that closes the line. So does a reply to a failed call."""
+    page.goto(f"{hostile_server}/-/obelisk?q=مرحبا")
+    hit = page.locator(".ob-snippets li").first
+    assert hit.locator("mark").inner_text() == "مرحبا"
+    places = hit.evaluate("""li => {
+        const mark = li.querySelector("mark"), after = mark.nextSibling, range = document.createRange();
+        const box = (i) => { range.setStart(after, i); range.setEnd(after, i + 1); return range.getBoundingClientRect(); };
+        const bang = after.textContent.indexOf("!");
+        return {mark: mark.getBoundingClientRect().left, next_word: box(1).left, bang: box(bang).left};
+    }""")
+    assert places["next_word"] < places["mark"], places
+    assert places["bang"] < places["next_word"], places
+    # What the failures page shows after a failed call reads in its own direction too.
+    page.goto(f"{hostile_server}/-/obelisk/failures")
+    reply = page.locator(".ob-snippets li").filter(has_text="مرحبا")
+    ends = reply.evaluate("""li => {
+        const text = [...li.querySelectorAll("*")].flatMap(e => [...e.childNodes]).concat([...li.childNodes])
+            .find(node => node.nodeType === Node.TEXT_NODE && node.textContent.includes("!"));
+        const range = document.createRange();
+        const x = (i) => { range.setStart(text, i); range.setEnd(text, i + 1); return range.getBoundingClientRect().left; };
+        return {first: x(0), bang: x(text.textContent.indexOf("!"))};
+    }""")
+    assert ends["bang"] < ends["first"], ends
 
 
 def test_titles_fragments_and_chosen_facets(hostile_server, page):
