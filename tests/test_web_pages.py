@@ -2715,3 +2715,25 @@ async def test_the_window_title_says_what_the_page_shows(ds):
     assert title(missing) == "Not found · Obelisk" and "<h1>Not found</h1>" in missing
     refused = await page(ds, "/-/obelisk/failures", 400, limit="0")
     assert title(refused) == "Error · Obelisk" and "<h1>Cannot show this</h1>" in refused
+
+
+@pytest.mark.asyncio
+async def test_lists_without_a_column_heading_say_their_times_are_utc(ds):
+    """Search results, recent sessions, failures and the lineage tree write "UTC" after a time,
+    as the transcript's header and the tables' headings do: it is no reader's local time."""
+    shown = {
+        "results": await page(ds, "/-/obelisk", q="zebrafish"),
+        "recent": await page(ds, "/-/obelisk", project="-tmp-xss-project"),
+        "failures": await page(ds, "/-/obelisk/failures", sessionId=XSS_SESSION),
+        "lineage": await page(ds, f"/-/obelisk/session/{XSS_SESSION}/lineage"),
+    }
+    times = {name: re.findall(r"(?:started )?2026-03-01 10:00(?: UTC)?", text) for name, text in shown.items()}
+    assert times == {"results": ["2026-03-01 10:00 UTC"], "recent": ["2026-03-01 10:00 UTC"],
+                     "failures": ["2026-03-01 10:00 UTC"], "lineage": ["started 2026-03-01 10:00 UTC"]}
+
+
+def test_a_time_a_log_wrote_in_no_known_form_is_not_called_utc():
+    from datasette_obelisk.web.template_helpers import TemplateHelpers
+
+    assert [TemplateHelpers.when_utc(t) for t in ("2025-12-24T23:30:00-05:00", "yesterday", None)] == [
+        "2025-12-25 04:30 UTC", "yesterday", ""]

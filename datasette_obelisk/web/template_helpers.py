@@ -18,6 +18,7 @@ from .highlight import snippet_html
 
 
 CANONICAL_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+SHOWN_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}")  # as ``when`` writes a time
 BIDI_CONTROLS = dict.fromkeys([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
 
 
@@ -123,6 +124,12 @@ class TemplateHelpers:
         if not CANONICAL_UTC.fullmatch(text):  # (stored times are: nothing to convert)
             text = canonical(text) or text
         return text[:16].replace("T", " ") if len(text) >= 16 and text[4] == "-" else text
+
+    @classmethod
+    def when_utc(cls, timestamp) -> str:
+        """``when``, saying ``UTC`` after a time, for a list with no column heading to say it."""
+        shown = cls.when(timestamp)
+        return f"{shown} UTC" if SHOWN_TIME.fullmatch(shown) else shown  # ("yesterday", as a log wrote it, is no UTC time)
 
     @staticmethod
     def count(n, noun: str, plural: str | None = None) -> str:
