@@ -1018,7 +1018,7 @@ async def test_the_history_of_a_path_says_how_many_calls_there_are_and_pages(tmp
     ds = make_datasette(tmp_path / "hot.db")
     await ds.invoke_startup()
     listed = await page(ds, "/-/obelisk/files")
-    assert '<td class="num">1001</td>' in listed
+    assert '<td class="num">1,001</td>' in listed
     history = await page(ds, "/-/obelisk/files", path="/tmp/hot/a.py")
     assert "Calls 1–1,000 of the 1,001 tool calls that touched this path" in history
     assert history.count("<td><details>") == 1000 and "toolu_hot1000" in history and "toolu_hot1001" not in history
@@ -2737,3 +2737,36 @@ def test_a_time_a_log_wrote_in_no_known_form_is_not_called_utc():
 
     assert [TemplateHelpers.when_utc(t) for t in ("2025-12-24T23:30:00-05:00", "yesterday", None)] == [
         "2025-12-25 04:30 UTC", "yesterday", ""]
+
+
+@pytest.mark.asyncio
+async def test_counts_past_a_thousand_are_written_with_separators(tmp_path):
+    """A facet's count and a path's calls read as the totals beside them do: 1,001, not 1001."""
+    from datasette_obelisk.store.ingest import ingest
+
+    folder = tmp_path / "claude" / "projects" / "-w"
+    folder.mkdir(parents=True)
+
+    def line(uuid, parent, kind, content, n, session="big"):
+        return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": session, "cwd": "/w",
+                           "timestamp": f"2026-01-01T{n // 3600:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z",
+                           "message": {"role": kind, "content": content}}) + "\n"
+
+    for n in range(1000):  # a thousand more sessions matching "walrus"
+        (folder / f"s{n}.jsonl").write_text(line(f"s{n}-u", None, "user", "walrus", n, session=f"s{n}"))
+    lines, parent = [line("u0", None, "user", "walrus: read notes.md, again and again", 0)], "u0"
+    for n in range(1001):  # 1,001 reads of one file
+        lines += [line(f"a{n}", parent, "assistant", [{"type": "tool_use", "id": f"t{n}", "name": "Read",
+                                                       "input": {"file_path": "/w/notes.md"}}], 1 + 2 * n),
+                  line(f"r{n}", f"a{n}", "user", [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "notes"}],
+                       2 + 2 * n)]
+        parent = f"r{n}"
+    (folder / "big.jsonl").write_text("".join(lines))
+    ingest(tmp_path / "o.db", {"claude": tmp_path / "claude"})
+    datasette = make_datasette(tmp_path / "o.db")
+    await datasette.invoke_startup()
+
+    search = await page(datasette, "/-/obelisk", q="walrus")
+    assert re.search(r'data-facet="source"[^>]*>claude</a> <span class="count">([^<]*)</span>', search).group(1) == "1,001"
+    files = await page(datasette, "/-/obelisk/files")
+    assert re.search(r'notes\.md</a></td><td class="num">([^<]*)</td><td class="num">([^<]*)</td>', files).groups() == ("1,001", "1")
