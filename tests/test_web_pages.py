@@ -2770,3 +2770,15 @@ async def test_counts_past_a_thousand_are_written_with_separators(tmp_path):
     assert re.search(r'data-facet="source"[^>]*>claude</a> <span class="count">([^<]*)</span>', search).group(1) == "1,001"
     files = await page(datasette, "/-/obelisk/files")
     assert re.search(r'notes\.md</a></td><td class="num">([^<]*)</td><td class="num">([^<]*)</td>', files).groups() == ("1,001", "1")
+
+
+@pytest.mark.asyncio
+async def test_a_recall_or_a_files_filter_is_named_in_the_window_title(ds):
+    """As a search's words are: a tab or a history entry tells one recall or filter from another."""
+    def title(html):
+        return unescape(re.search(r"<title>(.*?)</title>", html, re.S).group(1))
+
+    assert title(await page(ds, "/-/obelisk/memories", q="schema\u202emigration")) == "schemamigration · Memories · Obelisk"
+    assert title(await page(ds, "/-/obelisk/memories")) == "Memories · Obelisk"
+    assert title(await page(ds, "/-/obelisk/files", contains="page.tsx")) == "page.tsx · Files · Obelisk"
+    assert title(await page(ds, "/-/obelisk/files")) == "Files · Obelisk"
