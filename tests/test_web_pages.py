@@ -2782,3 +2782,14 @@ async def test_a_recall_or_a_files_filter_is_named_in_the_window_title(ds):
     assert title(await page(ds, "/-/obelisk/memories")) == "Memories · Obelisk"
     assert title(await page(ds, "/-/obelisk/files", contains="page.tsx")) == "page.tsx · Files · Obelisk"
     assert title(await page(ds, "/-/obelisk/files")) == "Files · Obelisk"
+
+
+@pytest.mark.asyncio
+async def test_an_event_page_names_its_session_and_its_time(ds):
+    """A search's snippet links an event: its page links the session it is part of, by title,
+    and says when it was written (it said neither but in the window title)."""
+    html = await page(ds, f"/-/obelisk/event/{XSS_SESSION}/2")
+    meta = re.search(r'</h1>\s*<p class="ob-meta">(.*?)</p>', html, re.S).group(1)
+    found = re.fullmatch(rf'<span>in <a href="/-/obelisk/session/{XSS_SESSION}">(.*?)</a></span><span>(.*?)</span>', meta)
+    assert found and unescape(found.group(1)).startswith("Render this safely: <script>") and found.group(2) == "2026-03-01 10:00 UTC"
+    assert_no_payload(html)

@@ -12,6 +12,7 @@ from ..query import dashboard, lineage, memories, obelisk, prompts, search_facet
 from ..query.filters import Filters
 from ..query.fts import parse_query
 from ..query.session_query import SessionQuery
+from ..query.text import to_iso
 from . import charts
 from .actions import FORGET, REMEMBER, allowed
 from .config import settings
@@ -185,7 +186,10 @@ async def event_page(datasette, request, db, params):
         }
 
     found = await db.execute_fn(load)
-    return {"session_id": session_id, "seq": found["window"]["target"]["seq"], **found}
+    target = found["window"]["target"]
+    # (a search's snippet links here: the page says whose event it is and when, as a transcript's entry does)
+    when = to_iso(target["time"]) if isinstance(target.get("time"), (int, float)) else None
+    return {"session_id": session_id, "seq": target["seq"], "target_time": when, **found}
 
 
 async def overview_page(datasette, request, db, params):
