@@ -2793,3 +2793,20 @@ async def test_an_event_page_names_its_session_and_its_time(ds):
     found = re.fullmatch(rf'<span>in <a href="/-/obelisk/session/{XSS_SESSION}">(.*?)</a></span><span>(.*?)</span>', meta)
     assert found and unescape(found.group(1)).startswith("Render this safely: <script>") and found.group(2) == "2026-03-01 10:00 UTC"
     assert_no_payload(html)
+
+
+@pytest.mark.asyncio
+async def test_a_session_s_workflows_count_their_agents_in_words(tmp_path, web_db):
+    db = tmp_path / "copy.db"
+    shutil.copy(web_db, db)
+    with sqlite3.connect(db) as conn:
+        conn.executemany(
+            "INSERT INTO workflows (run_id, session_id, timestamp, agent_count, status, workflow_name) VALUES (?, ?, ?, ?, ?, ?)",
+            [("wf_one", SAMPLE, "2026-01-01T00:00:01Z", 1, "completed", "one agent"),
+             ("wf_many", SAMPLE, "2026-01-01T00:00:02Z", 1200, "running", "many agents"),
+             ("wf_unknown", SAMPLE, "2026-01-01T00:00:03Z", None, None, "nothing known")])
+    datasette = make_datasette(db)
+    await datasette.invoke_startup()
+    html = await page(datasette, f"/-/obelisk/session/{SAMPLE}")
+    said = re.findall(r'>(one agent|many agents|nothing known)</a> <span class="ob-muted">([^<]*)</span>', html)
+    assert said == [("one agent", "completed · 1 agent"), ("many agents", "running · 1,200 agents"), ("nothing known", "")]
