@@ -86,6 +86,7 @@ def test_migrations_in_order(conn):
         "m060_index_tool_names_and_odd_roles",
         "m061_index_other_kinds",
         "m062_index_open_subtypes",
+        "m063_index_spawning_calls",
     ]
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations ORDER BY id")]
     assert applied == [m.name for m in migrations._migrations]
@@ -550,3 +551,14 @@ def test_migration_scripts_are_cut_into_the_statements_sqlite_utils_finds(tmp_pa
     assert len(scripts) > 20
     for sql in scripts + tricky:
         assert list(cut(sql)) == list(_iter_complete_sql_statements(sql))
+
+
+def test_a_transcript_page_finds_the_agents_and_workflows_its_calls_started_by_index(conn):
+    # Without an index on the calling id, each call read every agent of its session and each
+    # page built a throwaway index of every workflow (m063).
+    from datasette_obelisk.query.transcript import PAGE_CALLS_SQL
+
+    plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + PAGE_CALLS_SQL.format(marks="?"), ["s", "m"])]
+    assert "SEARCH sa USING INDEX subagents_tool_call (parent_tool_use_id=?) LEFT-JOIN" in plan, plan
+    assert "SEARCH w USING INDEX workflows_tool_call (parent_tool_use_id=?) LEFT-JOIN" in plan, plan
+    assert not [step for step in plan if "AUTOMATIC" in step], plan

@@ -385,29 +385,30 @@ def results_of_earlier_calls(conn, session_id: str, start: int, result_uuids: li
     }
 
 
+# The calls of a page's tool-use lines, each with its result and the agent or workflow it
+# started (found by the calling id: subagents_tool_call, workflows_tool_call).
+PAGE_CALLS_SQL = f"""SELECT c.id, c.message_uuid, c.name, c.input_json, c.file_path, c.timestamp,
+           r.message_uuid AS result_uuid, r.outcome, r.exit_code,
+           substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
+           {raw_uuid_sql('r')} AS result_raw_uuid,
+           (SELECT rm.seq FROM messages rm WHERE rm.uuid = r.message_uuid AND rm.session_id = c.session_id)
+             AS result_seq,
+           c.id AS tool_use_id, c.name AS tool_name, {SUBAGENT_COLUMNS},
+           w.run_id AS workflow_run_id, w.workflow_name
+    FROM tool_calls c
+    LEFT JOIN tool_results r ON r.tool_use_id = c.id
+    LEFT JOIN subagents sa ON sa.parent_tool_use_id = c.id AND sa.session_id = c.session_id
+    LEFT JOIN workflows w ON w.parent_tool_use_id = c.id
+    WHERE c.session_id = ? AND c.message_uuid IN ({{marks}}) ORDER BY c.rowid"""
+
+
 def tool_calls(conn, session_id: str, message_uuids: list[str]) -> dict[str, list[dict]]:
     """The calls each tool-use line made, with result, outcome and any child session."""
     if not message_uuids:
         return {}
     found: dict[str, list[dict]] = {}
     marks = ", ".join("?" * len(message_uuids))
-    for row in _all(
-        conn,
-        f"""SELECT c.id, c.message_uuid, c.name, c.input_json, c.file_path, c.timestamp,
-                   r.message_uuid AS result_uuid, r.outcome, r.exit_code,
-                   substr({full_content_sql('r')}, 1, {RESULT_CHARS}) AS result, r.content_length AS result_length,
-                   {raw_uuid_sql('r')} AS result_raw_uuid,
-                   (SELECT rm.seq FROM messages rm WHERE rm.uuid = r.message_uuid AND rm.session_id = c.session_id)
-                     AS result_seq,
-                   c.id AS tool_use_id, c.name AS tool_name, {SUBAGENT_COLUMNS},
-                   w.run_id AS workflow_run_id, w.workflow_name
-            FROM tool_calls c
-            LEFT JOIN tool_results r ON r.tool_use_id = c.id
-            LEFT JOIN subagents sa ON sa.parent_tool_use_id = c.id AND sa.session_id = c.session_id
-            LEFT JOIN workflows w ON w.parent_tool_use_id = c.id
-            WHERE c.session_id = ? AND c.message_uuid IN ({marks}) ORDER BY c.rowid""",
-        [session_id, *message_uuids],
-    ):
+    for row in _all(conn, PAGE_CALLS_SQL.format(marks=marks), [session_id, *message_uuids]):
         row["preview"] = preview(row["input_json"])
         found.setdefault(row["message_uuid"], []).append(row)
     return found

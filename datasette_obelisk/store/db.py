@@ -13,7 +13,7 @@ BUSY_TIMEOUT_MS = 30_000
 # The last migration in migrations.py (a test keeps them in step). A database
 # that has it skips loading sqlite-utils and the migrations: every CLI call
 # opens the database, and those imports were a third of a no-op ingest.
-LATEST_MIGRATION = "m062_index_open_subtypes"
+LATEST_MIGRATION = "m063_index_spawning_calls"
 
 
 def default_db_path(environ=os.environ) -> Path:

@@ -1834,3 +1834,19 @@ def m062_index_open_subtypes(db):
             'compaction', 'error', 'gemini', 'info', 'rewind', 'tool_result', 'warning');
         """
     )
+
+
+@migrations()
+def m063_index_spawning_calls(db):
+    # A transcript page joins each of its tool calls to the agent or workflow
+    # it started (query/transcript.py tool_calls), and a helper's notes join a
+    # message's calls to their agents (query/obelisk.py message_notes). With
+    # no index on the calling id, SQLite read every agent of the session for
+    # each call and built a throwaway index of every workflow for each page.
+    # Both tables hold a few rows per session: the indexes cost nothing to keep.
+    db.executescript(
+        """
+        CREATE INDEX subagents_tool_call ON subagents (parent_tool_use_id);
+        CREATE INDEX workflows_tool_call ON workflows (parent_tool_use_id);
+        """
+    )
