@@ -163,3 +163,10 @@ def type_filter_refusals(conn, types) -> list[tuple[str, str]]:
         refusal(lambda: sq.filter_events("s1", types)),
         refusal(lambda: sq.event_count("s1", types)),
     ]
+
+
+def type_filter_answers(conn, values) -> tuple[list, dict]:
+    """What s1's events and a search of every session answer to a type filter of ``values``."""
+    sq = SessionQuery(conn)
+    types = [{"kind": "type", "values": values}]
+    return sq.filter_events("s1", types), sq.search_sessions({"query": "needle", "eventFilters": types})
