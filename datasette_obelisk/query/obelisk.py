@@ -1315,21 +1315,32 @@ SHORT_ID = 6  # the fewest characters of an id whose longer ids are named
 
 
 def unknown_session(conn, session_id: str) -> QueryError:
-    """``OBELISK_NOT_FOUND`` for a session id, naming the stored ids it may have meant:
-    the same id under a source's prefix (``codex:<id>``, as a rollout's file name gives it),
-    else, for an id of at least ``SHORT_ID`` characters, the ids it begins (``0a1b2c3d``
-    for ``0a1b2c3d-4e5f-...``, under a source's prefix or not): ids are never matched by
-    their beginning, only named."""
+    """``OBELISK_NOT_FOUND`` for a session id, naming the stored ids it may have meant
+    (``near_session_ids``)."""
+    return session_not_found(session_id, near_session_ids(conn, session_id))
+
+
+def near_session_ids(conn, session_id: str, table: str = "sessions", column: str = "id") -> list[str]:
+    """The ids of ``table`` (at most 3) a session id not found there may have meant: the same id
+    under a source's prefix (``codex:<id>``, as a rollout's file name gives it), else, for an id
+    of at least ``SHORT_ID`` characters, the ids it begins (``0a1b2c3d`` for
+    ``0a1b2c3d-4e5f-...``, under a source's prefix or not): ids are never matched by their
+    beginning, only named."""
     near = [r[0] for r in conn.execute(
-        "SELECT id FROM sessions WHERE substr(id, -length(:id) - 1) = ':' || :id ORDER BY id LIMIT 3",
+        f"SELECT DISTINCT {column} FROM {table} WHERE substr({column}, -length(:id) - 1) = ':' || :id "
+        f"ORDER BY {column} LIMIT 3",
         {"id": session_id},
     )] if session_id else []
     if not near and len(session_id.strip()) >= SHORT_ID:
         near = [r[0] for r in conn.execute(
-            "SELECT id FROM sessions WHERE substr(id, 1, length(:id)) = :id "
-            "OR substr(id, instr(id, ':') + 1, length(:id)) = :id ORDER BY id LIMIT 3",
+            f"SELECT DISTINCT {column} FROM {table} WHERE substr({column}, 1, length(:id)) = :id "
+            f"OR substr({column}, instr({column}, ':') + 1, length(:id)) = :id ORDER BY {column} LIMIT 3",
             {"id": session_id},
         )]
+    return near
+
+
+def session_not_found(session_id: str, near: list[str]) -> QueryError:
     hint = f" (did you mean {' or '.join(repr(n) for n in near)}?)" if near else ""
     shown = session_id if len(session_id) <= 200 else session_id[:200] + "…"
     return QueryError("OBELISK_NOT_FOUND", f"no session {shown!r}{hint}")

@@ -15,7 +15,7 @@ from .errors import QueryError
 from .moments import moment_sql
 from ..store.migrations import PROMPT_HELD, SESSION_STORED
 from .obelisk import MAX_PATTERN_CHARS  # (SQLite refuses a LIKE pattern over 50,000 bytes)
-from .obelisk import unknown_session as unknown_stored_session
+from .obelisk import near_session_ids, session_not_found
 from .readonly import error_for, translated_errors
 
 MAX_LIMIT = 1_000
@@ -114,20 +114,13 @@ def _parsed(query, mode: str) -> fts.FtsQuery:
 def unknown_session(conn: sqlite3.Connection, session_id: str) -> QueryError | None:
     """None when the prompt logs or the stored transcripts know session ``session_id``; else
     the error saying it is not known, naming the ids it may have meant: the stored sessions'
-    (``obelisk.unknown_session``), else the prompt logs' own under a source's prefix
-    (``codex:<id>`` for the bare id of a Codex history line)."""
+    (``obelisk.near_session_ids``), else the prompt logs' own (``codex:<id>`` for the bare id
+    of a Codex history line)."""
     known = "SELECT 1 FROM prompt_log WHERE session_id = :id UNION ALL SELECT 1 FROM sessions WHERE id = :id LIMIT 1"
     if conn.execute(known, {"id": session_id}).fetchone() is not None:
         return None
-    error = unknown_stored_session(conn, session_id)
-    if "did you mean" in error.message:
-        return error
-    near = [row[0] for row in conn.execute(
-        "SELECT DISTINCT session_id FROM prompt_log WHERE substr(session_id, -length(:id) - 1) = ':' || :id "
-        "ORDER BY session_id LIMIT 3", {"id": session_id})]
-    if not near:
-        return error
-    return QueryError(error.code, f"{error.message} (did you mean {' or '.join(repr(n) for n in near)}?)")
+    near = near_session_ids(conn, session_id) or near_session_ids(conn, session_id, "prompt_log", "session_id")
+    return session_not_found(session_id, near)
 
 
 def orphans(conn: sqlite3.Connection, *, source: str | None = None, project: str | None = None,
