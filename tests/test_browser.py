@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -615,6 +616,21 @@ def test_a_link_to_a_message_on_a_later_page_lands_on_it(server, page):
     page.goto(f"{server}/-/obelisk/session/{session}#m700")
     page.wait_for_url("**start=700#m700")
     assert page.locator("#m700").count() == 1
+    assert page.js_errors == []
+
+
+def test_a_transcript_s_page_links_are_a_pages_landmark_above_and_below(server, page):
+    session = "codex:019c8a59-e9dd-71f0-9ae3-4079fe9726a9"  # 1,569 lines: a page in the middle
+    page.goto(f"{server}/-/obelisk/session/{session}?start=700")
+    pagers = page.get_by_role("navigation", name="Pages")
+    assert pagers.count() == 2
+    back = pagers.nth(0).get_by_role("link").all_inner_texts()
+    assert back[0] == "« From the start" and re.fullmatch(r"‹ Previous \(from #\d+\)", back[1]) and len(back) == 2
+    [onward] = pagers.nth(1).get_by_role("link").all_inner_texts()
+    assert onward.startswith("Continue from #")
+    pagers.nth(1).get_by_role("link").click()
+    page.wait_for_url(f"**start={onward.split('#')[1].split()[0]}")
+    assert page.get_by_role("navigation", name="Pages").count() >= 1
     assert page.js_errors == []
 
 
