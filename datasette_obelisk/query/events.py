@@ -196,7 +196,7 @@ def unknown_subtype(conn, event_type: str) -> tuple[str, str] | None:
     ``compaction/summry``): none the parsers give that kind (``KNOWN_SUBTYPES``) nor, for an
     open kind or one not built in, one a stored row has. None for any other type. A kind not
     built in may hold a ``/``: the type is known when any reading of it is."""
-    head, slash, last = event_type.rpartition("/")
+    _, slash, last = event_type.rpartition("/")
     if not slash or event_type in DERIVED_TYPES or last == "message":
         return None
     parts = event_type.split("/")
@@ -229,7 +229,7 @@ def unknown_kind(conn, event_type: str) -> bool:
     ``System/error``): it is none of ``DERIVED_TYPES``, no ``<role>/message`` (which
     ``unknown_message_type`` tells), and its kind (what comes before a ``/``) is neither built in
     nor a stored row's. Its subtype is ``unknown_subtype``'s to check."""
-    head, slash, last = event_type.rpartition("/")
+    _, slash, last = event_type.rpartition("/")
     if event_type in DERIVED_TYPES or (slash and last == "message"):
         return False
     parts = event_type.split("/")
